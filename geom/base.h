@@ -1,0 +1,46 @@
+/* Shared definitions for geometry compiled by both the host C compiler and nvcc.
+ *
+ * Everything in geom/ that runs on both sides is `static inline TDM_HD`, so the CPU
+ * engine and the CUDA kernels call literally the same code (NVIDIA Warp's bvh.h does
+ * the same). No I/O and no allocation happens in these headers. */
+#ifndef TDM_GEOM_BASE_H
+#define TDM_GEOM_BASE_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define TDM_HD __host__ __device__
+#define TDM_ALIGN(n) __align__(n)
+#elif defined(__cplusplus)
+#define TDM_HD
+#define TDM_ALIGN(n) alignas(n)
+#else
+#define TDM_HD
+#define TDM_ALIGN(n) _Alignas(n)
+#endif
+
+#define TDM_INLINE static inline
+
+/* Error codes shared by every module: 0 is success, failures are negative. Keep
+ * tdm_strerror() (geom/error.c) in sync; the list ends in TDM_E__LAST. */
+enum tdm_err {
+    TDM_OK = 0,
+    TDM_EINVAL = -1,     /* an argument is malformed */
+    TDM_ENOMEM = -2,     /* host allocation failed */
+    TDM_ERANGE = -3,     /* a value is outside its documented limit */
+    TDM_ENONFINITE = -4, /* NaN or Inf where a finite number is required */
+    TDM_EINDEX = -5,     /* an index points outside its array */
+    TDM_EEMPTY = -6,     /* a mesh or batch has no elements */
+    TDM_ECORRUPT = -7,   /* a serialised blob fails its checksum or structure check */
+    TDM_EVERSION = -8,   /* a serialised blob has a version this build cannot read */
+    TDM_EIO = -9,        /* a file could not be read or written */
+    TDM_EFORMAT = -10,   /* a text or mesh file could not be parsed */
+    TDM_ESYS = -11,      /* an operating-system call failed (threads, clocks) */
+    TDM_E__LAST = -12
+};
+
+const char *tdm_strerror(int err);
+
+#endif

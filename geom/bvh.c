@@ -1,0 +1,277 @@
+/* OBB-tree construction; see bvh.h for the layout and the method. */
+#include "bvh.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct build_ctx {
+    const tdm_mesh *mesh;
+    uint32_t *idx;     /* triangle ids, partitioned in place into leaf order */
+    double *key;       /* scratch: split key per triangle */
+    tdm_bvh_node *nodes;
+    uint32_t n_nodes;
+} build_ctx;
+
+static tdm_dvec3 vert(const tdm_mesh *m, uint32_t v)
+{
+    return tdm_d3(m->verts[3 * v], m->verts[3 * v + 1], m->verts[3 * v + 2]);
+}
+
+/* Eigenvectors of a symmetric 3x3 matrix by cyclic Jacobi rotations; columns of v. */
+static void jacobi_eigen(double a[3][3], double v[3][3])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) v[i][j] = i == j;
+    for (int sweep = 0; sweep < 50; sweep++) {
+        double off = fabs(a[0][1]) + fabs(a[0][2]) + fabs(a[1][2]);
+        double diag = fabs(a[0][0]) + fabs(a[1][1]) + fabs(a[2][2]);
+        if (off <= 1e-15 * diag || off == 0) break;
+        for (int p = 0; p < 2; p++) {
+            for (int q = p + 1; q < 3; q++) {
+                if (a[p][q] == 0) continue;
+                double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < 3; k++) { /* a = J^T a J */
+                    double akp = a[k][p], akq = a[k][q];
+                    a[k][p] = c * akp - s * akq;
+                    a[k][q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < 3; k++) {
+                    double apk = a[p][k], aqk = a[q][k];
+                    a[p][k] = c * apk - s * aqk;
+                    a[q][k] = s * apk + c * aqk;
+                }
+                for (int k = 0; k < 3; k++) {
+                    double vkp = v[k][p], vkq = v[k][q];
+                    v[k][p] = c * vkp - s * vkq;
+                    v[k][q] = s * vkp + c * vkq;
+                }
+            }
+        }
+    }
+}
+
+/* Orthonormal right-handed axes from three approximate directions. */
+static void orthonormalize(tdm_dvec3 ax[3])
+{
+    ax[0] = tdm_d3_scale(ax[0], 1 / tdm_d3_len(ax[0]));
+    ax[1] = tdm_d3_sub(ax[1], tdm_d3_scale(ax[0], tdm_d3_dot(ax[0], ax[1])));
+    double l = tdm_d3_len(ax[1]);
+    if (!(l > 1e-12)) { /* pick any perpendicular */
+        tdm_dvec3 e = fabs(ax[0].x) < 0.6 ? tdm_d3(1, 0, 0) : tdm_d3(0, 1, 0);
+        ax[1] = tdm_d3_cross(ax[0], e);
+        l = tdm_d3_len(ax[1]);
+    }
+    ax[1] = tdm_d3_scale(ax[1], 1 / l);
+    ax[2] = tdm_d3_cross(ax[0], ax[1]);
+}
+
+/* The tightest box with the given axes around the triangles idx[0..n); written to
+ * *node in float, rounded outward so it contains every vertex. Returns the box's
+ * surface measure e0e1 + e1e2 + e2e0. */
+static double fit_with_axes(const tdm_mesh *m, const uint32_t *idx, uint32_t n, const tdm_dvec3 ax_in[3],
+                            tdm_bvh_node *node)
+{
+    float axf[3][3];
+    tdm_dvec3 ax[3];
+    for (int k = 0; k < 3; k++) {
+        axf[k][0] = (float)ax_in[k].x; axf[k][1] = (float)ax_in[k].y; axf[k][2] = (float)ax_in[k].z;
+        ax[k] = tdm_d3(axf[k][0], axf[k][1], axf[k][2]); /* measure with the axes as stored */
+    }
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (uint32_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++) {
+            tdm_dvec3 p = vert(m, m->tris[3 * idx[i] + c]);
+            for (int k = 0; k < 3; k++) {
+                double s = tdm_d3_dot(ax[k], p);
+                lo[k] = fmin(lo[k], s);
+                hi[k] = fmax(hi[k], s);
+            }
+        }
+    tdm_dvec3 cd = tdm_d3(0, 0, 0);
+    for (int k = 0; k < 3; k++) cd = tdm_d3_add(cd, tdm_d3_scale(ax[k], 0.5 * (lo[k] + hi[k])));
+    float cf[3] = {(float)cd.x, (float)cd.y, (float)cd.z};
+    tdm_dvec3 c = tdm_d3(cf[0], cf[1], cf[2]);
+    double mag = fabs(c.x) + fabs(c.y) + fabs(c.z);
+    double surf = 0, e[3];
+    for (int k = 0; k < 3; k++) {
+        double cc = tdm_d3_dot(ax[k], c);
+        double ext = fmax(hi[k] - cc, cc - lo[k]);
+        /* outward rounding: relative, and absolute for boxes far from the origin */
+        e[k] = ext * (1 + 4e-6) + 4 * FLT_EPSILON * mag;
+    }
+    surf = e[0] * e[1] + e[1] * e[2] + e[2] * e[0];
+    memcpy(node->axis, axf, sizeof axf);
+    memcpy(node->center, cf, sizeof cf);
+    for (int k = 0; k < 3; k++) node->extent[k] = (float)e[k] * (1 + 2 * FLT_EPSILON);
+    return surf;
+}
+
+/* Covariance fit (Gottschalk et al.): area-weighted second moments of the
+ * triangles, or of their vertices when the set has no area; kept only when it
+ * beats the axis-aligned box. */
+static double fit_obb(const tdm_mesh *m, const uint32_t *idx, uint32_t n, tdm_bvh_node *node)
+{
+    double area_sum = 0, mu[3] = {0, 0, 0}, s[3][3] = {{0}};
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t *t = &m->tris[3 * idx[i]];
+        tdm_dvec3 p = vert(m, t[0]), q = vert(m, t[1]), r = vert(m, t[2]);
+        double a = 0.5 * tdm_d3_len(tdm_d3_cross(tdm_d3_sub(q, p), tdm_d3_sub(r, p)));
+        double c[3] = {(p.x + q.x + r.x) / 3, (p.y + q.y + r.y) / 3, (p.z + q.z + r.z) / 3};
+        double pv[3] = {p.x, p.y, p.z}, qv[3] = {q.x, q.y, q.z}, rv[3] = {r.x, r.y, r.z};
+        area_sum += a;
+        for (int j = 0; j < 3; j++) {
+            mu[j] += a * c[j];
+            for (int k = 0; k < 3; k++)
+                s[j][k] += a / 12 * (9 * c[j] * c[k] + pv[j] * pv[k] + qv[j] * qv[k] + rv[j] * rv[k]);
+        }
+    }
+    double cov[3][3];
+    if (area_sum > 0) {
+        for (int j = 0; j < 3; j++) mu[j] /= area_sum;
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++) cov[j][k] = s[j][k] / area_sum - mu[j] * mu[k];
+    } else {
+        double cnt = 3.0 * n;
+        double sm[3] = {0, 0, 0}, ss[3][3] = {{0}};
+        for (uint32_t i = 0; i < n; i++)
+            for (int c = 0; c < 3; c++) {
+                tdm_dvec3 p = vert(m, m->tris[3 * idx[i] + c]);
+                double pv[3] = {p.x, p.y, p.z};
+                for (int j = 0; j < 3; j++) {
+                    sm[j] += pv[j];
+                    for (int k = 0; k < 3; k++) ss[j][k] += pv[j] * pv[k];
+                }
+            }
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++) cov[j][k] = ss[j][k] / cnt - sm[j] * sm[k] / (cnt * cnt);
+    }
+    double v[3][3];
+    jacobi_eigen(cov, v);
+    tdm_dvec3 ax[3] = {tdm_d3(v[0][0], v[1][0], v[2][0]), tdm_d3(v[0][1], v[1][1], v[2][1]),
+                       tdm_d3(v[0][2], v[1][2], v[2][2])};
+    int ok = 1;
+    for (int k = 0; k < 3; k++) ok &= isfinite(ax[k].x) && isfinite(ax[k].y) && isfinite(ax[k].z);
+    tdm_bvh_node cand;
+    double best = INFINITY;
+    if (ok) {
+        orthonormalize(ax);
+        best = fit_with_axes(m, idx, n, ax, node);
+    }
+    tdm_dvec3 id[3] = {tdm_d3(1, 0, 0), tdm_d3(0, 1, 0), tdm_d3(0, 0, 1)};
+    double aa = fit_with_axes(m, idx, n, id, &cand);
+    if (aa < best) {
+        *node = cand;
+        best = aa;
+    }
+    return best;
+}
+
+static void swap_u32(uint32_t *a, uint32_t *b) { uint32_t t = *a; *a = *b; *b = t; }
+static void swap_d(double *a, double *b) { double t = *a; *a = *b; *b = t; }
+
+/* Reorders key/idx[0..n) so that position k holds the k-th smallest key, smaller
+ * or equal keys before it and greater or equal after (quickselect with a
+ * three-way partition, so runs of equal keys stay linear). */
+static void select_kth(double *key, uint32_t *idx, uint32_t n, uint32_t k)
+{
+    uint32_t lo = 0, hi = n; /* [lo, hi) */
+    while (hi - lo > 1) {
+        double a = key[lo], b = key[lo + (hi - lo) / 2], c = key[hi - 1];
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        uint32_t lt = lo, i = lo, gt = hi;
+        while (i < gt) {
+            if (key[i] < pivot) { swap_d(&key[i], &key[lt]); swap_u32(&idx[i], &idx[lt]); lt++; i++; }
+            else if (key[i] > pivot) { gt--; swap_d(&key[i], &key[gt]); swap_u32(&idx[i], &idx[gt]); }
+            else i++;
+        }
+        if (k < lt) hi = lt;
+        else if (k >= gt) lo = gt;
+        else return;
+    }
+}
+
+static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi)
+{
+    const tdm_mesh *m = ctx->mesh;
+    uint32_t n = hi - lo;
+    tdm_bvh_node *node = &ctx->nodes[ni];
+    double surf = fit_obb(m, ctx->idx + lo, n, node);
+    /* Two triangles share a leaf only when their common box is no bigger than
+     * their separate boxes together (neighbours, typically); a small triangle
+     * paired with a distant or large one gets a leaf of its own, or the pair's
+     * box would overlap everything between them. */
+    int leaf = n == 1;
+    if (n == 2) {
+        tdm_bvh_node one;
+        leaf = surf <= fit_obb(m, ctx->idx + lo, 1, &one) + fit_obb(m, ctx->idx + lo + 1, 1, &one);
+    }
+    if (leaf) {
+        node->link = ~(int32_t)((lo << 1) | (n - 1));
+        return;
+    }
+    /* median split of centroids along the box's longest axis (Jorgensen et al. 4.1) */
+    int axis = 0;
+    for (int k = 1; k < 3; k++)
+        if (node->extent[k] > node->extent[axis]) axis = k;
+    tdm_dvec3 a = tdm_d3(node->axis[axis][0], node->axis[axis][1], node->axis[axis][2]);
+    for (uint32_t i = lo; i < hi; i++) {
+        const uint32_t *t = &m->tris[3 * ctx->idx[i]];
+        tdm_dvec3 c = tdm_d3_add(tdm_d3_add(vert(m, t[0]), vert(m, t[1])), vert(m, t[2]));
+        ctx->key[i] = tdm_d3_dot(a, c);
+    }
+    uint32_t mid = lo + n / 2;
+    select_kth(ctx->key + lo, ctx->idx + lo, n, n / 2);
+    uint32_t left = ctx->n_nodes++;
+    build_node(ctx, left, lo, mid);
+    uint32_t right = ctx->n_nodes++;
+    build_node(ctx, right, mid, hi);
+    ctx->nodes[ni].link = (int32_t)right;
+}
+
+int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
+{
+    *out = NULL;
+    if (!mesh || mesh->n_tris == 0) return TDM_EINVAL;
+    if (mesh->n_tris > (1u << 30)) return TDM_ERANGE; /* leaf encoding keeps 30 bits */
+    uint32_t n = mesh->n_tris, nn = 2 * n - 1; /* the most a binary tree over n leaves can need */
+    build_ctx ctx = {mesh, NULL, NULL, NULL, 0};
+    tdm_bvh *b = calloc(1, sizeof *b);
+    if (!b) return TDM_ENOMEM;
+    ctx.idx = malloc(sizeof(uint32_t) * n);
+    ctx.key = malloc(sizeof(double) * n);
+    size_t node_bytes = ((sizeof(tdm_bvh_node) * (size_t)nn + 63) / 64) * 64;
+    b->nodes = aligned_alloc(64, node_bytes);
+    b->tri_verts = malloc(sizeof(float) * 9 * (size_t)n);
+    if (!ctx.idx || !ctx.key || !b->nodes || !b->tri_verts) goto fail;
+    memset(b->nodes, 0, node_bytes);
+    for (uint32_t i = 0; i < n; i++) ctx.idx[i] = i;
+    ctx.nodes = b->nodes;
+    ctx.n_nodes = 1;
+    build_node(&ctx, 0, 0, n);
+    b->n_nodes = ctx.n_nodes;
+    b->n_tris = n;
+    for (uint32_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++)
+            memcpy(&b->tri_verts[9 * i + 3 * c], &mesh->verts[3 * mesh->tris[3 * ctx.idx[i] + c]], 3 * sizeof(float));
+    b->tri_ids = ctx.idx;
+    b->radius = tdm_mesh_radius(mesh);
+    free(ctx.key);
+    *out = b;
+    return TDM_OK;
+fail:
+    free(ctx.idx);
+    free(ctx.key);
+    tdm_bvh_free(b);
+    return TDM_ENOMEM;
+}
+
+void tdm_bvh_free(tdm_bvh *bvh)
+{
+    if (!bvh) return;
+    free(bvh->nodes);
+    free(bvh->tri_verts);
+    free(bvh->tri_ids);
+    free(bvh);
+}

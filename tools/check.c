@@ -1,0 +1,138 @@
+/* `tandem check`: offline queries of one robot against one environment. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../workpile/cpu_engine.h"
+#include "cli.h"
+#include "io.h"
+
+/* Poses per engine run: bounds the task and result arrays for long pose files. */
+#define CHUNK 65536
+
+static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh **out)
+{
+    char err[512];
+    tdm_mesh *m;
+    int rc = tdm_mesh_load_file(path, origin, &m, err, sizeof err);
+    if (rc != TDM_OK) {
+        tdm_cli_error("%s mesh: %s", what, err);
+        return -1;
+    }
+    rc = tdm_bvh_build(m, out);
+    tdm_mesh_free(m);
+    if (rc != TDM_OK) {
+        tdm_cli_error("%s mesh %s: building its tree failed: %s", what, path, tdm_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int tdm_cmd_check(int argc, char **argv)
+{
+    const char *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *threads_s = "0", *out_path = NULL,
+               *origin_s = "raw", *max_s = "1000000";
+    const tdm_opt opts[] = {{"--env", &env},         {"--robot", &robot},          {"--poses", &poses_path},
+                            {"--mode", &mode_s},     {"--threads", &threads_s},    {"--out", &out_path},
+                            {"--robot-origin", &origin_s}, {"--max-contacts", &max_s}};
+    if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "check") < 0) return TDM_EXIT_USAGE;
+    if (!env || !robot || !poses_path || !mode_s) {
+        tdm_cli_error("check: --env, --robot, --poses and --mode are required");
+        return TDM_EXIT_USAGE;
+    }
+    tdm_mode mode;
+    if (!strcmp(mode_s, "bool")) mode = TDM_MODE_BOOL;
+    else if (!strcmp(mode_s, "contacts")) mode = TDM_MODE_CONTACTS;
+    else {
+        tdm_cli_error("check: --mode must be bool or contacts, not '%s'", mode_s);
+        return TDM_EXIT_USAGE;
+    }
+    tdm_origin origin;
+    if (!strcmp(origin_s, "raw")) origin = TDM_ORIGIN_RAW;
+    else if (!strcmp(origin_s, "ompl")) origin = TDM_ORIGIN_OMPL;
+    else {
+        tdm_cli_error("check: --robot-origin must be raw or ompl, not '%s'", origin_s);
+        return TDM_EXIT_USAGE;
+    }
+    uint64_t threads, max_contacts;
+    if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
+    if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;
+
+    int status = TDM_EXIT_FAIL;
+    tdm_bvh *a = NULL, *b = NULL;
+    tdm_pose *poses = NULL;
+    tdm_task *tasks = NULL;
+    tdm_collide_result *res = NULL;
+    uint32_t *answer = NULL;
+    tdm_cpu_engine *eng = NULL;
+    FILE *out = NULL;
+    size_t n = 0;
+    char err[512];
+
+    if (load("environment", env, TDM_ORIGIN_RAW, &a) < 0 || load("robot", robot, origin, &b) < 0) goto done;
+    int rc = tdm_poses_read(poses_path, &poses, &n, err, sizeof err);
+    if (rc != TDM_OK) {
+        tdm_cli_error("poses: %s", err);
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    rc = tdm_cpu_engine_create((int)threads, &eng);
+    if (rc != TDM_OK) {
+        tdm_cli_error("cannot start the CPU engine: %s", tdm_strerror(rc));
+        goto done;
+    }
+    size_t chunk = n < CHUNK ? (n ? n : 1) : CHUNK;
+    tasks = malloc(chunk * sizeof *tasks);
+    res = malloc(chunk * sizeof *res);
+    answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!tasks || !res || !answer) {
+        tdm_cli_error("out of memory for %zu poses", n);
+        goto done;
+    }
+
+    size_t colliding = 0, truncated = 0;
+    double t0 = tdm_cli_now();
+    for (size_t lo = 0; lo < n; lo += chunk) {
+        size_t m = n - lo < chunk ? n - lo : chunk;
+        for (size_t i = 0; i < m; i++) {
+            tasks[i] = (tdm_task){a, b, tdm_xform_from_pose(poses[lo + i].t, poses[lo + i].q), mode,
+                                  (uint32_t)max_contacts, NULL};
+        }
+        tdm_cpu_engine_run(eng, tasks, m, res);
+        for (size_t i = 0; i < m; i++) {
+            colliding += res[i].colliding;
+            truncated += res[i].truncated;
+            answer[lo + i] = mode == TDM_MODE_BOOL ? res[i].colliding : res[i].n_pairs;
+        }
+    }
+    double seconds = tdm_cli_now() - t0;
+
+    if (out) {
+        for (size_t i = 0; i < n; i++) fprintf(out, "%u\n", answer[i]);
+        if (fclose(out) != 0) {
+            out = NULL;
+            tdm_cli_error("writing %s failed", out_path);
+            goto done;
+        }
+        out = NULL;
+    }
+    if (truncated)
+        tdm_cli_error("warning: %zu poses have more than %llu contacts; their counts are truncated", truncated,
+                      (unsigned long long)max_contacts);
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    status = 0;
+done:
+    if (out) fclose(out);
+    tdm_cpu_engine_destroy(eng);
+    free(answer);
+    free(res);
+    free(tasks);
+    free(poses);
+    tdm_bvh_free(a);
+    tdm_bvh_free(b);
+    return status;
+}

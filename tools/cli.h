@@ -1,0 +1,30 @@
+/* Shared pieces of the `tandem` subcommands: option parsing and error output. */
+#ifndef TDM_TOOLS_CLI_H
+#define TDM_TOOLS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes: 0 success, 1 a runtime error (bad file, bad data), 2 a usage error. */
+#define TDM_EXIT_FAIL 1
+#define TDM_EXIT_USAGE 2
+
+/* One long option "--name VALUE"; value is set when it appears. */
+typedef struct tdm_opt {
+    const char *name;
+    const char **value;
+} tdm_opt;
+
+/* Parses argv[0..argc) as "--name value" pairs into opts. Prints an error and
+ * returns -1 for an unknown option or a missing value. */
+int tdm_cli_parse(int argc, char **argv, const tdm_opt *opts, size_t n_opts, const char *cmd);
+/* Parses a whole number in [lo, hi]; prints an error naming opt and returns -1 otherwise. */
+int tdm_cli_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+void tdm_cli_error(const char *fmt, ...);
+double tdm_cli_now(void);
+
+int tdm_cmd_check(int argc, char **argv);
+int tdm_cmd_poses(int argc, char **argv);
+int tdm_cmd_demo(int argc, char **argv);
+
+#endif
