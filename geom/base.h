@@ -23,6 +23,16 @@
 
 #define TDM_INLINE static inline
 
+/* For rarely taken slow paths (the exact arithmetic behind the predicates):
+ * keeping them out of line keeps kernels small and nvcc's compile time sane. */
+#if defined(__CUDACC__)
+#define TDM_COLD static __noinline__
+#elif defined(__GNUC__)
+#define TDM_COLD static __attribute__((noinline, cold))
+#else
+#define TDM_COLD static
+#endif
+
 /* Error codes shared by every module: 0 is success, failures are negative. Keep
  * tdm_strerror() (geom/error.c) in sync; the list ends in TDM_E__LAST. */
 enum tdm_err {
@@ -38,7 +48,10 @@ enum tdm_err {
     TDM_EIO = -9,        /* a file could not be read or written */
     TDM_EFORMAT = -10,   /* a text or mesh file could not be parsed */
     TDM_ESYS = -11,      /* an operating-system call failed (threads, clocks) */
-    TDM_E__LAST = -12
+    TDM_ENODEV = -12,    /* no usable GPU (none present, or the build has no CUDA) */
+    TDM_EGPU = -13,      /* a CUDA call failed */
+    TDM_EGPUMEM = -14,   /* device memory exhausted or over its budget */
+    TDM_E__LAST = -15
 };
 
 const char *tdm_strerror(int err);

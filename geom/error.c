@@ -15,6 +15,9 @@ const char *tdm_strerror(int err)
     case TDM_EIO: return "i/o error";
     case TDM_EFORMAT: return "malformed file";
     case TDM_ESYS: return "system call failed";
+    case TDM_ENODEV: return "no usable GPU";
+    case TDM_EGPU: return "CUDA error";
+    case TDM_EGPUMEM: return "out of device memory";
     default: return "unknown error";
     }
 }

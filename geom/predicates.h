@@ -119,7 +119,7 @@ TDM_INLINE TDM_HD int tdm__exp_det3(tdm_dvec3 p, tdm_dvec3 q, tdm_dvec3 r, doubl
 
 /* Exact sign of det[a-d; b-d; c-d], which equals the 4x4 determinant with a
  * column of ones: D(a,b,c) - D(a,b,d) + D(a,c,d) - D(b,c,d). */
-TDM_INLINE TDM_HD int tdm_orient3d_exact(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
+TDM_COLD TDM_HD int tdm_orient3d_exact(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
 {
     double acc[TDM_EXP_MAX], part[24], scratch[TDM_EXP_MAX];
     int k = tdm__exp_det3(a, b, c, acc);
@@ -152,6 +152,19 @@ TDM_INLINE TDM_HD int tdm_orient3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dv
     return tdm_orient3d_exact(a, b, c, d);
 }
 
+/* Exact m(a,b) - m(a,c) + m(b,c), the 2D orientation determinant. */
+TDM_COLD TDM_HD int tdm__orient2d_exact(double ax, double ay, double bx, double by, double cx, double cy)
+{
+    double acc[12], part[4], scratch[12];
+    int k = tdm__exp_minor2(ax, ay, bx, by, acc);
+    int n = tdm__exp_minor2(ax, ay, cx, cy, part);
+    for (int q = 0; q < n; q++) part[q] = -part[q];
+    k = tdm__exp_add(acc, k, part, n, scratch);
+    n = tdm__exp_minor2(bx, by, cx, cy, part);
+    k = tdm__exp_add(acc, k, part, n, scratch);
+    return tdm__exp_sign(acc, k);
+}
+
 /* Exact sign of (a-c) x (b-c) on the two chosen coordinates (i, j in 0..2):
  * positive when a, b, c turn counter-clockwise. */
 TDM_INLINE TDM_HD int tdm_orient2d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, int i, int j)
@@ -164,15 +177,7 @@ TDM_INLINE TDM_HD int tdm_orient2d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, int i,
     double bound = 3.3307e-16 * (fabs(l) + fabs(r)); /* (3 + 16 eps) eps */
     if (det > bound) return 1;
     if (-det > bound) return -1;
-    /* exact: m(a,b) - m(a,c) + m(b,c) */
-    double acc[12], part[4], scratch[12];
-    int k = tdm__exp_minor2(ax, ay, bx, by, acc);
-    int n = tdm__exp_minor2(ax, ay, cx, cy, part);
-    for (int q = 0; q < n; q++) part[q] = -part[q];
-    k = tdm__exp_add(acc, k, part, n, scratch);
-    n = tdm__exp_minor2(bx, by, cx, cy, part);
-    k = tdm__exp_add(acc, k, part, n, scratch);
-    return tdm__exp_sign(acc, k);
+    return tdm__orient2d_exact(ax, ay, bx, by, cx, cy);
 }
 
 #endif
