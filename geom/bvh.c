@@ -192,7 +192,23 @@ static void select_kth(double *key, uint32_t *idx, uint32_t n, uint32_t k)
     }
 }
 
-static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi)
+/* Moves the keys below `mean` to the front of key/idx[0..n); returns their count. */
+static uint32_t partition_below(double *key, uint32_t *idx, uint32_t n, double mean)
+{
+    uint32_t l = 0, r = n;
+    while (l < r) {
+        if (key[l] < mean) {
+            l++;
+        } else {
+            r--;
+            swap_d(&key[l], &key[r]);
+            swap_u32(&idx[l], &idx[r]);
+        }
+    }
+    return l;
+}
+
+static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi, uint32_t depth)
 {
     const tdm_mesh *m = ctx->mesh;
     uint32_t n = hi - lo;
@@ -211,22 +227,32 @@ static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi)
         node->link = ~(int32_t)((lo << 1) | (n - 1));
         return;
     }
-    /* median split of centroids along the box's longest axis (Jorgensen et al. 4.1) */
+    /* Split along the box's longest axis at the mean of the triangle centroids
+     * (spatial: a few large triangles end up apart from many small ones). Past
+     * TDM_BVH_MEAN_SPLIT_DEPTH, or when the mean leaves a side empty, split at the
+     * median instead, which bounds the depth (see bvh.h). */
     int axis = 0;
     for (int k = 1; k < 3; k++)
         if (node->extent[k] > node->extent[axis]) axis = k;
     tdm_dvec3 a = tdm_d3(node->axis[axis][0], node->axis[axis][1], node->axis[axis][2]);
+    double mean = 0;
     for (uint32_t i = lo; i < hi; i++) {
         const uint32_t *t = &m->tris[3 * ctx->idx[i]];
         tdm_dvec3 c = tdm_d3_add(tdm_d3_add(vert(m, t[0]), vert(m, t[1])), vert(m, t[2]));
         ctx->key[i] = tdm_d3_dot(a, c);
+        mean += ctx->key[i];
     }
-    uint32_t mid = lo + n / 2;
-    select_kth(ctx->key + lo, ctx->idx + lo, n, n / 2);
+    mean /= n;
+    uint32_t mid = lo;
+    if (depth < TDM_BVH_MEAN_SPLIT_DEPTH) mid = lo + partition_below(ctx->key + lo, ctx->idx + lo, n, mean);
+    if (mid == lo || mid == hi) {
+        mid = lo + n / 2;
+        select_kth(ctx->key + lo, ctx->idx + lo, n, n / 2);
+    }
     uint32_t left = ctx->n_nodes++;
-    build_node(ctx, left, lo, mid);
+    build_node(ctx, left, lo, mid, depth + 1);
     uint32_t right = ctx->n_nodes++;
-    build_node(ctx, right, mid, hi);
+    build_node(ctx, right, mid, hi, depth + 1);
     ctx->nodes[ni].link = (int32_t)right;
 }
 
@@ -249,7 +275,7 @@ int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
     for (uint32_t i = 0; i < n; i++) ctx.idx[i] = i;
     ctx.nodes = b->nodes;
     ctx.n_nodes = 1;
-    build_node(&ctx, 0, 0, n);
+    build_node(&ctx, 0, 0, n, 1);
     b->n_nodes = ctx.n_nodes;
     b->n_tris = n;
     for (uint32_t i = 0; i < n; i++)

@@ -19,6 +19,7 @@
  * other's, only the larger is split (splitting the small one too would test its
  * children against everything the large box holds). On a sphere probing a torus
  * this guard cut box tests 15-fold against unconditional 4-way splitting. */
+
 #define DESCEND_BOTH_RATIO 4.0f
 
 typedef struct node_pair { uint32_t a, b; } node_pair;
@@ -73,6 +74,7 @@ static void leaf_pair(traversal *t, const tdm_bvh_node *na, const tdm_bvh_node *
     for (uint32_t i = 0; i < ca; i++) {
         load_tri(&t->a->tri_verts[9 * (size_t)(fa + i)], ta);
         for (uint32_t j = 0; j < cb; j++) {
+            t->res->tri_tests++;
             if (tdm_tri_tri_intersect(ta, tb[j])) {
                 report(t, fa + i, fb + j);
                 if (t->done) return;
@@ -81,62 +83,92 @@ static void leaf_pair(traversal *t, const tdm_bvh_node *na, const tdm_bvh_node *
     }
 }
 
+/* Which children a pair expands into: both nodes split while their boxes are of
+ * similar size, else only the larger (or the one that is not a leaf). */
+static int children(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb, uint32_t ib, uint32_t ca[2],
+                    int *nca, uint32_t cb[2], int *ncb)
+{
+    int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
+    if (la && lb) return 0;
+    if (!la && !lb) {
+        float sa = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] + na->extent[2] * na->extent[2];
+        float sb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] + nb->extent[2] * nb->extent[2];
+        if (sa > DESCEND_BOTH_RATIO * sb) lb = 1;      /* split only a */
+        else if (sb > DESCEND_BOTH_RATIO * sa) la = 1; /* split only b */
+    }
+    if (la) { ca[0] = ia; *nca = 1; } else { ca[0] = ia + 1; ca[1] = (uint32_t)na->link; *nca = 2; }
+    if (lb) { cb[0] = ib; *ncb = 1; } else { cb[0] = ib + 1; cb[1] = (uint32_t)nb->link; *ncb = 2; }
+    return 1;
+}
+
+/* Contacts mode visits every overlapping pair, so every child pair gets tested
+ * anyway: children are tested before they are pushed, which moves each of B's
+ * child boxes into A's frame once and tests it against both of A's children.
+ * Invariant: every pair on the stack overlaps. */
+static void traverse_eager(traversal *t)
+{
+    const tdm_bvh_node *A = t->a->nodes, *B = t->b->nodes;
+    tdm_wbox wb[2];
+    tdm_wbox_of(&t->fx, &B[0], &wb[0]);
+    t->res->box_tests = 1;
+    if (!tdm_obb_overlap_w(&A[0], &wb[0], B[0].extent, t->tol)) return;
+    node_pair stack[STACK_CAP];
+    int sp = 0;
+    stack[sp++] = (node_pair){0, 0};
+    while (sp > 0 && !t->done) {
+        node_pair p = stack[--sp];
+        uint32_t ca[2], cb[2];
+        int nca, ncb;
+        if (!children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
+            leaf_pair(t, &A[p.a], &B[p.b]);
+            continue;
+        }
+        for (int j = 0; j < ncb; j++) tdm_wbox_of(&t->fx, &B[cb[j]], &wb[j]);
+        t->res->box_tests += (uint32_t)(nca * ncb);
+        /* pushed in reverse so that the first children are visited first */
+        for (int i = nca - 1; i >= 0; i--)
+            for (int j = ncb - 1; j >= 0; j--)
+                if (tdm_obb_overlap_w(&A[ca[i]], &wb[j], B[cb[j]].extent, t->tol))
+                    stack[sp++] = (node_pair){ca[i], cb[j]};
+    }
+}
+
+/* Bool mode stops at the first intersecting pair, so a child pair is tested only
+ * when the traversal reaches it (depth first): the siblings still waiting when
+ * the answer is found are never tested. Invariant: no pair on the stack is tested. */
+static void traverse_lazy(traversal *t)
+{
+    const tdm_bvh_node *A = t->a->nodes, *B = t->b->nodes;
+    node_pair stack[STACK_CAP];
+    int sp = 0;
+    stack[sp++] = (node_pair){0, 0};
+    while (sp > 0 && !t->done) {
+        node_pair p = stack[--sp];
+        tdm_wbox wb;
+        tdm_wbox_of(&t->fx, &B[p.b], &wb);
+        t->res->box_tests++;
+        if (!tdm_obb_overlap_w(&A[p.a], &wb, B[p.b].extent, t->tol)) continue;
+        uint32_t ca[2], cb[2];
+        int nca, ncb;
+        if (!children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
+            leaf_pair(t, &A[p.a], &B[p.b]);
+            continue;
+        }
+        for (int i = nca - 1; i >= 0; i--)
+            for (int j = ncb - 1; j >= 0; j--) stack[sp++] = (node_pair){ca[i], cb[j]};
+    }
+}
+
 void tdm_collide(const tdm_task *task, tdm_collide_result *res)
 {
-    res->colliding = res->truncated = res->n_pairs = 0;
+    res->colliding = res->truncated = res->n_pairs = res->box_tests = res->tri_tests = 0;
     res->first.a_tri = res->first.b_tri = 0;
     if (task->mode == TDM_MODE_CONTACTS && task->max_pairs == 0) return;
 
     traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, res, 0};
     t.tol = tdm_obb_tolerance(t.a->radius, t.b->radius, (float)tdm_d3_len(task->b_in_a.t));
-    const tdm_bvh_node *A = t.a->nodes, *B = t.b->nodes;
-
-    tdm_wbox wb[2];
-    tdm_wbox_of(&t.fx, &B[0], &wb[0]);
-    if (!tdm_obb_overlap_w(&A[0], &wb[0], B[0].extent, t.tol)) return;
-
-    /* Invariant: every pair on the stack has overlapping boxes. Children are
-     * tested before they are pushed, so each of B's child boxes is moved into A's
-     * frame once per expansion and tested against both of A's children. */
-    node_pair stack[STACK_CAP];
-    int sp = 0;
-    stack[sp++] = (node_pair){0, 0};
-    while (sp > 0 && !t.done) {
-        node_pair p = stack[--sp];
-        const tdm_bvh_node *na = &A[p.a], *nb = &B[p.b];
-        int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
-        if (la && lb) {
-            leaf_pair(&t, na, nb);
-            continue;
-        }
-        uint32_t ca[2], cb[2];
-        int nca, ncb;
-        if (!la && !lb) {
-            float sa = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] + na->extent[2] * na->extent[2];
-            float sb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] + nb->extent[2] * nb->extent[2];
-            if (sa > DESCEND_BOTH_RATIO * sb) lb = 1;      /* split only a */
-            else if (sb > DESCEND_BOTH_RATIO * sa) la = 1; /* split only b */
-        }
-        if (la) { ca[0] = p.a; nca = 1; } else { ca[0] = p.a + 1; ca[1] = (uint32_t)na->link; nca = 2; }
-        if (lb) {
-            cb[0] = p.b;
-            ncb = 1;
-            tdm_wbox_of(&t.fx, nb, &wb[0]);
-        } else {
-            cb[0] = p.b + 1;
-            cb[1] = (uint32_t)nb->link;
-            ncb = 2;
-            tdm_wbox_of(&t.fx, &B[cb[0]], &wb[0]);
-            tdm_wbox_of(&t.fx, &B[cb[1]], &wb[1]);
-        }
-        /* pushed in reverse so that the first children are visited first */
-        for (int i = nca - 1; i >= 0; i--) {
-            for (int j = ncb - 1; j >= 0; j--) {
-                if (tdm_obb_overlap_w(&A[ca[i]], &wb[j], B[cb[j]].extent, t.tol))
-                    stack[sp++] = (node_pair){ca[i], cb[j]};
-            }
-        }
-    }
+    if (task->mode == TDM_MODE_BOOL) traverse_lazy(&t);
+    else traverse_eager(&t);
 }
 
 /* ---- thread pool -------------------------------------------------------- */

@@ -30,6 +30,8 @@ typedef struct tdm_collide_result {
     uint32_t truncated; /* contacts mode: a pair beyond max_pairs exists */
     uint32_t n_pairs;   /* pairs found: 0/1 in bool mode, <= max_pairs in contacts mode */
     tdm_pair first;     /* the first pair found, valid when colliding */
+    uint32_t box_tests; /* box pairs tested (work statistics, for cost models) */
+    uint32_t tri_tests; /* triangle pairs tested */
 } tdm_collide_result;
 
 /* Runs one task on the calling thread. Never fails: inputs are validated meshes
