@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libuv1-dev libprotobuf-c-dev protobuf-c-compiler nanopb python3-protobuf protobuf-compiler
+  libuv1-dev libprotobuf-c-dev protobuf-c-compiler nanopb libnanopb-dev python3-protobuf protobuf-compiler
   libssl-dev libjansson-dev libassimp-dev
   libcriterion-dev libfcl-dev
 )
