@@ -43,11 +43,26 @@ TDM_INLINE TDM_HD double tdm_d3_len2(tdm_dvec3 a) { return tdm_d3_dot(a, a); }
 TDM_INLINE TDM_HD double tdm_d3_len(tdm_dvec3 a) { return sqrt(tdm_d3_dot(a, a)); }
 TDM_INLINE TDM_HD double tdm_d3_get(tdm_dvec3 a, int i) { return i == 0 ? a.x : (i == 1 ? a.y : a.z); }
 
+/* Products and sums that the compiler may not fuse into fma. Placing a vertex
+ * by a pose must round identically on every engine, or two engines disagree on
+ * contacts that are within an ulp of touching (nvcc fuses by default; host code
+ * is built with -ffp-contract=off, set on tdm_geom's users). */
+#if defined(__CUDA_ARCH__)
+#define TDM_DMUL(a, b) __dmul_rn((a), (b))
+#define TDM_DADD(a, b) __dadd_rn((a), (b))
+#else
+#define TDM_DMUL(a, b) ((a) * (b))
+#define TDM_DADD(a, b) ((a) + (b))
+#endif
+
+/* m v, rounded as ((m0 x + m1 y) + m2 z) with no fused operations. */
+TDM_INLINE TDM_HD double tdm__dot3_strict(const double *m, tdm_dvec3 v)
+{
+    return TDM_DADD(TDM_DADD(TDM_DMUL(m[0], v.x), TDM_DMUL(m[1], v.y)), TDM_DMUL(m[2], v.z));
+}
 TDM_INLINE TDM_HD tdm_dvec3 tdm_dm3_mulv(const tdm_dmat3 *m, tdm_dvec3 v)
 {
-    return tdm_d3(m->m[0][0] * v.x + m->m[0][1] * v.y + m->m[0][2] * v.z,
-                  m->m[1][0] * v.x + m->m[1][1] * v.y + m->m[1][2] * v.z,
-                  m->m[2][0] * v.x + m->m[2][1] * v.y + m->m[2][2] * v.z);
+    return tdm_d3(tdm__dot3_strict(m->m[0], v), tdm__dot3_strict(m->m[1], v), tdm__dot3_strict(m->m[2], v));
 }
 /* m^T v */
 TDM_INLINE TDM_HD tdm_dvec3 tdm_dm3_tmulv(const tdm_dmat3 *m, tdm_dvec3 v)
@@ -125,9 +140,11 @@ TDM_INLINE TDM_HD tdm_xform tdm_xform_from_pose(tdm_dvec3 t, tdm_quat q)
     x.t = t;
     return x;
 }
+/* R p + t, rounded identically on host and device. */
 TDM_INLINE TDM_HD tdm_dvec3 tdm_xform_apply(const tdm_xform *x, tdm_dvec3 p)
 {
-    return tdm_d3_add(tdm_dm3_mulv(&x->r, p), x->t);
+    tdm_dvec3 r = tdm_dm3_mulv(&x->r, p);
+    return tdm_d3(TDM_DADD(r.x, x->t.x), TDM_DADD(r.y, x->t.y), TDM_DADD(r.z, x->t.z));
 }
 /* a^-1 * b: maps b's local frame into a's local frame. */
 TDM_INLINE TDM_HD tdm_xform tdm_xform_rel(const tdm_xform *a, const tdm_xform *b)

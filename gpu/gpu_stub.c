@@ -1,10 +1,16 @@
-/* gpu_geom.h for builds without CUDA: there is no GPU to run on. */
-#include "../geom/base.h"
+/* gpu.h and gpu_geom.h for builds without CUDA: there is no GPU to run on, and
+ * every entry point says so with TDM_ENODEV. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
 #include "gpu_geom.h"
+
+static const char no_cuda[] = "this build has no CUDA support (configured with TANDEM_CUDA=OFF or no nvcc)";
 
 int tdm_gpu_available(const char **why)
 {
-    if (why) *why = "this build has no CUDA support (configured with TANDEM_CUDA=OFF or no nvcc)";
+    if (why) *why = no_cuda;
     return 0;
 }
 
@@ -12,4 +18,41 @@ int tdm_gpu_tri_tri_batch(const double *p, const double *q, size_t n, uint8_t *o
 {
     (void)p; (void)q; (void)n; (void)out;
     return TDM_ENODEV;
+}
+
+tdm_gpu_config tdm_gpu_config_default(void)
+{
+    tdm_gpu_config c = {0, 0, 1u << 22};
+    return c;
+}
+
+int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
+{
+    (void)cfg;
+    *out = NULL;
+    if (why) *why = no_cuda;
+    return TDM_ENODEV;
+}
+
+void tdm_gpu_destroy(tdm_gpu *g) { (void)g; }
+
+int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
+{
+    (void)g; (void)bvh;
+    *out = NULL;
+    return TDM_ENODEV;
+}
+
+void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
+
+int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
+{
+    (void)g; (void)tasks; (void)n; (void)results;
+    return TDM_ENODEV;
+}
+
+void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
+{
+    (void)g;
+    memset(s, 0, sizeof *s);
 }

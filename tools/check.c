@@ -3,12 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../gpu/gpu.h"
 #include "../workpile/cpu_engine.h"
 #include "cli.h"
 #include "io.h"
 
-/* Poses per engine run: bounds the task and result arrays for long pose files. */
+/* Poses per engine run: bounds the task and result arrays for long pose files.
+ * The GPU engine wants large batches to fill the device. */
 #define CHUNK 65536
+#define GPU_CHUNK (1u << 20)
 
 static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh **out)
 {
@@ -31,10 +34,11 @@ static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh *
 int tdm_cmd_check(int argc, char **argv)
 {
     const char *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *threads_s = "0", *out_path = NULL,
-               *origin_s = "raw", *max_s = "1000000";
+               *origin_s = "raw", *max_s = "1000000", *backend_s = "cpu";
     const tdm_opt opts[] = {{"--env", &env},         {"--robot", &robot},          {"--poses", &poses_path},
                             {"--mode", &mode_s},     {"--threads", &threads_s},    {"--out", &out_path},
-                            {"--robot-origin", &origin_s}, {"--max-contacts", &max_s}};
+                            {"--robot-origin", &origin_s}, {"--max-contacts", &max_s},
+                            {"--backend", &backend_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "check") < 0) return TDM_EXIT_USAGE;
     if (!env || !robot || !poses_path || !mode_s) {
         tdm_cli_error("check: --env, --robot, --poses and --mode are required");
@@ -54,6 +58,13 @@ int tdm_cmd_check(int argc, char **argv)
         tdm_cli_error("check: --robot-origin must be raw or ompl, not '%s'", origin_s);
         return TDM_EXIT_USAGE;
     }
+    int use_gpu;
+    if (!strcmp(backend_s, "cpu")) use_gpu = 0;
+    else if (!strcmp(backend_s, "gpu")) use_gpu = 1;
+    else {
+        tdm_cli_error("check: --backend must be cpu or gpu, not '%s'", backend_s);
+        return TDM_EXIT_USAGE;
+    }
     uint64_t threads, max_contacts;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;
@@ -65,6 +76,9 @@ int tdm_cmd_check(int argc, char **argv)
     tdm_collide_result *res = NULL;
     uint32_t *answer = NULL;
     tdm_cpu_engine *eng = NULL;
+    tdm_gpu *gpu = NULL;
+    tdm_gpu_mesh *ga = NULL, *gb = NULL;
+    tdm_gpu_task *gtasks = NULL;
     FILE *out = NULL;
     size_t n = 0;
     char err[512];
@@ -79,16 +93,32 @@ int tdm_cmd_check(int argc, char **argv)
         tdm_cli_error("cannot write %s", out_path);
         goto done;
     }
-    rc = tdm_cpu_engine_create((int)threads, &eng);
-    if (rc != TDM_OK) {
-        tdm_cli_error("cannot start the CPU engine: %s", tdm_strerror(rc));
-        goto done;
+    if (use_gpu) {
+        const char *why = NULL;
+        rc = tdm_gpu_create(NULL, &gpu, &why);
+        if (rc != TDM_OK) {
+            tdm_cli_error("cannot start the GPU engine: %s%s%s", tdm_strerror(rc), why && *why ? ": " : "",
+                          why ? why : "");
+            goto done;
+        }
+        if ((rc = tdm_gpu_mesh_upload(gpu, a, &ga)) != TDM_OK || (rc = tdm_gpu_mesh_upload(gpu, b, &gb)) != TDM_OK) {
+            tdm_cli_error("uploading the meshes to the GPU failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+    } else {
+        rc = tdm_cpu_engine_create((int)threads, &eng);
+        if (rc != TDM_OK) {
+            tdm_cli_error("cannot start the CPU engine: %s", tdm_strerror(rc));
+            goto done;
+        }
     }
-    size_t chunk = n < CHUNK ? (n ? n : 1) : CHUNK;
-    tasks = malloc(chunk * sizeof *tasks);
+    size_t limit = use_gpu ? GPU_CHUNK : CHUNK;
+    size_t chunk = n < limit ? (n ? n : 1) : limit;
+    if (use_gpu) gtasks = malloc(chunk * sizeof *gtasks);
+    else tasks = malloc(chunk * sizeof *tasks);
     res = malloc(chunk * sizeof *res);
     answer = malloc((n ? n : 1) * sizeof *answer);
-    if (!tasks || !res || !answer) {
+    if (!(use_gpu ? (void *)gtasks : (void *)tasks) || !res || !answer) {
         tdm_cli_error("out of memory for %zu poses", n);
         goto done;
     }
@@ -97,11 +127,21 @@ int tdm_cmd_check(int argc, char **argv)
     double t0 = tdm_cli_now();
     for (size_t lo = 0; lo < n; lo += chunk) {
         size_t m = n - lo < chunk ? n - lo : chunk;
-        for (size_t i = 0; i < m; i++) {
-            tasks[i] = (tdm_task){a, b, tdm_xform_from_pose(poses[lo + i].t, poses[lo + i].q), mode,
-                                  (uint32_t)max_contacts, NULL};
+        if (use_gpu) {
+            for (size_t i = 0; i < m; i++)
+                gtasks[i] = (tdm_gpu_task){ga, gb, tdm_xform_from_pose(poses[lo + i].t, poses[lo + i].q), mode,
+                                           (uint32_t)max_contacts};
+            rc = tdm_gpu_run(gpu, gtasks, m, res);
+            if (rc != TDM_OK) {
+                tdm_cli_error("the GPU engine failed: %s", tdm_strerror(rc));
+                goto done;
+            }
+        } else {
+            for (size_t i = 0; i < m; i++)
+                tasks[i] = (tdm_task){a, b, tdm_xform_from_pose(poses[lo + i].t, poses[lo + i].q), mode,
+                                      (uint32_t)max_contacts, NULL};
+            tdm_cpu_engine_run(eng, tasks, m, res);
         }
-        tdm_cpu_engine_run(eng, tasks, m, res);
         for (size_t i = 0; i < m; i++) {
             colliding += res[i].colliding;
             truncated += res[i].truncated;
@@ -128,6 +168,12 @@ int tdm_cmd_check(int argc, char **argv)
 done:
     if (out) fclose(out);
     tdm_cpu_engine_destroy(eng);
+    if (gpu) {
+        tdm_gpu_mesh_free(gpu, ga);
+        tdm_gpu_mesh_free(gpu, gb);
+        tdm_gpu_destroy(gpu);
+    }
+    free(gtasks);
     free(answer);
     free(res);
     free(tasks);

@@ -1,0 +1,72 @@
+/* The GPU-resident engine (after Damkjaer & Erleben): meshes live in device
+ * memory; a batch of pose queries is traversed breadth-first, all queries at
+ * once, with the frontier of node pairs on the device.
+ *
+ * Each iteration tests every frontier pair's boxes (one thread per pair), turns
+ * the per-pair results into output offsets with a prefix sum (CUB), writes the
+ * children of overlapping pairs as the next frontier and the overlapping leaf
+ * pairs as a triangle workpile, then tests that workpile in bulk. A bool query
+ * retires at its first intersecting triangle pair: its remaining pairs are
+ * dropped at the next box test. Capacities are checked on the host after each
+ * scan (the scan's total counts past any capacity), and a batch whose frontier
+ * outgrows its buffer and the memory budget is re-run in halves, never
+ * truncated.
+ *
+ * All functions return 0 or a negative TDM_E* code. Without CUDA (or without a
+ * device) tdm_gpu_create returns TDM_ENODEV. One tdm_gpu is used by one thread at
+ * a time. */
+#ifndef TDM_GPU_GPU_H
+#define TDM_GPU_GPU_H
+
+#include "../geom/bvh.h"
+#include "../geom/query.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tdm_gpu_config {
+    int device;              /* CUDA device index */
+    uint64_t memory_budget;  /* bytes of device memory Tandem may hold: meshes plus scratch */
+    uint64_t frontier_pairs; /* initial frontier capacity in node pairs; grows within the budget */
+} tdm_gpu_config;
+
+tdm_gpu_config tdm_gpu_config_default(void);
+
+typedef struct tdm_gpu tdm_gpu;
+typedef struct tdm_gpu_mesh tdm_gpu_mesh;
+
+/* *why (optional) receives a static description when TDM_ENODEV is returned. */
+int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why);
+void tdm_gpu_destroy(tdm_gpu *g);
+
+/* Copies a tree to the device. TDM_EGPUMEM when it would exceed the budget or
+ * the device is full; nothing is held then. The tree is only read. */
+int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out);
+/* Frees a mesh's device memory. No run using it may be in progress. */
+void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m);
+
+typedef struct tdm_gpu_task {
+    const tdm_gpu_mesh *a, *b; /* borrowed; must outlive the call */
+    tdm_xform b_in_a;          /* maps B's mesh frame into A's */
+    tdm_mode mode;
+    uint32_t max_pairs;        /* contacts mode: cap (>= 1) */
+} tdm_gpu_task;
+
+/* Runs n tasks; results[i] answers tasks[i] exactly as tdm_collide would, except
+ * that `first` may be a different intersecting pair. Blocks until done. */
+int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results);
+
+typedef struct tdm_gpu_stats {
+    uint64_t device_bytes;    /* device memory held: meshes + scratch */
+    uint64_t mesh_bytes;
+    uint64_t runs, tasks, iterations, box_tests, tri_pair_tests, reruns;
+    double seconds;           /* wall time inside tdm_gpu_run */
+} tdm_gpu_stats;
+void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
