@@ -1,10 +1,11 @@
 /* The GPU-resident engine; gpu.h describes the method. Kernels are thin: index
  * math, then the geom/ functions the CPU engine calls too. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <cub/device/device_scan.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
 #include "../geom/tri.h"
@@ -59,16 +60,15 @@ struct tdm_gpu {
     tdm_gpu_config cfg;
     cudaStream_t stream;
     int dead;
+    int grid; /* blocks per launch: the kernels loop over their work */
     uint64_t mesh_bytes, scratch_bytes;
     /* scratch, sized once and grown rarely */
     uint64_t cap_pairs, cap_leaves, cap_tasks;
     fpair *front[2], *leaves;
-    unsigned long long *code, *offs;
-    void *scan_tmp;
-    size_t scan_tmp_bytes;
+    uint32_t *cnt;            /* 2 * MAX_ITERS counters + the overflow flag */
+    uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag */
     dtask *d_tasks, *h_tasks; /* h_tasks pinned */
     dres *d_res, *h_res;      /* h_res pinned */
-    unsigned long long *h_total; /* pinned */
     tdm_gpu_stats stats;
 };
 
@@ -81,60 +81,74 @@ static int map_error(tdm_gpu *g, cudaError_t e)
 
 /* ---- kernels ------------------------------------------------------------------- */
 
-__global__ void init_frontier_kernel(fpair *f, uint32_t n)
+#define BLOCK 256
+/* Iterations of one traversal: one per BVTT level, and a tree pair is at most
+ * 2 * TDM_BVH_MAX_DEPTH levels deep. */
+#define MAX_ITERS (2 * TDM_BVH_MAX_DEPTH + 2)
+/* Iterations launched between two looks at the frontier's size from the host. */
+#define ITERS_PER_SYNC 4
+
+/* cnt[2 * it] is the frontier size of iteration it, cnt[2 * it + 1] the number of
+ * leaf pairs it found. Both count past the buffers' capacities, so that an
+ * overflow is seen (and the batch re-run) instead of truncating. */
+__global__ void init_frontier_kernel(fpair *f, uint32_t n, uint32_t *cnt)
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) f[i] = fpair{i, 0, 0};
+    if (i == 0) cnt[0] = n;
 }
 
-/* code[i]: number of child pairs (low 32 bits) or 1 << 32 for a leaf pair whose
- * boxes overlap; 0 when the boxes are apart or the task has retired. */
-__global__ void test_pairs_kernel(const fpair *in, uint32_t n, const dtask *tasks, const dres *res,
-                                  unsigned long long *code)
+/* One BVTT level for every query at once: each thread tests one node pair's
+ * boxes; a block prefix sum (CUB) places the children of overlapping pairs, and
+ * overlapping leaf pairs, and one atomic per block reserves their room. */
+__global__ void __launch_bounds__(BLOCK) traverse_kernel(const fpair *in, fpair *out, fpair *leaves,
+                                                         const dtask *tasks, const dres *res, uint32_t *cnt, int it,
+                                                         uint32_t cap_pairs, uint32_t cap_leaves, uint32_t *overflow)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i > n) return;
-    if (i == n) { /* the scan's extra slot, so that its last output is the total */
-        code[n] = 0;
-        return;
-    }
-    fpair p = in[i];
-    unsigned long long c = 0;
-    if (!*(volatile const uint32_t *)&res[p.task].done) {
-        const dtask *t = &tasks[p.task];
-        const tdm_bvh_node *na = &t->an[p.a], *nb = &t->bn[p.b];
-        tdm_wbox w;
-        tdm_wbox_of(&t->fx, nb, &w);
-        if (tdm_obb_overlap_w(na, &w, nb->extent, t->tol)) {
-            uint32_t ca[2], cb[2];
-            int nca, ncb;
-            int k = tdm_bvtt_children(na, p.a, nb, p.b, ca, &nca, cb, &ncb);
-            c = k ? (unsigned long long)k : (1ull << 32);
+    typedef cub::BlockScan<uint32_t, BLOCK> Scan;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    __shared__ uint32_t base_child, base_leaf;
+    uint32_t n = min(cnt[2 * it], cap_pairs);
+    for (uint32_t tile = blockIdx.x * BLOCK; tile < n; tile += gridDim.x * BLOCK) {
+        uint32_t i = tile + threadIdx.x;
+        uint32_t packed = 0; /* children in the low 16 bits, a leaf pair as 1 << 16 */
+        fpair p = {0, 0, 0};
+        uint32_t ca[2] = {0, 0}, cb[2] = {0, 0};
+        int nca = 0, ncb = 0;
+        if (i < n) {
+            p = in[i];
+            if (!*(volatile const uint32_t *)&res[p.task].done) {
+                const dtask *t = &tasks[p.task];
+                const tdm_bvh_node *na = &t->an[p.a], *nb = &t->bn[p.b];
+                tdm_wbox w;
+                tdm_wbox_of(&t->fx, nb, &w);
+                if (tdm_obb_overlap_w(na, &w, nb->extent, t->tol)) {
+                    int k = tdm_bvtt_children(na, p.a, nb, p.b, ca, &nca, cb, &ncb);
+                    packed = k ? (uint32_t)k : (1u << 16);
+                }
+            }
         }
+        uint32_t off, total;
+        Scan(scan_tmp).ExclusiveSum(packed, off, total);
+        if (threadIdx.x == 0) {
+            base_child = (total & 0xffffu) ? atomicAdd(&cnt[2 * (it + 1)], total & 0xffffu) : 0;
+            base_leaf = (total >> 16) ? atomicAdd(&cnt[2 * it + 1], total >> 16) : 0;
+        }
+        __syncthreads();
+        if (packed >> 16) {
+            uint32_t o = base_leaf + (off >> 16);
+            if (o < cap_leaves) leaves[o] = p;
+            else *overflow = 1;
+        } else if (packed) {
+            uint32_t o = base_child + (off & 0xffffu);
+            for (int x = 0; x < nca; x++)
+                for (int y = 0; y < ncb; y++, o++) {
+                    if (o < cap_pairs) out[o] = fpair{p.task, ca[x], cb[y]};
+                    else *overflow = 1;
+                }
+        }
+        __syncthreads(); /* scan_tmp and the bases are reused by the next tile */
     }
-    code[i] = c;
-}
-
-__global__ void emit_kernel(const fpair *in, uint32_t n, const dtask *tasks, const unsigned long long *code,
-                            const unsigned long long *offs, fpair *out, fpair *leaves)
-{
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    unsigned long long c = code[i];
-    if (!c) return;
-    unsigned long long off = offs[i];
-    fpair p = in[i];
-    if (c >> 32) {
-        leaves[off >> 32] = p;
-        return;
-    }
-    const dtask *t = &tasks[p.task];
-    uint32_t ca[2], cb[2];
-    int nca, ncb;
-    tdm_bvtt_children(&t->an[p.a], p.a, &t->bn[p.b], p.b, ca, &nca, cb, &ncb);
-    uint32_t o = (uint32_t)off;
-    for (int x = 0; x < nca; x++)
-        for (int y = 0; y < ncb; y++) out[o++] = fpair{p.task, ca[x], cb[y]};
 }
 
 __device__ static void load_tri(const float *v, tdm_dvec3 out[3])
@@ -142,11 +156,8 @@ __device__ static void load_tri(const float *v, tdm_dvec3 out[3])
     for (int k = 0; k < 3; k++) out[k] = tdm_d3(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
 }
 
-__global__ void tri_pairs_kernel(const fpair *leaves, uint32_t n, const dtask *tasks, dres *res)
+__device__ static void test_leaf_pair(fpair p, const dtask *tasks, dres *res)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fpair p = leaves[i];
     dres *r = &res[p.task];
     if (*(volatile uint32_t *)&r->done) return;
     const dtask *t = &tasks[p.task];
@@ -179,6 +190,15 @@ __global__ void tri_pairs_kernel(const fpair *leaves, uint32_t n, const dtask *t
     }
 }
 
+/* The triangle workpile of one level, tested in bulk: one thread per leaf pair. */
+__global__ void __launch_bounds__(BLOCK) tri_pairs_kernel(const fpair *leaves, const uint32_t *cnt, int it,
+                                                          uint32_t cap_leaves, const dtask *tasks, dres *res)
+{
+    uint32_t n = min(cnt[2 * it + 1], cap_leaves);
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        test_leaf_pair(leaves[i], tasks, res);
+}
+
 /* ---- host side ------------------------------------------------------------------- */
 
 extern "C" tdm_gpu_config tdm_gpu_config_default(void)
@@ -186,83 +206,43 @@ extern "C" tdm_gpu_config tdm_gpu_config_default(void)
     tdm_gpu_config c;
     c.device = 0;
     c.memory_budget = 0;          /* 0: 80% of the device's memory */
-    c.frontier_pairs = 1u << 22;
+    c.frontier_pairs = 1u << 24;
     return c;
 }
 
 static uint64_t scratch_need(uint64_t pairs, uint64_t leaves)
 {
-    return pairs * (2 * sizeof(fpair) + 2 * sizeof(unsigned long long)) + leaves * sizeof(fpair);
+    return pairs * 2 * sizeof(fpair) + leaves * sizeof(fpair);
 }
 
-static void free_scratch(tdm_gpu *g)
-{
-    cudaFree(g->front[0]);
-    cudaFree(g->front[1]);
-    cudaFree(g->code);
-    cudaFree(g->offs);
-    cudaFree(g->leaves);
-    cudaFree(g->scan_tmp);
-    g->front[0] = g->front[1] = g->leaves = NULL;
-    g->code = g->offs = NULL;
-    g->scan_tmp = NULL;
-    g->scan_tmp_bytes = 0;
-    g->cap_pairs = g->cap_leaves = 0;
-    g->scratch_bytes = 0;
-}
-
-/* Frontier buffers for `pairs` node pairs (+1 for the scan) and `leaves` leaf
- * pairs; keeps the contents of front[keep] (or none when keep < 0). Returns
- * OVERFLOW_RC when the budget does not allow it. */
-static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves, int keep)
+/* Frontier buffers for `pairs` node pairs and `leaves` leaf pairs (contents are
+ * not kept). Returns OVERFLOW_RC when the budget does not allow them. */
+static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
 {
     if (pairs <= g->cap_pairs && leaves <= g->cap_leaves) return TDM_OK;
-    uint64_t np = g->cap_pairs, nl = g->cap_leaves;
-    while (np < pairs) np = np ? 2 * np : 1024;
-    while (nl < leaves) nl = nl ? 2 * nl : 1024;
-    if (np >= (1ull << 31) || nl >= (1ull << 31)) return OVERFLOW_RC;
-    uint64_t need = scratch_need(np + 1, nl);
-    if (g->mesh_bytes + need > g->cfg.memory_budget) return OVERFLOW_RC;
-    if (np > g->cap_pairs) {
-        fpair *f[2] = {NULL, NULL};
-        unsigned long long *code = NULL, *offs = NULL;
-        size_t tmp_bytes = 0;
-        void *tmp = NULL;
-        cub::DeviceScan::ExclusiveSum(NULL, tmp_bytes, (unsigned long long *)NULL, (unsigned long long *)NULL,
-                                      (int)(np + 1), g->stream);
-        if (cudaMalloc(&f[0], (np + 1) * sizeof(fpair)) != cudaSuccess ||
-            cudaMalloc(&f[1], (np + 1) * sizeof(fpair)) != cudaSuccess ||
-            cudaMalloc(&code, (np + 1) * sizeof *code) != cudaSuccess ||
-            cudaMalloc(&offs, (np + 1) * sizeof *offs) != cudaSuccess || cudaMalloc(&tmp, tmp_bytes) != cudaSuccess) {
-            cudaFree(f[0]); cudaFree(f[1]); cudaFree(code); cudaFree(offs); cudaFree(tmp);
-            cudaGetLastError();
-            return OVERFLOW_RC;
-        }
-        if (keep >= 0 && g->front[keep]) {
-            TDM_CUDA_TRY(g, cudaMemcpyAsync(f[keep], g->front[keep], g->cap_pairs * sizeof(fpair),
-                                            cudaMemcpyDeviceToDevice, g->stream));
-            TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
-        }
-        cudaFree(g->front[0]); cudaFree(g->front[1]); cudaFree(g->code); cudaFree(g->offs); cudaFree(g->scan_tmp);
-        g->front[0] = f[0];
-        g->front[1] = f[1];
-        g->code = code;
-        g->offs = offs;
-        g->scan_tmp = tmp;
-        g->scan_tmp_bytes = tmp_bytes;
-        g->cap_pairs = np;
-    }
-    if (nl > g->cap_leaves) {
-        fpair *l = NULL;
-        if (cudaMalloc(&l, nl * sizeof(fpair)) != cudaSuccess) {
-            cudaGetLastError();
-            return OVERFLOW_RC;
-        }
+    if (pairs < g->cap_pairs) pairs = g->cap_pairs;
+    if (leaves < g->cap_leaves) leaves = g->cap_leaves;
+    if (pairs >= (1ull << 31) || leaves >= (1ull << 31)) return OVERFLOW_RC;
+    if (g->mesh_bytes + scratch_need(pairs, leaves) > g->cfg.memory_budget) return OVERFLOW_RC;
+    cudaFree(g->front[0]);
+    cudaFree(g->front[1]);
+    cudaFree(g->leaves);
+    g->front[0] = g->front[1] = g->leaves = NULL;
+    g->cap_pairs = g->cap_leaves = 0;
+    g->scratch_bytes = 0;
+    if (cudaMalloc(&g->front[0], pairs * sizeof(fpair)) != cudaSuccess ||
+        cudaMalloc(&g->front[1], pairs * sizeof(fpair)) != cudaSuccess ||
+        cudaMalloc(&g->leaves, leaves * sizeof(fpair)) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(g->front[0]);
+        cudaFree(g->front[1]);
         cudaFree(g->leaves);
-        g->leaves = l;
-        g->cap_leaves = nl;
+        g->front[0] = g->front[1] = g->leaves = NULL;
+        return OVERFLOW_RC;
     }
-    g->scratch_bytes = scratch_need(g->cap_pairs + 1, g->cap_leaves);
+    g->cap_pairs = pairs;
+    g->cap_leaves = leaves;
+    g->scratch_bytes = scratch_need(pairs, leaves);
     return TDM_OK;
 }
 
@@ -293,8 +273,9 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         cudaGetLastError();
         return TDM_ENODEV;
     }
-    if (cudaSetDevice(c.device) != cudaSuccess) {
-        if (why) *why = "cudaSetDevice failed";
+    cudaDeviceProp prop;
+    if (cudaSetDevice(c.device) != cudaSuccess || cudaGetDeviceProperties(&prop, c.device) != cudaSuccess) {
+        if (why) *why = "the CUDA device cannot be used";
         cudaGetLastError();
         return TDM_ENODEV;
     }
@@ -304,13 +285,15 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
     tdm_gpu *g = (tdm_gpu *)calloc(1, sizeof *g);
     if (!g) return TDM_ENOMEM;
     g->cfg = c;
+    g->grid = prop.multiProcessorCount * 8;
     if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaMallocHost(&g->h_total, sizeof(unsigned long long)) != cudaSuccess) {
+        cudaMalloc(&g->cnt, (2 * MAX_ITERS + 1) * sizeof(uint32_t)) != cudaSuccess ||
+        cudaMallocHost(&g->h_cnt, 2 * sizeof(uint32_t)) != cudaSuccess) {
         cudaGetLastError();
         tdm_gpu_destroy(g);
         return TDM_EGPU;
     }
-    int rc = reserve(g, c.frontier_pairs, c.frontier_pairs, -1);
+    int rc = reserve(g, c.frontier_pairs, c.frontier_pairs / 2);
     if (rc != TDM_OK) {
         tdm_gpu_destroy(g);
         return rc == OVERFLOW_RC ? TDM_EGPUMEM : rc;
@@ -323,12 +306,15 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
 extern "C" void tdm_gpu_destroy(tdm_gpu *g)
 {
     if (!g) return;
-    free_scratch(g);
+    cudaFree(g->front[0]);
+    cudaFree(g->front[1]);
+    cudaFree(g->leaves);
+    cudaFree(g->cnt);
     cudaFree(g->d_tasks);
     cudaFree(g->d_res);
     cudaFreeHost(g->h_tasks);
     cudaFreeHost(g->h_res);
-    cudaFreeHost(g->h_total);
+    cudaFreeHost(g->h_cnt);
     if (g->stream) cudaStreamDestroy(g->stream);
     free(g);
 }
@@ -374,15 +360,25 @@ extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
     free(m);
 }
 
-static unsigned blocks(uint64_t n) { return (unsigned)((n + 255) / 256); }
+static unsigned blocks(uint64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* One breadth-first traversal of tasks [lo, hi). Returns OVERFLOW_RC when the
- * frontier cannot fit; results are then meaningless and the caller splits. */
+ * frontier outgrew its buffers; results are then meaningless and the caller
+ * grows the buffers or splits the range. */
 static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi, tdm_collide_result *results)
 {
     size_t n = hi - lo;
+    if (n > g->cap_pairs) return OVERFLOW_RC;
     int rc = reserve_tasks(g, n);
     if (rc != TDM_OK) return rc;
+    double t_start = now_s();
     for (size_t i = 0; i < n; i++) {
         const tdm_gpu_task *t = &tasks[lo + i];
         dtask *d = &g->h_tasks[i];
@@ -395,47 +391,37 @@ static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi,
         d->cap = t->max_pairs ? t->max_pairs : 1;
         d->x = t->b_in_a;
     }
-    if ((rc = reserve(g, n, 0, -1)) != TDM_OK) return rc;
+    uint32_t *overflow = g->cnt + 2 * MAX_ITERS;
+    double t_filled = now_s();
     TDM_CUDA_TRY(g, cudaMemcpyAsync(g->d_tasks, g->h_tasks, n * sizeof(dtask), cudaMemcpyHostToDevice, g->stream));
     TDM_CUDA_TRY(g, cudaMemsetAsync(g->d_res, 0, n * sizeof(dres), g->stream));
-    int cur = 0;
-    init_frontier_kernel<<<blocks(n), 256, 0, g->stream>>>(g->front[cur], (uint32_t)n);
+    TDM_CUDA_TRY(g, cudaMemsetAsync(g->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), g->stream));
+    init_frontier_kernel<<<blocks(n), BLOCK, 0, g->stream>>>(g->front[0], (uint32_t)n, g->cnt);
     TDM_CUDA_TRY(g, cudaGetLastError());
-    uint64_t nf = n;
-    while (nf > 0) {
-        g->stats.iterations++;
-        g->stats.box_tests += nf;
-        test_pairs_kernel<<<blocks(nf + 1), 256, 0, g->stream>>>(g->front[cur], (uint32_t)nf, g->d_tasks, g->d_res,
-                                                                  g->code);
+    /* Levels are launched ITERS_PER_SYNC at a time without waiting: each kernel
+     * reads its work count from device memory. Between groups the host looks
+     * at the frontier size (done when 0) and the overflow flag. */
+    int it = 0;
+    for (;;) {
+        for (int k = 0; k < ITERS_PER_SYNC && it < MAX_ITERS - 1; k++, it++) {
+            traverse_kernel<<<g->grid, BLOCK, 0, g->stream>>>(g->front[it & 1], g->front[(it + 1) & 1], g->leaves,
+                                                              g->d_tasks, g->d_res, g->cnt, it,
+                                                              (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
+                                                              overflow);
+            tri_pairs_kernel<<<g->grid, BLOCK, 0, g->stream>>>(g->leaves, g->cnt, it, (uint32_t)g->cap_leaves,
+                                                               g->d_tasks, g->d_res);
+        }
         TDM_CUDA_TRY(g, cudaGetLastError());
-        size_t tmp = g->scan_tmp_bytes;
-        TDM_CUDA_TRY(g, cub::DeviceScan::ExclusiveSum(g->scan_tmp, tmp, g->code, g->offs, (int)(nf + 1), g->stream));
-        TDM_CUDA_TRY(g, cudaMemcpyAsync(g->h_total, g->offs + nf, sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+        TDM_CUDA_TRY(g, cudaMemcpyAsync(&g->h_cnt[0], &g->cnt[2 * it], sizeof(uint32_t), cudaMemcpyDeviceToHost,
                                         g->stream));
+        TDM_CUDA_TRY(g, cudaMemcpyAsync(&g->h_cnt[1], overflow, sizeof(uint32_t), cudaMemcpyDeviceToHost, g->stream));
         TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
-        uint64_t n_child = *g->h_total & 0xffffffffull, n_leaf = *g->h_total >> 32;
-        if (n_child > g->cap_pairs || n_leaf > g->cap_leaves) {
-            /* grows the frontier that is not in use; the current one is kept */
-            if ((rc = reserve(g, n_child, n_leaf, cur)) != TDM_OK) return rc;
-            /* reserve() may have moved code/offs: recompute them */
-            test_pairs_kernel<<<blocks(nf + 1), 256, 0, g->stream>>>(g->front[cur], (uint32_t)nf, g->d_tasks,
-                                                                      g->d_res, g->code);
-            tmp = g->scan_tmp_bytes;
-            TDM_CUDA_TRY(g, cub::DeviceScan::ExclusiveSum(g->scan_tmp, tmp, g->code, g->offs, (int)(nf + 1),
-                                                          g->stream));
-        }
-        emit_kernel<<<blocks(nf), 256, 0, g->stream>>>(g->front[cur], (uint32_t)nf, g->d_tasks, g->code, g->offs,
-                                                       g->front[cur ^ 1], g->leaves);
-        TDM_CUDA_TRY(g, cudaGetLastError());
-        if (n_leaf > 0) {
-            g->stats.tri_pair_tests += n_leaf;
-            tri_pairs_kernel<<<blocks(n_leaf), 256, 0, g->stream>>>(g->leaves, (uint32_t)n_leaf, g->d_tasks,
-                                                                    g->d_res);
-            TDM_CUDA_TRY(g, cudaGetLastError());
-        }
-        cur ^= 1;
-        nf = n_child;
+        if (g->h_cnt[1]) return OVERFLOW_RC;
+        if (g->h_cnt[0] == 0) break;
+        if (it >= MAX_ITERS - 1) return TDM_EGPU; /* deeper than any valid tree pair */
     }
+    g->stats.iterations += (uint64_t)it;
+    double t_traversed = now_s();
     TDM_CUDA_TRY(g, cudaMemcpyAsync(g->h_res, g->d_res, n * sizeof(dres), cudaMemcpyDeviceToHost, g->stream));
     TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
     for (size_t i = 0; i < n; i++) {
@@ -453,17 +439,25 @@ static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi,
         o->first.a_tri = r->first_a;
         o->first.b_tri = r->first_b;
     }
+    if (getenv("TDM_GPU_TRACE"))
+        fprintf(stderr, "gpu run: %zu tasks, %d levels: fill %.3f ms, traverse %.3f ms, results %.3f ms\n", n, it,
+                1e3 * (t_filled - t_start), 1e3 * (t_traversed - t_filled), 1e3 * (now_s() - t_traversed));
     return TDM_OK;
 }
 
+/* Runs [lo, hi); on overflow first grows the frontier within the budget, then
+ * splits the range in halves. Nothing is ever truncated. */
 static int run_range(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi, tdm_collide_result *results)
 {
-    int rc = run_once(g, tasks, lo, hi, results);
-    if (rc != OVERFLOW_RC) return rc;
+    for (;;) {
+        int rc = run_once(g, tasks, lo, hi, results);
+        if (rc != OVERFLOW_RC) return rc;
+        g->stats.reruns++;
+        if (reserve(g, 2 * g->cap_pairs, 2 * g->cap_leaves) != TDM_OK) break;
+    }
     if (hi - lo == 1) return TDM_EGPUMEM; /* one task's frontier alone outgrows the budget */
-    g->stats.reruns++;
     size_t mid = lo + (hi - lo) / 2;
-    rc = run_range(g, tasks, lo, mid, results);
+    int rc = run_range(g, tasks, lo, mid, results);
     return rc != TDM_OK ? rc : run_range(g, tasks, mid, hi, results);
 }
 
@@ -473,8 +467,8 @@ extern "C" int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_
     if (n == 0) return TDM_OK;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* bound one traversal's task count so that its frontier starts within capacity */
-    size_t chunk = (size_t)(g->cfg.frontier_pairs > 0 ? g->cfg.frontier_pairs : 1);
+    /* one traversal's roots must fit in the frontier */
+    size_t chunk = (size_t)(g->cap_pairs > 0 ? g->cap_pairs : 1);
     int rc = TDM_OK;
     for (size_t lo = 0; lo < n && rc == TDM_OK; lo += chunk) {
         size_t hi = n - lo < chunk ? n : lo + chunk;
