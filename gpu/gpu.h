@@ -53,6 +53,10 @@ typedef struct tdm_gpu_task {
     uint32_t max_pairs;        /* contacts mode: cap (>= 1) */
 } tdm_gpu_task;
 
+/* Sizes the per-task buffers for batches of up to max_tasks and loads the
+ * kernels, so that the first run pays for neither. Optional. */
+int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks);
+
 /* Runs n tasks; results[i] answers tasks[i] exactly as tdm_collide would, except
  * that `first` may be a different intersecting pair. Blocks until done. */
 int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results);

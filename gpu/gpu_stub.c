@@ -22,7 +22,7 @@ int tdm_gpu_tri_tri_batch(const double *p, const double *q, size_t n, uint8_t *o
 
 tdm_gpu_config tdm_gpu_config_default(void)
 {
-    tdm_gpu_config c = {0, 0, 1u << 24};
+    tdm_gpu_config c = {0, 0, 1u << 27};
     return c;
 }
 
@@ -48,6 +48,12 @@ void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
 int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
 {
     (void)g; (void)tasks; (void)n; (void)results;
+    return TDM_ENODEV;
+}
+
+int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
+{
+    (void)g; (void)max_tasks;
     return TDM_ENODEV;
 }
 

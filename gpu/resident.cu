@@ -39,15 +39,31 @@ struct tdm_gpu_mesh {
     uint64_t bytes;
 };
 
-typedef struct dtask {
-    const tdm_bvh_node *an, *bn;
-    const float *at, *bt;
-    const uint32_t *aid, *bid;
+/* What the box tests need of a task, first and 16-byte aligned so that a
+ * thread reads it in five 16-byte loads; the rest is read only by leaf tests. */
+typedef struct __align__(16) dhot {
     tdm_fxform fx; /* b_in_a in float, for the boxes */
     float tol;
-    uint32_t mode, cap;
-    tdm_xform x;          /* b_in_a in double, for the triangles */
+    uint32_t mode, cap, pad;
+    const tdm_bvh_node *an, *bn;
+} dhot;
+
+typedef struct __align__(16) dtask {
+    dhot h;
+    const float *at, *bt;
+    const uint32_t *aid, *bid;
+    tdm_xform x; /* b_in_a in double, for the triangles */
 } dtask;
+
+static_assert(sizeof(dhot) == 80, "dhot is read as five float4");
+static_assert(sizeof(tdm_bvh_node) == 64 && alignof(tdm_bvh_node) >= 16, "nodes are read as four float4");
+
+__device__ static __forceinline__ void load16(void *dst, const void *src, int n16)
+{
+    const float4 *s = reinterpret_cast<const float4 *>(src);
+    float4 *d = reinterpret_cast<float4 *>(dst);
+    for (int k = 0; k < n16; k++) d[k] = __ldg(s + k);
+}
 
 typedef struct dres {
     uint32_t colliding, truncated, count, done;
@@ -118,12 +134,15 @@ __global__ void __launch_bounds__(BLOCK) traverse_kernel(const fpair *in, fpair 
         if (i < n) {
             p = in[i];
             if (!*(volatile const uint32_t *)&res[p.task].done) {
-                const dtask *t = &tasks[p.task];
-                const tdm_bvh_node *na = &t->an[p.a], *nb = &t->bn[p.b];
+                dhot t;
+                tdm_bvh_node na, nb;
+                load16(&t, &tasks[p.task].h, 5);
+                load16(&na, &t.an[p.a], 4);
+                load16(&nb, &t.bn[p.b], 4);
                 tdm_wbox w;
-                tdm_wbox_of(&t->fx, nb, &w);
-                if (tdm_obb_overlap_w(na, &w, nb->extent, t->tol)) {
-                    int k = tdm_bvtt_children(na, p.a, nb, p.b, ca, &nca, cb, &ncb);
+                tdm_wbox_of(&t.fx, &nb, &w);
+                if (tdm_obb_overlap_w(&na, &w, nb.extent, t.tol)) {
+                    int k = tdm_bvtt_children(&na, p.a, &nb, p.b, ca, &nca, cb, &ncb);
                     packed = k ? (uint32_t)k : (1u << 16);
                 }
             }
@@ -161,7 +180,7 @@ __device__ static void test_leaf_pair(fpair p, const dtask *tasks, dres *res)
     dres *r = &res[p.task];
     if (*(volatile uint32_t *)&r->done) return;
     const dtask *t = &tasks[p.task];
-    const tdm_bvh_node *na = &t->an[p.a], *nb = &t->bn[p.b];
+    const tdm_bvh_node *na = &t->h.an[p.a], *nb = &t->h.bn[p.b];
     uint32_t fa = tdm_leaf_first(na), ca = tdm_leaf_count(na), fb = tdm_leaf_first(nb), cb = tdm_leaf_count(nb);
     tdm_dvec3 tb[2][3], ta[3];
     for (uint32_t j = 0; j < cb; j++) {
@@ -176,12 +195,12 @@ __device__ static void test_leaf_pair(fpair p, const dtask *tasks, dres *res)
                 r->first_a = t->aid[fa + a];
                 r->first_b = t->bid[fb + b];
             }
-            if (t->mode == TDM_MODE_BOOL) {
+            if (t->h.mode == TDM_MODE_BOOL) {
                 r->done = 1;
                 return;
             }
             uint32_t old = atomicAdd(&r->count, 1u);
-            if (old >= t->cap) {
+            if (old >= t->h.cap) {
                 r->truncated = 1;
                 r->done = 1;
                 return;
@@ -206,7 +225,7 @@ extern "C" tdm_gpu_config tdm_gpu_config_default(void)
     tdm_gpu_config c;
     c.device = 0;
     c.memory_budget = 0;          /* 0: 80% of the device's memory */
-    c.frontier_pairs = 1u << 24;
+    c.frontier_pairs = 1u << 27; /* 1.5 GiB per frontier buffer; clamped to a quarter of the budget */
     return c;
 }
 
@@ -293,7 +312,10 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         tdm_gpu_destroy(g);
         return TDM_EGPU;
     }
-    int rc = reserve(g, c.frontier_pairs, c.frontier_pairs / 2);
+    uint64_t pairs = c.frontier_pairs, quarter = c.memory_budget / 4 / scratch_need(1, 1);
+    if (pairs > quarter) pairs = quarter;
+    if (pairs < 1024) pairs = 1024;
+    int rc = reserve(g, pairs, pairs / 2);
     if (rc != TDM_OK) {
         tdm_gpu_destroy(g);
         return rc == OVERFLOW_RC ? TDM_EGPUMEM : rc;
@@ -382,13 +404,15 @@ static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi,
     for (size_t i = 0; i < n; i++) {
         const tdm_gpu_task *t = &tasks[lo + i];
         dtask *d = &g->h_tasks[i];
-        d->an = t->a->nodes; d->bn = t->b->nodes;
+        d->h.fx = tdm_fxform_of(&t->b_in_a);
+        d->h.tol = tdm_obb_tolerance(t->a->radius, t->b->radius, (float)tdm_d3_len(t->b_in_a.t));
+        d->h.mode = (uint32_t)t->mode;
+        d->h.cap = t->max_pairs ? t->max_pairs : 1;
+        d->h.pad = 0;
+        d->h.an = t->a->nodes;
+        d->h.bn = t->b->nodes;
         d->at = t->a->tris; d->bt = t->b->tris;
         d->aid = t->a->ids; d->bid = t->b->ids;
-        d->fx = tdm_fxform_of(&t->b_in_a);
-        d->tol = tdm_obb_tolerance(t->a->radius, t->b->radius, (float)tdm_d3_len(t->b_in_a.t));
-        d->mode = (uint32_t)t->mode;
-        d->cap = t->max_pairs ? t->max_pairs : 1;
         d->x = t->b_in_a;
     }
     uint32_t *overflow = g->cnt + 2 * MAX_ITERS;
@@ -432,7 +456,7 @@ static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi,
         if (tasks[lo + i].mode == TDM_MODE_BOOL) {
             o->n_pairs = r->colliding;
         } else {
-            uint32_t cap = g->h_tasks[i].cap;
+            uint32_t cap = g->h_tasks[i].h.cap;
             o->n_pairs = r->count < cap ? r->count : cap;
             o->truncated = r->truncated;
         }
@@ -479,6 +503,23 @@ extern "C" int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_
     g->stats.tasks += n;
     g->stats.seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     return rc;
+}
+
+extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
+{
+    if (g->dead) return TDM_EGPU;
+    int rc = reserve_tasks(g, max_tasks);
+    if (rc != TDM_OK) return rc;
+    /* the first launch of each kernel loads its module: do it now, with no work */
+    TDM_CUDA_TRY(g, cudaMemsetAsync(g->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), g->stream));
+    init_frontier_kernel<<<1, BLOCK, 0, g->stream>>>(g->front[0], 0, g->cnt);
+    traverse_kernel<<<1, BLOCK, 0, g->stream>>>(g->front[0], g->front[1], g->leaves, g->d_tasks, g->d_res, g->cnt, 1,
+                                                (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
+                                                g->cnt + 2 * MAX_ITERS);
+    tri_pairs_kernel<<<1, BLOCK, 0, g->stream>>>(g->leaves, g->cnt, 1, (uint32_t)g->cap_leaves, g->d_tasks, g->d_res);
+    TDM_CUDA_TRY(g, cudaGetLastError());
+    TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
+    return TDM_OK;
 }
 
 extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
