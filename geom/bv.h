@@ -75,13 +75,16 @@ TDM_INLINE TDM_HD float tdm_obb_tolerance(float radius_a, float radius_b, float 
  * a node pair against the same transformed box). */
 typedef struct tdm_wbox { float axis[3][3]; float center[3]; } tdm_wbox;
 
+/* Box tests are conservative by their slack, so they may fuse multiply-adds:
+ * fmaf is one instruction on both sides (-mfma on the host) and rounds the same
+ * on host and device. */
+TDM_INLINE TDM_HD float tdm__fdot3(const float *a, const float *b) { return fmaf(a[0], b[0], fmaf(a[1], b[1], a[2] * b[2])); }
+
 TDM_INLINE TDM_HD void tdm_wbox_of(const tdm_fxform *x, const tdm_bvh_node *b, tdm_wbox *w)
 {
     for (int j = 0; j < 3; j++)
-        for (int i = 0; i < 3; i++)
-            w->axis[j][i] = x->r[i][0] * b->axis[j][0] + x->r[i][1] * b->axis[j][1] + x->r[i][2] * b->axis[j][2];
-    for (int i = 0; i < 3; i++)
-        w->center[i] = x->r[i][0] * b->center[0] + x->r[i][1] * b->center[1] + x->r[i][2] * b->center[2] + x->t[i];
+        for (int i = 0; i < 3; i++) w->axis[j][i] = tdm__fdot3(x->r[i], b->axis[j]);
+    for (int i = 0; i < 3; i++) w->center[i] = tdm__fdot3(x->r[i], b->center) + x->t[i];
 }
 
 /* Does box a (frame A) overlap box b, given as w = b in frame A with half-lengths
@@ -94,26 +97,25 @@ TDM_INLINE TDM_HD int tdm_obb_overlap_w(const tdm_bvh_node *a, const tdm_wbox *w
     /* a's face axes */
     for (int i = 0; i < 3; i++) {
         for (int j = 0; j < 3; j++) {
-            R[i][j] = a->axis[i][0] * w->axis[j][0] + a->axis[i][1] * w->axis[j][1] + a->axis[i][2] * w->axis[j][2];
+            R[i][j] = tdm__fdot3(a->axis[i], w->axis[j]);
             AR[i][j] = fabsf(R[i][j]) + TDM_OBB_EPS;
         }
-        T[i] = a->axis[i][0] * cw[0] + a->axis[i][1] * cw[1] + a->axis[i][2] * cw[2];
-        if (fabsf(T[i]) > ea[i] + eb[0] * AR[i][0] + eb[1] * AR[i][1] + eb[2] * AR[i][2] + tol) return 0;
+        T[i] = tdm__fdot3(a->axis[i], cw);
+        if (fabsf(T[i]) > fmaf(eb[0], AR[i][0], fmaf(eb[1], AR[i][1], fmaf(eb[2], AR[i][2], ea[i] + tol)))) return 0;
     }
     /* b's face axes */
     for (int j = 0; j < 3; j++) {
-        float tb = T[0] * R[0][j] + T[1] * R[1][j] + T[2] * R[2][j];
-        if (fabsf(tb) > eb[j] + ea[0] * AR[0][j] + ea[1] * AR[1][j] + ea[2] * AR[2][j] + tol) return 0;
+        float tb = fmaf(T[0], R[0][j], fmaf(T[1], R[1][j], T[2] * R[2][j]));
+        if (fabsf(tb) > fmaf(ea[0], AR[0][j], fmaf(ea[1], AR[1][j], fmaf(ea[2], AR[2][j], eb[j] + tol)))) return 0;
     }
     /* the nine edge-edge axes a_i x b_j */
     for (int i = 0; i < 3; i++) {
         int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
         for (int j = 0; j < 3; j++) {
             int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-            float t = fabsf(T[i2] * R[i1][j] - T[i1] * R[i2][j]);
-            float ra = ea[i1] * AR[i2][j] + ea[i2] * AR[i1][j];
-            float rb = eb[j1] * AR[i][j2] + eb[j2] * AR[i][j1];
-            if (t > ra + rb + tol) return 0;
+            float t = fabsf(fmaf(T[i2], R[i1][j], -T[i1] * R[i2][j]));
+            float r = fmaf(ea[i1], AR[i2][j], fmaf(ea[i2], AR[i1][j], fmaf(eb[j1], AR[i][j2], fmaf(eb[j2], AR[i][j1], tol))));
+            if (t > r) return 0;
         }
     }
     return 1;

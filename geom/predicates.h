@@ -121,6 +121,20 @@ TDM_INLINE TDM_HD int tdm__exp_det3(tdm_dvec3 p, tdm_dvec3 q, tdm_dvec3 r, doubl
  * column of ones: D(a,b,c) - D(a,b,d) + D(a,c,d) - D(b,c,d). */
 TDM_COLD TDM_HD int tdm_orient3d_exact(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
 {
+    /* Usually the differences a - d, b - d, c - d are exact in double (their
+     * rounding errors are zero): then the 3x3 determinant of the differences is
+     * the answer, one expansion instead of four. */
+    double t[9], e[9];
+    tdm__two_sum(a.x, -d.x, &t[0], &e[0]); tdm__two_sum(a.y, -d.y, &t[1], &e[1]); tdm__two_sum(a.z, -d.z, &t[2], &e[2]);
+    tdm__two_sum(b.x, -d.x, &t[3], &e[3]); tdm__two_sum(b.y, -d.y, &t[4], &e[4]); tdm__two_sum(b.z, -d.z, &t[5], &e[5]);
+    tdm__two_sum(c.x, -d.x, &t[6], &e[6]); tdm__two_sum(c.y, -d.y, &t[7], &e[7]); tdm__two_sum(c.z, -d.z, &t[8], &e[8]);
+    int exact = 1;
+    for (int k = 0; k < 9; k++) exact &= e[k] == 0;
+    if (exact) {
+        double h[24];
+        int n = tdm__exp_det3(tdm_d3(t[0], t[1], t[2]), tdm_d3(t[3], t[4], t[5]), tdm_d3(t[6], t[7], t[8]), h);
+        return tdm__exp_sign(h, n);
+    }
     double acc[TDM_EXP_MAX], part[24], scratch[TDM_EXP_MAX];
     int k = tdm__exp_det3(a, b, c, acc);
     int n = tdm__exp_det3(a, b, d, part);
@@ -155,6 +169,13 @@ TDM_INLINE TDM_HD int tdm_orient3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dv
 /* Exact m(a,b) - m(a,c) + m(b,c), the 2D orientation determinant. */
 TDM_COLD TDM_HD int tdm__orient2d_exact(double ax, double ay, double bx, double by, double cx, double cy)
 {
+    double t[4], e[4];
+    tdm__two_sum(ax, -cx, &t[0], &e[0]); tdm__two_sum(ay, -cy, &t[1], &e[1]);
+    tdm__two_sum(bx, -cx, &t[2], &e[2]); tdm__two_sum(by, -cy, &t[3], &e[3]);
+    if (e[0] == 0 && e[1] == 0 && e[2] == 0 && e[3] == 0) { /* exact differences: one 2x2 minor */
+        double h[4];
+        return tdm__exp_sign(h, tdm__exp_minor2(t[0], t[1], t[2], t[3], h));
+    }
     double acc[12], part[4], scratch[12];
     int k = tdm__exp_minor2(ax, ay, bx, by, acc);
     int n = tdm__exp_minor2(ax, ay, cx, cy, part);

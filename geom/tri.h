@@ -27,7 +27,8 @@ TDM_INLINE TDM_HD int tdm__on_box2(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 p, int i,
 {
     double ai = tdm_d3_get(a, i), bi = tdm_d3_get(b, i), pi = tdm_d3_get(p, i);
     double aj = tdm_d3_get(a, j), bj = tdm_d3_get(b, j), pj = tdm_d3_get(p, j);
-    return pi >= fmin(ai, bi) && pi <= fmax(ai, bi) && pj >= fmin(aj, bj) && pj <= fmax(aj, bj);
+    double lo_i = ai < bi ? ai : bi, hi_i = ai < bi ? bi : ai, lo_j = aj < bj ? aj : bj, hi_j = aj < bj ? bj : aj;
+    return pi >= lo_i && pi <= hi_i && pj >= lo_j && pj <= hi_j;
 }
 
 TDM_INLINE TDM_HD int tdm__seg_seg_2d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d, int i, int j)
@@ -263,8 +264,22 @@ TDM_INLINE TDM_HD double tdm_tri_tri_distance(const tdm_dvec3 *p, const tdm_dvec
         if (d < best) { best = d; bp = x; bq = q[i]; }
     }
     if (best > 0 && tdm_tri_tri_intersect(p, q)) {
+        /* They meet, but no vertex-triangle or edge-edge pair does: an edge of one
+         * pierces the other's interior. The witness is where it crosses the plane. */
         best = 0;
         bq = bp;
+        for (int side = 0; side < 2; side++) {
+            const tdm_dvec3 *e = side ? q : p, *t = side ? p : q;
+            tdm_dvec3 n = tdm_d3_cross(tdm_d3_sub(t[1], t[0]), tdm_d3_sub(t[2], t[0]));
+            for (int k = 0; k < 3; k++) {
+                tdm_dvec3 a = e[k], b = e[(k + 1) % 3];
+                double da = tdm_d3_dot(n, tdm_d3_sub(a, t[0])), db = tdm_d3_dot(n, tdm_d3_sub(b, t[0]));
+                if (da == db || (da > 0 && db > 0) || (da < 0 && db < 0) || !tdm__seg_tri(a, b, t)) continue;
+                bp = bq = tdm_d3_add(a, tdm_d3_scale(tdm_d3_sub(b, a), da / (da - db)));
+                side = 2;
+                break;
+            }
+        }
     }
     if (cp) *cp = bp;
     if (cq) *cq = bq;

@@ -1,0 +1,503 @@
+/* geom/bvh.h: tree structure invariants, serialisation round trips, and blobs that
+ * must be refused (any single flipped byte, truncation, wrong version, and
+ * structurally broken trees behind a valid checksum). */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <float.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gen.h"
+#include "geom/bvh.h"
+
+static uint64_t seed;
+
+static void suite_init(void)
+{
+    seed = gen_seed(0x5eed0b7bull);
+    cr_log_info("seed=%llu (set TDM_TEST_SEED to change)", (unsigned long long)seed);
+}
+
+TestSuite(bvh, .init = suite_init);
+
+/* ---- meshes under test --------------------------------------------------- */
+
+enum { M_SPHERE, M_TORUS, M_BOX, M_SLIVERS, M_PILE, M_ZERO_AREA, M_ONE, M_TWO, M_SAME, M_EXPONENTIAL, M_FAR, M_BIG, M__N };
+static const char *mesh_name[M__N] = {"sphere", "torus", "box", "slivers", "pile", "zero-area", "one triangle",
+                                      "two triangles", "200 identical triangles", "exponentially spaced",
+                                      "far from the origin", "sphere of 16k triangles"};
+
+static tdm_mesh *make_mesh(int which, gen_rng *r)
+{
+    switch (which) {
+    case M_SPHERE: return gen_sphere(1, 24);
+    case M_TORUS: return gen_torus(1.5, 0.4, 32, 12);
+    case M_BOX: return gen_box(1, 2, 0.5);
+    case M_SLIVERS: return gen_slivers(r, 300, 1, 1, 1e-4);
+    case M_PILE: return gen_pile(r, 300, 1, 0.2);
+    case M_ZERO_AREA: return gen_zero_area(r, 300, 16, 0.0625);
+    case M_ONE: {
+        float v[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+        uint32_t t[3] = {0, 1, 2};
+        tdm_mesh *m = NULL;
+        tdm_mesh_create(v, 3, t, 1, NULL, &m, NULL, 0);
+        return m;
+    }
+    case M_TWO: {
+        float v[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 5, 5, 5};
+        uint32_t t[6] = {0, 1, 2, 1, 2, 3};
+        tdm_mesh *m = NULL;
+        tdm_mesh_create(v, 4, t, 2, NULL, &m, NULL, 0);
+        return m;
+    }
+    case M_SAME: {
+        float v[9] = {0.1f, 0.2f, 0.3f, 1, 0, 0, 0, 1, 0};
+        uint32_t t[600];
+        for (int i = 0; i < 600; i++) t[i] = (uint32_t)(i % 3);
+        tdm_mesh *m = NULL;
+        tdm_mesh_create(v, 3, t, 200, NULL, &m, NULL, 0);
+        return m;
+    }
+    case M_EXPONENTIAL: { /* the mean split peels off one triangle per level */
+        enum { N = 120 };
+        float v[9 * N];
+        uint32_t t[3 * N];
+        for (int i = 0; i < N; i++) {
+            float x = ldexpf(1, i); /* up to 2^119: the largest floats are near 2^128 */
+            float tri[9] = {x, 0, 0, x * 1.0625f, 1, 0, x, 0, 1};
+            memcpy(&v[9 * i], tri, sizeof tri);
+            for (int k = 0; k < 3; k++) t[3 * i + k] = (uint32_t)(3 * i + k);
+        }
+        tdm_mesh *m = NULL;
+        tdm_mesh_create(v, 3 * N, t, N, NULL, &m, NULL, 0);
+        return m;
+    }
+    case M_FAR: {
+        tdm_mesh *s = gen_pile(r, 200, 1, 0.2);
+        tdm_mesh *m = gen_translated(s, 1000, -2000, 500);
+        tdm_mesh_free(s);
+        return m;
+    }
+    default: return gen_sphere(2, 128);
+    }
+}
+
+/* ---- structure ------------------------------------------------------------- */
+
+/* Checks every documented invariant of a freshly built (or deserialised) tree;
+ * returns its depth. */
+static int check_structure(const tdm_bvh *b, const tdm_mesh *m, const char *what)
+{
+    cr_assert_eq(b->n_tris, m->n_tris, "%s: n_tris %u, mesh has %u", what, b->n_tris, m->n_tris);
+    cr_assert(b->n_nodes >= 1 && b->n_nodes <= 2 * m->n_tris - 1, "%s: %u nodes for %u triangles", what, b->n_nodes,
+              m->n_tris);
+    cr_assert_eq((uintptr_t)b->nodes % 64, 0, "%s: node array not 64-byte aligned", what);
+    cr_assert_eq(b->radius, tdm_mesh_radius(m), "%s: radius %g, mesh radius %g", what, (double)b->radius,
+                 (double)tdm_mesh_radius(m));
+
+    /* tri_ids is a permutation, and each slot holds that triangle's vertices verbatim */
+    char *seen = calloc(m->n_tris, 1);
+    cr_assert_not_null(seen);
+    for (uint32_t s = 0; s < b->n_tris; s++) {
+        uint32_t id = b->tri_ids[s];
+        CHECK(id < m->n_tris, "%s: slot %u holds triangle %u of %u", what, s, id, m->n_tris);
+        CHECK(!seen[id], "%s: triangle %u appears twice in tri_ids", what, id);
+        seen[id] = 1;
+        for (int k = 0; k < 3; k++)
+            CHECK(memcmp(&b->tri_verts[9 * (size_t)s + 3 * (size_t)k], &m->verts[3 * (size_t)m->tris[3 * id + k]],
+                         3 * sizeof(float)) == 0,
+                  "%s: slot %u vertex %d differs from triangle %u's", what, s, k, id);
+    }
+    free(seen);
+
+    /* preorder walk with explicit subtree ranges */
+    struct { uint32_t node, end; int depth; } stack[256];
+    int sp = 0, max_depth = 0;
+    uint32_t visited = 0, next_slot = 0;
+    stack[sp].node = 0, stack[sp].end = b->n_nodes, stack[sp].depth = 1, sp++;
+    uint32_t *lo = malloc(sizeof *lo * b->n_nodes), *hi = malloc(sizeof *hi * b->n_nodes);
+    cr_assert(lo && hi);
+    while (sp > 0) {
+        sp--;
+        uint32_t i = stack[sp].node, end = stack[sp].end;
+        int depth = stack[sp].depth;
+        CHECK(i < end && end <= b->n_nodes, "%s: node %u outside its range (end %u)", what, i, end);
+        CHECK(i == visited, "%s: preorder expects node %u next, found %u", what, visited, i);
+        visited++;
+        if (depth > max_depth) max_depth = depth;
+        const tdm_bvh_node *n = &b->nodes[i];
+        for (int k = 0; k < 3; k++) {
+            CHECK(isfinite(n->center[k]) && isfinite(n->extent[k]) && n->extent[k] >= 0,
+                  "%s: node %u has centre/extent %g/%g", what, i, (double)n->center[k], (double)n->extent[k]);
+            double len = 0;
+            for (int j = 0; j < 3; j++) len += (double)n->axis[k][j] * n->axis[k][j];
+            CHECK(fabs(len - 1) < 1e-5, "%s: node %u axis %d has length^2 %g", what, i, k, len);
+            for (int j = k + 1; j < 3; j++) {
+                double d = 0;
+                for (int c = 0; c < 3; c++) d += (double)n->axis[k][c] * n->axis[j][c];
+                CHECK(fabs(d) < 1e-5, "%s: node %u axes %d and %d not orthogonal (%g)", what, i, k, j, d);
+            }
+        }
+        if (tdm_node_is_leaf(n)) {
+            uint32_t first = tdm_leaf_first(n), count = tdm_leaf_count(n);
+            CHECK(count == 1 || count == 2, "%s: leaf %u holds %u triangles", what, i, count);
+            CHECK(end == i + 1, "%s: leaf %u should end its range, which runs to %u", what, i, end);
+            CHECK(first == next_slot, "%s: leaf %u starts at slot %u, expected %u (leaf order)", what, i, first, next_slot);
+            CHECK(first + count <= b->n_tris, "%s: leaf %u runs past the triangles", what, i);
+            lo[i] = first;
+            hi[i] = first + count;
+            next_slot = first + count;
+            continue;
+        }
+        uint32_t right = (uint32_t)n->link;
+        CHECK(right > i + 1 && right < end, "%s: internal node %u has right child %u (range end %u)", what, i, right, end);
+        CHECK(sp + 2 <= 256, "%s: deeper than the test's stack", what);
+        stack[sp].node = right, stack[sp].end = end, stack[sp].depth = depth + 1, sp++;
+        stack[sp].node = i + 1, stack[sp].end = right, stack[sp].depth = depth + 1, sp++;
+    }
+    CHECK(visited == b->n_nodes, "%s: %u of %u nodes reachable", what, visited, b->n_nodes);
+    CHECK(next_slot == b->n_tris, "%s: leaves cover %u of %u slots", what, next_slot, b->n_tris);
+    CHECK(max_depth <= TDM_BVH_MAX_DEPTH, "%s: depth %d over TDM_BVH_MAX_DEPTH", what, max_depth);
+
+    /* every node's box holds every vertex of its subtree's triangles */
+    for (uint32_t i = b->n_nodes; i-- > 0;) {
+        const tdm_bvh_node *n = &b->nodes[i];
+        if (!tdm_node_is_leaf(n)) {
+            lo[i] = lo[i + 1];
+            hi[i] = hi[(uint32_t)n->link];
+        }
+        double tol = 4 * FLT_EPSILON * (double)b->radius;
+        for (uint32_t s = lo[i]; s < hi[i]; s++)
+            for (int k = 0; k < 3; k++) {
+                const float *v = &b->tri_verts[9 * (size_t)s + 3 * (size_t)k];
+                for (int a = 0; a < 3; a++) {
+                    double proj = 0;
+                    for (int c = 0; c < 3; c++) proj += (double)n->axis[a][c] * ((double)v[c] - n->center[c]);
+                    CHECK(fabs(proj) <= n->extent[a] + tol,
+                          "%s: node %u (slots %u..%u) misses slot %u vertex %d along axis %d by %g (extent %g)", what, i,
+                          lo[i], hi[i], s, k, a, fabs(proj) - n->extent[a], (double)n->extent[a]);
+                }
+            }
+    }
+    free(lo);
+    free(hi);
+    return max_depth;
+}
+
+Test(bvh, structure_invariants, .timeout = 120)
+{
+    gen_rng r = {seed};
+    for (int w = 0; w < M__N; w++) {
+        tdm_mesh *m = make_mesh(w, &r);
+        cr_assert_not_null(m, "generating %s", mesh_name[w]);
+        tdm_bvh *b = (tdm_bvh *)(uintptr_t)1;
+        cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK, "%s: build failed", mesh_name[w]);
+        cr_assert_not_null(b);
+        int depth = check_structure(b, m, mesh_name[w]);
+        cr_log_info("%-26s %6u triangles, %6u nodes, depth %d", mesh_name[w], b->n_tris, b->n_nodes, depth);
+        if (w == M_ONE) cr_assert(tdm_node_is_leaf(&b->nodes[0]) && b->n_nodes == 1, "one triangle: a single leaf");
+        tdm_bvh_free(b);
+        tdm_mesh_free(m);
+    }
+}
+
+Test(bvh, build_rejects_bad_input)
+{
+    tdm_bvh *b = (tdm_bvh *)(uintptr_t)1;
+    cr_assert_neq(tdm_bvh_build(NULL, &b), TDM_OK);
+    cr_assert_null(b, "*out must be NULL on failure");
+}
+
+/* ---- serialisation ---------------------------------------------------------- */
+
+static void blob_of(const tdm_bvh *b, unsigned char **blob, size_t *len)
+{
+    void *p = NULL;
+    cr_assert_eq(tdm_bvh_serialize(b, &p, len), TDM_OK);
+    cr_assert_not_null(p);
+    *blob = p;
+}
+
+Test(bvh, serialize_round_trip, .timeout = 60)
+{
+    gen_rng r = {seed ^ 1};
+    for (int w = 0; w < M__N; w++) {
+        tdm_mesh *m = make_mesh(w, &r);
+        tdm_bvh *b, *c = NULL;
+        cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK);
+        unsigned char *blob, *blob2;
+        size_t len, len2;
+        blob_of(b, &blob, &len);
+        cr_assert_eq(tdm_bvh_deserialize(blob, len, &c), TDM_OK, "%s: a fresh blob is refused", mesh_name[w]);
+        cr_assert_not_null(c);
+        cr_assert_eq(c->n_nodes, b->n_nodes, "%s", mesh_name[w]);
+        cr_assert_eq(c->n_tris, b->n_tris, "%s", mesh_name[w]);
+        cr_assert_eq(memcmp(&c->radius, &b->radius, sizeof b->radius), 0, "%s: radius", mesh_name[w]);
+        cr_assert_eq(memcmp(c->nodes, b->nodes, sizeof *b->nodes * b->n_nodes), 0, "%s: nodes differ", mesh_name[w]);
+        cr_assert_eq(memcmp(c->tri_verts, b->tri_verts, sizeof(float) * 9 * b->n_tris), 0, "%s: tri_verts differ",
+                     mesh_name[w]);
+        cr_assert_eq(memcmp(c->tri_ids, b->tri_ids, sizeof(uint32_t) * b->n_tris), 0, "%s: tri_ids differ",
+                     mesh_name[w]);
+        check_structure(c, m, mesh_name[w]);
+        blob_of(c, &blob2, &len2);
+        cr_assert_eq(len2, len, "%s: re-serialised length differs", mesh_name[w]);
+        cr_assert_eq(memcmp(blob, blob2, len), 0, "%s: re-serialised blob differs", mesh_name[w]);
+        free(blob);
+        free(blob2);
+        tdm_bvh_free(b);
+        tdm_bvh_free(c);
+        tdm_mesh_free(m);
+    }
+}
+
+/* Blob format (geom/bvh_blob.c): magic[8], version u32 at byte 8, ..., SHA-256 at
+ * bytes 32..63 of bytes [0, 32) followed by the payload from byte 64. */
+#define BLOB_VERSION_AT 8
+#define BLOB_SUM_AT 32
+#define BLOB_HEADER 64
+
+/* Recomputes the checksum, so that a deliberately altered blob passes it. */
+static void reseal(unsigned char *blob, size_t len)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned int n = 0;
+    cr_assert(ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) && EVP_DigestUpdate(ctx, blob, 32) &&
+              EVP_DigestUpdate(ctx, blob + BLOB_HEADER, len - BLOB_HEADER) &&
+              EVP_DigestFinal_ex(ctx, blob + BLOB_SUM_AT, &n) && n == 32);
+    EVP_MD_CTX_free(ctx);
+}
+
+static int deserialize(const void *blob, size_t len)
+{
+    tdm_bvh *b = (tdm_bvh *)(uintptr_t)1;
+    int rc = tdm_bvh_deserialize(blob, len, &b);
+    if (rc != TDM_OK) {
+        CHECK(b == NULL, "*out must be NULL when deserialising fails (rc %d)", rc);
+    } else {
+        tdm_bvh_free(b);
+    }
+    return rc;
+}
+
+Test(bvh, every_flipped_byte_is_refused, .timeout = 120)
+{
+    gen_rng r = {seed ^ 2};
+    tdm_mesh *m = gen_pile(&r, 12, 1, 0.3);
+    tdm_bvh *b;
+    cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK);
+    unsigned char *blob, *copy;
+    size_t len;
+    blob_of(b, &blob, &len);
+    copy = malloc(len);
+    cr_assert_not_null(copy);
+    cr_assert_eq(deserialize(blob, len), TDM_OK);
+    static const unsigned char masks[] = {0x01, 0x80, 0xff, 0x10};
+    for (size_t i = 0; i < len; i++)
+        for (size_t k = 0; k < sizeof masks; k++) {
+            memcpy(copy, blob, len);
+            copy[i] ^= masks[k];
+            int rc = deserialize(copy, len);
+            int want = i >= BLOB_VERSION_AT && i < BLOB_VERSION_AT + 4 ? TDM_EVERSION : TDM_ECORRUPT;
+            CHECK(rc == want, "byte %zu of %zu xor 0x%02x: expected %s, got %d (%s)", i, len, masks[k],
+                  want == TDM_EVERSION ? "TDM_EVERSION" : "TDM_ECORRUPT", rc, tdm_strerror(rc));
+        }
+    free(copy);
+    free(blob);
+    tdm_bvh_free(b);
+    tdm_mesh_free(m);
+}
+
+Test(bvh, truncated_or_extended_blob_is_refused)
+{
+    gen_rng r = {seed ^ 3};
+    tdm_mesh *m = gen_pile(&r, 20, 1, 0.3);
+    tdm_bvh *b;
+    cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK);
+    unsigned char *blob;
+    size_t len;
+    blob_of(b, &blob, &len);
+    for (size_t l = 0; l < len; l++) {
+        unsigned char *t = malloc(l ? l : 1); /* exact size, so that reading past it is caught by sanitizers */
+        memcpy(t, blob, l);
+        int rc = deserialize(t, l);
+        CHECK(rc == TDM_ECORRUPT, "blob truncated to %zu of %zu bytes: expected TDM_ECORRUPT, got %d", l, len, rc);
+        free(t);
+    }
+    unsigned char *longer = malloc(len + 64);
+    memcpy(longer, blob, len);
+    memset(longer + len, 0, 64);
+    cr_assert_eq(deserialize(longer, len + 1), TDM_ECORRUPT, "one byte too many");
+    cr_assert_eq(deserialize(longer, len + 64), TDM_ECORRUPT, "64 bytes too many");
+    cr_assert_neq(deserialize(NULL, 0), TDM_OK, "NULL blob");
+    free(longer);
+    free(blob);
+    tdm_bvh_free(b);
+    tdm_mesh_free(m);
+}
+
+Test(bvh, wrong_version_is_refused)
+{
+    gen_rng r = {seed ^ 4};
+    tdm_mesh *m = gen_pile(&r, 20, 1, 0.3);
+    tdm_bvh *b;
+    cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK);
+    unsigned char *blob;
+    size_t len;
+    blob_of(b, &blob, &len);
+    uint32_t v;
+    memcpy(&v, blob + BLOB_VERSION_AT, 4);
+    cr_assert_eq(v, TDM_BVH_BLOB_VERSION, "the version field is where bvh_blob.c documents it");
+    const uint32_t wrong[] = {0, TDM_BVH_BLOB_VERSION + 1, 0xffffffffu, TDM_BVH_BLOB_VERSION << 24};
+    for (size_t k = 0; k < sizeof wrong / sizeof wrong[0]; k++) {
+        memcpy(blob + BLOB_VERSION_AT, &wrong[k], 4);
+        cr_assert_eq(deserialize(blob, len), TDM_EVERSION, "version %u, stale checksum", wrong[k]);
+        reseal(blob, len);
+        cr_assert_eq(deserialize(blob, len), TDM_EVERSION, "version %u, valid checksum", wrong[k]);
+    }
+    v = TDM_BVH_BLOB_VERSION;
+    memcpy(blob + BLOB_VERSION_AT, &v, 4);
+    reseal(blob, len);
+    cr_assert_eq(deserialize(blob, len), TDM_OK, "restored version and checksum: accepted again");
+    free(blob);
+    tdm_bvh_free(b);
+    tdm_mesh_free(m);
+}
+
+/* ---- broken trees behind a valid checksum -------------------------------------
+ * tdm_bvh_serialize writes whatever it is given, so hand-made trees make blobs
+ * with correct checksums whose structure is wrong. */
+
+typedef struct hand_tree {
+    tdm_bvh b;
+    tdm_bvh_node nodes[256];
+    float verts[9 * 128];
+    uint32_t ids[128];
+} hand_tree;
+
+static void hand_init(hand_tree *h, uint32_t n_nodes, uint32_t n_tris)
+{
+    memset(h, 0, sizeof *h);
+    for (uint32_t i = 0; i < 256; i++) {
+        for (int k = 0; k < 3; k++) {
+            h->nodes[i].axis[k][k] = 1;
+            h->nodes[i].extent[k] = 1;
+        }
+        h->nodes[i].link = ~0;
+    }
+    for (uint32_t t = 0; t < 128; t++) {
+        h->ids[t] = t < n_tris ? t : 0;
+        float tri[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+        memcpy(&h->verts[9 * t], tri, sizeof tri);
+    }
+    h->b.n_nodes = n_nodes;
+    h->b.n_tris = n_tris;
+    h->b.nodes = h->nodes;
+    h->b.tri_verts = h->verts;
+    h->b.tri_ids = h->ids;
+    h->b.radius = 1;
+}
+
+static int32_t leaf(uint32_t first, uint32_t count) { return ~(int32_t)((first << 1) | (count - 1)); }
+
+/* A caterpillar: every internal node has a leaf as its left child; depth d. */
+static void caterpillar(hand_tree *h, int d)
+{
+    hand_init(h, (uint32_t)(2 * d - 1), (uint32_t)d);
+    for (int j = 0; j < d - 1; j++) {
+        h->nodes[2 * j].link = 2 * j + 2;
+        h->nodes[2 * j + 1].link = leaf((uint32_t)j, 1);
+    }
+    h->nodes[2 * (d - 1)].link = leaf((uint32_t)(d - 1), 1);
+}
+
+/* A valid 5-node tree over 3 triangles: 0 -> (1 leaf, 2 -> (3 leaf, 4 leaf)). */
+static void small_tree(hand_tree *h)
+{
+    hand_init(h, 5, 3);
+    h->nodes[0].link = 2;
+    h->nodes[1].link = leaf(0, 1);
+    h->nodes[2].link = 4;
+    h->nodes[3].link = leaf(1, 1);
+    h->nodes[4].link = leaf(2, 1);
+}
+
+static int round_trip(const hand_tree *h)
+{
+    unsigned char *blob;
+    size_t len;
+    blob_of(&h->b, &blob, &len);
+    int rc = deserialize(blob, len);
+    free(blob);
+    return rc;
+}
+
+Test(bvh, broken_structure_is_refused)
+{
+    static hand_tree h;
+    small_tree(&h);
+    cr_assert_eq(round_trip(&h), TDM_OK, "the reference hand-made tree is valid");
+
+    small_tree(&h);
+    h.nodes[0].link = 1; /* right child == left child */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "right child equal to the left child");
+
+    small_tree(&h);
+    h.nodes[2].link = 1; /* pointing backwards */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "link pointing backwards");
+
+    small_tree(&h);
+    h.nodes[2].link = 5; /* past the last node */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "link past the node array");
+
+    small_tree(&h);
+    h.nodes[0].link = 3; /* left subtree [1, 3) holds leaf 1 and node 2 */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "a leaf that does not end its subtree");
+
+    small_tree(&h);
+    h.nodes[4].link = leaf(3, 1); /* triangle slot 3 of 3 */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "leaf triangle out of range");
+
+    small_tree(&h);
+    h.nodes[4].link = leaf(2, 2); /* slots 2..3 of 3 */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "leaf running past the triangles");
+
+    small_tree(&h);
+    h.ids[1] = 3;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "triangle id out of range");
+
+    small_tree(&h);
+    h.verts[9 + 4] = NAN;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "NaN triangle coordinate");
+
+    small_tree(&h);
+    h.nodes[3].center[1] = INFINITY;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "infinite box centre");
+
+    small_tree(&h);
+    h.nodes[2].extent[0] = -1;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "negative extent");
+
+    small_tree(&h);
+    h.nodes[1].axis[2][0] = NAN;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "NaN axis");
+
+    small_tree(&h);
+    h.b.n_nodes = 6; /* a sixth node nobody reaches */
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "unreachable trailing node");
+
+    small_tree(&h);
+    h.b.radius = NAN;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "NaN radius");
+}
+
+Test(bvh, depth_limit)
+{
+    static hand_tree h;
+    caterpillar(&h, TDM_BVH_MAX_DEPTH);
+    cr_assert_eq(round_trip(&h), TDM_OK, "a tree exactly TDM_BVH_MAX_DEPTH deep is accepted");
+    caterpillar(&h, TDM_BVH_MAX_DEPTH + 1);
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "a tree deeper than TDM_BVH_MAX_DEPTH is refused");
+}

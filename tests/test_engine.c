@@ -1,0 +1,410 @@
+/* workpile/cpu_engine.h: tdm_collide and the thread pool against the all-pairs
+ * brute force of brute.h, on generated meshes at thousands of poses.
+ *
+ * Meshes and poses are chosen so that roughly half the poses collide, including
+ * families where contacts are exact (grid coordinates and half-turn rotations:
+ * faces, edges and vertices that touch exactly, zero-area triangles), and one far
+ * from the origin, where float box rounding is largest. Every mode is checked:
+ * bool against "any pair", contacts against the exact set of pairs, a small cap
+ * against truncation. Zero disagreements allowed. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brute.h"
+#include "check.h"
+#include "gen.h"
+#include "workpile/cpu_engine.h"
+
+static uint64_t seed;
+
+static void suite_init(void)
+{
+    seed = gen_seed(0xe9e1e5eedull);
+    cr_log_info("seed=%llu (set TDM_TEST_SEED to change)", (unsigned long long)seed);
+}
+
+TestSuite(engine, .init = suite_init);
+
+/* ---- scenarios ------------------------------------------------------------------ */
+
+typedef enum { POSE_BALL, POSE_GRID } pose_kind;
+
+typedef struct scenario {
+    const char *name;
+    tdm_mesh *env, *robot;
+    pose_kind kind;
+    tdm_dvec3 center; /* POSE_BALL: translations uniform in this ball, rotations uniform */
+    double radius;
+    double step;      /* POSE_GRID: translations on this grid within +-steps, half-turn rotations */
+    int steps;
+    int n_poses;
+} scenario;
+
+/* Half-turns about the axes: rotation matrices with entries 0 and +-1, exactly. */
+static const tdm_quat half_turns[4] = {{0, 0, 0, 1}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}};
+
+static tdm_xform scenario_pose(const scenario *s, gen_rng *r, int i)
+{
+    if (s->kind == POSE_GRID && i % 4 != 3) { /* one pose in four is random, even here */
+        tdm_dvec3 t = tdm_d3((double)gen_int(r, -s->steps, s->steps) * s->step,
+                             (double)gen_int(r, -s->steps, s->steps) * s->step,
+                             (double)gen_int(r, -s->steps, s->steps) * s->step);
+        return tdm_xform_from_pose(tdm_d3_add(s->center, t), half_turns[gen_int(r, 0, 3)]);
+    }
+    gen_pose p = gen_pose_in_ball(r, s->center, s->radius);
+    return tdm_xform_from_pose(p.t, p.q);
+}
+
+enum { N_SCENARIOS = 8 };
+
+static void make_scenarios(scenario *s, gen_rng *r)
+{
+    memset(s, 0, sizeof *s * N_SCENARIOS);
+    s[0] = (scenario){"sphere vs torus", gen_torus(1.5, 0.5, 32, 16), gen_sphere(0.6, 16), POSE_BALL,
+                      {0, 0, 0}, 2.3, 0, 0, 2000};
+    s[1] = (scenario){"box vs slivers", gen_slivers(r, 40, 1, 0.8, 1e-3), gen_box(0.15, 0.1, 0.2), POSE_BALL,
+                      {0, 0, 0}, 1.4, 0, 0, 2000};
+    s[2] = (scenario){"pile vs pile", gen_pile(r, 60, 1, 0.25), gen_pile(r, 30, 0.3, 0.15), POSE_BALL,
+                      {0, 0, 0}, 1.5, 0, 0, 2000};
+    s[3] = (scenario){"zero-area vs zero-area", gen_zero_area(r, 120, 16, 0.0625), gen_zero_area(r, 40, 4, 0.0625),
+                      POSE_GRID, {0, 0, 0}, 1.3, 0.0625, 20, 1200};
+    s[4] = (scenario){"zero-area vs sphere", gen_zero_area(r, 60, 16, 0.0625), gen_sphere(0.35, 12), POSE_BALL,
+                      {0, 0, 0}, 1.4, 0, 0, 1200};
+    s[5] = (scenario){"box vs box, exact contacts", gen_box(0.5, 0.5, 0.5), gen_box(0.25, 0.5, 0.125), POSE_GRID,
+                      {0, 0, 0}, 1.0, 0.125, 7, 1200};
+    s[6] = (scenario){"grid pile vs grid pile, exact contacts", gen_grid_pile(r, 40, 8, 2, 0.125),
+                      gen_grid_pile(r, 15, 3, 2, 0.125), POSE_GRID, {0, 0, 0}, 1.4, 0.125, 10, 1200};
+    tdm_mesh *torus = gen_torus(1.5, 0.5, 32, 16);
+    s[7] = (scenario){"torus far from the origin", gen_translated(torus, 500, -300, 200), gen_sphere(0.6, 16),
+                      POSE_BALL, {500, -300, 200}, 2.3, 0, 0, 1000};
+    tdm_mesh_free(torus);
+    for (int i = 0; i < N_SCENARIOS; i++) cr_assert(s[i].env && s[i].robot, "generating %s", s[i].name);
+}
+
+static void free_scenarios(scenario *s)
+{
+    for (int i = 0; i < N_SCENARIOS; i++) {
+        tdm_mesh_free(s[i].env);
+        tdm_mesh_free(s[i].robot);
+    }
+}
+
+static int pairs_distinct(tdm_pair *p, uint32_t n)
+{
+    qsort(p, n, sizeof *p, brute_pair_cmp);
+    for (uint32_t i = 1; i < n; i++)
+        if (brute_pair_cmp(&p[i - 1], &p[i]) == 0) return 0;
+    return 1;
+}
+
+/* Checks one pose of a scenario in every mode against the brute force. */
+static void check_pose(const scenario *s, const tdm_bvh *A, const tdm_bvh *B, brute *bf, const tdm_xform *x, int pose,
+                       tdm_pair *buf, uint32_t buf_cap)
+{
+    size_t expect = brute_run(bf, x);
+    const char *name = s->name;
+    unsigned long long sd = (unsigned long long)seed;
+#define POSE_FMT "seed=%llu %s pose %d (t = %.17g %.17g %.17g)"
+#define POSE_ARGS sd, name, pose, x->t.x, x->t.y, x->t.z
+    tdm_collide_result res;
+
+    /* bool */
+    tdm_task t = {A, B, *x, TDM_MODE_BOOL, 1, NULL};
+    tdm_collide(&t, &res);
+    CHECK(res.colliding == (expect > 0), POSE_FMT ": bool mode says %u, brute force finds %zu pairs", POSE_ARGS,
+          res.colliding, expect);
+    CHECK(res.n_pairs == res.colliding, POSE_FMT ": bool mode n_pairs %u", POSE_ARGS, res.n_pairs);
+    CHECK(res.truncated == 0, POSE_FMT ": bool mode truncated", POSE_ARGS);
+    if (res.colliding)
+        CHECK(brute_has(bf, res.first), POSE_FMT ": bool mode's first pair (%u, %u) does not intersect", POSE_ARGS,
+              res.first.a_tri, res.first.b_tri);
+
+    /* contacts, room for every pair */
+    t.mode = TDM_MODE_CONTACTS;
+    t.max_pairs = buf_cap;
+    t.pairs = buf;
+    tdm_collide(&t, &res);
+    CHECK(res.n_pairs == expect, POSE_FMT ": contacts mode finds %u pairs, brute force %zu", POSE_ARGS, res.n_pairs,
+          expect);
+    CHECK(res.colliding == (expect > 0) && res.truncated == 0, POSE_FMT ": colliding %u truncated %u with %zu pairs",
+          POSE_ARGS, res.colliding, res.truncated, expect);
+    if (res.n_pairs == expect && expect > 0) {
+        CHECK(brute_has(bf, res.first), POSE_FMT ": first pair (%u, %u) does not intersect", POSE_ARGS, res.first.a_tri,
+              res.first.b_tri);
+        qsort(buf, expect, sizeof *buf, brute_pair_cmp);
+        for (size_t i = 0; i < expect; i++)
+            CHECK(brute_pair_cmp(&buf[i], &bf->pairs[i]) == 0,
+                  POSE_FMT ": sorted pair %zu is (%u, %u), brute force has (%u, %u)", POSE_ARGS, i, buf[i].a_tri,
+                  buf[i].b_tri, bf->pairs[i].a_tri, bf->pairs[i].b_tri);
+    }
+
+    /* contacts with no pair buffer: the count alone */
+    t.pairs = NULL;
+    tdm_collide(&t, &res);
+    CHECK(res.n_pairs == expect, POSE_FMT ": contacts mode without a buffer counts %u, brute force %zu", POSE_ARGS,
+          res.n_pairs, expect);
+
+    /* a small cap */
+    uint32_t cap = 1 + (uint32_t)(pose % 4);
+    t.max_pairs = cap;
+    t.pairs = buf;
+    tdm_collide(&t, &res);
+    uint32_t want = expect < cap ? (uint32_t)expect : cap;
+    CHECK(res.n_pairs == want, POSE_FMT ": cap %u, %zu pairs exist, n_pairs %u", POSE_ARGS, cap, expect, res.n_pairs);
+    CHECK(res.truncated == (expect > cap), POSE_FMT ": cap %u, %zu pairs exist, truncated %u", POSE_ARGS, cap, expect,
+          res.truncated);
+    CHECK(res.colliding == (expect > 0), POSE_FMT ": cap %u: colliding %u", POSE_ARGS, cap, res.colliding);
+    for (uint32_t i = 0; i < res.n_pairs && i < cap; i++)
+        CHECK(brute_has(bf, buf[i]), POSE_FMT ": cap %u: reported pair (%u, %u) does not intersect", POSE_ARGS, cap,
+              buf[i].a_tri, buf[i].b_tri);
+    CHECK(pairs_distinct(buf, res.n_pairs < cap ? res.n_pairs : cap), POSE_FMT ": cap %u: a pair reported twice",
+          POSE_ARGS, cap);
+#undef POSE_FMT
+#undef POSE_ARGS
+}
+
+Test(engine, collide_matches_brute_force, .timeout = 240)
+{
+    gen_rng r = {seed};
+    scenario s[N_SCENARIOS];
+    make_scenarios(s, &r);
+    long total = 0;
+    for (int k = 0; k < N_SCENARIOS; k++) {
+        tdm_bvh *A, *B;
+        cr_assert_eq(tdm_bvh_build(s[k].env, &A), TDM_OK);
+        cr_assert_eq(tdm_bvh_build(s[k].robot, &B), TDM_OK);
+        brute bf;
+        cr_assert_eq(brute_init(&bf, s[k].env, s[k].robot), 0);
+        uint32_t cap = s[k].env->n_tris * s[k].robot->n_tris;
+        tdm_pair *buf = malloc(sizeof *buf * cap);
+        cr_assert_not_null(buf);
+        int colliding = 0;
+        size_t pairs = 0;
+        for (int i = 0; i < s[k].n_poses; i++) {
+            tdm_xform x = scenario_pose(&s[k], &r, i);
+            check_pose(&s[k], A, B, &bf, &x, i, buf, cap);
+            colliding += bf.n > 0;
+            pairs += bf.n;
+        }
+        total += s[k].n_poses;
+        cr_log_info("%-40s %4d poses, %4d colliding, %7zu intersecting pairs", s[k].name, s[k].n_poses, colliding,
+                    pairs);
+        CHECK(colliding > s[k].n_poses / 10 && colliding < s[k].n_poses * 9 / 10,
+                  "%s: %d of %d poses collide; the scenario should mix both", s[k].name, colliding, s[k].n_poses);
+        free(buf);
+        brute_free(&bf);
+        tdm_bvh_free(A);
+        tdm_bvh_free(B);
+    }
+    cr_log_info("%ld poses checked", total);
+    free_scenarios(s);
+}
+
+/* Robot and environment swapped: the engine must not care which is which. */
+Test(engine, roles_swapped, .timeout = 60)
+{
+    gen_rng r = {seed ^ 1};
+    tdm_mesh *a = gen_pile(&r, 100, 0.5, 0.2), *b = gen_slivers(&r, 30, 0.5, 0.6, 1e-3);
+    tdm_bvh *A, *B;
+    cr_assert_eq(tdm_bvh_build(a, &A), TDM_OK);
+    cr_assert_eq(tdm_bvh_build(b, &B), TDM_OK);
+    brute b1, b2;
+    cr_assert_eq(brute_init(&b1, a, b), 0);
+    cr_assert_eq(brute_init(&b2, b, a), 0);
+    int both = 0;
+    for (int i = 0; i < 300; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(0, 0, 0), 1.6);
+        tdm_xform x = tdm_xform_from_pose(p.t, p.q);
+        /* inverse transform, in double */
+        tdm_xform inv;
+        inv.r = tdm_dm3_transpose(&x.r);
+        inv.t = tdm_d3_scale(tdm_dm3_mulv(&inv.r, x.t), -1);
+        tdm_task t1 = {A, B, x, TDM_MODE_BOOL, 1, NULL}, t2 = {B, A, inv, TDM_MODE_BOOL, 1, NULL};
+        tdm_collide_result r1, r2;
+        tdm_collide(&t1, &r1);
+        tdm_collide(&t2, &r2);
+        /* the two transforms are not exact inverses in floating point: each
+         * is checked against its own brute force */
+        size_t n1 = brute_run(&b1, &x), n2 = brute_run(&b2, &inv);
+        CHECK(r1.colliding == (n1 > 0), "seed=%llu pose %d: A-B says %u, brute force %zu", (unsigned long long)seed, i,
+              r1.colliding, n1);
+        CHECK(r2.colliding == (n2 > 0), "seed=%llu pose %d: B-A says %u, brute force %zu", (unsigned long long)seed, i,
+              r2.colliding, n2);
+        both += n1 > 0;
+    }
+    cr_log_info("%d of 300 poses collide", both);
+    cr_assert(both > 30 && both < 270, "%d of 300 poses collide", both);
+    brute_free(&b1);
+    brute_free(&b2);
+    tdm_bvh_free(A);
+    tdm_bvh_free(B);
+    tdm_mesh_free(a);
+    tdm_mesh_free(b);
+}
+
+/* ---- the thread pool ----------------------------------------------------------- */
+
+typedef struct batch {
+    tdm_bvh *A[3], *B[3];
+    tdm_mesh *meshes[6];
+    tdm_task *tasks;
+    tdm_pair *bufs;   /* 64 per task */
+    tdm_collide_result *want;
+    tdm_pair *want_pairs;
+    size_t n;
+} batch;
+
+enum { BATCH_CAP = 64 };
+
+static void batch_make(batch *b, gen_rng *r, size_t n)
+{
+    memset(b, 0, sizeof *b);
+    b->meshes[0] = gen_torus(1.5, 0.5, 32, 16);
+    b->meshes[1] = gen_sphere(0.6, 16);
+    b->meshes[2] = gen_pile(r, 300, 1, 0.2);
+    b->meshes[3] = gen_pile(r, 100, 0.4, 0.15);
+    b->meshes[4] = gen_zero_area(r, 300, 16, 0.0625);
+    b->meshes[5] = gen_box(0.3, 0.2, 0.4);
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(tdm_bvh_build(b->meshes[2 * k], &b->A[k]), TDM_OK);
+        cr_assert_eq(tdm_bvh_build(b->meshes[2 * k + 1], &b->B[k]), TDM_OK);
+    }
+    b->n = n;
+    b->tasks = calloc(n, sizeof *b->tasks);
+    b->bufs = calloc(n * BATCH_CAP, sizeof *b->bufs);
+    b->want = calloc(n, sizeof *b->want);
+    b->want_pairs = calloc(n * BATCH_CAP, sizeof *b->want_pairs);
+    cr_assert(b->tasks && b->bufs && b->want && b->want_pairs);
+    for (size_t i = 0; i < n; i++) {
+        int k = (int)(i % 3);
+        gen_pose p = gen_pose_in_ball(r, tdm_d3(0, 0, 0), k == 0 ? 2.3 : 1.8);
+        tdm_task t = {b->A[k], b->B[k], tdm_xform_from_pose(p.t, p.q), i % 2 ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
+                      i % 2 ? (uint32_t)(1 + i % BATCH_CAP) : 1, NULL};
+        /* the reference: the same task on this thread */
+        t.pairs = i % 2 ? &b->want_pairs[i * BATCH_CAP] : NULL;
+        tdm_collide(&t, &b->want[i]);
+        t.pairs = i % 2 ? &b->bufs[i * BATCH_CAP] : NULL;
+        b->tasks[i] = t;
+    }
+}
+
+static void batch_free(batch *b)
+{
+    for (int k = 0; k < 3; k++) {
+        tdm_bvh_free(b->A[k]);
+        tdm_bvh_free(b->B[k]);
+    }
+    for (int k = 0; k < 6; k++) tdm_mesh_free(b->meshes[k]);
+    free(b->tasks);
+    free(b->bufs);
+    free(b->want);
+    free(b->want_pairs);
+}
+
+/* Results of a run equal the single-threaded reference, task by task. */
+static void batch_check(const batch *b, const tdm_collide_result *got, const char *what)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        const tdm_collide_result *w = &b->want[i], *g = &got[i];
+        CHECK(g->colliding == w->colliding && g->truncated == w->truncated && g->n_pairs == w->n_pairs,
+              "seed=%llu %s task %zu: colliding/truncated/n_pairs %u/%u/%u, tdm_collide gives %u/%u/%u",
+              (unsigned long long)seed, what, i, g->colliding, g->truncated, g->n_pairs, w->colliding, w->truncated,
+              w->n_pairs);
+        if (w->colliding)
+            CHECK(g->first.a_tri == w->first.a_tri && g->first.b_tri == w->first.b_tri,
+                  "seed=%llu %s task %zu: first pair differs", (unsigned long long)seed, what, i);
+        if (b->tasks[i].mode == TDM_MODE_CONTACTS) {
+            uint32_t n = w->n_pairs < b->tasks[i].max_pairs ? w->n_pairs : b->tasks[i].max_pairs;
+            CHECK(memcmp(&b->bufs[i * BATCH_CAP], &b->want_pairs[i * BATCH_CAP], n * sizeof(tdm_pair)) == 0,
+                  "seed=%llu %s task %zu: pairs differ", (unsigned long long)seed, what, i);
+        }
+    }
+}
+
+Test(engine, thread_pool_matches_collide, .timeout = 120)
+{
+    gen_rng r = {seed ^ 2};
+    batch b;
+    batch_make(&b, &r, 3000);
+    size_t colliding = 0;
+    for (size_t i = 0; i < b.n; i++) colliding += b.want[i].colliding;
+    cr_log_info("%zu of %zu tasks collide", colliding, b.n);
+    cr_assert(colliding > b.n / 10 && colliding < b.n * 9 / 10);
+    const int threads[] = {1, 2, 3, 8, 0};
+    tdm_collide_result *got = malloc(sizeof *got * b.n);
+    cr_assert_not_null(got);
+    for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+        tdm_cpu_engine *e = NULL;
+        cr_assert_eq(tdm_cpu_engine_create(threads[k], &e), TDM_OK, "%d threads", threads[k]);
+        cr_assert_not_null(e);
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int expect_threads = threads[k] ? threads[k] : (int)(cores > 0 ? cores : 1);
+        cr_assert_eq(tdm_cpu_engine_threads(e), expect_threads, "asked for %d threads", threads[k]);
+        char what[32];
+        snprintf(what, sizeof what, "%d threads", threads[k]);
+        for (int rep = 0; rep < 2; rep++) { /* the pool is reused across runs */
+            memset(got, 0xab, sizeof *got * b.n);
+            memset(b.bufs, 0xcd, sizeof *b.bufs * b.n * BATCH_CAP);
+            cr_assert_eq(tdm_cpu_engine_run(e, b.tasks, b.n, got), TDM_OK);
+            batch_check(&b, got, what);
+        }
+        /* batches smaller than the pool, and empty ones */
+        memset(got, 0xab, sizeof *got * b.n);
+        cr_assert_eq(tdm_cpu_engine_run(e, b.tasks, 1, got), TDM_OK);
+        CHECK(got[0].colliding == b.want[0].colliding && got[0].n_pairs == b.want[0].n_pairs, "%s: batch of one", what);
+        cr_assert_eq(tdm_cpu_engine_run(e, b.tasks, 0, got), TDM_OK);
+        tdm_cpu_engine_destroy(e);
+    }
+    free(got);
+    batch_free(&b);
+}
+
+Test(engine, create_rejects_bad_thread_count)
+{
+    tdm_cpu_engine *e = (tdm_cpu_engine *)(uintptr_t)1;
+    cr_assert_eq(tdm_cpu_engine_create(-1, &e), TDM_EINVAL);
+    cr_assert_null(e, "*out must be NULL on failure");
+    tdm_cpu_engine_destroy(NULL);
+}
+
+/* "Runs on one engine are serialised (a second caller waits)": two threads run
+ * batches on one engine at the same time, each must get its own right answers. */
+typedef struct caller { tdm_cpu_engine *e; batch *b; size_t lo, n; tdm_collide_result *got; int rc; } caller;
+
+static void *caller_main(void *arg)
+{
+    caller *c = arg;
+    for (int rep = 0; rep < 5 && c->rc == 0; rep++) c->rc = tdm_cpu_engine_run(c->e, c->b->tasks + c->lo, c->n, c->got);
+    return NULL;
+}
+
+Test(engine, concurrent_callers, .timeout = 120)
+{
+    gen_rng r = {seed ^ 3};
+    batch b;
+    batch_make(&b, &r, 1200);
+    tdm_cpu_engine *e;
+    cr_assert_eq(tdm_cpu_engine_create(2, &e), TDM_OK);
+    caller c[2] = {{e, &b, 0, 600, malloc(sizeof(tdm_collide_result) * 600), 0},
+                   {e, &b, 600, 600, malloc(sizeof(tdm_collide_result) * 600), 0}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&th[k], NULL, caller_main, &c[k]), 0);
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(c[k].rc, TDM_OK);
+        for (size_t i = 0; i < c[k].n; i++) {
+            const tdm_collide_result *w = &b.want[c[k].lo + i], *g = &c[k].got[i];
+            CHECK(g->colliding == w->colliding && g->n_pairs == w->n_pairs && g->truncated == w->truncated,
+                  "caller %d task %zu: %u/%u/%u, expected %u/%u/%u", k, c[k].lo + i, g->colliding, g->n_pairs,
+                  g->truncated, w->colliding, w->n_pairs, w->truncated);
+        }
+        free(c[k].got);
+    }
+    tdm_cpu_engine_destroy(e);
+    batch_free(&b);
+}
