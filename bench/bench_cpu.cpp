@@ -81,6 +81,10 @@ int parse_args(int argc, char **argv, options *o)
             fputs(usage, stdout);
             exit(0);
         }
+        if (!strcmp(a, "--fcl-version")) { /* the FCL this binary was built against */
+            puts(TDM_FCL_VERSION);
+            exit(0);
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "bench_cpu: %s needs a value\n", a);
             return -1;

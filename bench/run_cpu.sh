@@ -84,7 +84,7 @@ done
 report() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //' || echo unknown)
-    echo "# Tandem CPU engine vs FCL $(pkg-config --modversion fcl 2>/dev/null || echo '?')"
+    echo "# Tandem CPU engine vs FCL $("$bench" --fcl-version)"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- Machine: $cpu, nproc $(nproc)$(git rev-parse --short HEAD >/dev/null 2>&1 && echo ", commit $(git rev-parse --short HEAD)")"
