@@ -9,8 +9,12 @@
  * retires at its first intersecting triangle pair: its remaining pairs are
  * dropped at the next box test. Capacities are checked on the host after each
  * scan (the scan's total counts past any capacity), and a batch whose frontier
- * outgrows its buffer and the memory budget is re-run in halves, never
- * truncated.
+ * outgrows its buffer is re-run with larger buffers, or in halves once the
+ * memory budget is reached, never truncated.
+ *
+ * A run is cut into chunks that are in flight at once on several CUDA streams:
+ * while the GPU traverses one chunk, the host fills the next one's tasks and the
+ * copy engines move a third's, so host work, copies and kernels overlap.
  *
  * All functions return 0 or a negative TDM_E* code. Without CUDA (or without a
  * device) tdm_gpu_create returns TDM_ENODEV. One tdm_gpu is used by one thread at
@@ -28,7 +32,9 @@ extern "C" {
 typedef struct tdm_gpu_config {
     int device;              /* CUDA device index */
     uint64_t memory_budget;  /* bytes of device memory Tandem may hold: meshes plus scratch */
-    uint64_t frontier_pairs; /* initial frontier capacity in node pairs; grows within the budget */
+    uint64_t frontier_pairs; /* initial frontier capacity per stream, in node pairs; grows within the budget */
+    int streams;             /* batches in flight at once, each on its own CUDA stream (1..8) */
+    uint64_t chunk_tasks;    /* tasks per in-flight batch; 0 picks from the run's size */
 } tdm_gpu_config;
 
 tdm_gpu_config tdm_gpu_config_default(void);

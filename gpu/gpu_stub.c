@@ -22,7 +22,7 @@ int tdm_gpu_tri_tri_batch(const double *p, const double *q, size_t n, uint8_t *o
 
 tdm_gpu_config tdm_gpu_config_default(void)
 {
-    tdm_gpu_config c = {0, 0, 1u << 27};
+    tdm_gpu_config c = {0, 0, 1u << 26, 2, 0};
     return c;
 }
 

@@ -72,19 +72,32 @@ typedef struct dres {
 
 typedef struct fpair { uint32_t task, a, b; } fpair;
 
-struct tdm_gpu {
-    tdm_gpu_config cfg;
+/* One batch in flight: a stream, its own frontier and task buffers. Several
+ * slots run at once so that the host fills one batch's tasks, the copies move
+ * another's, and the kernels traverse a third. */
+typedef struct slot {
     cudaStream_t stream;
-    int dead;
-    int grid; /* blocks per launch: the kernels loop over their work */
-    uint64_t mesh_bytes, scratch_bytes;
-    /* scratch, sized once and grown rarely */
-    uint64_t cap_pairs, cap_leaves, cap_tasks;
+    cudaEvent_t ready;        /* recorded after each group of levels */
     fpair *front[2], *leaves;
     uint32_t *cnt;            /* 2 * MAX_ITERS counters + the overflow flag */
     uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag */
     dtask *d_tasks, *h_tasks; /* h_tasks pinned */
     dres *d_res, *h_res;      /* h_res pinned */
+    uint64_t cap_tasks;
+    size_t lo, hi;            /* the task range it runs */
+    int it, active, finishing;
+} slot;
+
+#define MAX_SLOTS 8
+
+struct tdm_gpu {
+    tdm_gpu_config cfg;
+    int dead;
+    int grid; /* blocks per launch: the kernels loop over their work */
+    int n_slots;
+    uint64_t mesh_bytes, scratch_bytes;
+    uint64_t cap_pairs, cap_leaves; /* per slot */
+    slot slots[MAX_SLOTS];
     tdm_gpu_stats stats;
 };
 
@@ -220,64 +233,79 @@ __global__ void __launch_bounds__(BLOCK) tri_pairs_kernel(const fpair *leaves, c
 
 /* ---- host side ------------------------------------------------------------------- */
 
+
 extern "C" tdm_gpu_config tdm_gpu_config_default(void)
 {
     tdm_gpu_config c;
     c.device = 0;
-    c.memory_budget = 0;          /* 0: 80% of the device's memory */
-    c.frontier_pairs = 1u << 27; /* 1.5 GiB per frontier buffer; clamped to a quarter of the budget */
+    c.memory_budget = 0;         /* 0: 80% of the device's memory */
+    c.frontier_pairs = 1u << 26; /* per stream; clamped to an eighth of the budget */
+    c.streams = 2;
+    c.chunk_tasks = 0;           /* 0: automatic */
     return c;
 }
 
-static uint64_t scratch_need(uint64_t pairs, uint64_t leaves)
+static uint64_t scratch_need(const tdm_gpu *g, uint64_t pairs, uint64_t leaves)
 {
-    return pairs * 2 * sizeof(fpair) + leaves * sizeof(fpair);
+    return (uint64_t)g->n_slots * (pairs * 2 * sizeof(fpair) + leaves * sizeof(fpair));
 }
 
-/* Frontier buffers for `pairs` node pairs and `leaves` leaf pairs (contents are
- * not kept). Returns OVERFLOW_RC when the budget does not allow them. */
+static void free_frontiers(tdm_gpu *g)
+{
+    for (int k = 0; k < g->n_slots; k++) {
+        slot *s = &g->slots[k];
+        cudaFree(s->front[0]);
+        cudaFree(s->front[1]);
+        cudaFree(s->leaves);
+        s->front[0] = s->front[1] = s->leaves = NULL;
+    }
+    g->cap_pairs = g->cap_leaves = 0;
+    g->scratch_bytes = 0;
+}
+
+/* Frontier buffers of every slot for `pairs` node pairs and `leaves` leaf pairs
+ * (contents are not kept; no slot may be running). OVERFLOW_RC when the budget
+ * does not allow them; the old buffers are then kept. */
 static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
 {
     if (pairs <= g->cap_pairs && leaves <= g->cap_leaves) return TDM_OK;
     if (pairs < g->cap_pairs) pairs = g->cap_pairs;
     if (leaves < g->cap_leaves) leaves = g->cap_leaves;
     if (pairs >= (1ull << 31) || leaves >= (1ull << 31)) return OVERFLOW_RC;
-    if (g->mesh_bytes + scratch_need(pairs, leaves) > g->cfg.memory_budget) return OVERFLOW_RC;
-    cudaFree(g->front[0]);
-    cudaFree(g->front[1]);
-    cudaFree(g->leaves);
-    g->front[0] = g->front[1] = g->leaves = NULL;
-    g->cap_pairs = g->cap_leaves = 0;
-    g->scratch_bytes = 0;
-    if (cudaMalloc(&g->front[0], pairs * sizeof(fpair)) != cudaSuccess ||
-        cudaMalloc(&g->front[1], pairs * sizeof(fpair)) != cudaSuccess ||
-        cudaMalloc(&g->leaves, leaves * sizeof(fpair)) != cudaSuccess) {
-        cudaGetLastError();
-        cudaFree(g->front[0]);
-        cudaFree(g->front[1]);
-        cudaFree(g->leaves);
-        g->front[0] = g->front[1] = g->leaves = NULL;
-        return OVERFLOW_RC;
+    if (g->mesh_bytes + scratch_need(g, pairs, leaves) > g->cfg.memory_budget) return OVERFLOW_RC;
+    uint64_t old_p = g->cap_pairs, old_l = g->cap_leaves;
+    free_frontiers(g);
+    for (int k = 0; k < g->n_slots; k++) {
+        slot *s = &g->slots[k];
+        if (cudaMalloc(&s->front[0], pairs * sizeof(fpair)) != cudaSuccess ||
+            cudaMalloc(&s->front[1], pairs * sizeof(fpair)) != cudaSuccess ||
+            cudaMalloc(&s->leaves, leaves * sizeof(fpair)) != cudaSuccess) {
+            cudaGetLastError();
+            free_frontiers(g);
+            /* the device may be short of memory the budget allowed: try to get the old size back */
+            if (old_p && reserve(g, old_p, old_l) != TDM_OK) g->dead = 1;
+            return OVERFLOW_RC;
+        }
     }
     g->cap_pairs = pairs;
     g->cap_leaves = leaves;
-    g->scratch_bytes = scratch_need(pairs, leaves);
+    g->scratch_bytes = scratch_need(g, pairs, leaves);
     return TDM_OK;
 }
 
-static int reserve_tasks(tdm_gpu *g, uint64_t n)
+static int reserve_tasks(tdm_gpu *g, slot *s, uint64_t n)
 {
-    if (n <= g->cap_tasks) return TDM_OK;
-    uint64_t c = g->cap_tasks ? g->cap_tasks : 1024;
+    if (n <= s->cap_tasks) return TDM_OK;
+    uint64_t c = s->cap_tasks ? s->cap_tasks : 1024;
     while (c < n) c *= 2;
-    cudaFree(g->d_tasks); cudaFree(g->d_res); cudaFreeHost(g->h_tasks); cudaFreeHost(g->h_res);
-    g->d_tasks = NULL; g->d_res = NULL; g->h_tasks = NULL; g->h_res = NULL;
-    g->cap_tasks = 0;
-    TDM_CUDA_TRY(g, cudaMalloc(&g->d_tasks, c * sizeof(dtask)));
-    TDM_CUDA_TRY(g, cudaMalloc(&g->d_res, c * sizeof(dres)));
-    TDM_CUDA_TRY(g, cudaMallocHost(&g->h_tasks, c * sizeof(dtask)));
-    TDM_CUDA_TRY(g, cudaMallocHost(&g->h_res, c * sizeof(dres)));
-    g->cap_tasks = c;
+    cudaFree(s->d_tasks); cudaFree(s->d_res); cudaFreeHost(s->h_tasks); cudaFreeHost(s->h_res);
+    s->d_tasks = NULL; s->d_res = NULL; s->h_tasks = NULL; s->h_res = NULL;
+    s->cap_tasks = 0;
+    TDM_CUDA_TRY(g, cudaMalloc(&s->d_tasks, c * sizeof(dtask)));
+    TDM_CUDA_TRY(g, cudaMalloc(&s->d_res, c * sizeof(dres)));
+    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_tasks, c * sizeof(dtask)));
+    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_res, c * sizeof(dres)));
+    s->cap_tasks = c;
     return TDM_OK;
 }
 
@@ -292,6 +320,7 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         cudaGetLastError();
         return TDM_ENODEV;
     }
+    if (c.streams < 1 || c.streams > MAX_SLOTS) return TDM_EINVAL;
     cudaDeviceProp prop;
     if (cudaSetDevice(c.device) != cudaSuccess || cudaGetDeviceProperties(&prop, c.device) != cudaSuccess) {
         if (why) *why = "the CUDA device cannot be used";
@@ -304,16 +333,21 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
     tdm_gpu *g = (tdm_gpu *)calloc(1, sizeof *g);
     if (!g) return TDM_ENOMEM;
     g->cfg = c;
+    g->n_slots = c.streams;
     g->grid = prop.multiProcessorCount * 8;
-    if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaMalloc(&g->cnt, (2 * MAX_ITERS + 1) * sizeof(uint32_t)) != cudaSuccess ||
-        cudaMallocHost(&g->h_cnt, 2 * sizeof(uint32_t)) != cudaSuccess) {
-        cudaGetLastError();
-        tdm_gpu_destroy(g);
-        return TDM_EGPU;
+    for (int k = 0; k < g->n_slots; k++) {
+        slot *s = &g->slots[k];
+        if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
+            cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming) != cudaSuccess ||
+            cudaMalloc(&s->cnt, (2 * MAX_ITERS + 1) * sizeof(uint32_t)) != cudaSuccess ||
+            cudaMallocHost(&s->h_cnt, 2 * sizeof(uint32_t)) != cudaSuccess) {
+            cudaGetLastError();
+            tdm_gpu_destroy(g);
+            return TDM_EGPU;
+        }
     }
-    uint64_t pairs = c.frontier_pairs, quarter = c.memory_budget / 4 / scratch_need(1, 1);
-    if (pairs > quarter) pairs = quarter;
+    uint64_t pairs = c.frontier_pairs, eighth = c.memory_budget / 8 / scratch_need(g, 1, 1);
+    if (pairs > eighth) pairs = eighth;
     if (pairs < 1024) pairs = 1024;
     int rc = reserve(g, pairs, pairs / 2);
     if (rc != TDM_OK) {
@@ -328,16 +362,18 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
 extern "C" void tdm_gpu_destroy(tdm_gpu *g)
 {
     if (!g) return;
-    cudaFree(g->front[0]);
-    cudaFree(g->front[1]);
-    cudaFree(g->leaves);
-    cudaFree(g->cnt);
-    cudaFree(g->d_tasks);
-    cudaFree(g->d_res);
-    cudaFreeHost(g->h_tasks);
-    cudaFreeHost(g->h_res);
-    cudaFreeHost(g->h_cnt);
-    if (g->stream) cudaStreamDestroy(g->stream);
+    free_frontiers(g);
+    for (int k = 0; k < g->n_slots; k++) {
+        slot *s = &g->slots[k];
+        cudaFree(s->cnt);
+        cudaFree(s->d_tasks);
+        cudaFree(s->d_res);
+        cudaFreeHost(s->h_tasks);
+        cudaFreeHost(s->h_res);
+        cudaFreeHost(s->h_cnt);
+        if (s->ready) cudaEventDestroy(s->ready);
+        if (s->stream) cudaStreamDestroy(s->stream);
+    }
     free(g);
 }
 
@@ -391,19 +427,36 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One breadth-first traversal of tasks [lo, hi). Returns OVERFLOW_RC when the
- * frontier outgrew its buffers; results are then meaningless and the caller
- * grows the buffers or splits the range. */
-static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi, tdm_collide_result *results)
+/* Queues ITERS_PER_SYNC levels, then the copy of the frontier size and the
+ * overflow flag, then the slot's event. Nothing waits. */
+static int launch_group(tdm_gpu *g, slot *s)
+{
+    uint32_t *overflow = s->cnt + 2 * MAX_ITERS;
+    for (int k = 0; k < ITERS_PER_SYNC && s->it < MAX_ITERS - 1; k++, s->it++) {
+        traverse_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->front[s->it & 1], s->front[(s->it + 1) & 1], s->leaves,
+                                                          s->d_tasks, s->d_res, s->cnt, s->it, (uint32_t)g->cap_pairs,
+                                                          (uint32_t)g->cap_leaves, overflow);
+        tri_pairs_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, s->it, (uint32_t)g->cap_leaves,
+                                                           s->d_tasks, s->d_res);
+    }
+    TDM_CUDA_TRY(g, cudaGetLastError());
+    TDM_CUDA_TRY(g, cudaMemcpyAsync(&s->h_cnt[0], &s->cnt[2 * s->it], sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                    s->stream));
+    TDM_CUDA_TRY(g, cudaMemcpyAsync(&s->h_cnt[1], overflow, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
+    TDM_CUDA_TRY(g, cudaEventRecord(s->ready, s->stream));
+    return TDM_OK;
+}
+
+/* Fills the slot's tasks for [lo, hi) on the host and queues the upload, the
+ * roots and the first levels. */
+static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size_t hi)
 {
     size_t n = hi - lo;
-    if (n > g->cap_pairs) return OVERFLOW_RC;
-    int rc = reserve_tasks(g, n);
+    int rc = reserve_tasks(g, s, n);
     if (rc != TDM_OK) return rc;
-    double t_start = now_s();
     for (size_t i = 0; i < n; i++) {
         const tdm_gpu_task *t = &tasks[lo + i];
-        dtask *d = &g->h_tasks[i];
+        dtask *d = &s->h_tasks[i];
         d->h.fx = tdm_fxform_of(&t->b_in_a);
         d->h.tol = tdm_obb_tolerance(t->a->radius, t->b->radius, (float)tdm_d3_len(t->b_in_a.t));
         d->h.mode = (uint32_t)t->mode;
@@ -415,110 +468,189 @@ static int run_once(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi,
         d->aid = t->a->ids; d->bid = t->b->ids;
         d->x = t->b_in_a;
     }
-    uint32_t *overflow = g->cnt + 2 * MAX_ITERS;
-    double t_filled = now_s();
-    TDM_CUDA_TRY(g, cudaMemcpyAsync(g->d_tasks, g->h_tasks, n * sizeof(dtask), cudaMemcpyHostToDevice, g->stream));
-    TDM_CUDA_TRY(g, cudaMemsetAsync(g->d_res, 0, n * sizeof(dres), g->stream));
-    TDM_CUDA_TRY(g, cudaMemsetAsync(g->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), g->stream));
-    init_frontier_kernel<<<blocks(n), BLOCK, 0, g->stream>>>(g->front[0], (uint32_t)n, g->cnt);
-    TDM_CUDA_TRY(g, cudaGetLastError());
-    /* Levels are launched ITERS_PER_SYNC at a time without waiting: each kernel
-     * reads its work count from device memory. Between groups the host looks
-     * at the frontier size (done when 0) and the overflow flag. */
-    int it = 0;
-    for (;;) {
-        for (int k = 0; k < ITERS_PER_SYNC && it < MAX_ITERS - 1; k++, it++) {
-            traverse_kernel<<<g->grid, BLOCK, 0, g->stream>>>(g->front[it & 1], g->front[(it + 1) & 1], g->leaves,
-                                                              g->d_tasks, g->d_res, g->cnt, it,
-                                                              (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
-                                                              overflow);
-            tri_pairs_kernel<<<g->grid, BLOCK, 0, g->stream>>>(g->leaves, g->cnt, it, (uint32_t)g->cap_leaves,
-                                                               g->d_tasks, g->d_res);
-        }
-        TDM_CUDA_TRY(g, cudaGetLastError());
-        TDM_CUDA_TRY(g, cudaMemcpyAsync(&g->h_cnt[0], &g->cnt[2 * it], sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                                        g->stream));
-        TDM_CUDA_TRY(g, cudaMemcpyAsync(&g->h_cnt[1], overflow, sizeof(uint32_t), cudaMemcpyDeviceToHost, g->stream));
-        TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
-        if (g->h_cnt[1]) return OVERFLOW_RC;
-        if (g->h_cnt[0] == 0) break;
-        if (it >= MAX_ITERS - 1) return TDM_EGPU; /* deeper than any valid tree pair */
-    }
-    g->stats.iterations += (uint64_t)it;
-    double t_traversed = now_s();
-    TDM_CUDA_TRY(g, cudaMemcpyAsync(g->h_res, g->d_res, n * sizeof(dres), cudaMemcpyDeviceToHost, g->stream));
-    TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
-    for (size_t i = 0; i < n; i++) {
-        const dres *r = &g->h_res[i];
-        tdm_collide_result *o = &results[lo + i];
+    TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_tasks, s->h_tasks, n * sizeof(dtask), cudaMemcpyHostToDevice, s->stream));
+    TDM_CUDA_TRY(g, cudaMemsetAsync(s->d_res, 0, n * sizeof(dres), s->stream));
+    TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), s->stream));
+    init_frontier_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
+    s->lo = lo;
+    s->hi = hi;
+    s->it = 0;
+    s->active = 1;
+    s->finishing = 0;
+    return launch_group(g, s);
+}
+
+static void copy_results(const slot *s, const tdm_gpu_task *tasks, tdm_collide_result *results)
+{
+    for (size_t i = 0; i < s->hi - s->lo; i++) {
+        const dres *r = &s->h_res[i];
+        tdm_collide_result *o = &results[s->lo + i];
         memset(o, 0, sizeof *o);
         o->colliding = r->colliding;
-        if (tasks[lo + i].mode == TDM_MODE_BOOL) {
+        if (tasks[s->lo + i].mode == TDM_MODE_BOOL) {
             o->n_pairs = r->colliding;
         } else {
-            uint32_t cap = g->h_tasks[i].h.cap;
+            uint32_t cap = s->h_tasks[i].h.cap;
             o->n_pairs = r->count < cap ? r->count : cap;
             o->truncated = r->truncated;
         }
         o->first.a_tri = r->first_a;
         o->first.b_tri = r->first_b;
     }
-    if (getenv("TDM_GPU_TRACE"))
-        fprintf(stderr, "gpu run: %zu tasks, %d levels: fill %.3f ms, traverse %.3f ms, results %.3f ms\n", n, it,
-                1e3 * (t_filled - t_start), 1e3 * (t_traversed - t_filled), 1e3 * (now_s() - t_traversed));
+}
+
+/* Task ranges waiting to run. */
+typedef struct range_list { size_t (*r)[2]; size_t n, cap; } range_list;
+
+static int push_range(range_list *l, size_t lo, size_t hi)
+{
+    if (l->n == l->cap) {
+        size_t c = l->cap ? 2 * l->cap : 64;
+        size_t (*r)[2] = (size_t (*)[2])realloc(l->r, c * sizeof *r);
+        if (!r) return TDM_ENOMEM;
+        l->r = r;
+        l->cap = c;
+    }
+    l->r[l->n][0] = lo;
+    l->r[l->n][1] = hi;
+    l->n++;
     return TDM_OK;
 }
 
-/* Runs [lo, hi); on overflow first grows the frontier within the budget, then
- * splits the range in halves. Nothing is ever truncated. */
-static int run_range(tdm_gpu *g, const tdm_gpu_task *tasks, size_t lo, size_t hi, tdm_collide_result *results)
+static size_t chunk_size(const tdm_gpu *g, size_t n)
 {
-    for (;;) {
-        int rc = run_once(g, tasks, lo, hi, results);
-        if (rc != OVERFLOW_RC) return rc;
-        g->stats.reruns++;
-        if (reserve(g, 2 * g->cap_pairs, 2 * g->cap_leaves) != TDM_OK) break;
+    size_t c = g->cfg.chunk_tasks;
+    if (c == 0) { /* enough chunks to keep every stream busy, none too small to fill the GPU */
+        c = (n + 2 * (size_t)g->n_slots - 1) / (2 * (size_t)g->n_slots);
+        if (c < 8192) c = 8192;
     }
-    if (hi - lo == 1) return TDM_EGPUMEM; /* one task's frontier alone outgrows the budget */
-    size_t mid = lo + (hi - lo) / 2;
-    int rc = run_range(g, tasks, lo, mid, results);
-    return rc != TDM_OK ? rc : run_range(g, tasks, mid, hi, results);
+    if (c > g->cap_pairs) c = (size_t)g->cap_pairs;
+    return c ? c : 1;
+}
+
+/* Waits for every running slot (after an error), leaving none active. */
+static void drain(tdm_gpu *g)
+{
+    for (int k = 0; k < g->n_slots; k++) {
+        cudaStreamSynchronize(g->slots[k].stream);
+        g->slots[k].active = 0;
+    }
+    cudaGetLastError();
+}
+
+static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
+{
+    range_list todo = {NULL, 0, 0}, over = {NULL, 0, 0};
+    int rc = TDM_OK;
+    size_t chunk = chunk_size(g, n);
+    /* pushed last-first, popped first-first */
+    size_t n_chunks = (n + chunk - 1) / chunk;
+    for (size_t k = n_chunks; k-- > 0 && rc == TDM_OK;)
+        rc = push_range(&todo, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
+    double t_fill = 0, t_wait = 0;
+    int next = 0; /* the slot waited on next, round robin */
+    while (rc == TDM_OK) {
+        /* idle slots take the next ranges, unless an overflow waits for all to drain */
+        for (int k = 0; k < g->n_slots && rc == TDM_OK; k++) {
+            slot *s = &g->slots[k];
+            if (s->active || todo.n == 0 || over.n > 0) continue;
+            todo.n--;
+            size_t lo = todo.r[todo.n][0], hi = todo.r[todo.n][1];
+            double t0 = now_s();
+            rc = start(g, s, tasks, lo, hi);
+            t_fill += now_s() - t0;
+        }
+        if (rc != TDM_OK) break;
+        int any = 0;
+        for (int k = 0; k < g->n_slots; k++) any |= g->slots[k].active;
+        if (!any) {
+            if (over.n == 0) break; /* all done */
+            /* every slot is idle: grow the frontiers within the budget and re-run the
+             * ranges that overflowed, or split them */
+            g->stats.reruns += over.n;
+            int grown = reserve(g, 2 * g->cap_pairs, 2 * g->cap_leaves) == TDM_OK;
+            if (g->dead) { rc = TDM_EGPU; break; }
+            for (size_t k = 0; k < over.n && rc == TDM_OK; k++) {
+                size_t lo = over.r[k][0], hi = over.r[k][1];
+                if (grown) rc = push_range(&todo, lo, hi);
+                else if (hi - lo == 1) rc = TDM_EGPUMEM; /* one task's frontier alone outgrows the budget */
+                else {
+                    size_t mid = lo + (hi - lo) / 2;
+                    rc = push_range(&todo, mid, hi);
+                    if (rc == TDM_OK) rc = push_range(&todo, lo, mid);
+                }
+            }
+            over.n = 0;
+            continue;
+        }
+        while (!g->slots[next].active) next = (next + 1) % g->n_slots;
+        slot *s = &g->slots[next];
+        next = (next + 1) % g->n_slots;
+        double t0 = now_s();
+        cudaError_t e = cudaEventSynchronize(s->ready);
+        t_wait += now_s() - t0;
+        if (e != cudaSuccess) {
+            rc = map_error(g, e);
+            break;
+        }
+        if (s->finishing) {
+            copy_results(s, tasks, results);
+            g->stats.iterations += (uint64_t)s->it;
+            s->active = 0;
+        } else if (s->h_cnt[1]) {
+            s->active = 0;
+            rc = push_range(&over, s->lo, s->hi);
+        } else if (s->h_cnt[0] == 0) {
+            s->finishing = 1;
+            e = cudaMemcpyAsync(s->h_res, s->d_res, (s->hi - s->lo) * sizeof(dres), cudaMemcpyDeviceToHost, s->stream);
+            if (e == cudaSuccess) e = cudaEventRecord(s->ready, s->stream);
+            if (e != cudaSuccess) rc = map_error(g, e);
+        } else if (s->it >= MAX_ITERS - 1) {
+            rc = TDM_EGPU; /* deeper than any valid tree pair */
+        } else {
+            rc = launch_group(g, s);
+        }
+    }
+    if (rc != TDM_OK) drain(g);
+    free(todo.r);
+    free(over.r);
+    if (getenv("TDM_GPU_TRACE"))
+        fprintf(stderr, "gpu run: %zu tasks in chunks of %zu on %d streams: host fill %.3f ms, host waiting %.3f ms\n",
+                n, chunk, g->n_slots, 1e3 * t_fill, 1e3 * t_wait);
+    return rc;
 }
 
 extern "C" int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
 {
     if (g->dead) return TDM_EGPU;
     if (n == 0) return TDM_OK;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* one traversal's roots must fit in the frontier */
-    size_t chunk = (size_t)(g->cap_pairs > 0 ? g->cap_pairs : 1);
-    int rc = TDM_OK;
-    for (size_t lo = 0; lo < n && rc == TDM_OK; lo += chunk) {
-        size_t hi = n - lo < chunk ? n : lo + chunk;
-        rc = run_range(g, tasks, lo, hi, results);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double t0 = now_s();
+    int rc = run(g, tasks, n, results);
     g->stats.runs++;
     g->stats.tasks += n;
-    g->stats.seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    g->stats.seconds += now_s() - t0;
     return rc;
 }
 
 extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
 {
     if (g->dead) return TDM_EGPU;
-    int rc = reserve_tasks(g, max_tasks);
-    if (rc != TDM_OK) return rc;
-    /* the first launch of each kernel loads its module: do it now, with no work */
-    TDM_CUDA_TRY(g, cudaMemsetAsync(g->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), g->stream));
-    init_frontier_kernel<<<1, BLOCK, 0, g->stream>>>(g->front[0], 0, g->cnt);
-    traverse_kernel<<<1, BLOCK, 0, g->stream>>>(g->front[0], g->front[1], g->leaves, g->d_tasks, g->d_res, g->cnt, 1,
-                                                (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
-                                                g->cnt + 2 * MAX_ITERS);
-    tri_pairs_kernel<<<1, BLOCK, 0, g->stream>>>(g->leaves, g->cnt, 1, (uint32_t)g->cap_leaves, g->d_tasks, g->d_res);
-    TDM_CUDA_TRY(g, cudaGetLastError());
-    TDM_CUDA_TRY(g, cudaStreamSynchronize(g->stream));
+    size_t chunk = chunk_size(g, max_tasks);
+    for (int k = 0; k < g->n_slots; k++) {
+        slot *s = &g->slots[k];
+        int rc = reserve_tasks(g, s, chunk);
+        if (rc != TDM_OK) return rc;
+        /* the first launch of each kernel loads its module: do it now, with no work */
+        TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), s->stream));
+        init_frontier_kernel<<<1, BLOCK, 0, s->stream>>>(s->front[0], 0, s->cnt);
+        traverse_kernel<<<1, BLOCK, 0, s->stream>>>(s->front[0], s->front[1], s->leaves, s->d_tasks, s->d_res, s->cnt,
+                                                    1, (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
+                                                    s->cnt + 2 * MAX_ITERS);
+        tri_pairs_kernel<<<1, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, 1, (uint32_t)g->cap_leaves, s->d_tasks,
+                                                     s->d_res);
+        TDM_CUDA_TRY(g, cudaGetLastError());
+        TDM_CUDA_TRY(g, cudaStreamSynchronize(s->stream));
+    }
     return TDM_OK;
 }
 
