@@ -1,5 +1,6 @@
 /* `tandem`: the command-line tool. One subcommand per file (check.c, poses_cmd.c,
- * demo.c); this file dispatches and holds the shared option parser. */
+ * demo.c, query_cmd.c, mesh_cmd.c, scene_cmd.c, stats_cmd.c); this file dispatches
+ * and holds the shared option parser. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "remote.h"
 
 static const char usage[] =
     "usage: tandem <command> [options]\n"
@@ -33,7 +35,36 @@ static const char usage[] =
     "      K poses per path segment (linear in position, slerp in rotation), then the\n"
     "      last waypoint: (waypoints - 1) * K + 1 poses.\n"
     "  demo --dir DIR [--n N] [--seed S]\n"
-    "      Writes a generated scene (env.obj, robot.obj, poses.txt) into DIR.\n";
+    "      Writes a generated scene (env.obj, robot.obj, poses.txt) into DIR.\n"
+    "\n"
+    "commands that talk to a tandemd server (--server ADDR: host:port, [v6]:port or\n"
+    "unix:/path; default $TANDEM_SERVER, else 127.0.0.1:7450; a server with an auth\n"
+    "token gets it from $TANDEM_AUTH_TOKEN):\n"
+    "  query --env ENV --robot ROBOT --poses POSES --mode bool|contacts [--server ADDR]\n"
+    "        [--batch N] [--connections C] [--inflight K] [--out FILE]\n"
+    "        [--robot-origin raw|ompl] [--max-contacts M]\n"
+    "      check, answered by the server: uploads both meshes, makes a scene (the\n"
+    "      environment fixed at identity as object 0, the robot movable as object 1)\n"
+    "      and streams the poses in batches of N (default 1024) over C connections\n"
+    "      (default 1), K batches in flight on each (default 4). --out and the last\n"
+    "      stdout line are as for check; S times the query streaming only.\n"
+    "  mesh put FILE [--name NAME] [--origin raw|ompl] [--server ADDR]\n"
+    "      Stores a mesh file's triangles; prints the mesh id (64 hex digits). NAME\n"
+    "      defaults to the file's name.\n"
+    "  mesh list [--server ADDR]\n"
+    "      One line per mesh: \"ID vertices=V triangles=T scenes=S name=NAME\".\n"
+    "  mesh rm ID [--server ADDR]\n"
+    "  scene put (--fixed MESHID[@x,y,z,qx,qy,qz,qw] | --movable MESHID)...\n"
+    "        [--allow A,B]... [--name NAME] [--server ADDR]\n"
+    "      Stores a scene; prints its id. Objects are numbered 0, 1, ... in the order\n"
+    "      given; a fixed object without @pose is at identity; --allow A,B never checks\n"
+    "      objects A and B against each other. Query poses list the movable objects\n"
+    "      in increasing id order.\n"
+    "  scene list [--server ADDR]\n"
+    "      One line per scene: \"ID objects=N movable=I,J,... name=NAME\".\n"
+    "  scene rm ID [--server ADDR]\n"
+    "  stats [--server ADDR]\n"
+    "      The server's counters, one key=value per line.\n";
 
 void tdm_cli_error(const char *fmt, ...)
 {
@@ -99,6 +130,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return tdm_cmd_check(argc - 2, argv + 2);
     if (!strcmp(cmd, "poses")) return tdm_cmd_poses(argc - 2, argv + 2);
     if (!strcmp(cmd, "demo")) return tdm_cmd_demo(argc - 2, argv + 2);
+    if (!strcmp(cmd, "query")) return tdm_cmd_query(argc - 2, argv + 2);
+    if (!strcmp(cmd, "mesh")) return tdm_cmd_mesh(argc - 2, argv + 2);
+    if (!strcmp(cmd, "scene")) return tdm_cmd_scene(argc - 2, argv + 2);
+    if (!strcmp(cmd, "stats")) return tdm_cmd_stats(argc - 2, argv + 2);
     tdm_cli_error("unknown command '%s'", cmd);
     fputs(usage, stderr);
     return TDM_EXIT_USAGE;

@@ -1,0 +1,661 @@
+/* The blocking client: one connection, requests written whole, replies matched by id.
+ *
+ * Every request goes through submit() (encode into the output buffer, register the id,
+ * write) and, unless pipelined, await() (read until that id is answered). Replies to other
+ * ids that arrive meanwhile are decoded into their own caller's arrays and queued for
+ * tdm_query_wait. While a write would block, the socket is read too: a server that stops
+ * reading until its replies are read (back-pressure) can never deadlock us.
+ *
+ * A connection error is sticky (hiredis): it fails every request in flight, closes the
+ * socket, and every later call returns it. */
+#define _GNU_SOURCE /* MSG_NOSIGNAL */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define RECV_CHUNK (64u << 10)
+#define OBUF_KEEP (1u << 20) /* an output buffer grown past this is released once written */
+
+/* Where a waiting call wants its reply. */
+typedef struct outs {
+    tdm_server_info *hello;
+    uint8_t *id;
+    int *created;
+    uint32_t *movable;
+    size_t movable_cap;
+    size_t *n_movable;
+    void **list;
+    size_t *n_list;
+    tdm_stats *stats;
+} outs;
+
+struct tdm_client {
+    int fd;
+    int err; /* sticky connection error */
+    int io_timeout_ms;
+    uint64_t next_id;
+    tdm_reader reader;
+    tdm__buf obuf;
+    tdm__ptable pending;
+    uint64_t *done; /* ring of pipelined ids answered, not yet handed back */
+    size_t done_head, done_len, done_cap;
+    size_t piped; /* pipelined queries not yet handed back */
+    tdm_server_info info;
+    bool has_serr;
+    tdm_server_error serr;
+    char serr_message[512], serr_field[64];
+    char errstr[640];
+    char fatalstr[640]; /* the message of the error in err */
+};
+
+static int local_error(tdm_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int local_error(tdm_client *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tdm__vfmt(c->errstr, sizeof c->errstr, fmt, ap);
+    va_end(ap);
+    c->has_serr = false;
+    return code;
+}
+
+/* ---- failure -------------------------------------------------------------------------------- */
+
+static void done_push(tdm_client *c, uint64_t id)
+{
+    /* room was reserved when the query was sent */
+    c->done[(c->done_head + c->done_len) % c->done_cap] = id;
+    c->done_len++;
+}
+
+static void complete(tdm_client *c, tdm__pending *p, int status)
+{
+    p->status = status;
+    p->state = TDM__DONE;
+    if (p->piped) done_push(c, p->id);
+}
+
+static int fatal(tdm_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fatal(tdm_client *c, int code, const char *fmt, ...)
+{
+    if (c->err) return c->err;
+    va_list ap;
+    va_start(ap, fmt);
+    tdm__vfmt(c->errstr, sizeof c->errstr, fmt, ap);
+    va_end(ap);
+    c->err = code;
+    memcpy(c->fatalstr, c->errstr, sizeof c->fatalstr);
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    tdm__pending *p;
+    while ((p = tdm__ptable_min_waiting(&c->pending))) complete(c, p, code);
+    return code;
+}
+
+/* ---- delivering replies ---------------------------------------------------------------------- */
+
+static tdm_server_error *copy_error(const tdm_server_error *e)
+{
+    size_t lm = strlen(e->message), lf = strlen(e->field);
+    tdm_server_error *o = malloc(sizeof *o + lm + lf + 2);
+    if (!o) return NULL;
+    char *s = (char *)(o + 1);
+    memcpy(s, e->message, lm + 1);
+    memcpy(s + lm + 1, e->field, lf + 1);
+    *o = (tdm_server_error){e->code, s, s + lm + 1, e->index};
+    return o;
+}
+
+static void *copy_mesh_list(const tdm_mesh_info *m, size_t n)
+{
+    size_t bytes = n * sizeof *m;
+    for (size_t i = 0; i < n; i++) bytes += strlen(m[i].name) + 1;
+    tdm_mesh_info *o = malloc(bytes ? bytes : 1);
+    if (!o) return NULL;
+    char *s = (char *)(o + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(m[i].name) + 1;
+        o[i] = m[i];
+        memcpy(s, m[i].name, l);
+        o[i].name = s;
+        s += l;
+    }
+    return o;
+}
+
+static void *copy_scene_list(const tdm_scene_info *sc, size_t n)
+{
+    size_t bytes = n * sizeof *sc;
+    for (size_t i = 0; i < n; i++) bytes += sc[i].n_movable * sizeof(uint32_t);
+    size_t strings = bytes;
+    for (size_t i = 0; i < n; i++) bytes += strlen(sc[i].name) + 1;
+    tdm_scene_info *o = malloc(bytes ? bytes : 1);
+    if (!o) return NULL;
+    uint32_t *mv = (uint32_t *)(o + n);
+    char *s = (char *)o + strings;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(sc[i].name) + 1;
+        o[i] = sc[i];
+        memcpy(mv, sc[i].movable, sc[i].n_movable * sizeof *mv);
+        o[i].movable = mv;
+        mv += sc[i].n_movable;
+        memcpy(s, sc[i].name, l);
+        o[i].name = s;
+        s += l;
+    }
+    return o;
+}
+
+/* Copies a successful reply into the waiting call's outputs. */
+static int deliver(const tdm_reply *r, const outs *o)
+{
+    if (!o) return 0;
+    switch (r->type) {
+    case TDM_REPLY_HELLO:
+        if (o->hello) *o->hello = r->u.hello;
+        return 0;
+    case TDM_REPLY_MESH_PUT:
+        memcpy(o->id, r->u.mesh_put.mesh_id, TDM_ID_BYTES);
+        if (o->created) *o->created = r->u.mesh_put.created;
+        return 0;
+    case TDM_REPLY_SCENE_PUT:
+        memcpy(o->id, r->u.scene_put.scene_id, TDM_ID_BYTES);
+        if (o->created) *o->created = r->u.scene_put.created;
+        for (size_t i = 0; i < r->u.scene_put.n_movable && i < o->movable_cap; i++)
+            o->movable[i] = r->u.scene_put.movable[i];
+        if (o->n_movable) *o->n_movable = r->u.scene_put.n_movable;
+        return 0;
+    case TDM_REPLY_MESH_LIST:
+        *o->n_list = r->u.mesh_list.n;
+        *o->list = r->u.mesh_list.n ? copy_mesh_list(r->u.mesh_list.meshes, r->u.mesh_list.n) : NULL;
+        return r->u.mesh_list.n && !*o->list ? TDM_CLIENT_ENOMEM : 0;
+    case TDM_REPLY_SCENE_LIST:
+        *o->n_list = r->u.scene_list.n;
+        *o->list = r->u.scene_list.n ? copy_scene_list(r->u.scene_list.scenes, r->u.scene_list.n) : NULL;
+        return r->u.scene_list.n && !*o->list ? TDM_CLIENT_ENOMEM : 0;
+    case TDM_REPLY_STATS:
+        if (o->stats) *o->stats = r->u.stats;
+        return 0;
+    default: /* deletes carry nothing; queries were decoded in place */
+        return 0;
+    }
+}
+
+static int dispatch(tdm_client *c, const uint8_t *frame, size_t len)
+{
+    tdm__frame f;
+    tdm_reader *r = &c->reader;
+    if (tdm__frame_parse(r, frame, len, &f)) return fatal(c, r->err, "%s", r->errstr);
+    tdm__pending *p = tdm__ptable_get(&c->pending, f.id);
+    if (!p || p->state != TDM__WAITING) {
+        if (f.type == TDM_REPLY_ERROR && tdm__decode(r, &f, NULL) == 0)
+            return fatal(c, TDM_CLIENT_EPROTO, "the server could not read a request (%s): %s",
+                         tdm_server_code_name(r->reply.error.code), r->reply.error.message);
+        return fatal(c, TDM_CLIENT_EPROTO, "the server answered request id %llu, which is not in flight",
+                     (unsigned long long)f.id);
+    }
+    if (f.type != TDM_REPLY_ERROR && f.type != p->type)
+        return fatal(c, TDM_CLIENT_EPROTO, "the server answered a request of type %d with a reply of type %d",
+                     p->type, f.type);
+    if (tdm__decode(r, &f, p->type == TDM_REPLY_QUERY ? &p->qs : NULL)) return fatal(c, r->err, "%s", r->errstr);
+    if (r->reply.status == TDM_CLIENT_ESERVER) {
+        p->err = copy_error(&r->reply.error); /* NULL when out of memory: reported without details */
+        complete(c, p, TDM_CLIENT_ESERVER);
+    } else {
+        complete(c, p, deliver(&r->reply, p->out));
+    }
+    return 0;
+}
+
+/* Dispatches every whole frame already received. */
+static int process(tdm_client *c)
+{
+    const uint8_t *frame;
+    size_t len;
+    int rc;
+    while (!c->err && (rc = tdm__reader_next(&c->reader, &frame, &len)) == 1)
+        if (dispatch(c, frame, len)) return c->err;
+    if (c->err) return c->err;
+    return rc < 0 ? fatal(c, rc, "%s", c->reader.errstr) : 0;
+}
+
+/* ---- socket I/O --------------------------------------------------------------------------------- */
+
+static int recv_once(tdm_client *c)
+{
+    uint8_t *p;
+    size_t avail;
+    int rc = tdm__reader_space(&c->reader, RECV_CHUNK, &p, &avail);
+    if (rc) return fatal(c, rc, "%s", c->reader.errstr);
+    for (;;) {
+        ssize_t n = recv(c->fd, p, avail, 0);
+        if (n > 0) {
+            tdm__reader_commit(&c->reader, (size_t)n);
+            return process(c);
+        }
+        if (n == 0) return fatal(c, TDM_CLIENT_ECLOSED, "the server closed the connection");
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        return fatal(c, TDM_CLIENT_EIO, "recv: %s", strerror(errno));
+    }
+}
+
+/* Waits for the socket; 1 when ready, 0 never (a timeout is fatal), or an error. */
+static int wait_fd(tdm_client *c, short events, double deadline, short *revents)
+{
+    for (;;) {
+        int ms = -1;
+        if (deadline > 0) {
+            double left = deadline - tdm__now_ms();
+            if (left <= 0) return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server in time");
+            ms = (int)left + 1;
+        }
+        struct pollfd pf = {c->fd, events, 0};
+        int n = poll(&pf, 1, ms);
+        if (n > 0) {
+            *revents = pf.revents;
+            return 1;
+        }
+        if (n == 0) continue; /* the deadline check above decides */
+        if (errno != EINTR) return fatal(c, TDM_CLIENT_EIO, "poll: %s", strerror(errno));
+    }
+}
+
+/* Reads until at least one more frame could be dispatched or the deadline passes. */
+static int read_some(tdm_client *c, double deadline)
+{
+    short rev;
+    int rc = wait_fd(c, POLLIN, deadline, &rev);
+    return rc < 0 ? rc : recv_once(c);
+}
+
+static int flush(tdm_client *c, double deadline)
+{
+    tdm__buf *b = &c->obuf;
+    while (b->off < b->len) {
+        ssize_t n = send(c->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+        if (n > 0) {
+            tdm__buf_consume(b, (size_t)n, OBUF_KEEP);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            if (errno == EPIPE || errno == ECONNRESET) {
+                /* the server may have said why before closing (an Error, then close):
+                 * deliver what is already here, without waiting for more */
+                for (int k = 0; k < 64 && !c->err; k++) {
+                    struct pollfd pf = {c->fd, POLLIN, 0};
+                    if (poll(&pf, 1, 0) <= 0 || recv_once(c)) break;
+                }
+                return fatal(c, TDM_CLIENT_ECLOSED, "the server closed the connection");
+            }
+            return fatal(c, TDM_CLIENT_EIO, "send: %s", strerror(errno));
+        }
+        short rev;
+        int rc = wait_fd(c, POLLOUT | POLLIN, deadline, &rev);
+        if (rc < 0) return rc;
+        if ((rev & (POLLIN | POLLHUP | POLLERR)) && (rc = recv_once(c))) return rc;
+    }
+    return 0;
+}
+
+static double deadline_of(const tdm_client *c)
+{
+    return c->io_timeout_ms > 0 ? tdm__now_ms() + c->io_timeout_ms : 0;
+}
+
+/* ---- requests ----------------------------------------------------------------------------------- */
+
+static int done_reserve(tdm_client *c, size_t n)
+{
+    if (c->done_cap >= n) return 0;
+    size_t cap = c->done_cap ? c->done_cap * 2 : 16;
+    while (cap < n) cap *= 2;
+    uint64_t *nd = malloc(cap * sizeof *nd);
+    if (!nd) return TDM_CLIENT_ENOMEM;
+    for (size_t i = 0; i < c->done_len; i++) nd[i] = c->done[(c->done_head + i) % c->done_cap];
+    free(c->done);
+    c->done = nd;
+    c->done_cap = cap;
+    c->done_head = 0;
+    return 0;
+}
+
+/* Encodes, registers and writes one request. On success *id is in flight (or, if the
+ * connection broke while writing, already failed). */
+static int submit(tdm_client *c, const tdm__req *rq, const tdm__qsink *qs, outs *o, bool piped, double deadline,
+                  uint64_t *id)
+{
+    c->has_serr = false;
+    if (c->err) { /* closed: every call says why */
+        memcpy(c->errstr, c->fatalstr, sizeof c->errstr);
+        return c->err;
+    }
+    if (piped && done_reserve(c, c->piped + 1)) return local_error(c, TDM_CLIENT_ENOMEM, "out of memory");
+    size_t mark = c->obuf.len;
+    int rc = tdm__encode(rq, c->next_id, &c->obuf, c->info.limits.max_frame_bytes, c->errstr, sizeof c->errstr);
+    if (rc) {
+        c->has_serr = false;
+        return rc;
+    }
+    tdm__pending *p = tdm__ptable_add(&c->pending, c->next_id);
+    if (!p) {
+        c->obuf.len = mark;
+        return local_error(c, TDM_CLIENT_ENOMEM, "out of memory");
+    }
+    p->type = (uint8_t)rq->type;
+    if (qs) p->qs = *qs;
+    p->out = o;
+    *id = c->next_id++;
+    rc = flush(c, deadline);
+    if (rc) { /* the connection broke: this request failed with it */
+        tdm__ptable_del(&c->pending, p);
+        return rc;
+    }
+    if (piped) {
+        p->piped = 1;
+        c->piped++;
+        if (p->state == TDM__DONE) done_push(c, p->id);
+    }
+    return 0;
+}
+
+static void take_server_error(tdm_client *c, tdm__pending *p)
+{
+    c->has_serr = true;
+    if (p->err) {
+        tdm__fmt(c->serr_message, sizeof c->serr_message, "%s", p->err->message);
+        tdm__fmt(c->serr_field, sizeof c->serr_field, "%s", p->err->field);
+        c->serr.code = p->err->code;
+        c->serr.index = p->err->index;
+    } else {
+        tdm__fmt(c->serr_message, sizeof c->serr_message, "(details lost: out of memory)");
+        c->serr_field[0] = 0;
+        c->serr.code = TDM_SERVER_UNSPECIFIED;
+        c->serr.index = -1;
+    }
+    c->serr.message = c->serr_message;
+    c->serr.field = c->serr_field;
+    if (c->serr_field[0] && c->serr.index >= 0)
+        tdm__fmt(c->errstr, sizeof c->errstr, "server: %s (%s, index %lld): %s", tdm_server_code_name(c->serr.code),
+                 c->serr.field, (long long)c->serr.index, c->serr.message);
+    else if (c->serr_field[0])
+        tdm__fmt(c->errstr, sizeof c->errstr, "server: %s (%s): %s", tdm_server_code_name(c->serr.code),
+                 c->serr.field, c->serr.message);
+    else
+        tdm__fmt(c->errstr, sizeof c->errstr, "server: %s: %s", tdm_server_code_name(c->serr.code),
+                 c->serr.message);
+}
+
+/* Hands back a finished request: its status, with the server error moved into c. */
+static int collect(tdm_client *c, tdm__pending *p)
+{
+    int status = p->status;
+    if (status == TDM_CLIENT_ESERVER) take_server_error(c, p);
+    else if (status == TDM_CLIENT_ENOMEM) local_error(c, status, "out of memory for a reply");
+    tdm__ptable_del(&c->pending, p);
+    return status;
+}
+
+static int await(tdm_client *c, uint64_t id, double deadline)
+{
+    tdm__pending *p;
+    while ((p = tdm__ptable_get(&c->pending, id)) && p->state != TDM__DONE && !c->err) read_some(c, deadline);
+    /* fatal() completes every waiting request, so p is DONE here */
+    return p ? collect(c, p) : (c->err ? c->err : TDM_CLIENT_EPROTO);
+}
+
+static int call(tdm_client *c, const tdm__req *rq, const tdm__qsink *qs, outs *o, double deadline)
+{
+    uint64_t id;
+    int rc = submit(c, rq, qs, o, false, deadline, &id);
+    return rc ? rc : await(c, id, deadline);
+}
+
+/* ---- connection ----------------------------------------------------------------------------- */
+
+tdm_client *tdm_client_connect(const char *addr, int timeout_ms)
+{
+    tdm_connect_opts o = {.addr = addr, .timeout_ms = timeout_ms};
+    return tdm_client_connect_with(&o);
+}
+
+tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts)
+{
+    tdm_client *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->fd = -1;
+    c->next_id = 1;
+    if (tdm__reader_init(&c->reader, opts ? opts->max_reply_bytes : 0)) {
+        c->err = TDM_CLIENT_ENOMEM;
+        tdm__fmt(c->errstr, sizeof c->errstr, "out of memory");
+        return c;
+    }
+    if (tdm__ptable_init(&c->pending, 64)) {
+        c->err = TDM_CLIENT_ENOMEM;
+        tdm__fmt(c->errstr, sizeof c->errstr, "out of memory");
+        return c;
+    }
+    if (!opts) {
+        c->err = TDM_CLIENT_EINVAL;
+        tdm__fmt(c->errstr, sizeof c->errstr, "no connect options");
+        return c;
+    }
+    int prog;
+    double deadline = opts->timeout_ms > 0 ? tdm__now_ms() + opts->timeout_ms : 0;
+    int fd = tdm__net_connect(opts->addr, opts->timeout_ms, true, &prog, c->errstr, sizeof c->errstr);
+    if (fd < 0) {
+        c->err = fd;
+        return c;
+    }
+    c->fd = fd;
+    tdm__req rq = {.type = TDM_REPLY_HELLO,
+                   .u.hello = {opts->auth_token, opts->client_name ? opts->client_name : "libtandem"}};
+    outs o = {.hello = &c->info};
+    int rc = call(c, &rq, NULL, &o, deadline);
+    if (rc == TDM_CLIENT_ESERVER) {
+        char why[sizeof c->errstr];
+        tdm__fmt(why, sizeof why, "%s", c->errstr);
+        fatal(c, c->serr.code == TDM_SERVER_UNSUPPORTED_VERSION ? TDM_CLIENT_EVERSION : TDM_CLIENT_ESERVER,
+              "the server refused Hello: %s", why);
+    } else if (rc == 0 && c->info.protocol_version != TDM_PROTOCOL_VERSION) {
+        fatal(c, TDM_CLIENT_EVERSION, "the server speaks protocol version %u, this library %d",
+              c->info.protocol_version, TDM_PROTOCOL_VERSION);
+    }
+    c->io_timeout_ms = opts->io_timeout_ms;
+    return c;
+}
+
+void tdm_client_free(tdm_client *c)
+{
+    if (!c) return;
+    if (c->fd >= 0) close(c->fd);
+    for (size_t i = 0; c->pending.slots && i <= c->pending.mask; i++) free(c->pending.slots[i].err);
+    tdm__ptable_free(&c->pending);
+    tdm__reader_deinit(&c->reader);
+    tdm__buf_free(&c->obuf);
+    free(c->done);
+    free(c);
+}
+
+int tdm_client_err(const tdm_client *c) { return c->err; }
+const char *tdm_client_errstr(const tdm_client *c) { return c->errstr; }
+const tdm_server_error *tdm_client_server_error(const tdm_client *c) { return c->has_serr ? &c->serr : NULL; }
+const tdm_server_info *tdm_client_server_info(const tdm_client *c) { return &c->info; }
+void tdm_client_set_timeout(tdm_client *c, int io_timeout_ms) { c->io_timeout_ms = io_timeout_ms; }
+int tdm_client_fd(const tdm_client *c) { return c->fd; }
+
+/* ---- the API --------------------------------------------------------------------------------- */
+
+int tdm_mesh_put(tdm_client *c, const char *name, const float *verts, uint32_t n_verts, const uint32_t *tris,
+                 uint32_t n_tris, uint8_t mesh_id[TDM_ID_BYTES], int *created)
+{
+    if (!mesh_id) return local_error(c, TDM_CLIENT_EINVAL, "mesh_id is NULL");
+    const tdm_limits *l = &c->info.limits;
+    if ((l->max_vertices && n_verts > l->max_vertices) || (l->max_triangles && n_tris > l->max_triangles)) {
+        return local_error(c, TDM_CLIENT_ELIMIT,
+                           "the mesh has %u vertices and %u triangles; the server takes at most %u and %u", n_verts,
+                           n_tris, l->max_vertices, l->max_triangles);
+    }
+    tdm__req rq = {.type = TDM_REPLY_MESH_PUT, .u.mesh_put = {name, verts, n_verts, tris, n_tris}};
+    uint8_t id[TDM_ID_BYTES];
+    int cr = 0;
+    outs o = {.id = id, .created = &cr};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        memcpy(mesh_id, id, TDM_ID_BYTES);
+        if (created) *created = cr;
+    }
+    return rc;
+}
+
+int tdm_mesh_list(tdm_client *c, tdm_mesh_info **out, size_t *n)
+{
+    if (!out || !n) return local_error(c, TDM_CLIENT_EINVAL, "NULL output");
+    tdm__req rq = {.type = TDM_REPLY_MESH_LIST};
+    void *list = NULL;
+    size_t cnt = 0;
+    outs o = {.list = &list, .n_list = &cnt};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        *out = list;
+        *n = cnt;
+    } else {
+        free(list);
+    }
+    return rc;
+}
+
+void tdm_mesh_list_free(tdm_mesh_info *list) { free(list); }
+
+int tdm_mesh_delete(tdm_client *c, const uint8_t mesh_id[TDM_ID_BYTES])
+{
+    if (!mesh_id) return local_error(c, TDM_CLIENT_EINVAL, "mesh_id is NULL");
+    tdm__req rq = {.type = TDM_REPLY_MESH_DELETE, .u.id = mesh_id};
+    return call(c, &rq, NULL, NULL, deadline_of(c));
+}
+
+int tdm_scene_put(tdm_client *c, const char *name, const tdm_scene_object *objects, size_t n_objects,
+                  const tdm_object_pair *allowed, size_t n_allowed, uint8_t scene_id[TDM_ID_BYTES], int *created,
+                  uint32_t *movable, size_t movable_cap, size_t *n_movable)
+{
+    if (!scene_id || (movable_cap && !movable)) return local_error(c, TDM_CLIENT_EINVAL, "NULL output");
+    if (c->info.limits.max_objects && n_objects > c->info.limits.max_objects) {
+        return local_error(c, TDM_CLIENT_ELIMIT, "the scene has %zu objects; the server takes at most %u", n_objects,
+                           c->info.limits.max_objects);
+    }
+    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT, .u.scene_put = {name, objects, n_objects, allowed, n_allowed}};
+    uint8_t id[TDM_ID_BYTES];
+    int cr = 0;
+    size_t nm = 0;
+    /* movable ids are written in place only on success: the reply is complete before it is delivered */
+    outs o = {.id = id, .created = &cr, .movable = movable, .movable_cap = movable_cap, .n_movable = &nm};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        memcpy(scene_id, id, TDM_ID_BYTES);
+        if (created) *created = cr;
+        if (n_movable) *n_movable = nm;
+    }
+    return rc;
+}
+
+int tdm_scene_list(tdm_client *c, tdm_scene_info **out, size_t *n)
+{
+    if (!out || !n) return local_error(c, TDM_CLIENT_EINVAL, "NULL output");
+    tdm__req rq = {.type = TDM_REPLY_SCENE_LIST};
+    void *list = NULL;
+    size_t cnt = 0;
+    outs o = {.list = &list, .n_list = &cnt};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        *out = list;
+        *n = cnt;
+    } else {
+        free(list);
+    }
+    return rc;
+}
+
+void tdm_scene_list_free(tdm_scene_info *list) { free(list); }
+
+int tdm_scene_delete(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES])
+{
+    if (!scene_id) return local_error(c, TDM_CLIENT_EINVAL, "scene_id is NULL");
+    tdm__req rq = {.type = TDM_REPLY_SCENE_DELETE, .u.id = scene_id};
+    return call(c, &rq, NULL, NULL, deadline_of(c));
+}
+
+static int query_prepare(tdm_client *c, tdm__req *rq, tdm__qsink *qs, const uint8_t *scene_id, tdm_query_mode mode,
+                         const double *poses, uint32_t n_movable, size_t n_queries, uint32_t max_contacts,
+                         tdm_query_result *results, tdm_pairs *pairs)
+{
+    if (!results || (pairs && pairs->cap && !pairs->data))
+        return local_error(c, TDM_CLIENT_EINVAL, "results is NULL, or pairs has room but no data");
+    if (tdm__req_query(rq, scene_id, mode, poses, n_movable, n_queries, max_contacts, pairs != NULL))
+        return local_error(c, TDM_CLIENT_EINVAL,
+                           "a query needs a scene id, poses, a mode, and at least one query and movable object");
+    if (c->info.limits.max_queries && n_queries > c->info.limits.max_queries) {
+        return local_error(c, TDM_CLIENT_ELIMIT, "%zu queries in one batch; the server takes at most %u", n_queries,
+                           c->info.limits.max_queries);
+    }
+    *qs = (tdm__qsink){results, n_queries, pairs != NULL, pairs};
+    return 0;
+}
+
+int tdm_query(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *poses,
+              uint32_t n_movable, size_t n_queries, uint32_t max_contacts, tdm_query_result *results,
+              tdm_pairs *pairs)
+{
+    tdm__req rq;
+    tdm__qsink qs;
+    int rc = query_prepare(c, &rq, &qs, scene_id, mode, poses, n_movable, n_queries, max_contacts, results, pairs);
+    return rc ? rc : call(c, &rq, &qs, NULL, deadline_of(c));
+}
+
+int tdm_query_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *poses,
+                   uint32_t n_movable, size_t n_queries, uint32_t max_contacts, tdm_query_result *results,
+                   tdm_pairs *pairs, uint64_t *id)
+{
+    tdm__req rq;
+    tdm__qsink qs;
+    uint64_t qid;
+    int rc = query_prepare(c, &rq, &qs, scene_id, mode, poses, n_movable, n_queries, max_contacts, results, pairs);
+    if (rc == 0) rc = submit(c, &rq, &qs, NULL, true, deadline_of(c), &qid);
+    if (rc == 0 && id) *id = qid;
+    return rc;
+}
+
+int tdm_query_wait(tdm_client *c, uint64_t *id, int *status)
+{
+    c->has_serr = false;
+    if (c->piped == 0) return local_error(c, TDM_CLIENT_EINVAL, "no pipelined query is outstanding");
+    double deadline = deadline_of(c);
+    while (c->done_len == 0 && !c->err) read_some(c, deadline);
+    if (c->done_len == 0) return c->err; /* cannot happen: a failure completes every query */
+    uint64_t qid = c->done[c->done_head];
+    c->done_head = (c->done_head + 1) % c->done_cap;
+    c->done_len--;
+    c->piped--;
+    int st = collect(c, tdm__ptable_get(&c->pending, qid));
+    if (id) *id = qid;
+    if (status) *status = st;
+    return 0;
+}
+
+size_t tdm_query_outstanding(const tdm_client *c) { return c->piped; }
+
+int tdm_stats_get(tdm_client *c, tdm_stats *out)
+{
+    if (!out) return local_error(c, TDM_CLIENT_EINVAL, "NULL output");
+    tdm__req rq = {.type = TDM_REPLY_STATS};
+    tdm_stats s;
+    outs o = {.stats = &s};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) *out = s;
+    return rc;
+}

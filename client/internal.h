@@ -1,0 +1,177 @@
+/* libtandem internals shared by codec.c, net.c, client.c and async.c. Never installed. */
+#ifndef TDM_CLIENT_INTERNAL_H
+#define TDM_CLIENT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tandem.h"
+
+#define TDM__HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- byte buffer (requests waiting to be written) ----------------------------------------- */
+
+typedef struct tdm__buf {
+    uint8_t *data;
+    size_t off; /* bytes already written to the socket */
+    size_t len; /* bytes held */
+    size_t cap;
+} tdm__buf;
+
+/* Makes room for `more` bytes after len. Returns 0 or TDM_CLIENT_ENOMEM. */
+TDM__HIDDEN int tdm__buf_reserve(tdm__buf *b, size_t more);
+/* Drops written bytes; releases a buffer grown past `keep` once it is empty. */
+TDM__HIDDEN void tdm__buf_consume(tdm__buf *b, size_t n, size_t keep);
+TDM__HIDDEN void tdm__buf_free(tdm__buf *b);
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+/* What one request asks; the arrays are borrowed for the duration of the encode. */
+typedef struct tdm__req {
+    int type; /* tdm_reply_type: the Request.body field number */
+    union {
+        struct { const char *auth_token, *client_name; } hello;
+        struct {
+            const char *name;
+            const float *verts;
+            uint32_t n_verts;
+            const uint32_t *tris;
+            uint32_t n_tris;
+        } mesh_put;
+        const uint8_t *id; /* mesh_delete, scene_delete */
+        struct {
+            const char *name;
+            const tdm_scene_object *objects;
+            size_t n_objects;
+            const tdm_object_pair *allowed;
+            size_t n_allowed;
+        } scene_put;
+        struct {
+            const uint8_t *scene_id;
+            int mode;
+            const double *poses;
+            size_t n_doubles;
+            uint32_t max_contacts;
+            int want_pairs;
+        } query;
+    } u;
+} tdm__req;
+
+/* Fills a query request, checking the counts (7 * n_movable * n_queries must not
+ * overflow; both must be positive). Returns 0 or TDM_CLIENT_EINVAL. */
+TDM__HIDDEN int tdm__req_query(tdm__req *rq, const uint8_t *scene_id, tdm_query_mode mode, const double *poses,
+                               uint32_t n_movable, size_t n_queries, uint32_t max_contacts, int want_pairs);
+/* Appends one frame to b. max_frame (0: none) is the server's limit on the length after
+ * the prefix: over it is TDM_CLIENT_ELIMIT with a message in err. */
+TDM__HIDDEN int tdm__encode(const tdm__req *rq, uint64_t id, tdm__buf *b, uint32_t max_frame, char *err,
+                            size_t errlen);
+
+/* ---- reader and decoding ------------------------------------------------------------------ */
+
+/* Where a Query reply goes: caller-owned arrays (blocking client) or the reader's scratch. */
+typedef struct tdm__qsink {
+    tdm_query_result *results; /* NULL: the reader's scratch */
+    size_t n_expected;         /* results the request asked for; 0: any number (public reader) */
+    int want_pairs;            /* store pairs (else they are skipped) */
+    tdm_pairs *pairs;          /* NULL: the reader's scratch */
+} tdm__qsink;
+
+struct tdm_reader {
+    uint8_t *buf;
+    size_t start, end, cap; /* unread bytes are buf[start..end) */
+    uint32_t max_frame;
+    int err;
+    char errstr[256];
+    tdm_reply reply;
+    /* scratch for decoded replies, reused from reply to reply */
+    tdm_query_result *results;
+    size_t results_cap;
+    tdm_contact *pairs;
+    size_t pairs_cap;
+    tdm_mesh_info *meshes;
+    size_t meshes_cap;
+    tdm_scene_info *scenes;
+    size_t scenes_cap;
+    uint32_t *u32s;
+    size_t u32s_cap;
+    char *chars;
+    size_t chars_cap;
+};
+
+TDM__HIDDEN int tdm__reader_init(tdm_reader *r, uint32_t max_frame);
+TDM__HIDDEN void tdm__reader_deinit(tdm_reader *r);
+/* Room to receive into: at least min bytes (more when a large frame is known to be coming). */
+TDM__HIDDEN int tdm__reader_space(tdm_reader *r, size_t min, uint8_t **p, size_t *avail);
+TDM__HIDDEN void tdm__reader_commit(tdm_reader *r, size_t n);
+/* The next whole frame (borrowed until the next reader call): 1, 0 (need more) or an error. */
+TDM__HIDDEN int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len);
+
+/* A Reply envelope: id and body, without decoding the body. */
+typedef struct tdm__frame {
+    uint64_t id;
+    int type;
+    const uint8_t *body;
+    size_t body_len;
+} tdm__frame;
+TDM__HIDDEN int tdm__frame_parse(tdm_reader *r, const uint8_t *buf, size_t len, tdm__frame *f);
+/* Decodes f's body into r->reply (scratch-backed, or qs's arrays for a Query). Returns 0
+ * or TDM_CLIENT_EPROTO / ENOMEM with r->errstr set. */
+TDM__HIDDEN int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs);
+
+/* ---- pending requests, keyed by id --------------------------------------------------------- */
+
+enum { TDM__FREE = 0, TDM__WAITING = 1, TDM__DONE = 2 };
+
+typedef struct tdm__pending {
+    uint64_t id; /* 0: free slot */
+    uint8_t type;
+    uint8_t state;
+    uint8_t piped; /* blocking: handed back by tdm_query_wait */
+    int status;
+    /* blocking outputs */
+    tdm__qsink qs;
+    void *out;             /* type-specific result struct of the waiting call */
+    tdm_server_error *err; /* malloc'd copy of a server error for a piped query */
+    /* async */
+    tdm_async_reply_cb *cb;
+    void *privdata;
+} tdm__pending;
+
+typedef struct tdm__ptable {
+    tdm__pending *slots;
+    size_t mask; /* capacity - 1, a power of two */
+    size_t count;
+} tdm__ptable;
+
+TDM__HIDDEN int tdm__ptable_init(tdm__ptable *t, size_t cap);
+TDM__HIDDEN void tdm__ptable_free(tdm__ptable *t);
+/* A zeroed slot for id, growing the table when id's slot is taken. NULL when out of memory. */
+TDM__HIDDEN tdm__pending *tdm__ptable_add(tdm__ptable *t, uint64_t id);
+TDM__HIDDEN tdm__pending *tdm__ptable_get(tdm__ptable *t, uint64_t id);
+TDM__HIDDEN void tdm__ptable_del(tdm__ptable *t, tdm__pending *p);
+/* The waiting request with the smallest id, or NULL: failing every request in the order
+ * they were sent, without allocating (it runs when memory or the connection is gone). */
+TDM__HIDDEN tdm__pending *tdm__ptable_min_waiting(tdm__ptable *t);
+
+/* ---- sockets ------------------------------------------------------------------------------ */
+
+/* Resolves addr ("host:port", "host", "[v6]:port", "unix:/path") and connects a
+ * non-blocking, close-on-exec stream socket (TCP_NODELAY on TCP). With wait, each resolved
+ * address is tried in turn until one connects, all within timeout_ms (<= 0: no limit of
+ * ours). Without wait, the first address that starts a connect is returned with
+ * *in_progress set when it has not finished (check tdm__net_so_error once writable).
+ * Returns the fd or a negative TDM_CLIENT_E* code with a message in err. */
+TDM__HIDDEN int tdm__net_connect(const char *addr, int timeout_ms, bool wait, int *in_progress, char *err,
+                                 size_t errlen);
+/* The pending error of a non-blocking connect (SO_ERROR): 0 or an errno value. */
+TDM__HIDDEN int tdm__net_so_error(int fd);
+
+/* ---- misc --------------------------------------------------------------------------------- */
+
+TDM__HIDDEN void tdm__fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+TDM__HIDDEN void tdm__vfmt(char *dst, size_t cap, const char *fmt, va_list ap);
+TDM__HIDDEN double tdm__now_ms(void);
+
+#endif

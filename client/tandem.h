@@ -1,0 +1,483 @@
+/* libtandem: the C client of the Tandem collision service (protocol v1, proto/README.md).
+ *
+ * Three layers, as in hiredis:
+ *   1. A codec with no I/O: request encoders (tdm_encode_*) that write whole frames, and a
+ *      reader (tdm_reader_feed / tdm_reader_get_reply) that splits and decodes reply frames.
+ *   2. A blocking client (tdm_client_*, tdm_mesh_*, tdm_scene_*, tdm_query*, tdm_stats_get):
+ *      one call, one request, one reply; plus tdm_query_send / tdm_query_wait to keep several
+ *      Query batches in flight on one connection.
+ *   3. An asynchronous client (tdm_async_*) driven by an event loop through five hooks; a
+ *      header-only libuv adapter is in <tandem/adapters/libuv.h>.
+ *
+ * Errors: functions return 0 or a negative TDM_CLIENT_E* code (tdm_client_strerror gives
+ * text). A context also keeps a message for its last failure (tdm_client_errstr), and for
+ * TDM_CLIENT_ESERVER the server's own error: code, message, field and index.
+ *
+ * Threads: nothing here is global; each context (tdm_reader, tdm_client, tdm_async) may be
+ * used by one thread at a time, and different contexts by different threads at once.
+ *
+ * Identifiers: mesh and scene ids are 32 raw bytes (SHA-256, proto/README.md); tdm_id_to_hex
+ * and tdm_id_from_hex convert them to and from 64 lower-case hex digits.
+ *
+ * Poses: 7 doubles `x y z qx qy qz qw`, meaning vertex v goes to R(q) v + t. */
+#ifndef TANDEM_H
+#define TANDEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TDM_API __attribute__((visibility("default")))
+#else
+#define TDM_API
+#endif
+
+#define TANDEM_VERSION_MAJOR 0
+#define TANDEM_VERSION_MINOR 1
+#define TANDEM_VERSION_PATCH 0
+#define TDM_PROTOCOL_VERSION 1 /* the protocol version this library speaks */
+#define TDM_DEFAULT_PORT 7450  /* used when an address has no ":port" */
+#define TDM_ID_BYTES 32        /* mesh and scene ids */
+#define TDM_ID_HEX 65          /* 64 hex digits and a NUL */
+/* The largest reply frame a context accepts unless told otherwise (tdm_connect_opts). */
+#define TDM_DEFAULT_MAX_REPLY_BYTES (256u << 20)
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* Client error codes. They start at -100 so that they never collide with the engine's
+ * enum tdm_err (geom/base.h); keep tdm_client_strerror (client/error.c) in sync. */
+enum tdm_client_err {
+    TDM_CLIENT_OK = 0,
+    TDM_CLIENT_EINVAL = -100,    /* an argument is malformed, or the call does not fit the context's state */
+    TDM_CLIENT_ENOMEM = -101,    /* host allocation failed */
+    TDM_CLIENT_EADDR = -102,     /* the address cannot be parsed or resolved */
+    TDM_CLIENT_ECONNECT = -103,  /* the connection could not be made */
+    TDM_CLIENT_ETIMEOUT = -104,  /* the connect or I/O timeout passed; the connection is closed */
+    TDM_CLIENT_EIO = -105,       /* a socket read or write failed; the connection is closed */
+    TDM_CLIENT_ECLOSED = -106,   /* the server closed the connection, or the context is closed */
+    TDM_CLIENT_EPROTO = -107,    /* the server sent bytes that break the protocol; the connection is closed */
+    TDM_CLIENT_ELIMIT = -108,    /* a request is over one of the server's limits (checked before sending) */
+    TDM_CLIENT_ESERVER = -109,   /* the server answered with an Error (see tdm_server_error) */
+    TDM_CLIENT_EVERSION = -110,  /* the server does not speak protocol version 1 */
+    TDM_CLIENT_ENOBUFS = -111,   /* an encoder's destination is too small; *len says how much is needed */
+    TDM_CLIENT_ECANCELED = -112, /* async: the context was freed before the reply came */
+    TDM_CLIENT_E__LAST = -113
+};
+
+/* Static text for a TDM_CLIENT_E* code ("unknown error" for anything else). Thread-safe. */
+TDM_API const char *tdm_client_strerror(int err);
+
+/* The server's error codes (tandem.proto ErrorCode), in TDM_CLIENT_ESERVER replies. */
+enum tdm_server_code {
+    TDM_SERVER_UNSPECIFIED = 0,
+    TDM_SERVER_BAD_REQUEST = 1,
+    TDM_SERVER_UNSUPPORTED_VERSION = 2,
+    TDM_SERVER_UNAUTHENTICATED = 3,
+    TDM_SERVER_LIMIT = 4,
+    TDM_SERVER_NON_FINITE = 5,
+    TDM_SERVER_BAD_INDEX = 6,
+    TDM_SERVER_NOT_UNIT = 7,
+    TDM_SERVER_EMPTY = 8,
+    TDM_SERVER_UNKNOWN_MESH = 9,
+    TDM_SERVER_UNKNOWN_SCENE = 10,
+    TDM_SERVER_MESH_IN_USE = 11,
+    TDM_SERVER_NO_MEMORY = 12,
+    TDM_SERVER_STORAGE = 13,
+    TDM_SERVER_BUSY = 14,
+    TDM_SERVER_INTERNAL = 15
+};
+/* Static lower-case name of a server error code ("limit", "unknown mesh"...). Thread-safe. */
+TDM_API const char *tdm_server_code_name(int code);
+
+/* A server Error reply. The strings are never NULL (empty when absent); who owns them is
+ * said where the struct is handed out. */
+typedef struct tdm_server_error {
+    int code;            /* enum tdm_server_code (a newer server may send others) */
+    const char *message; /* one line for a person */
+    const char *field;   /* the offending field, e.g. "poses"; "" when none */
+    int64_t index;       /* the offending element in that field, or -1 */
+} tdm_server_error;
+
+/* ---- plain data ---------------------------------------------------------------------------- */
+
+enum tdm_engine { TDM_ENGINE_UNSPECIFIED = 0, TDM_ENGINE_CPU = 1, TDM_ENGINE_GPU = 2, TDM_ENGINE_HYBRID = 3 };
+/* "cpu", "gpu", "hybrid" or "unspecified". Thread-safe. */
+TDM_API const char *tdm_engine_name(int engine);
+
+/* The server's limits (HelloReply.limits); 0 means the server did not say. */
+typedef struct tdm_limits {
+    uint32_t max_frame_bytes, max_vertices, max_triangles, max_objects, max_queries, max_contacts,
+        max_pipelined, max_connections;
+    uint64_t max_meshes_bytes;
+} tdm_limits;
+
+/* What the server said in its HelloReply. */
+typedef struct tdm_server_info {
+    uint32_t protocol_version;
+    char server_version[128]; /* truncated if longer, always NUL-terminated */
+    int engine;               /* enum tdm_engine */
+    tdm_limits limits;
+} tdm_server_info;
+
+typedef struct tdm_mesh_info {
+    uint8_t mesh_id[TDM_ID_BYTES];
+    const char *name; /* never NULL */
+    uint32_t n_vertices, n_triangles;
+    uint32_t scenes; /* stored scenes that use the mesh */
+} tdm_mesh_info;
+
+typedef struct tdm_scene_info {
+    uint8_t scene_id[TDM_ID_BYTES];
+    const char *name; /* never NULL */
+    uint32_t n_objects;
+    const uint32_t *movable; /* movable object ids, in the order Query poses use */
+    size_t n_movable;
+} tdm_scene_info;
+
+/* One object of a scene. A fixed object is placed at `pose` when has_pose is set, at the
+ * identity otherwise; a movable object's pose comes with each query. */
+typedef struct tdm_scene_object {
+    uint32_t object_id; /* unique within the scene */
+    uint8_t mesh_id[TDM_ID_BYTES];
+    int movable;
+    int has_pose;
+    double pose[7]; /* x y z qx qy qz qw; fixed objects only */
+} tdm_scene_object;
+
+/* An allowed-collision pair: these two objects are never checked against each other. */
+typedef struct tdm_object_pair { uint32_t a, b; } tdm_object_pair;
+
+typedef enum tdm_query_mode {
+    TDM_QUERY_BOOL = 0,    /* any collision: the search stops at the first intersecting pair */
+    TDM_QUERY_CONTACTS = 1 /* every intersecting triangle pair, up to max_contacts */
+} tdm_query_mode;
+
+/* An intersecting triangle pair: triangle indices into each object's mesh (object_a < object_b). */
+typedef struct tdm_contact { uint32_t object_a, triangle_a, object_b, triangle_b; } tdm_contact;
+
+/* One query's answer. */
+typedef struct tdm_query_result {
+    uint32_t colliding; /* 0 or 1 */
+    uint32_t truncated; /* contacts mode: more pairs exist than max_contacts */
+    uint32_t contacts;  /* intersecting pairs counted (1 in bool mode when colliding) */
+    uint32_t object_a;  /* first colliding object pair, when colliding */
+    uint32_t object_b;
+    uint32_t n_pairs;    /* pairs sent back for this query (want_pairs) */
+    uint64_t first_pair; /* index of its first pair in the batch's pair array */
+} tdm_query_result;
+
+/* Caller-owned room for the triangle pairs of a batch (want_pairs). `count` is set to the
+ * number of pairs the server sent, which may exceed `cap`: only the first `cap` are stored,
+ * so the caller can detect overflow and ask again with more room. */
+typedef struct tdm_pairs {
+    tdm_contact *data;
+    size_t cap;
+    size_t count;
+} tdm_pairs;
+
+typedef struct tdm_stats {
+    char server_version[128]; /* truncated if longer */
+    int engine;
+    double uptime_s;
+    uint32_t connections;
+    uint64_t requests, errors, queries, batches;
+    double mean_batch_queries, mean_batch_tasks;
+    uint32_t meshes, scenes;
+    uint64_t meshes_bytes;
+    double engine_seconds;
+    uint64_t cpu_queries, gpu_queries;
+    double gpu_seconds;
+    char engine_detail[256]; /* truncated if longer */
+} tdm_stats;
+
+/* 64 lower-case hex digits and a NUL into hex[TDM_ID_HEX]. Returns hex. */
+TDM_API char *tdm_id_to_hex(const uint8_t id[TDM_ID_BYTES], char hex[TDM_ID_HEX]);
+/* Parses exactly 64 hex digits (either case). Returns 0 or TDM_CLIENT_EINVAL. */
+TDM_API int tdm_id_from_hex(const char *hex, uint8_t id[TDM_ID_BYTES]);
+
+/* ---- 1. codec: encoders and reader, no I/O ----------------------------------------------- */
+
+/* Reply body types. The numbers are the Reply.body field numbers, which are also the
+ * matching Request.body field numbers. */
+typedef enum tdm_reply_type {
+    TDM_REPLY_NONE = 0, /* no reply: the request failed on the client side (async) */
+    TDM_REPLY_ERROR = 2,
+    TDM_REPLY_HELLO = 10,
+    TDM_REPLY_MESH_PUT = 11,
+    TDM_REPLY_MESH_LIST = 12,
+    TDM_REPLY_MESH_DELETE = 13,
+    TDM_REPLY_SCENE_PUT = 14,
+    TDM_REPLY_SCENE_LIST = 15,
+    TDM_REPLY_SCENE_DELETE = 16,
+    TDM_REPLY_QUERY = 17,
+    TDM_REPLY_STATS = 18
+} tdm_reply_type;
+
+/* A decoded reply. Everything it points to is borrowed: owned by the reader (or the async
+ * context) that produced it, and valid only until the next call on that reader, or until
+ * the async callback returns. Copy what you keep. */
+typedef struct tdm_reply {
+    uint64_t id;   /* the request's id */
+    int type;      /* tdm_reply_type */
+    int status;    /* 0; TDM_CLIENT_ESERVER with `error` (type TDM_REPLY_ERROR); in async callbacks
+                      also a connection error (type TDM_REPLY_NONE) */
+    tdm_server_error error;
+    union {
+        tdm_server_info hello;
+        struct {
+            uint8_t mesh_id[TDM_ID_BYTES];
+            int created;
+            uint32_t n_vertices, n_triangles;
+        } mesh_put;
+        struct {
+            const tdm_mesh_info *meshes;
+            size_t n;
+        } mesh_list;
+        struct {
+            uint8_t scene_id[TDM_ID_BYTES];
+            int created;
+            const uint32_t *movable;
+            size_t n_movable;
+        } scene_put;
+        struct {
+            const tdm_scene_info *scenes;
+            size_t n;
+        } scene_list;
+        struct {
+            const tdm_query_result *results;
+            size_t n;
+            const tdm_contact *pairs; /* first_pair indexes into this */
+            size_t n_pairs;
+        } query;
+        tdm_stats stats;
+    } u;
+} tdm_reply;
+
+typedef struct tdm_reader tdm_reader;
+
+/* A reader accepting reply frames up to max_reply_bytes (0: TDM_DEFAULT_MAX_REPLY_BYTES).
+ * NULL when out of memory. Free it with tdm_reader_free. */
+TDM_API tdm_reader *tdm_reader_new(uint32_t max_reply_bytes);
+TDM_API void tdm_reader_free(tdm_reader *r);
+/* Appends bytes received from the server (copied). Returns 0 or TDM_CLIENT_ENOMEM. */
+TDM_API int tdm_reader_feed(tdm_reader *r, const void *buf, size_t len);
+/* Takes the next complete reply out of the fed bytes. Returns 1 and sets *out (borrowed,
+ * valid until the next call on r), 0 when more bytes are needed, or TDM_CLIENT_EPROTO /
+ * TDM_CLIENT_ENOMEM: the stream is broken (a frame length of 0 or over the limit, an
+ * undecodable reply) and the reader stays broken; tdm_reader_errstr says why. */
+TDM_API int tdm_reader_get_reply(tdm_reader *r, const tdm_reply **out);
+TDM_API const char *tdm_reader_errstr(const tdm_reader *r);
+
+/* Request encoders. Each writes one whole frame (the 4-byte big-endian length, then the
+ * Request) into dst[0..cap) and sets *len to the frame's size. When cap is too small it
+ * writes nothing and returns TDM_CLIENT_ENOBUFS with *len set, so dst may be NULL with cap
+ * 0 to ask the size first. TDM_CLIENT_EINVAL for a bad argument; TDM_CLIENT_ELIMIT for a
+ * frame over 4 GiB. Arrays are read, never kept. Thread-safe. */
+TDM_API int tdm_encode_hello(void *dst, size_t cap, size_t *len, uint64_t id, const char *auth_token,
+                             const char *client_name);
+/* verts: 3 floats per vertex; tris: 3 vertex indices per triangle. */
+TDM_API int tdm_encode_mesh_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name,
+                                const float *verts, uint32_t n_verts, const uint32_t *tris, uint32_t n_tris);
+TDM_API int tdm_encode_mesh_list(void *dst, size_t cap, size_t *len, uint64_t id);
+TDM_API int tdm_encode_mesh_delete(void *dst, size_t cap, size_t *len, uint64_t id,
+                                   const uint8_t mesh_id[TDM_ID_BYTES]);
+TDM_API int tdm_encode_scene_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name,
+                                 const tdm_scene_object *objects, size_t n_objects, const tdm_object_pair *allowed,
+                                 size_t n_allowed);
+TDM_API int tdm_encode_scene_list(void *dst, size_t cap, size_t *len, uint64_t id);
+TDM_API int tdm_encode_scene_delete(void *dst, size_t cap, size_t *len, uint64_t id,
+                                    const uint8_t scene_id[TDM_ID_BYTES]);
+/* poses: 7 doubles per movable object per query, query i object k at (i*n_movable + k)*7. */
+TDM_API int tdm_encode_query(void *dst, size_t cap, size_t *len, uint64_t id, const uint8_t scene_id[TDM_ID_BYTES],
+                             tdm_query_mode mode, const double *poses, uint32_t n_movable, size_t n_queries,
+                             uint32_t max_contacts, int want_pairs);
+TDM_API int tdm_encode_stats(void *dst, size_t cap, size_t *len, uint64_t id);
+
+/* ---- 2. blocking client ----------------------------------------------------------------- */
+
+typedef struct tdm_client tdm_client;
+
+typedef struct tdm_connect_opts {
+    const char *addr;         /* "host:port", "host" (port 7450), "[v6addr]:port" or "unix:/path" */
+    int timeout_ms;           /* connect + Hello; 0: wait as long as the system does */
+    int io_timeout_ms;        /* each later blocking call; 0 (default): no limit */
+    const char *auth_token;   /* NULL or "" when the server has none */
+    const char *client_name;  /* for the server's log; NULL: "libtandem" */
+    uint32_t max_reply_bytes; /* largest reply frame accepted; 0: TDM_DEFAULT_MAX_REPLY_BYTES */
+} tdm_connect_opts;
+
+/* Connects, sends Hello and checks the server's protocol version. Always returns a context
+ * (NULL only when out of memory): check tdm_client_err(c) first, and free it with
+ * tdm_client_free either way (hiredis' redisConnect rule). The socket has TCP_NODELAY. */
+TDM_API tdm_client *tdm_client_connect(const char *addr, int timeout_ms);
+TDM_API tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts);
+/* Closes the connection and frees everything the context owns. NULL is a no-op. */
+TDM_API void tdm_client_free(tdm_client *c);
+
+/* 0 while the connection is usable; otherwise the TDM_CLIENT_E* code that broke it. Once
+ * set it stays set: every later call returns it, and the context can only be freed. */
+TDM_API int tdm_client_err(const tdm_client *c);
+/* Text of the last failure on c, connection-breaking or not (a server Error included).
+ * Owned by c, valid until the next call on c. */
+TDM_API const char *tdm_client_errstr(const tdm_client *c);
+/* The server's Error behind the last TDM_CLIENT_ESERVER on c, or NULL if the last call did
+ * not fail that way. Owned by c, valid until the next call on c. */
+TDM_API const tdm_server_error *tdm_client_server_error(const tdm_client *c);
+/* HelloReply: version, engine, limits. Owned by c, valid until tdm_client_free. */
+TDM_API const tdm_server_info *tdm_client_server_info(const tdm_client *c);
+/* Changes the timeout of later blocking calls (0: none). A call that times out closes the
+ * connection (TDM_CLIENT_ETIMEOUT), because its reply may still arrive later. */
+TDM_API void tdm_client_set_timeout(tdm_client *c, int io_timeout_ms);
+/* The socket, for poll() by callers that multiplex connections; do not read or write it. */
+TDM_API int tdm_client_fd(const tdm_client *c);
+
+/* Every call below returns 0, TDM_CLIENT_ESERVER (the server refused; c stays usable;
+ * tdm_client_server_error says why), a local error (TDM_CLIENT_EINVAL, TDM_CLIENT_ELIMIT,
+ * TDM_CLIENT_ENOMEM; nothing was sent), or a connection error that closes c. Output
+ * arguments are written only on success. */
+
+/* Stores a mesh: verts has 3 floats per vertex, tris 3 indices per triangle; name may be
+ * NULL. mesh_id receives the 32-byte id; created (may be NULL) is 0 when an identical mesh
+ * was already stored. */
+TDM_API int tdm_mesh_put(tdm_client *c, const char *name, const float *verts, uint32_t n_verts,
+                         const uint32_t *tris, uint32_t n_tris, uint8_t mesh_id[TDM_ID_BYTES], int *created);
+/* Lists stored meshes into one malloc'd block: *out is an array of *n entries whose names
+ * live in the same block. Free it with tdm_mesh_list_free (*out may be NULL when *n is 0). */
+TDM_API int tdm_mesh_list(tdm_client *c, tdm_mesh_info **out, size_t *n);
+TDM_API void tdm_mesh_list_free(tdm_mesh_info *list);
+TDM_API int tdm_mesh_delete(tdm_client *c, const uint8_t mesh_id[TDM_ID_BYTES]);
+
+/* Stores a scene. scene_id receives its id, created (may be NULL) whether it is new.
+ * movable[0..movable_cap) receives the movable object ids in Query order (may be NULL with
+ * movable_cap 0); *n_movable (may be NULL) is their number, which may exceed movable_cap
+ * (n_objects is always enough room). */
+TDM_API int tdm_scene_put(tdm_client *c, const char *name, const tdm_scene_object *objects, size_t n_objects,
+                          const tdm_object_pair *allowed, size_t n_allowed, uint8_t scene_id[TDM_ID_BYTES],
+                          int *created, uint32_t *movable, size_t movable_cap, size_t *n_movable);
+/* Lists stored scenes into one malloc'd block (names and movable arrays inside); free it
+ * with tdm_scene_list_free. */
+TDM_API int tdm_scene_list(tdm_client *c, tdm_scene_info **out, size_t *n);
+TDM_API void tdm_scene_list_free(tdm_scene_info *list);
+TDM_API int tdm_scene_delete(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES]);
+
+/* Runs n_queries queries against a scene. poses holds 7 * n_movable * n_queries doubles
+ * (query i, movable object k at (i*n_movable + k)*7, objects in the scene's movable order).
+ * max_contacts: contacts mode's cap per query (0: the server's limit). results receives
+ * n_queries answers. pairs: NULL, or room for the triangle pairs (sets want_pairs; see
+ * tdm_pairs). A single-pose call does one write and no allocation once the context's
+ * buffers have grown. */
+TDM_API int tdm_query(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                      const double *poses, uint32_t n_movable, size_t n_queries, uint32_t max_contacts,
+                      tdm_query_result *results, tdm_pairs *pairs);
+
+/* Pipelining: tdm_query_send sends a Query and returns at once with its id in *id (it may
+ * read replies already due while it writes, so that neither side stalls). results and
+ * pairs are borrowed until tdm_query_wait hands that id back: the reply is decoded straight
+ * into them. Returns 0 once sent, else an error as above (nothing is then in flight for
+ * this call). */
+TDM_API int tdm_query_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                           const double *poses, uint32_t n_movable, size_t n_queries, uint32_t max_contacts,
+                           tdm_query_result *results, tdm_pairs *pairs, uint64_t *id);
+/* Blocks until a sent query is answered, in whatever order the server answers, and hands
+ * it back: *id, and *status = 0, TDM_CLIENT_ESERVER (tdm_client_server_error is that
+ * query's error) or the connection error that failed it (each outstanding query is handed
+ * back once, even after the connection broke). Returns 0, or TDM_CLIENT_EINVAL when no
+ * sent query is outstanding. */
+TDM_API int tdm_query_wait(tdm_client *c, uint64_t *id, int *status);
+/* Queries sent and not yet handed back by tdm_query_wait. */
+TDM_API size_t tdm_query_outstanding(const tdm_client *c);
+
+TDM_API int tdm_stats_get(tdm_client *c, tdm_stats *out);
+
+/* ---- 3. asynchronous client ------------------------------------------------------------- */
+
+typedef struct tdm_async tdm_async;
+
+/* Event-loop hooks, as in hiredis: the context calls them to say which readiness it needs.
+ * add/del may be called repeatedly; cleanup is called once, when the context goes away, and
+ * must stop the loop from calling tdm_async_handle_* for this context again. */
+typedef struct tdm_async_ev {
+    void *data;
+    void (*add_read)(void *data);
+    void (*del_read)(void *data);
+    void (*add_write)(void *data);
+    void (*del_write)(void *data);
+    void (*cleanup)(void *data);
+} tdm_async_ev;
+
+/* A reply callback. reply is borrowed: valid only during the call. reply->status is 0,
+ * TDM_CLIENT_ESERVER (reply->error), or a connection error / TDM_CLIENT_ECANCELED with type
+ * TDM_REPLY_NONE. A callback may issue new requests, or call tdm_async_disconnect or
+ * tdm_async_free (the context then goes away after the callback returns). */
+typedef void tdm_async_reply_cb(tdm_async *ac, const tdm_reply *reply, void *privdata);
+/* Called once: status 0 when the Hello handshake succeeded, else why the connection could
+ * not be made (the context is then freed after the callback returns, and the disconnect
+ * callback is not called). tdm_async_server_info is valid from the successful call on. */
+typedef void tdm_async_connect_cb(tdm_async *ac, int status);
+/* Called once when a connected context goes away: status 0 after tdm_async_disconnect or
+ * tdm_async_free, else the error that broke the connection. The context is freed right
+ * after it returns. */
+typedef void tdm_async_disconnect_cb(tdm_async *ac, int status);
+
+/* Starts a non-blocking connect (name resolution itself blocks, as in hiredis) and queues
+ * Hello. Returns a context (NULL only when out of memory); if tdm_async_err is set it never
+ * connected: free it with tdm_async_free (no callback is called). Otherwise attach it to a
+ * loop (tdm_async_attach, or an adapter). opts->timeout_ms and io_timeout_ms are unused. */
+TDM_API tdm_async *tdm_async_connect(const tdm_connect_opts *opts);
+/* Installs the hooks; called by adapters. Returns TDM_CLIENT_EINVAL if already attached. */
+TDM_API int tdm_async_attach(tdm_async *ac, const tdm_async_ev *ev);
+TDM_API void tdm_async_set_connect_cb(tdm_async *ac, tdm_async_connect_cb *cb);
+TDM_API void tdm_async_set_disconnect_cb(tdm_async *ac, tdm_async_disconnect_cb *cb);
+/* User data, free for the caller's use. */
+TDM_API void tdm_async_set_data(tdm_async *ac, void *data);
+TDM_API void *tdm_async_data(const tdm_async *ac);
+TDM_API int tdm_async_fd(const tdm_async *ac);
+TDM_API int tdm_async_err(const tdm_async *ac);
+TDM_API const char *tdm_async_errstr(const tdm_async *ac);
+/* Valid after a successful connect callback. */
+TDM_API const tdm_server_info *tdm_async_server_info(const tdm_async *ac);
+/* The loop calls these when the socket is readable / writable. */
+TDM_API void tdm_async_handle_read(tdm_async *ac);
+TDM_API void tdm_async_handle_write(tdm_async *ac);
+
+/* Graceful: no new requests are accepted; the connection closes once every pending reply
+ * has been delivered, then the disconnect callback runs with status 0. */
+TDM_API void tdm_async_disconnect(tdm_async *ac);
+/* Immediate: every pending callback gets TDM_CLIENT_ECANCELED, the disconnect callback runs
+ * (status 0) if the context had connected, then the context is freed. Inside a callback the
+ * free happens when that callback returns. */
+TDM_API void tdm_async_free(tdm_async *ac);
+
+/* Requests. Each queues one frame and returns 0, after which cb (may be NULL) is called
+ * exactly once with the reply; or returns an error (TDM_CLIENT_EINVAL, ENOMEM, ELIMIT,
+ * ECLOSED when disconnecting or closed) and then never calls cb. Arrays are copied into
+ * the output buffer before the call returns. id (may be NULL) receives the request id. */
+TDM_API int tdm_async_mesh_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                               const float *verts, uint32_t n_verts, const uint32_t *tris, uint32_t n_tris,
+                               uint64_t *id);
+TDM_API int tdm_async_mesh_list(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+TDM_API int tdm_async_mesh_delete(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                  const uint8_t mesh_id[TDM_ID_BYTES], uint64_t *id);
+TDM_API int tdm_async_scene_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                                const tdm_scene_object *objects, size_t n_objects, const tdm_object_pair *allowed,
+                                size_t n_allowed, uint64_t *id);
+TDM_API int tdm_async_scene_list(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+TDM_API int tdm_async_scene_delete(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                   const uint8_t scene_id[TDM_ID_BYTES], uint64_t *id);
+TDM_API int tdm_async_query(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                            const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *poses,
+                            uint32_t n_movable, size_t n_queries, uint32_t max_contacts, int want_pairs,
+                            uint64_t *id);
+TDM_API int tdm_async_stats(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+/* Requests queued and not yet answered. */
+TDM_API size_t tdm_async_pending(const tdm_async *ac);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,44 @@
+/* Decoding requests: protobuf-c into a bounded arena.
+ *
+ * A frame is decoded with a ProtobufCAllocator that bump-allocates from an arena
+ * and fails once the frame's budget is spent, so a small frame cannot make the
+ * decoder allocate without bound (an empty submessage costs ~40 bytes decoded
+ * for 2 on the wire). The arena is freed or reset as a whole: the decoded
+ * message is never freed field by field. */
+#ifndef TDM_DAEMON_CODEC_H
+#define TDM_DAEMON_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tandem.pb-c.h"
+
+typedef struct tdm_arena tdm_arena;
+
+tdm_arena *tdm_arena_new(void);
+/* Frees everything allocated since the last reset, keeping one small block for
+ * the next frame. */
+void tdm_arena_reset(tdm_arena *a);
+void tdm_arena_free(tdm_arena *a);
+/* Bytes handed out since the last reset. */
+size_t tdm_arena_allocated(const tdm_arena *a);
+
+/* Decoded bytes allowed per wire byte, plus a constant. Real requests need
+ * about 1x (packed floats and doubles), 4x (packed small indices) or 10x (an
+ * allowed-pair list of small ids); only degenerate frames (empty submessages,
+ * runs of unknown fields) go past 16x. One frame is decoded at a time, so this
+ * bounds the decoder's transient memory at 16 x max_frame_bytes. */
+#define TDM_DECODE_BUDGET_PER_BYTE 16u
+#define TDM_DECODE_BUDGET_BASE 65536u
+
+/* Decodes one frame into the arena (which must be freshly reset). Returns the
+ * request, or NULL when the bytes are not a valid Request or need more than the
+ * budget; *why then says which. The request lives until the arena is reset or
+ * freed. */
+Tandem__V1__Request *tdm_decode_request(tdm_arena *a, const uint8_t *buf, size_t len, const char **why);
+
+/* Checks that a protobuf string is valid UTF-8 (proto3 requires it of strings,
+ * protobuf-c does not check) and at most max bytes long. */
+int tdm_utf8_valid(const char *s, size_t max);
+
+#endif

@@ -1,0 +1,432 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "log.h"
+
+typedef enum opt_type { T_U32, T_U64, T_INT, T_STR, T_LIST, T_LEVEL } opt_type;
+
+typedef struct opt {
+    const char *name;
+    opt_type type;
+    size_t off;
+    const char *def;     /* parsed like a flag's value; NULL: none */
+    uint64_t min, max;   /* integers */
+    const char *choices; /* strings with a fixed set of values, "a|b|c" */
+    const char *meta;
+    const char *help;
+} opt;
+
+#define OFF(f) offsetof(tdm_config, f)
+#define U32MAX 4294967295u
+
+static const opt opts[] = {
+    {"listen", T_LIST, OFF(listen), NULL, 0, 0, NULL, "ADDR",
+     "Address to listen on: HOST:PORT, [IPV6]:PORT or unix:PATH. Repeat for several. Default: "
+     "127.0.0.1:7450 and unix:DATA_DIR/tandemd.sock."},
+    {"data-dir", T_STR, OFF(data_dir), "./tandem-data", 0, 0, NULL, "DIR",
+     "Where meshes (meshes/*.mesh) and scenes (scenes/*.scene) are stored, with the LOCK file and the "
+     "default Unix socket. Created if missing; one tandemd per directory."},
+    {"config", T_STR, OFF(config_file), NULL, 0, 0, NULL, "FILE",
+     "JSON object of options by name, e.g. {\"max-queries\": 4096, \"listen\": [\"unix:/run/tandem.sock\"]}. "
+     "Flags override it."},
+    {"engine", T_STR, OFF(engine), "auto", 0, 0, "auto|cpu|gpu", "KIND",
+     "Query engine: auto (the best one available), cpu, or gpu (fails when the build or machine has none)."},
+    {"threads", T_INT, OFF(threads), "0", 0, 4096, NULL, "N",
+     "Engine threads working on a batch, the dispatcher's included; 0: one per online core."},
+    {"auth-token", T_STR, OFF(auth_token), "", 0, 0, NULL, "TOKEN",
+     "Require Hello.auth_token to equal TOKEN (empty: no token). Visible in ps; prefer auth-token-file."},
+    {"auth-token-file", T_STR, OFF(auth_token_file), "", 0, 0, NULL, "FILE",
+     "Read the auth token from the first line of FILE."},
+    {"log-level", T_LEVEL, OFF(log_level), "info", 0, 0, "error|warn|info|debug", "LEVEL",
+     "Least severe messages logged to stderr."},
+    {"max-frame-bytes", T_U32, OFF(max_frame_bytes), "67108864", 64, U32MAX, NULL, "BYTES",
+     "Largest frame accepted (length prefix excluded); a longer one closes the connection."},
+    {"max-vertices", T_U32, OFF(max_vertices), "4194304", 3, 1u << 30, NULL, "N", "Vertices per mesh."},
+    {"max-triangles", T_U32, OFF(max_triangles), "4194304", 1, 1u << 30, NULL, "N", "Triangles per mesh."},
+    {"max-objects", T_U32, OFF(max_objects), "1024", 1, 16384, NULL, "N", "Objects per scene."},
+    {"max-queries", T_U32, OFF(max_queries), "65536", 1, 1u << 24, NULL, "N", "Queries (poses) per Query request."},
+    {"max-contacts", T_U32, OFF(max_contacts), "1000000", 1, U32MAX - 1, NULL, "N",
+     "Largest Query.max_contacts, and the cap used when a Query asks for 0."},
+    {"max-pipelined", T_U32, OFF(max_pipelined), "1024", 1, 1u << 20, NULL, "N",
+     "Requests in flight per connection before the server stops reading from it."},
+    {"max-connections", T_U32, OFF(max_connections), "1024", 1, 1u << 20, NULL, "N",
+     "Open client connections; one more gets ERROR_BUSY and is closed."},
+    {"max-meshes-bytes", T_U64, OFF(max_meshes_bytes), "8G", 0, UINT64_MAX, NULL, "BYTES",
+     "Total size of stored meshes and their trees; a MeshPut over it gets ERROR_NO_MEMORY."},
+    {"max-output-bytes", T_U64, OFF(max_output_bytes), "64M", 4096, UINT64_MAX, NULL, "BYTES",
+     "Unsent reply bytes per connection above which the server stops reading from it until the client "
+     "catches up (nothing is dropped)."},
+    {"max-upload-bytes", T_U64, OFF(max_upload_bytes), "1G", 0, UINT64_MAX, NULL, "BYTES",
+     "Decoded MeshPut requests waiting to be validated and stored, over all connections; a MeshPut that "
+     "would go over it gets ERROR_BUSY (one is always accepted when none is waiting)."},
+    {"max-reply-pairs", T_U32, OFF(max_reply_pairs), "1000000", 0, U32MAX, NULL, "N",
+     "Contact pairs one Query reply may carry: want_pairs needs queries x max_contacts <= N, else "
+     "ERROR_LIMIT. Not in HelloReply.limits."},
+    {"max-query-tasks", T_U64, OFF(max_query_tasks), "16777216", 1, UINT64_MAX, NULL, "N",
+     "Work per Query request: queries x checked object pairs of the scene; over it is ERROR_LIMIT. Not in "
+     "HelloReply.limits."},
+    {"max-batch-tasks", T_U32, OFF(max_batch_tasks), "262144", 1, 1u << 30, NULL, "N",
+     "Object-pair tasks per engine run: queued Query requests are pooled into one run up to this many "
+     "(a larger request runs alone, in pieces of this size). Bounds the engine's scratch memory "
+     "(about 170 bytes per task)."},
+    {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
+     "Longest mesh, scene or client name (UTF-8)."},
+    {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",
+     "On SIGINT/SIGTERM, how long to wait for in-flight requests before closing connections "
+     "(a second signal closes them at once)."},
+};
+#define N_OPTS (sizeof opts / sizeof opts[0])
+
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const opt *find_opt(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const char *n = opts[i].name;
+        size_t k = 0;
+        for (; k < len && n[k]; k++) {
+            char ch = name[k] == '_' ? '-' : name[k];
+            if (ch != n[k]) break;
+        }
+        if (k == len && n[k] == 0) return &opts[i];
+    }
+    return NULL;
+}
+
+/* Integers with an optional K, M, G or T suffix (powers of 1024). */
+static int parse_uint(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+' || *s == ' ') return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 0: break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (*end == 'i') end++;
+    if (*end == 'B') end++;
+    if (*end) return -1;
+    if (shift && v > (UINT64_MAX >> shift)) return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int in_choices(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0) return 1;
+        p += len + (bar != NULL);
+    }
+    return 0;
+}
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static int list_add(tdm_config *c, const char *v)
+{
+    char **l = realloc(c->listen, (c->n_listen + 1) * sizeof *l);
+    if (!l) return -1;
+    c->listen = l;
+    if (!(l[c->n_listen] = dupstr(v))) return -1;
+    c->n_listen++;
+    return 0;
+}
+
+static void list_clear(tdm_config *c)
+{
+    for (size_t i = 0; i < c->n_listen; i++) free(c->listen[i]);
+    free(c->listen);
+    c->listen = NULL;
+    c->n_listen = 0;
+}
+
+/* Sets one option from text. `where` names the source for messages. */
+static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where, char *err, size_t errlen)
+{
+    char *base = (char *)c;
+    switch (o->type) {
+    case T_U32:
+    case T_U64:
+    case T_INT: {
+        uint64_t x;
+        if (parse_uint(v, &x) != 0 || x < o->min || x > o->max)
+            return errf(err, errlen, "%s: %s must be an integer from %" PRIu64 " to %" PRIu64 " (K, M, G suffixes "
+                        "allowed), not \"%s\"", where, o->name, o->min, o->max, v);
+        if (o->type == T_U32) *(uint32_t *)(base + o->off) = (uint32_t)x;
+        else if (o->type == T_U64) *(uint64_t *)(base + o->off) = x;
+        else *(int *)(base + o->off) = (int)x;
+        return 0;
+    }
+    case T_STR: {
+        if (o->choices && !in_choices(o->choices, v))
+            return errf(err, errlen, "%s: %s must be one of %s, not \"%s\"", where, o->name, o->choices, v);
+        char *d = dupstr(v);
+        if (!d) return errf(err, errlen, "out of memory");
+        char **slot = (char **)(base + o->off);
+        free(*slot);
+        *slot = d;
+        return 0;
+    }
+    case T_LEVEL: {
+        tdm_log_level l;
+        if (tdm_log_level_parse(v, &l) != 0)
+            return errf(err, errlen, "%s: %s must be one of %s, not \"%s\"", where, o->name, o->choices, v);
+        *(int *)(base + o->off) = (int)l;
+        return 0;
+    }
+    case T_LIST:
+        if (!*v) return errf(err, errlen, "%s: %s must not be empty", where, o->name);
+        if (list_add(c, v) != 0) return errf(err, errlen, "out of memory");
+        return 0;
+    }
+    return errf(err, errlen, "internal: option type");
+}
+
+static int load_file(tdm_config *c, const char *path, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        if (je.line > 0) return errf(err, errlen, "config file %s, line %d: %s", path, je.line, je.text);
+        return errf(err, errlen, "config file %s: %s", path, je.text);
+    }
+    int rc = 0;
+    char where[600];
+    snprintf(where, sizeof where, "config file %s", path);
+    if (!json_is_object(root)) {
+        rc = errf(err, errlen, "%s: must hold a JSON object", where);
+        goto out;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        const opt *o = find_opt(key, strlen(key));
+        if (!o) {
+            rc = errf(err, errlen, "%s: unknown option \"%s\" (tandemd --help lists them)", where, key);
+            goto out;
+        }
+        if (o->off == OFF(config_file)) {
+            rc = errf(err, errlen, "%s: \"config\" cannot be set from a config file", where);
+            goto out;
+        }
+        char num[32];
+        if (o->type == T_LIST) {
+            list_clear(c);
+            if (json_is_string(val)) {
+                rc = set_opt(c, o, json_string_value(val), where, err, errlen);
+            } else if (json_is_array(val)) {
+                size_t i;
+                json_t *it;
+                json_array_foreach(val, i, it) {
+                    if (!json_is_string(it)) {
+                        rc = errf(err, errlen, "%s: %s[%zu] must be a string", where, o->name, i);
+                        goto out;
+                    }
+                    if ((rc = set_opt(c, o, json_string_value(it), where, err, errlen)) != 0) goto out;
+                }
+            } else {
+                rc = errf(err, errlen, "%s: %s must be a string or an array of strings", where, o->name);
+            }
+        } else if (json_is_string(val)) {
+            rc = set_opt(c, o, json_string_value(val), where, err, errlen);
+        } else if (json_is_integer(val) && o->type != T_STR && o->type != T_LEVEL) {
+            if (json_integer_value(val) < 0) {
+                rc = errf(err, errlen, "%s: %s must not be negative", where, o->name);
+                goto out;
+            }
+            snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+            rc = set_opt(c, o, num, where, err, errlen);
+        } else {
+            rc = errf(err, errlen, "%s: %s must be %s", where, o->name,
+                      o->type == T_STR || o->type == T_LEVEL ? "a string" : "an integer");
+        }
+        if (rc != 0) goto out;
+    }
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* The first line of the token file, without its line ending. */
+static int read_token_file(tdm_config *c, char *err, size_t errlen)
+{
+    FILE *f = fopen(c->auth_token_file, "r");
+    if (!f) return errf(err, errlen, "auth-token-file %s: %s", c->auth_token_file, strerror(errno));
+    char buf[4096];
+    if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = 0;
+    if (!buf[0]) return errf(err, errlen, "auth-token-file %s: the first line is empty", c->auth_token_file);
+    free(c->auth_token);
+    if (!(c->auth_token = dupstr(buf))) return errf(err, errlen, "out of memory");
+    return 0;
+}
+
+static void print_version(void) { printf("tandemd %s (protocol 1)\n", TDM_VERSION); }
+
+int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (opts[i].def && set_opt(c, &opts[i], opts[i].def, "default", err, errlen) != 0) return -1;
+
+    /* First pass: --help, --version, --config; and every flag's syntax. */
+    const char *config_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            tdm_config_usage(stdout);
+            return 1;
+        }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            print_version();
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return errf(err, errlen, "unexpected argument \"%s\" (tandemd --help lists the options)", a);
+        const char *eq = strchr(a + 2, '=');
+        const opt *o = find_opt(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+        if (!o) return errf(err, errlen, "unknown option \"%s\" (tandemd --help lists them)", a);
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) return errf(err, errlen, "option --%s needs a value", o->name);
+        if (o->off == OFF(config_file)) config_path = v;
+    }
+    if (config_path && load_file(c, config_path, err, errlen) != 0) return -1;
+
+    int listen_from_flags = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a + 2, '=');
+        const opt *o = find_opt(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+        const char *v = eq ? eq + 1 : argv[++i];
+        if (o->type == T_LIST && !listen_from_flags) {
+            list_clear(c); /* flags replace the file's list */
+            listen_from_flags = 1;
+        }
+        if (set_opt(c, o, v, "flag", err, errlen) != 0) return -1;
+    }
+    if (c->auth_token_file && c->auth_token_file[0] && read_token_file(c, err, errlen) != 0) return -1;
+    if (c->n_listen == 0) {
+        size_t n = strlen(c->data_dir) + 32;
+        char *sock = malloc(n);
+        if (!sock) return errf(err, errlen, "out of memory");
+        snprintf(sock, n, "unix:%s/tandemd.sock", c->data_dir);
+        int rc = list_add(c, "127.0.0.1:7450") || list_add(c, sock);
+        free(sock);
+        if (rc) return errf(err, errlen, "out of memory");
+    }
+    if (!c->data_dir[0]) return errf(err, errlen, "data-dir must not be empty");
+    return 0;
+}
+
+void tdm_config_free(tdm_config *c)
+{
+    list_clear(c);
+    free(c->data_dir);
+    free(c->config_file);
+    free(c->engine);
+    free(c->auth_token);
+    free(c->auth_token_file);
+    memset(c, 0, sizeof *c);
+}
+
+/* Prints `text` wrapped at 100 columns, each line indented by `indent`. */
+static void wrap(FILE *f, const char *text, int indent)
+{
+    const int width = 100;
+    int col = indent;
+    fprintf(f, "%*s", indent, "");
+    const char *p = text;
+    while (*p) {
+        const char *sp = strchr(p, ' ');
+        int len = sp ? (int)(sp - p) : (int)strlen(p);
+        if (col > indent && col + 1 + len > width) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, (size_t)len, f);
+        col += len;
+        p += len;
+        while (*p == ' ') p++;
+    }
+    fputc('\n', f);
+}
+
+void tdm_config_usage(FILE *f)
+{
+    fprintf(f, "usage: tandemd [--listen ADDR]... [--data-dir DIR] [--config FILE] [options]\n\n"
+               "Tandem's collision server: stores meshes and scenes, answers pose queries (proto/README.md).\n"
+               "Every option is also a key of the --config JSON file; flags override the file.\n"
+               "Integers take K, M, G, T suffixes (powers of 1024).\n\n");
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const opt *o = &opts[i];
+        fprintf(f, "  --%s %s", o->name, o->meta);
+        if (o->def && o->type != T_LIST) fprintf(f, "   (default: %s)", o->def[0] ? o->def : "\"\"");
+        if (o->choices) fprintf(f, "   [%s]", o->choices);
+        fputc('\n', f);
+        wrap(f, o->help, 6);
+    }
+    fprintf(f, "  -h, --help\n      This text.\n  -V, --version\n      The server and protocol versions.\n\n");
+    wrap(f, "Limits: max-frame-bytes, max-vertices, max-triangles, max-objects, max-queries, max-contacts, "
+            "max-pipelined, max-connections and max-meshes-bytes are reported to clients in HelloReply.limits. "
+            "Signals: SIGINT or SIGTERM shut down gracefully (stop accepting, answer what is in flight, close); "
+            "a second one closes connections at once.", 0);
+}
+
+void tdm_config_log(const tdm_config *c)
+{
+    if (!tdm_log_enabled(TDM_LOG_DEBUG)) return;
+    for (size_t i = 0; i < c->n_listen; i++) tdm_log_debug("config: listen=%s", c->listen[i]);
+    const char *base = (const char *)c;
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const opt *o = &opts[i];
+        switch (o->type) {
+        case T_U32: tdm_log_debug("config: %s=%" PRIu32, o->name, *(const uint32_t *)(base + o->off)); break;
+        case T_U64: tdm_log_debug("config: %s=%" PRIu64, o->name, *(const uint64_t *)(base + o->off)); break;
+        case T_INT: tdm_log_debug("config: %s=%d", o->name, *(const int *)(base + o->off)); break;
+        case T_LEVEL:
+            tdm_log_debug("config: %s=%s", o->name, tdm_log_level_name(*(const int *)(base + o->off)));
+            break;
+        case T_STR: {
+            const char *v = *(char *const *)(base + o->off);
+            if (o->off == OFF(auth_token)) v = v && v[0] ? "(set)" : "(none)";
+            if (v) tdm_log_debug("config: %s=%s", o->name, v);
+            break;
+        }
+        case T_LIST: break;
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/* tandemd's configuration: every limit of proto/README.md's Limits table, the
+ * server's own bounds, threads, auth and listen addresses.
+ *
+ * One table in config.c drives the command-line flags, the JSON config file
+ * (same names as the flags, without the dashes in front; `_` may stand for `-`)
+ * and `--help`. Precedence: built-in defaults, then the file, then the flags. */
+#ifndef TDM_DAEMON_CONFIG_H
+#define TDM_DAEMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct tdm_config {
+    char **listen;            /* "host:port" or "unix:/path" */
+    size_t n_listen;
+    char *data_dir;
+    char *config_file;
+    char *engine;             /* "auto", "cpu", "gpu" */
+    int threads;              /* engine threads, 0: one per core */
+    char *auth_token;         /* "" when none */
+    char *auth_token_file;
+    int log_level;            /* tdm_log_level */
+    /* protocol limits (HelloReply.limits) */
+    uint32_t max_frame_bytes;
+    uint32_t max_vertices;
+    uint32_t max_triangles;
+    uint32_t max_objects;
+    uint32_t max_queries;
+    uint32_t max_contacts;
+    uint32_t max_pipelined;
+    uint32_t max_connections;
+    uint64_t max_meshes_bytes;
+    /* the server's own bounds */
+    uint64_t max_output_bytes; /* per connection: stop reading above this much unsent reply data */
+    uint64_t max_upload_bytes; /* decoded MeshPut requests waiting for the storage thread, all connections */
+    uint32_t max_reply_pairs;  /* contact pairs one Query reply may carry (want_pairs) */
+    uint64_t max_query_tasks;  /* queries x checked object pairs in one Query request */
+    uint32_t max_batch_tasks;  /* tasks per engine run: pooling cap and engine scratch bound */
+    uint32_t max_name_bytes;   /* mesh and scene names, client names */
+    uint32_t shutdown_timeout; /* seconds a graceful shutdown waits for clients before closing them */
+} tdm_config;
+
+/* Fills *c from the defaults, the config file named by --config (if any) and the
+ * flags. Returns 0 (run), 1 (--help or --version was printed to stdout: exit 0),
+ * or -1 with a one-line message in err (a usage error: exit 2). The caller frees
+ * *c with tdm_config_free, whatever the result. */
+int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errlen);
+void tdm_config_free(tdm_config *c);
+
+/* Writes the --help text: every option, its default and what it bounds. */
+void tdm_config_usage(FILE *f);
+/* Logs the effective configuration at debug level (the auth token masked). */
+void tdm_config_log(const tdm_config *c);
+
+#endif

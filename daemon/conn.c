@@ -1,0 +1,495 @@
+#include "conn.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "request.h"
+
+#define STAGE_CAP 65536u
+
+static const char *const state_text[] = {"read_len", "read_body", "paused", "draining", "linger", "closing"};
+_Static_assert(sizeof state_text / sizeof state_text[0] == CONN__STATE_COUNT, "state_text out of sync");
+
+typedef struct out_buf {
+    uv_write_t req;
+    tdm_conn *conn;
+    size_t len;
+    uint8_t data[];
+} out_buf;
+
+static void conn_set_state(tdm_conn *c, enum tdm_conn_state s)
+{
+    assert(s >= 0 && s < CONN__STATE_COUNT);
+    assert(c->state != CONN_CLOSING || s == CONN_CLOSING);
+    if (c->state == s) return;
+    tdm_log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_text[c->state], state_text[s]);
+    c->state = s;
+}
+
+static int is_reading_state(const tdm_conn *c) { return c->state == CONN_READ_LEN || c->state == CONN_READ_BODY; }
+int tdm_conn_alive(const tdm_conn *c) { return c->state != CONN_CLOSING; }
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void process_input(tdm_conn *c);
+
+static void read_start(tdm_conn *c)
+{
+    if (c->reading) return;
+    int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc != 0) {
+        tdm_conn_close(c, uv_strerror(rc));
+        return;
+    }
+    c->reading = 1;
+}
+
+static void read_stop(tdm_conn *c)
+{
+    if (!c->reading) return;
+    uv_read_stop(&c->h.stream);
+    c->reading = 0;
+}
+
+static void maybe_free(tdm_conn *c)
+{
+    if (c->handles_open > 0 || c->inflight > 0) return;
+    tdm_server *srv = c->srv;
+    if (c->prev) c->prev->next = c->next;
+    else srv->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    srv->n_conns--;
+    if (c->active) srv->n_active--;
+    tdm_log_debug("conn %llu: freed", (unsigned long long)c->id);
+    free(c->stage);
+    free(c->body);
+    tdm_arena_free(c->arena);
+    free(c);
+    tdm_server_conn_gone(srv);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    tdm_conn *c = h->data;
+    c->handles_open--;
+    maybe_free(c);
+}
+
+void tdm_conn_close(tdm_conn *c, const char *why)
+{
+    if (c->state == CONN_CLOSING) return;
+    tdm_log_debug("conn %llu (%s): closing: %s", (unsigned long long)c->id, c->peer, why);
+    read_stop(c);
+    conn_set_state(c, CONN_CLOSING);
+    free(c->body);
+    c->body = NULL;
+    uv_close(&c->h.handle, on_closed);
+    uv_close((uv_handle_t *)&c->linger, on_closed);
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+    tdm_conn_close(t->data, "the client did not close in time");
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    tdm_conn *c = req->data;
+    if (status < 0 && status != UV_ECANCELED) tdm_conn_close(c, uv_strerror(status));
+}
+
+/* Everything is answered and flushed: send FIN, then read and discard until the
+ * client closes (see LINGER in conn.h). */
+static void linger(tdm_conn *c)
+{
+    conn_set_state(c, CONN_LINGER);
+    c->shutdown_req.data = c;
+    int rc = uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown);
+    if (rc != 0) {
+        tdm_conn_close(c, uv_strerror(rc));
+        return;
+    }
+    uv_timer_start(&c->linger, on_linger_timeout, TDM_CONN_LINGER_MS, 0);
+    c->stage_pos = c->stage_end = 0; /* nothing read from now on is a request */
+    read_start(c);
+}
+
+/* Pauses, resumes or finishes the connection after anything that changes what
+ * is in flight or queued. */
+static void update_flow(tdm_conn *c)
+{
+    const tdm_config *cfg = c->srv->cfg;
+    switch (c->state) {
+    case CONN_READ_LEN:
+    case CONN_READ_BODY:
+        if (c->inflight >= cfg->max_pipelined || c->out_bytes > cfg->max_output_bytes) {
+            read_stop(c);
+            conn_set_state(c, CONN_PAUSED);
+        }
+        break;
+    case CONN_PAUSED:
+        if (c->inflight < cfg->max_pipelined && c->out_bytes <= cfg->max_output_bytes / 2) {
+            conn_set_state(c, c->have_len ? CONN_READ_BODY : CONN_READ_LEN);
+            process_input(c); /* frames received before the pause come first */
+            if (is_reading_state(c)) read_start(c);
+        }
+        break;
+    case CONN_DRAINING:
+        if (c->inflight == 0 && c->out_writes == 0) linger(c);
+        break;
+    case CONN_LINGER:
+    case CONN_CLOSING:
+    case CONN__STATE_COUNT:
+        break;
+    }
+}
+
+/* The pause half of update_flow, for use inside process_input (which must not
+ * resume itself). */
+static void pause_if_needed(tdm_conn *c)
+{
+    const tdm_config *cfg = c->srv->cfg;
+    if (is_reading_state(c) && (c->inflight >= cfg->max_pipelined || c->out_bytes > cfg->max_output_bytes)) {
+        read_stop(c);
+        conn_set_state(c, CONN_PAUSED);
+    }
+}
+
+void tdm_conn_drain(tdm_conn *c, const char *why)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_DRAINING || c->state == CONN_LINGER) return;
+    tdm_log_debug("conn %llu (%s): draining: %s", (unsigned long long)c->id, c->peer, why);
+    read_stop(c);
+    conn_set_state(c, CONN_DRAINING);
+    update_flow(c);
+}
+
+void tdm_conn_begin(tdm_conn *c) { c->inflight++; }
+
+void tdm_conn_end(tdm_conn *c)
+{
+    assert(c->inflight > 0);
+    c->inflight--;
+    if (c->state == CONN_CLOSING) maybe_free(c);
+    else update_flow(c);
+}
+
+/* ---- output ---- */
+
+static void on_write(uv_write_t *req, int status)
+{
+    out_buf *o = (out_buf *)req;
+    tdm_conn *c = o->conn;
+    c->out_bytes -= o->len;
+    c->out_writes--;
+    free(o);
+    if (status < 0) {
+        if (status != UV_ECANCELED) tdm_conn_close(c, uv_strerror(status));
+        return;
+    }
+    update_flow(c);
+}
+
+void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGER) return; /* nobody waits for it */
+    size_t n = tandem__v1__reply__get_packed_size(reply);
+    if (n > UINT32_MAX - 4) { /* cannot be framed; request validation keeps replies far below */
+        tdm_conn_send_error(c, reply->id, TANDEM__V1__ERROR_CODE__ERROR_INTERNAL, "", -1,
+                            "reply of %zu bytes is too large to frame", n);
+        return;
+    }
+    out_buf *o = malloc(sizeof *o + 4 + n);
+    if (!o) {
+        tdm_log_error("conn %llu: out of memory for a reply of %zu bytes", (unsigned long long)c->id, n);
+        tdm_conn_close(c, "out of memory for a reply");
+        return;
+    }
+    o->conn = c;
+    o->len = 4 + n;
+    o->data[0] = (uint8_t)(n >> 24);
+    o->data[1] = (uint8_t)(n >> 16);
+    o->data[2] = (uint8_t)(n >> 8);
+    o->data[3] = (uint8_t)n;
+    tandem__v1__reply__pack(reply, o->data + 4);
+    uv_buf_t b = uv_buf_init((char *)o->data, (unsigned int)o->len);
+    int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
+    if (rc != 0) {
+        free(o);
+        tdm_conn_close(c, uv_strerror(rc));
+        return;
+    }
+    c->out_bytes += o->len;
+    c->out_writes++;
+    pause_if_needed(c);
+}
+
+void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,
+                         const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->srv->counters.errors++;
+    tdm_log_debug("conn %llu: request %llu: error %d (%s[%lld]): %s", (unsigned long long)c->id,
+                  (unsigned long long)id, (int)code, field, (long long)index, msg);
+    Tandem__V1__Error e = TANDEM__V1__ERROR__INIT;
+    e.code = code;
+    e.message = msg;
+    e.field = (char *)field;
+    e.index = index;
+    Tandem__V1__Reply r = TANDEM__V1__REPLY__INIT;
+    r.id = id;
+    r.body_case = TANDEM__V1__REPLY__BODY_ERROR;
+    r.error = &e;
+    tdm_conn_send(c, &r);
+}
+
+/* ---- input ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    tdm_conn *c = h->data;
+    if (c->state == CONN_LINGER) c->stage_pos = c->stage_end = 0; /* discarding */
+    if (c->body) { /* a large frame: straight into its buffer */
+        if (c->body_got == c->body_cap) {
+            size_t cap = c->body_cap * 2 < c->body_len ? c->body_cap * 2 : c->body_len;
+            uint8_t *b = realloc(c->body, cap);
+            if (!b) {
+                *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS and closes */
+                return;
+            }
+            c->body = b;
+            c->body_cap = cap;
+        }
+        *buf = uv_buf_init((char *)c->body + c->body_got, (unsigned int)(c->body_cap - c->body_got));
+        return;
+    }
+    if (!c->stage && !(c->stage = malloc(STAGE_CAP))) {
+        *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS */
+        return;
+    }
+    if (c->stage_pos > 0) { /* keep the partial frame at the front */
+        memmove(c->stage, c->stage + c->stage_pos, c->stage_end - c->stage_pos);
+        c->stage_end -= c->stage_pos;
+        c->stage_pos = 0;
+    }
+    *buf = uv_buf_init((char *)c->stage + c->stage_end, (unsigned int)(STAGE_CAP - c->stage_end));
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void broken_frame(tdm_conn *c, uint32_t len)
+{
+    if (len == 0)
+        tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST, "frame", -1,
+                            "frame length 0: a frame holds one Request of 1 to %u bytes", c->srv->cfg->max_frame_bytes);
+    else
+        tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_LIMIT, "frame", -1,
+                            "frame length %u is over max_frame_bytes %u", len, c->srv->cfg->max_frame_bytes);
+    tdm_log_info("conn %llu (%s): broken frame (length %u); closing", (unsigned long long)c->id, c->peer, len);
+    tdm_conn_drain(c, "broken frame");
+}
+
+static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
+{
+    tdm_request_handle(c, frame, len);
+    if (c->arena) tdm_arena_reset(c->arena);
+}
+
+/* Handles every complete frame in the staging buffer while the state allows. */
+static void process_input(tdm_conn *c)
+{
+    while (is_reading_state(c) && !c->body) {
+        size_t avail = c->stage_end - c->stage_pos;
+        if (!c->have_len) {
+            if (avail < 4) break;
+            uint32_t len = be32(c->stage + c->stage_pos);
+            if (len == 0 || len > c->srv->cfg->max_frame_bytes) {
+                broken_frame(c, len);
+                return;
+            }
+            c->stage_pos += 4;
+            avail -= 4;
+            c->have_len = 1;
+            c->body_len = len;
+            conn_set_state(c, CONN_READ_BODY);
+        }
+        if (avail >= c->body_len) {
+            const uint8_t *frame = c->stage + c->stage_pos;
+            c->stage_pos += c->body_len;
+            c->have_len = 0;
+            conn_set_state(c, CONN_READ_LEN);
+            handle(c, frame, c->body_len);
+            pause_if_needed(c);
+            continue;
+        }
+        if (c->body_len > STAGE_CAP) { /* cannot fit: give the frame its own buffer (length checked above) */
+            c->body_cap = 4 * (size_t)STAGE_CAP;
+            if (c->body_cap > c->body_len) c->body_cap = c->body_len;
+            c->body = malloc(c->body_cap);
+            if (!c->body) {
+                tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_NO_MEMORY, "frame", -1,
+                                    "out of memory for a frame of %u bytes", c->body_len);
+                tdm_conn_drain(c, "out of memory for a frame");
+                return;
+            }
+            memcpy(c->body, c->stage + c->stage_pos, avail);
+            c->body_got = avail;
+            c->stage_pos = c->stage_end = 0;
+        }
+        break; /* wait for more bytes */
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    tdm_conn *c = s->data;
+    if (nread == 0) return;
+    if (c->state == CONN_LINGER) {
+        if (nread < 0) tdm_conn_close(c, nread == UV_EOF ? "closed" : uv_strerror((int)nread));
+        return; /* discarded */
+    }
+    if (nread < 0) {
+        int mid_frame = c->have_len || c->body || c->stage_end > c->stage_pos;
+        if (nread == UV_EOF && !mid_frame) tdm_conn_drain(c, "peer closed");
+        else tdm_conn_close(c, nread == UV_EOF ? "peer closed inside a frame" : uv_strerror((int)nread));
+        return;
+    }
+    if (c->state != CONN_READ_LEN && c->state != CONN_READ_BODY) return; /* stopped meanwhile */
+    if (c->body) {
+        c->body_got += (size_t)nread;
+        if (c->body_got < c->body_len) return;
+        uint8_t *frame = c->body;
+        c->body = NULL;
+        c->have_len = 0;
+        conn_set_state(c, CONN_READ_LEN);
+        handle(c, frame, c->body_len);
+        free(frame);
+        pause_if_needed(c);
+    } else {
+        c->stage_end += (size_t)nread;
+    }
+    process_input(c);
+}
+
+void tdm_conn_shutdown(tdm_conn *c)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_DRAINING || c->state == CONN_LINGER) return;
+    read_stop(c);
+    /* complete frames already received get an answer rather than silence */
+    while (!c->body && c->state != CONN_CLOSING) {
+        size_t avail = c->stage_end - c->stage_pos;
+        if (!c->have_len) {
+            if (avail < 4) break;
+            uint32_t len = be32(c->stage + c->stage_pos);
+            if (len == 0 || len > c->srv->cfg->max_frame_bytes) break;
+            c->stage_pos += 4;
+            avail -= 4;
+            c->have_len = 1;
+            c->body_len = len;
+        }
+        if (avail < c->body_len) break;
+        const uint8_t *frame = c->stage + c->stage_pos;
+        c->stage_pos += c->body_len;
+        c->have_len = 0;
+        tdm_request_refuse(c, frame, c->body_len);
+        if (c->arena) tdm_arena_reset(c->arena);
+    }
+    tdm_conn_drain(c, "server shutting down");
+}
+
+/* ---- accept ---- */
+
+static void peer_name(tdm_conn *c, int is_unix)
+{
+    if (is_unix) {
+        snprintf(c->peer, sizeof c->peer, "unix");
+        return;
+    }
+    struct sockaddr_storage ss = {0};
+    int len = sizeof ss;
+    char ip[64] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+    }
+    snprintf(c->peer, sizeof c->peer, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
+}
+
+static void on_closed_unaccepted(uv_handle_t *h)
+{
+    tdm_conn *c = h->data;
+    if (--c->handles_open == 0) free(c);
+}
+
+void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
+{
+    tdm_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        /* libuv stops watching the listener until a uv_accept: accepting stalls
+         * while memory is short, which beats crashing */
+        tdm_log_error("out of memory accepting a connection");
+        return;
+    }
+    int rc = is_unix ? uv_pipe_init(srv->loop, &c->h.pipe, 0) : uv_tcp_init(srv->loop, &c->h.tcp);
+    if (rc != 0) {
+        tdm_log_error("accept: %s", uv_strerror(rc));
+        free(c);
+        return;
+    }
+    c->h.handle.data = c;
+    uv_timer_init(srv->loop, &c->linger); /* cannot fail */
+    c->linger.data = c;
+    c->handles_open = 2;
+    if ((rc = uv_accept(listener, &c->h.stream)) != 0) {
+        tdm_log_warn("accept: %s", uv_strerror(rc));
+        uv_close(&c->h.handle, on_closed_unaccepted);
+        uv_close((uv_handle_t *)&c->linger, on_closed_unaccepted);
+        return;
+    }
+    c->srv = srv;
+    c->id = ++srv->next_conn_id;
+    c->state = CONN_READ_LEN;
+    c->next = srv->conns;
+    if (srv->conns) srv->conns->prev = c;
+    srv->conns = c;
+    srv->n_conns++;
+    srv->counters.connections++;
+    if (!is_unix) uv_tcp_nodelay(&c->h.tcp, 1); /* replies are small: never wait for Nagle */
+    peer_name(c, is_unix);
+
+    if (srv->n_active >= srv->cfg->max_connections) {
+        tdm_log_warn("conn %llu (%s): refused: %u connections open (max_connections)", (unsigned long long)c->id,
+                     c->peer, srv->n_active);
+        if (srv->n_conns > 2 * srv->cfg->max_connections) { /* a flood: not even an answer */
+            tdm_conn_close(c, "connection flood");
+            return;
+        }
+        tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "connections", -1,
+                            "the server has max_connections (%u) connections open; retry later",
+                            srv->cfg->max_connections);
+        tdm_conn_drain(c, "over max_connections");
+        return;
+    }
+    c->active = 1;
+    srv->n_active++;
+    tdm_log_debug("conn %llu (%s): accepted", (unsigned long long)c->id, c->peer);
+    read_start(c);
+}

@@ -1,0 +1,108 @@
+/* One client connection: framing, back-pressure and the reply queue.
+ *
+ * An explicit state machine (memcached's conn_set_state): every transition goes
+ * through conn_set_state, which checks it and logs it at debug level.
+ *
+ *   READ_LEN   --4 bytes-->           READ_BODY --body--> (request handled) READ_LEN
+ *   READ_LEN/READ_BODY --max_pipelined in flight or output over max_output_bytes--> PAUSED
+ *   PAUSED     --in flight < max_pipelined and output <= max_output_bytes / 2--> READ_LEN/READ_BODY
+ *   READ_LEN/READ_BODY/PAUSED --broken frame, peer EOF between frames, bad auth, shutdown--> DRAINING
+ *   DRAINING   --nothing in flight, output flushed--> LINGER (FIN sent)
+ *   LINGER     --peer EOF, or TDM_CONN_LINGER_MS--> CLOSING
+ *   any        --read/write error, EOF inside a frame, forced shutdown--> CLOSING
+ *
+ * LINGER is Apache's lingering close: after our FIN, whatever the client still
+ * sends is read and discarded until it closes too. Closing a socket with unread
+ * input makes the kernel send a reset, and a reset can destroy the replies the
+ * client has not read yet (the last one of all: the Error about a broken frame).
+ *
+ * Input: a fixed 64 KiB staging buffer takes reads; frames that fit are decoded
+ * straight from it, several per read when pipelined. A frame's length is checked
+ * (1..max_frame_bytes) before anything is allocated for it; a frame larger than
+ * the staging buffer gets its own buffer, read into directly and grown (doubling,
+ * up to the frame's length) as bytes arrive, so that a client announcing a large
+ * frame and sending it slowly holds only what it has sent.
+ *
+ * A connection is freed once its handles are closed and no job or storage op
+ * refers to it (`inflight` == 0): callbacks of work that finishes after the
+ * close find the connection CLOSING, drop their reply and release it. */
+#ifndef TDM_DAEMON_CONN_H
+#define TDM_DAEMON_CONN_H
+
+#include <stdarg.h>
+
+#include "codec.h"
+#include "server.h"
+
+/* Longest a closing connection waits for the client's FIN (LINGER). */
+#define TDM_CONN_LINGER_MS 2000
+
+enum tdm_conn_state {
+    CONN_READ_LEN,
+    CONN_READ_BODY,
+    CONN_PAUSED,
+    CONN_DRAINING,
+    CONN_LINGER,
+    CONN_CLOSING,
+    CONN__STATE_COUNT
+};
+
+struct tdm_conn {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    tdm_server *srv;
+    tdm_conn *prev, *next;    /* srv->conns */
+    uint64_t id;
+    enum tdm_conn_state state;
+    char peer[80];
+    char client_name[80];     /* from Hello, sanitised */
+    int authed;
+    int active;               /* counted in srv->n_active */
+    int reading;              /* uv_read_start in effect */
+    int handles_open;         /* the stream and the linger timer, until their close callbacks */
+    uv_timer_t linger;
+    uv_shutdown_t shutdown_req;
+
+    /* input */
+    uint8_t *stage;           /* STAGE_CAP bytes, allocated on the first read */
+    size_t stage_pos, stage_end;
+    int have_len;             /* the current frame's length has been read */
+    uint32_t body_len;
+    uint8_t *body;            /* a frame larger than the staging buffer */
+    size_t body_got, body_cap; /* grown as bytes arrive, up to body_len */
+    tdm_arena *arena;         /* decoded requests; NULL after a MeshPut took it */
+
+    /* output and work in flight */
+    uint64_t out_bytes;       /* queued to libuv and not yet written */
+    uint32_t out_writes;
+    uint32_t inflight;        /* requests accepted and not yet answered */
+};
+
+/* Accepts a pending connection on a listener. */
+void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix);
+
+/* Queues one reply (a Tandem__V1__Reply). Dropped when the connection is closing. */
+void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply);
+/* Queues an Error reply and counts it. */
+void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,
+                         const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* A request is now in flight (a job or storage op holds the connection) / has
+ * been answered (its reply, if any, already queued). */
+void tdm_conn_begin(tdm_conn *c);
+void tdm_conn_end(tdm_conn *c);
+/* 1 while replies are still wanted (not CLOSING). */
+int tdm_conn_alive(const tdm_conn *c);
+
+/* Stops reading; closes once everything in flight is answered and flushed. */
+void tdm_conn_drain(tdm_conn *c, const char *why);
+/* Closes now; in-flight work is dropped when it finishes. */
+void tdm_conn_close(tdm_conn *c, const char *why);
+/* Server shutdown: complete frames already received get ERROR_BUSY, then drain. */
+void tdm_conn_shutdown(tdm_conn *c);
+
+#endif

@@ -1,0 +1,211 @@
+#include "dispatch.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct tdm_dispatch {
+    uv_async_t async; /* first: the close callback casts back */
+    tdm_engine *engine;
+    uint64_t max_tasks, max_pairs;
+    void (*done)(tdm_query_job *, void *);
+    void *data;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    tdm_query_job *head, *tail;           /* submitted, under lock */
+    tdm_query_job *done_head, *done_tail; /* finished, under lock */
+    int stopping;
+    tdm_dispatch_stats stats;             /* under lock */
+    size_t pending;                       /* loop thread */
+    /* dispatcher thread only */
+    tdm_query *queries;
+    tdm_query_result *results;
+    size_t cap;
+};
+
+/* A job's weight against the batch cap: its tasks, or its queries for scenes
+ * without checked pairs (which cost nothing but still take scratch). */
+static uint64_t weight(const tdm_query_job *j) { return j->n_tasks > j->n_queries ? j->n_tasks : j->n_queries; }
+
+static int reserve(tdm_dispatch *d, size_t n)
+{
+    if (n <= d->cap) return TDM_OK;
+    size_t c = d->cap ? d->cap : 256;
+    while (c < n) c *= 2;
+    tdm_query *q = realloc(d->queries, c * sizeof *q);
+    if (!q) return TDM_ENOMEM;
+    d->queries = q;
+    tdm_query_result *r = realloc(d->results, c * sizeof *r);
+    if (!r) return TDM_ENOMEM;
+    d->results = r;
+    d->cap = c;
+    return TDM_OK;
+}
+
+static void run_batch(tdm_dispatch *d, tdm_query_job *batch, size_t n_queries)
+{
+    int rc = reserve(d, n_queries);
+    if (rc == TDM_OK) {
+        size_t k = 0;
+        for (tdm_query_job *j = batch; j; j = j->next) {
+            uint32_t m = j->scene->n_movable;
+            for (uint32_t i = 0; i < j->n_queries; i++, k++)
+                d->queries[k] = (tdm_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
+                                            j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL};
+        }
+        /* a batch of one job writes its results in place */
+        tdm_query_result *res = batch->next ? d->results : batch->results;
+        rc = tdm_engine_run(d->engine, d->queries, n_queries, res);
+        if (rc == TDM_OK && batch->next) {
+            k = 0;
+            for (tdm_query_job *j = batch; j; j = j->next) {
+                memcpy(j->results, res + k, j->n_queries * sizeof *res);
+                k += j->n_queries;
+            }
+        }
+    }
+    if (rc != TDM_OK) tdm_log_error("engine run of %zu queries failed: %s", n_queries, tdm_strerror(rc));
+    for (tdm_query_job *j = batch; j; j = j->next) j->rc = rc;
+}
+
+static void *dispatch_main(void *arg)
+{
+    tdm_dispatch *d = arg;
+    pthread_mutex_lock(&d->lock);
+    for (;;) {
+        while (!d->head && !d->stopping) pthread_cond_wait(&d->wake, &d->lock);
+        if (!d->head) break; /* stopping, and the queue is empty */
+        /* take everything queued, up to the caps, first come first served */
+        tdm_query_job *batch = d->head, *last = batch;
+        uint64_t w = weight(batch), pairs = batch->pairs_reserved, tasks = batch->n_tasks;
+        size_t nq = batch->n_queries, n_jobs = 1;
+        while (last->next && w + weight(last->next) <= d->max_tasks &&
+               pairs + last->next->pairs_reserved <= d->max_pairs) {
+            last = last->next;
+            w += weight(last);
+            pairs += last->pairs_reserved;
+            tasks += last->n_tasks;
+            nq += last->n_queries;
+            n_jobs++;
+        }
+        d->head = last->next;
+        if (!d->head) d->tail = NULL;
+        last->next = NULL;
+        pthread_mutex_unlock(&d->lock);
+
+        run_batch(d, batch, nq);
+
+        pthread_mutex_lock(&d->lock);
+        if (d->done_tail) d->done_tail->next = batch;
+        else d->done_head = batch;
+        d->done_tail = last;
+        d->stats.batches++;
+        d->stats.jobs += n_jobs;
+        d->stats.queries += nq;
+        d->stats.tasks += tasks;
+        uv_async_send(&d->async);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return NULL;
+}
+
+static void on_async(uv_async_t *h)
+{
+    tdm_dispatch *d = (tdm_dispatch *)h;
+    pthread_mutex_lock(&d->lock);
+    tdm_query_job *j = d->done_head;
+    d->done_head = d->done_tail = NULL;
+    pthread_mutex_unlock(&d->lock);
+    while (j) {
+        tdm_query_job *next = j->next;
+        j->next = NULL;
+        d->pending--;
+        d->done(j, d->data);
+        j = next;
+    }
+}
+
+int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+                        void (*done)(tdm_query_job *job, void *data), void *data, tdm_dispatch **out)
+{
+    *out = NULL;
+    tdm_dispatch *d = calloc(1, sizeof *d);
+    if (!d) return TDM_ENOMEM;
+    d->engine = engine;
+    d->max_tasks = max_batch_tasks ? max_batch_tasks : 1;
+    d->max_pairs = max_batch_pairs;
+    d->done = done;
+    d->data = data;
+    if (pthread_mutex_init(&d->lock, NULL) != 0) {
+        free(d);
+        return TDM_ESYS;
+    }
+    if (pthread_cond_init(&d->wake, NULL) != 0) {
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return TDM_ESYS;
+    }
+    if (uv_async_init(loop, &d->async, on_async) != 0) {
+        pthread_cond_destroy(&d->wake);
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+        return TDM_ESYS;
+    }
+    if (pthread_create(&d->thread, NULL, dispatch_main, d) != 0) {
+        tdm_dispatch_stop(d); /* frees through the close callback */
+        return TDM_ESYS;
+    }
+    d->started = 1;
+    *out = d;
+    return TDM_OK;
+}
+
+void tdm_dispatch_submit(tdm_dispatch *d, tdm_query_job *job)
+{
+    job->next = NULL;
+    d->pending++;
+    pthread_mutex_lock(&d->lock);
+    if (d->tail) d->tail->next = job;
+    else d->head = job;
+    d->tail = job;
+    pthread_cond_signal(&d->wake);
+    pthread_mutex_unlock(&d->lock);
+}
+
+size_t tdm_dispatch_pending(const tdm_dispatch *d) { return d->pending; }
+
+void tdm_dispatch_get_stats(tdm_dispatch *d, tdm_dispatch_stats *s)
+{
+    pthread_mutex_lock(&d->lock);
+    *s = d->stats;
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    tdm_dispatch *d = (tdm_dispatch *)h;
+    free(d->queries);
+    free(d->results);
+    pthread_cond_destroy(&d->wake);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+void tdm_dispatch_stop(tdm_dispatch *d)
+{
+    if (!d) return;
+    if (d->started) {
+        pthread_mutex_lock(&d->lock);
+        d->stopping = 1;
+        pthread_cond_signal(&d->wake);
+        pthread_mutex_unlock(&d->lock);
+        pthread_join(d->thread, NULL);
+        d->started = 0;
+    }
+    on_async(&d->async);
+    uv_close((uv_handle_t *)&d->async, on_closed);
+}

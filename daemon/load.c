@@ -1,0 +1,131 @@
+#include "load.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static int load_mesh(void *ctx, const tdm_persist_item *it)
+{
+    tdm_server *s = ctx;
+    uint32_t nv, nt;
+    const float *verts;
+    const uint32_t *tris;
+    if (tdm_mesh_canon_parse(it->canon, it->canon_len, &nv, &nt, &verts, &tris) != 0 || nv == 0 || nt == 0) {
+        tdm_log_error("skipping %s: malformed mesh content", it->path);
+        return -1;
+    }
+    tdm_bvh *bvh = NULL;
+    int rc = tdm_bvh_deserialize(it->blob, it->blob_len, &bvh);
+    if (rc != TDM_OK) {
+        tdm_log_error("skipping %s: tree: %s", it->path, tdm_strerror(rc));
+        return -1;
+    }
+    if (bvh->n_tris != nt) {
+        tdm_log_error("skipping %s: the tree has %u triangles, the mesh %u", it->path, bvh->n_tris, nt);
+        tdm_bvh_free(bvh);
+        return -1;
+    }
+    if (nv > s->cfg->max_vertices || nt > s->cfg->max_triangles)
+        tdm_log_warn("%s: %u vertices, %u triangles: over today's limits, loaded anyway", it->path, nv, nt);
+    tdm_stored_mesh *m = tdm_stored_mesh_new(it->id, it->name, nv, nt, it->canon_len + it->blob_len, bvh);
+    if (!m) {
+        tdm_log_error("skipping %s: out of memory", it->path);
+        tdm_bvh_free(bvh);
+        return -1;
+    }
+    if (tdm_store_find_mesh(s->store, it->id)) { /* cannot happen: one file per id */
+        tdm_stored_mesh_unref(m);
+        return -1;
+    }
+    tdm_store_add_mesh(s->store, m);
+    if (tdm_storage_mark(s->storage, TDM_PERSIST_MESH, it->id) != TDM_OK)
+        tdm_log_warn("out of memory marking %s", it->path);
+    return 0;
+}
+
+static int load_scene(void *ctx, const tdm_persist_item *it)
+{
+    tdm_server *s = ctx;
+    tdm_canon_object *co = NULL;
+    tdm_canon_pair *cp = NULL;
+    uint32_t no = 0, na = 0;
+    tdm_scene_object *objs = NULL;
+    tdm_stored_mesh **meshes = NULL;
+    tdm_object_pair *allowed = NULL;
+    tdm_scene *scene = NULL;
+    int rc = -1;
+    if (tdm_scene_canon_parse(it->canon, it->canon_len, &co, &no, &cp, &na) != 0) {
+        tdm_log_error("skipping %s: malformed scene content", it->path);
+        return -1;
+    }
+    objs = malloc(sizeof *objs * (no ? no : 1));
+    meshes = malloc(sizeof *meshes * (no ? no : 1));
+    allowed = malloc(sizeof *allowed * (na ? na : 1));
+    if (!objs || !meshes || !allowed) {
+        tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    for (uint32_t i = 0; i < no; i++) {
+        tdm_stored_mesh *m = tdm_store_find_mesh(s->store, co[i].mesh_id);
+        if (!m) {
+            char hex[2 * TDM_ID_LEN + 1];
+            tdm_id_hex(co[i].mesh_id, hex);
+            tdm_log_error("skipping %s: object %u uses mesh %s, which is not stored", it->path, co[i].id, hex);
+            goto out;
+        }
+        meshes[i] = m;
+        objs[i].id = co[i].id;
+        objs[i].bvh = m->bvh;
+        objs[i].movable = co[i].movable;
+        objs[i].pose = tdm_xform_identity();
+        if (!co[i].movable) {
+            const double *p = co[i].pose;
+            int finite = 1;
+            for (int k = 0; k < 7; k++) finite &= isfinite(p[k]) != 0;
+            tdm_quat q = {p[3], p[4], p[5], p[6]};
+            if (!finite || !(fabs(tdm_quat_norm(q) - 1.0) <= 1e-3)) {
+                tdm_log_error("skipping %s: object %u has a malformed pose", it->path, co[i].id);
+                goto out;
+            }
+            /* stored normalised: used as it is, so the transform is the one the put computed */
+            objs[i].pose = tdm_xform_from_pose(tdm_d3(p[0], p[1], p[2]), q);
+        }
+    }
+    for (uint32_t i = 0; i < na; i++) allowed[i] = (tdm_object_pair){cp[i].a, cp[i].b};
+    tdm_scene_error serr;
+    int e = tdm_scene_create(objs, no, allowed, na, &scene, &serr);
+    if (e != TDM_OK) {
+        tdm_log_error("skipping %s: %s", it->path, serr.msg);
+        goto out;
+    }
+    tdm_stored_scene *sc = tdm_stored_scene_new(it->id, it->name, scene, meshes, no);
+    scene = NULL;
+    if (!sc) {
+        tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    tdm_store_add_scene(s->store, sc);
+    if (tdm_storage_mark(s->storage, TDM_PERSIST_SCENE, it->id) != TDM_OK)
+        tdm_log_warn("out of memory marking %s", it->path);
+    rc = 0;
+out:
+    tdm_scene_destroy(scene);
+    free(co);
+    free(cp);
+    free(objs);
+    free(meshes);
+    free(allowed);
+    return rc;
+}
+
+size_t tdm_load_store(tdm_server *s)
+{
+    size_t skipped = tdm_persist_load(s->persist, TDM_PERSIST_MESH, load_mesh, s);
+    skipped += tdm_persist_load(s->persist, TDM_PERSIST_SCENE, load_scene, s);
+    if (tdm_store_bytes(s->store) > s->cfg->max_meshes_bytes)
+        tdm_log_warn("stored meshes take %llu bytes, over max_meshes_bytes %llu: new meshes will be refused",
+                     (unsigned long long)tdm_store_bytes(s->store), (unsigned long long)s->cfg->max_meshes_bytes);
+    return skipped;
+}

@@ -1,0 +1,39 @@
+/* Logging: one line per event on stderr, "2024-05-01T12:00:00.123456Z info  text".
+ *
+ * Any thread may log; each line goes out in one write(2), so lines from
+ * different threads never interleave. Messages below the level are not
+ * formatted at all. */
+#ifndef TDM_DAEMON_LOG_H
+#define TDM_DAEMON_LOG_H
+
+#include <stddef.h>
+
+typedef enum tdm_log_level {
+    TDM_LOG_ERROR = 0,
+    TDM_LOG_WARN = 1,
+    TDM_LOG_INFO = 2,
+    TDM_LOG_DEBUG = 3
+} tdm_log_level;
+
+/* Set once at startup, before other threads exist. */
+void tdm_log_set_level(tdm_log_level level);
+int tdm_log_enabled(tdm_log_level level);
+/* "error", "warn", "info", "debug": 0 and *out set, or -1 for an unknown name. */
+int tdm_log_level_parse(const char *name, tdm_log_level *out);
+const char *tdm_log_level_name(tdm_log_level level);
+
+void tdm_log(tdm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define tdm_log_error(...) tdm_log(TDM_LOG_ERROR, __VA_ARGS__)
+#define tdm_log_warn(...) tdm_log(TDM_LOG_WARN, __VA_ARGS__)
+#define tdm_log_info(...) tdm_log(TDM_LOG_INFO, __VA_ARGS__)
+#define tdm_log_debug(...)                                                                                            \
+    do {                                                                                                             \
+        if (tdm_log_enabled(TDM_LOG_DEBUG)) tdm_log(TDM_LOG_DEBUG, __VA_ARGS__);                                     \
+    } while (0)
+
+/* Copies untrusted text (a client's name, a peer address) into out for a log
+ * line: printable ASCII kept, everything else as \xNN, cut to fit. */
+void tdm_log_sanitize(const char *in, size_t in_len, char *out, size_t out_len);
+
+#endif

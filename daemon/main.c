@@ -1,0 +1,116 @@
+/* tandemd: flags and config, startup, the loop, shutdown. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load.h"
+#include "log.h"
+#include "request.h"
+#include "server.h"
+#include "stats.h"
+
+static tdm_engine_kind engine_kind(const char *name)
+{
+    if (strcmp(name, "cpu") == 0) return TDM_ENGINE_CPU;
+    if (strcmp(name, "gpu") == 0) return TDM_ENGINE_GPU;
+    return TDM_ENGINE_AUTO;
+}
+
+int main(int argc, char **argv)
+{
+    tdm_config cfg;
+    char err[1024];
+    int rc = tdm_config_load(&cfg, argc, argv, err, sizeof err);
+    if (rc != 0) {
+        if (rc < 0) fprintf(stderr, "tandemd: %s\n", err);
+        tdm_config_free(&cfg);
+        return rc < 0 ? 2 : 0;
+    }
+    tdm_log_set_level((tdm_log_level)cfg.log_level);
+    signal(SIGPIPE, SIG_IGN); /* a client that goes away is an EPIPE, not a death */
+    tdm_log_info("tandemd %s starting (pid %ld, data dir %s)", TDM_VERSION, (long)getpid(), cfg.data_dir);
+    tdm_config_log(&cfg);
+    tdm_log_info("limits: frame %u B, mesh %u vertices / %u triangles, scene %u objects, %u queries per request, "
+                 "%u contacts, %u pipelined, %u connections, %llu B of meshes; threads %d",
+                 cfg.max_frame_bytes, cfg.max_vertices, cfg.max_triangles, cfg.max_objects, cfg.max_queries,
+                 cfg.max_contacts, cfg.max_pipelined, cfg.max_connections, (unsigned long long)cfg.max_meshes_bytes,
+                 cfg.threads);
+
+    int status = 1;
+    uv_loop_t loop;
+    tdm_server srv;
+    memset(&srv, 0, sizeof srv);
+    srv.cfg = &cfg;
+    srv.started_ns = uv_hrtime();
+    if ((rc = uv_loop_init(&loop)) != 0) {
+        tdm_log_error("event loop: %s", uv_strerror(rc));
+        tdm_config_free(&cfg);
+        return 1;
+    }
+    srv.loop = &loop;
+
+    tdm_engine_config ec = tdm_engine_config_default();
+    ec.kind = engine_kind(cfg.engine);
+    ec.threads = cfg.threads;
+    ec.chunk_tasks = cfg.max_batch_tasks;
+    char why[256];
+    if ((rc = tdm_engine_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
+        tdm_log_error("engine %s: %s", cfg.engine, why[0] ? why : tdm_strerror(rc));
+        goto out;
+    }
+    tdm_log_info("engine: %s", tdm_engine_detail(srv.engine));
+    if (tdm_engine_kind_of(srv.engine) == TDM_ENGINE_CPU)
+        tdm_log_info("no GPU engine in this build/machine: queries run on the CPU engine");
+
+    if (tdm_persist_open(cfg.data_dir, &srv.persist, err, sizeof err) != 0) {
+        tdm_log_error("%s", err);
+        goto out;
+    }
+    if (!(srv.store = tdm_store_new())) {
+        tdm_log_error("out of memory");
+        goto out;
+    }
+    if ((rc = tdm_storage_create(&loop, srv.persist, &srv.storage)) != TDM_OK) {
+        tdm_log_error("storage thread: %s", tdm_strerror(rc));
+        goto out;
+    }
+    size_t skipped = tdm_load_store(&srv);
+    tdm_log_info("loaded %u meshes (%llu bytes) and %u scenes from %s%s", tdm_store_n_meshes(srv.store),
+                 (unsigned long long)tdm_store_bytes(srv.store), tdm_store_n_scenes(srv.store), cfg.data_dir,
+                 skipped ? "; some files were skipped (see above)" : "");
+    /* a want_pairs request may reserve up to max_reply_pairs: a batch holds at least that much */
+    if ((rc = tdm_dispatch_create(&loop, srv.engine, cfg.max_batch_tasks, cfg.max_reply_pairs, tdm_request_query_done,
+                                  &srv, &srv.dispatch)) != TDM_OK) {
+        tdm_log_error("dispatcher thread: %s", tdm_strerror(rc));
+        goto out;
+    }
+    if ((rc = tdm_server_signals(&srv)) != 0) {
+        tdm_log_error("signals: %s", uv_strerror(rc));
+        goto out;
+    }
+    if (tdm_server_listen(&srv, err, sizeof err) != 0) {
+        tdm_log_error("%s", err);
+        goto out;
+    }
+    srv.ready = 1;
+    tdm_log_info("ready");
+    uv_run(&loop, UV_RUN_DEFAULT);
+    status = 0;
+out:
+    if (!srv.stopped) {
+        /* a failed start: close whatever was opened through the same path */
+        tdm_server_shutdown(&srv, 1);
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    tdm_store_free(srv.store);
+    if (uv_loop_close(&loop) != 0) tdm_log_warn("event loop closed with handles still open");
+    for (size_t i = 0; i < srv.n_listeners; i++) free(srv.listeners[i].unix_path);
+    free(srv.listeners);
+    tdm_engine_destroy(srv.engine);
+    tdm_persist_close(srv.persist);
+    tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
+    tdm_config_free(&cfg);
+    return status;
+}

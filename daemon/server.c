@@ -1,0 +1,239 @@
+#include "server.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "stats.h"
+
+#define BACKLOG 511
+
+static void on_connection(uv_stream_t *l, int status)
+{
+    tdm_listener *li = l->data;
+    if (status < 0) {
+        tdm_log_warn("listener %s: %s", li->addr, uv_strerror(status));
+        return;
+    }
+    tdm_conn_accept(li->srv, l, li->unix_path != NULL);
+}
+
+/* "host:port", "[v6]:port". 0 or -1. */
+static int split_host_port(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+{
+    const char *colon;
+    const char *h = addr;
+    size_t hl;
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (!close || close[1] != ':') return -1;
+        h = addr + 1;
+        hl = (size_t)(close - h);
+        colon = close + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon) return -1;
+        hl = (size_t)(colon - addr);
+    }
+    if (hl == 0 || hl >= hostlen || strlen(colon + 1) == 0 || strlen(colon + 1) >= portlen) return -1;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    strcpy(port, colon + 1);
+    for (const char *p = port; *p; p++)
+        if (*p < '0' || *p > '9') return -1;
+    return 0;
+}
+
+/* A socket file left by a server that died is removed; a live one is an error. */
+static int clear_unix_path(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return TDM_EIO;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a socket", path);
+        return TDM_EIO;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "%s: path too long for a Unix socket", path);
+        return TDM_EIO;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        close(fd);
+        if (live) {
+            snprintf(err, errlen, "%s: another server is listening there", path);
+            return TDM_EIO;
+        }
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+        return TDM_EIO;
+    }
+    tdm_log_info("removed stale socket %s", path);
+    return 0;
+}
+
+static int listen_one(tdm_server *s, tdm_listener *l, char *err, size_t errlen)
+{
+    int rc;
+    l->srv = s;
+    if (strncmp(l->addr, "unix:", 5) == 0) {
+        const char *path = l->addr + 5;
+        if (!*path) {
+            snprintf(err, errlen, "listen %s: empty socket path", l->addr);
+            return TDM_EIO;
+        }
+        if (clear_unix_path(path, err, errlen) != 0) return TDM_EIO;
+        if ((rc = uv_pipe_init(s->loop, &l->h.pipe, 0)) != 0) goto uv_fail;
+        l->initialised = 1;
+        l->h.handle.data = l;
+        if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0) goto uv_fail;
+        if (!(l->unix_path = strdup(path))) {
+            snprintf(err, errlen, "out of memory");
+            return TDM_EIO;
+        }
+    } else {
+        char host[256], port[16];
+        if (split_host_port(l->addr, host, sizeof host, port, sizeof port) != 0) {
+            snprintf(err, errlen, "listen %s: expected HOST:PORT, [IPV6]:PORT or unix:PATH", l->addr);
+            return TDM_EIO;
+        }
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+        struct addrinfo *ai = NULL;
+        int g = getaddrinfo(host, port, &hints, &ai);
+        if (g != 0 || !ai) {
+            snprintf(err, errlen, "listen %s: %s", l->addr, gai_strerror(g));
+            return TDM_EIO;
+        }
+        if ((rc = uv_tcp_init(s->loop, &l->h.tcp)) != 0) {
+            freeaddrinfo(ai);
+            goto uv_fail;
+        }
+        l->initialised = 1;
+        l->h.handle.data = l;
+        rc = uv_tcp_bind(&l->h.tcp, ai->ai_addr, 0);
+        freeaddrinfo(ai);
+        if (rc != 0) goto uv_fail;
+    }
+    if ((rc = uv_listen(&l->h.stream, BACKLOG, on_connection)) != 0) goto uv_fail;
+    tdm_log_info("listening on %s", l->addr);
+    return 0;
+uv_fail:
+    snprintf(err, errlen, "listen %s: %s", l->addr, uv_strerror(rc));
+    return TDM_EIO;
+}
+
+int tdm_server_listen(tdm_server *s, char *err, size_t errlen)
+{
+    s->listeners = calloc(s->cfg->n_listen, sizeof *s->listeners);
+    if (!s->listeners) {
+        snprintf(err, errlen, "out of memory");
+        return TDM_EIO;
+    }
+    s->n_listeners = s->cfg->n_listen;
+    for (size_t i = 0; i < s->n_listeners; i++) {
+        s->listeners[i].addr = s->cfg->listen[i];
+        if (listen_one(s, &s->listeners[i], err, errlen) != 0) return TDM_EIO;
+    }
+    return 0;
+}
+
+/* ---- shutdown ---- */
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    tdm_server *s = h->data;
+    tdm_log_info("received %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    tdm_server_shutdown(s, s->shutting_down != 0);
+}
+
+int tdm_server_signals(tdm_server *s)
+{
+    int rc;
+    if ((rc = uv_signal_init(s->loop, &s->sig_int)) != 0) return rc;
+    s->sig_int.data = s;
+    if ((rc = uv_signal_init(s->loop, &s->sig_term)) != 0) {
+        uv_close((uv_handle_t *)&s->sig_int, NULL);
+        return rc;
+    }
+    s->sig_term.data = s;
+    s->signals = 1;
+    if ((rc = uv_signal_start(&s->sig_int, on_signal, SIGINT)) != 0) return rc;
+    return uv_signal_start(&s->sig_term, on_signal, SIGTERM);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    tdm_server *s = t->data;
+    tdm_log_warn("shutdown-timeout (%u s) passed with %u connections open: closing them", s->cfg->shutdown_timeout,
+                 s->n_conns);
+    tdm_server_shutdown(s, 1);
+}
+
+static void maybe_finish(tdm_server *s)
+{
+    if (!s->shutting_down || s->stopped || s->conns) return;
+    s->stopped = 1;
+    if (s->ready) tdm_stats_log(s);
+    /* no connection is left, so nothing waits on either thread's replies */
+    tdm_storage_stop(s->storage);
+    s->storage = NULL;
+    tdm_dispatch_stop(s->dispatch);
+    s->dispatch = NULL;
+    if (s->timer) uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
+    if (s->signals) {
+        uv_close((uv_handle_t *)&s->sig_int, NULL);
+        uv_close((uv_handle_t *)&s->sig_term, NULL);
+    }
+    if (s->ready) tdm_log_info("all connections closed; stopping");
+}
+
+void tdm_server_conn_gone(tdm_server *s) { maybe_finish(s); }
+
+void tdm_server_shutdown(tdm_server *s, int force)
+{
+    if (!s->shutting_down) {
+        s->shutting_down = 1;
+        if (s->ready)
+            tdm_log_info("shutting down: no new connections; answering what is in flight (%u connections)",
+                         s->n_conns);
+        for (size_t i = 0; i < s->n_listeners; i++) {
+            tdm_listener *l = &s->listeners[i];
+            if (!l->initialised) continue;
+            uv_close(&l->h.handle, NULL);
+            if (l->unix_path && unlink(l->unix_path) != 0 && errno != ENOENT)
+                tdm_log_warn("cannot remove %s: %s", l->unix_path, strerror(errno));
+        }
+        /* conn_shutdown never frees synchronously, so the list stays walkable */
+        for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_shutdown(c);
+        if (!force && s->cfg->shutdown_timeout > 0 && uv_timer_init(s->loop, &s->shutdown_timer) == 0) {
+            s->timer = 1;
+            s->shutdown_timer.data = s;
+            uv_timer_start(&s->shutdown_timer, on_timeout, (uint64_t)s->cfg->shutdown_timeout * 1000, 0);
+            uv_unref((uv_handle_t *)&s->shutdown_timer);
+        }
+    }
+    if (force && s->shutting_down < 2) {
+        s->shutting_down = 2;
+        if (s->conns) tdm_log_info("closing %u connections now", s->n_conns);
+        for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_close(c, "forced shutdown");
+    }
+    maybe_finish(s);
+}

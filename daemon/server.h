@@ -1,0 +1,80 @@
+/* The server: what every part of tandemd shares, and its lifecycle on the loop.
+ *
+ * Threads: the libuv loop (connections, decoding, validation, the store,
+ * encoding replies), the dispatcher (engine runs, dispatch.h), the engine's
+ * workers, and the storage thread (data directory writes, storage.h). Only the
+ * loop thread touches libuv handles, connections and the store. */
+#ifndef TDM_DAEMON_SERVER_H
+#define TDM_DAEMON_SERVER_H
+
+#include <uv.h>
+
+#include "../workpile/engine.h"
+#include "config.h"
+#include "dispatch.h"
+#include "persist.h"
+#include "storage.h"
+#include "store.h"
+
+typedef struct tdm_conn tdm_conn;
+
+typedef struct tdm_listener {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    struct tdm_server *srv;
+    const char *addr;  /* as configured; borrowed from the config */
+    char *unix_path;   /* unix sockets: removed at shutdown */
+    int initialised;
+} tdm_listener;
+
+typedef struct tdm_counters {
+    uint64_t requests;    /* frames decoded into a request */
+    uint64_t errors;      /* Error replies sent */
+    uint64_t queries;     /* poses answered */
+    uint64_t connections; /* accepted since start */
+} tdm_counters;
+
+typedef struct tdm_server {
+    uv_loop_t *loop;
+    const tdm_config *cfg;
+    tdm_engine *engine;
+    tdm_persist *persist;
+    tdm_store *store;
+    tdm_storage *storage;
+    tdm_dispatch *dispatch;
+
+    tdm_listener *listeners;
+    size_t n_listeners;
+    tdm_conn *conns;          /* every connection not yet freed */
+    uint32_t n_conns;         /* in `conns` */
+    uint32_t n_active;        /* accepted within max_connections */
+    uint64_t next_conn_id;
+
+    int shutting_down;        /* 0; 1: draining; 2: connections closed at once */
+    int ready;                /* started: listening */
+    int stopped;              /* threads stopped, handles closing */
+    uv_signal_t sig_int, sig_term;
+    int signals;              /* sig_int and sig_term initialised */
+    uv_timer_t shutdown_timer;
+    int timer;                /* shutdown_timer initialised */
+    uint64_t started_ns;      /* uv_hrtime at start */
+    tdm_counters counters;
+    uint64_t upload_bytes;    /* decoded MeshPuts submitted to the storage thread, not yet done */
+} tdm_server;
+
+/* Binds every configured address and starts accepting. 0, or TDM_EIO with err. */
+int tdm_server_listen(tdm_server *s, char *err, size_t errlen);
+/* Installs SIGINT/SIGTERM handlers that shut down gracefully (a second signal forces). */
+int tdm_server_signals(tdm_server *s);
+/* Stops accepting; lets connections finish what is in flight (force: closes them
+ * now); once every connection is gone, stops the storage and dispatcher threads
+ * and closes every handle, so that uv_run returns. */
+void tdm_server_shutdown(tdm_server *s, int force);
+/* A connection was freed (conn.c). */
+void tdm_server_conn_gone(tdm_server *s);
+
+#endif

@@ -1,0 +1,49 @@
+#include "stats.h"
+
+#include <stdio.h>
+
+#include "log.h"
+
+void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, size_t detail_len)
+{
+    tdm_dispatch_stats ds = {0};
+    tdm_engine_stats es = {0};
+    if (srv->dispatch) tdm_dispatch_get_stats(srv->dispatch, &ds);
+    tdm_engine_get_stats(srv->engine, &es);
+    r->server_version = TDM_VERSION;
+    switch (tdm_engine_kind_of(srv->engine)) {
+    case TDM_ENGINE_GPU: r->engine = TANDEM__V1__ENGINE__ENGINE_GPU; break;
+    case TDM_ENGINE_HYBRID: r->engine = TANDEM__V1__ENGINE__ENGINE_HYBRID; break;
+    default: r->engine = TANDEM__V1__ENGINE__ENGINE_CPU; break;
+    }
+    r->uptime_s = (double)(uv_hrtime() - srv->started_ns) / 1e9;
+    r->connections = srv->n_active;
+    r->requests = srv->counters.requests;
+    r->errors = srv->counters.errors;
+    r->queries = srv->counters.queries;
+    r->batches = ds.batches;
+    r->mean_batch_queries = ds.batches ? (double)ds.queries / (double)ds.batches : 0;
+    r->mean_batch_tasks = ds.batches ? (double)ds.tasks / (double)ds.batches : 0;
+    r->meshes = tdm_store_n_meshes(srv->store);
+    r->scenes = tdm_store_n_scenes(srv->store);
+    r->meshes_bytes = tdm_store_bytes(srv->store);
+    r->engine_seconds = es.seconds;
+    r->cpu_queries = es.cpu_queries;
+    r->gpu_queries = es.gpu_queries;
+    r->gpu_seconds = es.gpu_seconds;
+    snprintf(detail, detail_len, "%s; %llu requests pooled into %llu batches", tdm_engine_detail(srv->engine),
+             (unsigned long long)ds.jobs, (unsigned long long)ds.batches);
+    r->engine_detail = detail;
+}
+
+void tdm_stats_log(tdm_server *srv)
+{
+    Tandem__V1__StatsReply r = TANDEM__V1__STATS_REPLY__INIT;
+    char detail[512];
+    tdm_stats_fill(srv, &r, detail, sizeof detail);
+    tdm_log_info("stats: uptime %.0f s, %llu requests, %llu errors, %llu queries in %llu batches (%.1f queries, "
+                 "%.1f tasks per batch), engine %.3f s; %u meshes (%llu bytes), %u scenes",
+                 r.uptime_s, (unsigned long long)r.requests, (unsigned long long)r.errors,
+                 (unsigned long long)r.queries, (unsigned long long)r.batches, r.mean_batch_queries,
+                 r.mean_batch_tasks, r.engine_seconds, r.meshes, (unsigned long long)r.meshes_bytes, r.scenes);
+}

@@ -1,0 +1,352 @@
+#include "storage.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+/* ---- a set of ids: open addressing, linear probing, tombstones ---- */
+
+enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_GONE = 2 };
+typedef struct slot { uint8_t id[TDM_ID_LEN]; uint8_t state; } slot;
+typedef struct idset { slot *slots; size_t cap, used; /* used: full + gone */ } idset;
+
+static size_t id_hash(const uint8_t *id)
+{
+    uint64_t h;
+    memcpy(&h, id, 8);
+    return (size_t)h;
+}
+
+static slot *idset_probe(const idset *s, const uint8_t *id, int for_insert)
+{
+    if (!s->cap) return NULL;
+    slot *gone = NULL;
+    for (size_t i = id_hash(id) & (s->cap - 1), n = 0; n < s->cap; i = (i + 1) & (s->cap - 1), n++) {
+        slot *x = &s->slots[i];
+        if (x->state == SLOT_EMPTY) return for_insert ? (gone ? gone : x) : NULL;
+        if (x->state == SLOT_GONE) {
+            if (!gone) gone = x;
+        } else if (memcmp(x->id, id, TDM_ID_LEN) == 0) {
+            return x;
+        }
+    }
+    return for_insert ? gone : NULL;
+}
+
+static int idset_has(const idset *s, const uint8_t *id) { return idset_probe(s, id, 0) != NULL; }
+
+static int idset_add(idset *s, const uint8_t *id)
+{
+    if ((s->used + 1) * 10 > s->cap * 7) {
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        slot *ns = calloc(nc, sizeof *ns);
+        if (!ns) return -1;
+        idset old = *s;
+        s->slots = ns;
+        s->cap = nc;
+        s->used = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.slots[i].state == SLOT_FULL) {
+                slot *x = idset_probe(s, old.slots[i].id, 1);
+                memcpy(x->id, old.slots[i].id, TDM_ID_LEN);
+                x->state = SLOT_FULL;
+                s->used++;
+            }
+        free(old.slots);
+    }
+    slot *x = idset_probe(s, id, 1);
+    if (x->state == SLOT_FULL) return 0;
+    if (x->state == SLOT_EMPTY) s->used++;
+    memcpy(x->id, id, TDM_ID_LEN);
+    x->state = SLOT_FULL;
+    return 0;
+}
+
+static void idset_del(idset *s, const uint8_t *id)
+{
+    slot *x = idset_probe(s, id, 0);
+    if (x) x->state = SLOT_GONE;
+}
+
+/* ---- the thread ---- */
+
+struct tdm_storage {
+    uv_async_t async; /* first: the close callback casts back */
+    tdm_persist *persist;
+    idset on_disk[2];
+    pthread_t thread;
+    int started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    tdm_storage_op *head, *tail; /* submitted */
+    tdm_storage_op *done_head, *done_tail;
+    int stopping;
+    size_t pending; /* loop thread */
+};
+
+static void set_err(tdm_storage_op *op, int rc, const char *field, int64_t index, const char *msg)
+{
+    op->rc = rc;
+    op->field = field;
+    op->index = index;
+    snprintf(op->msg, sizeof op->msg, "%s", msg);
+}
+
+/* Where tdm_mesh_create's complaint points, for Error.field/index. */
+static void locate_mesh_error(tdm_storage_op *op, const float *v, uint32_t nv, const uint32_t *t, uint32_t nt)
+{
+    op->index = -1;
+    switch (op->rc) {
+    case TDM_ENONFINITE:
+        op->field = "vertices";
+        for (uint64_t i = 0; i < 3 * (uint64_t)nv; i++)
+            if (!isfinite(v[i])) {
+                op->index = (int64_t)(i / 3);
+                break;
+            }
+        break;
+    case TDM_EINDEX:
+        op->field = "triangles";
+        for (uint64_t i = 0; i < 3 * (uint64_t)nt; i++)
+            if (t[i] >= nv) {
+                op->index = (int64_t)(i / 3);
+                break;
+            }
+        break;
+    case TDM_ERANGE: op->field = nv > op->limits.max_vertices ? "vertices" : "triangles"; break;
+    default: op->field = "triangles"; break;
+    }
+}
+
+static void mesh_put(tdm_storage *st, tdm_storage_op *op)
+{
+    const Tandem__V1__MeshPut *p = op->put;
+    uint32_t nv = (uint32_t)(p->n_vertices / 3), nt = (uint32_t)(p->n_triangles / 3);
+    op->n_verts = nv;
+    op->n_tris = nt;
+    if (tdm_mesh_id(p->vertices, nv, p->triangles, nt, op->id) != 0) {
+        set_err(op, TDM_ENOMEM, "", -1, "SHA-256 failed");
+        return;
+    }
+    if (idset_has(&st->on_disk[TDM_PERSIST_MESH], op->id)) {
+        op->exists = 1; /* stored meshes were validated when they were put */
+        return;
+    }
+    if (op->over_budget) { /* op->msg was written by the loop */
+        op->rc = TDM_ENOMEM;
+        op->field = "";
+        return;
+    }
+    tdm_mesh *mesh = NULL;
+    tdm_bvh *bvh = NULL;
+    void *blob = NULL;
+    size_t blob_len = 0;
+    op->rc = tdm_mesh_create(p->vertices, nv, p->triangles, nt, &op->limits, &mesh, op->msg, sizeof op->msg);
+    if (op->rc != TDM_OK) {
+        locate_mesh_error(op, p->vertices, nv, p->triangles, nt);
+        return;
+    }
+    /* the copy is made: keep the name, drop the request (it may be 64 MiB) */
+    char *label = strdup(p->name ? p->name : "");
+    tdm_arena_free(op->arena);
+    op->arena = NULL;
+    op->put = NULL;
+    if (!label) {
+        set_err(op, TDM_ENOMEM, "", -1, "out of memory");
+        goto out;
+    }
+    if ((op->rc = tdm_bvh_build(mesh, &bvh)) != TDM_OK) {
+        set_err(op, op->rc, "", -1, "out of memory building the tree");
+        goto out;
+    }
+    if ((op->rc = tdm_bvh_serialize(bvh, &blob, &blob_len)) != TDM_OK) {
+        set_err(op, op->rc, "", -1, "out of memory serialising the tree");
+        goto out;
+    }
+    uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
+    tdm_mesh_canon_prefix(nv, nt, prefix);
+    struct iovec parts[3] = {{prefix, sizeof prefix}, {mesh->verts, 12 * (size_t)nv}, {mesh->tris, 12 * (size_t)nt}};
+    char err[300];
+    if (tdm_persist_write(st->persist, TDM_PERSIST_MESH, op->id, label, parts, 3, blob, blob_len, err,
+                          sizeof err) != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        goto out;
+    }
+    uint64_t bytes = TDM_MESH_CANON_PREFIX_LEN + 12 * (uint64_t)nv + 12 * (uint64_t)nt + blob_len;
+    op->mesh = tdm_stored_mesh_new(op->id, label, nv, nt, bytes, bvh);
+    if (!op->mesh) {
+        /* on disk but not in memory: it loads at the next start; say so */
+        set_err(op, TDM_ENOMEM, "", -1, "out of memory after storing the mesh");
+        goto out;
+    }
+    bvh = NULL;
+    if (idset_add(&st->on_disk[TDM_PERSIST_MESH], op->id) != 0) {
+        /* without the id in the set, the next put of this mesh rebuilds and rewrites the same file: harmless */
+        tdm_log_warn("storage: out of memory for the id set");
+    }
+out:
+    free(label);
+    free(blob);
+    tdm_bvh_free(bvh);
+    tdm_mesh_free(mesh);
+}
+
+static void scene_put(tdm_storage *st, tdm_storage_op *op)
+{
+    if (idset_has(&st->on_disk[TDM_PERSIST_SCENE], op->id)) {
+        op->exists = 1;
+        return;
+    }
+    struct iovec part = {op->canon, op->canon_len};
+    char err[300];
+    if (tdm_persist_write(st->persist, TDM_PERSIST_SCENE, op->id, op->scene->name, &part, 1, NULL, 0, err,
+                          sizeof err) != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        return;
+    }
+    if (idset_add(&st->on_disk[TDM_PERSIST_SCENE], op->id) != 0) tdm_log_warn("storage: out of memory for the id set");
+}
+
+static void remove_file(tdm_storage *st, tdm_storage_op *op, tdm_persist_kind kind)
+{
+    char err[300];
+    if (tdm_persist_remove(st->persist, kind, op->id, err, sizeof err) != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        return;
+    }
+    idset_del(&st->on_disk[kind], op->id);
+}
+
+static void run_op(tdm_storage *st, tdm_storage_op *op)
+{
+    switch (op->kind) {
+    case TDM_STORAGE_MESH_PUT: mesh_put(st, op); break;
+    case TDM_STORAGE_SCENE_PUT: scene_put(st, op); break;
+    case TDM_STORAGE_MESH_DELETE: remove_file(st, op, TDM_PERSIST_MESH); break;
+    case TDM_STORAGE_SCENE_DELETE: remove_file(st, op, TDM_PERSIST_SCENE); break;
+    }
+}
+
+static void *storage_main(void *arg)
+{
+    tdm_storage *st = arg;
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (!st->head && !st->stopping) pthread_cond_wait(&st->wake, &st->lock);
+        if (!st->head) break; /* stopping, and everything is done */
+        tdm_storage_op *op = st->head;
+        st->head = op->next;
+        if (!st->head) st->tail = NULL;
+        pthread_mutex_unlock(&st->lock);
+
+        op->next = NULL;
+        run_op(st, op);
+
+        pthread_mutex_lock(&st->lock);
+        if (st->done_tail) st->done_tail->next = op;
+        else st->done_head = op;
+        st->done_tail = op;
+        uv_async_send(&st->async);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
+static void on_async(uv_async_t *h)
+{
+    tdm_storage *st = (tdm_storage *)h;
+    pthread_mutex_lock(&st->lock);
+    tdm_storage_op *op = st->done_head;
+    st->done_head = st->done_tail = NULL;
+    pthread_mutex_unlock(&st->lock);
+    while (op) {
+        tdm_storage_op *next = op->next;
+        st->pending--;
+        op->done(op);
+        op = next;
+    }
+}
+
+int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_storage **out)
+{
+    *out = NULL;
+    tdm_storage *st = calloc(1, sizeof *st);
+    if (!st) return TDM_ENOMEM;
+    st->persist = persist;
+    if (pthread_mutex_init(&st->lock, NULL) != 0) {
+        free(st);
+        return TDM_ESYS;
+    }
+    if (pthread_cond_init(&st->wake, NULL) != 0) {
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+        return TDM_ESYS;
+    }
+    if (uv_async_init(loop, &st->async, on_async) != 0) {
+        pthread_cond_destroy(&st->wake);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+        return TDM_ESYS;
+    }
+    if (pthread_create(&st->thread, NULL, storage_main, st) != 0) {
+        /* the handle is initialised: free through its close callback */
+        st->started = 0;
+        tdm_storage_stop(st);
+        return TDM_ESYS;
+    }
+    st->started = 1;
+    *out = st;
+    return TDM_OK;
+}
+
+int tdm_storage_mark(tdm_storage *st, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN])
+{
+    pthread_mutex_lock(&st->lock);
+    int rc = idset_add(&st->on_disk[kind], id);
+    pthread_mutex_unlock(&st->lock);
+    return rc == 0 ? TDM_OK : TDM_ENOMEM;
+}
+
+void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op)
+{
+    op->next = NULL;
+    st->pending++;
+    pthread_mutex_lock(&st->lock);
+    if (st->tail) st->tail->next = op;
+    else st->head = op;
+    st->tail = op;
+    pthread_cond_signal(&st->wake);
+    pthread_mutex_unlock(&st->lock);
+}
+
+size_t tdm_storage_pending(const tdm_storage *st) { return st->pending; }
+
+static void on_closed(uv_handle_t *h)
+{
+    tdm_storage *st = (tdm_storage *)h;
+    free(st->on_disk[0].slots);
+    free(st->on_disk[1].slots);
+    pthread_cond_destroy(&st->wake);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+void tdm_storage_stop(tdm_storage *st)
+{
+    if (!st) return;
+    if (st->started) {
+        pthread_mutex_lock(&st->lock);
+        st->stopping = 1;
+        pthread_cond_signal(&st->wake);
+        pthread_mutex_unlock(&st->lock);
+        pthread_join(st->thread, NULL);
+        st->started = 0;
+    }
+    on_async(&st->async); /* callbacks of ops finished after the last wakeup */
+    uv_close((uv_handle_t *)&st->async, on_closed);
+}

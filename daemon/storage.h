@@ -1,0 +1,79 @@
+/* The storage thread: every change to the data directory, in arrival order.
+ *
+ * MeshPut (validate, hash, build the tree, write), ScenePut (write), and the
+ * deletes run one at a time on one thread, first come first served. Running
+ * them in order is what keeps the directory consistent with the replies: a
+ * MeshDelete followed by a MeshPut of the same mesh can never have its unlink
+ * land after the put's rename. The loop never waits on a disk.
+ *
+ * The thread keeps its own set of the ids that are on disk (seeded at startup
+ * with what was loaded), so a MeshPut of a stored mesh is answered "exists"
+ * without rebuilding anything; the loop-side store is never read here.
+ *
+ * An op is submitted from the loop thread; its `done` callback runs later on the
+ * loop thread, in submission order, exactly once (also when the storage is
+ * stopped). */
+#ifndef TDM_DAEMON_STORAGE_H
+#define TDM_DAEMON_STORAGE_H
+
+#include <uv.h>
+
+#include "codec.h"
+#include "persist.h"
+#include "store.h"
+
+typedef enum tdm_storage_kind {
+    TDM_STORAGE_MESH_PUT,
+    TDM_STORAGE_MESH_DELETE,
+    TDM_STORAGE_SCENE_PUT,
+    TDM_STORAGE_SCENE_DELETE
+} tdm_storage_kind;
+
+typedef struct tdm_storage_op tdm_storage_op;
+
+struct tdm_storage_op {
+    tdm_storage_op *next;
+    tdm_storage_kind kind;
+    void (*done)(tdm_storage_op *op); /* loop thread; frees the op */
+    void *owner;                      /* for `done` (the connection) */
+    uint64_t request_id;
+    double started;                   /* for the log */
+
+    /* MESH_PUT in: the decoded request, owned through its arena (freed by the
+     * storage thread as soon as the mesh is copied). */
+    tdm_arena *arena;
+    const Tandem__V1__MeshPut *put;
+    tdm_mesh_limits limits;
+    uint64_t reserved;                /* budget held on the loop side */
+    uint64_t upload_bytes;            /* the decoded request's size, counted in srv->upload_bytes */
+    int over_budget;                  /* no budget left: fail with op->msg unless the mesh exists */
+    /* MESH_PUT out (created), MESH_DELETE in: a reference. */
+    tdm_stored_mesh *mesh;
+    /* SCENE_PUT in (with canon, owned), SCENE_DELETE in: a reference. */
+    tdm_stored_scene *scene;
+    uint8_t *canon;
+    size_t canon_len;
+
+    /* out; the submitter zeroes them (field "", index -1) */
+    int rc;              /* TDM_OK or a TDM_E* code (TDM_EIO: the directory could not be written) */
+    int exists;          /* puts: already on disk; nothing was written */
+    uint8_t id[TDM_ID_LEN];
+    uint32_t n_verts, n_tris;
+    const char *field;   /* static: where rc points, for the Error reply */
+    int64_t index;
+    char msg[320];
+};
+
+typedef struct tdm_storage tdm_storage;
+
+int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_storage **out);
+/* Startup, before any submit: an id that is on disk. */
+int tdm_storage_mark(tdm_storage *st, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN]);
+void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op);
+/* Ops submitted and not yet completed (loop thread). */
+size_t tdm_storage_pending(const tdm_storage *st);
+/* Finishes the queued ops, joins the thread, runs the remaining callbacks and
+ * closes the async handle; the storage is freed in its close callback. */
+void tdm_storage_stop(tdm_storage *st);
+
+#endif

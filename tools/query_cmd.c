@@ -1,0 +1,239 @@
+/* `tandem query`: `tandem check`, answered by a server. Both meshes are uploaded (an
+ * identical mesh already stored is not sent twice by the server's reckoning: its id is its
+ * content), a scene puts the environment at the identity (object 0) and the robot movable
+ * (object 1), then the poses stream in batches over C connections, several batches in
+ * flight on each. The --out file and the last stdout line are exactly those of `check`. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "io.h"
+#include "remote.h"
+
+_Static_assert(sizeof(tdm_pose) == 7 * sizeof(double), "tdm_pose must be the wire's 7 doubles");
+
+typedef struct job {
+    const double *poses;       /* n * 7 */
+    tdm_query_result *results; /* n */
+    size_t n, batch, n_batches;
+    size_t inflight;
+    tdm_query_mode mode;
+    uint32_t max_contacts;
+    uint8_t scene_id[TDM_ID_BYTES];
+    atomic_size_t next; /* the next batch to send */
+    atomic_int stop;    /* set by the first failure */
+    pthread_mutex_t lock;
+    char error[768];
+} job;
+
+typedef struct worker {
+    job *j;
+    tdm_client *c;
+    pthread_t thread;
+} worker;
+
+static void job_fail(job *j, const char *why)
+{
+    pthread_mutex_lock(&j->lock);
+    if (!j->error[0]) snprintf(j->error, sizeof j->error, "query: %s", why);
+    pthread_mutex_unlock(&j->lock);
+    atomic_store(&j->stop, 1);
+}
+
+/* One connection: keep up to `inflight` batches sent, hand out batches from a shared
+ * counter, so a slow connection simply takes fewer. */
+static void *run_worker(void *arg)
+{
+    worker *w = arg;
+    job *j = w->j;
+    size_t outstanding = 0;
+    for (;;) {
+        while (outstanding < j->inflight && !atomic_load(&j->stop)) {
+            size_t b = atomic_fetch_add(&j->next, 1);
+            if (b >= j->n_batches) break;
+            size_t lo = b * j->batch, m = j->n - lo < j->batch ? j->n - lo : j->batch;
+            uint64_t id;
+            int rc = tdm_query_send(w->c, j->scene_id, j->mode, j->poses + lo * 7, 1, m, j->max_contacts,
+                                    j->results + lo, NULL, &id);
+            if (rc) {
+                job_fail(j, tdm_client_errstr(w->c));
+                break;
+            }
+            outstanding++;
+        }
+        if (outstanding == 0) break;
+        uint64_t id;
+        int status;
+        if (tdm_query_wait(w->c, &id, &status) != 0) break;
+        outstanding--;
+        if (status) job_fail(j, tdm_client_errstr(w->c));
+    }
+    return NULL;
+}
+
+static int load(const char *what, const char *path, tdm_origin origin, tdm_mesh **out)
+{
+    char err[512];
+    if (tdm_mesh_load_file(path, origin, out, err, sizeof err) != TDM_OK) {
+        tdm_cli_error("%s mesh: %s", what, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int put(tdm_client *c, const char *what, const char *path, const tdm_mesh *m, uint8_t id[TDM_ID_BYTES])
+{
+    const char *base = strrchr(path, '/');
+    if (tdm_mesh_put(c, base ? base + 1 : path, m->verts, m->n_verts, m->tris, m->n_tris, id, NULL)) {
+        tdm_cli_error("%s mesh %s: %s", what, path, tdm_client_errstr(c));
+        return -1;
+    }
+    return 0;
+}
+
+int tdm_cmd_query(int argc, char **argv)
+{
+    const char *server = NULL, *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *out_path = NULL,
+               *origin_s = "raw", *max_s = "1000000", *batch_s = "1024", *conns_s = "1", *inflight_s = "4";
+    const tdm_opt opts[] = {{"--server", &server},        {"--env", &env},           {"--robot", &robot},
+                            {"--poses", &poses_path},     {"--mode", &mode_s},       {"--out", &out_path},
+                            {"--robot-origin", &origin_s}, {"--max-contacts", &max_s}, {"--batch", &batch_s},
+                            {"--connections", &conns_s},  {"--inflight", &inflight_s}};
+    if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "query") < 0) return TDM_EXIT_USAGE;
+    if (!env || !robot || !poses_path || !mode_s) {
+        tdm_cli_error("query: --env, --robot, --poses and --mode are required");
+        return TDM_EXIT_USAGE;
+    }
+    tdm_query_mode mode;
+    if (!strcmp(mode_s, "bool")) mode = TDM_QUERY_BOOL;
+    else if (!strcmp(mode_s, "contacts")) mode = TDM_QUERY_CONTACTS;
+    else {
+        tdm_cli_error("query: --mode must be bool or contacts, not '%s'", mode_s);
+        return TDM_EXIT_USAGE;
+    }
+    tdm_origin origin;
+    if (!strcmp(origin_s, "raw")) origin = TDM_ORIGIN_RAW;
+    else if (!strcmp(origin_s, "ompl")) origin = TDM_ORIGIN_OMPL;
+    else {
+        tdm_cli_error("query: --robot-origin must be raw or ompl, not '%s'", origin_s);
+        return TDM_EXIT_USAGE;
+    }
+    uint64_t max_contacts, batch, conns, inflight;
+    if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0 ||
+        tdm_cli_u64("--batch", batch_s, 1, 1u << 24, &batch) < 0 ||
+        tdm_cli_u64("--connections", conns_s, 1, 256, &conns) < 0 ||
+        tdm_cli_u64("--inflight", inflight_s, 1, 1024, &inflight) < 0)
+        return TDM_EXIT_USAGE;
+    server = tdm_cli_server(server);
+
+    int status = TDM_EXIT_FAIL;
+    tdm_mesh *env_m = NULL, *robot_m = NULL;
+    tdm_pose *poses = NULL;
+    tdm_query_result *results = NULL;
+    worker *workers = NULL;
+    size_t n = 0, n_workers = 0;
+    FILE *out = NULL;
+    char err[512];
+    job j = {.mode = mode, .max_contacts = (uint32_t)max_contacts, .inflight = inflight};
+    pthread_mutex_init(&j.lock, NULL);
+
+    if (load("environment", env, TDM_ORIGIN_RAW, &env_m) < 0 || load("robot", robot, origin, &robot_m) < 0)
+        goto done;
+    if (tdm_poses_read(poses_path, &poses, &n, err, sizeof err) != TDM_OK) {
+        tdm_cli_error("poses: %s", err);
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    results = calloc(n ? n : 1, sizeof *results);
+    workers = calloc(conns, sizeof *workers);
+    if (!results || !workers) {
+        tdm_cli_error("out of memory for %zu poses", n);
+        goto done;
+    }
+    for (; n_workers < conns; n_workers++) {
+        workers[n_workers].j = &j;
+        if (!(workers[n_workers].c = tdm_cli_connect(server))) goto done;
+    }
+
+    tdm_client *c = workers[0].c;
+    uint8_t env_id[TDM_ID_BYTES], robot_id[TDM_ID_BYTES];
+    if (put(c, "environment", env, env_m, env_id) < 0 || put(c, "robot", robot, robot_m, robot_id) < 0) goto done;
+    tdm_scene_object objs[2] = {{.object_id = 0, .movable = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, env_id, TDM_ID_BYTES);
+    memcpy(objs[1].mesh_id, robot_id, TDM_ID_BYTES);
+    uint32_t movable[2];
+    size_t n_movable = 0;
+    if (tdm_scene_put(c, "tandem-query", objs, 2, NULL, 0, j.scene_id, NULL, movable, 2, &n_movable)) {
+        tdm_cli_error("scene: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    if (n_movable != 1 || movable[0] != 1) {
+        tdm_cli_error("scene: the server made %zu objects movable, expected the robot alone", n_movable);
+        goto done;
+    }
+    uint32_t max_queries = tdm_client_server_info(c)->limits.max_queries;
+    if (max_queries && batch > max_queries) {
+        tdm_cli_error("note: --batch %llu is over the server's max_queries; using %u", (unsigned long long)batch,
+                      max_queries);
+        batch = max_queries;
+    }
+    uint32_t max_pipelined = tdm_client_server_info(c)->limits.max_pipelined;
+    if (max_pipelined && j.inflight > max_pipelined) j.inflight = max_pipelined;
+
+    j.poses = (const double *)poses;
+    j.results = results;
+    j.n = n;
+    j.batch = batch;
+    j.n_batches = (n + batch - 1) / batch;
+    size_t started = 0;
+    double t0 = tdm_cli_now();
+    for (; started < n_workers; started++)
+        if (pthread_create(&workers[started].thread, NULL, run_worker, &workers[started]) != 0) {
+            job_fail(&j, "cannot start a thread");
+            break;
+        }
+    for (size_t i = 0; i < started; i++) pthread_join(workers[i].thread, NULL);
+    double seconds = tdm_cli_now() - t0;
+    if (j.error[0]) {
+        tdm_cli_error("%s", j.error);
+        goto done;
+    }
+
+    size_t colliding = 0, truncated = 0;
+    for (size_t i = 0; i < n; i++) {
+        colliding += results[i].colliding != 0;
+        truncated += results[i].truncated != 0;
+    }
+    if (out) {
+        for (size_t i = 0; i < n; i++)
+            fprintf(out, "%u\n", mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts);
+        if (fclose(out) != 0) {
+            out = NULL;
+            tdm_cli_error("writing %s failed", out_path);
+            goto done;
+        }
+        out = NULL;
+    }
+    if (truncated)
+        tdm_cli_error("warning: %zu poses have more than %llu contacts; their counts are truncated", truncated,
+                      (unsigned long long)max_contacts);
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    status = 0;
+done:
+    if (out) fclose(out);
+    for (size_t i = 0; i < n_workers; i++) tdm_client_free(workers[i].c);
+    free(workers);
+    free(results);
+    free(poses);
+    tdm_mesh_free(env_m);
+    tdm_mesh_free(robot_m);
+    pthread_mutex_destroy(&j.lock);
+    return status;
+}

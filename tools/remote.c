@@ -1,0 +1,38 @@
+/* Shared by the remote subcommands: the server address and connecting. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "remote.h"
+
+const char *tdm_cli_server(const char *opt)
+{
+    if (opt) return opt;
+    const char *env = getenv("TANDEM_SERVER");
+    return env && *env ? env : "127.0.0.1:7450";
+}
+
+tdm_client *tdm_cli_connect(const char *server)
+{
+    /* The token comes from the environment, not the command line, where ps would show it. */
+    tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
+                          .auth_token = getenv("TANDEM_AUTH_TOKEN")};
+    tdm_client *c = tdm_client_connect_with(&o);
+    if (!c) {
+        tdm_cli_error("out of memory");
+        return NULL;
+    }
+    if (tdm_client_err(c)) {
+        tdm_cli_error("cannot connect: %s", tdm_client_errstr(c));
+        tdm_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int tdm_cli_id(const char *opt, const char *hex, uint8_t id[TDM_ID_BYTES])
+{
+    if (tdm_id_from_hex(hex, id) == 0) return 0;
+    tdm_cli_error("%s must be 64 hex digits (an id from `tandem mesh put` or `tandem scene put`), not '%s'", opt, hex);
+    return -1;
+}

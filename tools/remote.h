@@ -1,0 +1,21 @@
+/* The `tandem` subcommands that talk to a server (query, mesh, scene, stats) and what they
+ * share: finding the server and connecting to it. They use libtandem's blocking API. */
+#ifndef TDM_TOOLS_REMOTE_H
+#define TDM_TOOLS_REMOTE_H
+
+#include <tandem/tandem.h>
+
+/* --server when given, else $TANDEM_SERVER, else 127.0.0.1:7450. */
+const char *tdm_cli_server(const char *opt);
+/* Connects (5 s timeout) and says hello as "tandem-cli" with $TANDEM_AUTH_TOKEN; prints the reason and returns NULL
+ * on failure. The caller frees the client with tdm_client_free. */
+tdm_client *tdm_cli_connect(const char *server);
+/* Parses a 64-hex-digit id given for opt; prints an error and returns -1 otherwise. */
+int tdm_cli_id(const char *opt, const char *hex, uint8_t id[TDM_ID_BYTES]);
+
+int tdm_cmd_query(int argc, char **argv);
+int tdm_cmd_mesh(int argc, char **argv);
+int tdm_cmd_scene(int argc, char **argv);
+int tdm_cmd_stats(int argc, char **argv);
+
+#endif

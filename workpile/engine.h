@@ -1,0 +1,90 @@
+/* The scheduler boundary: pose queries on scenes in, per-query answers out.
+ *
+ * The daemon talks to this header only; which engine answers (the CPU engine
+ * now, a GPU or hybrid engine later) is hidden behind tdm_engine. A run takes a
+ * whole batch of queries, which may name different scenes and come from
+ * different clients, and expands every (query, checked object pair) into one task
+ * list that the engine runs at once: pooling small requests into large runs is
+ * what keeps every core (or the GPU) busy.
+ *
+ * Thread use: one thread (the daemon's dispatcher) calls tdm_engine_run; runs on
+ * one engine are serialised. The engine's own worker threads never call back. */
+#ifndef TDM_WORKPILE_ENGINE_H
+#define TDM_WORKPILE_ENGINE_H
+
+#include "../geom/query.h"
+#include "scene.h"
+
+typedef enum tdm_engine_kind {
+    TDM_ENGINE_AUTO = 0,  /* the best engine this build and machine have */
+    TDM_ENGINE_CPU = 1,
+    TDM_ENGINE_GPU = 2,
+    TDM_ENGINE_HYBRID = 3
+} tdm_engine_kind;
+
+const char *tdm_engine_kind_name(tdm_engine_kind k); /* "auto", "cpu", "gpu", "hybrid" */
+
+/* One intersecting triangle pair, in object ids: object_a < object_b, and each
+ * triangle indexes its own object's mesh. */
+typedef struct tdm_contact { uint32_t object_a, triangle_a, object_b, triangle_b; } tdm_contact;
+
+typedef struct tdm_query {
+    const tdm_scene *scene;  /* borrowed: must outlive the run */
+    const tdm_xform *poses;  /* borrowed: scene->n_movable transforms (object frame -> world), in
+                                scene->movable order */
+    tdm_mode mode;
+    uint32_t max_contacts;   /* contacts mode: cap on the pairs counted, >= 1; ignored in bool mode */
+    tdm_contact *pairs;      /* optional, borrowed (contacts mode): room for max_contacts pairs, which
+                                receive the first pairs counted, in checked-pair order */
+} tdm_query;
+
+typedef struct tdm_query_result {
+    uint32_t colliding;
+    uint32_t object_a, object_b; /* when colliding: contacts mode, the smallest colliding (a, b); bool
+                                    mode, a colliding pair; a < b */
+    uint32_t contacts;           /* pairs counted, at most max_contacts (1 in bool mode when colliding) */
+    uint32_t truncated;          /* contacts mode: more than max_contacts pairs intersect */
+    uint32_t n_pairs;            /* pairs written to query.pairs (== contacts when pairs was given) */
+} tdm_query_result;
+
+typedef struct tdm_engine_config {
+    tdm_engine_kind kind; /* TDM_ENGINE_AUTO by default */
+    int threads;          /* CPU threads working on a run, the caller's included; 0: one per core */
+    uint32_t chunk_tasks; /* most tasks held at once: a larger run is done in pieces (default 262144,
+                             ~45 MB of scratch) */
+} tdm_engine_config;
+
+tdm_engine_config tdm_engine_config_default(void);
+
+typedef struct tdm_engine tdm_engine;
+
+/* Returns 0, TDM_ENODEV (a GPU or hybrid engine was asked for and this build or
+ * machine has none; `why` says which), TDM_EINVAL, TDM_ENOMEM or TDM_ESYS. `why`
+ * (optional) receives one line on failure. */
+int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why, size_t whylen);
+/* No run may be in progress. */
+void tdm_engine_destroy(tdm_engine *e);
+
+tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e); /* never AUTO */
+/* One line for logs and stats: which engine, how many threads, why no GPU. Owned
+ * by the engine. */
+const char *tdm_engine_detail(const tdm_engine *e);
+
+/* Answers queries[i] in results[i], blocking until all are done. Scratch memory
+ * is kept between runs and grows only when a run needs more. Returns 0,
+ * TDM_EINVAL (a query without a scene or poses, or contacts mode with
+ * max_contacts 0: nothing is computed) or TDM_ENOMEM (results are then
+ * undefined). */
+int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_result *results);
+
+typedef struct tdm_engine_stats {
+    uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */
+    uint64_t box_tests, tri_tests;
+    uint64_t cpu_queries, gpu_queries;
+    double seconds, gpu_seconds;      /* wall time inside tdm_engine_run */
+} tdm_engine_stats;
+
+/* A snapshot; safe to call from any thread. */
+void tdm_engine_get_stats(tdm_engine *e, tdm_engine_stats *s);
+
+#endif

@@ -1,0 +1,166 @@
+#include "scene.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(tdm_scene_error *err, int code, const char *field, int64_t index, const char *fmt, ...)
+{
+    if (err) {
+        err->field = field;
+        err->index = index;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+typedef struct keyed { uint32_t id, index; } keyed;
+
+static int cmp_keyed(const void *x, const void *y)
+{
+    const keyed *a = x, *b = y;
+    if (a->id != b->id) return a->id < b->id ? -1 : 1;
+    return a->index < b->index ? -1 : (a->index > b->index);
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+    const tdm_object_pair *a = x, *b = y;
+    if (a->a != b->a) return a->a < b->a ? -1 : 1;
+    return a->b < b->b ? -1 : (a->b > b->b);
+}
+
+static int is_allowed(const tdm_scene *s, uint32_t a, uint32_t b)
+{
+    tdm_object_pair key = {a, b};
+    return s->n_allowed && bsearch(&key, s->allowed, s->n_allowed, sizeof key, cmp_pair) != NULL;
+}
+
+int64_t tdm_scene_find(const tdm_scene *s, uint32_t id)
+{
+    uint32_t lo = 0, hi = s->n_objects;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->objects[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < s->n_objects && s->objects[lo].id == id ? (int64_t)lo : -1;
+}
+
+static int checked(const tdm_scene *s, uint32_t i, uint32_t j)
+{
+    if (!s->objects[i].movable && !s->objects[j].movable) return 0;
+    return !is_allowed(s, s->objects[i].id, s->objects[j].id);
+}
+
+int tdm_scene_create(const tdm_scene_object *objects, uint32_t n_objects, const tdm_object_pair *allowed,
+                     uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err)
+{
+    *out = NULL;
+    if (n_objects > TDM_SCENE_MAX_OBJECTS)
+        return fail(err, TDM_ERANGE, "objects", -1, "scene has %u objects, over the limit of %u", n_objects,
+                    TDM_SCENE_MAX_OBJECTS);
+    if (n_objects > 0 && !objects) return fail(err, TDM_EINVAL, "objects", -1, "objects array is missing");
+    if (n_allowed > 0 && !allowed) return fail(err, TDM_EINVAL, "allowed", -1, "allowed array is missing");
+    for (uint32_t i = 0; i < n_objects; i++)
+        if (!objects[i].bvh) return fail(err, TDM_EINVAL, "objects", i, "object %u has no tree", i);
+
+    int rc = TDM_ENOMEM;
+    keyed *order = NULL;
+    tdm_scene *s = calloc(1, sizeof *s);
+    if (!s) goto nomem;
+    order = malloc(sizeof *order * (n_objects ? n_objects : 1));
+    if (!order) goto nomem;
+    for (uint32_t i = 0; i < n_objects; i++) order[i] = (keyed){objects[i].id, i};
+    qsort(order, n_objects, sizeof *order, cmp_keyed);
+    /* The first object, in the caller's order, whose id appeared before it. */
+    int64_t dup = -1;
+    for (uint32_t i = 1; i < n_objects; i++)
+        if (order[i].id == order[i - 1].id && (dup < 0 || order[i].index < dup)) dup = order[i].index;
+    if (dup >= 0) {
+        rc = fail(err, TDM_EINDEX, "objects", dup, "object %lld has id %u, which an earlier object already uses",
+                  (long long)dup, objects[dup].id);
+        goto fail;
+    }
+
+    s->n_objects = n_objects;
+    s->objects = malloc(sizeof *s->objects * (n_objects ? n_objects : 1));
+    s->slot = malloc(sizeof *s->slot * (n_objects ? n_objects : 1));
+    s->movable = malloc(sizeof *s->movable * (n_objects ? n_objects : 1));
+    if (!s->objects || !s->slot || !s->movable) goto nomem;
+    for (uint32_t i = 0; i < n_objects; i++) {
+        s->objects[i] = objects[order[i].index];
+        s->objects[i].movable = s->objects[i].movable != 0;
+        if (s->objects[i].movable) {
+            s->slot[i] = s->n_movable;
+            s->movable[s->n_movable++] = s->objects[i].id;
+        } else {
+            s->slot[i] = UINT32_MAX;
+        }
+    }
+    if (s->n_movable == 0) {
+        rc = fail(err, TDM_EEMPTY, "objects", -1, "scene has no movable object");
+        goto fail;
+    }
+
+    s->allowed = malloc(sizeof *s->allowed * (n_allowed ? n_allowed : 1));
+    if (!s->allowed) goto nomem;
+    for (uint32_t i = 0; i < n_allowed; i++) {
+        uint32_t a = allowed[i].a, b = allowed[i].b;
+        if (tdm_scene_find(s, a) < 0 || tdm_scene_find(s, b) < 0) {
+            rc = fail(err, TDM_EINDEX, "allowed", i, "allowed pair %u names object %u, which the scene does not have",
+                      i, tdm_scene_find(s, a) < 0 ? a : b);
+            goto fail;
+        }
+        s->allowed[i] = (tdm_object_pair){a < b ? a : b, a < b ? b : a};
+    }
+    qsort(s->allowed, n_allowed, sizeof *s->allowed, cmp_pair);
+    uint32_t n_distinct = 0;
+    for (uint32_t i = 0; i < n_allowed; i++)
+        if (n_distinct == 0 || cmp_pair(&s->allowed[i], &s->allowed[n_distinct - 1]) != 0)
+            s->allowed[n_distinct++] = s->allowed[i];
+    s->n_allowed = n_distinct;
+
+    /* Count, then fill: the list is at most n^2 / 2 entries, so it is sized once. */
+    uint64_t n_checks = 0;
+    for (uint32_t i = 0; i < n_objects; i++)
+        for (uint32_t j = i + 1; j < n_objects; j++) n_checks += (uint64_t)checked(s, i, j);
+    if (n_checks > UINT32_MAX || n_checks > SIZE_MAX / sizeof *s->checks) goto nomem;
+    s->checks = malloc(sizeof *s->checks * (n_checks ? (size_t)n_checks : 1));
+    if (!s->checks) goto nomem;
+    for (uint32_t i = 0; i < n_objects; i++)
+        for (uint32_t j = i + 1; j < n_objects; j++) {
+            if (!checked(s, i, j)) continue;
+            tdm_scene_check *c = &s->checks[s->n_checks++];
+            c->lo = i;
+            c->hi = j;
+            /* a movable object against a fixed one: the fixed one is A */
+            int swap = s->objects[i].movable && !s->objects[j].movable;
+            c->a = swap ? j : i;
+            c->b = swap ? i : j;
+        }
+    free(order);
+    *out = s;
+    return TDM_OK;
+nomem:
+    rc = fail(err, TDM_ENOMEM, "objects", -1, "out of memory for a scene of %u objects", n_objects);
+fail:
+    free(order);
+    tdm_scene_destroy(s);
+    return rc;
+}
+
+void tdm_scene_destroy(tdm_scene *s)
+{
+    if (!s) return;
+    free(s->objects);
+    free(s->slot);
+    free(s->movable);
+    free(s->allowed);
+    free(s->checks);
+    free(s);
+}

@@ -1,0 +1,76 @@
+/* Scenes: meshes placed as objects, some fixed at a pose and some movable (posed
+ * per query), and the object pairs a query checks.
+ *
+ * Checked pairs are every movable object against every fixed object and every
+ * other movable object, minus the allowed-collision list; fixed objects are never
+ * checked against each other (proto/README.md, "Scenes"). The list is computed
+ * once here, so that expanding a query into tasks is a plain loop.
+ *
+ * A scene borrows its objects' trees: they must outlive it. Nothing in a scene
+ * changes after tdm_scene_create, so any number of threads may read one. */
+#ifndef TDM_WORKPILE_SCENE_H
+#define TDM_WORKPILE_SCENE_H
+
+#include "../geom/bvh.h"
+
+/* Most objects a scene may hold. The checked-pair list grows with the square of
+ * the object count; callers enforce their own, smaller limit (the daemon's
+ * max_objects). */
+#define TDM_SCENE_MAX_OBJECTS 16384u
+
+typedef struct tdm_scene_object {
+    uint32_t id;        /* unique within the scene */
+    const tdm_bvh *bvh; /* borrowed: must outlive the scene */
+    int movable;        /* 1: posed per query; 0: fixed at `pose` */
+    tdm_xform pose;     /* fixed objects: object frame -> world; ignored for movable ones */
+} tdm_scene_object;
+
+/* A pair of object ids (the allowed-collision list). */
+typedef struct tdm_object_pair { uint32_t a, b; } tdm_object_pair;
+
+/* A checked pair, as indices into tdm_scene.objects. */
+typedef struct tdm_scene_check {
+    uint32_t lo, hi; /* lo < hi, so objects[lo].id < objects[hi].id */
+    uint32_t a, b;   /* the task's A and B: the fixed object is A when there is one
+                        (its vertices are then never moved, so a fixed object at the
+                        identity gives bit-for-bit the answers of `tandem check`),
+                        otherwise A = lo */
+} tdm_scene_check;
+
+/* Where tdm_scene_create found a problem. `field` is static text. */
+typedef struct tdm_scene_error {
+    const char *field; /* "objects" or "allowed" */
+    int64_t index;     /* the element's index in the caller's array, or -1 */
+    char msg[200];
+} tdm_scene_error;
+
+typedef struct tdm_scene {
+    uint32_t n_objects;
+    tdm_scene_object *objects; /* sorted by increasing id, owned */
+    uint32_t *slot;            /* objects[i] movable: its index in `movable`; fixed: UINT32_MAX */
+    uint32_t n_movable;
+    uint32_t *movable;         /* movable ids, increasing: the order of a query's poses */
+    uint32_t n_allowed;
+    tdm_object_pair *allowed;  /* distinct pairs, a <= b, sorted */
+    uint32_t n_checks;
+    tdm_scene_check *checks;   /* sorted by (objects[lo].id, objects[hi].id) */
+} tdm_scene;
+
+/* Copies the objects and the allowed list into a new scene and computes the
+ * checked pairs. Errors (nothing is created; *err says where):
+ *   TDM_EINVAL  an object without a tree, or objects == NULL with n_objects > 0
+ *   TDM_ERANGE  more than TDM_SCENE_MAX_OBJECTS objects           (field "objects")
+ *   TDM_EINDEX  a duplicate object id (index: the later one)      (field "objects")
+ *               an allowed pair naming an unknown id              (field "allowed")
+ *   TDM_EEMPTY  no movable object                                 (field "objects", index -1)
+ *   TDM_ENOMEM
+ * Allowed pairs may come in either order and repeat. The caller frees the scene
+ * with tdm_scene_destroy; the trees stay borrowed. */
+int tdm_scene_create(const tdm_scene_object *objects, uint32_t n_objects, const tdm_object_pair *allowed,
+                     uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err);
+void tdm_scene_destroy(tdm_scene *s);
+
+/* Index into s->objects of the object with this id, or -1. O(log n). */
+int64_t tdm_scene_find(const tdm_scene *s, uint32_t id);
+
+#endif
