@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
-# Installs missing packages, builds, and runs Tandem. Until the daemon lands this
-# runs `tandem check` on a generated demo scene with the CPU engine.
+# Installs missing packages, builds, and runs tandemd in the foreground with its
+# defaults: 127.0.0.1:7450 and unix:./tandem-data/tandemd.sock, data in
+# ./tandem-data, the GPU engine when the build and machine have one, else the
+# CPU engine. Extra arguments go to tandemd (see build/daemon/tandemd --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/build.sh
-build/tools/tandem demo --dir build/demo --n 20000
-for mode in bool contacts; do
-  echo "tandem check --mode $mode:"
-  build/tools/tandem check --env build/demo/env.obj --robot build/demo/robot.obj \
-    --poses build/demo/poses.txt --mode "$mode" --out "build/demo/$mode.txt"
-done
+exec build/daemon/tandemd "$@"
