@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tandemd over loopback: 1 / 8 / 64 clients x batches of 1 / 64 / 4096 poses, queries/s, p50 and p99
+# request latency, and the ratio to the CPU engine alone on the same poses and thread count.
+# Prints a Markdown report; with an argument, also writes it to that file.
+#
+#   bench/run_server.sh [REPORT.md]
+#
+# Knobs from the environment: BUILD_DIR (build), SCENE (demo: a generated scene; or an OMPL scene name
+# read from ../shared/scenes/ompl/canonical), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
+# ($(nproc)), SOCKET (tcp or unix).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out_file=${1:-}
+BUILD_DIR=${BUILD_DIR:-build}
+SCENE=${SCENE:-demo}
+N_POSES=${N_POSES:-20000}
+MODE=${MODE:-bool}
+SECONDS_PER=${DURATION:-3}
+THREADS=${THREADS:-$(nproc)}
+SOCKET=${SOCKET:-tcp}
+tandem=$BUILD_DIR/tools/tandem
+tandemd=$BUILD_DIR/daemon/tandemd
+bench=$BUILD_DIR/bench/bench_server
+work=$(mktemp -d)
+pid=""
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+if [[ $SCENE == demo ]]; then
+    "$tandem" demo --dir "$work/scene" --n "$N_POSES" --seed 1 > /dev/null
+    env_mesh=$work/scene/env.obj robot_mesh=$work/scene/robot.obj poses=$work/scene/poses.txt
+else
+    ompl=../shared/scenes/ompl
+    env_mesh=$ompl/canonical/$SCENE.env.obj robot_mesh=$ompl/canonical/$SCENE.robot.obj poses=$work/poses.txt
+    "$tandem" poses random --cfg "$ompl/$SCENE.cfg" --n "$N_POSES" --seed 1 --out "$poses"
+fi
+
+port=$((7600 + RANDOM % 1000))
+if [[ $SOCKET == unix ]]; then addr=unix:$work/tandemd.sock; else addr=127.0.0.1:$port; fi
+"$tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --log-level warn &
+pid=$!
+for _ in $(seq 100); do
+    "$tandem" stats --server "$addr" > /dev/null 2>&1 && break
+    sleep 0.1
+done
+
+rows=()
+for clients in 1 8 64; do
+    for batch in 1 64 4096; do
+        inflight=2
+        [[ $batch == 1 && $clients == 1 ]] && inflight=1
+        line=$("$bench" --server "$addr" --env "$env_mesh" --robot "$robot_mesh" --poses "$poses" --mode "$MODE" \
+            --clients "$clients" --batch "$batch" --inflight "$inflight" --seconds "$SECONDS_PER" \
+            --threads "$THREADS" | grep '^RESULT')
+        echo "$line" >&2
+        rows+=("$line")
+    done
+done
+stats=$("$tandem" stats --server "$addr")
+
+report() {
+    echo "# tandemd over loopback ($SOCKET socket)"
+    echo
+    echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc)"
+    echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET bench/run_server.sh${out_file:+ $out_file}\`"
+    echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS on the same host."
+    echo "- Each client thread has its own connection and keeps K requests of B poses in flight (K = 1 for"
+    echo "  one client sending single poses, 2 otherwise) for $SECONDS_PER s. Latency: per request, send to reply."
+    echo "  Engine alone: the same poses through the CPU engine with the same threads, in this process."
+    echo
+    echo "| clients | batch | in flight | queries/s | p50 latency (µs) | p99 latency (µs) | engine alone (q/s) | ratio |"
+    echo "|--:|--:|--:|--:|--:|--:|--:|--:|"
+    for r in "${rows[@]}"; do
+        f() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$r"; }
+        echo "| $(f clients) | $(f batch) | $(f inflight) | $(f qps) | $(f p50_us) | $(f p99_us) | $(f engine_qps) | $(f ratio) |"
+    done
+    echo
+    echo "Server stats after the run:"
+    echo
+    echo '```'
+    echo "$stats"
+    echo '```'
+}
+if [[ -n $out_file ]]; then report | tee "$out_file"; else report; fi
