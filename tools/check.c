@@ -44,27 +44,15 @@ int tdm_cmd_check(int argc, char **argv)
         tdm_cli_error("check: --env, --robot, --poses and --mode are required");
         return TDM_EXIT_USAGE;
     }
-    tdm_mode mode;
-    if (!strcmp(mode_s, "bool")) mode = TDM_MODE_BOOL;
-    else if (!strcmp(mode_s, "contacts")) mode = TDM_MODE_CONTACTS;
-    else {
-        tdm_cli_error("check: --mode must be bool or contacts, not '%s'", mode_s);
-        return TDM_EXIT_USAGE;
-    }
-    tdm_origin origin;
-    if (!strcmp(origin_s, "raw")) origin = TDM_ORIGIN_RAW;
-    else if (!strcmp(origin_s, "ompl")) origin = TDM_ORIGIN_OMPL;
-    else {
-        tdm_cli_error("check: --robot-origin must be raw or ompl, not '%s'", origin_s);
-        return TDM_EXIT_USAGE;
-    }
-    int use_gpu;
-    if (!strcmp(backend_s, "cpu")) use_gpu = 0;
-    else if (!strcmp(backend_s, "gpu")) use_gpu = 1;
-    else {
-        tdm_cli_error("check: --backend must be cpu or gpu, not '%s'", backend_s);
-        return TDM_EXIT_USAGE;
-    }
+    static const char *const modes[] = {"bool", "contacts"}, *const origins[] = {"raw", "ompl"};
+    int mode_i = tdm_cli_choice("check", "--mode", mode_s, modes, 2);
+    int origin_i = tdm_cli_choice("check", "--robot-origin", origin_s, origins, 2);
+    if (mode_i < 0 || origin_i < 0) return TDM_EXIT_USAGE;
+    tdm_mode mode = mode_i ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
+    tdm_origin origin = origin_i ? TDM_ORIGIN_OMPL : TDM_ORIGIN_RAW;
+    static const char *const backends[] = {"cpu", "gpu"};
+    int use_gpu = tdm_cli_choice("check", "--backend", backend_s, backends, 2);
+    if (use_gpu < 0) return TDM_EXIT_USAGE;
     uint64_t threads, max_contacts;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;

@@ -20,6 +20,9 @@ typedef struct tdm_opt {
 int tdm_cli_parse(int argc, char **argv, const tdm_opt *opts, size_t n_opts, const char *cmd);
 /* Parses a whole number in [lo, hi]; prints an error naming opt and returns -1 otherwise. */
 int tdm_cli_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* Index of value among the n names ("bool", "contacts"...); prints an error naming cmd and
+ * opt and returns -1 when it is none of them. */
+int tdm_cli_choice(const char *cmd, const char *opt, const char *value, const char *const *names, int n);
 void tdm_cli_error(const char *fmt, ...);
 double tdm_cli_now(void);
 

@@ -107,20 +107,12 @@ int tdm_cmd_query(int argc, char **argv)
         tdm_cli_error("query: --env, --robot, --poses and --mode are required");
         return TDM_EXIT_USAGE;
     }
-    tdm_query_mode mode;
-    if (!strcmp(mode_s, "bool")) mode = TDM_QUERY_BOOL;
-    else if (!strcmp(mode_s, "contacts")) mode = TDM_QUERY_CONTACTS;
-    else {
-        tdm_cli_error("query: --mode must be bool or contacts, not '%s'", mode_s);
-        return TDM_EXIT_USAGE;
-    }
-    tdm_origin origin;
-    if (!strcmp(origin_s, "raw")) origin = TDM_ORIGIN_RAW;
-    else if (!strcmp(origin_s, "ompl")) origin = TDM_ORIGIN_OMPL;
-    else {
-        tdm_cli_error("query: --robot-origin must be raw or ompl, not '%s'", origin_s);
-        return TDM_EXIT_USAGE;
-    }
+    static const char *const modes[] = {"bool", "contacts"}, *const origins[] = {"raw", "ompl"};
+    int mode_i = tdm_cli_choice("query", "--mode", mode_s, modes, 2);
+    int origin_i = tdm_cli_choice("query", "--robot-origin", origin_s, origins, 2);
+    if (mode_i < 0 || origin_i < 0) return TDM_EXIT_USAGE;
+    tdm_query_mode mode = mode_i ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL;
+    tdm_origin origin = origin_i ? TDM_ORIGIN_OMPL : TDM_ORIGIN_RAW;
     uint64_t max_contacts, batch, conns, inflight;
     if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0 ||
         tdm_cli_u64("--batch", batch_s, 1, 1u << 24, &batch) < 0 ||

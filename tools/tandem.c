@@ -94,6 +94,19 @@ int tdm_cli_parse(int argc, char **argv, const tdm_opt *opts, size_t n_opts, con
     return 0;
 }
 
+int tdm_cli_choice(const char *cmd, const char *opt, const char *value, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(value, names[i])) return i;
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        if (i + 1 < n) strncat(list, i + 2 == n ? " or " : ", ", sizeof list - strlen(list) - 1);
+    }
+    tdm_cli_error("%s: %s must be %s, not '%s'", cmd, opt, list, value);
+    return -1;
+}
+
 int tdm_cli_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     char *end;
