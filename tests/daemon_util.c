@@ -1,0 +1,573 @@
+#include "daemon_util.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "geom/vec.h"
+
+#ifndef TANDEMD_BIN
+#error "TANDEMD_BIN (the path of the tandemd executable) must be defined by the build"
+#endif
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+char *slurp_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (;;) {
+        if (n + 4096 + 1 > cap) s = realloc(s, cap *= 2);
+        size_t k = fread(s + n, 1, 4096, f);
+        n += k;
+        if (k < 4096) break;
+    }
+    s[n] = 0;
+    fclose(f);
+    if (len) *len = n;
+    return s;
+}
+
+void remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+                char sub[1024];
+                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+                remove_tree(sub);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* ---- the daemon ------------------------------------------------------------------------ */
+
+void dmn_init(dmn *d, const char *tag)
+{
+    memset(d, 0, sizeof *d);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(d->root, sizeof d->root, "%s/tandemd-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+    cr_assert_not_null(mkdtemp(d->root), "mkdtemp %s: %s", d->root, strerror(errno));
+    snprintf(d->data_dir, sizeof d->data_dir, "%s/data", d->root);
+    snprintf(d->sock_path, sizeof d->sock_path, "%s/tandemd.sock", d->root);
+    snprintf(d->log_path, sizeof d->log_path, "%s/tandemd.log", d->root);
+    snprintf(d->unix_addr, sizeof d->unix_addr, "unix:%s", d->sock_path);
+}
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert(fd >= 0, "socket: %s", strerror(errno));
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0, "bind: %s", strerror(errno));
+    socklen_t sl = sizeof sa;
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static int can_connect(const char *addr)
+{
+    int fd = raw_connect(addr);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+}
+
+/* The last `max` bytes of the log, for failure messages (malloc'd). */
+static char *log_tail(const dmn *d, size_t max)
+{
+    char *log = dmn_log(d);
+    size_t n = strlen(log);
+    if (n > max) memmove(log, log + n - max, max + 1);
+    return log;
+}
+
+static pid_t spawn(dmn *d, const char *const *extra)
+{
+    const char *argv[64];
+    int n = 0;
+    char listen_unix[300];
+    snprintf(listen_unix, sizeof listen_unix, "unix:%s", d->sock_path);
+    argv[n++] = TANDEMD_BIN;
+    argv[n++] = "--data-dir";
+    argv[n++] = d->data_dir;
+    argv[n++] = "--listen";
+    argv[n++] = d->tcp_addr;
+    argv[n++] = "--listen";
+    argv[n++] = listen_unix;
+    argv[n++] = "--threads";
+    argv[n++] = "2";
+    for (; extra && *extra; extra++) {
+        cr_assert(n < 62, "too many flags");
+        argv[n++] = *extra;
+    }
+    argv[n] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        /* the daemon dies with the test process, whatever becomes of it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        int in = open("/dev/null", O_RDONLY);
+        int log = open(d->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (in < 0 || log < 0) _exit(127);
+        dup2(in, 0);
+        dup2(log, 1);
+        dup2(log, 2);
+        /* the test's own sockets must not live on in the daemon */
+        for (int fd = 3; fd < 4096; fd++) close(fd);
+        signal(SIGPIPE, SIG_DFL);
+        execv(TANDEMD_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+void dmn_start(dmn *d, const char *const *extra)
+{
+    cr_assert(d->root[0], "dmn_init first");
+    cr_assert_eq(d->pid, 0, "tandemd is already running");
+    for (int attempt = 0;; attempt++) {
+        d->port = free_port();
+        snprintf(d->tcp_addr, sizeof d->tcp_addr, "127.0.0.1:%d", d->port);
+        size_t log_start = 0;
+        char *before = slurp_file(d->log_path, &log_start);
+        free(before);
+        d->pid = spawn(d, extra);
+        double t0 = now_s();
+        for (;;) {
+            int st;
+            if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+                d->pid = 0;
+                char *log = dmn_log(d);
+                int port_taken = strstr(log + log_start, "address already in use") != NULL;
+                free(log);
+                if (port_taken && attempt < 5) break; /* someone took the port: another one */
+                char *tail = log_tail(d, 3000);
+                cr_assert(0, "tandemd exited during startup (status %d); its log:\n%s", st, tail);
+            }
+            if (can_connect(d->tcp_addr) && can_connect(d->unix_addr)) {
+                /* both accept; the log says ready once listening is done (it precedes the loop) */
+                char *log = dmn_log(d);
+                int ready = strstr(log + log_start, " ready\n") != NULL;
+                free(log);
+                if (ready && dmn_running(d)) return;
+            }
+            if (now_s() - t0 > 15) {
+                char *tail = log_tail(d, 3000);
+                dmn_stop(d, SIGKILL);
+                cr_assert(0, "tandemd did not accept connections within 15 s; its log:\n%s", tail);
+            }
+            sleep_ms(10);
+        }
+    }
+}
+
+int dmn_running(dmn *d)
+{
+    if (d->pid <= 0) return 0;
+    int st;
+    pid_t r = waitpid(d->pid, &st, WNOHANG);
+    if (r == d->pid) {
+        d->pid = 0;
+        return 0;
+    }
+    return r == 0;
+}
+
+int dmn_stop(dmn *d, int sig)
+{
+    if (d->pid <= 0) return -1;
+    kill(d->pid, sig);
+    int st = -1;
+    while (waitpid(d->pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    d->pid = 0;
+    return st;
+}
+
+void dmn_cleanup(dmn *d)
+{
+    if (d->pid > 0) dmn_stop(d, SIGKILL);
+    if (d->root[0]) remove_tree(d->root);
+    d->root[0] = 0;
+}
+
+char *dmn_log(const dmn *d)
+{
+    char *s = slurp_file(d->log_path, NULL);
+    if (!s) {
+        s = malloc(1);
+        s[0] = 0;
+    }
+    return s;
+}
+
+/* ---- raw protocol ------------------------------------------------------------------------ */
+
+int raw_connect(const char *addr)
+{
+    int fd;
+    if (!strncmp(addr, "unix:", 5)) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(addr + 5) >= sizeof sa.sun_path) return -1;
+        strcpy(sa.sun_path, addr + 5);
+        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) return -1;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(fd);
+            return -1;
+        }
+        return fd;
+    }
+    const char *colon = strrchr(addr, ':');
+    if (!colon) return -1;
+    char host[64];
+    size_t hl = (size_t)(colon - addr);
+    if (hl >= sizeof host) return -1;
+    memcpy(host, addr, hl);
+    host[hl] = 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return -1;
+    if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+int raw_write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n > 0) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int raw_send_frame(int fd, const void *body, uint32_t len)
+{
+    uint8_t *buf = malloc(4 + (size_t)len);
+    if (!buf) return -1;
+    buf[0] = (uint8_t)(len >> 24);
+    buf[1] = (uint8_t)(len >> 16);
+    buf[2] = (uint8_t)(len >> 8);
+    buf[3] = (uint8_t)len;
+    if (len) memcpy(buf + 4, body, len);
+    int rc = raw_write_all(fd, buf, 4 + (size_t)len); /* one write: the frame arrives whole */
+    free(buf);
+    return rc;
+}
+
+uint8_t *raw_pack(const Tandem__V1__Request *rq, size_t *len)
+{
+    size_t n = tandem__v1__request__get_packed_size(rq);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return NULL;
+    *len = tandem__v1__request__pack(rq, buf);
+    return buf;
+}
+
+int raw_send(int fd, const Tandem__V1__Request *rq)
+{
+    size_t n;
+    uint8_t *buf = raw_pack(rq, &n);
+    if (!buf) return -1;
+    int rc = raw_send_frame(fd, buf, (uint32_t)n);
+    free(buf);
+    return rc;
+}
+
+/* Reads exactly n bytes before the deadline. Returns n, 0..n-1 when the peer closed
+ * after that many, -1 on timeout, -2 on error. */
+static ssize_t read_full(int fd, uint8_t *p, size_t n, double deadline)
+{
+    size_t got = 0;
+    while (got < n) {
+        int left = (int)((deadline - now_s()) * 1000);
+        if (left < 0) return -1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, left);
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr < 0) return -2;
+        if (pr == 0) return -1;
+        ssize_t r = recv(fd, p + got, n - got, 0);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ECONNRESET) return (ssize_t)got;
+            return -2;
+        }
+        if (r == 0) return (ssize_t)got;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+int raw_recv(int fd, int timeout_ms, Tandem__V1__Reply **out, char *err, size_t errlen)
+{
+    double deadline = now_s() + timeout_ms / 1000.0;
+    uint8_t hdr[4];
+    ssize_t r = read_full(fd, hdr, 4, deadline);
+    if (r == 0) return RAW_EOF;
+    if (r == -1) {
+        snprintf(err, errlen, "no reply within %d ms", timeout_ms);
+        return RAW_TIMEOUT;
+    }
+    if (r != 4) {
+        snprintf(err, errlen, "the connection ended inside a length prefix (%zd of 4 bytes)", r);
+        return RAW_ERROR;
+    }
+    uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    if (len == 0 || len > (256u << 20)) {
+        snprintf(err, errlen, "reply frame length %u", len);
+        return RAW_ERROR;
+    }
+    uint8_t *body = malloc(len);
+    if (!body) {
+        snprintf(err, errlen, "out of memory for %u bytes", len);
+        return RAW_ERROR;
+    }
+    r = read_full(fd, body, len, deadline);
+    if (r != (ssize_t)len) {
+        free(body);
+        snprintf(err, errlen, r == -1 ? "timed out inside a reply of %u bytes" : "the connection ended inside a "
+                 "reply of %u bytes", len);
+        return r == -1 ? RAW_TIMEOUT : RAW_ERROR;
+    }
+    Tandem__V1__Reply *rep = tandem__v1__reply__unpack(NULL, len, body);
+    free(body);
+    if (!rep) {
+        snprintf(err, errlen, "a reply of %u bytes does not decode as a Reply", len);
+        return RAW_ERROR;
+    }
+    *out = rep;
+    return RAW_REPLY;
+}
+
+int raw_wait_eof(int fd, int timeout_ms)
+{
+    uint8_t b[256];
+    ssize_t r = read_full(fd, b, 1, now_s() + timeout_ms / 1000.0);
+    if (r == 0) return RAW_EOF;
+    if (r == 1) return RAW_REPLY;
+    return r == -1 ? RAW_TIMEOUT : RAW_ERROR;
+}
+
+Tandem__V1__Reply *raw_call_or_fail(int fd, const Tandem__V1__Request *rq)
+{
+    cr_assert_eq(raw_send(fd, rq), 0, "sending request %llu: %s", (unsigned long long)rq->id, strerror(errno));
+    Tandem__V1__Reply *rep = NULL;
+    char err[256];
+    int rc = raw_recv(fd, 10000, &rep, err, sizeof err);
+    cr_assert_eq(rc, RAW_REPLY, "request %llu (body %d): no reply: %s", (unsigned long long)rq->id,
+                 (int)rq->body_case, rc == RAW_EOF ? "the server closed the connection" : err);
+    cr_assert_eq(rep->id, rq->id, "reply id %llu to request %llu", (unsigned long long)rep->id,
+                 (unsigned long long)rq->id);
+    return rep;
+}
+
+void raw_hello_or_fail(int fd, uint64_t id)
+{
+    Tandem__V1__Hello h = TANDEM__V1__HELLO__INIT;
+    h.protocol_version = 1;
+    h.client_name = "test_daemon";
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = id;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_HELLO;
+    rq.hello = &h;
+    Tandem__V1__Reply *r = raw_call_or_fail(fd, &rq);
+    cr_assert_eq(r->body_case, TANDEM__V1__REPLY__BODY_HELLO, "Hello answered with body %d%s%s", (int)r->body_case,
+                 r->body_case == TANDEM__V1__REPLY__BODY_ERROR ? ": " : "",
+                 r->body_case == TANDEM__V1__REPLY__BODY_ERROR ? r->error->message : "");
+    cr_assert_eq(r->hello->protocol_version, 1);
+    tandem__v1__reply__free_unpacked(r, NULL);
+}
+
+void expect_error(const Tandem__V1__Reply *r, const char *what, uint64_t id, int code, const char *field,
+                  int64_t index)
+{
+    cr_assert_eq(r->body_case, TANDEM__V1__REPLY__BODY_ERROR, "%s: expected an Error (code %d), got reply body %d",
+                 what, code, (int)r->body_case);
+    const Tandem__V1__Error *e = r->error;
+    cr_assert_eq(r->id, id, "%s: Error for id %llu, expected id %llu", what, (unsigned long long)r->id,
+                 (unsigned long long)id);
+    cr_assert_eq((int)e->code, code, "%s: error code %d, expected %d (message: %s)", what, (int)e->code, code,
+                 e->message);
+    cr_assert_str_eq(e->field ? e->field : "", field, "%s: error field '%s', expected '%s' (message: %s)", what,
+                     e->field ? e->field : "", field, e->message);
+    if (index != INT64_MIN)
+        cr_assert_eq(e->index, index, "%s: error index %lld, expected %lld (message: %s)", what, (long long)e->index,
+                     (long long)index, e->message);
+    cr_assert(e->message && strlen(e->message) > 0 && !strchr(e->message, '\n'),
+              "%s: the message must be one non-empty line: '%s'", what, e->message ? e->message : "(null)");
+}
+
+/* ---- canonical ids ------------------------------------------------------------------------- */
+
+typedef struct sha { EVP_MD_CTX *ctx; } sha;
+
+static void sha_begin(sha *s)
+{
+    s->ctx = EVP_MD_CTX_new();
+    cr_assert(s->ctx && EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) == 1);
+}
+static void sha_add(sha *s, const void *p, size_t n) { cr_assert(EVP_DigestUpdate(s->ctx, p, n) == 1); }
+static void sha_u32(sha *s, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    sha_add(s, b, 4);
+}
+static void sha_u64(sha *s, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+    sha_add(s, b, 8);
+}
+static void sha_end(sha *s, uint8_t id[32])
+{
+    unsigned n = 0;
+    cr_assert(EVP_DigestFinal_ex(s->ctx, id, &n) == 1 && n == 32);
+    EVP_MD_CTX_free(s->ctx);
+}
+
+void canon_mesh_id(const float *verts, uint32_t n_verts, const uint32_t *tris, uint32_t n_tris, uint8_t id[32])
+{
+    sha s;
+    sha_begin(&s);
+    sha_add(&s, "tandem-mesh-v1", 15); /* with its zero byte */
+    sha_u32(&s, n_verts);
+    sha_u32(&s, n_tris);
+    for (size_t i = 0; i < 3 * (size_t)n_verts; i++) {
+        uint32_t bits;
+        memcpy(&bits, &verts[i], 4);
+        sha_u32(&s, bits);
+    }
+    for (size_t i = 0; i < 3 * (size_t)n_tris; i++) sha_u32(&s, tris[i]);
+    sha_end(&s, id);
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+    uint32_t x = ((const canon_object *)a)->id, y = ((const canon_object *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const uint32_t *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+void canon_scene_id(const canon_object *objs, uint32_t n, const uint32_t (*allowed)[2], uint32_t n_allowed,
+                    uint8_t id[32])
+{
+    canon_object *o = malloc(sizeof *o * (n ? n : 1));
+    uint32_t(*p)[2] = malloc(sizeof *p * (n_allowed ? n_allowed : 1));
+    cr_assert(o && p);
+    memcpy(o, objs, sizeof *o * n);
+    qsort(o, n, sizeof *o, cmp_obj);
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < n_allowed; i++) {
+        uint32_t a = allowed[i][0], b = allowed[i][1];
+        p[np][0] = a < b ? a : b;
+        p[np][1] = a < b ? b : a;
+        np++;
+    }
+    qsort(p, np, sizeof *p, cmp_pair);
+    uint32_t distinct = 0;
+    for (uint32_t i = 0; i < np; i++)
+        if (distinct == 0 || cmp_pair(p[distinct - 1], p[i]) != 0) {
+            p[distinct][0] = p[i][0];
+            p[distinct][1] = p[i][1];
+            distinct++;
+        }
+    sha s;
+    sha_begin(&s);
+    sha_add(&s, "tandem-scene-v1", 16);
+    sha_u32(&s, n);
+    for (uint32_t i = 0; i < n; i++) {
+        sha_u32(&s, o[i].id);
+        sha_add(&s, o[i].mesh_id, 32);
+        uint8_t mv = o[i].movable ? 1 : 0;
+        sha_add(&s, &mv, 1);
+        if (!o[i].movable) {
+            double v[7];
+            memcpy(v, o[i].pose, sizeof v);
+            tdm_quat q = {v[3], v[4], v[5], v[6]};
+            double qn = tdm_quat_norm(q);
+            v[3] /= qn;
+            v[4] /= qn;
+            v[5] /= qn;
+            v[6] /= qn;
+            for (int k = 0; k < 7; k++) {
+                uint64_t bits;
+                memcpy(&bits, &v[k], 8);
+                sha_u64(&s, bits);
+            }
+        }
+    }
+    sha_u32(&s, distinct);
+    for (uint32_t i = 0; i < distinct; i++) {
+        sha_u32(&s, p[i][0]);
+        sha_u32(&s, p[i][1]);
+    }
+    sha_end(&s, id);
+    free(o);
+    free(p);
+}
