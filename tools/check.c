@@ -148,20 +148,9 @@ int tdm_cmd_check(int argc, char **argv)
     }
     double seconds = tdm_cli_now() - t0;
 
-    if (out) {
-        for (size_t i = 0; i < n; i++) fprintf(out, "%u\n", answer[i]);
-        if (fclose(out) != 0) {
-            out = NULL;
-            tdm_cli_error("writing %s failed", out_path);
-            goto done;
-        }
-        out = NULL;
-    }
-    if (truncated)
-        tdm_cli_error("warning: %zu poses have more than %llu contacts; their counts are truncated", truncated,
-                      (unsigned long long)max_contacts);
-    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
-           colliding);
+    FILE *f = out;
+    out = NULL; /* closed by tdm_cli_report */
+    if (tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0) goto done;
     status = 0;
 done:
     if (out) fclose(out);

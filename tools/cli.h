@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes: 0 success, 1 a runtime error (bad file, bad data), 2 a usage error. */
 #define TDM_EXIT_FAIL 1
@@ -25,6 +26,11 @@ int tdm_cli_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64
 int tdm_cli_choice(const char *cmd, const char *opt, const char *value, const char *const *names, int n);
 void tdm_cli_error(const char *fmt, ...);
 double tdm_cli_now(void);
+/* The ending every query command shares (check, query): writes answer[0..n) one per line to
+ * out (when not NULL; closed here), warns about truncated counts, and prints the summary
+ * line "queries=N seconds=S qps=Q colliding=C". Returns 0, or -1 when out could not be written. */
+int tdm_cli_report(FILE *out, const char *out_path, const uint32_t *answer, size_t n, double seconds,
+                   size_t colliding, size_t truncated, uint64_t max_contacts);
 
 int tdm_cmd_check(int argc, char **argv);
 int tdm_cmd_poses(int argc, char **argv);

@@ -202,21 +202,19 @@ int tdm_cmd_query(int argc, char **argv)
         colliding += results[i].colliding != 0;
         truncated += results[i].truncated != 0;
     }
-    if (out) {
-        for (size_t i = 0; i < n; i++)
-            fprintf(out, "%u\n", mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts);
-        if (fclose(out) != 0) {
-            out = NULL;
-            tdm_cli_error("writing %s failed", out_path);
-            goto done;
-        }
-        out = NULL;
+    /* the answers as check writes them: 0/1 in bool mode, the pair count in contacts mode */
+    uint32_t *answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!answer) {
+        tdm_cli_error("out of memory for %zu answers", n);
+        goto done;
     }
-    if (truncated)
-        tdm_cli_error("warning: %zu poses have more than %llu contacts; their counts are truncated", truncated,
-                      (unsigned long long)max_contacts);
-    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
-           colliding);
+    for (size_t i = 0; i < n; i++)
+        answer[i] = mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts;
+    FILE *f = out;
+    out = NULL; /* closed by tdm_cli_report */
+    int written = tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts);
+    free(answer);
+    if (written < 0) goto done;
     status = 0;
 done:
     if (out) fclose(out);

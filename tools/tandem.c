@@ -129,6 +129,24 @@ double tdm_cli_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int tdm_cli_report(FILE *out, const char *out_path, const uint32_t *answer, size_t n, double seconds,
+                   size_t colliding, size_t truncated, uint64_t max_contacts)
+{
+    if (out) {
+        for (size_t i = 0; i < n; i++) fprintf(out, "%u\n", answer[i]);
+        if (fclose(out) != 0) {
+            tdm_cli_error("writing %s failed", out_path);
+            return -1;
+        }
+    }
+    if (truncated)
+        tdm_cli_error("warning: %zu poses have more than %llu contacts; their counts are truncated", truncated,
+                      (unsigned long long)max_contacts);
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
