@@ -65,6 +65,21 @@ __device__ static __forceinline__ void load16(void *dst, const void *src, int n1
     for (int k = 0; k < n16; k++) d[k] = __ldg(s + k);
 }
 
+/* What the host writes per task: the transform and an index into a table of
+ * mesh pairs (one entry for a run of tasks on the same meshes). The device
+ * derives everything else (prepare_tasks_kernel). */
+typedef struct dinput {
+    tdm_xform x;
+    uint32_t pair, mode, cap, pad;
+} dinput;
+
+typedef struct dpair {
+    const tdm_bvh_node *an, *bn;
+    const float *at, *bt;
+    const uint32_t *aid, *bid;
+    float ra, rb;
+} dpair;
+
 typedef struct dres {
     uint32_t colliding, truncated, count, done;
     uint32_t first_a, first_b;
@@ -81,7 +96,9 @@ typedef struct slot {
     fpair *front[2], *leaves;
     uint32_t *cnt;            /* 2 * MAX_ITERS counters + the overflow flag */
     uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag */
-    dtask *d_tasks, *h_tasks; /* h_tasks pinned */
+    dtask *d_tasks;           /* derived on the device from d_in and d_pairs */
+    dinput *d_in, *h_in;      /* h_in pinned */
+    dpair *d_pairs, *h_pairs; /* h_pairs pinned */
     dres *d_res, *h_res;      /* h_res pinned */
     uint64_t cap_tasks;
     size_t lo, hi;            /* the task range it runs */
@@ -125,6 +142,28 @@ __global__ void init_frontier_kernel(fpair *f, uint32_t n, uint32_t *cnt)
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) f[i] = fpair{i, 0, 0};
     if (i == 0) cnt[0] = n;
+}
+
+__global__ void prepare_tasks_kernel(const dinput *in, const dpair *pairs, dtask *tasks, uint32_t n)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    dinput d = in[i];
+    dpair p = pairs[d.pair];
+    dtask t;
+    t.h.fx = tdm_fxform_of(&d.x);
+    t.h.tol = tdm_obb_tolerance(p.ra, p.rb, (float)tdm_d3_len(d.x.t));
+    t.h.mode = d.mode;
+    t.h.cap = d.cap;
+    t.h.pad = 0;
+    t.h.an = p.an;
+    t.h.bn = p.bn;
+    t.at = p.at;
+    t.bt = p.bt;
+    t.aid = p.aid;
+    t.bid = p.bid;
+    t.x = d.x;
+    tasks[i] = t;
 }
 
 /* One BVTT level for every query at once: each thread tests one node pair's
@@ -293,18 +332,28 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     return TDM_OK;
 }
 
+static void free_tasks(slot *s)
+{
+    cudaFree(s->d_tasks); cudaFree(s->d_res); cudaFree(s->d_in); cudaFree(s->d_pairs);
+    cudaFreeHost(s->h_res); cudaFreeHost(s->h_in); cudaFreeHost(s->h_pairs);
+    s->d_tasks = NULL; s->d_res = NULL; s->d_in = NULL; s->d_pairs = NULL;
+    s->h_res = NULL; s->h_in = NULL; s->h_pairs = NULL;
+    s->cap_tasks = 0;
+}
+
 static int reserve_tasks(tdm_gpu *g, slot *s, uint64_t n)
 {
     if (n <= s->cap_tasks) return TDM_OK;
     uint64_t c = s->cap_tasks ? s->cap_tasks : 1024;
     while (c < n) c *= 2;
-    cudaFree(s->d_tasks); cudaFree(s->d_res); cudaFreeHost(s->h_tasks); cudaFreeHost(s->h_res);
-    s->d_tasks = NULL; s->d_res = NULL; s->h_tasks = NULL; s->h_res = NULL;
-    s->cap_tasks = 0;
+    free_tasks(s);
     TDM_CUDA_TRY(g, cudaMalloc(&s->d_tasks, c * sizeof(dtask)));
     TDM_CUDA_TRY(g, cudaMalloc(&s->d_res, c * sizeof(dres)));
-    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_tasks, c * sizeof(dtask)));
+    TDM_CUDA_TRY(g, cudaMalloc(&s->d_in, c * sizeof(dinput)));
+    TDM_CUDA_TRY(g, cudaMalloc(&s->d_pairs, c * sizeof(dpair)));
     TDM_CUDA_TRY(g, cudaMallocHost(&s->h_res, c * sizeof(dres)));
+    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_in, c * sizeof(dinput)));
+    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_pairs, c * sizeof(dpair)));
     s->cap_tasks = c;
     return TDM_OK;
 }
@@ -366,10 +415,7 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         cudaFree(s->cnt);
-        cudaFree(s->d_tasks);
-        cudaFree(s->d_res);
-        cudaFreeHost(s->h_tasks);
-        cudaFreeHost(s->h_res);
+        free_tasks(s);
         cudaFreeHost(s->h_cnt);
         if (s->ready) cudaEventDestroy(s->ready);
         if (s->stream) cudaStreamDestroy(s->stream);
@@ -454,21 +500,27 @@ static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size
     size_t n = hi - lo;
     int rc = reserve_tasks(g, s, n);
     if (rc != TDM_OK) return rc;
+    size_t n_pairs = 0;
+    const tdm_gpu_mesh *last_a = NULL, *last_b = NULL;
     for (size_t i = 0; i < n; i++) {
         const tdm_gpu_task *t = &tasks[lo + i];
-        dtask *d = &s->h_tasks[i];
-        d->h.fx = tdm_fxform_of(&t->b_in_a);
-        d->h.tol = tdm_obb_tolerance(t->a->radius, t->b->radius, (float)tdm_d3_len(t->b_in_a.t));
-        d->h.mode = (uint32_t)t->mode;
-        d->h.cap = t->max_pairs ? t->max_pairs : 1;
-        d->h.pad = 0;
-        d->h.an = t->a->nodes;
-        d->h.bn = t->b->nodes;
-        d->at = t->a->tris; d->bt = t->b->tris;
-        d->aid = t->a->ids; d->bid = t->b->ids;
+        if (t->a != last_a || t->b != last_b) { /* a new run of tasks on one mesh pair */
+            last_a = t->a;
+            last_b = t->b;
+            s->h_pairs[n_pairs++] = dpair{t->a->nodes, t->b->nodes, t->a->tris, t->b->tris,
+                                          t->a->ids,   t->b->ids,   t->a->radius, t->b->radius};
+        }
+        dinput *d = &s->h_in[i];
         d->x = t->b_in_a;
+        d->pair = (uint32_t)(n_pairs - 1);
+        d->mode = (uint32_t)t->mode;
+        d->cap = t->max_pairs ? t->max_pairs : 1;
+        d->pad = 0;
     }
-    TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_tasks, s->h_tasks, n * sizeof(dtask), cudaMemcpyHostToDevice, s->stream));
+    TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_pairs, s->h_pairs, n_pairs * sizeof(dpair), cudaMemcpyHostToDevice,
+                                    s->stream));
+    TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(dinput), cudaMemcpyHostToDevice, s->stream));
+    prepare_tasks_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, (uint32_t)n);
     TDM_CUDA_TRY(g, cudaMemsetAsync(s->d_res, 0, n * sizeof(dres), s->stream));
     TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), s->stream));
     init_frontier_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
@@ -490,7 +542,7 @@ static void copy_results(const slot *s, const tdm_gpu_task *tasks, tdm_collide_r
         if (tasks[s->lo + i].mode == TDM_MODE_BOOL) {
             o->n_pairs = r->colliding;
         } else {
-            uint32_t cap = s->h_tasks[i].h.cap;
+            uint32_t cap = s->h_in[i].cap;
             o->n_pairs = r->count < cap ? r->count : cap;
             o->truncated = r->truncated;
         }
@@ -643,6 +695,7 @@ extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
         /* the first launch of each kernel loads its module: do it now, with no work */
         TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), s->stream));
         init_frontier_kernel<<<1, BLOCK, 0, s->stream>>>(s->front[0], 0, s->cnt);
+        prepare_tasks_kernel<<<1, BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, 0);
         traverse_kernel<<<1, BLOCK, 0, s->stream>>>(s->front[0], s->front[1], s->leaves, s->d_tasks, s->d_res, s->cnt,
                                                     1, (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
                                                     s->cnt + 2 * MAX_ITERS);
