@@ -1,4 +1,5 @@
 #include "daemon_util.h"
+#include "gen.h"
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -43,23 +44,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-char *slurp_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    for (;;) {
-        if (n + 4096 + 1 > cap) s = realloc(s, cap *= 2);
-        size_t k = fread(s + n, 1, 4096, f);
-        n += k;
-        if (k < 4096) break;
-    }
-    s[n] = 0;
-    fclose(f);
-    if (len) *len = n;
-    return s;
-}
 
 void remove_tree(const char *path)
 {
@@ -178,7 +162,7 @@ void dmn_start(dmn *d, const char *const *extra)
         d->port = free_port();
         snprintf(d->tcp_addr, sizeof d->tcp_addr, "127.0.0.1:%d", d->port);
         size_t log_start = 0;
-        char *before = slurp_file(d->log_path, &log_start);
+        char *before = gen_read_file(d->log_path, &log_start);
         free(before);
         d->pid = spawn(d, extra);
         double t0 = now_s();
@@ -242,7 +226,7 @@ void dmn_cleanup(dmn *d)
 
 char *dmn_log(const dmn *d)
 {
-    char *s = slurp_file(d->log_path, NULL);
+    char *s = gen_read_file(d->log_path, NULL);
     if (!s) {
         s = malloc(1);
         s[0] = 0;

@@ -51,8 +51,6 @@ int dmn_running(dmn *d);
 void dmn_cleanup(dmn *d);
 /* The daemon's log so far (malloc'd, NUL-terminated; "" if none). */
 char *dmn_log(const dmn *d);
-/* Reads a whole file (malloc'd, NUL-terminated); *len (may be NULL) its size. NULL on failure. */
-char *slurp_file(const char *path, size_t *len);
 /* rm -rf, for folders the tests made. */
 void remove_tree(const char *path);
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const double PI = 3.14159265358979323846;
 
@@ -309,4 +310,38 @@ int gen_write_poses(const char *path, const gen_pose *p, size_t n)
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) return -1;
     return 0;
+}
+
+char *gen_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (;;) {
+        if (n + 4096 + 1 > cap) s = realloc(s, cap *= 2);
+        size_t k = fread(s + n, 1, 4096, f);
+        n += k;
+        if (k < 4096) break;
+    }
+    s[n] = 0;
+    fclose(f);
+    if (len) *len = n;
+    return s;
+}
+
+size_t gen_split_lines(char *s, char ***out)
+{
+    size_t n = 0, cap = 64;
+    char **v = malloc(sizeof *v * cap);
+    while (*s) {
+        if (n == cap) v = realloc(v, sizeof *v * (cap *= 2));
+        v[n++] = s;
+        char *nl = strchr(s, '\n');
+        if (!nl) break;
+        *nl = 0;
+        s = nl + 1;
+    }
+    *out = v;
+    return n;
 }

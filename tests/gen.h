@@ -72,4 +72,11 @@ int gen_write_obj(const char *path, const tdm_mesh *m);
 /* Writes poses as "x y z qx qy qz qw" lines with %.17g. Returns 0 or -1. */
 int gen_write_poses(const char *path, const gen_pose *p, size_t n);
 
+/* A whole file as a NUL-terminated malloc'd string (NULL if it cannot be read); *len
+ * (optional) receives its length. */
+char *gen_read_file(const char *path, size_t *len);
+/* Splits s into lines in place; *out (malloc'd) receives their starts. A final newline
+ * ends the last line rather than starting an empty one. Returns the number of lines. */
+size_t gen_split_lines(char *s, char ***out);
+
 #endif

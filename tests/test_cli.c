@@ -77,18 +77,8 @@ static const char *path(const char *name)
 
 static char *slurp(const char *p)
 {
-    FILE *f = fopen(p, "rb");
-    cr_assert_not_null(f, "cannot read %s", p);
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    for (;;) {
-        if (n + 4096 + 1 > cap) s = realloc(s, cap *= 2);
-        size_t k = fread(s + n, 1, 4096, f);
-        n += k;
-        if (k < 4096) break;
-    }
-    s[n] = 0;
-    fclose(f);
+    char *s = gen_read_file(p, NULL);
+    cr_assert_not_null(s, "cannot read %s", p);
     return s;
 }
 
@@ -126,30 +116,13 @@ static void run_free(run_result *r)
     free(r->err);
 }
 
-/* Splits s into lines in place; returns their number (a final newline ends the
- * last line rather than starting an empty one). */
-static size_t lines(char *s, char ***out)
-{
-    size_t n = 0, cap = 64;
-    char **v = malloc(sizeof *v * cap);
-    while (*s) {
-        if (n == cap) v = realloc(v, sizeof *v * (cap *= 2));
-        v[n++] = s;
-        char *nl = strchr(s, '\n');
-        if (!nl) break;
-        *nl = 0;
-        s = nl + 1;
-    }
-    *out = v;
-    return n;
-}
 
 /* Checks the summary line: the last line of stdout, exactly
  * queries=N seconds=S qps=Q colliding=C. */
 static void check_summary(char *out, size_t n, size_t colliding, const char *what)
 {
     char **v;
-    size_t k = lines(out, &v);
+    size_t k = gen_split_lines(out, &v);
     cr_assert(k >= 1, "%s: no output on stdout", what);
     const char *last = v[k - 1];
     regex_t re;
@@ -237,7 +210,7 @@ static void make_scene(scene *s, size_t n)
 static void check_out_file(const char *p, const scene *s, const char *mode, uint32_t cap)
 {
     char *text = slurp(p), **v;
-    size_t k = lines(text, &v);
+    size_t k = gen_split_lines(text, &v);
     cr_assert_eq(k, s->n, "%s: %zu lines in --out, %zu poses", mode, k, s->n);
     for (size_t i = 0; i < k; i++) {
         size_t want = !strcmp(mode, "bool") ? (s->pairs[i] > 0) : (s->pairs[i] < cap ? s->pairs[i] : cap);
@@ -322,7 +295,7 @@ static void write_text(const char *p, const char *text)
 static size_t parse_poses(char *text, tdm_pose **out)
 {
     char **v;
-    size_t n = lines(text, &v);
+    size_t n = gen_split_lines(text, &v);
     tdm_pose *p = malloc(sizeof *p * (n ? n : 1));
     for (size_t i = 0; i < n; i++) {
         char extra;

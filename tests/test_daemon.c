@@ -192,8 +192,8 @@ static run_result run_tandem(const char *const *args)
     while (waitpid(pid, &st, 0) < 0) cr_assert_eq(errno, EINTR);
     run_result r;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = slurp_file(in_root("stdout"), NULL);
-    r.err = slurp_file(in_root("stderr"), NULL);
+    r.out = gen_read_file(in_root("stdout"), NULL);
+    r.err = gen_read_file(in_root("stderr"), NULL);
     cr_assert(r.out && r.err);
     return r;
 }
@@ -204,28 +204,12 @@ static void run_free(run_result *r)
     free(r->err);
 }
 
-/* Splits s into lines in place (a final newline ends the last line). */
-static size_t split_lines(char *s, char ***out)
-{
-    size_t n = 0, cap = 64;
-    char **v = malloc(sizeof *v * cap);
-    while (*s) {
-        if (n == cap) v = realloc(v, sizeof *v * (cap *= 2));
-        v[n++] = s;
-        char *nl = strchr(s, '\n');
-        if (!nl) break;
-        *nl = 0;
-        s = nl + 1;
-    }
-    *out = v;
-    return n;
-}
 
 /* The last stdout line must be exactly queries=N seconds=S qps=Q colliding=C. */
 static void check_summary(const char *stdout_text, size_t n, size_t colliding, const char *what)
 {
     char *copy = strdup(stdout_text), **v;
-    size_t k = split_lines(copy, &v);
+    size_t k = gen_split_lines(copy, &v);
     cr_assert(k >= 1, "%s: nothing on stdout", what);
     const char *last = v[k - 1];
     regex_t re;
@@ -408,14 +392,14 @@ static void lib_results(const scene1 *s, const char *addr, int first, uint8_t sc
  * ref is NULL). */
 static void compare_out(const scene1 *s, const char *path, const char *ref_path, int contacts, const char *what)
 {
-    char *text = slurp_file(path, NULL), **v;
+    char *text = gen_read_file(path, NULL), **v;
     cr_assert_not_null(text, "%s: no --out file", what);
-    size_t k = split_lines(text, &v);
+    size_t k = gen_split_lines(text, &v);
     cr_assert_eq(k, s->n, "%s: %zu lines for %zu poses", what, k, s->n);
     char *rtext = NULL, **rv = NULL;
     if (ref_path) {
-        rtext = slurp_file(ref_path, NULL);
-        cr_assert_eq(split_lines(rtext, &rv), s->n);
+        rtext = gen_read_file(ref_path, NULL);
+        cr_assert_eq(gen_split_lines(rtext, &rv), s->n);
     }
     for (size_t i = 0; i < k; i++) {
         char exp[32];
@@ -1175,7 +1159,7 @@ Test(daemon, kill9_restart_keeps_acknowledged_state)
     flip_byte(pile_copy, -1);
     flip_byte(two_copy, 40);
     size_t log_before = 0;
-    free(slurp_file(D.log_path, &log_before));
+    free(gen_read_file(D.log_path, &log_before));
     dmn_start(&D, NULL);
     char *log = dmn_log(&D);
     cr_assert(strstr(log + log_before, pile_copy) && strstr(log + log_before, two_copy),
