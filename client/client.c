@@ -514,10 +514,11 @@ int tdm_mesh_put(tdm_client *c, const char *name, const float *verts, uint32_t n
     return rc;
 }
 
-int tdm_mesh_list(tdm_client *c, tdm_mesh_info **out, size_t *n)
+/* MeshList and SceneList: the reply is one malloc'd block, handed over only on success. */
+static int list_call(tdm_client *c, int type, void **out, size_t *n)
 {
     if (!out || !n) return local_error(c, TDM_CLIENT_EINVAL, "NULL output");
-    tdm__req rq = {.type = TDM_REPLY_MESH_LIST};
+    tdm__req rq = {.type = type};
     void *list = NULL;
     size_t cnt = 0;
     outs o = {.list = &list, .n_list = &cnt};
@@ -528,6 +529,14 @@ int tdm_mesh_list(tdm_client *c, tdm_mesh_info **out, size_t *n)
     } else {
         free(list);
     }
+    return rc;
+}
+
+int tdm_mesh_list(tdm_client *c, tdm_mesh_info **out, size_t *n)
+{
+    void *list = NULL;
+    int rc = list_call(c, TDM_REPLY_MESH_LIST, out ? &list : NULL, n);
+    if (rc == 0) *out = list;
     return rc;
 }
 
@@ -566,18 +575,9 @@ int tdm_scene_put(tdm_client *c, const char *name, const tdm_scene_object *objec
 
 int tdm_scene_list(tdm_client *c, tdm_scene_info **out, size_t *n)
 {
-    if (!out || !n) return local_error(c, TDM_CLIENT_EINVAL, "NULL output");
-    tdm__req rq = {.type = TDM_REPLY_SCENE_LIST};
     void *list = NULL;
-    size_t cnt = 0;
-    outs o = {.list = &list, .n_list = &cnt};
-    int rc = call(c, &rq, NULL, &o, deadline_of(c));
-    if (rc == 0) {
-        *out = list;
-        *n = cnt;
-    } else {
-        free(list);
-    }
+    int rc = list_call(c, TDM_REPLY_SCENE_LIST, out ? &list : NULL, n);
+    if (rc == 0) *out = list;
     return rc;
 }
 
