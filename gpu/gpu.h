@@ -64,13 +64,14 @@ typedef struct tdm_gpu_task {
 int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks);
 
 /* Runs n tasks; results[i] answers tasks[i] exactly as tdm_collide would, except
- * that `first` may be a different intersecting pair. Blocks until done. */
+ * that `first` may be a different intersecting pair and the work counters
+ * (box_tests, tri_tests) are 0. Blocks until done. */
 int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results);
 
 typedef struct tdm_gpu_stats {
     uint64_t device_bytes;    /* device memory held: meshes + scratch */
     uint64_t mesh_bytes;
-    uint64_t runs, tasks, iterations, box_tests, tri_pair_tests, reruns;
+    uint64_t runs, tasks, iterations, reruns;
     double seconds;           /* wall time inside tdm_gpu_run */
 } tdm_gpu_stats;
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s);
