@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "../geom/tri.h"
-#include "gpu.h"
+#include "internal.h"
 
 /* ---- errors ----------------------------------------------------------------- */
 
@@ -30,14 +30,7 @@ static int is_sticky(cudaError_t e)
 
 /* ---- device data ---------------------------------------------------------------- */
 
-struct tdm_gpu_mesh {
-    tdm_bvh_node *nodes;
-    float *tris;
-    uint32_t *ids;
-    uint32_t n_nodes, n_tris;
-    float radius;
-    uint64_t bytes;
-};
+/* struct tdm_gpu_mesh: internal.h */
 
 /* What the box tests need of a task, first and 16-byte aligned so that a
  * thread reads it in five 16-byte loads; the rest is read only by leaf tests. */
@@ -113,6 +106,7 @@ struct tdm_gpu {
     int grid; /* blocks per launch: the kernels loop over their work */
     int n_slots;
     uint64_t mesh_bytes, scratch_bytes;
+    uint64_t other_bytes; /* scratch other engines took (tdm_gpu_account) */
     uint64_t cap_pairs, cap_leaves; /* per slot */
     slot slots[MAX_SLOTS];
     tdm_gpu_stats stats;
@@ -311,7 +305,7 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     if (pairs < g->cap_pairs) pairs = g->cap_pairs;
     if (leaves < g->cap_leaves) leaves = g->cap_leaves;
     if (pairs >= (1ull << 31) || leaves >= (1ull << 31)) return OVERFLOW_RC;
-    if (g->mesh_bytes + scratch_need(g, pairs, leaves) > g->cfg.memory_budget) return OVERFLOW_RC;
+    if (g->mesh_bytes + g->other_bytes + scratch_need(g, pairs, leaves) > g->cfg.memory_budget) return OVERFLOW_RC;
     uint64_t old_p = g->cap_pairs, old_l = g->cap_leaves;
     free_frontiers(g);
     for (int k = 0; k < g->n_slots; k++) {
@@ -429,7 +423,7 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     if (g->dead) return TDM_EGPU;
     uint64_t nb = (uint64_t)bvh->n_nodes * sizeof(tdm_bvh_node), tb = (uint64_t)bvh->n_tris * 9 * sizeof(float),
              ib = (uint64_t)bvh->n_tris * sizeof(uint32_t);
-    if (g->mesh_bytes + g->scratch_bytes + nb + tb + ib > g->cfg.memory_budget) return TDM_EGPUMEM;
+    if (g->mesh_bytes + g->scratch_bytes + g->other_bytes + nb + tb + ib > g->cfg.memory_budget) return TDM_EGPUMEM;
     tdm_gpu_mesh *m = (tdm_gpu_mesh *)calloc(1, sizeof *m);
     if (!m) return TDM_ENOMEM;
     cudaError_t e = cudaMalloc(&m->nodes, nb);
@@ -711,5 +705,15 @@ extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 {
     *s = g->stats;
     s->mesh_bytes = g->mesh_bytes;
-    s->device_bytes = g->mesh_bytes + g->scratch_bytes;
+    s->device_bytes = g->mesh_bytes + g->scratch_bytes + g->other_bytes;
+}
+
+extern "C" int tdm_gpu_device(const tdm_gpu *g) { return g->cfg.device; }
+
+extern "C" int tdm_gpu_account(tdm_gpu *g, int64_t bytes)
+{
+    if (bytes > 0 && g->mesh_bytes + g->scratch_bytes + g->other_bytes + (uint64_t)bytes > g->cfg.memory_budget)
+        return TDM_EGPUMEM;
+    g->other_bytes += (uint64_t)bytes; /* a negative count wraps back down */
+    return TDM_OK;
 }

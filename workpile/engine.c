@@ -62,7 +62,7 @@ const char *tdm_engine_kind_name(tdm_engine_kind k)
 
 tdm_engine_config tdm_engine_config_default(void)
 {
-    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144};
+    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1};
     return c;
 }
 
@@ -126,6 +126,14 @@ void tdm_engine_destroy(tdm_engine *e)
 }
 
 tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e) { return e->kind; }
+
+int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh)
+{
+    (void)e; (void)bvh;
+    return TDM_OK;
+}
+
+void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh) { (void)e; (void)bvh; }
 const char *tdm_engine_detail(const tdm_engine *e) { return e->detail; }
 
 void tdm_engine_get_stats(tdm_engine *e, tdm_engine_stats *s)

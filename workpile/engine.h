@@ -7,6 +7,11 @@
  * list that the engine runs at once: pooling small requests into large runs is
  * what keeps every core (or the GPU) busy.
  *
+ * Engines: CPU (workpile/cpu_engine.h), GPU-resident (gpu/gpu.h) and hybrid
+ * (CPU traversal, GPU tests: gpu/hybrid.h). AUTO, on a machine with a GPU, sends
+ * each run to the CPU or the GPU-resident engine by a cost model calibrated at
+ * creation (engine.c explains it).
+ *
  * Thread use: one thread (the daemon's dispatcher) calls tdm_engine_run; runs on
  * one engine are serialised. The engine's own worker threads never call back. */
 #ifndef TDM_WORKPILE_ENGINE_H
@@ -48,10 +53,17 @@ typedef struct tdm_query_result {
 } tdm_query_result;
 
 typedef struct tdm_engine_config {
-    tdm_engine_kind kind; /* TDM_ENGINE_AUTO by default */
+    tdm_engine_kind kind; /* TDM_ENGINE_AUTO by default: the GPU engines with dispatch when a GPU is
+                             present, else the CPU engine */
     int threads;          /* CPU threads working on a run, the caller's included; 0: one per core */
     uint32_t chunk_tasks; /* most tasks held at once: a larger run is done in pieces (default 262144,
                              ~45 MB of scratch) */
+    int gpu_device;           /* CUDA device index (default 0) */
+    uint64_t gpu_memory;      /* bytes of device memory the engine may hold, meshes plus scratch; 0: 80%
+                                 of the device's memory */
+    int gpu_streams;          /* batches in flight at once on the GPU, each on its own stream (default 2) */
+    int calibrate;            /* AUTO: measure both engines at creation to set the dispatch threshold
+                                 (default 1); 0 keeps the built-in threshold */
 } tdm_engine_config;
 
 tdm_engine_config tdm_engine_config_default(void);
@@ -70,6 +82,22 @@ tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e); /* never AUTO */
  * by the engine. */
 const char *tdm_engine_detail(const tdm_engine *e);
 
+/* Device-resident trees (GPU and hybrid engines). tdm_engine_mesh_add copies a
+ * tree to the device so that queries on scenes using it can run there; a scene
+ * with a tree that is not resident runs on the CPU engine. Keyed by the tree's
+ * address: the tree must stay alive and unchanged until tdm_engine_mesh_remove.
+ * Adding a resident tree again counts a reference. Returns 0 (also on a CPU
+ * engine, where it does nothing), TDM_EGPUMEM (over the memory budget, or the
+ * device is full: nothing is held and nothing else changes), TDM_EGPU or
+ * TDM_ENOMEM. May block for the run in progress. Any thread.
+ *
+ * tdm_engine_mesh_remove drops a reference; at zero the tree is no longer used
+ * by later runs and its device memory is freed before the next run or upload
+ * (no run in progress may still use it: the caller's reference counting sees
+ * to that). Never blocks on a run. Any thread. */
+int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh);
+void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh);
+
 /* Answers queries[i] in results[i], blocking until all are done. Scratch memory
  * is kept between runs and grows only when a run needs more. Returns 0,
  * TDM_EINVAL (a query without a scene or poses, or contacts mode with
@@ -79,9 +107,17 @@ int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_
 
 typedef struct tdm_engine_stats {
     uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */
-    uint64_t box_tests, tri_tests;
-    uint64_t cpu_queries, gpu_queries;
-    double seconds, gpu_seconds;      /* wall time inside tdm_engine_run */
+    uint64_t box_tests, tri_tests;    /* counted by the CPU engine only (the GPU engines do not count) */
+    uint64_t cpu_queries, gpu_queries, hybrid_queries; /* which engine answered (a query's pair
+                                                          re-run on the CPU is not counted again) */
+    uint64_t cpu_tasks, gpu_tasks, hybrid_tasks;
+    uint64_t gpu_iterations;          /* BVTT levels the GPU ran, summed over its in-flight batches */
+    uint64_t gpu_pairs;               /* node pairs (plus leaf pairs) tested on the GPU: gpu_pairs /
+                                         gpu_iterations is the mean workpile size */
+    uint64_t device_bytes, mesh_bytes; /* device memory held now */
+    uint32_t device_meshes;           /* trees resident on the device */
+    uint64_t dispatch_threshold;      /* AUTO: runs of fewer tasks go to the CPU engine */
+    double seconds, gpu_seconds;      /* wall time inside tdm_engine_run, and in its GPU parts */
 } tdm_engine_stats;
 
 /* A snapshot; safe to call from any thread. */
