@@ -883,6 +883,15 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         o->cpu_queries = m.cpu_queries;
         o->gpu_queries = m.gpu_queries;
         o->gpu_seconds = m.gpu_seconds;
+        o->hybrid_queries = m.hybrid_queries;
+        o->cpu_tasks = m.cpu_tasks;
+        o->gpu_tasks = m.gpu_tasks;
+        o->hybrid_tasks = m.hybrid_tasks;
+        o->mean_workpile_pairs = m.mean_workpile_pairs;
+        o->gpu_iterations = m.gpu_iterations;
+        o->device_bytes = m.device_bytes;
+        o->device_meshes = m.device_meshes;
+        o->dispatch_threshold = m.dispatch_threshold;
         break;
     }
     default:

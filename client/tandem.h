@@ -192,6 +192,14 @@ typedef struct tdm_stats {
     uint64_t cpu_queries, gpu_queries;
     double gpu_seconds;
     char engine_detail[256]; /* truncated if longer */
+    /* which engine did the work, and the GPU side (0 on a CPU engine or from an older server) */
+    uint64_t hybrid_queries;
+    uint64_t cpu_tasks, gpu_tasks, hybrid_tasks; /* object-pair tasks run by each engine */
+    double mean_workpile_pairs;                  /* node and leaf pairs per GPU workpile */
+    uint64_t gpu_iterations;                     /* GPU workpiles run */
+    uint64_t device_bytes;                       /* device memory held now */
+    uint32_t device_meshes;                      /* meshes resident on the device */
+    uint64_t dispatch_threshold;                 /* engine auto: smaller batches run on the CPU */
 } tdm_stats;
 
 /* 64 lower-case hex digits and a NUL into hex[TDM_ID_HEX]. Returns hex. */

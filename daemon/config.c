@@ -10,7 +10,7 @@
 
 #include "log.h"
 
-typedef enum opt_type { T_U32, T_U64, T_INT, T_STR, T_LIST, T_LEVEL } opt_type;
+typedef enum opt_type { T_U32, T_U64, T_INT, T_BOOL, T_STR, T_LIST, T_LEVEL } opt_type;
 
 typedef struct opt {
     const char *name;
@@ -36,10 +36,23 @@ static const opt opts[] = {
     {"config", T_STR, OFF(config_file), NULL, 0, 0, NULL, "FILE",
      "JSON object of options by name, e.g. {\"max-queries\": 4096, \"listen\": [\"unix:/run/tandem.sock\"]}. "
      "Flags override it."},
-    {"engine", T_STR, OFF(engine), "auto", 0, 0, "auto|cpu|gpu", "KIND",
-     "Query engine: auto (the best one available), cpu, or gpu (fails when the build or machine has none)."},
+    {"engine", T_STR, OFF(engine), "auto", 0, 0, "auto|cpu|gpu|hybrid", "KIND",
+     "Query engine: auto (with a GPU, each batch goes to the CPU or the GPU-resident engine, whichever is "
+     "faster for its size; without one, the CPU engine), cpu, gpu (GPU-resident traversal) or hybrid (CPU "
+     "traversal, GPU triangle tests). gpu and hybrid fail start-up when the build or the machine has no "
+     "usable GPU."},
     {"threads", T_INT, OFF(threads), "0", 0, 4096, NULL, "N",
      "Engine threads working on a batch, the dispatcher's included; 0: one per online core."},
+    {"gpu-device", T_INT, OFF(gpu_device), "0", 0, 1024, NULL, "N", "CUDA device index the GPU engines use."},
+    {"gpu-memory", T_U64, OFF(gpu_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
+     "Device memory the GPU engines may hold, resident meshes and scratch together; 0: 80% of the device's "
+     "memory. A MeshPut whose tree does not fit gets ERROR_NO_MEMORY; a stored mesh that does not fit at "
+     "start-up is kept and its scenes run on the CPU engine."},
+    {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 64, NULL, "N",
+     "Batches in flight on the GPU at once, each on its own CUDA stream."},
+    {"engine-calibrate", T_BOOL, OFF(engine_calibrate), "1", 0, 1, "0|1", "BOOL",
+     "auto with a GPU: time both engines at start-up to set the batch size from which the GPU is used "
+     "(takes a moment); 0 keeps the built-in threshold. Also true/false, yes/no, on/off."},
     {"auth-token", T_STR, OFF(auth_token), "", 0, 0, NULL, "TOKEN",
      "Require Hello.auth_token to equal TOKEN (empty: no token). Visible in ps; prefer auth-token-file."},
     {"auth-token-file", T_STR, OFF(auth_token_file), "", 0, 0, NULL, "FILE",
@@ -187,6 +200,15 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
         else *(int *)(base + o->off) = (int)x;
         return 0;
     }
+    case T_BOOL: {
+        int b;
+        if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on")) b = 1;
+        else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off")) b = 0;
+        else return errf(err, errlen, "%s: %s must be 0 or 1 (or true/false, yes/no, on/off), not \"%s\"", where,
+                         o->name, v);
+        *(int *)(base + o->off) = b;
+        return 0;
+    }
     case T_STR: {
         if (o->choices && !in_choices(o->choices, v))
             return errf(err, errlen, "%s: %s must be one of %s, not \"%s\"", where, o->name, o->choices, v);
@@ -259,6 +281,8 @@ static int load_file(tdm_config *c, const char *path, char *err, size_t errlen)
             }
         } else if (json_is_string(val)) {
             rc = set_opt(c, o, json_string_value(val), where, err, errlen);
+        } else if (json_is_boolean(val) && o->type == T_BOOL) {
+            rc = set_opt(c, o, json_is_true(val) ? "1" : "0", where, err, errlen);
         } else if (json_is_integer(val) && o->type != T_STR && o->type != T_LEVEL) {
             if (json_integer_value(val) < 0) {
                 rc = errf(err, errlen, "%s: %s must not be negative", where, o->name);
@@ -268,7 +292,9 @@ static int load_file(tdm_config *c, const char *path, char *err, size_t errlen)
             rc = set_opt(c, o, num, where, err, errlen);
         } else {
             rc = errf(err, errlen, "%s: %s must be %s", where, o->name,
-                      o->type == T_STR || o->type == T_LEVEL ? "a string" : "an integer");
+                      o->type == T_STR || o->type == T_LEVEL ? "a string"
+                      : o->type == T_BOOL                    ? "true, false, 0 or 1"
+                                                             : "an integer");
         }
         if (rc != 0) goto out;
     }
@@ -416,7 +442,8 @@ void tdm_config_log(const tdm_config *c)
         switch (o->type) {
         case T_U32: tdm_log_debug("config: %s=%" PRIu32, o->name, *(const uint32_t *)(base + o->off)); break;
         case T_U64: tdm_log_debug("config: %s=%" PRIu64, o->name, *(const uint64_t *)(base + o->off)); break;
-        case T_INT: tdm_log_debug("config: %s=%d", o->name, *(const int *)(base + o->off)); break;
+        case T_INT:
+        case T_BOOL: tdm_log_debug("config: %s=%d", o->name, *(const int *)(base + o->off)); break;
         case T_LEVEL:
             tdm_log_debug("config: %s=%s", o->name, tdm_log_level_name(*(const int *)(base + o->off)));
             break;

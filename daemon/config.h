@@ -16,8 +16,12 @@ typedef struct tdm_config {
     size_t n_listen;
     char *data_dir;
     char *config_file;
-    char *engine;             /* "auto", "cpu", "gpu" */
+    char *engine;             /* "auto", "cpu", "gpu", "hybrid" */
     int threads;              /* engine threads, 0: one per core */
+    int gpu_device;           /* CUDA device index */
+    uint64_t gpu_memory;      /* device memory the engine may hold (meshes and scratch); 0: 80% of the device */
+    int gpu_streams;          /* batches in flight on the GPU at once */
+    int engine_calibrate;     /* auto: measure both engines at start-up to set the dispatch threshold */
     char *auth_token;         /* "" when none */
     char *auth_token_file;
     int log_level;            /* tdm_log_level */

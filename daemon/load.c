@@ -39,6 +39,15 @@ static int load_mesh(void *ctx, const tdm_persist_item *it)
         tdm_stored_mesh_unref(m);
         return -1;
     }
+    /* before the loop runs: tdm_engine_mesh_add may block, which is fine here */
+    rc = tdm_engine_mesh_add(s->engine, bvh);
+    if (rc == TDM_OK) {
+        m->engine = s->engine;
+    } else {
+        tdm_log_warn("%s: the %s engine cannot hold its tree on the device (%s): kept, and queries on scenes "
+                     "using it run on the CPU engine", it->path, tdm_engine_kind_name(tdm_engine_kind_of(s->engine)),
+                     rc == TDM_EGPUMEM ? "device memory or the gpu-memory budget is full" : tdm_strerror(rc));
+    }
     tdm_store_add_mesh(s->store, m);
     if (tdm_storage_mark(s->storage, TDM_PERSIST_MESH, it->id) != TDM_OK)
         tdm_log_warn("out of memory marking %s", it->path);
@@ -123,6 +132,12 @@ out:
 size_t tdm_load_store(tdm_server *s)
 {
     size_t skipped = tdm_persist_load(s->persist, TDM_PERSIST_MESH, load_mesh, s);
+    if (tdm_engine_kind_of(s->engine) != TDM_ENGINE_CPU && tdm_store_n_meshes(s->store) > 0) {
+        tdm_engine_stats es;
+        tdm_engine_get_stats(s->engine, &es);
+        tdm_log_info("device: %u of %u stored meshes resident, %llu bytes of device memory held", es.device_meshes,
+                     tdm_store_n_meshes(s->store), (unsigned long long)es.device_bytes);
+    }
     skipped += tdm_persist_load(s->persist, TDM_PERSIST_SCENE, load_scene, s);
     if (tdm_store_bytes(s->store) > s->cfg->max_meshes_bytes)
         tdm_log_warn("stored meshes take %llu bytes, over max_meshes_bytes %llu: new meshes will be refused",

@@ -15,6 +15,7 @@ static tdm_engine_kind engine_kind(const char *name)
 {
     if (strcmp(name, "cpu") == 0) return TDM_ENGINE_CPU;
     if (strcmp(name, "gpu") == 0) return TDM_ENGINE_GPU;
+    if (strcmp(name, "hybrid") == 0) return TDM_ENGINE_HYBRID;
     return TDM_ENGINE_AUTO;
 }
 
@@ -55,14 +56,22 @@ int main(int argc, char **argv)
     ec.kind = engine_kind(cfg.engine);
     ec.threads = cfg.threads;
     ec.chunk_tasks = cfg.max_batch_tasks;
-    char why[256];
+    ec.gpu_device = cfg.gpu_device;
+    ec.gpu_memory = cfg.gpu_memory;
+    ec.gpu_streams = cfg.gpu_streams;
+    ec.calibrate = cfg.engine_calibrate;
+    char why[256] = "";
     if ((rc = tdm_engine_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
-        tdm_log_error("engine %s: %s", cfg.engine, why[0] ? why : tdm_strerror(rc));
+        if (rc == TDM_ENODEV)
+            tdm_log_error("engine %s: %s; start with --engine auto (or cpu) to run on the CPU engine", cfg.engine,
+                          why[0] ? why : "no usable GPU");
+        else
+            tdm_log_error("engine %s: %s", cfg.engine, why[0] ? why : tdm_strerror(rc));
         goto out;
     }
     tdm_log_info("engine: %s", tdm_engine_detail(srv.engine));
-    if (tdm_engine_kind_of(srv.engine) == TDM_ENGINE_CPU)
-        tdm_log_info("no GPU engine in this build/machine: queries run on the CPU engine");
+    if (tdm_engine_kind_of(srv.engine) == TDM_ENGINE_CPU && ec.kind == TDM_ENGINE_AUTO)
+        tdm_log_info("engine auto: no usable GPU in this build or machine (see above), queries run on the CPU engine");
 
     if (tdm_persist_open(cfg.data_dir, &srv.persist, err, sizeof err) != 0) {
         tdm_log_error("%s", err);
@@ -72,7 +81,7 @@ int main(int argc, char **argv)
         tdm_log_error("out of memory");
         goto out;
     }
-    if ((rc = tdm_storage_create(&loop, srv.persist, &srv.storage)) != TDM_OK) {
+    if ((rc = tdm_storage_create(&loop, srv.persist, srv.engine, &srv.storage)) != TDM_OK) {
         tdm_log_error("storage thread: %s", tdm_strerror(rc));
         goto out;
     }

@@ -31,6 +31,15 @@ void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, si
     r->cpu_queries = es.cpu_queries;
     r->gpu_queries = es.gpu_queries;
     r->gpu_seconds = es.gpu_seconds;
+    r->hybrid_queries = es.hybrid_queries;
+    r->cpu_tasks = es.cpu_tasks;
+    r->gpu_tasks = es.gpu_tasks;
+    r->hybrid_tasks = es.hybrid_tasks;
+    r->gpu_iterations = es.gpu_iterations;
+    r->mean_workpile_pairs = es.gpu_iterations ? (double)es.gpu_pairs / (double)es.gpu_iterations : 0;
+    r->device_bytes = es.device_bytes;
+    r->device_meshes = es.device_meshes;
+    r->dispatch_threshold = es.dispatch_threshold;
     snprintf(detail, detail_len, "%s; %llu requests pooled into %llu batches", tdm_engine_detail(srv->engine),
              (unsigned long long)ds.jobs, (unsigned long long)ds.batches);
     r->engine_detail = detail;
@@ -46,4 +55,13 @@ void tdm_stats_log(tdm_server *srv)
                  r.uptime_s, (unsigned long long)r.requests, (unsigned long long)r.errors,
                  (unsigned long long)r.queries, (unsigned long long)r.batches, r.mean_batch_queries,
                  r.mean_batch_tasks, r.engine_seconds, r.meshes, (unsigned long long)r.meshes_bytes, r.scenes);
+    if (r.engine != TANDEM__V1__ENGINE__ENGINE_CPU)
+        tdm_log_info("stats: queries cpu %llu, gpu %llu, hybrid %llu; tasks cpu %llu, gpu %llu, hybrid %llu; %llu GPU "
+                     "workpiles of %.1f pairs, %.3f s on the GPU; %u meshes resident, %llu device bytes; dispatch "
+                     "threshold %llu tasks",
+                     (unsigned long long)r.cpu_queries, (unsigned long long)r.gpu_queries,
+                     (unsigned long long)r.hybrid_queries, (unsigned long long)r.cpu_tasks,
+                     (unsigned long long)r.gpu_tasks, (unsigned long long)r.hybrid_tasks,
+                     (unsigned long long)r.gpu_iterations, r.mean_workpile_pairs, r.gpu_seconds, r.device_meshes,
+                     (unsigned long long)r.device_bytes, (unsigned long long)r.dispatch_threshold);
 }

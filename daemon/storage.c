@@ -78,6 +78,7 @@ static void idset_del(idset *s, const uint8_t *id)
 struct tdm_storage {
     uv_async_t async; /* first: the close callback casts back */
     tdm_persist *persist;
+    tdm_engine *engine;
     idset on_disk[2];
     pthread_t thread;
     int started;
@@ -123,6 +124,25 @@ static void locate_mesh_error(tdm_storage_op *op, const float *v, uint32_t nv, c
     }
 }
 
+/* Why tdm_engine_mesh_add refused the tree, for the Error reply. */
+static void upload_error(tdm_storage *st, tdm_storage_op *op, size_t tree_bytes)
+{
+    tdm_engine_stats es;
+    tdm_engine_get_stats(st->engine, &es);
+    op->field = "";
+    op->index = -1;
+    if (op->rc == TDM_EGPUMEM)
+        snprintf(op->msg, sizeof op->msg,
+                 "the %s engine cannot hold this mesh's tree (%zu bytes) in device memory: the device or the "
+                 "gpu-memory budget is full (%llu bytes held, %u meshes resident); nothing was stored",
+                 tdm_engine_kind_name(tdm_engine_kind_of(st->engine)), tree_bytes,
+                 (unsigned long long)es.device_bytes, es.device_meshes);
+    else
+        snprintf(op->msg, sizeof op->msg, "copying the mesh's tree to the GPU failed: %s; nothing was stored",
+                 tdm_strerror(op->rc));
+    tdm_log_warn("MeshPut: %s", op->msg);
+}
+
 static void mesh_put(tdm_storage *st, tdm_storage_op *op)
 {
     const Tandem__V1__MeshPut *p = op->put;
@@ -146,6 +166,7 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
     tdm_bvh *bvh = NULL;
     void *blob = NULL;
     size_t blob_len = 0;
+    int resident = 0; /* bvh is added to the engine */
     op->rc = tdm_mesh_create(p->vertices, nv, p->triangles, nt, &op->limits, &mesh, op->msg, sizeof op->msg);
     if (op->rc != TDM_OK) {
         locate_mesh_error(op, p->vertices, nv, p->triangles, nt);
@@ -168,6 +189,14 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
         set_err(op, op->rc, "", -1, "out of memory serialising the tree");
         goto out;
     }
+    /* device first: a tree the GPU cannot hold must leave nothing behind, on disk or elsewhere */
+    if (st->engine) {
+        if ((op->rc = tdm_engine_mesh_add(st->engine, bvh)) != TDM_OK) {
+            upload_error(st, op, blob_len);
+            goto out;
+        }
+        resident = 1;
+    }
     uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
     tdm_mesh_canon_prefix(nv, nt, prefix);
     struct iovec parts[3] = {{prefix, sizeof prefix}, {mesh->verts, 12 * (size_t)nv}, {mesh->tris, 12 * (size_t)nt}};
@@ -184,12 +213,15 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
         set_err(op, TDM_ENOMEM, "", -1, "out of memory after storing the mesh");
         goto out;
     }
+    op->mesh->engine = resident ? st->engine : NULL;
+    resident = 0; /* the mesh removes it from the engine when it is freed */
     bvh = NULL;
     if (idset_add(&st->on_disk[TDM_PERSIST_MESH], op->id) != 0) {
         /* without the id in the set, the next put of this mesh rebuilds and rewrites the same file: harmless */
         tdm_log_warn("storage: out of memory for the id set");
     }
 out:
+    if (resident) tdm_engine_mesh_remove(st->engine, bvh);
     free(label);
     free(blob);
     tdm_bvh_free(bvh);
@@ -272,12 +304,13 @@ static void on_async(uv_async_t *h)
     }
 }
 
-int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_storage **out)
+int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_engine *engine, tdm_storage **out)
 {
     *out = NULL;
     tdm_storage *st = calloc(1, sizeof *st);
     if (!st) return TDM_ENOMEM;
     st->persist = persist;
+    st->engine = engine;
     if (pthread_mutex_init(&st->lock, NULL) != 0) {
         free(st);
         return TDM_ESYS;

@@ -6,6 +6,11 @@
  * MeshDelete followed by a MeshPut of the same mesh can never have its unlink
  * land after the put's rename. The loop never waits on a disk.
  *
+ * A MeshPut also makes the new tree resident on the engine (tdm_engine_mesh_add,
+ * which may wait for the engine's run in progress: never on the loop thread)
+ * before anything is written: a tree the device cannot hold fails the put with
+ * TDM_EGPUMEM and nothing is stored.
+ *
  * The thread keeps its own set of the ids that are on disk (seeded at startup
  * with what was loaded), so a MeshPut of a stored mesh is answered "exists"
  * without rebuilding anything; the loop-side store is never read here.
@@ -47,7 +52,8 @@ struct tdm_storage_op {
     uint64_t reserved;                /* budget held on the loop side */
     uint64_t upload_bytes;            /* the decoded request's size, counted in srv->upload_bytes */
     int over_budget;                  /* no budget left: fail with op->msg unless the mesh exists */
-    /* MESH_PUT out (created), MESH_DELETE in: a reference. */
+    /* MESH_PUT out (created), MESH_DELETE in: a reference. A created mesh's tree is
+     * already added to the engine (mesh->engine set; on a CPU engine that does nothing). */
     tdm_stored_mesh *mesh;
     /* SCENE_PUT in (with canon, owned), SCENE_DELETE in: a reference. */
     tdm_stored_scene *scene;
@@ -66,7 +72,8 @@ struct tdm_storage_op {
 
 typedef struct tdm_storage tdm_storage;
 
-int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_storage **out);
+/* engine (borrowed, may be NULL: trees are then not added anywhere) must outlive the storage. */
+int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_engine *engine, tdm_storage **out);
 /* Startup, before any submit: an id that is on disk. */
 int tdm_storage_mark(tdm_storage *st, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN]);
 void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op);

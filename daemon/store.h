@@ -11,6 +11,7 @@
  *               refuses while it is > 0. A scene gives its count back when it is
  *               retired (deleted durably, or dropped), not when it is freed, so
  *               queries still running on a deleted scene do not block MeshDelete.
+ *               Its tree stays where it is (host and device) until refs reach 0.
  *   scene.refs  the store's (while stored), one per query job or storage op.
  *
  * Adding and removing transfer a reference: tdm_store_add_* takes the caller's,
@@ -20,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "../workpile/engine.h"
 #include "../workpile/scene.h"
 #include "canon.h"
 
@@ -29,6 +31,8 @@ typedef struct tdm_stored_mesh {
     uint32_t n_verts, n_tris;
     uint64_t bytes;  /* canonical content + tree blob: what max_meshes_bytes counts */
     tdm_bvh *bvh;    /* owned */
+    tdm_engine *engine; /* borrowed: the engine the tree was added to (tdm_engine_mesh_add succeeded),
+                           NULL when it was not; the last unref removes it there before freeing it */
     uint32_t refs;
     uint32_t scenes;
     int stored;
@@ -53,10 +57,12 @@ tdm_store *tdm_store_new(void);
 /* Drops the store's references; objects referenced elsewhere stay alive. */
 void tdm_store_free(tdm_store *s);
 
-/* A new mesh with one reference (the caller's); takes ownership of bvh, copies name. NULL: memory. */
+/* A new mesh with one reference (the caller's); takes ownership of bvh, copies name. NULL: memory.
+ * engine is NULL; the caller sets it once the tree is added to an engine. */
 tdm_stored_mesh *tdm_stored_mesh_new(const uint8_t id[TDM_ID_LEN], const char *name, uint32_t n_verts,
                                      uint32_t n_tris, uint64_t bytes, tdm_bvh *bvh);
 void tdm_stored_mesh_ref(tdm_stored_mesh *m);
+/* At 0: tdm_engine_mesh_remove (never blocks) when m->engine is set, then frees. */
 void tdm_stored_mesh_unref(tdm_stored_mesh *m);
 
 /* A new scene with one reference (the caller's); takes ownership of `scene`

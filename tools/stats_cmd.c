@@ -36,5 +36,14 @@ int tdm_cmd_stats(int argc, char **argv)
     printf("gpu_queries=%llu\n", (unsigned long long)s.gpu_queries);
     printf("gpu_seconds=%.6f\n", s.gpu_seconds);
     printf("engine_detail=%s\n", s.engine_detail);
+    printf("hybrid_queries=%llu\n", (unsigned long long)s.hybrid_queries);
+    printf("cpu_tasks=%llu\n", (unsigned long long)s.cpu_tasks);
+    printf("gpu_tasks=%llu\n", (unsigned long long)s.gpu_tasks);
+    printf("hybrid_tasks=%llu\n", (unsigned long long)s.hybrid_tasks);
+    printf("gpu_iterations=%llu\n", (unsigned long long)s.gpu_iterations);
+    printf("mean_workpile_pairs=%.3f\n", s.mean_workpile_pairs);
+    printf("device_bytes=%llu\n", (unsigned long long)s.device_bytes);
+    printf("device_meshes=%u\n", s.device_meshes);
+    printf("dispatch_threshold=%llu\n", (unsigned long long)s.dispatch_threshold);
     return 0;
 }
