@@ -62,16 +62,19 @@ struct options {
     int threads = 0;
     bool run_bool = true, run_contacts = true;
     int repeat = 1;
+    size_t one_thread_poses = 0; /* 0: all */
 };
 
 const char usage[] =
     "usage: bench_cpu --env ENV --robot ROBOT --poses POSES [--threads N]\n"
     "                 [--mode bool|contacts|both] [--name SCENE] [--repeat R]\n"
+    "                 [--one-thread-poses M]\n"
     "  Meshes are loaded as they are (raw origin); POSES holds one \"x y z qx qy qz qw\"\n"
     "  per line. Times FCL 0.7 (BVHModel<OBBRSS>) and Tandem's CPU engine on 1 and N\n"
     "  threads (default: one per online core), best of R runs, and explains every pose\n"
     "  where their answers differ (pose numbers count the file's poses from 0). One\n"
-    "  line per mode starts with RESULT.\n";
+    "  line per mode starts with RESULT. --one-thread-poses times the one-thread loops\n"
+    "  on the first M poses only (their rate is reported; N threads run them all).\n";
 
 int parse_args(int argc, char **argv, options *o)
 {
@@ -94,6 +97,15 @@ int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--robot")) o->robot = v;
         else if (!strcmp(a, "--poses")) o->poses = v;
         else if (!strcmp(a, "--name")) o->name = v;
+        else if (!strcmp(a, "--one-thread-poses")) {
+            char *end;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*end || n < 1) {
+                fprintf(stderr, "bench_cpu: --one-thread-poses wants a whole number >= 1, not '%s'\n", v);
+                return -1;
+            }
+            o->one_thread_poses = (size_t)n;
+        }
         else if (!strcmp(a, "--threads") || !strcmp(a, "--repeat")) {
             char *end;
             long n = strtol(v, &end, 10);
@@ -653,9 +665,10 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
     fcl_range(s, oe, orb, req, 0, warm, f1.data());
     for (size_t i = 0; i < warm; i++) tdm_collide(&tasks[i], &t1[i]);
 
-    double sec_f1 = best_of(o.repeat, [&] { fcl_range(s, oe, orb, req, 0, n, f1.data()); });
+    const size_t n1 = o.one_thread_poses && o.one_thread_poses < n ? o.one_thread_poses : n;
+    double sec_f1 = best_of(o.repeat, [&] { fcl_range(s, oe, orb, req, 0, n1, f1.data()); });
     double sec_t1 = best_of(o.repeat, [&] {
-        for (size_t i = 0; i < n; i++) tdm_collide(&tasks[i], &t1[i]);
+        for (size_t i = 0; i < n1; i++) tdm_collide(&tasks[i], &t1[i]);
     });
     double sec_fn = INFINITY, sec_tn = INFINITY;
     for (int r = 0; r < o.repeat; r++) {
@@ -667,7 +680,7 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
 
     /* each library must give the same answers on 1 and N threads */
     size_t unstable = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n1; i++)
         if (f1[i] != fn[i] || t1[i].n_pairs != tn[i].n_pairs || t1[i].colliding != tn[i].colliding) unstable++;
     if (unstable) printf("WARNING scene=%s mode=%s: %zu poses answered differently on 1 and %d threads\n",
                          s.name.c_str(), mname, unstable, o.threads);
@@ -675,15 +688,16 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
     size_t colliding = 0, disagree = 0, explained = 0, tandem_wrong = 0;
     uint64_t fcl_pairs = 0, tdm_pairs = 0;
     std::vector<tdm_pair> buf(contacts ? MAX_CONTACTS : 0);
+    /* the N-thread answers cover every pose (and equal the one-thread ones where both ran) */
     for (size_t i = 0; i < n; i++) {
-        colliding += t1[i].colliding;
-        fcl_pairs += f1[i];
-        tdm_pairs += t1[i].n_pairs;
-        bool differ = contacts ? f1[i] != t1[i].n_pairs || t1[i].truncated : (f1[i] > 0) != (t1[i].colliding != 0);
+        colliding += tn[i].colliding;
+        fcl_pairs += fn[i];
+        tdm_pairs += tn[i].n_pairs;
+        bool differ = contacts ? fn[i] != tn[i].n_pairs || tn[i].truncated : (fn[i] > 0) != (tn[i].colliding != 0);
         if (!differ) continue;
         bool print = disagree < (size_t)MAX_PRINTED;
-        verdict v = contacts ? explain_contacts(s, i, f1[i], t1[i].n_pairs, &buf, print)
-                             : explain_bool(s, i, f1[i] > 0, t1[i], print);
+        verdict v = contacts ? explain_contacts(s, i, fn[i], tn[i].n_pairs, &buf, print)
+                             : explain_bool(s, i, fn[i] > 0, tn[i], print);
         disagree++;
         explained += v.explained;
         tandem_wrong += v.tandem_wrong;
@@ -691,7 +705,7 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
     if (disagree > (size_t)MAX_PRINTED)
         printf("  (%zu more disagreements not printed)\n", disagree - MAX_PRINTED);
 
-    double q_f1 = n / sec_f1, q_t1 = n / sec_t1, q_fn = n / sec_fn, q_tn = n / sec_tn;
+    double q_f1 = n1 / sec_f1, q_t1 = n1 / sec_t1, q_fn = n / sec_fn, q_tn = n / sec_tn;
     printf("%-10s %s: %zu poses, %zu colliding (Tandem)\n", mname, s.name.c_str(), n, colliding);
     if (contacts) printf("           pairs: FCL %llu, Tandem %llu\n", (unsigned long long)fcl_pairs,
                          (unsigned long long)tdm_pairs);
@@ -700,9 +714,9 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
            q_tn / q_fn);
     printf("           disagreements %zu, explained %zu, Tandem differs from exhaustive search %zu\n", disagree,
            explained, tandem_wrong);
-    printf("RESULT scene=%s mode=%s poses=%zu fcl1=%.1f tdm1=%.1f fclN=%.1f tdmN=%.1f threads=%d disagree=%zu "
-           "explained=%zu tdm_wrong=%zu colliding=%zu",
-           s.name.c_str(), mname, n, q_f1, q_t1, q_fn, q_tn, o.threads, disagree, explained, tandem_wrong,
+    printf("RESULT scene=%s mode=%s poses=%zu poses1=%zu fcl1=%.1f tdm1=%.1f fclN=%.1f tdmN=%.1f threads=%d "
+           "disagree=%zu explained=%zu tdm_wrong=%zu colliding=%zu",
+           s.name.c_str(), mname, n, n1, q_f1, q_t1, q_fn, q_tn, o.threads, disagree, explained, tandem_wrong,
            colliding);
     if (contacts) printf(" fcl_pairs=%llu tdm_pairs=%llu", (unsigned long long)fcl_pairs, (unsigned long long)tdm_pairs);
     printf("\n");

@@ -1,15 +1,18 @@
 /* tandemd over loopback: throughput and latency for C clients x batches of B
- * poses, beside the CPU engine alone on the same poses and thread count.
+ * poses, beside the engine alone (the same kind as the daemon's) on the same
+ * poses and thread count.
  *
  *   bench_server --server ADDR --env ENV --robot ROBOT --poses POSES
  *                [--mode bool|contacts] [--clients C] [--batch B] [--inflight K]
- *                [--seconds S] [--threads N]
+ *                [--seconds S] [--threads N] [--engine auto|cpu|gpu|hybrid]
  *
  * Each client thread has its own connection and keeps K Query requests of B poses
  * in flight for S seconds, cycling through the pose file from its own offset.
  * Latency is per request: from tdm_query_send to its reply. The engine figure runs
- * every pose of the file through tdm_cpu_engine_run with N threads (the daemon's
- * --threads), in batches of B (at least 4096), in this process. Prints one line:
+ * every pose of the file through tdm_engine_run (kind --engine, N threads: the
+ * daemon's --engine and --threads) in runs of up to 2^20 poses, in this process,
+ * best of two passes: what the engine does with the whole load at once, the
+ * ceiling for the daemon. Prints the engine's description on stderr and one line:
  *   RESULT clients=C batch=B inflight=K mode=M queries=Q qps=X p50_us=Y p99_us=Z engine_qps=E ratio=R */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@
 
 #include "../client/tandem.h"
 #include "../tools/io.h"
-#include "../workpile/cpu_engine.h"
+#include "engine_alone.h"
 
 static double now(void)
 {
@@ -128,14 +131,15 @@ int main(int argc, char **argv)
 {
     const char *addr = arg(argc, argv, "--server", NULL), *env = arg(argc, argv, "--env", NULL),
                *robot = arg(argc, argv, "--robot", NULL), *poses_path = arg(argc, argv, "--poses", NULL),
-               *mode_s = arg(argc, argv, "--mode", "bool");
+               *mode_s = arg(argc, argv, "--mode", "bool"), *engine_s = arg(argc, argv, "--engine", "auto");
     int clients = atoi(arg(argc, argv, "--clients", "1")), inflight = atoi(arg(argc, argv, "--inflight", "1")),
         threads = atoi(arg(argc, argv, "--threads", "0"));
     size_t batch = (size_t)atol(arg(argc, argv, "--batch", "1"));
     double seconds = atof(arg(argc, argv, "--seconds", "2"));
     if (!addr || !env || !robot || !poses_path || clients < 1 || inflight < 1 || batch < 1) {
         fputs("usage: bench_server --server ADDR --env ENV --robot ROBOT --poses POSES [--mode bool|contacts]\n"
-              "                    [--clients C] [--batch B] [--inflight K] [--seconds S] [--threads N]\n",
+              "                    [--clients C] [--batch B] [--inflight K] [--seconds S] [--threads N]\n"
+              "                    [--engine auto|cpu|gpu|hybrid]\n",
               stderr);
         return 2;
     }
@@ -157,25 +161,12 @@ int main(int argc, char **argv)
         double v[7] = {p[i].t.x, p[i].t.y, p[i].t.z, p[i].q.x, p[i].q.y, p[i].q.z, p[i].q.w};
         memcpy(poses + 7 * i, v, sizeof v);
     }
-    tdm_mode mode = strcmp(mode_s, "contacts") ? TDM_MODE_BOOL : TDM_MODE_CONTACTS;
+    int contacts = strcmp(mode_s, "contacts") == 0;
 
     /* the engine alone */
-    tdm_bvh *a, *b;
-    tdm_bvh_build(me, &a);
-    tdm_bvh_build(mr, &b);
-    tdm_cpu_engine *eng;
-    if (tdm_cpu_engine_create(threads, &eng) != TDM_OK) return 1;
-    size_t eb = batch < 4096 ? 4096 : batch;
-    tdm_task *tasks = malloc(eb * sizeof *tasks);
-    tdm_collide_result *res = malloc(eb * sizeof *res);
-    double t0 = now();
-    for (size_t lo = 0; lo < n; lo += eb) {
-        size_t m = n - lo < eb ? n - lo : eb;
-        for (size_t i = 0; i < m; i++)
-            tasks[i] = (tdm_task){a, b, tdm_xform_from_pose(p[lo + i].t, p[lo + i].q), mode, 1000000, NULL};
-        tdm_cpu_engine_run(eng, tasks, m, res);
-    }
-    double engine_qps = (double)n / (now() - t0);
+    double engine_qps = tdm_bench_engine_alone(engine_s, threads, me, mr, p, n, contacts);
+    if (engine_qps <= 0) return 1;
+    double t0;
 
     /* the meshes and the scene, once */
     tdm_client *c = tdm_client_connect(addr, 5000);
@@ -183,7 +174,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_server: %s\n", c ? tdm_client_errstr(c) : "out of memory");
         return 1;
     }
-    shared sh = {addr, {0}, mode ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, poses, n, batch, inflight, 0};
+    shared sh = {addr, {0}, contacts ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, poses, n, batch, inflight, 0};
     tdm_scene_object obj[2] = {{0}, {0}};
     obj[0].object_id = 0;
     obj[1].object_id = 1;

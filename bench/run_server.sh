@@ -7,7 +7,8 @@
 #
 # Knobs from the environment: BUILD_DIR (build), SCENE (demo: a generated scene; or an OMPL scene name
 # read from ../shared/scenes/ompl/canonical), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
-# ($(nproc)), SOCKET (tcp or unix).
+# ($(nproc)), SOCKET (tcp or unix), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
+# BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out_file=${1:-}
@@ -18,6 +19,9 @@ MODE=${MODE:-bool}
 SECONDS_PER=${DURATION:-3}
 THREADS=${THREADS:-$(nproc)}
 SOCKET=${SOCKET:-tcp}
+ENGINE=${ENGINE:-auto}
+BATCHES=${BATCHES:-1 64 1024 4096}
+CLIENTS=${CLIENTS:-1 8 64}
 tandem=$BUILD_DIR/tools/tandem
 tandemd=$BUILD_DIR/daemon/tandemd
 bench=$BUILD_DIR/bench/bench_server
@@ -37,7 +41,7 @@ fi
 
 port=$((7600 + RANDOM % 1000))
 if [[ $SOCKET == unix ]]; then addr=unix:$work/tandemd.sock; else addr=127.0.0.1:$port; fi
-"$tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --log-level warn &
+"$tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn &
 pid=$!
 for _ in $(seq 100); do
     "$tandem" stats --server "$addr" > /dev/null 2>&1 && break
@@ -45,13 +49,13 @@ for _ in $(seq 100); do
 done
 
 rows=()
-for clients in 1 8 64; do
-    for batch in 1 64 4096; do
+for clients in $CLIENTS; do
+    for batch in $BATCHES; do
         inflight=2
         [[ $batch == 1 && $clients == 1 ]] && inflight=1
         line=$("$bench" --server "$addr" --env "$env_mesh" --robot "$robot_mesh" --poses "$poses" --mode "$MODE" \
             --clients "$clients" --batch "$batch" --inflight "$inflight" --seconds "$SECONDS_PER" \
-            --threads "$THREADS" | grep '^RESULT')
+            --threads "$THREADS" --engine "$ENGINE" | grep '^RESULT')
         echo "$line" >&2
         rows+=("$line")
     done
@@ -63,11 +67,12 @@ report() {
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc)"
-    echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET bench/run_server.sh${out_file:+ $out_file}\`"
-    echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS on the same host."
+    echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET ENGINE=$ENGINE BATCHES=\"$BATCHES\" CLIENTS=\"$CLIENTS\" bench/run_server.sh${out_file:+ $out_file}\`"
+    echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS --engine $ENGINE on the same host."
     echo "- Each client thread has its own connection and keeps K requests of B poses in flight (K = 1 for"
     echo "  one client sending single poses, 2 otherwise) for $SECONDS_PER s. Latency: per request, send to reply."
-    echo "  Engine alone: the same poses through the CPU engine with the same threads, in this process."
+    echo "  Engine alone: every pose through the same kind of engine (--engine $ENGINE, same threads) in this"
+    echo "  process, in runs of up to 2^20 poses, best of two passes: the ceiling the daemon is measured against."
     echo
     echo "| clients | batch | in flight | queries/s | p50 latency (µs) | p99 latency (µs) | engine alone (q/s) | ratio |"
     echo "|--:|--:|--:|--:|--:|--:|--:|--:|"

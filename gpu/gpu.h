@@ -72,6 +72,7 @@ typedef struct tdm_gpu_stats {
     uint64_t device_bytes;    /* device memory held: meshes + scratch */
     uint64_t mesh_bytes;
     uint64_t runs, tasks, iterations, reruns;
+    uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */
     double seconds;           /* wall time inside tdm_gpu_run */
 } tdm_gpu_stats;
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s);

@@ -88,7 +88,8 @@ typedef struct slot {
     cudaEvent_t ready;        /* recorded after each group of levels */
     fpair *front[2], *leaves;
     uint32_t *cnt;            /* 2 * MAX_ITERS counters + the overflow flag */
-    uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag */
+    uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag, then (when finishing)
+                                 every level's counters, for the work statistics */
     dtask *d_tasks;           /* derived on the device from d_in and d_pairs */
     dinput *d_in, *h_in;      /* h_in pinned */
     dpair *d_pairs, *h_pairs; /* h_pairs pinned */
@@ -383,7 +384,7 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
             cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming) != cudaSuccess ||
             cudaMalloc(&s->cnt, (2 * MAX_ITERS + 1) * sizeof(uint32_t)) != cudaSuccess ||
-            cudaMallocHost(&s->h_cnt, 2 * sizeof(uint32_t)) != cudaSuccess) {
+            cudaMallocHost(&s->h_cnt, (2 + 2 * MAX_ITERS) * sizeof(uint32_t)) != cudaSuccess) {
             cudaGetLastError();
             tdm_gpu_destroy(g);
             return TDM_EGPU;
@@ -642,6 +643,7 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
         if (s->finishing) {
             copy_results(s, tasks, results);
             g->stats.iterations += (uint64_t)s->it;
+            for (int k = 0; k < s->it; k++) g->stats.pairs += (uint64_t)s->h_cnt[2 + 2 * k] + s->h_cnt[3 + 2 * k];
             s->active = 0;
         } else if (s->h_cnt[1]) {
             s->active = 0;
@@ -649,6 +651,9 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
         } else if (s->h_cnt[0] == 0) {
             s->finishing = 1;
             e = cudaMemcpyAsync(s->h_res, s->d_res, (s->hi - s->lo) * sizeof(dres), cudaMemcpyDeviceToHost, s->stream);
+            if (e == cudaSuccess)
+                e = cudaMemcpyAsync(s->h_cnt + 2, s->cnt, 2 * (size_t)s->it * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                    s->stream);
             if (e == cudaSuccess) e = cudaEventRecord(s->ready, s->stream);
             if (e != cudaSuccess) rc = map_error(g, e);
         } else if (s->it >= MAX_ITERS - 1) {

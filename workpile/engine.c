@@ -1,45 +1,100 @@
-/* tdm_engine over the CPU engine: expand, run once, merge.
+/* tdm_engine: expand, run once, merge; and which engine runs what.
  *
- * A run turns every (query, checked pair) of the batch into a tdm_task, in query
- * order and, within a query, in checked-pair order; runs them with one
- * tdm_cpu_engine_run call per chunk of chunk_tasks (one call for any ordinary
- * batch); and folds the task results into per-query answers in that same order,
- * so "the first colliding pair" is simply the first one met.
+ * A run turns every (query, checked pair) of the batch into a task, in query
+ * order and, within a query, in checked-pair order; runs them per chunk of
+ * chunk_tasks (one chunk for any ordinary batch) on one engine; and folds the
+ * task results into per-query answers in that same order, so "the first
+ * colliding pair" is simply the first one met.
  *
  * Contacts mode with pair output runs in two passes. The first counts (no pair
  * buffers: a task's pairs are only known once it has run, and reserving
- * max_contacts per task would cost tasks x max_contacts); the second re-runs only
- * the tasks that found pairs, each with exactly the room it needs, capped by
- * what its query still has room for. Traversals are deterministic, so a re-run
- * finds the same pairs in the same order. */
+ * max_contacts per task would cost tasks x max_contacts); the second re-runs, on
+ * the CPU engine, only the tasks that found pairs, each with exactly the room it
+ * needs, capped by what its query still has room for. Every engine is exact, so
+ * counts agree, and the CPU traversal is deterministic, so the pairs listed are
+ * the same whichever engine counted.
+ *
+ * Engines. The CPU engine is always there. With a GPU the engine also holds a
+ * tdm_gpu (GPU-resident traversal) and a tdm_hybrid (CPU traversal, GPU tests).
+ * A chunk runs on the GPU side only when every tree it names is resident
+ * (tdm_engine_mesh_add); otherwise on the CPU engine.
+ *
+ * Dispatch (kind AUTO with a GPU), in the spirit of Jorgensen et al. §5: the
+ * cost of a run of n tasks is modelled as
+ *     CPU: n * w * c_cpu                 GPU: g_off + n * w * c_gpu
+ * where c_cpu and c_gpu are the seconds per task of a reference scene on each
+ * engine, g_off the GPU's fixed cost per run (launches, copies, synchronisation)
+ * and w how much heavier the current work is than the reference (box and
+ * triangle tests per task). c_cpu, c_gpu and g_off are measured at creation on
+ * a generated scene (two spheres, poses half of them touching) with batches of
+ * several sizes; w is an average over recent runs, learned from whichever
+ * engine ran them. A run goes to the GPU when n >= g_off / (w * (c_cpu - c_gpu)),
+ * the size where the two costs cross. */
 #include "engine.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../gpu/gpu.h"
+#include "../gpu/hybrid.h"
 #include "cpu_engine.h"
 
 typedef struct task_ref { uint32_t query, check; } task_ref;
 /* A task of a pair-collecting query that found pairs in the first pass. */
 typedef struct hit { uint32_t query, check, n_pairs, room; } hit;
 
+/* A resident tree: the registry maps a host tree's address to its device copy. */
+typedef struct dev_mesh {
+    const tdm_bvh *bvh;
+    tdm_gpu_mesh *gm;
+    uint32_t refs;
+    struct dev_mesh *next; /* hash chain, or the list of copies waiting to be freed */
+} dev_mesh;
+
+/* Which engine a chunk ran on. */
+enum { ON_CPU, ON_GPU, ON_HYBRID };
+
 struct tdm_engine {
     tdm_engine_kind kind;
+    int dispatch;          /* AUTO with a GPU: choose per chunk by the cost model */
     tdm_cpu_engine *cpu;
+    tdm_gpu *gpu;          /* NULL without a GPU */
+    tdm_hybrid *hybrid;
     uint32_t chunk;
-    char detail[256];
-    pthread_mutex_t run_lock;
+    char detail[320];
+    pthread_mutex_t run_lock;   /* one run at a time; uploads wait for it */
     pthread_mutex_t stats_lock;
     tdm_engine_stats stats;
+
+    /* registry of resident trees: reg_lock guards the table and the free list */
+    pthread_mutex_t reg_lock;
+    dev_mesh **table;
+    size_t table_size, n_dev;
+    dev_mesh *to_free;     /* removed copies, freed by the next run or upload */
+
+    /* cost model (seconds) */
+    double c_cpu, c_gpu, g_off, w;
+    uint64_t threshold;    /* tasks: at or above, a chunk goes to the GPU */
+    int gpu_broken;        /* the device failed for good: everything runs on the CPU engine */
+    uint64_t gpu_failures;
+
+    /* this run's figures, for the stats */
+    uint64_t run_on[3];    /* tasks per engine (ON_*) */
+    uint64_t run_q[3];     /* queries per engine: counted where their first task ran */
+    int last_where;
+    double run_gpu_s;
 
     /* scratch, kept between runs */
     tdm_task *tasks;
     tdm_collide_result *res;
     task_ref *refs;
-    size_t tasks_cap;
+    tdm_gpu_task *gtasks;
+    tdm_hybrid_task *htasks;
+    size_t tasks_cap, gtasks_cap, htasks_cap;
     uint64_t *sums; /* contacts counted per query, before the cap */
     uint32_t *room; /* pairs a query may still receive, second pass */
     size_t queries_cap;
@@ -66,28 +121,185 @@ tdm_engine_config tdm_engine_config_default(void)
     return c;
 }
 
+
+/* ---- registry ----------------------------------------------------------------- */
+
+static size_t hash_ptr(const void *p, size_t size)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)(x & (size - 1));
+}
+
+/* reg_lock held */
+static dev_mesh *reg_find(tdm_engine *e, const tdm_bvh *bvh)
+{
+    if (!e->table) return NULL;
+    for (dev_mesh *d = e->table[hash_ptr(bvh, e->table_size)]; d; d = d->next)
+        if (d->bvh == bvh) return d;
+    return NULL;
+}
+
+/* reg_lock held; doubles the table when it is full. */
+static int reg_insert(tdm_engine *e, dev_mesh *d)
+{
+    if (e->n_dev + 1 > e->table_size) {
+        size_t size = e->table_size ? 2 * e->table_size : 64;
+        dev_mesh **t = calloc(size, sizeof *t);
+        if (!t) return TDM_ENOMEM;
+        for (size_t i = 0; i < e->table_size; i++)
+            for (dev_mesh *x = e->table[i], *nx; x; x = nx) {
+                nx = x->next;
+                size_t h = hash_ptr(x->bvh, size);
+                x->next = t[h];
+                t[h] = x;
+            }
+        free(e->table);
+        e->table = t;
+        e->table_size = size;
+    }
+    size_t h = hash_ptr(d->bvh, e->table_size);
+    d->next = e->table[h];
+    e->table[h] = d;
+    e->n_dev++;
+    return TDM_OK;
+}
+
+/* Frees the device copies removed since the last call. run_lock held (no run
+ * can be using them). */
+static void free_removed(tdm_engine *e)
+{
+    pthread_mutex_lock(&e->reg_lock);
+    dev_mesh *d = e->to_free;
+    e->to_free = NULL;
+    pthread_mutex_unlock(&e->reg_lock);
+    while (d) {
+        dev_mesh *nx = d->next;
+        tdm_gpu_mesh_free(e->gpu, d->gm);
+        free(d);
+        d = nx;
+    }
+}
+
+/* Copies the device figures into the stats. run_lock held (the GPU engines'
+ * own counters are read by the thread running them only). */
+static void device_stats(tdm_engine *e)
+{
+    if (!e->gpu) return;
+    tdm_gpu_stats gs;
+    tdm_hybrid_stats hs;
+    tdm_gpu_get_stats(e->gpu, &gs);
+    tdm_hybrid_get_stats(e->hybrid, &hs);
+    pthread_mutex_lock(&e->reg_lock);
+    uint32_t n_dev = (uint32_t)e->n_dev;
+    pthread_mutex_unlock(&e->reg_lock);
+    pthread_mutex_lock(&e->stats_lock);
+    e->stats.gpu_iterations = gs.iterations + hs.workpiles;
+    e->stats.gpu_pairs = gs.pairs + hs.box_entries + hs.tri_entries;
+    e->stats.device_bytes = gs.device_bytes;
+    e->stats.mesh_bytes = gs.mesh_bytes;
+    e->stats.device_meshes = n_dev;
+    e->stats.dispatch_threshold = e->dispatch ? e->threshold : 0;
+    pthread_mutex_unlock(&e->stats_lock);
+}
+
+int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh)
+{
+    if (!e->gpu) return TDM_OK;
+    pthread_mutex_lock(&e->run_lock);
+    free_removed(e);
+    pthread_mutex_lock(&e->reg_lock);
+    dev_mesh *d = reg_find(e, bvh);
+    if (d) d->refs++;
+    pthread_mutex_unlock(&e->reg_lock);
+    int rc = TDM_OK;
+    if (!d) {
+        /* uploads are serialised by run_lock, so nobody inserts this tree meanwhile */
+        d = calloc(1, sizeof *d);
+        if (!d) rc = TDM_ENOMEM;
+        else rc = tdm_gpu_mesh_upload(e->gpu, bvh, &d->gm);
+        if (rc == TDM_OK) {
+            d->bvh = bvh;
+            d->refs = 1;
+            pthread_mutex_lock(&e->reg_lock);
+            rc = reg_insert(e, d);
+            pthread_mutex_unlock(&e->reg_lock);
+            if (rc != TDM_OK) tdm_gpu_mesh_free(e->gpu, d->gm);
+        }
+        if (rc != TDM_OK) free(d);
+    }
+    device_stats(e);
+    pthread_mutex_unlock(&e->run_lock);
+    return rc;
+}
+
+void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh)
+{
+    if (!e->gpu) return;
+    pthread_mutex_lock(&e->reg_lock);
+    if (e->table) {
+        dev_mesh **pp = &e->table[hash_ptr(bvh, e->table_size)];
+        for (; *pp; pp = &(*pp)->next) {
+            dev_mesh *d = *pp;
+            if (d->bvh != bvh) continue;
+            if (--d->refs == 0) {
+                *pp = d->next;
+                e->n_dev--;
+                d->next = e->to_free;
+                e->to_free = d;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->reg_lock);
+}
+
+/* ---- creation ----------------------------------------------------------------- */
+
+static int calibrate(tdm_engine *e);
+
+static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **why)
+{
+    tdm_gpu_config gc = tdm_gpu_config_default();
+    gc.device = cfg->gpu_device;
+    gc.memory_budget = cfg->gpu_memory;
+    gc.streams = cfg->gpu_streams;
+    int rc = tdm_gpu_create(&gc, &e->gpu, why);
+    if (rc != TDM_OK) return rc;
+    tdm_hybrid_config hc = tdm_hybrid_config_default();
+    hc.threads = cfg->threads;
+    rc = tdm_hybrid_create(e->gpu, &hc, &e->hybrid);
+    if (rc != TDM_OK) {
+        if (why) *why = "the hybrid engine could not start";
+        tdm_gpu_destroy(e->gpu);
+        e->gpu = NULL;
+    }
+    return rc;
+}
+
 int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why, size_t whylen)
 {
     tdm_engine_config dc = tdm_engine_config_default();
     if (!cfg) cfg = &dc;
     *out = NULL;
     if (why && whylen) why[0] = 0;
-    if (cfg->kind == TDM_ENGINE_GPU || cfg->kind == TDM_ENGINE_HYBRID) {
-        if (why) snprintf(why, whylen, "no %s engine in this build", tdm_engine_kind_name(cfg->kind));
-        return TDM_ENODEV;
-    }
-    if (cfg->kind != TDM_ENGINE_AUTO && cfg->kind != TDM_ENGINE_CPU) {
+    if (cfg->kind != TDM_ENGINE_AUTO && cfg->kind != TDM_ENGINE_CPU && cfg->kind != TDM_ENGINE_GPU &&
+        cfg->kind != TDM_ENGINE_HYBRID) {
         if (why) snprintf(why, whylen, "unknown engine kind %d", (int)cfg->kind);
         return TDM_EINVAL;
     }
-    if (cfg->threads < 0 || cfg->chunk_tasks == 0) {
-        if (why) snprintf(why, whylen, "threads must be >= 0 and chunk_tasks >= 1");
+    if (cfg->threads < 0 || cfg->chunk_tasks == 0 || cfg->gpu_device < 0 || cfg->gpu_streams < 1 ||
+        cfg->gpu_streams > 8) {
+        if (why) snprintf(why, whylen, "threads must be >= 0, chunk_tasks >= 1, gpu_device >= 0 and gpu_streams 1..8");
         return TDM_EINVAL;
     }
     tdm_engine *e = calloc(1, sizeof *e);
     if (!e) return TDM_ENOMEM;
-    e->kind = TDM_ENGINE_CPU;
     e->chunk = cfg->chunk_tasks;
+    e->w = 1;
+    e->threshold = UINT64_MAX;
     if (pthread_mutex_init(&e->run_lock, NULL) != 0) {
         free(e);
         return TDM_ESYS;
@@ -97,14 +309,61 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
         free(e);
         return TDM_ESYS;
     }
+    if (pthread_mutex_init(&e->reg_lock, NULL) != 0) {
+        pthread_mutex_destroy(&e->run_lock);
+        pthread_mutex_destroy(&e->stats_lock);
+        free(e);
+        return TDM_ESYS;
+    }
     int rc = tdm_cpu_engine_create(cfg->threads, &e->cpu);
     if (rc != TDM_OK) {
         if (why) snprintf(why, whylen, "CPU engine: %s", tdm_strerror(rc));
         tdm_engine_destroy(e);
         return rc;
     }
-    snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads; no GPU engine in this build",
-             tdm_cpu_engine_threads(e->cpu));
+    int threads = tdm_cpu_engine_threads(e->cpu);
+    const char *no_gpu = NULL;
+    if (cfg->kind != TDM_ENGINE_CPU) {
+        rc = start_gpu(e, cfg, &no_gpu);
+        if (rc != TDM_OK && cfg->kind != TDM_ENGINE_AUTO) {
+            if (why)
+                snprintf(why, whylen, "no %s engine: %s%s%s", tdm_engine_kind_name(cfg->kind), tdm_strerror(rc),
+                         no_gpu && *no_gpu ? ": " : "", no_gpu ? no_gpu : "");
+            tdm_engine_destroy(e);
+            return rc == TDM_ENOMEM ? rc : TDM_ENODEV;
+        }
+    }
+    if (!e->gpu) {
+        e->kind = TDM_ENGINE_CPU;
+        if (cfg->kind == TDM_ENGINE_CPU)
+            snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads (chosen by configuration)", threads);
+        else
+            snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads; no GPU engine: %s", threads,
+                     no_gpu && *no_gpu ? no_gpu : "no usable GPU");
+    } else if (cfg->kind == TDM_ENGINE_AUTO) {
+        e->kind = TDM_ENGINE_GPU;
+        e->dispatch = 1;
+        if (cfg->calibrate && (rc = calibrate(e)) != TDM_OK) {
+            if (why) snprintf(why, whylen, "calibrating the dispatch cost model failed: %s", tdm_strerror(rc));
+            tdm_engine_destroy(e);
+            return rc;
+        }
+        if (!cfg->calibrate) { /* built-in figures, from an H100 host (engine.c, calibrate) */
+            e->c_cpu = 4e-6;
+            e->c_gpu = 5e-8;
+            e->g_off = 4e-4;
+            e->threshold = (uint64_t)(e->g_off / (e->c_cpu - e->c_gpu)) + 1;
+        }
+        snprintf(e->detail, sizeof e->detail,
+                 "GPU-resident engine with CPU engine (%d threads) for small runs: runs of >= %llu tasks go to the "
+                 "GPU (cost model: CPU %.3g s/task, GPU %.3g s + %.3g s/task)",
+                 threads, (unsigned long long)e->threshold, e->c_cpu, e->g_off, e->c_gpu);
+    } else {
+        e->kind = cfg->kind;
+        snprintf(e->detail, sizeof e->detail, "%s engine (forced by configuration); CPU engine (%d threads) for "
+                 "scenes whose meshes are not on the GPU",
+                 cfg->kind == TDM_ENGINE_GPU ? "GPU-resident" : "hybrid (CPU traversal, GPU tests)", threads);
+    }
     *out = e;
     return TDM_OK;
 }
@@ -112,28 +371,35 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
 void tdm_engine_destroy(tdm_engine *e)
 {
     if (!e) return;
+    if (e->gpu) {
+        free_removed(e);
+        for (size_t i = 0; i < e->table_size; i++)
+            for (dev_mesh *d = e->table[i], *nx; d; d = nx) {
+                nx = d->next;
+                tdm_gpu_mesh_free(e->gpu, d->gm);
+                free(d);
+            }
+    }
+    free(e->table);
+    tdm_hybrid_destroy(e->hybrid);
+    tdm_gpu_destroy(e->gpu);
     tdm_cpu_engine_destroy(e->cpu);
     free(e->tasks);
     free(e->res);
     free(e->refs);
+    free(e->gtasks);
+    free(e->htasks);
     free(e->sums);
     free(e->room);
     free(e->hits);
     free(e->pairs);
     pthread_mutex_destroy(&e->run_lock);
     pthread_mutex_destroy(&e->stats_lock);
+    pthread_mutex_destroy(&e->reg_lock);
     free(e);
 }
 
 tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e) { return e->kind; }
-
-int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh)
-{
-    (void)e; (void)bvh;
-    return TDM_OK;
-}
-
-void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh) { (void)e; (void)bvh; }
 const char *tdm_engine_detail(const tdm_engine *e) { return e->detail; }
 
 void tdm_engine_get_stats(tdm_engine *e, tdm_engine_stats *s)
@@ -209,6 +475,89 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- running a chunk ------------------------------------------------------------ */
+
+static void model_update(tdm_engine *e, int where, size_t nt, double dt)
+{
+    double w_obs;
+    if (where == ON_CPU) w_obs = dt / ((double)nt * e->c_cpu);
+    else w_obs = (dt > e->g_off ? dt - e->g_off : 0) / ((double)nt * e->c_gpu);
+    if (w_obs < 1e-3) w_obs = 1e-3;
+    if (w_obs > 1e6) w_obs = 1e6;
+    e->w = 0.75 * e->w + 0.25 * w_obs;
+    double n = e->g_off / (e->w * (e->c_cpu - e->c_gpu));
+    e->threshold = n < 1 ? 1 : n > 1e12 ? (uint64_t)1e12 : (uint64_t)n + 1;
+}
+
+/* Fills the GPU or hybrid task array from e->tasks[0..nt). 0 when a tree is not
+ * resident (the chunk then runs on the CPU engine). */
+static int resolve(tdm_engine *e, size_t nt, int where)
+{
+    void **arr = where == ON_GPU ? (void **)&e->gtasks : (void **)&e->htasks;
+    size_t *cap = where == ON_GPU ? &e->gtasks_cap : &e->htasks_cap;
+    size_t size = where == ON_GPU ? sizeof *e->gtasks : sizeof *e->htasks;
+    if (reserve(arr, cap, nt, size) != TDM_OK) return 0;
+    int ok = 1;
+    const tdm_bvh *la = NULL, *lb = NULL;
+    const dev_mesh *da = NULL, *db = NULL;
+    pthread_mutex_lock(&e->reg_lock);
+    for (size_t i = 0; i < nt && ok; i++) {
+        const tdm_task *t = &e->tasks[i];
+        if (t->a != la) {
+            la = t->a;
+            da = reg_find(e, la);
+        }
+        if (t->b != lb) {
+            lb = t->b;
+            db = reg_find(e, lb);
+        }
+        if (!da || !db) {
+            ok = 0;
+            break;
+        }
+        if (where == ON_GPU)
+            e->gtasks[i] = (tdm_gpu_task){da->gm, db->gm, t->b_in_a, t->mode, t->max_pairs};
+        else
+            e->htasks[i] = (tdm_hybrid_task){t->a, t->b, da->gm, db->gm, t->b_in_a, t->mode, t->max_pairs};
+    }
+    pthread_mutex_unlock(&e->reg_lock);
+    return ok;
+}
+
+/* Runs e->tasks[0..nt) into e->res on the engine the kind and the cost model
+ * pick. A GPU failure re-runs the chunk on the CPU engine (and a broken device
+ * is not used again), so that a query never fails for the GPU's sake. */
+static int run_chunk(tdm_engine *e, size_t nt)
+{
+    int where = ON_CPU;
+    if (e->gpu && !e->gpu_broken && (!e->dispatch || nt >= e->threshold))
+        where = e->kind == TDM_ENGINE_HYBRID ? ON_HYBRID : ON_GPU;
+    if (where != ON_CPU && !resolve(e, nt, where)) where = ON_CPU;
+    double t0 = now_s();
+    int rc = TDM_OK;
+    if (where == ON_GPU) rc = tdm_gpu_run(e->gpu, e->gtasks, nt, e->res);
+    else if (where == ON_HYBRID) rc = tdm_hybrid_run(e->hybrid, e->htasks, nt, e->res);
+    double dt = now_s() - t0;
+    if (rc != TDM_OK) {
+        e->gpu_failures++;
+        if (rc == TDM_EGPU) e->gpu_broken = 1;
+        fprintf(stderr, "tandem engine: the %s engine failed on %zu tasks (%s); they run on the CPU engine%s\n",
+                where == ON_GPU ? "GPU" : "hybrid", nt, tdm_strerror(rc),
+                e->gpu_broken ? ", as will every later run" : "");
+        where = ON_CPU;
+        t0 = now_s();
+    }
+    if (where == ON_CPU) {
+        tdm_cpu_engine_run(e->cpu, e->tasks, nt, e->res);
+        dt = now_s() - t0;
+    }
+    if (e->dispatch && rc == TDM_OK) model_update(e, where, nt, dt);
+    e->run_on[where] += nt;
+    e->last_where = where;
+    if (where != ON_CPU) e->run_gpu_s += dt;
+    return TDM_OK;
+}
+
 /* First pass over the whole batch, in chunks. */
 static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_result *results,
                       uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
@@ -237,8 +586,10 @@ static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_que
             k++;
         }
         if (nt == 0) break;
-        tdm_cpu_engine_run(e->cpu, e->tasks, nt, e->res);
+        int rc = run_chunk(e, nt);
+        if (rc != TDM_OK) return rc;
         *n_tasks += nt;
+        for (size_t t = 0; t < nt; t++) e->run_q[e->last_where] += e->refs[t].check == 0;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &e->res[t];
             *box += r->box_tests;
@@ -296,6 +647,7 @@ static int pairs_pass(tdm_engine *e, const tdm_query *queries, tdm_query_result 
         }
         if (nt > 0) tdm_cpu_engine_run(e->cpu, e->tasks, nt, e->res);
         *n_tasks += nt;
+        e->run_on[ON_CPU] += nt;
         /* expand in the same order the tasks were made */
         size_t t = 0, o = first_off;
         for (size_t g = first; g < h; g++) {
@@ -348,6 +700,10 @@ int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_
         e->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
     }
     uint64_t box = 0, tri = 0, n_tasks = 0;
+    memset(e->run_on, 0, sizeof e->run_on);
+    memset(e->run_q, 0, sizeof e->run_q);
+    e->run_gpu_s = 0;
+    if (e->gpu) free_removed(e);
     rc = count_pass(e, queries, n, results, &box, &tri, &n_tasks);
     if (rc == TDM_OK && e->n_hits > 0) rc = pairs_pass(e, queries, results, &n_tasks);
     if (rc != TDM_OK) goto out;
@@ -364,13 +720,147 @@ int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_
     pthread_mutex_lock(&e->stats_lock);
     e->stats.runs++;
     e->stats.queries += n;
-    e->stats.cpu_queries += n;
+    e->stats.cpu_queries += e->run_q[ON_CPU];
+    e->stats.gpu_queries += e->run_q[ON_GPU];
+    e->stats.hybrid_queries += e->run_q[ON_HYBRID];
     e->stats.tasks += n_tasks;
+    e->stats.cpu_tasks += e->run_on[ON_CPU];
+    e->stats.gpu_tasks += e->run_on[ON_GPU];
+    e->stats.hybrid_tasks += e->run_on[ON_HYBRID];
     e->stats.box_tests += box;
     e->stats.tri_tests += tri;
     e->stats.seconds += dt;
+    e->stats.gpu_seconds += e->run_gpu_s;
     pthread_mutex_unlock(&e->stats_lock);
+    device_stats(e);
 out:
     pthread_mutex_unlock(&e->run_lock);
     return rc;
+}
+
+/* ---- calibration ---------------------------------------------------------------- */
+
+/* A UV sphere of radius 1: 2 * rings * (segments - 1) triangles. */
+static int sphere(int rings, int segs, tdm_bvh **out)
+{
+    uint32_t nv = (uint32_t)((rings + 1) * segs), nt = (uint32_t)(2 * rings * segs);
+    float *v = malloc(3 * sizeof *v * nv);
+    uint32_t *t = malloc(3 * sizeof *t * nt);
+    int rc = TDM_ENOMEM;
+    tdm_mesh *m = NULL;
+    if (!v || !t) goto done;
+    for (int i = 0; i <= rings; i++)
+        for (int j = 0; j < segs; j++) {
+            double th = 3.141592653589793 * i / rings, ph = 2 * 3.141592653589793 * j / segs;
+            float *p = &v[3 * (i * segs + j)];
+            p[0] = (float)(sin(th) * cos(ph));
+            p[1] = (float)(sin(th) * sin(ph));
+            p[2] = (float)cos(th);
+        }
+    nt = 0;
+    for (int i = 0; i < rings; i++)
+        for (int j = 0; j < segs; j++) {
+            uint32_t a = (uint32_t)(i * segs + j), b = (uint32_t)(i * segs + (j + 1) % segs);
+            uint32_t c = a + (uint32_t)segs, d = b + (uint32_t)segs;
+            if (i > 0) { t[3 * nt] = a; t[3 * nt + 1] = b; t[3 * nt + 2] = d; nt++; }
+            if (i < rings - 1) { t[3 * nt] = a; t[3 * nt + 1] = d; t[3 * nt + 2] = c; nt++; }
+        }
+    rc = tdm_mesh_create(v, nv, t, nt, NULL, &m, NULL, 0);
+    if (rc == TDM_OK) rc = tdm_bvh_build(m, out);
+done:
+    tdm_mesh_free(m);
+    free(v);
+    free(t);
+    return rc;
+}
+
+/* A deterministic stream of numbers in [0, 1). */
+static double unit(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) * 0x1.0p-53;
+}
+
+/* Times one CPU or GPU run of n tasks, best of `reps`. */
+static double time_run(tdm_engine *e, int gpu, size_t n, int reps)
+{
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (gpu) {
+            if (tdm_gpu_run(e->gpu, e->gtasks, n, e->res) != TDM_OK) return -1;
+        } else {
+            tdm_cpu_engine_run(e->cpu, e->tasks, n, e->res);
+        }
+        double dt = now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+/* Measures c_cpu, c_gpu and g_off on two spheres of ~2000 triangles, B's centre
+ * at 1.6 to 2.4 radii from A's in a random direction (about half the poses
+ * touch), bool mode, and sets the threshold from them. */
+static int calibrate(tdm_engine *e)
+{
+    enum { N_BIG = 65536, N_CPU = 8192 };
+    tdm_bvh *s = NULL;
+    int rc = sphere(24, 48, &s);
+    if (rc != TDM_OK) return rc;
+    size_t c1 = e->tasks_cap, c2 = e->tasks_cap, c3 = e->tasks_cap;
+    if (reserve((void **)&e->tasks, &c1, N_BIG, sizeof *e->tasks) ||
+        reserve((void **)&e->res, &c2, N_BIG, sizeof *e->res) ||
+        reserve((void **)&e->refs, &c3, N_BIG, sizeof *e->refs) ||
+        reserve((void **)&e->gtasks, &e->gtasks_cap, N_BIG, sizeof *e->gtasks)) {
+        e->tasks_cap = 0;
+        free(e->tasks); free(e->res); free(e->refs);
+        e->tasks = NULL; e->res = NULL; e->refs = NULL;
+        tdm_bvh_free(s);
+        return TDM_ENOMEM;
+    }
+    e->tasks_cap = N_BIG;
+    rc = tdm_engine_mesh_add(e, s);
+    if (rc != TDM_OK) {
+        tdm_bvh_free(s);
+        return rc;
+    }
+    pthread_mutex_lock(&e->reg_lock);
+    const tdm_gpu_mesh *gm = reg_find(e, s)->gm;
+    pthread_mutex_unlock(&e->reg_lock);
+    uint64_t seed = 0x5eedca11b4a7e5ull;
+    for (size_t i = 0; i < N_BIG; i++) {
+        double z = 2 * unit(&seed) - 1, ph = 2 * 3.141592653589793 * unit(&seed), d = 1.6 + 0.8 * unit(&seed);
+        double rxy = sqrt(1 - z * z);
+        tdm_quat q = {unit(&seed) - 0.5, unit(&seed) - 0.5, unit(&seed) - 0.5, unit(&seed) - 0.5};
+        double qn = sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w);
+        q.x /= qn; q.y /= qn; q.z /= qn; q.w /= qn;
+        tdm_xform x = tdm_xform_from_pose(tdm_d3(d * rxy * cos(ph), d * rxy * sin(ph), d * z), q);
+        e->tasks[i] = (tdm_task){s, s, x, TDM_MODE_BOOL, 1, NULL};
+        e->gtasks[i] = (tdm_gpu_task){gm, gm, x, TDM_MODE_BOOL, 1};
+    }
+    rc = tdm_gpu_prepare(e->gpu, N_BIG);
+    double t_cpu = -1, t_one = -1, t_big = -1;
+    if (rc == TDM_OK) {
+        t_cpu = time_run(e, 0, N_CPU, 3);
+        t_one = time_run(e, 1, 1, 5);
+        t_big = time_run(e, 1, N_BIG, 3);
+        if (t_one < 0 || t_big < 0) rc = TDM_EGPU;
+    }
+    tdm_engine_mesh_remove(e, s);
+    pthread_mutex_lock(&e->run_lock);
+    free_removed(e);
+    device_stats(e);
+    pthread_mutex_unlock(&e->run_lock);
+    tdm_bvh_free(s);
+    if (rc != TDM_OK) return rc;
+    e->c_cpu = t_cpu / N_CPU;
+    e->g_off = t_one;
+    e->c_gpu = (t_big > t_one ? t_big - t_one : t_big) / N_BIG;
+    if (e->c_gpu >= e->c_cpu) { /* a GPU slower than the CPU on this work: it takes none */
+        e->threshold = UINT64_MAX;
+    } else {
+        double n = e->g_off / (e->c_cpu - e->c_gpu);
+        e->threshold = n < 1 ? 1 : (uint64_t)n + 1;
+    }
+    return TDM_OK;
 }

@@ -111,9 +111,10 @@ typedef struct tdm_engine_stats {
     uint64_t cpu_queries, gpu_queries, hybrid_queries; /* which engine answered (a query's pair
                                                           re-run on the CPU is not counted again) */
     uint64_t cpu_tasks, gpu_tasks, hybrid_tasks;
-    uint64_t gpu_iterations;          /* BVTT levels the GPU ran, summed over its in-flight batches */
-    uint64_t gpu_pairs;               /* node pairs (plus leaf pairs) tested on the GPU: gpu_pairs /
-                                         gpu_iterations is the mean workpile size */
+    uint64_t gpu_iterations;          /* workpiles the GPU tested: BVTT levels of the GPU-resident engine
+                                         (summed over its in-flight batches) plus the hybrid's workpiles */
+    uint64_t gpu_pairs;               /* node pairs and leaf pairs in them: gpu_pairs / gpu_iterations
+                                         is the mean workpile size */
     uint64_t device_bytes, mesh_bytes; /* device memory held now */
     uint32_t device_meshes;           /* trees resident on the device */
     uint64_t dispatch_threshold;      /* AUTO: runs of fewer tasks go to the CPU engine */

@@ -1,0 +1,370 @@
+/* workpile/engine.h: the scheduler over whole scenes, on every engine.
+ *
+ *  - the CPU engine's per-query answers are those of tdm_collide run on each
+ *    checked pair directly (first colliding pair, summed and capped contacts,
+ *    listed pairs in checked-pair order);
+ *  - with a GPU, the GPU-resident, hybrid and automatic (calibrated dispatch)
+ *    engines give exactly the CPU engine's answers, pairs included, and their
+ *    stats say which engine ran the work;
+ *  - a scene whose trees are not resident runs on the CPU engine, and so does one
+ *    whose trees were removed; an upload over the memory budget fails with
+ *    TDM_EGPUMEM and changes nothing else;
+ *  - without a GPU, asking for a GPU engine fails with TDM_ENODEV and a reason,
+ *    and AUTO falls back to the CPU engine and says why. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "geom/bvh.h"
+#include "gpu/gpu_geom.h"
+#include "workpile/cpu_engine.h"
+#include "workpile/engine.h"
+
+static uint64_t seed;
+
+static void suite_init(void)
+{
+    seed = gen_seed(0x5c4ed01e5ull);
+    cr_log_info("seed=%llu (set TDM_TEST_SEED to change)", (unsigned long long)seed);
+}
+
+TestSuite(scheduler, .init = suite_init);
+
+static int have_gpu(const char **why)
+{
+    return tdm_gpu_available(why);
+}
+
+enum { N_MESHES = 5, N_QUERIES = 3000, MAX_PAIRS = 8 };
+
+typedef struct world {
+    tdm_bvh *bvh[N_MESHES];
+    tdm_scene *scene;
+    tdm_xform *poses; /* N_QUERIES x scene->n_movable */
+} world;
+
+static tdm_bvh *tree(tdm_mesh *m)
+{
+    cr_assert(m, "generating a mesh");
+    tdm_bvh *b = NULL;
+    cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK);
+    tdm_mesh_free(m);
+    return b;
+}
+
+/* Two fixed objects (a torus at the origin, a pile beside it) and three movable
+ * ones (a sphere, a box, a small torus), one pair of them allowed to touch. */
+static void world_make(world *w, gen_rng *r)
+{
+    w->bvh[0] = tree(gen_torus(1.5, 0.5, 32, 16));
+    w->bvh[1] = tree(gen_pile(r, 60, 0.8, 0.25));
+    w->bvh[2] = tree(gen_sphere(0.5, 16));
+    w->bvh[3] = tree(gen_box(0.3, 0.2, 0.6));
+    w->bvh[4] = tree(gen_torus(0.5, 0.15, 24, 12));
+    tdm_scene_object objs[N_MESHES] = {
+        {10, w->bvh[0], 0, tdm_xform_identity()},
+        {20, w->bvh[1], 0, tdm_xform_from_pose(tdm_d3(2.5, 0, 0), gen_rotation(r))},
+        {30, w->bvh[2], 1, tdm_xform_identity()},
+        {40, w->bvh[3], 1, tdm_xform_identity()},
+        {50, w->bvh[4], 1, tdm_xform_identity()},
+    };
+    tdm_object_pair allowed[1] = {{40, 30}};
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(objs, N_MESHES, allowed, 1, &w->scene, &err), TDM_OK, "%s", err.msg);
+    w->poses = malloc(sizeof *w->poses * N_QUERIES * w->scene->n_movable);
+    cr_assert(w->poses);
+    for (size_t i = 0; i < (size_t)N_QUERIES * w->scene->n_movable; i++) {
+        gen_pose p = gen_pose_in_ball(r, tdm_d3(1, 0, 0), 2.5);
+        w->poses[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+}
+
+static void world_free(world *w)
+{
+    tdm_scene_destroy(w->scene);
+    for (int i = 0; i < N_MESHES; i++) tdm_bvh_free(w->bvh[i]);
+    free(w->poses);
+}
+
+typedef struct answers {
+    tdm_query_result res[N_QUERIES];
+    tdm_contact pairs[N_QUERIES][MAX_PAIRS];
+} answers;
+
+/* mode 0: bool; 1: contacts, counts only; 2: contacts capped at MAX_PAIRS, with pairs. */
+static int run(tdm_engine *e, const world *w, int mode, answers *a)
+{
+    static tdm_query q[N_QUERIES];
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < N_QUERIES; i++)
+        q[i] = (tdm_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
+                           mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode == 2 ? MAX_PAIRS : 1000000,
+                           mode == 2 ? a->pairs[i] : NULL};
+    return tdm_engine_run(e, q, N_QUERIES, a->res);
+}
+
+static void expect_same(const answers *got, const answers *want, int mode, const char *what)
+{
+    for (int i = 0; i < N_QUERIES; i++) {
+        const tdm_query_result *g = &got->res[i], *x = &want->res[i];
+        cr_assert_eq(g->colliding, x->colliding, "%s, mode %d, query %d: colliding", what, mode, i);
+        cr_assert_eq(g->contacts, x->contacts, "%s, mode %d, query %d: contacts", what, mode, i);
+        cr_assert_eq(g->truncated, x->truncated, "%s, mode %d, query %d: truncated", what, mode, i);
+        cr_assert_eq(g->n_pairs, x->n_pairs, "%s, mode %d, query %d: n_pairs", what, mode, i);
+        if (g->colliding) {
+            cr_assert(g->object_a == x->object_a && g->object_b == x->object_b,
+                      "%s, mode %d, query %d: colliding pair (%u, %u), want (%u, %u)", what, mode, i, g->object_a,
+                      g->object_b, x->object_a, x->object_b);
+        }
+        cr_assert(memcmp(got->pairs[i], want->pairs[i], g->n_pairs * sizeof(tdm_contact)) == 0,
+                  "%s, mode %d, query %d: listed pairs differ", what, mode, i);
+    }
+}
+
+static tdm_engine *engine(tdm_engine_kind kind, int calibrate)
+{
+    tdm_engine_config c = tdm_engine_config_default();
+    c.kind = kind;
+    c.calibrate = calibrate;
+    tdm_engine *e = NULL;
+    char why[256];
+    int rc = tdm_engine_create(&c, &e, why, sizeof why);
+    cr_assert_eq(rc, TDM_OK, "creating the %s engine: %s", tdm_engine_kind_name(kind), why);
+    return e;
+}
+
+static answers want[3], got;
+
+/* The CPU engine's answers for the three modes, checked against tdm_collide on
+ * each checked pair. */
+static void reference(const world *w)
+{
+    tdm_engine *e = engine(TDM_ENGINE_CPU, 0);
+    const tdm_scene *s = w->scene;
+    for (int mode = 0; mode < 3; mode++) {
+        cr_assert_eq(run(e, w, mode, &want[mode]), TDM_OK);
+        size_t colliding = 0;
+        for (int i = 0; i < N_QUERIES; i++) {
+            const tdm_xform *poses = &w->poses[(size_t)i * s->n_movable];
+            uint64_t sum = 0;
+            uint32_t listed = 0, first_lo = 0, first_hi = 0, any = 0;
+            tdm_contact expect_pairs[MAX_PAIRS];
+            for (uint32_t k = 0; k < s->n_checks; k++) {
+                const tdm_scene_check *c = &s->checks[k];
+                const tdm_scene_object *oa = &s->objects[c->a], *ob = &s->objects[c->b];
+                tdm_xform xa = oa->movable ? poses[s->slot[c->a]] : oa->pose;
+                tdm_xform xb = ob->movable ? poses[s->slot[c->b]] : ob->pose;
+                tdm_pair buf[MAX_PAIRS];
+                uint32_t room = MAX_PAIRS - listed;
+                tdm_task t = {oa->bvh, ob->bvh, tdm_xform_rel(&xa, &xb), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
+                              mode == 2 ? (room ? room : 1) : 1000000, NULL};
+                tdm_collide_result r;
+                tdm_collide(&t, &r);
+                if (!r.colliding) continue;
+                if (!any) {
+                    any = 1;
+                    first_lo = s->objects[c->lo].id;
+                    first_hi = s->objects[c->hi].id;
+                }
+                if (mode == 0) break;
+                /* the count: run uncapped for the true number */
+                tdm_task full = t;
+                full.max_pairs = 1000000;
+                tdm_collide_result rf;
+                tdm_collide(&full, &rf);
+                sum += rf.n_pairs;
+                if (mode == 2 && room) {
+                    t.max_pairs = room;
+                    t.pairs = buf;
+                    tdm_collide(&t, &r);
+                    int swapped = c->a != c->lo;
+                    for (uint32_t p = 0; p < r.n_pairs; p++)
+                        expect_pairs[listed++] = (tdm_contact){s->objects[c->lo].id,
+                                                               swapped ? buf[p].b_tri : buf[p].a_tri,
+                                                               s->objects[c->hi].id,
+                                                               swapped ? buf[p].a_tri : buf[p].b_tri};
+                }
+            }
+            const tdm_query_result *g = &want[mode].res[i];
+            colliding += any;
+            cr_assert_eq(g->colliding, any, "mode %d, query %d", mode, i);
+            if (!any) continue;
+            cr_assert(g->object_a == first_lo && g->object_b == first_hi, "mode %d, query %d: first pair", mode, i);
+            if (mode == 0) continue;
+            uint32_t cap = mode == 2 ? MAX_PAIRS : 1000000;
+            cr_assert_eq(g->contacts, sum > cap ? cap : sum, "mode %d, query %d: contacts", mode, i);
+            cr_assert_eq(g->truncated, sum > cap, "mode %d, query %d: truncated", mode, i);
+            if (mode == 2) {
+                cr_assert_eq(g->n_pairs, listed, "query %d: pairs listed", i);
+                cr_assert(memcmp(want[mode].pairs[i], expect_pairs, listed * sizeof(tdm_contact)) == 0,
+                          "query %d: listed pairs", i);
+            }
+        }
+        /* the poses must exercise both answers */
+        cr_assert(colliding > N_QUERIES / 10 && colliding < N_QUERIES - N_QUERIES / 10,
+                  "mode %d: %zu of %d colliding", mode, colliding, N_QUERIES);
+    }
+    tdm_engine_destroy(e);
+}
+
+Test(scheduler, cpu_engine_matches_collide_per_pair, .timeout = 120)
+{
+    gen_rng r = {seed};
+    world w;
+    world_make(&w, &r);
+    reference(&w);
+    world_free(&w);
+}
+
+Test(scheduler, gpu_engines_match_cpu_engine, .timeout = 240)
+{
+    const char *why = NULL;
+    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
+    gen_rng r = {seed};
+    world w;
+    world_make(&w, &r);
+    reference(&w);
+    const tdm_engine_kind kinds[3] = {TDM_ENGINE_GPU, TDM_ENGINE_HYBRID, TDM_ENGINE_AUTO};
+    for (int k = 0; k < 3; k++) {
+        tdm_engine *e = engine(kinds[k], 1);
+        cr_log_info("%s: %s", tdm_engine_kind_name(kinds[k]), tdm_engine_detail(e));
+        for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
+        for (int mode = 0; mode < 3; mode++) {
+            cr_assert_eq(run(e, &w, mode, &got), TDM_OK);
+            expect_same(&got, &want[mode], mode, tdm_engine_kind_name(kinds[k]));
+        }
+        tdm_engine_stats st;
+        tdm_engine_get_stats(e, &st);
+        cr_log_info("%s: cpu/gpu/hybrid tasks %llu/%llu/%llu, workpiles %llu of mean %.0f pairs, threshold %llu",
+                    tdm_engine_kind_name(kinds[k]), (unsigned long long)st.cpu_tasks,
+                    (unsigned long long)st.gpu_tasks, (unsigned long long)st.hybrid_tasks,
+                    (unsigned long long)st.gpu_iterations,
+                    st.gpu_iterations ? (double)st.gpu_pairs / (double)st.gpu_iterations : 0.0,
+                    (unsigned long long)st.dispatch_threshold);
+        cr_assert_eq(st.queries, 3 * N_QUERIES);
+        cr_assert_eq(st.device_meshes, N_MESHES);
+        if (kinds[k] == TDM_ENGINE_GPU) {
+            cr_assert_eq(st.gpu_queries, 3 * N_QUERIES, "every query ran on the GPU");
+            cr_assert_eq(st.hybrid_tasks, 0);
+        }
+        if (kinds[k] == TDM_ENGINE_HYBRID) {
+            cr_assert_eq(st.hybrid_queries, 3 * N_QUERIES, "every query ran on the hybrid engine");
+            cr_assert_eq(st.gpu_tasks, 0);
+        }
+        cr_assert_eq(st.cpu_queries + st.gpu_queries + st.hybrid_queries, 3 * N_QUERIES);
+        if (kinds[k] != TDM_ENGINE_AUTO) cr_assert(st.gpu_iterations > 0 && st.gpu_pairs >= st.gpu_iterations);
+        for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
+        tdm_engine_destroy(e);
+    }
+    world_free(&w);
+}
+
+Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
+{
+    const char *why = NULL;
+    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
+    gen_rng r = {seed};
+    world w;
+    world_make(&w, &r);
+    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0);
+    cr_assert_eq(run(cpu, &w, 1, &want[1]), TDM_OK);
+    tdm_engine_destroy(cpu);
+
+    tdm_engine *e = engine(TDM_ENGINE_GPU, 0);
+    tdm_engine_stats st;
+    /* one tree missing: the whole run stays on the CPU */
+    for (int i = 0; i < N_MESHES - 1; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    expect_same(&got, &want[1], 1, "one tree missing");
+    tdm_engine_get_stats(e, &st);
+    cr_assert_eq(st.gpu_tasks, 0);
+    cr_assert_eq(st.cpu_queries, N_QUERIES);
+    /* all resident (one added twice: two references) */
+    cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[N_MESHES - 1]), TDM_OK);
+    cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[0]), TDM_OK);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    expect_same(&got, &want[1], 1, "all resident");
+    tdm_engine_get_stats(e, &st);
+    cr_assert_eq(st.gpu_queries, N_QUERIES);
+    cr_assert_eq(st.device_meshes, N_MESHES);
+    uint64_t gpu_tasks = st.gpu_tasks;
+    /* one reference of the doubly added tree dropped: still resident */
+    tdm_engine_mesh_remove(e, w.bvh[0]);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    tdm_engine_get_stats(e, &st);
+    cr_assert_eq(st.gpu_tasks, 2 * gpu_tasks);
+    /* removed: back on the CPU, same answers, device memory given back */
+    for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    expect_same(&got, &want[1], 1, "all removed");
+    tdm_engine_get_stats(e, &st);
+    cr_assert_eq(st.gpu_tasks, 2 * gpu_tasks);
+    cr_assert_eq(st.device_meshes, 0);
+    cr_assert_eq(st.mesh_bytes, 0);
+    tdm_engine_destroy(e);
+    world_free(&w);
+}
+
+Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
+{
+    const char *why = NULL;
+    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
+    gen_rng r = {seed};
+    world w;
+    world_make(&w, &r);
+    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0);
+    cr_assert_eq(run(cpu, &w, 0, &want[0]), TDM_OK);
+    tdm_engine_destroy(cpu);
+
+    tdm_engine_config c = tdm_engine_config_default();
+    c.kind = TDM_ENGINE_GPU;
+    c.gpu_memory = 96ull << 20;
+    tdm_engine *e = NULL;
+    char msg[256];
+    cr_assert_eq(tdm_engine_create(&c, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+    for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
+    tdm_engine_stats before, after;
+    tdm_engine_get_stats(e, &before);
+    tdm_bvh *big = tree(gen_sphere(1, 800)); /* ~1.3M triangles: ~150 MB on the device */
+    cr_assert_eq(tdm_engine_mesh_add(e, big), TDM_EGPUMEM);
+    tdm_engine_get_stats(e, &after);
+    cr_assert_eq(after.device_meshes, before.device_meshes);
+    cr_assert_eq(after.mesh_bytes, before.mesh_bytes);
+    cr_assert_eq(run(e, &w, 0, &got), TDM_OK);
+    expect_same(&got, &want[0], 0, "after a failed upload");
+    tdm_engine_get_stats(e, &after);
+    cr_assert_eq(after.gpu_queries, N_QUERIES);
+    tdm_engine_mesh_remove(e, big); /* never added: nothing happens */
+    tdm_bvh_free(big);
+    for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
+    tdm_engine_destroy(e);
+    world_free(&w);
+}
+
+Test(scheduler, no_gpu_says_why)
+{
+    const char *why = NULL;
+    if (have_gpu(&why)) cr_skip_test("this machine has a GPU");
+    const tdm_engine_kind kinds[2] = {TDM_ENGINE_GPU, TDM_ENGINE_HYBRID};
+    for (int k = 0; k < 2; k++) {
+        tdm_engine_config c = tdm_engine_config_default();
+        c.kind = kinds[k];
+        tdm_engine *e = (tdm_engine *)1;
+        char msg[256] = "";
+        cr_assert_eq(tdm_engine_create(&c, &e, msg, sizeof msg), TDM_ENODEV);
+        cr_assert_null(e);
+        cr_assert(strlen(msg) > 10, "a reason: '%s'", msg);
+    }
+    tdm_engine *e = engine(TDM_ENGINE_AUTO, 1);
+    cr_assert_eq(tdm_engine_kind_of(e), TDM_ENGINE_CPU);
+    cr_assert(strstr(tdm_engine_detail(e), "no GPU"), "detail: %s", tdm_engine_detail(e));
+    gen_rng r = {seed};
+    tdm_bvh *b = tree(gen_sphere(1, 8));
+    cr_assert_eq(tdm_engine_mesh_add(e, b), TDM_OK); /* a no-op on the CPU engine */
+    tdm_engine_mesh_remove(e, b);
+    tdm_bvh_free(b);
+    (void)r;
+    tdm_engine_destroy(e);
+}
