@@ -39,9 +39,12 @@ typedef struct dmn {
 void dmn_init(dmn *d, const char *tag);
 /* Starts tandemd on d's data directory with `extra` flags (NULL-terminated, may be
  * NULL) after --data-dir, --listen (TCP and Unix) and --threads 2, and waits (up to
- * 15 s) until both sockets accept. A port taken meanwhile by someone else is retried
+ * 60 s: the GPU engine calibrates itself at start-up) until both sockets accept. A port taken meanwhile by someone else is retried
  * with another. Asserts, with the end of the daemon's log on failure. */
 void dmn_start(dmn *d, const char *const *extra);
+/* dmn_start for a start-up that may fail: returns 0 once both sockets accept, or -1
+ * when the daemon exited first (*exit_status: its wait status; the log says why). */
+int dmn_try_start(dmn *d, const char *const *extra, int *exit_status);
 /* Sends sig and waits for the daemon to exit; returns the wait status (-1 when it
  * was not running). */
 int dmn_stop(dmn *d, int sig);

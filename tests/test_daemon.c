@@ -13,6 +13,11 @@
  *                    keeps being served, and change nothing
  *   slow_reader_*    a client that stops reading is paused, not dropped
  *   auth_token_*     a wrong token is refused and closed; max_connections is enforced
+ *   mesh_deleted_*   a scene and its meshes deleted while large batches on it are in
+ *                    flight (--engine auto: the GPU engine where there is one): every
+ *                    accepted batch is answered right, later ones get UNKNOWN_SCENE, a
+ *                    bystander is unaffected
+ *   engine_gpu_*     --engine gpu|hybrid without a GPU fails start-up, saying why
  *
  * Poses are drawn so that their quaternion is a fixed point of normalisation (q / |q|
  * gives q again, bit for bit): the server, `tandem check` and the reference then all
@@ -1955,4 +1960,385 @@ Test(daemon, auth_token_and_max_connections)
     tdm_client_free(c);
     close(fds[1]);
     close(fds[2]);
+}
+
+/* ==== 7. meshes deleted under queries in flight; the engine flags ======================== */
+
+enum { DEL_POOL = 512, DEL_CLIENTS = 4, DEL_WINDOW = 4, DEL_BATCH = 2048, DEL_MAX_REQ = 200, BY_POOL = 64 };
+
+typedef struct del_shared {
+    double wire[DEL_POOL * 7];
+    uint32_t pairs[DEL_POOL]; /* CPU engine, uncapped */
+    uint8_t scene_id[32];
+    double by_wire[BY_POOL * 7];
+    uint32_t by_pairs[BY_POOL];
+    uint8_t by_scene_id[32];
+    pthread_barrier_t start;
+    pthread_mutex_t lock;
+    int replies; /* Query replies the doomed scene's clients got (lock) */
+    int stop;    /* the bystander may stop (lock) */
+} del_shared;
+
+typedef struct del_req {
+    uint64_t id;
+    uint32_t first; /* query j is pool pose (first + j) % DEL_POOL */
+    int mode;
+    int done, ok;   /* ok: answered; else refused with UNKNOWN_SCENE */
+    double t;       /* when the reply came (CLOCK_MONOTONIC) */
+    tdm_query_result *res;
+} del_req;
+
+typedef struct del_worker {
+    del_shared *sh;
+    int idx;
+    const char *addr;
+    uint64_t seed;
+    del_req req[DEL_MAX_REQ];
+    int n_req;
+    size_t poses, refused, rounds;
+    char err[512];
+    pthread_t thread;
+} del_worker;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int del_check(del_worker *w, const del_req *q)
+{
+    for (uint32_t j = 0; j < DEL_BATCH; j++) {
+        uint32_t p = w->sh->pairs[(q->first + j) % DEL_POOL];
+        const tdm_query_result *r = &q->res[j];
+        uint32_t want = q->mode ? p : (p > 0);
+        if (r->colliding != (p > 0) || r->contacts != want || r->truncated ||
+            (p > 0 && (r->object_a != 0 || r->object_b != 1))) {
+            snprintf(w->err, sizeof w->err,
+                     "client %d request %d query %u (pool %u, %s): colliding=%u contacts=%u truncated=%u pair (%u, "
+                     "%u); the CPU engine finds %u pairs",
+                     w->idx, (int)(q - w->req), j, (q->first + j) % DEL_POOL, q->mode ? "contacts" : "bool",
+                     r->colliding, r->contacts, r->truncated, r->object_a, r->object_b, p);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Keeps DEL_WINDOW large batches in flight on the doomed scene until the server says it
+ * is gone, then collects what is still in flight. */
+static void *del_worker_main(void *arg)
+{
+    del_worker *w = arg;
+    del_shared *sh = w->sh;
+    tdm_connect_opts o = {.addr = w->addr, .timeout_ms = 10000, .io_timeout_ms = 60000, .client_name = "doomed"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    if (!c || tdm_client_err(c))
+        snprintf(w->err, sizeof w->err, "client %d: connecting to %s: %s", w->idx, w->addr,
+                 c ? tdm_client_errstr(c) : "out of memory");
+    double *wire = malloc(sizeof *wire * 7 * DEL_BATCH);
+    pthread_barrier_wait(&sh->start);
+    gen_rng r = {w->seed};
+    int outstanding = 0, stop_sending = 0;
+    while (!w->err[0] && wire) {
+        while (!stop_sending && outstanding < DEL_WINDOW && w->n_req < DEL_MAX_REQ) {
+            del_req *q = &w->req[w->n_req];
+            q->first = (uint32_t)gen_int(&r, 0, DEL_POOL - 1);
+            q->mode = (int)gen_int(&r, 0, 1);
+            q->res = malloc(sizeof *q->res * DEL_BATCH);
+            if (!q->res) {
+                snprintf(w->err, sizeof w->err, "out of memory");
+                break;
+            }
+            for (uint32_t j = 0; j < DEL_BATCH; j++)
+                memcpy(wire + 7 * j, sh->wire + 7 * ((q->first + j) % DEL_POOL), 7 * sizeof *wire);
+            if (tdm_query_send(c, sh->scene_id, q->mode ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, wire, 1, DEL_BATCH, 0,
+                               q->res, NULL, &q->id) != 0) {
+                snprintf(w->err, sizeof w->err, "client %d: tdm_query_send %d: %s", w->idx, w->n_req,
+                         tdm_client_errstr(c));
+                free(q->res);
+                q->res = NULL;
+                break;
+            }
+            w->n_req++;
+            outstanding++;
+        }
+        if (w->err[0] || outstanding == 0) break;
+        uint64_t id = 0;
+        int status = 0;
+        if (tdm_query_wait(c, &id, &status) != 0) {
+            snprintf(w->err, sizeof w->err, "client %d: tdm_query_wait: %s", w->idx, tdm_client_errstr(c));
+            break;
+        }
+        outstanding--;
+        del_req *q = NULL;
+        for (int j = 0; j < w->n_req; j++)
+            if (w->req[j].id == id && !w->req[j].done) q = &w->req[j];
+        if (!q) {
+            snprintf(w->err, sizeof w->err, "client %d: tdm_query_wait handed back id %llu, not in flight", w->idx,
+                     (unsigned long long)id);
+            break;
+        }
+        q->done = 1;
+        q->t = mono_s();
+        const tdm_server_error *e = status == TDM_CLIENT_ESERVER ? tdm_client_server_error(c) : NULL;
+        if (status == 0) {
+            if (del_check(w, q) != 0) break;
+            q->ok = 1;
+            w->poses += DEL_BATCH;
+            pthread_mutex_lock(&sh->lock);
+            sh->replies++;
+            pthread_mutex_unlock(&sh->lock);
+        } else if (e && e->code == TDM_SERVER_UNKNOWN_SCENE && !strcmp(e->field, "scene_id")) {
+            w->refused++;
+            stop_sending = 1; /* the scene is gone, and stays gone */
+        } else {
+            snprintf(w->err, sizeof w->err, "client %d request %d: %s (server code %d)", w->idx, (int)(q - w->req),
+                     tdm_client_errstr(c), e ? e->code : 0);
+            break;
+        }
+        free(q->res);
+        q->res = NULL;
+    }
+    if (!w->err[0] && !stop_sending)
+        snprintf(w->err, sizeof w->err, "client %d: %d requests answered and the scene never went away", w->idx,
+                 w->n_req);
+    for (int j = 0; j < w->n_req; j++) free(w->req[j].res);
+    free(wire);
+    tdm_client_free(c);
+    return NULL;
+}
+
+/* Another scene, other meshes, small batches all along: nothing may change for it. */
+static void *del_bystander_main(void *arg)
+{
+    del_worker *w = arg;
+    del_shared *sh = w->sh;
+    tdm_connect_opts o = {.addr = w->addr, .timeout_ms = 10000, .io_timeout_ms = 60000, .client_name = "bystander"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    if (!c || tdm_client_err(c))
+        snprintf(w->err, sizeof w->err, "bystander: connecting to %s: %s", w->addr,
+                 c ? tdm_client_errstr(c) : "out of memory");
+    pthread_barrier_wait(&sh->start);
+    tdm_query_result res[16];
+    for (int stop = 0; !w->err[0] && !stop; w->rounds++) {
+        uint32_t first = (uint32_t)(w->rounds * 16 % BY_POOL);
+        int mode = (int)(w->rounds & 1);
+        if (tdm_query(c, sh->by_scene_id, mode ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, sh->by_wire + 7 * first, 1, 16,
+                      0, res, NULL) != 0) {
+            snprintf(w->err, sizeof w->err, "bystander round %zu: %s", w->rounds, tdm_client_errstr(c));
+            break;
+        }
+        for (uint32_t j = 0; j < 16 && !w->err[0]; j++) {
+            uint32_t p = sh->by_pairs[first + j];
+            if (res[j].colliding != (p > 0) || res[j].contacts != (mode ? p : (p > 0)) || res[j].truncated)
+                snprintf(w->err, sizeof w->err, "bystander round %zu query %u: colliding=%u contacts=%u; the CPU "
+                         "engine finds %u pairs", w->rounds, j, res[j].colliding, res[j].contacts, p);
+        }
+        w->poses += 16;
+        pthread_mutex_lock(&sh->lock);
+        stop = sh->stop;
+        pthread_mutex_unlock(&sh->lock);
+    }
+    tdm_client_free(c);
+    return NULL;
+}
+
+static void put_pair_scene(tdm_client *c, const char *name, const tdm_mesh *env, const tdm_mesh *robot,
+                           uint8_t env_id[32], uint8_t robot_id[32], uint8_t scene_id[32])
+{
+    char label[64];
+    snprintf(label, sizeof label, "%s-env", name);
+    lib_put_mesh(c, label, env, env_id, 1);
+    snprintf(label, sizeof label, "%s-robot", name);
+    lib_put_mesh(c, label, robot, robot_id, 1);
+    tdm_scene_object objs[2] = {{.object_id = 0, .movable = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, env_id, 32);
+    memcpy(objs[1].mesh_id, robot_id, 32);
+    cr_assert_eq(tdm_scene_put(c, name, objs, 2, NULL, 0, scene_id, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+}
+
+static void pose_pool(gen_rng *r, const tdm_mesh *env, const tdm_mesh *robot, double radius, double *wire,
+                      uint32_t *pairs, int n)
+{
+    tdm_bvh *be = bvh_of(env), *bb = bvh_of(robot);
+    int colliding = 0;
+    for (int i = 0; i < n; i++) {
+        gen_pose g = stable_pose(r, tdm_d3(0, 0, 0), radius);
+        pose_wire(&g, wire + 7 * i);
+        tdm_xform x = wire_xform(wire + 7 * i);
+        pairs[i] = engine_pairs(be, bb, &x);
+        colliding += pairs[i] > 0;
+    }
+    cr_assert(colliding > n / 10 && colliding < 9 * n / 10, "%d of %d poses collide", colliding, n);
+    tdm_bvh_free(be);
+    tdm_bvh_free(bb);
+}
+
+Test(daemon, mesh_deleted_while_queries_in_flight)
+{
+    gen_rng r = {seed ^ 0xde1e7e};
+    tdm_mesh *env = gen_torus(1.5, 0.5, 48, 24), *robot = gen_sphere(0.6, 24);
+    tdm_mesh *by_env = gen_box(1, 0.7, 0.5), *by_robot = gen_sphere(0.5, 10);
+    cr_assert(env && robot && by_env && by_robot);
+    del_shared *sh = calloc(1, sizeof *sh);
+    pose_pool(&r, env, robot, 2.3, sh->wire, sh->pairs, DEL_POOL);
+    pose_pool(&r, by_env, by_robot, 2.0, sh->by_wire, sh->by_pairs, BY_POOL);
+
+    /* auto: the GPU engine where there is one (no calibration, to start at once); runs
+     * of a few requests, so that several runs are queued when the deletes come */
+    const char *flags[] = {"--engine", "auto", "--engine-calibrate", "0", "--max-batch-tasks", "8192", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    int engine = tdm_client_server_info(c)->engine;
+    uint8_t env_id[32], robot_id[32], by_env_id[32], by_robot_id[32];
+    put_pair_scene(c, "doomed", env, robot, env_id, robot_id, sh->scene_id);
+    put_pair_scene(c, "bystander", by_env, by_robot, by_env_id, by_robot_id, sh->by_scene_id);
+    tdm_stats st;
+    cr_assert_eq(tdm_stats_get(c, &st), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(st.engine, engine, "HelloReply says engine %d, StatsReply %d", engine, st.engine);
+    cr_log_info("engine %s: %s", tdm_engine_name(engine), st.engine_detail);
+    if (engine == TDM_ENGINE_CPU)
+        cr_assert(st.device_meshes == 0 && st.gpu_queries == 0 && st.gpu_tasks == 0 && st.device_bytes == 0,
+                  "a CPU engine holds %u meshes, %llu bytes on a device", st.device_meshes,
+                  (unsigned long long)st.device_bytes);
+    else
+        cr_assert_eq(st.device_meshes, 4, "%u meshes resident on the device after 4 MeshPuts", st.device_meshes);
+
+    cr_assert_eq(pthread_barrier_init(&sh->start, NULL, DEL_CLIENTS + 2), 0);
+    cr_assert_eq(pthread_mutex_init(&sh->lock, NULL), 0);
+    del_worker *w = calloc(DEL_CLIENTS + 1, sizeof *w);
+    for (int i = 0; i <= DEL_CLIENTS; i++) {
+        w[i].sh = sh;
+        w[i].idx = i;
+        w[i].addr = i % 2 ? D.unix_addr : D.tcp_addr;
+        w[i].seed = seed + 7919ull * (uint64_t)(i + 1);
+        cr_assert_eq(pthread_create(&w[i].thread, NULL, i < DEL_CLIENTS ? del_worker_main : del_bystander_main, &w[i]),
+                     0);
+    }
+    del_worker *by = &w[DEL_CLIENTS];
+    pthread_barrier_wait(&sh->start);
+
+    /* once every pipeline is full and running: the scene, then its meshes, go */
+    double t0 = mono_s();
+    for (;;) {
+        pthread_mutex_lock(&sh->lock);
+        int n = sh->replies;
+        pthread_mutex_unlock(&sh->lock);
+        if (n >= 2 * DEL_CLIENTS) break;
+        cr_assert(mono_s() - t0 < 60, "only %d batches answered in 60 s", n);
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(tdm_scene_delete(c, sh->scene_id), 0, "SceneDelete: %s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_mesh_delete(c, env_id), 0, "MeshDelete env: %s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_mesh_delete(c, robot_id), 0, "MeshDelete robot: %s", tdm_client_errstr(c));
+    double t_deleted = mono_s();
+
+    size_t answered = 0, refused = 0, late = 0;
+    for (int i = 0; i < DEL_CLIENTS; i++) {
+        pthread_join(w[i].thread, NULL);
+        cr_assert(!w[i].err[0], "%s", w[i].err);
+        /* one connection's requests are taken in order: once one is refused, every later one is */
+        int first_refused = -1;
+        for (int j = 0; j < w[i].n_req; j++) {
+            const del_req *q = &w[i].req[j];
+            cr_assert(q->done, "client %d request %d was never answered", i, j);
+            if (!q->ok && first_refused < 0) first_refused = j;
+            cr_assert(q->ok || first_refused >= 0);
+            cr_assert(!(q->ok && first_refused >= 0), "client %d: request %d was answered after request %d was "
+                      "refused (UNKNOWN_SCENE)", i, j, first_refused);
+            if (q->ok && q->t > t_deleted) late++;
+        }
+        answered += w[i].poses;
+        refused += w[i].refused;
+    }
+    cr_log_info("%zu poses answered, %zu requests refused after the delete, %zu batches answered after both meshes "
+                "were deleted", answered, refused, late);
+    /* on the CPU engine runs are slow enough that batches accepted before the delete are
+     * still running when it is acknowledged; a GPU may have finished them already */
+    if (engine == TDM_ENGINE_CPU)
+        cr_assert(late > 0, "no batch was still in flight when the meshes were deleted: the test proves nothing");
+
+    /* gone for good: the documented errors */
+    tdm_query_result one;
+    cr_assert_eq(tdm_query(c, sh->scene_id, TDM_QUERY_BOOL, sh->wire, 1, 1, 0, &one, NULL), TDM_CLIENT_ESERVER);
+    const tdm_server_error *e = tdm_client_server_error(c);
+    cr_assert(e && e->code == TDM_SERVER_UNKNOWN_SCENE && !strcmp(e->field, "scene_id"),
+              "a query on the deleted scene: code %d field '%s'", e ? e->code : -1, e ? e->field : "");
+    cr_assert_eq(tdm_mesh_delete(c, env_id), TDM_CLIENT_ESERVER);
+    e = tdm_client_server_error(c);
+    cr_assert(e && e->code == TDM_SERVER_UNKNOWN_MESH, "deleting the deleted mesh again: code %d", e ? e->code : -1);
+    tdm_mesh_info *ml;
+    size_t nm;
+    cr_assert_eq(tdm_mesh_list(c, &ml, &nm), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(nm, 2, "%zu meshes listed, only the bystander's 2 are left", nm);
+    for (size_t i = 0; i < nm; i++)
+        cr_assert(!memcmp(ml[i].mesh_id, by_env_id, 32) || !memcmp(ml[i].mesh_id, by_robot_id, 32),
+                  "mesh '%s' is still listed", ml[i].name);
+    tdm_mesh_list_free(ml);
+    cr_assert_eq(check_files("meshes", ".mesh"), 2, "mesh files left in the data directory");
+    cr_assert_eq(check_files("scenes", ".scene"), 1, "scene files left in the data directory");
+
+    /* the bystander was served all along, correctly */
+    pthread_mutex_lock(&sh->lock);
+    sh->stop = 1;
+    pthread_mutex_unlock(&sh->lock);
+    pthread_join(by->thread, NULL);
+    cr_assert(!by->err[0], "%s", by->err);
+    cr_assert(by->rounds > 0);
+    cr_assert(dmn_running(&D), "tandemd is gone");
+    cr_assert_eq(tdm_stats_get(c, &st), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(st.queries, answered + by->poses, "stats: %llu queries answered, the clients got %zu",
+                 (unsigned long long)st.queries, answered + by->poses);
+    cr_assert_eq(st.errors, refused + 2, "stats: %llu errors; %zu refused queries and 2 checks",
+                 (unsigned long long)st.errors, refused);
+    cr_assert_eq(st.cpu_queries + st.gpu_queries + st.hybrid_queries, st.queries,
+                 "stats: %llu CPU + %llu GPU + %llu hybrid queries, %llu answered", (unsigned long long)st.cpu_queries,
+                 (unsigned long long)st.gpu_queries, (unsigned long long)st.hybrid_queries,
+                 (unsigned long long)st.queries);
+    cr_log_info("stats: %llu CPU / %llu GPU / %llu hybrid queries, %llu GPU workpiles of %.1f pairs, %u meshes "
+                "resident, %llu device bytes", (unsigned long long)st.cpu_queries, (unsigned long long)st.gpu_queries,
+                (unsigned long long)st.hybrid_queries, (unsigned long long)st.gpu_iterations, st.mean_workpile_pairs,
+                st.device_meshes, (unsigned long long)st.device_bytes);
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0, "tandemd did not shut down cleanly");
+
+    pthread_barrier_destroy(&sh->start);
+    pthread_mutex_destroy(&sh->lock);
+    free(w);
+    free(sh);
+    tdm_mesh_free(env);
+    tdm_mesh_free(robot);
+    tdm_mesh_free(by_env);
+    tdm_mesh_free(by_robot);
+}
+
+/* --engine gpu (or hybrid) where the build or the machine has no GPU: start-up fails,
+ * saying why and what to do instead, before it listens or touches the data. */
+Test(daemon, engine_gpu_without_gpu_fails_startup)
+{
+    static const char *const kinds[] = {"gpu", "hybrid"};
+    for (int k = 0; k < 2; k++) {
+        const char *flags[] = {"--engine", kinds[k], NULL};
+        int st = 0;
+        if (dmn_try_start(&D, flags, &st) == 0) {
+            dmn_stop(&D, SIGTERM);
+            cr_skip_test("--engine %s starts on this machine (it has a GPU): nothing to refuse", kinds[k]);
+        }
+        char *log = dmn_log(&D);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "--engine %s: exit status %d (wait status %d); log:\n%s",
+                  kinds[k], WIFEXITED(st) ? WEXITSTATUS(st) : -1, st, log);
+        char want[64];
+        snprintf(want, sizeof want, "error engine %s: ", kinds[k]);
+        cr_assert(strstr(log, want) && strstr(log, "--engine auto") && strstr(log, "tandemd failed to start"),
+                  "--engine %s: the log should say why and suggest --engine auto:\n%s", kinds[k], log);
+        free(log);
+    }
+    /* and auto on the same machine starts */
+    const char *flags[] = {"--engine", "auto", "--engine-calibrate", "false", NULL};
+    dmn_start(&D, flags);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
