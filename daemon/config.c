@@ -48,7 +48,7 @@ static const opt opts[] = {
      "Device memory the GPU engines may hold, resident meshes and scratch together; 0: 80% of the device's "
      "memory. A MeshPut whose tree does not fit gets ERROR_NO_MEMORY; a stored mesh that does not fit at "
      "start-up is kept and its scenes run on the CPU engine."},
-    {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 64, NULL, "N",
+    {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 8, NULL, "N",
      "Batches in flight on the GPU at once, each on its own CUDA stream."},
     {"engine-calibrate", T_BOOL, OFF(engine_calibrate), "1", 0, 1, "0|1", "BOOL",
      "auto with a GPU: time both engines at start-up to set the batch size from which the GPU is used "
