@@ -18,6 +18,8 @@
  *                    accepted batch is answered right, later ones get UNKNOWN_SCENE, a
  *                    bystander is unaffected
  *   engine_gpu_*     --engine gpu|hybrid without a GPU fails start-up, saying why
+ *   mesh_over_*      (GPU only) a MeshPut over the device budget is refused and leaves
+ *                    nothing; a restart with less room keeps the meshes, answered on the CPU
  *
  * Poses are drawn so that their quaternion is a fixed point of normalisation (q / |q|
  * gives q again, bit for bit): the server, `tandem check` and the reference then all
@@ -2303,6 +2305,27 @@ Test(daemon, mesh_deleted_while_queries_in_flight)
                 "resident, %llu device bytes", (unsigned long long)st.cpu_queries, (unsigned long long)st.gpu_queries,
                 (unsigned long long)st.hybrid_queries, (unsigned long long)st.gpu_iterations, st.mean_workpile_pairs,
                 st.device_meshes, (unsigned long long)st.device_bytes);
+    /* `tandem stats`: the old lines, then the engine's */
+    const char *args[] = {"stats", "--server", D.tcp_addr, NULL};
+    run_result rr = run_tandem(args);
+    cr_assert_eq(rr.status, 0, "tandem stats exited %d: %s", rr.status, rr.err);
+    static const char *const keys[] = {"server_version=", "engine=", "queries=", "cpu_queries=", "gpu_queries=",
+                                       "gpu_seconds=", "engine_detail=", "hybrid_queries=", "cpu_tasks=",
+                                       "gpu_tasks=", "hybrid_tasks=", "gpu_iterations=", "mean_workpile_pairs=",
+                                       "device_bytes=", "device_meshes=", "dispatch_threshold="};
+    const char *at = rr.out;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\n%s", keys[i]);
+        const char *hit = i == 0 ? (strncmp(at, keys[0], strlen(keys[0])) ? NULL : at) : strstr(at, want);
+        cr_assert(hit, "tandem stats: no line %s... in order; it printed:\n%s", keys[i], rr.out);
+        at = hit + 1;
+    }
+    char qline[64];
+    snprintf(qline, sizeof qline, "\nqueries=%llu\n", (unsigned long long)st.queries);
+    cr_assert(strstr(rr.out, qline), "tandem stats: %s", rr.out);
+    run_free(&rr);
+
     tdm_client_free(c);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0, "tandemd did not shut down cleanly");
 
@@ -2341,4 +2364,105 @@ Test(daemon, engine_gpu_without_gpu_fails_startup)
     const char *flags[] = {"--engine", "auto", "--engine-calibrate", "false", NULL};
     dmn_start(&D, flags);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+}
+
+/* A GPU engine with a small device budget: a MeshPut whose tree does not fit is refused
+ * with NO_MEMORY and leaves nothing behind; on a restart with an even smaller budget the
+ * stored meshes that do not fit are kept, and their scene is answered (by the CPU
+ * engine). Skipped where --engine gpu cannot start. */
+Test(daemon, mesh_over_device_budget_is_refused)
+{
+    const char *flags[] = {"--engine", "gpu", "--gpu-memory", "64M", NULL};
+    int st = 0;
+    if (dmn_try_start(&D, flags, &st) != 0) {
+        char *log = dmn_log(&D);
+        const char *why = strstr(log, "error engine gpu: ");
+        char line[300];
+        snprintf(line, sizeof line, "%s", why ? why + 6 : "see the daemon's log");
+        line[strcspn(line, "\n")] = 0;
+        free(log);
+        cr_skip_test("no GPU engine here (%s)", line);
+    }
+    gen_rng r = {seed ^ 0xb0d9e7};
+    tdm_mesh *env = gen_torus(1.5, 0.5, 24, 12), *robot = gen_sphere(0.6, 12);
+    enum { NP = 64 };
+    double wire[NP * 7];
+    uint32_t pairs[NP];
+    pose_pool(&r, env, robot, 2.3, wire, pairs, NP);
+    tdm_client *c = lib_connect(D.unix_addr);
+    cr_assert_eq(tdm_client_server_info(c)->engine, TDM_ENGINE_GPU);
+    uint8_t env_id[32], robot_id[32], sid[32];
+    put_pair_scene(c, "small", env, robot, env_id, robot_id, sid);
+
+    /* larger and larger spheres (~170 bytes of tree per triangle) until one does not fit */
+    int refused = -1, accepted = 0;
+    uint8_t big_ids[4][32];
+    for (int k = 0; k < 4 && refused < 0; k++) {
+        tdm_mesh *big = gen_sphere(1 + k, 640 + 160 * k);
+        uint8_t id[32];
+        int rc = tdm_mesh_put(c, "big", big->verts, big->n_verts, big->tris, big->n_tris, id, NULL);
+        if (rc == 0) {
+            memcpy(big_ids[accepted++], id, 32);
+        } else {
+            const tdm_server_error *e = tdm_client_server_error(c);
+            cr_assert(rc == TDM_CLIENT_ESERVER && e && e->code == TDM_SERVER_NO_MEMORY &&
+                          strstr(e->message, "device memory"),
+                      "MeshPut of %u triangles over the device budget: %s", big->n_tris, tdm_client_errstr(c));
+            canon_mesh_id(big->verts, big->n_verts, big->tris, big->n_tris, id);
+            memcpy(big_ids[3], id, 32);
+            refused = k;
+        }
+        tdm_mesh_free(big);
+    }
+    cr_assert(refused >= 0, "a 64 MiB device budget took %d spheres of 400k+ triangles", accepted);
+    /* nothing of the refused mesh: not listed, no file; the rest still answers */
+    tdm_mesh_info *ml;
+    size_t nm;
+    cr_assert_eq(tdm_mesh_list(c, &ml, &nm), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(nm, 2 + (size_t)accepted, "%zu meshes listed", nm);
+    for (size_t i = 0; i < nm; i++) cr_assert(memcmp(ml[i].mesh_id, big_ids[3], 32), "the refused mesh is listed");
+    tdm_mesh_list_free(ml);
+    cr_assert_eq(check_files("meshes", ".mesh"), 2 + (size_t)accepted, "mesh files in the data directory");
+    tdm_stats s;
+    cr_assert_eq(tdm_stats_get(c, &s), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(s.device_meshes, 2 + (uint32_t)accepted, "%u meshes resident", s.device_meshes);
+    cr_assert_eq(s.errors, 1);
+    tdm_query_result res[NP];
+    for (int mode = 0; mode < 2; mode++) {
+        cr_assert_eq(tdm_query(c, sid, mode ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, wire, 1, NP, 0, res, NULL), 0, "%s",
+                     tdm_client_errstr(c));
+        for (int i = 0; i < NP; i++)
+            cr_assert(res[i].colliding == (pairs[i] > 0) && res[i].contacts == (mode ? pairs[i] : (pairs[i] > 0)),
+                      "query %d: contacts %u, the CPU engine finds %u", i, res[i].contacts, pairs[i]);
+    }
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+
+    /* a restart with less room: what does not fit stays stored, and is answered on the CPU */
+    const char *small[] = {"--engine", "gpu", "--gpu-memory", "4M", NULL};
+    if (dmn_try_start(&D, small, &st) != 0) {
+        cr_log_warn("the GPU engine does not start with a 4 MiB budget: start-up path not checked");
+    } else {
+        c = lib_connect(D.unix_addr);
+        cr_assert_eq(tdm_mesh_list(c, &ml, &nm), 0, "%s", tdm_client_errstr(c));
+        cr_assert_eq(nm, 2 + (size_t)accepted, "%zu meshes after the restart", nm);
+        tdm_mesh_list_free(ml);
+        cr_assert_eq(tdm_stats_get(c, &s), 0, "%s", tdm_client_errstr(c));
+        char *log = dmn_log(&D);
+        if (s.device_meshes < nm)
+            cr_assert(strstr(log, "cannot hold its tree on the device"), "%u of %zu meshes resident and no warning",
+                      s.device_meshes, nm);
+        free(log);
+        for (int mode = 0; mode < 2; mode++) {
+            cr_assert_eq(tdm_query(c, sid, mode ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, wire, 1, NP, 0, res, NULL), 0,
+                         "%s", tdm_client_errstr(c));
+            for (int i = 0; i < NP; i++)
+                cr_assert(res[i].colliding == (pairs[i] > 0) && res[i].contacts == (mode ? pairs[i] : (pairs[i] > 0)),
+                          "after the restart, query %d: contacts %u, the CPU engine finds %u", i, res[i].contacts,
+                          pairs[i]);
+        }
+        tdm_client_free(c);
+    }
+    tdm_mesh_free(env);
+    tdm_mesh_free(robot);
 }
