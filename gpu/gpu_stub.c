@@ -1,9 +1,10 @@
-/* gpu.h and gpu_geom.h for builds without CUDA: there is no GPU to run on, and
+/* gpu.h, hybrid.h and gpu_geom.h for builds without CUDA: there is no GPU to run on, and
  * every entry point says so with TDM_ENODEV. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu.h"
+#include "hybrid.h"
 #include "gpu_geom.h"
 
 static const char no_cuda[] = "this build has no CUDA support (configured with TANDEM_CUDA=OFF or no nvcc)";
@@ -22,7 +23,8 @@ int tdm_gpu_tri_tri_batch(const double *p, const double *q, size_t n, uint8_t *o
 
 tdm_gpu_config tdm_gpu_config_default(void)
 {
-    tdm_gpu_config c = {0, 0, 1u << 26, 2, 0};
+    /* designated, so that fields added to the config read as 0 (their default) here */
+    tdm_gpu_config c = {.device = 0, .memory_budget = 0, .frontier_pairs = 1u << 26, .streams = 2, .chunk_tasks = 0};
     return c;
 }
 
@@ -60,5 +62,32 @@ int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 {
     (void)g;
+    memset(s, 0, sizeof *s);
+}
+
+tdm_hybrid_config tdm_hybrid_config_default(void)
+{
+    tdm_hybrid_config c = {.threads = 0, .streams = 16, .workpile_pairs = 65536};
+    return c;
+}
+
+int tdm_hybrid_create(tdm_gpu *g, const tdm_hybrid_config *cfg, tdm_hybrid **out)
+{
+    (void)g; (void)cfg;
+    *out = NULL;
+    return TDM_ENODEV;
+}
+
+void tdm_hybrid_destroy(tdm_hybrid *h) { (void)h; }
+
+int tdm_hybrid_run(tdm_hybrid *h, const tdm_hybrid_task *tasks, size_t n, tdm_collide_result *results)
+{
+    (void)h; (void)tasks; (void)n; (void)results;
+    return TDM_ENODEV;
+}
+
+void tdm_hybrid_get_stats(const tdm_hybrid *h, tdm_hybrid_stats *s)
+{
+    (void)h;
     memset(s, 0, sizeof *s);
 }

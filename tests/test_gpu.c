@@ -9,7 +9,11 @@
  *  - a frontier far too small for the batch is detected and re-run, never
  *    truncated, and still gives the same answers;
  *  - an upload over the device-memory budget fails cleanly and leaves the
- *    engine usable. */
+ *    engine usable;
+ *  - the hybrid engine (host traversal, device tests) gives the CPU engine's
+ *    answers on the same scenes, with large and with tiny workpiles, and its
+ *    `first` pair really intersects; its buffers are charged to the budget and
+ *    given back. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 #include "geom/tri.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_geom.h"
+#include "gpu/hybrid.h"
 #include "workpile/cpu_engine.h"
 
 static uint64_t seed;
@@ -234,4 +239,172 @@ Test(gpu, upload_over_budget_fails_cleanly)
     tdm_bvh_free(bs);
     tdm_mesh_free(big);
     tdm_mesh_free(small);
+}
+
+/* ---- the hybrid engine against the CPU engine ----------------------------------------- */
+
+/* Does the pair named by mesh triangle ids (a_tri in s->a, b_tri in s->b) intersect
+ * with B placed by x? The trees keep the ids of their leaf-order slots. */
+static int pair_intersects(const scene *s, tdm_pair p, const tdm_xform *x)
+{
+    uint32_t sa = 0, sb = 0;
+    while (sa < s->a->n_tris && s->a->tri_ids[sa] != p.a_tri) sa++;
+    while (sb < s->b->n_tris && s->b->tri_ids[sb] != p.b_tri) sb++;
+    if (sa == s->a->n_tris || sb == s->b->n_tris) return 0;
+    tdm_dvec3 ta[3], tb[3];
+    for (int k = 0; k < 3; k++) {
+        const float *va = &s->a->tri_verts[9 * (size_t)sa + 3 * k], *vb = &s->b->tri_verts[9 * (size_t)sb + 3 * k];
+        ta[k] = tdm_d3(va[0], va[1], va[2]);
+        tb[k] = tdm_xform_apply(x, tdm_d3(vb[0], vb[1], vb[2]));
+    }
+    return tdm_tri_tri_intersect(ta, tb);
+}
+
+/* Runs every pose of s in `mode` on the hybrid and the CPU engine and counts
+ * differences in colliding, n_pairs and truncated, and `first` pairs that do not
+ * intersect. */
+static size_t compare_hybrid(tdm_gpu *g, tdm_hybrid *h, const scene *s, tdm_mode mode, uint32_t cap,
+                             size_t *colliding)
+{
+    tdm_gpu_mesh *ga, *gb;
+    cr_assert_eq(tdm_gpu_mesh_upload(g, s->a, &ga), TDM_OK);
+    cr_assert_eq(tdm_gpu_mesh_upload(g, s->b, &gb), TDM_OK);
+    tdm_hybrid_task *ht = malloc(s->n * sizeof *ht);
+    tdm_collide_result *hr = malloc(s->n * sizeof *hr);
+    cr_assert(ht && hr);
+    for (size_t i = 0; i < s->n; i++)
+        ht[i] = (tdm_hybrid_task){s->a, s->b, ga, gb, tdm_xform_from_pose(s->poses[i].t, s->poses[i].q), mode, cap};
+    cr_assert_eq(tdm_hybrid_run(h, ht, s->n, hr), TDM_OK);
+    size_t diff = 0, bad_first = 0, no_boxes = 0;
+    *colliding = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        tdm_task t = {s->a, s->b, ht[i].b_in_a, mode, cap, NULL};
+        tdm_collide_result c;
+        tdm_collide(&t, &c);
+        *colliding += c.colliding;
+        int same = c.colliding == hr[i].colliding && c.n_pairs == hr[i].n_pairs && c.truncated == hr[i].truncated;
+        if (!same && diff++ < 5)
+            cr_log_error("pose %zu: cpu %u/%u/%u hybrid %u/%u/%u (colliding/pairs/truncated)", i, c.colliding,
+                         c.n_pairs, c.truncated, hr[i].colliding, hr[i].n_pairs, hr[i].truncated);
+        if (hr[i].colliding && !pair_intersects(s, hr[i].first, &ht[i].b_in_a) && bad_first++ < 5)
+            cr_log_error("pose %zu: first pair (%u, %u) does not intersect", i, hr[i].first.a_tri, hr[i].first.b_tri);
+        no_boxes += hr[i].box_tests == 0 || (hr[i].colliding && hr[i].tri_tests == 0);
+    }
+    cr_expect_eq(bad_first, 0, "%zu first pairs do not intersect", bad_first);
+    cr_expect_eq(no_boxes, 0, "%zu results count no work", no_boxes);
+    tdm_gpu_mesh_free(g, ga);
+    tdm_gpu_mesh_free(g, gb);
+    free(ht);
+    free(hr);
+    return diff;
+}
+
+static void check_hybrid_scenes(const tdm_hybrid_config *cfg)
+{
+    tdm_gpu *g;
+    tdm_hybrid *h;
+    cr_assert_eq(tdm_gpu_create(NULL, &g, NULL), TDM_OK);
+    cr_assert_eq(tdm_hybrid_create(g, cfg, &h), TDM_OK);
+    gen_rng r = {seed};
+    scene sc[4];
+    scene_make(&sc[0], gen_torus(2.0, 0.5, 64, 32), gen_sphere(0.6, 32), 3.0, 4000, &r);
+    scene_make(&sc[1], gen_pile(&r, 3000, 2.0, 0.3), gen_pile(&r, 800, 0.8, 0.3), 2.5, 3000, &r);
+    scene_make(&sc[2], gen_box(1, 1, 1), gen_slivers(&r, 500, 0.8, 1.0, 50.0), 2.0, 3000, &r);
+    scene_make(&sc[3], gen_zero_area(&r, 2000, 40, 0.05), gen_zero_area(&r, 500, 20, 0.05), 2.0, 3000, &r);
+    for (int k = 0; k < 4; k++) {
+        size_t col;
+        size_t d = compare_hybrid(g, h, &sc[k], TDM_MODE_BOOL, 1, &col);
+        cr_log_info("scene %d bool: %zu poses, %zu colliding, %zu differences", k, sc[k].n, col, d);
+        cr_expect_eq(d, 0, "scene %d bool: %zu differences (seed %llu)", k, d, (unsigned long long)seed);
+        d = compare_hybrid(g, h, &sc[k], TDM_MODE_CONTACTS, 1000000, &col);
+        cr_expect_eq(d, 0, "scene %d contacts: %zu differences (seed %llu)", k, d, (unsigned long long)seed);
+        d = compare_hybrid(g, h, &sc[k], TDM_MODE_CONTACTS, 3, &col);
+        cr_expect_eq(d, 0, "scene %d contacts capped at 3: %zu differences (seed %llu)", k, d,
+                     (unsigned long long)seed);
+        scene_free(&sc[k]);
+    }
+    tdm_hybrid_stats st;
+    tdm_hybrid_get_stats(h, &st);
+    cr_assert_eq(st.runs, 12);
+    cr_assert(st.workpiles > 0 && st.box_entries > 0 && st.tri_entries > 0);
+    cr_log_info("hybrid: %llu workpiles, %.0f entries each on average, %.3f s, %.3f s in kernels",
+                (unsigned long long)st.workpiles, (double)(st.box_entries + st.tri_entries) / (double)st.workpiles,
+                st.seconds, st.gpu_seconds);
+    tdm_hybrid_destroy(h);
+    tdm_gpu_destroy(g);
+}
+
+Test(gpu, hybrid_matches_cpu_engine)
+{
+    require_gpu();
+    tdm_hybrid_config cfg = tdm_hybrid_config_default();
+    cfg.threads = 4;
+    check_hybrid_scenes(&cfg);
+}
+
+Test(gpu, hybrid_with_tiny_workpiles_matches_cpu_engine)
+{
+    require_gpu();
+    /* 1021 entries per workpile, three threads on one stream: many workpiles (about
+     * 200 000), pending pairs far beyond one workpile, leaf pairs crowding out box
+     * pairs. (97 entries took 70 s on an H100; this takes a tenth of that.) */
+    tdm_hybrid_config cfg = tdm_hybrid_config_default();
+    cfg.threads = 3;
+    cfg.streams = 1;
+    cfg.workpile_pairs = 1021;
+    check_hybrid_scenes(&cfg);
+}
+
+Test(gpu, hybrid_buffers_are_charged_to_the_budget)
+{
+    require_gpu();
+    tdm_gpu_config gc = tdm_gpu_config_default();
+    gc.frontier_pairs = 1024;
+    gc.memory_budget = 64u << 20;
+    tdm_gpu *g;
+    cr_assert_eq(tdm_gpu_create(&gc, &g, NULL), TDM_OK);
+    tdm_gpu_stats before, during, after;
+    tdm_gpu_get_stats(g, &before);
+    tdm_hybrid_config cfg = tdm_hybrid_config_default();
+    cfg.threads = 64;
+    cfg.workpile_pairs = 1u << 20; /* 64 threads x 2 workpiles x 13 MiB: far over 64 MiB */
+    tdm_hybrid *h = (tdm_hybrid *)1;
+    cr_assert_eq(tdm_hybrid_create(g, &cfg, &h), TDM_EGPUMEM);
+    cr_assert_null(h);
+    tdm_gpu_get_stats(g, &after);
+    cr_assert_eq(after.device_bytes, before.device_bytes, "a failed create holds no memory");
+    cfg.threads = 2;
+    cfg.workpile_pairs = 4096;
+    cr_assert_eq(tdm_hybrid_create(g, &cfg, &h), TDM_OK);
+    tdm_gpu_get_stats(g, &during);
+    cr_assert_geq(during.device_bytes, before.device_bytes + 2 * 2 * 4096 * 13, "workpile buffers are accounted");
+    /* the engine works */
+    tdm_mesh *box = gen_box(1, 1, 1);
+    tdm_bvh *bs;
+    cr_assert_eq(tdm_bvh_build(box, &bs), TDM_OK);
+    tdm_gpu_mesh *ga, *gb;
+    cr_assert_eq(tdm_gpu_mesh_upload(g, bs, &ga), TDM_OK);
+    cr_assert_eq(tdm_gpu_mesh_upload(g, bs, &gb), TDM_OK);
+    tdm_hybrid_task t[3] = {
+        {bs, bs, ga, gb, tdm_xform_identity(), TDM_MODE_BOOL, 1},
+        {bs, bs, ga, gb, tdm_xform_from_pose(tdm_d3(5, 0, 0), (tdm_quat){0, 0, 0, 1}), TDM_MODE_BOOL, 1},
+        {bs, bs, ga, gb, tdm_xform_from_pose(tdm_d3(2, 0, 0), (tdm_quat){0, 0, 0, 1}), TDM_MODE_CONTACTS, 1000}};
+    tdm_collide_result res[3];
+    cr_assert_eq(tdm_hybrid_run(h, t, 3, res), TDM_OK);
+    cr_assert_eq(res[0].colliding, 1, "a box touches itself");
+    cr_assert_eq(res[1].colliding, 0, "boxes 5 apart do not touch");
+    tdm_task c = {bs, bs, t[2].b_in_a, TDM_MODE_CONTACTS, 1000, NULL};
+    tdm_collide_result cr;
+    tdm_collide(&c, &cr);
+    cr_assert_eq(res[2].n_pairs, cr.n_pairs, "boxes sharing a face: %u pairs, the CPU engine %u", res[2].n_pairs,
+                 cr.n_pairs);
+    cr_assert_gt(cr.n_pairs, 0);
+    tdm_gpu_mesh_free(g, ga);
+    tdm_gpu_mesh_free(g, gb);
+    tdm_hybrid_destroy(h);
+    tdm_gpu_get_stats(g, &after);
+    cr_assert_eq(after.device_bytes, before.device_bytes, "destroy gives the buffers back");
+    tdm_gpu_destroy(g);
+    tdm_bvh_free(bs);
+    tdm_mesh_free(box);
 }

@@ -4,14 +4,18 @@
 #include <string.h>
 
 #include "../gpu/gpu.h"
+#include "../gpu/hybrid.h"
 #include "../workpile/cpu_engine.h"
 #include "cli.h"
 #include "io.h"
 
 /* Poses per engine run: bounds the task and result arrays for long pose files.
- * The GPU engine wants large batches to fill the device. */
+ * The GPU engines want large batches to fill the device. */
 #define CHUNK 65536
 #define GPU_CHUNK (1u << 20)
+/* Poses the hybrid engine runs untimed first: its internal run size, so that its
+ * task table reaches full size and its kernel is loaded before the timed loop. */
+#define HYBRID_WARMUP (1u << 18)
 
 static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh **out)
 {
@@ -50,9 +54,11 @@ int tdm_cmd_check(int argc, char **argv)
     if (mode_i < 0 || origin_i < 0) return TDM_EXIT_USAGE;
     tdm_mode mode = mode_i ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
     tdm_origin origin = origin_i ? TDM_ORIGIN_OMPL : TDM_ORIGIN_RAW;
-    static const char *const backends[] = {"cpu", "gpu"};
-    int use_gpu = tdm_cli_choice("check", "--backend", backend_s, backends, 2);
-    if (use_gpu < 0) return TDM_EXIT_USAGE;
+    enum { CPU, GPU, HYBRID };
+    static const char *const backends[] = {"cpu", "gpu", "hybrid"};
+    int backend = tdm_cli_choice("check", "--backend", backend_s, backends, 3);
+    if (backend < 0) return TDM_EXIT_USAGE;
+    int use_gpu = backend != CPU; /* a tdm_gpu holds the meshes of both GPU backends */
     uint64_t threads, max_contacts;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;
@@ -67,6 +73,8 @@ int tdm_cmd_check(int argc, char **argv)
     tdm_gpu *gpu = NULL;
     tdm_gpu_mesh *ga = NULL, *gb = NULL;
     tdm_gpu_task *gtasks = NULL;
+    tdm_hybrid *hyb = NULL;
+    tdm_hybrid_task *htasks = NULL;
     FILE *out = NULL;
     size_t n = 0;
     char err[512];
@@ -93,6 +101,14 @@ int tdm_cmd_check(int argc, char **argv)
             tdm_cli_error("uploading the meshes to the GPU failed: %s", tdm_strerror(rc));
             goto done;
         }
+        if (backend == HYBRID) {
+            tdm_hybrid_config hc = tdm_hybrid_config_default();
+            hc.threads = (int)threads;
+            if ((rc = tdm_hybrid_create(gpu, &hc, &hyb)) != TDM_OK) {
+                tdm_cli_error("cannot start the hybrid engine: %s", tdm_strerror(rc));
+                goto done;
+            }
+        }
     } else {
         rc = tdm_cpu_engine_create((int)threads, &eng);
         if (rc != TDM_OK) {
@@ -102,30 +118,56 @@ int tdm_cmd_check(int argc, char **argv)
     }
     size_t limit = use_gpu ? GPU_CHUNK : CHUNK;
     size_t chunk = n < limit ? (n ? n : 1) : limit;
-    if (use_gpu) gtasks = malloc(chunk * sizeof *gtasks);
-    else tasks = malloc(chunk * sizeof *tasks);
+    void *engine_tasks;
+    if (backend == HYBRID) engine_tasks = htasks = malloc(chunk * sizeof *htasks);
+    else if (use_gpu) engine_tasks = gtasks = malloc(chunk * sizeof *gtasks);
+    else engine_tasks = tasks = malloc(chunk * sizeof *tasks);
     res = malloc(chunk * sizeof *res);
     answer = malloc((n ? n : 1) * sizeof *answer);
-    if (!(use_gpu ? (void *)gtasks : (void *)tasks) || !res || !answer) {
+    if (!engine_tasks || !res || !answer) {
         tdm_cli_error("out of memory for %zu poses", n);
         goto done;
     }
 
-    /* Untimed preparation: touch the result array and let the GPU engine size its
-     * buffers and load its kernels, so that the timed loop measures queries. */
+    /* Untimed preparation: touch the result array and let the GPU engines size
+     * their buffers and load their kernels, so that the timed loop measures
+     * queries. The hybrid engine has no prepare call: it runs the first poses
+     * once, untimed. */
     memset(res, 0, chunk * sizeof *res);
-    if (use_gpu) memset(gtasks, 0, chunk * sizeof *gtasks);
-    else memset(tasks, 0, chunk * sizeof *tasks);
-    if (use_gpu && (rc = tdm_gpu_prepare(gpu, chunk)) != TDM_OK) {
-        tdm_cli_error("preparing the GPU engine failed: %s", tdm_strerror(rc));
-        goto done;
+    if (backend == HYBRID) {
+        size_t m = n < chunk ? n : chunk;
+        if (m > HYBRID_WARMUP) m = HYBRID_WARMUP;
+        for (size_t i = 0; i < m; i++)
+            htasks[i] = (tdm_hybrid_task){a, b, ga, gb, tdm_xform_from_pose(poses[i].t, poses[i].q), mode,
+                                          (uint32_t)max_contacts};
+        if ((rc = tdm_hybrid_run(hyb, htasks, m, res)) != TDM_OK) {
+            tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+    } else if (use_gpu) {
+        memset(gtasks, 0, chunk * sizeof *gtasks);
+        if ((rc = tdm_gpu_prepare(gpu, chunk)) != TDM_OK) {
+            tdm_cli_error("preparing the GPU engine failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+    } else {
+        memset(tasks, 0, chunk * sizeof *tasks);
     }
 
     size_t colliding = 0, truncated = 0;
     double t0 = tdm_cli_now();
     for (size_t lo = 0; lo < n; lo += chunk) {
         size_t m = n - lo < chunk ? n - lo : chunk;
-        if (use_gpu) {
+        if (backend == HYBRID) {
+            for (size_t i = 0; i < m; i++)
+                htasks[i] = (tdm_hybrid_task){a, b, ga, gb, tdm_xform_from_pose(poses[lo + i].t, poses[lo + i].q),
+                                              mode, (uint32_t)max_contacts};
+            rc = tdm_hybrid_run(hyb, htasks, m, res);
+            if (rc != TDM_OK) {
+                tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
+                goto done;
+            }
+        } else if (use_gpu) {
             for (size_t i = 0; i < m; i++)
                 gtasks[i] = (tdm_gpu_task){ga, gb, tdm_xform_from_pose(poses[lo + i].t, poses[lo + i].q), mode,
                                            (uint32_t)max_contacts};
@@ -155,12 +197,14 @@ int tdm_cmd_check(int argc, char **argv)
 done:
     if (out) fclose(out);
     tdm_cpu_engine_destroy(eng);
+    tdm_hybrid_destroy(hyb);
     if (gpu) {
         tdm_gpu_mesh_free(gpu, ga);
         tdm_gpu_mesh_free(gpu, gb);
         tdm_gpu_destroy(gpu);
     }
     free(gtasks);
+    free(htasks);
     free(answer);
     free(res);
     free(tasks);
