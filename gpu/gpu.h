@@ -35,6 +35,7 @@ typedef struct tdm_gpu_config {
     uint64_t frontier_pairs; /* initial frontier capacity per stream, in node pairs; grows within the budget */
     int streams;             /* batches in flight at once, each on its own CUDA stream (1..8) */
     uint64_t chunk_tasks;    /* tasks per in-flight batch; 0 picks from the run's size */
+    int fill_threads;        /* host threads writing a batch's task buffers (1..16); 0: min(8, cores) */
 } tdm_gpu_config;
 
 tdm_gpu_config tdm_gpu_config_default(void);

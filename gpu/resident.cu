@@ -1,7 +1,9 @@
 /* The GPU-resident engine; gpu.h describes the method. Kernels are thin: index
  * math, then the geom/ functions the CPU engine calls too. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -94,12 +96,110 @@ typedef struct slot {
     dinput *d_in, *h_in;      /* h_in pinned */
     dpair *d_pairs, *h_pairs; /* h_pairs pinned */
     dres *d_res, *h_res;      /* h_res pinned */
+    uint32_t *h_cap;          /* per task: 0 in bool mode, else the contacts cap (the results read
+                                 this compact copy rather than the tasks) */
     uint64_t cap_tasks;
     size_t lo, hi;            /* the task range it runs */
     int it, active, finishing;
 } slot;
 
 #define MAX_SLOTS 8
+#define MAX_FILL 16
+
+/* Host threads that write a batch's task buffers together: at 100 000 tasks
+ * the writes (11 MB into pinned memory) take one core ~2.5 ms, longer than the
+ * GPU needs for an easy batch. The caller works too; the others sleep between
+ * jobs. */
+typedef struct fill_team {
+    int n;
+    int started;
+    pthread_t th[MAX_FILL];
+    pthread_mutex_t mu;
+    pthread_cond_t go;
+    uint64_t gen;
+    int pending, quit;
+    void (*fn)(void *arg, int k, int n);
+    void *arg;
+} fill_team;
+
+typedef struct team_worker { fill_team *t; int k; } team_worker;
+
+/* Workers spin this many rounds for the next job before sleeping: a batch's
+ * jobs come back to back (fill, launch, fill the next slot), and a futex wake-up
+ * costs tens of microseconds per thread. */
+#define TEAM_SPIN 20000
+
+static void *team_main(void *p)
+{
+    team_worker w = *(team_worker *)p;
+    free(p);
+    fill_team *t = w.t;
+    uint64_t seen = 0;
+    for (;;) {
+        for (int i = 0; i < TEAM_SPIN && __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) == seen &&
+                        !__atomic_load_n(&t->quit, __ATOMIC_ACQUIRE);
+             i++)
+            __builtin_ia32_pause();
+        pthread_mutex_lock(&t->mu);
+        while (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) == seen && !t->quit) pthread_cond_wait(&t->go, &t->mu);
+        int quit = t->quit;
+        pthread_mutex_unlock(&t->mu);
+        if (quit) break;
+        seen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+        t->fn(t->arg, w.k, t->n);
+        __atomic_sub_fetch(&t->pending, 1, __ATOMIC_ACQ_REL);
+    }
+    return NULL;
+}
+
+/* Runs fn(arg, k, n) for k = 0..n-1, k = 0 on the caller; returns when all are done. */
+static void team_run(fill_team *t, void (*fn)(void *, int, int), void *arg)
+{
+    if (t->n <= 1) {
+        fn(arg, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->fn = fn;
+    t->arg = arg;
+    __atomic_store_n(&t->pending, t->n - 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
+    pthread_cond_broadcast(&t->go);
+    pthread_mutex_unlock(&t->mu);
+    fn(arg, 0, t->n);
+    while (__atomic_load_n(&t->pending, __ATOMIC_ACQUIRE) > 0) __builtin_ia32_pause();
+}
+
+static int team_start(fill_team *t, int n)
+{
+    t->n = 1;
+    if (pthread_mutex_init(&t->mu, NULL) || pthread_cond_init(&t->go, NULL)) return TDM_ESYS;
+    t->started = 1;
+    for (int k = 1; k < n; k++) {
+        team_worker *w = (team_worker *)malloc(sizeof *w);
+        if (!w) return TDM_ENOMEM;
+        *w = team_worker{t, k};
+        if (pthread_create(&t->th[k], NULL, team_main, w) != 0) {
+            free(w);
+            return TDM_ESYS;
+        }
+        t->n = k + 1;
+    }
+    return TDM_OK;
+}
+
+static void team_stop(fill_team *t)
+{
+    if (!t->started) return;
+    pthread_mutex_lock(&t->mu);
+    __atomic_store_n(&t->quit, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&t->go);
+    pthread_mutex_unlock(&t->mu);
+    for (int k = 1; k < t->n; k++) pthread_join(t->th[k], NULL);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->go);
+    t->started = 0;
+}
 
 struct tdm_gpu {
     tdm_gpu_config cfg;
@@ -110,6 +210,7 @@ struct tdm_gpu {
     uint64_t other_bytes; /* scratch other engines took (tdm_gpu_account) */
     uint64_t cap_pairs, cap_leaves; /* per slot */
     slot slots[MAX_SLOTS];
+    fill_team team;
     tdm_gpu_stats stats;
 };
 
@@ -127,7 +228,7 @@ static int map_error(tdm_gpu *g, cudaError_t e)
  * 2 * TDM_BVH_MAX_DEPTH levels deep. */
 #define MAX_ITERS (2 * TDM_BVH_MAX_DEPTH + 2)
 /* Iterations launched between two looks at the frontier's size from the host. */
-#define ITERS_PER_SYNC 4
+#define ITERS_PER_SYNC 8
 
 /* cnt[2 * it] is the frontier size of iteration it, cnt[2 * it + 1] the number of
  * leaf pairs it found. Both count past the buffers' capacities, so that an
@@ -276,6 +377,7 @@ extern "C" tdm_gpu_config tdm_gpu_config_default(void)
     c.frontier_pairs = 1u << 26; /* per stream; clamped to an eighth of the budget */
     c.streams = 2;
     c.chunk_tasks = 0;           /* 0: automatic */
+    c.fill_threads = 0;          /* 0: min(8, cores) */
     return c;
 }
 
@@ -331,6 +433,8 @@ static void free_tasks(slot *s)
 {
     cudaFree(s->d_tasks); cudaFree(s->d_res); cudaFree(s->d_in); cudaFree(s->d_pairs);
     cudaFreeHost(s->h_res); cudaFreeHost(s->h_in); cudaFreeHost(s->h_pairs);
+    free(s->h_cap);
+    s->h_cap = NULL;
     s->d_tasks = NULL; s->d_res = NULL; s->d_in = NULL; s->d_pairs = NULL;
     s->h_res = NULL; s->h_in = NULL; s->h_pairs = NULL;
     s->cap_tasks = 0;
@@ -349,6 +453,8 @@ static int reserve_tasks(tdm_gpu *g, slot *s, uint64_t n)
     TDM_CUDA_TRY(g, cudaMallocHost(&s->h_res, c * sizeof(dres)));
     TDM_CUDA_TRY(g, cudaMallocHost(&s->h_in, c * sizeof(dinput)));
     TDM_CUDA_TRY(g, cudaMallocHost(&s->h_pairs, c * sizeof(dpair)));
+    s->h_cap = (uint32_t *)malloc(c * sizeof(uint32_t));
+    if (!s->h_cap) return TDM_ENOMEM;
     s->cap_tasks = c;
     return TDM_OK;
 }
@@ -379,6 +485,16 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
     g->cfg = c;
     g->n_slots = c.streams;
     g->grid = prop.multiProcessorCount * 8;
+    int nf = c.fill_threads;
+    if (nf <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        nf = cores < 1 ? 1 : cores > 8 ? 8 : (int)cores;
+    }
+    if (nf > MAX_FILL) nf = MAX_FILL;
+    if (team_start(&g->team, nf) != TDM_OK) {
+        tdm_gpu_destroy(g);
+        return TDM_ESYS;
+    }
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -406,6 +522,7 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
 extern "C" void tdm_gpu_destroy(tdm_gpu *g)
 {
     if (!g) return;
+    team_stop(&g->team);
     free_frontiers(g);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
@@ -490,28 +607,81 @@ static int launch_group(tdm_gpu *g, slot *s)
 
 /* Fills the slot's tasks for [lo, hi) on the host and queues the upload, the
  * roots and the first levels. */
+/* Filling a slot's buffers, in parallel: each thread takes a contiguous share of
+ * the tasks; a first pass counts the runs of tasks on one mesh pair in each
+ * share, so that every share knows where its entries of the pair table start. */
+typedef struct fill_job {
+    slot *s;
+    const tdm_gpu_task *tasks; /* the batch's first task */
+    size_t n;
+    int phase;
+    size_t runs[MAX_FILL];     /* phase 0: runs starting in each share; then their offsets */
+} fill_job;
+
+static int new_run(const tdm_gpu_task *t, size_t i)
+{
+    return i == 0 || t[i].a != t[i - 1].a || t[i].b != t[i - 1].b;
+}
+
+static void fill_share(void *arg, int k, int nk)
+{
+    fill_job *j = (fill_job *)arg;
+    size_t lo = j->n * (size_t)k / (size_t)nk, hi = j->n * (size_t)(k + 1) / (size_t)nk;
+    const tdm_gpu_task *t = j->tasks;
+    if (j->phase == 0) {
+        size_t r = 0;
+        for (size_t i = lo; i < hi; i++) r += (size_t)new_run(t, i);
+        j->runs[k] = r;
+        return;
+    }
+    slot *s = j->s;
+    size_t p = j->runs[k]; /* the table index of this share's first new run */
+    uint32_t cur = p ? (uint32_t)(p - 1) : 0;
+    for (size_t i = lo; i < hi; i++) {
+        const tdm_gpu_task *x = &t[i];
+        if (new_run(t, i)) {
+            s->h_pairs[p] = dpair{x->a->nodes, x->b->nodes, x->a->tris, x->b->tris,
+                                  x->a->ids,   x->b->ids,   x->a->radius, x->b->radius};
+            cur = (uint32_t)p++;
+        }
+        dinput *d = &s->h_in[i];
+        d->x = x->b_in_a;
+        d->pair = cur;
+        d->mode = (uint32_t)x->mode;
+        d->cap = x->max_pairs ? x->max_pairs : 1;
+        d->pad = 0;
+        s->h_cap[i] = x->mode == TDM_MODE_BOOL ? 0 : d->cap;
+    }
+}
+
+/* Below this many tasks a batch is filled by the caller alone. */
+#define FILL_PARALLEL_MIN 8192
+
+/* Fills the slot's tasks for [lo, hi) on the host and queues the upload, the
+ * roots and the first levels. */
 static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size_t hi)
 {
     size_t n = hi - lo;
     int rc = reserve_tasks(g, s, n);
     if (rc != TDM_OK) return rc;
+    fill_job j;
+    j.s = s;
+    j.tasks = tasks + lo;
+    j.n = n;
+    j.phase = 0;
+    int nk = n >= FILL_PARALLEL_MIN ? g->team.n : 1;
+    void (*fn)(void *, int, int) = fill_share;
+    if (nk > 1) team_run(&g->team, fn, &j);
+    else fill_share(&j, 0, 1);
     size_t n_pairs = 0;
-    const tdm_gpu_mesh *last_a = NULL, *last_b = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const tdm_gpu_task *t = &tasks[lo + i];
-        if (t->a != last_a || t->b != last_b) { /* a new run of tasks on one mesh pair */
-            last_a = t->a;
-            last_b = t->b;
-            s->h_pairs[n_pairs++] = dpair{t->a->nodes, t->b->nodes, t->a->tris, t->b->tris,
-                                          t->a->ids,   t->b->ids,   t->a->radius, t->b->radius};
-        }
-        dinput *d = &s->h_in[i];
-        d->x = t->b_in_a;
-        d->pair = (uint32_t)(n_pairs - 1);
-        d->mode = (uint32_t)t->mode;
-        d->cap = t->max_pairs ? t->max_pairs : 1;
-        d->pad = 0;
+    for (int k = 0; k < nk; k++) {
+        size_t r = j.runs[k];
+        j.runs[k] = n_pairs;
+        n_pairs += r;
     }
+    j.phase = 1;
+    if (nk > 1) team_run(&g->team, fn, &j);
+    else fill_share(&j, 0, 1);
     TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_pairs, s->h_pairs, n_pairs * sizeof(dpair), cudaMemcpyHostToDevice,
                                     s->stream));
     TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(dinput), cudaMemcpyHostToDevice, s->stream));
@@ -527,23 +697,40 @@ static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size
     return launch_group(g, s);
 }
 
-static void copy_results(const slot *s, const tdm_gpu_task *tasks, tdm_collide_result *results)
+typedef struct copy_job {
+    const slot *s;
+    const tdm_gpu_task *tasks;
+    tdm_collide_result *results;
+} copy_job;
+
+static void copy_share(void *arg, int k, int nk)
 {
-    for (size_t i = 0; i < s->hi - s->lo; i++) {
+    const copy_job *j = (const copy_job *)arg;
+    const slot *s = j->s;
+    size_t n = s->hi - s->lo;
+    size_t lo = n * (size_t)k / (size_t)nk, hi = n * (size_t)(k + 1) / (size_t)nk;
+    for (size_t i = lo; i < hi; i++) {
         const dres *r = &s->h_res[i];
-        tdm_collide_result *o = &results[s->lo + i];
+        tdm_collide_result *o = &j->results[s->lo + i];
         memset(o, 0, sizeof *o);
         o->colliding = r->colliding;
-        if (tasks[s->lo + i].mode == TDM_MODE_BOOL) {
+        uint32_t cap = s->h_cap[i];
+        if (cap == 0) {
             o->n_pairs = r->colliding;
         } else {
-            uint32_t cap = s->h_in[i].cap;
             o->n_pairs = r->count < cap ? r->count : cap;
             o->truncated = r->truncated;
         }
         o->first.a_tri = r->first_a;
         o->first.b_tri = r->first_b;
     }
+}
+
+static void copy_results(tdm_gpu *g, const slot *s, const tdm_gpu_task *tasks, tdm_collide_result *results)
+{
+    copy_job j = {s, tasks, results};
+    if (s->hi - s->lo >= FILL_PARALLEL_MIN) team_run(&g->team, copy_share, &j);
+    else copy_share(&j, 0, 1);
 }
 
 /* Task ranges waiting to run. */
@@ -594,7 +781,8 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
     size_t n_chunks = (n + chunk - 1) / chunk;
     for (size_t k = n_chunks; k-- > 0 && rc == TDM_OK;)
         rc = push_range(&todo, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
-    double t_fill = 0, t_wait = 0;
+    double t_fill = 0, t_wait = 0, t_copy = 0, t_launch = 0, t_run = now_s();
+    uint64_t iters0 = g->stats.iterations;
     int next = 0; /* the slot waited on next, round robin */
     while (rc == TDM_OK) {
         /* idle slots take the next ranges, unless an overflow waits for all to drain */
@@ -641,7 +829,9 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
             break;
         }
         if (s->finishing) {
-            copy_results(s, tasks, results);
+            double tc = now_s();
+            copy_results(g, s, tasks, results);
+            t_copy += now_s() - tc;
             g->stats.iterations += (uint64_t)s->it;
             for (int k = 0; k < s->it; k++) g->stats.pairs += (uint64_t)s->h_cnt[2 + 2 * k] + s->h_cnt[3 + 2 * k];
             s->active = 0;
@@ -659,7 +849,9 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
         } else if (s->it >= MAX_ITERS - 1) {
             rc = TDM_EGPU; /* deeper than any valid tree pair */
         } else {
+            double tl = now_s();
             rc = launch_group(g, s);
+            t_launch += now_s() - tl;
         }
     }
     if (rc != TDM_OK) drain(g);
@@ -668,6 +860,10 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
     if (getenv("TDM_GPU_TRACE"))
         fprintf(stderr, "gpu run: %zu tasks in chunks of %zu on %d streams: host fill %.3f ms, host waiting %.3f ms\n",
                 n, chunk, g->n_slots, 1e3 * t_fill, 1e3 * t_wait);
+    if (getenv("TDM_GPU_TRACE"))
+        fprintf(stderr, "gpu run: %.3f ms in all: launching levels %.3f ms, copying results %.3f ms, %llu levels\n",
+                1e3 * (now_s() - t_run), 1e3 * t_launch, 1e3 * t_copy,
+                (unsigned long long)(g->stats.iterations - iters0));
     return rc;
 }
 
