@@ -11,8 +11,9 @@
 # Needs $BUILD_DIR/bench/bench_cpu and $BUILD_DIR/tools/tandem built with CUDA.
 # Knobs, from the environment: BUILD_DIR (build), N_POSES (100000), STEPS (100),
 # THREADS ($(nproc)), ONE_THREAD_POSES (5000: the one-thread loops time this many
-# poses, the first of the set; their rate is what is compared), REPEAT (1),
-# SCENES (all, e.g. "cubicles alpha-1.5").
+# poses, the first of the set; their rate is what is compared), REPEAT (1), GPU_REPEAT (3: the GPU runs
+# take milliseconds, so their best of several is reported),
+# SCENES (all, e.g. "cubicles alpha-1.5"), COMMIT (the commit named in the report; default: git's HEAD).
 #
 # Answers are compared pose for pose: the hybrid's and the GPU's --out files
 # against the CPU engine's (N threads), and FCL against the CPU engine inside
@@ -27,6 +28,7 @@ STEPS=${STEPS:-100}
 THREADS=${THREADS:-$(nproc)}
 ONE_THREAD_POSES=${ONE_THREAD_POSES:-5000}
 REPEAT=${REPEAT:-1}
+GPU_REPEAT=${GPU_REPEAT:-3}
 ompl=../shared/scenes/ompl
 canon=$ompl/canonical
 tandem=$BUILD_DIR/tools/tandem
@@ -86,11 +88,14 @@ for name in $scenes; do
             declare -A q=()
             for backend in cpu hybrid gpu; do
                 best=0
-                for ((r = 0; r < REPEAT; r++)); do
+                reps=$REPEAT
+                [[ $backend == gpu ]] && reps=$GPU_REPEAT
+                for ((r = 0; r < reps; r++)); do
                     cmd=("$tandem" check --env "$env_mesh" --robot "$robot_mesh" --poses "$poses" --mode "$mode"
                          --backend "$backend" --threads "$THREADS" --out "$work/$backend.out")
                     commands+=("${cmd[*]}")
-                    line=$("${cmd[@]}" | tail -1) || line="FAILED"
+                    line=$("${cmd[@]}" 2>&1 | tail -1) || line="FAILED"
+                    raw+="$name $set $mode $backend: $line"$'\n'
                     v=$(qps_of "$line")
                     [[ -n $v ]] && best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
                 done
@@ -99,13 +104,13 @@ for name in $scenes; do
             diffs=""
             for backend in hybrid gpu; do
                 d=$(paste "$work/cpu.out" "$work/$backend.out" | awk '$1 != $2' | wc -l)
-                diffs+="$backend $d, "
+                diffs+="$backend:$d,"
                 if ((d > 0)); then
                     raw+="## $name $set $mode: $backend differs from the CPU engine on $d poses"$'\n'
                     raw+="$(paste "$work/cpu.out" "$work/$backend.out" | awk '$1 != $2 { print "  pose " NR-1 ": cpu " $1 " '"$backend"' " $2 }' | head -10)"$'\n'
                 fi
             done
-            rows+=("$set ${result#RESULT } hyb=${q[hybrid]} gpu=${q[gpu]} cpucheck=${q[cpu]} diffs=${diffs%, }")
+            rows+=("$set ${result#RESULT } hyb=${q[hybrid]} gpu=${q[gpu]} cpucheck=${q[cpu]} diffs=${diffs%,}")
             unset q
         done
     done
@@ -118,9 +123,9 @@ report() {
     echo "# Every engine on the OMPL scenes: FCL $("$bench" --fcl-version), Tandem CPU, hybrid, GPU-resident"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- Machine: $cpu, nproc $(nproc); GPU: ${gpu:-none found}$(git rev-parse --short HEAD >/dev/null 2>&1 && echo "; commit $(git rev-parse --short HEAD)")"
-    echo "- Command: \`BUILD_DIR=$BUILD_DIR N_POSES=$N_POSES STEPS=$STEPS THREADS=$THREADS ONE_THREAD_POSES=$ONE_THREAD_POSES REPEAT=$REPEAT bench/run_gpu.sh${out_file:+ $out_file}\`"
-    echo "- Queries per second (best of $REPEAT). FCL (BVHModel<OBBRSS>) and Tandem's CPU engine from bench_cpu: the"
+    echo "- Machine: $cpu, nproc $(nproc); GPU: ${gpu:-none found}; commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+    echo "- Command: \`BUILD_DIR=$BUILD_DIR N_POSES=$N_POSES STEPS=$STEPS THREADS=$THREADS ONE_THREAD_POSES=$ONE_THREAD_POSES REPEAT=$REPEAT GPU_REPEAT=$GPU_REPEAT bench/run_gpu.sh${out_file:+ $out_file}\`"
+    echo "- Queries per second (best of $REPEAT; GPU-resident: best of $GPU_REPEAT). FCL (BVHModel<OBBRSS>) and Tandem's CPU engine from bench_cpu: the"
     echo "  one-thread figures time the first $ONE_THREAD_POSES poses of the set (a rate: FCL contacts on the heavy"
     echo "  scenes would take minutes per set otherwise), the $THREADS-thread figures every pose. Hybrid and GPU:"
     echo "  \`tandem check --backend hybrid|gpu\` on every pose, its timed loop (meshes loaded, trees built and"
@@ -142,7 +147,7 @@ report() {
         awk '{
             set = $1
             for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k); val = $i; sub(/^[^=]*=/, "", val); v[k] = val }
-            d = $0; sub(/.*diffs=/, "", d)
+            d = v["diffs"]; gsub(/:/, " ", d); gsub(/,/, ", ", d)
             f = v["disagree"] " (" v["explained"] " explained)"
             printf "| %s | %s %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s |\n",
                 v["scene"], v["poses"], set, v["mode"], v["fcl1"], v["fclN"], v["tdm1"], v["tdmN"], v["hyb"], v["gpu"],
