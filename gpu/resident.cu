@@ -323,10 +323,13 @@ __device__ static void load_tri(const float *v, tdm_dvec3 out[3])
     for (int k = 0; k < 3; k++) out[k] = tdm_d3(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
 }
 
-__device__ static void test_leaf_pair(fpair p, const dtask *tasks, dres *res)
+/* Tests one leaf pair's triangles. Bool mode: the first intersecting pair
+ * retires the task. Contacts mode: returns how many pairs intersect (at most 4),
+ * for the caller to add to the task's count. Records the task's first pair. */
+__device__ static uint32_t test_leaf_pair(fpair p, const dtask *tasks, dres *res)
 {
     dres *r = &res[p.task];
-    if (*(volatile uint32_t *)&r->done) return;
+    if (*(volatile uint32_t *)&r->done) return 0;
     const dtask *t = &tasks[p.task];
     const tdm_bvh_node *na = &t->h.an[p.a], *nb = &t->h.bn[p.b];
     uint32_t fa = tdm_leaf_first(na), ca = tdm_leaf_count(na), fb = tdm_leaf_first(nb), cb = tdm_leaf_count(nb);
@@ -335,25 +338,39 @@ __device__ static void test_leaf_pair(fpair p, const dtask *tasks, dres *res)
         load_tri(&t->bt[9 * (size_t)(fb + j)], tb[j]);
         for (int k = 0; k < 3; k++) tb[j][k] = tdm_xform_apply(&t->x, tb[j][k]);
     }
+    uint32_t hits = 0;
     for (uint32_t a = 0; a < ca; a++) {
         load_tri(&t->at[9 * (size_t)(fa + a)], ta);
         for (uint32_t b = 0; b < cb; b++) {
             if (!tdm_tri_tri_intersect(ta, tb[b])) continue;
-            if (atomicCAS(&r->colliding, 0u, 1u) == 0u) {
+            if (hits++ == 0 && !*(volatile uint32_t *)&r->colliding && atomicCAS(&r->colliding, 0u, 1u) == 0u) {
                 r->first_a = t->aid[fa + a];
                 r->first_b = t->bid[fb + b];
             }
             if (t->h.mode == TDM_MODE_BOOL) {
                 r->done = 1;
-                return;
-            }
-            uint32_t old = atomicAdd(&r->count, 1u);
-            if (old >= t->h.cap) {
-                r->truncated = 1;
-                r->done = 1;
-                return;
+                return 0;
             }
         }
+    }
+    return hits;
+}
+
+/* Adds a thread's intersecting pairs to its task's count. Consecutive leaf
+ * pairs mostly belong to one task, and a task in contacts mode may have
+ * thousands of them: the threads of a warp on the same task add their counts
+ * together (one atomic per task and warp, not one per pair), which is what keeps
+ * the atomics on one address from serialising the kernel. */
+__device__ static void add_hits(uint32_t task, uint32_t hits, const dtask *tasks, dres *res)
+{
+    unsigned peers = __match_any_sync(__activemask(), task);
+    uint32_t sum = __reduce_add_sync(peers, hits);
+    if ((threadIdx.x & 31) != (unsigned)(__ffs(peers) - 1)) return;
+    dres *r = &res[task];
+    uint32_t old = atomicAdd(&r->count, sum);
+    if (old + sum > tasks[task].h.cap) { /* a pair beyond the cap exists: stop */
+        r->truncated = 1;
+        r->done = 1;
     }
 }
 
@@ -362,8 +379,11 @@ __global__ void __launch_bounds__(BLOCK) tri_pairs_kernel(const fpair *leaves, c
                                                           uint32_t cap_leaves, const dtask *tasks, dres *res)
 {
     uint32_t n = min(cnt[2 * it + 1], cap_leaves);
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        test_leaf_pair(leaves[i], tasks, res);
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        fpair p = leaves[i];
+        uint32_t hits = test_leaf_pair(p, tasks, res);
+        if (hits) add_hits(p.task, hits, tasks, res);
+    }
 }
 
 /* ---- host side ------------------------------------------------------------------- */
