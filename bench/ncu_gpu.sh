@@ -40,7 +40,7 @@ for r in rows:
     val = float(r[ix["Metric Value"]].replace(",", ""))
     unit = r[ix["Metric Unit"]]
     if r[ix["Metric Name"]] == "gpu__time_duration.sum":
-        val = val / 1000.0 if unit == "nsecond" else (val * 1000.0 if unit == "msecond" else val)
+        val = val / 1000.0 if unit in ("ns", "nsecond") else (val * 1000.0 if unit in ("ms", "msecond") else val)
     launch[(r[ix["ID"]], name)][r[ix["Metric Name"]]] = val
 per = collections.defaultdict(list)
 for (i, name), m in launch.items():
