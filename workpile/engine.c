@@ -21,15 +21,17 @@
  *
  * Dispatch (kind AUTO with a GPU), in the spirit of Jorgensen et al. §5: the
  * cost of a run of n tasks is modelled as
- *     CPU: n * w * c_cpu                 GPU: g_off + n * w * c_gpu
+ *     CPU: c_off + n * w * c_cpu         GPU: g_off + n * w * c_gpu
  * where c_cpu and c_gpu are the seconds per task of a reference scene on each
- * engine, g_off the GPU's fixed cost per run (launches, copies, synchronisation)
- * and w how much heavier the current work is than the reference (box and
- * triangle tests per task). c_cpu, c_gpu and g_off are measured at creation on
+ * engine, c_off and g_off their fixed costs per run (waking the thread pool;
+ * launches, copies, synchronisation) and w how much heavier the current work is
+ * than the reference (box and triangle tests per task). The four figures are
+ * measured at creation on
  * a generated scene (two spheres, poses half of them touching) with batches of
  * several sizes; w is an average over recent runs, learned from whichever
- * engine ran them. A run goes to the GPU when n >= g_off / (w * (c_cpu - c_gpu)),
- * the size where the two costs cross. */
+ * engine ran them (runs of fewer than 64 tasks, mostly fixed cost, count less).
+ * A run goes to the GPU when n >= (g_off - c_off) / (w * (c_cpu - c_gpu)), the
+ * size where the two costs cross. */
 #include "engine.h"
 
 #include <math.h>
@@ -77,7 +79,7 @@ struct tdm_engine {
     dev_mesh *to_free;     /* removed copies, freed by the next run or upload */
 
     /* cost model (seconds) */
-    double c_cpu, c_gpu, g_off, w;
+    double c_cpu, c_gpu, g_off, c_off, w;
     uint64_t threshold;    /* tasks: at or above, a chunk goes to the GPU */
     int gpu_broken;        /* the device failed for good: everything runs on the CPU engine */
     uint64_t gpu_failures;
@@ -259,6 +261,7 @@ void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh)
 /* ---- creation ----------------------------------------------------------------- */
 
 static int calibrate(tdm_engine *e);
+static void set_threshold(tdm_engine *e);
 
 static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **why)
 {
@@ -348,16 +351,17 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
             tdm_engine_destroy(e);
             return rc;
         }
-        if (!cfg->calibrate) { /* built-in figures, from an H100 host (engine.c, calibrate) */
-            e->c_cpu = 4e-6;
-            e->c_gpu = 5e-8;
-            e->g_off = 4e-4;
-            e->threshold = (uint64_t)(e->g_off / (e->c_cpu - e->c_gpu)) + 1;
+        if (!cfg->calibrate) { /* built-in figures: calibrate()'s on the H100 host with 16 threads */
+            e->c_cpu = 5.5e-7;
+            e->c_gpu = 4.8e-8;
+            e->g_off = 1.1e-4;
+            e->c_off = 2e-5;
+            set_threshold(e);
         }
         snprintf(e->detail, sizeof e->detail,
                  "GPU-resident engine with CPU engine (%d threads) for small runs: runs of >= %llu tasks go to the "
-                 "GPU (cost model: CPU %.3g s/task, GPU %.3g s + %.3g s/task)",
-                 threads, (unsigned long long)e->threshold, e->c_cpu, e->g_off, e->c_gpu);
+                 "GPU (cost model: CPU %.3g s + %.3g s/task, GPU %.3g s + %.3g s/task)",
+                 threads, (unsigned long long)e->threshold, e->c_off, e->c_cpu, e->g_off, e->c_gpu);
     } else {
         e->kind = cfg->kind;
         snprintf(e->detail, sizeof e->detail, "%s engine (forced by configuration); CPU engine (%d threads) for "
@@ -477,16 +481,29 @@ static double now_s(void)
 
 /* ---- running a chunk ------------------------------------------------------------ */
 
+/* The size where the two costs cross: c_off + n w c_cpu = g_off + n w c_gpu. */
+static void set_threshold(tdm_engine *e)
+{
+    if (e->c_gpu >= e->c_cpu) { /* a GPU slower per task than the CPU engine: it takes nothing */
+        e->threshold = UINT64_MAX;
+        return;
+    }
+    double off = e->g_off > e->c_off ? e->g_off - e->c_off : 0;
+    double n = off / (e->w * (e->c_cpu - e->c_gpu));
+    e->threshold = n < 1 ? 1 : n > 1e12 ? (uint64_t)1e12 : (uint64_t)n + 1;
+}
+
 static void model_update(tdm_engine *e, int where, size_t nt, double dt)
 {
     double w_obs;
-    if (where == ON_CPU) w_obs = dt / ((double)nt * e->c_cpu);
+    if (where == ON_CPU) w_obs = (dt > e->c_off ? dt - e->c_off : 0) / ((double)nt * e->c_cpu);
     else w_obs = (dt > e->g_off ? dt - e->g_off : 0) / ((double)nt * e->c_gpu);
+    /* a small run is mostly fixed cost: it says little about the work per task */
+    double weight = nt >= 64 ? 0.25 : 0.25 * (double)nt / 64;
     if (w_obs < 1e-3) w_obs = 1e-3;
     if (w_obs > 1e6) w_obs = 1e6;
-    e->w = 0.75 * e->w + 0.25 * w_obs;
-    double n = e->g_off / (e->w * (e->c_cpu - e->c_gpu));
-    e->threshold = n < 1 ? 1 : n > 1e12 ? (uint64_t)1e12 : (uint64_t)n + 1;
+    e->w = (1 - weight) * e->w + weight * w_obs;
+    set_threshold(e);
 }
 
 /* Fills the GPU or hybrid task array from e->tasks[0..nt). 0 when a tree is not
@@ -839,9 +856,10 @@ static int calibrate(tdm_engine *e)
         e->gtasks[i] = (tdm_gpu_task){gm, gm, x, TDM_MODE_BOOL, 1};
     }
     rc = tdm_gpu_prepare(e->gpu, N_BIG);
-    double t_cpu = -1, t_one = -1, t_big = -1;
+    double t_cpu = -1, t_cpu1 = -1, t_one = -1, t_big = -1;
     if (rc == TDM_OK) {
         t_cpu = time_run(e, 0, N_CPU, 3);
+        t_cpu1 = time_run(e, 0, 32, 5); /* wakes the pool: mostly fixed cost */
         t_one = time_run(e, 1, 1, 5);
         t_big = time_run(e, 1, N_BIG, 3);
         if (t_one < 0 || t_big < 0) rc = TDM_EGPU;
@@ -854,13 +872,9 @@ static int calibrate(tdm_engine *e)
     tdm_bvh_free(s);
     if (rc != TDM_OK) return rc;
     e->c_cpu = t_cpu / N_CPU;
+    e->c_off = t_cpu1 > 32 * e->c_cpu ? t_cpu1 - 32 * e->c_cpu : 0;
     e->g_off = t_one;
     e->c_gpu = (t_big > t_one ? t_big - t_one : t_big) / N_BIG;
-    if (e->c_gpu >= e->c_cpu) { /* a GPU slower than the CPU on this work: it takes none */
-        e->threshold = UINT64_MAX;
-    } else {
-        double n = e->g_off / (e->c_cpu - e->c_gpu);
-        e->threshold = n < 1 ? 1 : (uint64_t)n + 1;
-    }
+    set_threshold(e);
     return TDM_OK;
 }
