@@ -28,8 +28,9 @@
  * than the reference (box and triangle tests per task). The four figures are
  * measured at creation on
  * a generated scene (two spheres, poses half of them touching) with batches of
- * several sizes; w is an average over recent runs, learned from whichever
- * engine ran them (runs of fewer than 64 tasks, mostly fixed cost, count less).
+ * several sizes, then kept up to date by every run: a small run refines its
+ * engine's fixed cost (the GPU's grows with the depth of the trees: one
+ * synchronisation per few BVTT levels), a large one the work factor w.
  * A run goes to the GPU when n >= (g_off - c_off) / (w * (c_cpu - c_gpu)), the
  * size where the two costs cross. */
 #include "engine.h"
@@ -493,16 +494,22 @@ static void set_threshold(tdm_engine *e)
     e->threshold = n < 1 ? 1 : n > 1e12 ? (uint64_t)1e12 : (uint64_t)n + 1;
 }
 
+/* Learns from a run that took dt seconds: small runs (mostly fixed cost) refine
+ * that engine's fixed cost, which on the GPU grows with the depth of the trees
+ * (one synchronisation per few levels); large runs refine the work factor w. */
 static void model_update(tdm_engine *e, int where, size_t nt, double dt)
 {
-    double w_obs;
-    if (where == ON_CPU) w_obs = (dt > e->c_off ? dt - e->c_off : 0) / ((double)nt * e->c_cpu);
-    else w_obs = (dt > e->g_off ? dt - e->g_off : 0) / ((double)nt * e->c_gpu);
-    /* a small run is mostly fixed cost: it says little about the work per task */
-    double weight = nt >= 64 ? 0.25 : 0.25 * (double)nt / 64;
-    if (w_obs < 1e-3) w_obs = 1e-3;
-    if (w_obs > 1e6) w_obs = 1e6;
-    e->w = (1 - weight) * e->w + weight * w_obs;
+    int gpu = where != ON_CPU;
+    double per = gpu ? e->c_gpu : e->c_cpu, *off = gpu ? &e->g_off : &e->c_off;
+    if (nt < (gpu ? 4096u : 256u)) {
+        double obs = dt - (double)nt * e->w * per;
+        *off = 0.8 * *off + 0.2 * (obs > 0 ? obs : 0);
+    } else {
+        double w_obs = (dt > *off ? dt - *off : 0) / ((double)nt * per);
+        if (w_obs < 1e-3) w_obs = 1e-3;
+        if (w_obs > 1e6) w_obs = 1e6;
+        e->w = 0.75 * e->w + 0.25 * w_obs;
+    }
     set_threshold(e);
 }
 
