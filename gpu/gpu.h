@@ -13,8 +13,9 @@
  * memory budget is reached, never truncated.
  *
  * A run is cut into chunks that are in flight at once on several CUDA streams:
- * while the GPU traverses one chunk, the host fills the next one's tasks and the
- * copy engines move a third's, so host work, copies and kernels overlap.
+ * while the GPU traverses one chunk, the host fills the next one's tasks (a team
+ * of fill_threads host threads writes the buffers and reads the results back)
+ * and the copy engines move a third's, so host work, copies and kernels overlap.
  *
  * All functions return 0 or a negative TDM_E* code. Without CUDA (or without a
  * device) tdm_gpu_create returns TDM_ENODEV. One tdm_gpu is used by one thread at
