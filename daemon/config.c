@@ -39,7 +39,7 @@ static const opt opts[] = {
     {"engine", T_STR, OFF(engine), "auto", 0, 0, "auto|cpu|gpu|hybrid", "KIND",
      "Query engine: auto (with a GPU, each batch goes to the CPU or the GPU-resident engine, whichever is "
      "faster for its size; without one, the CPU engine), cpu, gpu (GPU-resident traversal) or hybrid (CPU "
-     "traversal, GPU triangle tests). gpu and hybrid fail start-up when the build or the machine has no "
+     "traversal, GPU box and triangle tests). gpu and hybrid fail start-up when the build or the machine has no "
      "usable GPU."},
     {"threads", T_INT, OFF(threads), "0", 0, 4096, NULL, "N",
      "Engine threads working on a batch, the dispatcher's included; 0: one per online core."},
