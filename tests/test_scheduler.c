@@ -209,6 +209,22 @@ static void reference(const world *w)
     tdm_engine_destroy(e);
 }
 
+static void require_gpu(void)
+{
+    const char *why = NULL;
+    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
+}
+
+/* The world of the seed, and the CPU engine's answers in one mode. */
+static void world_and_cpu_answers(world *w, int mode)
+{
+    gen_rng r = {seed};
+    world_make(w, &r);
+    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0);
+    cr_assert_eq(run(cpu, w, mode, &want[mode]), TDM_OK);
+    tdm_engine_destroy(cpu);
+}
+
 Test(scheduler, cpu_engine_matches_collide_per_pair, .timeout = 120)
 {
     gen_rng r = {seed};
@@ -220,8 +236,7 @@ Test(scheduler, cpu_engine_matches_collide_per_pair, .timeout = 120)
 
 Test(scheduler, gpu_engines_match_cpu_engine, .timeout = 240)
 {
-    const char *why = NULL;
-    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
+    require_gpu();
     gen_rng r = {seed};
     world w;
     world_make(&w, &r);
@@ -263,14 +278,9 @@ Test(scheduler, gpu_engines_match_cpu_engine, .timeout = 240)
 
 Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
 {
-    const char *why = NULL;
-    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
-    gen_rng r = {seed};
+    require_gpu();
     world w;
-    world_make(&w, &r);
-    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0);
-    cr_assert_eq(run(cpu, &w, 1, &want[1]), TDM_OK);
-    tdm_engine_destroy(cpu);
+    world_and_cpu_answers(&w, 1);
 
     tdm_engine *e = engine(TDM_ENGINE_GPU, 0);
     tdm_engine_stats st;
@@ -309,14 +319,9 @@ Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
 
 Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
 {
-    const char *why = NULL;
-    if (!have_gpu(&why)) cr_skip_test("no GPU: %s", why ? why : "unknown");
-    gen_rng r = {seed};
+    require_gpu();
     world w;
-    world_make(&w, &r);
-    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0);
-    cr_assert_eq(run(cpu, &w, 0, &want[0]), TDM_OK);
-    tdm_engine_destroy(cpu);
+    world_and_cpu_answers(&w, 0);
 
     tdm_engine_config c = tdm_engine_config_default();
     c.kind = TDM_ENGINE_GPU;
