@@ -719,7 +719,6 @@ static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size
 
 typedef struct copy_job {
     const slot *s;
-    const tdm_gpu_task *tasks;
     tdm_collide_result *results;
 } copy_job;
 
@@ -746,9 +745,9 @@ static void copy_share(void *arg, int k, int nk)
     }
 }
 
-static void copy_results(tdm_gpu *g, const slot *s, const tdm_gpu_task *tasks, tdm_collide_result *results)
+static void copy_results(tdm_gpu *g, const slot *s, tdm_collide_result *results)
 {
-    copy_job j = {s, tasks, results};
+    copy_job j = {s, results};
     if (s->hi - s->lo >= FILL_PARALLEL_MIN) team_run(&g->team, copy_share, &j);
     else copy_share(&j, 0, 1);
 }
@@ -850,7 +849,7 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
         }
         if (s->finishing) {
             double tc = now_s();
-            copy_results(g, s, tasks, results);
+            copy_results(g, s, results);
             t_copy += now_s() - tc;
             g->stats.iterations += (uint64_t)s->it;
             for (int k = 0; k < s->it; k++) g->stats.pairs += (uint64_t)s->h_cnt[2 + 2 * k] + s->h_cnt[3 + 2 * k];

@@ -132,6 +132,13 @@ int tdm_cmd_check(int argc, char **argv)
         goto done;
     }
 
+    for (size_t i = 0; i < n; i++) {
+        tdm_xform x = tdm_xform_from_pose(poses[i].t, poses[i].q);
+        if (backend == HYBRID) htasks[i] = (tdm_hybrid_task){a, b, ga, gb, x, mode, (uint32_t)max_contacts};
+        else if (use_gpu) gtasks[i] = (tdm_gpu_task){ga, gb, x, mode, (uint32_t)max_contacts};
+        else tasks[i] = (tdm_task){a, b, x, mode, (uint32_t)max_contacts, NULL};
+    }
+
     /* Untimed preparation: touch the result array and let the GPU engines size
      * their buffers and load their kernels, so that the timed loop measures
      * queries. The hybrid engine has no prepare call: it runs the first poses
@@ -140,28 +147,13 @@ int tdm_cmd_check(int argc, char **argv)
     if (backend == HYBRID) {
         size_t m = n < chunk ? n : chunk;
         if (m > HYBRID_WARMUP) m = HYBRID_WARMUP;
-        for (size_t i = 0; i < m; i++)
-            htasks[i] = (tdm_hybrid_task){a, b, ga, gb, tdm_xform_from_pose(poses[i].t, poses[i].q), mode,
-                                          (uint32_t)max_contacts};
         if ((rc = tdm_hybrid_run(hyb, htasks, m, res)) != TDM_OK) {
             tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
             goto done;
         }
-    } else if (use_gpu) {
-        memset(gtasks, 0, n_alloc * sizeof *gtasks);
-        if ((rc = tdm_gpu_prepare(gpu, chunk)) != TDM_OK) {
-            tdm_cli_error("preparing the GPU engine failed: %s", tdm_strerror(rc));
-            goto done;
-        }
-    } else {
-        memset(tasks, 0, n_alloc * sizeof *tasks);
-    }
-
-    for (size_t i = 0; i < n; i++) {
-        tdm_xform x = tdm_xform_from_pose(poses[i].t, poses[i].q);
-        if (backend == HYBRID) htasks[i] = (tdm_hybrid_task){a, b, ga, gb, x, mode, (uint32_t)max_contacts};
-        else if (use_gpu) gtasks[i] = (tdm_gpu_task){ga, gb, x, mode, (uint32_t)max_contacts};
-        else tasks[i] = (tdm_task){a, b, x, mode, (uint32_t)max_contacts, NULL};
+    } else if (use_gpu && (rc = tdm_gpu_prepare(gpu, chunk)) != TDM_OK) {
+        tdm_cli_error("preparing the GPU engine failed: %s", tdm_strerror(rc));
+        goto done;
     }
 
     size_t colliding = 0, truncated = 0;

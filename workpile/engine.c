@@ -83,12 +83,10 @@ struct tdm_engine {
     double c_cpu, c_gpu, g_off, c_off, w;
     uint64_t threshold;    /* tasks: at or above, a chunk goes to the GPU */
     int gpu_broken;        /* the device failed for good: everything runs on the CPU engine */
-    uint64_t gpu_failures;
 
     /* this run's figures, for the stats */
     uint64_t run_on[3];    /* tasks per engine (ON_*) */
     uint64_t run_q[3];     /* queries per engine: counted where their first task ran */
-    int last_where;
     double run_gpu_s;
 
     /* scratch, kept between runs */
@@ -549,9 +547,11 @@ static int resolve(tdm_engine *e, size_t nt, int where)
 }
 
 /* Runs e->tasks[0..nt) into e->res on the engine the kind and the cost model
- * pick. A GPU failure re-runs the chunk on the CPU engine (and a broken device
- * is not used again), so that a query never fails for the GPU's sake. */
-static int run_chunk(tdm_engine *e, size_t nt)
+ * pick, and counts the chunk's tasks and queries (a query counts where its
+ * first task runs) for that engine. A GPU failure re-runs the chunk on the CPU
+ * engine (and a broken device is not used again), so that a query never fails
+ * for the GPU's sake. */
+static void run_chunk(tdm_engine *e, size_t nt)
 {
     int where = ON_CPU;
     if (e->gpu && !e->gpu_broken && (!e->dispatch || nt >= e->threshold))
@@ -563,7 +563,6 @@ static int run_chunk(tdm_engine *e, size_t nt)
     else if (where == ON_HYBRID) rc = tdm_hybrid_run(e->hybrid, e->htasks, nt, e->res);
     double dt = now_s() - t0;
     if (rc != TDM_OK) {
-        e->gpu_failures++;
         if (rc == TDM_EGPU) e->gpu_broken = 1;
         fprintf(stderr, "tandem engine: the %s engine failed on %zu tasks (%s); they run on the CPU engine%s\n",
                 where == ON_GPU ? "GPU" : "hybrid", nt, tdm_strerror(rc),
@@ -577,9 +576,8 @@ static int run_chunk(tdm_engine *e, size_t nt)
     }
     if (e->dispatch && rc == TDM_OK) model_update(e, where, nt, dt);
     e->run_on[where] += nt;
-    e->last_where = where;
+    for (size_t t = 0; t < nt; t++) e->run_q[where] += e->refs[t].check == 0;
     if (where != ON_CPU) e->run_gpu_s += dt;
-    return TDM_OK;
 }
 
 /* First pass over the whole batch, in chunks. */
@@ -610,10 +608,8 @@ static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_que
             k++;
         }
         if (nt == 0) break;
-        int rc = run_chunk(e, nt);
-        if (rc != TDM_OK) return rc;
+        run_chunk(e, nt);
         *n_tasks += nt;
-        for (size_t t = 0; t < nt; t++) e->run_q[e->last_where] += e->refs[t].check == 0;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &e->res[t];
             *box += r->box_tests;
@@ -831,18 +827,11 @@ static int calibrate(tdm_engine *e)
     tdm_bvh *s = NULL;
     int rc = sphere(24, 48, &s);
     if (rc != TDM_OK) return rc;
-    size_t c1 = e->tasks_cap, c2 = e->tasks_cap, c3 = e->tasks_cap;
-    if (reserve((void **)&e->tasks, &c1, N_BIG, sizeof *e->tasks) ||
-        reserve((void **)&e->res, &c2, N_BIG, sizeof *e->res) ||
-        reserve((void **)&e->refs, &c3, N_BIG, sizeof *e->refs) ||
-        reserve((void **)&e->gtasks, &e->gtasks_cap, N_BIG, sizeof *e->gtasks)) {
-        e->tasks_cap = 0;
-        free(e->tasks); free(e->res); free(e->refs);
-        e->tasks = NULL; e->res = NULL; e->refs = NULL;
+    if (reserve_tasks(e, N_BIG) != TDM_OK ||
+        reserve((void **)&e->gtasks, &e->gtasks_cap, N_BIG, sizeof *e->gtasks) != TDM_OK) {
         tdm_bvh_free(s);
         return TDM_ENOMEM;
     }
-    e->tasks_cap = N_BIG;
     rc = tdm_engine_mesh_add(e, s);
     if (rc != TDM_OK) {
         tdm_bvh_free(s);
