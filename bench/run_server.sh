@@ -8,7 +8,8 @@
 # Knobs from the environment: BUILD_DIR (build), SCENE (demo: a generated scene; or an OMPL scene name
 # read from ../shared/scenes/ompl/canonical), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
 # ($(nproc)), SOCKET (tcp or unix), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
-# BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64").
+# BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64"), PROFILE_THREADS (1: also report the CPU use of each of
+# tandemd's threads during each row, from bench/thread_cpu.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out_file=${1:-}
@@ -21,6 +22,7 @@ THREADS=${THREADS:-$(nproc)}
 SOCKET=${SOCKET:-tcp}
 ENGINE=${ENGINE:-auto}
 BATCHES=${BATCHES:-1 64 1024 4096}
+PROFILE_THREADS=${PROFILE_THREADS:-0}
 CLIENTS=${CLIENTS:-1 8 64}
 tandem=$BUILD_DIR/tools/tandem
 tandemd=$BUILD_DIR/daemon/tandemd
@@ -49,25 +51,37 @@ for _ in $(seq 100); do
 done
 
 rows=()
+profiles=()
 for clients in $CLIENTS; do
     for batch in $BATCHES; do
         inflight=2
         [[ $batch == 1 && $clients == 1 ]] && inflight=1
-        line=$("$bench" --server "$addr" --env "$env_mesh" --robot "$robot_mesh" --poses "$poses" --mode "$MODE" \
+        "$bench" --server "$addr" --env "$env_mesh" --robot "$robot_mesh" --poses "$poses" --mode "$MODE" \
             --clients "$clients" --batch "$batch" --inflight "$inflight" --seconds "$SECONDS_PER" \
-            --threads "$THREADS" --engine "$ENGINE" | grep '^RESULT')
+            --threads "$THREADS" --engine "$ENGINE" > "$work/row" &
+        bench_pid=$!
+        if [[ $PROFILE_THREADS == 1 ]]; then
+            # tandemd's threads while the clients send (the bench first loads its poses)
+            sleep 1
+            prof=$(bench/thread_cpu.sh "$pid" "$(awk -v s="$SECONDS_PER" 'BEGIN { print (s > 2 ? s - 1.5 : 0.5) }')" || true)
+            profiles+=("| $clients | $batch | ${prof#THREADS } |")
+        fi
+        wait "$bench_pid"
+        line=$(grep '^RESULT' "$work/row")
         echo "$line" >&2
         rows+=("$line")
     done
 done
 stats=$("$tandem" stats --server "$addr")
 
+prof_flag=""
+[[ $PROFILE_THREADS == 1 ]] && prof_flag=" PROFILE_THREADS=1"
 report() {
     echo "# tandemd over loopback ($SOCKET socket)"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc)"
-    echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET ENGINE=$ENGINE BATCHES=\"$BATCHES\" CLIENTS=\"$CLIENTS\" bench/run_server.sh${out_file:+ $out_file}\`"
+    echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET ENGINE=$ENGINE BATCHES=\"$BATCHES\" CLIENTS=\"$CLIENTS\"$prof_flag bench/run_server.sh${out_file:+ $out_file}\`"
     echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS --engine $ENGINE on the same host."
     echo "- Each client thread has its own connection and keeps K requests of B poses in flight (K = 1 for"
     echo "  one client sending single poses, 2 otherwise) for $SECONDS_PER s. Latency: per request, send to reply."
@@ -80,6 +94,15 @@ report() {
         f() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$r"; }
         echo "| $(f clients) | $(f batch) | $(f inflight) | $(f qps) | $(f p50_us) | $(f p99_us) | $(f engine_qps) | $(f ratio) |"
     done
+    if (( ${#profiles[@]} )); then
+        echo
+        echo "tandemd's threads during each row (bench/thread_cpu.sh: % of one core, xN = N threads of that name;"
+        echo "tandemd is the event loop, tdm-dispatch runs the engine, tdm-cpu the CPU engine, tdm-gpu-fill the GPU engine's host team):"
+        echo
+        echo "| clients | batch | threads |"
+        echo "|--:|--:|:--|"
+        printf '%s\n' "${profiles[@]}"
+    fi
     echo
     echo "Server stats after the run:"
     echo

@@ -1,6 +1,7 @@
 #include "dispatch.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,7 @@ static void run_batch(tdm_dispatch *d, tdm_query_job *batch, size_t n_queries)
 
 static void *dispatch_main(void *arg)
 {
+    prctl(PR_SET_NAME, "tdm-dispatch"); /* shown by top -H and in /proc */
     tdm_dispatch *d = arg;
     pthread_mutex_lock(&d->lock);
     for (;;) {

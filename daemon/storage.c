@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,7 @@ static void run_op(tdm_storage *st, tdm_storage_op *op)
 
 static void *storage_main(void *arg)
 {
+    prctl(PR_SET_NAME, "tdm-storage"); /* shown by top -H and in /proc */
     tdm_storage *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {

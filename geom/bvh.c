@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tri.h"
+
 typedef struct build_ctx {
     const tdm_mesh *mesh;
     uint32_t *idx;     /* triangle ids, partitioned in place into leaf order */
@@ -256,6 +258,34 @@ static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi, ui
     ctx->nodes[ni].link = (int32_t)right;
 }
 
+/* A zero-area triangle (three collinear or coincident vertices) becomes its two
+ * extreme vertices and a repeat of one: the same point set, which the triangle
+ * tests then take as one segment without evaluating predicates that are zero
+ * (tri.h). On a line, every coordinate along which the points spread orders them,
+ * so its smallest and largest values pick the ends exactly. */
+static void zero_area_as_segment(float *v)
+{
+    tdm_dvec3 p[3];
+    for (int k = 0; k < 3; k++) p[k] = tdm_d3(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
+    if (!tdm_tri_degenerate(p)) return;
+    int lo = 0, hi = 0;
+    for (int axis = 0; axis < 3 && lo == hi; axis++)
+        for (int k = 1; k < 3; k++) {
+            if (v[3 * k + axis] < v[3 * lo + axis]) lo = k;
+            if (v[3 * k + axis] > v[3 * hi + axis]) hi = k;
+        }
+    float out[9];
+    memcpy(out, &v[3 * lo], 3 * sizeof(float));
+    memcpy(out + 3, &v[3 * hi], 3 * sizeof(float));
+    memcpy(out + 6, &v[3 * hi], 3 * sizeof(float));
+    memcpy(v, out, sizeof out);
+}
+
+void tdm_bvh_zero_area_as_segments(tdm_bvh *bvh)
+{
+    for (uint32_t i = 0; i < bvh->n_tris; i++) zero_area_as_segment(&bvh->tri_verts[9 * (size_t)i]);
+}
+
 int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
 {
     *out = NULL;
@@ -281,6 +311,7 @@ int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
     for (uint32_t i = 0; i < n; i++)
         for (int c = 0; c < 3; c++)
             memcpy(&b->tri_verts[9 * i + 3 * c], &mesh->verts[3 * mesh->tris[3 * ctx.idx[i] + c]], 3 * sizeof(float));
+    tdm_bvh_zero_area_as_segments(b);
     b->tri_ids = ctx.idx;
     b->radius = tdm_mesh_radius(mesh);
     free(ctx.key);

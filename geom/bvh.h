@@ -4,7 +4,8 @@
  * left child of node i is i + 1 and the right child is node.link, so a descent
  * touches memory mostly forward and a subtree is one contiguous range. Leaves hold
  * one or two triangles, stored by value (9 floats each) in leaf order, so a leaf
- * test reads one contiguous run and never chases an index. The same arrays are
+ * test reads one contiguous run and never chases an index (a zero-area triangle
+ * is stored as the segment it is, see tdm_bvh_zero_area_as_segments). The same arrays are
  * uploaded to the GPU unchanged: a node pair's four children are two pairs of
  * 64-byte loads, which a warp serves in coalesced 128-byte transactions, and the
  * depth-first order keeps a frontier's loads clustered. We chose this over the
@@ -77,6 +78,11 @@ typedef struct tdm_bvh {
  * it with tdm_bvh_free. The mesh is only read. */
 int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out);
 void tdm_bvh_free(tdm_bvh *bvh);
+
+/* Stores every zero-area triangle as its two extreme vertices and a repeat of
+ * one (the same point set), the form the triangle tests take fastest. Builds and
+ * deserialisation do it; idempotent. */
+void tdm_bvh_zero_area_as_segments(tdm_bvh *bvh);
 
 /* Serialisation: a versioned, checksummed blob (little-endian header with magic
  * "TDMBVH", version, counts and the SHA-256 of the payload; then nodes, triangle

@@ -162,6 +162,7 @@ int tdm_bvh_deserialize(const void *blob, size_t len, tdm_bvh **out)
         tdm_bvh_free(b);
         return rc;
     }
+    tdm_bvh_zero_area_as_segments(b); /* blobs written before builds did it */
     *out = b;
     return TDM_OK;
 }

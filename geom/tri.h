@@ -15,7 +15,9 @@
  *    convex sets meet iff every projection of them meets, because at least one
  *    projection is one-to-one on their common plane (or line);
  *  - a zero-area triangle is the union of its edges, so it is tested edge by edge
- *    as segments against the other triangle. */
+ *    as segments against the other triangle; one with a repeated vertex (the form
+ *    tree builds give every zero-area triangle) is one segment, found without a
+ *    predicate. */
 #ifndef TDM_GEOM_TRI_H
 #define TDM_GEOM_TRI_H
 
@@ -78,6 +80,26 @@ TDM_INLINE TDM_HD int tdm_tri_degenerate(const tdm_dvec3 *p)
            tdm_orient2d(p[0], p[1], p[2], 2, 0) == 0;
 }
 
+/* A triangle with a repeated vertex is the segment between its other two
+ * vertices (or a point): returns 1 and that segment's ends. Three comparisons
+ * instead of exact predicates that would all come out zero; tree builds store
+ * every zero-area triangle in this form (tdm_bvh_build), which is what makes this
+ * the common degenerate case. */
+TDM_INLINE TDM_HD int tdm__tri_as_segment(const tdm_dvec3 *p, tdm_dvec3 *a, tdm_dvec3 *b)
+{
+    if (tdm_d3_same(p[1], p[2]) || tdm_d3_same(p[0], p[1])) {
+        *a = p[0];
+        *b = p[2];
+        return 1;
+    }
+    if (tdm_d3_same(p[0], p[2])) {
+        *a = p[0];
+        *b = p[1];
+        return 1;
+    }
+    return 0;
+}
+
 TDM_INLINE TDM_HD int tdm__seg_seg_3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
 {
     if (tdm_orient3d(a, b, c, d) != 0) return 0; /* not coplanar */
@@ -88,6 +110,8 @@ TDM_INLINE TDM_HD int tdm__seg_seg_3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm
 /* Closed segment ab against closed triangle t (t may be degenerate). */
 TDM_INLINE TDM_HD int tdm__seg_tri(tdm_dvec3 a, tdm_dvec3 b, const tdm_dvec3 *t)
 {
+    tdm_dvec3 c, d;
+    if (tdm__tri_as_segment(t, &c, &d)) return tdm__seg_seg_3d(a, b, c, d);
     int sa = tdm_orient3d(t[0], t[1], t[2], a), sb = tdm_orient3d(t[0], t[1], t[2], b);
     if (sa * sb > 0) return 0;
     if (sa == 0 && sb == 0) {
@@ -130,6 +154,9 @@ TDM_INLINE TDM_HD int tdm__alone_side(const int *h, int k)
 /* Exact: do the closed triangles p[0..2] and q[0..2] share a point? */
 TDM_INLINE TDM_HD int tdm_tri_tri_intersect(const tdm_dvec3 *p_in, const tdm_dvec3 *q_in)
 {
+    tdm_dvec3 sa, sb;
+    if (tdm__tri_as_segment(p_in, &sa, &sb)) return tdm__seg_tri(sa, sb, q_in);
+    if (tdm__tri_as_segment(q_in, &sa, &sb)) return tdm__seg_tri(sa, sb, p_in);
     int hp[3], hq[3]; /* hp: heights of p over plane(q); hq: heights of q over plane(p) */
     for (int k = 0; k < 3; k++) hq[k] = -tdm_orient3d(p_in[0], p_in[1], p_in[2], q_in[k]);
     if ((hq[0] > 0 && hq[1] > 0 && hq[2] > 0) || (hq[0] < 0 && hq[1] < 0 && hq[2] < 0)) return 0;

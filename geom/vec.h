@@ -32,6 +32,8 @@ TDM_INLINE TDM_HD float tdm_v3_len(tdm_vec3 a) { return sqrtf(tdm_v3_dot(a, a));
 TDM_INLINE TDM_HD tdm_dvec3 tdm_d3(double x, double y, double z) { tdm_dvec3 v = {x, y, z}; return v; }
 TDM_INLINE TDM_HD tdm_dvec3 tdm_d3_of(tdm_vec3 a) { return tdm_d3(a.x, a.y, a.z); }
 TDM_INLINE TDM_HD tdm_dvec3 tdm_d3_add(tdm_dvec3 a, tdm_dvec3 b) { return tdm_d3(a.x + b.x, a.y + b.y, a.z + b.z); }
+/* The same point (compares values: -0 and 0 are equal). */
+TDM_INLINE TDM_HD int tdm_d3_same(tdm_dvec3 a, tdm_dvec3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
 TDM_INLINE TDM_HD tdm_dvec3 tdm_d3_sub(tdm_dvec3 a, tdm_dvec3 b) { return tdm_d3(a.x - b.x, a.y - b.y, a.z - b.z); }
 TDM_INLINE TDM_HD tdm_dvec3 tdm_d3_scale(tdm_dvec3 a, double s) { return tdm_d3(a.x * s, a.y * s, a.z * s); }
 TDM_INLINE TDM_HD double tdm_d3_dot(tdm_dvec3 a, tdm_dvec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }

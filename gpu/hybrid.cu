@@ -24,6 +24,7 @@
  * stream of the workpile that carries its roots, so they are on the device
  * before any entry that names them. */
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -422,6 +423,7 @@ static void work(worker *w)
 
 static void *worker_main(void *arg)
 {
+    prctl(PR_SET_NAME, "tdm-hybrid"); /* shown by top -H and in /proc */
     worker *w = (worker *)arg;
     tdm_hybrid *h = w->h;
     uint64_t seen = 0;

@@ -1,6 +1,7 @@
 /* The GPU-resident engine; gpu.h describes the method. Kernels are thin: index
  * math, then the geom/ functions the CPU engine calls too. */
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -131,6 +132,7 @@ typedef struct team_worker { fill_team *t; int k; } team_worker;
 
 static void *team_main(void *p)
 {
+    prctl(PR_SET_NAME, "tdm-gpu-fill"); /* shown by top -H and in /proc */
     team_worker w = *(team_worker *)p;
     free(p);
     fill_team *t = w.t;

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "gen.h"
 #include "geom/bvh.h"
+#include "geom/tri.h"
 
 static uint64_t seed;
 
@@ -87,6 +88,32 @@ static tdm_mesh *make_mesh(int which, gen_rng *r)
 
 /* ---- structure ------------------------------------------------------------- */
 
+static tdm_dvec3 vert_of(const tdm_mesh *m, uint32_t v)
+{
+    return tdm_d3(m->verts[3 * v], m->verts[3 * v + 1], m->verts[3 * v + 2]);
+}
+
+/* A zero-area triangle's slot: two of its vertices and a repeat of the second,
+ * the ends of a segment that holds all three (the same point set). */
+static void check_segment(const float *v, const tdm_dvec3 *orig, const char *what, uint32_t s, uint32_t id)
+{
+    tdm_dvec3 e0 = tdm_d3(v[0], v[1], v[2]), e1 = tdm_d3(v[3], v[4], v[5]), e2 = tdm_d3(v[6], v[7], v[8]);
+    CHECK(tdm_d3_same(e1, e2), "%s: slot %u (zero-area triangle %u) does not repeat its second vertex", what, s, id);
+    int is0 = 0, is1 = 0;
+    for (int k = 0; k < 3; k++) {
+        is0 |= tdm_d3_same(e0, orig[k]);
+        is1 |= tdm_d3_same(e1, orig[k]);
+        tdm_dvec3 t[3] = {e0, e1, orig[k]};
+        int inside = tdm_tri_degenerate(t);
+        for (int c = 0; c < 3; c++) {
+            double a = tdm_d3_get(e0, c), b = tdm_d3_get(e1, c), x = tdm_d3_get(orig[k], c);
+            inside &= x >= (a < b ? a : b) && x <= (a < b ? b : a);
+        }
+        CHECK(inside, "%s: slot %u: vertex %d of zero-area triangle %u is off its stored segment", what, s, k, id);
+    }
+    CHECK(is0 && is1, "%s: slot %u: the segment's ends are not vertices of triangle %u", what, s, id);
+}
+
 /* Checks every documented invariant of a freshly built (or deserialised) tree;
  * returns its depth. */
 static int check_structure(const tdm_bvh *b, const tdm_mesh *m, const char *what)
@@ -98,7 +125,8 @@ static int check_structure(const tdm_bvh *b, const tdm_mesh *m, const char *what
     cr_assert_eq(b->radius, tdm_mesh_radius(m), "%s: radius %g, mesh radius %g", what, (double)b->radius,
                  (double)tdm_mesh_radius(m));
 
-    /* tri_ids is a permutation, and each slot holds that triangle's vertices verbatim */
+    /* tri_ids is a permutation, and each slot holds that triangle's vertices
+     * verbatim, or for a zero-area triangle the segment it is (check_segment) */
     char *seen = calloc(m->n_tris, 1);
     cr_assert_not_null(seen);
     for (uint32_t s = 0; s < b->n_tris; s++) {
@@ -106,6 +134,12 @@ static int check_structure(const tdm_bvh *b, const tdm_mesh *m, const char *what
         CHECK(id < m->n_tris, "%s: slot %u holds triangle %u of %u", what, s, id, m->n_tris);
         CHECK(!seen[id], "%s: triangle %u appears twice in tri_ids", what, id);
         seen[id] = 1;
+        tdm_dvec3 orig[3];
+        for (int k = 0; k < 3; k++) orig[k] = vert_of(m, m->tris[3 * id + k]);
+        if (tdm_tri_degenerate(orig)) {
+            check_segment(&b->tri_verts[9 * (size_t)s], orig, what, s, id);
+            continue;
+        }
         for (int k = 0; k < 3; k++)
             CHECK(memcmp(&b->tri_verts[9 * (size_t)s + 3 * (size_t)k], &m->verts[3 * (size_t)m->tris[3 * id + k]],
                          3 * sizeof(float)) == 0,

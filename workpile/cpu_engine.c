@@ -4,6 +4,7 @@
 #include "cpu_engine.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -176,6 +177,7 @@ static void work(tdm_cpu_engine *e)
 
 static void *worker_main(void *arg)
 {
+    prctl(PR_SET_NAME, "tdm-cpu"); /* shown by top -H and in /proc */
     tdm_cpu_engine *e = arg;
     uint64_t seen = 0;
     pthread_mutex_lock(&e->lock);
