@@ -13,12 +13,12 @@
 static const char *const state_text[] = {"read_len", "read_body", "paused", "draining", "linger", "closing"};
 _Static_assert(sizeof state_text / sizeof state_text[0] == CONN__STATE_COUNT, "state_text out of sync");
 
-typedef struct out_buf {
+struct tdm_frame {
     uv_write_t req;
     tdm_conn *conn;
     size_t len;
     uint8_t data[];
-} out_buf;
+};
 
 static void conn_set_state(tdm_conn *c, enum tdm_conn_state s)
 {
@@ -181,7 +181,7 @@ void tdm_conn_end(tdm_conn *c)
 
 static void on_write(uv_write_t *req, int status)
 {
-    out_buf *o = (out_buf *)req;
+    tdm_frame *o = (tdm_frame *)req;
     tdm_conn *c = o->conn;
     c->out_bytes -= o->len;
     c->out_writes--;
@@ -193,28 +193,32 @@ static void on_write(uv_write_t *req, int status)
     update_flow(c);
 }
 
-void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
+tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
 {
-    if (c->state == CONN_CLOSING || c->state == CONN_LINGER) return; /* nobody waits for it */
     size_t n = tandem__v1__reply__get_packed_size(reply);
-    if (n > UINT32_MAX - 4) { /* cannot be framed; request validation keeps replies far below */
-        tdm_conn_send_error(c, reply->id, TANDEM__V1__ERROR_CODE__ERROR_INTERNAL, "", -1,
-                            "reply of %zu bytes is too large to frame", n);
-        return;
-    }
-    out_buf *o = malloc(sizeof *o + 4 + n);
-    if (!o) {
-        tdm_log_error("conn %llu: out of memory for a reply of %zu bytes", (unsigned long long)c->id, n);
-        tdm_conn_close(c, "out of memory for a reply");
-        return;
-    }
-    o->conn = c;
+    *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
+    if (*too_large) return NULL;
+    tdm_frame *o = malloc(sizeof *o + 4 + n);
+    if (!o) return NULL;
+    o->conn = NULL;
     o->len = 4 + n;
     o->data[0] = (uint8_t)(n >> 24);
     o->data[1] = (uint8_t)(n >> 16);
     o->data[2] = (uint8_t)(n >> 8);
     o->data[3] = (uint8_t)n;
     tandem__v1__reply__pack(reply, o->data + 4);
+    return o;
+}
+
+void tdm_frame_free(tdm_frame *f) { free(f); }
+
+void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGER) { /* nobody waits for it */
+        free(o);
+        return;
+    }
+    o->conn = c;
     uv_buf_t b = uv_buf_init((char *)o->data, (unsigned int)o->len);
     int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
     if (rc != 0) {
@@ -225,6 +229,22 @@ void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
     c->out_bytes += o->len;
     c->out_writes++;
     pause_if_needed(c);
+}
+
+void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGER) return; /* nobody waits for it */
+    int too_large;
+    tdm_frame *o = tdm_frame_pack(reply, &too_large);
+    if (o) {
+        tdm_conn_send_frame(c, o);
+    } else if (too_large) {
+        tdm_conn_send_error(c, reply->id, TANDEM__V1__ERROR_CODE__ERROR_INTERNAL, "", -1,
+                            "the reply is too large to frame");
+    } else {
+        tdm_log_error("conn %llu: out of memory for a reply", (unsigned long long)c->id);
+        tdm_conn_close(c, "out of memory for a reply");
+    }
 }
 
 void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,

@@ -26,6 +26,14 @@ struct tdm_query_job {
     void *owner;          /* the connection */
     void *scene_ref;      /* the stored scene, referenced while the job lives */
     uint64_t request_id;
+    uv_work_t work;       /* large jobs: pose conversion, then reply packing, on libuv's thread pool */
+    double *raw;          /* the pose numbers as sent, while they wait for conversion */
+    int bad_code;         /* conversion: 0, or the error code of the first bad pose */
+    uint32_t bad_object;  /* ... its movable object (index into scene->movable) */
+    size_t bad_query;     /* ... its query */
+    double bad_norm;      /* ... its quaternion's norm */
+    struct tdm_frame *frame; /* the packed reply */
+    int frame_too_large;
     /* engine side */
     const tdm_scene *scene;
     tdm_mode mode;

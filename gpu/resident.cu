@@ -125,10 +125,12 @@ typedef struct fill_team {
 
 typedef struct team_worker { fill_team *t; int k; } team_worker;
 
-/* Workers spin this many rounds for the next job before sleeping: a batch's
- * jobs come back to back (fill, launch, fill the next slot), and a futex wake-up
- * costs tens of microseconds per thread. */
-#define TEAM_SPIN 20000
+/* Workers spin this many rounds (tens of microseconds) for the next job before
+ * sleeping: a batch's jobs come back to back (fill, launch, fill the next slot),
+ * and a futex wake-up costs tens of microseconds per thread. Longer spins (a
+ * millisecond) kept seven cores busy waiting in tandemd, whose batches come
+ * every millisecond or two, taking them from the clients and the event loop. */
+#define TEAM_SPIN 1000
 
 static void *team_main(void *p)
 {

@@ -1500,6 +1500,27 @@ Test(daemon, malformed_input_gets_documented_errors)
         }
         tandem__v1__reply__free_unpacked(rep, NULL);
         accepted += 3;
+        /* 64 queries: converted and answered on libuv's thread pool, not the loop (OFFLOAD_QUERIES in
+         * request.c), with the same errors and answers */
+        double big[64 * 7];
+        for (int i = 0; i < 64; i++) memcpy(big + 7 * i, w.wire + 7 * (i % NW), 7 * sizeof(double));
+        big[7 * 50 + 1] = NAN;
+        rq = query_req(131, &q, w.scene_id, 32, big, 64 * 7, 0);
+        error_case(&w, fd, &rq, 5, "poses", 50, "NaN in query 50 of 64");
+        memcpy(big + 7 * 50, w.wire + 7 * (50 % NW), 7 * sizeof(double));
+        for (int k = 3; k < 7; k++) big[7 * 63 + k] *= 1.01;
+        rq = query_req(132, &q, w.scene_id, 32, big, 64 * 7, 1);
+        error_case(&w, fd, &rq, 7, "poses", 63, "quaternion of norm 1.01 in query 63 of 64");
+        memcpy(big + 7 * 63, w.wire + 7 * (63 % NW), 7 * sizeof(double));
+        rq = query_req(133, &q, w.scene_id, 32, big, 64 * 7, 1);
+        rep = raw_call_or_fail(fd, &rq);
+        cr_assert(rep->body_case == TANDEM__V1__REPLY__BODY_QUERY && rep->id == 133 && rep->query->n_results == 64,
+                  "64 queries: body %d", (int)rep->body_case);
+        for (int i = 0; i < 64; i++)
+            cr_assert_eq(rep->query->results[i]->contacts, w.pairs[i % NW], "64 queries: query %d: %u contacts, expected %u",
+                         i, rep->query->results[i]->contacts, w.pairs[i % NW]);
+        tandem__v1__reply__free_unpacked(rep, NULL);
+        accepted += 64;
         rq = query_req(38, &q, w.scene_id, 32, p, 20, 0);
         error_case(&w, fd, &rq, 1, "poses", -1, "20 pose numbers (not a multiple of 7)");
         rq = query_req(39, &q, w.scene_id, 32, p, 0, 0);
