@@ -63,8 +63,12 @@ for clients in $CLIENTS; do
         if [[ $PROFILE_THREADS == 1 ]]; then
             # tandemd's threads while the clients send (the bench first loads its poses)
             sleep 1
-            prof=$(bench/thread_cpu.sh "$pid" "$(awk -v s="$SECONDS_PER" 'BEGIN { print (s > 2 ? s - 1.5 : 0.5) }')" || true)
-            profiles+=("| $clients | $batch | ${prof#THREADS } |")
+            span=$(awk -v s="$SECONDS_PER" 'BEGIN { print (s > 2 ? s - 1.5 : 0.5) }')
+            bench/thread_cpu.sh "$bench_pid" "$span" > "$work/client_prof" 2>/dev/null &
+            prof=$(bench/thread_cpu.sh "$pid" "$span" || true)
+            wait $! || true
+            client=$(awk '{ s = 0; for (i = 2; i <= NF; i++) { split($i, a, "="); s += a[2] + 0 } printf "%.0f", s }' "$work/client_prof")
+            profiles+=("| $clients | $batch | ${prof#THREADS } | $client |")
         fi
         wait "$bench_pid"
         line=$(grep '^RESULT' "$work/row")
@@ -97,10 +101,10 @@ report() {
     if (( ${#profiles[@]} )); then
         echo
         echo "tandemd's threads during each row (bench/thread_cpu.sh: % of one core, xN = N threads of that name;"
-        echo "tandemd is the event loop, tdm-dispatch runs the engine, tdm-cpu the CPU engine, tdm-gpu-fill the GPU engine's host team):"
+        echo "tandemd is the event loop and libuv's pool, tdm-dispatch runs the engine, tdm-cpu the CPU engine, tdm-gpu-fill the GPU engine's host team; the clients share the host):"
         echo
-        echo "| clients | batch | threads |"
-        echo "|--:|--:|:--|"
+        echo "| clients | batch | tandemd's threads | the clients' process (all threads) |"
+        echo "|--:|--:|:--|--:|"
         printf '%s\n' "${profiles[@]}"
     fi
     echo

@@ -18,6 +18,7 @@ const char *tdm_strerror(int err)
     case TDM_ENODEV: return "no usable GPU";
     case TDM_EGPU: return "CUDA error";
     case TDM_EGPUMEM: return "out of device memory";
+    case TDM_ECANCELED: return "cancelled by the caller";
     default: return "unknown error";
     }
 }

@@ -70,6 +70,16 @@ int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks);
  * (box_tests, tri_tests) are 0. Blocks until done. */
 int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results);
 
+/* tdm_gpu_run with the tasks written as the run goes: feed(arg, lo, hi) must
+ * write tasks[lo..hi) and return 0. Each task is fed once, just before the
+ * engine first needs it, by the host threads that copy tasks to the device (so
+ * feed is called from several threads at once, on disjoint ranges): building a
+ * batch's tasks is then spread over those threads and overlaps the device's work
+ * on earlier tasks. A non-zero return ends the run with TDM_ECANCELED (results
+ * undefined). */
+int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
+                    int (*feed)(void *arg, size_t lo, size_t hi), void *arg);
+
 typedef struct tdm_gpu_stats {
     uint64_t device_bytes;    /* device memory held: meshes + scratch */
     uint64_t mesh_bytes;

@@ -53,6 +53,13 @@ int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_res
     return TDM_ENODEV;
 }
 
+int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
+                    int (*feed)(void *arg, size_t lo, size_t hi), void *arg)
+{
+    (void)g; (void)tasks; (void)n; (void)results; (void)feed; (void)arg;
+    return TDM_ENODEV;
+}
+
 int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
 {
     (void)g; (void)max_tasks;

@@ -125,12 +125,12 @@ typedef struct fill_team {
 
 typedef struct team_worker { fill_team *t; int k; } team_worker;
 
-/* Workers spin this many rounds (tens of microseconds) for the next job before
- * sleeping: a batch's jobs come back to back (fill, launch, fill the next slot),
- * and a futex wake-up costs tens of microseconds per thread. Longer spins (a
- * millisecond) kept seven cores busy waiting in tandemd, whose batches come
- * every millisecond or two, taking them from the clients and the event loop. */
-#define TEAM_SPIN 1000
+/* Workers spin this many rounds (a few microseconds) for the next job before
+ * sleeping. Spinning longer does not pay: in tandemd under load (64 clients on
+ * the same host) a 1 ms spin kept seven cores busy and made every fill slower
+ * (12.3M vs 7.8M queries/s end to end on alpha-1.5); 100 rounds and none at all
+ * measured the same. */
+#define TEAM_SPIN 100
 
 static void *team_main(void *p)
 {
@@ -629,41 +629,42 @@ static int launch_group(tdm_gpu *g, slot *s)
     return TDM_OK;
 }
 
-/* Fills the slot's tasks for [lo, hi) on the host and queues the upload, the
- * roots and the first levels. */
-/* Filling a slot's buffers, in parallel: each thread takes a contiguous share of
- * the tasks; a first pass counts the runs of tasks on one mesh pair in each
- * share, so that every share knows where its entries of the pair table start. */
+/* Filling a slot's buffers, in parallel, one pass: each thread takes a
+ * contiguous share of the tasks (first building them, for tdm_gpu_run_fed) and
+ * writes their inputs and the mesh-pair table entries of its share, one entry
+ * per run of tasks on the same meshes. A share's entries start at the index of
+ * its first task (a share has at most as many runs as tasks), so that no thread
+ * needs another's count, nor reads a task another thread writes; each share's
+ * entries are uploaded on their own. */
 typedef struct fill_job {
     slot *s;
     const tdm_gpu_task *tasks; /* the batch's first task */
     size_t n;
-    int phase;
-    size_t runs[MAX_FILL];     /* phase 0: runs starting in each share; then their offsets */
+    size_t runs[MAX_FILL];     /* table entries each share wrote, from its first task's index */
+    int (*feed)(void *, size_t, size_t); /* writes the share's tasks first (tdm_gpu_run_fed) */
+    void *feed_arg;
+    size_t base;               /* the batch's first task's index, for feed */
+    int feed_failed;
 } fill_job;
 
-static int new_run(const tdm_gpu_task *t, size_t i)
-{
-    return i == 0 || t[i].a != t[i - 1].a || t[i].b != t[i - 1].b;
-}
+static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
 
 static void fill_share(void *arg, int k, int nk)
 {
     fill_job *j = (fill_job *)arg;
-    size_t lo = j->n * (size_t)k / (size_t)nk, hi = j->n * (size_t)(k + 1) / (size_t)nk;
-    const tdm_gpu_task *t = j->tasks;
-    if (j->phase == 0) {
-        size_t r = 0;
-        for (size_t i = lo; i < hi; i++) r += (size_t)new_run(t, i);
-        j->runs[k] = r;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    j->runs[k] = 0;
+    if (j->feed && j->feed(j->feed_arg, j->base + lo, j->base + hi) != 0) {
+        __atomic_store_n(&j->feed_failed, 1, __ATOMIC_RELAXED);
         return;
     }
+    const tdm_gpu_task *t = j->tasks;
     slot *s = j->s;
-    size_t p = j->runs[k]; /* the table index of this share's first new run */
-    uint32_t cur = p ? (uint32_t)(p - 1) : 0;
+    size_t p = lo;
+    uint32_t cur = 0;
     for (size_t i = lo; i < hi; i++) {
         const tdm_gpu_task *x = &t[i];
-        if (new_run(t, i)) {
+        if (i == lo || x->a != t[i - 1].a || x->b != t[i - 1].b) {
             s->h_pairs[p] = dpair{x->a->nodes, x->b->nodes, x->a->tris, x->b->tris,
                                   x->a->ids,   x->b->ids,   x->a->radius, x->b->radius};
             cur = (uint32_t)p++;
@@ -676,6 +677,7 @@ static void fill_share(void *arg, int k, int nk)
         d->pad = 0;
         s->h_cap[i] = x->mode == TDM_MODE_BOOL ? 0 : d->cap;
     }
+    j->runs[k] = p - lo;
 }
 
 /* Below this many tasks a batch is filled by the caller alone. */
@@ -683,7 +685,8 @@ static void fill_share(void *arg, int k, int nk)
 
 /* Fills the slot's tasks for [lo, hi) on the host and queues the upload, the
  * roots and the first levels. */
-static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size_t hi)
+static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size_t hi,
+                 int (*feed)(void *, size_t, size_t), void *feed_arg)
 {
     size_t n = hi - lo;
     int rc = reserve_tasks(g, s, n);
@@ -692,22 +695,19 @@ static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size
     j.s = s;
     j.tasks = tasks + lo;
     j.n = n;
-    j.phase = 0;
+    j.feed = feed;
+    j.feed_arg = feed_arg;
+    j.base = lo;
+    j.feed_failed = 0;
     int nk = n >= FILL_PARALLEL_MIN ? g->team.n : 1;
-    void (*fn)(void *, int, int) = fill_share;
-    if (nk > 1) team_run(&g->team, fn, &j);
+    if (nk > 1) team_run(&g->team, fill_share, &j);
     else fill_share(&j, 0, 1);
-    size_t n_pairs = 0;
+    if (j.feed_failed) return TDM_ECANCELED;
     for (int k = 0; k < nk; k++) {
-        size_t r = j.runs[k];
-        j.runs[k] = n_pairs;
-        n_pairs += r;
+        size_t first = share_lo(n, k, nk);
+        TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_pairs + first, s->h_pairs + first, j.runs[k] * sizeof(dpair),
+                                        cudaMemcpyHostToDevice, s->stream));
     }
-    j.phase = 1;
-    if (nk > 1) team_run(&g->team, fn, &j);
-    else fill_share(&j, 0, 1);
-    TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_pairs, s->h_pairs, n_pairs * sizeof(dpair), cudaMemcpyHostToDevice,
-                                    s->stream));
     TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(dinput), cudaMemcpyHostToDevice, s->stream));
     prepare_tasks_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, (uint32_t)n);
     TDM_CUDA_TRY(g, cudaMemsetAsync(s->d_res, 0, n * sizeof(dres), s->stream));
@@ -795,8 +795,10 @@ static void drain(tdm_gpu *g)
     cudaGetLastError();
 }
 
-static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
+static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
+               int (*feed)(void *, size_t, size_t), void *feed_arg)
 {
+    size_t fed = 0; /* tasks[0..fed) are written */
     range_list todo = {NULL, 0, 0}, over = {NULL, 0, 0};
     int rc = TDM_OK;
     size_t chunk = chunk_size(g, n);
@@ -815,7 +817,10 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
             todo.n--;
             size_t lo = todo.r[todo.n][0], hi = todo.r[todo.n][1];
             double t0 = now_s();
-            rc = start(g, s, tasks, lo, hi);
+            /* ranges start in order, and re-runs are of fed ones: feed each task once */
+            int fresh = feed && hi > fed;
+            rc = start(g, s, tasks, lo, hi, fresh ? feed : NULL, feed_arg);
+            if (fresh) fed = hi;
             t_fill += now_s() - t0;
         }
         if (rc != TDM_OK) break;
@@ -890,12 +895,25 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
     return rc;
 }
 
+extern "C" int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
+                               int (*feed)(void *, size_t, size_t), void *arg)
+{
+    if (g->dead) return TDM_EGPU;
+    if (n == 0) return TDM_OK;
+    double t0 = now_s();
+    int rc = run(g, tasks, n, results, feed, arg);
+    g->stats.runs++;
+    g->stats.tasks += n;
+    g->stats.seconds += now_s() - t0;
+    return rc;
+}
+
 extern "C" int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
 {
     if (g->dead) return TDM_EGPU;
     if (n == 0) return TDM_OK;
     double t0 = now_s();
-    int rc = run(g, tasks, n, results);
+    int rc = run(g, tasks, n, results, NULL, NULL);
     g->stats.runs++;
     g->stats.tasks += n;
     g->stats.seconds += now_s() - t0;

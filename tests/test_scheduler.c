@@ -276,6 +276,60 @@ Test(scheduler, gpu_engines_match_cpu_engine, .timeout = 240)
     world_free(&w);
 }
 
+/* One checked pair per query, and batches of many chunks: the GPU engine's host
+ * threads build the tasks of neighbouring ranges at once (tdm_gpu_run_fed), and
+ * runs of tasks on one mesh pair cross their boundaries. */
+Test(scheduler, gpu_one_pair_scene_large_batches, .timeout = 240)
+{
+    require_gpu();
+    enum { NQ = 40000 };
+    gen_rng r = {seed ^ 0x0e9a1};
+    tdm_bvh *env = tree(gen_torus(1.5, 0.5, 48, 24)), *robot = tree(gen_sphere(0.6, 12));
+    tdm_scene_object objs[2] = {{1, env, 0, tdm_xform_identity()}, {2, robot, 1, tdm_xform_identity()}};
+    tdm_scene *scene = NULL;
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(objs, 2, NULL, 0, &scene, &err), TDM_OK, "%s", err.msg);
+    tdm_xform *poses = malloc(sizeof *poses * NQ);
+    tdm_query *q = malloc(sizeof *q * NQ);
+    tdm_query_result *want = malloc(sizeof *want * NQ), *res = malloc(sizeof *res * NQ);
+    cr_assert(poses && q && want && res);
+    for (int i = 0; i < NQ; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(1.5, 0, 0), 1.5);
+        poses[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0), *gpu = engine(TDM_ENGINE_GPU, 1);
+    cr_assert_eq(tdm_engine_mesh_add(gpu, env), TDM_OK);
+    cr_assert_eq(tdm_engine_mesh_add(gpu, robot), TDM_OK);
+    for (int mode = 0; mode < 2; mode++) {
+        for (int i = 0; i < NQ; i++)
+            q[i] = (tdm_query){scene, &poses[i], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+        cr_assert_eq(tdm_engine_run(cpu, q, NQ, want), TDM_OK);
+        cr_assert_eq(tdm_engine_run(gpu, q, NQ, res), TDM_OK);
+        size_t colliding = 0;
+        for (int i = 0; i < NQ; i++) {
+            colliding += want[i].colliding;
+            cr_assert(res[i].colliding == want[i].colliding && res[i].contacts == want[i].contacts,
+                      "mode %d, query %d: colliding %u contacts %u, the CPU engine %u %u", mode, i, res[i].colliding,
+                      res[i].contacts, want[i].colliding, want[i].contacts);
+        }
+        cr_assert(colliding > NQ / 20 && colliding < NQ - NQ / 20, "mode %d: %zu of %d colliding", mode, colliding, NQ);
+    }
+    tdm_engine_stats st;
+    tdm_engine_get_stats(gpu, &st);
+    cr_assert_eq(st.gpu_queries, 2 * NQ, "every query ran on the GPU (%llu did)", (unsigned long long)st.gpu_queries);
+    tdm_engine_mesh_remove(gpu, env);
+    tdm_engine_mesh_remove(gpu, robot);
+    tdm_engine_destroy(cpu);
+    tdm_engine_destroy(gpu);
+    tdm_scene_destroy(scene);
+    tdm_bvh_free(env);
+    tdm_bvh_free(robot);
+    free(poses);
+    free(q);
+    free(want);
+    free(res);
+}
+
 Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
 {
     require_gpu();

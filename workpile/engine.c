@@ -88,6 +88,8 @@ struct tdm_engine {
     uint64_t run_on[3];    /* tasks per engine (ON_*) */
     uint64_t run_q[3];     /* queries per engine: counted where their first task ran */
     double run_gpu_s;
+    double run_engine_s;   /* this run's time inside the engines (the rest is the host's) */
+    int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
 
     /* scratch, kept between runs */
     tdm_task *tasks;
@@ -300,6 +302,7 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
     tdm_engine *e = calloc(1, sizeof *e);
     if (!e) return TDM_ENOMEM;
     e->chunk = cfg->chunk_tasks;
+    e->trace = getenv("TDM_ENGINE_TRACE") != NULL;
     e->w = 1;
     e->threshold = UINT64_MAX;
     if (pthread_mutex_init(&e->run_lock, NULL) != 0) {
@@ -455,17 +458,24 @@ static int reserve_tasks(tdm_engine *e, size_t n)
     return TDM_OK;
 }
 
-/* The task of query q's checked pair k: B placed in A's frame from both world poses. */
-static void make_task(const tdm_query *q, uint32_t k, tdm_task *t, uint32_t max_pairs, tdm_pair *pairs)
+/* Query q's checked pair k: its two trees, and B placed in A's frame from both
+ * world poses. */
+static tdm_xform pair_of(const tdm_query *q, uint32_t k, const tdm_bvh **ta, const tdm_bvh **tb)
 {
     const tdm_scene *s = q->scene;
     const tdm_scene_check *c = &s->checks[k];
     const tdm_scene_object *a = &s->objects[c->a], *b = &s->objects[c->b];
     const tdm_xform *xa = a->movable ? &q->poses[s->slot[c->a]] : &a->pose;
     const tdm_xform *xb = b->movable ? &q->poses[s->slot[c->b]] : &b->pose;
-    t->a = a->bvh;
-    t->b = b->bvh;
-    t->b_in_a = tdm_xform_rel(xa, xb);
+    *ta = a->bvh;
+    *tb = b->bvh;
+    return tdm_xform_rel(xa, xb);
+}
+
+/* The CPU engine's task of query q's checked pair k. */
+static void make_task(const tdm_query *q, uint32_t k, tdm_task *t, uint32_t max_pairs, tdm_pair *pairs)
+{
+    t->b_in_a = pair_of(q, k, &t->a, &t->b);
     t->mode = q->mode;
     t->max_pairs = max_pairs;
     t->pairs = pairs;
@@ -511,66 +521,94 @@ static void model_update(tdm_engine *e, int where, size_t nt, double dt)
     set_threshold(e);
 }
 
-/* Fills the GPU or hybrid task array from e->tasks[0..nt). 0 when a tree is not
- * resident (the chunk then runs on the CPU engine). */
-static int resolve(tdm_engine *e, size_t nt, int where)
+/* The CPU engine's tasks for e->refs[0..nt). */
+static void expand_cpu(tdm_engine *e, const tdm_query *queries, size_t nt)
+{
+    for (size_t t = 0; t < nt; t++) {
+        const tdm_query *Q = &queries[e->refs[t].query];
+        make_task(Q, e->refs[t].check, &e->tasks[t], Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
+    }
+}
+
+/* Building the GPU (or hybrid) engine's tasks for e->refs straight from the
+ * queries, range by range and on the GPU engine's host threads: one thread
+ * building the CPU engine's tasks first and copying them cost the dispatcher
+ * twice the GPU's work at tens of millions of queries per second. */
+typedef struct feeder {
+    tdm_engine *e;
+    const tdm_query *queries;
+    int where;
+} feeder;
+
+/* 0, or -1 when a tree is not resident (the chunk then runs on the CPU engine).
+ * Any thread, disjoint ranges. A registry entry found stays valid for the run:
+ * removed ones are freed only at the start of the next (free_removed). */
+static int feed(void *arg, size_t lo, size_t hi)
+{
+    const feeder *f = arg;
+    tdm_engine *e = f->e;
+    const tdm_bvh *la = NULL, *lb = NULL; /* the last trees looked up, and their device copies */
+    const dev_mesh *da = NULL, *db = NULL;
+    for (size_t i = lo; i < hi; i++) {
+        const tdm_query *Q = &f->queries[e->refs[i].query];
+        const tdm_bvh *a, *b;
+        tdm_xform x = pair_of(Q, e->refs[i].check, &a, &b);
+        if (a != la || b != lb) {
+            pthread_mutex_lock(&e->reg_lock);
+            da = reg_find(e, a);
+            db = reg_find(e, b);
+            pthread_mutex_unlock(&e->reg_lock);
+            la = a;
+            lb = b;
+        }
+        if (!da || !db) return -1;
+        uint32_t max_pairs = Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1;
+        if (f->where == ON_GPU) e->gtasks[i] = (tdm_gpu_task){da->gm, db->gm, x, Q->mode, max_pairs};
+        else e->htasks[i] = (tdm_hybrid_task){a, b, da->gm, db->gm, x, Q->mode, max_pairs};
+    }
+    return 0;
+}
+
+/* Runs e->refs[0..nt) on the GPU-resident engine (which calls feed as it goes,
+ * so that building tasks overlaps the device's work) or the hybrid one. */
+static int run_device(tdm_engine *e, const tdm_query *queries, size_t nt, int where)
 {
     void **arr = where == ON_GPU ? (void **)&e->gtasks : (void **)&e->htasks;
     size_t *cap = where == ON_GPU ? &e->gtasks_cap : &e->htasks_cap;
     size_t size = where == ON_GPU ? sizeof *e->gtasks : sizeof *e->htasks;
-    if (reserve(arr, cap, nt, size) != TDM_OK) return 0;
-    int ok = 1;
-    const tdm_bvh *la = NULL, *lb = NULL;
-    const dev_mesh *da = NULL, *db = NULL;
-    pthread_mutex_lock(&e->reg_lock);
-    for (size_t i = 0; i < nt && ok; i++) {
-        const tdm_task *t = &e->tasks[i];
-        if (t->a != la) {
-            la = t->a;
-            da = reg_find(e, la);
-        }
-        if (t->b != lb) {
-            lb = t->b;
-            db = reg_find(e, lb);
-        }
-        if (!da || !db) {
-            ok = 0;
-            break;
-        }
-        if (where == ON_GPU)
-            e->gtasks[i] = (tdm_gpu_task){da->gm, db->gm, t->b_in_a, t->mode, t->max_pairs};
-        else
-            e->htasks[i] = (tdm_hybrid_task){t->a, t->b, da->gm, db->gm, t->b_in_a, t->mode, t->max_pairs};
-    }
-    pthread_mutex_unlock(&e->reg_lock);
-    return ok;
+    if (reserve(arr, cap, nt, size) != TDM_OK) return TDM_ENOMEM;
+    feeder f = {e, queries, where};
+    if (where == ON_GPU) return tdm_gpu_run_fed(e->gpu, e->gtasks, nt, e->res, feed, &f);
+    if (feed(&f, 0, nt) != 0) return TDM_ECANCELED;
+    return tdm_hybrid_run(e->hybrid, e->htasks, nt, e->res);
 }
 
-/* Runs e->tasks[0..nt) into e->res on the engine the kind and the cost model
- * pick, and counts the chunk's tasks and queries (a query counts where its
- * first task runs) for that engine. A GPU failure re-runs the chunk on the CPU
- * engine (and a broken device is not used again), so that a query never fails
- * for the GPU's sake. */
-static void run_chunk(tdm_engine *e, size_t nt)
+/* Builds and runs the tasks of e->refs[0..nt) into e->res on the engine the kind
+ * and the cost model pick, and counts the chunk's tasks and queries (a query
+ * counts where its first task runs) for that engine. A GPU failure re-runs the
+ * chunk on the CPU engine (and a broken device is not used again), so that a
+ * query never fails for the GPU's sake. */
+static void run_chunk(tdm_engine *e, const tdm_query *queries, size_t nt)
 {
     int where = ON_CPU;
     if (e->gpu && !e->gpu_broken && (!e->dispatch || nt >= e->threshold))
         where = e->kind == TDM_ENGINE_HYBRID ? ON_HYBRID : ON_GPU;
-    if (where != ON_CPU && !resolve(e, nt, where)) where = ON_CPU;
     double t0 = now_s();
-    int rc = TDM_OK;
-    if (where == ON_GPU) rc = tdm_gpu_run(e->gpu, e->gtasks, nt, e->res);
-    else if (where == ON_HYBRID) rc = tdm_hybrid_run(e->hybrid, e->htasks, nt, e->res);
+    int rc = where == ON_CPU ? TDM_OK : run_device(e, queries, nt, where);
     double dt = now_s() - t0;
-    if (rc != TDM_OK) {
+    if (rc == TDM_ECANCELED || rc == TDM_ENOMEM) { /* a tree not resident, or no room for the tasks */
+        where = ON_CPU;
+        rc = TDM_OK;
+    } else if (rc != TDM_OK) {
         if (rc == TDM_EGPU) e->gpu_broken = 1;
         fprintf(stderr, "tandem engine: the %s engine failed on %zu tasks (%s); they run on the CPU engine%s\n",
                 where == ON_GPU ? "GPU" : "hybrid", nt, tdm_strerror(rc),
                 e->gpu_broken ? ", as will every later run" : "");
         where = ON_CPU;
-        t0 = now_s();
     }
     if (where == ON_CPU) {
+        expand_cpu(e, queries, nt);
+        t0 = now_s();
         tdm_cpu_engine_run(e->cpu, e->tasks, nt, e->res);
         dt = now_s() - t0;
     }
@@ -578,6 +616,7 @@ static void run_chunk(tdm_engine *e, size_t nt)
     e->run_on[where] += nt;
     for (size_t t = 0; t < nt; t++) e->run_q[where] += e->refs[t].check == 0;
     if (where != ON_CPU) e->run_gpu_s += dt;
+    e->run_engine_s += dt;
 }
 
 /* First pass over the whole batch, in chunks. */
@@ -601,14 +640,12 @@ static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_que
                 k = 0;
                 continue;
             }
-            uint32_t max_pairs = Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1;
-            make_task(Q, k, &e->tasks[nt], max_pairs, NULL);
             e->refs[nt] = (task_ref){(uint32_t)q, k};
             nt++;
             k++;
         }
         if (nt == 0) break;
-        run_chunk(e, nt);
+        run_chunk(e, queries, nt);
         *n_tasks += nt;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &e->res[t];
@@ -723,6 +760,7 @@ int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_
     memset(e->run_on, 0, sizeof e->run_on);
     memset(e->run_q, 0, sizeof e->run_q);
     e->run_gpu_s = 0;
+    e->run_engine_s = 0;
     if (e->gpu) free_removed(e);
     rc = count_pass(e, queries, n, results, &box, &tri, &n_tasks);
     if (rc == TDM_OK && e->n_hits > 0) rc = pairs_pass(e, queries, results, &n_tasks);
@@ -737,6 +775,9 @@ int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_
         }
     }
     double dt = now_s() - t0;
+    if (e->trace)
+        fprintf(stderr, "engine run: %zu queries, %llu tasks: %.3f ms, %.3f ms of it in the engines, %.1f ns a query on the host\n",
+                n, (unsigned long long)n_tasks, 1e3 * dt, 1e3 * e->run_engine_s, 1e9 * (dt - e->run_engine_s) / (double)n);
     pthread_mutex_lock(&e->stats_lock);
     e->stats.runs++;
     e->stats.queries += n;
