@@ -148,9 +148,9 @@ TDM_COLD TDM_HD int tdm_orient3d_exact(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, td
     return tdm__exp_sign(acc, k);
 }
 
-/* Sign of (a-d) . ((b-d) x (c-d)): positive when d lies below the plane through
- * a, b, c that sees them counter-clockwise from above. Exact. */
-TDM_INLINE TDM_HD int tdm_orient3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
+/* tdm_orient3d's floating-point stage alone: its sign when the forward error
+ * bound proves it, else 0 ("not known"; the exact value may be anything). */
+TDM_INLINE TDM_HD int tdm_orient3d_filter(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
 {
     double adx = a.x - d.x, ady = a.y - d.y, adz = a.z - d.z;
     double bdx = b.x - d.x, bdy = b.y - d.y, bdz = b.z - d.z;
@@ -163,7 +163,15 @@ TDM_INLINE TDM_HD int tdm_orient3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dv
     double bound = 7.7716e-16 * perm; /* (7 + 56 eps) eps, eps = 2^-53, rounded up */
     if (det > bound) return 1;
     if (-det > bound) return -1;
-    return tdm_orient3d_exact(a, b, c, d);
+    return 0;
+}
+
+/* Sign of (a-d) . ((b-d) x (c-d)): positive when d lies below the plane through
+ * a, b, c that sees them counter-clockwise from above. Exact. */
+TDM_INLINE TDM_HD int tdm_orient3d(tdm_dvec3 a, tdm_dvec3 b, tdm_dvec3 c, tdm_dvec3 d)
+{
+    int s = tdm_orient3d_filter(a, b, c, d);
+    return s ? s : tdm_orient3d_exact(a, b, c, d);
 }
 
 /* Exact m(a,b) - m(a,c) + m(b,c), the 2D orientation determinant. */

@@ -151,6 +151,22 @@ TDM_INLINE TDM_HD int tdm__alone_side(const int *h, int k)
     return -h[(k + 1) % 3];
 }
 
+/* A cheap, conservative first look at a triangle pair: 1 when the floating-point
+ * stage of the orientation predicates proves one triangle strictly on one side
+ * of the other's plane (then tdm_tri_tri_intersect is 0), else 0 (not known).
+ * The GPU tests every candidate pair this way and only the pairs it cannot
+ * reject with the full test, which needs far more registers. */
+TDM_INLINE TDM_HD int tdm_tri_planes_separate(const tdm_dvec3 *p, const tdm_dvec3 *q)
+{
+    int s0 = tdm_orient3d_filter(p[0], p[1], p[2], q[0]);
+    if (s0 != 0 && s0 == tdm_orient3d_filter(p[0], p[1], p[2], q[1]) &&
+        s0 == tdm_orient3d_filter(p[0], p[1], p[2], q[2]))
+        return 1;
+    s0 = tdm_orient3d_filter(q[0], q[1], q[2], p[0]);
+    return s0 != 0 && s0 == tdm_orient3d_filter(q[0], q[1], q[2], p[1]) &&
+           s0 == tdm_orient3d_filter(q[0], q[1], q[2], p[2]);
+}
+
 /* Exact: do the closed triangles p[0..2] and q[0..2] share a point? */
 TDM_INLINE TDM_HD int tdm_tri_tri_intersect(const tdm_dvec3 *p_in, const tdm_dvec3 *q_in)
 {

@@ -89,8 +89,9 @@ typedef struct fpair { uint32_t task, a, b; } fpair;
 typedef struct slot {
     cudaStream_t stream;
     cudaEvent_t ready;        /* recorded after each group of levels */
-    fpair *front[2], *leaves;
-    uint32_t *cnt;            /* 2 * MAX_ITERS counters + the overflow flag */
+    fpair *front[2], *leaves, *tris; /* tris: the triangle workpile, as many as leaves */
+    uint32_t *cnt;            /* CNT_N: 2 * MAX_ITERS level counters, the overflow flag, MAX_ITERS
+                                 triangle workpile sizes */
     uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag, then (when finishing)
                                  every level's counters, for the work statistics */
     dtask *d_tasks;           /* derived on the device from d_in and d_pairs */
@@ -327,37 +328,65 @@ __device__ static void load_tri(const float *v, tdm_dvec3 out[3])
     for (int k = 0; k < 3; k++) out[k] = tdm_d3(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
 }
 
-/* Tests one leaf pair's triangles. Bool mode: the first intersecting pair
- * retires the task. Contacts mode: returns how many pairs intersect (at most 4),
- * for the caller to add to the task's count. Records the task's first pair. */
-__device__ static uint32_t test_leaf_pair(fpair p, const dtask *tasks, dres *res)
+/* The triangle pairs of one level's leaf pairs, in two passes. The first
+ * (one thread per leaf pair, up to 2 x 2 triangle pairs) rejects every pair the
+ * floating-point stage of the plane tests proves apart (tdm_tri_planes_separate)
+ * and appends the rest to the level's triangle workpile; the second (one thread
+ * per triangle pair) runs the exact test on them. The exact test needs ~220
+ * registers, which held the single kernel that did both to 1 block of 256 threads
+ * per SM, on pairs that were mostly rejected in a few dozen instructions; the
+ * first pass now runs at full occupancy, the second only on the survivors. */
+#define TRI_CNT (2 * MAX_ITERS + 1) /* cnt[TRI_CNT + it]: the triangle workpile of iteration it */
+#define CNT_N (3 * MAX_ITERS + 1)
+
+__global__ void __launch_bounds__(BLOCK) tri_filter_kernel(const fpair *leaves, uint32_t *cnt, int it,
+                                                           uint32_t cap_leaves, const dtask *tasks, const dres *res,
+                                                           fpair *tris, uint32_t *overflow)
 {
-    dres *r = &res[p.task];
-    if (*(volatile uint32_t *)&r->done) return 0;
-    const dtask *t = &tasks[p.task];
-    const tdm_bvh_node *na = &t->h.an[p.a], *nb = &t->h.bn[p.b];
-    uint32_t fa = tdm_leaf_first(na), ca = tdm_leaf_count(na), fb = tdm_leaf_first(nb), cb = tdm_leaf_count(nb);
-    tdm_dvec3 tb[2][3], ta[3];
-    for (uint32_t j = 0; j < cb; j++) {
-        load_tri(&t->bt[9 * (size_t)(fb + j)], tb[j]);
-        for (int k = 0; k < 3; k++) tb[j][k] = tdm_xform_apply(&t->x, tb[j][k]);
-    }
-    uint32_t hits = 0;
-    for (uint32_t a = 0; a < ca; a++) {
-        load_tri(&t->at[9 * (size_t)(fa + a)], ta);
-        for (uint32_t b = 0; b < cb; b++) {
-            if (!tdm_tri_tri_intersect(ta, tb[b])) continue;
-            if (hits++ == 0 && !*(volatile uint32_t *)&r->colliding && atomicCAS(&r->colliding, 0u, 1u) == 0u) {
-                r->first_a = t->aid[fa + a];
-                r->first_b = t->bid[fb + b];
-            }
-            if (t->h.mode == TDM_MODE_BOOL) {
-                r->done = 1;
-                return 0;
+    uint32_t n = min(cnt[2 * it + 1], cap_leaves);
+    unsigned lane = threadIdx.x & 31u;
+    /* every thread of a block runs the same tiles, so that whole warps meet at the shuffles */
+    for (uint32_t tile = blockIdx.x * BLOCK; tile < n; tile += gridDim.x * BLOCK) {
+        uint32_t i = tile + threadIdx.x;
+        uint32_t keep = 0; /* bit 2a + b: triangle pair (a, b) of the leaf pair needs the exact test */
+        fpair p = {0, 0, 0};
+        uint32_t fa = 0, fb = 0;
+        if (i < n) {
+            p = leaves[i];
+            if (!*(volatile const uint32_t *)&res[p.task].done) {
+                const dtask *t = &tasks[p.task];
+                const tdm_bvh_node *na = &t->h.an[p.a], *nb = &t->h.bn[p.b];
+                fa = tdm_leaf_first(na);
+                fb = tdm_leaf_first(nb);
+                uint32_t ca = tdm_leaf_count(na), cb = tdm_leaf_count(nb);
+                tdm_dvec3 tb[2][3], ta[3];
+                for (uint32_t j = 0; j < cb; j++) {
+                    load_tri(&t->bt[9 * (size_t)(fb + j)], tb[j]);
+                    for (int k = 0; k < 3; k++) tb[j][k] = tdm_xform_apply(&t->x, tb[j][k]);
+                }
+                for (uint32_t a = 0; a < ca; a++) {
+                    load_tri(&t->at[9 * (size_t)(fa + a)], ta);
+                    for (uint32_t b = 0; b < cb; b++)
+                        if (!tdm_tri_planes_separate(ta, tb[b])) keep |= 1u << (2 * a + b);
+                }
             }
         }
+        /* room for the warp's survivors: one atomic per warp */
+        uint32_t k = (uint32_t)__popc(keep), incl = k;
+        for (int d = 1; d < 32; d <<= 1) {
+            uint32_t v = __shfl_up_sync(0xffffffffu, incl, d);
+            if (lane >= (unsigned)d) incl += v;
+        }
+        uint32_t total = __shfl_sync(0xffffffffu, incl, 31), base = 0;
+        if (lane == 31 && total) base = atomicAdd(&cnt[TRI_CNT + it], total);
+        uint32_t o = __shfl_sync(0xffffffffu, base, 31) + incl - k;
+        for (int x = 0; x < 4; x++) {
+            if (!(keep >> x & 1u)) continue;
+            if (o < cap_leaves) tris[o] = fpair{p.task, fa + (uint32_t)(x >> 1), fb + (uint32_t)(x & 1)};
+            else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
+            o++;
+        }
     }
-    return hits;
 }
 
 /* Adds a thread's intersecting pairs to its task's count. Consecutive leaf
@@ -378,15 +407,26 @@ __device__ static void add_hits(uint32_t task, uint32_t hits, const dtask *tasks
     }
 }
 
-/* The triangle workpile of one level, tested in bulk: one thread per leaf pair. */
-__global__ void __launch_bounds__(BLOCK) tri_pairs_kernel(const fpair *leaves, const uint32_t *cnt, int it,
-                                                          uint32_t cap_leaves, const dtask *tasks, dres *res)
+__global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, const uint32_t *cnt, int it,
+                                                          uint32_t cap, const dtask *tasks, dres *res)
 {
-    uint32_t n = min(cnt[2 * it + 1], cap_leaves);
+    uint32_t n = min(cnt[TRI_CNT + it], cap);
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        fpair p = leaves[i];
-        uint32_t hits = test_leaf_pair(p, tasks, res);
-        if (hits) add_hits(p.task, hits, tasks, res);
+        fpair p = tris[i]; /* task, triangle of A, triangle of B (leaf order) */
+        dres *r = &res[p.task];
+        if (*(volatile uint32_t *)&r->done) continue;
+        const dtask *t = &tasks[p.task];
+        tdm_dvec3 ta[3], tb[3];
+        load_tri(&t->at[9 * (size_t)p.a], ta);
+        load_tri(&t->bt[9 * (size_t)p.b], tb);
+        for (int k = 0; k < 3; k++) tb[k] = tdm_xform_apply(&t->x, tb[k]);
+        if (!tdm_tri_tri_intersect(ta, tb)) continue;
+        if (!*(volatile uint32_t *)&r->colliding && atomicCAS(&r->colliding, 0u, 1u) == 0u) {
+            r->first_a = t->aid[p.a];
+            r->first_b = t->bid[p.b];
+        }
+        if (t->h.mode == TDM_MODE_BOOL) r->done = 1;
+        else add_hits(p.task, 1, tasks, res);
     }
 }
 
@@ -407,7 +447,7 @@ extern "C" tdm_gpu_config tdm_gpu_config_default(void)
 
 static uint64_t scratch_need(const tdm_gpu *g, uint64_t pairs, uint64_t leaves)
 {
-    return (uint64_t)g->n_slots * (pairs * 2 * sizeof(fpair) + leaves * sizeof(fpair));
+    return (uint64_t)g->n_slots * (pairs * 2 * sizeof(fpair) + leaves * 2 * sizeof(fpair)); /* + the triangle workpile */
 }
 
 static void free_frontiers(tdm_gpu *g)
@@ -417,7 +457,8 @@ static void free_frontiers(tdm_gpu *g)
         cudaFree(s->front[0]);
         cudaFree(s->front[1]);
         cudaFree(s->leaves);
-        s->front[0] = s->front[1] = s->leaves = NULL;
+        cudaFree(s->tris);
+        s->front[0] = s->front[1] = s->leaves = s->tris = NULL;
     }
     g->cap_pairs = g->cap_leaves = 0;
     g->scratch_bytes = 0;
@@ -439,7 +480,8 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
         slot *s = &g->slots[k];
         if (cudaMalloc(&s->front[0], pairs * sizeof(fpair)) != cudaSuccess ||
             cudaMalloc(&s->front[1], pairs * sizeof(fpair)) != cudaSuccess ||
-            cudaMalloc(&s->leaves, leaves * sizeof(fpair)) != cudaSuccess) {
+            cudaMalloc(&s->leaves, leaves * sizeof(fpair)) != cudaSuccess ||
+            cudaMalloc(&s->tris, leaves * sizeof(fpair)) != cudaSuccess) {
             cudaGetLastError();
             free_frontiers(g);
             /* the device may be short of memory the budget allowed: try to get the old size back */
@@ -523,7 +565,7 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         slot *s = &g->slots[k];
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
             cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming) != cudaSuccess ||
-            cudaMalloc(&s->cnt, (2 * MAX_ITERS + 1) * sizeof(uint32_t)) != cudaSuccess ||
+            cudaMalloc(&s->cnt, CNT_N * sizeof(uint32_t)) != cudaSuccess ||
             cudaMallocHost(&s->h_cnt, (2 + 2 * MAX_ITERS) * sizeof(uint32_t)) != cudaSuccess) {
             cudaGetLastError();
             tdm_gpu_destroy(g);
@@ -618,7 +660,9 @@ static int launch_group(tdm_gpu *g, slot *s)
         traverse_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->front[s->it & 1], s->front[(s->it + 1) & 1], s->leaves,
                                                           s->d_tasks, s->d_res, s->cnt, s->it, (uint32_t)g->cap_pairs,
                                                           (uint32_t)g->cap_leaves, overflow);
-        tri_pairs_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, s->it, (uint32_t)g->cap_leaves,
+        tri_filter_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, s->it, (uint32_t)g->cap_leaves,
+                                                            s->d_tasks, s->d_res, s->tris, overflow);
+        tri_exact_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->tris, s->cnt, s->it, (uint32_t)g->cap_leaves,
                                                            s->d_tasks, s->d_res);
     }
     TDM_CUDA_TRY(g, cudaGetLastError());
@@ -711,7 +755,7 @@ static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size
     TDM_CUDA_TRY(g, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(dinput), cudaMemcpyHostToDevice, s->stream));
     prepare_tasks_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, (uint32_t)n);
     TDM_CUDA_TRY(g, cudaMemsetAsync(s->d_res, 0, n * sizeof(dres), s->stream));
-    TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), s->stream));
+    TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
     init_frontier_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
     s->lo = lo;
     s->hi = hi;
@@ -929,13 +973,15 @@ extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
         int rc = reserve_tasks(g, s, chunk);
         if (rc != TDM_OK) return rc;
         /* the first launch of each kernel loads its module: do it now, with no work */
-        TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, (2 * MAX_ITERS + 1) * sizeof(uint32_t), s->stream));
+        TDM_CUDA_TRY(g, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
         init_frontier_kernel<<<1, BLOCK, 0, s->stream>>>(s->front[0], 0, s->cnt);
         prepare_tasks_kernel<<<1, BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, 0);
         traverse_kernel<<<1, BLOCK, 0, s->stream>>>(s->front[0], s->front[1], s->leaves, s->d_tasks, s->d_res, s->cnt,
                                                     1, (uint32_t)g->cap_pairs, (uint32_t)g->cap_leaves,
                                                     s->cnt + 2 * MAX_ITERS);
-        tri_pairs_kernel<<<1, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, 1, (uint32_t)g->cap_leaves, s->d_tasks,
+        tri_filter_kernel<<<1, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, 1, (uint32_t)g->cap_leaves, s->d_tasks,
+                                                      s->d_res, s->tris, s->cnt + 2 * MAX_ITERS);
+        tri_exact_kernel<<<1, BLOCK, 0, s->stream>>>(s->tris, s->cnt, 1, (uint32_t)g->cap_leaves, s->d_tasks,
                                                      s->d_res);
         TDM_CUDA_TRY(g, cudaGetLastError());
         TDM_CUDA_TRY(g, cudaStreamSynchronize(s->stream));

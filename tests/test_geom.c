@@ -374,7 +374,7 @@ Test(geom, tri_tri_named_cases)
 Test(geom, tri_tri_random_small_integers, .timeout = 120)
 {
     gen_rng r = {seed ^ 2};
-    long per_kind[K__N][2] = {{0}};
+    long per_kind[K__N][2] = {{0}}, rejected[K__N] = {0};
     for (int kind = 0; kind < K__N; kind++)
         for (int i = 0; i < 8000; i++) {
             ip3 p[3], q[3];
@@ -387,6 +387,11 @@ Test(geom, tri_tri_random_small_integers, .timeout = 120)
             int got = tdm_tri_tri_intersect(P, Q);
             CHECK((got) == (expect), "seed=%llu kind=%s case %d: tdm_tri_tri_intersect(P, Q) = %d, exact answer %d; P=" FMT_TRI
                          " Q=" FMT_TRI, (unsigned long long)seed, kind_name[kind], i, got, expect, ARG_TRI(p), ARG_TRI(q));
+            /* the GPU's first look may only reject pairs that are disjoint */
+            int sep = tdm_tri_planes_separate(P, Q);
+            CHECK(!(sep && expect), "seed=%llu kind=%s case %d: tdm_tri_planes_separate rejects an intersecting pair; P=" FMT_TRI
+                  " Q=" FMT_TRI, (unsigned long long)seed, kind_name[kind], i, ARG_TRI(p), ARG_TRI(q));
+            rejected[kind] += sep;
             if (i % 40 == 0) { /* every order, on a subset (36 x 2 calls each) */
                 int bad = -1;
                 CHECK(lib_all_orders(p, q, expect, &bad),
@@ -395,7 +400,11 @@ Test(geom, tri_tri_random_small_integers, .timeout = 120)
             }
         }
     for (int kind = 0; kind < K__N; kind++) {
-        cr_log_info("kind %-20s: %ld intersecting, %ld disjoint", kind_name[kind], per_kind[kind][1], per_kind[kind][0]);
+        cr_log_info("kind %-20s: %ld intersecting, %ld disjoint, %ld rejected by the planes filter", kind_name[kind],
+                    per_kind[kind][1], per_kind[kind][0], rejected[kind]);
+        if (kind == K_UNIFORM4) /* general position: the filter sees most disjoint pairs */
+            CHECK(rejected[kind] > per_kind[kind][0] / 2, "kind %s: the planes filter rejected %ld of %ld disjoint pairs",
+                  kind_name[kind], rejected[kind], per_kind[kind][0]);
         if (kind == K_SHARED || kind == K_ON_FEATURE) /* a common point by construction */
             CHECK(per_kind[kind][0] == 0, "kind %s: %ld cases called disjoint", kind_name[kind], per_kind[kind][0]);
         else
