@@ -5,7 +5,10 @@
  * Each iteration tests every frontier pair's boxes (one thread per pair), turns
  * the per-pair results into output offsets with a prefix sum (CUB), writes the
  * children of overlapping pairs as the next frontier and the overlapping leaf
- * pairs as a triangle workpile, then tests that workpile in bulk. A bool query
+ * pairs as a leaf workpile, then tests that workpile's triangle pairs in bulk:
+ * a filter (one thread per leaf pair, few registers) rejects the pairs the plane
+ * tests' floating-point stage proves apart and appends the others to a triangle
+ * workpile, on which the exact test runs (one thread per pair). A bool query
  * retires at its first intersecting triangle pair: its remaining pairs are
  * dropped at the next box test. Capacities are checked on the host after each
  * scan (the scan's total counts past any capacity), and a batch whose frontier
@@ -14,7 +17,8 @@
  *
  * A run is cut into chunks that are in flight at once on several CUDA streams:
  * while the GPU traverses one chunk, the host fills the next one's tasks (a team
- * of fill_threads host threads writes the buffers and reads the results back)
+ * of fill_threads host threads builds them (tdm_gpu_run_fed), writes the buffers
+ * and reads the results back)
  * and the copy engines move a third's, so host work, copies and kernels overlap.
  *
  * All functions return 0 or a negative TDM_E* code. Without CUDA (or without a
