@@ -821,11 +821,11 @@ static void convert_after(uv_work_t *w, int status)
     (void)status;
     tdm_query_job *j = w->data;
     tdm_conn *c = j->owner;
-    if (j->bad_code == 0) {
+    if (j->bad_code == 0 && tdm_conn_alive(c)) {
         tdm_dispatch_submit(c->srv->dispatch, j);
         return;
     }
-    if (tdm_conn_alive(c)) send_bad_pose(c, j, (ecode)j->bad_code);
+    if (tdm_conn_alive(c)) send_bad_pose(c, j, (ecode)j->bad_code); /* else nobody waits for an answer */
     free_job(j);
     tdm_conn_end(c);
 }
