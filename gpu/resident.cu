@@ -944,8 +944,9 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
     return rc;
 }
 
-extern "C" int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
-                               int (*feed)(void *, size_t, size_t), void *arg)
+/* A run with its statistics; feed (optional) writes the tasks as it goes. */
+static int counted_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
+                       int (*feed)(void *, size_t, size_t), void *arg)
 {
     if (g->dead) return TDM_EGPU;
     if (n == 0) return TDM_OK;
@@ -957,16 +958,15 @@ extern "C" int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_co
     return rc;
 }
 
+extern "C" int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
+                               int (*feed)(void *, size_t, size_t), void *arg)
+{
+    return counted_run(g, tasks, n, results, feed, arg);
+}
+
 extern "C" int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
 {
-    if (g->dead) return TDM_EGPU;
-    if (n == 0) return TDM_OK;
-    double t0 = now_s();
-    int rc = run(g, tasks, n, results, NULL, NULL);
-    g->stats.runs++;
-    g->stats.tasks += n;
-    g->stats.seconds += now_s() - t0;
-    return rc;
+    return counted_run(g, tasks, n, results, NULL, NULL);
 }
 
 extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
