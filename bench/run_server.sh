@@ -9,7 +9,8 @@
 # read from ../shared/scenes/ompl/canonical), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
 # ($(nproc)), SOCKET (tcp or unix), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
 # BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64"), PROFILE_THREADS (1: also report the CPU use of each of
-# tandemd's threads during each row, from bench/thread_cpu.sh).
+# tandemd's threads during each row, from bench/thread_cpu.sh), TANDEMD_ARGS (more tandemd flags, e.g.
+# "--engine-lanes 1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out_file=${1:-}
@@ -24,6 +25,7 @@ ENGINE=${ENGINE:-auto}
 BATCHES=${BATCHES:-1 64 1024 4096}
 PROFILE_THREADS=${PROFILE_THREADS:-0}
 CLIENTS=${CLIENTS:-1 8 64}
+TANDEMD_ARGS=${TANDEMD_ARGS:-}
 tandem=$BUILD_DIR/tools/tandem
 tandemd=$BUILD_DIR/daemon/tandemd
 bench=$BUILD_DIR/bench/bench_server
@@ -43,7 +45,7 @@ fi
 
 port=$((7600 + RANDOM % 1000))
 if [[ $SOCKET == unix ]]; then addr=unix:$work/tandemd.sock; else addr=127.0.0.1:$port; fi
-"$tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn &
+"$tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn $TANDEMD_ARGS &
 pid=$!
 for _ in $(seq 100); do
     "$tandem" stats --server "$addr" > /dev/null 2>&1 && break
@@ -80,13 +82,14 @@ stats=$("$tandem" stats --server "$addr")
 
 prof_flag=""
 [[ $PROFILE_THREADS == 1 ]] && prof_flag=" PROFILE_THREADS=1"
+[[ -n $TANDEMD_ARGS ]] && prof_flag+=" TANDEMD_ARGS=\"$TANDEMD_ARGS\""
 report() {
     echo "# tandemd over loopback ($SOCKET socket)"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc)"
     echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET ENGINE=$ENGINE BATCHES=\"$BATCHES\" CLIENTS=\"$CLIENTS\"$prof_flag bench/run_server.sh${out_file:+ $out_file}\`"
-    echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS --engine $ENGINE on the same host."
+    echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS --engine $ENGINE${TANDEMD_ARGS:+ $TANDEMD_ARGS} on the same host."
     echo "- Each client thread has its own connection and keeps K requests of B poses in flight (K = 1 for"
     echo "  one client sending single poses, 2 otherwise) for $SECONDS_PER s. Latency: per request, send to reply."
     echo "  Engine alone: every pose through the same kind of engine (--engine $ENGINE, same threads) in this"

@@ -50,6 +50,10 @@ static const opt opts[] = {
      "start-up is kept and its scenes run on the CPU engine."},
     {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 8, NULL, "N",
      "Batches in flight on the GPU at once, each on its own CUDA stream."},
+    {"engine-lanes", T_INT, OFF(engine_lanes), "2", 1, 8, NULL, "N",
+     "Engine runs in flight at once, each with its own dispatcher thread and (with a GPU) its own streams and "
+     "buffers: while one batch is on the GPU the next is being prepared and the last one's answers handed "
+     "back. 1: one batch at a time."},
     {"engine-calibrate", T_BOOL, OFF(engine_calibrate), "1", 0, 1, "0|1", "BOOL",
      "auto with a GPU: time both engines at start-up to set the batch size from which the GPU is used "
      "(takes a moment); 0 keeps the built-in threshold. Also true/false, yes/no, on/off."},

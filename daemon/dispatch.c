@@ -1,11 +1,24 @@
 #include "dispatch.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+
+#define MAX_WORKERS 8
+
+/* A dispatcher thread and its scratch. */
+typedef struct worker {
+    struct tdm_dispatch *d;
+    pthread_t thread;
+    tdm_query *queries;
+    tdm_query_result *results;
+    size_t cap;
+} worker;
 
 struct tdm_dispatch {
     uv_async_t async; /* first: the close callback casts back */
@@ -13,8 +26,8 @@ struct tdm_dispatch {
     uint64_t max_tasks, max_pairs;
     void (*done)(tdm_query_job *, void *);
     void *data;
-    pthread_t thread;
-    int started;
+    worker workers[MAX_WORKERS]; /* one per engine lane: that many batches run at once */
+    int started;                 /* threads running */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     tdm_query_job *head, *tail;           /* submitted, under lock */
@@ -22,45 +35,49 @@ struct tdm_dispatch {
     int stopping;
     tdm_dispatch_stats stats;             /* under lock */
     size_t pending;                       /* loop thread */
-    /* dispatcher thread only */
-    tdm_query *queries;
-    tdm_query_result *results;
-    size_t cap;
+    int trace;                            /* TDM_DISPATCH_TRACE set: a line per batch on stderr */
 };
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
 
 /* A job's weight against the batch cap: its tasks, or its queries for scenes
  * without checked pairs (which cost nothing but still take scratch). */
 static uint64_t weight(const tdm_query_job *j) { return j->n_tasks > j->n_queries ? j->n_tasks : j->n_queries; }
 
-static int reserve(tdm_dispatch *d, size_t n)
+static int reserve(worker *w, size_t n)
 {
-    if (n <= d->cap) return TDM_OK;
-    size_t c = d->cap ? d->cap : 256;
+    if (n <= w->cap) return TDM_OK;
+    size_t c = w->cap ? w->cap : 256;
     while (c < n) c *= 2;
-    tdm_query *q = realloc(d->queries, c * sizeof *q);
+    tdm_query *q = realloc(w->queries, c * sizeof *q);
     if (!q) return TDM_ENOMEM;
-    d->queries = q;
-    tdm_query_result *r = realloc(d->results, c * sizeof *r);
+    w->queries = q;
+    tdm_query_result *r = realloc(w->results, c * sizeof *r);
     if (!r) return TDM_ENOMEM;
-    d->results = r;
-    d->cap = c;
+    w->results = r;
+    w->cap = c;
     return TDM_OK;
 }
 
-static void run_batch(tdm_dispatch *d, tdm_query_job *batch, size_t n_queries)
+static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries)
 {
-    int rc = reserve(d, n_queries);
+    int rc = reserve(w, n_queries);
     if (rc == TDM_OK) {
         size_t k = 0;
         for (tdm_query_job *j = batch; j; j = j->next) {
             uint32_t m = j->scene->n_movable;
             for (uint32_t i = 0; i < j->n_queries; i++, k++)
-                d->queries[k] = (tdm_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
+                w->queries[k] = (tdm_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
                                             j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL};
         }
         /* a batch of one job writes its results in place */
-        tdm_query_result *res = batch->next ? d->results : batch->results;
-        rc = tdm_engine_run(d->engine, d->queries, n_queries, res);
+        tdm_query_result *res = batch->next ? w->results : batch->results;
+        rc = tdm_engine_run(w->d->engine, w->queries, n_queries, res);
         if (rc == TDM_OK && batch->next) {
             k = 0;
             for (tdm_query_job *j = batch; j; j = j->next) {
@@ -76,19 +93,21 @@ static void run_batch(tdm_dispatch *d, tdm_query_job *batch, size_t n_queries)
 static void *dispatch_main(void *arg)
 {
     prctl(PR_SET_NAME, "tdm-dispatch"); /* shown by top -H and in /proc */
-    tdm_dispatch *d = arg;
+    worker *w = arg;
+    tdm_dispatch *d = w->d;
     pthread_mutex_lock(&d->lock);
     for (;;) {
+        double t_idle = d->trace ? now_ms() : 0;
         while (!d->head && !d->stopping) pthread_cond_wait(&d->wake, &d->lock);
         if (!d->head) break; /* stopping, and the queue is empty */
         /* take everything queued, up to the caps, first come first served */
         tdm_query_job *batch = d->head, *last = batch;
-        uint64_t w = weight(batch), pairs = batch->pairs_reserved, tasks = batch->n_tasks;
+        uint64_t wt = weight(batch), pairs = batch->pairs_reserved, tasks = batch->n_tasks;
         size_t nq = batch->n_queries, n_jobs = 1;
-        while (last->next && w + weight(last->next) <= d->max_tasks &&
+        while (last->next && wt + weight(last->next) <= d->max_tasks &&
                pairs + last->next->pairs_reserved <= d->max_pairs) {
             last = last->next;
-            w += weight(last);
+            wt += weight(last);
             pairs += last->pairs_reserved;
             tasks += last->n_tasks;
             nq += last->n_queries;
@@ -96,10 +115,15 @@ static void *dispatch_main(void *arg)
         }
         d->head = last->next;
         if (!d->head) d->tail = NULL;
+        else pthread_cond_signal(&d->wake); /* more than the cap was queued: another thread takes the rest */
         last->next = NULL;
         pthread_mutex_unlock(&d->lock);
 
-        run_batch(d, batch, nq);
+        double t0 = d->trace ? now_ms() : 0;
+        run_batch(w, batch, nq);
+        if (d->trace)
+            fprintf(stderr, "dispatch %d: waited %.3f ms, %zu jobs, %zu queries, ran %.3f ms, at %.3f\n",
+                    (int)(w - d->workers), t0 - t_idle, n_jobs, nq, now_ms() - t0, t0);
 
         pthread_mutex_lock(&d->lock);
         if (d->done_tail) d->done_tail->next = batch;
@@ -142,6 +166,7 @@ int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_
     d->max_pairs = max_batch_pairs;
     d->done = done;
     d->data = data;
+    d->trace = getenv("TDM_DISPATCH_TRACE") != NULL;
     if (pthread_mutex_init(&d->lock, NULL) != 0) {
         free(d);
         return TDM_ESYS;
@@ -157,11 +182,16 @@ int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_
         free(d);
         return TDM_ESYS;
     }
-    if (pthread_create(&d->thread, NULL, dispatch_main, d) != 0) {
-        tdm_dispatch_stop(d); /* frees through the close callback */
-        return TDM_ESYS;
+    int n = tdm_engine_lanes(engine);
+    if (n > MAX_WORKERS) n = MAX_WORKERS;
+    for (int k = 0; k < n; k++) {
+        d->workers[k].d = d;
+        if (pthread_create(&d->workers[k].thread, NULL, dispatch_main, &d->workers[k]) != 0) {
+            tdm_dispatch_stop(d); /* frees through the close callback */
+            return TDM_ESYS;
+        }
+        d->started = k + 1;
     }
-    d->started = 1;
     *out = d;
     return TDM_OK;
 }
@@ -190,8 +220,10 @@ void tdm_dispatch_get_stats(tdm_dispatch *d, tdm_dispatch_stats *s)
 static void on_closed(uv_handle_t *h)
 {
     tdm_dispatch *d = (tdm_dispatch *)h;
-    free(d->queries);
-    free(d->results);
+    for (int k = 0; k < MAX_WORKERS; k++) {
+        free(d->workers[k].queries);
+        free(d->workers[k].results);
+    }
     pthread_cond_destroy(&d->wake);
     pthread_mutex_destroy(&d->lock);
     free(d);
@@ -203,9 +235,9 @@ void tdm_dispatch_stop(tdm_dispatch *d)
     if (d->started) {
         pthread_mutex_lock(&d->lock);
         d->stopping = 1;
-        pthread_cond_signal(&d->wake);
+        pthread_cond_broadcast(&d->wake);
         pthread_mutex_unlock(&d->lock);
-        pthread_join(d->thread, NULL);
+        for (int k = 0; k < d->started; k++) pthread_join(d->workers[k].thread, NULL);
         d->started = 0;
     }
     on_async(&d->async);

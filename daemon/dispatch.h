@@ -1,6 +1,6 @@
 /* The dispatcher: pools Query requests from every connection into engine runs.
  *
- * The loop thread submits validated query jobs. One dispatcher thread waits for
+ * The loop thread submits validated query jobs. A dispatcher thread waits for
  * work, takes everything queued (up to max_batch_tasks tasks and
  * max_batch_pairs reserved contact pairs; always at least one job) as one batch,
  * runs it with a single tdm_engine_run, and hands the finished jobs back to the
@@ -9,8 +9,14 @@
  * whatever arrived meanwhile — under light load a query runs alone at once,
  * under heavy load batches grow by themselves.
  *
- * The dispatcher thread touches only the queue and the job's engine-facing
- * fields; it never touches a libuv handle, a connection or the store. */
+ * There are as many dispatcher threads as the engine has lanes
+ * (tdm_engine_lanes): while one thread's batch is on the GPU, another takes the
+ * next batch and prepares it, so the host work around each run (gathering the
+ * queries, building tasks, folding results) overlaps the device's work. Jobs
+ * may therefore finish out of order (the protocol allows it).
+ *
+ * The dispatcher threads touch only the queue and the job's engine-facing
+ * fields; they never touch a libuv handle, a connection or the store. */
 #ifndef TDM_DAEMON_DISPATCH_H
 #define TDM_DAEMON_DISPATCH_H
 

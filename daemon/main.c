@@ -60,6 +60,7 @@ int main(int argc, char **argv)
     ec.gpu_memory = cfg.gpu_memory;
     ec.gpu_streams = cfg.gpu_streams;
     ec.calibrate = cfg.engine_calibrate;
+    ec.lanes = cfg.engine_lanes;
     char why[256] = "";
     if ((rc = tdm_engine_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
         if (rc == TDM_ENODEV)

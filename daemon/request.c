@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include <openssl/crypto.h>
 
@@ -755,8 +756,18 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
  * latency than the work. */
 #define OFFLOAD_QUERIES 64
 
+/* libuv's pool threads are named on their first job here, so that per-thread
+ * profiles (top -H, bench/thread_cpu.sh) tell them from the loop thread. */
+static void name_pool_thread(void)
+{
+    static _Thread_local int named;
+    if (!named) prctl(PR_SET_NAME, "tdm-pool");
+    named = 1;
+}
+
 static void pack_work(uv_work_t *w)
 {
+    name_pool_thread();
     tdm_query_job *j = w->data;
     j->frame = pack_query_reply(j, &j->frame_too_large);
 }
@@ -812,6 +823,7 @@ static void send_bad_pose(tdm_conn *c, const tdm_query_job *j, ecode e)
 
 static void convert_work(uv_work_t *w)
 {
+    name_pool_thread();
     tdm_query_job *j = w->data;
     j->bad_code = convert_poses(j, j->raw);
 }

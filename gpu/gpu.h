@@ -21,9 +21,16 @@
  * and reads the results back)
  * and the copy engines move a third's, so host work, copies and kernels overlap.
  *
+ * Lanes: tdm_gpu_create_lane makes another tdm_gpu on the same device that
+ * shares the first one's memory budget and resident meshes but has its own
+ * streams, buffers and host team, so that two threads can each have a run in
+ * flight at once: one run's host work (building tasks, reading results, and
+ * whatever its caller does between runs) then overlaps the other's kernels.
+ *
  * All functions return 0 or a negative TDM_E* code. Without CUDA (or without a
  * device) tdm_gpu_create returns TDM_ENODEV. One tdm_gpu is used by one thread at
- * a time. */
+ * a time (each lane by its own); uploads, frees and statistics may come from any
+ * thread as long as no run on the same tdm_gpu is in progress. */
 #ifndef TDM_GPU_GPU_H
 #define TDM_GPU_GPU_H
 
@@ -51,6 +58,12 @@ typedef struct tdm_gpu_mesh tdm_gpu_mesh;
 /* *why (optional) receives a static description when TDM_ENODEV is returned. */
 int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why);
 void tdm_gpu_destroy(tdm_gpu *g);
+
+/* A lane of g (see above): same device and configuration, memory budget and
+ * meshes shared with g and its other lanes (a mesh uploaded through one may be
+ * used in tasks run on any, and freed through any). Destroy it like any tdm_gpu,
+ * in any order with g. */
+int tdm_gpu_create_lane(tdm_gpu *g, tdm_gpu **out);
 
 /* Copies a tree to the device. TDM_EGPUMEM when it would exceed the budget or
  * the device is full; nothing is held then. The tree is only read. */
@@ -85,9 +98,9 @@ int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_resul
                     int (*feed)(void *arg, size_t lo, size_t hi), void *arg);
 
 typedef struct tdm_gpu_stats {
-    uint64_t device_bytes;    /* device memory held: meshes + scratch */
+    uint64_t device_bytes;    /* device memory held: meshes + scratch, of g and all its lanes */
     uint64_t mesh_bytes;
-    uint64_t runs, tasks, iterations, reruns;
+    uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's */
     uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */
     double seconds;           /* wall time inside tdm_gpu_run */
 } tdm_gpu_stats;

@@ -38,6 +38,13 @@ int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
 
 void tdm_gpu_destroy(tdm_gpu *g) { (void)g; }
 
+int tdm_gpu_create_lane(tdm_gpu *g, tdm_gpu **out)
+{
+    (void)g;
+    *out = NULL;
+    return TDM_ENODEV;
+}
+
 int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
 {
     (void)g; (void)bvh;

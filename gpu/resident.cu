@@ -206,13 +206,51 @@ static void team_stop(fill_team *t)
     t->started = 0;
 }
 
+/* The device memory a tdm_gpu and its lanes hold together, against one budget.
+ * Any thread: uploads, frees and the lanes' scratch growth may happen at once. */
+typedef struct gpu_budget {
+    pthread_mutex_t mu;
+    uint64_t limit;
+    uint64_t mesh_bytes;    /* resident trees */
+    uint64_t scratch_bytes; /* every lane's frontiers and task buffers */
+    uint64_t other_bytes;   /* scratch other engines took (tdm_gpu_account) */
+    int users;              /* the tdm_gpu and its lanes: the last one out frees it */
+} gpu_budget;
+
+enum { BUD_MESH, BUD_SCRATCH, BUD_OTHER };
+
+/* Adds `delta` bytes of one kind; a growth that would pass the limit is refused
+ * (TDM_EGPUMEM) and changes nothing. */
+static int budget_add(gpu_budget *b, int kind, int64_t delta)
+{
+    pthread_mutex_lock(&b->mu);
+    uint64_t *x = kind == BUD_MESH ? &b->mesh_bytes : kind == BUD_SCRATCH ? &b->scratch_bytes : &b->other_bytes;
+    int rc = TDM_OK;
+    if (delta > 0 && b->mesh_bytes + b->scratch_bytes + b->other_bytes + (uint64_t)delta > b->limit) rc = TDM_EGPUMEM;
+    else *x += (uint64_t)delta; /* a negative delta wraps back down */
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+/* Drops one user's reference; the last frees it. */
+static void budget_release(gpu_budget *b)
+{
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    int left = --b->users;
+    pthread_mutex_unlock(&b->mu);
+    if (left > 0) return;
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
 struct tdm_gpu {
     tdm_gpu_config cfg;
     int dead;
     int grid; /* blocks per launch: the kernels loop over their work */
     int n_slots;
-    uint64_t mesh_bytes, scratch_bytes;
-    uint64_t other_bytes; /* scratch other engines took (tdm_gpu_account) */
+    gpu_budget *bud;         /* shared with the lanes */
+    uint64_t scratch_bytes;  /* this lane's frontiers (counted in bud too) */
     uint64_t cap_pairs, cap_leaves; /* per slot */
     slot slots[MAX_SLOTS];
     fill_team team;
@@ -450,6 +488,7 @@ static uint64_t scratch_need(const tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     return (uint64_t)g->n_slots * (pairs * 2 * sizeof(fpair) + leaves * 2 * sizeof(fpair)); /* + the triangle workpile */
 }
 
+/* Frees every slot's frontier buffers and gives their bytes back. */
 static void free_frontiers(tdm_gpu *g)
 {
     for (int k = 0; k < g->n_slots; k++) {
@@ -461,6 +500,7 @@ static void free_frontiers(tdm_gpu *g)
         s->front[0] = s->front[1] = s->leaves = s->tris = NULL;
     }
     g->cap_pairs = g->cap_leaves = 0;
+    budget_add(g->bud, BUD_SCRATCH, -(int64_t)g->scratch_bytes);
     g->scratch_bytes = 0;
 }
 
@@ -473,9 +513,19 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     if (pairs < g->cap_pairs) pairs = g->cap_pairs;
     if (leaves < g->cap_leaves) leaves = g->cap_leaves;
     if (pairs >= (1ull << 31) || leaves >= (1ull << 31)) return OVERFLOW_RC;
-    if (g->mesh_bytes + g->other_bytes + scratch_need(g, pairs, leaves) > g->cfg.memory_budget) return OVERFLOW_RC;
+    uint64_t need = scratch_need(g, pairs, leaves);
+    /* the growth is taken from the budget (shared with the other lanes) first */
+    if (budget_add(g->bud, BUD_SCRATCH, (int64_t)(need - g->scratch_bytes)) != TDM_OK) return OVERFLOW_RC;
     uint64_t old_p = g->cap_pairs, old_l = g->cap_leaves;
-    free_frontiers(g);
+    g->scratch_bytes = need;
+    for (int k = 0; k < g->n_slots; k++) {
+        slot *s = &g->slots[k];
+        cudaFree(s->front[0]);
+        cudaFree(s->front[1]);
+        cudaFree(s->leaves);
+        cudaFree(s->tris);
+        s->front[0] = s->front[1] = s->leaves = s->tris = NULL;
+    }
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaMalloc(&s->front[0], pairs * sizeof(fpair)) != cudaSuccess ||
@@ -483,7 +533,7 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
             cudaMalloc(&s->leaves, leaves * sizeof(fpair)) != cudaSuccess ||
             cudaMalloc(&s->tris, leaves * sizeof(fpair)) != cudaSuccess) {
             cudaGetLastError();
-            free_frontiers(g);
+            free_frontiers(g); /* and their bytes */
             /* the device may be short of memory the budget allowed: try to get the old size back */
             if (old_p && reserve(g, old_p, old_l) != TDM_OK) g->dead = 1;
             return OVERFLOW_RC;
@@ -491,11 +541,13 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     }
     g->cap_pairs = pairs;
     g->cap_leaves = leaves;
-    g->scratch_bytes = scratch_need(g, pairs, leaves);
     return TDM_OK;
 }
 
-static void free_tasks(slot *s)
+/* Device bytes of a slot's per-task buffers for c tasks. */
+static uint64_t task_bytes(uint64_t c) { return c * (sizeof(dtask) + sizeof(dres) + sizeof(dinput) + sizeof(dpair)); }
+
+static void free_task_buffers(slot *s)
 {
     cudaFree(s->d_tasks); cudaFree(s->d_res); cudaFree(s->d_in); cudaFree(s->d_pairs);
     cudaFreeHost(s->h_res); cudaFreeHost(s->h_in); cudaFreeHost(s->h_pairs);
@@ -503,6 +555,13 @@ static void free_tasks(slot *s)
     s->h_cap = NULL;
     s->d_tasks = NULL; s->d_res = NULL; s->d_in = NULL; s->d_pairs = NULL;
     s->h_res = NULL; s->h_in = NULL; s->h_pairs = NULL;
+}
+
+/* Frees a slot's task buffers and gives their bytes back. */
+static void free_tasks(tdm_gpu *g, slot *s)
+{
+    free_task_buffers(s);
+    budget_add(g->bud, BUD_SCRATCH, -(int64_t)task_bytes(s->cap_tasks));
     s->cap_tasks = 0;
 }
 
@@ -511,44 +570,35 @@ static int reserve_tasks(tdm_gpu *g, slot *s, uint64_t n)
     if (n <= s->cap_tasks) return TDM_OK;
     uint64_t c = s->cap_tasks ? s->cap_tasks : 1024;
     while (c < n) c *= 2;
-    free_tasks(s);
-    TDM_CUDA_TRY(g, cudaMalloc(&s->d_tasks, c * sizeof(dtask)));
-    TDM_CUDA_TRY(g, cudaMalloc(&s->d_res, c * sizeof(dres)));
-    TDM_CUDA_TRY(g, cudaMalloc(&s->d_in, c * sizeof(dinput)));
-    TDM_CUDA_TRY(g, cudaMalloc(&s->d_pairs, c * sizeof(dpair)));
-    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_res, c * sizeof(dres)));
-    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_in, c * sizeof(dinput)));
-    TDM_CUDA_TRY(g, cudaMallocHost(&s->h_pairs, c * sizeof(dpair)));
-    s->h_cap = (uint32_t *)malloc(c * sizeof(uint32_t));
-    if (!s->h_cap) return TDM_ENOMEM;
-    s->cap_tasks = c;
-    return TDM_OK;
+    if (budget_add(g->bud, BUD_SCRATCH, (int64_t)(task_bytes(c) - task_bytes(s->cap_tasks))) != TDM_OK)
+        return TDM_EGPUMEM;
+    free_task_buffers(s);
+    s->cap_tasks = c; /* counted at the new size: free_tasks gives that back if an allocation fails */
+    int ok = cudaMalloc(&s->d_tasks, c * sizeof(dtask)) == cudaSuccess &&
+             cudaMalloc(&s->d_res, c * sizeof(dres)) == cudaSuccess &&
+             cudaMalloc(&s->d_in, c * sizeof(dinput)) == cudaSuccess &&
+             cudaMalloc(&s->d_pairs, c * sizeof(dpair)) == cudaSuccess &&
+             cudaMallocHost(&s->h_res, c * sizeof(dres)) == cudaSuccess &&
+             cudaMallocHost(&s->h_in, c * sizeof(dinput)) == cudaSuccess &&
+             cudaMallocHost(&s->h_pairs, c * sizeof(dpair)) == cudaSuccess;
+    if (ok) s->h_cap = (uint32_t *)malloc(c * sizeof(uint32_t));
+    if (ok && s->h_cap) return TDM_OK;
+    cudaError_t e = ok ? cudaSuccess : cudaGetLastError();
+    free_tasks(g, s);
+    return ok ? TDM_ENOMEM : map_error(g, e);
 }
 
-extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
+/* A tdm_gpu on device c.device drawing on bud (taken: the caller's reference
+ * passes to it, or is dropped on failure). */
+static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_budget *bud, tdm_gpu **out)
 {
-    *out = NULL;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    tdm_gpu_config c = cfg ? *cfg : tdm_gpu_config_default();
-    if (e != cudaSuccess || n == 0 || c.device < 0 || c.device >= n) {
-        if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
-        cudaGetLastError();
-        return TDM_ENODEV;
-    }
-    if (c.streams < 1 || c.streams > MAX_SLOTS) return TDM_EINVAL;
-    cudaDeviceProp prop;
-    if (cudaSetDevice(c.device) != cudaSuccess || cudaGetDeviceProperties(&prop, c.device) != cudaSuccess) {
-        if (why) *why = "the CUDA device cannot be used";
-        cudaGetLastError();
-        return TDM_ENODEV;
-    }
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    if (c.memory_budget == 0) c.memory_budget = (uint64_t)(0.8 * (double)total_b);
     tdm_gpu *g = (tdm_gpu *)calloc(1, sizeof *g);
-    if (!g) return TDM_ENOMEM;
+    if (!g) {
+        budget_release(bud);
+        return TDM_ENOMEM;
+    }
     g->cfg = c;
+    g->bud = bud;
     g->n_slots = c.streams;
     g->grid = prop.multiProcessorCount * 8;
     int nf = c.fill_threads;
@@ -580,9 +630,55 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         tdm_gpu_destroy(g);
         return rc == OVERFLOW_RC ? TDM_EGPUMEM : rc;
     }
-    if (why) *why = "";
     *out = g;
     return TDM_OK;
+}
+
+extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
+{
+    *out = NULL;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    tdm_gpu_config c = cfg ? *cfg : tdm_gpu_config_default();
+    if (e != cudaSuccess || n == 0 || c.device < 0 || c.device >= n) {
+        if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+        cudaGetLastError();
+        return TDM_ENODEV;
+    }
+    if (c.streams < 1 || c.streams > MAX_SLOTS) return TDM_EINVAL;
+    cudaDeviceProp prop;
+    if (cudaSetDevice(c.device) != cudaSuccess || cudaGetDeviceProperties(&prop, c.device) != cudaSuccess) {
+        if (why) *why = "the CUDA device cannot be used";
+        cudaGetLastError();
+        return TDM_ENODEV;
+    }
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    if (c.memory_budget == 0) c.memory_budget = (uint64_t)(0.8 * (double)total_b);
+    gpu_budget *bud = (gpu_budget *)calloc(1, sizeof *bud);
+    if (!bud) return TDM_ENOMEM;
+    if (pthread_mutex_init(&bud->mu, NULL) != 0) {
+        free(bud);
+        return TDM_ESYS;
+    }
+    bud->limit = c.memory_budget;
+    bud->users = 1;
+    int rc = create_on(c, prop, bud, out);
+    if (rc == TDM_OK && why) *why = "";
+    return rc;
+}
+
+extern "C" int tdm_gpu_create_lane(tdm_gpu *g, tdm_gpu **out)
+{
+    *out = NULL;
+    if (g->dead) return TDM_EGPU;
+    cudaDeviceProp prop;
+    if (cudaSetDevice(g->cfg.device) != cudaSuccess || cudaGetDeviceProperties(&prop, g->cfg.device) != cudaSuccess)
+        return map_error(g, cudaGetLastError());
+    pthread_mutex_lock(&g->bud->mu);
+    g->bud->users++;
+    pthread_mutex_unlock(&g->bud->mu);
+    return create_on(g->cfg, prop, g->bud, out);
 }
 
 extern "C" void tdm_gpu_destroy(tdm_gpu *g)
@@ -593,11 +689,12 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         cudaFree(s->cnt);
-        free_tasks(s);
+        free_tasks(g, s);
         cudaFreeHost(s->h_cnt);
         if (s->ready) cudaEventDestroy(s->ready);
         if (s->stream) cudaStreamDestroy(s->stream);
     }
+    budget_release(g->bud);
     free(g);
 }
 
@@ -605,18 +702,20 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
 {
     *out = NULL;
     if (g->dead) return TDM_EGPU;
+    if (cudaSetDevice(g->cfg.device) != cudaSuccess) return map_error(g, cudaGetLastError());
     uint64_t nb = (uint64_t)bvh->n_nodes * sizeof(tdm_bvh_node), tb = (uint64_t)bvh->n_tris * 9 * sizeof(float),
              ib = (uint64_t)bvh->n_tris * sizeof(uint32_t);
-    if (g->mesh_bytes + g->scratch_bytes + g->other_bytes + nb + tb + ib > g->cfg.memory_budget) return TDM_EGPUMEM;
+    if (budget_add(g->bud, BUD_MESH, (int64_t)(nb + tb + ib)) != TDM_OK) return TDM_EGPUMEM;
     tdm_gpu_mesh *m = (tdm_gpu_mesh *)calloc(1, sizeof *m);
-    if (!m) return TDM_ENOMEM;
-    cudaError_t e = cudaMalloc(&m->nodes, nb);
-    if (e == cudaSuccess) e = cudaMalloc(&m->tris, tb);
-    if (e == cudaSuccess) e = cudaMalloc(&m->ids, ib);
-    if (e == cudaSuccess) e = cudaMemcpy(m->nodes, bvh->nodes, nb, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(m->tris, bvh->tri_verts, tb, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(m->ids, bvh->tri_ids, ib, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) {
+    cudaError_t e = m ? cudaMalloc(&m->nodes, nb) : cudaSuccess;
+    if (m && e == cudaSuccess) e = cudaMalloc(&m->tris, tb);
+    if (m && e == cudaSuccess) e = cudaMalloc(&m->ids, ib);
+    if (m && e == cudaSuccess) e = cudaMemcpy(m->nodes, bvh->nodes, nb, cudaMemcpyHostToDevice);
+    if (m && e == cudaSuccess) e = cudaMemcpy(m->tris, bvh->tri_verts, tb, cudaMemcpyHostToDevice);
+    if (m && e == cudaSuccess) e = cudaMemcpy(m->ids, bvh->tri_ids, ib, cudaMemcpyHostToDevice);
+    if (!m || e != cudaSuccess) {
+        budget_add(g->bud, BUD_MESH, -(int64_t)(nb + tb + ib));
+        if (!m) return TDM_ENOMEM;
         cudaFree(m->nodes);
         cudaFree(m->tris);
         cudaFree(m->ids);
@@ -627,7 +726,6 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     m->n_tris = bvh->n_tris;
     m->radius = bvh->radius;
     m->bytes = nb + tb + ib;
-    g->mesh_bytes += m->bytes;
     *out = m;
     return TDM_OK;
 }
@@ -635,10 +733,11 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
 extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
 {
     if (!m) return;
+    cudaSetDevice(g->cfg.device);
     cudaFree(m->nodes);
     cudaFree(m->tris);
     cudaFree(m->ids);
-    g->mesh_bytes -= m->bytes;
+    budget_add(g->bud, BUD_MESH, -(int64_t)m->bytes);
     free(m);
 }
 
@@ -950,6 +1049,8 @@ static int counted_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_coll
 {
     if (g->dead) return TDM_EGPU;
     if (n == 0) return TDM_OK;
+    /* the calling thread may be new to CUDA, or have used another device */
+    if (cudaSetDevice(g->cfg.device) != cudaSuccess) return map_error(g, cudaGetLastError());
     double t0 = now_s();
     int rc = run(g, tasks, n, results, feed, arg);
     g->stats.runs++;
@@ -972,6 +1073,7 @@ extern "C" int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_
 extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
 {
     if (g->dead) return TDM_EGPU;
+    if (cudaSetDevice(g->cfg.device) != cudaSuccess) return map_error(g, cudaGetLastError());
     size_t chunk = chunk_size(g, max_tasks);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
@@ -997,16 +1099,12 @@ extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
 extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 {
     *s = g->stats;
-    s->mesh_bytes = g->mesh_bytes;
-    s->device_bytes = g->mesh_bytes + g->scratch_bytes + g->other_bytes;
+    pthread_mutex_lock(&g->bud->mu);
+    s->mesh_bytes = g->bud->mesh_bytes;
+    s->device_bytes = g->bud->mesh_bytes + g->bud->scratch_bytes + g->bud->other_bytes;
+    pthread_mutex_unlock(&g->bud->mu);
 }
 
 extern "C" int tdm_gpu_device(const tdm_gpu *g) { return g->cfg.device; }
 
-extern "C" int tdm_gpu_account(tdm_gpu *g, int64_t bytes)
-{
-    if (bytes > 0 && g->mesh_bytes + g->scratch_bytes + g->other_bytes + (uint64_t)bytes > g->cfg.memory_budget)
-        return TDM_EGPUMEM;
-    g->other_bytes += (uint64_t)bytes; /* a negative count wraps back down */
-    return TDM_OK;
-}
+extern "C" int tdm_gpu_account(tdm_gpu *g, int64_t bytes) { return budget_add(g->bud, BUD_OTHER, bytes); }

@@ -9,8 +9,11 @@
  *  - a scene whose trees are not resident runs on the CPU engine, and so does one
  *    whose trees were removed; an upload over the memory budget fails with
  *    TDM_EGPUMEM and changes nothing else;
+ *  - several threads running at once on one engine (its lanes, and one thread
+ *    more than it has) get the answers of runs one at a time, on every engine;
  *  - without a GPU, asking for a GPU engine fails with TDM_ENODEV and a reason,
  *    and AUTO falls back to the CPU engine and says why. */
+#include <pthread.h>
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdlib.h>
@@ -328,6 +331,117 @@ Test(scheduler, gpu_one_pair_scene_large_batches, .timeout = 240)
     free(q);
     free(want);
     free(res);
+}
+
+/* ---- several runs at once ---------------------------------------------------- */
+
+enum { CONC_THREADS = 4, CONC_LANES = 3, CONC_ROUNDS = 2 };
+
+typedef struct conc_arg {
+    tdm_engine *e;
+    const world *w;
+    int k;           /* which thread: its modes go in a rotated order */
+    int rc;          /* the first failed run's code, else 0 */
+    int bad_mode;    /* -1, or the mode of the first answer that differs */
+    int bad_query;
+    answers *a;
+    tdm_query *q;
+} conc_arg;
+
+/* The first query whose answer differs, or -1. */
+static int first_difference(const answers *g, const answers *x)
+{
+    for (int i = 0; i < N_QUERIES; i++) {
+        const tdm_query_result *a = &g->res[i], *b = &x->res[i];
+        if (a->colliding != b->colliding || a->contacts != b->contacts || a->truncated != b->truncated ||
+            a->n_pairs != b->n_pairs || (a->colliding && (a->object_a != b->object_a || a->object_b != b->object_b)) ||
+            memcmp(g->pairs[i], x->pairs[i], a->n_pairs * sizeof(tdm_contact)) != 0)
+            return i;
+    }
+    return -1;
+}
+
+static void *conc_main(void *p)
+{
+    conc_arg *c = p;
+    const world *w = c->w;
+    for (int round = 0; round < CONC_ROUNDS && !c->rc && c->bad_mode < 0; round++)
+        for (int j = 0; j < 3; j++) {
+            int mode = (j + c->k + round) % 3;
+            memset(c->a, 0, sizeof *c->a);
+            for (int i = 0; i < N_QUERIES; i++)
+                c->q[i] = (tdm_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
+                                      mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode == 2 ? MAX_PAIRS : 1000000,
+                                      mode == 2 ? c->a->pairs[i] : NULL};
+            c->rc = tdm_engine_run(c->e, c->q, N_QUERIES, c->a->res);
+            if (c->rc) return NULL;
+            int bad = first_difference(c->a, &want[mode]);
+            if (bad >= 0) {
+                c->bad_mode = mode;
+                c->bad_query = bad;
+                return NULL;
+            }
+        }
+    return NULL;
+}
+
+/* CONC_THREADS threads, each running every mode CONC_ROUNDS times on e. */
+static void run_concurrently(tdm_engine *e, const world *w, const char *what)
+{
+    pthread_t th[CONC_THREADS];
+    conc_arg args[CONC_THREADS];
+    tdm_engine_stats before, after;
+    tdm_engine_get_stats(e, &before);
+    for (int k = 0; k < CONC_THREADS; k++) {
+        args[k] = (conc_arg){e, w, k, 0, -1, -1, malloc(sizeof(answers)), malloc(sizeof(tdm_query) * N_QUERIES)};
+        cr_assert(args[k].a && args[k].q);
+        cr_assert_eq(pthread_create(&th[k], NULL, conc_main, &args[k]), 0);
+    }
+    for (int k = 0; k < CONC_THREADS; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < CONC_THREADS; k++) {
+        cr_assert_eq(args[k].rc, TDM_OK, "%s, thread %d: run failed: %s", what, k, tdm_strerror(args[k].rc));
+        cr_assert_eq(args[k].bad_mode, -1, "%s, thread %d: mode %d, query %d differs from the CPU engine run alone",
+                     what, k, args[k].bad_mode, args[k].bad_query);
+        free(args[k].a);
+        free(args[k].q);
+    }
+    tdm_engine_get_stats(e, &after);
+    cr_assert_eq(after.runs - before.runs, (uint64_t)CONC_THREADS * CONC_ROUNDS * 3,
+                 "%s: runs counted", what);
+    cr_assert_eq(after.queries - before.queries, (uint64_t)CONC_THREADS * CONC_ROUNDS * 3 * N_QUERIES,
+                 "%s: queries counted", what);
+}
+
+Test(scheduler, concurrent_runs_match_runs_one_at_a_time, .timeout = 480)
+{
+    gen_rng r = {seed};
+    world w;
+    world_make(&w, &r);
+    reference(&w); /* want[] for the three modes, checked against tdm_collide */
+    const char *why = NULL;
+    int gpu = have_gpu(&why);
+    tdm_engine_kind kinds[3] = {TDM_ENGINE_CPU, TDM_ENGINE_GPU, TDM_ENGINE_AUTO};
+    for (int k = 0; k < (gpu ? 3 : 1); k++) {
+        tdm_engine_config c = tdm_engine_config_default();
+        c.kind = kinds[k];
+        c.lanes = CONC_LANES;
+        tdm_engine *e = NULL;
+        char msg[256];
+        cr_assert_eq(tdm_engine_create(&c, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+        cr_assert_eq(tdm_engine_lanes(e), CONC_LANES);
+        for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
+        run_concurrently(e, &w, tdm_engine_kind_name(kinds[k]));
+        if (kinds[k] == TDM_ENGINE_GPU) {
+            tdm_engine_stats st;
+            tdm_engine_get_stats(e, &st);
+            cr_assert_eq(st.gpu_queries, (uint64_t)CONC_THREADS * CONC_ROUNDS * 3 * N_QUERIES,
+                         "gpu: every query ran on the GPU (%llu did)", (unsigned long long)st.gpu_queries);
+        }
+        for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
+        tdm_engine_destroy(e);
+    }
+    if (!gpu) cr_log_info("GPU engines not run concurrently: no GPU (%s)", why ? why : "unknown");
+    world_free(&w);
 }
 
 Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)

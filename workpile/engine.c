@@ -61,35 +61,21 @@ typedef struct dev_mesh {
 /* Which engine a chunk ran on. */
 enum { ON_CPU, ON_GPU, ON_HYBRID };
 
-struct tdm_engine {
-    tdm_engine_kind kind;
-    int dispatch;          /* AUTO with a GPU: choose per chunk by the cost model */
-    tdm_cpu_engine *cpu;
-    tdm_gpu *gpu;          /* NULL without a GPU */
-    tdm_hybrid *hybrid;
-    uint32_t chunk;
-    char detail[320];
-    pthread_mutex_t run_lock;   /* one run at a time; uploads wait for it */
-    pthread_mutex_t stats_lock;
-    tdm_engine_stats stats;
+#define MAX_LANES 8
 
-    /* registry of resident trees: reg_lock guards the table and the free list */
-    pthread_mutex_t reg_lock;
-    dev_mesh **table;
-    size_t table_size, n_dev;
-    dev_mesh *to_free;     /* removed copies, freed by the next run or upload */
-
-    /* cost model (seconds) */
-    double c_cpu, c_gpu, g_off, c_off, w;
-    uint64_t threshold;    /* tasks: at or above, a chunk goes to the GPU */
-    int gpu_broken;        /* the device failed for good: everything runs on the CPU engine */
+/* One run in flight: what a tdm_engine_run uses and nobody else touches while
+ * it lasts. Several lanes let several threads run at once (tdm_engine_config.
+ * lanes): one run's host work overlaps another's GPU work, each lane on its own
+ * tdm_gpu lane (gpu.h). The CPU engine serialises its own runs. */
+typedef struct lane {
+    tdm_gpu *gpu;          /* lane 0: the engine's tdm_gpu; others: lanes of it; NULL without a GPU */
+    uint64_t seen_iters, seen_pairs; /* this lane's GPU counters already added to the stats */
 
     /* this run's figures, for the stats */
     uint64_t run_on[3];    /* tasks per engine (ON_*) */
     uint64_t run_q[3];     /* queries per engine: counted where their first task ran */
     double run_gpu_s;
     double run_engine_s;   /* this run's time inside the engines (the rest is the host's) */
-    int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
 
     /* scratch, kept between runs */
     tdm_task *tasks;
@@ -105,6 +91,38 @@ struct tdm_engine {
     size_t n_hits, hits_cap;
     tdm_pair *pairs;
     size_t pairs_cap;
+} lane;
+
+struct tdm_engine {
+    tdm_engine_kind kind;
+    int dispatch;          /* AUTO with a GPU: choose per chunk by the cost model */
+    tdm_cpu_engine *cpu;
+    tdm_gpu *gpu;          /* NULL without a GPU; lanes[0].gpu */
+    tdm_hybrid *hybrid;    /* runs on lanes[0].gpu; a hybrid engine has one lane */
+    uint32_t chunk;
+    char detail[320];
+    pthread_mutex_t stats_lock;
+    tdm_engine_stats stats;
+
+    int n_lanes;
+    lane lanes[MAX_LANES];
+    pthread_mutex_t lane_lock;  /* guards free_lanes */
+    pthread_cond_t lane_freed;
+    unsigned free_lanes;        /* bit k: lanes[k] is not running */
+    pthread_mutex_t upload_lock; /* one upload at a time: nobody inserts a tree being uploaded */
+
+    /* registry of resident trees: reg_lock guards the table and the free list */
+    pthread_mutex_t reg_lock;
+    dev_mesh **table;
+    size_t table_size, n_dev;
+    dev_mesh *to_free;     /* removed copies, freed by the next run or upload */
+
+    /* cost model (seconds), under model_lock: every lane learns from its runs */
+    pthread_mutex_t model_lock;
+    double c_cpu, c_gpu, g_off, c_off, w;
+    uint64_t threshold;    /* tasks: at or above, a chunk goes to the GPU */
+    int gpu_broken;        /* (atomic) the device failed for good: everything runs on the CPU engine */
+    int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
 };
 
 const char *tdm_engine_kind_name(tdm_engine_kind k)
@@ -120,7 +138,7 @@ const char *tdm_engine_kind_name(tdm_engine_kind k)
 
 tdm_engine_config tdm_engine_config_default(void)
 {
-    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1};
+    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1, 2};
     return c;
 }
 
@@ -170,9 +188,9 @@ static int reg_insert(tdm_engine *e, dev_mesh *d)
     return TDM_OK;
 }
 
-/* Frees the device copies removed since the last call. run_lock held (no run
- * can be using them). */
-static void free_removed(tdm_engine *e)
+/* Frees the device copies removed since the last call. Any thread: no run
+ * can be using them (their last user dropped them after its runs). */
+static void free_removed(tdm_engine *e, tdm_gpu *g)
 {
     pthread_mutex_lock(&e->reg_lock);
     dev_mesh *d = e->to_free;
@@ -180,61 +198,92 @@ static void free_removed(tdm_engine *e)
     pthread_mutex_unlock(&e->reg_lock);
     while (d) {
         dev_mesh *nx = d->next;
-        tdm_gpu_mesh_free(e->gpu, d->gm);
+        tdm_gpu_mesh_free(g, d->gm);
         free(d);
         d = nx;
     }
 }
 
-/* Copies the device figures into the stats. run_lock held (the GPU engines'
- * own counters are read by the thread running them only). */
-static void device_stats(tdm_engine *e)
+/* Takes a free lane, waiting for one. */
+static lane *lane_get(tdm_engine *e)
 {
-    if (!e->gpu) return;
+    pthread_mutex_lock(&e->lane_lock);
+    while (e->free_lanes == 0) pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+    int k = __builtin_ctz(e->free_lanes);
+    e->free_lanes &= ~(1u << k);
+    pthread_mutex_unlock(&e->lane_lock);
+    return &e->lanes[k];
+}
+
+static void lane_put(tdm_engine *e, lane *l)
+{
+    pthread_mutex_lock(&e->lane_lock);
+    e->free_lanes |= 1u << (l - e->lanes);
+    pthread_cond_signal(&e->lane_freed);
+    pthread_mutex_unlock(&e->lane_lock);
+}
+
+/* Adds lane l's new GPU counters and the device figures to the stats. The
+ * thread holding l (the lane's own counters are read by it only). */
+static void device_stats(tdm_engine *e, lane *l)
+{
+    if (!l->gpu) return;
     tdm_gpu_stats gs;
-    tdm_hybrid_stats hs;
-    tdm_gpu_get_stats(e->gpu, &gs);
-    tdm_hybrid_get_stats(e->hybrid, &hs);
+    tdm_gpu_get_stats(l->gpu, &gs);
+    uint64_t iters = gs.iterations, pairs = gs.pairs;
+    if (l == &e->lanes[0]) {
+        tdm_hybrid_stats hs;
+        tdm_hybrid_get_stats(e->hybrid, &hs);
+        iters += hs.workpiles;
+        pairs += hs.box_entries + hs.tri_entries;
+    }
     pthread_mutex_lock(&e->reg_lock);
     uint32_t n_dev = (uint32_t)e->n_dev;
     pthread_mutex_unlock(&e->reg_lock);
+    pthread_mutex_lock(&e->model_lock);
+    uint64_t threshold = e->dispatch ? e->threshold : 0;
+    pthread_mutex_unlock(&e->model_lock);
     pthread_mutex_lock(&e->stats_lock);
-    e->stats.gpu_iterations = gs.iterations + hs.workpiles;
-    e->stats.gpu_pairs = gs.pairs + hs.box_entries + hs.tri_entries;
+    e->stats.gpu_iterations += iters - l->seen_iters;
+    e->stats.gpu_pairs += pairs - l->seen_pairs;
+    l->seen_iters = iters;
+    l->seen_pairs = pairs;
     e->stats.device_bytes = gs.device_bytes;
     e->stats.mesh_bytes = gs.mesh_bytes;
     e->stats.device_meshes = n_dev;
-    e->stats.dispatch_threshold = e->dispatch ? e->threshold : 0;
+    e->stats.dispatch_threshold = threshold;
     pthread_mutex_unlock(&e->stats_lock);
 }
 
 int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh)
 {
     if (!e->gpu) return TDM_OK;
-    pthread_mutex_lock(&e->run_lock);
-    free_removed(e);
+    pthread_mutex_lock(&e->upload_lock);
+    lane *l = lane_get(e); /* a tdm_gpu no run is using */
+    free_removed(e, l->gpu);
     pthread_mutex_lock(&e->reg_lock);
     dev_mesh *d = reg_find(e, bvh);
     if (d) d->refs++;
     pthread_mutex_unlock(&e->reg_lock);
     int rc = TDM_OK;
     if (!d) {
-        /* uploads are serialised by run_lock, so nobody inserts this tree meanwhile */
+        /* uploads are serialised by upload_lock, so nobody inserts this tree meanwhile */
         d = calloc(1, sizeof *d);
         if (!d) rc = TDM_ENOMEM;
-        else rc = tdm_gpu_mesh_upload(e->gpu, bvh, &d->gm);
+        else rc = tdm_gpu_mesh_upload(l->gpu, bvh, &d->gm);
         if (rc == TDM_OK) {
             d->bvh = bvh;
             d->refs = 1;
             pthread_mutex_lock(&e->reg_lock);
             rc = reg_insert(e, d);
             pthread_mutex_unlock(&e->reg_lock);
-            if (rc != TDM_OK) tdm_gpu_mesh_free(e->gpu, d->gm);
+            if (rc != TDM_OK) tdm_gpu_mesh_free(l->gpu, d->gm);
         }
         if (rc != TDM_OK) free(d);
     }
-    device_stats(e);
-    pthread_mutex_unlock(&e->run_lock);
+    device_stats(e, l);
+    lane_put(e, l);
+    pthread_mutex_unlock(&e->upload_lock);
     return rc;
 }
 
@@ -272,11 +321,27 @@ static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **w
     gc.streams = cfg->gpu_streams;
     int rc = tdm_gpu_create(&gc, &e->gpu, why);
     if (rc != TDM_OK) return rc;
+    e->lanes[0].gpu = e->gpu;
+    for (int k = 1; k < e->n_lanes && rc == TDM_OK; k++) rc = tdm_gpu_create_lane(e->gpu, &e->lanes[k].gpu);
+    if (rc != TDM_OK) {
+        if (why) *why = "a second lane on the GPU could not start";
+        for (int k = 0; k < e->n_lanes; k++) {
+            if (k > 0) tdm_gpu_destroy(e->lanes[k].gpu);
+            e->lanes[k].gpu = NULL;
+        }
+        tdm_gpu_destroy(e->gpu);
+        e->gpu = NULL;
+        return rc;
+    }
     tdm_hybrid_config hc = tdm_hybrid_config_default();
     hc.threads = cfg->threads;
     rc = tdm_hybrid_create(e->gpu, &hc, &e->hybrid);
     if (rc != TDM_OK) {
         if (why) *why = "the hybrid engine could not start";
+        for (int k = 0; k < e->n_lanes; k++) {
+            if (k > 0) tdm_gpu_destroy(e->lanes[k].gpu);
+            e->lanes[k].gpu = NULL;
+        }
         tdm_gpu_destroy(e->gpu);
         e->gpu = NULL;
     }
@@ -295,8 +360,10 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
         return TDM_EINVAL;
     }
     if (cfg->threads < 0 || cfg->chunk_tasks == 0 || cfg->gpu_device < 0 || cfg->gpu_streams < 1 ||
-        cfg->gpu_streams > 8) {
-        if (why) snprintf(why, whylen, "threads must be >= 0, chunk_tasks >= 1, gpu_device >= 0 and gpu_streams 1..8");
+        cfg->gpu_streams > 8 || cfg->lanes < 1 || cfg->lanes > MAX_LANES) {
+        if (why)
+            snprintf(why, whylen, "threads must be >= 0, chunk_tasks >= 1, gpu_device >= 0, gpu_streams 1..8 and "
+                     "lanes 1..%d", MAX_LANES);
         return TDM_EINVAL;
     }
     tdm_engine *e = calloc(1, sizeof *e);
@@ -305,18 +372,21 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
     e->trace = getenv("TDM_ENGINE_TRACE") != NULL;
     e->w = 1;
     e->threshold = UINT64_MAX;
-    if (pthread_mutex_init(&e->run_lock, NULL) != 0) {
-        free(e);
-        return TDM_ESYS;
-    }
-    if (pthread_mutex_init(&e->stats_lock, NULL) != 0) {
-        pthread_mutex_destroy(&e->run_lock);
-        free(e);
-        return TDM_ESYS;
-    }
-    if (pthread_mutex_init(&e->reg_lock, NULL) != 0) {
-        pthread_mutex_destroy(&e->run_lock);
-        pthread_mutex_destroy(&e->stats_lock);
+    /* the hybrid engine is one object with one set of buffers: one run at a time */
+    e->n_lanes = cfg->kind == TDM_ENGINE_HYBRID ? 1 : cfg->lanes;
+    e->free_lanes = (1u << e->n_lanes) - 1;
+    int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
+    locks += locks == 1 && pthread_mutex_init(&e->reg_lock, NULL) == 0;
+    locks += locks == 2 && pthread_mutex_init(&e->lane_lock, NULL) == 0;
+    locks += locks == 3 && pthread_cond_init(&e->lane_freed, NULL) == 0;
+    locks += locks == 4 && pthread_mutex_init(&e->upload_lock, NULL) == 0;
+    locks += locks == 5 && pthread_mutex_init(&e->model_lock, NULL) == 0;
+    if (locks < 6) {
+        if (locks > 0) pthread_mutex_destroy(&e->stats_lock);
+        if (locks > 1) pthread_mutex_destroy(&e->reg_lock);
+        if (locks > 2) pthread_mutex_destroy(&e->lane_lock);
+        if (locks > 3) pthread_cond_destroy(&e->lane_freed);
+        if (locks > 4) pthread_mutex_destroy(&e->upload_lock);
         free(e);
         return TDM_ESYS;
     }
@@ -378,7 +448,7 @@ void tdm_engine_destroy(tdm_engine *e)
 {
     if (!e) return;
     if (e->gpu) {
-        free_removed(e);
+        free_removed(e, e->gpu);
         for (size_t i = 0; i < e->table_size; i++)
             for (dev_mesh *d = e->table[i], *nx; d; d = nx) {
                 nx = d->next;
@@ -388,22 +458,31 @@ void tdm_engine_destroy(tdm_engine *e)
     }
     free(e->table);
     tdm_hybrid_destroy(e->hybrid);
+    for (int k = 0; k < e->n_lanes; k++) {
+        lane *l = &e->lanes[k];
+        if (k > 0) tdm_gpu_destroy(l->gpu);
+        free(l->tasks);
+        free(l->res);
+        free(l->refs);
+        free(l->gtasks);
+        free(l->htasks);
+        free(l->sums);
+        free(l->room);
+        free(l->hits);
+        free(l->pairs);
+    }
     tdm_gpu_destroy(e->gpu);
     tdm_cpu_engine_destroy(e->cpu);
-    free(e->tasks);
-    free(e->res);
-    free(e->refs);
-    free(e->gtasks);
-    free(e->htasks);
-    free(e->sums);
-    free(e->room);
-    free(e->hits);
-    free(e->pairs);
-    pthread_mutex_destroy(&e->run_lock);
     pthread_mutex_destroy(&e->stats_lock);
     pthread_mutex_destroy(&e->reg_lock);
+    pthread_mutex_destroy(&e->lane_lock);
+    pthread_cond_destroy(&e->lane_freed);
+    pthread_mutex_destroy(&e->upload_lock);
+    pthread_mutex_destroy(&e->model_lock);
     free(e);
 }
+
+int tdm_engine_lanes(const tdm_engine *e) { return e->n_lanes; }
 
 tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e) { return e->kind; }
 const char *tdm_engine_detail(const tdm_engine *e) { return e->detail; }
@@ -445,16 +524,16 @@ static int grow_keep(void **p, size_t *cap, size_t need, size_t size)
     return TDM_OK;
 }
 
-static int reserve_tasks(tdm_engine *e, size_t n)
+static int reserve_tasks(lane *l, size_t n)
 {
-    size_t c1 = e->tasks_cap, c2 = e->tasks_cap, c3 = e->tasks_cap;
-    if (reserve((void **)&e->tasks, &c1, n, sizeof *e->tasks) || reserve((void **)&e->res, &c2, n, sizeof *e->res) ||
-        reserve((void **)&e->refs, &c3, n, sizeof *e->refs)) {
+    size_t c1 = l->tasks_cap, c2 = l->tasks_cap, c3 = l->tasks_cap;
+    if (reserve((void **)&l->tasks, &c1, n, sizeof *l->tasks) || reserve((void **)&l->res, &c2, n, sizeof *l->res) ||
+        reserve((void **)&l->refs, &c3, n, sizeof *l->refs)) {
         /* keep the three arrays' common capacity honest after a partial failure */
-        e->tasks_cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+        l->tasks_cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
         return TDM_ENOMEM;
     }
-    e->tasks_cap = c1;
+    l->tasks_cap = c1;
     return TDM_OK;
 }
 
@@ -491,6 +570,7 @@ static double now_s(void)
 /* ---- running a chunk ------------------------------------------------------------ */
 
 /* The size where the two costs cross: c_off + n w c_cpu = g_off + n w c_gpu. */
+/* model_lock held (or no other thread yet). */
 static void set_threshold(tdm_engine *e)
 {
     if (e->c_gpu >= e->c_cpu) { /* a GPU slower per task than the CPU engine: it takes nothing */
@@ -507,6 +587,7 @@ static void set_threshold(tdm_engine *e)
  * (one synchronisation per few levels); large runs refine the work factor w. */
 static void model_update(tdm_engine *e, int where, size_t nt, double dt)
 {
+    pthread_mutex_lock(&e->model_lock);
     int gpu = where != ON_CPU;
     double per = gpu ? e->c_gpu : e->c_cpu, *off = gpu ? &e->g_off : &e->c_off;
     if (nt < (gpu ? 4096u : 256u)) {
@@ -519,23 +600,25 @@ static void model_update(tdm_engine *e, int where, size_t nt, double dt)
         e->w = 0.75 * e->w + 0.25 * w_obs;
     }
     set_threshold(e);
+    pthread_mutex_unlock(&e->model_lock);
 }
 
-/* The CPU engine's tasks for e->refs[0..nt). */
-static void expand_cpu(tdm_engine *e, const tdm_query *queries, size_t nt)
+/* The CPU engine's tasks for l->refs[0..nt). */
+static void expand_cpu(lane *l, const tdm_query *queries, size_t nt)
 {
     for (size_t t = 0; t < nt; t++) {
-        const tdm_query *Q = &queries[e->refs[t].query];
-        make_task(Q, e->refs[t].check, &e->tasks[t], Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
+        const tdm_query *Q = &queries[l->refs[t].query];
+        make_task(Q, l->refs[t].check, &l->tasks[t], Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
     }
 }
 
-/* Building the GPU (or hybrid) engine's tasks for e->refs straight from the
+/* Building the GPU (or hybrid) engine's tasks for l->refs straight from the
  * queries, range by range and on the GPU engine's host threads: one thread
  * building the CPU engine's tasks first and copying them cost the dispatcher
  * twice the GPU's work at tens of millions of queries per second. */
 typedef struct feeder {
     tdm_engine *e;
+    lane *l;
     const tdm_query *queries;
     int where;
 } feeder;
@@ -547,12 +630,13 @@ static int feed(void *arg, size_t lo, size_t hi)
 {
     const feeder *f = arg;
     tdm_engine *e = f->e;
+    lane *l = f->l;
     const tdm_bvh *la = NULL, *lb = NULL; /* the last trees looked up, and their device copies */
     const dev_mesh *da = NULL, *db = NULL;
     for (size_t i = lo; i < hi; i++) {
-        const tdm_query *Q = &f->queries[e->refs[i].query];
+        const tdm_query *Q = &f->queries[l->refs[i].query];
         const tdm_bvh *a, *b;
-        tdm_xform x = pair_of(Q, e->refs[i].check, &a, &b);
+        tdm_xform x = pair_of(Q, l->refs[i].check, &a, &b);
         if (a != la || b != lb) {
             pthread_mutex_lock(&e->reg_lock);
             da = reg_find(e, a);
@@ -563,71 +647,75 @@ static int feed(void *arg, size_t lo, size_t hi)
         }
         if (!da || !db) return -1;
         uint32_t max_pairs = Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1;
-        if (f->where == ON_GPU) e->gtasks[i] = (tdm_gpu_task){da->gm, db->gm, x, Q->mode, max_pairs};
-        else e->htasks[i] = (tdm_hybrid_task){a, b, da->gm, db->gm, x, Q->mode, max_pairs};
+        if (f->where == ON_GPU) l->gtasks[i] = (tdm_gpu_task){da->gm, db->gm, x, Q->mode, max_pairs};
+        else l->htasks[i] = (tdm_hybrid_task){a, b, da->gm, db->gm, x, Q->mode, max_pairs};
     }
     return 0;
 }
 
-/* Runs e->refs[0..nt) on the GPU-resident engine (which calls feed as it goes,
+/* Runs l->refs[0..nt) on the GPU-resident engine (which calls feed as it goes,
  * so that building tasks overlaps the device's work) or the hybrid one. */
-static int run_device(tdm_engine *e, const tdm_query *queries, size_t nt, int where)
+static int run_device(tdm_engine *e, lane *l, const tdm_query *queries, size_t nt, int where)
 {
-    void **arr = where == ON_GPU ? (void **)&e->gtasks : (void **)&e->htasks;
-    size_t *cap = where == ON_GPU ? &e->gtasks_cap : &e->htasks_cap;
-    size_t size = where == ON_GPU ? sizeof *e->gtasks : sizeof *e->htasks;
+    void **arr = where == ON_GPU ? (void **)&l->gtasks : (void **)&l->htasks;
+    size_t *cap = where == ON_GPU ? &l->gtasks_cap : &l->htasks_cap;
+    size_t size = where == ON_GPU ? sizeof *l->gtasks : sizeof *l->htasks;
     if (reserve(arr, cap, nt, size) != TDM_OK) return TDM_ENOMEM;
-    feeder f = {e, queries, where};
-    if (where == ON_GPU) return tdm_gpu_run_fed(e->gpu, e->gtasks, nt, e->res, feed, &f);
+    feeder f = {e, l, queries, where};
+    if (where == ON_GPU) return tdm_gpu_run_fed(l->gpu, l->gtasks, nt, l->res, feed, &f);
     if (feed(&f, 0, nt) != 0) return TDM_ECANCELED;
-    return tdm_hybrid_run(e->hybrid, e->htasks, nt, e->res);
+    return tdm_hybrid_run(e->hybrid, l->htasks, nt, l->res);
 }
 
-/* Builds and runs the tasks of e->refs[0..nt) into e->res on the engine the kind
+/* Builds and runs the tasks of l->refs[0..nt) into l->res on the engine the kind
  * and the cost model pick, and counts the chunk's tasks and queries (a query
  * counts where its first task runs) for that engine. A GPU failure re-runs the
  * chunk on the CPU engine (and a broken device is not used again), so that a
  * query never fails for the GPU's sake. */
-static void run_chunk(tdm_engine *e, const tdm_query *queries, size_t nt)
+static void run_chunk(tdm_engine *e, lane *l, const tdm_query *queries, size_t nt)
 {
     int where = ON_CPU;
-    if (e->gpu && !e->gpu_broken && (!e->dispatch || nt >= e->threshold))
-        where = e->kind == TDM_ENGINE_HYBRID ? ON_HYBRID : ON_GPU;
+    if (l->gpu && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&e->model_lock);
+        int big = nt >= e->threshold;
+        pthread_mutex_unlock(&e->model_lock);
+        if (!e->dispatch || big) where = e->kind == TDM_ENGINE_HYBRID ? ON_HYBRID : ON_GPU;
+    }
     double t0 = now_s();
-    int rc = where == ON_CPU ? TDM_OK : run_device(e, queries, nt, where);
+    int rc = where == ON_CPU ? TDM_OK : run_device(e, l, queries, nt, where);
     double dt = now_s() - t0;
     if (rc == TDM_ECANCELED || rc == TDM_ENOMEM) { /* a tree not resident, or no room for the tasks */
         where = ON_CPU;
         rc = TDM_OK;
     } else if (rc != TDM_OK) {
-        if (rc == TDM_EGPU) e->gpu_broken = 1;
+        if (rc == TDM_EGPU) __atomic_store_n(&e->gpu_broken, 1, __ATOMIC_RELAXED);
         fprintf(stderr, "tandem engine: the %s engine failed on %zu tasks (%s); they run on the CPU engine%s\n",
                 where == ON_GPU ? "GPU" : "hybrid", nt, tdm_strerror(rc),
-                e->gpu_broken ? ", as will every later run" : "");
+                rc == TDM_EGPU ? ", as will every later run" : "");
         where = ON_CPU;
     }
     if (where == ON_CPU) {
-        expand_cpu(e, queries, nt);
+        expand_cpu(l, queries, nt);
         t0 = now_s();
-        tdm_cpu_engine_run(e->cpu, e->tasks, nt, e->res);
+        tdm_cpu_engine_run(e->cpu, l->tasks, nt, l->res);
         dt = now_s() - t0;
     }
     if (e->dispatch && rc == TDM_OK) model_update(e, where, nt, dt);
-    e->run_on[where] += nt;
-    for (size_t t = 0; t < nt; t++) e->run_q[where] += e->refs[t].check == 0;
-    if (where != ON_CPU) e->run_gpu_s += dt;
-    e->run_engine_s += dt;
+    l->run_on[where] += nt;
+    for (size_t t = 0; t < nt; t++) l->run_q[where] += l->refs[t].check == 0;
+    if (where != ON_CPU) l->run_gpu_s += dt;
+    l->run_engine_s += dt;
 }
 
 /* First pass over the whole batch, in chunks. */
-static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_result *results,
+static int count_pass(tdm_engine *e, lane *l, const tdm_query *queries, size_t n, tdm_query_result *results,
                       uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += queries[i].scene->n_checks;
     size_t cap = total < e->chunk ? (size_t)total : e->chunk;
     if (cap == 0) return TDM_OK;
-    if (reserve_tasks(e, cap) != TDM_OK) return TDM_ENOMEM;
+    if (reserve_tasks(l, cap) != TDM_OK) return TDM_ENOMEM;
     size_t q = 0;
     uint32_t k = 0;
     while (q < n) {
@@ -640,19 +728,19 @@ static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_que
                 k = 0;
                 continue;
             }
-            e->refs[nt] = (task_ref){(uint32_t)q, k};
+            l->refs[nt] = (task_ref){(uint32_t)q, k};
             nt++;
             k++;
         }
         if (nt == 0) break;
-        run_chunk(e, queries, nt);
+        run_chunk(e, l, queries, nt);
         *n_tasks += nt;
         for (size_t t = 0; t < nt; t++) {
-            const tdm_collide_result *r = &e->res[t];
+            const tdm_collide_result *r = &l->res[t];
             *box += r->box_tests;
             *tri += r->tri_tests;
             if (!r->colliding) continue;
-            uint32_t qi = e->refs[t].query, ki = e->refs[t].check;
+            uint32_t qi = l->refs[t].query, ki = l->refs[t].check;
             const tdm_query *Q = &queries[qi];
             tdm_query_result *R = &results[qi];
             if (!R->colliding) {
@@ -665,12 +753,12 @@ static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_que
                 R->contacts = 1;
                 continue;
             }
-            e->sums[qi] += r->n_pairs;
+            l->sums[qi] += r->n_pairs;
             if (r->truncated) R->truncated = 1;
             if (Q->pairs && r->n_pairs > 0) {
-                if (grow_keep((void **)&e->hits, &e->hits_cap, e->n_hits + 1, sizeof *e->hits) != TDM_OK)
+                if (grow_keep((void **)&l->hits, &l->hits_cap, l->n_hits + 1, sizeof *l->hits) != TDM_OK)
                     return TDM_ENOMEM;
-                e->hits[e->n_hits++] = (hit){qi, ki, r->n_pairs, 0};
+                l->hits[l->n_hits++] = (hit){qi, ki, r->n_pairs, 0};
             }
         }
     }
@@ -678,37 +766,37 @@ static int count_pass(tdm_engine *e, const tdm_query *queries, size_t n, tdm_que
 }
 
 /* Second pass: re-run the hits with exact room and expand their pairs. */
-static int pairs_pass(tdm_engine *e, const tdm_query *queries, tdm_query_result *results, uint64_t *n_tasks)
+static int pairs_pass(tdm_engine *e, lane *l, const tdm_query *queries, tdm_query_result *results, uint64_t *n_tasks)
 {
     size_t total = 0;
-    for (size_t h = 0; h < e->n_hits; h++) {
-        hit *x = &e->hits[h];
-        uint32_t room = x->n_pairs < e->room[x->query] ? x->n_pairs : e->room[x->query];
-        e->room[x->query] -= room;
+    for (size_t h = 0; h < l->n_hits; h++) {
+        hit *x = &l->hits[h];
+        uint32_t room = x->n_pairs < l->room[x->query] ? x->n_pairs : l->room[x->query];
+        l->room[x->query] -= room;
         x->room = room;
         total += room;
     }
-    if (reserve((void **)&e->pairs, &e->pairs_cap, total ? total : 1, sizeof *e->pairs) != TDM_OK) return TDM_ENOMEM;
-    size_t cap = e->n_hits < e->chunk ? e->n_hits : e->chunk;
-    if (reserve_tasks(e, cap) != TDM_OK) return TDM_ENOMEM;
+    if (reserve((void **)&l->pairs, &l->pairs_cap, total ? total : 1, sizeof *l->pairs) != TDM_OK) return TDM_ENOMEM;
+    size_t cap = l->n_hits < e->chunk ? l->n_hits : e->chunk;
+    if (reserve_tasks(l, cap) != TDM_OK) return TDM_ENOMEM;
     size_t h = 0, off = 0;
-    while (h < e->n_hits) {
+    while (h < l->n_hits) {
         size_t nt = 0, first = h, first_off = off;
-        for (; h < e->n_hits && nt < cap; h++) {
-            const hit *x = &e->hits[h];
+        for (; h < l->n_hits && nt < cap; h++) {
+            const hit *x = &l->hits[h];
             if (x->room == 0) continue;
-            make_task(&queries[x->query], x->check, &e->tasks[nt], x->room, &e->pairs[off]);
-            e->refs[nt] = (task_ref){x->query, x->check};
+            make_task(&queries[x->query], x->check, &l->tasks[nt], x->room, &l->pairs[off]);
+            l->refs[nt] = (task_ref){x->query, x->check};
             off += x->room;
             nt++;
         }
-        if (nt > 0) tdm_cpu_engine_run(e->cpu, e->tasks, nt, e->res);
+        if (nt > 0) tdm_cpu_engine_run(e->cpu, l->tasks, nt, l->res);
         *n_tasks += nt;
-        e->run_on[ON_CPU] += nt;
+        l->run_on[ON_CPU] += nt;
         /* expand in the same order the tasks were made */
         size_t t = 0, o = first_off;
         for (size_t g = first; g < h; g++) {
-            const hit *x = &e->hits[g];
+            const hit *x = &l->hits[g];
             if (x->room == 0) continue;
             const tdm_query *Q = &queries[x->query];
             const tdm_scene *s = Q->scene;
@@ -716,9 +804,9 @@ static int pairs_pass(tdm_engine *e, const tdm_query *queries, tdm_query_result 
             uint32_t id_lo = s->objects[c->lo].id, id_hi = s->objects[c->hi].id;
             int swapped = c->a != c->lo;
             tdm_query_result *R = &results[x->query];
-            uint32_t got = e->res[t].n_pairs < x->room ? e->res[t].n_pairs : x->room;
+            uint32_t got = l->res[t].n_pairs < x->room ? l->res[t].n_pairs : x->room;
             for (uint32_t i = 0; i < got; i++) {
-                tdm_pair p = e->pairs[o + i];
+                tdm_pair p = l->pairs[o + i];
                 Q->pairs[R->n_pairs++] = (tdm_contact){id_lo, swapped ? p.b_tri : p.a_tri, id_hi,
                                                        swapped ? p.a_tri : p.b_tri};
             }
@@ -739,63 +827,63 @@ int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_
             return TDM_EINVAL;
     }
     if (n > UINT32_MAX) return TDM_EINVAL;
-    pthread_mutex_lock(&e->run_lock);
+    lane *l = lane_get(e);
     double t0 = now_s();
     int rc = TDM_OK;
-    size_t qcap = e->queries_cap, qcap2 = e->queries_cap;
-    if (reserve((void **)&e->sums, &qcap, n, sizeof *e->sums) != TDM_OK ||
-        reserve((void **)&e->room, &qcap2, n, sizeof *e->room) != TDM_OK) {
-        e->queries_cap = qcap < qcap2 ? qcap : qcap2;
+    size_t qcap = l->queries_cap, qcap2 = l->queries_cap;
+    if (reserve((void **)&l->sums, &qcap, n, sizeof *l->sums) != TDM_OK ||
+        reserve((void **)&l->room, &qcap2, n, sizeof *l->room) != TDM_OK) {
+        l->queries_cap = qcap < qcap2 ? qcap : qcap2;
         rc = TDM_ENOMEM;
         goto out;
     }
-    e->queries_cap = qcap;
+    l->queries_cap = qcap;
     memset(results, 0, n * sizeof *results);
-    e->n_hits = 0;
+    l->n_hits = 0;
     for (size_t i = 0; i < n; i++) {
-        e->sums[i] = 0;
-        e->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
+        l->sums[i] = 0;
+        l->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
     }
     uint64_t box = 0, tri = 0, n_tasks = 0;
-    memset(e->run_on, 0, sizeof e->run_on);
-    memset(e->run_q, 0, sizeof e->run_q);
-    e->run_gpu_s = 0;
-    e->run_engine_s = 0;
-    if (e->gpu) free_removed(e);
-    rc = count_pass(e, queries, n, results, &box, &tri, &n_tasks);
-    if (rc == TDM_OK && e->n_hits > 0) rc = pairs_pass(e, queries, results, &n_tasks);
+    memset(l->run_on, 0, sizeof l->run_on);
+    memset(l->run_q, 0, sizeof l->run_q);
+    l->run_gpu_s = 0;
+    l->run_engine_s = 0;
+    if (l->gpu) free_removed(e, l->gpu);
+    rc = count_pass(e, l, queries, n, results, &box, &tri, &n_tasks);
+    if (rc == TDM_OK && l->n_hits > 0) rc = pairs_pass(e, l, queries, results, &n_tasks);
     if (rc != TDM_OK) goto out;
     for (size_t i = 0; i < n; i++) {
         if (queries[i].mode != TDM_MODE_CONTACTS) continue;
-        if (e->sums[i] > queries[i].max_contacts) {
+        if (l->sums[i] > queries[i].max_contacts) {
             results[i].contacts = queries[i].max_contacts;
             results[i].truncated = 1;
         } else {
-            results[i].contacts = (uint32_t)e->sums[i];
+            results[i].contacts = (uint32_t)l->sums[i];
         }
     }
     double dt = now_s() - t0;
     if (e->trace)
         fprintf(stderr, "engine run: %zu queries, %llu tasks: %.3f ms, %.3f ms of it in the engines, %.1f ns a query on the host\n",
-                n, (unsigned long long)n_tasks, 1e3 * dt, 1e3 * e->run_engine_s, 1e9 * (dt - e->run_engine_s) / (double)n);
+                n, (unsigned long long)n_tasks, 1e3 * dt, 1e3 * l->run_engine_s, 1e9 * (dt - l->run_engine_s) / (double)n);
     pthread_mutex_lock(&e->stats_lock);
     e->stats.runs++;
     e->stats.queries += n;
-    e->stats.cpu_queries += e->run_q[ON_CPU];
-    e->stats.gpu_queries += e->run_q[ON_GPU];
-    e->stats.hybrid_queries += e->run_q[ON_HYBRID];
+    e->stats.cpu_queries += l->run_q[ON_CPU];
+    e->stats.gpu_queries += l->run_q[ON_GPU];
+    e->stats.hybrid_queries += l->run_q[ON_HYBRID];
     e->stats.tasks += n_tasks;
-    e->stats.cpu_tasks += e->run_on[ON_CPU];
-    e->stats.gpu_tasks += e->run_on[ON_GPU];
-    e->stats.hybrid_tasks += e->run_on[ON_HYBRID];
+    e->stats.cpu_tasks += l->run_on[ON_CPU];
+    e->stats.gpu_tasks += l->run_on[ON_GPU];
+    e->stats.hybrid_tasks += l->run_on[ON_HYBRID];
     e->stats.box_tests += box;
     e->stats.tri_tests += tri;
     e->stats.seconds += dt;
-    e->stats.gpu_seconds += e->run_gpu_s;
+    e->stats.gpu_seconds += l->run_gpu_s;
     pthread_mutex_unlock(&e->stats_lock);
-    device_stats(e);
+    device_stats(e, l);
 out:
-    pthread_mutex_unlock(&e->run_lock);
+    lane_put(e, l);
     return rc;
 }
 
@@ -843,15 +931,15 @@ static double unit(uint64_t *s)
 }
 
 /* Times one CPU or GPU run of n tasks, best of `reps`. */
-static double time_run(tdm_engine *e, int gpu, size_t n, int reps)
+static double time_run(tdm_engine *e, lane *l, int gpu, size_t n, int reps)
 {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         if (gpu) {
-            if (tdm_gpu_run(e->gpu, e->gtasks, n, e->res) != TDM_OK) return -1;
+            if (tdm_gpu_run(l->gpu, l->gtasks, n, l->res) != TDM_OK) return -1;
         } else {
-            tdm_cpu_engine_run(e->cpu, e->tasks, n, e->res);
+            tdm_cpu_engine_run(e->cpu, l->tasks, n, l->res);
         }
         double dt = now_s() - t0;
         if (dt < best) best = dt;
@@ -861,22 +949,26 @@ static double time_run(tdm_engine *e, int gpu, size_t n, int reps)
 
 /* Measures c_cpu, c_gpu and g_off on two spheres of ~2000 triangles, B's centre
  * at 1.6 to 2.4 radii from A's in a random direction (about half the poses
- * touch), bool mode, and sets the threshold from them. */
+ * touch), bool mode, and sets the threshold from them. Before any run: the
+ * calibration's GPU work is left out of the stats. */
 static int calibrate(tdm_engine *e)
 {
     enum { N_BIG = 65536, N_CPU = 8192 };
     tdm_bvh *s = NULL;
     int rc = sphere(24, 48, &s);
     if (rc != TDM_OK) return rc;
-    if (reserve_tasks(e, N_BIG) != TDM_OK ||
-        reserve((void **)&e->gtasks, &e->gtasks_cap, N_BIG, sizeof *e->gtasks) != TDM_OK) {
-        tdm_bvh_free(s);
-        return TDM_ENOMEM;
-    }
     rc = tdm_engine_mesh_add(e, s);
     if (rc != TDM_OK) {
         tdm_bvh_free(s);
         return rc;
+    }
+    lane *l = lane_get(e);
+    if (reserve_tasks(l, N_BIG) != TDM_OK ||
+        reserve((void **)&l->gtasks, &l->gtasks_cap, N_BIG, sizeof *l->gtasks) != TDM_OK) {
+        lane_put(e, l);
+        tdm_engine_mesh_remove(e, s);
+        tdm_bvh_free(s);
+        return TDM_ENOMEM;
     }
     pthread_mutex_lock(&e->reg_lock);
     const tdm_gpu_mesh *gm = reg_find(e, s)->gm;
@@ -889,23 +981,27 @@ static int calibrate(tdm_engine *e)
         double qn = sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w);
         q.x /= qn; q.y /= qn; q.z /= qn; q.w /= qn;
         tdm_xform x = tdm_xform_from_pose(tdm_d3(d * rxy * cos(ph), d * rxy * sin(ph), d * z), q);
-        e->tasks[i] = (tdm_task){s, s, x, TDM_MODE_BOOL, 1, NULL};
-        e->gtasks[i] = (tdm_gpu_task){gm, gm, x, TDM_MODE_BOOL, 1};
+        l->tasks[i] = (tdm_task){s, s, x, TDM_MODE_BOOL, 1, NULL};
+        l->gtasks[i] = (tdm_gpu_task){gm, gm, x, TDM_MODE_BOOL, 1};
     }
-    rc = tdm_gpu_prepare(e->gpu, N_BIG);
+    /* every lane's buffers and the kernels' modules now, not in the first runs */
+    for (int k = 0; k < e->n_lanes && rc == TDM_OK; k++) rc = tdm_gpu_prepare(e->lanes[k].gpu, N_BIG);
     double t_cpu = -1, t_cpu1 = -1, t_one = -1, t_big = -1;
     if (rc == TDM_OK) {
-        t_cpu = time_run(e, 0, N_CPU, 3);
-        t_cpu1 = time_run(e, 0, 32, 5); /* wakes the pool: mostly fixed cost */
-        t_one = time_run(e, 1, 1, 5);
-        t_big = time_run(e, 1, N_BIG, 3);
+        t_cpu = time_run(e, l, 0, N_CPU, 3);
+        t_cpu1 = time_run(e, l, 0, 32, 5); /* wakes the pool: mostly fixed cost */
+        t_one = time_run(e, l, 1, 1, 5);
+        t_big = time_run(e, l, 1, N_BIG, 3);
         if (t_one < 0 || t_big < 0) rc = TDM_EGPU;
     }
     tdm_engine_mesh_remove(e, s);
-    pthread_mutex_lock(&e->run_lock);
-    free_removed(e);
-    device_stats(e);
-    pthread_mutex_unlock(&e->run_lock);
+    free_removed(e, l->gpu);
+    device_stats(e, l);
+    pthread_mutex_lock(&e->stats_lock); /* the calibration's workpiles are not the users' */
+    e->stats.gpu_iterations = 0;
+    e->stats.gpu_pairs = 0;
+    pthread_mutex_unlock(&e->stats_lock);
+    lane_put(e, l);
     tdm_bvh_free(s);
     if (rc != TDM_OK) return rc;
     e->c_cpu = t_cpu / N_CPU;

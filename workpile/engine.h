@@ -12,8 +12,12 @@
  * each run to the CPU or the GPU-resident engine by a cost model calibrated at
  * creation (engine.c explains it).
  *
- * Thread use: one thread (the daemon's dispatcher) calls tdm_engine_run; runs on
- * one engine are serialised. The engine's own worker threads never call back. */
+ * Thread use: up to tdm_engine_lanes(e) threads may call tdm_engine_run at once
+ * (the daemon runs that many dispatcher threads); each run takes a lane of its
+ * own (scratch, and a tdm_gpu lane with its own streams), so that one run's host
+ * work overlaps another's GPU work; a further caller waits for a lane. Runs that
+ * land on the CPU engine take turns on its threads. The engine's own worker
+ * threads never call back. */
 #ifndef TDM_WORKPILE_ENGINE_H
 #define TDM_WORKPILE_ENGINE_H
 
@@ -64,6 +68,7 @@ typedef struct tdm_engine_config {
     int gpu_streams;          /* batches in flight at once on the GPU, each on its own stream (default 2) */
     int calibrate;            /* AUTO: measure both engines at creation to set the dispatch threshold
                                  (default 1); 0 keeps the built-in threshold */
+    int lanes;                /* runs in flight at once, 1..8 (default 2); the hybrid engine has one */
 } tdm_engine_config;
 
 tdm_engine_config tdm_engine_config_default(void);
@@ -81,6 +86,8 @@ tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e); /* never AUTO */
 /* One line for logs and stats: which engine, how many threads, why no GPU. Owned
  * by the engine. */
 const char *tdm_engine_detail(const tdm_engine *e);
+/* How many threads may run at once (tdm_engine_config.lanes; 1 for the hybrid). */
+int tdm_engine_lanes(const tdm_engine *e);
 
 /* Device-resident trees (GPU and hybrid engines). tdm_engine_mesh_add copies a
  * tree to the device so that queries on scenes using it can run there; a scene
