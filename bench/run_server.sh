@@ -10,7 +10,8 @@
 # ($(nproc)), SOCKET (tcp or unix), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
 # BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64"), PROFILE_THREADS (1: also report the CPU use of each of
 # tandemd's threads during each row, from bench/thread_cpu.sh), TANDEMD_ARGS (more tandemd flags, e.g.
-# "--engine-lanes 1").
+# "--engine-lanes 1"), INFLIGHT (requests each client keeps in flight, 2; one client sending single
+# poses always keeps 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out_file=${1:-}
@@ -26,6 +27,7 @@ BATCHES=${BATCHES:-1 64 1024 4096}
 PROFILE_THREADS=${PROFILE_THREADS:-0}
 CLIENTS=${CLIENTS:-1 8 64}
 TANDEMD_ARGS=${TANDEMD_ARGS:-}
+INFLIGHT=${INFLIGHT:-2}
 tandem=$BUILD_DIR/tools/tandem
 tandemd=$BUILD_DIR/daemon/tandemd
 bench=$BUILD_DIR/bench/bench_server
@@ -56,7 +58,7 @@ rows=()
 profiles=()
 for clients in $CLIENTS; do
     for batch in $BATCHES; do
-        inflight=2
+        inflight=$INFLIGHT
         [[ $batch == 1 && $clients == 1 ]] && inflight=1
         "$bench" --server "$addr" --env "$env_mesh" --robot "$robot_mesh" --poses "$poses" --mode "$MODE" \
             --clients "$clients" --batch "$batch" --inflight "$inflight" --seconds "$SECONDS_PER" \
@@ -83,6 +85,7 @@ stats=$("$tandem" stats --server "$addr")
 prof_flag=""
 [[ $PROFILE_THREADS == 1 ]] && prof_flag=" PROFILE_THREADS=1"
 [[ -n $TANDEMD_ARGS ]] && prof_flag+=" TANDEMD_ARGS=\"$TANDEMD_ARGS\""
+[[ $INFLIGHT != 2 ]] && prof_flag+=" INFLIGHT=$INFLIGHT"
 report() {
     echo "# tandemd over loopback ($SOCKET socket)"
     echo
@@ -91,7 +94,7 @@ report() {
     echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET ENGINE=$ENGINE BATCHES=\"$BATCHES\" CLIENTS=\"$CLIENTS\"$prof_flag bench/run_server.sh${out_file:+ $out_file}\`"
     echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS --engine $ENGINE${TANDEMD_ARGS:+ $TANDEMD_ARGS} on the same host."
     echo "- Each client thread has its own connection and keeps K requests of B poses in flight (K = 1 for"
-    echo "  one client sending single poses, 2 otherwise) for $SECONDS_PER s. Latency: per request, send to reply."
+    echo "  one client sending single poses, $INFLIGHT otherwise) for $SECONDS_PER s. Latency: per request, send to reply."
     echo "  Engine alone: every pose through the same kind of engine (--engine $ENGINE, same threads) in this"
     echo "  process, in runs of up to 2^20 poses, best of two passes: the ceiling the daemon is measured against."
     echo

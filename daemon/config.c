@@ -50,7 +50,7 @@ static const opt opts[] = {
      "start-up is kept and its scenes run on the CPU engine."},
     {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 8, NULL, "N",
      "Batches in flight on the GPU at once, each on its own CUDA stream."},
-    {"engine-lanes", T_INT, OFF(engine_lanes), "2", 1, 8, NULL, "N",
+    {"engine-lanes", T_INT, OFF(engine_lanes), "3", 1, 8, NULL, "N",
      "Engine runs in flight at once, each with its own dispatcher thread and (with a GPU) its own streams and "
      "buffers: while one batch is on the GPU the next is being prepared and the last one's answers handed "
      "back. 1: one batch at a time."},

@@ -138,7 +138,7 @@ const char *tdm_engine_kind_name(tdm_engine_kind k)
 
 tdm_engine_config tdm_engine_config_default(void)
 {
-    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1, 2};
+    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1, 3};
     return c;
 }
 
