@@ -11,7 +11,7 @@
 # BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64"), PROFILE_THREADS (1: also report the CPU use of each of
 # tandemd's threads during each row, from bench/thread_cpu.sh), TANDEMD_ARGS (more tandemd flags, e.g.
 # "--engine-lanes 1"), INFLIGHT (requests each client keeps in flight, 2; one client sending single
-# poses always keeps 1).
+# poses always keeps 1), COMMIT (the commit named in the report; default: git's HEAD).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out_file=${1:-}
@@ -91,6 +91,7 @@ report() {
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc)"
+    echo "- Code: commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, build directory $BUILD_DIR"
     echo "- Command: \`BUILD_DIR=$BUILD_DIR SCENE=$SCENE N_POSES=$N_POSES MODE=$MODE DURATION=$SECONDS_PER THREADS=$THREADS SOCKET=$SOCKET ENGINE=$ENGINE BATCHES=\"$BATCHES\" CLIENTS=\"$CLIENTS\"$prof_flag bench/run_server.sh${out_file:+ $out_file}\`"
     echo "- Scene: $SCENE ($N_POSES poses, seed 1), mode $MODE; tandemd --threads $THREADS --engine $ENGINE${TANDEMD_ARGS:+ $TANDEMD_ARGS} on the same host."
     echo "- Each client thread has its own connection and keeps K requests of B poses in flight (K = 1 for"
