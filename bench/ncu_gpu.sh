@@ -5,7 +5,7 @@
 # kernel: launches, summed duration, the duration-weighted mean of both shares,
 # and the busiest launch's. Raw per-launch CSV goes to $OUT_DIR when given.
 #
-#   SCENE=alpha-1.5 MODE=bool N_POSES=100000 BUILD_DIR=build bench/ncu_gpu.sh
+#   SCENE=alpha-1.5 MODE=bool N_POSES=100000 BUILD_DIR=build [TRAVERSAL=pairs|blocks] bench/ncu_gpu.sh
 #
 # Needs ncu (CUDA toolkit) and the scenes in ../shared/scenes/ompl.
 set -euo pipefail
@@ -15,6 +15,7 @@ SCENE=${SCENE:-alpha-1.5}
 MODE=${MODE:-bool}
 N_POSES=${N_POSES:-100000}
 LAUNCHES=${LAUNCHES:-2000}
+TRAVERSAL=${TRAVERSAL:-pairs} # tandem check --gpu-traversal
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 ompl=../shared/scenes/ompl
 tandem=$BUILD_DIR/tools/tandem
@@ -23,9 +24,9 @@ trap 'rm -rf "$work"' EXIT
 "$tandem" poses random --cfg "$ompl/$SCENE.cfg" --n "$N_POSES" --seed 1 --out "$work/poses" >/dev/null
 metrics=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
 cmd=("$tandem" check --env "$ompl/canonical/$SCENE.env.obj" --robot "$ompl/canonical/$SCENE.robot.obj"
-     --poses "$work/poses" --mode "$MODE" --backend gpu)
-echo "\$ $NCU --metrics $metrics -k regex:'traverse_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count $LAUNCHES --csv ${cmd[*]}"
-"$NCU" --metrics "$metrics" -k regex:'traverse_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count "$LAUNCHES" --csv "${cmd[@]}" \
+     --poses "$work/poses" --mode "$MODE" --backend gpu --gpu-traversal "$TRAVERSAL")
+echo "\$ $NCU --metrics $metrics -k regex:'traverse_kernel|traverse_blocks_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count $LAUNCHES --csv ${cmd[*]}"
+"$NCU" --metrics "$metrics" -k regex:'traverse_kernel|traverse_blocks_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count "$LAUNCHES" --csv "${cmd[@]}" \
     >"$work/raw.csv" 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
 [[ -n ${OUT_DIR:-} ]] && cp "$work/raw.csv" "$OUT_DIR/ncu_${SCENE}_${MODE}.csv"
 # CSV rows: "ID","Process ID","Process Name","Host Name","Kernel Name",...,"Metric Name","Metric Unit","Metric Value"

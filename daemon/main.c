@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../gpu/gpu.h"
 #include "load.h"
 #include "log.h"
 #include "request.h"
@@ -61,6 +62,7 @@ int main(int argc, char **argv)
     ec.gpu_streams = cfg.gpu_streams;
     ec.calibrate = cfg.engine_calibrate;
     ec.lanes = cfg.engine_lanes;
+    ec.gpu_traversal = strcmp(cfg.gpu_traversal, "blocks") == 0 ? TDM_GPU_TRAVERSE_BLOCKS : TDM_GPU_TRAVERSE_PAIRS;
     char why[256] = "";
     if ((rc = tdm_engine_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
         if (rc == TDM_ENODEV)

@@ -139,7 +139,7 @@ static void upload_error(tdm_storage *st, tdm_storage_op *op, size_t tree_bytes)
                  tdm_engine_kind_name(tdm_engine_kind_of(st->engine)), tree_bytes,
                  (unsigned long long)es.device_bytes, es.device_meshes);
     else
-        snprintf(op->msg, sizeof op->msg, "copying the mesh's tree to the GPU failed: %s; nothing was stored",
+        snprintf(op->msg, sizeof op->msg, "no memory to copy the mesh's tree to the GPU: %s; nothing was stored",
                  tdm_strerror(op->rc));
     tdm_log_warn("MeshPut: %s", op->msg);
 }
@@ -190,13 +190,20 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
         set_err(op, op->rc, "", -1, "out of memory serialising the tree");
         goto out;
     }
-    /* device first: a tree the GPU cannot hold must leave nothing behind, on disk or elsewhere */
+    /* device first: a tree the GPU cannot hold must leave nothing behind, on disk or elsewhere.
+     * A device that fails (rather than being full) does not refuse the mesh: it is stored, and
+     * queries on scenes using it run on the CPU engine, as after a failed load at start-up. */
     if (st->engine) {
-        if ((op->rc = tdm_engine_mesh_add(st->engine, bvh)) != TDM_OK) {
+        int rc = tdm_engine_mesh_add(st->engine, bvh);
+        if (rc == TDM_EGPU) {
+            tdm_log_warn("MeshPut: copying the tree to the GPU failed (%s): the mesh is stored and queries on "
+                         "scenes using it run on the CPU engine", tdm_strerror(rc));
+        } else if ((op->rc = rc) != TDM_OK) {
             upload_error(st, op, blob_len);
             goto out;
+        } else {
+            resident = 1;
         }
-        resident = 1;
     }
     uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
     tdm_mesh_canon_prefix(nv, nt, prefix);

@@ -48,7 +48,18 @@ typedef struct tdm_gpu_config {
     int streams;             /* batches in flight at once, each on its own CUDA stream (1..8) */
     uint64_t chunk_tasks;    /* tasks per in-flight batch; 0 picks from the run's size */
     int fill_threads;        /* host threads writing a batch's task buffers (1..16); 0: min(8, cores) */
+    int traversal;           /* TDM_GPU_TRAVERSE_PAIRS (default) or TDM_GPU_TRAVERSE_BLOCKS, below */
 } tdm_gpu_config;
+
+/* How the traversal kernel maps threads to node pairs. Both run on the blocked
+ * node layout: each tree is copied to the device breadth first, the two children
+ * of a node adjacent in one 128-byte line (a block), and both give the same
+ * answers. PAIRS: one thread per node pair, a descent's child pairs side by side,
+ * so neighbouring threads read the same blocks in shared memory transactions.
+ * BLOCKS: four threads per pair of blocks, each loading one node into shared
+ * memory for all four (Damkjaer & Erleben's blocked traversal); slower where the
+ * descent often splits one side only, which idles half of the four. */
+enum { TDM_GPU_TRAVERSE_PAIRS = 0, TDM_GPU_TRAVERSE_BLOCKS = 1 };
 
 tdm_gpu_config tdm_gpu_config_default(void);
 

@@ -24,7 +24,8 @@ int tdm_gpu_tri_tri_batch(const double *p, const double *q, size_t n, uint8_t *o
 tdm_gpu_config tdm_gpu_config_default(void)
 {
     /* designated, so that fields added to the config read as 0 (their default) here */
-    tdm_gpu_config c = {.device = 0, .memory_budget = 0, .frontier_pairs = 1u << 26, .streams = 2, .chunk_tasks = 0};
+    tdm_gpu_config c = {.device = 0, .memory_budget = 0, .frontier_pairs = 1u << 26, .streams = 2, .chunk_tasks = 0,
+                         .traversal = TDM_GPU_TRAVERSE_PAIRS};
     return c;
 }
 

@@ -11,7 +11,8 @@ extern "C" {
 #endif
 
 struct tdm_gpu_mesh {
-    tdm_bvh_node *nodes; /* device: n_nodes, the host tree's layout */
+    tdm_bvh_node *nodes; /* device: n_nodes, the host tree's layout (the hybrid engine's) */
+    tdm_bvh_node *blocked; /* device: the same nodes breadth first, siblings adjacent (the resident engine's) */
     float *tris;         /* device: 9 * n_tris, leaf order */
     uint32_t *ids;       /* device: n_tris mesh triangle indices */
     uint32_t n_nodes, n_tris;

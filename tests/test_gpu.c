@@ -8,6 +8,8 @@
  *    generated scenes (zero differences allowed: both are exact);
  *  - a frontier far too small for the batch is detected and re-run, never
  *    truncated, and still gives the same answers;
+ *  - both traversals (TDM_GPU_TRAVERSE_PAIRS and _BLOCKS) do all of that, and
+ *    an unknown one is refused;
  *  - an upload over the device-memory budget fails cleanly and leaves the
  *    engine usable;
  *  - the hybrid engine (host traversal, device tests) gives the CPU engine's
@@ -202,6 +204,34 @@ Test(gpu, frontier_overflow_is_rerun_not_truncated)
     cfg.frontier_pairs = 1024;
     cfg.memory_budget = 64u << 20;
     check_scenes(&cfg);
+}
+
+Test(gpu, blocks_traversal_matches_cpu_engine)
+{
+    require_gpu();
+    tdm_gpu_config cfg = tdm_gpu_config_default();
+    cfg.traversal = TDM_GPU_TRAVERSE_BLOCKS;
+    check_scenes(&cfg);
+}
+
+Test(gpu, blocks_traversal_frontier_overflow_is_rerun)
+{
+    require_gpu();
+    tdm_gpu_config cfg = tdm_gpu_config_default();
+    cfg.traversal = TDM_GPU_TRAVERSE_BLOCKS;
+    cfg.frontier_pairs = 1024;
+    cfg.memory_budget = 64u << 20;
+    check_scenes(&cfg);
+}
+
+Test(gpu, unknown_traversal_is_refused)
+{
+    require_gpu();
+    tdm_gpu_config cfg = tdm_gpu_config_default();
+    cfg.traversal = 7;
+    tdm_gpu *g = NULL;
+    cr_assert_eq(tdm_gpu_create(&cfg, &g, NULL), TDM_EINVAL);
+    cr_assert_null(g);
 }
 
 Test(gpu, upload_over_budget_fails_cleanly)

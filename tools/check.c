@@ -38,11 +38,11 @@ static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh *
 int tdm_cmd_check(int argc, char **argv)
 {
     const char *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *threads_s = "0", *out_path = NULL,
-               *origin_s = "raw", *max_s = "1000000", *backend_s = "cpu";
+               *origin_s = "raw", *max_s = "1000000", *backend_s = "cpu", *traversal_s = "pairs";
     const tdm_opt opts[] = {{"--env", &env},         {"--robot", &robot},          {"--poses", &poses_path},
                             {"--mode", &mode_s},     {"--threads", &threads_s},    {"--out", &out_path},
                             {"--robot-origin", &origin_s}, {"--max-contacts", &max_s},
-                            {"--backend", &backend_s}};
+                            {"--backend", &backend_s}, {"--gpu-traversal", &traversal_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "check") < 0) return TDM_EXIT_USAGE;
     if (!env || !robot || !poses_path || !mode_s) {
         tdm_cli_error("check: --env, --robot, --poses and --mode are required");
@@ -58,6 +58,9 @@ int tdm_cmd_check(int argc, char **argv)
     static const char *const backends[] = {"cpu", "gpu", "hybrid"};
     int backend = tdm_cli_choice("check", "--backend", backend_s, backends, 3);
     if (backend < 0) return TDM_EXIT_USAGE;
+    static const char *const traversals[] = {"pairs", "blocks"};
+    int traversal = tdm_cli_choice("check", "--gpu-traversal", traversal_s, traversals, 2);
+    if (traversal < 0) return TDM_EXIT_USAGE;
     int use_gpu = backend != CPU; /* a tdm_gpu holds the meshes of both GPU backends */
     uint64_t threads, max_contacts;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
@@ -91,7 +94,9 @@ int tdm_cmd_check(int argc, char **argv)
     }
     if (use_gpu) {
         const char *why = NULL;
-        rc = tdm_gpu_create(NULL, &gpu, &why);
+        tdm_gpu_config gc = tdm_gpu_config_default();
+        gc.traversal = traversal ? TDM_GPU_TRAVERSE_BLOCKS : TDM_GPU_TRAVERSE_PAIRS;
+        rc = tdm_gpu_create(&gc, &gpu, &why);
         if (rc != TDM_OK) {
             tdm_cli_error("cannot start the GPU engine: %s%s%s", tdm_strerror(rc), why && *why ? ": " : "",
                           why ? why : "");

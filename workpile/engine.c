@@ -138,7 +138,7 @@ const char *tdm_engine_kind_name(tdm_engine_kind k)
 
 tdm_engine_config tdm_engine_config_default(void)
 {
-    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1, 3};
+    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1, 0, 3};
     return c;
 }
 
@@ -319,6 +319,7 @@ static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **w
     gc.device = cfg->gpu_device;
     gc.memory_budget = cfg->gpu_memory;
     gc.streams = cfg->gpu_streams;
+    gc.traversal = cfg->gpu_traversal;
     int rc = tdm_gpu_create(&gc, &e->gpu, why);
     if (rc != TDM_OK) return rc;
     e->lanes[0].gpu = e->gpu;
