@@ -6,12 +6,13 @@
  * one or two triangles, stored by value (9 floats each) in leaf order, so a leaf
  * test reads one contiguous run and never chases an index (a zero-area triangle
  * is stored as the segment it is, see tdm_bvh_zero_area_as_segments). The same arrays are
- * uploaded to the GPU unchanged: a node pair's four children are two pairs of
- * 64-byte loads, which a warp serves in coalesced 128-byte transactions, and the
- * depth-first order keeps a frontier's loads clustered. We chose this over the
- * 4-wide blocked layout of Damkjaer & Erleben because the CPU engine and both GPU
- * engines can then share one build and one blob, with no imaginary filler nodes;
- * a blocked view can still be derived from it at upload time if profiling says so.
+ * uploaded to the GPU unchanged for the hybrid engine. The GPU-resident engine
+ * derives a blocked copy at upload (gpu/resident.cu, blocked_layout): breadth
+ * first, a node's two children adjacent in one 128-byte line, the blocks its
+ * traversal loads together (gpu/gpu.h, TDM_GPU_TRAVERSE_*). The CPU engine and both
+ * GPU engines thus share one build and one blob, with no imaginary filler nodes;
+ * Damkjaer & Erleben's four-wide blocks (a node's four grandchildren) are not
+ * built.
  *
  * Build (Gottschalk et al. for the fit, Jorgensen et al. section 4.1 for the
  * top-down scheme). Fit an OBB to the node's triangles (area-weighted covariance

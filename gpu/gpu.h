@@ -2,7 +2,9 @@
  * memory; a batch of pose queries is traversed breadth-first, all queries at
  * once, with the frontier of node pairs on the device.
  *
- * Each iteration tests every frontier pair's boxes (one thread per pair), turns
+ * Each tree's nodes are kept in a blocked copy (siblings adjacent; see
+ * TDM_GPU_TRAVERSE_PAIRS below). Each iteration tests every frontier pair's boxes
+ * (one thread per pair, or four per pair of sibling blocks), turns
  * the per-pair results into output offsets with a prefix sum (CUB), writes the
  * children of overlapping pairs as the next frontier and the overlapping leaf
  * pairs as a leaf workpile, then tests that workpile's triangle pairs in bulk:
