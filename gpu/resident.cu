@@ -306,6 +306,24 @@ __global__ void prepare_tasks_kernel(const dinput *in, const dpair *pairs, dtask
     tasks[i] = t;
 }
 
+/* A traversal tile's output room: a block prefix sum of each thread's packed
+ * count (next-frontier entries in the low 16 bits, leaf pairs above) and one
+ * atomic per block on each counter. Returns the thread's packed offset; the
+ * block's bases are in *base_child and *base_leaf (shared) on return. */
+template <class Scan>
+__device__ static __forceinline__ uint32_t place(typename Scan::TempStorage &tmp, uint32_t packed, uint32_t *cnt,
+                                                 int it, uint32_t *base_child, uint32_t *base_leaf)
+{
+    uint32_t off, total;
+    Scan(tmp).ExclusiveSum(packed, off, total);
+    if (threadIdx.x == 0) {
+        *base_child = (total & 0xffffu) ? atomicAdd(&cnt[2 * (it + 1)], total & 0xffffu) : 0;
+        *base_leaf = (total >> 16) ? atomicAdd(&cnt[2 * it + 1], total >> 16) : 0;
+    }
+    __syncthreads();
+    return off;
+}
+
 /* TDM_GPU_TRAVERSE_BLOCKS: one BVTT level for every query at once, on the
  * blocked layout (see blocked_layout), as Damkjaer & Erleben process their
  * blocks (with blocks of two siblings, a binary tree's): a frontier entry (task, a, b) stands for a block of up to
@@ -375,13 +393,7 @@ __global__ void __launch_bounds__(BLOCK) traverse_blocks_kernel(const fpair *in,
                 }
             }
         }
-        uint32_t off, total;
-        Scan(scan_tmp).ExclusiveSum(packed, off, total);
-        if (threadIdx.x == 0) {
-            base_child = (total & 0xffffu) ? atomicAdd(&cnt[2 * (it + 1)], total & 0xffffu) : 0;
-            base_leaf = (total >> 16) ? atomicAdd(&cnt[2 * it + 1], total >> 16) : 0;
-        }
-        __syncthreads();
+        uint32_t off = place<Scan>(scan_tmp, packed, cnt, it, &base_child, &base_leaf);
         if (packed >> 16) {
             uint32_t k = base_leaf + (off >> 16);
             if (k < cap_leaves) leaves[k] = o;
@@ -448,13 +460,7 @@ __global__ void __launch_bounds__(BLOCK) traverse_kernel(const fpair *in, fpair 
                 }
             }
         }
-        uint32_t off, total;
-        Scan(scan_tmp).ExclusiveSum(packed, off, total);
-        if (threadIdx.x == 0) {
-            base_child = (total & 0xffffu) ? atomicAdd(&cnt[2 * (it + 1)], total & 0xffffu) : 0;
-            base_leaf = (total >> 16) ? atomicAdd(&cnt[2 * it + 1], total >> 16) : 0;
-        }
-        __syncthreads();
+        uint32_t off = place<Scan>(scan_tmp, packed, cnt, it, &base_child, &base_leaf);
         if (packed >> 16) {
             uint32_t o = base_leaf + (off >> 16);
             if (o < cap_leaves) leaves[o] = p;

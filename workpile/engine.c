@@ -313,6 +313,15 @@ void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh)
 static int calibrate(tdm_engine *e);
 static void set_threshold(tdm_engine *e);
 
+/* Undoes a partial start_gpu. */
+static void stop_gpu(tdm_engine *e)
+{
+    for (int k = 1; k < e->n_lanes; k++) tdm_gpu_destroy(e->lanes[k].gpu);
+    for (int k = 0; k < e->n_lanes; k++) e->lanes[k].gpu = NULL;
+    tdm_gpu_destroy(e->gpu);
+    e->gpu = NULL;
+}
+
 static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **why)
 {
     tdm_gpu_config gc = tdm_gpu_config_default();
@@ -326,12 +335,7 @@ static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **w
     for (int k = 1; k < e->n_lanes && rc == TDM_OK; k++) rc = tdm_gpu_create_lane(e->gpu, &e->lanes[k].gpu);
     if (rc != TDM_OK) {
         if (why) *why = "a second lane on the GPU could not start";
-        for (int k = 0; k < e->n_lanes; k++) {
-            if (k > 0) tdm_gpu_destroy(e->lanes[k].gpu);
-            e->lanes[k].gpu = NULL;
-        }
-        tdm_gpu_destroy(e->gpu);
-        e->gpu = NULL;
+        stop_gpu(e);
         return rc;
     }
     tdm_hybrid_config hc = tdm_hybrid_config_default();
@@ -339,12 +343,7 @@ static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **w
     rc = tdm_hybrid_create(e->gpu, &hc, &e->hybrid);
     if (rc != TDM_OK) {
         if (why) *why = "the hybrid engine could not start";
-        for (int k = 0; k < e->n_lanes; k++) {
-            if (k > 0) tdm_gpu_destroy(e->lanes[k].gpu);
-            e->lanes[k].gpu = NULL;
-        }
-        tdm_gpu_destroy(e->gpu);
-        e->gpu = NULL;
+        stop_gpu(e);
     }
     return rc;
 }
