@@ -605,8 +605,8 @@ static uint64_t scratch_need(const tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     return (uint64_t)g->n_slots * (pairs * 2 * sizeof(fpair) + leaves * 2 * sizeof(fpair)); /* + the triangle workpile */
 }
 
-/* Frees every slot's frontier buffers and gives their bytes back. */
-static void free_frontiers(tdm_gpu *g)
+/* Frees every slot's frontier buffers; the budget is the caller's to settle. */
+static void free_frontier_buffers(tdm_gpu *g)
 {
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
@@ -616,6 +616,12 @@ static void free_frontiers(tdm_gpu *g)
         cudaFree(s->tris);
         s->front[0] = s->front[1] = s->leaves = s->tris = NULL;
     }
+}
+
+/* Frees every slot's frontier buffers and gives their bytes back. */
+static void free_frontiers(tdm_gpu *g)
+{
+    free_frontier_buffers(g);
     g->cap_pairs = g->cap_leaves = 0;
     budget_add(g->bud, BUD_SCRATCH, -(int64_t)g->scratch_bytes);
     g->scratch_bytes = 0;
@@ -635,14 +641,7 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     if (budget_add(g->bud, BUD_SCRATCH, (int64_t)(need - g->scratch_bytes)) != TDM_OK) return OVERFLOW_RC;
     uint64_t old_p = g->cap_pairs, old_l = g->cap_leaves;
     g->scratch_bytes = need;
-    for (int k = 0; k < g->n_slots; k++) {
-        slot *s = &g->slots[k];
-        cudaFree(s->front[0]);
-        cudaFree(s->front[1]);
-        cudaFree(s->leaves);
-        cudaFree(s->tris);
-        s->front[0] = s->front[1] = s->leaves = s->tris = NULL;
-    }
+    free_frontier_buffers(g);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaMalloc(&s->front[0], pairs * sizeof(fpair)) != cudaSuccess ||
