@@ -108,7 +108,7 @@ report() {
     if (( ${#profiles[@]} )); then
         echo
         echo "tandemd's threads during each row (bench/thread_cpu.sh: % of one core, xN = N threads of that name;"
-        echo "tandemd is the event loop, tdm-pool libuv's pool (pose conversion and reply packing of large requests), tdm-dispatch the dispatcher threads (one per engine lane), tdm-cpu the CPU engine, tdm-gpu-fill the GPU engine's host team; the clients share the host):"
+        echo "tandemd is the event loop, tdm-pool libuv's pool (pose conversion of large requests), tdm-dispatch the dispatcher threads (one per engine lane; they also pack the replies), tdm-cpu the CPU engine, tdm-gpu-fill the GPU engine's host team; the clients share the host):"
         echo
         echo "| clients | batch | tandemd's threads | the clients' process (all threads) |"
         echo "|--:|--:|:--|--:|"

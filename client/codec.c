@@ -628,14 +628,100 @@ static bool dec_u32s(pb_istream_t *s, const pb_field_t *f, void **arg)
     return true;
 }
 
-static bool dec_pair(pb_istream_t *s, const pb_field_t *f, void **arg)
+/* QueryReply is decoded with nanopb's field primitives rather than pb_decode: a reply holds
+ * one QueryResult per query, and pb_decode's descriptor walk and defaults cost ~70 ns per
+ * result, as much as the server spends on a query. The rules are pb_decode's: fields in any
+ * order, the last value of a scalar wins, unknown fields are skipped, a zero tag or a known
+ * field with another wire type is refused, a uint32 past 2^32 - 1 is refused; and, as in
+ * protobuf-c, a tag or length padded past five bytes. tests/test_codec.c checks it against
+ * protobuf-c on random and damaged replies. */
+static bool dec_u32(pb_istream_t *s, pb_wire_type_t wt, uint32_t *v, dctx *d)
 {
-    (void)f;
-    dctx *d = *arg;
-    tandem_v1_Contact c = tandem_v1_Contact_init_zero;
-    if (!pb_decode(s, tandem_v1_Contact_fields, &c)) return false;
+    uint64_t x;
+    if (wt != PB_WT_VARINT) {
+        d->why = "a field with the wrong wire type";
+        return false;
+    }
+    if (!pb_decode_varint(s, &x)) return false;
+    if (x > UINT32_MAX) {
+        d->why = "an integer too large";
+        return false;
+    }
+    *v = (uint32_t)x;
+    return true;
+}
+
+static bool dec_flag(pb_istream_t *s, pb_wire_type_t wt, uint32_t *v, dctx *d)
+{
+    bool b;
+    if (wt != PB_WT_VARINT) {
+        d->why = "a field with the wrong wire type";
+        return false;
+    }
+    if (!pb_decode_bool(s, &b)) return false;
+    *v = b;
+    return true;
+}
+
+/* The next field's tag; false at a malformed or zero tag, or one padded past the five bytes
+ * a 32-bit varint needs (nanopb reads up to ten, protobuf-c and the protobuf spec five). */
+static bool dec_tag(pb_istream_t *s, pb_wire_type_t *wt, uint32_t *tag, dctx *d)
+{
+    bool eof;
+    size_t before = s->bytes_left;
+    if (!pb_decode_tag(s, wt, tag, &eof)) return false;
+    if (*tag == 0 || before - s->bytes_left > 5) {
+        d->why = *tag == 0 ? "a zero field tag" : "an over-long field tag";
+        return false;
+    }
+    return true;
+}
+
+/* A length-delimited field as a substream; false when it is not one (or its length is
+ * over-long, as for tags). */
+static bool dec_sub(pb_istream_t *s, pb_wire_type_t wt, pb_istream_t *sub, dctx *d)
+{
+    if (wt != PB_WT_STRING) {
+        d->why = "a field with the wrong wire type";
+        return false;
+    }
+    size_t before = s->bytes_left;
+    if (!pb_make_string_substream(s, sub)) return false;
+    if (before - s->bytes_left - sub->bytes_left > 5) {
+        d->why = "an over-long length";
+        return false;
+    }
+    return true;
+}
+
+/* An unknown field, skipped under the same limits (a varint of at most ten bytes). */
+static bool dec_skip(pb_istream_t *s, pb_wire_type_t wt, dctx *d)
+{
+    uint64_t v;
+    pb_istream_t sub;
+    if (wt == PB_WT_VARINT) return pb_decode_varint(s, &v);
+    if (wt == PB_WT_STRING) return dec_sub(s, wt, &sub, d) && pb_close_string_substream(s, &sub);
+    return pb_skip_field(s, wt);
+}
+
+static bool dec_pair(pb_istream_t *s, dctx *d)
+{
+    tdm_contact v = {0, 0, 0, 0};
+    while (s->bytes_left) {
+        uint32_t tag;
+        pb_wire_type_t wt;
+        if (!dec_tag(s, &wt, &tag, d)) return false;
+        bool ok;
+        switch (tag) {
+        case 1: ok = dec_u32(s, wt, &v.object_a, d); break;
+        case 2: ok = dec_u32(s, wt, &v.triangle_a, d); break;
+        case 3: ok = dec_u32(s, wt, &v.object_b, d); break;
+        case 4: ok = dec_u32(s, wt, &v.triangle_b, d); break;
+        default: ok = dec_skip(s, wt, d); break;
+        }
+        if (!ok) return false;
+    }
     if (!d->qs || !d->qs->want_pairs) return true; /* not asked for: skipped */
-    tdm_contact v = {c.object_a, c.triangle_a, c.object_b, c.triangle_b};
     tdm_pairs *up = d->qs->pairs;
     if (up) {
         if (d->n_pairs < up->cap) up->data[d->n_pairs] = v;
@@ -648,10 +734,8 @@ static bool dec_pair(pb_istream_t *s, const pb_field_t *f, void **arg)
     return true;
 }
 
-static bool dec_result(pb_istream_t *s, const pb_field_t *f, void **arg)
+static bool dec_result(pb_istream_t *s, dctx *d)
 {
-    (void)f;
-    dctx *d = *arg;
     if (d->qs && d->qs->n_expected && d->n_results >= d->qs->n_expected) {
         d->why = "more query results than queries sent";
         return false;
@@ -661,20 +745,44 @@ static bool dec_result(pb_istream_t *s, const pb_field_t *f, void **arg)
             return false;
         d->results = d->r->results;
     }
-    tandem_v1_QueryResult m = tandem_v1_QueryResult_init_zero;
-    m.pairs.funcs.decode = dec_pair;
-    m.pairs.arg = d;
-    size_t first = d->n_pairs;
+    tdm_query_result q = {0};
+    q.first_pair = d->n_pairs;
     d->cur_pairs = 0;
-    if (!pb_decode(s, tandem_v1_QueryResult_fields, &m)) return false;
-    tdm_query_result *q = &d->results[d->n_results++];
-    q->colliding = m.colliding;
-    q->truncated = m.truncated;
-    q->contacts = m.contacts;
-    q->object_a = m.object_a;
-    q->object_b = m.object_b;
-    q->n_pairs = (uint32_t)d->cur_pairs;
-    q->first_pair = first;
+    while (s->bytes_left) {
+        uint32_t tag;
+        pb_wire_type_t wt;
+        if (!dec_tag(s, &wt, &tag, d)) return false;
+        bool ok;
+        pb_istream_t sub;
+        switch (tag) {
+        case 1: ok = dec_flag(s, wt, &q.colliding, d); break;
+        case 2: ok = dec_u32(s, wt, &q.object_a, d); break;
+        case 3: ok = dec_u32(s, wt, &q.object_b, d); break;
+        case 4: ok = dec_u32(s, wt, &q.contacts, d); break;
+        case 5: ok = dec_flag(s, wt, &q.truncated, d); break;
+        case 6: ok = dec_sub(s, wt, &sub, d) && dec_pair(&sub, d) && pb_close_string_substream(s, &sub); break;
+        default: ok = dec_skip(s, wt, d); break;
+        }
+        if (!ok) return false;
+    }
+    q.n_pairs = (uint32_t)d->cur_pairs;
+    d->results[d->n_results++] = q;
+    return true;
+}
+
+static bool dec_query_reply(pb_istream_t *s, dctx *d)
+{
+    while (s->bytes_left) {
+        uint32_t tag;
+        pb_wire_type_t wt;
+        if (!dec_tag(s, &wt, &tag, d)) return false;
+        pb_istream_t sub;
+        if (tag == 1) {
+            if (!dec_sub(s, wt, &sub, d) || !dec_result(&sub, d) || !pb_close_string_substream(s, &sub)) return false;
+        } else if (!dec_skip(s, wt, d)) {
+            return false;
+        }
+    }
     return true;
 }
 
@@ -848,10 +956,7 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         break;
     }
     case TDM_REPLY_QUERY: {
-        tandem_v1_QueryReply m = tandem_v1_QueryReply_init_zero;
-        m.results.funcs.decode = dec_result;
-        m.results.arg = &d;
-        ok = pb_decode(&s, tandem_v1_QueryReply_fields, &m);
+        ok = dec_query_reply(&s, &d);
         if (ok && qs && qs->n_expected && d.n_results != qs->n_expected) {
             ok = false;
             d.why = "fewer query results than queries sent";

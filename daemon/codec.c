@@ -118,6 +118,129 @@ Tandem__V1__Request *tdm_decode_request(tdm_arena *a, const uint8_t *buf, size_t
     return r;
 }
 
+/* ---- the Query reply ------------------------------------------------------------------------ */
+
+/* Field tags (field number << 3 | wire type) of the messages written here. */
+enum {
+    TAG_REPLY_ID = 1 << 3 | 0,
+    TAG_REPLY_QUERY = 17 << 3 | 2, /* two bytes as a varint */
+    TAG_RESULTS = 1 << 3 | 2,
+    TAG_COLLIDING = 1 << 3 | 0,
+    TAG_OBJECT_A = 2 << 3 | 0,
+    TAG_OBJECT_B = 3 << 3 | 0,
+    TAG_CONTACTS = 4 << 3 | 0,
+    TAG_TRUNCATED = 5 << 3 | 0,
+    TAG_PAIRS = 6 << 3 | 2,
+};
+
+static size_t varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* proto3: a field holding its default value (0, false) is left out */
+static size_t u32_field_size(uint32_t v) { return v ? 1 + varint_size(v) : 0; }
+
+static uint8_t *put_u32_field(uint8_t *p, unsigned tag, uint32_t v)
+{
+    if (!v) return p;
+    *p++ = (uint8_t)tag;
+    return put_varint(p, v);
+}
+
+static size_t contact_size(const tdm_contact *c)
+{
+    return u32_field_size(c->object_a) + u32_field_size(c->triangle_a) + u32_field_size(c->object_b) +
+           u32_field_size(c->triangle_b);
+}
+
+/* A QueryResult's body (without its tag and length). The pair of objects is
+ * sent only with a collision. */
+static size_t result_size(const tdm_query_result *q, const tdm_contact *pairs)
+{
+    size_t s = 0;
+    if (q->colliding) s += 2 + u32_field_size(q->object_a) + u32_field_size(q->object_b);
+    s += u32_field_size(q->contacts);
+    if (q->truncated) s += 2;
+    if (pairs)
+        for (uint32_t t = 0; t < q->n_pairs; t++) {
+            size_t c = contact_size(&pairs[t]);
+            s += 1 + varint_size(c) + c;
+        }
+    return s;
+}
+
+static size_t results_size(const tdm_query_result *r, uint32_t n, const tdm_contact *pairs, uint32_t stride)
+{
+    size_t s = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t b = result_size(&r[i], pairs ? pairs + (size_t)i * stride : NULL);
+        s += 1 + varint_size(b) + b;
+    }
+    return s;
+}
+
+size_t tdm_query_reply_size(uint64_t id, const tdm_query_result *results, uint32_t n, const tdm_contact *pairs,
+                            uint32_t stride)
+{
+    size_t q = results_size(results, n, pairs, stride);
+    return (id ? 1 + varint_size(id) : 0) + 2 + varint_size(q) + q;
+}
+
+void tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
+                           const tdm_contact *pairs, uint32_t stride)
+{
+    uint8_t *p = out;
+    if (id) {
+        *p++ = TAG_REPLY_ID;
+        p = put_varint(p, id);
+    }
+    p = put_varint(p, TAG_REPLY_QUERY);
+    p = put_varint(p, results_size(results, n, pairs, stride));
+    for (uint32_t i = 0; i < n; i++) {
+        const tdm_query_result *q = &results[i];
+        const tdm_contact *qp = pairs ? pairs + (size_t)i * stride : NULL;
+        *p++ = TAG_RESULTS;
+        p = put_varint(p, result_size(q, qp));
+        if (q->colliding) {
+            *p++ = TAG_COLLIDING;
+            *p++ = 1;
+            p = put_u32_field(p, TAG_OBJECT_A, q->object_a);
+            p = put_u32_field(p, TAG_OBJECT_B, q->object_b);
+        }
+        p = put_u32_field(p, TAG_CONTACTS, q->contacts);
+        if (q->truncated) {
+            *p++ = TAG_TRUNCATED;
+            *p++ = 1;
+        }
+        if (qp)
+            for (uint32_t t = 0; t < q->n_pairs; t++) {
+                *p++ = TAG_PAIRS;
+                p = put_varint(p, contact_size(&qp[t]));
+                /* Contact's fields are tagged 1..4 like QueryResult's first four */
+                p = put_u32_field(p, 1 << 3, qp[t].object_a);
+                p = put_u32_field(p, 2 << 3, qp[t].triangle_a);
+                p = put_u32_field(p, 3 << 3, qp[t].object_b);
+                p = put_u32_field(p, 4 << 3, qp[t].triangle_b);
+            }
+    }
+}
+
 int tdm_utf8_valid(const char *s, size_t max)
 {
     const unsigned char *p = (const unsigned char *)s;

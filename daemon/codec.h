@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../workpile/engine.h"
 #include "tandem.pb-c.h"
 
 typedef struct tdm_arena tdm_arena;
@@ -36,6 +37,18 @@ size_t tdm_arena_allocated(const tdm_arena *a);
  * budget; *why then says which. The request lives until the arena is reset or
  * freed. */
 Tandem__V1__Request *tdm_decode_request(tdm_arena *a, const uint8_t *buf, size_t len, const char **why);
+
+/* The Reply {id, query: QueryReply {results}} for a finished query batch,
+ * written by hand: one QueryResult per query, and protobuf-c's generic packing
+ * (two descriptor walks per submessage) cost more per query than the GPU's
+ * traversal. The bytes are exactly protobuf-c's (tested byte for byte).
+ * results: n of them; pairs: NULL, or query i's results[i].n_pairs pairs at
+ * pairs + i x stride. tdm_query_reply_size gives the Reply's size; write puts
+ * that many bytes at out. */
+size_t tdm_query_reply_size(uint64_t id, const tdm_query_result *results, uint32_t n, const tdm_contact *pairs,
+                            uint32_t stride);
+void tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
+                           const tdm_contact *pairs, uint32_t stride);
 
 /* Checks that a protobuf string is valid UTF-8 (proto3 requires it of strings,
  * protobuf-c does not check) and at most max bytes long. */

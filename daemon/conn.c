@@ -193,11 +193,9 @@ static void on_write(uv_write_t *req, int status)
     update_flow(c);
 }
 
-tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
+tdm_frame *tdm_frame_new(size_t n, uint8_t **body)
 {
-    size_t n = tandem__v1__reply__get_packed_size(reply);
-    *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
-    if (*too_large) return NULL;
+    if (n > UINT32_MAX - 4) return NULL;
     tdm_frame *o = malloc(sizeof *o + 4 + n);
     if (!o) return NULL;
     o->conn = NULL;
@@ -206,7 +204,18 @@ tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
     o->data[1] = (uint8_t)(n >> 16);
     o->data[2] = (uint8_t)(n >> 8);
     o->data[3] = (uint8_t)n;
-    tandem__v1__reply__pack(reply, o->data + 4);
+    *body = o->data + 4;
+    return o;
+}
+
+tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
+{
+    size_t n = tandem__v1__reply__get_packed_size(reply);
+    *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
+    if (*too_large) return NULL;
+    uint8_t *body;
+    tdm_frame *o = tdm_frame_new(n, &body);
+    if (o) tandem__v1__reply__pack(reply, body);
     return o;
 }
 

@@ -89,7 +89,7 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix);
 void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply);
 
 /* A reply packed with its length prefix. Packing touches no connection, so it
- * may run on any thread (large query replies are packed on libuv's thread pool);
+ * may run on any thread (query replies are packed by the dispatcher thread that ran them);
  * sending is the loop's. */
 typedef struct tdm_frame tdm_frame;
 /* NULL when out of memory or too large to frame (*too_large says which). */
@@ -97,6 +97,9 @@ tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large);
 /* Queues the frame and takes it (freed when written, or now when the connection
  * is closing). */
 void tdm_conn_send_frame(tdm_conn *c, tdm_frame *f);
+/* A frame with room for an n-byte body (*body), length prefix written; NULL
+ * when out of memory or n does not fit the 4-byte length. Any thread. */
+tdm_frame *tdm_frame_new(size_t n, uint8_t **body);
 void tdm_frame_free(tdm_frame *f);
 /* Queues an Error reply and counts it. */
 void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,

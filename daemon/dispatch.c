@@ -24,6 +24,7 @@ struct tdm_dispatch {
     uv_async_t async; /* first: the close callback casts back */
     tdm_engine *engine;
     uint64_t max_tasks, max_pairs;
+    void (*ran)(tdm_query_job *, void *);
     void (*done)(tdm_query_job *, void *);
     void *data;
     worker workers[MAX_WORKERS]; /* one per engine lane: that many batches run at once */
@@ -87,7 +88,10 @@ static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries)
         }
     }
     if (rc != TDM_OK) tdm_log_error("engine run of %zu queries failed: %s", n_queries, tdm_strerror(rc));
-    for (tdm_query_job *j = batch; j; j = j->next) j->rc = rc;
+    for (tdm_query_job *j = batch; j; j = j->next) {
+        j->rc = rc;
+        if (w->d->ran) w->d->ran(j, w->d->data);
+    }
 }
 
 static void *dispatch_main(void *arg)
@@ -156,7 +160,8 @@ static void on_async(uv_async_t *h)
 }
 
 int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
-                        void (*done)(tdm_query_job *job, void *data), void *data, tdm_dispatch **out)
+                        void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
+                        void *data, tdm_dispatch **out)
 {
     *out = NULL;
     tdm_dispatch *d = calloc(1, sizeof *d);
@@ -164,6 +169,7 @@ int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_
     d->engine = engine;
     d->max_tasks = max_batch_tasks ? max_batch_tasks : 1;
     d->max_pairs = max_batch_pairs;
+    d->ran = ran;
     d->done = done;
     d->data = data;
     d->trace = getenv("TDM_DISPATCH_TRACE") != NULL;

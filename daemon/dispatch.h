@@ -32,13 +32,13 @@ struct tdm_query_job {
     void *owner;          /* the connection */
     void *scene_ref;      /* the stored scene, referenced while the job lives */
     uint64_t request_id;
-    uv_work_t work;       /* large jobs: pose conversion, then reply packing, on libuv's thread pool */
+    uv_work_t work;       /* large jobs: pose conversion on libuv's thread pool */
     double *raw;          /* the pose numbers as sent, while they wait for conversion */
     int bad_code;         /* conversion: 0, or the error code of the first bad pose */
     uint32_t bad_object;  /* ... its movable object (index into scene->movable) */
     size_t bad_query;     /* ... its query */
     double bad_norm;      /* ... its quaternion's norm */
-    struct tdm_frame *frame; /* the packed reply */
+    struct tdm_frame *frame; /* the packed reply (by the `ran` callback, on the dispatcher thread) */
     int frame_too_large;
     /* engine side */
     const tdm_scene *scene;
@@ -59,9 +59,13 @@ typedef struct tdm_dispatch_stats {
     uint64_t batches, jobs, queries, tasks;
 } tdm_dispatch_stats;
 
-/* done: called on the loop thread for every finished job (which it then owns). */
+/* ran (may be NULL): called on the dispatcher thread for each job of a batch
+ * once the engine has run it (rc and results set), e.g. to pack its reply off
+ * the loop; it must not touch loop-side state. done: called on the loop thread
+ * for every finished job (which it then owns). */
 int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
-                        void (*done)(tdm_query_job *job, void *data), void *data, tdm_dispatch **out);
+                        void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
+                        void *data, tdm_dispatch **out);
 /* Loop thread. The job is the dispatcher's until `done` gets it back. */
 void tdm_dispatch_submit(tdm_dispatch *d, tdm_query_job *job);
 /* Jobs submitted and not yet handed back (loop thread). */

@@ -665,65 +665,16 @@ static void free_job(tdm_query_job *j)
 }
 
 /* The reply of a finished job, framed; touches no connection, so it runs on
- * libuv's thread pool for large jobs. NULL when out of memory or too large. */
+ * the dispatcher thread that ran the job (tdm_request_query_packed). NULL when
+ * out of memory or too large. */
 static tdm_frame *pack_query_reply(const tdm_query_job *j, int *too_large)
 {
-    *too_large = 0;
-    uint32_t n = j->n_queries;
-    size_t total_pairs = 0;
-    if (j->pairs)
-        for (uint32_t i = 0; i < n; i++) total_pairs += j->results[i].n_pairs;
-    /* one pose without pairs, the latency-critical case, needs no allocation */
-    Tandem__V1__QueryResult one, *one_ptr = &one;
-    Tandem__V1__QueryResult *res = &one, **rptr = &one_ptr;
-    Tandem__V1__Contact *con = NULL, **cptr = NULL;
-    void *mem = NULL;
-    if (n > 1 || total_pairs > 0) {
-        size_t bytes = n * (sizeof *res + sizeof *rptr) + total_pairs * (sizeof *con + sizeof *cptr);
-        mem = malloc(bytes);
-        if (!mem) return NULL;
-        res = mem;
-        con = (Tandem__V1__Contact *)(res + n);
-        rptr = (Tandem__V1__QueryResult **)(con + total_pairs);
-        cptr = (Tandem__V1__Contact **)(rptr + n);
-    }
-    size_t k = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const tdm_query_result *q = &j->results[i];
-        Tandem__V1__QueryResult r = TANDEM__V1__QUERY_RESULT__INIT;
-        r.colliding = q->colliding != 0;
-        if (q->colliding) {
-            r.object_a = q->object_a;
-            r.object_b = q->object_b;
-        }
-        r.contacts = q->contacts;
-        r.truncated = q->truncated != 0;
-        if (j->pairs && q->n_pairs > 0) {
-            const tdm_contact *src = j->pairs + (size_t)i * j->max_contacts;
-            r.n_pairs = q->n_pairs;
-            r.pairs = &cptr[k];
-            for (uint32_t t = 0; t < q->n_pairs; t++, k++) {
-                Tandem__V1__Contact ct = TANDEM__V1__CONTACT__INIT;
-                ct.object_a = src[t].object_a;
-                ct.triangle_a = src[t].triangle_a;
-                ct.object_b = src[t].object_b;
-                ct.triangle_b = src[t].triangle_b;
-                con[k] = ct;
-                cptr[k] = &con[k];
-            }
-        }
-        res[i] = r;
-        rptr[i] = &res[i];
-    }
-    Tandem__V1__QueryReply qr = TANDEM__V1__QUERY_REPLY__INIT;
-    qr.n_results = n;
-    qr.results = rptr;
-    Tandem__V1__Reply reply = TANDEM__V1__REPLY__INIT;
-    reply.id = j->request_id;
-    reply.body_case = TANDEM__V1__REPLY__BODY_QUERY;
-    reply.query = &qr;
-    tdm_frame *f = tdm_frame_pack(&reply, too_large);
-    free(mem);
+    const tdm_contact *pairs = j->pairs;
+    size_t n = tdm_query_reply_size(j->request_id, j->results, j->n_queries, pairs, j->max_contacts);
+    *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
+    uint8_t *body;
+    tdm_frame *f = *too_large ? NULL : tdm_frame_new(n, &body);
+    if (f) tdm_query_reply_write(body, j->request_id, j->results, j->n_queries, pairs, j->max_contacts);
     return f;
 }
 
@@ -748,12 +699,12 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
     tdm_conn_end(c);
 }
 
-/* Requests of at least this many queries have their poses converted and their
- * replies packed on libuv's thread pool (UV_THREADPOOL_SIZE threads, 4 unless
- * set), not on the loop thread: with 64 clients sending 1024-pose requests,
- * conversion and packing took ~60 % of a loop that was the daemon's bottleneck.
- * Smaller ones stay on the loop, where a thread hand-off would cost more
- * latency than the work. */
+/* Requests of at least this many queries have their poses converted on
+ * libuv's thread pool (UV_THREADPOOL_SIZE threads, 4 unless set), not on the
+ * loop thread: with 64 clients sending 1024-pose requests, conversion and
+ * reply packing took ~60 % of a loop that was the daemon's bottleneck (replies
+ * are now packed by the dispatcher thread that ran them). Smaller ones stay on
+ * the loop, where a thread hand-off would cost more latency than the work. */
 #define OFFLOAD_QUERIES 64
 
 /* libuv's pool threads are named on their first job here, so that per-thread
@@ -765,31 +716,20 @@ static void name_pool_thread(void)
     named = 1;
 }
 
-static void pack_work(uv_work_t *w)
+void tdm_request_query_packed(tdm_query_job *j, void *data)
 {
-    name_pool_thread();
-    tdm_query_job *j = w->data;
-    j->frame = pack_query_reply(j, &j->frame_too_large);
-}
-
-static void pack_after(uv_work_t *w, int status)
-{
-    (void)status; /* never cancelled: tandemd does not call uv_cancel */
-    tdm_query_job *j = w->data;
-    finish_job(j, j->frame, j->frame_too_large);
+    (void)data;
+    if (j->rc == TDM_OK) j->frame = pack_query_reply(j, &j->frame_too_large);
 }
 
 void tdm_request_query_done(tdm_query_job *j, void *data)
 {
-    tdm_server *srv = data;
-    tdm_conn *c = j->owner;
-    if (tdm_conn_alive(c) && j->rc == TDM_OK && j->n_queries >= OFFLOAD_QUERIES) {
-        j->work.data = j;
-        if (uv_queue_work(srv->loop, &j->work, pack_work, pack_after) == 0) return;
-    }
-    int too_large = 0;
-    tdm_frame *f = tdm_conn_alive(c) && j->rc == TDM_OK ? pack_query_reply(j, &too_large) : NULL;
-    finish_job(j, f, too_large);
+    (void)data;
+    if (j->rc == TDM_OK && !j->frame && !j->frame_too_large) /* packed where it ran, unless memory ran out */
+        j->frame = pack_query_reply(j, &j->frame_too_large);
+    tdm_frame *f = j->frame;
+    j->frame = NULL;
+    finish_job(j, f, j->frame_too_large);
 }
 
 /* Converts a job's poses from the numbers sent; on a bad pose, records which

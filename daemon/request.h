@@ -12,7 +12,9 @@
 void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len);
 /* Answers one frame with ERROR_BUSY (the server is shutting down). */
 void tdm_request_refuse(tdm_conn *c, const uint8_t *frame, size_t len);
-/* The dispatcher's completion callback (data: the server). */
+/* The dispatcher's callbacks (data: the server): packed runs on the
+ * dispatcher thread (it packs the reply), done on the loop (it sends it). */
+void tdm_request_query_packed(tdm_query_job *job, void *data);
 void tdm_request_query_done(tdm_query_job *job, void *data);
 
 #endif
