@@ -153,8 +153,14 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v)
     return p;
 }
 
-/* proto3: a field holding its default value (0, false) is left out */
-static size_t u32_field_size(uint32_t v) { return v ? 1 + varint_size(v) : 0; }
+/* proto3: a field holding its default value (0, false) is left out. Branch
+ * free: most results of a batch are alike, but the few collisions among them
+ * would each cost a mispredicted branch. */
+static size_t u32_field_size(uint32_t v)
+{
+    size_t vs = 1 + (v >= 1u << 7) + (v >= 1u << 14) + (v >= 1u << 21) + (v >= 1u << 28);
+    return (size_t)(v != 0) * (1 + vs);
+}
 
 static uint8_t *put_u32_field(uint8_t *p, unsigned tag, uint32_t v)
 {
@@ -173,10 +179,8 @@ static size_t contact_size(const tdm_contact *c)
  * sent only with a collision. */
 static size_t result_size(const tdm_query_result *q, const tdm_contact *pairs)
 {
-    size_t s = 0;
-    if (q->colliding) s += 2 + u32_field_size(q->object_a) + u32_field_size(q->object_b);
-    s += u32_field_size(q->contacts);
-    if (q->truncated) s += 2;
+    size_t s = (size_t)(q->colliding != 0) * (2 + u32_field_size(q->object_a) + u32_field_size(q->object_b)) +
+               u32_field_size(q->contacts) + (size_t)(q->truncated != 0) * 2;
     if (pairs)
         for (uint32_t t = 0; t < q->n_pairs; t++) {
             size_t c = contact_size(&pairs[t]);
@@ -195,50 +199,74 @@ static size_t results_size(const tdm_query_result *r, uint32_t n, const tdm_cont
     return s;
 }
 
-size_t tdm_query_reply_size(uint64_t id, const tdm_query_result *results, uint32_t n, const tdm_contact *pairs,
-                            uint32_t stride)
+/* Room for the Reply's id and query field's tag and length, in front of the
+ * results: 1 + 10, 2, 5 bytes. */
+#define REPLY_HEAD_MAX 18u
+/* A result without pairs: tag, length, 2 + 6 + 6 + 6 + 2 bytes of fields. */
+#define RESULT_MAX 24u
+
+size_t tdm_query_reply_bound(const tdm_query_result *results, uint32_t n, const tdm_contact *pairs, uint32_t stride)
 {
-    size_t q = results_size(results, n, pairs, stride);
-    return (id ? 1 + varint_size(id) : 0) + 2 + varint_size(q) + q;
+    return REPLY_HEAD_MAX + (pairs ? results_size(results, n, pairs, stride) : (size_t)n * RESULT_MAX);
 }
 
-void tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
-                           const tdm_contact *pairs, uint32_t stride)
+/* A result's fields; p is past its tag and length. */
+static uint8_t *put_result(uint8_t *p, const tdm_query_result *q)
 {
-    uint8_t *p = out;
-    if (id) {
-        *p++ = TAG_REPLY_ID;
-        p = put_varint(p, id);
+    if (q->colliding) {
+        *p++ = TAG_COLLIDING;
+        *p++ = 1;
+        p = put_u32_field(p, TAG_OBJECT_A, q->object_a);
+        p = put_u32_field(p, TAG_OBJECT_B, q->object_b);
     }
-    p = put_varint(p, TAG_REPLY_QUERY);
-    p = put_varint(p, results_size(results, n, pairs, stride));
+    p = put_u32_field(p, TAG_CONTACTS, q->contacts);
+    if (q->truncated) {
+        *p++ = TAG_TRUNCATED;
+        *p++ = 1;
+    }
+    return p;
+}
+
+size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
+                             const tdm_contact *pairs, uint32_t stride)
+{
+    /* the results first, after room for the head, whose length field needs their size */
+    uint8_t *p = out + REPLY_HEAD_MAX;
     for (uint32_t i = 0; i < n; i++) {
         const tdm_query_result *q = &results[i];
         const tdm_contact *qp = pairs ? pairs + (size_t)i * stride : NULL;
         *p++ = TAG_RESULTS;
+        if (!qp || !q->n_pairs) {
+            /* at most RESULT_MAX - 2 bytes: a one-byte length, written after them */
+            uint8_t *len = p++;
+            p = put_result(p, q);
+            *len = (uint8_t)(p - len - 1);
+            continue;
+        }
         p = put_varint(p, result_size(q, qp));
-        if (q->colliding) {
-            *p++ = TAG_COLLIDING;
-            *p++ = 1;
-            p = put_u32_field(p, TAG_OBJECT_A, q->object_a);
-            p = put_u32_field(p, TAG_OBJECT_B, q->object_b);
+        p = put_result(p, q);
+        for (uint32_t t = 0; t < q->n_pairs; t++) {
+            *p++ = TAG_PAIRS;
+            p = put_varint(p, contact_size(&qp[t]));
+            /* Contact's fields are tagged 1..4 like QueryResult's first four */
+            p = put_u32_field(p, 1 << 3, qp[t].object_a);
+            p = put_u32_field(p, 2 << 3, qp[t].triangle_a);
+            p = put_u32_field(p, 3 << 3, qp[t].object_b);
+            p = put_u32_field(p, 4 << 3, qp[t].triangle_b);
         }
-        p = put_u32_field(p, TAG_CONTACTS, q->contacts);
-        if (q->truncated) {
-            *p++ = TAG_TRUNCATED;
-            *p++ = 1;
-        }
-        if (qp)
-            for (uint32_t t = 0; t < q->n_pairs; t++) {
-                *p++ = TAG_PAIRS;
-                p = put_varint(p, contact_size(&qp[t]));
-                /* Contact's fields are tagged 1..4 like QueryResult's first four */
-                p = put_u32_field(p, 1 << 3, qp[t].object_a);
-                p = put_u32_field(p, 2 << 3, qp[t].triangle_a);
-                p = put_u32_field(p, 3 << 3, qp[t].object_b);
-                p = put_u32_field(p, 4 << 3, qp[t].triangle_b);
-            }
     }
+    size_t q = (size_t)(p - out) - REPLY_HEAD_MAX;
+    uint8_t head[REPLY_HEAD_MAX], *h = head;
+    if (id) {
+        *h++ = TAG_REPLY_ID;
+        h = put_varint(h, id);
+    }
+    h = put_varint(h, TAG_REPLY_QUERY);
+    h = put_varint(h, q);
+    size_t nh = (size_t)(h - head);
+    memmove(out + nh, out + REPLY_HEAD_MAX, q);
+    memcpy(out, head, nh);
+    return nh + q;
 }
 
 int tdm_utf8_valid(const char *s, size_t max)

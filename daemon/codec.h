@@ -43,12 +43,12 @@ Tandem__V1__Request *tdm_decode_request(tdm_arena *a, const uint8_t *buf, size_t
  * (two descriptor walks per submessage) cost more per query than the GPU's
  * traversal. The bytes are exactly protobuf-c's (tested byte for byte).
  * results: n of them; pairs: NULL, or query i's results[i].n_pairs pairs at
- * pairs + i x stride. tdm_query_reply_size gives the Reply's size; write puts
- * that many bytes at out. */
-size_t tdm_query_reply_size(uint64_t id, const tdm_query_result *results, uint32_t n, const tdm_contact *pairs,
-                            uint32_t stride);
-void tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
-                           const tdm_contact *pairs, uint32_t stride);
+ * pairs + i x stride. tdm_query_reply_bound gives the room the writer needs
+ * (without pairs, without a pass over the results); write fills out and
+ * returns the Reply's size. */
+size_t tdm_query_reply_bound(const tdm_query_result *results, uint32_t n, const tdm_contact *pairs, uint32_t stride);
+size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
+                             const tdm_contact *pairs, uint32_t stride);
 
 /* Checks that a protobuf string is valid UTF-8 (proto3 requires it of strings,
  * protobuf-c does not check) and at most max bytes long. */

@@ -208,6 +208,15 @@ tdm_frame *tdm_frame_new(size_t n, uint8_t **body)
     return o;
 }
 
+void tdm_frame_trim(tdm_frame *o, size_t n)
+{
+    o->len = 4 + n;
+    o->data[0] = (uint8_t)(n >> 24);
+    o->data[1] = (uint8_t)(n >> 16);
+    o->data[2] = (uint8_t)(n >> 8);
+    o->data[3] = (uint8_t)n;
+}
+
 tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
 {
     size_t n = tandem__v1__reply__get_packed_size(reply);

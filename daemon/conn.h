@@ -100,6 +100,8 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *f);
 /* A frame with room for an n-byte body (*body), length prefix written; NULL
  * when out of memory or n does not fit the 4-byte length. Any thread. */
 tdm_frame *tdm_frame_new(size_t n, uint8_t **body);
+/* Shortens a frame's body to its first n bytes (n at most its size). */
+void tdm_frame_trim(tdm_frame *f, size_t n);
 void tdm_frame_free(tdm_frame *f);
 /* Queues an Error reply and counts it. */
 void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,

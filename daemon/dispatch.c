@@ -65,8 +65,12 @@ static int reserve(worker *w, size_t n)
     return TDM_OK;
 }
 
-static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries)
+/* What a batch's parts took, for TDM_DISPATCH_TRACE (ms). */
+typedef struct batch_times { double gather, engine, fold, ran; } batch_times;
+
+static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries, batch_times *bt)
 {
+    double t = w->d->trace ? now_ms() : 0, t1;
     int rc = reserve(w, n_queries);
     if (rc == TDM_OK) {
         size_t k = 0;
@@ -78,7 +82,9 @@ static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries)
         }
         /* a batch of one job writes its results in place */
         tdm_query_result *res = batch->next ? w->results : batch->results;
+        if (w->d->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
         rc = tdm_engine_run(w->d->engine, w->queries, n_queries, res);
+        if (w->d->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
         if (rc == TDM_OK && batch->next) {
             k = 0;
             for (tdm_query_job *j = batch; j; j = j->next) {
@@ -86,12 +92,14 @@ static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries)
                 k += j->n_queries;
             }
         }
+        if (w->d->trace) bt->fold = (t1 = now_ms()) - t, t = t1;
     }
     if (rc != TDM_OK) tdm_log_error("engine run of %zu queries failed: %s", n_queries, tdm_strerror(rc));
     for (tdm_query_job *j = batch; j; j = j->next) {
         j->rc = rc;
         if (w->d->ran) w->d->ran(j, w->d->data);
     }
+    if (w->d->trace) bt->ran = now_ms() - t;
 }
 
 static void *dispatch_main(void *arg)
@@ -124,10 +132,14 @@ static void *dispatch_main(void *arg)
         pthread_mutex_unlock(&d->lock);
 
         double t0 = d->trace ? now_ms() : 0;
-        run_batch(w, batch, nq);
+        batch_times bt = {0, 0, 0, 0};
+        run_batch(w, batch, nq, &bt);
         if (d->trace)
-            fprintf(stderr, "dispatch %d: waited %.3f ms, %zu jobs, %zu queries, ran %.3f ms, at %.3f\n",
-                    (int)(w - d->workers), t0 - t_idle, n_jobs, nq, now_ms() - t0, t0);
+            fprintf(stderr,
+                    "dispatch %d: waited %.3f ms, %zu jobs, %zu queries, ran %.3f ms, at %.3f (gather %.3f, engine "
+                    "%.3f, results %.3f, replies %.3f)\n",
+                    (int)(w - d->workers), t0 - t_idle, n_jobs, nq, now_ms() - t0, t0, bt.gather, bt.engine, bt.fold,
+                    bt.ran);
 
         pthread_mutex_lock(&d->lock);
         if (d->done_tail) d->done_tail->next = batch;

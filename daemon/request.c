@@ -670,11 +670,11 @@ static void free_job(tdm_query_job *j)
 static tdm_frame *pack_query_reply(const tdm_query_job *j, int *too_large)
 {
     const tdm_contact *pairs = j->pairs;
-    size_t n = tdm_query_reply_size(j->request_id, j->results, j->n_queries, pairs, j->max_contacts);
+    size_t n = tdm_query_reply_bound(j->results, j->n_queries, pairs, j->max_contacts);
     *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
     uint8_t *body;
     tdm_frame *f = *too_large ? NULL : tdm_frame_new(n, &body);
-    if (f) tdm_query_reply_write(body, j->request_id, j->results, j->n_queries, pairs, j->max_contacts);
+    if (f) tdm_frame_trim(f, tdm_query_reply_write(body, j->request_id, j->results, j->n_queries, pairs, j->max_contacts));
     return f;
 }
 

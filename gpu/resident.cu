@@ -103,6 +103,10 @@ typedef struct slot {
     uint64_t cap_tasks;
     size_t lo, hi;            /* the task range it runs */
     int it, active, finishing;
+    /* each group of levels (launch_group) as a CUDA graph, made on first use: a level's
+     * three launches cost the host ~4 us each, ~0.5 ms a run, and under load (lanes
+     * launching at once) more than the kernels take */
+    cudaGraphExec_t *groups;
 } slot;
 
 #define MAX_SLOTS 8
@@ -110,21 +114,40 @@ typedef struct slot {
 
 /* Host threads that write a batch's task buffers together: at 100 000 tasks
  * the writes (11 MB into pinned memory) take one core ~2.5 ms, longer than the
- * GPU needs for an easy batch. The caller works too; the others sleep between
- * jobs. */
+ * GPU needs for an easy batch. A job is cut into shares that the caller and the
+ * workers claim one at a time, so that the caller waits only for shares being
+ * written, never for a worker still asleep: in tandemd under load (64 client
+ * threads, three lanes of seven on 16 cores) waiting for the whole team to have
+ * run made a 24 000-task fill take 1 ms. The others sleep between jobs. */
 typedef struct fill_team {
     int n;
     int started;
     pthread_t th[MAX_FILL];
     pthread_mutex_t mu;
     pthread_cond_t go;
-    uint64_t gen;
-    int pending, quit;
+    uint64_t gen;   /* the current job's number (under mu, read atomically) */
+    uint64_t claim; /* gen << 32 | the next share to take: a share is claimed for its job only */
+    uint32_t done;  /* shares of the current job written */
+    int quit;
     void (*fn)(void *arg, int k, int n);
     void *arg;
+    int shares;
 } fill_team;
 
 typedef struct team_worker { fill_team *t; int k; } team_worker;
+
+/* Claims and writes shares of job `gen` until none is left. */
+static void team_work(fill_team *t, uint64_t gen, void (*fn)(void *, int, int), void *arg, int shares)
+{
+    uint64_t c = __atomic_load_n(&t->claim, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (c >> 32 != (gen & 0xffffffffu) || (c & 0xffffffffu) >= (uint64_t)shares) return;
+        if (!__atomic_compare_exchange_n(&t->claim, &c, c + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        fn(arg, (int)(c & 0xffffffffu), shares);
+        __atomic_add_fetch(&t->done, 1, __ATOMIC_ACQ_REL);
+        c = __atomic_load_n(&t->claim, __ATOMIC_ACQUIRE);
+    }
+}
 
 /* Workers spin this many rounds (a few microseconds) for the next job before
  * sleeping. Spinning longer does not pay: in tandemd under load (64 clients on
@@ -146,33 +169,39 @@ static void *team_main(void *p)
              i++)
             __builtin_ia32_pause();
         pthread_mutex_lock(&t->mu);
-        while (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) == seen && !t->quit) pthread_cond_wait(&t->go, &t->mu);
+        while (t->gen == seen && !t->quit) pthread_cond_wait(&t->go, &t->mu);
         int quit = t->quit;
+        seen = t->gen;
+        void (*fn)(void *, int, int) = t->fn;
+        void *arg = t->arg;
+        int shares = t->shares;
         pthread_mutex_unlock(&t->mu);
         if (quit) break;
-        seen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
-        t->fn(t->arg, w.k, t->n);
-        __atomic_sub_fetch(&t->pending, 1, __ATOMIC_ACQ_REL);
+        /* a job already finished (or replaced) has nothing left to claim under its number */
+        team_work(t, seen, fn, arg, shares);
     }
     return NULL;
 }
 
-/* Runs fn(arg, k, n) for k = 0..n-1, k = 0 on the caller; returns when all are done. */
-static void team_run(fill_team *t, void (*fn)(void *, int, int), void *arg)
+/* Runs fn(arg, k, shares) for k = 0..shares-1 on the caller and whichever
+ * workers wake in time; returns when all are written. */
+static void team_run(fill_team *t, void (*fn)(void *, int, int), void *arg, int shares)
 {
-    if (t->n <= 1) {
-        fn(arg, 0, 1);
+    if (t->n <= 1 || shares <= 1) {
+        for (int k = 0; k < shares; k++) fn(arg, k, shares);
         return;
     }
     pthread_mutex_lock(&t->mu);
     t->fn = fn;
     t->arg = arg;
-    __atomic_store_n(&t->pending, t->n - 1, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
+    t->shares = shares;
+    uint64_t gen = ++t->gen;
+    __atomic_store_n(&t->done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->claim, (gen & 0xffffffffu) << 32, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&t->go);
     pthread_mutex_unlock(&t->mu);
-    fn(arg, 0, t->n);
-    while (__atomic_load_n(&t->pending, __ATOMIC_ACQUIRE) > 0) __builtin_ia32_pause();
+    team_work(t, gen, fn, arg, shares);
+    while (__atomic_load_n(&t->done, __ATOMIC_ACQUIRE) < (uint32_t)shares) __builtin_ia32_pause();
 }
 
 static int team_start(fill_team *t, int n)
@@ -256,6 +285,11 @@ struct tdm_gpu {
     slot slots[MAX_SLOTS];
     fill_team team;
     tdm_gpu_stats stats;
+    int trace; /* TDM_GPU_TRACE set: a few lines per run on stderr */
+    int graphs; /* groups of levels launched as CUDA graphs (TDM_GPU_GRAPHS=0: one launch per kernel) */
+    /* this run's fill, for the trace: team wall time, and CPU time building and writing tasks (ns) */
+    uint64_t tr_team, tr_feed, tr_write;
+    uint32_t tr_shares, tr_caller;
 };
 
 static int map_error(tdm_gpu *g, cudaError_t e)
@@ -273,6 +307,7 @@ static int map_error(tdm_gpu *g, cudaError_t e)
 #define MAX_ITERS (2 * TDM_BVH_MAX_DEPTH + 2)
 /* Iterations launched between two looks at the frontier's size from the host. */
 #define ITERS_PER_SYNC 8
+#define MAX_GROUPS ((MAX_ITERS + ITERS_PER_SYNC - 1) / ITERS_PER_SYNC)
 
 /* cnt[2 * it] is the frontier size of iteration it, cnt[2 * it + 1] the number of
  * leaf pairs it found. Both count past the buffers' capacities, so that an
@@ -605,11 +640,21 @@ static uint64_t scratch_need(const tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     return (uint64_t)g->n_slots * (pairs * 2 * sizeof(fpair) + leaves * 2 * sizeof(fpair)); /* + the triangle workpile */
 }
 
+/* Forgets a slot's graphs: they hold the buffers' addresses and sizes. */
+static void drop_graphs(slot *s)
+{
+    if (!s->groups) return;
+    for (int k = 0; k < MAX_GROUPS; k++)
+        if (s->groups[k]) cudaGraphExecDestroy(s->groups[k]);
+    memset(s->groups, 0, MAX_GROUPS * sizeof *s->groups);
+}
+
 /* Frees every slot's frontier buffers; the budget is the caller's to settle. */
 static void free_frontier_buffers(tdm_gpu *g)
 {
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
+        drop_graphs(s);
         cudaFree(s->front[0]);
         cudaFree(s->front[1]);
         cudaFree(s->leaves);
@@ -665,6 +710,7 @@ static uint64_t task_bytes(uint64_t c) { return c * (sizeof(dtask) + sizeof(dres
 
 static void free_task_buffers(slot *s)
 {
+    drop_graphs(s);
     cudaFree(s->d_tasks); cudaFree(s->d_res); cudaFree(s->d_in); cudaFree(s->d_pairs);
     cudaFreeHost(s->h_res); cudaFreeHost(s->h_in); cudaFreeHost(s->h_pairs);
     free(s->h_cap);
@@ -717,6 +763,9 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->bud = bud;
     g->n_slots = c.streams;
     g->grid = prop.multiProcessorCount * 8;
+    g->trace = getenv("TDM_GPU_TRACE") != NULL;
+    const char *graphs = getenv("TDM_GPU_GRAPHS");
+    g->graphs = !(graphs && strcmp(graphs, "0") == 0);
     int nf = c.fill_threads;
     if (nf <= 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -808,6 +857,8 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
         slot *s = &g->slots[k];
         cudaFree(s->cnt);
         free_tasks(g, s);
+        drop_graphs(s);
+        free(s->groups);
         cudaFreeHost(s->h_cnt);
         if (s->ready) cudaEventDestroy(s->ready);
         if (s->stream) cudaStreamDestroy(s->stream);
@@ -914,27 +965,70 @@ static double now_s(void)
 
 /* Queues ITERS_PER_SYNC levels, then the copy of the frontier size and the
  * overflow flag, then the slot's event. Nothing waits. */
-static int launch_group(tdm_gpu *g, slot *s)
+/* Queues levels it0.. of a group on the slot's stream (launched, or captured
+ * into a graph), then the copies of the last one's frontier size and the
+ * overflow flag to the host. Returns the levels queued. */
+static int queue_group(tdm_gpu *g, slot *s, int it0)
 {
     uint32_t *overflow = s->cnt + 2 * MAX_ITERS;
-    for (int k = 0; k < ITERS_PER_SYNC && s->it < MAX_ITERS - 1; k++, s->it++) {
-        fpair *in = s->front[s->it & 1], *out = s->front[(s->it + 1) & 1];
+    int it = it0;
+    for (int k = 0; k < ITERS_PER_SYNC && it < MAX_ITERS - 1; k++, it++) {
+        fpair *in = s->front[it & 1], *out = s->front[(it + 1) & 1];
         uint32_t cp = (uint32_t)g->cap_pairs, cl = (uint32_t)g->cap_leaves;
         if (g->cfg.traversal == TDM_GPU_TRAVERSE_BLOCKS)
             traverse_blocks_kernel<<<g->grid, BLOCK, 0, s->stream>>>(in, out, s->leaves, s->d_tasks, s->d_res, s->cnt,
-                                                                     s->it, cp, cl, overflow);
+                                                                     it, cp, cl, overflow);
         else
-            traverse_kernel<<<g->grid, BLOCK, 0, s->stream>>>(in, out, s->leaves, s->d_tasks, s->d_res, s->cnt,
-                                                              s->it, cp, cl, overflow);
-        tri_filter_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, s->it, (uint32_t)g->cap_leaves,
+            traverse_kernel<<<g->grid, BLOCK, 0, s->stream>>>(in, out, s->leaves, s->d_tasks, s->d_res, s->cnt, it,
+                                                              cp, cl, overflow);
+        tri_filter_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, it, (uint32_t)g->cap_leaves,
                                                             s->d_tasks, s->d_res, s->tris, overflow);
-        tri_exact_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->tris, s->cnt, s->it, (uint32_t)g->cap_leaves,
+        tri_exact_kernel<<<g->grid, BLOCK, 0, s->stream>>>(s->tris, s->cnt, it, (uint32_t)g->cap_leaves,
                                                            s->d_tasks, s->d_res);
     }
-    TDM_CUDA_TRY(g, cudaGetLastError());
-    TDM_CUDA_TRY(g, cudaMemcpyAsync(&s->h_cnt[0], &s->cnt[2 * s->it], sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                                    s->stream));
-    TDM_CUDA_TRY(g, cudaMemcpyAsync(&s->h_cnt[1], overflow, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
+    cudaMemcpyAsync(&s->h_cnt[0], &s->cnt[2 * it], sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream);
+    cudaMemcpyAsync(&s->h_cnt[1], overflow, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream);
+    return it - it0;
+}
+
+/* The graph of the group starting at level it0 (a multiple of ITERS_PER_SYNC),
+ * captured from queue_group the first time. */
+static int group_graph(tdm_gpu *g, slot *s, int it0, cudaGraphExec_t *out)
+{
+    int k = it0 / ITERS_PER_SYNC;
+    if (!s->groups) {
+        s->groups = (cudaGraphExec_t *)calloc(MAX_GROUPS, sizeof *s->groups);
+        if (!s->groups) return TDM_ENOMEM;
+    }
+    if (!s->groups[k]) {
+        cudaGraph_t graph = NULL;
+        TDM_CUDA_TRY(g, cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+        queue_group(g, s, it0);
+        cudaError_t e = cudaStreamEndCapture(s->stream, &graph);
+        if (e == cudaSuccess) e = cudaGraphInstantiate(&s->groups[k], graph, 0);
+        if (graph) cudaGraphDestroy(graph);
+        if (e != cudaSuccess) {
+            s->groups[k] = NULL;
+            return map_error(g, e);
+        }
+    }
+    *out = s->groups[k];
+    return TDM_OK;
+}
+
+/* Queues the slot's next group of levels and an event after it. */
+static int launch_group(tdm_gpu *g, slot *s)
+{
+    if (g->graphs) {
+        cudaGraphExec_t exec;
+        int rc = group_graph(g, s, s->it, &exec);
+        if (rc != TDM_OK) return rc;
+        TDM_CUDA_TRY(g, cudaGraphLaunch(exec, s->stream));
+        s->it += s->it + ITERS_PER_SYNC < MAX_ITERS - 1 ? ITERS_PER_SYNC : MAX_ITERS - 1 - s->it;
+    } else {
+        s->it += queue_group(g, s, s->it);
+        TDM_CUDA_TRY(g, cudaGetLastError());
+    }
     TDM_CUDA_TRY(g, cudaEventRecord(s->ready, s->stream));
     return TDM_OK;
 }
@@ -955,19 +1049,31 @@ typedef struct fill_job {
     void *feed_arg;
     size_t base;               /* the batch's first task's index, for feed */
     int feed_failed;
+    tdm_gpu *g;                /* for the trace */
+    pthread_t caller;
 } fill_job;
 
 static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void fill_share(void *arg, int k, int nk)
 {
     fill_job *j = (fill_job *)arg;
     size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
     j->runs[k] = 0;
+    int trace = j->g->trace;
+    uint64_t t0 = trace ? now_ns() : 0, t1 = 0;
     if (j->feed && j->feed(j->feed_arg, j->base + lo, j->base + hi) != 0) {
         __atomic_store_n(&j->feed_failed, 1, __ATOMIC_RELAXED);
         return;
     }
+    if (trace) t1 = now_ns();
     const tdm_gpu_task *t = j->tasks;
     slot *s = j->s;
     size_t p = lo;
@@ -988,6 +1094,13 @@ static void fill_share(void *arg, int k, int nk)
         s->h_cap[i] = x->mode == TDM_MODE_BOOL ? 0 : d->cap;
     }
     j->runs[k] = p - lo;
+    if (trace) {
+        tdm_gpu *g = j->g;
+        __atomic_add_fetch(&g->tr_feed, t1 - t0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g->tr_write, now_ns() - t1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g->tr_shares, 1, __ATOMIC_RELAXED);
+        if (pthread_equal(pthread_self(), j->caller)) __atomic_add_fetch(&g->tr_caller, 1, __ATOMIC_RELAXED);
+    }
 }
 
 /* Below this many tasks a batch is filled by the caller alone. */
@@ -1009,9 +1122,12 @@ static int start(tdm_gpu *g, slot *s, const tdm_gpu_task *tasks, size_t lo, size
     j.feed_arg = feed_arg;
     j.base = lo;
     j.feed_failed = 0;
+    j.g = g;
+    j.caller = pthread_self();
     int nk = n >= FILL_PARALLEL_MIN ? g->team.n : 1;
-    if (nk > 1) team_run(&g->team, fill_share, &j);
-    else fill_share(&j, 0, 1);
+    uint64_t t0 = g->trace ? now_ns() : 0;
+    team_run(&g->team, fill_share, &j, nk);
+    if (g->trace) g->tr_team += now_ns() - t0;
     if (j.feed_failed) return TDM_ECANCELED;
     for (int k = 0; k < nk; k++) {
         size_t first = share_lo(n, k, nk);
@@ -1062,8 +1178,7 @@ static void copy_share(void *arg, int k, int nk)
 static void copy_results(tdm_gpu *g, const slot *s, tdm_collide_result *results)
 {
     copy_job j = {s, results};
-    if (s->hi - s->lo >= FILL_PARALLEL_MIN) team_run(&g->team, copy_share, &j);
-    else copy_share(&j, 0, 1);
+    team_run(&g->team, copy_share, &j, s->hi - s->lo >= FILL_PARALLEL_MIN ? g->team.n : 1);
 }
 
 /* Task ranges waiting to run. */
@@ -1122,6 +1237,8 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
     for (size_t k = n_chunks; k-- > 0 && rc == TDM_OK;)
         rc = push_range(&todo, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
     double t_fill = 0, t_wait = 0, t_copy = 0, t_launch = 0, t_run = now_s();
+    g->tr_team = g->tr_feed = g->tr_write = 0;
+    g->tr_shares = g->tr_caller = 0;
     uint64_t iters0 = g->stats.iterations;
     int next = 0; /* the slot waited on next, round robin */
     while (rc == TDM_OK) {
@@ -1200,10 +1317,14 @@ static int run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_resu
     if (rc != TDM_OK) drain(g);
     free(todo.r);
     free(over.r);
-    if (getenv("TDM_GPU_TRACE"))
+    if (g->trace)
         fprintf(stderr, "gpu run: %zu tasks in chunks of %zu on %d streams: host fill %.3f ms, host waiting %.3f ms\n",
                 n, chunk, g->n_slots, 1e3 * t_fill, 1e3 * t_wait);
-    if (getenv("TDM_GPU_TRACE"))
+    if (g->trace)
+        fprintf(stderr, "gpu run: filling: %.3f ms of team time, %.3f ms building tasks, %.3f ms writing them, %u of %u shares by the caller\n",
+                1e-6 * (double)g->tr_team, 1e-6 * (double)g->tr_feed, 1e-6 * (double)g->tr_write, g->tr_caller,
+                g->tr_shares);
+    if (g->trace)
         fprintf(stderr, "gpu run: %.3f ms in all: launching levels %.3f ms, copying results %.3f ms, %llu levels\n",
                 1e3 * (now_s() - t_run), 1e3 * t_launch, 1e3 * t_copy,
                 (unsigned long long)(g->stats.iterations - iters0));

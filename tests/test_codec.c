@@ -125,14 +125,16 @@ Test(codec, reply_bytes_equal_protobuf_c)
         }
         size_t ref_len;
         uint8_t *ref = pack_reference(id, res, n, pairs, stride, &ref_len);
-        size_t len = tdm_query_reply_size(id, res, n, pairs, stride);
+        size_t bound = tdm_query_reply_bound(res, n, pairs, stride);
+        CHECK(bound >= ref_len, "seed=%llu round %d: room for %zu bytes, protobuf-c packs %zu", (unsigned long long)seed,
+              round, bound, ref_len);
+        uint8_t *out = malloc(bound + 1);
+        cr_assert(out);
+        out[bound] = 0xa5; /* the writer stays within its bound */
+        size_t len = tdm_query_reply_write(out, id, res, n, pairs, stride);
+        CHECK(out[bound] == 0xa5, "seed=%llu round %d: written past the bound", (unsigned long long)seed, round);
         CHECK(len == ref_len, "seed=%llu round %d: %zu bytes, protobuf-c packs %zu", (unsigned long long)seed, round,
               len, ref_len);
-        uint8_t *out = malloc(len + 1);
-        cr_assert(out);
-        out[len] = 0xa5; /* the writer stays within its size */
-        tdm_query_reply_write(out, id, res, n, pairs, stride);
-        CHECK(out[len] == 0xa5, "seed=%llu round %d: written past the size", (unsigned long long)seed, round);
         size_t at = 0;
         while (at < len && out[at] == ref[at]) at++;
         CHECK(at == len, "seed=%llu round %d (%u results): first differing byte %zu of %zu", (unsigned long long)seed,
