@@ -5,7 +5,7 @@
 # kernel: launches, summed duration, the duration-weighted mean of both shares,
 # and the busiest launch's. Raw per-launch CSV goes to $OUT_DIR when given.
 #
-#   SCENE=alpha-1.5 MODE=bool N_POSES=100000 BUILD_DIR=build [TRAVERSAL=pairs|blocks] bench/ncu_gpu.sh
+#   SCENE=alpha-1.5 MODE=bool N_POSES=100000 BUILD_DIR=build [TRAVERSAL=pairs|blocks|wide] bench/ncu_gpu.sh
 #
 # Needs ncu (CUDA toolkit) and the scenes in ../shared/scenes/ompl.
 set -euo pipefail

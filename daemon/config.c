@@ -50,9 +50,10 @@ static const opt opts[] = {
      "start-up is kept and its scenes run on the CPU engine."},
     {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 8, NULL, "N",
      "Batches in flight on the GPU at once, each on its own CUDA stream."},
-    {"gpu-traversal", T_STR, OFF(gpu_traversal), "pairs", 0, 0, "pairs|blocks", "HOW",
+    {"gpu-traversal", T_STR, OFF(gpu_traversal), "pairs", 0, 0, "pairs|blocks|wide", "HOW",
      "How the GPU-resident engine's traversal maps threads to node pairs: pairs (one thread each; the faster "
-     "on the scenes measured) or blocks (four threads per pair of sibling blocks, sharing the node loads)."},
+     "on the scenes measured), blocks (four threads per pair of sibling blocks, sharing the node loads) or "
+     "wide (the four-wide blocked hierarchy: sixteen threads per pair of blocks of four)."},
     {"engine-lanes", T_INT, OFF(engine_lanes), "3", 1, 8, NULL, "N",
      "Engine runs in flight at once, each with its own dispatcher thread and (with a GPU) its own streams and "
      "buffers: while one batch is on the GPU the next is being prepared and the last one's answers handed "

@@ -22,7 +22,7 @@ typedef struct tdm_config {
     uint64_t gpu_memory;      /* device memory the engine may hold (meshes and scratch); 0: 80% of the device */
     int gpu_streams;          /* batches in flight on the GPU at once */
     int engine_calibrate;     /* auto: measure both engines at start-up to set the dispatch threshold */
-    char *gpu_traversal;      /* "pairs" or "blocks" */
+    char *gpu_traversal;      /* "pairs", "blocks" or "wide" */
     int engine_lanes;         /* engine runs in flight at once (dispatcher threads) */
     char *auth_token;         /* "" when none */
     char *auth_token_file;

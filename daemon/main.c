@@ -70,7 +70,9 @@ int main(int argc, char **argv)
     ec.gpu_streams = cfg.gpu_streams;
     ec.calibrate = cfg.engine_calibrate;
     ec.lanes = cfg.engine_lanes;
-    ec.gpu_traversal = strcmp(cfg.gpu_traversal, "blocks") == 0 ? TDM_GPU_TRAVERSE_BLOCKS : TDM_GPU_TRAVERSE_PAIRS;
+    ec.gpu_traversal = strcmp(cfg.gpu_traversal, "blocks") == 0 ? TDM_GPU_TRAVERSE_BLOCKS
+                       : strcmp(cfg.gpu_traversal, "wide") == 0 ? TDM_GPU_TRAVERSE_WIDE
+                                                                : TDM_GPU_TRAVERSE_PAIRS;
     char why[256] = "";
     if ((rc = tdm_engine_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
         if (rc == TDM_ENODEV)

@@ -50,18 +50,24 @@ typedef struct tdm_gpu_config {
     int streams;             /* batches in flight at once, each on its own CUDA stream (1..8) */
     uint64_t chunk_tasks;    /* tasks per in-flight batch; 0 picks from the run's size */
     int fill_threads;        /* host threads writing a batch's task buffers (1..16); 0: min(8, cores) */
-    int traversal;           /* TDM_GPU_TRAVERSE_PAIRS (default) or TDM_GPU_TRAVERSE_BLOCKS, below */
+    int traversal;           /* TDM_GPU_TRAVERSE_PAIRS (default), _BLOCKS or _WIDE, below */
 } tdm_gpu_config;
 
-/* How the traversal kernel maps threads to node pairs. Both run on the blocked
- * node layout: each tree is copied to the device breadth first, the two children
- * of a node adjacent in one 128-byte line (a block), and both give the same
- * answers. PAIRS: one thread per node pair, a descent's child pairs side by side,
- * so neighbouring threads read the same blocks in shared memory transactions.
- * BLOCKS: four threads per pair of blocks, each loading one node into shared
- * memory for all four (Damkjaer & Erleben's blocked traversal); slower where the
- * descent often splits one side only, which idles half of the four. */
-enum { TDM_GPU_TRAVERSE_PAIRS = 0, TDM_GPU_TRAVERSE_BLOCKS = 1 };
+/* How the traversal kernel maps threads to node pairs; all give the same
+ * answers. PAIRS and BLOCKS run on the blocked node layout: each tree is copied
+ * to the device breadth first, the two children of a node adjacent in one
+ * 128-byte line (a block). PAIRS: one thread per node pair, a descent's child
+ * pairs side by side, so neighbouring threads read the same blocks in shared
+ * memory transactions. BLOCKS: four threads per pair of blocks, each loading one
+ * node into shared memory for all four (Damkjaer & Erleben's blocked traversal
+ * on binary blocks); slower where the descent often splits one side only, which
+ * idles half of the four. WIDE: Damkjaer & Erleben's four-wide blocked
+ * hierarchy, a third copy of each tree (uploaded only for this traversal) in
+ * which a node's block holds its four grandchildren (a child that is a leaf
+ * stands in for its two, beside an imaginary node); sixteen threads per pair of
+ * blocks, eight of them loading one node each into shared memory, every one
+ * testing one of the 4 x 4 pairs, in half as many levels. */
+enum { TDM_GPU_TRAVERSE_PAIRS = 0, TDM_GPU_TRAVERSE_BLOCKS = 1, TDM_GPU_TRAVERSE_WIDE = 2 };
 
 tdm_gpu_config tdm_gpu_config_default(void);
 

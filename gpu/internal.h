@@ -13,6 +13,7 @@ extern "C" {
 struct tdm_gpu_mesh {
     tdm_bvh_node *nodes; /* device: n_nodes, the host tree's layout (the hybrid engine's) */
     tdm_bvh_node *blocked; /* device: the same nodes breadth first, siblings adjacent (the resident engine's) */
+    tdm_bvh_node *wide;  /* device: the four-wide blocked hierarchy (TDM_GPU_TRAVERSE_WIDE only), else NULL */
     float *tris;         /* device: 9 * n_tris, leaf order */
     uint32_t *ids;       /* device: n_tris mesh triangle indices */
     uint32_t n_nodes, n_tris;

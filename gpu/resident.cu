@@ -442,6 +442,89 @@ __global__ void __launch_bounds__(BLOCK) traverse_blocks_kernel(const fpair *in,
     }
 }
 
+/* TDM_GPU_TRAVERSE_WIDE: one BVTT level on the four-wide blocked hierarchy
+ * (wide_layout). A frontier entry (task, a, b) stands for up to 4 x 4 node pairs:
+ * the block of four at a when bit 31 (WIDE) of a is set, else node a alone, and
+ * likewise b. Sixteen threads (half a warp) take an entry: threads 0-3 load A's
+ * nodes, 4-7 B's, into shared memory, and thread (x, y) tests A_x against B_y.
+ * An overlapping pair writes one next-frontier entry, the blocks under both
+ * nodes (or one, per the shared descent rule, or when the other is a leaf), or
+ * a leaf pair; entries come from distinct parent tests, so no pair is tested
+ * twice. Placement as in the other traversals. */
+#define WIDE SPLIT
+#define HALF_WARPS (BLOCK / 16)
+#define WIDE_IMAGINARY(n) ((n)->extent[0] < 0.0f) /* see wide_layout */
+
+__global__ void __launch_bounds__(BLOCK) traverse_wide_kernel(const fpair *in, fpair *out, fpair *leaves,
+                                                              const dtask *tasks, const dres *res, uint32_t *cnt,
+                                                              int it, uint32_t cap_pairs, uint32_t cap_leaves,
+                                                              uint32_t *overflow)
+{
+    typedef cub::BlockScan<uint32_t, BLOCK> Scan;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    __shared__ uint32_t base_child, base_leaf;
+    __shared__ tdm_bvh_node blk[HALF_WARPS][8];
+    uint32_t n = min(cnt[2 * it], cap_pairs);
+    unsigned q = threadIdx.x >> 4, j = threadIdx.x & 15u, x = j >> 2, y = j & 3u;
+    for (uint64_t tile = (uint64_t)blockIdx.x * BLOCK; tile < 16ull * n; tile += (uint64_t)gridDim.x * BLOCK) {
+        uint32_t e = (uint32_t)((tile + threadIdx.x) >> 4);
+        uint32_t packed = 0; /* a next-frontier entry in the low 16 bits, a leaf pair as 1 << 16 */
+        fpair p = {0, 0, 0}, o = {0, 0, 0};
+        int live = 0;
+        dhot t;
+        if (e < n) {
+            p = in[e];
+            live = !*(volatile const uint32_t *)&res[p.task].done;
+        }
+        uint32_t a = p.a & ~WIDE, b = p.b & ~WIDE;
+        int wa = (p.a & WIDE) != 0, wb = (p.b & WIDE) != 0;
+        if (live) {
+            load16(&t, &tasks[p.task].h, 5);
+            /* thread j < 8 loads node j of the entry's eight: A0..A3, B0..B3 (absent ones are not loaded) */
+            if (j < 4 && (j == 0 || wa)) load16(&blk[q][j], &t.an[a + j], 4);
+            if (j >= 4 && j < 8 && (j == 4 || wb)) load16(&blk[q][j], &t.bn[b + j - 4], 4);
+        }
+        __syncwarp(); /* an entry's sixteen threads are half of one warp */
+        if (live && (x == 0 || wa) && (y == 0 || wb)) {
+            const tdm_bvh_node *na = &blk[q][x], *nb = &blk[q][4 + y];
+            tdm_wbox w;
+            if (!WIDE_IMAGINARY(na) && !WIDE_IMAGINARY(nb)) {
+                tdm_wbox_of(&t.fx, nb, &w);
+                if (tdm_obb_overlap_w(na, &w, nb->extent, t.tol)) {
+                    int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
+                    uint32_t ia = a + x, ib = b + y;
+                    if (la && lb) {
+                        packed = 1u << 16;
+                        o = fpair{p.task, ia, ib};
+                    } else {
+                        if (!la && !lb) { /* the shared descent rule (tdm_bvtt_children) */
+                            float ea = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] +
+                                       na->extent[2] * na->extent[2];
+                            float eb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] +
+                                       nb->extent[2] * nb->extent[2];
+                            if (ea > TDM_DESCEND_BOTH_RATIO * eb) lb = 1;
+                            else if (eb > TDM_DESCEND_BOTH_RATIO * ea) la = 1;
+                        }
+                        packed = 1;
+                        o = fpair{p.task, la ? ia : (uint32_t)na->link | WIDE, lb ? ib : (uint32_t)nb->link | WIDE};
+                    }
+                }
+            }
+        }
+        uint32_t off = place<Scan>(scan_tmp, packed, cnt, it, &base_child, &base_leaf);
+        if (packed >> 16) {
+            uint32_t k = base_leaf + (off >> 16);
+            if (k < cap_leaves) leaves[k] = o;
+            else *overflow = 1;
+        } else if (packed) {
+            uint32_t k = base_child + (off & 0xffffu);
+            if (k < cap_pairs) out[k] = o;
+            else *overflow = 1;
+        }
+        __syncthreads(); /* scan_tmp, the bases and blk are reused by the next tile */
+    }
+}
+
 /* tdm_bvtt_children on the blocked layout (blocked_layout): an internal node's
  * children are link and link + 1. */
 __device__ static __forceinline__ int blocked_children(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb,
@@ -811,7 +894,8 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         return TDM_ENODEV;
     }
     if (c.streams < 1 || c.streams > MAX_SLOTS ||
-        (c.traversal != TDM_GPU_TRAVERSE_PAIRS && c.traversal != TDM_GPU_TRAVERSE_BLOCKS))
+        (c.traversal != TDM_GPU_TRAVERSE_PAIRS && c.traversal != TDM_GPU_TRAVERSE_BLOCKS &&
+         c.traversal != TDM_GPU_TRAVERSE_WIDE))
         return TDM_EINVAL;
     cudaDeviceProp prop;
     if (cudaSetDevice(c.device) != cudaSuccess || cudaGetDeviceProperties(&prop, c.device) != cudaSuccess) {
@@ -901,6 +985,60 @@ static tdm_bvh_node *blocked_layout(const tdm_bvh *bvh)
     return out;
 }
 
+/* The four-wide blocked hierarchy (TDM_GPU_TRAVERSE_WIDE), after Damkjaer and
+ * Erleben: the root is node 0 (1..3 unused); an internal node's link is its
+ * block of four consecutive nodes (256 bytes, the index a multiple of four):
+ * its binary grandchildren, two per child, or for a child that is a leaf the
+ * leaf itself and an imaginary node (WIDE_IMAGINARY: never overlaps). The tree's
+ * internal nodes at odd binary depths are skipped (their boxes are not tested);
+ * leaves keep their triangles. *count gets the nodes. NULL when out of memory. */
+static tdm_bvh_node *wide_layout(const tdm_bvh *bvh, uint32_t *count)
+{
+    uint32_t n = bvh->n_nodes;
+    size_t cap = 4 + 4 * (size_t)n;
+    tdm_bvh_node *out = (tdm_bvh_node *)calloc(cap, sizeof *out);
+    uint32_t *from = (uint32_t *)malloc(cap * sizeof *from); /* new index -> binary index, or NONE */
+    const uint32_t NONE = UINT32_MAX;
+    if (!out || !from || n == 0) {
+        free(out);
+        free(from);
+        return NULL;
+    }
+    tdm_bvh_node imaginary;
+    memset(&imaginary, 0, sizeof imaginary);
+    imaginary.extent[0] = imaginary.extent[1] = imaginary.extent[2] = -1.0f;
+    imaginary.link = -1;
+    out[0] = bvh->nodes[0];
+    from[0] = 0;
+    for (int k = 1; k < 4; k++) {
+        out[k] = imaginary;
+        from[k] = NONE;
+    }
+    size_t tail = 4;
+    for (size_t k = 0; k < tail; k++) {
+        if (from[k] == NONE || tdm_node_is_leaf(&out[k])) continue;
+        uint32_t b = from[k], child[2] = {b + 1, (uint32_t)bvh->nodes[b].link};
+        size_t block = tail;
+        tail += 4;
+        out[k].link = (int32_t)block;
+        for (int c = 0; c < 2; c++) {
+            const tdm_bvh_node *cn = &bvh->nodes[child[c]];
+            uint32_t g[2] = {child[c], NONE};
+            if (!tdm_node_is_leaf(cn)) {
+                g[0] = child[c] + 1;
+                g[1] = (uint32_t)cn->link;
+            }
+            for (int i = 0; i < 2; i++) {
+                out[block + 2 * c + i] = g[i] == NONE ? imaginary : bvh->nodes[g[i]];
+                from[block + 2 * c + i] = g[i];
+            }
+        }
+    }
+    free(from);
+    *count = (uint32_t)tail;
+    return out;
+}
+
 extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
 {
     *out = NULL;
@@ -909,10 +1047,26 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     uint64_t nb = (uint64_t)bvh->n_nodes * sizeof(tdm_bvh_node), tb = (uint64_t)bvh->n_tris * 9 * sizeof(float),
              ib = (uint64_t)bvh->n_tris * sizeof(uint32_t), kb = BLOCKED_NODES(nb / sizeof(tdm_bvh_node)) * sizeof(tdm_bvh_node),
              bytes = nb + kb + tb + ib;
-    if (budget_add(g->bud, BUD_MESH, (int64_t)bytes) != TDM_OK) return TDM_EGPUMEM;
+    uint32_t n_wide = 0;
+    tdm_bvh_node *wide = NULL;
+    if (g->cfg.traversal == TDM_GPU_TRAVERSE_WIDE) {
+        wide = wide_layout(bvh, &n_wide);
+        if (!wide) return TDM_ENOMEM;
+        bytes += (uint64_t)n_wide * sizeof(tdm_bvh_node);
+    }
+    if (budget_add(g->bud, BUD_MESH, (int64_t)bytes) != TDM_OK) {
+        free(wide);
+        return TDM_EGPUMEM;
+    }
     tdm_gpu_mesh *m = (tdm_gpu_mesh *)calloc(1, sizeof *m);
     tdm_bvh_node *blocked = m ? blocked_layout(bvh) : NULL;
     cudaError_t e = cudaSuccess;
+    if (blocked && wide) {
+        e = cudaMalloc(&m->wide, (size_t)n_wide * sizeof(tdm_bvh_node));
+        if (e == cudaSuccess)
+            e = cudaMemcpy(m->wide, wide, (size_t)n_wide * sizeof(tdm_bvh_node), cudaMemcpyHostToDevice);
+    }
+    free(wide);
     if (blocked) e = cudaMalloc(&m->nodes, nb);
     if (blocked && e == cudaSuccess) e = cudaMalloc(&m->blocked, kb);
     if (blocked && e == cudaSuccess) e = cudaMalloc(&m->tris, tb);
@@ -926,6 +1080,7 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     if (!have || e != cudaSuccess) {
         budget_add(g->bud, BUD_MESH, -(int64_t)bytes);
         if (m) {
+            cudaFree(m->wide);
             cudaFree(m->nodes);
             cudaFree(m->blocked);
             cudaFree(m->tris);
@@ -946,6 +1101,7 @@ extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
 {
     if (!m) return;
     cudaSetDevice(g->cfg.device);
+    cudaFree(m->wide);
     cudaFree(m->nodes);
     cudaFree(m->blocked);
     cudaFree(m->tris);
@@ -978,6 +1134,9 @@ static int queue_group(tdm_gpu *g, slot *s, int it0)
         if (g->cfg.traversal == TDM_GPU_TRAVERSE_BLOCKS)
             traverse_blocks_kernel<<<g->grid, BLOCK, 0, s->stream>>>(in, out, s->leaves, s->d_tasks, s->d_res, s->cnt,
                                                                      it, cp, cl, overflow);
+        else if (g->cfg.traversal == TDM_GPU_TRAVERSE_WIDE)
+            traverse_wide_kernel<<<g->grid, BLOCK, 0, s->stream>>>(in, out, s->leaves, s->d_tasks, s->d_res, s->cnt,
+                                                                   it, cp, cl, overflow);
         else
             traverse_kernel<<<g->grid, BLOCK, 0, s->stream>>>(in, out, s->leaves, s->d_tasks, s->d_res, s->cnt, it,
                                                               cp, cl, overflow);
@@ -1081,7 +1240,9 @@ static void fill_share(void *arg, int k, int nk)
     for (size_t i = lo; i < hi; i++) {
         const tdm_gpu_task *x = &t[i];
         if (i == lo || x->a != t[i - 1].a || x->b != t[i - 1].b) {
-            s->h_pairs[p] = dpair{x->a->blocked, x->b->blocked, x->a->tris, x->b->tris,
+            int wide = j->g->cfg.traversal == TDM_GPU_TRAVERSE_WIDE;
+            s->h_pairs[p] = dpair{wide ? x->a->wide : x->a->blocked, wide ? x->b->wide : x->b->blocked,
+                                  x->a->tris, x->b->tris,
                                   x->a->ids,   x->b->ids,   x->a->radius, x->b->radius};
             cur = (uint32_t)p++;
         }

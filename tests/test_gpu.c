@@ -224,6 +224,24 @@ Test(gpu, blocks_traversal_frontier_overflow_is_rerun)
     check_scenes(&cfg);
 }
 
+Test(gpu, wide_traversal_matches_cpu_engine)
+{
+    require_gpu();
+    tdm_gpu_config cfg = tdm_gpu_config_default();
+    cfg.traversal = TDM_GPU_TRAVERSE_WIDE;
+    check_scenes(&cfg);
+}
+
+Test(gpu, wide_traversal_frontier_overflow_is_rerun)
+{
+    require_gpu();
+    tdm_gpu_config cfg = tdm_gpu_config_default();
+    cfg.traversal = TDM_GPU_TRAVERSE_WIDE;
+    cfg.frontier_pairs = 1024;
+    cfg.memory_budget = 64u << 20;
+    check_scenes(&cfg);
+}
+
 Test(gpu, unknown_traversal_is_refused)
 {
     require_gpu();

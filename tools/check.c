@@ -58,8 +58,9 @@ int tdm_cmd_check(int argc, char **argv)
     static const char *const backends[] = {"cpu", "gpu", "hybrid"};
     int backend = tdm_cli_choice("check", "--backend", backend_s, backends, 3);
     if (backend < 0) return TDM_EXIT_USAGE;
-    static const char *const traversals[] = {"pairs", "blocks"};
-    int traversal = tdm_cli_choice("check", "--gpu-traversal", traversal_s, traversals, 2);
+    static const char *const traversals[] = {"pairs", "blocks", "wide"};
+    static const int traversal_kind[] = {TDM_GPU_TRAVERSE_PAIRS, TDM_GPU_TRAVERSE_BLOCKS, TDM_GPU_TRAVERSE_WIDE};
+    int traversal = tdm_cli_choice("check", "--gpu-traversal", traversal_s, traversals, 3);
     if (traversal < 0) return TDM_EXIT_USAGE;
     int use_gpu = backend != CPU; /* a tdm_gpu holds the meshes of both GPU backends */
     uint64_t threads, max_contacts;
@@ -95,7 +96,7 @@ int tdm_cmd_check(int argc, char **argv)
     if (use_gpu) {
         const char *why = NULL;
         tdm_gpu_config gc = tdm_gpu_config_default();
-        gc.traversal = traversal ? TDM_GPU_TRAVERSE_BLOCKS : TDM_GPU_TRAVERSE_PAIRS;
+        gc.traversal = traversal_kind[traversal];
         rc = tdm_gpu_create(&gc, &gpu, &why);
         if (rc != TDM_OK) {
             tdm_cli_error("cannot start the GPU engine: %s%s%s", tdm_strerror(rc), why && *why ? ": " : "",

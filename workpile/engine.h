@@ -68,7 +68,7 @@ typedef struct tdm_engine_config {
     int gpu_streams;          /* batches in flight at once on the GPU, each on its own stream (default 2) */
     int calibrate;            /* AUTO: measure both engines at creation to set the dispatch threshold
                                  (default 1); 0 keeps the built-in threshold */
-    int gpu_traversal;        /* TDM_GPU_TRAVERSE_PAIRS (default) or _BLOCKS (gpu/gpu.h) */
+    int gpu_traversal;        /* TDM_GPU_TRAVERSE_PAIRS (default), _BLOCKS or _WIDE (gpu/gpu.h) */
     int lanes;                /* runs in flight at once, 1..8 (default 3); the hybrid engine has one.
                                  tandemd, 64 clients x 1024 poses on the H100 host, cubicles bool: 1
                                  lane ~12M queries/s, 2 ~15M, 3 ~17M (bench/results/lanes.md) */
