@@ -25,8 +25,8 @@ trap 'rm -rf "$work"' EXIT
 metrics=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
 cmd=("$tandem" check --env "$ompl/canonical/$SCENE.env.obj" --robot "$ompl/canonical/$SCENE.robot.obj"
      --poses "$work/poses" --mode "$MODE" --backend gpu --gpu-traversal "$TRAVERSAL")
-echo "\$ $NCU --metrics $metrics -k regex:'traverse_kernel|traverse_blocks_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count $LAUNCHES --csv ${cmd[*]}"
-"$NCU" --metrics "$metrics" -k regex:'traverse_kernel|traverse_blocks_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count "$LAUNCHES" --csv "${cmd[@]}" \
+echo "\$ $NCU --metrics $metrics -k regex:'traverse_kernel|traverse_blocks_kernel|traverse_wide_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count $LAUNCHES --csv ${cmd[*]}"
+"$NCU" --metrics "$metrics" -k regex:'traverse_kernel|traverse_blocks_kernel|traverse_wide_kernel|tri_filter_kernel|tri_exact_kernel' --launch-count "$LAUNCHES" --csv "${cmd[@]}" \
     >"$work/raw.csv" 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
 [[ -n ${OUT_DIR:-} ]] && cp "$work/raw.csv" "$OUT_DIR/ncu_${SCENE}_${MODE}.csv"
 # CSV rows: "ID","Process ID","Process Name","Host Name","Kernel Name",...,"Metric Name","Metric Unit","Metric Value"
