@@ -17,6 +17,7 @@
 #include <pb_decode.h>
 #include <pb_encode.h>
 
+#include "../proto/varint.h"
 #include "internal.h"
 #include "tandem.pb.h"
 
@@ -47,26 +48,6 @@ typedef struct encst {
     uint64_t tris_payload; /* varint bytes of the triangle array, computed once */
     bool tris_known;
 } encst;
-
-static size_t varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
 
 static bool enc_string(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
 {
@@ -112,7 +93,7 @@ static bool enc_triangles(pb_ostream_t *s, const pb_field_t *f, void *const *arg
     if (n == 0) return true;
     if (!st->tris_known) {
         uint64_t bytes = 0;
-        for (size_t i = 0; i < n; i++) bytes += varint_len(t[i]);
+        for (size_t i = 0; i < n; i++) bytes += tdm_varint_size(t[i]);
         st->tris_payload = bytes;
         st->tris_known = true;
     }
@@ -235,7 +216,7 @@ static int enc_size(encst *st, uint64_t id, size_t *body, size_t *frame, char *e
         tdm__fmt(err, errlen, "cannot encode the request: %s", "size overflow");
         return TDM_CLIENT_ELIMIT;
     }
-    uint64_t l = 1 + varint_len(id) + varint_len((uint64_t)st->rq->type << 3 | PB_WT_STRING) + varint_len(b) + b;
+    uint64_t l = 1 + tdm_varint_size(id) + tdm_varint_size((uint64_t)st->rq->type << 3 | PB_WT_STRING) + tdm_varint_size(b) + b;
     if (l > UINT32_MAX) {
         tdm__fmt(err, errlen, "the request needs %llu bytes, over the protocol's 4 GiB frame", (unsigned long long)l);
         return TDM_CLIENT_ELIMIT;
@@ -254,9 +235,9 @@ static int enc_write(encst *st, uint64_t id, size_t body, size_t frame, uint8_t 
     *p++ = (uint8_t)(l >> 8);
     *p++ = (uint8_t)l;
     *p++ = (uint8_t)(1 << 3 | PB_WT_VARINT);
-    p = put_varint(p, id);
-    p = put_varint(p, (uint64_t)st->rq->type << 3 | PB_WT_STRING);
-    p = put_varint(p, body);
+    p = tdm_varint_put(p, id);
+    p = tdm_varint_put(p, (uint64_t)st->rq->type << 3 | PB_WT_STRING);
+    p = tdm_varint_put(p, body);
     pb_ostream_t os = pb_ostream_from_buffer(p, body);
     if (!pb_encode(&os, st->fields, &st->m) || os.bytes_written != body) {
         tdm__fmt(err, errlen, "cannot encode the request: %s", PB_GET_ERROR(&os));

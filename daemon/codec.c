@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../proto/varint.h"
+
 /* The block kept between frames: a pose query decodes in a few hundred bytes. */
 #define SMALL_BLOCK 8192u
 #define ALIGN 16u
@@ -133,26 +135,6 @@ enum {
     TAG_PAIRS = 6 << 3 | 2,
 };
 
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 /* proto3: a field holding its default value (0, false) is left out. Branch
  * free: most results of a batch are alike, but the few collisions among them
  * would each cost a mispredicted branch. */
@@ -166,7 +148,7 @@ static uint8_t *put_u32_field(uint8_t *p, unsigned tag, uint32_t v)
 {
     if (!v) return p;
     *p++ = (uint8_t)tag;
-    return put_varint(p, v);
+    return tdm_varint_put(p, v);
 }
 
 static size_t contact_size(const tdm_contact *c)
@@ -184,7 +166,7 @@ static size_t result_size(const tdm_query_result *q, const tdm_contact *pairs)
     if (pairs)
         for (uint32_t t = 0; t < q->n_pairs; t++) {
             size_t c = contact_size(&pairs[t]);
-            s += 1 + varint_size(c) + c;
+            s += 1 + tdm_varint_size(c) + c;
         }
     return s;
 }
@@ -194,7 +176,7 @@ static size_t results_size(const tdm_query_result *r, uint32_t n, const tdm_cont
     size_t s = 0;
     for (uint32_t i = 0; i < n; i++) {
         size_t b = result_size(&r[i], pairs ? pairs + (size_t)i * stride : NULL);
-        s += 1 + varint_size(b) + b;
+        s += 1 + tdm_varint_size(b) + b;
     }
     return s;
 }
@@ -243,11 +225,11 @@ size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *
             *len = (uint8_t)(p - len - 1);
             continue;
         }
-        p = put_varint(p, result_size(q, qp));
+        p = tdm_varint_put(p, result_size(q, qp));
         p = put_result(p, q);
         for (uint32_t t = 0; t < q->n_pairs; t++) {
             *p++ = TAG_PAIRS;
-            p = put_varint(p, contact_size(&qp[t]));
+            p = tdm_varint_put(p, contact_size(&qp[t]));
             /* Contact's fields are tagged 1..4 like QueryResult's first four */
             p = put_u32_field(p, 1 << 3, qp[t].object_a);
             p = put_u32_field(p, 2 << 3, qp[t].triangle_a);
@@ -259,10 +241,10 @@ size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *
     uint8_t head[REPLY_HEAD_MAX], *h = head;
     if (id) {
         *h++ = TAG_REPLY_ID;
-        h = put_varint(h, id);
+        h = tdm_varint_put(h, id);
     }
-    h = put_varint(h, TAG_REPLY_QUERY);
-    h = put_varint(h, q);
+    h = tdm_varint_put(h, TAG_REPLY_QUERY);
+    h = tdm_varint_put(h, q);
     size_t nh = (size_t)(h - head);
     memmove(out + nh, out + REPLY_HEAD_MAX, q);
     memcpy(out, head, nh);

@@ -359,6 +359,45 @@ __device__ static __forceinline__ uint32_t place(typename Scan::TempStorage &tmp
     return off;
 }
 
+/* The block traversals' answer to an overlapping node pair (na at index ia, nb
+ * at ib) of task `task`: a leaf pair (returns 1 << 16), or the next-frontier
+ * entry (returns 1) naming the block under each node the shared descent rule
+ * (tdm_bvtt_children) splits, marked with `block`, and the other node alone. */
+__device__ static __forceinline__ uint32_t descend_blocks(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb,
+                                                          uint32_t ib, uint32_t task, uint32_t block, fpair *o)
+{
+    int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
+    if (la && lb) {
+        *o = fpair{task, ia, ib};
+        return 1u << 16;
+    }
+    if (!la && !lb) {
+        float ea = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] + na->extent[2] * na->extent[2];
+        float eb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] + nb->extent[2] * nb->extent[2];
+        if (ea > TDM_DESCEND_BOTH_RATIO * eb) lb = 1;
+        else if (eb > TDM_DESCEND_BOTH_RATIO * ea) la = 1;
+    }
+    *o = fpair{task, la ? ia : (uint32_t)na->link | block, lb ? ib : (uint32_t)nb->link | block};
+    return 1;
+}
+
+/* Writes a block traversal thread's output (packed as descend_blocks returns
+ * it, 0 for none) at the room place() gave it, or flags the overflow. */
+__device__ static __forceinline__ void put_block_output(uint32_t packed, uint32_t off, uint32_t base_child,
+                                                        uint32_t base_leaf, fpair o, fpair *out, fpair *leaves,
+                                                        uint32_t cap_pairs, uint32_t cap_leaves, uint32_t *overflow)
+{
+    if (packed >> 16) {
+        uint32_t k = base_leaf + (off >> 16);
+        if (k < cap_leaves) leaves[k] = o;
+        else *overflow = 1;
+    } else if (packed) {
+        uint32_t k = base_child + (off & 0xffffu);
+        if (k < cap_pairs) out[k] = o;
+        else *overflow = 1;
+    }
+}
+
 /* TDM_GPU_TRAVERSE_BLOCKS: one BVTT level for every query at once, on the
  * blocked layout (see blocked_layout), as Damkjaer & Erleben process their
  * blocks (with blocks of two siblings, a binary tree's): a frontier entry (task, a, b) stands for a block of up to
@@ -372,21 +411,25 @@ __device__ static __forceinline__ uint32_t place(typename Scan::TempStorage &tmp
  * a leaf pair to the leaf workpile; a block prefix sum (CUB) places them and
  * one atomic per block reserves their room. */
 #define SPLIT 0x80000000u
-#define QUADS (BLOCK / 4)
+#define WIDE SPLIT
+#define WIDE_IMAGINARY(n) ((n)->extent[0] < 0.0f) /* see wide_layout; never so in the binary layout */
 
-__global__ void __launch_bounds__(BLOCK) traverse_blocks_kernel(const fpair *in, fpair *out, fpair *leaves,
-                                                                const dtask *tasks, const dres *res, uint32_t *cnt,
-                                                                int it, uint32_t cap_pairs, uint32_t cap_leaves,
-                                                                uint32_t *overflow)
+/* The body of both block traversals: entries of blocks of W nodes (bit 31 of
+ * a node index: the block there, else that node alone), W x W threads each. */
+template <int W>
+__device__ static __forceinline__ void traverse_groups(const fpair *in, fpair *out, fpair *leaves,
+                                                       const dtask *tasks, const dres *res, uint32_t *cnt, int it,
+                                                       uint32_t cap_pairs, uint32_t cap_leaves, uint32_t *overflow)
 {
+    constexpr unsigned G = W * W; /* threads per entry */
     typedef cub::BlockScan<uint32_t, BLOCK> Scan;
     __shared__ typename Scan::TempStorage scan_tmp;
     __shared__ uint32_t base_child, base_leaf;
-    __shared__ tdm_bvh_node blk[QUADS][4];
+    __shared__ tdm_bvh_node blk[BLOCK / G][2 * W];
     uint32_t n = min(cnt[2 * it], cap_pairs);
-    unsigned q = threadIdx.x >> 2, j = threadIdx.x & 3u, x = j >> 1, y = j & 1u;
-    for (uint64_t tile = (uint64_t)blockIdx.x * BLOCK; tile < 4ull * n; tile += (uint64_t)gridDim.x * BLOCK) {
-        uint32_t e = (uint32_t)((tile + threadIdx.x) >> 2);
+    unsigned q = threadIdx.x / G, j = threadIdx.x % G, x = j / W, y = j % W;
+    for (uint64_t tile = (uint64_t)blockIdx.x * BLOCK; tile < (uint64_t)G * n; tile += (uint64_t)gridDim.x * BLOCK) {
+        uint32_t e = (uint32_t)((tile + threadIdx.x) / G);
         uint32_t packed = 0; /* a next-frontier entry in the low 16 bits, a leaf pair as 1 << 16 */
         fpair p = {0, 0, 0}, o = {0, 0, 0};
         int live = 0;
@@ -399,47 +442,32 @@ __global__ void __launch_bounds__(BLOCK) traverse_blocks_kernel(const fpair *in,
         int sa = (p.a & SPLIT) != 0, sb = (p.b & SPLIT) != 0;
         if (live) {
             load16(&t, &tasks[p.task].h, 5);
-            /* thread j's node of the block: A0, A1, B0, B1 (absent ones are not loaded) */
-            if (j < 2 && (j == 0 || sa)) load16(&blk[q][j], &t.an[a + j], 4);
-            if (j >= 2 && (j == 2 || sb)) load16(&blk[q][j], &t.bn[b + j - 2], 4);
+            /* thread j < 2W loads node j of the entry's: A0..A(W-1), B0..B(W-1) (absent ones are not loaded) */
+            if (j < W && (j == 0 || sa)) load16(&blk[q][j], &t.an[a + j], 4);
+            if (j >= W && j < 2 * W && (j == W || sb)) load16(&blk[q][j], &t.bn[b + j - W], 4);
         }
-        __syncwarp(); /* a quad is four lanes of one warp */
+        __syncwarp(); /* an entry's threads are lanes of one warp */
         if (live && (x == 0 || sa) && (y == 0 || sb)) {
-            const tdm_bvh_node *na = &blk[q][x], *nb = &blk[q][2 + y];
-            tdm_wbox w;
-            tdm_wbox_of(&t.fx, nb, &w);
-            if (tdm_obb_overlap_w(na, &w, nb->extent, t.tol)) {
-                int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
-                uint32_t ia = a + x, ib = b + y;
-                if (la && lb) {
-                    packed = 1u << 16;
-                    o = fpair{p.task, ia, ib};
-                } else {
-                    if (!la && !lb) { /* the shared descent rule (tdm_bvtt_children) */
-                        float ea = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] +
-                                   na->extent[2] * na->extent[2];
-                        float eb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] +
-                                   nb->extent[2] * nb->extent[2];
-                        if (ea > TDM_DESCEND_BOTH_RATIO * eb) lb = 1;
-                        else if (eb > TDM_DESCEND_BOTH_RATIO * ea) la = 1;
-                    }
-                    packed = 1;
-                    o = fpair{p.task, la ? ia : (uint32_t)na->link | SPLIT, lb ? ib : (uint32_t)nb->link | SPLIT};
-                }
+            const tdm_bvh_node *na = &blk[q][x], *nb = &blk[q][W + y];
+            if (!WIDE_IMAGINARY(na) && !WIDE_IMAGINARY(nb)) {
+                tdm_wbox w;
+                tdm_wbox_of(&t.fx, nb, &w);
+                if (tdm_obb_overlap_w(na, &w, nb->extent, t.tol))
+                    packed = descend_blocks(na, a + x, nb, b + y, p.task, SPLIT, &o);
             }
         }
         uint32_t off = place<Scan>(scan_tmp, packed, cnt, it, &base_child, &base_leaf);
-        if (packed >> 16) {
-            uint32_t k = base_leaf + (off >> 16);
-            if (k < cap_leaves) leaves[k] = o;
-            else *overflow = 1;
-        } else if (packed) {
-            uint32_t k = base_child + (off & 0xffffu);
-            if (k < cap_pairs) out[k] = o;
-            else *overflow = 1;
-        }
+        put_block_output(packed, off, base_child, base_leaf, o, out, leaves, cap_pairs, cap_leaves, overflow);
         __syncthreads(); /* scan_tmp, the bases and blk are reused by the next tile */
     }
+}
+
+__global__ void __launch_bounds__(BLOCK) traverse_blocks_kernel(const fpair *in, fpair *out, fpair *leaves,
+                                                                const dtask *tasks, const dres *res, uint32_t *cnt,
+                                                                int it, uint32_t cap_pairs, uint32_t cap_leaves,
+                                                                uint32_t *overflow)
+{
+    traverse_groups<2>(in, out, leaves, tasks, res, cnt, it, cap_pairs, cap_leaves, overflow);
 }
 
 /* TDM_GPU_TRAVERSE_WIDE: one BVTT level on the four-wide blocked hierarchy
@@ -451,78 +479,12 @@ __global__ void __launch_bounds__(BLOCK) traverse_blocks_kernel(const fpair *in,
  * nodes (or one, per the shared descent rule, or when the other is a leaf), or
  * a leaf pair; entries come from distinct parent tests, so no pair is tested
  * twice. Placement as in the other traversals. */
-#define WIDE SPLIT
-#define HALF_WARPS (BLOCK / 16)
-#define WIDE_IMAGINARY(n) ((n)->extent[0] < 0.0f) /* see wide_layout */
-
 __global__ void __launch_bounds__(BLOCK) traverse_wide_kernel(const fpair *in, fpair *out, fpair *leaves,
                                                               const dtask *tasks, const dres *res, uint32_t *cnt,
                                                               int it, uint32_t cap_pairs, uint32_t cap_leaves,
                                                               uint32_t *overflow)
 {
-    typedef cub::BlockScan<uint32_t, BLOCK> Scan;
-    __shared__ typename Scan::TempStorage scan_tmp;
-    __shared__ uint32_t base_child, base_leaf;
-    __shared__ tdm_bvh_node blk[HALF_WARPS][8];
-    uint32_t n = min(cnt[2 * it], cap_pairs);
-    unsigned q = threadIdx.x >> 4, j = threadIdx.x & 15u, x = j >> 2, y = j & 3u;
-    for (uint64_t tile = (uint64_t)blockIdx.x * BLOCK; tile < 16ull * n; tile += (uint64_t)gridDim.x * BLOCK) {
-        uint32_t e = (uint32_t)((tile + threadIdx.x) >> 4);
-        uint32_t packed = 0; /* a next-frontier entry in the low 16 bits, a leaf pair as 1 << 16 */
-        fpair p = {0, 0, 0}, o = {0, 0, 0};
-        int live = 0;
-        dhot t;
-        if (e < n) {
-            p = in[e];
-            live = !*(volatile const uint32_t *)&res[p.task].done;
-        }
-        uint32_t a = p.a & ~WIDE, b = p.b & ~WIDE;
-        int wa = (p.a & WIDE) != 0, wb = (p.b & WIDE) != 0;
-        if (live) {
-            load16(&t, &tasks[p.task].h, 5);
-            /* thread j < 8 loads node j of the entry's eight: A0..A3, B0..B3 (absent ones are not loaded) */
-            if (j < 4 && (j == 0 || wa)) load16(&blk[q][j], &t.an[a + j], 4);
-            if (j >= 4 && j < 8 && (j == 4 || wb)) load16(&blk[q][j], &t.bn[b + j - 4], 4);
-        }
-        __syncwarp(); /* an entry's sixteen threads are half of one warp */
-        if (live && (x == 0 || wa) && (y == 0 || wb)) {
-            const tdm_bvh_node *na = &blk[q][x], *nb = &blk[q][4 + y];
-            tdm_wbox w;
-            if (!WIDE_IMAGINARY(na) && !WIDE_IMAGINARY(nb)) {
-                tdm_wbox_of(&t.fx, nb, &w);
-                if (tdm_obb_overlap_w(na, &w, nb->extent, t.tol)) {
-                    int la = tdm_node_is_leaf(na), lb = tdm_node_is_leaf(nb);
-                    uint32_t ia = a + x, ib = b + y;
-                    if (la && lb) {
-                        packed = 1u << 16;
-                        o = fpair{p.task, ia, ib};
-                    } else {
-                        if (!la && !lb) { /* the shared descent rule (tdm_bvtt_children) */
-                            float ea = na->extent[0] * na->extent[0] + na->extent[1] * na->extent[1] +
-                                       na->extent[2] * na->extent[2];
-                            float eb = nb->extent[0] * nb->extent[0] + nb->extent[1] * nb->extent[1] +
-                                       nb->extent[2] * nb->extent[2];
-                            if (ea > TDM_DESCEND_BOTH_RATIO * eb) lb = 1;
-                            else if (eb > TDM_DESCEND_BOTH_RATIO * ea) la = 1;
-                        }
-                        packed = 1;
-                        o = fpair{p.task, la ? ia : (uint32_t)na->link | WIDE, lb ? ib : (uint32_t)nb->link | WIDE};
-                    }
-                }
-            }
-        }
-        uint32_t off = place<Scan>(scan_tmp, packed, cnt, it, &base_child, &base_leaf);
-        if (packed >> 16) {
-            uint32_t k = base_leaf + (off >> 16);
-            if (k < cap_leaves) leaves[k] = o;
-            else *overflow = 1;
-        } else if (packed) {
-            uint32_t k = base_child + (off & 0xffffu);
-            if (k < cap_pairs) out[k] = o;
-            else *overflow = 1;
-        }
-        __syncthreads(); /* scan_tmp, the bases and blk are reused by the next tile */
-    }
+    traverse_groups<4>(in, out, leaves, tasks, res, cnt, it, cap_pairs, cap_leaves, overflow);
 }
 
 /* tdm_bvtt_children on the blocked layout (blocked_layout): an internal node's

@@ -206,41 +206,24 @@ Test(gpu, frontier_overflow_is_rerun_not_truncated)
     check_scenes(&cfg);
 }
 
-Test(gpu, blocks_traversal_matches_cpu_engine)
+/* The other traversals on the generated scenes; with a small frontier, also
+ * through overflow, growth to the budget and splitting. */
+static void check_traversal(int traversal, int small_frontier)
 {
     require_gpu();
     tdm_gpu_config cfg = tdm_gpu_config_default();
-    cfg.traversal = TDM_GPU_TRAVERSE_BLOCKS;
+    cfg.traversal = traversal;
+    if (small_frontier) {
+        cfg.frontier_pairs = 1024;
+        cfg.memory_budget = 64u << 20;
+    }
     check_scenes(&cfg);
 }
 
-Test(gpu, blocks_traversal_frontier_overflow_is_rerun)
-{
-    require_gpu();
-    tdm_gpu_config cfg = tdm_gpu_config_default();
-    cfg.traversal = TDM_GPU_TRAVERSE_BLOCKS;
-    cfg.frontier_pairs = 1024;
-    cfg.memory_budget = 64u << 20;
-    check_scenes(&cfg);
-}
-
-Test(gpu, wide_traversal_matches_cpu_engine)
-{
-    require_gpu();
-    tdm_gpu_config cfg = tdm_gpu_config_default();
-    cfg.traversal = TDM_GPU_TRAVERSE_WIDE;
-    check_scenes(&cfg);
-}
-
-Test(gpu, wide_traversal_frontier_overflow_is_rerun)
-{
-    require_gpu();
-    tdm_gpu_config cfg = tdm_gpu_config_default();
-    cfg.traversal = TDM_GPU_TRAVERSE_WIDE;
-    cfg.frontier_pairs = 1024;
-    cfg.memory_budget = 64u << 20;
-    check_scenes(&cfg);
-}
+Test(gpu, blocks_traversal_matches_cpu_engine) { check_traversal(TDM_GPU_TRAVERSE_BLOCKS, 0); }
+Test(gpu, blocks_traversal_frontier_overflow_is_rerun) { check_traversal(TDM_GPU_TRAVERSE_BLOCKS, 1); }
+Test(gpu, wide_traversal_matches_cpu_engine) { check_traversal(TDM_GPU_TRAVERSE_WIDE, 0); }
+Test(gpu, wide_traversal_frontier_overflow_is_rerun) { check_traversal(TDM_GPU_TRAVERSE_WIDE, 1); }
 
 Test(gpu, unknown_traversal_is_refused)
 {
