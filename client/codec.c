@@ -685,13 +685,25 @@ static bool dec_skip(pb_istream_t *s, pb_wire_type_t wt, dctx *d)
     return pb_skip_field(s, wt);
 }
 
+/* Keeps the first reason a field failed: ours, else nanopb's for the stream it failed on
+ * (a substream's message does not reach the outer stream). Returns false. */
+static bool fail(dctx *d, const pb_istream_t *s)
+{
+#ifndef PB_NO_ERRMSG
+    if (!d->why) d->why = s->errmsg;
+#else
+    (void)s;
+#endif
+    return false;
+}
+
 static bool dec_pair(pb_istream_t *s, dctx *d)
 {
     tdm_contact v = {0, 0, 0, 0};
     while (s->bytes_left) {
         uint32_t tag;
         pb_wire_type_t wt;
-        if (!dec_tag(s, &wt, &tag, d)) return false;
+        if (!dec_tag(s, &wt, &tag, d)) return fail(d, s);
         bool ok;
         switch (tag) {
         case 1: ok = dec_u32(s, wt, &v.object_a, d); break;
@@ -700,7 +712,7 @@ static bool dec_pair(pb_istream_t *s, dctx *d)
         case 4: ok = dec_u32(s, wt, &v.triangle_b, d); break;
         default: ok = dec_skip(s, wt, d); break;
         }
-        if (!ok) return false;
+        if (!ok) return fail(d, s);
     }
     if (!d->qs || !d->qs->want_pairs) return true; /* not asked for: skipped */
     tdm_pairs *up = d->qs->pairs;
@@ -732,7 +744,7 @@ static bool dec_result(pb_istream_t *s, dctx *d)
     while (s->bytes_left) {
         uint32_t tag;
         pb_wire_type_t wt;
-        if (!dec_tag(s, &wt, &tag, d)) return false;
+        if (!dec_tag(s, &wt, &tag, d)) return fail(d, s);
         bool ok;
         pb_istream_t sub;
         switch (tag) {
@@ -744,7 +756,7 @@ static bool dec_result(pb_istream_t *s, dctx *d)
         case 6: ok = dec_sub(s, wt, &sub, d) && dec_pair(&sub, d) && pb_close_string_substream(s, &sub); break;
         default: ok = dec_skip(s, wt, d); break;
         }
-        if (!ok) return false;
+        if (!ok) return fail(d, s);
     }
     q.n_pairs = (uint32_t)d->cur_pairs;
     d->results[d->n_results++] = q;
@@ -756,12 +768,13 @@ static bool dec_query_reply(pb_istream_t *s, dctx *d)
     while (s->bytes_left) {
         uint32_t tag;
         pb_wire_type_t wt;
-        if (!dec_tag(s, &wt, &tag, d)) return false;
+        if (!dec_tag(s, &wt, &tag, d)) return fail(d, s);
         pb_istream_t sub;
         if (tag == 1) {
-            if (!dec_sub(s, wt, &sub, d) || !dec_result(&sub, d) || !pb_close_string_substream(s, &sub)) return false;
+            if (!dec_sub(s, wt, &sub, d) || !dec_result(&sub, d) || !pb_close_string_substream(s, &sub))
+                return fail(d, s);
         } else if (!dec_skip(s, wt, d)) {
-            return false;
+            return fail(d, s);
         }
     }
     return true;

@@ -380,8 +380,10 @@ Test(codec, reader_refuses_what_protobuf_c_refuses)
             rd_reply_free(&rd);
             accepted++;
         } else {
-            CHECK(strstr(err, "malformed") || strstr(err, "undecodable"), "seed=%llu round %d: refused with '%s'",
-                  (unsigned long long)seed, round, err);
+            /* a reason a person can use, not a placeholder */
+            CHECK((strstr(err, "malformed") || strstr(err, "undecodable")) && !strstr(err, "(none)") &&
+                      !strstr(err, ": ?"),
+                  "seed=%llu round %d: refused with '%s'", (unsigned long long)seed, round, err);
             refused++;
         }
         if (pc) tandem__v1__reply__free_unpacked(pc, NULL);
