@@ -1086,11 +1086,13 @@ static double now_s(void)
 /* Queues levels it0.. of a group on the slot's stream (launched, or captured
  * into a graph), then the copies of the last one's frontier size and the
  * overflow flag to the host. Returns the levels queued. */
+static int group_levels(int it0) { return it0 + ITERS_PER_SYNC < MAX_ITERS - 1 ? ITERS_PER_SYNC : MAX_ITERS - 1 - it0; }
+
 static int queue_group(tdm_gpu *g, slot *s, int it0)
 {
     uint32_t *overflow = s->cnt + 2 * MAX_ITERS;
-    int it = it0;
-    for (int k = 0; k < ITERS_PER_SYNC && it < MAX_ITERS - 1; k++, it++) {
+    int it = it0, end = it0 + group_levels(it0);
+    for (; it < end; it++) {
         fpair *in = s->front[it & 1], *out = s->front[(it + 1) & 1];
         uint32_t cp = (uint32_t)g->cap_pairs, cl = (uint32_t)g->cap_leaves;
         if (g->cfg.traversal == TDM_GPU_TRAVERSE_BLOCKS)
@@ -1145,7 +1147,7 @@ static int launch_group(tdm_gpu *g, slot *s)
         int rc = group_graph(g, s, s->it, &exec);
         if (rc != TDM_OK) return rc;
         TDM_CUDA_TRY(g, cudaGraphLaunch(exec, s->stream));
-        s->it += s->it + ITERS_PER_SYNC < MAX_ITERS - 1 ? ITERS_PER_SYNC : MAX_ITERS - 1 - s->it;
+        s->it += group_levels(s->it);
     } else {
         s->it += queue_group(g, s, s->it);
         TDM_CUDA_TRY(g, cudaGetLastError());
