@@ -97,8 +97,9 @@ typedef struct tdm_gpu_task {
     uint32_t max_pairs;        /* contacts mode: cap (>= 1) */
 } tdm_gpu_task;
 
-/* Sizes the per-task buffers for batches of up to max_tasks and loads the
- * kernels, so that the first run pays for neither. Optional. */
+/* Sizes the per-task buffers for batches of up to max_tasks, loads the
+ * kernels and makes the CUDA graphs of the levels, so that the first run pays
+ * for none of them. Optional. */
 int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks);
 
 /* Runs n tasks; results[i] answers tasks[i] exactly as tdm_collide would, except

@@ -1505,6 +1505,13 @@ extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
                                                      s->d_res);
         TDM_CUDA_TRY(g, cudaGetLastError());
         TDM_CUDA_TRY(g, cudaStreamSynchronize(s->stream));
+        /* and every group of levels gets its graph now: capturing one costs ~0.1-0.2 ms, which a
+         * run would otherwise pay on its first pass through each depth */
+        for (int it0 = 0; g->graphs && it0 < MAX_ITERS - 1; it0 += ITERS_PER_SYNC) {
+            cudaGraphExec_t exec;
+            rc = group_graph(g, s, it0, &exec);
+            if (rc != TDM_OK) return rc;
+        }
     }
     return TDM_OK;
 }
