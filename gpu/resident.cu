@@ -1040,14 +1040,11 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     int have = blocked != NULL;
     free(blocked);
     if (!have || e != cudaSuccess) {
-        budget_add(g->bud, BUD_MESH, -(int64_t)bytes);
         if (m) {
-            cudaFree(m->wide);
-            cudaFree(m->nodes);
-            cudaFree(m->blocked);
-            cudaFree(m->tris);
-            cudaFree(m->ids);
-            free(m);
+            m->bytes = bytes;
+            tdm_gpu_mesh_free(g, m); /* what was allocated, and the budget */
+        } else {
+            budget_add(g->bud, BUD_MESH, -(int64_t)bytes);
         }
         return have ? map_error(g, e) : TDM_ENOMEM;
     }
