@@ -8,7 +8,7 @@
 #include "../geom/mesh.h"
 #include "../tools/io.h"
 
-/* Queries per second of every pose through tdm_engine_run (kind "auto", "cpu",
+/* Queries per second of every pose through tdm_sched_run (kind "auto", "cpu",
  * "gpu" or "hybrid"; `threads` CPU threads) on a scene of env (fixed, identity)
  * and robot (movable), in runs of up to 2^20 poses, best of two passes. Prints
  * the engine's description on stderr. -1 on failure (said on stderr). */

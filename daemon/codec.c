@@ -151,7 +151,7 @@ static uint8_t *put_u32_field(uint8_t *p, unsigned tag, uint32_t v)
     return tdm_varint_put(p, v);
 }
 
-static size_t contact_size(const tdm_contact *c)
+static size_t contact_size(const tdm_sched_contact *c)
 {
     return u32_field_size(c->object_a) + u32_field_size(c->triangle_a) + u32_field_size(c->object_b) +
            u32_field_size(c->triangle_b);
@@ -159,7 +159,7 @@ static size_t contact_size(const tdm_contact *c)
 
 /* A QueryResult's body (without its tag and length). The pair of objects is
  * sent only with a collision. */
-static size_t result_size(const tdm_query_result *q, const tdm_contact *pairs)
+static size_t result_size(const tdm_sched_result *q, const tdm_sched_contact *pairs)
 {
     size_t s = (size_t)(q->colliding != 0) * (2 + u32_field_size(q->object_a) + u32_field_size(q->object_b)) +
                u32_field_size(q->contacts) + (size_t)(q->truncated != 0) * 2;
@@ -171,7 +171,7 @@ static size_t result_size(const tdm_query_result *q, const tdm_contact *pairs)
     return s;
 }
 
-static size_t results_size(const tdm_query_result *r, uint32_t n, const tdm_contact *pairs, uint32_t stride)
+static size_t results_size(const tdm_sched_result *r, uint32_t n, const tdm_sched_contact *pairs, uint32_t stride)
 {
     size_t s = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -187,13 +187,13 @@ static size_t results_size(const tdm_query_result *r, uint32_t n, const tdm_cont
 /* A result without pairs: tag, length, 2 + 6 + 6 + 6 + 2 bytes of fields. */
 #define RESULT_MAX 24u
 
-size_t tdm_query_reply_bound(const tdm_query_result *results, uint32_t n, const tdm_contact *pairs, uint32_t stride)
+size_t tdm_query_reply_bound(const tdm_sched_result *results, uint32_t n, const tdm_sched_contact *pairs, uint32_t stride)
 {
     return REPLY_HEAD_MAX + (pairs ? results_size(results, n, pairs, stride) : (size_t)n * RESULT_MAX);
 }
 
 /* A result's fields; p is past its tag and length. */
-static uint8_t *put_result(uint8_t *p, const tdm_query_result *q)
+static uint8_t *put_result(uint8_t *p, const tdm_sched_result *q)
 {
     if (q->colliding) {
         *p++ = TAG_COLLIDING;
@@ -209,14 +209,14 @@ static uint8_t *put_result(uint8_t *p, const tdm_query_result *q)
     return p;
 }
 
-size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
-                             const tdm_contact *pairs, uint32_t stride)
+size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_sched_result *results, uint32_t n,
+                             const tdm_sched_contact *pairs, uint32_t stride)
 {
     /* the results first, after room for the head, whose length field needs their size */
     uint8_t *p = out + REPLY_HEAD_MAX;
     for (uint32_t i = 0; i < n; i++) {
-        const tdm_query_result *q = &results[i];
-        const tdm_contact *qp = pairs ? pairs + (size_t)i * stride : NULL;
+        const tdm_sched_result *q = &results[i];
+        const tdm_sched_contact *qp = pairs ? pairs + (size_t)i * stride : NULL;
         *p++ = TAG_RESULTS;
         if (!qp || !q->n_pairs) {
             /* at most RESULT_MAX - 2 bytes: a one-byte length, written after them */

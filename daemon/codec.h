@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../workpile/engine.h"
+#include "../workpile/sched.h"
 #include "tandem.pb-c.h"
 
 typedef struct tdm_arena tdm_arena;
@@ -46,9 +46,9 @@ Tandem__V1__Request *tdm_decode_request(tdm_arena *a, const uint8_t *buf, size_t
  * pairs + i x stride. tdm_query_reply_bound gives the room the writer needs
  * (without pairs, without a pass over the results); write fills out and
  * returns the Reply's size. */
-size_t tdm_query_reply_bound(const tdm_query_result *results, uint32_t n, const tdm_contact *pairs, uint32_t stride);
-size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_query_result *results, uint32_t n,
-                             const tdm_contact *pairs, uint32_t stride);
+size_t tdm_query_reply_bound(const tdm_sched_result *results, uint32_t n, const tdm_sched_contact *pairs, uint32_t stride);
+size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_sched_result *results, uint32_t n,
+                             const tdm_sched_contact *pairs, uint32_t stride);
 
 /* Checks that a protobuf string is valid UTF-8 (proto3 requires it of strings,
  * protobuf-c does not check) and at most max bytes long. */

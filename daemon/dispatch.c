@@ -15,14 +15,14 @@
 typedef struct worker {
     struct tdm_dispatch *d;
     pthread_t thread;
-    tdm_query *queries;
-    tdm_query_result *results;
+    tdm_sched_query *queries;
+    tdm_sched_result *results;
     size_t cap;
 } worker;
 
 struct tdm_dispatch {
     uv_async_t async; /* first: the close callback casts back */
-    tdm_engine *engine;
+    tdm_sched *engine;
     uint64_t max_tasks, max_pairs;
     void (*ran)(tdm_query_job *, void *);
     void (*done)(tdm_query_job *, void *);
@@ -55,10 +55,10 @@ static int reserve(worker *w, size_t n)
     if (n <= w->cap) return TDM_OK;
     size_t c = w->cap ? w->cap : 256;
     while (c < n) c *= 2;
-    tdm_query *q = realloc(w->queries, c * sizeof *q);
+    tdm_sched_query *q = realloc(w->queries, c * sizeof *q);
     if (!q) return TDM_ENOMEM;
     w->queries = q;
-    tdm_query_result *r = realloc(w->results, c * sizeof *r);
+    tdm_sched_result *r = realloc(w->results, c * sizeof *r);
     if (!r) return TDM_ENOMEM;
     w->results = r;
     w->cap = c;
@@ -77,13 +77,13 @@ static void run_batch(worker *w, tdm_query_job *batch, size_t n_queries, batch_t
         for (tdm_query_job *j = batch; j; j = j->next) {
             uint32_t m = j->scene->n_movable;
             for (uint32_t i = 0; i < j->n_queries; i++, k++)
-                w->queries[k] = (tdm_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
+                w->queries[k] = (tdm_sched_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
                                             j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL};
         }
         /* a batch of one job writes its results in place */
-        tdm_query_result *res = batch->next ? w->results : batch->results;
+        tdm_sched_result *res = batch->next ? w->results : batch->results;
         if (w->d->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
-        rc = tdm_engine_run(w->d->engine, w->queries, n_queries, res);
+        rc = tdm_sched_run(w->d->engine, w->queries, n_queries, res);
         if (w->d->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
         if (rc == TDM_OK && batch->next) {
             k = 0;
@@ -171,7 +171,7 @@ static void on_async(uv_async_t *h)
     }
 }
 
-int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+int tdm_dispatch_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                         void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
                         void *data, tdm_dispatch **out)
 {
@@ -200,7 +200,7 @@ int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_
         free(d);
         return TDM_ESYS;
     }
-    int n = tdm_engine_lanes(engine);
+    int n = tdm_sched_lanes(engine);
     if (n > MAX_WORKERS) n = MAX_WORKERS;
     for (int k = 0; k < n; k++) {
         d->workers[k].d = d;

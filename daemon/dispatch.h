@@ -3,14 +3,14 @@
  * The loop thread submits validated query jobs. A dispatcher thread waits for
  * work, takes everything queued (up to max_batch_tasks tasks and
  * max_batch_pairs reserved contact pairs; always at least one job) as one batch,
- * runs it with a single tdm_engine_run, and hands the finished jobs back to the
+ * runs it with a single tdm_sched_run, and hands the finished jobs back to the
  * loop through uv_async_send. There is no timer and no waiting for a batch to
  * fill: while the engine is busy, new jobs queue up, and the next batch is
  * whatever arrived meanwhile — under light load a query runs alone at once,
  * under heavy load batches grow by themselves.
  *
  * There are as many dispatcher threads as the engine has lanes
- * (tdm_engine_lanes): while one thread's batch is on the GPU, another takes the
+ * (tdm_sched_lanes): while one thread's batch is on the GPU, another takes the
  * next batch and prepares it, so the host work around each run (gathering the
  * queries, building tasks, folding results) overlaps the device's work. Jobs
  * may therefore finish out of order (the protocol allows it).
@@ -22,7 +22,7 @@
 
 #include <uv.h>
 
-#include "../workpile/engine.h"
+#include "../workpile/sched.h"
 
 typedef struct tdm_query_job tdm_query_job;
 
@@ -48,8 +48,8 @@ struct tdm_query_job {
     uint64_t n_tasks;        /* n_queries x scene checks: the batch cap counts these */
     uint64_t pairs_reserved; /* n_queries x max_contacts when pairs are wanted, else 0 */
     tdm_xform *poses;        /* n_queries x scene->n_movable */
-    tdm_query_result *results; /* n_queries, filled by the dispatcher */
-    tdm_contact *pairs;      /* NULL, or n_queries x max_contacts: query i's pairs start at i x max_contacts */
+    tdm_sched_result *results; /* n_queries, filled by the dispatcher */
+    tdm_sched_contact *pairs;      /* NULL, or n_queries x max_contacts: query i's pairs start at i x max_contacts */
     int rc;                  /* TDM_OK, or the engine's error: results are then undefined */
 };
 
@@ -63,7 +63,7 @@ typedef struct tdm_dispatch_stats {
  * once the engine has run it (rc and results set), e.g. to pack its reply off
  * the loop; it must not touch loop-side state. done: called on the loop thread
  * for every finished job (which it then owns). */
-int tdm_dispatch_create(uv_loop_t *loop, tdm_engine *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+int tdm_dispatch_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                         void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
                         void *data, tdm_dispatch **out);
 /* Loop thread. The job is the dispatcher's until `done` gets it back. */

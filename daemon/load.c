@@ -39,13 +39,13 @@ static int load_mesh(void *ctx, const tdm_persist_item *it)
         tdm_stored_mesh_unref(m);
         return -1;
     }
-    /* before the loop runs: tdm_engine_mesh_add may block, which is fine here */
-    rc = tdm_engine_mesh_add(s->engine, bvh);
+    /* before the loop runs: tdm_sched_mesh_add may block, which is fine here */
+    rc = tdm_sched_mesh_add(s->engine, bvh);
     if (rc == TDM_OK) {
         m->engine = s->engine;
     } else {
         tdm_log_warn("%s: the %s engine cannot hold its tree on the device (%s): kept, and queries on scenes "
-                     "using it run on the CPU engine", it->path, tdm_engine_kind_name(tdm_engine_kind_of(s->engine)),
+                     "using it run on the CPU engine", it->path, tdm_backend_name(tdm_sched_backend(s->engine)),
                      rc == TDM_EGPUMEM ? "device memory or the gpu-memory budget is full" : tdm_strerror(rc));
     }
     tdm_store_add_mesh(s->store, m);
@@ -60,9 +60,9 @@ static int load_scene(void *ctx, const tdm_persist_item *it)
     tdm_canon_object *co = NULL;
     tdm_canon_pair *cp = NULL;
     uint32_t no = 0, na = 0;
-    tdm_scene_object *objs = NULL;
+    tdm_scene_obj *objs = NULL;
     tdm_stored_mesh **meshes = NULL;
-    tdm_object_pair *allowed = NULL;
+    tdm_id_pair *allowed = NULL;
     tdm_scene *scene = NULL;
     int rc = -1;
     if (tdm_scene_canon_parse(it->canon, it->canon_len, &co, &no, &cp, &na) != 0) {
@@ -102,7 +102,7 @@ static int load_scene(void *ctx, const tdm_persist_item *it)
             objs[i].pose = tdm_xform_from_pose(tdm_d3(p[0], p[1], p[2]), q);
         }
     }
-    for (uint32_t i = 0; i < na; i++) allowed[i] = (tdm_object_pair){cp[i].a, cp[i].b};
+    for (uint32_t i = 0; i < na; i++) allowed[i] = (tdm_id_pair){cp[i].a, cp[i].b};
     tdm_scene_error serr;
     int e = tdm_scene_create(objs, no, allowed, na, &scene, &serr);
     if (e != TDM_OK) {
@@ -132,9 +132,9 @@ out:
 size_t tdm_load_store(tdm_server *s)
 {
     size_t skipped = tdm_persist_load(s->persist, TDM_PERSIST_MESH, load_mesh, s);
-    if (tdm_engine_kind_of(s->engine) != TDM_ENGINE_CPU && tdm_store_n_meshes(s->store) > 0) {
-        tdm_engine_stats es;
-        tdm_engine_get_stats(s->engine, &es);
+    if (tdm_sched_backend(s->engine) != TDM_BACKEND_CPU && tdm_store_n_meshes(s->store) > 0) {
+        tdm_sched_stats es;
+        tdm_sched_get_stats(s->engine, &es);
         tdm_log_info("device: %u of %u stored meshes resident, %llu bytes of device memory held", es.device_meshes,
                      tdm_store_n_meshes(s->store), (unsigned long long)es.device_bytes);
     }

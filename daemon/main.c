@@ -6,20 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gpu/gpu.h"
 #include "load.h"
 #include "log.h"
 #include "request.h"
 #include "server.h"
 #include "stats.h"
-
-static tdm_engine_kind engine_kind(const char *name)
-{
-    if (strcmp(name, "cpu") == 0) return TDM_ENGINE_CPU;
-    if (strcmp(name, "gpu") == 0) return TDM_ENGINE_GPU;
-    if (strcmp(name, "hybrid") == 0) return TDM_ENGINE_HYBRID;
-    return TDM_ENGINE_AUTO;
-}
 
 int main(int argc, char **argv)
 {
@@ -61,8 +52,9 @@ int main(int argc, char **argv)
     }
     srv.loop = &loop;
 
-    tdm_engine_config ec = tdm_engine_config_default();
-    ec.kind = engine_kind(cfg.engine);
+    tdm_sched_config ec = tdm_sched_config_default();
+    /* config.c accepts only the names these parse */
+    if (tdm_backend_parse(cfg.engine, &ec.kind) != TDM_OK) ec.kind = TDM_BACKEND_AUTO;
     ec.threads = cfg.threads;
     ec.chunk_tasks = cfg.max_batch_tasks;
     ec.gpu_device = cfg.gpu_device;
@@ -70,11 +62,9 @@ int main(int argc, char **argv)
     ec.gpu_streams = cfg.gpu_streams;
     ec.calibrate = cfg.engine_calibrate;
     ec.lanes = cfg.engine_lanes;
-    ec.gpu_traversal = strcmp(cfg.gpu_traversal, "blocks") == 0 ? TDM_GPU_TRAVERSE_BLOCKS
-                       : strcmp(cfg.gpu_traversal, "wide") == 0 ? TDM_GPU_TRAVERSE_WIDE
-                                                                : TDM_GPU_TRAVERSE_PAIRS;
+    if (tdm_traversal_parse(cfg.gpu_traversal, &ec.gpu_traversal) != TDM_OK) ec.gpu_traversal = TDM_TRAVERSAL_PAIRS;
     char why[256] = "";
-    if ((rc = tdm_engine_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
+    if ((rc = tdm_sched_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
         if (rc == TDM_ENODEV)
             tdm_log_error("engine %s: %s; start with --engine auto (or cpu) to run on the CPU engine", cfg.engine,
                           why[0] ? why : "no usable GPU");
@@ -82,8 +72,8 @@ int main(int argc, char **argv)
             tdm_log_error("engine %s: %s", cfg.engine, why[0] ? why : tdm_strerror(rc));
         goto out;
     }
-    tdm_log_info("engine: %s", tdm_engine_detail(srv.engine));
-    if (tdm_engine_kind_of(srv.engine) == TDM_ENGINE_CPU && ec.kind == TDM_ENGINE_AUTO)
+    tdm_log_info("engine: %s", tdm_sched_detail(srv.engine));
+    if (tdm_sched_backend(srv.engine) == TDM_BACKEND_CPU && ec.kind == TDM_BACKEND_AUTO)
         tdm_log_info("engine auto: no usable GPU in this build or machine (see above), queries run on the CPU engine");
 
     if (tdm_persist_open(cfg.data_dir, &srv.persist, err, sizeof err) != 0) {
@@ -130,7 +120,7 @@ out:
     if (uv_loop_close(&loop) != 0) tdm_log_warn("event loop closed with handles still open");
     for (size_t i = 0; i < srv.n_listeners; i++) free(srv.listeners[i].unix_path);
     free(srv.listeners);
-    tdm_engine_destroy(srv.engine);
+    tdm_sched_destroy(srv.engine);
     tdm_persist_close(srv.persist);
     tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
     tdm_config_free(&cfg);

@@ -35,12 +35,12 @@ static ecode code_of(int rc)
     }
 }
 
-static Tandem__V1__Engine engine_enum(tdm_engine_kind k)
+static Tandem__V1__Engine engine_enum(tdm_backend_kind k)
 {
     switch (k) {
-    case TDM_ENGINE_CPU: return TANDEM__V1__ENGINE__ENGINE_CPU;
-    case TDM_ENGINE_GPU: return TANDEM__V1__ENGINE__ENGINE_GPU;
-    case TDM_ENGINE_HYBRID: return TANDEM__V1__ENGINE__ENGINE_HYBRID;
+    case TDM_BACKEND_CPU: return TANDEM__V1__ENGINE__ENGINE_CPU;
+    case TDM_BACKEND_GPU: return TANDEM__V1__ENGINE__ENGINE_GPU;
+    case TDM_BACKEND_HYBRID: return TANDEM__V1__ENGINE__ENGINE_HYBRID;
     default: return TANDEM__V1__ENGINE__ENGINE_UNSPECIFIED;
     }
 }
@@ -163,7 +163,7 @@ static void do_hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
     Tandem__V1__HelloReply r = TANDEM__V1__HELLO_REPLY__INIT;
     r.protocol_version = PROTOCOL_VERSION;
     r.server_version = TDM_VERSION;
-    r.engine = engine_enum(tdm_engine_kind_of(c->srv->engine));
+    r.engine = engine_enum(tdm_sched_backend(c->srv->engine));
     r.limits = &l;
     send_body(c, id, TANDEM__V1__REPLY__BODY_HELLO, &r);
 }
@@ -457,10 +457,10 @@ static void do_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p
         tdm_conn_send_error(c, id, E(LIMIT), "allowed", -1, "too many allowed pairs");
         return;
     }
-    tdm_scene_object *objs = malloc(sizeof *objs * n);
+    tdm_scene_obj *objs = malloc(sizeof *objs * n);
     put_object *po = malloc(sizeof *po * n);
     tdm_stored_mesh **meshes = malloc(sizeof *meshes * n);
-    tdm_object_pair *allowed = malloc(sizeof *allowed * (p->n_allowed ? p->n_allowed : 1));
+    tdm_id_pair *allowed = malloc(sizeof *allowed * (p->n_allowed ? p->n_allowed : 1));
     tdm_canon_pair *cpairs = NULL;
     uint8_t *canon = NULL;
     size_t canon_len = 0;
@@ -509,7 +509,7 @@ static void do_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p
             }
         }
     }
-    for (size_t i = 0; i < p->n_allowed; i++) allowed[i] = (tdm_object_pair){p->allowed[i]->a, p->allowed[i]->b};
+    for (size_t i = 0; i < p->n_allowed; i++) allowed[i] = (tdm_id_pair){p->allowed[i]->a, p->allowed[i]->b};
     tdm_scene_error serr;
     int rc = tdm_scene_create(objs, (uint32_t)n, allowed, (uint32_t)p->n_allowed, &scene, &serr);
     if (rc != TDM_OK) {
@@ -669,7 +669,7 @@ static void free_job(tdm_query_job *j)
  * out of memory or too large. */
 static tdm_frame *pack_query_reply(const tdm_query_job *j, int *too_large)
 {
-    const tdm_contact *pairs = j->pairs;
+    const tdm_sched_contact *pairs = j->pairs;
     size_t n = tdm_query_reply_bound(j->results, j->n_queries, pairs, j->max_contacts);
     *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
     uint8_t *body;
@@ -845,7 +845,7 @@ static void do_query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     int offload = n >= OFFLOAD_QUERIES;
     size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
     size_t roff = xoff + n * m * sizeof(tdm_xform);
-    size_t poff = (roff + n * sizeof(tdm_query_result) + 7) & ~(size_t)7;
+    size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
     tdm_query_job *j = malloc(poff + (offload ? q->n_poses * sizeof(double) : 0));
     if (!j) {
         tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu queries", n);
@@ -853,7 +853,7 @@ static void do_query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     }
     memset(j, 0, sizeof *j);
     j->poses = (tdm_xform *)(void *)((char *)j + xoff);
-    j->results = (tdm_query_result *)(void *)((char *)j + roff);
+    j->results = (tdm_sched_result *)(void *)((char *)j + roff);
     j->scene = s;
     j->n_queries = (uint32_t)n;
     j->request_id = id;

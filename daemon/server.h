@@ -9,7 +9,7 @@
 
 #include <uv.h>
 
-#include "../workpile/engine.h"
+#include "../workpile/sched.h"
 #include "config.h"
 #include "dispatch.h"
 #include "persist.h"
@@ -41,7 +41,7 @@ typedef struct tdm_counters {
 typedef struct tdm_server {
     uv_loop_t *loop;
     const tdm_config *cfg;
-    tdm_engine *engine;
+    tdm_sched *engine;
     tdm_persist *persist;
     tdm_store *store;
     tdm_storage *storage;

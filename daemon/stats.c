@@ -7,13 +7,13 @@
 void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, size_t detail_len)
 {
     tdm_dispatch_stats ds = {0};
-    tdm_engine_stats es = {0};
+    tdm_sched_stats es = {0};
     if (srv->dispatch) tdm_dispatch_get_stats(srv->dispatch, &ds);
-    tdm_engine_get_stats(srv->engine, &es);
+    tdm_sched_get_stats(srv->engine, &es);
     r->server_version = TDM_VERSION;
-    switch (tdm_engine_kind_of(srv->engine)) {
-    case TDM_ENGINE_GPU: r->engine = TANDEM__V1__ENGINE__ENGINE_GPU; break;
-    case TDM_ENGINE_HYBRID: r->engine = TANDEM__V1__ENGINE__ENGINE_HYBRID; break;
+    switch (tdm_sched_backend(srv->engine)) {
+    case TDM_BACKEND_GPU: r->engine = TANDEM__V1__ENGINE__ENGINE_GPU; break;
+    case TDM_BACKEND_HYBRID: r->engine = TANDEM__V1__ENGINE__ENGINE_HYBRID; break;
     default: r->engine = TANDEM__V1__ENGINE__ENGINE_CPU; break;
     }
     r->uptime_s = (double)(uv_hrtime() - srv->started_ns) / 1e9;
@@ -40,7 +40,7 @@ void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, si
     r->device_bytes = es.device_bytes;
     r->device_meshes = es.device_meshes;
     r->dispatch_threshold = es.dispatch_threshold;
-    snprintf(detail, detail_len, "%s; %llu requests pooled into %llu batches", tdm_engine_detail(srv->engine),
+    snprintf(detail, detail_len, "%s; %llu requests pooled into %llu batches", tdm_sched_detail(srv->engine),
              (unsigned long long)ds.jobs, (unsigned long long)ds.batches);
     r->engine_detail = detail;
 }

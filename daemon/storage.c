@@ -79,7 +79,7 @@ static void idset_del(idset *s, const uint8_t *id)
 struct tdm_storage {
     uv_async_t async; /* first: the close callback casts back */
     tdm_persist *persist;
-    tdm_engine *engine;
+    tdm_sched *engine;
     idset on_disk[2];
     pthread_t thread;
     int started;
@@ -125,18 +125,18 @@ static void locate_mesh_error(tdm_storage_op *op, const float *v, uint32_t nv, c
     }
 }
 
-/* Why tdm_engine_mesh_add refused the tree, for the Error reply. */
+/* Why tdm_sched_mesh_add refused the tree, for the Error reply. */
 static void upload_error(tdm_storage *st, tdm_storage_op *op, size_t tree_bytes)
 {
-    tdm_engine_stats es;
-    tdm_engine_get_stats(st->engine, &es);
+    tdm_sched_stats es;
+    tdm_sched_get_stats(st->engine, &es);
     op->field = "";
     op->index = -1;
     if (op->rc == TDM_EGPUMEM)
         snprintf(op->msg, sizeof op->msg,
                  "the %s engine cannot hold this mesh's tree (%zu bytes) in device memory: the device or the "
                  "gpu-memory budget is full (%llu bytes held, %u meshes resident); nothing was stored",
-                 tdm_engine_kind_name(tdm_engine_kind_of(st->engine)), tree_bytes,
+                 tdm_backend_name(tdm_sched_backend(st->engine)), tree_bytes,
                  (unsigned long long)es.device_bytes, es.device_meshes);
     else
         snprintf(op->msg, sizeof op->msg, "no memory to copy the mesh's tree to the GPU: %s; nothing was stored",
@@ -194,7 +194,7 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
      * A device that fails (rather than being full) does not refuse the mesh: it is stored, and
      * queries on scenes using it run on the CPU engine, as after a failed load at start-up. */
     if (st->engine) {
-        int rc = tdm_engine_mesh_add(st->engine, bvh);
+        int rc = tdm_sched_mesh_add(st->engine, bvh);
         if (rc == TDM_EGPU) {
             tdm_log_warn("MeshPut: copying the tree to the GPU failed (%s): the mesh is stored and queries on "
                          "scenes using it run on the CPU engine", tdm_strerror(rc));
@@ -229,7 +229,7 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
         tdm_log_warn("storage: out of memory for the id set");
     }
 out:
-    if (resident) tdm_engine_mesh_remove(st->engine, bvh);
+    if (resident) tdm_sched_mesh_remove(st->engine, bvh);
     free(label);
     free(blob);
     tdm_bvh_free(bvh);
@@ -313,7 +313,7 @@ static void on_async(uv_async_t *h)
     }
 }
 
-int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_engine *engine, tdm_storage **out)
+int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_sched *engine, tdm_storage **out)
 {
     *out = NULL;
     tdm_storage *st = calloc(1, sizeof *st);

@@ -6,7 +6,7 @@
  * MeshDelete followed by a MeshPut of the same mesh can never have its unlink
  * land after the put's rename. The loop never waits on a disk.
  *
- * A MeshPut also makes the new tree resident on the engine (tdm_engine_mesh_add,
+ * A MeshPut also makes the new tree resident on the engine (tdm_sched_mesh_add,
  * which may wait for the engine's run in progress: never on the loop thread)
  * before anything is written: a tree the device cannot hold fails the put with
  * TDM_EGPUMEM and nothing is stored.
@@ -73,7 +73,7 @@ struct tdm_storage_op {
 typedef struct tdm_storage tdm_storage;
 
 /* engine (borrowed, may be NULL: trees are then not added anywhere) must outlive the storage. */
-int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_engine *engine, tdm_storage **out);
+int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_sched *engine, tdm_storage **out);
 /* Startup, before any submit: an id that is on disk. */
 int tdm_storage_mark(tdm_storage *st, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN]);
 void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op);

@@ -110,7 +110,7 @@ void tdm_stored_mesh_unref(tdm_stored_mesh *m)
     if (--m->refs > 0) return;
     assert(!m->stored && m->scenes == 0);
     /* no query still reads the tree: each holds a scene reference, which holds ours */
-    if (m->engine) tdm_engine_mesh_remove(m->engine, m->bvh);
+    if (m->engine) tdm_sched_mesh_remove(m->engine, m->bvh);
     tdm_bvh_free(m->bvh);
     free(m->name);
     free(m);

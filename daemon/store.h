@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "../workpile/engine.h"
+#include "../workpile/sched.h"
 #include "../workpile/scene.h"
 #include "canon.h"
 
@@ -31,7 +31,7 @@ typedef struct tdm_stored_mesh {
     uint32_t n_verts, n_tris;
     uint64_t bytes;  /* canonical content + tree blob: what max_meshes_bytes counts */
     tdm_bvh *bvh;    /* owned */
-    tdm_engine *engine; /* borrowed: the engine the tree was added to (tdm_engine_mesh_add succeeded),
+    tdm_sched *engine; /* borrowed: the engine the tree was added to (tdm_sched_mesh_add succeeded),
                            NULL when it was not; the last unref removes it there before freeing it */
     uint32_t refs;
     uint32_t scenes;
@@ -62,7 +62,7 @@ void tdm_store_free(tdm_store *s);
 tdm_stored_mesh *tdm_stored_mesh_new(const uint8_t id[TDM_ID_LEN], const char *name, uint32_t n_verts,
                                      uint32_t n_tris, uint64_t bytes, tdm_bvh *bvh);
 void tdm_stored_mesh_ref(tdm_stored_mesh *m);
-/* At 0: tdm_engine_mesh_remove (never blocks) when m->engine is set, then frees. */
+/* At 0: tdm_sched_mesh_remove (never blocks) when m->engine is set, then frees. */
 void tdm_stored_mesh_unref(tdm_stored_mesh *m);
 
 /* A new scene with one reference (the caller's); takes ownership of `scene`

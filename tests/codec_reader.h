@@ -1,5 +1,5 @@
-/* libtandem's reply reader, seen through types of our own: test_codec also includes the
- * daemon's engine.h, whose tdm_query_result is not the client's. */
+/* libtandem's reply reader, seen through types of our own, so that test_codec compares
+ * the client's decoding with protobuf-c's field by field in one shape. */
 #ifndef TDM_TESTS_CODEC_READER_H
 #define TDM_TESTS_CODEC_READER_H
 

@@ -43,7 +43,7 @@ static uint32_t some_u32(gen_rng *g)
 /* ---- the daemon's writer against protobuf-c's packing ----------------------------------- */
 
 /* The Reply as tandemd packed it with protobuf-c before the writer (daemon/request.c). */
-static uint8_t *pack_reference(uint64_t id, const tdm_query_result *res, uint32_t n, const tdm_contact *pairs,
+static uint8_t *pack_reference(uint64_t id, const tdm_sched_result *res, uint32_t n, const tdm_sched_contact *pairs,
                                uint32_t stride, size_t *len)
 {
     Tandem__V1__QueryResult *r = calloc(n + 1, sizeof *r);
@@ -67,7 +67,7 @@ static uint8_t *pack_reference(uint64_t id, const tdm_query_result *res, uint32_
             r[i].n_pairs = res[i].n_pairs;
             r[i].pairs = &cp[k];
             for (uint32_t t = 0; t < res[i].n_pairs; t++, k++) {
-                const tdm_contact *s = &pairs[(size_t)i * stride + t];
+                const tdm_sched_contact *s = &pairs[(size_t)i * stride + t];
                 tandem__v1__contact__init(&c[k]);
                 c[k].object_a = s->object_a;
                 c[k].triangle_a = s->triangle_a;
@@ -106,11 +106,11 @@ Test(codec, reply_bytes_equal_protobuf_c)
         uint32_t stride = contacts ? (uint32_t)gen_int(&g, 1, 6) : 1;
         int want_pairs = contacts && gen_int(&g, 0, 1);
         uint64_t id = gen_int(&g, 0, 4) == 0 ? 0 : gen_next(&g) >> gen_int(&g, 0, 63);
-        tdm_query_result *res = calloc(n + 1, sizeof *res);
-        tdm_contact *pairs = want_pairs ? calloc((size_t)n * stride + 1, sizeof *pairs) : NULL;
+        tdm_sched_result *res = calloc(n + 1, sizeof *res);
+        tdm_sched_contact *pairs = want_pairs ? calloc((size_t)n * stride + 1, sizeof *pairs) : NULL;
         cr_assert(res && (!want_pairs || pairs));
         for (uint32_t i = 0; i < n; i++) {
-            tdm_query_result *q = &res[i];
+            tdm_sched_result *q = &res[i];
             q->colliding = gen_int(&g, 0, 2) == 0;
             /* object ids ride along without a collision too: the writer must leave them out */
             q->object_a = some_u32(&g);
@@ -119,7 +119,7 @@ Test(codec, reply_bytes_equal_protobuf_c)
             q->truncated = contacts && q->colliding && gen_int(&g, 0, 3) == 0;
             q->n_pairs = want_pairs && q->colliding ? (uint32_t)gen_int(&g, 0, stride) : 0;
             for (uint32_t t = 0; t < q->n_pairs; t++)
-                pairs[(size_t)i * stride + t] = (tdm_contact){some_u32(&g), some_u32(&g), some_u32(&g), some_u32(&g)};
+                pairs[(size_t)i * stride + t] = (tdm_sched_contact){some_u32(&g), some_u32(&g), some_u32(&g), some_u32(&g)};
             colliding += q->colliding != 0;
             with_pairs += q->n_pairs > 0;
         }

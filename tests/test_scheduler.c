@@ -1,4 +1,4 @@
-/* workpile/engine.h: the scheduler over whole scenes, on every engine.
+/* workpile/sched.h: the scheduler over whole scenes, on every engine.
  *
  *  - the CPU engine's per-query answers are those of tdm_collide run on each
  *    checked pair directly (first colliding pair, summed and capped contacts,
@@ -23,7 +23,7 @@
 #include "geom/bvh.h"
 #include "gpu/gpu_geom.h"
 #include "workpile/cpu_engine.h"
-#include "workpile/engine.h"
+#include "workpile/sched.h"
 
 static uint64_t seed;
 
@@ -66,14 +66,14 @@ static void world_make(world *w, gen_rng *r)
     w->bvh[2] = tree(gen_sphere(0.5, 16));
     w->bvh[3] = tree(gen_box(0.3, 0.2, 0.6));
     w->bvh[4] = tree(gen_torus(0.5, 0.15, 24, 12));
-    tdm_scene_object objs[N_MESHES] = {
+    tdm_scene_obj objs[N_MESHES] = {
         {10, w->bvh[0], 0, tdm_xform_identity()},
         {20, w->bvh[1], 0, tdm_xform_from_pose(tdm_d3(2.5, 0, 0), gen_rotation(r))},
         {30, w->bvh[2], 1, tdm_xform_identity()},
         {40, w->bvh[3], 1, tdm_xform_identity()},
         {50, w->bvh[4], 1, tdm_xform_identity()},
     };
-    tdm_object_pair allowed[1] = {{40, 30}};
+    tdm_id_pair allowed[1] = {{40, 30}};
     tdm_scene_error err;
     cr_assert_eq(tdm_scene_create(objs, N_MESHES, allowed, 1, &w->scene, &err), TDM_OK, "%s", err.msg);
     w->poses = malloc(sizeof *w->poses * N_QUERIES * w->scene->n_movable);
@@ -92,26 +92,26 @@ static void world_free(world *w)
 }
 
 typedef struct answers {
-    tdm_query_result res[N_QUERIES];
-    tdm_contact pairs[N_QUERIES][MAX_PAIRS];
+    tdm_sched_result res[N_QUERIES];
+    tdm_sched_contact pairs[N_QUERIES][MAX_PAIRS];
 } answers;
 
 /* mode 0: bool; 1: contacts, counts only; 2: contacts capped at MAX_PAIRS, with pairs. */
-static int run(tdm_engine *e, const world *w, int mode, answers *a)
+static int run(tdm_sched *e, const world *w, int mode, answers *a)
 {
-    static tdm_query q[N_QUERIES];
+    static tdm_sched_query q[N_QUERIES];
     memset(a, 0, sizeof *a);
     for (int i = 0; i < N_QUERIES; i++)
-        q[i] = (tdm_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
+        q[i] = (tdm_sched_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
                            mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode == 2 ? MAX_PAIRS : 1000000,
                            mode == 2 ? a->pairs[i] : NULL};
-    return tdm_engine_run(e, q, N_QUERIES, a->res);
+    return tdm_sched_run(e, q, N_QUERIES, a->res);
 }
 
 static void expect_same(const answers *got, const answers *want, int mode, const char *what)
 {
     for (int i = 0; i < N_QUERIES; i++) {
-        const tdm_query_result *g = &got->res[i], *x = &want->res[i];
+        const tdm_sched_result *g = &got->res[i], *x = &want->res[i];
         cr_assert_eq(g->colliding, x->colliding, "%s, mode %d, query %d: colliding", what, mode, i);
         cr_assert_eq(g->contacts, x->contacts, "%s, mode %d, query %d: contacts", what, mode, i);
         cr_assert_eq(g->truncated, x->truncated, "%s, mode %d, query %d: truncated", what, mode, i);
@@ -121,20 +121,20 @@ static void expect_same(const answers *got, const answers *want, int mode, const
                       "%s, mode %d, query %d: colliding pair (%u, %u), want (%u, %u)", what, mode, i, g->object_a,
                       g->object_b, x->object_a, x->object_b);
         }
-        cr_assert(memcmp(got->pairs[i], want->pairs[i], g->n_pairs * sizeof(tdm_contact)) == 0,
+        cr_assert(memcmp(got->pairs[i], want->pairs[i], g->n_pairs * sizeof(tdm_sched_contact)) == 0,
                   "%s, mode %d, query %d: listed pairs differ", what, mode, i);
     }
 }
 
-static tdm_engine *engine(tdm_engine_kind kind, int calibrate)
+static tdm_sched *engine(tdm_backend_kind kind, int calibrate)
 {
-    tdm_engine_config c = tdm_engine_config_default();
+    tdm_sched_config c = tdm_sched_config_default();
     c.kind = kind;
     c.calibrate = calibrate;
-    tdm_engine *e = NULL;
+    tdm_sched *e = NULL;
     char why[256];
-    int rc = tdm_engine_create(&c, &e, why, sizeof why);
-    cr_assert_eq(rc, TDM_OK, "creating the %s engine: %s", tdm_engine_kind_name(kind), why);
+    int rc = tdm_sched_create(&c, &e, why, sizeof why);
+    cr_assert_eq(rc, TDM_OK, "creating the %s engine: %s", tdm_backend_name(kind), why);
     return e;
 }
 
@@ -144,7 +144,7 @@ static answers want[3], got;
  * each checked pair. */
 static void reference(const world *w)
 {
-    tdm_engine *e = engine(TDM_ENGINE_CPU, 0);
+    tdm_sched *e = engine(TDM_BACKEND_CPU, 0);
     const tdm_scene *s = w->scene;
     for (int mode = 0; mode < 3; mode++) {
         cr_assert_eq(run(e, w, mode, &want[mode]), TDM_OK);
@@ -153,10 +153,10 @@ static void reference(const world *w)
             const tdm_xform *poses = &w->poses[(size_t)i * s->n_movable];
             uint64_t sum = 0;
             uint32_t listed = 0, first_lo = 0, first_hi = 0, any = 0;
-            tdm_contact expect_pairs[MAX_PAIRS];
+            tdm_sched_contact expect_pairs[MAX_PAIRS];
             for (uint32_t k = 0; k < s->n_checks; k++) {
                 const tdm_scene_check *c = &s->checks[k];
-                const tdm_scene_object *oa = &s->objects[c->a], *ob = &s->objects[c->b];
+                const tdm_scene_obj *oa = &s->objects[c->a], *ob = &s->objects[c->b];
                 tdm_xform xa = oa->movable ? poses[s->slot[c->a]] : oa->pose;
                 tdm_xform xb = ob->movable ? poses[s->slot[c->b]] : ob->pose;
                 tdm_pair buf[MAX_PAIRS];
@@ -184,13 +184,13 @@ static void reference(const world *w)
                     tdm_collide(&t, &r);
                     int swapped = c->a != c->lo;
                     for (uint32_t p = 0; p < r.n_pairs; p++)
-                        expect_pairs[listed++] = (tdm_contact){s->objects[c->lo].id,
+                        expect_pairs[listed++] = (tdm_sched_contact){s->objects[c->lo].id,
                                                                swapped ? buf[p].b_tri : buf[p].a_tri,
                                                                s->objects[c->hi].id,
                                                                swapped ? buf[p].a_tri : buf[p].b_tri};
                 }
             }
-            const tdm_query_result *g = &want[mode].res[i];
+            const tdm_sched_result *g = &want[mode].res[i];
             colliding += any;
             cr_assert_eq(g->colliding, any, "mode %d, query %d", mode, i);
             if (!any) continue;
@@ -201,7 +201,7 @@ static void reference(const world *w)
             cr_assert_eq(g->truncated, sum > cap, "mode %d, query %d: truncated", mode, i);
             if (mode == 2) {
                 cr_assert_eq(g->n_pairs, listed, "query %d: pairs listed", i);
-                cr_assert(memcmp(want[mode].pairs[i], expect_pairs, listed * sizeof(tdm_contact)) == 0,
+                cr_assert(memcmp(want[mode].pairs[i], expect_pairs, listed * sizeof(tdm_sched_contact)) == 0,
                           "query %d: listed pairs", i);
             }
         }
@@ -209,7 +209,7 @@ static void reference(const world *w)
         cr_assert(colliding > N_QUERIES / 10 && colliding < N_QUERIES - N_QUERIES / 10,
                   "mode %d: %zu of %d colliding", mode, colliding, N_QUERIES);
     }
-    tdm_engine_destroy(e);
+    tdm_sched_destroy(e);
 }
 
 static void require_gpu(void)
@@ -223,9 +223,9 @@ static void world_and_cpu_answers(world *w, int mode)
 {
     gen_rng r = {seed};
     world_make(w, &r);
-    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0);
+    tdm_sched *cpu = engine(TDM_BACKEND_CPU, 0);
     cr_assert_eq(run(cpu, w, mode, &want[mode]), TDM_OK);
-    tdm_engine_destroy(cpu);
+    tdm_sched_destroy(cpu);
 }
 
 Test(scheduler, cpu_engine_matches_collide_per_pair, .timeout = 120)
@@ -244,37 +244,37 @@ Test(scheduler, gpu_engines_match_cpu_engine, .timeout = 240)
     world w;
     world_make(&w, &r);
     reference(&w);
-    const tdm_engine_kind kinds[3] = {TDM_ENGINE_GPU, TDM_ENGINE_HYBRID, TDM_ENGINE_AUTO};
+    const tdm_backend_kind kinds[3] = {TDM_BACKEND_GPU, TDM_BACKEND_HYBRID, TDM_BACKEND_AUTO};
     for (int k = 0; k < 3; k++) {
-        tdm_engine *e = engine(kinds[k], 1);
-        cr_log_info("%s: %s", tdm_engine_kind_name(kinds[k]), tdm_engine_detail(e));
-        for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
+        tdm_sched *e = engine(kinds[k], 1);
+        cr_log_info("%s: %s", tdm_backend_name(kinds[k]), tdm_sched_detail(e));
+        for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
         for (int mode = 0; mode < 3; mode++) {
             cr_assert_eq(run(e, &w, mode, &got), TDM_OK);
-            expect_same(&got, &want[mode], mode, tdm_engine_kind_name(kinds[k]));
+            expect_same(&got, &want[mode], mode, tdm_backend_name(kinds[k]));
         }
-        tdm_engine_stats st;
-        tdm_engine_get_stats(e, &st);
+        tdm_sched_stats st;
+        tdm_sched_get_stats(e, &st);
         cr_log_info("%s: cpu/gpu/hybrid tasks %llu/%llu/%llu, workpiles %llu of mean %.0f pairs, threshold %llu",
-                    tdm_engine_kind_name(kinds[k]), (unsigned long long)st.cpu_tasks,
+                    tdm_backend_name(kinds[k]), (unsigned long long)st.cpu_tasks,
                     (unsigned long long)st.gpu_tasks, (unsigned long long)st.hybrid_tasks,
                     (unsigned long long)st.gpu_iterations,
                     st.gpu_iterations ? (double)st.gpu_pairs / (double)st.gpu_iterations : 0.0,
                     (unsigned long long)st.dispatch_threshold);
         cr_assert_eq(st.queries, 3 * N_QUERIES);
         cr_assert_eq(st.device_meshes, N_MESHES);
-        if (kinds[k] == TDM_ENGINE_GPU) {
+        if (kinds[k] == TDM_BACKEND_GPU) {
             cr_assert_eq(st.gpu_queries, 3 * N_QUERIES, "every query ran on the GPU");
             cr_assert_eq(st.hybrid_tasks, 0);
         }
-        if (kinds[k] == TDM_ENGINE_HYBRID) {
+        if (kinds[k] == TDM_BACKEND_HYBRID) {
             cr_assert_eq(st.hybrid_queries, 3 * N_QUERIES, "every query ran on the hybrid engine");
             cr_assert_eq(st.gpu_tasks, 0);
         }
         cr_assert_eq(st.cpu_queries + st.gpu_queries + st.hybrid_queries, 3 * N_QUERIES);
-        if (kinds[k] != TDM_ENGINE_AUTO) cr_assert(st.gpu_iterations > 0 && st.gpu_pairs >= st.gpu_iterations);
-        for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
-        tdm_engine_destroy(e);
+        if (kinds[k] != TDM_BACKEND_AUTO) cr_assert(st.gpu_iterations > 0 && st.gpu_pairs >= st.gpu_iterations);
+        for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+        tdm_sched_destroy(e);
     }
     world_free(&w);
 }
@@ -288,26 +288,26 @@ Test(scheduler, gpu_one_pair_scene_large_batches, .timeout = 240)
     enum { NQ = 40000 };
     gen_rng r = {seed ^ 0x0e9a1};
     tdm_bvh *env = tree(gen_torus(1.5, 0.5, 48, 24)), *robot = tree(gen_sphere(0.6, 12));
-    tdm_scene_object objs[2] = {{1, env, 0, tdm_xform_identity()}, {2, robot, 1, tdm_xform_identity()}};
+    tdm_scene_obj objs[2] = {{1, env, 0, tdm_xform_identity()}, {2, robot, 1, tdm_xform_identity()}};
     tdm_scene *scene = NULL;
     tdm_scene_error err;
     cr_assert_eq(tdm_scene_create(objs, 2, NULL, 0, &scene, &err), TDM_OK, "%s", err.msg);
     tdm_xform *poses = malloc(sizeof *poses * NQ);
-    tdm_query *q = malloc(sizeof *q * NQ);
-    tdm_query_result *want = malloc(sizeof *want * NQ), *res = malloc(sizeof *res * NQ);
+    tdm_sched_query *q = malloc(sizeof *q * NQ);
+    tdm_sched_result *want = malloc(sizeof *want * NQ), *res = malloc(sizeof *res * NQ);
     cr_assert(poses && q && want && res);
     for (int i = 0; i < NQ; i++) {
         gen_pose p = gen_pose_in_ball(&r, tdm_d3(1.5, 0, 0), 1.5);
         poses[i] = tdm_xform_from_pose(p.t, p.q);
     }
-    tdm_engine *cpu = engine(TDM_ENGINE_CPU, 0), *gpu = engine(TDM_ENGINE_GPU, 1);
-    cr_assert_eq(tdm_engine_mesh_add(gpu, env), TDM_OK);
-    cr_assert_eq(tdm_engine_mesh_add(gpu, robot), TDM_OK);
+    tdm_sched *cpu = engine(TDM_BACKEND_CPU, 0), *gpu = engine(TDM_BACKEND_GPU, 1);
+    cr_assert_eq(tdm_sched_mesh_add(gpu, env), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(gpu, robot), TDM_OK);
     for (int mode = 0; mode < 2; mode++) {
         for (int i = 0; i < NQ; i++)
-            q[i] = (tdm_query){scene, &poses[i], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
-        cr_assert_eq(tdm_engine_run(cpu, q, NQ, want), TDM_OK);
-        cr_assert_eq(tdm_engine_run(gpu, q, NQ, res), TDM_OK);
+            q[i] = (tdm_sched_query){scene, &poses[i], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+        cr_assert_eq(tdm_sched_run(cpu, q, NQ, want), TDM_OK);
+        cr_assert_eq(tdm_sched_run(gpu, q, NQ, res), TDM_OK);
         size_t colliding = 0;
         for (int i = 0; i < NQ; i++) {
             colliding += want[i].colliding;
@@ -317,13 +317,13 @@ Test(scheduler, gpu_one_pair_scene_large_batches, .timeout = 240)
         }
         cr_assert(colliding > NQ / 20 && colliding < NQ - NQ / 20, "mode %d: %zu of %d colliding", mode, colliding, NQ);
     }
-    tdm_engine_stats st;
-    tdm_engine_get_stats(gpu, &st);
+    tdm_sched_stats st;
+    tdm_sched_get_stats(gpu, &st);
     cr_assert_eq(st.gpu_queries, 2 * NQ, "every query ran on the GPU (%llu did)", (unsigned long long)st.gpu_queries);
-    tdm_engine_mesh_remove(gpu, env);
-    tdm_engine_mesh_remove(gpu, robot);
-    tdm_engine_destroy(cpu);
-    tdm_engine_destroy(gpu);
+    tdm_sched_mesh_remove(gpu, env);
+    tdm_sched_mesh_remove(gpu, robot);
+    tdm_sched_destroy(cpu);
+    tdm_sched_destroy(gpu);
     tdm_scene_destroy(scene);
     tdm_bvh_free(env);
     tdm_bvh_free(robot);
@@ -338,24 +338,24 @@ Test(scheduler, gpu_one_pair_scene_large_batches, .timeout = 240)
 enum { CONC_THREADS = 4, CONC_LANES = 3, CONC_ROUNDS = 2 };
 
 typedef struct conc_arg {
-    tdm_engine *e;
+    tdm_sched *e;
     const world *w;
     int k;           /* which thread: its modes go in a rotated order */
     int rc;          /* the first failed run's code, else 0 */
     int bad_mode;    /* -1, or the mode of the first answer that differs */
     int bad_query;
     answers *a;
-    tdm_query *q;
+    tdm_sched_query *q;
 } conc_arg;
 
 /* The first query whose answer differs, or -1. */
 static int first_difference(const answers *g, const answers *x)
 {
     for (int i = 0; i < N_QUERIES; i++) {
-        const tdm_query_result *a = &g->res[i], *b = &x->res[i];
+        const tdm_sched_result *a = &g->res[i], *b = &x->res[i];
         if (a->colliding != b->colliding || a->contacts != b->contacts || a->truncated != b->truncated ||
             a->n_pairs != b->n_pairs || (a->colliding && (a->object_a != b->object_a || a->object_b != b->object_b)) ||
-            memcmp(g->pairs[i], x->pairs[i], a->n_pairs * sizeof(tdm_contact)) != 0)
+            memcmp(g->pairs[i], x->pairs[i], a->n_pairs * sizeof(tdm_sched_contact)) != 0)
             return i;
     }
     return -1;
@@ -370,10 +370,10 @@ static void *conc_main(void *p)
             int mode = (j + c->k + round) % 3;
             memset(c->a, 0, sizeof *c->a);
             for (int i = 0; i < N_QUERIES; i++)
-                c->q[i] = (tdm_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
+                c->q[i] = (tdm_sched_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
                                       mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode == 2 ? MAX_PAIRS : 1000000,
                                       mode == 2 ? c->a->pairs[i] : NULL};
-            c->rc = tdm_engine_run(c->e, c->q, N_QUERIES, c->a->res);
+            c->rc = tdm_sched_run(c->e, c->q, N_QUERIES, c->a->res);
             if (c->rc) return NULL;
             int bad = first_difference(c->a, &want[mode]);
             if (bad >= 0) {
@@ -386,14 +386,14 @@ static void *conc_main(void *p)
 }
 
 /* CONC_THREADS threads, each running every mode CONC_ROUNDS times on e. */
-static void run_concurrently(tdm_engine *e, const world *w, const char *what)
+static void run_concurrently(tdm_sched *e, const world *w, const char *what)
 {
     pthread_t th[CONC_THREADS];
     conc_arg args[CONC_THREADS];
-    tdm_engine_stats before, after;
-    tdm_engine_get_stats(e, &before);
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(e, &before);
     for (int k = 0; k < CONC_THREADS; k++) {
-        args[k] = (conc_arg){e, w, k, 0, -1, -1, malloc(sizeof(answers)), malloc(sizeof(tdm_query) * N_QUERIES)};
+        args[k] = (conc_arg){e, w, k, 0, -1, -1, malloc(sizeof(answers)), malloc(sizeof(tdm_sched_query) * N_QUERIES)};
         cr_assert(args[k].a && args[k].q);
         cr_assert_eq(pthread_create(&th[k], NULL, conc_main, &args[k]), 0);
     }
@@ -405,7 +405,7 @@ static void run_concurrently(tdm_engine *e, const world *w, const char *what)
         free(args[k].a);
         free(args[k].q);
     }
-    tdm_engine_get_stats(e, &after);
+    tdm_sched_get_stats(e, &after);
     cr_assert_eq(after.runs - before.runs, (uint64_t)CONC_THREADS * CONC_ROUNDS * 3,
                  "%s: runs counted", what);
     cr_assert_eq(after.queries - before.queries, (uint64_t)CONC_THREADS * CONC_ROUNDS * 3 * N_QUERIES,
@@ -420,25 +420,25 @@ Test(scheduler, concurrent_runs_match_runs_one_at_a_time, .timeout = 480)
     reference(&w); /* want[] for the three modes, checked against tdm_collide */
     const char *why = NULL;
     int gpu = have_gpu(&why);
-    tdm_engine_kind kinds[3] = {TDM_ENGINE_CPU, TDM_ENGINE_GPU, TDM_ENGINE_AUTO};
+    tdm_backend_kind kinds[3] = {TDM_BACKEND_CPU, TDM_BACKEND_GPU, TDM_BACKEND_AUTO};
     for (int k = 0; k < (gpu ? 3 : 1); k++) {
-        tdm_engine_config c = tdm_engine_config_default();
+        tdm_sched_config c = tdm_sched_config_default();
         c.kind = kinds[k];
         c.lanes = CONC_LANES;
-        tdm_engine *e = NULL;
+        tdm_sched *e = NULL;
         char msg[256];
-        cr_assert_eq(tdm_engine_create(&c, &e, msg, sizeof msg), TDM_OK, "%s", msg);
-        cr_assert_eq(tdm_engine_lanes(e), CONC_LANES);
-        for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
-        run_concurrently(e, &w, tdm_engine_kind_name(kinds[k]));
-        if (kinds[k] == TDM_ENGINE_GPU) {
-            tdm_engine_stats st;
-            tdm_engine_get_stats(e, &st);
+        cr_assert_eq(tdm_sched_create(&c, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+        cr_assert_eq(tdm_sched_lanes(e), CONC_LANES);
+        for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
+        run_concurrently(e, &w, tdm_backend_name(kinds[k]));
+        if (kinds[k] == TDM_BACKEND_GPU) {
+            tdm_sched_stats st;
+            tdm_sched_get_stats(e, &st);
             cr_assert_eq(st.gpu_queries, (uint64_t)CONC_THREADS * CONC_ROUNDS * 3 * N_QUERIES,
                          "gpu: every query ran on the GPU (%llu did)", (unsigned long long)st.gpu_queries);
         }
-        for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
-        tdm_engine_destroy(e);
+        for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+        tdm_sched_destroy(e);
     }
     if (!gpu) cr_log_info("GPU engines not run concurrently: no GPU (%s)", why ? why : "unknown");
     world_free(&w);
@@ -450,38 +450,38 @@ Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
     world w;
     world_and_cpu_answers(&w, 1);
 
-    tdm_engine *e = engine(TDM_ENGINE_GPU, 0);
-    tdm_engine_stats st;
+    tdm_sched *e = engine(TDM_BACKEND_GPU, 0);
+    tdm_sched_stats st;
     /* one tree missing: the whole run stays on the CPU */
-    for (int i = 0; i < N_MESHES - 1; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
+    for (int i = 0; i < N_MESHES - 1; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
     cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
     expect_same(&got, &want[1], 1, "one tree missing");
-    tdm_engine_get_stats(e, &st);
+    tdm_sched_get_stats(e, &st);
     cr_assert_eq(st.gpu_tasks, 0);
     cr_assert_eq(st.cpu_queries, N_QUERIES);
     /* all resident (one added twice: two references) */
-    cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[N_MESHES - 1]), TDM_OK);
-    cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[0]), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[N_MESHES - 1]), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[0]), TDM_OK);
     cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
     expect_same(&got, &want[1], 1, "all resident");
-    tdm_engine_get_stats(e, &st);
+    tdm_sched_get_stats(e, &st);
     cr_assert_eq(st.gpu_queries, N_QUERIES);
     cr_assert_eq(st.device_meshes, N_MESHES);
     uint64_t gpu_tasks = st.gpu_tasks;
     /* one reference of the doubly added tree dropped: still resident */
-    tdm_engine_mesh_remove(e, w.bvh[0]);
+    tdm_sched_mesh_remove(e, w.bvh[0]);
     cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
-    tdm_engine_get_stats(e, &st);
+    tdm_sched_get_stats(e, &st);
     cr_assert_eq(st.gpu_tasks, 2 * gpu_tasks);
     /* removed: back on the CPU, same answers, device memory given back */
-    for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
+    for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
     cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
     expect_same(&got, &want[1], 1, "all removed");
-    tdm_engine_get_stats(e, &st);
+    tdm_sched_get_stats(e, &st);
     cr_assert_eq(st.gpu_tasks, 2 * gpu_tasks);
     cr_assert_eq(st.device_meshes, 0);
     cr_assert_eq(st.mesh_bytes, 0);
-    tdm_engine_destroy(e);
+    tdm_sched_destroy(e);
     world_free(&w);
 }
 
@@ -491,28 +491,28 @@ Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
     world w;
     world_and_cpu_answers(&w, 0);
 
-    tdm_engine_config c = tdm_engine_config_default();
-    c.kind = TDM_ENGINE_GPU;
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_GPU;
     c.gpu_memory = 96ull << 20;
-    tdm_engine *e = NULL;
+    tdm_sched *e = NULL;
     char msg[256];
-    cr_assert_eq(tdm_engine_create(&c, &e, msg, sizeof msg), TDM_OK, "%s", msg);
-    for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_engine_mesh_add(e, w.bvh[i]), TDM_OK);
-    tdm_engine_stats before, after;
-    tdm_engine_get_stats(e, &before);
+    cr_assert_eq(tdm_sched_create(&c, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+    for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(e, &before);
     tdm_bvh *big = tree(gen_sphere(1, 800)); /* ~1.3M triangles: ~150 MB on the device */
-    cr_assert_eq(tdm_engine_mesh_add(e, big), TDM_EGPUMEM);
-    tdm_engine_get_stats(e, &after);
+    cr_assert_eq(tdm_sched_mesh_add(e, big), TDM_EGPUMEM);
+    tdm_sched_get_stats(e, &after);
     cr_assert_eq(after.device_meshes, before.device_meshes);
     cr_assert_eq(after.mesh_bytes, before.mesh_bytes);
     cr_assert_eq(run(e, &w, 0, &got), TDM_OK);
     expect_same(&got, &want[0], 0, "after a failed upload");
-    tdm_engine_get_stats(e, &after);
+    tdm_sched_get_stats(e, &after);
     cr_assert_eq(after.gpu_queries, N_QUERIES);
-    tdm_engine_mesh_remove(e, big); /* never added: nothing happens */
+    tdm_sched_mesh_remove(e, big); /* never added: nothing happens */
     tdm_bvh_free(big);
-    for (int i = 0; i < N_MESHES; i++) tdm_engine_mesh_remove(e, w.bvh[i]);
-    tdm_engine_destroy(e);
+    for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+    tdm_sched_destroy(e);
     world_free(&w);
 }
 
@@ -520,24 +520,24 @@ Test(scheduler, no_gpu_says_why)
 {
     const char *why = NULL;
     if (have_gpu(&why)) cr_skip_test("this machine has a GPU");
-    const tdm_engine_kind kinds[2] = {TDM_ENGINE_GPU, TDM_ENGINE_HYBRID};
+    const tdm_backend_kind kinds[2] = {TDM_BACKEND_GPU, TDM_BACKEND_HYBRID};
     for (int k = 0; k < 2; k++) {
-        tdm_engine_config c = tdm_engine_config_default();
+        tdm_sched_config c = tdm_sched_config_default();
         c.kind = kinds[k];
-        tdm_engine *e = (tdm_engine *)1;
+        tdm_sched *e = (tdm_sched *)1;
         char msg[256] = "";
-        cr_assert_eq(tdm_engine_create(&c, &e, msg, sizeof msg), TDM_ENODEV);
+        cr_assert_eq(tdm_sched_create(&c, &e, msg, sizeof msg), TDM_ENODEV);
         cr_assert_null(e);
         cr_assert(strlen(msg) > 10, "a reason: '%s'", msg);
     }
-    tdm_engine *e = engine(TDM_ENGINE_AUTO, 1);
-    cr_assert_eq(tdm_engine_kind_of(e), TDM_ENGINE_CPU);
-    cr_assert(strstr(tdm_engine_detail(e), "no GPU"), "detail: %s", tdm_engine_detail(e));
+    tdm_sched *e = engine(TDM_BACKEND_AUTO, 1);
+    cr_assert_eq(tdm_sched_backend(e), TDM_BACKEND_CPU);
+    cr_assert(strstr(tdm_sched_detail(e), "no GPU"), "detail: %s", tdm_sched_detail(e));
     gen_rng r = {seed};
     tdm_bvh *b = tree(gen_sphere(1, 8));
-    cr_assert_eq(tdm_engine_mesh_add(e, b), TDM_OK); /* a no-op on the CPU engine */
-    tdm_engine_mesh_remove(e, b);
+    cr_assert_eq(tdm_sched_mesh_add(e, b), TDM_OK); /* a no-op on the CPU engine */
+    tdm_sched_mesh_remove(e, b);
     tdm_bvh_free(b);
     (void)r;
-    tdm_engine_destroy(e);
+    tdm_sched_destroy(e);
 }

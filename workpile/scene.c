@@ -29,14 +29,14 @@ static int cmp_keyed(const void *x, const void *y)
 
 static int cmp_pair(const void *x, const void *y)
 {
-    const tdm_object_pair *a = x, *b = y;
+    const tdm_id_pair *a = x, *b = y;
     if (a->a != b->a) return a->a < b->a ? -1 : 1;
     return a->b < b->b ? -1 : (a->b > b->b);
 }
 
 static int is_allowed(const tdm_scene *s, uint32_t a, uint32_t b)
 {
-    tdm_object_pair key = {a, b};
+    tdm_id_pair key = {a, b};
     return s->n_allowed && bsearch(&key, s->allowed, s->n_allowed, sizeof key, cmp_pair) != NULL;
 }
 
@@ -57,7 +57,7 @@ static int checked(const tdm_scene *s, uint32_t i, uint32_t j)
     return !is_allowed(s, s->objects[i].id, s->objects[j].id);
 }
 
-int tdm_scene_create(const tdm_scene_object *objects, uint32_t n_objects, const tdm_object_pair *allowed,
+int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
                      uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err)
 {
     *out = NULL;
@@ -116,7 +116,7 @@ int tdm_scene_create(const tdm_scene_object *objects, uint32_t n_objects, const 
                       i, tdm_scene_find(s, a) < 0 ? a : b);
             goto fail;
         }
-        s->allowed[i] = (tdm_object_pair){a < b ? a : b, a < b ? b : a};
+        s->allowed[i] = (tdm_id_pair){a < b ? a : b, a < b ? b : a};
     }
     qsort(s->allowed, n_allowed, sizeof *s->allowed, cmp_pair);
     uint32_t n_distinct = 0;

@@ -18,15 +18,15 @@
  * max_objects). */
 #define TDM_SCENE_MAX_OBJECTS 16384u
 
-typedef struct tdm_scene_object {
+typedef struct tdm_scene_obj {
     uint32_t id;        /* unique within the scene */
     const tdm_bvh *bvh; /* borrowed: must outlive the scene */
     int movable;        /* 1: posed per query; 0: fixed at `pose` */
     tdm_xform pose;     /* fixed objects: object frame -> world; ignored for movable ones */
-} tdm_scene_object;
+} tdm_scene_obj;
 
 /* A pair of object ids (the allowed-collision list). */
-typedef struct tdm_object_pair { uint32_t a, b; } tdm_object_pair;
+typedef struct tdm_id_pair { uint32_t a, b; } tdm_id_pair;
 
 /* A checked pair, as indices into tdm_scene.objects. */
 typedef struct tdm_scene_check {
@@ -46,12 +46,12 @@ typedef struct tdm_scene_error {
 
 typedef struct tdm_scene {
     uint32_t n_objects;
-    tdm_scene_object *objects; /* sorted by increasing id, owned */
+    tdm_scene_obj *objects; /* sorted by increasing id, owned */
     uint32_t *slot;            /* objects[i] movable: its index in `movable`; fixed: UINT32_MAX */
     uint32_t n_movable;
     uint32_t *movable;         /* movable ids, increasing: the order of a query's poses */
     uint32_t n_allowed;
-    tdm_object_pair *allowed;  /* distinct pairs, a <= b, sorted */
+    tdm_id_pair *allowed;  /* distinct pairs, a <= b, sorted */
     uint32_t n_checks;
     tdm_scene_check *checks;   /* sorted by (objects[lo].id, objects[hi].id) */
 } tdm_scene;
@@ -66,7 +66,7 @@ typedef struct tdm_scene {
  *   TDM_ENOMEM
  * Allowed pairs may come in either order and repeat. The caller frees the scene
  * with tdm_scene_destroy; the trees stay borrowed. */
-int tdm_scene_create(const tdm_scene_object *objects, uint32_t n_objects, const tdm_object_pair *allowed,
+int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
                      uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err);
 void tdm_scene_destroy(tdm_scene *s);
 

@@ -1,4 +1,4 @@
-/* tdm_engine: expand, run once, merge; and which engine runs what.
+/* tdm_sched: expand, run once, merge; and which engine runs what.
  *
  * A run turns every (query, checked pair) of the batch into a task, in query
  * order and, within a query, in checked-pair order; runs them per chunk of
@@ -17,7 +17,7 @@
  * Engines. The CPU engine is always there. With a GPU the engine also holds a
  * tdm_gpu (GPU-resident traversal) and a tdm_hybrid (CPU traversal, GPU tests).
  * A chunk runs on the GPU side only when every tree it names is resident
- * (tdm_engine_mesh_add); otherwise on the CPU engine.
+ * (tdm_sched_mesh_add); otherwise on the CPU engine.
  *
  * Dispatch (kind AUTO with a GPU), in the spirit of Jorgensen et al. §5: the
  * cost of a run of n tasks is modelled as
@@ -33,7 +33,7 @@
  * synchronisation per few BVTT levels), a large one the work factor w.
  * A run goes to the GPU when n >= (g_off - c_off) / (w * (c_cpu - c_gpu)), the
  * size where the two costs cross. */
-#include "engine.h"
+#include "sched.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -63,8 +63,8 @@ enum { ON_CPU, ON_GPU, ON_HYBRID };
 
 #define MAX_LANES 8
 
-/* One run in flight: what a tdm_engine_run uses and nobody else touches while
- * it lasts. Several lanes let several threads run at once (tdm_engine_config.
+/* One run in flight: what a tdm_sched_run uses and nobody else touches while
+ * it lasts. Several lanes let several threads run at once (tdm_sched_config.
  * lanes): one run's host work overlaps another's GPU work, each lane on its own
  * tdm_gpu lane (gpu.h). The CPU engine serialises its own runs. */
 typedef struct lane {
@@ -93,8 +93,8 @@ typedef struct lane {
     size_t pairs_cap;
 } lane;
 
-struct tdm_engine {
-    tdm_engine_kind kind;
+struct tdm_sched {
+    tdm_backend_kind kind;
     int dispatch;          /* AUTO with a GPU: choose per chunk by the cost model */
     tdm_cpu_engine *cpu;
     tdm_gpu *gpu;          /* NULL without a GPU; lanes[0].gpu */
@@ -102,7 +102,7 @@ struct tdm_engine {
     uint32_t chunk;
     char detail[320];
     pthread_mutex_t stats_lock;
-    tdm_engine_stats stats;
+    tdm_sched_stats stats;
 
     int n_lanes;
     lane lanes[MAX_LANES];
@@ -125,20 +125,42 @@ struct tdm_engine {
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
 };
 
-const char *tdm_engine_kind_name(tdm_engine_kind k)
+const char *tdm_backend_name(tdm_backend_kind k)
 {
     switch (k) {
-    case TDM_ENGINE_AUTO: return "auto";
-    case TDM_ENGINE_CPU: return "cpu";
-    case TDM_ENGINE_GPU: return "gpu";
-    case TDM_ENGINE_HYBRID: return "hybrid";
+    case TDM_BACKEND_AUTO: return "auto";
+    case TDM_BACKEND_CPU: return "cpu";
+    case TDM_BACKEND_GPU: return "gpu";
+    case TDM_BACKEND_HYBRID: return "hybrid";
     }
     return "unknown";
 }
 
-tdm_engine_config tdm_engine_config_default(void)
+int tdm_backend_parse(const char *name, tdm_backend_kind *out)
 {
-    tdm_engine_config c = {TDM_ENGINE_AUTO, 0, 262144, 0, 0, 2, 1, 0, 3};
+    static const tdm_backend_kind kinds[] = {TDM_BACKEND_AUTO, TDM_BACKEND_CPU, TDM_BACKEND_GPU, TDM_BACKEND_HYBRID};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(name, tdm_backend_name(kinds[i])) == 0) {
+            *out = kinds[i];
+            return TDM_OK;
+        }
+    return TDM_EINVAL;
+}
+
+int tdm_traversal_parse(const char *name, tdm_traversal *out)
+{
+    static const char *const names[] = {"pairs", "blocks", "wide"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (tdm_traversal)i;
+            return TDM_OK;
+        }
+    return TDM_EINVAL;
+}
+
+tdm_sched_config tdm_sched_config_default(void)
+{
+    tdm_sched_config c = {TDM_BACKEND_AUTO, 0, 262144, 0, 0, 2, 1, 0, 3};
     return c;
 }
 
@@ -155,7 +177,7 @@ static size_t hash_ptr(const void *p, size_t size)
 }
 
 /* reg_lock held */
-static dev_mesh *reg_find(tdm_engine *e, const tdm_bvh *bvh)
+static dev_mesh *reg_find(tdm_sched *e, const tdm_bvh *bvh)
 {
     if (!e->table) return NULL;
     for (dev_mesh *d = e->table[hash_ptr(bvh, e->table_size)]; d; d = d->next)
@@ -164,7 +186,7 @@ static dev_mesh *reg_find(tdm_engine *e, const tdm_bvh *bvh)
 }
 
 /* reg_lock held; doubles the table when it is full. */
-static int reg_insert(tdm_engine *e, dev_mesh *d)
+static int reg_insert(tdm_sched *e, dev_mesh *d)
 {
     if (e->n_dev + 1 > e->table_size) {
         size_t size = e->table_size ? 2 * e->table_size : 64;
@@ -190,7 +212,7 @@ static int reg_insert(tdm_engine *e, dev_mesh *d)
 
 /* Frees the device copies removed since the last call. Any thread: no run
  * can be using them (their last user dropped them after its runs). */
-static void free_removed(tdm_engine *e, tdm_gpu *g)
+static void free_removed(tdm_sched *e, tdm_gpu *g)
 {
     pthread_mutex_lock(&e->reg_lock);
     dev_mesh *d = e->to_free;
@@ -205,7 +227,7 @@ static void free_removed(tdm_engine *e, tdm_gpu *g)
 }
 
 /* Takes a free lane, waiting for one. */
-static lane *lane_get(tdm_engine *e)
+static lane *lane_get(tdm_sched *e)
 {
     pthread_mutex_lock(&e->lane_lock);
     while (e->free_lanes == 0) pthread_cond_wait(&e->lane_freed, &e->lane_lock);
@@ -215,7 +237,7 @@ static lane *lane_get(tdm_engine *e)
     return &e->lanes[k];
 }
 
-static void lane_put(tdm_engine *e, lane *l)
+static void lane_put(tdm_sched *e, lane *l)
 {
     pthread_mutex_lock(&e->lane_lock);
     e->free_lanes |= 1u << (l - e->lanes);
@@ -225,7 +247,7 @@ static void lane_put(tdm_engine *e, lane *l)
 
 /* Adds lane l's new GPU counters and the device figures to the stats. The
  * thread holding l (the lane's own counters are read by it only). */
-static void device_stats(tdm_engine *e, lane *l)
+static void device_stats(tdm_sched *e, lane *l)
 {
     if (!l->gpu) return;
     tdm_gpu_stats gs;
@@ -255,7 +277,7 @@ static void device_stats(tdm_engine *e, lane *l)
     pthread_mutex_unlock(&e->stats_lock);
 }
 
-int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh)
+int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
 {
     if (!e->gpu) return TDM_OK;
     pthread_mutex_lock(&e->upload_lock);
@@ -287,7 +309,7 @@ int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh)
     return rc;
 }
 
-void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh)
+void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh)
 {
     if (!e->gpu) return;
     pthread_mutex_lock(&e->reg_lock);
@@ -310,11 +332,11 @@ void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh)
 
 /* ---- creation ----------------------------------------------------------------- */
 
-static int calibrate(tdm_engine *e);
-static void set_threshold(tdm_engine *e);
+static int calibrate(tdm_sched *e);
+static void set_threshold(tdm_sched *e);
 
 /* Undoes a partial start_gpu. */
-static void stop_gpu(tdm_engine *e)
+static void stop_gpu(tdm_sched *e)
 {
     for (int k = 1; k < e->n_lanes; k++) tdm_gpu_destroy(e->lanes[k].gpu);
     for (int k = 0; k < e->n_lanes; k++) e->lanes[k].gpu = NULL;
@@ -322,13 +344,15 @@ static void stop_gpu(tdm_engine *e)
     e->gpu = NULL;
 }
 
-static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **why)
+static int start_gpu(tdm_sched *e, const tdm_sched_config *cfg, const char **why)
 {
     tdm_gpu_config gc = tdm_gpu_config_default();
     gc.device = cfg->gpu_device;
     gc.memory_budget = cfg->gpu_memory;
     gc.streams = cfg->gpu_streams;
-    gc.traversal = cfg->gpu_traversal;
+    gc.traversal = cfg->gpu_traversal == TDM_TRAVERSAL_BLOCKS ? TDM_GPU_TRAVERSE_BLOCKS
+                   : cfg->gpu_traversal == TDM_TRAVERSAL_WIDE ? TDM_GPU_TRAVERSE_WIDE
+                                                              : TDM_GPU_TRAVERSE_PAIRS;
     int rc = tdm_gpu_create(&gc, &e->gpu, why);
     if (rc != TDM_OK) return rc;
     e->lanes[0].gpu = e->gpu;
@@ -348,14 +372,14 @@ static int start_gpu(tdm_engine *e, const tdm_engine_config *cfg, const char **w
     return rc;
 }
 
-int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why, size_t whylen)
+int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, size_t whylen)
 {
-    tdm_engine_config dc = tdm_engine_config_default();
+    tdm_sched_config dc = tdm_sched_config_default();
     if (!cfg) cfg = &dc;
     *out = NULL;
     if (why && whylen) why[0] = 0;
-    if (cfg->kind != TDM_ENGINE_AUTO && cfg->kind != TDM_ENGINE_CPU && cfg->kind != TDM_ENGINE_GPU &&
-        cfg->kind != TDM_ENGINE_HYBRID) {
+    if (cfg->kind != TDM_BACKEND_AUTO && cfg->kind != TDM_BACKEND_CPU && cfg->kind != TDM_BACKEND_GPU &&
+        cfg->kind != TDM_BACKEND_HYBRID) {
         if (why) snprintf(why, whylen, "unknown engine kind %d", (int)cfg->kind);
         return TDM_EINVAL;
     }
@@ -366,14 +390,14 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
                      "lanes 1..%d", MAX_LANES);
         return TDM_EINVAL;
     }
-    tdm_engine *e = calloc(1, sizeof *e);
+    tdm_sched *e = calloc(1, sizeof *e);
     if (!e) return TDM_ENOMEM;
     e->chunk = cfg->chunk_tasks;
     e->trace = getenv("TDM_ENGINE_TRACE") != NULL;
     e->w = 1;
     e->threshold = UINT64_MAX;
     /* the hybrid engine is one object with one set of buffers: one run at a time */
-    e->n_lanes = cfg->kind == TDM_ENGINE_HYBRID ? 1 : cfg->lanes;
+    e->n_lanes = cfg->kind == TDM_BACKEND_HYBRID ? 1 : cfg->lanes;
     e->free_lanes = (1u << e->n_lanes) - 1;
     int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
     locks += locks == 1 && pthread_mutex_init(&e->reg_lock, NULL) == 0;
@@ -393,34 +417,34 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
     int rc = tdm_cpu_engine_create(cfg->threads, &e->cpu);
     if (rc != TDM_OK) {
         if (why) snprintf(why, whylen, "CPU engine: %s", tdm_strerror(rc));
-        tdm_engine_destroy(e);
+        tdm_sched_destroy(e);
         return rc;
     }
     int threads = tdm_cpu_engine_threads(e->cpu);
     const char *no_gpu = NULL;
-    if (cfg->kind != TDM_ENGINE_CPU) {
+    if (cfg->kind != TDM_BACKEND_CPU) {
         rc = start_gpu(e, cfg, &no_gpu);
-        if (rc != TDM_OK && cfg->kind != TDM_ENGINE_AUTO) {
+        if (rc != TDM_OK && cfg->kind != TDM_BACKEND_AUTO) {
             if (why)
-                snprintf(why, whylen, "no %s engine: %s%s%s", tdm_engine_kind_name(cfg->kind), tdm_strerror(rc),
+                snprintf(why, whylen, "no %s engine: %s%s%s", tdm_backend_name(cfg->kind), tdm_strerror(rc),
                          no_gpu && *no_gpu ? ": " : "", no_gpu ? no_gpu : "");
-            tdm_engine_destroy(e);
+            tdm_sched_destroy(e);
             return rc == TDM_ENOMEM ? rc : TDM_ENODEV;
         }
     }
     if (!e->gpu) {
-        e->kind = TDM_ENGINE_CPU;
-        if (cfg->kind == TDM_ENGINE_CPU)
+        e->kind = TDM_BACKEND_CPU;
+        if (cfg->kind == TDM_BACKEND_CPU)
             snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads (chosen by configuration)", threads);
         else
             snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads; no GPU engine: %s", threads,
                      no_gpu && *no_gpu ? no_gpu : "no usable GPU");
-    } else if (cfg->kind == TDM_ENGINE_AUTO) {
-        e->kind = TDM_ENGINE_GPU;
+    } else if (cfg->kind == TDM_BACKEND_AUTO) {
+        e->kind = TDM_BACKEND_GPU;
         e->dispatch = 1;
         if (cfg->calibrate && (rc = calibrate(e)) != TDM_OK) {
             if (why) snprintf(why, whylen, "calibrating the dispatch cost model failed: %s", tdm_strerror(rc));
-            tdm_engine_destroy(e);
+            tdm_sched_destroy(e);
             return rc;
         }
         if (!cfg->calibrate) { /* built-in figures: calibrate()'s on the H100 host with 16 threads */
@@ -438,13 +462,13 @@ int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why,
         e->kind = cfg->kind;
         snprintf(e->detail, sizeof e->detail, "%s engine (forced by configuration); CPU engine (%d threads) for "
                  "scenes whose meshes are not on the GPU",
-                 cfg->kind == TDM_ENGINE_GPU ? "GPU-resident" : "hybrid (CPU traversal, GPU tests)", threads);
+                 cfg->kind == TDM_BACKEND_GPU ? "GPU-resident" : "hybrid (CPU traversal, GPU tests)", threads);
     }
     *out = e;
     return TDM_OK;
 }
 
-void tdm_engine_destroy(tdm_engine *e)
+void tdm_sched_destroy(tdm_sched *e)
 {
     if (!e) return;
     if (e->gpu) {
@@ -482,12 +506,12 @@ void tdm_engine_destroy(tdm_engine *e)
     free(e);
 }
 
-int tdm_engine_lanes(const tdm_engine *e) { return e->n_lanes; }
+int tdm_sched_lanes(const tdm_sched *e) { return e->n_lanes; }
 
-tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e) { return e->kind; }
-const char *tdm_engine_detail(const tdm_engine *e) { return e->detail; }
+tdm_backend_kind tdm_sched_backend(const tdm_sched *e) { return e->kind; }
+const char *tdm_sched_detail(const tdm_sched *e) { return e->detail; }
 
-void tdm_engine_get_stats(tdm_engine *e, tdm_engine_stats *s)
+void tdm_sched_get_stats(tdm_sched *e, tdm_sched_stats *s)
 {
     pthread_mutex_lock(&e->stats_lock);
     *s = e->stats;
@@ -539,11 +563,11 @@ static int reserve_tasks(lane *l, size_t n)
 
 /* Query q's checked pair k: its two trees, and B placed in A's frame from both
  * world poses. */
-static tdm_xform pair_of(const tdm_query *q, uint32_t k, const tdm_bvh **ta, const tdm_bvh **tb)
+static tdm_xform pair_of(const tdm_sched_query *q, uint32_t k, const tdm_bvh **ta, const tdm_bvh **tb)
 {
     const tdm_scene *s = q->scene;
     const tdm_scene_check *c = &s->checks[k];
-    const tdm_scene_object *a = &s->objects[c->a], *b = &s->objects[c->b];
+    const tdm_scene_obj *a = &s->objects[c->a], *b = &s->objects[c->b];
     const tdm_xform *xa = a->movable ? &q->poses[s->slot[c->a]] : &a->pose;
     const tdm_xform *xb = b->movable ? &q->poses[s->slot[c->b]] : &b->pose;
     *ta = a->bvh;
@@ -552,7 +576,7 @@ static tdm_xform pair_of(const tdm_query *q, uint32_t k, const tdm_bvh **ta, con
 }
 
 /* The CPU engine's task of query q's checked pair k. */
-static void make_task(const tdm_query *q, uint32_t k, tdm_task *t, uint32_t max_pairs, tdm_pair *pairs)
+static void make_task(const tdm_sched_query *q, uint32_t k, tdm_task *t, uint32_t max_pairs, tdm_pair *pairs)
 {
     t->b_in_a = pair_of(q, k, &t->a, &t->b);
     t->mode = q->mode;
@@ -571,7 +595,7 @@ static double now_s(void)
 
 /* The size where the two costs cross: c_off + n w c_cpu = g_off + n w c_gpu. */
 /* model_lock held (or no other thread yet). */
-static void set_threshold(tdm_engine *e)
+static void set_threshold(tdm_sched *e)
 {
     if (e->c_gpu >= e->c_cpu) { /* a GPU slower per task than the CPU engine: it takes nothing */
         e->threshold = UINT64_MAX;
@@ -585,7 +609,7 @@ static void set_threshold(tdm_engine *e)
 /* Learns from a run that took dt seconds: small runs (mostly fixed cost) refine
  * that engine's fixed cost, which on the GPU grows with the depth of the trees
  * (one synchronisation per few levels); large runs refine the work factor w. */
-static void model_update(tdm_engine *e, int where, size_t nt, double dt)
+static void model_update(tdm_sched *e, int where, size_t nt, double dt)
 {
     pthread_mutex_lock(&e->model_lock);
     int gpu = where != ON_CPU;
@@ -604,10 +628,10 @@ static void model_update(tdm_engine *e, int where, size_t nt, double dt)
 }
 
 /* The CPU engine's tasks for l->refs[0..nt). */
-static void expand_cpu(lane *l, const tdm_query *queries, size_t nt)
+static void expand_cpu(lane *l, const tdm_sched_query *queries, size_t nt)
 {
     for (size_t t = 0; t < nt; t++) {
-        const tdm_query *Q = &queries[l->refs[t].query];
+        const tdm_sched_query *Q = &queries[l->refs[t].query];
         make_task(Q, l->refs[t].check, &l->tasks[t], Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
     }
 }
@@ -617,9 +641,9 @@ static void expand_cpu(lane *l, const tdm_query *queries, size_t nt)
  * building the CPU engine's tasks first and copying them cost the dispatcher
  * twice the GPU's work at tens of millions of queries per second. */
 typedef struct feeder {
-    tdm_engine *e;
+    tdm_sched *e;
     lane *l;
-    const tdm_query *queries;
+    const tdm_sched_query *queries;
     int where;
 } feeder;
 
@@ -629,12 +653,12 @@ typedef struct feeder {
 static int feed(void *arg, size_t lo, size_t hi)
 {
     const feeder *f = arg;
-    tdm_engine *e = f->e;
+    tdm_sched *e = f->e;
     lane *l = f->l;
     const tdm_bvh *la = NULL, *lb = NULL; /* the last trees looked up, and their device copies */
     const dev_mesh *da = NULL, *db = NULL;
     for (size_t i = lo; i < hi; i++) {
-        const tdm_query *Q = &f->queries[l->refs[i].query];
+        const tdm_sched_query *Q = &f->queries[l->refs[i].query];
         const tdm_bvh *a, *b;
         tdm_xform x = pair_of(Q, l->refs[i].check, &a, &b);
         if (a != la || b != lb) {
@@ -655,7 +679,7 @@ static int feed(void *arg, size_t lo, size_t hi)
 
 /* Runs l->refs[0..nt) on the GPU-resident engine (which calls feed as it goes,
  * so that building tasks overlaps the device's work) or the hybrid one. */
-static int run_device(tdm_engine *e, lane *l, const tdm_query *queries, size_t nt, int where)
+static int run_device(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t nt, int where)
 {
     void **arr = where == ON_GPU ? (void **)&l->gtasks : (void **)&l->htasks;
     size_t *cap = where == ON_GPU ? &l->gtasks_cap : &l->htasks_cap;
@@ -672,14 +696,14 @@ static int run_device(tdm_engine *e, lane *l, const tdm_query *queries, size_t n
  * counts where its first task runs) for that engine. A GPU failure re-runs the
  * chunk on the CPU engine (and a broken device is not used again), so that a
  * query never fails for the GPU's sake. */
-static void run_chunk(tdm_engine *e, lane *l, const tdm_query *queries, size_t nt)
+static void run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t nt)
 {
     int where = ON_CPU;
     if (l->gpu && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED)) {
         pthread_mutex_lock(&e->model_lock);
         int big = nt >= e->threshold;
         pthread_mutex_unlock(&e->model_lock);
-        if (!e->dispatch || big) where = e->kind == TDM_ENGINE_HYBRID ? ON_HYBRID : ON_GPU;
+        if (!e->dispatch || big) where = e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
     }
     double t0 = now_s();
     int rc = where == ON_CPU ? TDM_OK : run_device(e, l, queries, nt, where);
@@ -708,7 +732,7 @@ static void run_chunk(tdm_engine *e, lane *l, const tdm_query *queries, size_t n
 }
 
 /* First pass over the whole batch, in chunks. */
-static int count_pass(tdm_engine *e, lane *l, const tdm_query *queries, size_t n, tdm_query_result *results,
+static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t n, tdm_sched_result *results,
                       uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
 {
     uint64_t total = 0;
@@ -721,7 +745,7 @@ static int count_pass(tdm_engine *e, lane *l, const tdm_query *queries, size_t n
     while (q < n) {
         size_t nt = 0;
         while (nt < cap && q < n) {
-            const tdm_query *Q = &queries[q];
+            const tdm_sched_query *Q = &queries[q];
             /* bool mode: a query answered in an earlier chunk needs no more tasks */
             if (k >= Q->scene->n_checks || (Q->mode == TDM_MODE_BOOL && results[q].colliding)) {
                 q++;
@@ -741,8 +765,8 @@ static int count_pass(tdm_engine *e, lane *l, const tdm_query *queries, size_t n
             *tri += r->tri_tests;
             if (!r->colliding) continue;
             uint32_t qi = l->refs[t].query, ki = l->refs[t].check;
-            const tdm_query *Q = &queries[qi];
-            tdm_query_result *R = &results[qi];
+            const tdm_sched_query *Q = &queries[qi];
+            tdm_sched_result *R = &results[qi];
             if (!R->colliding) {
                 const tdm_scene *s = Q->scene;
                 R->colliding = 1;
@@ -766,7 +790,7 @@ static int count_pass(tdm_engine *e, lane *l, const tdm_query *queries, size_t n
 }
 
 /* Second pass: re-run the hits with exact room and expand their pairs. */
-static int pairs_pass(tdm_engine *e, lane *l, const tdm_query *queries, tdm_query_result *results, uint64_t *n_tasks)
+static int pairs_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, tdm_sched_result *results, uint64_t *n_tasks)
 {
     size_t total = 0;
     for (size_t h = 0; h < l->n_hits; h++) {
@@ -798,16 +822,16 @@ static int pairs_pass(tdm_engine *e, lane *l, const tdm_query *queries, tdm_quer
         for (size_t g = first; g < h; g++) {
             const hit *x = &l->hits[g];
             if (x->room == 0) continue;
-            const tdm_query *Q = &queries[x->query];
+            const tdm_sched_query *Q = &queries[x->query];
             const tdm_scene *s = Q->scene;
             const tdm_scene_check *c = &s->checks[x->check];
             uint32_t id_lo = s->objects[c->lo].id, id_hi = s->objects[c->hi].id;
             int swapped = c->a != c->lo;
-            tdm_query_result *R = &results[x->query];
+            tdm_sched_result *R = &results[x->query];
             uint32_t got = l->res[t].n_pairs < x->room ? l->res[t].n_pairs : x->room;
             for (uint32_t i = 0; i < got; i++) {
                 tdm_pair p = l->pairs[o + i];
-                Q->pairs[R->n_pairs++] = (tdm_contact){id_lo, swapped ? p.b_tri : p.a_tri, id_hi,
+                Q->pairs[R->n_pairs++] = (tdm_sched_contact){id_lo, swapped ? p.b_tri : p.a_tri, id_hi,
                                                        swapped ? p.a_tri : p.b_tri};
             }
             o += x->room;
@@ -817,10 +841,10 @@ static int pairs_pass(tdm_engine *e, lane *l, const tdm_query *queries, tdm_quer
     return TDM_OK;
 }
 
-int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_result *results)
+int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
 {
     for (size_t i = 0; i < n; i++) {
-        const tdm_query *q = &queries[i];
+        const tdm_sched_query *q = &queries[i];
         if (!q->scene || (!q->poses && q->scene->n_movable > 0) ||
             (q->mode != TDM_MODE_BOOL && q->mode != TDM_MODE_CONTACTS) ||
             (q->mode == TDM_MODE_CONTACTS && q->max_contacts == 0))
@@ -931,7 +955,7 @@ static double unit(uint64_t *s)
 }
 
 /* Times one CPU or GPU run of n tasks, best of `reps`. */
-static double time_run(tdm_engine *e, lane *l, int gpu, size_t n, int reps)
+static double time_run(tdm_sched *e, lane *l, int gpu, size_t n, int reps)
 {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
@@ -951,13 +975,13 @@ static double time_run(tdm_engine *e, lane *l, int gpu, size_t n, int reps)
  * at 1.6 to 2.4 radii from A's in a random direction (about half the poses
  * touch), bool mode, and sets the threshold from them. Before any run: the
  * calibration's GPU work is left out of the stats. */
-static int calibrate(tdm_engine *e)
+static int calibrate(tdm_sched *e)
 {
     enum { N_BIG = 65536, N_CPU = 8192 };
     tdm_bvh *s = NULL;
     int rc = sphere(24, 48, &s);
     if (rc != TDM_OK) return rc;
-    rc = tdm_engine_mesh_add(e, s);
+    rc = tdm_sched_mesh_add(e, s);
     if (rc != TDM_OK) {
         tdm_bvh_free(s);
         return rc;
@@ -966,7 +990,7 @@ static int calibrate(tdm_engine *e)
     if (reserve_tasks(l, N_BIG) != TDM_OK ||
         reserve((void **)&l->gtasks, &l->gtasks_cap, N_BIG, sizeof *l->gtasks) != TDM_OK) {
         lane_put(e, l);
-        tdm_engine_mesh_remove(e, s);
+        tdm_sched_mesh_remove(e, s);
         tdm_bvh_free(s);
         return TDM_ENOMEM;
     }
@@ -994,7 +1018,7 @@ static int calibrate(tdm_engine *e)
         t_big = time_run(e, l, 1, N_BIG, 3);
         if (t_one < 0 || t_big < 0) rc = TDM_EGPU;
     }
-    tdm_engine_mesh_remove(e, s);
+    tdm_sched_mesh_remove(e, s);
     free_removed(e, l->gpu);
     device_stats(e, l);
     pthread_mutex_lock(&e->stats_lock); /* the calibration's workpiles are not the users' */

@@ -1,7 +1,7 @@
 /* The scheduler boundary: pose queries on scenes in, per-query answers out.
  *
  * The daemon talks to this header only; which engine answers (the CPU engine
- * now, a GPU or hybrid engine later) is hidden behind tdm_engine. A run takes a
+ * now, a GPU or hybrid engine later) is hidden behind tdm_sched. A run takes a
  * whole batch of queries, which may name different scenes and come from
  * different clients, and expands every (query, checked object pair) into one task
  * list that the engine runs at once: pooling small requests into large runs is
@@ -12,52 +12,65 @@
  * each run to the CPU or the GPU-resident engine by a cost model calibrated at
  * creation (engine.c explains it).
  *
- * Thread use: up to tdm_engine_lanes(e) threads may call tdm_engine_run at once
+ * Thread use: up to tdm_sched_lanes(e) threads may call tdm_sched_run at once
  * (the daemon runs that many dispatcher threads); each run takes a lane of its
  * own (scratch, and a tdm_gpu lane with its own streams), so that one run's host
  * work overlaps another's GPU work; a further caller waits for a lane. Runs that
  * land on the CPU engine take turns on its threads. The engine's own worker
  * threads never call back. */
-#ifndef TDM_WORKPILE_ENGINE_H
-#define TDM_WORKPILE_ENGINE_H
+#ifndef TDM_WORKPILE_SCHED_H
+#define TDM_WORKPILE_SCHED_H
 
 #include "../geom/query.h"
 #include "scene.h"
 
-typedef enum tdm_engine_kind {
-    TDM_ENGINE_AUTO = 0,  /* the best engine this build and machine have */
-    TDM_ENGINE_CPU = 1,
-    TDM_ENGINE_GPU = 2,
-    TDM_ENGINE_HYBRID = 3
-} tdm_engine_kind;
+typedef enum tdm_backend_kind {
+    TDM_BACKEND_AUTO = 0,  /* the best engine this build and machine have */
+    TDM_BACKEND_CPU = 1,
+    TDM_BACKEND_GPU = 2,
+    TDM_BACKEND_HYBRID = 3
+} tdm_backend_kind;
 
-const char *tdm_engine_kind_name(tdm_engine_kind k); /* "auto", "cpu", "gpu", "hybrid" */
+const char *tdm_backend_name(tdm_backend_kind k); /* "auto", "cpu", "gpu", "hybrid" */
+/* Parses "auto", "cpu", "gpu" or "hybrid": 0, or TDM_EINVAL. */
+int tdm_backend_parse(const char *name, tdm_backend_kind *out);
+
+/* How the GPU-resident traversal maps threads to node pairs (gpu/gpu.h explains
+ * each; all give the same answers). */
+typedef enum tdm_traversal {
+    TDM_TRAVERSAL_PAIRS = 0,  /* one thread per node pair (the default: the fastest measured) */
+    TDM_TRAVERSAL_BLOCKS = 1, /* four threads per pair of sibling blocks */
+    TDM_TRAVERSAL_WIDE = 2    /* the four-wide blocked hierarchy, sixteen threads per block pair */
+} tdm_traversal;
+
+/* Parses "pairs", "blocks" or "wide": 0, or TDM_EINVAL. */
+int tdm_traversal_parse(const char *name, tdm_traversal *out);
 
 /* One intersecting triangle pair, in object ids: object_a < object_b, and each
  * triangle indexes its own object's mesh. */
-typedef struct tdm_contact { uint32_t object_a, triangle_a, object_b, triangle_b; } tdm_contact;
+typedef struct tdm_sched_contact { uint32_t object_a, triangle_a, object_b, triangle_b; } tdm_sched_contact;
 
-typedef struct tdm_query {
+typedef struct tdm_sched_query {
     const tdm_scene *scene;  /* borrowed: must outlive the run */
     const tdm_xform *poses;  /* borrowed: scene->n_movable transforms (object frame -> world), in
                                 scene->movable order */
     tdm_mode mode;
     uint32_t max_contacts;   /* contacts mode: cap on the pairs counted, >= 1; ignored in bool mode */
-    tdm_contact *pairs;      /* optional, borrowed (contacts mode): room for max_contacts pairs, which
+    tdm_sched_contact *pairs;      /* optional, borrowed (contacts mode): room for max_contacts pairs, which
                                 receive the first pairs counted, in checked-pair order */
-} tdm_query;
+} tdm_sched_query;
 
-typedef struct tdm_query_result {
+typedef struct tdm_sched_result {
     uint32_t colliding;
     uint32_t object_a, object_b; /* when colliding: contacts mode, the smallest colliding (a, b); bool
                                     mode, a colliding pair; a < b */
     uint32_t contacts;           /* pairs counted, at most max_contacts (1 in bool mode when colliding) */
     uint32_t truncated;          /* contacts mode: more than max_contacts pairs intersect */
     uint32_t n_pairs;            /* pairs written to query.pairs (== contacts when pairs was given) */
-} tdm_query_result;
+} tdm_sched_result;
 
-typedef struct tdm_engine_config {
-    tdm_engine_kind kind; /* TDM_ENGINE_AUTO by default: the GPU engines with dispatch when a GPU is
+typedef struct tdm_sched_config {
+    tdm_backend_kind kind; /* TDM_BACKEND_AUTO by default: the GPU engines with dispatch when a GPU is
                              present, else the CPU engine */
     int threads;          /* CPU threads working on a run, the caller's included; 0: one per core */
     uint32_t chunk_tasks; /* most tasks held at once: a larger run is done in pieces (default 262144,
@@ -68,54 +81,54 @@ typedef struct tdm_engine_config {
     int gpu_streams;          /* batches in flight at once on the GPU, each on its own stream (default 2) */
     int calibrate;            /* AUTO: measure both engines at creation to set the dispatch threshold
                                  (default 1); 0 keeps the built-in threshold */
-    int gpu_traversal;        /* TDM_GPU_TRAVERSE_PAIRS (default), _BLOCKS or _WIDE (gpu/gpu.h) */
+    tdm_traversal gpu_traversal; /* how the GPU-resident traversal maps threads to node pairs */
     int lanes;                /* runs in flight at once, 1..8 (default 3); the hybrid engine has one.
                                  tandemd, 64 clients x 1024 poses on the H100 host, cubicles bool: 1
                                  lane ~12M queries/s, 2 ~15M, 3 ~17M (bench/results/lanes.md) */
-} tdm_engine_config;
+} tdm_sched_config;
 
-tdm_engine_config tdm_engine_config_default(void);
+tdm_sched_config tdm_sched_config_default(void);
 
-typedef struct tdm_engine tdm_engine;
+typedef struct tdm_sched tdm_sched;
 
 /* Returns 0, TDM_ENODEV (a GPU or hybrid engine was asked for and this build or
  * machine has none; `why` says which), TDM_EINVAL, TDM_ENOMEM or TDM_ESYS. `why`
  * (optional) receives one line on failure. */
-int tdm_engine_create(const tdm_engine_config *cfg, tdm_engine **out, char *why, size_t whylen);
+int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, size_t whylen);
 /* No run may be in progress. */
-void tdm_engine_destroy(tdm_engine *e);
+void tdm_sched_destroy(tdm_sched *e);
 
-tdm_engine_kind tdm_engine_kind_of(const tdm_engine *e); /* never AUTO */
+tdm_backend_kind tdm_sched_backend(const tdm_sched *e); /* never AUTO */
 /* One line for logs and stats: which engine, how many threads, why no GPU. Owned
  * by the engine. */
-const char *tdm_engine_detail(const tdm_engine *e);
-/* How many threads may run at once (tdm_engine_config.lanes; 1 for the hybrid). */
-int tdm_engine_lanes(const tdm_engine *e);
+const char *tdm_sched_detail(const tdm_sched *e);
+/* How many threads may run at once (tdm_sched_config.lanes; 1 for the hybrid). */
+int tdm_sched_lanes(const tdm_sched *e);
 
-/* Device-resident trees (GPU and hybrid engines). tdm_engine_mesh_add copies a
+/* Device-resident trees (GPU and hybrid engines). tdm_sched_mesh_add copies a
  * tree to the device so that queries on scenes using it can run there; a scene
  * with a tree that is not resident runs on the CPU engine. Keyed by the tree's
- * address: the tree must stay alive and unchanged until tdm_engine_mesh_remove.
+ * address: the tree must stay alive and unchanged until tdm_sched_mesh_remove.
  * Adding a resident tree again counts a reference. Returns 0 (also on a CPU
  * engine, where it does nothing), TDM_EGPUMEM (over the memory budget, or the
  * device is full: nothing is held and nothing else changes), TDM_EGPU or
  * TDM_ENOMEM. May block for the run in progress. Any thread.
  *
- * tdm_engine_mesh_remove drops a reference; at zero the tree is no longer used
+ * tdm_sched_mesh_remove drops a reference; at zero the tree is no longer used
  * by later runs and its device memory is freed before the next run or upload
  * (no run in progress may still use it: the caller's reference counting sees
  * to that). Never blocks on a run. Any thread. */
-int tdm_engine_mesh_add(tdm_engine *e, const tdm_bvh *bvh);
-void tdm_engine_mesh_remove(tdm_engine *e, const tdm_bvh *bvh);
+int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh);
+void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh);
 
 /* Answers queries[i] in results[i], blocking until all are done. Scratch memory
  * is kept between runs and grows only when a run needs more. Returns 0,
  * TDM_EINVAL (a query without a scene or poses, or contacts mode with
  * max_contacts 0: nothing is computed) or TDM_ENOMEM (results are then
  * undefined). */
-int tdm_engine_run(tdm_engine *e, const tdm_query *queries, size_t n, tdm_query_result *results);
+int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results);
 
-typedef struct tdm_engine_stats {
+typedef struct tdm_sched_stats {
     uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */
     uint64_t box_tests, tri_tests;    /* counted by the CPU engine only (the GPU engines do not count) */
     uint64_t cpu_queries, gpu_queries, hybrid_queries; /* which engine answered (a query's pair
@@ -128,10 +141,10 @@ typedef struct tdm_engine_stats {
     uint64_t device_bytes, mesh_bytes; /* device memory held now */
     uint32_t device_meshes;           /* trees resident on the device */
     uint64_t dispatch_threshold;      /* AUTO: runs of fewer tasks go to the CPU engine */
-    double seconds, gpu_seconds;      /* wall time inside tdm_engine_run, and in its GPU parts */
-} tdm_engine_stats;
+    double seconds, gpu_seconds;      /* wall time inside tdm_sched_run, and in its GPU parts */
+} tdm_sched_stats;
 
 /* A snapshot; safe to call from any thread. */
-void tdm_engine_get_stats(tdm_engine *e, tdm_engine_stats *s);
+void tdm_sched_get_stats(tdm_sched *e, tdm_sched_stats *s);
 
 #endif
