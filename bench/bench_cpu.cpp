@@ -599,7 +599,7 @@ verdict explain_contacts(const scene &s, size_t i, uint32_t fcl_n, uint32_t tdm_
     fset.erase(std::unique(fset.begin(), fset.end(), pair_eq), fset.end());
     size_t f_dups = res.numContacts() - fset.size();
 
-    tdm_task task = {s.benv, s.brobot, s.xf[i], TDM_MODE_CONTACTS, MAX_CONTACTS, buf->data()};
+    tdm_task task = {s.benv, s.brobot, nullptr, nullptr, s.xf[i], TDM_MODE_CONTACTS, MAX_CONTACTS, buf->data()};
     tdm_collide_result tr;
     tdm_collide(&task, &tr);
     std::vector<tdm_pair> tset(buf->begin(), buf->begin() + tr.n_pairs);
@@ -655,7 +655,7 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
     fcl::CollisionRequestd req(contacts ? MAX_CONTACTS : 1, false);
 
     std::vector<tdm_task> tasks(n);
-    for (size_t i = 0; i < n; i++) tasks[i] = tdm_task{s.benv, s.brobot, s.xf[i], mode, MAX_CONTACTS, nullptr};
+    for (size_t i = 0; i < n; i++) tasks[i] = tdm_task{s.benv, s.brobot, nullptr, nullptr, s.xf[i], mode, MAX_CONTACTS, nullptr};
     std::vector<tdm_collide_result> t1(n), tn(n);
     std::vector<uint32_t> f1(n), fn(n);
 
@@ -733,7 +733,9 @@ int main(int argc, char **argv)
     scene s;
     if (load_scene(o, &s)) return 1;
     tdm_cpu_engine *engine = nullptr;
-    int rc = tdm_cpu_engine_create(o.threads, &engine);
+    tdm_pool *pool = nullptr;
+    int rc = tdm_pool_create(o.threads, "tdm-cpu", &pool);
+    if (rc == 0) rc = tdm_cpu_engine_create(pool, &engine);
     if (rc) {
         fprintf(stderr, "bench_cpu: tdm_cpu_engine_create: %s\n", tdm_strerror(rc));
         return 1;
@@ -741,5 +743,6 @@ int main(int argc, char **argv)
     if (o.run_bool) run_mode(s, o, engine, TDM_MODE_BOOL);
     if (o.run_contacts) run_mode(s, o, engine, TDM_MODE_CONTACTS);
     tdm_cpu_engine_destroy(engine);
+    tdm_pool_destroy(pool);
     return 0;
 }

@@ -6,7 +6,7 @@
 #   bench/run_server.sh [REPORT.md]
 #
 # Knobs from the environment: BUILD_DIR (build), SCENE (demo: a generated scene; or an OMPL scene name
-# read from ../shared/scenes/ompl/canonical), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
+# read from $OMPL/canonical; OMPL: ../shared/scenes/ompl), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
 # ($(nproc)), SOCKET (tcp or unix), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
 # BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64"), PROFILE_THREADS (1: also report the CPU use of each of
 # tandemd's threads during each row, from bench/thread_cpu.sh), TANDEMD_ARGS (more tandemd flags, e.g.
@@ -40,7 +40,7 @@ if [[ $SCENE == demo ]]; then
     "$tandem" demo --dir "$work/scene" --n "$N_POSES" --seed 1 > /dev/null
     env_mesh=$work/scene/env.obj robot_mesh=$work/scene/robot.obj poses=$work/scene/poses.txt
 else
-    ompl=../shared/scenes/ompl
+    ompl=${OMPL:-../shared/scenes/ompl}
     env_mesh=$ompl/canonical/$SCENE.env.obj robot_mesh=$ompl/canonical/$SCENE.robot.obj poses=$work/poses.txt
     "$tandem" poses random --cfg "$ompl/$SCENE.cfg" --n "$N_POSES" --seed 1 --out "$poses"
 fi
@@ -86,6 +86,7 @@ prof_flag=""
 [[ $PROFILE_THREADS == 1 ]] && prof_flag=" PROFILE_THREADS=1"
 [[ -n $TANDEMD_ARGS ]] && prof_flag+=" TANDEMD_ARGS=\"$TANDEMD_ARGS\""
 [[ $INFLIGHT != 2 ]] && prof_flag+=" INFLIGHT=$INFLIGHT"
+[[ -n ${OMPL:-} ]] && prof_flag+=" OMPL=$OMPL"
 report() {
     echo "# tandemd over loopback ($SOCKET socket)"
     echo

@@ -23,7 +23,7 @@ typedef struct tdm_config {
     int gpu_streams;          /* batches in flight on the GPU at once */
     int engine_calibrate;     /* auto: measure both engines at start-up to set the dispatch threshold */
     char *gpu_traversal;      /* "pairs", "blocks" or "wide" */
-    int engine_lanes;         /* engine runs in flight at once (dispatcher threads) */
+    int engine_lanes;         /* engine runs in flight at once (pooler threads) */
     char *auth_token;         /* "" when none */
     char *auth_token_file;
     int log_level;            /* tdm_log_level */
@@ -39,7 +39,7 @@ typedef struct tdm_config {
     uint64_t max_meshes_bytes;
     /* the server's own bounds */
     uint64_t max_output_bytes; /* per connection: stop reading above this much unsent reply data */
-    uint64_t max_upload_bytes; /* decoded MeshPut requests waiting for the storage thread, all connections */
+    uint64_t max_upload_bytes; /* decoded MeshPut requests waiting for the writer thread, all connections */
     uint32_t max_reply_pairs;  /* contact pairs one Query reply may carry (want_pairs) */
     uint64_t max_query_tasks;  /* queries x checked object pairs in one Query request */
     uint32_t max_batch_tasks;  /* tasks per engine run: pooling cap and engine scratch bound */

@@ -23,7 +23,7 @@
  * up to the frame's length) as bytes arrive, so that a client announcing a large
  * frame and sending it slowly holds only what it has sent.
  *
- * A connection is freed once its handles are closed and no job or storage op
+ * A connection is freed once its handles are closed and no job or writer op
  * refers to it (`inflight` == 0): callbacks of work that finishes after the
  * close find the connection CLOSING, drop their reply and release it. */
 #ifndef TDM_DAEMON_CONN_H
@@ -89,7 +89,7 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix);
 void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply);
 
 /* A reply packed with its length prefix. Packing touches no connection, so it
- * may run on any thread (query replies are packed by the dispatcher thread that ran them);
+ * may run on any thread (query replies are packed by the pooler thread that ran them);
  * sending is the loop's. */
 typedef struct tdm_frame tdm_frame;
 /* NULL when out of memory or too large to frame (*too_large says which). */
@@ -107,7 +107,7 @@ void tdm_frame_free(tdm_frame *f);
 void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,
                          const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* A request is now in flight (a job or storage op holds the connection) / has
+/* A request is now in flight (a job or writer op holds the connection) / has
  * been answered (its reply, if any, already queued). */
 void tdm_conn_begin(tdm_conn *c);
 void tdm_conn_end(tdm_conn *c);

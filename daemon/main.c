@@ -1,4 +1,13 @@
-/* tandemd: flags and config, startup, the loop, shutdown. */
+/* tandemd: flags and config, startup, the loop, shutdown.
+ *
+ * daemon/README.md says which file holds what, and walks one Query from the
+ * socket to tdm_sched_run and back. In short: conn.c frames it, request.c
+ * routes it, request_query.c validates it and converts its poses, query_pool.c
+ * hands it to the pooler (workpile/pooler.h), whose thread runs it with every
+ * other query waiting in one tdm_sched_run and packs its reply; the loop sends
+ * it. Meshes and scenes live in the catalogue (catalog.c), their files in the
+ * data directory (datadir.c), written by the writer thread (writer.c) and read
+ * back at start-up (loader.c). */
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -6,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "load.h"
+#include "loader.h"
 #include "log.h"
 #include "request.h"
 #include "server.h"
@@ -76,25 +85,26 @@ int main(int argc, char **argv)
     if (tdm_sched_backend(srv.engine) == TDM_BACKEND_CPU && ec.kind == TDM_BACKEND_AUTO)
         tdm_log_info("engine auto: no usable GPU in this build or machine (see above), queries run on the CPU engine");
 
-    if (tdm_persist_open(cfg.data_dir, &srv.persist, err, sizeof err) != 0) {
+    if (tdm_datadir_open(cfg.data_dir, &srv.datadir, err, sizeof err) != 0) {
         tdm_log_error("%s", err);
         goto out;
     }
-    if (!(srv.store = tdm_store_new())) {
+    if (!(srv.catalog = tdm_catalog_new())) {
         tdm_log_error("out of memory");
         goto out;
     }
-    if ((rc = tdm_storage_create(&loop, srv.persist, srv.engine, &srv.storage)) != TDM_OK) {
+    if ((rc = tdm_writer_create(&loop, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
         tdm_log_error("storage thread: %s", tdm_strerror(rc));
         goto out;
     }
-    size_t skipped = tdm_load_store(&srv);
-    tdm_log_info("loaded %u meshes (%llu bytes) and %u scenes from %s%s", tdm_store_n_meshes(srv.store),
-                 (unsigned long long)tdm_store_bytes(srv.store), tdm_store_n_scenes(srv.store), cfg.data_dir,
+    size_t skipped = tdm_loader_run(&srv);
+    tdm_log_info("loaded %u meshes (%llu bytes) and %u scenes from %s%s", tdm_catalog_n_meshes(srv.catalog),
+                 (unsigned long long)tdm_catalog_bytes(srv.catalog), tdm_catalog_n_scenes(srv.catalog), cfg.data_dir,
                  skipped ? "; some files were skipped (see above)" : "");
     /* a want_pairs request may reserve up to max_reply_pairs: a batch holds at least that much */
-    if ((rc = tdm_dispatch_create(&loop, srv.engine, cfg.max_batch_tasks, cfg.max_reply_pairs,
-                                  tdm_request_query_packed, tdm_request_query_done, &srv, &srv.dispatch)) != TDM_OK) {
+    if ((rc = tdm_query_pool_create(&loop, srv.engine, cfg.max_batch_tasks, cfg.max_reply_pairs,
+                                    tdm_request_query_packed, tdm_request_query_done, &srv, &srv.query_pool)) !=
+        TDM_OK) {
         tdm_log_error("dispatcher thread: %s", tdm_strerror(rc));
         goto out;
     }
@@ -116,12 +126,12 @@ out:
         tdm_server_shutdown(&srv, 1);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
-    tdm_store_free(srv.store);
+    tdm_catalog_free(srv.catalog);
     if (uv_loop_close(&loop) != 0) tdm_log_warn("event loop closed with handles still open");
     for (size_t i = 0; i < srv.n_listeners; i++) free(srv.listeners[i].unix_path);
     free(srv.listeners);
     tdm_sched_destroy(srv.engine);
-    tdm_persist_close(srv.persist);
+    tdm_datadir_close(srv.datadir);
     tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
     tdm_config_free(&cfg);
     return status;

@@ -1,8 +1,17 @@
-/* What each Request does: validation, the store, handing queries to the
- * dispatcher and store changes to the storage thread, and their replies.
+/* Requests: each frame decoded and routed to its family's handler.
  *
- * Loop thread only. A request that fails validation gets an Error naming the
- * field and element and changes nothing. */
+ * request.c decodes the frame into the connection's arena, turns away what may
+ * not run now (the server is shutting down, or Hello has not been done) and
+ * calls the handler of the request's body (request_handlers.h):
+ *
+ *   Hello                              request_hello.c
+ *   MeshPut, MeshList, MeshDelete      request_mesh.c
+ *   ScenePut, SceneList, SceneDelete   request_scene.c
+ *   Query                              request_query.c
+ *   Stats                              stats.c
+ *
+ * Loop thread only (apart from tdm_request_query_packed). A request that fails
+ * validation gets an Error naming the field and element and changes nothing. */
 #ifndef TDM_DAEMON_REQUEST_H
 #define TDM_DAEMON_REQUEST_H
 
@@ -12,8 +21,9 @@
 void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len);
 /* Answers one frame with ERROR_BUSY (the server is shutting down). */
 void tdm_request_refuse(tdm_conn *c, const uint8_t *frame, size_t len);
-/* The dispatcher's callbacks (data: the server): packed runs on the
- * dispatcher thread (it packs the reply), done on the loop (it sends it). */
+/* The query pool's callbacks (request_query.c; data: the server): packed runs
+ * on the pooler thread that ran the job (it packs the reply), done on the loop
+ * (it sends it). */
 void tdm_request_query_packed(tdm_query_job *job, void *data);
 void tdm_request_query_done(tdm_query_job *job, void *data);
 

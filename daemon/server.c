@@ -193,10 +193,10 @@ static void maybe_finish(tdm_server *s)
     s->stopped = 1;
     if (s->ready) tdm_stats_log(s);
     /* no connection is left, so nothing waits on either thread's replies */
-    tdm_storage_stop(s->storage);
-    s->storage = NULL;
-    tdm_dispatch_stop(s->dispatch);
-    s->dispatch = NULL;
+    tdm_writer_stop(s->writer);
+    s->writer = NULL;
+    tdm_query_pool_stop(s->query_pool);
+    s->query_pool = NULL;
     if (s->timer) uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
     if (s->signals) {
         uv_close((uv_handle_t *)&s->sig_int, NULL);

@@ -1,20 +1,21 @@
 /* The server: what every part of tandemd shares, and its lifecycle on the loop.
  *
- * Threads: the libuv loop (connections, decoding, validation, the store,
- * encoding replies), the dispatcher (engine runs, dispatch.h), the engine's
- * workers, and the storage thread (data directory writes, storage.h). Only the
- * loop thread touches libuv handles, connections and the store. */
+ * Threads: the libuv loop (connections, decoding, validation, the catalogue,
+ * sending replies), libuv's thread pool (pose conversion of large queries), the
+ * pooler's threads (engine runs and reply packing, query_pool.h), the engine's
+ * workers, and the writer thread (data directory writes, writer.h). Only the
+ * loop thread touches libuv handles and connections. */
 #ifndef TDM_DAEMON_SERVER_H
 #define TDM_DAEMON_SERVER_H
 
 #include <uv.h>
 
 #include "../workpile/sched.h"
+#include "catalog.h"
 #include "config.h"
-#include "dispatch.h"
-#include "persist.h"
-#include "storage.h"
-#include "store.h"
+#include "datadir.h"
+#include "query_pool.h"
+#include "writer.h"
 
 typedef struct tdm_conn tdm_conn;
 
@@ -42,10 +43,10 @@ typedef struct tdm_server {
     uv_loop_t *loop;
     const tdm_config *cfg;
     tdm_sched *engine;
-    tdm_persist *persist;
-    tdm_store *store;
-    tdm_storage *storage;
-    tdm_dispatch *dispatch;
+    tdm_datadir *datadir;
+    tdm_catalog *catalog;
+    tdm_writer *writer;
+    tdm_query_pool *query_pool;
 
     tdm_listener *listeners;
     size_t n_listeners;
@@ -63,7 +64,7 @@ typedef struct tdm_server {
     int timer;                /* shutdown_timer initialised */
     uint64_t started_ns;      /* uv_hrtime at start */
     tdm_counters counters;
-    uint64_t upload_bytes;    /* decoded MeshPuts submitted to the storage thread, not yet done */
+    uint64_t upload_bytes;    /* decoded MeshPuts submitted to the writer thread, not yet done */
 } tdm_server;
 
 /* Binds every configured address and starts accepting. 0, or TDM_EIO with err. */
@@ -71,7 +72,7 @@ int tdm_server_listen(tdm_server *s, char *err, size_t errlen);
 /* Installs SIGINT/SIGTERM handlers that shut down gracefully (a second signal forces). */
 int tdm_server_signals(tdm_server *s);
 /* Stops accepting; lets connections finish what is in flight (force: closes them
- * now); once every connection is gone, stops the storage and dispatcher threads
+ * now); once every connection is gone, stops the writer and the pooler threads
  * and closes every handle, so that uv_run returns. */
 void tdm_server_shutdown(tdm_server *s, int force);
 /* A connection was freed (conn.c). */

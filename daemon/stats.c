@@ -3,12 +3,13 @@
 #include <stdio.h>
 
 #include "log.h"
+#include "request_handlers.h"
 
 void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, size_t detail_len)
 {
-    tdm_dispatch_stats ds = {0};
+    tdm_pooler_stats ds = {0};
     tdm_sched_stats es = {0};
-    if (srv->dispatch) tdm_dispatch_get_stats(srv->dispatch, &ds);
+    if (srv->query_pool) tdm_query_pool_get_stats(srv->query_pool, &ds);
     tdm_sched_get_stats(srv->engine, &es);
     r->server_version = TDM_VERSION;
     switch (tdm_sched_backend(srv->engine)) {
@@ -24,9 +25,9 @@ void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, si
     r->batches = ds.batches;
     r->mean_batch_queries = ds.batches ? (double)ds.queries / (double)ds.batches : 0;
     r->mean_batch_tasks = ds.batches ? (double)ds.tasks / (double)ds.batches : 0;
-    r->meshes = tdm_store_n_meshes(srv->store);
-    r->scenes = tdm_store_n_scenes(srv->store);
-    r->meshes_bytes = tdm_store_bytes(srv->store);
+    r->meshes = tdm_catalog_n_meshes(srv->catalog);
+    r->scenes = tdm_catalog_n_scenes(srv->catalog);
+    r->meshes_bytes = tdm_catalog_bytes(srv->catalog);
     r->engine_seconds = es.seconds;
     r->cpu_queries = es.cpu_queries;
     r->gpu_queries = es.gpu_queries;
@@ -64,4 +65,12 @@ void tdm_stats_log(tdm_server *srv)
                      (unsigned long long)r.gpu_tasks, (unsigned long long)r.hybrid_tasks,
                      (unsigned long long)r.gpu_iterations, r.mean_workpile_pairs, r.gpu_seconds, r.device_meshes,
                      (unsigned long long)r.device_bytes, (unsigned long long)r.dispatch_threshold);
+}
+
+void tdm__stats(tdm_conn *c, uint64_t id)
+{
+    Tandem__V1__StatsReply r = TANDEM__V1__STATS_REPLY__INIT;
+    char detail[512];
+    tdm_stats_fill(c->srv, &r, detail, sizeof detail);
+    tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_STATS, &r);
 }

@@ -1,4 +1,6 @@
-/* StatsReply: counters from the server, the dispatcher and the engine. */
+/* Stats: the StatsReply, from the server's counters, the pooler's and the
+ * engine's; its handler (request_handlers.h) and the same numbers as a log line
+ * at shutdown. */
 #ifndef TDM_DAEMON_STATS_H
 #define TDM_DAEMON_STATS_H
 

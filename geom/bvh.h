@@ -7,12 +7,13 @@
  * test reads one contiguous run and never chases an index (a zero-area triangle
  * is stored as the segment it is, see tdm_bvh_zero_area_as_segments). The same arrays are
  * uploaded to the GPU unchanged for the hybrid engine. The GPU-resident engine
- * derives a blocked copy at upload (gpu/resident.cu, blocked_layout): breadth
- * first, a node's two children adjacent in one 128-byte line, the blocks its
- * traversal loads together (gpu/gpu.h, TDM_GPU_TRAVERSE_*). The CPU engine and both
- * GPU engines thus share one build and one blob, with no imaginary filler nodes;
- * Damkjaer & Erleben's four-wide blocks (a node's four grandchildren) are not
- * built.
+ * derives copies of the nodes at upload (geom/layout.h): always a blocked one,
+ * breadth first, a node's two children adjacent in one 128-byte line, the blocks
+ * its traversal loads together (gpu/gpu.h, TDM_GPU_TRAVERSE_*); and for the WIDE
+ * traversal only, Damkjaer & Erleben's four-wide blocks (a node's four
+ * grandchildren, with imaginary filler nodes beside leaves). The CPU engine and
+ * both GPU engines thus share one build and one blob, which hold no filler
+ * nodes; the derived copies are never stored.
  *
  * Build (Gottschalk et al. for the fit, Jorgensen et al. section 4.1 for the
  * top-down scheme). Fit an OBB to the node's triangles (area-weighted covariance

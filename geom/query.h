@@ -4,6 +4,7 @@
 #define TDM_GEOM_QUERY_H
 
 #include "base.h"
+#include "vec.h"
 
 typedef enum tdm_mode {
     TDM_MODE_BOOL = 0,    /* any intersecting triangle pair: stop at the first */
@@ -21,5 +22,22 @@ typedef struct tdm_collide_result {
     uint32_t box_tests; /* box pairs tested (work statistics, for cost models) */
     uint32_t tri_tests; /* triangle pairs tested */
 } tdm_collide_result;
+
+/* One task, the unit every engine runs: does tree B, placed in A's frame by
+ * b_in_a, touch tree A? Collision is surface-only (triangles against triangles;
+ * a mesh inside another without touching it does not collide) and touching
+ * counts, as in FCL. The scheduler (workpile/) makes one per (query, checked
+ * object pair). */
+typedef struct tdm_bvh tdm_bvh;
+struct tdm_gpu_mesh; /* a tree's device copy (gpu/), opaque here */
+typedef struct tdm_task {
+    const tdm_bvh *a, *b;               /* host trees, borrowed; must outlive the run */
+    const struct tdm_gpu_mesh *ga, *gb; /* their device copies, for the GPU engines; else NULL */
+    tdm_xform b_in_a;                   /* maps B's mesh frame into A's */
+    tdm_mode mode;
+    uint32_t max_pairs;                 /* contacts mode: stop after this many pairs (>= 1) */
+    tdm_pair *pairs;                    /* optional, borrowed: room for max_pairs pairs (contacts mode,
+                                           CPU engine) */
+} tdm_task;
 
 #endif

@@ -91,6 +91,15 @@ TDM_INLINE TDM_HD tdm_dmat3 tdm_dm3_transpose(const tdm_dmat3 *a)
 
 TDM_INLINE TDM_HD double tdm_quat_norm(tdm_quat q) { return sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w); }
 
+/* How far from 1 the norm of a pose's quaternion may be: poses come as text
+ * (OMPL .path files, pose lists, requests) with a few digits, so a quaternion
+ * within this of unit length is taken as meant to be one and normalised; one
+ * further off is an input error. Every reader of poses applies it. */
+#define TDM_QUAT_UNIT_TOLERANCE 1e-3
+
+/* Is q a unit quaternion within TDM_QUAT_UNIT_TOLERANCE? 0 for NaN or Inf. */
+TDM_INLINE TDM_HD int tdm_quat_is_unit(tdm_quat q) { return fabs(tdm_quat_norm(q) - 1.0) <= TDM_QUAT_UNIT_TOLERANCE; }
+
 /* The rotation matrix of a unit quaternion (the caller normalises). */
 TDM_INLINE TDM_HD tdm_dmat3 tdm_quat_to_mat(tdm_quat q)
 {

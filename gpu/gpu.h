@@ -13,19 +13,20 @@
  * workpile, on which the exact test runs (one thread per pair). A bool query
  * retires at its first intersecting triangle pair: its remaining pairs are
  * dropped at the next box test. Capacities are checked on the host after each
- * scan (the scan's total counts past any capacity), and a batch whose frontier
- * outgrows its buffer is re-run with larger buffers, or in halves once the
- * memory budget is reached, never truncated.
+ * scan (the scan's total counts past any capacity), and a slot whose frontier
+ * outgrows its buffer says so: its caller re-runs the chunk with larger buffers
+ * (tdm_gpu_grow), or in halves once the memory budget is reached, never
+ * truncated.
  *
- * A run is cut into chunks that are in flight at once on several CUDA streams:
- * while the GPU traverses one chunk, the host fills the next one's tasks (a team
- * of fill_threads host threads builds them (tdm_gpu_run_fed), writes the buffers
- * and reads the results back)
- * and the copy engines move a third's, so host work, copies and kernels overlap.
+ * A lane has several slots, each a CUDA stream with its own buffers: the
+ * scheduler's GPU engine (workpile/gpu_engine.c) cuts a run into chunks, fills
+ * one slot's inputs while the GPU traverses another's chunk and the copy engines
+ * move a third's, so host work, copies and kernels overlap. gpu/ only moves
+ * data and launches work: it has no threads of its own and never calls back.
  *
  * Lanes: tdm_gpu_create_lane makes another tdm_gpu on the same device that
  * shares the first one's memory budget and resident meshes but has its own
- * streams, buffers and host team, so that two threads can each have a run in
+ * slots (streams and buffers), so that two threads can each have a run in
  * flight at once: one run's host work (building tasks, reading results, and
  * whatever its caller does between runs) then overlaps the other's kernels.
  *
@@ -48,8 +49,6 @@ typedef struct tdm_gpu_config {
     uint64_t memory_budget;  /* bytes of device memory Tandem may hold: meshes plus scratch */
     uint64_t frontier_pairs; /* initial frontier capacity per stream, in node pairs; grows within the budget */
     int streams;             /* batches in flight at once, each on its own CUDA stream (1..8) */
-    uint64_t chunk_tasks;    /* tasks per in-flight batch; 0 picks from the run's size */
-    int fill_threads;        /* host threads writing a batch's task buffers (1..16); 0: min(8, cores) */
     int traversal;           /* TDM_GPU_TRAVERSE_PAIRS (default), _BLOCKS or _WIDE, below */
 } tdm_gpu_config;
 
@@ -90,39 +89,81 @@ int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out);
 /* Frees a mesh's device memory. No run using it may be in progress. */
 void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m);
 
-typedef struct tdm_gpu_task {
-    const tdm_gpu_mesh *a, *b; /* borrowed; must outlive the call */
-    tdm_xform b_in_a;          /* maps B's mesh frame into A's */
-    tdm_mode mode;
-    uint32_t max_pairs;        /* contacts mode: cap (>= 1) */
-} tdm_gpu_task;
+/* Sizes every slot's task buffers for chunks of up to tasks_per_slot tasks,
+ * loads the kernels and makes the CUDA graphs of the levels, so that the first
+ * run pays for none of them. Optional. */
+int tdm_gpu_prepare(tdm_gpu *g, size_t tasks_per_slot);
 
-/* Sizes the per-task buffers for batches of up to max_tasks, loads the
- * kernels and makes the CUDA graphs of the levels, so that the first run pays
- * for none of them. Optional. */
-int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks);
+/* ---- a lane's slots, driven by the scheduler's GPU engine (workpile/gpu_engine.c) ----
+ *
+ * A lane has tdm_gpu_slots(g) slots, each a CUDA stream with its own frontier
+ * and task buffers. The caller fills a slot's pinned inputs (one per task, and a
+ * table of mesh pairs that consecutive tasks share), starts it, and steps it:
+ * each step waits for the slot's last group of levels and queues the next (or
+ * the copy of its results), so that several slots are in flight while the host
+ * fills another. Capacities count past their end: a slot whose frontier
+ * overflowed reports it, and the caller re-runs its range after tdm_gpu_grow or
+ * in halves. No callback: gpu/ never calls its caller. */
 
-/* Runs n tasks; results[i] answers tasks[i] exactly as tdm_collide would, except
- * that `first` may be a different intersecting pair and the work counters
- * (box_tests, tri_tests) are 0. Blocks until done. */
-int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results);
+/* What the host writes per task: the transform and an index into the slot's
+ * pair table; the device derives the rest. */
+typedef struct tdm_gpu_input {
+    tdm_xform x;        /* B's mesh frame -> A's */
+    uint32_t pair;      /* index into the pair table */
+    uint32_t mode;      /* tdm_mode */
+    uint32_t cap;       /* contacts cap (>= 1; 1 in bool mode) */
+    uint32_t pad;
+} tdm_gpu_input;
 
-/* tdm_gpu_run with the tasks written as the run goes: feed(arg, lo, hi) must
- * write tasks[lo..hi) and return 0. Each task is fed once, just before the
- * engine first needs it, by the host threads that copy tasks to the device (so
- * feed is called from several threads at once, on disjoint ranges): building a
- * batch's tasks is then spread over those threads and overlaps the device's work
- * on earlier tasks. A non-zero return ends the run with TDM_ECANCELED (results
- * undefined). */
-int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
-                    int (*feed)(void *arg, size_t lo, size_t hi), void *arg);
+/* One entry of the pair table: two resident meshes, as device pointers in the
+ * layout this lane's traversal reads (made by tdm_gpu_pair_of). */
+typedef struct tdm_gpu_pair {
+    const tdm_bvh_node *an, *bn;
+    const float *at, *bt;
+    const uint32_t *aid, *bid;
+    float ra, rb;
+} tdm_gpu_pair;
+
+/* A task's answer as the device leaves it. */
+typedef struct tdm_gpu_result {
+    uint32_t colliding, truncated, count, done;
+    uint32_t first_a, first_b; /* mesh triangle indices of an intersecting pair */
+} tdm_gpu_result;
+
+enum { TDM_GPU_SLOT_BUSY = 0, TDM_GPU_SLOT_DONE = 1, TDM_GPU_SLOT_OVERFLOW = 2 };
+
+/* Prepares the calling thread to drive g (sets its CUDA device). TDM_EGPU once
+ * the context is poisoned. */
+int tdm_gpu_begin(tdm_gpu *g);
+int tdm_gpu_slots(const tdm_gpu *g);
+/* The most tasks a slot takes (its frontier must hold every task's root pair). */
+uint64_t tdm_gpu_slot_max_tasks(const tdm_gpu *g);
+void tdm_gpu_pair_of(const tdm_gpu *g, const tdm_gpu_mesh *a, const tdm_gpu_mesh *b, tdm_gpu_pair *out);
+/* Slot k's pinned inputs and pair table, room for n tasks (and n pairs),
+ * growing its buffers within the budget. TDM_EGPUMEM, TDM_EGPU. */
+int tdm_gpu_slot_buffers(tdm_gpu *g, int k, size_t n, tdm_gpu_input **in, tdm_gpu_pair **pairs);
+/* Starts slot k on in[0 .. n): copies the pair table's pieces [runs[r][0],
+ * runs[r][0] + runs[r][1]) and the inputs, and queues the roots and the first
+ * group of levels. */
+int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*runs)[2], int n_runs);
+/* Waits for slot k's last step; then queues its next group of levels
+ * (TDM_GPU_SLOT_BUSY), or finds it finished (TDM_GPU_SLOT_DONE: results readable
+ * through tdm_gpu_slot_results until it is started again) or overflowed
+ * (TDM_GPU_SLOT_OVERFLOW: re-run the range). A negative TDM_E* on an error. */
+int tdm_gpu_slot_step(tdm_gpu *g, int k);
+const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
+/* With no slot running: doubles the frontier buffers within the budget. 1 grown,
+ * 0 at the budget, or TDM_EGPU. */
+int tdm_gpu_grow(tdm_gpu *g);
+/* After an error: waits for every slot, leaving none running. */
+void tdm_gpu_abort(tdm_gpu *g);
 
 typedef struct tdm_gpu_stats {
     uint64_t device_bytes;    /* device memory held: meshes + scratch, of g and all its lanes */
     uint64_t mesh_bytes;
-    uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's */
+    uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's; runs: chunks started,
+                                                 reruns: of them after an overflow */
     uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */
-    double seconds;           /* wall time inside tdm_gpu_run */
 } tdm_gpu_stats;
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s);
 

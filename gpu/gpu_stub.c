@@ -24,7 +24,7 @@ int tdm_gpu_tri_tri_batch(const double *p, const double *q, size_t n, uint8_t *o
 tdm_gpu_config tdm_gpu_config_default(void)
 {
     /* designated, so that fields added to the config read as 0 (their default) here */
-    tdm_gpu_config c = {.device = 0, .memory_budget = 0, .frontier_pairs = 1u << 26, .streams = 2, .chunk_tasks = 0,
+    tdm_gpu_config c = {.device = 0, .memory_budget = 0, .frontier_pairs = 1u << 26, .streams = 2,
                          .traversal = TDM_GPU_TRAVERSE_PAIRS};
     return c;
 }
@@ -55,24 +55,41 @@ int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
 
 void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
 
-int tdm_gpu_run(tdm_gpu *g, const tdm_gpu_task *tasks, size_t n, tdm_collide_result *results)
+int tdm_gpu_prepare(tdm_gpu *g, size_t tasks_per_slot)
 {
-    (void)g; (void)tasks; (void)n; (void)results;
+    (void)g; (void)tasks_per_slot;
     return TDM_ENODEV;
 }
 
-int tdm_gpu_run_fed(tdm_gpu *g, tdm_gpu_task *tasks, size_t n, tdm_collide_result *results,
-                    int (*feed)(void *arg, size_t lo, size_t hi), void *arg)
+/* Without CUDA no tdm_gpu exists, so nothing below is ever called with one. */
+int tdm_gpu_begin(tdm_gpu *g) { (void)g; return TDM_ENODEV; }
+int tdm_gpu_slots(const tdm_gpu *g) { (void)g; return 1; }
+uint64_t tdm_gpu_slot_max_tasks(const tdm_gpu *g) { (void)g; return 1; }
+
+void tdm_gpu_pair_of(const tdm_gpu *g, const tdm_gpu_mesh *a, const tdm_gpu_mesh *b, tdm_gpu_pair *out)
 {
-    (void)g; (void)tasks; (void)n; (void)results; (void)feed; (void)arg;
+    (void)g; (void)a; (void)b;
+    memset(out, 0, sizeof *out);
+}
+
+int tdm_gpu_slot_buffers(tdm_gpu *g, int k, size_t n, tdm_gpu_input **in, tdm_gpu_pair **pairs)
+{
+    (void)g; (void)k; (void)n;
+    *in = NULL;
+    *pairs = NULL;
     return TDM_ENODEV;
 }
 
-int tdm_gpu_prepare(tdm_gpu *g, size_t max_tasks)
+int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*runs)[2], int n_runs)
 {
-    (void)g; (void)max_tasks;
+    (void)g; (void)k; (void)n; (void)runs; (void)n_runs;
     return TDM_ENODEV;
 }
+
+int tdm_gpu_slot_step(tdm_gpu *g, int k) { (void)g; (void)k; return TDM_ENODEV; }
+const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k) { (void)g; (void)k; return NULL; }
+int tdm_gpu_grow(tdm_gpu *g) { (void)g; return TDM_ENODEV; }
+void tdm_gpu_abort(tdm_gpu *g) { (void)g; }
 
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 {
@@ -82,7 +99,7 @@ void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 
 tdm_hybrid_config tdm_hybrid_config_default(void)
 {
-    tdm_hybrid_config c = {.threads = 0, .streams = 16, .workpile_pairs = 65536};
+    tdm_hybrid_config c = {.workers = 0, .streams = 16, .workpile_pairs = 65536};
     return c;
 }
 
@@ -95,11 +112,16 @@ int tdm_hybrid_create(tdm_gpu *g, const tdm_hybrid_config *cfg, tdm_hybrid **out
 
 void tdm_hybrid_destroy(tdm_hybrid *h) { (void)h; }
 
-int tdm_hybrid_run(tdm_hybrid *h, const tdm_hybrid_task *tasks, size_t n, tdm_collide_result *results)
+int tdm_hybrid_workers(const tdm_hybrid *h) { (void)h; return 0; }
+
+int tdm_hybrid_begin(tdm_hybrid *h, const tdm_task *tasks, size_t n, tdm_collide_result *results)
 {
     (void)h; (void)tasks; (void)n; (void)results;
     return TDM_ENODEV;
 }
+
+void tdm_hybrid_work(tdm_hybrid *h, int k) { (void)h; (void)k; }
+int tdm_hybrid_end(tdm_hybrid *h) { (void)h; return TDM_ENODEV; }
 
 void tdm_hybrid_get_stats(const tdm_hybrid *h, tdm_hybrid_stats *s)
 {

@@ -1,11 +1,12 @@
 /* The hybrid engine; hybrid.h describes the method (Jorgensen et al., 001 in
- * ../shared/papers). Host threads walk the BVTTs and build workpiles; one thin
- * kernel per workpile tests its entries with the geom/ functions the CPU engine
- * calls too.
+ * ../shared/papers). Host threads walk the BVTTs and build workpiles; two thin
+ * kernels per workpile (its box entries, its leaf entries) test them with the
+ * geom/ functions the CPU engine calls too.
  *
- * Each worker thread owns two slots (a pinned and a device workpile buffer, a
- * result buffer, events) on streams shared round-robin among the threads. It
- * alternates between them: wait for one slot's results, expand them, refill and
+ * Each worker owns two slots (a pinned and a device workpile buffer, a result
+ * buffer, events) on streams shared round-robin among the workers; the caller
+ * runs every worker's part of a piece on a thread of its own (tdm_hybrid_work).
+ * A worker alternates between its slots: wait for one slot's results, expand them, refill and
  * ship that slot, then turn to the other, so that while one workpile is copied
  * and tested the thread expands the other (double buffering, §4.2).
  *
@@ -13,18 +14,17 @@
  * pair whose boxes are to be tested; its result byte is 1 when they overlap,
  * and the host then pushes its children (tdm_bvtt_children) or, for two leaves,
  * a leaf entry. A leaf entry's result is a 4-bit mask of its intersecting
- * triangle pairs (bit 2 * i + j: A's triangle i, B's triangle j), so contacts
- * are counted on the host exactly as tdm_collide counts them.
+ * triangle pairs (bit 2 * i + j: A's triangle i, B's triangle j), which the
+ * host adds to the task's result by the rule tdm_collide follows
+ * (tdm_result_add_leaf, geom/leaf.h).
  *
- * Pending pairs are kept per thread in a LIFO, so the traversal drifts depth
+ * Pending pairs are kept per worker in a LIFO, so the traversal drifts depth
  * first across workpiles and its memory stays bounded; new tasks are admitted
  * (from one atomic counter, for load balance) only once the LIFO is empty, a
  * bounded number per workpile. Each admitted chunk's rows of the task table
  * (float and double transforms, tolerance, tree pointers) are uploaded on the
  * stream of the workpile that carries its roots, so they are on the device
  * before any entry that names them. */
-#include <pthread.h>
-#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,7 +35,8 @@
 
 #include <cuda_runtime.h>
 
-#include "../geom/tri.h"
+#include "../geom/leaf.h"
+#include "cuda_util.h"
 #include "hybrid.h"
 #include "internal.h"
 
@@ -43,7 +44,7 @@
 #define MAX_STREAMS 16
 #define MAX_THREADS 1024
 #define MAX_WORKPILE (1u << 22)
-#define PIECE (1u << 18)   /* tasks per internal run: bounds the task table */
+
 #define BLOCK 256
 
 /* ---- device data ------------------------------------------------------------- */
@@ -66,52 +67,27 @@ typedef struct __align__(16) htask {
 } htask;
 
 static_assert(sizeof(hhot) == 80, "hhot is read as five float4");
-static_assert(sizeof(tdm_bvh_node) == 64 && alignof(tdm_bvh_node) >= 16, "nodes are read as four float4");
-
-__device__ static __forceinline__ void load16(void *dst, const void *src, int n16)
-{
-    const float4 *s = reinterpret_cast<const float4 *>(src);
-    float4 *d = reinterpret_cast<float4 *>(dst);
-    for (int k = 0; k < n16; k++) d[k] = __ldg(s + k);
-}
 
 /* The box test of resident.cu's traverse_kernel, bit for bit. */
 __device__ static uint8_t test_box_entry(hentry e, const htask *tasks)
 {
     hhot t;
     tdm_bvh_node na, nb;
-    load16(&t, &tasks[e.task].h, 5);
-    load16(&na, &t.an[e.a], 4);
-    load16(&nb, &t.bn[e.b], 4);
+    tdm_load16(&t, &tasks[e.task].h, 5);
+    tdm_load16(&na, &t.an[e.a], 4);
+    tdm_load16(&nb, &t.bn[e.b], 4);
     tdm_wbox w;
     tdm_wbox_of(&t.fx, &nb, &w);
     return (uint8_t)tdm_obb_overlap_w(&na, &w, nb.extent, t.tol);
 }
 
-__device__ static void load_tri(const float *v, tdm_dvec3 out[3])
-{
-    for (int k = 0; k < 3; k++) out[k] = tdm_d3(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
-}
-
-/* Every triangle pair of two leaves, in double, as resident.cu's test_leaf_pair
- * and the CPU engine's leaf_pair: B's triangles moved into A's frame. */
+/* The mask of a leaf entry's intersecting triangle pairs (every pair, whatever
+ * the mode: the host adds them up), by the leaf test the CPU engine runs
+ * (geom/leaf.h). */
 __device__ static uint8_t test_leaf_entry(hentry e, const htask *tasks)
 {
     const htask *t = &tasks[e.task];
-    const tdm_bvh_node *na = &t->h.an[e.a], *nb = &t->h.bn[e.b];
-    uint32_t fa = tdm_leaf_first(na), ca = tdm_leaf_count(na), fb = tdm_leaf_first(nb), cb = tdm_leaf_count(nb);
-    tdm_dvec3 tb[2][3], ta[3];
-    for (uint32_t j = 0; j < cb; j++) {
-        load_tri(&t->bt[9 * (size_t)(fb + j)], tb[j]);
-        for (int k = 0; k < 3; k++) tb[j][k] = tdm_xform_apply(&t->x, tb[j][k]);
-    }
-    uint8_t mask = 0;
-    for (uint32_t i = 0; i < ca; i++) {
-        load_tri(&t->at[9 * (size_t)(fa + i)], ta);
-        for (uint32_t j = 0; j < cb; j++)
-            if (tdm_tri_tri_intersect(ta, tb[j])) mask |= (uint8_t)(1u << (2 * i + j));
-    }
-    return mask;
+    return (uint8_t)tdm_leaf_intersect(&t->h.an[e.a], t->at, &t->h.bn[e.b], t->bt, &t->x, 0);
 }
 
 /* A workpile's entries [0, n_box) are box pairs, [n_box, n) leaf pairs, one
@@ -148,8 +124,6 @@ typedef struct hvec { hentry *v; size_t n, cap; } hvec;
 
 typedef struct worker {
     struct tdm_hybrid *h;
-    pthread_t thread;
-    int started;
     hslot slots[SLOTS];
     hvec front;  /* box pairs waiting to be shipped (LIFO) */
     hvec leaves; /* leaf pairs whose boxes overlap, waiting to be shipped */
@@ -164,47 +138,22 @@ struct tdm_hybrid {
     tdm_hybrid_config cfg;
     int n_streams;
     cudaStream_t streams[MAX_STREAMS];
-    worker *w;           /* cfg.threads; w[0] is the calling thread */
+    worker *w;           /* cfg.workers */
     int64_t slot_bytes;  /* device bytes of the slots, accounted in g */
     htask *h_tasks, *d_tasks; /* the task table of the current piece; h_tasks pinned */
     size_t cap_tasks;
     std::atomic<int> dead; /* a sticky CUDA error poisoned the context */
 
-    /* the pool (as the CPU engine's) */
-    pthread_mutex_t lock;
-    pthread_cond_t wake, idle;
-    uint64_t generation;
-    int busy, stopping;
-
     /* the current piece */
-    const tdm_hybrid_task *tasks;
+    const tdm_task *tasks;
     tdm_collide_result *results;
     size_t n, admit; /* tasks, and the most admitted per workpile */
+    double t_begin;
     std::atomic<size_t> next;
     std::atomic<int> abort;
 
     tdm_hybrid_stats stats;
 };
-
-/* An error that poisons the context: every later call fails fast. */
-static int is_sticky(cudaError_t e)
-{
-    return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorIllegalInstruction ||
-           e == cudaErrorMisalignedAddress || e == cudaErrorHardwareStackError || e == cudaErrorECCUncorrectable;
-}
-
-static int map_error(tdm_hybrid *h, cudaError_t e)
-{
-    if (is_sticky(e)) h->dead = 1;
-    cudaGetLastError(); /* clears this thread's last error when it is not sticky */
-    return e == cudaErrorMemoryAllocation ? TDM_EGPUMEM : TDM_EGPU;
-}
-
-#define TDM_CUDA_TRY(h, expr)                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (expr);                                                                   \
-        if (e_ != cudaSuccess) return map_error((h), e_);                                          \
-    } while (0)
 
 static double now_s(void)
 {
@@ -227,30 +176,8 @@ static int vec_reserve(hvec *v, size_t extra)
 
 /* ---- traversal on the host ------------------------------------------------------ */
 
-/* Has the task its answer? Bool: any pair; contacts: a pair beyond the cap. */
-static int task_done(const tdm_hybrid_task *t, const tdm_collide_result *r)
-{
-    return t->mode == TDM_MODE_BOOL ? r->colliding != 0 : r->truncated != 0;
-}
-
-/* One intersecting pair, counted as tdm_collide's report() counts it. */
-static void report(const tdm_hybrid_task *t, tdm_collide_result *r, uint32_t a_slot, uint32_t b_slot)
-{
-    if (!r->colliding) {
-        r->colliding = 1;
-        r->first.a_tri = t->a->tri_ids[a_slot];
-        r->first.b_tri = t->b->tri_ids[b_slot];
-    }
-    if (t->mode == TDM_MODE_BOOL) {
-        r->n_pairs = 1;
-        return;
-    }
-    if (r->n_pairs == t->max_pairs) {
-        r->truncated = 1;
-        return;
-    }
-    r->n_pairs++;
-}
+/* Has the task its answer? (geom/leaf.h's rule, as tdm_collide.) */
+static int task_done(const tdm_task *t, const tdm_collide_result *r) { return tdm_result_done(r, t->mode); }
 
 /* Waits for a slot's results and expands them: leaf masks first (so that a bool
  * task found colliding in this workpile expands none of its box pairs), then
@@ -260,26 +187,22 @@ static int collect(worker *w, hslot *s)
     tdm_hybrid *h = w->h;
     cudaError_t e = cudaEventSynchronize(s->done);
     s->busy = 0;
-    if (e != cudaSuccess) return map_error(h, e);
+    if (e != cudaSuccess) return tdm_cuda_err(e, &h->dead);
     float ms = 0;
     if (cudaEventElapsedTime(&ms, s->k0, s->k1) == cudaSuccess) w->gpu_seconds += 1e-3 * ms;
     cudaGetLastError();
-    const tdm_hybrid_task *tasks = h->tasks;
+    const tdm_task *tasks = h->tasks;
     tdm_collide_result *results = h->results;
 
     for (uint32_t k = s->n_box; k < s->n; k++) {
         hentry p = s->h_in[k];
-        const tdm_hybrid_task *t = &tasks[p.task];
+        const tdm_task *t = &tasks[p.task];
         tdm_collide_result *r = &results[p.task];
         const tdm_bvh_node *na = &t->a->nodes[p.a], *nb = &t->b->nodes[p.b];
-        uint32_t ca = tdm_leaf_count(na), cb = tdm_leaf_count(nb);
-        r->tri_tests += ca * cb;
+        r->tri_tests += tdm_leaf_count(na) * tdm_leaf_count(nb); /* the kernel tested them all */
         uint32_t m = s->h_out[k];
         if (!m || task_done(t, r)) continue;
-        uint32_t fa = tdm_leaf_first(na), fb = tdm_leaf_first(nb);
-        for (uint32_t i = 0; i < ca; i++)
-            for (uint32_t j = 0; j < cb; j++)
-                if ((m >> (2 * i + j)) & 1u && !task_done(t, r)) report(t, r, fa + i, fb + j);
+        tdm_result_add_leaf(r, t->mode, t->max_pairs, NULL, m, na, t->a->tri_ids, nb, t->b->tri_ids);
     }
 
     int rc = vec_reserve(&w->front, 4 * (size_t)s->n_box);
@@ -288,7 +211,7 @@ static int collect(worker *w, hslot *s)
     for (uint32_t k = 0; k < s->n_box; k++) {
         if (!s->h_out[k]) continue;
         hentry p = s->h_in[k];
-        const tdm_hybrid_task *t = &tasks[p.task];
+        const tdm_task *t = &tasks[p.task];
         if (task_done(t, &results[p.task])) continue;
         const tdm_bvh_node *A = t->a->nodes, *B = t->b->nodes;
         uint32_t ca[2], cb[2];
@@ -305,7 +228,7 @@ static int collect(worker *w, hslot *s)
 }
 
 /* The task table row of task i of the current piece. */
-static void task_row(const tdm_hybrid_task *t, htask *row)
+static void task_row(const tdm_task *t, htask *row)
 {
     memset(row, 0, sizeof *row);
     row->h.fx = tdm_fxform_of(&t->b_in_a);
@@ -323,7 +246,7 @@ static void task_row(const tdm_hybrid_task *t, htask *row)
 static int fill_and_ship(worker *w, hslot *s)
 {
     tdm_hybrid *h = w->h;
-    const tdm_hybrid_task *tasks = h->tasks;
+    const tdm_task *tasks = h->tasks;
     tdm_collide_result *results = h->results;
     uint32_t cap = h->cfg.workpile_pairs;
 
@@ -351,7 +274,7 @@ static int fill_and_ship(worker *w, hslot *s)
         if (lo >= h->n) break;
         size_t hi = lo + k < h->n ? lo + k : h->n;
         for (size_t i = lo; i < hi; i++) {
-            const tdm_hybrid_task *t = &tasks[i];
+            const tdm_task *t = &tasks[i];
             tdm_collide_result *r = &results[i];
             memset(r, 0, sizeof *r);
             task_row(t, &h->h_tasks[i]);
@@ -360,7 +283,7 @@ static int fill_and_ship(worker *w, hslot *s)
             s->h_in[nb++] = hentry{(uint32_t)i, 0, 0};
         }
         admitted += hi - lo;
-        TDM_CUDA_TRY(h, cudaMemcpyAsync(h->d_tasks + lo, h->h_tasks + lo, (hi - lo) * sizeof(htask),
+        TDM_CUDA_TRY(&h->dead, cudaMemcpyAsync(h->d_tasks + lo, h->h_tasks + lo, (hi - lo) * sizeof(htask),
                                         cudaMemcpyHostToDevice, s->stream));
     }
 
@@ -370,16 +293,16 @@ static int fill_and_ship(worker *w, hslot *s)
     uint32_t n = nb + (uint32_t)nl;
     if (n == 0) return TDM_OK;
 
-    TDM_CUDA_TRY(h, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(hentry), cudaMemcpyHostToDevice, s->stream));
-    TDM_CUDA_TRY(h, cudaEventRecord(s->k0, s->stream));
+    TDM_CUDA_TRY(&h->dead, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(hentry), cudaMemcpyHostToDevice, s->stream));
+    TDM_CUDA_TRY(&h->dead, cudaEventRecord(s->k0, s->stream));
     if (nb) test_boxes_kernel<<<(nb + BLOCK - 1) / BLOCK, BLOCK, 0, s->stream>>>(s->d_in, nb, h->d_tasks, s->d_out);
     if (nl)
         test_leaves_kernel<<<((uint32_t)nl + BLOCK - 1) / BLOCK, BLOCK, 0, s->stream>>>(s->d_in + nb, (uint32_t)nl,
                                                                                         h->d_tasks, s->d_out + nb);
-    TDM_CUDA_TRY(h, cudaGetLastError());
-    TDM_CUDA_TRY(h, cudaEventRecord(s->k1, s->stream));
-    TDM_CUDA_TRY(h, cudaMemcpyAsync(s->h_out, s->d_out, n, cudaMemcpyDeviceToHost, s->stream));
-    TDM_CUDA_TRY(h, cudaEventRecord(s->done, s->stream));
+    TDM_CUDA_TRY(&h->dead, cudaGetLastError());
+    TDM_CUDA_TRY(&h->dead, cudaEventRecord(s->k1, s->stream));
+    TDM_CUDA_TRY(&h->dead, cudaMemcpyAsync(s->h_out, s->d_out, n, cudaMemcpyDeviceToHost, s->stream));
+    TDM_CUDA_TRY(&h->dead, cudaEventRecord(s->done, s->stream));
     s->n_box = nb;
     s->n = n;
     s->busy = 1;
@@ -406,7 +329,7 @@ static void drain(worker *w)
 static void work(worker *w)
 {
     tdm_hybrid *h = w->h;
-    int rc = cudaSetDevice(h->device) == cudaSuccess ? TDM_OK : map_error(h, cudaGetLastError());
+    int rc = cudaSetDevice(h->device) == cudaSuccess ? TDM_OK : tdm_cuda_err(cudaGetLastError(), &h->dead);
     for (int cur = 0; rc == TDM_OK; cur ^= 1) {
         if (h->abort.load(std::memory_order_relaxed)) break;
         hslot *s = &w->slots[cur];
@@ -421,32 +344,12 @@ static void work(worker *w)
     drain(w);
 }
 
-static void *worker_main(void *arg)
-{
-    prctl(PR_SET_NAME, "tdm-hybrid"); /* shown by top -H and in /proc */
-    worker *w = (worker *)arg;
-    tdm_hybrid *h = w->h;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&h->lock);
-    for (;;) {
-        while (h->generation == seen && !h->stopping) pthread_cond_wait(&h->wake, &h->lock);
-        if (h->stopping) break;
-        seen = h->generation;
-        pthread_mutex_unlock(&h->lock);
-        work(w);
-        pthread_mutex_lock(&h->lock);
-        if (--h->busy == 0) pthread_cond_signal(&h->idle);
-    }
-    pthread_mutex_unlock(&h->lock);
-    return NULL;
-}
-
 /* ---- the API ----------------------------------------------------------------------- */
 
 extern "C" tdm_hybrid_config tdm_hybrid_config_default(void)
 {
     tdm_hybrid_config c;
-    c.threads = 0;
+    c.workers = 0;
     /* 16, not fewer: a thread waits for its workpile behind everything queued
      * before it on its stream. 16 threads on an H100, 400 000 random cubicles
      * poses: 3.1 M queries/s in bool mode and 2.4 M in contacts mode on 16
@@ -472,13 +375,13 @@ static int alloc_slot(tdm_hybrid *h, hslot *s, cudaStream_t stream)
 {
     uint32_t p = h->cfg.workpile_pairs;
     s->stream = stream;
-    TDM_CUDA_TRY(h, cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
-    TDM_CUDA_TRY(h, cudaEventCreate(&s->k0));
-    TDM_CUDA_TRY(h, cudaEventCreate(&s->k1));
-    TDM_CUDA_TRY(h, cudaMalloc(&s->d_in, p * sizeof(hentry)));
-    TDM_CUDA_TRY(h, cudaMalloc(&s->d_out, p));
-    TDM_CUDA_TRY(h, cudaMallocHost(&s->h_in, p * sizeof(hentry)));
-    TDM_CUDA_TRY(h, cudaMallocHost(&s->h_out, p));
+    TDM_CUDA_TRY(&h->dead, cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
+    TDM_CUDA_TRY(&h->dead, cudaEventCreate(&s->k0));
+    TDM_CUDA_TRY(&h->dead, cudaEventCreate(&s->k1));
+    TDM_CUDA_TRY(&h->dead, cudaMalloc(&s->d_in, p * sizeof(hentry)));
+    TDM_CUDA_TRY(&h->dead, cudaMalloc(&s->d_out, p));
+    TDM_CUDA_TRY(&h->dead, cudaMallocHost(&s->h_in, p * sizeof(hentry)));
+    TDM_CUDA_TRY(&h->dead, cudaMallocHost(&s->h_out, p));
     return TDM_OK;
 }
 
@@ -492,13 +395,13 @@ static void free_table(tdm_hybrid *h)
     h->cap_tasks = 0;
 }
 
-/* A task table of at least n rows (n <= PIECE), accounted in g's budget. */
+/* A task table of at least n rows (n <= TDM_HYBRID_PIECE), accounted in g's budget. */
 static int reserve_table(tdm_hybrid *h, size_t n)
 {
     if (n <= h->cap_tasks) return TDM_OK;
     size_t c = h->cap_tasks ? h->cap_tasks : 4096;
     while (c < n) c *= 2;
-    if (c > PIECE) c = PIECE;
+    if (c > TDM_HYBRID_PIECE) c = TDM_HYBRID_PIECE;
     free_table(h);
     int rc = tdm_gpu_account(h->g, (int64_t)(c * sizeof(htask)));
     if (rc != TDM_OK) return rc;
@@ -510,7 +413,7 @@ static int reserve_table(tdm_hybrid *h, size_t n)
         h->d_tasks = NULL;
         h->h_tasks = NULL;
         tdm_gpu_account(h->g, -(int64_t)(c * sizeof(htask)));
-        return map_error(h, e);
+        return tdm_cuda_err(e, &h->dead);
     }
     h->cap_tasks = c;
     return TDM_OK;
@@ -520,11 +423,11 @@ extern "C" int tdm_hybrid_create(tdm_gpu *g, const tdm_hybrid_config *cfg, tdm_h
 {
     *out = NULL;
     tdm_hybrid_config c = cfg ? *cfg : tdm_hybrid_config_default();
-    if (c.threads == 0) {
+    if (c.workers == 0) {
         long k = sysconf(_SC_NPROCESSORS_ONLN);
-        c.threads = k > 0 ? (int)k : 1;
+        c.workers = k > 0 ? (int)k : 1;
     }
-    if (c.threads < 1 || c.threads > MAX_THREADS || c.streams < 1 || c.streams > MAX_STREAMS ||
+    if (c.workers < 1 || c.workers > MAX_THREADS || c.streams < 1 || c.streams > MAX_STREAMS ||
         c.workpile_pairs < 1 || c.workpile_pairs > MAX_WORKPILE)
         return TDM_EINVAL;
     tdm_hybrid *h = new (std::nothrow) tdm_hybrid();
@@ -535,65 +438,46 @@ extern "C" int tdm_hybrid_create(tdm_gpu *g, const tdm_hybrid_config *cfg, tdm_h
     h->dead = 0;
     h->next = 0;
     h->abort = 0;
-    int rc = TDM_OK, pool = 0;
+    int rc = TDM_OK;
     if (cudaSetDevice(h->device) != cudaSuccess) {
-        rc = map_error(h, cudaGetLastError());
+        rc = tdm_cuda_err(cudaGetLastError(), &h->dead);
         goto fail;
     }
-    if (pthread_mutex_init(&h->lock, NULL) || pthread_cond_init(&h->wake, NULL) || pthread_cond_init(&h->idle, NULL)) {
-        rc = TDM_ESYS;
-        goto fail;
-    }
-    pool = 1;
-    h->slot_bytes = (int64_t)c.threads * SLOTS * c.workpile_pairs * (int64_t)(sizeof(hentry) + 1);
+    h->slot_bytes = (int64_t)c.workers * SLOTS * c.workpile_pairs * (int64_t)(sizeof(hentry) + 1);
     if ((rc = tdm_gpu_account(g, h->slot_bytes)) != TDM_OK) {
         h->slot_bytes = 0;
         goto fail;
     }
     for (int k = 0; k < c.streams; k++) {
         if (cudaStreamCreateWithFlags(&h->streams[k], cudaStreamNonBlocking) != cudaSuccess) {
-            rc = map_error(h, cudaGetLastError());
+            rc = tdm_cuda_err(cudaGetLastError(), &h->dead);
             goto fail;
         }
         h->n_streams = k + 1;
     }
-    h->w = (worker *)calloc((size_t)c.threads, sizeof(worker));
+    h->w = (worker *)calloc((size_t)c.workers, sizeof(worker));
     if (!h->w) {
         rc = TDM_ENOMEM;
         goto fail;
     }
-    for (int t = 0; t < c.threads; t++) {
+    for (int t = 0; t < c.workers; t++) {
         worker *w = &h->w[t];
         w->h = h;
         for (int k = 0; k < SLOTS; k++)
             if ((rc = alloc_slot(h, &w->slots[k], h->streams[(SLOTS * t + k) % h->n_streams])) != TDM_OK) goto fail;
     }
-    for (int t = 1; t < c.threads; t++) {
-        if (pthread_create(&h->w[t].thread, NULL, worker_main, &h->w[t]) != 0) {
-            rc = TDM_ESYS;
-            goto fail;
-        }
-        h->w[t].started = 1;
-    }
     *out = h;
     return TDM_OK;
 fail:
-    if (pool) tdm_hybrid_destroy(h);
-    else delete h;
+    tdm_hybrid_destroy(h);
     return rc;
 }
 
 extern "C" void tdm_hybrid_destroy(tdm_hybrid *h)
 {
     if (!h) return;
-    pthread_mutex_lock(&h->lock);
-    h->stopping = 1;
-    pthread_cond_broadcast(&h->wake);
-    pthread_mutex_unlock(&h->lock);
     if (h->w) {
-        for (int t = 0; t < h->cfg.threads; t++)
-            if (h->w[t].started) pthread_join(h->w[t].thread, NULL);
-        for (int t = 0; t < h->cfg.threads; t++) {
+        for (int t = 0; t < h->cfg.workers; t++) {
             for (int k = 0; k < SLOTS; k++) free_slot(&h->w[t].slots[k]);
             free(h->w[t].front.v);
             free(h->w[t].leaves.v);
@@ -604,39 +488,43 @@ extern "C" void tdm_hybrid_destroy(tdm_hybrid *h)
     for (int k = 0; k < h->n_streams; k++) cudaStreamDestroy(h->streams[k]);
     if (h->slot_bytes) tdm_gpu_account(h->g, -h->slot_bytes);
     cudaGetLastError();
-    pthread_cond_destroy(&h->wake);
-    pthread_cond_destroy(&h->idle);
-    pthread_mutex_destroy(&h->lock);
     delete h;
 }
 
-/* Runs tasks [0, n), n <= PIECE, on every thread. */
-static int run_piece(tdm_hybrid *h, const tdm_hybrid_task *tasks, size_t n, tdm_collide_result *results)
+extern "C" int tdm_hybrid_workers(const tdm_hybrid *h) { return h->cfg.workers; }
+
+extern "C" int tdm_hybrid_begin(tdm_hybrid *h, const tdm_task *tasks, size_t n, tdm_collide_result *results)
 {
-    int rc = reserve_table(h, n);
+    if (h->dead) return TDM_EGPU;
+    if (n > TDM_HYBRID_PIECE) return TDM_EINVAL;
+    h->t_begin = now_s();
+    int rc = cudaSetDevice(h->device) == cudaSuccess ? TDM_OK : tdm_cuda_err(cudaGetLastError(), &h->dead);
+    if (rc == TDM_OK) rc = reserve_table(h, n ? n : 1);
     if (rc != TDM_OK) return rc;
-    int threads = h->cfg.threads;
+    int workers = h->cfg.workers;
     h->tasks = tasks;
     h->results = results;
     h->n = n;
-    /* enough tasks per workpile to fill it, few enough that every thread gets a share */
-    size_t admit = n / ((size_t)threads * 16), most = h->cfg.workpile_pairs / 4;
+    /* enough tasks per workpile to fill it, few enough that every worker gets a share */
+    size_t admit = n / ((size_t)workers * 16), most = h->cfg.workpile_pairs / 4;
     if (admit < 64) admit = 64;
     if (admit > most) admit = most ? most : 1;
     h->admit = admit;
     h->next = 0;
     h->abort = 0;
-    for (int t = 0; t < threads; t++) h->w[t].rc = TDM_OK;
-    pthread_mutex_lock(&h->lock);
-    h->busy = threads - 1;
-    h->generation++;
-    pthread_cond_broadcast(&h->wake);
-    pthread_mutex_unlock(&h->lock);
-    work(&h->w[0]);
-    pthread_mutex_lock(&h->lock);
-    while (h->busy > 0) pthread_cond_wait(&h->idle, &h->lock);
-    pthread_mutex_unlock(&h->lock);
-    for (int t = 0; t < threads; t++) {
+    for (int t = 0; t < workers; t++) h->w[t].rc = TDM_OK;
+    return TDM_OK;
+}
+
+extern "C" void tdm_hybrid_work(tdm_hybrid *h, int k)
+{
+    if (k >= 0 && k < h->cfg.workers) work(&h->w[k]);
+}
+
+extern "C" int tdm_hybrid_end(tdm_hybrid *h)
+{
+    int rc = TDM_OK;
+    for (int t = 0; t < h->cfg.workers; t++) {
         worker *w = &h->w[t];
         if (rc == TDM_OK) rc = w->rc;
         h->stats.workpiles += w->workpiles;
@@ -647,22 +535,9 @@ static int run_piece(tdm_hybrid *h, const tdm_hybrid_task *tasks, size_t n, tdm_
         w->gpu_seconds = 0;
     }
     if (rc == TDM_OK && h->dead) rc = TDM_EGPU;
-    return rc;
-}
-
-extern "C" int tdm_hybrid_run(tdm_hybrid *h, const tdm_hybrid_task *tasks, size_t n, tdm_collide_result *results)
-{
-    if (h->dead) return TDM_EGPU;
-    if (n == 0) return TDM_OK;
-    double t0 = now_s();
-    int rc = cudaSetDevice(h->device) == cudaSuccess ? TDM_OK : map_error(h, cudaGetLastError());
-    for (size_t lo = 0; lo < n && rc == TDM_OK; lo += PIECE) {
-        size_t m = n - lo < PIECE ? n - lo : PIECE;
-        rc = run_piece(h, tasks + lo, m, results + lo);
-    }
     h->stats.runs++;
-    h->stats.tasks += n;
-    h->stats.seconds += now_s() - t0;
+    h->stats.tasks += h->n;
+    h->stats.seconds += now_s() - h->t_begin;
     return rc;
 }
 

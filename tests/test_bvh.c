@@ -1,6 +1,7 @@
 /* geom/bvh.h: tree structure invariants, serialisation round trips, and blobs that
  * must be refused (any single flipped byte, truncation, wrong version, and
- * structurally broken trees behind a valid checksum). */
+ * structurally broken trees behind a valid checksum); geom/layout.h: the GPU
+ * node layouts derived from built and hand-made trees. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <float.h>
@@ -12,6 +13,7 @@
 #include "check.h"
 #include "gen.h"
 #include "geom/bvh.h"
+#include "geom/layout.h"
 #include "geom/tri.h"
 
 static uint64_t seed;
@@ -534,4 +536,225 @@ Test(bvh, depth_limit)
     cr_assert_eq(round_trip(&h), TDM_OK, "a tree exactly TDM_BVH_MAX_DEPTH deep is accepted");
     caterpillar(&h, TDM_BVH_MAX_DEPTH + 1);
     cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "a tree deeper than TDM_BVH_MAX_DEPTH is refused");
+}
+
+/* ---- GPU node layouts (geom/layout.h) ----------------------------------------- */
+
+#define NONE UINT32_MAX
+
+/* The node but for its link: boxes copied bit for bit. */
+static int same_box(const tdm_bvh_node *x, const tdm_bvh_node *y)
+{
+    return memcmp(x->axis, y->axis, sizeof x->axis) == 0 && memcmp(x->center, y->center, sizeof x->center) == 0 &&
+           memcmp(x->extent, y->extent, sizeof x->extent) == 0;
+}
+
+/* layout.h's imaginary node, field by field. */
+static int is_imaginary(const tdm_bvh_node *n)
+{
+    static const float zero_axis[3][3], zero_center[3];
+    return memcmp(n->axis, zero_axis, sizeof zero_axis) == 0 && memcmp(n->center, zero_center, sizeof zero_center) == 0 &&
+           n->extent[0] == -1.0f && n->extent[1] == -1.0f && n->extent[2] == -1.0f && n->link == -1;
+}
+
+/* Binary depth of every node of b (root 0). malloc'd. */
+static uint32_t *depths(const tdm_bvh *b)
+{
+    uint32_t *d = malloc(b->n_nodes * sizeof *d);
+    cr_assert_not_null(d);
+    d[0] = 0;
+    for (uint32_t i = 0; i < b->n_nodes; i++) /* preorder: parents come first */
+        if (!tdm_node_is_leaf(&b->nodes[i])) d[i + 1] = d[(uint32_t)b->nodes[i].link] = d[i] + 1;
+    return d;
+}
+
+/* Checks the blocked layout of b against layout.h, walking it in step with the
+ * tree: the layout's node k is tree node from[k]. Returns the layout's size. */
+static uint32_t check_blocked(const tdm_bvh *b, const char *what)
+{
+    tdm_bvh_node *L = (tdm_bvh_node *)(uintptr_t)1;
+    uint32_t n = 7;
+    cr_assert_eq(tdm_layout_blocked(b, &L, &n), TDM_OK, "%s: blocked layout failed", what);
+    cr_assert_not_null(L);
+    cr_assert_eq(n, TDM_LAYOUT_BLOCKED_NODES(b->n_nodes), "%s: blocked layout has %u nodes for %u", what, n, b->n_nodes);
+    cr_assert_eq(n, b->n_nodes + 1);
+    static const tdm_bvh_node zero;
+    CHECK(memcmp(&L[1], &zero, sizeof zero) == 0, "%s: node 1 of the blocked layout is not the unused zero node", what);
+    uint32_t *from = malloc(n * sizeof *from);
+    char *seen = calloc(b->n_nodes, 1);
+    cr_assert(from && seen);
+    for (uint32_t k = 0; k < n; k++) from[k] = NONE;
+    from[0] = 0;
+    uint32_t next = 2; /* breadth first: where the next internal node's children must be */
+    for (uint32_t k = 0; k < n; k++) {
+        if (k == 1) continue;
+        CHECK(k < next && from[k] != NONE, "%s: blocked node %u is not a child of an earlier node", what, k);
+        uint32_t o = from[k];
+        CHECK(!seen[o], "%s: tree node %u appears twice", what, o);
+        seen[o] = 1;
+        const tdm_bvh_node *x = &L[k], *y = &b->nodes[o];
+        CHECK(same_box(x, y), "%s: blocked node %u's box differs from tree node %u's", what, k, o);
+        if (tdm_node_is_leaf(y)) {
+            CHECK(x->link == y->link, "%s: leaf %u (tree %u) has link %d, the tree's is %d (its triangles)", what, k, o,
+                  x->link, y->link);
+            CHECK(tdm_leaf_first(x) == tdm_leaf_first(y) && tdm_leaf_count(x) == tdm_leaf_count(y),
+                  "%s: leaf %u's triangle range changed", what, k);
+            continue;
+        }
+        uint32_t c = (uint32_t)x->link;
+        CHECK(x->link >= 2 && c == next, "%s: node %u's children at %d, breadth first puts them at %u", what, k, x->link,
+              next);
+        CHECK(c % 2 == 0 && c + 1 < n, "%s: node %u's children at %u..%u: not an even pair inside the layout", what, k,
+              c, c + 1);
+        from[c] = o + 1;                   /* left child first */
+        from[c + 1] = (uint32_t)y->link;   /* then right: adjacent */
+        next += 2;
+    }
+    CHECK(next == n, "%s: the layout's children end at %u of %u nodes", what, next, n);
+    for (uint32_t o = 0; o < b->n_nodes; o++) CHECK(seen[o], "%s: tree node %u missing from the blocked layout", what, o);
+    free(from);
+    free(seen);
+    free(L);
+    return n;
+}
+
+/* Checks the four-wide layout of b against layout.h (blocks of the binary
+ * grandchildren, a leaf child beside an imaginary node, odd-depth internal
+ * nodes absent, every other node once). Returns the layout's size. */
+static uint32_t check_wide(const tdm_bvh *b, const char *what)
+{
+    tdm_bvh_node *W = (tdm_bvh_node *)(uintptr_t)1;
+    uint32_t n = 7;
+    cr_assert_eq(tdm_layout_wide(b, &W, &n), TDM_OK, "%s: wide layout failed", what);
+    cr_assert_not_null(W);
+    uint32_t *depth = depths(b), *from = malloc(((size_t)n + 4) * sizeof *from);
+    char *seen = calloc(b->n_nodes, 1);
+    cr_assert(from && seen);
+    uint32_t even_internal = 0;
+    for (uint32_t o = 0; o < b->n_nodes; o++) even_internal += !tdm_node_is_leaf(&b->nodes[o]) && depth[o] % 2 == 0;
+    cr_assert_eq(n, 4 * (1 + even_internal), "%s: wide layout has %u nodes, expected 4 * (1 + %u)", what, n,
+                 even_internal);
+    cr_assert(n <= 4 + 4 * b->n_nodes);
+    from[0] = 0;
+    from[1] = from[2] = from[3] = NONE;
+    uint32_t next = 4; /* where the next block must start */
+    for (uint32_t k = 0; k < n; k++) {
+        CHECK(k < next, "%s: wide node %u is in no block of an earlier node", what, k);
+        const tdm_bvh_node *x = &W[k];
+        if (from[k] == NONE) {
+            CHECK(is_imaginary(x) && tdm_wide_imaginary(x), "%s: wide node %u should be imaginary", what, k);
+            continue;
+        }
+        uint32_t o = from[k];
+        const tdm_bvh_node *y = &b->nodes[o];
+        CHECK(!tdm_wide_imaginary(x), "%s: wide node %u (tree %u) reads as imaginary", what, k, o);
+        CHECK(!seen[o], "%s: tree node %u appears twice", what, o);
+        seen[o] = 1;
+        CHECK(same_box(x, y), "%s: wide node %u's box differs from tree node %u's", what, k, o);
+        if (tdm_node_is_leaf(y)) {
+            CHECK(x->link == y->link, "%s: leaf %u (tree %u) has link %d, the tree's is %d", what, k, o, x->link, y->link);
+            continue;
+        }
+        CHECK(depth[o] % 2 == 0, "%s: internal tree node %u at odd depth %u appears", what, o, depth[o]);
+        uint32_t blk = (uint32_t)x->link;
+        CHECK(x->link >= 4 && blk == next && blk % 4 == 0 && blk + 4 <= n,
+              "%s: node %u's block at %d, expected %u (a multiple of four inside the layout)", what, k, x->link, next);
+        uint32_t child[2] = {o + 1, (uint32_t)y->link};
+        for (int c = 0; c < 2; c++) {
+            const tdm_bvh_node *cn = &b->nodes[child[c]];
+            if (tdm_node_is_leaf(cn)) { /* the leaf itself, then an imaginary node */
+                from[blk + 2 * c] = child[c];
+                from[blk + 2 * c + 1] = NONE;
+            } else { /* the child's children, left first */
+                from[blk + 2 * c] = child[c] + 1;
+                from[blk + 2 * c + 1] = (uint32_t)cn->link;
+            }
+        }
+        next += 4;
+    }
+    CHECK(next == n, "%s: the blocks end at %u of %u nodes", what, next, n);
+    for (uint32_t o = 0; o < b->n_nodes; o++) {
+        int expect = tdm_node_is_leaf(&b->nodes[o]) || depth[o] % 2 == 0;
+        CHECK(seen[o] == expect, "%s: tree node %u (depth %u, %s) %s the wide layout", what, o, depth[o],
+              tdm_node_is_leaf(&b->nodes[o]) ? "leaf" : "internal", seen[o] ? "is in" : "is missing from");
+    }
+    free(depth);
+    free(from);
+    free(seen);
+    free(W);
+    return n;
+}
+
+Test(bvh, layouts_of_built_trees, .timeout = 120)
+{
+    gen_rng r = {seed};
+    for (int w = 0; w < M__N; w++) {
+        tdm_mesh *m = make_mesh(w, &r);
+        cr_assert_not_null(m, "generating %s", mesh_name[w]);
+        tdm_bvh *b = NULL;
+        cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK, "%s: build failed", mesh_name[w]);
+        uint32_t nb = check_blocked(b, mesh_name[w]), nw = check_wide(b, mesh_name[w]);
+        cr_log_info("%-26s %6u nodes: blocked %6u, wide %6u", mesh_name[w], b->n_nodes, nb, nw);
+        tdm_bvh_free(b);
+        tdm_mesh_free(m);
+    }
+}
+
+Test(bvh, layouts_of_hand_trees)
+{
+    static hand_tree h;
+    /* 0 -> (1 leaf, 2 -> (3 leaf, 4 leaf)) */
+    small_tree(&h);
+    for (uint32_t i = 0; i < 5; i++) h.nodes[i].center[0] = (float)(10 + i); /* tells the nodes apart */
+    tdm_bvh_node *L;
+    uint32_t n;
+    cr_assert_eq(tdm_layout_blocked(&h.b, &L, &n), TDM_OK);
+    cr_assert_eq(n, 6);
+    /* breadth first: 0, (unused), 1, 2, 3, 4 */
+    const float want_center[6] = {10, 0, 11, 12, 13, 14};
+    const int32_t want_link[6] = {2, 0, leaf(0, 1), 4, leaf(1, 1), leaf(2, 1)};
+    for (uint32_t k = 0; k < 6; k++) {
+        cr_assert_eq(L[k].center[0], want_center[k], "blocked node %u", k);
+        cr_assert_eq(L[k].link, want_link[k], "blocked node %u", k);
+    }
+    free(L);
+
+    cr_assert_eq(tdm_layout_wide(&h.b, &L, &n), TDM_OK);
+    cr_assert_eq(n, 8, "the root's block and one block of four");
+    cr_assert_eq(L[0].center[0], 10);
+    cr_assert_eq(L[0].link, 4);
+    for (uint32_t k = 1; k < 4; k++) cr_assert(is_imaginary(&L[k]) && tdm_wide_imaginary(&L[k]), "wide node %u", k);
+    /* the root's grandchildren: leaf 1 stands in for its two, then node 2's children 3 and 4 */
+    cr_assert_eq(L[4].center[0], 11);
+    cr_assert_eq(L[4].link, leaf(0, 1));
+    cr_assert(is_imaginary(&L[5]) && tdm_wide_imaginary(&L[5]));
+    cr_assert_eq(L[6].center[0], 13);
+    cr_assert_eq(L[6].link, leaf(1, 1));
+    cr_assert_eq(L[7].center[0], 14);
+    cr_assert_eq(L[7].link, leaf(2, 1));
+    free(L);
+
+    /* a single leaf: the blocked layout is it and the unused node, the wide one it and three imaginary */
+    hand_init(&h, 1, 1);
+    h.nodes[0].link = leaf(0, 1);
+    cr_assert_eq(tdm_layout_blocked(&h.b, &L, &n), TDM_OK);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(L[0].link, leaf(0, 1));
+    free(L);
+    cr_assert_eq(tdm_layout_wide(&h.b, &L, &n), TDM_OK);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(L[0].link, leaf(0, 1));
+    cr_assert(!tdm_wide_imaginary(&L[0]) && is_imaginary(&L[3]));
+    free(L);
+
+    /* a deep caterpillar, and an empty tree */
+    caterpillar(&h, 40);
+    check_blocked(&h.b, "caterpillar");
+    cr_assert_eq(check_wide(&h.b, "caterpillar"), 4 * (1 + 20), "internal nodes at depths 0, 2, .., 38");
+    h.b.n_nodes = 0;
+    L = (tdm_bvh_node *)(uintptr_t)1;
+    cr_assert_eq(tdm_layout_blocked(&h.b, &L, &n), TDM_EEMPTY);
+    cr_assert(L == NULL && n == 0);
+    cr_assert_eq(tdm_layout_wide(&h.b, &L, &n), TDM_EEMPTY);
+    cr_assert(L == NULL && n == 0);
 }

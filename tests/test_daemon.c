@@ -1501,7 +1501,7 @@ Test(daemon, malformed_input_gets_documented_errors)
         tandem__v1__reply__free_unpacked(rep, NULL);
         accepted += 3;
         /* 64 queries: converted and answered on libuv's thread pool, not the loop (OFFLOAD_QUERIES in
-         * request.c), with the same errors and answers */
+         * request_query.c), with the same errors and answers */
         double big[64 * 7];
         for (int i = 0; i < 64; i++) memcpy(big + 7 * i, w.wire + 7 * (i % NW), 7 * sizeof(double));
         big[7 * 50 + 1] = NAN;

@@ -114,7 +114,7 @@ static void check_pose(const scenario *s, const tdm_bvh *A, const tdm_bvh *B, br
     tdm_collide_result res;
 
     /* bool */
-    tdm_task t = {A, B, *x, TDM_MODE_BOOL, 1, NULL};
+    tdm_task t = {A, B, NULL, NULL, *x, TDM_MODE_BOOL, 1, NULL};
     tdm_collide(&t, &res);
     CHECK(res.colliding == (expect > 0), POSE_FMT ": bool mode says %u, brute force finds %zu pairs", POSE_ARGS,
           res.colliding, expect);
@@ -224,7 +224,7 @@ Test(engine, roles_swapped, .timeout = 60)
         tdm_xform inv;
         inv.r = tdm_dm3_transpose(&x.r);
         inv.t = tdm_d3_scale(tdm_dm3_mulv(&inv.r, x.t), -1);
-        tdm_task t1 = {A, B, x, TDM_MODE_BOOL, 1, NULL}, t2 = {B, A, inv, TDM_MODE_BOOL, 1, NULL};
+        tdm_task t1 = {A, B, NULL, NULL, x, TDM_MODE_BOOL, 1, NULL}, t2 = {B, A, NULL, NULL, inv, TDM_MODE_BOOL, 1, NULL};
         tdm_collide_result r1, r2;
         tdm_collide(&t1, &r1);
         tdm_collide(&t2, &r2);
@@ -283,7 +283,7 @@ static void batch_make(batch *b, gen_rng *r, size_t n)
     for (size_t i = 0; i < n; i++) {
         int k = (int)(i % 3);
         gen_pose p = gen_pose_in_ball(r, tdm_d3(0, 0, 0), k == 0 ? 2.3 : 1.8);
-        tdm_task t = {b->A[k], b->B[k], tdm_xform_from_pose(p.t, p.q), i % 2 ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
+        tdm_task t = {b->A[k], b->B[k], NULL, NULL, tdm_xform_from_pose(p.t, p.q), i % 2 ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
                       i % 2 ? (uint32_t)(1 + i % BATCH_CAP) : 1, NULL};
         /* the reference: the same task on this thread */
         t.pairs = i % 2 ? &b->want_pairs[i * BATCH_CAP] : NULL;
@@ -340,7 +340,9 @@ Test(engine, thread_pool_matches_collide, .timeout = 120)
     cr_assert_not_null(got);
     for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
         tdm_cpu_engine *e = NULL;
-        cr_assert_eq(tdm_cpu_engine_create(threads[k], &e), TDM_OK, "%d threads", threads[k]);
+        tdm_pool *pool = NULL;
+        cr_assert_eq(tdm_pool_create(threads[k], "test", &pool), TDM_OK, "%d threads", threads[k]);
+        cr_assert_eq(tdm_cpu_engine_create(pool, &e), TDM_OK, "%d threads", threads[k]);
         cr_assert_not_null(e);
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         int expect_threads = threads[k] ? threads[k] : (int)(cores > 0 ? cores : 1);
@@ -359,21 +361,22 @@ Test(engine, thread_pool_matches_collide, .timeout = 120)
         CHECK(got[0].colliding == b.want[0].colliding && got[0].n_pairs == b.want[0].n_pairs, "%s: batch of one", what);
         cr_assert_eq(tdm_cpu_engine_run(e, b.tasks, 0, got), TDM_OK);
         tdm_cpu_engine_destroy(e);
+        tdm_pool_destroy(pool);
     }
     free(got);
     batch_free(&b);
 }
 
-Test(engine, create_rejects_bad_thread_count)
+Test(engine, create_needs_a_pool)
 {
     tdm_cpu_engine *e = (tdm_cpu_engine *)(uintptr_t)1;
-    cr_assert_eq(tdm_cpu_engine_create(-1, &e), TDM_EINVAL);
+    cr_assert_eq(tdm_cpu_engine_create(NULL, &e), TDM_EINVAL);
     cr_assert_null(e, "*out must be NULL on failure");
     tdm_cpu_engine_destroy(NULL);
 }
 
-/* "Runs on one engine are serialised (a second caller waits)": two threads run
- * batches on one engine at the same time, each must get its own right answers. */
+/* Two threads run batches on one engine (one pool) at the same time: each must
+ * get its own right answers. */
 typedef struct caller { tdm_cpu_engine *e; batch *b; size_t lo, n; tdm_collide_result *got; int rc; } caller;
 
 static void *caller_main(void *arg)
@@ -389,7 +392,9 @@ Test(engine, concurrent_callers, .timeout = 120)
     batch b;
     batch_make(&b, &r, 1200);
     tdm_cpu_engine *e;
-    cr_assert_eq(tdm_cpu_engine_create(2, &e), TDM_OK);
+    tdm_pool *pool;
+    cr_assert_eq(tdm_pool_create(2, "test", &pool), TDM_OK);
+    cr_assert_eq(tdm_cpu_engine_create(pool, &e), TDM_OK);
     caller c[2] = {{e, &b, 0, 600, malloc(sizeof(tdm_collide_result) * 600), 0},
                    {e, &b, 600, 600, malloc(sizeof(tdm_collide_result) * 600), 0}};
     pthread_t th[2];
@@ -406,5 +411,6 @@ Test(engine, concurrent_callers, .timeout = 120)
         free(c[k].got);
     }
     tdm_cpu_engine_destroy(e);
+    tdm_pool_destroy(pool);
     batch_free(&b);
 }

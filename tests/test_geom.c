@@ -1,4 +1,6 @@
-/* geom/: exact predicates, triangle-triangle intersection and distance, OBB tests.
+/* geom/: exact predicates, triangle-triangle intersection and distance, OBB tests,
+ * the leaf-pair tests and result rule every engine shares (geom/leaf.h), and the
+ * unit-quaternion rule of pose readers (geom/vec.h).
  *
  * The triangle test is checked against an independent exact oracle on integer
  * coordinates, where every quantity fits in __int128: two closed triangles P and Q
@@ -26,6 +28,7 @@
 #include "gen.h"
 #include "geom/bv.h"
 #include "geom/bvh.h"
+#include "geom/leaf.h"
 #include "geom/tri.h"
 
 typedef __int128 i128;
@@ -1063,4 +1066,188 @@ Test(geom, obb_tree_boxes_conservative, .timeout = 180)
     }
     cr_log_info("%ld node pairs with intersecting contents checked", total);
     CHECK(total > 10000, "too few meeting node pairs (%ld) to mean anything", total);
+}
+
+/* ---- leaf pairs (geom/leaf.h) ------------------------------------------------------ */
+
+static uint32_t *leaves_of(const tdm_bvh *b, uint32_t *n)
+{
+    uint32_t *l = malloc(b->n_nodes * sizeof *l);
+    cr_assert_not_null(l);
+    *n = 0;
+    for (uint32_t i = 0; i < b->n_nodes; i++)
+        if (tdm_node_is_leaf(&b->nodes[i])) l[(*n)++] = i;
+    return l;
+}
+
+/* Every leaf pair of two trees at poses where exact touching is common: the
+ * leaf tests against the pairwise predicate on triangles loaded by hand
+ * (slot_tri, above). Tessellated surfaces give leaves of two triangles; grid
+ * piles and zero-area triangles on a grid, moved by grid translations and
+ * half-turns, give exact contacts. */
+Test(geom, leaf_tests_match_pairwise, .timeout = 120)
+{
+    gen_rng r = {seed ^ 12};
+    struct { const char *what; tdm_mesh *a, *b; double step, ball; } cfg[3] = {
+        {"grid pile vs zero-area", gen_grid_pile(&r, 150, 8, 4, 0.125), gen_zero_area(&r, 150, 8, 0.125), 0.125, 0.2},
+        {"boxes", gen_box(0.5, 0.25, 0.25), gen_box(0.25, 0.5, 0.125), 0.125, 0.3},
+        {"sphere vs torus", gen_sphere(1, 16), gen_torus(1, 0.3, 24, 8), 0, 0.3},
+    };
+    long hits = 0, pairs = 0, two_by_two = 0, two_by_two_hits = 0;
+    for (int c = 0; c < 3; c++) {
+        cr_assert(cfg[c].a && cfg[c].b, "generating %s", cfg[c].what);
+        tdm_bvh *A, *B;
+        cr_assert_eq(tdm_bvh_build(cfg[c].a, &A), TDM_OK);
+        cr_assert_eq(tdm_bvh_build(cfg[c].b, &B), TDM_OK);
+        uint32_t nla, nlb, *la = leaves_of(A, &nla), *lb = leaves_of(B, &nlb);
+        for (int pose = 0; pose < 12; pose++) {
+            tdm_xform x;
+            if (cfg[c].step > 0 && pose % 3 != 2) { /* grid translations and half-turns: exact contacts */
+                double st = cfg[c].step;
+                tdm_dvec3 t = tdm_d3((double)gen_int(&r, -4, 4) * st, (double)gen_int(&r, -4, 4) * st,
+                                     (double)gen_int(&r, -4, 4) * st);
+                x = tdm_xform_from_pose(t, half_turns[gen_int(&r, 0, 3)]);
+            } else {
+                x = tdm_xform_from_pose(gen_in_ball(&r, tdm_d3(0, 0, 0), cfg[c].ball), small_rotation(&r, 0.5));
+            }
+            for (uint32_t i = 0; i < nla; i++)
+                for (uint32_t j = 0; j < nlb; j++) {
+                    const tdm_bvh_node *na = &A->nodes[la[i]], *nb = &B->nodes[lb[j]];
+                    uint32_t fa = tdm_leaf_first(na), ca = tdm_leaf_count(na), fb = tdm_leaf_first(nb),
+                             cb = tdm_leaf_count(nb), want = 0;
+                    tdm_dvec3 moved[2][3];
+                    CHECK(tdm_leaf_load_moved(nb, B->tri_verts, &x, moved) == cb, "tdm_leaf_load_moved's count");
+                    for (uint32_t u = 0; u < ca; u++)
+                        for (uint32_t v = 0; v < cb; v++) {
+                            tdm_dvec3 ta[3], tb[3];
+                            slot_tri(A, fa + u, NULL, ta);
+                            slot_tri(B, fb + v, &x, tb);
+                            int hit = tdm_tri_tri_intersect(ta, tb);
+                            want |= (uint32_t)hit << (2 * u + v);
+                            CHECK(memcmp(moved[v], tb, sizeof tb) == 0,
+                                  "seed=%llu %s pose %d leaf %u: tdm_leaf_load_moved's triangle %u differs",
+                                  (unsigned long long)seed, cfg[c].what, pose, lb[j], v);
+                            /* the GPU's first pass (planes filter) must keep every intersecting pair */
+                            CHECK(!(hit && tdm_tri_planes_separate(ta, tb)),
+                                  "seed=%llu %s pose %d leaves %u, %u: the planes filter drops pair (%u, %u)",
+                                  (unsigned long long)seed, cfg[c].what, pose, la[i], lb[j], u, v);
+                            CHECK(tdm_tri_pair_intersect(A->tri_verts, fa + u, B->tri_verts, fb + v, &x) == hit,
+                                  "seed=%llu %s pose %d leaves %u, %u: tdm_tri_pair_intersect differs on pair (%u, %u)",
+                                  (unsigned long long)seed, cfg[c].what, pose, la[i], lb[j], u, v);
+                        }
+                    uint32_t got = tdm_leaf_intersect(na, A->tri_verts, nb, B->tri_verts, &x, 0);
+                    uint32_t first = tdm_leaf_intersect(na, A->tri_verts, nb, B->tri_verts, &x, 1);
+                    CHECK(got == want, "seed=%llu %s pose %d leaves %u, %u (%u x %u triangles): mask %#x, pairwise %#x",
+                          (unsigned long long)seed, cfg[c].what, pose, la[i], lb[j], ca, cb, got, want);
+                    CHECK(first == (want & (0u - want)), "seed=%llu %s pose %d leaves %u, %u: first-only mask %#x of %#x",
+                          (unsigned long long)seed, cfg[c].what, pose, la[i], lb[j], first, want);
+                    hits += __builtin_popcount(want);
+                    pairs += ca * cb;
+                    two_by_two += ca == 2 && cb == 2;
+                    two_by_two_hits += ca == 2 && cb == 2 && want != 0;
+                }
+        }
+        free(la);
+        free(lb);
+        tdm_bvh_free(A);
+        tdm_bvh_free(B);
+        tdm_mesh_free(cfg[c].a);
+        tdm_mesh_free(cfg[c].b);
+    }
+    cr_log_info("%ld intersecting triangle pairs of %ld; %ld leaf pairs of 2 x 2, %ld of them intersecting", hits,
+                pairs, two_by_two, two_by_two_hits);
+    CHECK(hits > 1000 && two_by_two_hits > 100,
+          "too few intersecting pairs (%ld) or intersecting 2 x 2 leaf pairs (%ld) to mean anything", hits,
+          two_by_two_hits);
+}
+
+static tdm_bvh_node leaf_node(uint32_t first, uint32_t count)
+{
+    tdm_bvh_node n;
+    memset(&n, 0, sizeof n);
+    n.link = ~(int32_t)((first << 1) | (count - 1));
+    return n;
+}
+
+/* Random sequences of leaf masks added up by tdm_result_add_leaf, against the
+ * rule written out: the list of every intersecting pair in test order. */
+Test(geom, result_rule_counts_and_truncates, .timeout = 60)
+{
+    gen_rng r = {seed ^ 13};
+    uint32_t a_ids[64], b_ids[64];
+    for (uint32_t k = 0; k < 64; k++) {
+        a_ids[k] = 1000 + 7 * k;
+        b_ids[k] = 5000 + 3 * k;
+    }
+    for (int round = 0; round < 20000; round++) {
+        int n_leaves = (int)gen_int(&r, 1, 6);
+        tdm_bvh_node na[6], nb[6];
+        uint32_t mask[6];
+        tdm_pair all[24];
+        uint32_t pos_of[24], n_all = 0, n_pos = 0; /* pos_of[k]: test-order positions up to pair k, inclusive */
+        for (int l = 0; l < n_leaves; l++) {
+            uint32_t ca = (uint32_t)gen_int(&r, 1, 2), cb = (uint32_t)gen_int(&r, 1, 2);
+            uint32_t fa = (uint32_t)gen_int(&r, 0, 60), fb = (uint32_t)gen_int(&r, 0, 60);
+            na[l] = leaf_node(fa, ca);
+            nb[l] = leaf_node(fb, cb);
+            mask[l] = 0;
+            for (uint32_t u = 0; u < ca; u++)
+                for (uint32_t v = 0; v < cb; v++) {
+                    n_pos++;
+                    if (gen_int(&r, 0, 2) != 0) continue;
+                    mask[l] |= 1u << (2 * u + v);
+                    all[n_all] = (tdm_pair){a_ids[fa + u], b_ids[fb + v]};
+                    pos_of[n_all++] = n_pos;
+                }
+        }
+        tdm_mode mode = gen_int(&r, 0, 1) ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
+        uint32_t cap = mode == TDM_MODE_BOOL ? 0 : (uint32_t)gen_int(&r, 1, 8);
+        tdm_pair out[8];
+        tdm_collide_result res;
+        memset(&res, 0, sizeof res);
+        uint32_t tested = 0;
+        for (int l = 0; l < n_leaves && !tdm_result_done(&res, mode); l++)
+            tested += tdm_result_add_leaf(&res, mode, cap, mode == TDM_MODE_BOOL ? NULL : out, mask[l], &na[l], a_ids,
+                                          &nb[l], b_ids);
+        /* the rule: bool stops at pair 0, contacts at pair cap (the one beyond it) */
+        uint32_t stop = mode == TDM_MODE_BOOL ? 0 : cap;
+        uint32_t want_pairs = mode == TDM_MODE_BOOL ? (n_all > 0) : (n_all < cap ? n_all : cap);
+        CHECK(res.colliding == (n_all > 0), "round %d: colliding %u with %u pairs", round, res.colliding, n_all);
+        CHECK(res.n_pairs == want_pairs, "round %d (%s, cap %u): n_pairs %u, want %u of %u", round,
+              mode == TDM_MODE_BOOL ? "bool" : "contacts", cap, res.n_pairs, want_pairs, n_all);
+        CHECK(res.truncated == (mode == TDM_MODE_CONTACTS && n_all > cap), "round %d: truncated %u, %u pairs, cap %u",
+              round, res.truncated, n_all, cap);
+        CHECK(tdm_result_done(&res, mode) == (n_all > stop), "round %d: done %d with %u pairs", round,
+              tdm_result_done(&res, mode), n_all);
+        CHECK(tested == (n_all > stop ? pos_of[stop] : n_pos), "round %d: %u pairs taken, want %u", round, tested,
+              n_all > stop ? pos_of[stop] : n_pos);
+        if (n_all > 0)
+            CHECK(res.first.a_tri == all[0].a_tri && res.first.b_tri == all[0].b_tri, "round %d: first pair", round);
+        for (uint32_t k = 0; mode == TDM_MODE_CONTACTS && k < res.n_pairs; k++)
+            CHECK(out[k].a_tri == all[k].a_tri && out[k].b_tri == all[k].b_tri, "round %d: pair %u", round, k);
+    }
+    /* the cap's arithmetic, at the edges of uint32_t (the GPU's count runs past the cap) */
+    cr_assert(!tdm_contacts_past_cap(4, 1, 5) && tdm_contacts_past_cap(5, 1, 5) && !tdm_contacts_past_cap(5, 0, 5));
+    cr_assert(tdm_contacts_past_cap(UINT32_MAX, 1, UINT32_MAX), "no wrap-around");
+    cr_assert(tdm_contacts_past_cap(7, UINT32_MAX, UINT32_MAX - 1));
+    cr_assert(!tdm_contacts_past_cap(UINT32_MAX - 1, 1, UINT32_MAX));
+    cr_assert_eq(tdm_contacts_counted(3, 5), 3);
+    cr_assert_eq(tdm_contacts_counted(9, 5), 5);
+    cr_assert_eq(tdm_contacts_counted(UINT32_MAX, 5), 5);
+}
+
+/* ---- poses (geom/vec.h) ------------------------------------------------------------ */
+
+Test(geom, quat_unit_tolerance)
+{
+    cr_assert_eq(TDM_QUAT_UNIT_TOLERANCE, 1e-3);
+    cr_assert(tdm_quat_is_unit((tdm_quat){0, 0, 0, 1}));
+    cr_assert(tdm_quat_is_unit((tdm_quat){0.5, 0.5, 0.5, 0.5}));
+    cr_assert(tdm_quat_is_unit((tdm_quat){0, 0, 0, 1 + 0.999e-3}));
+    cr_assert(tdm_quat_is_unit((tdm_quat){0, 0, 1 - 0.999e-3, 0}));
+    cr_assert(!tdm_quat_is_unit((tdm_quat){0, 0, 0, 1 + 1.001e-3}));
+    cr_assert(!tdm_quat_is_unit((tdm_quat){1 - 1.001e-3, 0, 0, 0}));
+    cr_assert(!tdm_quat_is_unit((tdm_quat){0, 0, 0, 0}));
+    cr_assert(!tdm_quat_is_unit((tdm_quat){NAN, 0, 0, 1}));
+    cr_assert(!tdm_quat_is_unit((tdm_quat){INFINITY, 0, 0, 1}));
 }

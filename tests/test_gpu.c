@@ -1,5 +1,6 @@
-/* gpu/: the device build of the shared geometry and the GPU-resident engine,
- * against the host on the same inputs. Every test skips, with the reason, on a
+/* gpu/ and the GPU engines of workpile/ that drive it (gpu_engine.h,
+ * hybrid_engine.h): the device build of the shared geometry and both GPU
+ * engines, against the host on the same inputs. Every test skips, with the reason, on a
  * machine without a usable GPU (or in a build without CUDA).
  *
  *  - the exact triangle test on the device gives the host's answer on inputs
@@ -8,8 +9,8 @@
  *    generated scenes (zero differences allowed: both are exact);
  *  - a frontier far too small for the batch is detected and re-run, never
  *    truncated, and still gives the same answers;
- *  - both traversals (TDM_GPU_TRAVERSE_PAIRS and _BLOCKS) do all of that, and
- *    an unknown one is refused;
+ *  - every traversal (TDM_GPU_TRAVERSE_PAIRS, _BLOCKS and _WIDE) does all of
+ *    that, and an unknown one is refused;
  *  - an upload over the device-memory budget fails cleanly and leaves the
  *    engine usable;
  *  - the hybrid engine (host traversal, device tests) gives the CPU engine's
@@ -28,6 +29,8 @@
 #include "gpu/gpu_geom.h"
 #include "gpu/hybrid.h"
 #include "workpile/cpu_engine.h"
+#include "workpile/gpu_engine.h"
+#include "workpile/hybrid_engine.h"
 
 static uint64_t seed;
 
@@ -131,21 +134,32 @@ static void scene_free(scene *s)
 }
 
 /* Runs every pose of s in `mode` on both engines and counts differences. */
-static size_t compare(tdm_gpu *g, const scene *s, tdm_mode mode, uint32_t cap, size_t *colliding)
+/* The tasks of every pose of s, with the engine's copies of both trees. */
+static tdm_task *scene_tasks(const scene *s, void *ga, void *gb, tdm_mode mode, uint32_t cap)
 {
-    tdm_gpu_mesh *ga, *gb;
-    cr_assert_eq(tdm_gpu_mesh_upload(g, s->a, &ga), TDM_OK);
-    cr_assert_eq(tdm_gpu_mesh_upload(g, s->b, &gb), TDM_OK);
-    tdm_gpu_task *gt = malloc(s->n * sizeof *gt);
-    tdm_collide_result *gr = malloc(s->n * sizeof *gr);
-    cr_assert(gt && gr);
+    tdm_task *t = malloc(s->n * sizeof *t);
+    cr_assert(t);
     for (size_t i = 0; i < s->n; i++)
-        gt[i] = (tdm_gpu_task){ga, gb, tdm_xform_from_pose(s->poses[i].t, s->poses[i].q), mode, cap};
-    cr_assert_eq(tdm_gpu_run(g, gt, s->n, gr), TDM_OK);
+        t[i] = (tdm_task){.a = s->a, .b = s->b, .ga = ga, .gb = gb,
+                          .b_in_a = tdm_xform_from_pose(s->poses[i].t, s->poses[i].q), .mode = mode,
+                          .max_pairs = cap, .pairs = NULL};
+    return t;
+}
+
+static size_t compare(tdm_backend *g, const scene *s, tdm_mode mode, uint32_t cap, size_t *colliding)
+{
+    void *ga, *gb;
+    cr_assert_eq(g->ops->mesh_add(g, 0, s->a, &ga), TDM_OK);
+    cr_assert_eq(g->ops->mesh_add(g, 0, s->b, &gb), TDM_OK);
+    tdm_task *gt = scene_tasks(s, ga, gb, mode, cap);
+    tdm_collide_result *gr = malloc(s->n * sizeof *gr);
+    cr_assert(gr);
+    tdm_task_list list = tdm_task_list_array(gt, s->n);
+    cr_assert_eq(g->ops->run(g, 0, &list, gr), TDM_OK);
     size_t diff = 0;
     *colliding = 0;
     for (size_t i = 0; i < s->n; i++) {
-        tdm_task t = {s->a, s->b, gt[i].b_in_a, mode, cap, NULL};
+        tdm_task t = gt[i];
         tdm_collide_result c;
         tdm_collide(&t, &c);
         *colliding += c.colliding;
@@ -154,17 +168,28 @@ static size_t compare(tdm_gpu *g, const scene *s, tdm_mode mode, uint32_t cap, s
             cr_log_error("pose %zu: cpu %u/%u/%u gpu %u/%u/%u (colliding/pairs/truncated)", i, c.colliding, c.n_pairs,
                          c.truncated, gr[i].colliding, gr[i].n_pairs, gr[i].truncated);
     }
-    tdm_gpu_mesh_free(g, ga);
-    tdm_gpu_mesh_free(g, gb);
+    g->ops->mesh_free(g, 0, ga);
+    g->ops->mesh_free(g, 0, gb);
     free(gt);
     free(gr);
     return diff;
 }
 
+/* A GPU-resident engine with one lane on a pool of four threads. */
+static tdm_backend *gpu_engine(const tdm_gpu_config *cfg, tdm_pool **pool)
+{
+    cr_assert_eq(tdm_pool_create(4, "test", pool), TDM_OK);
+    tdm_gpu_engine_config ec = tdm_gpu_engine_config_default();
+    if (cfg) ec.gpu = *cfg;
+    tdm_backend *g = NULL;
+    cr_assert_eq(tdm_gpu_engine_create(&ec, *pool, 1, &g, NULL), TDM_OK);
+    return g;
+}
+
 static void check_scenes(const tdm_gpu_config *cfg)
 {
-    tdm_gpu *g;
-    cr_assert_eq(tdm_gpu_create(cfg, &g, NULL), TDM_OK);
+    tdm_pool *pool;
+    tdm_backend *g = gpu_engine(cfg, &pool);
     gen_rng r = {seed};
     scene sc[4];
     scene_make(&sc[0], gen_torus(2.0, 0.5, 64, 32), gen_sphere(0.6, 32), 3.0, 4000, &r);
@@ -184,9 +209,12 @@ static void check_scenes(const tdm_gpu_config *cfg)
         scene_free(&sc[k]);
     }
     tdm_gpu_stats st;
-    tdm_gpu_get_stats(g, &st);
-    cr_log_info("runs %llu, re-runs after overflow %llu", (unsigned long long)st.runs, (unsigned long long)st.reruns);
-    tdm_gpu_destroy(g);
+    tdm_gpu_get_stats(tdm_gpu_engine_lane(g, 0), &st);
+    cr_log_info("chunks %llu, levels %llu, re-runs after overflow %llu", (unsigned long long)st.runs,
+                (unsigned long long)st.iterations, (unsigned long long)st.reruns);
+    if (cfg && cfg->frontier_pairs <= 1024) cr_expect_gt(st.reruns, 0, "a 1024-pair frontier never overflowed");
+    g->ops->destroy(g);
+    tdm_pool_destroy(pool);
 }
 
 Test(gpu, engine_matches_cpu_engine)
@@ -241,31 +269,36 @@ Test(gpu, upload_over_budget_fails_cleanly)
     tdm_gpu_config cfg = tdm_gpu_config_default();
     cfg.frontier_pairs = 1024;
     cfg.memory_budget = 1u << 20; /* 1 MiB: scratch fits, a big mesh does not */
-    tdm_gpu *g;
-    cr_assert_eq(tdm_gpu_create(&cfg, &g, NULL), TDM_OK);
+    tdm_pool *pool;
+    tdm_backend *g = gpu_engine(&cfg, &pool);
     tdm_mesh *big = gen_sphere(1.0, 256), *small = gen_box(1, 1, 1);
     tdm_bvh *bb, *bs;
     cr_assert_eq(tdm_bvh_build(big, &bb), TDM_OK);
     cr_assert_eq(tdm_bvh_build(small, &bs), TDM_OK);
-    tdm_gpu_mesh *m = (tdm_gpu_mesh *)1;
-    cr_assert_eq(tdm_gpu_mesh_upload(g, bb, &m), TDM_EGPUMEM);
+    void *m = (void *)1;
+    cr_assert_eq(g->ops->mesh_add(g, 0, bb, &m), TDM_EGPUMEM);
     cr_assert_null(m);
-    tdm_gpu_stats st;
-    tdm_gpu_get_stats(g, &st);
+    tdm_backend_stats st;
+    g->ops->get_stats(g, 0, &st);
     cr_assert_eq(st.mesh_bytes, 0, "a failed upload holds no memory");
     /* the engine still works */
-    tdm_gpu_mesh *ga, *gb;
-    cr_assert_eq(tdm_gpu_mesh_upload(g, bs, &ga), TDM_OK);
-    cr_assert_eq(tdm_gpu_mesh_upload(g, bs, &gb), TDM_OK);
-    tdm_gpu_task t[2] = {{ga, gb, tdm_xform_identity(), TDM_MODE_BOOL, 1},
-                         {ga, gb, tdm_xform_from_pose(tdm_d3(5, 0, 0), (tdm_quat){0, 0, 0, 1}), TDM_MODE_BOOL, 1}};
+    void *ga, *gb;
+    cr_assert_eq(g->ops->mesh_add(g, 0, bs, &ga), TDM_OK);
+    cr_assert_eq(g->ops->mesh_add(g, 0, bs, &gb), TDM_OK);
+    tdm_task t[2] = {{.a = bs, .b = bs, .ga = ga, .gb = gb, .b_in_a = tdm_xform_identity(), .mode = TDM_MODE_BOOL,
+                      .max_pairs = 1},
+                     {.a = bs, .b = bs, .ga = ga, .gb = gb,
+                      .b_in_a = tdm_xform_from_pose(tdm_d3(5, 0, 0), (tdm_quat){0, 0, 0, 1}), .mode = TDM_MODE_BOOL,
+                      .max_pairs = 1}};
     tdm_collide_result res[2];
-    cr_assert_eq(tdm_gpu_run(g, t, 2, res), TDM_OK);
+    tdm_task_list list = tdm_task_list_array(t, 2);
+    cr_assert_eq(g->ops->run(g, 0, &list, res), TDM_OK);
     cr_assert_eq(res[0].colliding, 1, "a box touches itself");
     cr_assert_eq(res[1].colliding, 0, "boxes 5 apart do not touch");
-    tdm_gpu_mesh_free(g, ga);
-    tdm_gpu_mesh_free(g, gb);
-    tdm_gpu_destroy(g);
+    g->ops->mesh_free(g, 0, ga);
+    g->ops->mesh_free(g, 0, gb);
+    g->ops->destroy(g);
+    tdm_pool_destroy(pool);
     tdm_bvh_free(bb);
     tdm_bvh_free(bs);
     tdm_mesh_free(big);
@@ -294,22 +327,20 @@ static int pair_intersects(const scene *s, tdm_pair p, const tdm_xform *x)
 /* Runs every pose of s in `mode` on the hybrid and the CPU engine and counts
  * differences in colliding, n_pairs and truncated, and `first` pairs that do not
  * intersect. */
-static size_t compare_hybrid(tdm_gpu *g, tdm_hybrid *h, const scene *s, tdm_mode mode, uint32_t cap,
-                             size_t *colliding)
+static size_t compare_hybrid(tdm_backend *h, const scene *s, tdm_mode mode, uint32_t cap, size_t *colliding)
 {
-    tdm_gpu_mesh *ga, *gb;
-    cr_assert_eq(tdm_gpu_mesh_upload(g, s->a, &ga), TDM_OK);
-    cr_assert_eq(tdm_gpu_mesh_upload(g, s->b, &gb), TDM_OK);
-    tdm_hybrid_task *ht = malloc(s->n * sizeof *ht);
+    void *ga, *gb;
+    cr_assert_eq(h->ops->mesh_add(h, 0, s->a, &ga), TDM_OK);
+    cr_assert_eq(h->ops->mesh_add(h, 0, s->b, &gb), TDM_OK);
+    tdm_task *ht = scene_tasks(s, ga, gb, mode, cap);
     tdm_collide_result *hr = malloc(s->n * sizeof *hr);
-    cr_assert(ht && hr);
-    for (size_t i = 0; i < s->n; i++)
-        ht[i] = (tdm_hybrid_task){s->a, s->b, ga, gb, tdm_xform_from_pose(s->poses[i].t, s->poses[i].q), mode, cap};
-    cr_assert_eq(tdm_hybrid_run(h, ht, s->n, hr), TDM_OK);
+    cr_assert(hr);
+    tdm_task_list list = tdm_task_list_array(ht, s->n);
+    cr_assert_eq(h->ops->run(h, 0, &list, hr), TDM_OK);
     size_t diff = 0, bad_first = 0, no_boxes = 0;
     *colliding = 0;
     for (size_t i = 0; i < s->n; i++) {
-        tdm_task t = {s->a, s->b, ht[i].b_in_a, mode, cap, NULL};
+        tdm_task t = ht[i];
         tdm_collide_result c;
         tdm_collide(&t, &c);
         *colliding += c.colliding;
@@ -323,8 +354,8 @@ static size_t compare_hybrid(tdm_gpu *g, tdm_hybrid *h, const scene *s, tdm_mode
     }
     cr_expect_eq(bad_first, 0, "%zu first pairs do not intersect", bad_first);
     cr_expect_eq(no_boxes, 0, "%zu results count no work", no_boxes);
-    tdm_gpu_mesh_free(g, ga);
-    tdm_gpu_mesh_free(g, gb);
+    h->ops->mesh_free(h, 0, ga);
+    h->ops->mesh_free(h, 0, gb);
     free(ht);
     free(hr);
     return diff;
@@ -332,10 +363,9 @@ static size_t compare_hybrid(tdm_gpu *g, tdm_hybrid *h, const scene *s, tdm_mode
 
 static void check_hybrid_scenes(const tdm_hybrid_config *cfg)
 {
-    tdm_gpu *g;
-    tdm_hybrid *h;
-    cr_assert_eq(tdm_gpu_create(NULL, &g, NULL), TDM_OK);
-    cr_assert_eq(tdm_hybrid_create(g, cfg, &h), TDM_OK);
+    tdm_pool *pool;
+    tdm_backend *g = gpu_engine(NULL, &pool), *h;
+    cr_assert_eq(tdm_hybrid_engine_create(g, pool, cfg, &h), TDM_OK);
     gen_rng r = {seed};
     scene sc[4];
     scene_make(&sc[0], gen_torus(2.0, 0.5, 64, 32), gen_sphere(0.6, 32), 3.0, 4000, &r);
@@ -344,32 +374,33 @@ static void check_hybrid_scenes(const tdm_hybrid_config *cfg)
     scene_make(&sc[3], gen_zero_area(&r, 2000, 40, 0.05), gen_zero_area(&r, 500, 20, 0.05), 2.0, 3000, &r);
     for (int k = 0; k < 4; k++) {
         size_t col;
-        size_t d = compare_hybrid(g, h, &sc[k], TDM_MODE_BOOL, 1, &col);
+        size_t d = compare_hybrid(h, &sc[k], TDM_MODE_BOOL, 1, &col);
         cr_log_info("scene %d bool: %zu poses, %zu colliding, %zu differences", k, sc[k].n, col, d);
         cr_expect_eq(d, 0, "scene %d bool: %zu differences (seed %llu)", k, d, (unsigned long long)seed);
-        d = compare_hybrid(g, h, &sc[k], TDM_MODE_CONTACTS, 1000000, &col);
+        d = compare_hybrid(h, &sc[k], TDM_MODE_CONTACTS, 1000000, &col);
         cr_expect_eq(d, 0, "scene %d contacts: %zu differences (seed %llu)", k, d, (unsigned long long)seed);
-        d = compare_hybrid(g, h, &sc[k], TDM_MODE_CONTACTS, 3, &col);
+        d = compare_hybrid(h, &sc[k], TDM_MODE_CONTACTS, 3, &col);
         cr_expect_eq(d, 0, "scene %d contacts capped at 3: %zu differences (seed %llu)", k, d,
                      (unsigned long long)seed);
         scene_free(&sc[k]);
     }
     tdm_hybrid_stats st;
-    tdm_hybrid_get_stats(h, &st);
+    tdm_hybrid_get_stats(tdm_hybrid_engine_hybrid(h), &st);
     cr_assert_eq(st.runs, 12);
     cr_assert(st.workpiles > 0 && st.box_entries > 0 && st.tri_entries > 0);
     cr_log_info("hybrid: %llu workpiles, %.0f entries each on average, %.3f s, %.3f s in kernels",
                 (unsigned long long)st.workpiles, (double)(st.box_entries + st.tri_entries) / (double)st.workpiles,
                 st.seconds, st.gpu_seconds);
-    tdm_hybrid_destroy(h);
-    tdm_gpu_destroy(g);
+    h->ops->destroy(h);
+    g->ops->destroy(g);
+    tdm_pool_destroy(pool);
 }
 
 Test(gpu, hybrid_matches_cpu_engine)
 {
     require_gpu();
     tdm_hybrid_config cfg = tdm_hybrid_config_default();
-    cfg.threads = 4;
+    cfg.workers = 4;
     check_hybrid_scenes(&cfg);
 }
 
@@ -378,9 +409,10 @@ Test(gpu, hybrid_with_tiny_workpiles_matches_cpu_engine)
     require_gpu();
     /* 1021 entries per workpile, three threads on one stream: many workpiles (about
      * 200 000), pending pairs far beyond one workpile, leaf pairs crowding out box
-     * pairs. (97 entries took 70 s on an H100; this takes a tenth of that.) */
+     * pairs. (97 entries took 70 s on an H100; this takes a tenth of that.) The
+     * pool has four threads: one worker's share waits for a free thread. */
     tdm_hybrid_config cfg = tdm_hybrid_config_default();
-    cfg.threads = 3;
+    cfg.workers = 3;
     cfg.streams = 1;
     cfg.workpile_pairs = 1021;
     check_hybrid_scenes(&cfg);
@@ -397,14 +429,14 @@ Test(gpu, hybrid_buffers_are_charged_to_the_budget)
     tdm_gpu_stats before, during, after;
     tdm_gpu_get_stats(g, &before);
     tdm_hybrid_config cfg = tdm_hybrid_config_default();
-    cfg.threads = 64;
-    cfg.workpile_pairs = 1u << 20; /* 64 threads x 2 workpiles x 13 MiB: far over 64 MiB */
+    cfg.workers = 64;
+    cfg.workpile_pairs = 1u << 20; /* 64 workers x 2 workpiles x 13 MiB: far over 64 MiB */
     tdm_hybrid *h = (tdm_hybrid *)1;
     cr_assert_eq(tdm_hybrid_create(g, &cfg, &h), TDM_EGPUMEM);
     cr_assert_null(h);
     tdm_gpu_get_stats(g, &after);
     cr_assert_eq(after.device_bytes, before.device_bytes, "a failed create holds no memory");
-    cfg.threads = 2;
+    cfg.workers = 2;
     cfg.workpile_pairs = 4096;
     cr_assert_eq(tdm_hybrid_create(g, &cfg, &h), TDM_OK);
     tdm_gpu_get_stats(g, &during);
@@ -416,15 +448,19 @@ Test(gpu, hybrid_buffers_are_charged_to_the_budget)
     tdm_gpu_mesh *ga, *gb;
     cr_assert_eq(tdm_gpu_mesh_upload(g, bs, &ga), TDM_OK);
     cr_assert_eq(tdm_gpu_mesh_upload(g, bs, &gb), TDM_OK);
-    tdm_hybrid_task t[3] = {
-        {bs, bs, ga, gb, tdm_xform_identity(), TDM_MODE_BOOL, 1},
-        {bs, bs, ga, gb, tdm_xform_from_pose(tdm_d3(5, 0, 0), (tdm_quat){0, 0, 0, 1}), TDM_MODE_BOOL, 1},
-        {bs, bs, ga, gb, tdm_xform_from_pose(tdm_d3(2, 0, 0), (tdm_quat){0, 0, 0, 1}), TDM_MODE_CONTACTS, 1000}};
+    tdm_task t[3] = {
+        {.a = bs, .b = bs, .ga = ga, .gb = gb, .b_in_a = tdm_xform_identity(), .mode = TDM_MODE_BOOL, .max_pairs = 1},
+        {.a = bs, .b = bs, .ga = ga, .gb = gb, .b_in_a = tdm_xform_from_pose(tdm_d3(5, 0, 0), (tdm_quat){0, 0, 0, 1}),
+         .mode = TDM_MODE_BOOL, .max_pairs = 1},
+        {.a = bs, .b = bs, .ga = ga, .gb = gb, .b_in_a = tdm_xform_from_pose(tdm_d3(2, 0, 0), (tdm_quat){0, 0, 0, 1}),
+         .mode = TDM_MODE_CONTACTS, .max_pairs = 1000}};
     tdm_collide_result res[3];
-    cr_assert_eq(tdm_hybrid_run(h, t, 3, res), TDM_OK);
+    cr_assert_eq(tdm_hybrid_begin(h, t, 3, res), TDM_OK);
+    for (int k = 0; k < tdm_hybrid_workers(h); k++) tdm_hybrid_work(h, k); /* one after another: a valid schedule */
+    cr_assert_eq(tdm_hybrid_end(h), TDM_OK);
     cr_assert_eq(res[0].colliding, 1, "a box touches itself");
     cr_assert_eq(res[1].colliding, 0, "boxes 5 apart do not touch");
-    tdm_task c = {bs, bs, t[2].b_in_a, TDM_MODE_CONTACTS, 1000, NULL};
+    tdm_task c = t[2];
     tdm_collide_result cr;
     tdm_collide(&c, &cr);
     cr_assert_eq(res[2].n_pairs, cr.n_pairs, "boxes sharing a face: %u pairs, the CPU engine %u", res[2].n_pairs,

@@ -161,7 +161,7 @@ static void reference(const world *w)
                 tdm_xform xb = ob->movable ? poses[s->slot[c->b]] : ob->pose;
                 tdm_pair buf[MAX_PAIRS];
                 uint32_t room = MAX_PAIRS - listed;
-                tdm_task t = {oa->bvh, ob->bvh, tdm_xform_rel(&xa, &xb), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
+                tdm_task t = {oa->bvh, ob->bvh, NULL, NULL, tdm_xform_rel(&xa, &xb), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
                               mode == 2 ? (room ? room : 1) : 1000000, NULL};
                 tdm_collide_result r;
                 tdm_collide(&t, &r);

@@ -66,7 +66,7 @@ int tdm_poses_read(const char *path, tdm_pose **out, size_t *n, char *err, size_
         }
         tdm_quat q = {v[3], v[4], v[5], v[6]};
         double norm = tdm_quat_norm(q);
-        if (!(fabs(norm - 1) <= 1e-3)) {
+        if (!tdm_quat_is_unit(q)) {
             rc = fail(TDM_ERANGE, err, errlen, "%s:%zu: quaternion norm %.6g is not 1", path, line_no, norm);
             goto done;
         }

@@ -1,15 +1,16 @@
 /* The CPU engine: simultaneous-descent BVTT traversal (both nodes split at once,
- * four child pairs per step) with an explicit stack, and a persistent thread pool
- * that hands out chunks of a batch through one atomic counter. */
+ * four child pairs per step) with an explicit stack; a batch is spread over the
+ * scheduler's thread pool (pool.h) in chunks handed out through one atomic
+ * counter. */
 #include "cpu_engine.h"
 
-#include <pthread.h>
-#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <string.h>
 
-#include "../geom/tri.h"
+#include "backend.h"
+
+#include "../geom/leaf.h"
 
 /* Pending node pairs: each expansion replaces one pair by at most four, and the
  * stack grows by at most three per level of the BVTT. */
@@ -26,54 +27,17 @@ typedef struct traversal {
     int done;
 } traversal;
 
-static void load_tri(const float *v, tdm_dvec3 out[3])
-{
-    for (int k = 0; k < 3; k++) out[k] = tdm_d3(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
-}
-
-/* Records an intersecting pair; sets t->done when the traversal can stop. */
-static void report(traversal *t, uint32_t a_slot, uint32_t b_slot)
-{
-    tdm_collide_result *r = t->res;
-    tdm_pair p = {t->a->tri_ids[a_slot], t->b->tri_ids[b_slot]};
-    if (!r->colliding) {
-        r->colliding = 1;
-        r->first = p;
-    }
-    if (t->task->mode == TDM_MODE_BOOL) {
-        r->n_pairs = 1;
-        t->done = 1;
-        return;
-    }
-    if (r->n_pairs == t->task->max_pairs) {
-        r->truncated = 1;
-        t->done = 1;
-        return;
-    }
-    if (t->task->pairs) t->task->pairs[r->n_pairs] = p;
-    r->n_pairs++;
-}
-
+/* Tests a leaf pair (geom/leaf.h) and adds its intersecting pairs to the
+ * result; sets t->done when the traversal can stop. Bool mode stops at the first
+ * intersecting pair. tri_tests counts the pairs tested until the answer, as if
+ * each had been tested and reported in turn. */
 static void leaf_pair(traversal *t, const tdm_bvh_node *na, const tdm_bvh_node *nb)
 {
-    const tdm_xform *x = &t->task->b_in_a;
-    uint32_t fa = tdm_leaf_first(na), ca = tdm_leaf_count(na);
-    uint32_t fb = tdm_leaf_first(nb), cb = tdm_leaf_count(nb);
-    tdm_dvec3 tb[2][3], ta[3];
-    for (uint32_t j = 0; j < cb; j++) {
-        load_tri(&t->b->tri_verts[9 * (size_t)(fb + j)], tb[j]);
-        for (int k = 0; k < 3; k++) tb[j][k] = tdm_xform_apply(x, tb[j][k]);
-    }
-    for (uint32_t i = 0; i < ca; i++) {
-        load_tri(&t->a->tri_verts[9 * (size_t)(fa + i)], ta);
-        for (uint32_t j = 0; j < cb; j++) {
-            t->res->tri_tests++;
-            if (tdm_tri_tri_intersect(ta, tb[j])) {
-                report(t, fa + i, fb + j);
-                if (t->done) return;
-            }
-        }
-    }
+    const tdm_task *k = t->task;
+    uint32_t m = tdm_leaf_intersect(na, t->a->tri_verts, nb, t->b->tri_verts, &k->b_in_a, k->mode == TDM_MODE_BOOL);
+    t->res->tri_tests += tdm_result_add_leaf(t->res, k->mode, k->max_pairs, k->pairs, m, na, t->a->tri_ids, nb,
+                                             t->b->tri_ids);
+    t->done = tdm_result_done(t->res, k->mode);
 }
 
 /* Contacts mode visits every overlapping pair, so every child pair gets tested
@@ -146,131 +110,166 @@ void tdm_collide(const tdm_task *task, tdm_collide_result *res)
     else traverse_eager(&t);
 }
 
-/* ---- thread pool -------------------------------------------------------- */
+/* ---- running a batch on the pool -------------------------------------------- */
 
 struct tdm_cpu_engine {
-    int n_threads; /* including the caller */
-    pthread_t *workers;
-    int n_workers_started;
-    pthread_mutex_t run_lock; /* one run at a time */
-    pthread_mutex_t lock;
-    pthread_cond_t wake, idle;
-    uint64_t generation; /* bumped per run; workers wait for a new one */
-    int busy;            /* workers still on the current run */
-    int stopping;
-    /* the current run */
+    tdm_pool *pool; /* borrowed */
+};
+
+/* One run: the pool's shares pull chunks from one counter. Small chunks balance
+ * queries of very different cost; the counter is touched once per chunk, which
+ * is noise next to a traversal. */
+typedef struct cpu_run {
     const tdm_task *tasks;
     tdm_collide_result *results;
     size_t n, chunk;
     atomic_size_t next;
-};
+} cpu_run;
 
-static void work(tdm_cpu_engine *e)
+static void run_share(void *arg, int k, int n_shares)
 {
+    (void)k;
+    (void)n_shares;
+    cpu_run *r = arg;
     for (;;) {
-        size_t lo = atomic_fetch_add_explicit(&e->next, e->chunk, memory_order_relaxed);
-        if (lo >= e->n) return;
-        size_t hi = lo + e->chunk < e->n ? lo + e->chunk : e->n;
-        for (size_t i = lo; i < hi; i++) tdm_collide(&e->tasks[i], &e->results[i]);
+        size_t lo = atomic_fetch_add_explicit(&r->next, r->chunk, memory_order_relaxed);
+        if (lo >= r->n) return;
+        size_t hi = lo + r->chunk < r->n ? lo + r->chunk : r->n;
+        for (size_t i = lo; i < hi; i++) tdm_collide(&r->tasks[i], &r->results[i]);
     }
 }
 
-static void *worker_main(void *arg)
-{
-    prctl(PR_SET_NAME, "tdm-cpu"); /* shown by top -H and in /proc */
-    tdm_cpu_engine *e = arg;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&e->lock);
-    for (;;) {
-        while (e->generation == seen && !e->stopping) pthread_cond_wait(&e->wake, &e->lock);
-        if (e->stopping) break;
-        seen = e->generation;
-        pthread_mutex_unlock(&e->lock);
-        work(e);
-        pthread_mutex_lock(&e->lock);
-        if (--e->busy == 0) pthread_cond_signal(&e->idle);
-    }
-    pthread_mutex_unlock(&e->lock);
-    return NULL;
-}
-
-int tdm_cpu_engine_create(int n_threads, tdm_cpu_engine **out)
+int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
 {
     *out = NULL;
-    if (n_threads < 0) return TDM_EINVAL;
-    if (n_threads == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = c > 0 ? (int)c : 1;
-    }
-    if (n_threads > 4096) return TDM_EINVAL;
+    if (!pool) return TDM_EINVAL;
     tdm_cpu_engine *e = calloc(1, sizeof *e);
     if (!e) return TDM_ENOMEM;
-    e->n_threads = n_threads;
-    atomic_init(&e->next, 0);
-    if (pthread_mutex_init(&e->run_lock, NULL) || pthread_mutex_init(&e->lock, NULL) ||
-        pthread_cond_init(&e->wake, NULL) || pthread_cond_init(&e->idle, NULL)) {
-        free(e);
-        return TDM_ESYS;
-    }
-    if (n_threads > 1) {
-        e->workers = calloc((size_t)n_threads - 1, sizeof *e->workers);
-        if (!e->workers) goto fail;
-        for (int i = 0; i < n_threads - 1; i++) {
-            if (pthread_create(&e->workers[i], NULL, worker_main, e) != 0) goto fail;
-            e->n_workers_started++;
-        }
-    }
+    e->pool = pool;
     *out = e;
     return TDM_OK;
-fail:
-    tdm_cpu_engine_destroy(e);
-    return TDM_ESYS;
 }
 
-void tdm_cpu_engine_destroy(tdm_cpu_engine *e)
-{
-    if (!e) return;
-    pthread_mutex_lock(&e->lock);
-    e->stopping = 1;
-    pthread_cond_broadcast(&e->wake);
-    pthread_mutex_unlock(&e->lock);
-    for (int i = 0; i < e->n_workers_started; i++) pthread_join(e->workers[i], NULL);
-    free(e->workers);
-    pthread_cond_destroy(&e->wake);
-    pthread_cond_destroy(&e->idle);
-    pthread_mutex_destroy(&e->lock);
-    pthread_mutex_destroy(&e->run_lock);
-    free(e);
-}
+void tdm_cpu_engine_destroy(tdm_cpu_engine *e) { free(e); }
 
-int tdm_cpu_engine_threads(const tdm_cpu_engine *e) { return e->n_threads; }
+int tdm_cpu_engine_threads(const tdm_cpu_engine *e) { return tdm_pool_threads(e->pool); }
 
 int tdm_cpu_engine_run(tdm_cpu_engine *e, const tdm_task *tasks, size_t n, tdm_collide_result *results)
 {
     if (n == 0) return TDM_OK;
-    pthread_mutex_lock(&e->run_lock);
-    int workers = e->n_workers_started;
-    /* Small chunks balance queries of very different cost; the counter is touched
-     * once per chunk, which is noise next to a traversal. */
-    size_t chunk = n / ((size_t)e->n_threads * 32);
-    e->chunk = chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk);
-    e->tasks = tasks;
-    e->results = results;
-    e->n = n;
-    atomic_store_explicit(&e->next, 0, memory_order_relaxed);
-    if (workers > 0 && n > 1) {
-        pthread_mutex_lock(&e->lock);
-        e->busy = workers;
-        e->generation++;
-        pthread_cond_broadcast(&e->wake);
-        pthread_mutex_unlock(&e->lock);
-        work(e);
-        pthread_mutex_lock(&e->lock);
-        while (e->busy > 0) pthread_cond_wait(&e->idle, &e->lock);
-        pthread_mutex_unlock(&e->lock);
-    } else {
-        work(e);
+    int threads = tdm_pool_threads(e->pool);
+    size_t chunk = n / ((size_t)threads * 32);
+    cpu_run r = {tasks, results, n, chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk), 0};
+    atomic_init(&r.next, 0);
+    tdm_pool_run(e->pool, run_share, &r, n > 1 ? threads : 1);
+    return TDM_OK;
+}
+
+/* ---- the CPU engine behind the engine interface (backend.h) -------------------- */
+
+/* Tasks made per claim from a list: small enough to stay in cache between
+ * being made and being run. */
+#define MAKE_CHUNK 64
+
+typedef struct list_run {
+    const tdm_task_list *list;
+    tdm_collide_result *results;
+    size_t chunk;
+    atomic_size_t next;
+} list_run;
+
+static void list_share(void *arg, int k, int n_shares)
+{
+    (void)k;
+    (void)n_shares;
+    list_run *r = arg;
+    const tdm_task_list *l = r->list;
+    tdm_task buf[MAKE_CHUNK];
+    for (;;) {
+        size_t lo = atomic_fetch_add_explicit(&r->next, r->chunk, memory_order_relaxed);
+        if (lo >= l->n) return;
+        size_t hi = lo + r->chunk < l->n ? lo + r->chunk : l->n;
+        if (l->array) {
+            for (size_t i = lo; i < hi; i++) tdm_collide(&l->array[i], &r->results[i]);
+            continue;
+        }
+        for (size_t b = lo; b < hi; b += MAKE_CHUNK) {
+            size_t e = b + MAKE_CHUNK < hi ? b + MAKE_CHUNK : hi;
+            l->make(l, b, e, buf); /* cannot fail: the CPU engine needs no device copies */
+            for (size_t i = b; i < e; i++) tdm_collide(&buf[i - b], &r->results[i]);
+        }
     }
-    pthread_mutex_unlock(&e->run_lock);
+}
+
+typedef struct cpu_backend {
+    tdm_backend base;
+    tdm_cpu_engine *engine;
+} cpu_backend;
+
+static int be_mesh_add(tdm_backend *b, int lane, const tdm_bvh *bvh, void **copy)
+{
+    (void)b;
+    (void)lane;
+    (void)bvh;
+    *copy = NULL;
+    return TDM_OK;
+}
+
+static void be_mesh_free(tdm_backend *b, int lane, void *copy)
+{
+    (void)b;
+    (void)lane;
+    (void)copy;
+}
+
+static int be_prepare(tdm_backend *b, size_t n)
+{
+    (void)b;
+    (void)n;
+    return TDM_OK;
+}
+
+static int be_run(tdm_backend *b, int lane, const tdm_task_list *tasks, tdm_collide_result *results)
+{
+    (void)lane;
+    tdm_pool *pool = ((cpu_backend *)b)->engine->pool;
+    if (tasks->n == 0) return TDM_OK;
+    int threads = tdm_pool_threads(pool);
+    size_t chunk = tasks->n / ((size_t)threads * 32);
+    list_run r = {tasks, results, chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk), 0};
+    atomic_init(&r.next, 0);
+    tdm_pool_run(pool, list_share, &r, tasks->n > 1 ? threads : 1);
+    return TDM_OK;
+}
+
+static void be_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
+{
+    (void)b;
+    (void)lane;
+    memset(s, 0, sizeof *s);
+}
+
+static void be_destroy(tdm_backend *b)
+{
+    if (!b) return;
+    tdm_cpu_engine_destroy(((cpu_backend *)b)->engine);
+    free(b);
+}
+
+static const tdm_backend_ops cpu_ops = {TDM_BACKEND_CPU, be_mesh_add, be_mesh_free, be_prepare,
+                                        be_run,         be_get_stats, be_destroy};
+
+int tdm_cpu_backend_create(tdm_pool *pool, int lanes, tdm_backend **out)
+{
+    *out = NULL;
+    cpu_backend *b = calloc(1, sizeof *b);
+    if (!b) return TDM_ENOMEM;
+    int rc = tdm_cpu_engine_create(pool, &b->engine);
+    if (rc != TDM_OK) {
+        free(b);
+        return rc;
+    }
+    b->base = (tdm_backend){&cpu_ops, lanes, 0};
+    *out = &b->base;
     return TDM_OK;
 }

@@ -1,4 +1,4 @@
-#include "persist.h"
+#include "datadir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +30,7 @@ static const char *const MAGIC[2] = {"TDMMESH\0", "TDMSCENE"};
 static const char *const SUBDIR[2] = {"meshes", "scenes"};
 static const char *const SUFFIX[2] = {".mesh", ".scene"};
 
-struct tdm_persist {
+struct tdm_datadir {
     char *dir;
     int dir_fd, lock_fd;
     int kind_fd[2];
@@ -68,7 +68,7 @@ static int make_dirs(const char *path)
     return 0;
 }
 
-static void remove_temps(tdm_persist *p, int kind)
+static void remove_temps(tdm_datadir *p, int kind)
 {
     int fd = dup(p->kind_fd[kind]);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -85,10 +85,10 @@ static void remove_temps(tdm_persist *p, int kind)
     closedir(d);
 }
 
-int tdm_persist_open(const char *dir, tdm_persist **out, char *err, size_t errlen)
+int tdm_datadir_open(const char *dir, tdm_datadir **out, char *err, size_t errlen)
 {
     *out = NULL;
-    tdm_persist *p = calloc(1, sizeof *p);
+    tdm_datadir *p = calloc(1, sizeof *p);
     if (!p) return errf(err, errlen, "out of memory"), TDM_ENOMEM;
     p->dir_fd = p->lock_fd = p->kind_fd[0] = p->kind_fd[1] = -1;
     p->dir = strdup(dir);
@@ -134,11 +134,11 @@ int tdm_persist_open(const char *dir, tdm_persist **out, char *err, size_t errle
     *out = p;
     return TDM_OK;
 fail:
-    tdm_persist_close(p);
+    tdm_datadir_close(p);
     return TDM_EIO;
 }
 
-void tdm_persist_close(tdm_persist *p)
+void tdm_datadir_close(tdm_datadir *p)
 {
     if (!p) return;
     for (int k = 0; k < 2; k++)
@@ -178,7 +178,7 @@ static int write_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-int tdm_persist_write(tdm_persist *p, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
+int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
                       const struct iovec *parts, int n_parts, const void *blob, size_t blob_len, char *err,
                       size_t errlen)
 {
@@ -189,7 +189,7 @@ int tdm_persist_write(tdm_persist *p, tdm_persist_kind kind, const uint8_t id[TD
     uint64_t payload_len = SUB_LEN + (uint64_t)name_len + canon_len + blob_len64;
 
     uint8_t header[HEADER_LEN] = {0}, sub[SUB_LEN] = {0};
-    uint32_t version = TDM_PERSIST_VERSION, zero = 0;
+    uint32_t version = TDM_DATADIR_VERSION, zero = 0;
     memcpy(header, MAGIC[kind], 8);
     memcpy(header + 8, &version, 4);
     memcpy(header + 16, &payload_len, 8);
@@ -252,7 +252,7 @@ fail:;
     return errf(err, errlen, "%s of %s/%s/%s failed: %s", step, p->dir, SUBDIR[kind], final, strerror(e));
 }
 
-int tdm_persist_remove(tdm_persist *p, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen)
+int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen)
 {
     char final[128];
     file_name(kind, id, final, sizeof final);
@@ -265,8 +265,8 @@ int tdm_persist_remove(tdm_persist *p, tdm_persist_kind kind, const uint8_t id[T
 }
 
 /* Reads and checks one file; on success calls cb. Returns 0, or -1 after logging. */
-static int load_one(tdm_persist *p, int kind, const char *fname, const uint8_t id[TDM_ID_LEN],
-                    int (*cb)(void *, const tdm_persist_item *), void *ctx)
+static int load_one(tdm_datadir *p, int kind, const char *fname, const uint8_t id[TDM_ID_LEN],
+                    int (*cb)(void *, const tdm_datadir_item *), void *ctx)
 {
     char path[4600];
     snprintf(path, sizeof path, "%s/%s/%s", p->dir, SUBDIR[kind], fname);
@@ -314,7 +314,7 @@ static int load_one(tdm_persist *p, int kind, const char *fname, const uint8_t i
         why = "bad magic";
         goto bad;
     }
-    if (version != TDM_PERSIST_VERSION) {
+    if (version != TDM_DATADIR_VERSION) {
         why = "unsupported format version";
         goto bad;
     }
@@ -339,7 +339,7 @@ static int load_one(tdm_persist *p, int kind, const char *fname, const uint8_t i
     memcpy(&canon_len, s + 8, 8);
     memcpy(&blob_len, s + 16, 8);
     if (canon_len > payload_len || blob_len > payload_len ||
-        (uint64_t)SUB_LEN + name_len + canon_len + blob_len != payload_len || (kind == TDM_PERSIST_SCENE && blob_len)) {
+        (uint64_t)SUB_LEN + name_len + canon_len + blob_len != payload_len || (kind == TDM_DATADIR_SCENE && blob_len)) {
         why = "inconsistent lengths";
         goto bad;
     }
@@ -350,7 +350,7 @@ static int load_one(tdm_persist *p, int kind, const char *fname, const uint8_t i
     }
     memcpy(name, s + SUB_LEN, name_len);
     name[name_len] = 0;
-    tdm_persist_item it = {.name = name, .path = path};
+    tdm_datadir_item it = {.name = name, .path = path};
     memcpy(it.id, id, TDM_ID_LEN);
     it.canon = s + SUB_LEN + name_len;
     it.canon_len = (size_t)canon_len;
@@ -374,7 +374,7 @@ bad:
     return -1;
 }
 
-size_t tdm_persist_load(tdm_persist *p, tdm_persist_kind kind, int (*cb)(void *ctx, const tdm_persist_item *it),
+size_t tdm_datadir_load(tdm_datadir *p, tdm_datadir_kind kind, int (*cb)(void *ctx, const tdm_datadir_item *it),
                         void *ctx)
 {
     size_t skipped = 0;

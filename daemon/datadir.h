@@ -1,4 +1,5 @@
-/* The data directory: durable files for meshes and scenes.
+/* The data directory: the on-disk format of meshes and scenes, and the
+ * synchronous calls that write, remove and read its files.
  *
  *   DIR/LOCK                   flock'd while a tandemd uses DIR
  *   DIR/meshes/<hex id>.mesh
@@ -15,7 +16,7 @@
  *   32     32   SHA-256 of bytes [0, 32) followed by the payload
  *   64     ...  payload: name length (u32), zero (u32), canonical length (u64),
  *               tree blob length (u64; 0 for scenes), then the name (UTF-8), the
- *               canonical content (canon.h: the id is its SHA-256) and, for
+ *               canonical content (content_id.h: the id is its SHA-256) and, for
  *               meshes, the tree blob of tdm_bvh_serialize.
  *
  * A file is written to a temporary name, fsync'd, renamed into place and the
@@ -23,41 +24,41 @@
  * either the old state or the new one (and perhaps a .tmp- file, removed at the
  * next start).
  *
- * Writes and removals run on the storage thread; loading runs at startup. Every
- * function is synchronous. */
-#ifndef TDM_DAEMON_PERSIST_H
-#define TDM_DAEMON_PERSIST_H
+ * Writes and removals run on the writer thread (writer.h); reading runs at
+ * start-up (loader.h). Every function is synchronous. */
+#ifndef TDM_DAEMON_DATADIR_H
+#define TDM_DAEMON_DATADIR_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "canon.h"
+#include "content_id.h"
 
-#define TDM_PERSIST_VERSION 1u
+#define TDM_DATADIR_VERSION 1u
 
-typedef enum tdm_persist_kind { TDM_PERSIST_MESH = 0, TDM_PERSIST_SCENE = 1 } tdm_persist_kind;
+typedef enum tdm_datadir_kind { TDM_DATADIR_MESH = 0, TDM_DATADIR_SCENE = 1 } tdm_datadir_kind;
 
-typedef struct tdm_persist tdm_persist;
+typedef struct tdm_datadir tdm_datadir;
 
 /* Creates DIR, DIR/meshes and DIR/scenes as needed, takes the lock (failing if
  * another process holds it) and removes leftover temporary files. Returns 0, or
  * TDM_EIO / TDM_ENOMEM with a message in err. */
-int tdm_persist_open(const char *dir, tdm_persist **out, char *err, size_t errlen);
-void tdm_persist_close(tdm_persist *p);
+int tdm_datadir_open(const char *dir, tdm_datadir **out, char *err, size_t errlen);
+void tdm_datadir_close(tdm_datadir *p);
 
 /* Durably stores a file. `parts` are the canonical content's pieces, in order;
  * `blob` may be NULL (scenes). Returns 0, or TDM_EIO / TDM_ENOMEM with a
  * message in err (nothing was stored: the temporary file is removed). */
-int tdm_persist_write(tdm_persist *p, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
+int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
                       const struct iovec *parts, int n_parts, const void *blob, size_t blob_len, char *err,
                       size_t errlen);
 /* Durably removes a file; a missing file counts as removed. 0 or TDM_EIO. */
-int tdm_persist_remove(tdm_persist *p, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen);
+int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen);
 
 /* A stored file, checked: header, checksum, lengths, and id == SHA-256 of the
  * canonical content. The pointers are into a buffer valid during the callback. */
-typedef struct tdm_persist_item {
+typedef struct tdm_datadir_item {
     uint8_t id[TDM_ID_LEN];
     const char *name;    /* zero-terminated copy */
     const uint8_t *canon;
@@ -65,12 +66,12 @@ typedef struct tdm_persist_item {
     const uint8_t *blob; /* meshes */
     size_t blob_len;
     const char *path;
-} tdm_persist_item;
+} tdm_datadir_item;
 
 /* Calls cb for every good file of a kind; cb returns 0, or -1 when it rejects
  * the item (after logging why). A file that cannot be read or fails a check is
  * logged and skipped. Returns the number of files skipped or rejected. */
-size_t tdm_persist_load(tdm_persist *p, tdm_persist_kind kind, int (*cb)(void *ctx, const tdm_persist_item *it),
+size_t tdm_datadir_load(tdm_datadir *p, tdm_datadir_kind kind, int (*cb)(void *ctx, const tdm_datadir_item *it),
                         void *ctx);
 
 #endif

@@ -1,4 +1,4 @@
-#include "storage.h"
+#include "writer.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -10,88 +10,24 @@
 
 #include "log.h"
 
-/* ---- a set of ids: open addressing, linear probing, tombstones ---- */
-
-enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_GONE = 2 };
-typedef struct slot { uint8_t id[TDM_ID_LEN]; uint8_t state; } slot;
-typedef struct idset { slot *slots; size_t cap, used; /* used: full + gone */ } idset;
-
-static size_t id_hash(const uint8_t *id)
-{
-    uint64_t h;
-    memcpy(&h, id, 8);
-    return (size_t)h;
-}
-
-static slot *idset_probe(const idset *s, const uint8_t *id, int for_insert)
-{
-    if (!s->cap) return NULL;
-    slot *gone = NULL;
-    for (size_t i = id_hash(id) & (s->cap - 1), n = 0; n < s->cap; i = (i + 1) & (s->cap - 1), n++) {
-        slot *x = &s->slots[i];
-        if (x->state == SLOT_EMPTY) return for_insert ? (gone ? gone : x) : NULL;
-        if (x->state == SLOT_GONE) {
-            if (!gone) gone = x;
-        } else if (memcmp(x->id, id, TDM_ID_LEN) == 0) {
-            return x;
-        }
-    }
-    return for_insert ? gone : NULL;
-}
-
-static int idset_has(const idset *s, const uint8_t *id) { return idset_probe(s, id, 0) != NULL; }
-
-static int idset_add(idset *s, const uint8_t *id)
-{
-    if ((s->used + 1) * 10 > s->cap * 7) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        slot *ns = calloc(nc, sizeof *ns);
-        if (!ns) return -1;
-        idset old = *s;
-        s->slots = ns;
-        s->cap = nc;
-        s->used = 0;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.slots[i].state == SLOT_FULL) {
-                slot *x = idset_probe(s, old.slots[i].id, 1);
-                memcpy(x->id, old.slots[i].id, TDM_ID_LEN);
-                x->state = SLOT_FULL;
-                s->used++;
-            }
-        free(old.slots);
-    }
-    slot *x = idset_probe(s, id, 1);
-    if (x->state == SLOT_FULL) return 0;
-    if (x->state == SLOT_EMPTY) s->used++;
-    memcpy(x->id, id, TDM_ID_LEN);
-    x->state = SLOT_FULL;
-    return 0;
-}
-
-static void idset_del(idset *s, const uint8_t *id)
-{
-    slot *x = idset_probe(s, id, 0);
-    if (x) x->state = SLOT_GONE;
-}
-
 /* ---- the thread ---- */
 
-struct tdm_storage {
+struct tdm_writer {
     uv_async_t async; /* first: the close callback casts back */
-    tdm_persist *persist;
+    tdm_datadir *dir;
+    tdm_catalog *catalog; /* on-disk marks only */
     tdm_sched *engine;
-    idset on_disk[2];
     pthread_t thread;
     int started;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    tdm_storage_op *head, *tail; /* submitted */
-    tdm_storage_op *done_head, *done_tail;
+    tdm_writer_op *head, *tail; /* submitted */
+    tdm_writer_op *done_head, *done_tail;
     int stopping;
     size_t pending; /* loop thread */
 };
 
-static void set_err(tdm_storage_op *op, int rc, const char *field, int64_t index, const char *msg)
+static void set_err(tdm_writer_op *op, int rc, const char *field, int64_t index, const char *msg)
 {
     op->rc = rc;
     op->field = field;
@@ -100,7 +36,7 @@ static void set_err(tdm_storage_op *op, int rc, const char *field, int64_t index
 }
 
 /* Where tdm_mesh_create's complaint points, for Error.field/index. */
-static void locate_mesh_error(tdm_storage_op *op, const float *v, uint32_t nv, const uint32_t *t, uint32_t nt)
+static void locate_mesh_error(tdm_writer_op *op, const float *v, uint32_t nv, const uint32_t *t, uint32_t nt)
 {
     op->index = -1;
     switch (op->rc) {
@@ -126,7 +62,7 @@ static void locate_mesh_error(tdm_storage_op *op, const float *v, uint32_t nv, c
 }
 
 /* Why tdm_sched_mesh_add refused the tree, for the Error reply. */
-static void upload_error(tdm_storage *st, tdm_storage_op *op, size_t tree_bytes)
+static void upload_error(tdm_writer *st, tdm_writer_op *op, size_t tree_bytes)
 {
     tdm_sched_stats es;
     tdm_sched_get_stats(st->engine, &es);
@@ -144,7 +80,7 @@ static void upload_error(tdm_storage *st, tdm_storage_op *op, size_t tree_bytes)
     tdm_log_warn("MeshPut: %s", op->msg);
 }
 
-static void mesh_put(tdm_storage *st, tdm_storage_op *op)
+static void mesh_put(tdm_writer *st, tdm_writer_op *op)
 {
     const Tandem__V1__MeshPut *p = op->put;
     uint32_t nv = (uint32_t)(p->n_vertices / 3), nt = (uint32_t)(p->n_triangles / 3);
@@ -154,7 +90,7 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
         set_err(op, TDM_ENOMEM, "", -1, "SHA-256 failed");
         return;
     }
-    if (idset_has(&st->on_disk[TDM_PERSIST_MESH], op->id)) {
+    if (tdm_catalog_mesh_on_disk(st->catalog, op->id)) {
         op->exists = 1; /* stored meshes were validated when they were put */
         return;
     }
@@ -209,7 +145,7 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
     tdm_mesh_canon_prefix(nv, nt, prefix);
     struct iovec parts[3] = {{prefix, sizeof prefix}, {mesh->verts, 12 * (size_t)nv}, {mesh->tris, 12 * (size_t)nt}};
     char err[300];
-    if (tdm_persist_write(st->persist, TDM_PERSIST_MESH, op->id, label, parts, 3, blob, blob_len, err,
+    if (tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, label, parts, 3, blob, blob_len, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         goto out;
@@ -224,10 +160,7 @@ static void mesh_put(tdm_storage *st, tdm_storage_op *op)
     op->mesh->engine = resident ? st->engine : NULL;
     resident = 0; /* the mesh removes it from the engine when it is freed */
     bvh = NULL;
-    if (idset_add(&st->on_disk[TDM_PERSIST_MESH], op->id) != 0) {
-        /* without the id in the set, the next put of this mesh rebuilds and rewrites the same file: harmless */
-        tdm_log_warn("storage: out of memory for the id set");
-    }
+    tdm_catalog_mesh_written(st->catalog, op->mesh);
 out:
     if (resident) tdm_sched_mesh_remove(st->engine, bvh);
     free(label);
@@ -236,51 +169,52 @@ out:
     tdm_mesh_free(mesh);
 }
 
-static void scene_put(tdm_storage *st, tdm_storage_op *op)
+static void scene_put(tdm_writer *st, tdm_writer_op *op)
 {
-    if (idset_has(&st->on_disk[TDM_PERSIST_SCENE], op->id)) {
+    if (tdm_catalog_scene_on_disk(st->catalog, op->id)) {
         op->exists = 1;
         return;
     }
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
-    if (tdm_persist_write(st->persist, TDM_PERSIST_SCENE, op->id, op->scene->name, &part, 1, NULL, 0, err,
+    if (tdm_datadir_write(st->dir, TDM_DATADIR_SCENE, op->id, op->scene->name, &part, 1, NULL, 0, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         return;
     }
-    if (idset_add(&st->on_disk[TDM_PERSIST_SCENE], op->id) != 0) tdm_log_warn("storage: out of memory for the id set");
+    tdm_catalog_scene_written(st->catalog, op->scene);
 }
 
-static void remove_file(tdm_storage *st, tdm_storage_op *op, tdm_persist_kind kind)
+static void remove_file(tdm_writer *st, tdm_writer_op *op, tdm_datadir_kind kind)
 {
     char err[300];
-    if (tdm_persist_remove(st->persist, kind, op->id, err, sizeof err) != 0) {
+    if (tdm_datadir_remove(st->dir, kind, op->id, err, sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         return;
     }
-    idset_del(&st->on_disk[kind], op->id);
+    if (kind == TDM_DATADIR_MESH) tdm_catalog_mesh_removed(st->catalog, op->id);
+    else tdm_catalog_scene_removed(st->catalog, op->id);
 }
 
-static void run_op(tdm_storage *st, tdm_storage_op *op)
+static void run_op(tdm_writer *st, tdm_writer_op *op)
 {
     switch (op->kind) {
-    case TDM_STORAGE_MESH_PUT: mesh_put(st, op); break;
-    case TDM_STORAGE_SCENE_PUT: scene_put(st, op); break;
-    case TDM_STORAGE_MESH_DELETE: remove_file(st, op, TDM_PERSIST_MESH); break;
-    case TDM_STORAGE_SCENE_DELETE: remove_file(st, op, TDM_PERSIST_SCENE); break;
+    case TDM_WRITER_MESH_PUT: mesh_put(st, op); break;
+    case TDM_WRITER_SCENE_PUT: scene_put(st, op); break;
+    case TDM_WRITER_MESH_DELETE: remove_file(st, op, TDM_DATADIR_MESH); break;
+    case TDM_WRITER_SCENE_DELETE: remove_file(st, op, TDM_DATADIR_SCENE); break;
     }
 }
 
-static void *storage_main(void *arg)
+static void *writer_main(void *arg)
 {
-    prctl(PR_SET_NAME, "tdm-storage"); /* shown by top -H and in /proc */
-    tdm_storage *st = arg;
+    prctl(PR_SET_NAME, "tdm-storage"); /* top -H, /proc; the name bench/results profiles know */
+    tdm_writer *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
         while (!st->head && !st->stopping) pthread_cond_wait(&st->wake, &st->lock);
         if (!st->head) break; /* stopping, and everything is done */
-        tdm_storage_op *op = st->head;
+        tdm_writer_op *op = st->head;
         st->head = op->next;
         if (!st->head) st->tail = NULL;
         pthread_mutex_unlock(&st->lock);
@@ -300,25 +234,26 @@ static void *storage_main(void *arg)
 
 static void on_async(uv_async_t *h)
 {
-    tdm_storage *st = (tdm_storage *)h;
+    tdm_writer *st = (tdm_writer *)h;
     pthread_mutex_lock(&st->lock);
-    tdm_storage_op *op = st->done_head;
+    tdm_writer_op *op = st->done_head;
     st->done_head = st->done_tail = NULL;
     pthread_mutex_unlock(&st->lock);
     while (op) {
-        tdm_storage_op *next = op->next;
+        tdm_writer_op *next = op->next;
         st->pending--;
         op->done(op);
         op = next;
     }
 }
 
-int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_sched *engine, tdm_storage **out)
+int tdm_writer_create(uv_loop_t *loop, tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out)
 {
     *out = NULL;
-    tdm_storage *st = calloc(1, sizeof *st);
+    tdm_writer *st = calloc(1, sizeof *st);
     if (!st) return TDM_ENOMEM;
-    st->persist = persist;
+    st->dir = dir;
+    st->catalog = catalog;
     st->engine = engine;
     if (pthread_mutex_init(&st->lock, NULL) != 0) {
         free(st);
@@ -335,10 +270,10 @@ int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_sched *engine,
         free(st);
         return TDM_ESYS;
     }
-    if (pthread_create(&st->thread, NULL, storage_main, st) != 0) {
+    if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
         /* the handle is initialised: free through its close callback */
         st->started = 0;
-        tdm_storage_stop(st);
+        tdm_writer_stop(st);
         return TDM_ESYS;
     }
     st->started = 1;
@@ -346,15 +281,7 @@ int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_sched *engine,
     return TDM_OK;
 }
 
-int tdm_storage_mark(tdm_storage *st, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN])
-{
-    pthread_mutex_lock(&st->lock);
-    int rc = idset_add(&st->on_disk[kind], id);
-    pthread_mutex_unlock(&st->lock);
-    return rc == 0 ? TDM_OK : TDM_ENOMEM;
-}
-
-void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op)
+void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op)
 {
     op->next = NULL;
     st->pending++;
@@ -366,19 +293,17 @@ void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op)
     pthread_mutex_unlock(&st->lock);
 }
 
-size_t tdm_storage_pending(const tdm_storage *st) { return st->pending; }
+size_t tdm_writer_pending(const tdm_writer *st) { return st->pending; }
 
 static void on_closed(uv_handle_t *h)
 {
-    tdm_storage *st = (tdm_storage *)h;
-    free(st->on_disk[0].slots);
-    free(st->on_disk[1].slots);
+    tdm_writer *st = (tdm_writer *)h;
     pthread_cond_destroy(&st->wake);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
 
-void tdm_storage_stop(tdm_storage *st)
+void tdm_writer_stop(tdm_writer *st)
 {
     if (!st) return;
     if (st->started) {

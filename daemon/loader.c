@@ -1,4 +1,4 @@
-#include "load.h"
+#include "loader.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include "log.h"
 
-static int load_mesh(void *ctx, const tdm_persist_item *it)
+static int load_mesh(void *ctx, const tdm_datadir_item *it)
 {
     tdm_server *s = ctx;
     uint32_t nv, nt;
@@ -35,7 +35,7 @@ static int load_mesh(void *ctx, const tdm_persist_item *it)
         tdm_bvh_free(bvh);
         return -1;
     }
-    if (tdm_store_find_mesh(s->store, it->id)) { /* cannot happen: one file per id */
+    if (tdm_catalog_find_mesh(s->catalog, it->id)) { /* cannot happen: one file per id */
         tdm_stored_mesh_unref(m);
         return -1;
     }
@@ -48,13 +48,12 @@ static int load_mesh(void *ctx, const tdm_persist_item *it)
                      "using it run on the CPU engine", it->path, tdm_backend_name(tdm_sched_backend(s->engine)),
                      rc == TDM_EGPUMEM ? "device memory or the gpu-memory budget is full" : tdm_strerror(rc));
     }
-    tdm_store_add_mesh(s->store, m);
-    if (tdm_storage_mark(s->storage, TDM_PERSIST_MESH, it->id) != TDM_OK)
-        tdm_log_warn("out of memory marking %s", it->path);
+    tdm_catalog_mesh_written(s->catalog, m);
+    tdm_catalog_add_mesh(s->catalog, m);
     return 0;
 }
 
-static int load_scene(void *ctx, const tdm_persist_item *it)
+static int load_scene(void *ctx, const tdm_datadir_item *it)
 {
     tdm_server *s = ctx;
     tdm_canon_object *co = NULL;
@@ -77,7 +76,7 @@ static int load_scene(void *ctx, const tdm_persist_item *it)
         goto out;
     }
     for (uint32_t i = 0; i < no; i++) {
-        tdm_stored_mesh *m = tdm_store_find_mesh(s->store, co[i].mesh_id);
+        tdm_stored_mesh *m = tdm_catalog_find_mesh(s->catalog, co[i].mesh_id);
         if (!m) {
             char hex[2 * TDM_ID_LEN + 1];
             tdm_id_hex(co[i].mesh_id, hex);
@@ -94,7 +93,7 @@ static int load_scene(void *ctx, const tdm_persist_item *it)
             int finite = 1;
             for (int k = 0; k < 7; k++) finite &= isfinite(p[k]) != 0;
             tdm_quat q = {p[3], p[4], p[5], p[6]};
-            if (!finite || !(fabs(tdm_quat_norm(q) - 1.0) <= 1e-3)) {
+            if (!finite || !tdm_quat_is_unit(q)) {
                 tdm_log_error("skipping %s: object %u has a malformed pose", it->path, co[i].id);
                 goto out;
             }
@@ -115,9 +114,8 @@ static int load_scene(void *ctx, const tdm_persist_item *it)
         tdm_log_error("skipping %s: out of memory", it->path);
         goto out;
     }
-    tdm_store_add_scene(s->store, sc);
-    if (tdm_storage_mark(s->storage, TDM_PERSIST_SCENE, it->id) != TDM_OK)
-        tdm_log_warn("out of memory marking %s", it->path);
+    tdm_catalog_scene_written(s->catalog, sc);
+    tdm_catalog_add_scene(s->catalog, sc);
     rc = 0;
 out:
     tdm_scene_destroy(scene);
@@ -129,18 +127,18 @@ out:
     return rc;
 }
 
-size_t tdm_load_store(tdm_server *s)
+size_t tdm_loader_run(tdm_server *s)
 {
-    size_t skipped = tdm_persist_load(s->persist, TDM_PERSIST_MESH, load_mesh, s);
-    if (tdm_sched_backend(s->engine) != TDM_BACKEND_CPU && tdm_store_n_meshes(s->store) > 0) {
+    size_t skipped = tdm_datadir_load(s->datadir, TDM_DATADIR_MESH, load_mesh, s);
+    if (tdm_sched_backend(s->engine) != TDM_BACKEND_CPU && tdm_catalog_n_meshes(s->catalog) > 0) {
         tdm_sched_stats es;
         tdm_sched_get_stats(s->engine, &es);
         tdm_log_info("device: %u of %u stored meshes resident, %llu bytes of device memory held", es.device_meshes,
-                     tdm_store_n_meshes(s->store), (unsigned long long)es.device_bytes);
+                     tdm_catalog_n_meshes(s->catalog), (unsigned long long)es.device_bytes);
     }
-    skipped += tdm_persist_load(s->persist, TDM_PERSIST_SCENE, load_scene, s);
-    if (tdm_store_bytes(s->store) > s->cfg->max_meshes_bytes)
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_SCENE, load_scene, s);
+    if (tdm_catalog_bytes(s->catalog) > s->cfg->max_meshes_bytes)
         tdm_log_warn("stored meshes take %llu bytes, over max_meshes_bytes %llu: new meshes will be refused",
-                     (unsigned long long)tdm_store_bytes(s->store), (unsigned long long)s->cfg->max_meshes_bytes);
+                     (unsigned long long)tdm_catalog_bytes(s->catalog), (unsigned long long)s->cfg->max_meshes_bytes);
     return skipped;
 }

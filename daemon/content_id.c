@@ -1,4 +1,4 @@
-#include "canon.h"
+#include "content_id.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +162,7 @@ static int hexval(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1; /* the store writes lowercase only */
+    return -1; /* the data directory's names are lowercase only */
 }
 
 int tdm_id_parse(const char *hex, uint8_t id[TDM_ID_LEN])

@@ -1,6 +1,6 @@
-/* The storage thread: every change to the data directory, in arrival order.
+/* The writer thread: every change to the data directory, in arrival order.
  *
- * MeshPut (validate, hash, build the tree, write), ScenePut (write), and the
+ * MeshPut (hash, validate, build the tree, write), ScenePut (write), and the
  * deletes run one at a time on one thread, first come first served. Running
  * them in order is what keeps the directory consistent with the replies: a
  * MeshDelete followed by a MeshPut of the same mesh can never have its unlink
@@ -11,51 +11,53 @@
  * before anything is written: a tree the device cannot hold fails the put with
  * TDM_EGPUMEM and nothing is stored.
  *
- * The thread keeps its own set of the ids that are on disk (seeded at startup
- * with what was loaded), so a MeshPut of a stored mesh is answered "exists"
- * without rebuilding anything; the loop-side store is never read here.
+ * What is on disk is marked in the catalogue (catalog.h) as each op completes,
+ * so a MeshPut of a mesh already on disk is answered "exists" without
+ * rebuilding anything; the writer reads nothing else of the catalogue.
  *
  * An op is submitted from the loop thread; its `done` callback runs later on the
- * loop thread, in submission order, exactly once (also when the storage is
+ * loop thread, in submission order, exactly once (also when the writer is
  * stopped). */
-#ifndef TDM_DAEMON_STORAGE_H
-#define TDM_DAEMON_STORAGE_H
+#ifndef TDM_DAEMON_WRITER_H
+#define TDM_DAEMON_WRITER_H
 
 #include <uv.h>
 
+#include "catalog.h"
 #include "codec.h"
-#include "persist.h"
-#include "store.h"
+#include "datadir.h"
 
-typedef enum tdm_storage_kind {
-    TDM_STORAGE_MESH_PUT,
-    TDM_STORAGE_MESH_DELETE,
-    TDM_STORAGE_SCENE_PUT,
-    TDM_STORAGE_SCENE_DELETE
-} tdm_storage_kind;
+typedef enum tdm_writer_kind {
+    TDM_WRITER_MESH_PUT,
+    TDM_WRITER_MESH_DELETE,
+    TDM_WRITER_SCENE_PUT,
+    TDM_WRITER_SCENE_DELETE
+} tdm_writer_kind;
 
-typedef struct tdm_storage_op tdm_storage_op;
+typedef struct tdm_writer_op tdm_writer_op;
 
-struct tdm_storage_op {
-    tdm_storage_op *next;
-    tdm_storage_kind kind;
-    void (*done)(tdm_storage_op *op); /* loop thread; frees the op */
+struct tdm_writer_op {
+    tdm_writer_op *next;
+    tdm_writer_kind kind;
+    void (*done)(tdm_writer_op *op);  /* loop thread; frees the op */
     void *owner;                      /* for `done` (the connection) */
     uint64_t request_id;
     double started;                   /* for the log */
 
     /* MESH_PUT in: the decoded request, owned through its arena (freed by the
-     * storage thread as soon as the mesh is copied). */
+     * writer thread as soon as the mesh is copied). */
     tdm_arena *arena;
     const Tandem__V1__MeshPut *put;
     tdm_mesh_limits limits;
     uint64_t reserved;                /* budget held on the loop side */
     uint64_t upload_bytes;            /* the decoded request's size, counted in srv->upload_bytes */
     int over_budget;                  /* no budget left: fail with op->msg unless the mesh exists */
-    /* MESH_PUT out (created), MESH_DELETE in: a reference. A created mesh's tree is
-     * already added to the engine (mesh->engine set; on a CPU engine that does nothing). */
+    /* MESH_PUT out (created), MESH_DELETE in: a reference. A created mesh is marked on
+     * disk in the catalogue, and its tree is already added to the engine (mesh->engine
+     * set; on a CPU engine that does nothing). */
     tdm_stored_mesh *mesh;
-    /* SCENE_PUT in (with canon, owned), SCENE_DELETE in: a reference. */
+    /* SCENE_PUT in (with canon, owned), SCENE_DELETE in: a reference. A scene
+     * written is marked on disk in the catalogue. */
     tdm_stored_scene *scene;
     uint8_t *canon;
     size_t canon_len;
@@ -70,17 +72,16 @@ struct tdm_storage_op {
     char msg[320];
 };
 
-typedef struct tdm_storage tdm_storage;
+typedef struct tdm_writer tdm_writer;
 
-/* engine (borrowed, may be NULL: trees are then not added anywhere) must outlive the storage. */
-int tdm_storage_create(uv_loop_t *loop, tdm_persist *persist, tdm_sched *engine, tdm_storage **out);
-/* Startup, before any submit: an id that is on disk. */
-int tdm_storage_mark(tdm_storage *st, tdm_persist_kind kind, const uint8_t id[TDM_ID_LEN]);
-void tdm_storage_submit(tdm_storage *st, tdm_storage_op *op);
+/* dir and catalog (borrowed) must outlive the writer; so must engine (borrowed,
+ * may be NULL: trees are then not added anywhere). */
+int tdm_writer_create(uv_loop_t *loop, tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out);
+void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op);
 /* Ops submitted and not yet completed (loop thread). */
-size_t tdm_storage_pending(const tdm_storage *st);
+size_t tdm_writer_pending(const tdm_writer *st);
 /* Finishes the queued ops, joins the thread, runs the remaining callbacks and
- * closes the async handle; the storage is freed in its close callback. */
-void tdm_storage_stop(tdm_storage *st);
+ * closes the async handle; the writer is freed in its close callback. */
+void tdm_writer_stop(tdm_writer *st);
 
 #endif

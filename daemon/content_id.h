@@ -1,8 +1,10 @@
-/* Canonical content and ids of meshes and scenes (proto/README.md, "Meshes" and
- * "Scenes"): the exact bytes whose SHA-256 is the id. The same bytes are what
- * persist.c stores, so a stored file's id is checked by hashing it again. */
-#ifndef TDM_DAEMON_CANON_H
-#define TDM_DAEMON_CANON_H
+/* Content ids: the canonical encoding of meshes and scenes (proto/README.md,
+ * "Meshes" and "Scenes"), the exact bytes whose SHA-256 is the id, and the ids'
+ * hex form (file names, logs). The same bytes are what datadir.c stores, so a
+ * stored file's id is checked at start-up by hashing them again. No state, any
+ * thread. */
+#ifndef TDM_DAEMON_CONTENT_ID_H
+#define TDM_DAEMON_CONTENT_ID_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,140 @@
+/* The catalogue: the meshes (with their trees) and scenes tandemd holds, by id.
+ *
+ * One table per kind of id: meshes by mesh id, scenes by scene id. An object is
+ * in its table while it is listed (what requests see: lookups, MeshList,
+ * SceneList, the byte budget) or on disk (its file written, as of the last op
+ * the writer thread ran). The two differ only while a writer op is in flight: a
+ * mesh just written is on disk and not yet listed until the loop takes the
+ * put's completion; a deleted one is unlisted at once and stays on disk until
+ * the writer has removed its file. Requests look up listed objects; the writer
+ * asks whether an id is on disk, so that a MeshPut of a stored mesh is answered
+ * "exists" without building its tree again, and its answer follows the order of
+ * the writer's ops (a delete queued before a put has removed the file by then).
+ *
+ * Threads: listing, the insertion-ordered lists, the counters and the reference
+ * counts are the loop thread's; on-disk marks are the writer thread's (the
+ * loader's at start-up); the tables are shared, under the catalogue's lock. What
+ * a query job or writer op reads through a reference it holds (a scene's
+ * tdm_scene, the meshes' trees) never changes. An object on disk and not listed
+ * is held by the writer op that wrote it or that removes it.
+ *
+ * Lifetimes are reference counts, so that deleting a mesh or scene never frees
+ * what an in-flight query still reads:
+ *
+ *   mesh.refs   the catalogue's (while listed), one per scene using it, one per
+ *               writer op holding it. Freed at 0.
+ *   mesh.scenes scenes, listed or being stored, that use the mesh: MeshDelete
+ *               refuses while it is > 0. A scene gives its count back when it is
+ *               retired (deleted durably, or dropped), not when it is freed, so
+ *               queries still running on a deleted scene do not block MeshDelete.
+ *               Its tree stays where it is (host and device) until refs reach 0.
+ *   scene.refs  the catalogue's (while listed), one per query job or writer op.
+ *
+ * Listing and unlisting transfer a reference: tdm_catalog_add_* takes the
+ * caller's, tdm_catalog_remove_* hands the catalogue's to the caller. */
+#ifndef TDM_DAEMON_CATALOG_H
+#define TDM_DAEMON_CATALOG_H
+
+#include <stdint.h>
+
+#include "../workpile/scene.h"
+#include "../workpile/sched.h"
+#include "content_id.h"
+
+/* An object's id and its place in its table (catalog.c's). */
+typedef struct tdm_catalog_entry {
+    uint8_t id[TDM_ID_LEN];
+    struct tdm_catalog_entry *hnext; /* its table's chain */
+    struct tdm_catalog *catalog;     /* set when it first enters a table */
+    uint8_t in_table;                /* listed || on_disk */
+    uint8_t listed;                  /* loop thread */
+    uint8_t on_disk;                 /* writer thread */
+} tdm_catalog_entry;
+
+typedef struct tdm_stored_mesh {
+    tdm_catalog_entry entry; /* first: entry.id is the mesh id */
+    char *name;
+    uint32_t n_verts, n_tris;
+    uint64_t bytes;  /* canonical content + tree blob: what max_meshes_bytes counts */
+    tdm_bvh *bvh;    /* owned */
+    tdm_sched *engine; /* borrowed: the engine the tree was added to (tdm_sched_mesh_add succeeded),
+                           NULL when it was not; the last unref removes it there before freeing it */
+    uint32_t refs;
+    uint32_t scenes;
+    struct tdm_stored_mesh *prev, *next; /* listed, in insertion order */
+} tdm_stored_mesh;
+
+typedef struct tdm_stored_scene {
+    tdm_catalog_entry entry;   /* first: entry.id is the scene id */
+    char *name;
+    tdm_scene *scene;          /* owned; borrows the meshes' trees */
+    tdm_stored_mesh **meshes;  /* distinct meshes used: one ref and one `scenes` count each */
+    uint32_t n_meshes;
+    uint32_t refs;
+    int retired;
+    struct tdm_stored_scene *prev, *next; /* listed, in insertion order */
+} tdm_stored_scene;
+
+typedef struct tdm_catalog tdm_catalog;
+
+tdm_catalog *tdm_catalog_new(void);
+/* Unlists everything, forgets what is on disk, and drops the catalogue's
+ * references; objects referenced elsewhere stay alive. No writer op may be in
+ * flight. */
+void tdm_catalog_free(tdm_catalog *c);
+
+/* A new mesh with one reference (the caller's); takes ownership of bvh, copies name. NULL: memory.
+ * engine is NULL; the caller sets it once the tree is added to an engine. Any thread. */
+tdm_stored_mesh *tdm_stored_mesh_new(const uint8_t id[TDM_ID_LEN], const char *name, uint32_t n_verts,
+                                     uint32_t n_tris, uint64_t bytes, tdm_bvh *bvh);
+void tdm_stored_mesh_ref(tdm_stored_mesh *m);
+/* At 0: tdm_sched_mesh_remove (never blocks) when m->engine is set, then frees
+ * (leaving its table first, should it still be there). */
+void tdm_stored_mesh_unref(tdm_stored_mesh *m);
+
+/* A new scene with one reference (the caller's); takes ownership of `scene`
+ * (also on failure), copies name, takes a reference and a `scenes` count on each
+ * distinct mesh of meshes[0..n). NULL: memory. */
+tdm_stored_scene *tdm_stored_scene_new(const uint8_t id[TDM_ID_LEN], const char *name, tdm_scene *scene,
+                                       tdm_stored_mesh *const *meshes, uint32_t n);
+void tdm_stored_scene_ref(tdm_stored_scene *sc);
+void tdm_stored_scene_unref(tdm_stored_scene *sc);
+/* Gives the meshes' `scenes` counts back (once; unref does it too). */
+void tdm_stored_scene_retire(tdm_stored_scene *sc);
+
+/* ---- listed: loop thread ---- */
+
+tdm_stored_mesh *tdm_catalog_find_mesh(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+tdm_stored_scene *tdm_catalog_find_scene(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+/* The id must not be listed yet. */
+void tdm_catalog_add_mesh(tdm_catalog *c, tdm_stored_mesh *m);
+void tdm_catalog_remove_mesh(tdm_catalog *c, tdm_stored_mesh *m);
+void tdm_catalog_add_scene(tdm_catalog *c, tdm_stored_scene *sc);
+void tdm_catalog_remove_scene(tdm_catalog *c, tdm_stored_scene *sc);
+
+/* In insertion order; follow ->next. */
+tdm_stored_mesh *tdm_catalog_meshes(tdm_catalog *c);
+tdm_stored_scene *tdm_catalog_scenes(tdm_catalog *c);
+uint32_t tdm_catalog_n_meshes(const tdm_catalog *c);
+uint32_t tdm_catalog_n_scenes(const tdm_catalog *c);
+uint64_t tdm_catalog_bytes(const tdm_catalog *c); /* of listed meshes */
+
+/* Budget held for MeshPuts in progress, so that concurrent puts cannot overrun
+ * max_meshes_bytes together. */
+uint64_t tdm_catalog_reserved(const tdm_catalog *c);
+void tdm_catalog_reserve(tdm_catalog *c, uint64_t bytes);
+void tdm_catalog_unreserve(tdm_catalog *c, uint64_t bytes);
+
+/* ---- on disk: the writer thread (the loader at start-up, before any op) ---- */
+
+/* 1 when a file with this id is on disk, else 0. */
+int tdm_catalog_mesh_on_disk(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+int tdm_catalog_scene_on_disk(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+/* The object's file is written (the caller holds a reference to it). */
+void tdm_catalog_mesh_written(tdm_catalog *c, tdm_stored_mesh *m);
+void tdm_catalog_scene_written(tdm_catalog *c, tdm_stored_scene *sc);
+/* The file with this id is removed. */
+void tdm_catalog_mesh_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+void tdm_catalog_scene_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+
+#endif

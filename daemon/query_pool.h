@@ -1,0 +1,62 @@
+/* Query jobs between the loop and the pooler (workpile/pooler.h).
+ *
+ * A validated Query request becomes one tdm_query_job: the pooler's job (the
+ * engine side: scene, poses, results, pairs) and what the loop needs to answer
+ * it. The loop submits it here; the pooler pools it with every other query
+ * waiting, from every connection, into an engine run on one of its threads;
+ * there `ran` packs the reply (off the loop), then the job is queued for the
+ * loop and uv_async_send wakes it; on the loop `done` sends the reply and frees
+ * the job.
+ *
+ * The pooler's threads touch only the job and this module's queue; never a
+ * libuv handle, a connection or the catalogue. */
+#ifndef TDM_DAEMON_QUERY_POOL_H
+#define TDM_DAEMON_QUERY_POOL_H
+
+#include <uv.h>
+
+#include "../workpile/pooler.h"
+
+typedef struct tdm_query_job tdm_query_job;
+
+struct tdm_query_job {
+    tdm_pooler_job pool;  /* the engine side: the pooler's from submission to `ran` */
+    /* loop side; the pooler never reads these */
+    tdm_query_job *next;  /* this module's queue of finished jobs */
+    void *owner;          /* the connection */
+    void *scene_ref;      /* the stored scene, referenced while the job lives */
+    uint64_t request_id;
+    tdm_xform *poses;     /* == pool.poses, written by pose conversion before submission */
+    uv_work_t work;       /* large jobs: pose conversion on libuv's thread pool */
+    double *raw;          /* the pose numbers as sent, while they wait for conversion */
+    int bad_code;         /* conversion: 0, or the error code of the first bad pose */
+    uint32_t bad_object;  /* ... its movable object (index into scene->movable) */
+    size_t bad_query;     /* ... its query */
+    double bad_norm;      /* ... its quaternion's norm */
+    struct tdm_frame *frame; /* the packed reply (by `ran`, on the pooler thread) */
+    int frame_too_large;
+};
+
+typedef struct tdm_query_pool tdm_query_pool;
+
+/* Starts the pooler on engine (borrowed, must outlive it) with its batch caps.
+ * ran (may be NULL): called on a pooler thread for each job once the engine
+ * has run it (pool.rc and results set), e.g. to pack its reply off the loop; it
+ * must not touch loop-side state. done: called on the loop thread for every
+ * finished job (which it then owns). Both get `data`. Returns 0, TDM_ENOMEM or
+ * TDM_ESYS. */
+int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+                          void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
+                          void *data, tdm_query_pool **out);
+/* Loop thread. The job is the pool's until `done` gets it back. */
+void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job);
+/* Jobs submitted and not yet handed back (loop thread). */
+size_t tdm_query_pool_pending(const tdm_query_pool *qp);
+/* Batches, jobs, queries and tasks the pooler ran. Any thread. */
+void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s);
+/* Runs what is queued, joins the pooler's threads, hands every job back,
+ * closes the async handle; freed in its close callback. The engine is not
+ * destroyed. Loop thread. */
+void tdm_query_pool_stop(tdm_query_pool *qp);
+
+#endif

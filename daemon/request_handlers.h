@@ -1,0 +1,48 @@
+/* What the request handlers share: their entry points, called by request.c's
+ * routing once a request may run, and the helpers (request.c) they build
+ * replies and check fields with.
+ *
+ * Loop thread only. A handler answers its request itself, at once or, when it
+ * hands work to another thread (the writer, the query pool), from that work's
+ * completion on the loop: tdm_conn_begin / tdm_conn_end bracket that time.
+ * A handler that refuses a request replies with an Error and changes nothing. */
+#ifndef TDM_DAEMON_REQUEST_HANDLERS_H
+#define TDM_DAEMON_REQUEST_HANDLERS_H
+
+#include "conn.h"
+
+typedef Tandem__V1__ErrorCode ecode;
+/* The wire's error codes, short: E(BAD_REQUEST). */
+#define E(x) TANDEM__V1__ERROR_CODE__ERROR_##x
+
+/* ---- handlers: the request's id and its decoded body (valid during the call) ---- */
+
+void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h);           /* request_hello.c */
+void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p);      /* request_mesh.c */
+void tdm__mesh_list(tdm_conn *c, uint64_t id);
+void tdm__mesh_delete(tdm_conn *c, uint64_t id, const Tandem__V1__MeshDelete *d);
+void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p);    /* request_scene.c */
+void tdm__scene_list(tdm_conn *c, uint64_t id);
+void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d);
+void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q);           /* request_query.c */
+void tdm__stats(tdm_conn *c, uint64_t id);                                        /* stats.c */
+
+/* ---- helpers (request.c) ---- */
+
+/* TDM_E* (geom, workpile, writer) to the wire's error codes. */
+ecode tdm__error_code(int rc);
+/* Sends a Reply whose body is msg (any member of the oneof, given by body_case). */
+void tdm__send_body(tdm_conn *c, uint64_t id, Tandem__V1__Reply__BodyCase body_case, void *msg);
+/* Names: UTF-8 within max_name_bytes (NULL passes). 0, or -1 after replying. */
+int tdm__check_name(tdm_conn *c, uint64_t id, const char *name, const char *field);
+/* Reads a 32-byte id field. 0, or -1 after replying. */
+int tdm__get_id(tdm_conn *c, uint64_t id, const ProtobufCBinaryData *b, const char *field, int64_t index,
+                uint8_t out[TDM_ID_LEN]);
+/* A pose from 7 numbers: finite, unit quaternion (tdm_quat_is_unit), then
+ * normalised. Returns 0, E(NON_FINITE) or E(NOT_UNIT). normalised (optional)
+ * receives the numbers with the quaternion normalised. Any thread. */
+ecode tdm__pose_xform(const double p[7], tdm_xform *x, double normalised[7]);
+/* The id in hex, into buf; returns buf. */
+const char *tdm__id_hex(const uint8_t *id, char buf[2 * TDM_ID_LEN + 1]);
+
+#endif

@@ -1,0 +1,260 @@
+/* Query: poses on a stored scene, answered by the engine through the pooler.
+ *
+ * The loop validates the request against the scene and the limits, makes one
+ * tdm_query_job (one allocation: the job, the transforms, the results), converts
+ * the poses (on libuv's thread pool for large requests), and submits the job to
+ * the query pool (query_pool.h), which pools it with every other query waiting
+ * into one engine run. The pooler thread that ran it packs the reply
+ * (tdm_request_query_packed); the loop sends it (tdm_request_query_done). The
+ * job holds a reference on its scene, so a SceneDelete meanwhile frees nothing
+ * the engine reads. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "request.h"
+#include "request_handlers.h"
+
+static void free_job(tdm_query_job *j)
+{
+    tdm_stored_scene_unref(j->scene_ref);
+    free(j->pool.pairs);
+    free(j);
+}
+
+/* The reply of a finished job, framed; touches no connection, so it runs on
+ * the pooler thread that ran the job (tdm_request_query_packed). NULL when out
+ * of memory or too large. */
+static tdm_frame *pack_query_reply(const tdm_query_job *j, int *too_large)
+{
+    const tdm_pooler_job *p = &j->pool;
+    size_t n = tdm_query_reply_bound(p->results, p->n_queries, p->pairs, p->max_contacts);
+    *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
+    uint8_t *body;
+    tdm_frame *f = *too_large ? NULL : tdm_frame_new(n, &body);
+    if (f)
+        tdm_frame_trim(f, tdm_query_reply_write(body, j->request_id, p->results, p->n_queries, p->pairs,
+                                                p->max_contacts));
+    return f;
+}
+
+/* Loop thread: sends what a finished job has (its reply frame, or the error it
+ * got) and lets it go. */
+static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
+{
+    tdm_conn *c = j->owner;
+    int rc = j->pool.rc;
+    if (!tdm_conn_alive(c)) {
+        tdm_frame_free(f);
+    } else if (rc != TDM_OK) {
+        tdm_conn_send_error(c, j->request_id, tdm__error_code(rc), "", -1, "the engine failed: %s", tdm_strerror(rc));
+    } else if (f) {
+        tdm_conn_send_frame(c, f);
+    } else if (too_large) {
+        tdm_conn_send_error(c, j->request_id, E(INTERNAL), "", -1, "the reply is too large to frame");
+    } else {
+        tdm_conn_send_error(c, j->request_id, E(NO_MEMORY), "", -1, "out of memory for the reply");
+    }
+    if (rc == TDM_OK) c->srv->counters.queries += j->pool.n_queries;
+    free_job(j);
+    tdm_conn_end(c);
+}
+
+/* Requests of at least this many queries have their poses converted on
+ * libuv's thread pool (UV_THREADPOOL_SIZE threads, 4 unless set), not on the
+ * loop thread: with 64 clients sending 1024-pose requests, conversion and
+ * reply packing took ~60 % of a loop that was the daemon's bottleneck (replies
+ * are now packed by the pooler thread that ran them). Smaller ones stay on
+ * the loop, where a thread hand-off would cost more latency than the work. */
+#define OFFLOAD_QUERIES 64
+
+/* libuv's pool threads are named on their first job here, so that per-thread
+ * profiles (top -H, bench/thread_cpu.sh) tell them from the loop thread. */
+static void name_pool_thread(void)
+{
+    static _Thread_local int named;
+    if (!named) prctl(PR_SET_NAME, "tdm-pool");
+    named = 1;
+}
+
+void tdm_request_query_packed(tdm_query_job *j, void *data)
+{
+    (void)data;
+    if (j->pool.rc == TDM_OK) j->frame = pack_query_reply(j, &j->frame_too_large);
+}
+
+void tdm_request_query_done(tdm_query_job *j, void *data)
+{
+    (void)data;
+    if (j->pool.rc == TDM_OK && !j->frame && !j->frame_too_large) /* packed where it ran, unless memory ran out */
+        j->frame = pack_query_reply(j, &j->frame_too_large);
+    tdm_frame *f = j->frame;
+    j->frame = NULL;
+    finish_job(j, f, j->frame_too_large);
+}
+
+/* Converts a job's poses from the numbers sent; on a bad pose, records which
+ * (j->bad_*) and returns its code. Any thread. */
+static ecode convert_poses(tdm_query_job *j, const double *p)
+{
+    uint32_t m = j->pool.scene->n_movable;
+    for (size_t i = 0; i < j->pool.n_queries; i++)
+        for (uint32_t k = 0; k < m; k++, p += 7) {
+            ecode e = tdm__pose_xform(p, &j->poses[i * m + k], NULL);
+            if (e == 0) continue;
+            j->bad_query = i;
+            j->bad_object = k;
+            j->bad_norm = tdm_quat_norm((tdm_quat){p[3], p[4], p[5], p[6]});
+            return e;
+        }
+    return 0;
+}
+
+static void send_bad_pose(tdm_conn *c, const tdm_query_job *j, ecode e)
+{
+    uint32_t object = j->pool.scene->movable[j->bad_object];
+    if (e == E(NON_FINITE))
+        tdm_conn_send_error(c, j->request_id, e, "poses", (int64_t)j->bad_query,
+                            "query %zu, object %u: the pose has a non-finite number", j->bad_query, object);
+    else
+        tdm_conn_send_error(c, j->request_id, e, "poses", (int64_t)j->bad_query,
+                            "query %zu, object %u: the quaternion has norm %.6g, not within 1e-3 of 1", j->bad_query,
+                            object, j->bad_norm);
+}
+
+static void convert_work(uv_work_t *w)
+{
+    name_pool_thread();
+    tdm_query_job *j = w->data;
+    j->bad_code = convert_poses(j, j->raw);
+}
+
+static void convert_after(uv_work_t *w, int status)
+{
+    (void)status;
+    tdm_query_job *j = w->data;
+    tdm_conn *c = j->owner;
+    if (j->bad_code == 0 && tdm_conn_alive(c)) {
+        tdm_query_pool_submit(c->srv->query_pool, j);
+        return;
+    }
+    if (tdm_conn_alive(c)) send_bad_pose(c, j, (ecode)j->bad_code); /* else nobody waits for an answer */
+    free_job(j);
+    tdm_conn_end(c);
+}
+
+void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &q->scene_id, "scene_id", -1, sid) != 0) return;
+    tdm_stored_scene *sc = tdm_catalog_find_scene(srv->catalog, sid);
+    if (!sc) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return;
+    }
+    if (q->mode != TANDEM__V1__MODE__MODE_BOOL && q->mode != TANDEM__V1__MODE__MODE_CONTACTS) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), "mode", -1, "mode %d is not MODE_BOOL (0) or MODE_CONTACTS (1)",
+                            (int)q->mode);
+        return;
+    }
+    const tdm_scene *s = sc->scene;
+    uint32_t m = s->n_movable;
+    size_t per = 7 * (size_t)m;
+    if (q->n_poses == 0 || q->n_poses % per) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), "poses", -1,
+                            "poses has %zu numbers: it needs a positive multiple of %zu (7 per movable object, %u "
+                            "movable)", q->n_poses, per, m);
+        return;
+    }
+    size_t n = q->n_poses / per;
+    if (n > cfg->max_queries) {
+        tdm_conn_send_error(c, id, E(LIMIT), "poses", -1, "%zu queries, over max_queries %u", n, cfg->max_queries);
+        return;
+    }
+    int contacts = q->mode == TANDEM__V1__MODE__MODE_CONTACTS;
+    uint32_t max_contacts = 1;
+    if (contacts) {
+        if (q->max_contacts > cfg->max_contacts) {
+            tdm_conn_send_error(c, id, E(LIMIT), "max_contacts", -1, "max_contacts %u is over the server's %u",
+                                q->max_contacts, cfg->max_contacts);
+            return;
+        }
+        max_contacts = q->max_contacts ? q->max_contacts : cfg->max_contacts;
+    }
+    uint64_t tasks = (uint64_t)n * s->n_checks;
+    if (tasks > cfg->max_query_tasks) {
+        tdm_conn_send_error(c, id, E(LIMIT), "poses", -1,
+                            "%zu queries x %u checked object pairs = %llu tasks, over max_query_tasks %llu", n,
+                            s->n_checks, (unsigned long long)tasks, (unsigned long long)cfg->max_query_tasks);
+        return;
+    }
+    int want_pairs = contacts && q->want_pairs;
+    uint64_t reserve = want_pairs ? (uint64_t)n * max_contacts : 0;
+    if (reserve > cfg->max_reply_pairs) {
+        tdm_conn_send_error(c, id, E(LIMIT), "want_pairs", -1,
+                            "want_pairs with %zu queries x max_contacts %u could return %llu pairs, over the server's "
+                            "max_reply_pairs %u: lower max_contacts or send fewer queries",
+                            n, max_contacts, (unsigned long long)reserve, cfg->max_reply_pairs);
+        return;
+    }
+
+    /* one allocation: the job, the transforms, the results and, when they are
+     * converted off the loop, a copy of the numbers sent (the frame they are in
+     * is reused by the next request) */
+    int offload = n >= OFFLOAD_QUERIES;
+    size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
+    size_t roff = xoff + n * m * sizeof(tdm_xform);
+    size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
+    tdm_query_job *j = malloc(poff + (offload ? q->n_poses * sizeof(double) : 0));
+    if (!j) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu queries", n);
+        return;
+    }
+    memset(j, 0, sizeof *j);
+    tdm_pooler_job *pj = &j->pool;
+    j->poses = (tdm_xform *)(void *)((char *)j + xoff);
+    pj->poses = j->poses;
+    pj->results = (tdm_sched_result *)(void *)((char *)j + roff);
+    pj->scene = s;
+    pj->n_queries = (uint32_t)n;
+    j->request_id = id;
+    if (offload) {
+        j->raw = (double *)(void *)((char *)j + poff);
+        memcpy(j->raw, q->poses, q->n_poses * sizeof(double));
+    } else {
+        ecode e = convert_poses(j, q->poses);
+        if (e != 0) {
+            send_bad_pose(c, j, e);
+            free(j);
+            return;
+        }
+    }
+    if (want_pairs) {
+        /* never touched beyond the pairs found: pages stay unbacked */
+        pj->pairs = malloc((size_t)reserve * sizeof *pj->pairs);
+        if (!pj->pairs) {
+            free(j);
+            tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %llu pairs", (unsigned long long)reserve);
+            return;
+        }
+    }
+    j->owner = c;
+    j->scene_ref = sc;
+    tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
+    pj->mode = contacts ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
+    pj->max_contacts = max_contacts;
+    pj->n_tasks = tasks;
+    pj->pairs_reserved = reserve;
+    pj->rc = TDM_OK;
+    tdm_conn_begin(c);
+    if (offload) {
+        j->work.data = j;
+        if (uv_queue_work(srv->loop, &j->work, convert_work, convert_after) == 0) return;
+        j->bad_code = convert_poses(j, j->raw); /* cannot happen: uv_queue_work fails only without a callback */
+        convert_after(&j->work, 0);
+        return;
+    }
+    tdm_query_pool_submit(srv->query_pool, j);
+}

@@ -1,0 +1,288 @@
+/* ScenePut, SceneList, SceneDelete.
+ *
+ * A ScenePut is checked and built on the loop (its meshes must be listed; the
+ * scene's checked pairs are computed by tdm_scene_create), its canonical
+ * content and id computed (content_id.h); a scene already listed is answered
+ * at once, a new one goes to the writer thread and is listed when its file is
+ * written. A SceneDelete unlists the scene at once and replies once its file is
+ * removed; queries still running on it keep it alive, and only then may its
+ * meshes be deleted (tdm_stored_scene_retire). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "request_handlers.h"
+
+static void send_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scene *sc, int created)
+{
+    Tandem__V1__ScenePutReply r = TANDEM__V1__SCENE_PUT_REPLY__INIT;
+    r.scene_id.data = (uint8_t *)sc->entry.id;
+    r.scene_id.len = TDM_ID_LEN;
+    r.created = created;
+    r.n_movable = sc->scene->n_movable;
+    r.movable = sc->scene->movable;
+    tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_SCENE_PUT, &r);
+}
+
+static void scene_put_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    tdm_server *srv = c->srv;
+    tdm_stored_scene *sc = op->scene;
+    char hex[2 * TDM_ID_LEN + 1];
+    if (op->rc != TDM_OK) {
+        tdm_log_error("ScenePut: %s", op->msg);
+        if (tdm_conn_alive(c))
+            tdm_conn_send_error(c, op->request_id, tdm__error_code(op->rc), op->field, op->index, "%s", op->msg);
+        tdm_stored_scene_retire(sc);
+        tdm_stored_scene_unref(sc);
+    } else {
+        tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, op->id);
+        int created = !have && !op->exists;
+        if (!have) {
+            tdm_catalog_add_scene(srv->catalog, sc); /* takes our reference */
+            if (created)
+                tdm_log_info("stored scene %s \"%s\": %u objects, %u movable, %u checked pairs",
+                             tdm__id_hex(op->id, hex), sc->name, sc->scene->n_objects, sc->scene->n_movable,
+                             sc->scene->n_checks);
+            have = sc;
+        } else {
+            tdm_stored_scene_retire(sc);
+        }
+        if (tdm_conn_alive(c)) send_scene_put(c, op->request_id, have, created);
+        if (have != sc) tdm_stored_scene_unref(sc);
+    }
+    free(op->canon);
+    free(op);
+    tdm_conn_end(c);
+}
+
+typedef struct put_object {
+    tdm_canon_object canon;
+    tdm_stored_mesh *mesh;
+} put_object;
+
+static int cmp_put_object(const void *a, const void *b)
+{
+    uint32_t x = ((const put_object *)a)->canon.id, y = ((const put_object *)b)->canon.id;
+    return x < y ? -1 : x > y;
+}
+
+void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    if (tdm__check_name(c, id, p->name, "name") != 0) return;
+    size_t n = p->n_objects;
+    if (n > cfg->max_objects) {
+        tdm_conn_send_error(c, id, E(LIMIT), "objects", -1, "scene has %zu objects, over max_objects %u", n,
+                            cfg->max_objects);
+        return;
+    }
+    if (n == 0) {
+        tdm_conn_send_error(c, id, E(EMPTY), "objects", -1, "scene has no objects (it needs a movable one)");
+        return;
+    }
+    if (p->n_allowed > UINT32_MAX) {
+        tdm_conn_send_error(c, id, E(LIMIT), "allowed", -1, "too many allowed pairs");
+        return;
+    }
+    tdm_scene_obj *objs = malloc(sizeof *objs * n);
+    put_object *po = malloc(sizeof *po * n);
+    tdm_stored_mesh **meshes = malloc(sizeof *meshes * n);
+    tdm_id_pair *allowed = malloc(sizeof *allowed * (p->n_allowed ? p->n_allowed : 1));
+    tdm_canon_pair *cpairs = NULL;
+    uint8_t *canon = NULL;
+    size_t canon_len = 0;
+    tdm_scene *scene = NULL;
+    tdm_stored_scene *sc = NULL;
+    tdm_writer_op *op = NULL;
+    if (!objs || !po || !meshes || !allowed) goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        const Tandem__V1__SceneObject *o = p->objects[i];
+        uint8_t mid[TDM_ID_LEN];
+        if (tdm__get_id(c, id, &o->mesh_id, "objects", (int64_t)i, mid) != 0) goto out;
+        tdm_stored_mesh *m = tdm_catalog_find_mesh(srv->catalog, mid);
+        if (!m) {
+            char hex[2 * TDM_ID_LEN + 1];
+            tdm_conn_send_error(c, id, E(UNKNOWN_MESH), "objects", (int64_t)i, "object %zu: no stored mesh has id %s",
+                                i, tdm__id_hex(mid, hex));
+            goto out;
+        }
+        memset(&po[i], 0, sizeof po[i]);
+        po[i].canon.id = o->object_id;
+        memcpy(po[i].canon.mesh_id, mid, TDM_ID_LEN);
+        po[i].canon.movable = o->movable != 0;
+        po[i].mesh = m;
+        meshes[i] = m;
+        objs[i].id = o->object_id;
+        objs[i].bvh = m->bvh;
+        objs[i].movable = o->movable != 0;
+        objs[i].pose = tdm_xform_identity();
+        if (!o->movable) {
+            double raw[7] = {0, 0, 0, 0, 0, 0, 1};
+            if (o->pose) {
+                const Tandem__V1__Pose *q = o->pose;
+                double v[7] = {q->x, q->y, q->z, q->qx, q->qy, q->qz, q->qw};
+                memcpy(raw, v, sizeof raw);
+            }
+            ecode e = tdm__pose_xform(raw, &objs[i].pose, po[i].canon.pose);
+            if (e == E(NON_FINITE)) {
+                tdm_conn_send_error(c, id, e, "objects", (int64_t)i, "object %zu: pose has a non-finite number", i);
+                goto out;
+            }
+            if (e == E(NOT_UNIT)) {
+                tdm_conn_send_error(c, id, e, "objects", (int64_t)i,
+                                    "object %zu: pose quaternion has norm %.6g, not within 1e-3 of 1", i,
+                                    tdm_quat_norm((tdm_quat){raw[3], raw[4], raw[5], raw[6]}));
+                goto out;
+            }
+        }
+    }
+    for (size_t i = 0; i < p->n_allowed; i++) allowed[i] = (tdm_id_pair){p->allowed[i]->a, p->allowed[i]->b};
+    tdm_scene_error serr;
+    int rc = tdm_scene_create(objs, (uint32_t)n, allowed, (uint32_t)p->n_allowed, &scene, &serr);
+    if (rc != TDM_OK) {
+        tdm_conn_send_error(c, id, tdm__error_code(rc), serr.field, serr.index, "%s", serr.msg);
+        goto out;
+    }
+    /* canonical content: objects by id (unique now), allowed pairs as the scene normalised them */
+    qsort(po, n, sizeof *po, cmp_put_object);
+    tdm_canon_object *cobj = malloc(sizeof *cobj * n);
+    if (!cobj) goto nomem;
+    for (size_t i = 0; i < n; i++) cobj[i] = po[i].canon;
+    cpairs = malloc(sizeof *cpairs * (scene->n_allowed ? scene->n_allowed : 1));
+    if (!cpairs) {
+        free(cobj);
+        goto nomem;
+    }
+    for (uint32_t i = 0; i < scene->n_allowed; i++) cpairs[i] = (tdm_canon_pair){scene->allowed[i].a, scene->allowed[i].b};
+    rc = tdm_scene_canon_build(cobj, (uint32_t)n, cpairs, scene->n_allowed, &canon, &canon_len);
+    free(cobj);
+    if (rc != 0) goto nomem;
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm_sha256(canon, canon_len, sid) != 0) goto nomem;
+
+    tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
+    if (have) {
+        send_scene_put(c, id, have, 0);
+        goto out;
+    }
+    op = calloc(1, sizeof *op);
+    if (!op) goto nomem;
+    sc = tdm_stored_scene_new(sid, p->name ? p->name : "", scene, meshes, (uint32_t)n);
+    scene = NULL; /* owned by sc, or freed */
+    if (!sc) goto nomem;
+    op->kind = TDM_WRITER_SCENE_PUT;
+    op->done = scene_put_done;
+    op->owner = c;
+    op->request_id = id;
+    op->scene = sc; /* our reference */
+    op->canon = canon;
+    op->canon_len = canon_len;
+    canon = NULL;
+    memcpy(op->id, sid, TDM_ID_LEN);
+    op->field = "";
+    op->index = -1;
+    op->started = uv_hrtime();
+    tdm_conn_begin(c);
+    tdm_writer_submit(srv->writer, op);
+    op = NULL;
+    goto out;
+nomem:
+    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for a scene of %zu objects", n);
+out:
+    free(op);
+    tdm_scene_destroy(scene);
+    free(canon);
+    free(cpairs);
+    free(objs);
+    free(po);
+    free(meshes);
+    free(allowed);
+}
+
+void tdm__scene_list(tdm_conn *c, uint64_t id)
+{
+    tdm_catalog *cat = c->srv->catalog;
+    uint32_t n = tdm_catalog_n_scenes(cat);
+    Tandem__V1__SceneInfo *infos = malloc(sizeof *infos * (n ? n : 1));
+    Tandem__V1__SceneInfo **ptrs = malloc(sizeof *ptrs * (n ? n : 1));
+    if (!infos || !ptrs) {
+        free(infos);
+        free(ptrs);
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory listing %u scenes", n);
+        return;
+    }
+    uint32_t i = 0;
+    for (tdm_stored_scene *s = tdm_catalog_scenes(cat); s; s = s->next, i++) {
+        Tandem__V1__SceneInfo si = TANDEM__V1__SCENE_INFO__INIT;
+        si.scene_id.data = s->entry.id;
+        si.scene_id.len = TDM_ID_LEN;
+        si.name = s->name;
+        si.n_objects = s->scene->n_objects;
+        si.n_movable = s->scene->n_movable;
+        si.movable = s->scene->movable;
+        infos[i] = si;
+        ptrs[i] = &infos[i];
+    }
+    Tandem__V1__SceneListReply r = TANDEM__V1__SCENE_LIST_REPLY__INIT;
+    r.n_scenes = n;
+    r.scenes = ptrs;
+    tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_SCENE_LIST, &r);
+    free(infos);
+    free(ptrs);
+}
+
+static void scene_delete_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    tdm_server *srv = c->srv;
+    char hex[2 * TDM_ID_LEN + 1];
+    if (op->rc != TDM_OK) {
+        tdm_log_error("SceneDelete %s: %s", tdm__id_hex(op->id, hex), op->msg);
+        if (!tdm_catalog_find_scene(srv->catalog, op->id)) tdm_catalog_add_scene(srv->catalog, op->scene);
+        else tdm_stored_scene_unref(op->scene);
+        if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
+    } else {
+        tdm_log_info("deleted scene %s", tdm__id_hex(op->id, hex));
+        tdm_stored_scene_retire(op->scene); /* its meshes may be deleted from now on */
+        tdm_stored_scene_unref(op->scene);
+        if (tdm_conn_alive(c)) {
+            Tandem__V1__Deleted d = TANDEM__V1__DELETED__INIT;
+            tdm__send_body(c, op->request_id, TANDEM__V1__REPLY__BODY_SCENE_DELETE, &d);
+        }
+    }
+    free(op);
+    tdm_conn_end(c);
+}
+
+void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d)
+{
+    tdm_server *srv = c->srv;
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &d->scene_id, "scene_id", -1, sid) != 0) return;
+    tdm_stored_scene *sc = tdm_catalog_find_scene(srv->catalog, sid);
+    if (!sc) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return;
+    }
+    tdm_writer_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
+    tdm_catalog_remove_scene(srv->catalog, sc); /* the catalogue's reference passes to the op */
+    op->kind = TDM_WRITER_SCENE_DELETE;
+    op->done = scene_delete_done;
+    op->owner = c;
+    op->request_id = id;
+    op->scene = sc;
+    memcpy(op->id, sid, TDM_ID_LEN);
+    op->field = "";
+    op->index = -1;
+    tdm_conn_begin(c);
+    tdm_writer_submit(srv->writer, op);
+}
+

@@ -1,0 +1,214 @@
+/* The thread pool (pool.h). Jobs live on their callers' stacks, in a list of
+ * jobs that still have unclaimed shares; everything about a job is changed
+ * under the pool's lock except `finished`, which is also read without it by a
+ * caller spinning for its last shares. A caller returns only once every share
+ * of its job has returned (finished == n, seen under the lock when it slept),
+ * so no worker touches a job after its caller has left. */
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+/* Pause rounds (~ a few microseconds) a worker spins for a new job, and a
+ * caller for its job's last shares, before sleeping: see pool.h. */
+#define SPIN 100
+#define CALLER_SPIN 4000
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+typedef struct job {
+    void (*fn)(void *, int, int);
+    void *arg;
+    int n, next;          /* shares, and the next to claim (under mu) */
+    atomic_int finished;  /* shares returned (written under mu) */
+    struct job *link;     /* the list of jobs with shares left (under mu) */
+} job;
+
+struct tdm_pool {
+    int threads;
+    int n_workers;
+    pthread_t *workers;
+    char name[16];
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    job *head;          /* oldest first */
+    atomic_uint posted; /* bumped per job posted: what spinning workers watch */
+    int quit;
+    tdm_pool_stats stats; /* under mu */
+};
+
+/* mu held: takes the next share of the oldest job with shares left, dropping the
+ * job from the list once its last share is claimed. */
+static job *claim(tdm_pool *p, int *k)
+{
+    job *j = p->head;
+    if (!j) return NULL;
+    *k = j->next++;
+    if (j->next == j->n) p->head = j->link;
+    return j;
+}
+
+/* mu held: a share of j has returned. */
+static void finish(tdm_pool *p, job *j, int by_worker)
+{
+    int n = j->n; /* read first: once finished reaches n, a spinning caller may return and j be gone */
+    int f = atomic_fetch_add_explicit(&j->finished, 1, memory_order_release) + 1;
+    p->stats.shares++;
+    p->stats.worker_shares += (unsigned)by_worker;
+    if (f == n) pthread_cond_broadcast(&p->done);
+}
+
+static void *worker_main(void *arg)
+{
+    tdm_pool *p = arg;
+    if (p->name[0]) prctl(PR_SET_NAME, p->name);
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->quit) break;
+        int k;
+        job *j = claim(p, &k);
+        if (!j) {
+            unsigned seen = atomic_load_explicit(&p->posted, memory_order_acquire);
+            pthread_mutex_unlock(&p->mu);
+            for (int i = 0; i < SPIN && atomic_load_explicit(&p->posted, memory_order_acquire) == seen; i++)
+                cpu_relax();
+            pthread_mutex_lock(&p->mu);
+            if (!p->head && !p->quit) pthread_cond_wait(&p->work, &p->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&p->mu);
+        j->fn(j->arg, k, j->n);
+        pthread_mutex_lock(&p->mu);
+        finish(p, j, 1);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int tdm_pool_create(int threads, const char *name, tdm_pool **out)
+{
+    *out = NULL;
+    if (threads < 0 || threads > 4096) return TDM_EINVAL;
+    if (threads == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c > 0 ? (int)c : 1;
+    }
+    tdm_pool *p = calloc(1, sizeof *p);
+    if (!p) return TDM_ENOMEM;
+    p->threads = threads;
+    if (name) {
+        strncpy(p->name, name, sizeof p->name - 1);
+        p->name[sizeof p->name - 1] = 0;
+    }
+    atomic_init(&p->posted, 0);
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        return TDM_ESYS;
+    }
+    if (pthread_cond_init(&p->work, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return TDM_ESYS;
+    }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->work);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return TDM_ESYS;
+    }
+    int rc = TDM_OK;
+    if (threads > 1) {
+        p->workers = calloc((size_t)threads - 1, sizeof *p->workers);
+        if (!p->workers) {
+            rc = TDM_ENOMEM;
+            goto fail;
+        }
+        for (int i = 0; i < threads - 1; i++) {
+            if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
+                rc = TDM_ESYS;
+                goto fail;
+            }
+            p->n_workers++;
+        }
+    }
+    *out = p;
+    return TDM_OK;
+fail:
+    tdm_pool_destroy(p);
+    return rc;
+}
+
+void tdm_pool_destroy(tdm_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_workers; i++) pthread_join(p->workers[i], NULL);
+    free(p->workers);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+int tdm_pool_threads(const tdm_pool *p) { return p->threads; }
+
+void tdm_pool_run(tdm_pool *p, void (*fn)(void *arg, int k, int n_shares), void *arg, int n_shares)
+{
+    if (n_shares <= 0) return;
+    if (n_shares == 1 || p->n_workers == 0) {
+        for (int k = 0; k < n_shares; k++) fn(arg, k, n_shares);
+        pthread_mutex_lock(&p->mu);
+        p->stats.jobs++;
+        p->stats.shares += (unsigned)n_shares;
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    job j = {fn, arg, n_shares, 0, 0, NULL};
+    atomic_init(&j.finished, 0);
+    pthread_mutex_lock(&p->mu);
+    job **tail = &p->head;
+    while (*tail) tail = &(*tail)->link;
+    *tail = &j;
+    p->stats.jobs++;
+    atomic_fetch_add_explicit(&p->posted, 1, memory_order_release);
+    if (n_shares - 1 >= p->n_workers) pthread_cond_broadcast(&p->work);
+    else
+        for (int i = 0; i < n_shares - 1; i++) pthread_cond_signal(&p->work);
+    /* the caller works on its own job's shares only */
+    while (j.next < j.n) {
+        int k = j.next++;
+        if (j.next == j.n) { /* unlink: it may not be the head */
+            job **pp = &p->head;
+            while (*pp != &j) pp = &(*pp)->link;
+            *pp = j.link;
+        }
+        pthread_mutex_unlock(&p->mu);
+        fn(arg, k, n_shares);
+        pthread_mutex_lock(&p->mu);
+        finish(p, &j, 0);
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < CALLER_SPIN && atomic_load_explicit(&j.finished, memory_order_acquire) < n_shares; i++)
+        cpu_relax();
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load_explicit(&j.finished, memory_order_acquire) < n_shares) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tdm_pool_get_stats(tdm_pool *p, tdm_pool_stats *s)
+{
+    pthread_mutex_lock(&p->mu);
+    *s = p->stats;
+    pthread_mutex_unlock(&p->mu);
+}

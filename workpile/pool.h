@@ -1,0 +1,58 @@
+/* The one thread pool: a parallel for over "shares" that every engine uses.
+ *
+ * tdm_pool_run(p, fn, arg, n) calls fn(arg, k, n) once for every share k in
+ * [0, n), on the caller's thread and the pool's workers, and returns when all n
+ * have returned. A share is claimed by whichever thread gets to it first, so a
+ * caller never waits for a worker that is still asleep: it works through the
+ * unclaimed shares itself and then waits only for those being run.
+ *
+ * Several threads may run jobs at once (the scheduler's lanes do: one lane's
+ * CPU work while another's batch is on the GPU): their jobs are in flight side
+ * by side and idle workers take shares of any of them, oldest job first. Each
+ * caller always works on its own job, so every job finishes even when all
+ * workers are busy elsewhere.
+ *
+ * What a share does is the caller's affair: the CPU engine's shares pull small
+ * chunks of tasks from one atomic counter (load balance), a fill's shares are
+ * fixed ranges. fn must not call tdm_pool_run on the same pool from a worker
+ * (a share that waits for other shares could wait on itself).
+ *
+ * Workers spin briefly for new work before they sleep: a job posted within a
+ * few microseconds of the last one starts without a wake-up (the GPU engine's
+ * fills come in quick succession); spinning longer cost tandemd throughput on a
+ * loaded host (gpu/resident.cu's fill team measured it: 12.3M vs 7.8M queries/s
+ * with a 1 ms spin). */
+#ifndef TDM_WORKPILE_POOL_H
+#define TDM_WORKPILE_POOL_H
+
+#include <stddef.h>
+
+#include "../geom/base.h"
+
+typedef struct tdm_pool tdm_pool;
+
+/* threads: every thread that works on a job, the caller's included (so
+ * threads - 1 workers are started); 0: one per online core; 1: no workers, the
+ * caller runs every share. name (<= 15 characters, optional) names the workers
+ * for top -H and /proc. Returns 0, TDM_EINVAL (threads < 0 or > 4096), TDM_ENOMEM
+ * or TDM_ESYS. */
+int tdm_pool_create(int threads, const char *name, tdm_pool **out);
+/* Joins the workers. No job may be running. */
+void tdm_pool_destroy(tdm_pool *p);
+/* The threads that work on a job, the caller's included. */
+int tdm_pool_threads(const tdm_pool *p);
+
+/* Runs fn(arg, k, n_shares) for k = 0 .. n_shares - 1, each exactly once, and
+ * returns when all have returned. n_shares <= 0 does nothing; 1 runs on the
+ * caller alone. Any thread (not a worker of p from inside fn). */
+void tdm_pool_run(tdm_pool *p, void (*fn)(void *arg, int k, int n_shares), void *arg, int n_shares);
+
+typedef struct tdm_pool_stats {
+    unsigned long long jobs;          /* jobs run (n_shares >= 1) */
+    unsigned long long shares;        /* shares run */
+    unsigned long long worker_shares; /* ... of them by workers (the rest by callers) */
+} tdm_pool_stats;
+/* A snapshot. Any thread. */
+void tdm_pool_get_stats(tdm_pool *p, tdm_pool_stats *s);
+
+#endif

@@ -1,0 +1,109 @@
+/* The pooler: query jobs from any number of submitters, pooled into engine runs.
+ *
+ * Submitters (tandemd's loop, one per client connection's request; a test's
+ * threads) hand in jobs, each a block of queries on one scene. A pooler thread
+ * waits for work, takes everything queued (up to max_batch_tasks tasks and
+ * max_batch_pairs reserved contact pairs; always at least one job, so a job
+ * over either cap runs alone) as one batch, runs it with a single
+ * tdm_sched_run, and calls `finished` once per job. There is no timer and no
+ * waiting for a batch to fill: while the engine is busy, new jobs queue up, and
+ * the next batch is whatever arrived meanwhile. Under light load a query runs
+ * alone at once; under heavy load batches grow by themselves. Pooling small
+ * requests from many clients into large runs is what keeps every core (or the
+ * GPU) busy.
+ *
+ * There are as many pooler threads as the engine has lanes (tdm_sched_lanes,
+ * at most 8): while one thread's batch is on the GPU, another takes the next
+ * batch and prepares it, so the host work around each run (gathering the
+ * queries, building tasks, folding results, the `finished` callbacks) overlaps
+ * the device's work. Jobs may therefore finish out of submission order.
+ *
+ * A job is weighed against max_batch_tasks by its tasks (n_queries x the
+ * scene's checked pairs), or by its queries when that is more (a scene with no
+ * checked pair costs no traversal but still takes scratch).
+ *
+ * TDM_DISPATCH_TRACE set in the environment prints one line per batch on
+ * stderr: which thread, how long it waited for work, jobs, queries, and where
+ * the run's time went (gather, engine, results, the `finished` callbacks as
+ * "replies"). The threads are named "tdm-dispatch" (top -H, /proc;
+ * bench/thread_cpu.sh reports them under that name).
+ *
+ * Nothing here knows of sockets, event loops or the wire protocol. */
+#ifndef TDM_WORKPILE_POOLER_H
+#define TDM_WORKPILE_POOLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched.h"
+
+typedef struct tdm_pooler_job tdm_pooler_job;
+
+/* A block of queries on one scene. The submitter fills everything but `next`
+ * and `rc`, and owns every pointer: they must stay valid until `finished`. A
+ * submitter that needs more per job embeds this struct in its own and gets back
+ * to it from `finished` (offsetof). */
+struct tdm_pooler_job {
+    tdm_pooler_job *next;      /* the pooler's while the job is submitted */
+    const tdm_scene *scene;    /* borrowed */
+    tdm_mode mode;
+    uint32_t max_contacts;     /* contacts mode: >= 1 (0 makes the run fail with TDM_EINVAL) */
+    uint32_t n_queries;        /* >= 1 */
+    uint64_t n_tasks;          /* n_queries x scene->n_checks: what max_batch_tasks counts */
+    uint64_t pairs_reserved;   /* n_queries x max_contacts when pairs are wanted, else 0: what
+                                  max_batch_pairs counts */
+    const tdm_xform *poses;    /* n_queries x scene->n_movable, query-major */
+    tdm_sched_result *results; /* n_queries, written by the pooler */
+    tdm_sched_contact *pairs;  /* NULL, or n_queries x max_contacts: query i's pairs start at
+                                  i x max_contacts */
+    int rc;                    /* set before `finished`: TDM_OK, or the engine's error for the whole
+                                  batch (TDM_EINVAL, TDM_ENOMEM); results are then undefined */
+};
+
+/* One engine run, for the optional `ran` hook. */
+typedef struct tdm_pooler_batch {
+    int thread;        /* which pooler thread ran it, 0 .. lanes - 1 */
+    size_t jobs;
+    size_t queries;
+    uint64_t tasks;    /* sum of n_tasks */
+    uint64_t weight;   /* what max_batch_tasks capped: sum of max(n_tasks, n_queries) */
+    uint64_t pairs;    /* what max_batch_pairs capped: sum of pairs_reserved */
+    int rc;            /* the run's result, also each job's rc */
+} tdm_pooler_batch;
+
+typedef struct tdm_pooler_stats {
+    uint64_t batches, jobs, queries, tasks; /* engine runs done, and what they held */
+} tdm_pooler_stats;
+
+typedef struct tdm_pooler tdm_pooler;
+
+/* Starts the pooler threads on engine (borrowed: it must outlive the pooler).
+ * max_batch_tasks: 0 counts as 1. finished (required) is called on a pooler
+ * thread once per job, after its batch ran (job->rc and results set; the job is
+ * the caller's again from then on); ran (optional) is called on that thread once
+ * per batch, before its jobs' `finished`. Both get `data`, may run on several
+ * pooler threads at once, and must not submit to this pooler or stop it. A
+ * batch is counted in the stats before its jobs are finished. Returns 0,
+ * TDM_EINVAL (no engine or no `finished`), TDM_ENOMEM or TDM_ESYS; on failure
+ * nothing is started and neither callback is ever called. */
+int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+                      void (*finished)(tdm_pooler_job *job, void *data),
+                      void (*ran)(const tdm_pooler_batch *batch, void *data), void *data, tdm_pooler **out);
+/* Runs what is still queued, finishes it, joins the threads. Idempotent. Not
+ * from a callback. */
+void tdm_pooler_stop(tdm_pooler *p);
+/* Stops (when not stopped yet) and frees. NULL is a no-op. */
+void tdm_pooler_destroy(tdm_pooler *p);
+
+/* Queues a job (its `next` and `rc` are overwritten). Any thread. Returns 0, or
+ * TDM_EINVAL once the pooler is stopping: the job is then not taken and
+ * `finished` is not called for it. */
+int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job);
+/* Jobs submitted whose `finished` has not returned yet. Any thread. */
+size_t tdm_pooler_pending(tdm_pooler *p);
+/* A snapshot. Any thread. */
+void tdm_pooler_get_stats(tdm_pooler *p, tdm_pooler_stats *s);
+/* The pooler threads: tdm_sched_lanes(engine), at most 8. */
+int tdm_pooler_threads(const tdm_pooler *p);
+
+#endif
