@@ -37,8 +37,14 @@ typedef struct tdm_task_list tdm_task_list;
 struct tdm_task_list {
     size_t n;
     int (*make)(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out);
-    const void *ctx;       /* make's */
+    const void *ctx;       /* make's (and answered's) */
     const tdm_task *array; /* tdm_task_list_array's */
+    /* Optional: an engine may call answered(l, lo, hi, results + lo) once the
+     * answers of tasks [lo, hi) are final, from any thread, on disjoint ranges,
+     * so that the caller folds them while the engine still works on others (the
+     * GPU-resident engine does, from its read-back). The caller cannot rely on
+     * it being called: it is a head start, and folding again must be harmless. */
+    void (*answered)(const tdm_task_list *l, size_t lo, size_t hi, const tdm_collide_result *res);
 };
 
 /* A list over tasks already made (calibration, the pair pass, tests). */

@@ -146,6 +146,8 @@ typedef struct copy_job {
     const tdm_gpu_input *in;
     size_t n;
     tdm_collide_result *out;
+    const tdm_task_list *list; /* for its answered hook */
+    size_t first;              /* the chunk's first task in the list */
 } copy_job;
 
 static void copy_share(void *arg, int k, int nk)
@@ -166,6 +168,7 @@ static void copy_share(void *arg, int k, int nk)
         o->first.a_tri = r->first_a;
         o->first.b_tri = r->first_b;
     }
+    if (j->list->answered && lo < hi) j->list->answered(j->list, j->first + lo, j->first + hi, j->out + lo);
 }
 
 static int shares_for(const gpu_engine *e, size_t n)
@@ -257,7 +260,7 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
             rc = st;
         } else if (st == TDM_GPU_SLOT_DONE) {
             double tc = now_s();
-            copy_job j = {tdm_gpu_slot_results(L->g, k), s->in, s->hi - s->lo, results + s->lo};
+            copy_job j = {tdm_gpu_slot_results(L->g, k), s->in, s->hi - s->lo, results + s->lo, list, s->lo};
             tdm_pool_run(e->pool, copy_share, &j, shares_for(e, j.n));
             t_copy += now_s() - tc;
             s->active = 0;

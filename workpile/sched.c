@@ -396,11 +396,31 @@ void tdm_sched_destroy(tdm_sched *e)
 
 int tdm_sched_lanes(const tdm_sched *e) { return e->n_lanes; }
 
+static int reserve(void **p, size_t *cap, size_t need, size_t size);
+static int reserve_tasks(lane *l, size_t n);
+
 int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
 {
     int rc = TDM_OK;
     for (int w = ON_GPU; w <= ON_HYBRID && rc == TDM_OK; w++)
         if (e->engines[w]) rc = e->engines[w]->ops->prepare(e->engines[w], max_tasks);
+    /* every lane's scratch at full size and touched, so that no run pays its page faults */
+    size_t n = max_tasks < e->chunk ? max_tasks : e->chunk;
+    for (int k = 0; k < e->n_lanes && rc == TDM_OK; k++) { /* no run in progress: every lane is free */
+        lane *l = &e->lanes[k];
+        size_t qcap = l->queries_cap, qcap2 = l->queries_cap;
+        if (reserve_tasks(l, n) != TDM_OK || reserve((void **)&l->sums, &qcap, max_tasks, sizeof *l->sums) != TDM_OK ||
+            reserve((void **)&l->room, &qcap2, max_tasks, sizeof *l->room) != TDM_OK) {
+            l->queries_cap = qcap < qcap2 ? qcap : qcap2;
+            rc = TDM_ENOMEM;
+        } else {
+            l->queries_cap = qcap;
+            memset(l->res, 0, l->tasks_cap * sizeof *l->res);
+            memset(l->refs, 0, l->tasks_cap * sizeof *l->refs);
+            memset(l->sums, 0, l->queries_cap * sizeof *l->sums);
+            memset(l->room, 0, l->queries_cap * sizeof *l->room);
+        }
+    }
     return rc;
 }
 
@@ -492,9 +512,21 @@ static void make_task(const tdm_sched_query *q, uint32_t k, tdm_task *t, uint32_
  * millions of queries per second). */
 typedef struct ref_tasks {
     const tdm_sched_query *queries;
-    const task_ref *refs;
-    tdm_registry *reg; /* non-NULL: look up the device copies */
+    const task_ref *refs; /* task t is refs[t]; or, when NULL, */
+    uint32_t uniform;     /* ... query t / uniform's check t % uniform (every query has that many checks) */
+    tdm_registry *reg;    /* non-NULL: look up the device copies */
+    tdm_sched_result *results; /* uniform, one check a query: fold answers into these as they come */
 } ref_tasks;
+
+static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R);
+
+/* tdm_task_list.answered for a uniform chunk of one check a query: task t is
+ * query t, whose answer is its one task's. */
+static void answered_one(const tdm_task_list *l, size_t lo, size_t hi, const tdm_collide_result *res)
+{
+    const ref_tasks *c = l->ctx;
+    for (size_t t = lo; t < hi; t++) fold_one(&c->queries[t], &res[t - lo], &c->results[t]);
+}
 
 static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out)
 {
@@ -502,8 +534,10 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
     const tdm_bvh *la = NULL, *lb = NULL; /* the last trees looked up, and their copies */
     void *da = NULL, *db = NULL;
     for (size_t i = lo; i < hi; i++, out++) {
-        const tdm_sched_query *Q = &c->queries[c->refs[i].query];
-        make_task(Q, c->refs[i].check, out, Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
+        size_t qi = c->refs ? c->refs[i].query : i / c->uniform;
+        uint32_t ki = c->refs ? c->refs[i].check : (uint32_t)(i % c->uniform);
+        const tdm_sched_query *Q = &c->queries[qi];
+        make_task(Q, ki, out, Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
         if (!c->reg) continue;
         /* an entry found stays valid for the run: removed copies are freed only
          * at the start of a run or upload (free_removed) */
@@ -526,14 +560,15 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
  * where its first task runs) for that engine. A GPU failure re-runs the chunk
  * on the CPU engine (and a broken device is not used again), so that a query
  * never fails for the GPU's sake. */
-static void run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t nt)
+static int run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t nt, uint32_t uniform,
+                     tdm_sched_result *fold_into)
 {
     int where = ON_CPU;
     if (e->engines[ON_GPU] && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED) &&
         (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
         where = e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
-    ref_tasks c = {queries, l->refs, where == ON_CPU ? NULL : e->reg};
-    tdm_task_list list = {nt, make_refs, &c, NULL};
+    ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, fold_into};
+    tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL};
     double t0 = now_s();
     int rc = TDM_OK;
     if (where != ON_CPU) {
@@ -560,9 +595,12 @@ static void run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
     }
     if (e->dispatch && rc == TDM_OK) tdm_cost_model_learn(&e->model, where != ON_CPU, nt, dt);
     l->run_on[where] += nt;
-    for (size_t t = 0; t < nt; t++) l->run_q[where] += l->refs[t].check == 0;
+    if (uniform) l->run_q[where] += nt / uniform; /* whole queries, each starting at check 0 */
+    else
+        for (size_t t = 0; t < nt; t++) l->run_q[where] += l->refs[t].check == 0;
     if (where != ON_CPU) l->run_gpu_s += dt;
     l->run_engine_s += dt;
+    return where;
 }
 
 /* First pass over the whole batch, in chunks. */
@@ -591,7 +629,7 @@ static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
             k++;
         }
         if (nt == 0) break;
-        run_chunk(e, l, queries, nt);
+        run_chunk(e, l, queries, nt, 0, NULL);
         *n_tasks += nt;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &l->res[t];
@@ -678,16 +716,153 @@ static int pairs_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, tdm
     return TDM_OK;
 }
 
-int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
+/* ---- the uniform batch ------------------------------------------------------------- */
+
+/* A batch whose queries all have the same number of checked pairs (every query
+ * of one scene, tandem check's and most of tandemd's batches) needs no list of
+ * task references: task t is query t / c's check t % c. When it fits one chunk
+ * and lists no pairs, the whole run is that chunk, and its host work (checking
+ * the queries, folding the answers) runs on the pool: done one query after
+ * another it cost ~30 ns a query, as much as the GPU's whole run on the light
+ * scenes. */
+
+/* Below this many queries the host passes run on the caller alone. */
+#define PARALLEL_QUERIES 16384
+
+typedef struct scan_job {
+    const tdm_sched_query *queries;
+    tdm_sched_result *results;
+    size_t n;
+    uint32_t checks;      /* queries[0]'s */
+    int bad, mixed, pairs; /* (atomic) an invalid query; one with another check count; one listing pairs */
+} scan_job;
+
+static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
+
+static void scan_share(void *arg, int k, int nk)
 {
-    for (size_t i = 0; i < n; i++) {
-        const tdm_sched_query *q = &queries[i];
+    scan_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    int bad = 0, mixed = 0, pairs = 0;
+    for (size_t i = lo; i < hi; i++) {
+        const tdm_sched_query *q = &j->queries[i];
         if (!q->scene || (!q->poses && q->scene->n_movable > 0) ||
             (q->mode != TDM_MODE_BOOL && q->mode != TDM_MODE_CONTACTS) ||
-            (q->mode == TDM_MODE_CONTACTS && q->max_contacts == 0))
-            return TDM_EINVAL;
+            (q->mode == TDM_MODE_CONTACTS && q->max_contacts == 0)) {
+            bad = 1;
+            break;
+        }
+        mixed |= q->scene->n_checks != j->checks;
+        pairs |= q->mode == TDM_MODE_CONTACTS && q->pairs != NULL;
     }
+    if (bad) __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
+    if (mixed) __atomic_store_n(&j->mixed, 1, __ATOMIC_RELAXED);
+    if (pairs) __atomic_store_n(&j->pairs, 1, __ATOMIC_RELAXED);
+}
+
+static int shares_for(const tdm_sched *e, size_t n) { return n >= PARALLEL_QUERIES ? tdm_pool_threads(e->pool) : 1; }
+
+/* Folds a uniform chunk's task results (c per query, in check order) into the
+ * answers of queries [lo, hi): the first colliding pair met, and the contacts
+ * summed and capped, as count_pass and tdm_sched_run do for any batch. */
+typedef struct fold_job {
+    const tdm_sched_query *queries;
+    tdm_sched_result *results;
+    const tdm_collide_result *res;
+    size_t n;
+    uint32_t c;
+    uint64_t box, tri; /* (atomic) */
+} fold_job;
+
+static void fold_share(void *arg, int k, int nk)
+{
+    fold_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    uint64_t box = 0, tri = 0;
+    for (size_t qi = lo; qi < hi; qi++) {
+        const tdm_sched_query *Q = &j->queries[qi];
+        tdm_sched_result out = {0, 0, 0, 0, 0, 0}, *R = &out;
+        const tdm_collide_result *r = &j->res[qi * j->c];
+        uint64_t sum = 0;
+        for (uint32_t ki = 0; ki < j->c; ki++, r++) {
+            box += r->box_tests;
+            tri += r->tri_tests;
+            if (!r->colliding) continue;
+            if (!R->colliding) {
+                const tdm_scene *s = Q->scene;
+                R->colliding = 1;
+                R->object_a = s->objects[s->checks[ki].lo].id;
+                R->object_b = s->objects[s->checks[ki].hi].id;
+            }
+            if (Q->mode == TDM_MODE_BOOL) {
+                R->contacts = 1;
+                continue;
+            }
+            sum += r->n_pairs;
+            if (r->truncated) R->truncated = 1;
+        }
+        if (Q->mode == TDM_MODE_CONTACTS) {
+            if (sum > Q->max_contacts) {
+                R->contacts = Q->max_contacts;
+                R->truncated = 1;
+            } else {
+                R->contacts = (uint32_t)sum;
+            }
+        }
+        j->results[qi] = out;
+    }
+    __atomic_add_fetch(&j->box, box, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&j->tri, tri, __ATOMIC_RELAXED);
+}
+
+/* The answer of a query with one checked pair: its task's. */
+static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R)
+{
+    tdm_sched_result out = {0, 0, 0, 0, 0, 0};
+    if (r->colliding) {
+        const tdm_scene *s = Q->scene;
+        out.colliding = 1;
+        out.object_a = s->objects[s->checks[0].lo].id;
+        out.object_b = s->objects[s->checks[0].hi].id;
+        if (Q->mode == TDM_MODE_BOOL) {
+            out.contacts = 1;
+        } else if (r->truncated || r->n_pairs > Q->max_contacts) {
+            out.contacts = r->n_pairs < Q->max_contacts ? r->n_pairs : Q->max_contacts;
+            out.truncated = 1;
+        } else {
+            out.contacts = r->n_pairs;
+        }
+    }
+    *R = out;
+}
+
+/* The uniform batch's run: one chunk of n * c tasks, l->res sized for it. With
+ * one check a query, the GPU-resident engine folds the answers as its chunks
+ * come back (answered_one), overlapping the fold with the device's work on the
+ * other chunks; otherwise the pool folds them after the run. */
+static void run_uniform(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t n, uint32_t c,
+                        tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
+{
+    size_t nt = n * (size_t)c;
+    int where = run_chunk(e, l, queries, nt, c, c == 1 ? results : NULL);
+    *n_tasks += nt;
+    if (c == 1 && where == ON_GPU) return; /* folded as answered; the GPU counts no box or triangle tests */
+    fold_job j = {queries, results, l->res, n, c, 0, 0};
+    tdm_pool_run(e->pool, fold_share, &j, shares_for(e, n));
+    *box += j.box;
+    *tri += j.tri;
+}
+
+int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
+{
     if (n > UINT32_MAX) return TDM_EINVAL;
+    if (n > 0 && !queries[0].scene) return TDM_EINVAL;
+    double t_scan = e->trace ? now_s() : 0;
+    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, 0, 0, 0};
+    tdm_pool_run(e->pool, scan_share, &sj, n ? shares_for(e, n) : 0);
+    if (sj.bad) return TDM_EINVAL;
+    uint32_t uniform = !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk ? sj.checks : 0;
+    if (e->trace) t_scan = now_s() - t_scan;
     lane *l = lane_get(e);
     double t0 = now_s();
     int rc = TDM_OK;
@@ -699,11 +874,13 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
         goto out;
     }
     l->queries_cap = qcap;
-    memset(results, 0, n * sizeof *results);
     l->n_hits = 0;
-    for (size_t i = 0; i < n; i++) {
-        l->sums[i] = 0;
-        l->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
+    if (!uniform) { /* the uniform fold writes every answer whole */
+        memset(results, 0, n * sizeof *results);
+        for (size_t i = 0; i < n; i++) {
+            l->sums[i] = 0;
+            l->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
+        }
     }
     uint64_t box = 0, tri = 0, n_tasks = 0;
     memset(l->run_on, 0, sizeof l->run_on);
@@ -711,10 +888,18 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
     l->run_gpu_s = 0;
     l->run_engine_s = 0;
     free_removed(e, l);
-    rc = count_pass(e, l, queries, n, results, &box, &tri, &n_tasks);
-    if (rc == TDM_OK && l->n_hits > 0) rc = pairs_pass(e, l, queries, results, &n_tasks);
+    if (uniform) {
+        if (reserve_tasks(l, n * (size_t)uniform) != TDM_OK) {
+            rc = TDM_ENOMEM;
+            goto out;
+        }
+        run_uniform(e, l, queries, n, uniform, results, &box, &tri, &n_tasks);
+    } else {
+        rc = count_pass(e, l, queries, n, results, &box, &tri, &n_tasks);
+        if (rc == TDM_OK && l->n_hits > 0) rc = pairs_pass(e, l, queries, results, &n_tasks);
+    }
     if (rc != TDM_OK) goto out;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !uniform; i++) {
         if (queries[i].mode != TDM_MODE_CONTACTS) continue;
         if (l->sums[i] > queries[i].max_contacts) {
             results[i].contacts = queries[i].max_contacts;
@@ -725,8 +910,10 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
     }
     double dt = now_s() - t0;
     if (e->trace)
-        fprintf(stderr, "engine run: %zu queries, %llu tasks: %.3f ms, %.3f ms of it in the engines, %.1f ns a query on the host\n",
-                n, (unsigned long long)n_tasks, 1e3 * dt, 1e3 * l->run_engine_s, 1e9 * (dt - l->run_engine_s) / (double)n);
+        fprintf(stderr, "engine run: %zu queries, %llu tasks%s: %.3f ms, %.3f ms of it in the engines, %.1f ns a query on the "
+                "host, and %.3f ms checking the queries before\n", n, (unsigned long long)n_tasks,
+                uniform ? " (uniform)" : "", 1e3 * dt, 1e3 * l->run_engine_s, 1e9 * (dt - l->run_engine_s) / (double)n,
+                1e3 * t_scan);
     pthread_mutex_lock(&e->stats_lock);
     e->stats.runs++;
     e->stats.queries += n;

@@ -121,10 +121,11 @@ int tdm_sched_lanes(const tdm_sched *e);
 int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh);
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh);
 
-/* Sizes every lane's GPU buffers for runs of up to max_tasks tasks and loads
- * the kernels (and their CUDA graphs), so that the first runs pay for none of
- * it. Optional; does nothing on a CPU engine (0). TDM_EGPU/TDM_EGPUMEM from the
- * device. No run may be in progress. */
+/* Sizes every lane's scratch (touched, so that no run pays its page faults)
+ * and GPU buffers for runs of up to max_tasks tasks, and loads the kernels
+ * (and their CUDA graphs), so that the first runs pay for none of it.
+ * Optional. TDM_ENOMEM, or TDM_EGPU/TDM_EGPUMEM from the device. No run may be
+ * in progress. */
 int tdm_sched_prepare(tdm_sched *e, size_t max_tasks);
 
 /* Answers queries[i] in results[i], blocking until all are done. Scratch memory
