@@ -96,6 +96,7 @@ struct tdm_sched {
     tdm_cost_model model;  /* dispatch: every lane learns from its runs */
     int gpu_broken;        /* (atomic) the device failed for good: everything runs on the CPU engine */
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
+    int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
 };
 
 const char *tdm_backend_name(tdm_backend_kind k)
@@ -288,6 +289,8 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     if (!e) return TDM_ENOMEM;
     e->chunk = cfg->chunk_tasks;
     e->trace = getenv("TDM_ENGINE_TRACE") != NULL;
+    const char *fe = getenv("TDM_ENGINE_FOLD_EARLY");
+    e->fold_early = !(fe && strcmp(fe, "0") == 0);
     /* the hybrid engine is one object with one set of buffers: one run at a time */
     e->n_lanes = cfg->kind == TDM_BACKEND_HYBRID ? 1 : cfg->lanes;
     e->free_lanes = (1u << e->n_lanes) - 1;
@@ -760,7 +763,13 @@ static void scan_share(void *arg, int k, int nk)
     if (pairs) __atomic_store_n(&j->pairs, 1, __ATOMIC_RELAXED);
 }
 
-static int shares_for(const tdm_sched *e, size_t n) { return n >= PARALLEL_QUERIES ? tdm_pool_threads(e->pool) : 1; }
+/* At most eight shares: these passes are short, and waking every thread of a
+ * large pool for them costs more than the work. */
+static int shares_for(const tdm_sched *e, size_t n)
+{
+    int t = tdm_pool_threads(e->pool);
+    return n >= PARALLEL_QUERIES ? (t < 8 ? t : 8) : 1;
+}
 
 /* Folds a uniform chunk's task results (c per query, in check order) into the
  * answers of queries [lo, hi): the first colliding pair met, and the contacts
@@ -844,9 +853,10 @@ static void run_uniform(tdm_sched *e, lane *l, const tdm_sched_query *queries, s
                         tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
 {
     size_t nt = n * (size_t)c;
-    int where = run_chunk(e, l, queries, nt, c, c == 1 ? results : NULL);
+    int early = c == 1 && e->fold_early;
+    int where = run_chunk(e, l, queries, nt, c, early ? results : NULL);
     *n_tasks += nt;
-    if (c == 1 && where == ON_GPU) return; /* folded as answered; the GPU counts no box or triangle tests */
+    if (early && where == ON_GPU) return; /* folded as answered; the GPU counts no box or triangle tests */
     fold_job j = {queries, results, l->res, n, c, 0, 0};
     tdm_pool_run(e->pool, fold_share, &j, shares_for(e, n));
     *box += j.box;
