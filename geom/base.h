@@ -51,7 +51,7 @@ enum tdm_err {
     TDM_ENODEV = -12,    /* no usable GPU (none present, or the build has no CUDA) */
     TDM_EGPU = -13,      /* a CUDA call failed */
     TDM_EGPUMEM = -14,   /* device memory exhausted or over its budget */
-    TDM_ECANCELED = -15, /* a run stopped at its caller's request (tdm_gpu_run_fed's feed) */
+    TDM_ECANCELED = -15, /* a run given up: a task names a tree without the device copy the engine needs */
     TDM_E__LAST = -16
 };
 

@@ -42,7 +42,7 @@ static uint32_t some_u32(gen_rng *g)
 
 /* ---- the daemon's writer against protobuf-c's packing ----------------------------------- */
 
-/* The Reply as tandemd packed it with protobuf-c before the writer (daemon/request.c). */
+/* The Reply as tandemd packed it with protobuf-c before the writer (then in daemon/request.c). */
 static uint8_t *pack_reference(uint64_t id, const tdm_sched_result *res, uint32_t n, const tdm_sched_contact *pairs,
                                uint32_t stride, size_t *len)
 {

@@ -116,29 +116,6 @@ struct tdm_cpu_engine {
     tdm_pool *pool; /* borrowed */
 };
 
-/* One run: the pool's shares pull chunks from one counter. Small chunks balance
- * queries of very different cost; the counter is touched once per chunk, which
- * is noise next to a traversal. */
-typedef struct cpu_run {
-    const tdm_task *tasks;
-    tdm_collide_result *results;
-    size_t n, chunk;
-    atomic_size_t next;
-} cpu_run;
-
-static void run_share(void *arg, int k, int n_shares)
-{
-    (void)k;
-    (void)n_shares;
-    cpu_run *r = arg;
-    for (;;) {
-        size_t lo = atomic_fetch_add_explicit(&r->next, r->chunk, memory_order_relaxed);
-        if (lo >= r->n) return;
-        size_t hi = lo + r->chunk < r->n ? lo + r->chunk : r->n;
-        for (size_t i = lo; i < hi; i++) tdm_collide(&r->tasks[i], &r->results[i]);
-    }
-}
-
 int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
 {
     *out = NULL;
@@ -153,17 +130,6 @@ int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
 void tdm_cpu_engine_destroy(tdm_cpu_engine *e) { free(e); }
 
 int tdm_cpu_engine_threads(const tdm_cpu_engine *e) { return tdm_pool_threads(e->pool); }
-
-int tdm_cpu_engine_run(tdm_cpu_engine *e, const tdm_task *tasks, size_t n, tdm_collide_result *results)
-{
-    if (n == 0) return TDM_OK;
-    int threads = tdm_pool_threads(e->pool);
-    size_t chunk = n / ((size_t)threads * 32);
-    cpu_run r = {tasks, results, n, chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk), 0};
-    atomic_init(&r.next, 0);
-    tdm_pool_run(e->pool, run_share, &r, n > 1 ? threads : 1);
-    return TDM_OK;
-}
 
 /* ---- the CPU engine behind the engine interface (backend.h) -------------------- */
 
@@ -229,16 +195,30 @@ static int be_prepare(tdm_backend *b, size_t n)
     return TDM_OK;
 }
 
-static int be_run(tdm_backend *b, int lane, const tdm_task_list *tasks, tdm_collide_result *results)
+/* The pool's shares pull chunks from one counter: small chunks balance tasks
+ * of very different cost, and the counter is touched once per chunk, which is
+ * noise next to a traversal. */
+static void run_list(tdm_cpu_engine *e, const tdm_task_list *tasks, tdm_collide_result *results)
 {
-    (void)lane;
-    tdm_pool *pool = ((cpu_backend *)b)->engine->pool;
-    if (tasks->n == 0) return TDM_OK;
-    int threads = tdm_pool_threads(pool);
+    if (tasks->n == 0) return;
+    int threads = tdm_pool_threads(e->pool);
     size_t chunk = tasks->n / ((size_t)threads * 32);
     list_run r = {tasks, results, chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk), 0};
     atomic_init(&r.next, 0);
-    tdm_pool_run(pool, list_share, &r, tasks->n > 1 ? threads : 1);
+    tdm_pool_run(e->pool, list_share, &r, tasks->n > 1 ? threads : 1);
+}
+
+int tdm_cpu_engine_run(tdm_cpu_engine *e, const tdm_task *tasks, size_t n, tdm_collide_result *results)
+{
+    tdm_task_list list = tdm_task_list_array(tasks, n);
+    run_list(e, &list, results);
+    return TDM_OK;
+}
+
+static int be_run(tdm_backend *b, int lane, const tdm_task_list *tasks, tdm_collide_result *results)
+{
+    (void)lane;
+    run_list(((cpu_backend *)b)->engine, tasks, results);
     return TDM_OK;
 }
 

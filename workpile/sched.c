@@ -606,6 +606,27 @@ static int run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, size
     return where;
 }
 
+/* Folds a colliding task's result (query Q's check ki) into Q's answer R: the
+ * first colliding pair met names the objects; contacts add to *sum, capped
+ * later. Returns 1 when the task's pairs are still wanted (contacts mode). */
+static int fold_task(const tdm_sched_query *Q, uint32_t ki, const tdm_collide_result *r, tdm_sched_result *R,
+                     uint64_t *sum)
+{
+    if (!R->colliding) {
+        const tdm_scene *s = Q->scene;
+        R->colliding = 1;
+        R->object_a = s->objects[s->checks[ki].lo].id;
+        R->object_b = s->objects[s->checks[ki].hi].id;
+    }
+    if (Q->mode == TDM_MODE_BOOL) {
+        R->contacts = 1;
+        return 0;
+    }
+    *sum += r->n_pairs;
+    if (r->truncated) R->truncated = 1;
+    return 1;
+}
+
 /* First pass over the whole batch, in chunks. */
 static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t n, tdm_sched_result *results,
                       uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
@@ -641,19 +662,7 @@ static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
             if (!r->colliding) continue;
             uint32_t qi = l->refs[t].query, ki = l->refs[t].check;
             const tdm_sched_query *Q = &queries[qi];
-            tdm_sched_result *R = &results[qi];
-            if (!R->colliding) {
-                const tdm_scene *s = Q->scene;
-                R->colliding = 1;
-                R->object_a = s->objects[s->checks[ki].lo].id;
-                R->object_b = s->objects[s->checks[ki].hi].id;
-            }
-            if (Q->mode == TDM_MODE_BOOL) {
-                R->contacts = 1;
-                continue;
-            }
-            l->sums[qi] += r->n_pairs;
-            if (r->truncated) R->truncated = 1;
+            if (!fold_task(Q, ki, r, &results[qi], &l->sums[qi])) continue;
             if (Q->pairs && r->n_pairs > 0) {
                 if (grow_keep((void **)&l->hits, &l->hits_cap, l->n_hits + 1, sizeof *l->hits) != TDM_OK)
                     return TDM_ENOMEM;
@@ -796,19 +805,7 @@ static void fold_share(void *arg, int k, int nk)
         for (uint32_t ki = 0; ki < j->c; ki++, r++) {
             box += r->box_tests;
             tri += r->tri_tests;
-            if (!r->colliding) continue;
-            if (!R->colliding) {
-                const tdm_scene *s = Q->scene;
-                R->colliding = 1;
-                R->object_a = s->objects[s->checks[ki].lo].id;
-                R->object_b = s->objects[s->checks[ki].hi].id;
-            }
-            if (Q->mode == TDM_MODE_BOOL) {
-                R->contacts = 1;
-                continue;
-            }
-            sum += r->n_pairs;
-            if (r->truncated) R->truncated = 1;
+            if (r->colliding) fold_task(Q, ki, r, R, &sum);
         }
         if (Q->mode == TDM_MODE_CONTACTS) {
             if (sum > Q->max_contacts) {

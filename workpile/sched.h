@@ -1,23 +1,24 @@
 /* The scheduler boundary: pose queries on scenes in, per-query answers out.
  *
- * The daemon talks to this header only; which engine answers (the CPU engine
- * now, a GPU or hybrid engine later) is hidden behind tdm_sched. A run takes a
- * whole batch of queries, which may name different scenes and come from
- * different clients, and expands every (query, checked object pair) into one task
- * list that the engine runs at once: pooling small requests into large runs is
- * what keeps every core (or the GPU) busy.
+ * The daemon (with pooler.h) and `tandem check` talk to this header only; which
+ * engine answers is hidden behind tdm_sched. A run takes a whole batch of
+ * queries, which may name different scenes and come from different clients, and
+ * expands every (query, checked object pair) into one task list that an engine
+ * runs at once: pooling small requests into large runs is what keeps every core
+ * (or the GPU) busy.
  *
- * Engines: CPU (workpile/cpu_engine.h), GPU-resident (gpu/gpu.h) and hybrid
- * (CPU traversal, GPU tests: gpu/hybrid.h). AUTO, on a machine with a GPU, sends
- * each run to the CPU or the GPU-resident engine by a cost model calibrated at
- * creation (engine.c explains it).
+ * Engines (backend.h): CPU (cpu_engine.h), GPU-resident (gpu_engine.h over
+ * gpu/gpu.h) and hybrid (CPU traversal, GPU tests: hybrid_engine.h over
+ * gpu/hybrid.h). AUTO, on a machine with a GPU, sends each chunk to the CPU or
+ * the GPU-resident engine by a cost model calibrated at creation
+ * (cost_model.h, calibrate.h).
  *
  * Thread use: up to tdm_sched_lanes(e) threads may call tdm_sched_run at once
- * (the daemon runs that many dispatcher threads); each run takes a lane of its
- * own (scratch, and a tdm_gpu lane with its own streams), so that one run's host
- * work overlaps another's GPU work; a further caller waits for a lane. Runs that
- * land on the CPU engine take turns on its threads. The engine's own worker
- * threads never call back. */
+ * (the pooler runs that many threads); each run takes a lane of its own
+ * (scratch, and its own lane of each engine: streams and buffers on the GPU),
+ * so that one run's host work overlaps another's GPU work; a further caller
+ * waits for a lane. Every engine's host work runs on the scheduler's one thread
+ * pool (pool.h), shared by the lanes; nothing calls back into the caller. */
 #ifndef TDM_WORKPILE_SCHED_H
 #define TDM_WORKPILE_SCHED_H
 
