@@ -49,7 +49,7 @@ extern "C" {
 /* ---- errors ------------------------------------------------------------------------------ */
 
 /* Client error codes. They start at -100 so that they never collide with the engine's
- * enum tdm_err (geom/base.h); keep tdm_client_strerror (client/error.c) in sync. */
+ * enum tdm_err (geom/base.h); keep tdm_client_strerror (client/util.c) in sync. */
 enum tdm_client_err {
     TDM_CLIENT_OK = 0,
     TDM_CLIENT_EINVAL = -100,    /* an argument is malformed, or the call does not fit the context's state */
