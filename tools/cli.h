@@ -35,5 +35,6 @@ int tdm_cli_report(FILE *out, const char *out_path, const uint32_t *answer, size
 int tdm_cmd_check(int argc, char **argv);
 int tdm_cmd_poses(int argc, char **argv);
 int tdm_cmd_demo(int argc, char **argv);
+int tdm_cmd_robot(int argc, char **argv);
 
 #endif

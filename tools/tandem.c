@@ -1,6 +1,6 @@
 /* `tandem`: the command-line tool. One subcommand per file (check.c, poses_cmd.c,
- * demo.c, query_cmd.c, mesh_cmd.c, scene_cmd.c, stats_cmd.c); this file dispatches
- * and holds the shared option parser. */
+ * demo.c, robot_cmd.c, query_cmd.c, mesh_cmd.c, scene_cmd.c, stats_cmd.c); this file
+ * dispatches and holds the shared option parser. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +41,15 @@ static const char usage[] =
     "      last waypoint: (waypoints - 1) * K + 1 poses.\n"
     "  demo --dir DIR [--n N] [--seed S]\n"
     "      Writes a generated scene (env.obj, robot.obj, poses.txt) into DIR.\n"
+    "  robot joints --urdf URDF [--srdf SRDF]\n"
+    "      The robot's active joints (neither fixed nor mimic) in the order a\n"
+    "      configuration gives their values: a depth-first walk from the root link,\n"
+    "      a link's children in the order of their joints in the file. One line per\n"
+    "      joint, \"NAME LOWER UPPER\"; a continuous joint, which has no limits,\n"
+    "      prints -3.141592653589793 3.141592653589793. Collision meshes must exist:\n"
+    "      package://PKG/PATH is looked for as D/PKG/PATH then D/PATH, D being the\n"
+    "      URDF's folder, then each folder above it in turn; other paths are taken\n"
+    "      relative to the URDF's folder. --srdf also reads and checks an SRDF.\n"
     "\n"
     "commands that talk to a tandemd server (--server ADDR: host:port, [v6]:port or\n"
     "unix:/path; default $TANDEM_SERVER, else 127.0.0.1:7450; a server with an auth\n"
@@ -166,6 +175,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return tdm_cmd_check(argc - 2, argv + 2);
     if (!strcmp(cmd, "poses")) return tdm_cmd_poses(argc - 2, argv + 2);
     if (!strcmp(cmd, "demo")) return tdm_cmd_demo(argc - 2, argv + 2);
+    if (!strcmp(cmd, "robot")) return tdm_cmd_robot(argc - 2, argv + 2);
     if (!strcmp(cmd, "query")) return tdm_cmd_query(argc - 2, argv + 2);
     if (!strcmp(cmd, "mesh")) return tdm_cmd_mesh(argc - 2, argv + 2);
     if (!strcmp(cmd, "scene")) return tdm_cmd_scene(argc - 2, argv + 2);
