@@ -40,6 +40,9 @@ static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh *
 
 int tdm_cmd_check(int argc, char **argv)
 {
+    /* The joint-space form (a URDF robot in a planning scene) is check_robot.c's. */
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--urdf")) return tdm_cmd_check_robot(argc, argv);
     const char *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *threads_s = "0", *out_path = NULL,
                *origin_s = "raw", *max_s = "1000000", *backend_s = "cpu", *traversal_s = "pairs";
     const tdm_opt opts[] = {{"--env", &env},         {"--robot", &robot},          {"--poses", &poses_path},

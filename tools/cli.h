@@ -33,6 +33,8 @@ int tdm_cli_report(FILE *out, const char *out_path, const uint32_t *answer, size
                    size_t colliding, size_t truncated, uint64_t max_contacts);
 
 int tdm_cmd_check(int argc, char **argv);
+/* `check --urdf ...`: joint-space queries (check_robot.c); tdm_cmd_check hands over to it. */
+int tdm_cmd_check_robot(int argc, char **argv);
 int tdm_cmd_poses(int argc, char **argv);
 int tdm_cmd_demo(int argc, char **argv);
 int tdm_cmd_robot(int argc, char **argv);

@@ -1,0 +1,267 @@
+/* A robot in a planning scene as one tdm_scene: see robot_scene.h. */
+#include "robot_scene.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../geom/primitive.h"
+#include "kinematics.h"
+
+/* A growable list of id pairs. */
+typedef struct pair_list { tdm_id_pair *v; size_t n, cap; } pair_list;
+
+static int pair_push(pair_list *l, uint32_t a, uint32_t b)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        tdm_id_pair *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return TDM_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (tdm_id_pair){a < b ? a : b, a < b ? b : a};
+    return TDM_OK;
+}
+
+/* A robot element's mesh, in its own frame. */
+static int element_mesh(const tdm_robot *r, uint32_t e, tdm_robot_mesh_loader load, void *ctx, double tol,
+                        tdm_mesh **out, char *err, size_t errlen)
+{
+    const tdm_robot_collision *c = &r->collisions[e];
+    const char *link = r->links[c->link].name;
+    char why[400];
+    int rc;
+    tdm_primitive p;
+    switch (c->shape) {
+    case TDM_SHAPE_BOX: p = tdm_primitive_box(c->size[0], c->size[1], c->size[2]); break;
+    case TDM_SHAPE_CYLINDER: p = tdm_primitive_cylinder(c->size[1], c->size[0]); break; /* URDF: radius, length */
+    case TDM_SHAPE_SPHERE: p = tdm_primitive_sphere(c->size[0]); break;
+    case TDM_SHAPE_CAPSULE: p = tdm_primitive_capsule(c->size[0], c->size[1]); break;
+    case TDM_SHAPE_MESH: {
+        if (!load) {
+            snprintf(err, errlen, "%s:%u: link '%s' collision %u: a mesh element and no mesh loader", r->urdf_path,
+                     c->line, link, e - r->links[c->link].first_collision);
+            return TDM_EINVAL;
+        }
+        tdm_mesh *m = NULL;
+        if ((rc = load(ctx, c->mesh_path, &m, why, sizeof why)) != TDM_OK) {
+            snprintf(err, errlen, "%s:%u: link '%s' mesh %s: %s", r->urdf_path, c->line, link, c->mesh_path, why);
+            return rc;
+        }
+        const double s[3] = {c->scale.x, c->scale.y, c->scale.z};
+        if (s[0] != 1 || s[1] != 1 || s[2] != 1) {
+            for (size_t i = 0; i < 3 * (size_t)m->n_verts; i++) m->verts[i] = (float)((double)m->verts[i] * s[i % 3]);
+            for (uint32_t i = 0; i < 3 * m->n_verts; i++)
+                if (!isfinite(m->verts[i])) {
+                    snprintf(err, errlen, "%s:%u: link '%s' mesh %s: a scaled vertex overflows float", r->urdf_path,
+                             c->line, link, c->mesh_path);
+                    tdm_mesh_free(m);
+                    return TDM_ERANGE;
+                }
+        }
+        *out = m;
+        return TDM_OK;
+    }
+    default:
+        snprintf(err, errlen, "%s:%u: link '%s': unknown shape", r->urdf_path, c->line, link);
+        return TDM_EINVAL;
+    }
+    if ((rc = tdm_primitive_mesh(&p, tol, out, NULL, why, sizeof why)) != TDM_OK)
+        snprintf(err, errlen, "%s:%u: link '%s' %s: %s", r->urdf_path, c->line, link, tdm_shape_type_name(c->shape),
+                 why);
+    return rc;
+}
+
+/* A world primitive's mesh, in its own frame. */
+static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out, char *err,
+                                size_t errlen)
+{
+    const tdm_ps_primitive *q = &o->primitives[k];
+    tdm_primitive p;
+    switch (q->type) {
+    case TDM_PS_BOX: p = tdm_primitive_box(q->dims[0], q->dims[1], q->dims[2]); break;
+    case TDM_PS_SPHERE: p = tdm_primitive_sphere(q->dims[0]); break;
+    case TDM_PS_CYLINDER: p = tdm_primitive_cylinder(q->dims[0], q->dims[1]); break; /* MoveIt: height, radius */
+    default:
+        snprintf(err, errlen, "world object '%s' primitive %u: unknown type %d", o->id, k, (int)q->type);
+        return TDM_EINVAL;
+    }
+    char why[400];
+    int rc = tdm_primitive_mesh(&p, tol, out, NULL, why, sizeof why);
+    if (rc != TDM_OK) snprintf(err, errlen, "world object '%s' primitive %u: %s", o->id, k, why);
+    return rc;
+}
+
+static int world_mesh(const tdm_ps_object *o, uint32_t k, tdm_mesh **out, char *err, size_t errlen)
+{
+    const tdm_ps_mesh *q = &o->meshes[k];
+    float *v = malloc((3 * (size_t)q->n_verts + 1) * sizeof *v);
+    if (!v) return TDM_ENOMEM;
+    for (size_t i = 0; i < 3 * (size_t)q->n_verts; i++) v[i] = (float)q->verts[i];
+    char why[400];
+    int rc = tdm_mesh_create(v, q->n_verts, q->tris, q->n_tris, NULL, out, why, sizeof why);
+    free(v);
+    if (rc != TDM_OK) snprintf(err, errlen, "world object '%s' mesh %u: %s", o->id, k, why);
+    return rc;
+}
+
+/* Where a world object's header frame puts it: the planning frame, or a robot
+ * link's pose in the scene's robot state (state_links). */
+static tdm_xform object_frame(const tdm_robot *r, const tdm_xform *state_links, const tdm_ps_object *o)
+{
+    int32_t l = o->frame_id ? tdm_robot_find_link(r, o->frame_id) : -1;
+    return l >= 0 ? state_links[l] : tdm_xform_identity();
+}
+
+static int build_tree(tdm_mesh *m, tdm_bvh **out, const char *what, char *err, size_t errlen)
+{
+    int rc = tdm_bvh_build(m, out);
+    tdm_mesh_free(m);
+    if (rc != TDM_OK) snprintf(err, errlen, "%s: building its tree failed: %s", what, tdm_strerror(rc));
+    return rc;
+}
+
+int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
+                           void *ctx, double tolerance, tdm_robot_scene **out, char *err, size_t errlen)
+{
+    if (errlen) err[0] = 0;
+    *out = NULL;
+    if (!r || !ps) return TDM_EINVAL;
+    if (r->n_collisions == 0) {
+        snprintf(err, errlen, "%s: the robot has no collision element", r->urdf_path);
+        return TDM_EEMPTY;
+    }
+    int rc = TDM_ENOMEM;
+    size_t n_world = 0;
+    for (uint32_t i = 0; i < ps->n_objects; i++) n_world += ps->objects[i].n_primitives + ps->objects[i].n_meshes;
+    size_t n = r->n_collisions + n_world;
+    if (n > TDM_SCENE_MAX_OBJECTS) {
+        snprintf(err, errlen, "%zu robot elements and world shapes: at most %u objects", n, TDM_SCENE_MAX_OBJECTS);
+        return TDM_ERANGE;
+    }
+    tdm_robot_scene *rs = calloc(1, sizeof *rs);
+    tdm_scene_obj *objs = calloc(n, sizeof *objs);
+    tdm_xform *links = malloc(r->n_links * sizeof *links);
+    double *q0 = calloc(r->n_active + 1, sizeof *q0);
+    pair_list allowed = {0};
+    if (!rs || !objs || !links || !q0) goto fail;
+    rs->robot = r;
+    rs->n_objects = (uint32_t)n;
+    rs->n_elements = r->n_collisions;
+    rs->bvhs = calloc(n, sizeof *rs->bvhs);
+    rs->objs = calloc(n, sizeof *rs->objs);
+    if (!rs->bvhs || !rs->objs) goto fail;
+    rs->base = tdm_ps_robot_state_root(&ps->robot_state, NULL);
+
+    /* The scene's robot state, for world objects in a link's frame. */
+    for (uint32_t k = 0; k < r->n_active; k++)
+        tdm_ps_robot_state_position(&ps->robot_state, r->joints[r->active[k]].name, &q0[k]);
+    if ((rc = tdm_robot_fk(r, q0, r->n_active, &rs->base, links)) != TDM_OK) {
+        snprintf(err, errlen, "the scene's robot state: %s", tdm_strerror(rc));
+        goto fail;
+    }
+
+    char what[TDM_ROBOT_MAX_NAME + 64];
+    for (uint32_t e = 0; e < r->n_collisions; e++) {
+        tdm_mesh *m = NULL;
+        if ((rc = element_mesh(r, e, load, ctx, tolerance, &m, err, errlen)) != TDM_OK) goto fail;
+        snprintf(what, sizeof what, "%s:%u: link '%s'", r->urdf_path, r->collisions[e].line,
+                 r->links[r->collisions[e].link].name);
+        if ((rc = build_tree(m, &rs->bvhs[e], what, err, errlen)) != TDM_OK) goto fail;
+        objs[e] = (tdm_scene_obj){e, rs->bvhs[e], 1, tdm_xform_identity()};
+        rs->objs[e] = (tdm_robot_scene_obj){1, e, 0};
+    }
+    uint32_t id = r->n_collisions;
+    for (uint32_t i = 0; i < ps->n_objects; i++) {
+        const tdm_ps_object *o = &ps->objects[i];
+        tdm_xform frame = object_frame(r, links, o);
+        for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
+            tdm_mesh *m = NULL;
+            int prim = k < o->n_primitives;
+            rc = prim ? world_primitive_mesh(o, k, tolerance, &m, err, errlen)
+                      : world_mesh(o, k - o->n_primitives, &m, err, errlen);
+            if (rc != TDM_OK) goto fail;
+            snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
+            if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
+            const tdm_xform *pose = prim ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
+            objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_robot_xform_mul(&frame, pose)};
+            rs->objs[id] = (tdm_robot_scene_obj){0, i, k};
+        }
+    }
+
+    /* The allowed list: element pairs by their links, element-shape pairs by the ACM. */
+    for (uint32_t a = 0; a < r->n_collisions; a++) {
+        uint32_t la = r->collisions[a].link;
+        const char *na = r->links[la].name;
+        for (uint32_t b = a + 1; b < r->n_collisions; b++) {
+            uint32_t lb = r->collisions[b].link;
+            if (la == lb || tdm_robot_pair_disabled(r, la, lb) || tdm_ps_acm_allowed(&ps->acm, na, r->links[lb].name))
+                if ((rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
+        }
+        for (uint32_t b = r->n_collisions; b < n; b++)
+            if (tdm_ps_acm_allowed(&ps->acm, na, ps->objects[rs->objs[b].index].id))
+                if ((rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
+    }
+    if (allowed.n > UINT32_MAX) {
+        rc = TDM_ERANGE;
+        snprintf(err, errlen, "too many allowed pairs");
+        goto fail;
+    }
+    tdm_scene_error serr;
+    if ((rc = tdm_scene_create(objs, (uint32_t)n, allowed.v, (uint32_t)allowed.n, &rs->scene, &serr)) != TDM_OK) {
+        snprintf(err, errlen, "making the scene failed: %s", serr.msg);
+        goto fail;
+    }
+    free(allowed.v);
+    free(q0);
+    free(links);
+    free(objs);
+    *out = rs;
+    return TDM_OK;
+fail:
+    if (rc == TDM_ENOMEM && errlen && !err[0]) snprintf(err, errlen, "out of memory");
+    free(allowed.v);
+    free(q0);
+    free(links);
+    free(objs);
+    tdm_robot_scene_destroy(rs);
+    return rc;
+}
+
+void tdm_robot_scene_destroy(tdm_robot_scene *rs)
+{
+    if (!rs) return;
+    tdm_scene_destroy(rs->scene);
+    if (rs->bvhs)
+        for (uint32_t i = 0; i < rs->n_objects; i++) tdm_bvh_free(rs->bvhs[i]);
+    free(rs->bvhs);
+    free(rs->objs);
+    free(rs);
+}
+
+int tdm_robot_scene_poses(const tdm_robot_scene *rs, const double *q, size_t n_q, tdm_xform *link_world,
+                          tdm_xform *poses)
+{
+    int rc = tdm_robot_fk(rs->robot, q, n_q, &rs->base, link_world);
+    if (rc != TDM_OK) return rc;
+    /* Movable ids are the element indices, so scene->movable order is element order. */
+    tdm_robot_collision_world(rs->robot, link_world, poses);
+    return TDM_OK;
+}
+
+static int pair_cmp(const void *x, const void *y)
+{
+    const tdm_id_pair *a = x, *b = y;
+    if (a->a != b->a) return a->a < b->a ? -1 : 1;
+    return a->b < b->b ? -1 : a->b > b->b;
+}
+
+int tdm_robot_scene_allowed(const tdm_robot_scene *rs, uint32_t a, uint32_t b)
+{
+    if (a >= rs->n_objects || b >= rs->n_objects || a == b) return 1;
+    if (!rs->objs[a].movable && !rs->objs[b].movable) return 1;
+    tdm_id_pair key = {a < b ? a : b, a < b ? b : a};
+    return bsearch(&key, rs->scene->allowed, rs->scene->n_allowed, sizeof key, pair_cmp) != NULL;
+}

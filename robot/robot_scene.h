@@ -1,0 +1,105 @@
+/* A robot in a planning scene as one tdm_scene (workpile/scene.h): the robot's
+ * collision elements movable, the world's shapes fixed, and the pairs that are
+ * never checked; and the map from a configuration to the movable objects' poses.
+ *
+ * Objects and ids. Collision element e of the robot (tdm_robot.collisions[e],
+ * grouped by link in link order) is the movable object with id e; its pose for a
+ * configuration is the element's world transform (robot/kinematics.h), so the
+ * poses a query gives (scene->movable order: increasing id) are exactly
+ * tdm_robot_collision_world's array. Fixed objects follow, ids n_elements, ...:
+ * for each world collision object in file order, its primitives and then its
+ * meshes, each one object at its pose in the planning frame. Element meshes:
+ *   - box, cylinder, sphere, capsule: geom/primitive.h's meshes (URDF cylinders and
+ *     capsules are (radius, length), primitive.h's cylinder (height, radius): the
+ *     named constructors convert); boxes exact, curved shapes tessellated to
+ *     contain the true shape within `tolerance`;
+ *   - mesh: the file at mesh_path, read by the caller's loader (robot/ reads no
+ *     mesh formats: assimp lives in tools/), each vertex scaled per axis by the
+ *     element's scale in double and rounded to float.
+ * World shapes: MoveIt primitives likewise (cylinder (height, radius)), inline
+ * meshes with their double vertices rounded to float.
+ *
+ * Frames. The root link sits at the scene's robot-state multi-DOF transform (its
+ * only multi-DOF joint; identity if none). A world object whose header frame is
+ * absent, or names no link of the robot, is in the planning frame; one whose frame
+ * names a link is placed at that link's pose in the scene's robot state (as
+ * MoveIt does when it adds it): the state's joint positions, 0 for active joints
+ * it does not name, and stays there (it is a fixed object, not attached).
+ *
+ * Allowed (never checked) pairs: two elements of the same link; elements of links
+ * a, b when the SRDF disabled (a, b) or tdm_ps_acm_allowed(acm, name(a), name(b));
+ * an element of link a and a world shape of object o when
+ * tdm_ps_acm_allowed(acm, name(a), o.id). Nothing else: every other element pair
+ * and every element-object pair is checked (the scene never checks fixed pairs).
+ *
+ * Known limitation: collision is surface-only, as the engines are: a link wholly
+ * inside an obstacle without touching its surface is reported free, while FCL's
+ * primitive tests are solid. geom/primitive.h's tdm_primitive_contains is the
+ * exact solid test a later fix can add (one point per element per solid).
+ *
+ * Threads: a built tdm_robot_scene is only read; tdm_robot_scene_poses may run on
+ * any number of threads at once, each with its own link_world scratch. */
+#ifndef TDM_ROBOT_ROBOT_SCENE_H
+#define TDM_ROBOT_ROBOT_SCENE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../geom/bvh.h"
+#include "../geom/mesh.h"
+#include "../workpile/scene.h"
+#include "planning_scene.h"
+#include "urdf.h"
+
+/* Reads the mesh file at `path` (an element's resolved mesh_path) into *out, a new
+ * mesh the robot scene frees; returns 0 or a negative TDM_E* code with a message in
+ * err (errlen > 0). Called once per mesh element, in element order, from the
+ * thread that calls tdm_robot_scene_create; ctx is the caller's. */
+typedef int (*tdm_robot_mesh_loader)(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen);
+
+/* What a scene object is, by id. */
+typedef struct tdm_robot_scene_obj {
+    int movable;        /* 1: a robot collision element; 0: a world shape */
+    uint32_t index;     /* movable: the element's index in tdm_robot.collisions (== the id);
+                           fixed: the world object's index in tdm_planning_scene.objects */
+    uint32_t shape;     /* fixed: the shape's index in that object, primitives first then meshes */
+} tdm_robot_scene_obj;
+
+typedef struct tdm_robot_scene {
+    const tdm_robot *robot;    /* borrowed: must outlive this */
+    tdm_scene *scene;          /* owned; borrows `bvhs` */
+    uint32_t n_objects;        /* n_elements + n_world; ids 0 .. n_objects - 1 */
+    uint32_t n_elements;       /* == robot->n_collisions: movable ids 0 .. n_elements - 1 */
+    tdm_bvh **bvhs;            /* by id, owned */
+    tdm_robot_scene_obj *objs; /* by id, owned */
+    tdm_xform base;            /* the root link's transform */
+} tdm_robot_scene;
+
+/* Builds the scene for robot r in planning scene ps (both only read; ps is not
+ * kept, r is borrowed for the result's lifetime). `load` reads mesh files and may
+ * be NULL when the robot has no mesh element; `tolerance` is the tessellation
+ * deviation for curved shapes (TDM_PRIMITIVE_TOLERANCE usually). On success *out
+ * is a new scene freed with tdm_robot_scene_destroy. On failure returns a negative
+ * TDM_E* code (TDM_EEMPTY: the robot has no collision element; the loader's,
+ * tdm_primitive_mesh's, tdm_mesh_create's, tdm_bvh_build's or tdm_scene_create's
+ * code otherwise), writes one line into err naming the element (URDF file and
+ * line, or the world object's id and shape) and sets *out to NULL. */
+int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
+                           void *ctx, double tolerance, tdm_robot_scene **out, char *err, size_t errlen);
+/* Frees rs and everything it owns; NULL is ignored. Its trees must no longer be
+ * resident in a scheduler (tdm_sched_mesh_remove first). */
+void tdm_robot_scene_destroy(tdm_robot_scene *rs);
+
+/* The movable objects' poses for configuration q[0..n_q) (the active joints'
+ * values in tdm_robot.active order): poses[0..n_elements), in scene->movable
+ * order, ready for tdm_sched_query.poses. link_world is scratch for
+ * robot->n_links transforms. Returns 0, TDM_EINVAL (n_q is not
+ * robot->n_active) or TDM_ENONFINITE (a value is NaN or infinite). */
+int tdm_robot_scene_poses(const tdm_robot_scene *rs, const double *q, size_t n_q, tdm_xform *link_world,
+                          tdm_xform *poses);
+
+/* 1 when the pair of object ids (a, b) is never checked (allowed as above, or both
+ * fixed), 0 when it is checked; ids out of range are 1. O(log allowed). */
+int tdm_robot_scene_allowed(const tdm_robot_scene *rs, uint32_t a, uint32_t b);
+
+#endif

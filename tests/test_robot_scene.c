@@ -1,0 +1,566 @@
+/* robot/robot_scene.h and `tandem check --urdf`: a generated arm (URDF with box,
+ * cylinder and OBJ-mesh links, revolute and prismatic joints, an SRDF) in a
+ * generated MoveIt planning scene (a rotated box and a cylinder, an ACM with a
+ * link-link and a link-object entry, a root transform), checked against a
+ * brute-force oracle on random configurations.
+ *
+ * The oracle is independent of robot/: forward kinematics from the numbers this
+ * file writes into the URDF (elementary rotation matrices composed by hand), the
+ * checked pairs from this file's own rule, and every triangle pair of every checked
+ * pair tested with tdm_tri_tri_intersect in world coordinates (double). It shares
+ * the element meshes only: geom/primitive.h's tessellations (tested on their own)
+ * and the OBJ as tdm_mesh_load_file reads it, scaled here. Configurations are
+ * random, so no contact is exactly grazing and the rounding of the engines' own
+ * transform chain cannot change an answer. */
+#define _XOPEN_SOURCE 700
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gen.h"
+#include "geom/primitive.h"
+#include "geom/tri.h"
+#include "robot/robot_scene.h"
+#include "tools/io.h"
+#include "workpile/sched.h"
+
+#ifndef TANDEM_BIN
+#error "TANDEM_BIN (the path of the tandem executable) must be defined by the build"
+#endif
+
+extern char **environ;
+
+static uint64_t seed;
+static char dir[256];
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(p) : unlink(p);
+}
+
+static const char *path(const char *name)
+{
+    static char buf[16][512];
+    static int k;
+    char *p = buf[k++ % 16];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    FILE *f = fopen(path(name), "w");
+    cr_assert_not_null(f, "cannot write %s", path(name));
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---- the robot and the world ---- */
+
+/* Links: base_link (0), link1 (1), link2 (2), link3 (3). Elements, in URDF order:
+ * 0 base box; 1 link1 cylinder, 2 link1 box; 3 link2 mesh, 4 link2 box; 5 link3 cylinder. */
+#define N_EL 6
+#define N_OBS 2
+static const int el_link[N_EL] = {0, 1, 1, 2, 2, 3};
+
+static const char *urdf_text =
+    "<?xml version='1.0'?>\n"
+    "<robot name='arm'>\n"
+    "  <link name='base_link'><collision><origin xyz='0 0 0.05'/><geometry><box size='0.4 0.4 0.1'/></geometry>"
+    "</collision></link>\n"
+    "  <joint name='j1' type='revolute'><parent link='base_link'/><child link='link1'/>"
+    "<origin xyz='0 0 0.1'/><axis xyz='0 0 1'/><limit lower='-3.14' upper='3.14'/></joint>\n"
+    "  <link name='link1'>\n"
+    "    <collision><origin xyz='0 0 0.2'/><geometry><cylinder radius='0.04' length='0.3'/></geometry></collision>\n"
+    "    <collision><origin xyz='0.1 0 0.3'/><geometry><box size='0.3 0.04 0.04'/></geometry></collision>\n"
+    "  </link>\n"
+    "  <joint name='j2' type='revolute'><parent link='link1'/><child link='link2'/>"
+    "<origin xyz='0 0 0.4'/><axis xyz='0 1 0'/><limit lower='-2.6' upper='2.6'/></joint>\n"
+    "  <link name='link2'>\n"
+    "    <collision><geometry><mesh filename='meshes/bar.obj' scale='0.5 0.5 0.5'/></geometry></collision>\n"
+    "    <collision><origin xyz='0.3 0 0'/><geometry><box size='0.1 0.06 0.06'/></geometry></collision>\n"
+    "  </link>\n"
+    "  <joint name='j3' type='prismatic'><parent link='link2'/><child link='link3'/>"
+    "<origin xyz='0.55 0 0'/><axis xyz='1 0 0'/><limit lower='0' upper='0.1'/></joint>\n"
+    "  <link name='link3'><collision><geometry><cylinder radius='0.03' length='0.1'/></geometry></collision>"
+    "</link>\n"
+    "</robot>\n";
+
+static const char *srdf_text = "<robot name='arm'><disable_collisions link1='link1' link2='link2' reason='Adjacent'/>"
+                               "</robot>\n";
+
+/* A bar x 0.1..1, y and z -0.05..0.05: 0.05..0.5 and +-0.025 at scale 0.5 (all exact). */
+static const char *bar_obj = "v 0.1 -0.05 -0.05\nv 1 -0.05 -0.05\nv 1 0.05 -0.05\nv 0.1 0.05 -0.05\n"
+                             "v 0.1 -0.05 0.05\nv 1 -0.05 0.05\nv 1 0.05 0.05\nv 0.1 0.05 0.05\n"
+                             "f 1 3 2\nf 1 4 3\nf 5 6 7\nf 5 7 8\nf 1 2 6\nf 1 6 5\n"
+                             "f 2 3 7\nf 2 7 6\nf 3 4 8\nf 3 8 7\nf 4 1 5\nf 4 5 8\n";
+
+/* Root at T(0.05, -0.02, 0.01) Rz(0.2); obs_box rotated Rz(0.3). */
+static const char *scene_text =
+    "name: test\n"
+    "robot_state:\n"
+    "  joint_state: {name: [j1], position: [0.5]}\n"
+    "  multi_dof_joint_state:\n"
+    "    joint_names: [virtual_joint]\n"
+    "    transforms: [{translation: [0.05, -0.02, 0.01], rotation: [0, 0, 0.09983341664682815, "
+    "0.9950041652780258]}]\n"
+    "allowed_collision_matrix:\n"
+    "  entry_names: [link3, obs_cyl, base_link, link2]\n"
+    "  entry_values:\n"
+    "    - [false, true, false, false]\n"
+    "    - [true, false, false, false]\n"
+    "    - [false, false, false, true]\n"
+    "    - [false, false, true, false]\n"
+    "world:\n"
+    "  collision_objects:\n"
+    "    - id: obs_box\n"
+    "      header: {frame_id: world}\n"
+    "      primitives: [{type: box, dimensions: [0.25, 0.25, 0.8]}]\n"
+    "      primitive_poses: [{position: [0.3, 0.15, 0.55], orientation: [0, 0, 0.14943813247359922, "
+    "0.9887710779360422]}]\n"
+    "    - id: obs_cyl\n"
+    "      primitives: [{type: cylinder, dimensions: [0.8, 0.12]}]\n"
+    "      primitive_poses: [{position: [-0.25, -0.25, 0.55], orientation: [0, 0, 0, 1]}]\n";
+
+typedef struct m4 { double r[3][3], t[3]; } m4;
+
+static m4 m_mul(const m4 *a, const m4 *b)
+{
+    m4 c;
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) c.r[i][j] = a->r[i][0] * b->r[0][j] + a->r[i][1] * b->r[1][j] + a->r[i][2] * b->r[2][j];
+        c.t[i] = a->r[i][0] * b->t[0] + a->r[i][1] * b->t[1] + a->r[i][2] * b->t[2] + a->t[i];
+    }
+    return c;
+}
+static m4 m_t(double x, double y, double z) { return (m4){{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {x, y, z}}; }
+static m4 m_rz(double a) { return (m4){{{cos(a), -sin(a), 0}, {sin(a), cos(a), 0}, {0, 0, 1}}, {0, 0, 0}}; }
+static m4 m_ry(double a) { return (m4){{{cos(a), 0, sin(a)}, {0, 1, 0}, {-sin(a), 0, cos(a)}}, {0, 0, 0}}; }
+static m4 m_then(m4 a, m4 b) { return m_mul(&a, &b); }
+
+/* The oracle's element poses for q = (j1, j2, j3), and the obstacles'. */
+static void oracle_poses(const double q[3], m4 el[N_EL], m4 obs[N_OBS])
+{
+    m4 base = m_then(m_t(0.05, -0.02, 0.01), m_rz(0.2));
+    m4 l1 = m_then(m_then(base, m_t(0, 0, 0.1)), m_rz(q[0]));
+    m4 l2 = m_then(m_then(l1, m_t(0, 0, 0.4)), m_ry(q[1]));
+    m4 l3 = m_then(l2, m_t(0.55 + q[2], 0, 0));
+    el[0] = m_then(base, m_t(0, 0, 0.05));
+    el[1] = m_then(l1, m_t(0, 0, 0.2));
+    el[2] = m_then(l1, m_t(0.1, 0, 0.3));
+    el[3] = l2;
+    el[4] = m_then(l2, m_t(0.3, 0, 0));
+    el[5] = l3;
+    obs[0] = m_then(m_t(0.3, 0.15, 0.55), m_rz(0.3));
+    obs[1] = m_t(-0.25, -0.25, 0.55);
+}
+
+/* Object o (elements 0..5, obstacles 6..7) as the oracle sees pairs: checked or not. */
+static int oracle_checked(int a, int b)
+{
+    if (a > b) { int t = a; a = b; b = t; }
+    if (a == b || a >= N_EL) return 0;
+    int la = el_link[a];
+    if (b < N_EL) {
+        int lb = el_link[b];
+        if (la == lb) return 0;                      /* same link */
+        if (la == 1 && lb == 2) return 0;            /* SRDF */
+        if (la == 0 && lb == 2) return 0;            /* ACM base_link-link2 */
+        return 1;
+    }
+    if (la == 3 && b == N_EL + 1) return 0;          /* ACM link3-obs_cyl */
+    return 1;
+}
+
+/* ---- the oracle's meshes and brute force ---- */
+
+static tdm_mesh *meshes[N_EL + N_OBS];
+
+static int loader(void *ctx, const char *p, tdm_mesh **out, char *err, size_t errlen)
+{
+    (*(int *)ctx)++;
+    return tdm_mesh_load_file(p, TDM_ORIGIN_RAW, out, err, errlen);
+}
+
+static tdm_mesh *prim(tdm_primitive p)
+{
+    tdm_mesh *m;
+    char err[256];
+    cr_assert_eq(tdm_primitive_mesh(&p, TDM_PRIMITIVE_TOLERANCE, &m, NULL, err, sizeof err), TDM_OK, "%s", err);
+    return m;
+}
+
+static tdm_robot *robot;
+static tdm_planning_scene *ps;
+
+static void suite_init(void)
+{
+    seed = gen_seed(0x5ce7eull);
+    cr_log_info("seed=%llu (set TDM_TEST_SEED to change)", (unsigned long long)seed);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tandem-robot-scene-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    cr_assert_eq(mkdir(path("meshes"), 0700), 0);
+    write_file("arm.urdf", urdf_text);
+    write_file("arm.srdf", srdf_text);
+    write_file("meshes/bar.obj", bar_obj);
+    write_file("scene.yaml", scene_text);
+    char err[512];
+    cr_assert_eq(tdm_robot_load(path("arm.urdf"), path("arm.srdf"), &robot, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_planning_scene_read(path("scene.yaml"), &ps, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(robot->n_collisions, N_EL);
+    cr_assert_eq(robot->n_active, 3);
+
+    meshes[0] = prim(tdm_primitive_box(0.4, 0.4, 0.1));
+    meshes[1] = prim(tdm_primitive_cylinder(0.3, 0.04));
+    meshes[2] = prim(tdm_primitive_box(0.3, 0.04, 0.04));
+    cr_assert_eq(tdm_mesh_load_file(path("meshes/bar.obj"), TDM_ORIGIN_RAW, &meshes[3], err, sizeof err), TDM_OK,
+                 "%s", err);
+    for (uint32_t i = 0; i < 3 * meshes[3]->n_verts; i++) meshes[3]->verts[i] *= 0.5f;
+    meshes[4] = prim(tdm_primitive_box(0.1, 0.06, 0.06));
+    meshes[5] = prim(tdm_primitive_cylinder(0.1, 0.03));
+    meshes[6] = prim(tdm_primitive_box(0.25, 0.25, 0.8));
+    meshes[7] = prim(tdm_primitive_cylinder(0.8, 0.12));
+}
+
+static void suite_fini(void)
+{
+    for (int i = 0; i < N_EL + N_OBS; i++) tdm_mesh_free(meshes[i]);
+    tdm_planning_scene_free(ps);
+    tdm_robot_free(robot);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(robot_scene, .init = suite_init, .fini = suite_fini, .timeout = 240);
+
+typedef struct wtri { tdm_dvec3 v[3]; double lo[3], hi[3]; } wtri;
+
+/* Mesh i's triangles in world coordinates at pose x. */
+static wtri *world_tris(int i, const m4 *x)
+{
+    const tdm_mesh *m = meshes[i];
+    wtri *w = malloc(m->n_tris * sizeof *w);
+    cr_assert_not_null(w);
+    for (uint32_t t = 0; t < m->n_tris; t++) {
+        for (int k = 0; k < 3; k++) {
+            const float *p = &m->verts[3 * m->tris[3 * t + k]];
+            double c[3];
+            for (int d = 0; d < 3; d++) c[d] = x->r[d][0] * p[0] + x->r[d][1] * p[1] + x->r[d][2] * p[2] + x->t[d];
+            w[t].v[k] = tdm_d3(c[0], c[1], c[2]);
+            for (int d = 0; d < 3; d++) {
+                if (k == 0 || c[d] < w[t].lo[d]) w[t].lo[d] = c[d];
+                if (k == 0 || c[d] > w[t].hi[d]) w[t].hi[d] = c[d];
+            }
+        }
+    }
+    return w;
+}
+
+/* The oracle for configuration q: per object pair (a < b), the number of
+ * intersecting triangle pairs, into count[a][b] (every pair, checked or not). */
+#define N_OBJ (N_EL + N_OBS)
+static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ])
+{
+    m4 el[N_EL], obs[N_OBS], x[N_OBJ];
+    oracle_poses(q, el, obs);
+    memcpy(x, el, sizeof el);
+    memcpy(x + N_EL, obs, sizeof obs);
+    wtri *w[N_OBJ];
+    for (int i = 0; i < N_OBJ; i++) w[i] = world_tris(i, &x[i]);
+    memset(count, 0, sizeof(uint32_t) * N_OBJ * N_OBJ);
+    for (int a = 0; a < N_OBJ; a++)
+        for (int b = a + 1; b < N_OBJ; b++) {
+            if (a >= N_EL) continue; /* two obstacles: never checked, not needed */
+            for (uint32_t i = 0; i < meshes[a]->n_tris; i++)
+                for (uint32_t j = 0; j < meshes[b]->n_tris; j++) {
+                    const wtri *s = &w[a][i], *t = &w[b][j];
+                    if (s->hi[0] < t->lo[0] || t->hi[0] < s->lo[0] || s->hi[1] < t->lo[1] || t->hi[1] < s->lo[1] ||
+                        s->hi[2] < t->lo[2] || t->hi[2] < s->lo[2])
+                        continue;
+                    count[a][b] += (uint32_t)tdm_tri_tri_intersect(s->v, t->v);
+                }
+        }
+    for (int i = 0; i < N_OBJ; i++) free(w[i]);
+}
+
+static void random_config(gen_rng *g, double q[3])
+{
+    q[0] = gen_range(g, -3.14, 3.14);
+    q[1] = gen_range(g, -2.6, 2.6);
+    q[2] = gen_range(g, 0, 0.1);
+}
+
+/* ---- tests ---- */
+
+static tdm_robot_scene *make_scene(void)
+{
+    tdm_robot_scene *rs;
+    char err[512];
+    int loads = 0;
+    cr_assert_eq(tdm_robot_scene_create(robot, ps, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err),
+                 TDM_OK, "%s", err);
+    cr_assert_eq(loads, 1, "one mesh element, one load");
+    return rs;
+}
+
+Test(robot_scene, objects_and_allowed_pairs)
+{
+    tdm_robot_scene *rs = make_scene();
+    cr_assert_eq(rs->n_elements, N_EL);
+    cr_assert_eq(rs->n_objects, N_OBJ);
+    cr_assert_eq(rs->scene->n_movable, N_EL);
+    for (uint32_t i = 0; i < N_OBJ; i++) {
+        cr_assert_eq(rs->objs[i].movable, i < N_EL);
+        cr_assert_eq(rs->bvhs[i] != NULL, 1);
+    }
+    cr_assert_eq(rs->objs[N_EL].index, 0);
+    cr_assert_eq(rs->objs[N_EL + 1].index, 1);
+    size_t checked = 0;
+    for (int a = 0; a < N_OBJ; a++)
+        for (int b = 0; b < N_OBJ; b++) {
+            cr_assert_eq(!tdm_robot_scene_allowed(rs, (uint32_t)a, (uint32_t)b), oracle_checked(a, b), "pair %d %d", a,
+                         b);
+            checked += a < b && oracle_checked(a, b);
+        }
+    cr_assert_eq(rs->scene->n_checks, checked);
+    /* The fixed objects' poses. */
+    m4 el[N_EL], obs[N_OBS];
+    double q[3] = {0, 0, 0};
+    oracle_poses(q, el, obs);
+    for (int k = 0; k < N_OBS; k++) {
+        int64_t i = tdm_scene_find(rs->scene, N_EL + (uint32_t)k);
+        cr_assert(i >= 0);
+        const tdm_xform *p = &rs->scene->objects[i].pose;
+        for (int r = 0; r < 3; r++) {
+            cr_assert_float_eq(tdm_d3_get(p->t, r), obs[k].t[r], 1e-12);
+            for (int c = 0; c < 3; c++) cr_assert_float_eq(p->r.m[r][c], obs[k].r[r][c], 1e-12);
+        }
+    }
+    tdm_robot_scene_destroy(rs);
+}
+
+Test(robot_scene, poses_match_the_oracle)
+{
+    tdm_robot_scene *rs = make_scene();
+    gen_rng g = {seed};
+    tdm_xform links[4], poses[N_EL];
+    for (int it = 0; it < 100; it++) {
+        double q[3];
+        random_config(&g, q);
+        m4 el[N_EL], obs[N_OBS];
+        oracle_poses(q, el, obs);
+        cr_assert_eq(tdm_robot_scene_poses(rs, q, 3, links, poses), TDM_OK);
+        for (int e = 0; e < N_EL; e++)
+            for (int r = 0; r < 3; r++) {
+                cr_assert_float_eq(tdm_d3_get(poses[e].t, r), el[e].t[r], 1e-12, "element %d", e);
+                for (int c = 0; c < 3; c++) cr_assert_float_eq(poses[e].r.m[r][c], el[e].r[r][c], 1e-12);
+            }
+    }
+    double bad[3] = {0, NAN, 0};
+    cr_assert_eq(tdm_robot_scene_poses(rs, bad, 3, links, poses), TDM_ENONFINITE);
+    cr_assert_eq(tdm_robot_scene_poses(rs, bad, 2, links, poses), TDM_EINVAL);
+    tdm_robot_scene_destroy(rs);
+}
+
+#define N_CFG 1000
+#define MAXC 100000
+
+Test(robot_scene, engine_matches_brute_force)
+{
+    tdm_robot_scene *rs = make_scene();
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_CPU;
+    c.threads = 2;
+    c.calibrate = 0;
+    tdm_sched *e;
+    char why[320];
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    gen_rng g = {seed ^ 0x9e3779b97f4a7c15ull};
+    tdm_xform links[4], poses[N_EL];
+    tdm_sched_contact *pairs = malloc(MAXC * sizeof *pairs);
+    cr_assert_not_null(pairs);
+    /* Configurations where a pair of each kind touches: checked world, checked self,
+     * allowed same link, SRDF, ACM link-link, ACM link-object. */
+    size_t colliding = 0, hits[6] = {0};
+    for (int it = 0; it < N_CFG; it++) {
+        double q[3];
+        random_config(&g, q);
+        uint32_t count[N_OBJ][N_OBJ];
+        oracle(q, count);
+        uint32_t total = 0, per[N_OBJ][N_OBJ] = {{0}};
+        int kind[6] = {0};
+        for (int a = 0; a < N_EL; a++)
+            for (int b = a + 1; b < N_OBJ; b++) {
+                if (oracle_checked(a, b)) total += count[a][b];
+                if (!count[a][b]) continue;
+                int la = el_link[a], lb = b < N_EL ? el_link[b] : -1;
+                kind[oracle_checked(a, b) ? (b >= N_EL ? 0 : 1)
+                     : lb < 0         ? 5
+                     : la == lb       ? 2
+                     : la == 1        ? 3
+                                      : 4] = 1;
+            }
+        for (int k = 0; k < 6; k++) hits[k] += (size_t)kind[k];
+        colliding += total > 0;
+        cr_assert_eq(tdm_robot_scene_poses(rs, q, 3, links, poses), TDM_OK);
+        tdm_sched_query qs[2] = {{rs->scene, poses, TDM_MODE_BOOL, 1, NULL},
+                                 {rs->scene, poses, TDM_MODE_CONTACTS, MAXC, pairs}};
+        tdm_sched_result res[2];
+        cr_assert_eq(tdm_sched_run(e, &qs[0], 1, &res[0]), TDM_OK);
+        cr_assert_eq(tdm_sched_run(e, &qs[1], 1, &res[1]), TDM_OK);
+        cr_assert_eq(res[0].colliding, total > 0, "seed=%llu config %d (%.17g %.17g %.17g): bool %u, oracle %u pairs",
+                     (unsigned long long)seed, it, q[0], q[1], q[2], res[0].colliding, total);
+        if (res[0].colliding)
+            cr_assert(oracle_checked((int)res[0].object_a, (int)res[0].object_b), "bool reported an allowed pair");
+        cr_assert_eq(res[1].contacts, total, "seed=%llu config %d: contacts %u, oracle %u", (unsigned long long)seed,
+                     it, res[1].contacts, total);
+        cr_assert_eq(res[1].n_pairs, total);
+        for (uint32_t k = 0; k < res[1].n_pairs; k++) {
+            uint32_t a = pairs[k].object_a, b = pairs[k].object_b;
+            cr_assert(a < b && b < N_OBJ && oracle_checked((int)a, (int)b), "reported pair %u %u", a, b);
+            per[a][b]++;
+        }
+        for (int a = 0; a < N_OBJ; a++)
+            for (int b = a + 1; b < N_OBJ; b++)
+                if (oracle_checked(a, b)) cr_assert_eq(per[a][b], count[a][b], "config %d pair %d %d", it, a, b);
+    }
+    cr_log_info("%d configurations, %zu colliding; touching: world %zu, self %zu, same link %zu, SRDF %zu, "
+                "ACM link-link %zu, ACM link-object %zu", N_CFG, colliding, hits[0], hits[1], hits[2], hits[3],
+                hits[4], hits[5]);
+    /* The test means something only if each kind happens. */
+    cr_assert(colliding > 0 && colliding < N_CFG);
+    for (int k = 0; k < 6; k++) cr_assert(hits[k] > 0, "no configuration touches a pair of kind %d", k);
+    free(pairs);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+}
+
+/* ---- the CLI ---- */
+
+typedef struct run_result { int status; char *out, *err; } run_result;
+
+static run_result run(const char *const *args)
+{
+    const char *argv[40];
+    int n = 0;
+    argv[n++] = TANDEM_BIN;
+    while (*args) argv[n++] = *args++;
+    argv[n] = NULL;
+    char o[512], e[512];
+    snprintf(o, sizeof o, "%s", path("stdout"));
+    snprintf(e, sizeof e, "%s", path("stderr"));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rc = posix_spawn(&pid, TANDEM_BIN, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(rc, 0, "cannot start %s: %s", TANDEM_BIN, strerror(rc));
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    run_result r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = gen_read_file(o, NULL);
+    r.err = gen_read_file(e, NULL);
+    cr_assert(r.out && r.err);
+    return r;
+}
+
+#define N_CLI 40
+
+Test(robot_scene, cli_check_urdf)
+{
+    gen_rng g = {seed ^ 0x51ull};
+    double q[N_CLI][3];
+    uint32_t want_bool[N_CLI], want_contacts[N_CLI];
+    size_t want_colliding = 0;
+    FILE *f = fopen(path("configs.txt"), "w");
+    cr_assert_not_null(f);
+    fprintf(f, "# j1 j2 j3\n\n");
+    for (int i = 0; i < N_CLI; i++) {
+        random_config(&g, q[i]);
+        fprintf(f, "%.17g %.17g %.17g\n", q[i][0], q[i][1], q[i][2]);
+        if (i == 7) fprintf(f, "   \n# a comment\n");
+        uint32_t count[N_OBJ][N_OBJ], total = 0;
+        oracle(q[i], count);
+        for (int a = 0; a < N_OBJ; a++)
+            for (int b = a + 1; b < N_OBJ; b++)
+                if (oracle_checked(a, b)) total += count[a][b];
+        want_contacts[i] = total;
+        want_bool[i] = total > 0;
+        want_colliding += total > 0;
+    }
+    fclose(f);
+    static const char *const modes[2] = {"bool", "contacts"};
+    for (int m = 0; m < 2; m++) {
+        const char *args[] = {"check", "--urdf", path("arm.urdf"), "--srdf", path("arm.srdf"), "--world",
+                              path("scene.yaml"), "--configs", path("configs.txt"), "--mode", modes[m], "--threads",
+                              "2", "--out", path("out.txt"), NULL};
+        run_result r = run(args);
+        cr_assert_eq(r.status, 0, "tandem check --urdf (%s) failed: %s", modes[m], r.err);
+        char **lines;
+        size_t k = gen_split_lines(r.out, &lines);
+        cr_assert(k >= 1);
+        unsigned long long nq, nc;
+        double s, qps;
+        cr_assert_eq(sscanf(lines[k - 1], "queries=%llu seconds=%lf qps=%lf colliding=%llu", &nq, &s, &qps, &nc), 4,
+                     "summary: %s", lines[k - 1]);
+        cr_assert_eq(nq, N_CLI);
+        cr_assert_eq(nc, want_colliding);
+        free(lines);
+        char *out = gen_read_file(path("out.txt"), NULL);
+        cr_assert_not_null(out);
+        k = gen_split_lines(out, &lines);
+        cr_assert_eq(k, N_CLI);
+        for (int i = 0; i < N_CLI; i++) {
+            unsigned long v = strtoul(lines[i], NULL, 10);
+            cr_assert_eq(v, m ? want_contacts[i] : want_bool[i], "%s, configuration %d: %lu, oracle %u", modes[m], i,
+                         v, m ? want_contacts[i] : want_bool[i]);
+        }
+        free(lines);
+        free(out);
+        free(r.out);
+        free(r.err);
+    }
+
+    /* Bad lines: an error naming the line, exit 1, nothing written. */
+    static const struct { const char *text, *needle; } bad[] = {
+        {"0 0 0\n# x\n0.1 0.2\n", "configs.txt:3: 2 values, the robot has 3 active joints"},
+        {"0 0 0 0\n", "configs.txt:1: 4 values"},
+        {"\n0 nan 0\n", "configs.txt:2: value 2 is not finite"},
+        {"0 0 x\n", "configs.txt:1: value 3 is not a number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file("configs.txt", bad[i].text);
+        unlink(path("out2.txt"));
+        const char *args[] = {"check", "--urdf", path("arm.urdf"), "--world", path("scene.yaml"), "--configs",
+                              path("configs.txt"), "--mode", "bool", "--out", path("out2.txt"), NULL};
+        run_result r = run(args);
+        cr_assert_eq(r.status, 1, "bad config %zu: exit %d", i, r.status);
+        cr_assert_not_null(strstr(r.err, bad[i].needle), "bad config %zu: stderr '%s' lacks '%s'", i, r.err,
+                           bad[i].needle);
+        cr_assert_eq(access(path("out2.txt"), F_OK), -1, "nothing is written");
+        cr_assert_eq(r.out[0], 0, "nothing on stdout");
+        free(r.out);
+        free(r.err);
+    }
+    /* A usage error: --configs missing. */
+    const char *args[] = {"check", "--urdf", path("arm.urdf"), "--world", path("scene.yaml"), "--mode", "bool", NULL};
+    run_result r = run(args);
+    cr_assert_eq(r.status, 2);
+    free(r.out);
+    free(r.err);
+}

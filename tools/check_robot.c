@@ -1,0 +1,251 @@
+/* `tandem check --urdf`: joint-space queries of a URDF robot in a MoveIt planning
+ * scene, offline, through the same scheduler as tandemd (workpile/sched.h). The
+ * robot's collision elements are the scene's movable objects and the world's
+ * shapes its fixed ones (robot/robot_scene.h); each configuration is one query,
+ * its poses computed by forward kinematics before the timed loop. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../geom/primitive.h"
+#include "../robot/robot_scene.h"
+#include "../workpile/sched.h"
+#include "cli.h"
+#include "io.h"
+
+#define CHUNK 65536
+#define GPU_CHUNK (1u << 20)
+
+static int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
+{
+    (void)ctx;
+    return tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
+}
+
+/* Reads configurations of n_q values each, one per line; '#' comments and blank
+ * lines skipped. A line with another count, a malformed or a non-finite number is
+ * an error naming the file and line. *out (n * n_q values) is the caller's. */
+static int read_configs(const char *path, size_t n_q, double **out, size_t *n_out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        tdm_cli_error("configs: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    double *v = NULL;
+    size_t n = 0, cap = 0, lineno = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    int status = -1;
+    while (getline(&line, &linecap, f) >= 0) {
+        lineno++;
+        char *s = line;
+        while (isspace((unsigned char)*s)) s++;
+        if (!*s || *s == '#') continue;
+        if (n == cap) {
+            size_t c = cap ? 2 * cap : 1024;
+            double *w = realloc(v, c * (n_q ? n_q : 1) * sizeof *w);
+            if (!w) {
+                tdm_cli_error("configs: out of memory");
+                goto done;
+            }
+            v = w;
+            cap = c;
+        }
+        size_t k = 0;
+        for (;;) {
+            while (isspace((unsigned char)*s)) s++;
+            if (!*s) break;
+            char *end;
+            errno = 0;
+            double x = strtod(s, &end);
+            if (end == s || (*end && !isspace((unsigned char)*end))) {
+                tdm_cli_error("configs: %s:%zu: value %zu is not a number", path, lineno, k + 1);
+                goto done;
+            }
+            if (!isfinite(x)) {
+                tdm_cli_error("configs: %s:%zu: value %zu is not finite", path, lineno, k + 1);
+                goto done;
+            }
+            if (k < n_q) v[n * n_q + k] = x;
+            k++;
+            s = end;
+        }
+        if (k != n_q) {
+            tdm_cli_error("configs: %s:%zu: %zu values, the robot has %zu active joints", path, lineno, k, n_q);
+            goto done;
+        }
+        n++;
+    }
+    if (ferror(f)) {
+        tdm_cli_error("configs: cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    status = 0;
+done:
+    free(line);
+    fclose(f);
+    if (status == 0) {
+        *out = v;
+        *n_out = n;
+    } else {
+        free(v);
+    }
+    return status;
+}
+
+int tdm_cmd_check_robot(int argc, char **argv)
+{
+    const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs_path = NULL, *mode_s = NULL, *threads_s = "0",
+               *out_path = NULL, *max_s = "1000000", *backend_s = "cpu";
+    const tdm_opt opts[] = {{"--urdf", &urdf},       {"--srdf", &srdf},         {"--world", &world},
+                            {"--configs", &configs_path}, {"--mode", &mode_s},  {"--threads", &threads_s},
+                            {"--out", &out_path},    {"--max-contacts", &max_s}, {"--backend", &backend_s}};
+    if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "check") < 0) return TDM_EXIT_USAGE;
+    if (!urdf || !world || !configs_path || !mode_s) {
+        tdm_cli_error("check: --urdf, --world, --configs and --mode are required");
+        return TDM_EXIT_USAGE;
+    }
+    static const char *const modes[] = {"bool", "contacts"};
+    int mode_i = tdm_cli_choice("check", "--mode", mode_s, modes, 2);
+    if (mode_i < 0) return TDM_EXIT_USAGE;
+    tdm_mode mode = mode_i ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
+    static const char *const backends[] = {"cpu", "gpu", "hybrid"};
+    static const tdm_backend_kind backend_kind[] = {TDM_BACKEND_CPU, TDM_BACKEND_GPU, TDM_BACKEND_HYBRID};
+    int backend = tdm_cli_choice("check", "--backend", backend_s, backends, 3);
+    if (backend < 0) return TDM_EXIT_USAGE;
+    tdm_backend_kind kind = backend_kind[backend];
+    uint64_t threads, max_contacts;
+    if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
+    if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;
+
+    int status = TDM_EXIT_FAIL, rc;
+    tdm_robot *robot = NULL;
+    tdm_planning_scene *ps = NULL;
+    tdm_robot_scene *rs = NULL;
+    tdm_sched *sched = NULL;
+    uint32_t n_added = 0;
+    double *cfg = NULL;
+    tdm_xform *xs = NULL, *links = NULL;
+    tdm_sched_query *queries = NULL;
+    tdm_sched_result *res = NULL;
+    uint32_t *answer = NULL;
+    FILE *out = NULL;
+    size_t n = 0;
+    char err[1024];
+
+    if ((rc = tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) != TDM_OK) {
+        tdm_cli_error("robot: %s", err);
+        goto done;
+    }
+    if ((rc = tdm_planning_scene_read(world, &ps, err, sizeof err)) != TDM_OK) {
+        tdm_cli_error("world: %s", err);
+        goto done;
+    }
+    size_t n_q = robot->n_active;
+    if (read_configs(configs_path, n_q, &cfg, &n) < 0) goto done;
+    if ((rc = tdm_robot_scene_create(robot, ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) !=
+        TDM_OK) {
+        tdm_cli_error("check: %s", err);
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    /* chunk_tasks counts (query, pair) tasks: cut runs by configurations so that one
+     * scheduler run is about one engine run. */
+    size_t per_query = rs->scene->n_checks ? rs->scene->n_checks : 1;
+    size_t limit = (kind == TDM_BACKEND_CPU ? CHUNK : GPU_CHUNK);
+    size_t chunk = limit / per_query ? limit / per_query : 1;
+    if (n < chunk) chunk = n ? n : 1;
+    tdm_sched_config sc = tdm_sched_config_default();
+    sc.kind = kind;
+    sc.threads = (int)threads;
+    sc.calibrate = 0;
+    sc.lanes = 1;
+    char why[320];
+    if ((rc = tdm_sched_create(&sc, &sched, why, sizeof why)) != TDM_OK) {
+        tdm_cli_error("cannot start the %s engine: %s", kind == TDM_BACKEND_CPU ? "CPU" : kind == TDM_BACKEND_GPU ? "GPU"
+                                                                                                              : "hybrid",
+                      why[0] ? why : tdm_strerror(rc));
+        goto done;
+    }
+    for (; n_added < rs->n_objects; n_added++)
+        if ((rc = tdm_sched_mesh_add(sched, rs->bvhs[n_added])) != TDM_OK) {
+            tdm_cli_error("uploading the meshes to the GPU failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+
+    size_t n_alloc = n ? n : 1, m_el = rs->n_elements;
+    xs = malloc(n_alloc * m_el * sizeof *xs);
+    links = malloc(robot->n_links * sizeof *links);
+    queries = malloc(n_alloc * sizeof *queries);
+    res = calloc(chunk, sizeof *res);
+    answer = malloc(n_alloc * sizeof *answer);
+    if (!xs || !links || !queries || !res || !answer) {
+        tdm_cli_error("out of memory for %zu configurations", n);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = tdm_robot_scene_poses(rs, cfg + i * n_q, n_q, links, xs + i * m_el)) != TDM_OK) {
+            tdm_cli_error("configuration %zu: %s", i + 1, tdm_strerror(rc));
+            goto done;
+        }
+        queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, mode, (uint32_t)max_contacts, NULL};
+    }
+    if (kind == TDM_BACKEND_HYBRID) {
+        if (n && (rc = tdm_sched_run(sched, queries, n < chunk ? n : chunk, res)) != TDM_OK) {
+            tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+    } else if ((rc = tdm_sched_prepare(sched, chunk * per_query)) != TDM_OK) {
+        tdm_cli_error("preparing the engine failed: %s", tdm_strerror(rc));
+        goto done;
+    }
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(sched, &before);
+
+    size_t colliding = 0, truncated = 0;
+    double t0 = tdm_cli_now();
+    for (size_t lo = 0; lo < n; lo += chunk) {
+        size_t m = n - lo < chunk ? n - lo : chunk;
+        if ((rc = tdm_sched_run(sched, queries + lo, m, res)) != TDM_OK) {
+            tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
+            goto done;
+        }
+        for (size_t i = 0; i < m; i++) {
+            colliding += res[i].colliding;
+            truncated += res[i].truncated;
+            answer[lo + i] = mode == TDM_MODE_BOOL ? res[i].colliding : res[i].contacts;
+        }
+    }
+    double seconds = tdm_cli_now() - t0;
+    tdm_sched_get_stats(sched, &after);
+    if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
+        tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
+                      (unsigned long long)(after.cpu_queries - before.cpu_queries));
+        goto done;
+    }
+    FILE *f = out;
+    out = NULL; /* closed by tdm_cli_report */
+    if (tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0) goto done;
+    status = 0;
+done:
+    if (out) fclose(out);
+    for (uint32_t i = 0; i < n_added; i++) tdm_sched_mesh_remove(sched, rs->bvhs[i]);
+    tdm_sched_destroy(sched);
+    tdm_robot_scene_destroy(rs);
+    tdm_planning_scene_free(ps);
+    tdm_robot_free(robot);
+    free(answer);
+    free(res);
+    free(queries);
+    free(links);
+    free(xs);
+    free(cfg);
+    return status;
+}
