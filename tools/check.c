@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../workpile/sched.h"
+#include "check.h"
 #include "cli.h"
 #include "io.h"
 
@@ -36,6 +37,40 @@ static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh *
         return -1;
     }
     return 0;
+}
+
+/* check.h */
+int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_s, const tdm_sched_query *queries,
+                   size_t n, size_t chunk, tdm_mode mode, tdm_sched_result *res, uint32_t *answer, FILE *out,
+                   const char *out_path, uint64_t max_contacts)
+{
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(sched, &before);
+    size_t colliding = 0, truncated = 0;
+    double t0 = tdm_cli_now();
+    for (size_t lo = 0; lo < n; lo += chunk) {
+        size_t m = n - lo < chunk ? n - lo : chunk;
+        int rc = tdm_sched_run(sched, queries + lo, m, res);
+        if (rc != TDM_OK) {
+            tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
+            if (out) fclose(out);
+            return -1;
+        }
+        for (size_t i = 0; i < m; i++) {
+            colliding += res[i].colliding;
+            truncated += res[i].truncated;
+            answer[lo + i] = mode == TDM_MODE_BOOL ? res[i].colliding : res[i].contacts;
+        }
+    }
+    double seconds = tdm_cli_now() - t0;
+    tdm_sched_get_stats(sched, &after);
+    if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
+        tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
+                      (unsigned long long)(after.cpu_queries - before.cpu_queries));
+        if (out) fclose(out);
+        return -1;
+    }
+    return tdm_cli_report(out, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0 ? -1 : 0;
 }
 
 int tdm_cmd_check(int argc, char **argv)
@@ -161,37 +196,10 @@ int tdm_cmd_check(int argc, char **argv)
         tdm_cli_error("preparing the GPU engine failed: %s", tdm_strerror(rc));
         goto done;
     }
-    tdm_sched_stats before;
-    tdm_sched_get_stats(sched, &before);
-
-    size_t colliding = 0, truncated = 0;
-    double t0 = tdm_cli_now();
-    for (size_t lo = 0; lo < n; lo += chunk) {
-        size_t m = n - lo < chunk ? n - lo : chunk;
-        if ((rc = tdm_sched_run(sched, queries + lo, m, res)) != TDM_OK) {
-            tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
-            goto done;
-        }
-        for (size_t i = 0; i < m; i++) {
-            colliding += res[i].colliding;
-            truncated += res[i].truncated;
-            answer[lo + i] = mode == TDM_MODE_BOOL ? res[i].colliding : res[i].contacts;
-        }
-    }
-    double seconds = tdm_cli_now() - t0;
-    /* The scheduler re-runs on the CPU engine what a GPU engine fails on (saying so on
-     * stderr): the answers stand, but they are not the asked-for engine's figures. */
-    tdm_sched_stats after;
-    tdm_sched_get_stats(sched, &after);
-    if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
-        tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
-                      (unsigned long long)(after.cpu_queries - before.cpu_queries));
-        goto done;
-    }
-
     FILE *f = out;
-    out = NULL; /* closed by tdm_cli_report */
-    if (tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0) goto done;
+    out = NULL; /* closed by tdm__check_run */
+    if (tdm__check_run(sched, kind, backend_s, queries, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
+        goto done;
     status = 0;
 done:
     if (out) fclose(out);

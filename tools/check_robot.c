@@ -13,6 +13,7 @@
 #include "../geom/primitive.h"
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
+#include "check.h"
 #include "cli.h"
 #include "io.h"
 
@@ -206,33 +207,10 @@ int tdm_cmd_check_robot(int argc, char **argv)
         tdm_cli_error("preparing the engine failed: %s", tdm_strerror(rc));
         goto done;
     }
-    tdm_sched_stats before, after;
-    tdm_sched_get_stats(sched, &before);
-
-    size_t colliding = 0, truncated = 0;
-    double t0 = tdm_cli_now();
-    for (size_t lo = 0; lo < n; lo += chunk) {
-        size_t m = n - lo < chunk ? n - lo : chunk;
-        if ((rc = tdm_sched_run(sched, queries + lo, m, res)) != TDM_OK) {
-            tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
-            goto done;
-        }
-        for (size_t i = 0; i < m; i++) {
-            colliding += res[i].colliding;
-            truncated += res[i].truncated;
-            answer[lo + i] = mode == TDM_MODE_BOOL ? res[i].colliding : res[i].contacts;
-        }
-    }
-    double seconds = tdm_cli_now() - t0;
-    tdm_sched_get_stats(sched, &after);
-    if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
-        tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
-                      (unsigned long long)(after.cpu_queries - before.cpu_queries));
-        goto done;
-    }
     FILE *f = out;
-    out = NULL; /* closed by tdm_cli_report */
-    if (tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0) goto done;
+    out = NULL; /* closed by tdm__check_run */
+    if (tdm__check_run(sched, kind, backend_s, queries, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
+        goto done;
     status = 0;
 done:
     if (out) fclose(out);
