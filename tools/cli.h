@@ -38,5 +38,7 @@ int tdm_cmd_check_robot(int argc, char **argv);
 int tdm_cmd_poses(int argc, char **argv);
 int tdm_cmd_demo(int argc, char **argv);
 int tdm_cmd_robot(int argc, char **argv);
+/* `motions --urdf ...`: motion checks of a URDF robot (motions_cmd.c). */
+int tdm_cmd_motions(int argc, char **argv);
 
 #endif

@@ -1,5 +1,5 @@
 /* `tandem`: the command-line tool. One subcommand per file (check.c, poses_cmd.c,
- * demo.c, robot_cmd.c, query_cmd.c, mesh_cmd.c, scene_cmd.c, stats_cmd.c); this file
+ * demo.c, robot_cmd.c, motions_cmd.c, query_cmd.c, mesh_cmd.c, scene_cmd.c, stats_cmd.c); this file
  * dispatches and holds the shared option parser. */
 #include <errno.h>
 #include <stdarg.h>
@@ -41,6 +41,21 @@ static const char usage[] =
     "      allowed-collision matrix allows are not checked). FILE: one configuration\n"
     "      per line, the active joints in `robot joints` order; # comments and blank\n"
     "      lines skipped. Same output as above.\n"
+    "  motions --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE --resolution R\n"
+    "        [--out FILE] [--mode bool] [--threads N] [--backend cpu|gpu|hybrid] [--batch B]\n"
+    "      Motion checks in the same scene as check --urdf. FILE: one motion per line,\n"
+    "      2J values: the start configuration, then the end (J active joints, in\n"
+    "      `robot joints` order); # comments and blank lines skipped. A motion a -> b\n"
+    "      is checked at n = max(2, ceil(max_j |b_j - a_j| / R) + 1) states\n"
+    "      q_k = a + k/(n-1) (b - a), k = 0..n-1; a motion of more than 10^7 states is\n"
+    "      an error naming its line. --out: one line per motion, -1 when every state\n"
+    "      is free, else the smallest colliding k. The states are checked first to\n"
+    "      last in rounds: each round, every motion still open gives its next states\n"
+    "      (16 in the first round, at most twice as many in each next one, more when\n"
+    "      few motions are open), run in bool mode in batches of at most B states (default:\n"
+    "      about 1M state-pair tasks); a motion is closed at its first colliding state.\n"
+    "      The last stdout line is \"queries=N seconds=S qps=Q colliding=C\": N motions,\n"
+    "      C of them colliding, S timing the engine runs only (not forward kinematics).\n"
     "  poses random --cfg NAME.cfg --n N --seed S [--out FILE]\n"
     "      N poses uniform in the .cfg volume with uniformly random rotations.\n"
     "  poses path --path NAME.path --steps K [--out FILE]\n"
@@ -183,6 +198,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "poses")) return tdm_cmd_poses(argc - 2, argv + 2);
     if (!strcmp(cmd, "demo")) return tdm_cmd_demo(argc - 2, argv + 2);
     if (!strcmp(cmd, "robot")) return tdm_cmd_robot(argc - 2, argv + 2);
+    if (!strcmp(cmd, "motions")) return tdm_cmd_motions(argc - 2, argv + 2);
     if (!strcmp(cmd, "query")) return tdm_cmd_query(argc - 2, argv + 2);
     if (!strcmp(cmd, "mesh")) return tdm_cmd_mesh(argc - 2, argv + 2);
     if (!strcmp(cmd, "scene")) return tdm_cmd_scene(argc - 2, argv + 2);
