@@ -1,0 +1,339 @@
+/* `tandem motions`: motion checks of a URDF robot in a MoveIt planning scene,
+ * offline, through the same scheduler as `tandem check --urdf` (robot/robot_scene.h,
+ * workpile/sched.h). A motion a -> b is checked at the states tools/motions.h
+ * defines; its answer is the smallest colliding k, or -1 when every state is free.
+ *
+ * Strategy (early exit, first to last). Every motion keeps a cursor, the first
+ * state not yet checked. The checks go in rounds over the motions still open;
+ * in a round each open motion gives its next w states (w = the batch size shared
+ * among the open motions, but at most MIN_WINDOW << round, so that the first
+ * rounds stay short when few motions are open; at least MIN_WINDOW), in order
+ * from its cursor, and
+ * the states are run in bool mode in batches of at most `batch` states (about
+ * 1M tasks by default: memory is bounded by the batch, whatever the input).
+ * After a batch, a motion whose states in it collide is answered with the
+ * smallest such k and closed: all its states before them were found free in
+ * earlier rounds, so that k is the smallest colliding one. A motion whose last
+ * state was free is answered -1. Later rounds only run motions still open, so a
+ * motion that collides early costs about one window of states.
+ *
+ * `seconds` times the scheduler runs only: reading, scene building and forward
+ * kinematics (done per batch, before its run) are not counted. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../geom/primitive.h"
+#include "../robot/robot_scene.h"
+#include "../workpile/sched.h"
+#include "cli.h"
+#include "io.h"
+#include "motions.h"
+
+#define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per scheduler run */
+#define MIN_WINDOW 16          /* states a motion gives per round, at least */
+
+static int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
+{
+    (void)ctx;
+    return tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
+}
+
+/* Reads motions of 2 * n_q values each (start, then end), one per line; '#'
+ * comments and blank lines skipped; counts each one's states at resolution r. A
+ * line with another count, a malformed or non-finite number, or more than
+ * TDM_MOTION_MAX_STATES states is an error naming the file and line. *out (2 * n_q
+ * values per motion) and *states_out are the caller's. */
+static int read_motions(const char *path, size_t n_q, double r, double **out, uint64_t **states_out, size_t *n_out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        tdm_cli_error("motions: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t width = n_q ? 2 * n_q : 1;
+    double *v = NULL;
+    uint64_t *states = NULL;
+    size_t n = 0, cap = 0, lineno = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    int status = -1;
+    while (getline(&line, &linecap, f) >= 0) {
+        lineno++;
+        char *s = line;
+        while (isspace((unsigned char)*s)) s++;
+        if (!*s || *s == '#') continue;
+        if (n == cap) {
+            size_t c = cap ? 2 * cap : 1024;
+            double *w = realloc(v, c * width * sizeof *w);
+            if (w) v = w;
+            uint64_t *st = w ? realloc(states, c * sizeof *st) : NULL;
+            if (st) states = st;
+            if (!w || !st) {
+                tdm_cli_error("motions: out of memory");
+                goto done;
+            }
+            cap = c;
+        }
+        size_t k = 0;
+        for (;;) {
+            while (isspace((unsigned char)*s)) s++;
+            if (!*s) break;
+            char *end;
+            double x = strtod(s, &end);
+            if (end == s || (*end && !isspace((unsigned char)*end))) {
+                tdm_cli_error("motions: %s:%zu: value %zu is not a number", path, lineno, k + 1);
+                goto done;
+            }
+            if (!isfinite(x)) {
+                tdm_cli_error("motions: %s:%zu: value %zu is not finite", path, lineno, k + 1);
+                goto done;
+            }
+            if (k < 2 * n_q) v[n * width + k] = x;
+            k++;
+            s = end;
+        }
+        if (k != 2 * n_q) {
+            tdm_cli_error("motions: %s:%zu: %zu values, a motion has %zu (start and end of %zu active joints)", path,
+                          lineno, k, 2 * n_q, n_q);
+            goto done;
+        }
+        const double *a = v + n * width;
+        states[n] = tdm__motion_states(a, a + n_q, n_q, r);
+        if (!states[n]) {
+            tdm_cli_error("motions: %s:%zu: more than %llu states at resolution %g", path, lineno,
+                          (unsigned long long)TDM_MOTION_MAX_STATES, r);
+            goto done;
+        }
+        n++;
+    }
+    if (ferror(f)) {
+        tdm_cli_error("motions: cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    status = 0;
+done:
+    free(line);
+    fclose(f);
+    if (status == 0) {
+        *out = v;
+        *states_out = states;
+        *n_out = n;
+    } else {
+        free(v);
+        free(states);
+    }
+    return status;
+}
+
+/* A run of consecutive states of one motion in a batch: k0 .. k0 + count - 1. */
+typedef struct segment { size_t motion; uint64_t k0, count; } segment;
+
+int tdm_cmd_motions(int argc, char **argv)
+{
+    const char *urdf = NULL, *srdf = NULL, *world = NULL, *motions_path = NULL, *res_s = NULL, *mode_s = "bool",
+               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0";
+    const tdm_opt opts[] = {{"--urdf", &urdf},         {"--srdf", &srdf},         {"--world", &world},
+                            {"--motions", &motions_path}, {"--resolution", &res_s}, {"--mode", &mode_s},
+                            {"--threads", &threads_s}, {"--out", &out_path},      {"--backend", &backend_s},
+                            {"--batch", &batch_s}};
+    if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "motions") < 0) return TDM_EXIT_USAGE;
+    if (!urdf || !world || !motions_path || !res_s) {
+        tdm_cli_error("motions: --urdf, --world, --motions and --resolution are required");
+        return TDM_EXIT_USAGE;
+    }
+    static const char *const modes[] = {"bool"};
+    if (tdm_cli_choice("motions", "--mode", mode_s, modes, 1) < 0) return TDM_EXIT_USAGE;
+    static const char *const backends[] = {"cpu", "gpu", "hybrid"};
+    static const tdm_backend_kind backend_kind[] = {TDM_BACKEND_CPU, TDM_BACKEND_GPU, TDM_BACKEND_HYBRID};
+    int backend = tdm_cli_choice("motions", "--backend", backend_s, backends, 3);
+    if (backend < 0) return TDM_EXIT_USAGE;
+    tdm_backend_kind kind = backend_kind[backend];
+    uint64_t threads, batch_opt;
+    if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
+    if (tdm_cli_u64("--batch", batch_s, 0, 1u << 24, &batch_opt) < 0) return TDM_EXIT_USAGE;
+    char *end;
+    double resolution = strtod(res_s, &end);
+    if (end == res_s || *end || !isfinite(resolution) || !(resolution > 0)) {
+        tdm_cli_error("motions: --resolution must be a finite number > 0, not '%s'", res_s);
+        return TDM_EXIT_USAGE;
+    }
+
+    int status = TDM_EXIT_FAIL, rc;
+    tdm_robot *robot = NULL;
+    tdm_planning_scene *ps = NULL;
+    tdm_robot_scene *rs = NULL;
+    tdm_sched *sched = NULL;
+    uint32_t n_added = 0;
+    double *mot = NULL, *q = NULL;
+    uint64_t *n_states = NULL, *cursor = NULL;
+    int32_t *answer = NULL;
+    size_t *open = NULL;
+    segment *segs = NULL;
+    tdm_xform *xs = NULL, *links = NULL;
+    tdm_sched_query *queries = NULL;
+    tdm_sched_result *res = NULL;
+    FILE *out = NULL;
+    size_t n = 0;
+    char err[1024];
+
+    if ((rc = tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) != TDM_OK) {
+        tdm_cli_error("robot: %s", err);
+        goto done;
+    }
+    if ((rc = tdm_planning_scene_read(world, &ps, err, sizeof err)) != TDM_OK) {
+        tdm_cli_error("world: %s", err);
+        goto done;
+    }
+    size_t n_q = robot->n_active;
+    if (read_motions(motions_path, n_q, resolution, &mot, &n_states, &n) < 0) goto done;
+    if ((rc = tdm_robot_scene_create(robot, ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) !=
+        TDM_OK) {
+        tdm_cli_error("motions: %s", err);
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    size_t per_state = rs->scene->n_checks ? rs->scene->n_checks : 1;
+    size_t batch = batch_opt ? (size_t)batch_opt : BATCH_TASKS / per_state ? BATCH_TASKS / per_state : 1;
+    tdm_sched_config sc = tdm_sched_config_default();
+    sc.kind = kind;
+    sc.threads = (int)threads;
+    sc.calibrate = 0;
+    sc.lanes = 1;
+    char why[320];
+    if ((rc = tdm_sched_create(&sc, &sched, why, sizeof why)) != TDM_OK) {
+        tdm_cli_error("cannot start the %s engine: %s", kind == TDM_BACKEND_CPU ? "CPU" : kind == TDM_BACKEND_GPU ? "GPU"
+                                                                                                              : "hybrid",
+                      why[0] ? why : tdm_strerror(rc));
+        goto done;
+    }
+    for (; n_added < rs->n_objects; n_added++)
+        if ((rc = tdm_sched_mesh_add(sched, rs->bvhs[n_added])) != TDM_OK) {
+            tdm_cli_error("uploading the meshes to the GPU failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+    if (kind != TDM_BACKEND_HYBRID && (rc = tdm_sched_prepare(sched, batch * per_state)) != TDM_OK) {
+        tdm_cli_error("preparing the engine failed: %s", tdm_strerror(rc));
+        goto done;
+    }
+
+    size_t n_alloc = n ? n : 1, m_el = rs->n_elements;
+    cursor = calloc(n_alloc, sizeof *cursor);
+    answer = malloc(n_alloc * sizeof *answer);
+    open = malloc(n_alloc * sizeof *open);
+    segs = malloc(batch * sizeof *segs); /* a segment has at least one state */
+    xs = malloc(batch * m_el * sizeof *xs);
+    links = malloc(robot->n_links * sizeof *links);
+    q = malloc((n_q ? n_q : 1) * sizeof *q);
+    queries = malloc(batch * sizeof *queries);
+    res = calloc(batch, sizeof *res);
+    if (!cursor || !answer || !open || !segs || !xs || !links || !q || !queries || !res) {
+        tdm_cli_error("out of memory for %zu motions", n);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) open[i] = i;
+
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(sched, &before);
+    double seconds = 0;
+    size_t n_open = n, colliding = 0;
+    for (unsigned round = 0; n_open; round++) {
+        uint64_t w = batch / n_open, grow = round < 40 ? (uint64_t)MIN_WINDOW << round : UINT64_MAX;
+        if (w > grow) w = grow;
+        if (w < MIN_WINDOW) w = MIN_WINDOW;
+        /* One round: each open motion gives up to w states from its cursor; the
+         * batch is run whenever it is full, and at the end of the round. */
+        size_t i = 0;
+        while (i < n_open) {
+            size_t n_segs = 0, n_b = 0;
+            for (; i < n_open && n_b < batch; i++) {
+                size_t m = open[i];
+                const double *a = mot + m * 2 * n_q;
+                uint64_t left = n_states[m] - cursor[m], take = left < w ? left : w;
+                if (!left) continue; /* answered in the batch that cut it off */
+                if (take > batch - n_b) take = batch - n_b;
+                segs[n_segs++] = (segment){m, cursor[m], take};
+                for (uint64_t k = cursor[m]; k < cursor[m] + take; k++, n_b++) {
+                    tdm__motion_state(a, a + n_q, n_q, k, n_states[m], q);
+                    if ((rc = tdm_robot_scene_poses(rs, q, n_q, links, xs + n_b * m_el)) != TDM_OK) {
+                        tdm_cli_error("motion %zu, state %llu: %s", m + 1, (unsigned long long)k, tdm_strerror(rc));
+                        goto done;
+                    }
+                    queries[n_b] = (tdm_sched_query){rs->scene, xs + n_b * m_el, TDM_MODE_BOOL, 1, NULL};
+                }
+                cursor[m] += take;
+                /* A motion cut off by a full batch goes on in this round's next batch. */
+                if (take < w && cursor[m] < n_states[m]) break;
+            }
+            double t0 = tdm_cli_now();
+            rc = tdm_sched_run(sched, queries, n_b, res);
+            seconds += tdm_cli_now() - t0;
+            if (rc != TDM_OK) {
+                tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
+                goto done;
+            }
+            size_t b = 0;
+            for (size_t s = 0; s < n_segs; s++) {
+                const segment *g = &segs[s];
+                uint64_t k = 0;
+                while (k < g->count && !res[b + k].colliding) k++;
+                b += g->count;
+                if (k < g->count) {
+                    answer[g->motion] = (int32_t)(g->k0 + k);
+                    cursor[g->motion] = n_states[g->motion]; /* closed */
+                    colliding++;
+                } else if (cursor[g->motion] == n_states[g->motion]) {
+                    answer[g->motion] = -1;
+                }
+            }
+        }
+        /* Close the answered motions; the others keep their order. */
+        size_t kept = 0;
+        for (size_t j = 0; j < n_open; j++)
+            if (cursor[open[j]] < n_states[open[j]]) open[kept++] = open[j];
+        n_open = kept;
+    }
+    tdm_sched_get_stats(sched, &after);
+    if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
+        tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
+                      (unsigned long long)(after.cpu_queries - before.cpu_queries));
+        goto done;
+    }
+    if (out) {
+        for (size_t m = 0; m < n; m++) fprintf(out, "%d\n", (int)answer[m]);
+        FILE *f = out;
+        out = NULL;
+        if (fclose(f) != 0) {
+            tdm_cli_error("writing %s failed", out_path);
+            goto done;
+        }
+    }
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    status = 0;
+done:
+    if (out) fclose(out);
+    for (uint32_t i = 0; i < n_added; i++) tdm_sched_mesh_remove(sched, rs->bvhs[i]);
+    tdm_sched_destroy(sched);
+    tdm_robot_scene_destroy(rs);
+    tdm_planning_scene_free(ps);
+    tdm_robot_free(robot);
+    free(res);
+    free(queries);
+    free(q);
+    free(links);
+    free(xs);
+    free(segs);
+    free(open);
+    free(answer);
+    free(cursor);
+    free(n_states);
+    free(mot);
+    return status;
+}
