@@ -3,99 +3,28 @@
  * robot's collision elements are the scene's movable objects and the world's
  * shapes its fixed ones (robot/robot_scene.h); each configuration is one query,
  * its poses computed by forward kinematics before the timed loop. */
-#include <ctype.h>
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "../geom/primitive.h"
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
 #include "check.h"
 #include "cli.h"
-#include "io.h"
+#include "robot_run.h"
 
 #define CHUNK 65536
 #define GPU_CHUNK (1u << 20)
 
-static int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
-{
-    (void)ctx;
-    return tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
-}
-
-/* Reads configurations of n_q values each, one per line; '#' comments and blank
- * lines skipped. A line with another count, a malformed or a non-finite number is
- * an error naming the file and line. *out (n * n_q values) is the caller's. */
+/* Reads configurations of n_q values each, one per line (robot_run.h: '#'
+ * comments and blank lines skipped; a line with another count, a malformed or a
+ * non-finite number is an error naming the file and line). *out (n * n_q values)
+ * is the caller's. */
 static int read_configs(const char *path, size_t n_q, double **out, size_t *n_out)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        tdm_cli_error("configs: cannot read %s: %s", path, strerror(errno));
-        return -1;
-    }
-    double *v = NULL;
-    size_t n = 0, cap = 0, lineno = 0;
-    char *line = NULL;
-    size_t linecap = 0;
-    int status = -1;
-    while (getline(&line, &linecap, f) >= 0) {
-        lineno++;
-        char *s = line;
-        while (isspace((unsigned char)*s)) s++;
-        if (!*s || *s == '#') continue;
-        if (n == cap) {
-            size_t c = cap ? 2 * cap : 1024;
-            double *w = realloc(v, c * (n_q ? n_q : 1) * sizeof *w);
-            if (!w) {
-                tdm_cli_error("configs: out of memory");
-                goto done;
-            }
-            v = w;
-            cap = c;
-        }
-        size_t k = 0;
-        for (;;) {
-            while (isspace((unsigned char)*s)) s++;
-            if (!*s) break;
-            char *end;
-            errno = 0;
-            double x = strtod(s, &end);
-            if (end == s || (*end && !isspace((unsigned char)*end))) {
-                tdm_cli_error("configs: %s:%zu: value %zu is not a number", path, lineno, k + 1);
-                goto done;
-            }
-            if (!isfinite(x)) {
-                tdm_cli_error("configs: %s:%zu: value %zu is not finite", path, lineno, k + 1);
-                goto done;
-            }
-            if (k < n_q) v[n * n_q + k] = x;
-            k++;
-            s = end;
-        }
-        if (k != n_q) {
-            tdm_cli_error("configs: %s:%zu: %zu values, the robot has %zu active joints", path, lineno, k, n_q);
-            goto done;
-        }
-        n++;
-    }
-    if (ferror(f)) {
-        tdm_cli_error("configs: cannot read %s: %s", path, strerror(errno));
-        goto done;
-    }
-    status = 0;
-done:
-    free(line);
-    fclose(f);
-    if (status == 0) {
-        *out = v;
-        *n_out = n;
-    } else {
-        free(v);
-    }
-    return status;
+    char expect[96];
+    snprintf(expect, sizeof expect, "the robot has %zu active joints", n_q);
+    const tdm__robot_lines spec = {"configs", n_q, expect, NULL, NULL, NULL};
+    return tdm__robot_read_lines(path, &spec, out, n_out);
 }
 
 int tdm_cmd_check_robot(int argc, char **argv)
@@ -124,11 +53,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
     if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;
 
     int status = TDM_EXIT_FAIL, rc;
-    tdm_robot *robot = NULL;
-    tdm_planning_scene *ps = NULL;
-    tdm_robot_scene *rs = NULL;
-    tdm_sched *sched = NULL;
-    uint32_t n_added = 0;
+    tdm__robot_run run = TDM__ROBOT_RUN_INIT;
     double *cfg = NULL;
     tdm_xform *xs = NULL, *links = NULL;
     tdm_sched_query *queries = NULL;
@@ -136,23 +61,13 @@ int tdm_cmd_check_robot(int argc, char **argv)
     uint32_t *answer = NULL;
     FILE *out = NULL;
     size_t n = 0;
-    char err[1024];
 
-    if ((rc = tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) != TDM_OK) {
-        tdm_cli_error("robot: %s", err);
-        goto done;
-    }
-    if ((rc = tdm_planning_scene_read(world, &ps, err, sizeof err)) != TDM_OK) {
-        tdm_cli_error("world: %s", err);
-        goto done;
-    }
+    if (tdm__robot_open(&run, urdf, srdf, world) < 0) goto done;
+    const tdm_robot *robot = run.robot;
     size_t n_q = robot->n_active;
     if (read_configs(configs_path, n_q, &cfg, &n) < 0) goto done;
-    if ((rc = tdm_robot_scene_create(robot, ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) !=
-        TDM_OK) {
-        tdm_cli_error("check: %s", err);
-        goto done;
-    }
+    if (tdm__robot_scene(&run, "check") < 0) goto done;
+    const tdm_robot_scene *rs = run.rs;
     if (out_path && !(out = fopen(out_path, "w"))) {
         tdm_cli_error("cannot write %s", out_path);
         goto done;
@@ -163,23 +78,8 @@ int tdm_cmd_check_robot(int argc, char **argv)
     size_t limit = (kind == TDM_BACKEND_CPU ? CHUNK : GPU_CHUNK);
     size_t chunk = limit / per_query ? limit / per_query : 1;
     if (n < chunk) chunk = n ? n : 1;
-    tdm_sched_config sc = tdm_sched_config_default();
-    sc.kind = kind;
-    sc.threads = (int)threads;
-    sc.calibrate = 0;
-    sc.lanes = 1;
-    char why[320];
-    if ((rc = tdm_sched_create(&sc, &sched, why, sizeof why)) != TDM_OK) {
-        tdm_cli_error("cannot start the %s engine: %s", kind == TDM_BACKEND_CPU ? "CPU" : kind == TDM_BACKEND_GPU ? "GPU"
-                                                                                                              : "hybrid",
-                      why[0] ? why : tdm_strerror(rc));
-        goto done;
-    }
-    for (; n_added < rs->n_objects; n_added++)
-        if ((rc = tdm_sched_mesh_add(sched, rs->bvhs[n_added])) != TDM_OK) {
-            tdm_cli_error("uploading the meshes to the GPU failed: %s", tdm_strerror(rc));
-            goto done;
-        }
+    if (tdm__robot_sched(&run, kind, (int)threads) < 0) goto done;
+    tdm_sched *sched = run.sched;
 
     size_t n_alloc = n ? n : 1, m_el = rs->n_elements;
     xs = malloc(n_alloc * m_el * sizeof *xs);
@@ -214,11 +114,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
     status = 0;
 done:
     if (out) fclose(out);
-    for (uint32_t i = 0; i < n_added; i++) tdm_sched_mesh_remove(sched, rs->bvhs[i]);
-    tdm_sched_destroy(sched);
-    tdm_robot_scene_destroy(rs);
-    tdm_planning_scene_free(ps);
-    tdm_robot_free(robot);
+    tdm__robot_close(&run);
     free(answer);
     free(res);
     free(queries);

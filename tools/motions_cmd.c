@@ -19,114 +19,60 @@
  *
  * `seconds` times the scheduler runs only: reading, scene building and forward
  * kinematics (done per batch, before its run) are not counted. */
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "../geom/primitive.h"
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
 #include "cli.h"
-#include "io.h"
 #include "motions.h"
+#include "robot_run.h"
 
 #define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per scheduler run */
 #define MIN_WINDOW 16          /* states a motion gives per round, at least */
 
-static int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
+/* The motions read so far: each one's number of states at resolution r. */
+typedef struct motion_lines { size_t n_q; double r; uint64_t *states; } motion_lines;
+
+static int motion_grow(void *ctx, size_t cap)
 {
-    (void)ctx;
-    return tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
+    motion_lines *ml = ctx;
+    uint64_t *st = realloc(ml->states, cap * sizeof *st);
+    if (!st) return -1;
+    ml->states = st;
+    return 0;
 }
 
-/* Reads motions of 2 * n_q values each (start, then end), one per line; '#'
- * comments and blank lines skipped; counts each one's states at resolution r. A
- * line with another count, a malformed or non-finite number, or more than
- * TDM_MOTION_MAX_STATES states is an error naming the file and line. *out (2 * n_q
- * values per motion) and *states_out are the caller's. */
-static int read_motions(const char *path, size_t n_q, double r, double **out, uint64_t **states_out, size_t *n_out)
+static int motion_record(void *ctx, const char *path, size_t lineno, size_t i, const double *a)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        tdm_cli_error("motions: cannot read %s: %s", path, strerror(errno));
+    motion_lines *ml = ctx;
+    ml->states[i] = tdm__motion_states(a, a + ml->n_q, ml->n_q, ml->r);
+    if (!ml->states[i]) {
+        tdm_cli_error("motions: %s:%zu: more than %llu states at resolution %g", path, lineno,
+                      (unsigned long long)TDM_MOTION_MAX_STATES, ml->r);
         return -1;
     }
-    size_t width = n_q ? 2 * n_q : 1;
-    double *v = NULL;
-    uint64_t *states = NULL;
-    size_t n = 0, cap = 0, lineno = 0;
-    char *line = NULL;
-    size_t linecap = 0;
-    int status = -1;
-    while (getline(&line, &linecap, f) >= 0) {
-        lineno++;
-        char *s = line;
-        while (isspace((unsigned char)*s)) s++;
-        if (!*s || *s == '#') continue;
-        if (n == cap) {
-            size_t c = cap ? 2 * cap : 1024;
-            double *w = realloc(v, c * width * sizeof *w);
-            if (w) v = w;
-            uint64_t *st = w ? realloc(states, c * sizeof *st) : NULL;
-            if (st) states = st;
-            if (!w || !st) {
-                tdm_cli_error("motions: out of memory");
-                goto done;
-            }
-            cap = c;
-        }
-        size_t k = 0;
-        for (;;) {
-            while (isspace((unsigned char)*s)) s++;
-            if (!*s) break;
-            char *end;
-            double x = strtod(s, &end);
-            if (end == s || (*end && !isspace((unsigned char)*end))) {
-                tdm_cli_error("motions: %s:%zu: value %zu is not a number", path, lineno, k + 1);
-                goto done;
-            }
-            if (!isfinite(x)) {
-                tdm_cli_error("motions: %s:%zu: value %zu is not finite", path, lineno, k + 1);
-                goto done;
-            }
-            if (k < 2 * n_q) v[n * width + k] = x;
-            k++;
-            s = end;
-        }
-        if (k != 2 * n_q) {
-            tdm_cli_error("motions: %s:%zu: %zu values, a motion has %zu (start and end of %zu active joints)", path,
-                          lineno, k, 2 * n_q, n_q);
-            goto done;
-        }
-        const double *a = v + n * width;
-        states[n] = tdm__motion_states(a, a + n_q, n_q, r);
-        if (!states[n]) {
-            tdm_cli_error("motions: %s:%zu: more than %llu states at resolution %g", path, lineno,
-                          (unsigned long long)TDM_MOTION_MAX_STATES, r);
-            goto done;
-        }
-        n++;
+    return 0;
+}
+
+/* Reads motions of 2 * n_q values each (start, then end), one per line
+ * (robot_run.h: '#' comments and blank lines skipped); counts each one's states at
+ * resolution r. A line with another count, a malformed or non-finite number, or
+ * more than TDM_MOTION_MAX_STATES states is an error naming the file and line.
+ * *out (2 * n_q values per motion) and *states_out are the caller's. */
+static int read_motions(const char *path, size_t n_q, double r, double **out, uint64_t **states_out, size_t *n_out)
+{
+    char expect[128];
+    snprintf(expect, sizeof expect, "a motion has %zu (start and end of %zu active joints)", 2 * n_q, n_q);
+    motion_lines ml = {n_q, r, NULL};
+    const tdm__robot_lines spec = {"motions", 2 * n_q, expect, motion_grow, motion_record, &ml};
+    if (tdm__robot_read_lines(path, &spec, out, n_out) < 0) {
+        free(ml.states);
+        return -1;
     }
-    if (ferror(f)) {
-        tdm_cli_error("motions: cannot read %s: %s", path, strerror(errno));
-        goto done;
-    }
-    status = 0;
-done:
-    free(line);
-    fclose(f);
-    if (status == 0) {
-        *out = v;
-        *states_out = states;
-        *n_out = n;
-    } else {
-        free(v);
-        free(states);
-    }
-    return status;
+    *states_out = ml.states;
+    return 0;
 }
 
 /* A run of consecutive states of one motion in a batch: k0 .. k0 + count - 1. */
@@ -163,11 +109,7 @@ int tdm_cmd_motions(int argc, char **argv)
     }
 
     int status = TDM_EXIT_FAIL, rc;
-    tdm_robot *robot = NULL;
-    tdm_planning_scene *ps = NULL;
-    tdm_robot_scene *rs = NULL;
-    tdm_sched *sched = NULL;
-    uint32_t n_added = 0;
+    tdm__robot_run run = TDM__ROBOT_RUN_INIT;
     double *mot = NULL, *q = NULL;
     uint64_t *n_states = NULL, *cursor = NULL;
     int32_t *answer = NULL;
@@ -178,46 +120,21 @@ int tdm_cmd_motions(int argc, char **argv)
     tdm_sched_result *res = NULL;
     FILE *out = NULL;
     size_t n = 0;
-    char err[1024];
 
-    if ((rc = tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) != TDM_OK) {
-        tdm_cli_error("robot: %s", err);
-        goto done;
-    }
-    if ((rc = tdm_planning_scene_read(world, &ps, err, sizeof err)) != TDM_OK) {
-        tdm_cli_error("world: %s", err);
-        goto done;
-    }
+    if (tdm__robot_open(&run, urdf, srdf, world) < 0) goto done;
+    const tdm_robot *robot = run.robot;
     size_t n_q = robot->n_active;
     if (read_motions(motions_path, n_q, resolution, &mot, &n_states, &n) < 0) goto done;
-    if ((rc = tdm_robot_scene_create(robot, ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) !=
-        TDM_OK) {
-        tdm_cli_error("motions: %s", err);
-        goto done;
-    }
+    if (tdm__robot_scene(&run, "motions") < 0) goto done;
+    const tdm_robot_scene *rs = run.rs;
     if (out_path && !(out = fopen(out_path, "w"))) {
         tdm_cli_error("cannot write %s", out_path);
         goto done;
     }
     size_t per_state = rs->scene->n_checks ? rs->scene->n_checks : 1;
     size_t batch = batch_opt ? (size_t)batch_opt : BATCH_TASKS / per_state ? BATCH_TASKS / per_state : 1;
-    tdm_sched_config sc = tdm_sched_config_default();
-    sc.kind = kind;
-    sc.threads = (int)threads;
-    sc.calibrate = 0;
-    sc.lanes = 1;
-    char why[320];
-    if ((rc = tdm_sched_create(&sc, &sched, why, sizeof why)) != TDM_OK) {
-        tdm_cli_error("cannot start the %s engine: %s", kind == TDM_BACKEND_CPU ? "CPU" : kind == TDM_BACKEND_GPU ? "GPU"
-                                                                                                              : "hybrid",
-                      why[0] ? why : tdm_strerror(rc));
-        goto done;
-    }
-    for (; n_added < rs->n_objects; n_added++)
-        if ((rc = tdm_sched_mesh_add(sched, rs->bvhs[n_added])) != TDM_OK) {
-            tdm_cli_error("uploading the meshes to the GPU failed: %s", tdm_strerror(rc));
-            goto done;
-        }
+    if (tdm__robot_sched(&run, kind, (int)threads) < 0) goto done;
+    tdm_sched *sched = run.sched;
     if (kind != TDM_BACKEND_HYBRID && (rc = tdm_sched_prepare(sched, batch * per_state)) != TDM_OK) {
         tdm_cli_error("preparing the engine failed: %s", tdm_strerror(rc));
         goto done;
@@ -319,11 +236,7 @@ int tdm_cmd_motions(int argc, char **argv)
     status = 0;
 done:
     if (out) fclose(out);
-    for (uint32_t i = 0; i < n_added; i++) tdm_sched_mesh_remove(sched, rs->bvhs[i]);
-    tdm_sched_destroy(sched);
-    tdm_robot_scene_destroy(rs);
-    tdm_planning_scene_free(ps);
-    tdm_robot_free(robot);
+    tdm__robot_close(&run);
     free(res);
     free(queries);
     free(q);
