@@ -4,19 +4,20 @@
 #   PART=tests|check|server bench/device_issue12.sh OUTDIR
 # Expects .packs/before.tar.gz and .packs/after.tar.gz (bench/device_pack.sh, ARCHIVE=1; the after
 # pack with its test executables) and the OMPL scenes in .ompl (cfg + canonical objs). The test
-# executables name tandemd and tandem by the absolute paths of the build they came from
-# (BUILD_ABS); they are linked there to the pack's copies.
+# executables name tandemd and tandem by the absolute paths of the build they came from: give that
+# build's absolute path as BUILD_ABS for PART=tests; they are linked there to the pack's copies.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: PART=... bench/device_issue12.sh OUTDIR}
 PART=${PART:-tests}
-BUILD_ABS=${BUILD_ABS:-/work/main/build-gpu}
+BUILD_ABS=${BUILD_ABS:-}
 a=$(mktemp -d)
 tar xzf .packs/after.tar.gz -C "$a"
 export LD_LIBRARY_PATH=$a/lib
 nvidia-smi -L
 case $PART in
 tests)
+    [[ -n $BUILD_ABS ]] || { echo "device_issue12.sh: PART=tests needs BUILD_ABS" >&2; exit 2; }
     mkdir -p "$BUILD_ABS/daemon" "$BUILD_ABS/tools"
     ln -sf "$a/bin/tandemd" "$BUILD_ABS/daemon/tandemd"
     ln -sf "$a/bin/tandem" "$BUILD_ABS/tools/tandem"

@@ -1,0 +1,346 @@
+/* bench_robot: an FCL reference for `tandem check --urdf` (issue 13, point 10).
+ *
+ *   bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE
+ *               --mode bool|contacts [--threads N] [--out FILE] [--max-contacts M]
+ *
+ * Same inputs, same --out format and the same last stdout line as `tandem check
+ * --urdf`: one line per configuration (0/1 in bool mode, a count in contacts mode),
+ * then "queries=N seconds=S qps=Q colliding=C", S timing the collision calls only
+ * (not loading, model building, forward kinematics or output).
+ *
+ * The model is robot/'s, so that only the collision test differs: the URDF and SRDF
+ * (robot/urdf.h), the planning scene (robot/planning_scene.h) and the robot scene
+ * (robot/robot_scene.h) are built exactly as `tandem check --urdf` builds them; from
+ * that scene are taken the checked pairs (scene->checks: every element against every
+ * world shape and every element of another link, minus same-link pairs, SRDF-disabled
+ * pairs and ACM-allowed pairs), the world shapes' poses (frames resolved as there) and
+ * the elements' poses per configuration (tdm_robot_scene_poses: forward kinematics).
+ * Only the geometry handed to FCL is FCL's own:
+ *   - robot mesh elements: fcl::BVHModel<OBBRSS> of the file read by tools'
+ *     tdm_mesh_load_file (raw origin), scaled per axis as robot_scene.c scales it;
+ *   - URDF box / cylinder / sphere / capsule elements and MoveIt box / cylinder /
+ *     sphere primitives: fcl::Box / Cylinder / Sphere / Capsule, exact and SOLID
+ *     (Tandem meshes curved primitives, containing the true shape within 0.1 mm, and
+ *     tests surfaces only);
+ *   - world inline meshes: BVHModel<OBBRSS> of the double vertices as read.
+ * Before each fcl::collide the two objects' world AABBs are compared (what a
+ * broad phase would do); FCL's GJK solver is its default (libccd).
+ *
+ * Contacts mode. FCL is asked for up to M contacts per pair (enable_contact off);
+ * what it reports, summed over the checked pairs and capped at M per configuration:
+ *   - mesh-mesh pair: one per intersecting triangle pair (FCL's float triangle test),
+ *     the quantity Tandem counts;
+ *   - mesh-primitive pair: one per mesh triangle that meets the SOLID primitive (not
+ *     triangle pairs against a tessellation: NOT comparable with Tandem's count);
+ *   - primitive-primitive pair: 1 if they meet.
+ * So contacts counts are comparable with Tandem only where every colliding pair is
+ * mesh-mesh (self collision of a mesh robot); otherwise compare them as booleans
+ * (count > 0), which bench/run_robot.sh does. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcl/geometry/bvh/BVH_model.h>
+#include <fcl/geometry/shape/box.h>
+#include <fcl/geometry/shape/capsule.h>
+#include <fcl/geometry/shape/cylinder.h>
+#include <fcl/geometry/shape/sphere.h>
+#include <fcl/math/bv/OBBRSS.h>
+#include <fcl/narrowphase/collision.h>
+#include <fcl/narrowphase/collision_object.h>
+
+extern "C" {
+#include "geom/mesh.h"
+#include "geom/primitive.h"
+#include "robot/kinematics.h"
+#include "robot/robot_scene.h"
+#include "robot/urdf.h"
+}
+#include "robot/planning_scene.h"
+#include "tools/io.h"
+
+namespace {
+
+typedef fcl::BVHModel<fcl::OBBRSSd> fcl_model;
+typedef std::shared_ptr<fcl::CollisionGeometryd> geom_ptr;
+
+void usage()
+{
+    fprintf(stderr,
+            "usage: bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE --mode bool|contacts\n"
+            "                   [--threads N] [--out FILE] [--max-contacts M]\n");
+}
+
+/* The raw meshes robot_scene's loader reads, in element order (copied: the robot scene frees its own). */
+struct loader_ctx {
+    std::vector<tdm_mesh *> meshes;
+};
+
+int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
+{
+    int rc = tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
+    if (rc) return rc;
+    tdm_mesh *copy = NULL;
+    rc = tdm_mesh_create((*out)->verts, (*out)->n_verts, (*out)->tris, (*out)->n_tris, NULL, &copy, err, errlen);
+    if (rc) {
+        tdm_mesh_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    static_cast<loader_ctx *>(ctx)->meshes.push_back(copy);
+    return 0;
+}
+
+geom_ptr bvh_of(const std::vector<fcl::Vector3d> &pts, const std::vector<fcl::Triangle> &tris)
+{
+    auto model = std::make_shared<fcl_model>();
+    if (model->beginModel((int)tris.size(), (int)pts.size()) != fcl::BVH_OK ||
+        model->addSubModel(pts, tris) != fcl::BVH_OK || model->endModel() != fcl::BVH_OK)
+        return nullptr;
+    model->computeLocalAABB();
+    return model;
+}
+
+fcl::Transform3d to_fcl(const tdm_xform &x)
+{
+    fcl::Matrix3d r;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) r(i, j) = x.r.m[i][j];
+    fcl::Transform3d t = fcl::Transform3d::Identity();
+    t.linear() = r;
+    t.translation() = fcl::Vector3d(x.t.x, x.t.y, x.t.z);
+    return t;
+}
+
+double now()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs = NULL, *mode_s = NULL, *out_path = NULL;
+    long threads = 1;
+    unsigned long max_contacts = 1000000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) { usage(); return 2; }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--urdf")) urdf = v;
+        else if (!strcmp(a, "--srdf")) srdf = v;
+        else if (!strcmp(a, "--world")) world = v;
+        else if (!strcmp(a, "--configs")) configs = v;
+        else if (!strcmp(a, "--mode")) mode_s = v;
+        else if (!strcmp(a, "--out")) out_path = v;
+        else if (!strcmp(a, "--threads")) threads = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--max-contacts")) max_contacts = strtoul(v, NULL, 10);
+        else { usage(); return 2; }
+    }
+    if (!urdf || !world || !configs || !mode_s || (strcmp(mode_s, "bool") && strcmp(mode_s, "contacts")) ||
+        threads < 0 || max_contacts < 1) {
+        usage();
+        return 2;
+    }
+    const bool contacts = !strcmp(mode_s, "contacts");
+    if (threads == 0) threads = (long)std::max(1u, std::thread::hardware_concurrency());
+
+    char err[512];
+    tdm_robot *robot = NULL;
+    tdm_planning_scene *ps = NULL;
+    tdm_robot_scene *rs = NULL;
+    loader_ctx lctx;
+    if (tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) { fprintf(stderr, "bench_robot: robot: %s\n", err); return 1; }
+    if (tdm_planning_scene_read(world, &ps, err, sizeof err)) { fprintf(stderr, "bench_robot: world: %s\n", err); return 1; }
+    if (tdm_robot_scene_create(robot, ps, load_mesh, &lctx, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) {
+        fprintf(stderr, "bench_robot: scene: %s\n", err);
+        return 1;
+    }
+    const size_t n_q = robot->n_active, n_el = rs->n_elements;
+
+    /* Configurations: the same reader rules as tandem check (numbers, # comments, blank lines). */
+    std::vector<double> cfg;
+    {
+        FILE *f = fopen(configs, "r");
+        if (!f) { fprintf(stderr, "bench_robot: cannot read %s\n", configs); return 1; }
+        char line[65536];
+        size_t lineno = 0;
+        while (fgets(line, sizeof line, f)) {
+            lineno++;
+            char *p = line;
+            while (*p == ' ' || *p == '\t') p++;
+            if (*p == '#' || *p == '\n' || *p == '\r' || !*p) continue;
+            size_t k = 0;
+            for (;;) {
+                char *e;
+                double v = strtod(p, &e);
+                if (e == p) break;
+                if (!std::isfinite(v)) { fprintf(stderr, "bench_robot: %s:%zu: value not finite\n", configs, lineno); return 1; }
+                cfg.push_back(v);
+                k++;
+                p = e;
+            }
+            while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+            if (*p || k != n_q) {
+                fprintf(stderr, "bench_robot: %s:%zu: %zu values, the robot has %zu active joints\n", configs, lineno, k, n_q);
+                return 1;
+            }
+        }
+        fclose(f);
+    }
+    const size_t n = cfg.size() / (n_q ? n_q : 1);
+
+    /* FCL geometry by scene object id. */
+    std::vector<geom_ptr> geoms(rs->n_objects);
+    size_t next_mesh = 0;
+    for (uint32_t id = 0; id < rs->n_objects; id++) {
+        const tdm_robot_scene_obj &o = rs->objs[id];
+        geom_ptr g;
+        if (o.movable) {
+            const tdm_robot_collision &c = robot->collisions[o.index];
+            switch (c.shape) {
+            case TDM_SHAPE_MESH: {
+                tdm_mesh *m = lctx.meshes.at(next_mesh++);
+                const double s[3] = {c.scale.x, c.scale.y, c.scale.z};
+                std::vector<fcl::Vector3d> pts(m->n_verts);
+                std::vector<fcl::Triangle> tris(m->n_tris);
+                for (uint32_t i = 0; i < m->n_verts; i++) {
+                    double v[3];
+                    for (int k = 0; k < 3; k++) {
+                        v[k] = m->verts[3 * i + k];
+                        if (s[k] != 1) v[k] = (float)(v[k] * s[k]); /* as robot_scene.c */
+                    }
+                    pts[i] = fcl::Vector3d(v[0], v[1], v[2]);
+                }
+                for (uint32_t i = 0; i < m->n_tris; i++)
+                    tris[i] = fcl::Triangle(m->tris[3 * i], m->tris[3 * i + 1], m->tris[3 * i + 2]);
+                g = bvh_of(pts, tris);
+                break;
+            }
+            case TDM_SHAPE_BOX: g = std::make_shared<fcl::Boxd>(c.size[0], c.size[1], c.size[2]); break;
+            case TDM_SHAPE_CYLINDER: g = std::make_shared<fcl::Cylinderd>(c.size[0], c.size[1]); break;
+            case TDM_SHAPE_SPHERE: g = std::make_shared<fcl::Sphered>(c.size[0]); break;
+            case TDM_SHAPE_CAPSULE: g = std::make_shared<fcl::Capsuled>(c.size[0], c.size[1]); break;
+            }
+        } else {
+            const tdm_ps_object &wo = ps->objects[o.index];
+            if (o.shape < wo.n_primitives) {
+                const tdm_ps_primitive &p = wo.primitives[o.shape];
+                switch (p.type) {
+                case TDM_PS_BOX: g = std::make_shared<fcl::Boxd>(p.dims[0], p.dims[1], p.dims[2]); break;
+                case TDM_PS_SPHERE: g = std::make_shared<fcl::Sphered>(p.dims[0]); break;
+                case TDM_PS_CYLINDER: g = std::make_shared<fcl::Cylinderd>(p.dims[1], p.dims[0]); break; /* (r, h) */
+                }
+            } else {
+                const tdm_ps_mesh &m = wo.meshes[o.shape - wo.n_primitives];
+                std::vector<fcl::Vector3d> pts(m.n_verts);
+                std::vector<fcl::Triangle> tris(m.n_tris);
+                for (uint32_t i = 0; i < m.n_verts; i++)
+                    pts[i] = fcl::Vector3d(m.verts[3 * i], m.verts[3 * i + 1], m.verts[3 * i + 2]);
+                for (uint32_t i = 0; i < m.n_tris; i++)
+                    tris[i] = fcl::Triangle(m.tris[3 * i], m.tris[3 * i + 1], m.tris[3 * i + 2]);
+                g = bvh_of(pts, tris);
+            }
+        }
+        if (!g) { fprintf(stderr, "bench_robot: FCL could not build object %u\n", id); return 1; }
+        geoms[id] = g;
+    }
+
+    /* Poses of every configuration's elements, before the timed loop (as tandem check). */
+    std::vector<tdm_xform> poses(std::max<size_t>(1, n * n_el)), links(robot->n_links);
+    for (size_t i = 0; i < n; i++) {
+        int rc = tdm_robot_scene_poses(rs, &cfg[i * n_q], n_q, links.data(), &poses[i * n_el]);
+        if (rc) { fprintf(stderr, "bench_robot: configuration %zu: %s\n", i + 1, tdm_strerror(rc)); return 1; }
+    }
+    /* Checked pairs as ids; the movable slot of each id (scene->slot). */
+    const tdm_scene *sc = rs->scene;
+    std::vector<std::pair<uint32_t, uint32_t>> checks(sc->n_checks);
+    for (uint32_t k = 0; k < sc->n_checks; k++)
+        checks[k] = {sc->objects[sc->checks[k].lo].id, sc->objects[sc->checks[k].hi].id};
+    std::vector<uint32_t> slot_of(rs->n_objects, UINT32_MAX);
+    std::vector<tdm_xform> fixed_pose(rs->n_objects);
+    for (uint32_t i = 0; i < sc->n_objects; i++) {
+        slot_of[sc->objects[i].id] = sc->slot[i];
+        fixed_pose[sc->objects[i].id] = sc->objects[i].pose;
+    }
+
+    std::vector<uint32_t> answer(n);
+    std::atomic<size_t> next(0);
+    const size_t CHUNK = 64;
+    auto worker = [&]() {
+        std::vector<std::unique_ptr<fcl::CollisionObjectd>> objs(rs->n_objects);
+        for (uint32_t id = 0; id < rs->n_objects; id++) {
+            objs[id].reset(new fcl::CollisionObjectd(geoms[id]));
+            if (slot_of[id] == UINT32_MAX) {
+                objs[id]->setTransform(to_fcl(fixed_pose[id]));
+                objs[id]->computeAABB();
+            }
+        }
+        fcl::CollisionRequestd req(contacts ? (size_t)max_contacts : 1, false);
+        fcl::CollisionResultd res;
+        for (;;) {
+            size_t lo = next.fetch_add(CHUNK);
+            if (lo >= n) break;
+            size_t hi = std::min(n, lo + CHUNK);
+            for (size_t i = lo; i < hi; i++) {
+                const tdm_xform *x = &poses[i * n_el];
+                for (uint32_t id = 0; id < rs->n_objects; id++)
+                    if (slot_of[id] != UINT32_MAX) {
+                        objs[id]->setTransform(to_fcl(x[slot_of[id]]));
+                        objs[id]->computeAABB();
+                    }
+                uint64_t total = 0;
+                for (const auto &pr : checks) {
+                    fcl::CollisionObjectd *a = objs[pr.first].get(), *b = objs[pr.second].get();
+                    if (!a->getAABB().overlap(b->getAABB())) continue;
+                    res.clear();
+                    fcl::collide(a, b, req, res);
+                    if (!contacts) {
+                        if (res.isCollision()) { total = 1; break; }
+                    } else {
+                        total += res.numContacts();
+                        if (total >= max_contacts) { total = max_contacts; break; }
+                    }
+                }
+                answer[i] = (uint32_t)total;
+            }
+        }
+    };
+    double t0 = now();
+    if (threads <= 1) worker();
+    else {
+        std::vector<std::thread> ts;
+        for (long t = 0; t < threads; t++) ts.emplace_back(worker);
+        for (auto &t : ts) t.join();
+    }
+    double seconds = now() - t0;
+
+    size_t colliding = 0;
+    for (size_t i = 0; i < n; i++) colliding += answer[i] > 0;
+    if (out_path) {
+        FILE *f = fopen(out_path, "w");
+        if (!f) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
+        for (size_t i = 0; i < n; i++) fprintf(f, "%u\n", answer[i]);
+        if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
+    }
+    printf("# bench_robot fcl=%s objects=%u elements=%zu checked_pairs=%zu threads=%ld mode=%s\n", TDM_FCL_VERSION,
+           rs->n_objects, n_el, checks.size(), threads, mode_s);
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    for (tdm_mesh *m : lctx.meshes) tdm_mesh_free(m);
+    tdm_robot_scene_destroy(rs);
+    tdm_planning_scene_free(ps);
+    tdm_robot_free(robot);
+    return 0;
+}
