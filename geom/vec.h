@@ -157,6 +157,14 @@ TDM_INLINE TDM_HD tdm_dvec3 tdm_xform_apply(const tdm_xform *x, tdm_dvec3 p)
     tdm_dvec3 r = tdm_dm3_mulv(&x->r, p);
     return tdm_d3(TDM_DADD(r.x, x->t.x), TDM_DADD(r.y, x->t.y), TDM_DADD(r.z, x->t.z));
 }
+/* a * b: maps b's local frame into a's parent frame (b applied first, then a). */
+TDM_INLINE TDM_HD tdm_xform tdm_xform_mul(const tdm_xform *a, const tdm_xform *b)
+{
+    tdm_xform r;
+    r.r = tdm_dm3_mul(&a->r, &b->r);
+    r.t = tdm_xform_apply(a, b->t);
+    return r;
+}
 /* a^-1 * b: maps b's local frame into a's local frame. */
 TDM_INLINE TDM_HD tdm_xform tdm_xform_rel(const tdm_xform *a, const tdm_xform *b)
 {

@@ -3,14 +3,6 @@
 
 #include <math.h>
 
-tdm_xform tdm_robot_xform_mul(const tdm_xform *a, const tdm_xform *b)
-{
-    tdm_xform r;
-    r.r = tdm_dm3_mul(&a->r, &b->r);
-    r.t = tdm_xform_apply(a, b->t);
-    return r;
-}
-
 /* Rotation by angle about the unit axis k (Rodrigues): c I + s [k]x + (1 - c) k k^T. */
 static tdm_dmat3 axis_angle(tdm_dvec3 k, double angle)
 {
@@ -65,8 +57,8 @@ int tdm_robot_fk(const tdm_robot *r, const double *q, size_t n_q, const tdm_xfor
     for (uint32_t k = 0; k < r->n_joints; k++) {
         const tdm_robot_joint *j = &r->joints[k];
         tdm_xform m = tdm_robot_joint_motion(j, joint_value(j, q));
-        tdm_xform local = tdm_robot_xform_mul(&j->origin, &m);
-        link_world[j->child] = tdm_robot_xform_mul(&link_world[j->parent], &local);
+        tdm_xform local = tdm_xform_mul(&j->origin, &m);
+        link_world[j->child] = tdm_xform_mul(&link_world[j->parent], &local);
     }
     return 0;
 }
@@ -75,6 +67,6 @@ void tdm_robot_collision_world(const tdm_robot *r, const tdm_xform *link_world, 
 {
     for (uint32_t i = 0; i < r->n_collisions; i++) {
         const tdm_robot_collision *c = &r->collisions[i];
-        coll_world[i] = tdm_robot_xform_mul(&link_world[c->link], &c->origin);
+        coll_world[i] = tdm_xform_mul(&link_world[c->link], &c->origin);
     }
 }

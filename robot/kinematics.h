@@ -22,9 +22,6 @@
 #include "../geom/vec.h"
 #include "urdf.h"
 
-/* a * b: b's frame mapped through a (p -> a(b(p))). */
-tdm_xform tdm_robot_xform_mul(const tdm_xform *a, const tdm_xform *b);
-
 /* The motion of joint j at value v (see above), in the joint's frame. */
 tdm_xform tdm_robot_joint_motion(const tdm_robot_joint *j, double v);
 

@@ -114,15 +114,6 @@ static int f_rigids(tdm__yaml *y, const yaml_event_t *ev, void *dst)
     return tdm__yaml_read_seq(y, ev, item_rigid, dst);
 }
 
-/* a then b: b's frame -> a's parent frame. */
-static tdm_xform compose(const tdm_xform *a, const tdm_xform *b)
-{
-    tdm_xform r;
-    r.r = tdm_dm3_mul(&a->r, &b->r);
-    r.t = tdm_xform_apply(a, b->t);
-    return r;
-}
-
 /* ---- robot state ----------------------------------------------------------------- */
 
 static int f_joint_state(tdm__yaml *y, const yaml_event_t *ev, void *dst)
@@ -480,8 +471,8 @@ static int object_finish(tdm__yaml *y, const tdm_planning_scene *s, uint32_t ind
         o->frame_id = NULL;
     }
     o->has_pose = f[2].seen;
-    for (uint32_t k = 0; k < o->n_primitives; k++) o->primitives[k].pose = compose(&o->pose, &b->prim_poses.arr[k]);
-    for (uint32_t k = 0; k < o->n_meshes; k++) o->meshes[k].pose = compose(&o->pose, &b->mesh_poses.arr[k]);
+    for (uint32_t k = 0; k < o->n_primitives; k++) o->primitives[k].pose = tdm_xform_mul(&o->pose, &b->prim_poses.arr[k]);
+    for (uint32_t k = 0; k < o->n_meshes; k++) o->meshes[k].pose = tdm_xform_mul(&o->pose, &b->mesh_poses.arr[k]);
     return TDM_OK;
 }
 

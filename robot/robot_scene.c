@@ -186,7 +186,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
             snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
             if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
             const tdm_xform *pose = prim ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
-            objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_robot_xform_mul(&frame, pose)};
+            objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
             rs->objs[id] = (tdm_robot_scene_obj){0, i, k};
         }
     }
