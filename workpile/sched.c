@@ -61,9 +61,10 @@ typedef struct lane {
     double run_engine_s;   /* this run's time inside the engines (the rest is the host's) */
 
     /* scratch, kept between runs */
-    tdm_task *tasks;       /* the pair pass's tasks */
-    tdm_collide_result *res;
-    task_ref *refs;
+    tdm_collide_result *res; /* a chunk's task results */
+    task_ref *refs;        /* ... and their (query, check), unless the batch is uniform */
+    size_t chunk_cap;      /* of both */
+    tdm_task *tasks;       /* the pair pass's tasks, made up front (they carry pair buffers) */
     size_t tasks_cap;
     uint64_t *sums; /* contacts counted per query, before the cap */
     uint32_t *room; /* pairs a query may still receive, second pass */
@@ -418,8 +419,8 @@ int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
             rc = TDM_ENOMEM;
         } else {
             l->queries_cap = qcap;
-            memset(l->res, 0, l->tasks_cap * sizeof *l->res);
-            memset(l->refs, 0, l->tasks_cap * sizeof *l->refs);
+            memset(l->res, 0, l->chunk_cap * sizeof *l->res);
+            memset(l->refs, 0, l->chunk_cap * sizeof *l->refs);
             memset(l->sums, 0, l->queries_cap * sizeof *l->sums);
             memset(l->room, 0, l->queries_cap * sizeof *l->room);
         }
@@ -469,16 +470,17 @@ static int grow_keep(void **p, size_t *cap, size_t need, size_t size)
     return TDM_OK;
 }
 
+/* Room for a chunk of n tasks' results and references (the tasks themselves are
+ * made by the engines as they need them). */
 static int reserve_tasks(lane *l, size_t n)
 {
-    size_t c1 = l->tasks_cap, c2 = l->tasks_cap, c3 = l->tasks_cap;
-    if (reserve((void **)&l->tasks, &c1, n, sizeof *l->tasks) || reserve((void **)&l->res, &c2, n, sizeof *l->res) ||
-        reserve((void **)&l->refs, &c3, n, sizeof *l->refs)) {
-        /* keep the three arrays' common capacity honest after a partial failure */
-        l->tasks_cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+    size_t c1 = l->chunk_cap, c2 = l->chunk_cap;
+    if (reserve((void **)&l->res, &c1, n, sizeof *l->res) || reserve((void **)&l->refs, &c2, n, sizeof *l->refs)) {
+        /* keep the two arrays' common capacity honest after a partial failure */
+        l->chunk_cap = c1 < c2 ? c1 : c2;
         return TDM_ENOMEM;
     }
-    l->tasks_cap = c1;
+    l->chunk_cap = c1;
     return TDM_OK;
 }
 
@@ -686,7 +688,8 @@ static int pairs_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, tdm
     }
     if (reserve((void **)&l->pairs, &l->pairs_cap, total ? total : 1, sizeof *l->pairs) != TDM_OK) return TDM_ENOMEM;
     size_t cap = l->n_hits < e->chunk ? l->n_hits : e->chunk;
-    if (reserve_tasks(l, cap) != TDM_OK) return TDM_ENOMEM;
+    if (reserve_tasks(l, cap) != TDM_OK || reserve((void **)&l->tasks, &l->tasks_cap, cap, sizeof *l->tasks) != TDM_OK)
+        return TDM_ENOMEM;
     size_t h = 0, off = 0;
     while (h < l->n_hits) {
         size_t nt = 0, first = h, first_off = off;
