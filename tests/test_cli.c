@@ -13,24 +13,23 @@
 #include <fcntl.h>
 #include <math.h>
 #include <regex.h>
-#include <spawn.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "brute.h"
 #include "check.h"
 #include "gen.h"
+#include "spawn.h"
 #include "tools/io.h"
 
 #ifndef TANDEM_BIN
 #error "TANDEM_BIN (the path of the tandem executable) must be defined by the build"
 #endif
 
-extern char **environ;
 
 static uint64_t seed;
 static char dir[256];
@@ -82,39 +81,22 @@ static char *slurp(const char *p)
     return s;
 }
 
-typedef struct run_result { int status; char *out, *err; } run_result;
+typedef tdm_run_result run_result;
 
 /* Runs `tandem args...` with stdout and stderr captured; status is the exit code
  * (or 128 + signal). */
 static run_result run(const char *const *args)
 {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = TANDEM_BIN;
-    while (*args) argv[n++] = *args++;
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, path("stdout"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, path("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    int rc = posix_spawn(&pid, TANDEM_BIN, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(rc, 0, "cannot start %s: %s", TANDEM_BIN, strerror(rc));
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    char o[PATH_MAX], e[PATH_MAX];
+    snprintf(o, sizeof o, "%s", path("stdout"));
+    snprintf(e, sizeof e, "%s", path("stderr"));
     run_result r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = slurp(path("stdout"));
-    r.err = slurp(path("stderr"));
+    int rc = tdm_run_capture(TANDEM_BIN, args, o, e, &r);
+    cr_assert_eq(rc, 0, "cannot run %s: %s", TANDEM_BIN, strerror(rc));
     return r;
 }
 
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
-}
+static void run_free(run_result *r) { tdm_run_free(r); }
 
 
 /* Checks the summary line: the last line of stdout, exactly

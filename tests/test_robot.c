@@ -15,16 +15,15 @@
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gen.h"
+#include "spawn.h"
 #include "robot/kinematics.h"
 #include "robot/urdf.h"
 
@@ -32,7 +31,6 @@
 #error "TANDEM_BIN (the path of the tandem executable) must be defined by the build"
 #endif
 
-extern char **environ;
 
 static uint64_t seed;
 static char dir[256];
@@ -865,33 +863,16 @@ Test(robot, file_errors)
 
 /* ---- `tandem robot joints` ---- */
 
-typedef struct run_result { int status; char *out, *err; } run_result;
+typedef tdm_run_result run_result;
 
 static run_result run(const char *const *args)
 {
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = TANDEM_BIN;
-    while (*args) argv[n++] = *args++;
-    argv[n] = NULL;
-    char out[PATH_MAX], errp[PATH_MAX];
-    memcpy(out, path("stdout"), PATH_MAX);
-    memcpy(errp, path("stderr"), PATH_MAX);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    int rc = posix_spawn(&pid, TANDEM_BIN, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(rc, 0, "cannot start %s: %s", TANDEM_BIN, strerror(rc));
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    char o[PATH_MAX], e[PATH_MAX];
+    snprintf(o, sizeof o, "%s", path("stdout"));
+    snprintf(e, sizeof e, "%s", path("stderr"));
     run_result r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = gen_read_file(out, NULL);
-    r.err = gen_read_file(errp, NULL);
-    cr_assert(r.out && r.err);
+    int rc = tdm_run_capture(TANDEM_BIN, args, o, e, &r);
+    cr_assert_eq(rc, 0, "cannot run %s: %s", TANDEM_BIN, strerror(rc));
     return r;
 }
 

@@ -19,15 +19,15 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gen.h"
+#include "spawn.h"
 #include "geom/primitive.h"
 #include "geom/tri.h"
 #include "robot/robot_scene.h"
@@ -38,7 +38,6 @@
 #error "TANDEM_BIN (the path of the tandem executable) must be defined by the build"
 #endif
 
-extern char **environ;
 
 static uint64_t seed;
 static char dir[256];
@@ -449,33 +448,16 @@ Test(robot_scene, engine_matches_brute_force)
 
 /* ---- the CLI ---- */
 
-typedef struct run_result { int status; char *out, *err; } run_result;
+typedef tdm_run_result run_result;
 
 static run_result run(const char *const *args)
 {
-    const char *argv[40];
-    int n = 0;
-    argv[n++] = TANDEM_BIN;
-    while (*args) argv[n++] = *args++;
-    argv[n] = NULL;
-    char o[512], e[512];
+    char o[PATH_MAX], e[PATH_MAX];
     snprintf(o, sizeof o, "%s", path("stdout"));
     snprintf(e, sizeof e, "%s", path("stderr"));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    int rc = posix_spawn(&pid, TANDEM_BIN, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(rc, 0, "cannot start %s: %s", TANDEM_BIN, strerror(rc));
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
     run_result r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = gen_read_file(o, NULL);
-    r.err = gen_read_file(e, NULL);
-    cr_assert(r.out && r.err);
+    int rc = tdm_run_capture(TANDEM_BIN, args, o, e, &r);
+    cr_assert_eq(rc, 0, "cannot run %s: %s", TANDEM_BIN, strerror(rc));
     return r;
 }
 
