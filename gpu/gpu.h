@@ -151,6 +151,9 @@ int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*runs)[2], int
  * through tdm_gpu_slot_results until it is started again) or overflowed
  * (TDM_GPU_SLOT_OVERFLOW: re-run the range). A negative TDM_E* on an error. */
 int tdm_gpu_slot_step(tdm_gpu *g, int k);
+/* 1 when slot k's last step has finished on the device (tdm_gpu_slot_step will
+ * not wait), 0 while it runs; a negative TDM_E* on an error. Does not wait. */
+int tdm_gpu_slot_ready(tdm_gpu *g, int k);
 const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
 /* With no slot running: doubles the frontier buffers within the budget. 1 grown,
  * 0 at the budget, or TDM_EGPU. */

@@ -87,6 +87,7 @@ int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*runs)[2], int
 }
 
 int tdm_gpu_slot_step(tdm_gpu *g, int k) { (void)g; (void)k; return TDM_ENODEV; }
+int tdm_gpu_slot_ready(tdm_gpu *g, int k) { (void)g; (void)k; return TDM_ENODEV; }
 const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k) { (void)g; (void)k; return NULL; }
 int tdm_gpu_grow(tdm_gpu *g) { (void)g; return TDM_ENODEV; }
 void tdm_gpu_abort(tdm_gpu *g) { (void)g; }

@@ -965,6 +965,17 @@ extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
     return rc == TDM_OK ? TDM_GPU_SLOT_BUSY : rc;
 }
 
+extern "C" int tdm_gpu_slot_ready(tdm_gpu *g, int k)
+{
+    cudaError_t e = cudaEventQuery(g->slots[k].ready);
+    if (e == cudaSuccess) return 1;
+    if (e == cudaErrorNotReady) {
+        cudaGetLastError(); /* not an error: do not leave it for the next check */
+        return 0;
+    }
+    return tdm_cuda_err(e, &g->dead);
+}
+
 extern "C" const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k) { return g->slots[k].h_res; }
 
 extern "C" int tdm_gpu_grow(tdm_gpu *g)

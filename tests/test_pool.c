@@ -179,3 +179,48 @@ Test(pool, workers_take_shares, .timeout = 30)
     cr_assert_lt(st.worker_shares, st.shares + 1);
     tdm_pool_destroy(p);
 }
+
+/* tdm_pool_post returns before its shares have run (with workers), the caller
+ * can run another job meanwhile, and tdm_pool_wait returns once every share ran
+ * exactly once; without workers the post runs everything itself. */
+typedef struct post_gate {
+    atomic_int open;
+    counts c;
+} post_gate;
+
+static void gated_share(void *arg, int k, int n)
+{
+    post_gate *g = arg;
+    while (!atomic_load(&g->open)) nap_us(100);
+    count_share(&g->c, k, n);
+}
+
+Test(pool, post_then_wait, .timeout = 60)
+{
+    const int threads[] = {1, 2, 4};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        tdm_pool *p = NULL;
+        cr_assert_eq(tdm_pool_create(threads[t], "test", &p), TDM_OK);
+        enum { N = 16 };
+        post_gate g = {threads[t] == 1, {N, calloc(N, sizeof(atomic_int)), 0}};
+        cr_assert_not_null(g.c.hits);
+        tdm_pool_job j;
+        tdm_pool_post(p, &j, gated_share, &g, N);
+        if (threads[t] > 1) {
+            /* the gate is shut: nothing can have finished, and the caller is free */
+            cr_assert_eq(tdm_pool_done(&j), 0, "%d threads: done before any share could run", threads[t]);
+            run_counted(p, 5); /* another job meanwhile, finished by its caller */
+            atomic_store(&g.open, 1);
+        } else {
+            cr_assert_eq(tdm_pool_done(&j), 1, "no workers: the post ran every share");
+        }
+        tdm_pool_wait(p, &j);
+        cr_assert_eq(tdm_pool_done(&j), 1);
+        cr_assert_eq(atomic_load(&g.c.wrong), 0);
+        for (int k = 0; k < N; k++)
+            cr_assert_eq(atomic_load(&g.c.hits[k]), 1, "%d threads: share %d ran %d times", threads[t], k,
+                         atomic_load(&g.c.hits[k]));
+        free(g.c.hits);
+        tdm_pool_destroy(p);
+    }
+}

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -540,4 +541,48 @@ Test(scheduler, no_gpu_says_why)
     tdm_bvh_free(b);
     (void)r;
     tdm_sched_destroy(e);
+}
+
+/* tdm_sched_run_poses (one scene, poses side by side) answers as tdm_sched_run
+ * over the same queries: in one chunk and in pieces (a chunk smaller than the
+ * batch), on the CPU engine and, with a GPU, the GPU-resident one. */
+Test(scheduler, run_poses_matches_run, .timeout = 240)
+{
+    gen_rng r = {seed ^ 0x9053};
+    world w;
+    world_make(&w, &r);
+    const char *why = NULL;
+    int gpu = have_gpu(&why);
+    const tdm_backend_kind kinds[2] = {TDM_BACKEND_CPU, TDM_BACKEND_GPU};
+    const uint32_t chunks[2] = {262144, 1000};
+    static answers poses_got;
+    for (int k = 0; k < 1 + gpu; k++)
+        for (int c = 0; c < 2; c++) {
+            tdm_sched_config cfg = tdm_sched_config_default();
+            cfg.kind = kinds[k];
+            cfg.calibrate = 0;
+            cfg.chunk_tasks = chunks[c];
+            tdm_sched *e = NULL;
+            char msg[256];
+            cr_assert_eq(tdm_sched_create(&cfg, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+            for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
+            for (int mode = 0; mode < 2; mode++) {
+                cr_assert_eq(run(e, &w, mode, &got), TDM_OK);
+                memset(&poses_got, 0, sizeof poses_got);
+                tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                cr_assert_eq(tdm_sched_run_poses(e, &proto, N_QUERIES, poses_got.res), TDM_OK);
+                char what[64];
+                snprintf(what, sizeof what, "run_poses on %s, chunk %u", tdm_backend_name(kinds[k]), chunks[c]);
+                expect_same(&poses_got, &got, mode, what);
+            }
+            /* a shared pair list is refused, and so is a query without a scene */
+            tdm_sched_query bad = {w.scene, w.poses, TDM_MODE_CONTACTS, 4, poses_got.pairs[0]};
+            cr_assert_eq(tdm_sched_run_poses(e, &bad, 2, poses_got.res), TDM_EINVAL);
+            bad = (tdm_sched_query){NULL, w.poses, TDM_MODE_BOOL, 1, NULL};
+            cr_assert_eq(tdm_sched_run_poses(e, &bad, 2, poses_got.res), TDM_EINVAL);
+            for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+            tdm_sched_destroy(e);
+        }
+    if (!gpu) cr_log_info("GPU half skipped: %s", why ? why : "no GPU");
+    world_free(&w);
 }

@@ -40,7 +40,7 @@ static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh *
 }
 
 /* check.h */
-int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_s, const tdm_sched_query *queries,
+int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_s, const tdm_sched_query *proto,
                    size_t n, size_t chunk, tdm_mode mode, tdm_sched_result *res, uint32_t *answer, FILE *out,
                    const char *out_path, uint64_t max_contacts)
 {
@@ -50,7 +50,9 @@ int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_
     double t0 = tdm_cli_now();
     for (size_t lo = 0; lo < n; lo += chunk) {
         size_t m = n - lo < chunk ? n - lo : chunk;
-        int rc = tdm_sched_run(sched, queries + lo, m, res);
+        tdm_sched_query q = *proto;
+        q.poses = proto->poses + lo * proto->scene->n_movable;
+        int rc = tdm_sched_run_poses(sched, &q, m, res);
         if (rc != TDM_OK) {
             tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
             if (out) fclose(out);
@@ -112,7 +114,6 @@ int tdm_cmd_check(int argc, char **argv)
     int a_added = 0, b_added = 0;
     tdm_pose *poses = NULL;
     tdm_xform *xs = NULL;
-    tdm_sched_query *queries = NULL;
     tdm_sched_result *res = NULL;
     uint32_t *answer = NULL;
     tdm_sched *sched = NULL;
@@ -168,17 +169,14 @@ int tdm_cmd_check(int argc, char **argv)
      * prepares FCL's transforms); the scheduler turns them into tasks inside its runs. */
     size_t n_alloc = n ? n : 1;
     xs = malloc(n_alloc * sizeof *xs);
-    queries = malloc(n_alloc * sizeof *queries);
     res = malloc(chunk * sizeof *res);
     answer = malloc(n_alloc * sizeof *answer);
-    if (!xs || !queries || !res || !answer) {
+    if (!xs || !res || !answer) {
         tdm_cli_error("out of memory for %zu poses", n);
         goto done;
     }
-    for (size_t i = 0; i < n; i++) {
-        xs[i] = tdm_xform_from_pose(poses[i].t, poses[i].q);
-        queries[i] = (tdm_sched_query){scene, &xs[i], mode, (uint32_t)max_contacts, NULL};
-    }
+    for (size_t i = 0; i < n; i++) xs[i] = tdm_xform_from_pose(poses[i].t, poses[i].q);
+    const tdm_sched_query proto = {scene, xs, mode, (uint32_t)max_contacts, NULL}; /* pose i: xs[i] */
 
     /* Untimed preparation: touch the result array and let the GPU engines size
      * their buffers and load their kernels, so that the timed loop measures
@@ -188,7 +186,7 @@ int tdm_cmd_check(int argc, char **argv)
     if (kind == TDM_BACKEND_HYBRID) {
         size_t m = n < chunk ? n : chunk;
         if (m > HYBRID_WARMUP) m = HYBRID_WARMUP;
-        if ((rc = tdm_sched_run(sched, queries, m, res)) != TDM_OK) {
+        if ((rc = tdm_sched_run_poses(sched, &proto, m, res)) != TDM_OK) {
             tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
             goto done;
         }
@@ -198,7 +196,7 @@ int tdm_cmd_check(int argc, char **argv)
     }
     FILE *f = out;
     out = NULL; /* closed by tdm__check_run */
-    if (tdm__check_run(sched, kind, backend_s, queries, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
+    if (tdm__check_run(sched, kind, backend_s, &proto, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
         goto done;
     status = 0;
 done:
@@ -209,7 +207,6 @@ done:
     tdm_sched_destroy(sched);
     free(answer);
     free(res);
-    free(queries);
     free(xs);
     free(poses);
     tdm_bvh_free(a);

@@ -56,7 +56,6 @@ int tdm_cmd_check_robot(int argc, char **argv)
     tdm__robot_run run = TDM__ROBOT_RUN_INIT;
     double *cfg = NULL;
     tdm_xform *xs = NULL, *links = NULL;
-    tdm_sched_query *queries = NULL;
     tdm_sched_result *res = NULL;
     uint32_t *answer = NULL;
     FILE *out = NULL;
@@ -84,10 +83,9 @@ int tdm_cmd_check_robot(int argc, char **argv)
     size_t n_alloc = n ? n : 1, m_el = rs->n_elements;
     xs = malloc(n_alloc * m_el * sizeof *xs);
     links = malloc(robot->n_links * sizeof *links);
-    queries = malloc(n_alloc * sizeof *queries);
     res = calloc(chunk, sizeof *res);
     answer = malloc(n_alloc * sizeof *answer);
-    if (!xs || !links || !queries || !res || !answer) {
+    if (!xs || !links || !res || !answer) {
         tdm_cli_error("out of memory for %zu configurations", n);
         goto done;
     }
@@ -96,10 +94,11 @@ int tdm_cmd_check_robot(int argc, char **argv)
             tdm_cli_error("configuration %zu: %s", i + 1, tdm_strerror(rc));
             goto done;
         }
-        queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, mode, (uint32_t)max_contacts, NULL};
     }
+    /* configuration i's poses: xs + i * m_el (m_el is the scene's movable count) */
+    const tdm_sched_query proto = {rs->scene, xs, mode, (uint32_t)max_contacts, NULL};
     if (kind == TDM_BACKEND_HYBRID) {
-        if (n && (rc = tdm_sched_run(sched, queries, n < chunk ? n : chunk, res)) != TDM_OK) {
+        if (n && (rc = tdm_sched_run_poses(sched, &proto, n < chunk ? n : chunk, res)) != TDM_OK) {
             tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
             goto done;
         }
@@ -109,7 +108,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
     }
     FILE *f = out;
     out = NULL; /* closed by tdm__check_run */
-    if (tdm__check_run(sched, kind, backend_s, queries, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
+    if (tdm__check_run(sched, kind, backend_s, &proto, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
         goto done;
     status = 0;
 done:
@@ -117,7 +116,6 @@ done:
     tdm__robot_close(&run);
     free(answer);
     free(res);
-    free(queries);
     free(links);
     free(xs);
     free(cfg);

@@ -71,7 +71,9 @@ typedef struct tdm_backend_ops {
     int (*prepare)(tdm_backend *b, size_t n);
     /* results[i] answers task i of `tasks`; blocks until all are done. Returns
      * 0, TDM_ECANCELED (a task without the copies the engine needs: nothing is
-     * answered), TDM_ENOMEM, TDM_EGPUMEM, TDM_EGPU (results undefined). */
+     * answered), TDM_ENOMEM, TDM_EGPUMEM, TDM_EGPU (results undefined).
+     * results may be NULL for an engine with answers_all and a list with an
+     * answered hook: the answers then go to the hook only. */
     int (*run)(tdm_backend *b, int lane, const tdm_task_list *tasks, tdm_collide_result *results);
     /* This lane's counters since creation, and the device's memory. The lane's thread. */
     void (*get_stats)(tdm_backend *b, int lane, tdm_backend_stats *s);
@@ -82,6 +84,8 @@ struct tdm_backend {
     const tdm_backend_ops *ops;
     int lanes;
     int needs_copies; /* tasks must carry ga/gb */
+    int answers_all;  /* a run that returns 0 has called the list's answered hook (if any)
+                         for every task, so the caller needs no results array */
 };
 
 /* The CPU engine on `pool` (borrowed, outlives it), any number of lanes. */

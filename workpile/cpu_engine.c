@@ -249,7 +249,7 @@ int tdm_cpu_backend_create(tdm_pool *pool, int lanes, tdm_backend **out)
         free(b);
         return rc;
     }
-    b->base = (tdm_backend){&cpu_ops, lanes, 0};
+    b->base = (tdm_backend){&cpu_ops, lanes, 0, 0};
     *out = &b->base;
     return TDM_OK;
 }

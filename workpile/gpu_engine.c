@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "../geom/leaf.h"
 
@@ -23,16 +26,30 @@ typedef struct range { size_t lo, hi; } range;
 typedef struct range_list { range *r; size_t n, cap; } range_list;
 
 /* What a lane's run keeps per slot. */
+enum { IDLE, FILLING, ACTIVE };
 typedef struct slot_run {
-    int active;
+    int state;
     size_t lo, hi;
     tdm_gpu_input *in; /* pinned, the slot's */
 } slot_run;
+
+typedef struct fill_job {
+    tdm_gpu *g;
+    const tdm_task_list *list;
+    size_t lo, n;                 /* the chunk: tasks [lo, lo + n) of the list */
+    tdm_gpu_input *in;
+    tdm_gpu_pair *pairs;
+    size_t runs[FILL_SHARES][2];  /* pair-table entries each share wrote: first, count */
+    int shares;
+    atomic_int failed;            /* a task without device copies */
+} fill_job;
 
 typedef struct gpu_lane {
     tdm_gpu *g;
     slot_run slots[MAX_SLOTS];
     range_list todo, over;
+    fill_job fill;     /* the fill in progress (one at a time) */
+    tdm_pool_job post; /* ... when it runs on the workers while the slots are stepped */
 } gpu_lane;
 
 typedef struct gpu_engine {
@@ -42,6 +59,7 @@ typedef struct gpu_engine {
     int n_lanes;
     gpu_lane lanes[MAX_LANES];
     int trace; /* TDM_GPU_TRACE set: where each run's time went, on stderr */
+    int post;  /* TDM_GPU_POST=0 unset: fill a slot on the workers while the others are stepped */
 } gpu_engine;
 
 tdm_gpu_engine_config tdm_gpu_engine_config_default(void)
@@ -90,17 +108,24 @@ static size_t chunk_size(const gpu_engine *e, tdm_gpu *g, size_t n)
 
 /* ---- filling a slot, and reading it back, on the pool ---------------------------- */
 
-typedef struct fill_job {
-    tdm_gpu *g;
-    const tdm_task_list *list;
-    size_t lo, n;                 /* the chunk: tasks [lo, lo + n) of the list */
-    tdm_gpu_input *in;
-    tdm_gpu_pair *pairs;
-    size_t runs[FILL_SHARES][2];  /* pair-table entries each share wrote: first, count */
-    atomic_int failed;            /* a task without device copies */
-} fill_job;
-
 static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
+
+/* Writes one input into the slot's pinned buffer. The host never reads these
+ * back and the device copies them out: streaming stores skip reading each line
+ * into the cache before writing it (a third of the fill's memory traffic). */
+static inline void put_input(tdm_gpu_input *dst, const tdm_gpu_input *src)
+{
+#if defined(__SSE2__)
+    _Static_assert(sizeof *src % 16 == 0, "inputs are whole 16-byte words");
+    if (((uintptr_t)dst & 15) == 0) {
+        const __m128i *s = (const __m128i *)src;
+        __m128i *d = (__m128i *)dst;
+        for (size_t w = 0; w < sizeof *src / 16; w++) _mm_stream_si128(d + w, _mm_loadu_si128(s + w));
+        return;
+    }
+#endif
+    *dst = *src;
+}
 
 /* Share k: makes its tasks and writes their inputs, starting a pair-table entry
  * at each change of mesh pair (consecutive tasks mostly share one). A share
@@ -130,14 +155,13 @@ static void fill_share(void *arg, int k, int nk)
                 pb = t->gb;
                 cur = (uint32_t)p++;
             }
-            tdm_gpu_input *d = &j->in[i];
-            d->x = t->b_in_a;
-            d->pair = cur;
-            d->mode = (uint32_t)t->mode;
-            d->cap = t->max_pairs ? t->max_pairs : 1;
-            d->pad = 0;
+            tdm_gpu_input d = {t->b_in_a, cur, (uint32_t)t->mode, t->max_pairs ? t->max_pairs : 1, 0};
+            put_input(&j->in[i], &d);
         }
     }
+#if defined(__SSE2__)
+    _mm_sfence(); /* the streamed inputs are visible before the share counts as returned */
+#endif
     j->runs[k][1] = p - lo;
 }
 
@@ -145,18 +169,17 @@ typedef struct copy_job {
     const tdm_gpu_result *res;
     const tdm_gpu_input *in;
     size_t n;
-    tdm_collide_result *out;
+    tdm_collide_result *out;   /* NULL: answers go to the answered hook only */
     const tdm_task_list *list; /* for its answered hook */
     size_t first;              /* the chunk's first task in the list */
 } copy_job;
 
-static void copy_share(void *arg, int k, int nk)
+/* The chunk's results [lo, hi) as the engine interface's, into out[0 .. hi - lo). */
+static void convert(const copy_job *j, size_t lo, size_t hi, tdm_collide_result *out)
 {
-    const copy_job *j = arg;
-    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
     for (size_t i = lo; i < hi; i++) {
         const tdm_gpu_result *r = &j->res[i];
-        tdm_collide_result *o = &j->out[i];
+        tdm_collide_result *o = &out[i - lo];
         memset(o, 0, sizeof *o);
         o->colliding = r->colliding;
         if (j->in[i].mode == TDM_MODE_BOOL) {
@@ -168,6 +191,26 @@ static void copy_share(void *arg, int k, int nk)
         o->first.a_tri = r->first_a;
         o->first.b_tri = r->first_b;
     }
+}
+
+/* Results converted at a time when nobody keeps them (copy_job.out NULL) go
+ * from the stack to the answered hook. */
+#define ANSWER_BATCH 256
+
+static void copy_share(void *arg, int k, int nk)
+{
+    const copy_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    if (!j->out) {
+        tdm_collide_result buf[ANSWER_BATCH];
+        for (size_t b = lo; b < hi; b += ANSWER_BATCH) {
+            size_t e = b + ANSWER_BATCH < hi ? b + ANSWER_BATCH : hi;
+            convert(j, b, e, buf);
+            j->list->answered(j->list, j->first + b, j->first + e, buf);
+        }
+        return;
+    }
+    convert(j, lo, hi, j->out + lo);
     if (j->list->answered && lo < hi) j->list->answered(j->list, j->first + lo, j->first + hi, j->out + lo);
 }
 
@@ -177,23 +220,34 @@ static int shares_for(const gpu_engine *e, size_t n)
     return n >= FILL_PARALLEL_MIN ? (t < FILL_SHARES ? t : FILL_SHARES) : 1;
 }
 
-/* Fills slot k with tasks [lo, hi) and starts it. */
-static int start(gpu_engine *e, gpu_lane *L, int k, const tdm_task_list *list, size_t lo, size_t hi)
+/* Starts filling slot k with tasks [lo, hi): on the workers while the caller
+ * goes on (post), or on the pool with the caller's help, returning when done. */
+static int fill_begin(gpu_engine *e, gpu_lane *L, int k, const tdm_task_list *list, size_t lo, size_t hi, int post)
 {
     size_t n = hi - lo;
     tdm_gpu_input *in;
     tdm_gpu_pair *pairs;
     int rc = tdm_gpu_slot_buffers(L->g, k, n, &in, &pairs);
     if (rc != TDM_OK) return rc;
-    fill_job j = {L->g, list, lo, n, in, pairs, {{0}}, 0};
-    atomic_init(&j.failed, 0);
-    int nk = shares_for(e, n);
-    tdm_pool_run(e->pool, fill_share, &j, nk);
-    if (atomic_load(&j.failed)) return TDM_ECANCELED;
-    rc = tdm_gpu_slot_start(L->g, k, n, (const size_t (*)[2])j.runs, nk);
-    if (rc != TDM_OK) return rc;
-    L->slots[k] = (slot_run){1, lo, hi, in};
+    fill_job *j = &L->fill;
+    *j = (fill_job){L->g, list, lo, n, in, pairs, {{0}}, shares_for(e, n), 0};
+    atomic_init(&j->failed, 0);
+    L->slots[k] = (slot_run){FILLING, lo, hi, in};
+    if (post) tdm_pool_post(e->pool, &L->post, fill_share, j, j->shares);
+    else tdm_pool_run(e->pool, fill_share, j, j->shares);
     return TDM_OK;
+}
+
+/* Finishes slot k's fill (waiting for a posted one) and starts the slot. */
+static int fill_end(gpu_engine *e, gpu_lane *L, int k, int posted)
+{
+    fill_job *j = &L->fill;
+    if (posted) tdm_pool_wait(e->pool, &L->post);
+    L->slots[k].state = IDLE;
+    if (atomic_load(&j->failed)) return TDM_ECANCELED;
+    int rc = tdm_gpu_slot_start(L->g, k, j->n, (const size_t (*)[2])j->runs, j->shares);
+    if (rc == TDM_OK) L->slots[k].state = ACTIVE;
+    return rc;
 }
 
 static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_collide_result *results)
@@ -202,6 +256,7 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
     gpu_lane *L = &e->lanes[lane];
     size_t n = list->n;
     if (n == 0) return TDM_OK;
+    if (!results && !list->answered) return TDM_EINVAL;
     int rc = tdm_gpu_begin(L->g);
     if (rc != TDM_OK) return rc;
     int n_slots = tdm_gpu_slots(L->g);
@@ -212,21 +267,41 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
     for (size_t c = n_chunks; c-- > 0 && rc == TDM_OK;)
         rc = push_range(&L->todo, c * chunk, (c + 1) * chunk < n ? (c + 1) * chunk : n);
     double t_fill = 0, t_wait = 0, t_copy = 0, t_run = now_s();
-    size_t reruns = 0;
-    int next = 0; /* the slot stepped next, round robin */
+    size_t reruns = 0, posted = 0;
+    int next = 0;     /* the slot stepped next, round robin */
+    int filling = -1; /* the slot whose fill runs on the workers */
     while (rc == TDM_OK) {
-        /* idle slots take the next ranges, unless an overflow waits for all to drain */
-        for (int k = 0; k < n_slots && rc == TDM_OK; k++) {
-            if (L->slots[k].active || L->todo.n == 0 || L->over.n > 0) continue;
+        if (filling >= 0 && tdm_pool_done(&L->post)) {
+            double t0 = now_s();
+            rc = fill_end(e, L, filling, 1);
+            filling = -1;
+            t_fill += now_s() - t0;
+            if (rc != TDM_OK) break;
+        }
+        int any = 0, idle = -1;
+        for (int k = 0; k < n_slots; k++) {
+            any |= L->slots[k].state == ACTIVE;
+            if (idle < 0 && L->slots[k].state == IDLE) idle = k;
+        }
+        /* an idle slot takes the next range, unless an overflow waits for all to
+         * drain: filled on the workers while others run, else right here */
+        if (filling < 0 && idle >= 0 && L->todo.n > 0 && L->over.n == 0) {
             range r = L->todo.r[--L->todo.n];
             double t0 = now_s();
-            rc = start(e, L, k, list, r.lo, r.hi);
+            rc = fill_begin(e, L, idle, list, r.lo, r.hi, any && e->post);
+            if (rc == TDM_OK && !(any && e->post)) rc = fill_end(e, L, idle, 0);
+            else if (rc == TDM_OK) filling = idle, posted++;
             t_fill += now_s() - t0;
+            continue;
         }
-        if (rc != TDM_OK) break;
-        int any = 0;
-        for (int k = 0; k < n_slots; k++) any |= L->slots[k].active;
         if (!any) {
+            if (filling >= 0) { /* nothing to step: wait for the fill */
+                double t0 = now_s();
+                rc = fill_end(e, L, filling, 1);
+                filling = -1;
+                t_fill += now_s() - t0;
+                continue;
+            }
             if (L->over.n == 0) break; /* all done */
             /* every slot is idle: grow the frontiers within the budget and re-run the
              * ranges that overflowed, or split them */
@@ -249,9 +324,24 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
             L->over.n = 0;
             continue;
         }
-        while (!L->slots[next].active) next = (next + 1) % n_slots;
+        while (L->slots[next].state != ACTIVE) next = (next + 1) % n_slots;
         int k = next;
-        next = (next + 1) % n_slots;
+        if (filling >= 0) {
+            /* step only a slot that will not block, so that the fill is started
+             * on the device as soon as it is done */
+            int ready = -1;
+            for (int i = 0; i < n_slots && ready < 0 && rc == TDM_OK; i++) {
+                int c = (next + i) % n_slots;
+                if (L->slots[c].state != ACTIVE) continue;
+                int st = tdm_gpu_slot_ready(L->g, c);
+                if (st < 0) rc = st;
+                else if (st) ready = c;
+            }
+            if (rc != TDM_OK) break;
+            if (ready < 0) continue;
+            k = ready;
+        }
+        next = (k + 1) % n_slots;
         double t0 = now_s();
         int st = tdm_gpu_slot_step(L->g, k);
         t_wait += now_s() - t0;
@@ -260,23 +350,26 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
             rc = st;
         } else if (st == TDM_GPU_SLOT_DONE) {
             double tc = now_s();
-            copy_job j = {tdm_gpu_slot_results(L->g, k), s->in, s->hi - s->lo, results + s->lo, list, s->lo};
+            copy_job j = {tdm_gpu_slot_results(L->g, k), s->in, s->hi - s->lo, results ? results + s->lo : NULL,
+                          list, s->lo};
             tdm_pool_run(e->pool, copy_share, &j, shares_for(e, j.n));
             t_copy += now_s() - tc;
-            s->active = 0;
+            s->state = IDLE;
         } else if (st == TDM_GPU_SLOT_OVERFLOW) {
-            s->active = 0;
+            s->state = IDLE;
             rc = push_range(&L->over, s->lo, s->hi);
         }
     }
+    if (filling >= 0) tdm_pool_wait(e->pool, &L->post); /* an error: the fill must not outlive the run */
     if (rc != TDM_OK) {
         tdm_gpu_abort(L->g);
-        for (int k = 0; k < n_slots; k++) L->slots[k].active = 0;
+        for (int k = 0; k < n_slots; k++) L->slots[k].state = IDLE;
     }
     if (e->trace)
-        fprintf(stderr, "gpu run: %zu tasks in chunks of %zu on %d streams: %.3f ms in all, filling %.3f ms, "
-                "waiting %.3f ms, reading results %.3f ms, %zu chunks re-run\n",
-                n, chunk, n_slots, 1e3 * (now_s() - t_run), 1e3 * t_fill, 1e3 * t_wait, 1e3 * t_copy, reruns);
+        fprintf(stderr, "gpu run: %zu tasks in chunks of %zu on %d streams: %.3f ms in all, filling %.3f ms "
+                "(%zu fills while stepping), waiting %.3f ms, reading results %.3f ms, %zu chunks re-run\n",
+                n, chunk, n_slots, 1e3 * (now_s() - t_run), 1e3 * t_fill, posted, 1e3 * t_wait, 1e3 * t_copy,
+                reruns);
     return rc;
 }
 
@@ -342,7 +435,9 @@ int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int 
     e->cfg = cfg ? *cfg : tdm_gpu_engine_config_default();
     e->pool = pool;
     e->trace = getenv("TDM_GPU_TRACE") != NULL;
-    e->base = (tdm_backend){&gpu_ops, lanes, 1};
+    const char *po = getenv("TDM_GPU_POST");
+    e->post = !(po && strcmp(po, "0") == 0);
+    e->base = (tdm_backend){&gpu_ops, lanes, 1, 1};
     int rc = tdm_gpu_create(&e->cfg.gpu, &e->lanes[0].g, why);
     if (rc != TDM_OK) {
         free(e);

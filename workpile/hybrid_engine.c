@@ -121,7 +121,7 @@ int tdm_hybrid_engine_create(tdm_backend *gpu, tdm_pool *pool, const tdm_hybrid_
         free(e);
         return rc;
     }
-    e->base = (tdm_backend){&hybrid_ops, 1, 1};
+    e->base = (tdm_backend){&hybrid_ops, 1, 1, 0};
     *out = &e->base;
     return TDM_OK;
 }

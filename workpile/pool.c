@@ -24,13 +24,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
-typedef struct job {
-    void (*fn)(void *, int, int);
-    void *arg;
-    int n, next;          /* shares, and the next to claim (under mu) */
-    atomic_int finished;  /* shares returned (written under mu) */
-    struct job *link;     /* the list of jobs with shares left (under mu) */
-} job;
+typedef tdm_pool_job job;
 
 struct tdm_pool {
     int threads;
@@ -60,7 +54,7 @@ static job *claim(tdm_pool *p, int *k)
 static void finish(tdm_pool *p, job *j, int by_worker)
 {
     int n = j->n; /* read first: once finished reaches n, a spinning caller may return and j be gone */
-    int f = atomic_fetch_add_explicit(&j->finished, 1, memory_order_release) + 1;
+    int f = __atomic_fetch_add(&j->finished, 1, __ATOMIC_RELEASE) + 1;
     p->stats.shares++;
     p->stats.worker_shares += (unsigned)by_worker;
     if (f == n) pthread_cond_broadcast(&p->done);
@@ -163,47 +157,99 @@ void tdm_pool_destroy(tdm_pool *p)
 
 int tdm_pool_threads(const tdm_pool *p) { return p->threads; }
 
-void tdm_pool_run(tdm_pool *p, void (*fn)(void *arg, int k, int n_shares), void *arg, int n_shares)
+/* Puts j (set up by the caller) at the end of the list and wakes `wake` workers. */
+static void post(tdm_pool *p, job *j, void (*fn)(void *, int, int), void *arg, int n_shares, int wake)
 {
-    if (n_shares <= 0) return;
-    if (n_shares == 1 || p->n_workers == 0) {
-        for (int k = 0; k < n_shares; k++) fn(arg, k, n_shares);
-        pthread_mutex_lock(&p->mu);
-        p->stats.jobs++;
-        p->stats.shares += (unsigned)n_shares;
-        pthread_mutex_unlock(&p->mu);
-        return;
-    }
-    job j = {fn, arg, n_shares, 0, 0, NULL};
-    atomic_init(&j.finished, 0);
+    j->fn = fn;
+    j->arg = arg;
+    j->n = n_shares;
+    j->next = 0;
+    j->link = NULL;
+    j->finished = 0;
     pthread_mutex_lock(&p->mu);
     job **tail = &p->head;
     while (*tail) tail = &(*tail)->link;
-    *tail = &j;
+    *tail = j;
     p->stats.jobs++;
     atomic_fetch_add_explicit(&p->posted, 1, memory_order_release);
-    if (n_shares - 1 >= p->n_workers) pthread_cond_broadcast(&p->work);
+    if (wake >= p->n_workers) pthread_cond_broadcast(&p->work);
     else
-        for (int i = 0; i < n_shares - 1; i++) pthread_cond_signal(&p->work);
-    /* the caller works on its own job's shares only */
-    while (j.next < j.n) {
-        int k = j.next++;
-        if (j.next == j.n) { /* unlink: it may not be the head */
+        for (int i = 0; i < wake; i++) pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Runs every unclaimed share of j on the caller, then waits for the others. */
+static void finish_job(tdm_pool *p, job *j)
+{
+    pthread_mutex_lock(&p->mu);
+    while (j->next < j->n) {
+        int k = j->next++;
+        if (j->next == j->n) { /* unlink: it may not be the head */
             job **pp = &p->head;
-            while (*pp != &j) pp = &(*pp)->link;
-            *pp = j.link;
+            while (*pp != j) pp = &(*pp)->link;
+            *pp = j->link;
         }
         pthread_mutex_unlock(&p->mu);
-        fn(arg, k, n_shares);
+        j->fn(j->arg, k, j->n);
         pthread_mutex_lock(&p->mu);
-        finish(p, &j, 0);
+        finish(p, j, 0);
     }
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < CALLER_SPIN && atomic_load_explicit(&j.finished, memory_order_acquire) < n_shares; i++)
+    int n = j->n;
+    for (int i = 0; i < CALLER_SPIN && __atomic_load_n(&j->finished, __ATOMIC_ACQUIRE) < n; i++)
         cpu_relax();
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&j.finished, memory_order_acquire) < n_shares) pthread_cond_wait(&p->done, &p->mu);
+    while (__atomic_load_n(&j->finished, __ATOMIC_ACQUIRE) < n) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+/* Runs every share on the caller (no workers, or one share). */
+static void run_inline(tdm_pool *p, job *j, void (*fn)(void *, int, int), void *arg, int n_shares)
+{
+    for (int k = 0; k < n_shares; k++) fn(arg, k, n_shares);
+    j->n = n_shares;
+    j->finished = n_shares;
+    pthread_mutex_lock(&p->mu);
+    p->stats.jobs++;
+    p->stats.shares += (unsigned)n_shares;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tdm_pool_run(tdm_pool *p, void (*fn)(void *arg, int k, int n_shares), void *arg, int n_shares)
+{
+    if (n_shares <= 0) return;
+    job j;
+    if (n_shares == 1 || p->n_workers == 0) {
+        run_inline(p, &j, fn, arg, n_shares);
+        return;
+    }
+    post(p, &j, fn, arg, n_shares, n_shares - 1); /* the caller works on one share at least */
+    finish_job(p, &j);
+}
+
+void tdm_pool_post(tdm_pool *p, tdm_pool_job *j, void (*fn)(void *arg, int k, int n_shares), void *arg,
+                   int n_shares)
+{
+    if (n_shares <= 0) {
+        j->n = 0;
+        j->finished = 0;
+        return;
+    }
+    if (p->n_workers == 0) {
+        run_inline(p, j, fn, arg, n_shares);
+        return;
+    }
+    post(p, j, fn, arg, n_shares, n_shares);
+}
+
+int tdm_pool_done(const tdm_pool_job *j)
+{
+    return __atomic_load_n(&j->finished, __ATOMIC_ACQUIRE) >= j->n;
+}
+
+void tdm_pool_wait(tdm_pool *p, tdm_pool_job *j)
+{
+    if (!tdm_pool_done(j)) finish_job(p, j); /* a worker touches no job after its last share returned */
 }
 
 void tdm_pool_get_stats(tdm_pool *p, tdm_pool_stats *s)

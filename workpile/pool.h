@@ -47,6 +47,28 @@ int tdm_pool_threads(const tdm_pool *p);
  * caller alone. Any thread (not a worker of p from inside fn). */
 void tdm_pool_run(tdm_pool *p, void (*fn)(void *arg, int k, int n_shares), void *arg, int n_shares);
 
+/* A job posted with tdm_pool_post, in the caller's memory, which it must leave
+ * alone until tdm_pool_wait returns. The fields are the pool's. */
+typedef struct tdm_pool_job {
+    void (*fn)(void *, int, int);
+    void *arg;
+    int n, next;                /* shares, and the next to claim */
+    int finished;               /* shares returned (atomic) */
+    struct tdm_pool_job *link;  /* the pool's list of jobs with shares left */
+} tdm_pool_job;
+
+/* Starts fn(arg, k, n_shares) for every k on the workers and returns at once, so
+ * that the caller does something else meanwhile (the GPU engine steps its
+ * running slots while the next slot is filled); tdm_pool_wait(p, j) then runs
+ * the shares still unclaimed on the caller and returns when every share has
+ * returned. Every post needs its wait. Without workers, the shares run here,
+ * before tdm_pool_post returns. */
+void tdm_pool_post(tdm_pool *p, tdm_pool_job *j, void (*fn)(void *arg, int k, int n_shares), void *arg,
+                   int n_shares);
+/* 1 when every share of j has returned (then tdm_pool_wait returns at once). */
+int tdm_pool_done(const tdm_pool_job *j);
+void tdm_pool_wait(tdm_pool *p, tdm_pool_job *j);
+
 typedef struct tdm_pool_stats {
     unsigned long long jobs;          /* jobs run (n_shares >= 1) */
     unsigned long long shares;        /* shares run */

@@ -57,6 +57,15 @@ static int checked(const tdm_scene *s, uint32_t i, uint32_t j)
     return !is_allowed(s, s->objects[i].id, s->objects[j].id);
 }
 
+/* x is exactly the identity (a zero of either sign counts as zero). */
+static int at_origin(const tdm_xform *x)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (x->r.m[i][j] != (i == j)) return 0;
+    return x->t.x == 0 && x->t.y == 0 && x->t.z == 0;
+}
+
 int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
                      uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err)
 {
@@ -142,6 +151,7 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
             int swap = s->objects[i].movable && !s->objects[j].movable;
             c->a = swap ? j : i;
             c->b = swap ? i : j;
+            c->a_at_origin = !s->objects[c->a].movable && at_origin(&s->objects[c->a].pose);
         }
     free(order);
     *out = s;

@@ -35,6 +35,8 @@ typedef struct tdm_scene_check {
                         (its vertices are then never moved, so a fixed object at the
                         identity gives bit-for-bit the answers of `tandem check`),
                         otherwise A = lo */
+    uint32_t a_at_origin; /* 1: A is fixed at exactly the identity pose, so B's pose
+                             in A's frame is B's world pose (no product to form) */
 } tdm_scene_check;
 
 /* Where tdm_scene_create found a problem. `field` is static text. */

@@ -73,6 +73,8 @@ typedef struct lane {
     size_t n_hits, hits_cap;
     tdm_pair *pairs;
     size_t pairs_cap;
+    void **copies;  /* a one-scene chunk's device copies, two per check (ref_tasks.copies) */
+    size_t copies_cap;
 } lane;
 
 struct tdm_sched {
@@ -388,6 +390,7 @@ void tdm_sched_destroy(tdm_sched *e)
         free(l->room);
         free(l->hits);
         free(l->pairs);
+        free(l->copies);
     }
     tdm_pool_destroy(e->pool);
     pthread_mutex_destroy(&e->stats_lock);
@@ -497,7 +500,9 @@ static tdm_xform pair_of(const tdm_sched_query *q, uint32_t k, const tdm_bvh **t
     const tdm_xform *xb = b->movable ? &q->poses[s->slot[c->b]] : &b->pose;
     *ta = a->bvh;
     *tb = b->bvh;
-    return tdm_xform_rel(xa, xb);
+    /* A fixed at the origin (an environment in world coordinates, the common
+     * case): the product would only repeat B's pose */
+    return c->a_at_origin ? *xb : tdm_xform_rel(xa, xb);
 }
 
 /* The task of query q's checked pair k, without device copies. */
@@ -510,16 +515,34 @@ static void make_task(const tdm_sched_query *q, uint32_t k, tdm_task *t, uint32_
     t->pairs = pairs;
 }
 
+/* The queries of a run: a[i], or, when a is NULL, *proto with its poses at
+ * proto->poses + i * stride (tdm_sched_run_poses: no array to read). */
+typedef struct qset {
+    const tdm_sched_query *a, *proto;
+    size_t stride;
+} qset;
+
+static inline const tdm_sched_query *qat(const qset *s, size_t i, tdm_sched_query *tmp)
+{
+    if (s->a) return &s->a[i];
+    *tmp = *s->proto;
+    tmp->poses = s->proto->poses + i * s->stride;
+    return tmp;
+}
+
 /* A chunk's tasks, made from its refs as the engine asks for them (any thread,
  * ranges of its choosing): building them where they are consumed spreads the
  * work over the engine's threads and keeps it next to its use (one thread
  * building a whole chunk first cost tandemd twice the GPU's work at tens of
  * millions of queries per second). */
 typedef struct ref_tasks {
-    const tdm_sched_query *queries;
+    qset queries;
     const task_ref *refs; /* task t is refs[t]; or, when NULL, */
     uint32_t uniform;     /* ... query t / uniform's check t % uniform (every query has that many checks) */
     tdm_registry *reg;    /* non-NULL: look up the device copies */
+    void *const *copies;  /* or, when every query is of one scene: check k's copies are
+                             copies[2k], copies[2k + 1] (looked up once per chunk, so the
+                             threads making tasks share no lock) */
     tdm_sched_result *results; /* uniform, one check a query: fold answers into these as they come */
 } ref_tasks;
 
@@ -530,7 +553,8 @@ static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_
 static void answered_one(const tdm_task_list *l, size_t lo, size_t hi, const tdm_collide_result *res)
 {
     const ref_tasks *c = l->ctx;
-    for (size_t t = lo; t < hi; t++) fold_one(&c->queries[t], &res[t - lo], &c->results[t]);
+    tdm_sched_query tmp;
+    for (size_t t = lo; t < hi; t++) fold_one(qat(&c->queries, t, &tmp), &res[t - lo], &c->results[t]);
 }
 
 static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out)
@@ -538,11 +562,25 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
     const ref_tasks *c = l->ctx;
     const tdm_bvh *la = NULL, *lb = NULL; /* the last trees looked up, and their copies */
     void *da = NULL, *db = NULL;
+    /* uniform: task i is query i / c's check i % c, stepped without dividing */
+    size_t uq = c->refs ? 0 : lo / c->uniform;
+    uint32_t uk = c->refs ? 0 : (uint32_t)(lo % c->uniform);
     for (size_t i = lo; i < hi; i++, out++) {
-        size_t qi = c->refs ? c->refs[i].query : i / c->uniform;
-        uint32_t ki = c->refs ? c->refs[i].check : (uint32_t)(i % c->uniform);
-        const tdm_sched_query *Q = &c->queries[qi];
+        size_t qi = c->refs ? c->refs[i].query : uq;
+        uint32_t ki = c->refs ? c->refs[i].check : uk;
+        if (!c->refs && ++uk == c->uniform) {
+            uk = 0;
+            uq++;
+        }
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&c->queries, qi, &tmp);
         make_task(Q, ki, out, Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
+        if (c->copies) {
+            out->ga = c->copies[2 * (size_t)ki];
+            out->gb = c->copies[2 * (size_t)ki + 1];
+            if (!out->ga || !out->gb) return -1;
+            continue;
+        }
         if (!c->reg) continue;
         /* an entry found stays valid for the run: removed copies are freed only
          * at the start of a run or upload (free_removed) */
@@ -565,20 +603,38 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
  * where its first task runs) for that engine. A GPU failure re-runs the chunk
  * on the CPU engine (and a broken device is not used again), so that a query
  * never fails for the GPU's sake. */
-static int run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t nt, uint32_t uniform,
-                     tdm_sched_result *fold_into)
+/* The device copies of every check of scene s into l->copies (two per check),
+ * or NULL when there is no room for them. */
+static void *const *scene_copies(tdm_sched *e, lane *l, const tdm_scene *s)
+{
+    if (reserve((void **)&l->copies, &l->copies_cap, 2 * (size_t)s->n_checks, sizeof *l->copies) != TDM_OK)
+        return NULL;
+    for (uint32_t k = 0; k < s->n_checks; k++)
+        tdm_registry_find2(e->reg, s->objects[s->checks[k].a].bvh, s->objects[s->checks[k].b].bvh,
+                           &l->copies[2 * (size_t)k], &l->copies[2 * (size_t)k + 1]);
+    return l->copies;
+}
+
+/* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
+static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform,
+                     const tdm_scene *one_scene, tdm_sched_result *fold_into)
 {
     int where = ON_CPU;
     if (e->engines[ON_GPU] && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED) &&
         (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
         where = e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
-    ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, fold_into};
+    /* one lookup per check rather than one per batch of tasks made, when the
+     * chunk has at least as many tasks as the scene has checks */
+    void *const *copies = where != ON_CPU && one_scene && one_scene->n_checks <= nt ? scene_copies(e, l, one_scene)
+                                                                                     : NULL;
+    ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, copies, fold_into};
     tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL};
     double t0 = now_s();
     int rc = TDM_OK;
     if (where != ON_CPU) {
         tdm_backend *b = e->engines[where];
-        rc = b->ops->run(b, l->index, &list, l->res);
+        /* an engine that hands every answer to the fold needs no results array */
+        rc = b->ops->run(b, l->index, &list, fold_into && b->answers_all ? NULL : l->res);
     }
     double dt = now_s() - t0;
     if (rc == TDM_ECANCELED || rc == TDM_ENOMEM) { /* a tree not resident, or no room for the tasks */
@@ -593,6 +649,7 @@ static int run_chunk(tdm_sched *e, lane *l, const tdm_sched_query *queries, size
     }
     if (where == ON_CPU) {
         c.reg = NULL;
+        c.copies = NULL;
         tdm_backend *b = e->engines[ON_CPU];
         t0 = now_s();
         b->ops->run(b, l->index, &list, l->res); /* cannot fail: the CPU engine needs no copies */
@@ -630,8 +687,8 @@ static int fold_task(const tdm_sched_query *Q, uint32_t ki, const tdm_collide_re
 }
 
 /* First pass over the whole batch, in chunks. */
-static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t n, tdm_sched_result *results,
-                      uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
+static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t n, const tdm_scene *one_scene,
+                      tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += queries[i].scene->n_checks;
@@ -655,7 +712,7 @@ static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
             k++;
         }
         if (nt == 0) break;
-        run_chunk(e, l, queries, nt, 0, NULL);
+        run_chunk(e, l, (qset){queries, NULL, 0}, nt, 0, one_scene, NULL);
         *n_tasks += nt;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &l->res[t];
@@ -749,7 +806,8 @@ typedef struct scan_job {
     tdm_sched_result *results;
     size_t n;
     uint32_t checks;      /* queries[0]'s */
-    int bad, mixed, pairs; /* (atomic) an invalid query; one with another check count; one listing pairs */
+    int bad, mixed, pairs, scenes; /* (atomic) an invalid query; one with another check count; one listing
+                                      pairs; one of another scene than queries[0]'s */
 } scan_job;
 
 static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
@@ -758,7 +816,8 @@ static void scan_share(void *arg, int k, int nk)
 {
     scan_job *j = arg;
     size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
-    int bad = 0, mixed = 0, pairs = 0;
+    int bad = 0, mixed = 0, pairs = 0, scenes = 0;
+    const tdm_scene *first = j->queries[0].scene;
     for (size_t i = lo; i < hi; i++) {
         const tdm_sched_query *q = &j->queries[i];
         if (!q->scene || (!q->poses && q->scene->n_movable > 0) ||
@@ -768,11 +827,13 @@ static void scan_share(void *arg, int k, int nk)
             break;
         }
         mixed |= q->scene->n_checks != j->checks;
+        scenes |= q->scene != first;
         pairs |= q->mode == TDM_MODE_CONTACTS && q->pairs != NULL;
     }
     if (bad) __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
     if (mixed) __atomic_store_n(&j->mixed, 1, __ATOMIC_RELAXED);
     if (pairs) __atomic_store_n(&j->pairs, 1, __ATOMIC_RELAXED);
+    if (scenes) __atomic_store_n(&j->scenes, 1, __ATOMIC_RELAXED);
 }
 
 /* At most eight shares: these passes are short, and waking every thread of a
@@ -787,7 +848,7 @@ static int shares_for(const tdm_sched *e, size_t n)
  * answers of queries [lo, hi): the first colliding pair met, and the contacts
  * summed and capped, as count_pass and tdm_sched_run do for any batch. */
 typedef struct fold_job {
-    const tdm_sched_query *queries;
+    qset queries;
     tdm_sched_result *results;
     const tdm_collide_result *res;
     size_t n;
@@ -801,7 +862,8 @@ static void fold_share(void *arg, int k, int nk)
     size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
     uint64_t box = 0, tri = 0;
     for (size_t qi = lo; qi < hi; qi++) {
-        const tdm_sched_query *Q = &j->queries[qi];
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&j->queries, qi, &tmp);
         tdm_sched_result out = {0, 0, 0, 0, 0, 0}, *R = &out;
         const tdm_collide_result *r = &j->res[qi * j->c];
         uint64_t sum = 0;
@@ -849,12 +911,13 @@ static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_
  * one check a query, the GPU-resident engine folds the answers as its chunks
  * come back (answered_one), overlapping the fold with the device's work on the
  * other chunks; otherwise the pool folds them after the run. */
-static void run_uniform(tdm_sched *e, lane *l, const tdm_sched_query *queries, size_t n, uint32_t c,
-                        tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
+static void run_uniform(tdm_sched *e, lane *l, qset queries, size_t n, uint32_t c,
+                        const tdm_scene *one_scene, tdm_sched_result *results, uint64_t *box, uint64_t *tri,
+                        uint64_t *n_tasks)
 {
     size_t nt = n * (size_t)c;
     int early = c == 1 && e->fold_early;
-    int where = run_chunk(e, l, queries, nt, c, early ? results : NULL);
+    int where = run_chunk(e, l, queries, nt, c, one_scene, early ? results : NULL);
     *n_tasks += nt;
     if (early && where == ON_GPU) return; /* folded as answered; the GPU counts no box or triangle tests */
     fold_job j = {queries, results, l->res, n, c, 0, 0};
@@ -863,16 +926,12 @@ static void run_uniform(tdm_sched *e, lane *l, const tdm_sched_query *queries, s
     *tri += j.tri;
 }
 
-int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
+/* A checked batch: uniform (its check count) runs as one chunk with no refs;
+ * otherwise qs.a is the array. */
+static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results, uint32_t uniform,
+                     const tdm_scene *one_scene, double t_scan)
 {
-    if (n > UINT32_MAX) return TDM_EINVAL;
-    if (n > 0 && !queries[0].scene) return TDM_EINVAL;
-    double t_scan = e->trace ? now_s() : 0;
-    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, 0, 0, 0};
-    tdm_pool_run(e->pool, scan_share, &sj, n ? shares_for(e, n) : 0);
-    if (sj.bad) return TDM_EINVAL;
-    uint32_t uniform = !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk ? sj.checks : 0;
-    if (e->trace) t_scan = now_s() - t_scan;
+    const tdm_sched_query *queries = qs.a;
     lane *l = lane_get(e);
     double t0 = now_s();
     int rc = TDM_OK;
@@ -903,9 +962,9 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
             rc = TDM_ENOMEM;
             goto out;
         }
-        run_uniform(e, l, queries, n, uniform, results, &box, &tri, &n_tasks);
+        run_uniform(e, l, qs, n, uniform, one_scene, results, &box, &tri, &n_tasks);
     } else {
-        rc = count_pass(e, l, queries, n, results, &box, &tri, &n_tasks);
+        rc = count_pass(e, l, queries, n, one_scene, results, &box, &tri, &n_tasks);
         if (rc == TDM_OK && l->n_hits > 0) rc = pairs_pass(e, l, queries, results, &n_tasks);
     }
     if (rc != TDM_OK) goto out;
@@ -942,6 +1001,51 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
     device_stats(e, l);
 out:
     lane_put(e, l);
+    return rc;
+}
+
+int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
+{
+    if (n > UINT32_MAX) return TDM_EINVAL;
+    if (n > 0 && !queries[0].scene) return TDM_EINVAL;
+    double t_scan = e->trace ? now_s() : 0;
+    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, 0, 0, 0, 0};
+    tdm_pool_run(e->pool, scan_share, &sj, n ? shares_for(e, n) : 0);
+    if (sj.bad) return TDM_EINVAL;
+    const tdm_scene *one_scene = n && !sj.scenes ? queries[0].scene : NULL;
+    uint32_t uniform = !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk ? sj.checks : 0;
+    if (e->trace) t_scan = now_s() - t_scan;
+    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, one_scene, t_scan);
+}
+
+/* The poses of one scene: checked once, not per query. */
+int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, tdm_sched_result *results)
+{
+    const tdm_scene *s = proto->scene;
+    if (n > UINT32_MAX || !s || (!proto->poses && s->n_movable > 0) ||
+        (proto->mode != TDM_MODE_BOOL && proto->mode != TDM_MODE_CONTACTS) ||
+        (proto->mode == TDM_MODE_CONTACTS && proto->max_contacts == 0) || proto->pairs)
+        return TDM_EINVAL;
+    if (n == 0) return TDM_OK;
+    if (s->n_checks > 0 && (uint64_t)n * s->n_checks <= e->chunk)
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, s, 0);
+    /* more than one chunk's tasks (or nothing to check): as queries, a piece at a time */
+    size_t piece = s->n_checks ? e->chunk / s->n_checks : n;
+    if (piece == 0) piece = 1;
+    if (piece > 4096) piece = 4096;
+    if (piece > n) piece = n;
+    tdm_sched_query *q = malloc(piece * sizeof *q);
+    if (!q) return TDM_ENOMEM;
+    int rc = TDM_OK;
+    for (size_t lo = 0; lo < n && rc == TDM_OK; lo += piece) {
+        size_t m = n - lo < piece ? n - lo : piece;
+        for (size_t i = 0; i < m; i++) {
+            q[i] = *proto;
+            q[i].poses = proto->poses + (lo + i) * s->n_movable;
+        }
+        rc = tdm_sched_run(e, q, m, results + lo);
+    }
+    free(q);
     return rc;
 }
 

@@ -135,6 +135,12 @@ int tdm_sched_prepare(tdm_sched *e, size_t max_tasks);
  * max_contacts 0: nothing is computed) or TDM_ENOMEM (results are then
  * undefined). */
 int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results);
+/* The same for n queries of one scene with their poses side by side: query i is
+ * *proto with poses proto->poses + i * scene->n_movable (a client's request,
+ * tandem check's poses). Answers as tdm_sched_run over those queries, with one
+ * check of the query instead of one per pose and no array of queries to read.
+ * proto->pairs must be NULL (each query would need its own room): TDM_EINVAL. */
+int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, tdm_sched_result *results);
 
 typedef struct tdm_sched_stats {
     uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */
