@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static int fail(tdm_scene_error *err, int code, const char *field, int64_t index, const char *fmt, ...)
@@ -32,6 +33,34 @@ static int cmp_pair(const void *x, const void *y)
     const tdm_id_pair *a = x, *b = y;
     if (a->a != b->a) return a->a < b->a ? -1 : 1;
     return a->b < b->b ? -1 : (a->b > b->b);
+}
+
+/* Centre of the vertices' bounding box, and the largest distance from it to a
+ * vertex, in double (the float vertices are exact in double; the radius is
+ * rounded up by a relative 1e-12, far above double's rounding of a sum of three
+ * squares and a square root). An empty mesh: radius 0 at the origin. */
+static tdm_scene_sphere sphere_of(const tdm_bvh *bvh)
+{
+    tdm_scene_sphere s = {{0, 0, 0}, 0};
+    size_t nv = (size_t)bvh->n_tris * 3;
+    if (nv == 0) return s;
+    const float *v = bvh->tri_verts;
+    double lo[3] = {v[0], v[1], v[2]}, hi[3] = {v[0], v[1], v[2]};
+    for (size_t i = 1; i < nv; i++)
+        for (int d = 0; d < 3; d++) {
+            double x = v[3 * i + (size_t)d];
+            if (x < lo[d]) lo[d] = x;
+            if (x > hi[d]) hi[d] = x;
+        }
+    for (int d = 0; d < 3; d++) s.c[d] = 0.5 * (lo[d] + hi[d]);
+    double r2 = 0;
+    for (size_t i = 0; i < nv; i++) {
+        double dx = v[3 * i] - s.c[0], dy = v[3 * i + 1] - s.c[1], dz = v[3 * i + 2] - s.c[2];
+        double q = dx * dx + dy * dy + dz * dz;
+        if (q > r2) r2 = q;
+    }
+    s.r = sqrt(r2) * (1 + 1e-12);
+    return s;
 }
 
 static int is_allowed(const tdm_scene *s, uint32_t a, uint32_t b)
@@ -153,6 +182,20 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
             c->b = swap ? i : j;
             c->a_at_origin = !s->objects[c->a].movable && at_origin(&s->objects[c->a].pose);
         }
+    s->bound = malloc(sizeof *s->bound * (n_objects ? n_objects : 1));
+    s->bound_world = malloc(sizeof *s->bound_world * (n_objects ? n_objects : 1));
+    if (!s->bound || !s->bound_world) goto nomem;
+    for (uint32_t i = 0; i < n_objects; i++) {
+        s->bound[i] = sphere_of(s->objects[i].bvh);
+        s->bound_world[i] = s->bound[i];
+        if (!s->objects[i].movable) {
+            tdm_dvec3 c = tdm_xform_apply(&s->objects[i].pose, (tdm_dvec3){s->bound[i].c[0], s->bound[i].c[1],
+                                                                            s->bound[i].c[2]});
+            s->bound_world[i].c[0] = c.x;
+            s->bound_world[i].c[1] = c.y;
+            s->bound_world[i].c[2] = c.z;
+        }
+    }
     free(order);
     *out = s;
     return TDM_OK;
@@ -172,5 +215,7 @@ void tdm_scene_destroy(tdm_scene *s)
     free(s->movable);
     free(s->allowed);
     free(s->checks);
+    free(s->bound);
+    free(s->bound_world);
     free(s);
 }

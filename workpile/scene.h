@@ -39,6 +39,9 @@ typedef struct tdm_scene_check {
                              in A's frame is B's world pose (no product to form) */
 } tdm_scene_check;
 
+/* A sphere holding every vertex of an object's mesh: centre and radius. */
+typedef struct tdm_scene_sphere { double c[3], r; } tdm_scene_sphere;
+
 /* Where tdm_scene_create found a problem. `field` is static text. */
 typedef struct tdm_scene_error {
     const char *field; /* "objects" or "allowed" */
@@ -56,6 +59,13 @@ typedef struct tdm_scene {
     tdm_id_pair *allowed;  /* distinct pairs, a <= b, sorted */
     uint32_t n_checks;
     tdm_scene_check *checks;   /* sorted by (objects[lo].id, objects[hi].id) */
+    /* Bounding spheres, by index into objects: in the object's own frame (movable
+     * objects are placed per query), and for fixed objects already placed in the
+     * world. The scheduler skips a check whose two spheres are apart by more than
+     * a rounding margin (sched.c, "Culling"): no triangle of one can touch the
+     * other's, so the answer is the same, for less work. */
+    tdm_scene_sphere *bound;   /* owned */
+    tdm_scene_sphere *bound_world; /* owned; fixed objects' only */
 } tdm_scene;
 
 /* Copies the objects and the allowed list into a new scene and computes the

@@ -23,6 +23,7 @@
  * creation by calibrate() (or its built-in figures) and refined by every run. */
 #include "sched.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,9 @@ typedef struct lane {
     size_t pairs_cap;
     void **copies;  /* a one-scene chunk's device copies, two per check (ref_tasks.copies) */
     size_t copies_cap;
+    uint32_t *kept; /* culling: checks kept per query */
+    size_t *first;  /* ... and the first ref of each query in its window (one more entry) */
+    size_t kept_cap, first_cap;
 } lane;
 
 struct tdm_sched {
@@ -100,6 +104,7 @@ struct tdm_sched {
     int gpu_broken;        /* (atomic) the device failed for good: everything runs on the CPU engine */
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
     int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
+    int cull;              /* TDM_ENGINE_CULL=0 unset: skip checks whose bounding spheres are apart */
 };
 
 const char *tdm_backend_name(tdm_backend_kind k)
@@ -294,6 +299,8 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->trace = getenv("TDM_ENGINE_TRACE") != NULL;
     const char *fe = getenv("TDM_ENGINE_FOLD_EARLY");
     e->fold_early = !(fe && strcmp(fe, "0") == 0);
+    const char *cu = getenv("TDM_ENGINE_CULL");
+    e->cull = !(cu && strcmp(cu, "0") == 0);
     /* the hybrid engine is one object with one set of buffers: one run at a time */
     e->n_lanes = cfg->kind == TDM_BACKEND_HYBRID ? 1 : cfg->lanes;
     e->free_lanes = (1u << e->n_lanes) - 1;
@@ -391,6 +398,8 @@ void tdm_sched_destroy(tdm_sched *e)
         free(l->hits);
         free(l->pairs);
         free(l->copies);
+        free(l->kept);
+        free(l->first);
     }
     tdm_pool_destroy(e->pool);
     pthread_mutex_destroy(&e->stats_lock);
@@ -417,7 +426,9 @@ int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
         lane *l = &e->lanes[k];
         size_t qcap = l->queries_cap, qcap2 = l->queries_cap;
         if (reserve_tasks(l, n) != TDM_OK || reserve((void **)&l->sums, &qcap, max_tasks, sizeof *l->sums) != TDM_OK ||
-            reserve((void **)&l->room, &qcap2, max_tasks, sizeof *l->room) != TDM_OK) {
+            reserve((void **)&l->room, &qcap2, max_tasks, sizeof *l->room) != TDM_OK ||
+            reserve((void **)&l->kept, &l->kept_cap, max_tasks, sizeof *l->kept) != TDM_OK ||
+            reserve((void **)&l->first, &l->first_cap, max_tasks + 1, sizeof *l->first) != TDM_OK) {
             l->queries_cap = qcap < qcap2 ? qcap : qcap2;
             rc = TDM_ENOMEM;
         } else {
@@ -426,6 +437,8 @@ int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
             memset(l->refs, 0, l->chunk_cap * sizeof *l->refs);
             memset(l->sums, 0, l->queries_cap * sizeof *l->sums);
             memset(l->room, 0, l->queries_cap * sizeof *l->room);
+            memset(l->kept, 0, l->kept_cap * sizeof *l->kept);
+            memset(l->first, 0, l->first_cap * sizeof *l->first);
         }
     }
     return rc;
@@ -806,8 +819,10 @@ typedef struct scan_job {
     tdm_sched_result *results;
     size_t n;
     uint32_t checks;      /* queries[0]'s */
+    uint32_t chunk;       /* the scheduler's */
     int bad, mixed, pairs, scenes; /* (atomic) an invalid query; one with another check count; one listing
                                       pairs; one of another scene than queries[0]'s */
+    int no_cull;          /* (atomic) a query whose scene has fewer than two checks, or more than a chunk */
 } scan_job;
 
 static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
@@ -816,7 +831,7 @@ static void scan_share(void *arg, int k, int nk)
 {
     scan_job *j = arg;
     size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
-    int bad = 0, mixed = 0, pairs = 0, scenes = 0;
+    int bad = 0, mixed = 0, pairs = 0, scenes = 0, no_cull = 0;
     const tdm_scene *first = j->queries[0].scene;
     for (size_t i = lo; i < hi; i++) {
         const tdm_sched_query *q = &j->queries[i];
@@ -829,7 +844,9 @@ static void scan_share(void *arg, int k, int nk)
         mixed |= q->scene->n_checks != j->checks;
         scenes |= q->scene != first;
         pairs |= q->mode == TDM_MODE_CONTACTS && q->pairs != NULL;
+        no_cull |= q->scene->n_checks < 2 || q->scene->n_checks > j->chunk;
     }
+    if (no_cull) __atomic_store_n(&j->no_cull, 1, __ATOMIC_RELAXED);
     if (bad) __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
     if (mixed) __atomic_store_n(&j->mixed, 1, __ATOMIC_RELAXED);
     if (pairs) __atomic_store_n(&j->pairs, 1, __ATOMIC_RELAXED);
@@ -907,6 +924,174 @@ static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_
     *R = out;
 }
 
+/* ---- culling ----------------------------------------------------------------------
+ *
+ * A scene of several checks (a robot's links against a world) mostly checks pairs
+ * that are far apart. Before any task is made, each query's checks are tested on
+ * the objects' bounding spheres (scene.h) and a check whose spheres are apart gets
+ * no task: its pair cannot collide. "Apart" keeps a margin of CULL_MARGIN times the
+ * pair's extent from the origin (both radii plus the L1 norms of both centres),
+ * which is far more than the rounding of the transforms and of the float
+ * coordinates the engines test, so no pair that an engine would find colliding is
+ * skipped and the answers are those of the full expansion. The kept checks stay in
+ * check order, so the first colliding pair is the same one.
+ *
+ * The queries are cut into windows whose kept checks fit one chunk (a query never
+ * straddles two: culling is used only when a query's checks fit a chunk); in each
+ * window the pool counts the kept checks per query, lists their refs, the chunk
+ * runs, and the pool folds the answers, query by query. */
+#define CULL_MARGIN 1e-5
+
+/* 1 when spheres (ca, ra) and (cb, rb) are apart by more than the margin. */
+static inline int spheres_apart(const double *ca, double ra, const double *cb, double rb)
+{
+    double dx = ca[0] - cb[0], dy = ca[1] - cb[1], dz = ca[2] - cb[2];
+    double extent = ra + rb + fabs(ca[0]) + fabs(ca[1]) + fabs(ca[2]) + fabs(cb[0]) + fabs(cb[1]) + fabs(cb[2]);
+    double reach = ra + rb + CULL_MARGIN * extent;
+    return dx * dx + dy * dy + dz * dz > reach * reach;
+}
+
+/* Query Q's kept checks: their number, and their refs (query qi) into out when
+ * out is not NULL. wc: scratch for 3 * n_movable doubles. */
+static uint32_t cull_query(const tdm_sched_query *Q, uint32_t qi, double *wc, task_ref *out)
+{
+    const tdm_scene *s = Q->scene;
+    for (uint32_t i = 0; i < s->n_objects; i++) {
+        uint32_t slot = s->slot[i];
+        if (slot == UINT32_MAX) continue;
+        const double *c = s->bound[i].c;
+        tdm_dvec3 w = tdm_xform_apply(&Q->poses[slot], tdm_d3(c[0], c[1], c[2]));
+        wc[3 * (size_t)slot] = w.x;
+        wc[3 * (size_t)slot + 1] = w.y;
+        wc[3 * (size_t)slot + 2] = w.z;
+    }
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < s->n_checks; k++) {
+        uint32_t a = s->checks[k].a, b = s->checks[k].b;
+        const double *ca = s->slot[a] == UINT32_MAX ? s->bound_world[a].c : &wc[3 * (size_t)s->slot[a]];
+        const double *cb = s->slot[b] == UINT32_MAX ? s->bound_world[b].c : &wc[3 * (size_t)s->slot[b]];
+        if (spheres_apart(ca, s->bound[a].r, cb, s->bound[b].r)) continue;
+        if (out) out[kept] = (task_ref){qi, k};
+        kept++;
+    }
+    return kept;
+}
+
+typedef struct cull_job {
+    qset queries;
+    size_t q0, n;           /* the window: queries q0 .. q0 + n - 1 */
+    uint32_t *kept;         /* by query (absolute index) */
+    const size_t *first;    /* fill: by query - q0, the first ref (n + 1 entries) */
+    task_ref *refs;         /* fill: the window's refs */
+    /* fold */
+    tdm_sched_result *results;
+    const tdm_collide_result *res;
+    uint64_t *sums;
+    uint64_t box, tri;      /* (atomic) */
+    int failed;             /* (atomic) no memory for scratch */
+} cull_job;
+
+static void cull_share(void *arg, int k, int nk, int fill)
+{
+    cull_job *j = arg;
+    size_t lo = j->q0 + share_lo(j->n, k, nk), hi = j->q0 + share_lo(j->n, k + 1, nk);
+    if (lo == hi) return;
+    tdm_sched_query tmp;
+    uint32_t movable = qat(&j->queries, lo, &tmp)->scene->n_movable;
+    for (size_t i = lo + 1; i < hi; i++) {
+        uint32_t m = qat(&j->queries, i, &tmp)->scene->n_movable;
+        if (m > movable) movable = m;
+    }
+    double *wc = malloc(3 * sizeof *wc * (movable ? movable : 1));
+    if (!wc) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (size_t i = lo; i < hi; i++) {
+        const tdm_sched_query *Q = qat(&j->queries, i, &tmp);
+        if (fill)
+            cull_query(Q, (uint32_t)i, wc, j->refs + j->first[i - j->q0]);
+        else
+            j->kept[i] = cull_query(Q, (uint32_t)i, wc, NULL);
+    }
+    free(wc);
+}
+
+static void cull_count_share(void *arg, int k, int nk) { cull_share(arg, k, nk, 0); }
+static void cull_fill_share(void *arg, int k, int nk) { cull_share(arg, k, nk, 1); }
+
+/* Folds the window's task results into its queries' answers (run_batch zeroed
+ * them and their sums). */
+static void cull_fold_share(void *arg, int k, int nk)
+{
+    cull_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    uint64_t box = 0, tri = 0;
+    for (size_t w = lo; w < hi; w++) {
+        size_t qi = j->q0 + w;
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&j->queries, qi, &tmp);
+        for (size_t t = j->first[w]; t < j->first[w + 1]; t++) {
+            const tdm_collide_result *r = &j->res[t];
+            box += r->box_tests;
+            tri += r->tri_tests;
+            if (r->colliding) fold_task(Q, j->refs[t].check, r, &j->results[qi], &j->sums[qi]);
+        }
+    }
+    __atomic_add_fetch(&j->box, box, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&j->tri, tri, __ATOMIC_RELAXED);
+}
+
+/* Shares for a host pass over n queries of about c checks each. */
+static int cull_shares(const tdm_sched *e, size_t n, size_t c)
+{
+    int t = tdm_pool_threads(e->pool);
+    size_t work = n * (c ? c : 1);
+    if (work < 16384) return 1;
+    size_t most = work / 8192;
+    return most < (size_t)t ? (int)most : t;
+}
+
+/* The batch's queries with culling (see above); every query's checks fit one
+ * chunk and no query lists pairs. */
+static int cull_pass(tdm_sched *e, lane *l, qset qs, size_t n, const tdm_scene *one_scene,
+                     tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
+{
+    if (reserve((void **)&l->kept, &l->kept_cap, n, sizeof *l->kept) != TDM_OK ||
+        reserve((void **)&l->first, &l->first_cap, n + 1, sizeof *l->first) != TDM_OK)
+        return TDM_ENOMEM;
+    tdm_sched_query tmp;
+    size_t c = qat(&qs, 0, &tmp)->scene->n_checks;
+    cull_job j = {qs, 0, n, l->kept, l->first, NULL, results, NULL, l->sums, 0, 0, 0};
+    tdm_pool_run(e->pool, cull_count_share, &j, cull_shares(e, n, c));
+    if (j.failed) return TDM_ENOMEM;
+    size_t cap = e->chunk;
+    size_t q = 0;
+    while (q < n) {
+        /* the window: as many whole queries as fit a chunk */
+        size_t q1 = q, total = 0;
+        while (q1 < n && total + l->kept[q1] <= cap) {
+            l->first[q1 - q] = total;
+            total += l->kept[q1];
+            q1++;
+        }
+        l->first[q1 - q] = total;
+        if (total > 0) {
+            if (reserve_tasks(l, total) != TDM_OK) return TDM_ENOMEM;
+            cull_job f = {qs, q, q1 - q, l->kept, l->first, l->refs, results, l->res, l->sums, 0, 0, 0};
+            tdm_pool_run(e->pool, cull_fill_share, &f, cull_shares(e, q1 - q, c));
+            if (f.failed) return TDM_ENOMEM;
+            run_chunk(e, l, qs, total, 0, one_scene, NULL);
+            *n_tasks += total;
+            tdm_pool_run(e->pool, cull_fold_share, &f, cull_shares(e, q1 - q, total / (q1 - q)));
+            *box += f.box;
+            *tri += f.tri;
+        }
+        q = q1;
+    }
+    return TDM_OK;
+}
+
 /* The uniform batch's run: one chunk of n * c tasks, l->res sized for it. With
  * one check a query, the GPU-resident engine folds the answers as its chunks
  * come back (answered_one), overlapping the fold with the device's work on the
@@ -928,10 +1113,10 @@ static void run_uniform(tdm_sched *e, lane *l, qset queries, size_t n, uint32_t 
 
 /* A checked batch: uniform (its check count) runs as one chunk with no refs;
  * otherwise qs.a is the array. */
-static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results, uint32_t uniform,
+static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results, uint32_t uniform, int cull,
                      const tdm_scene *one_scene, double t_scan)
 {
-    const tdm_sched_query *queries = qs.a;
+    const tdm_sched_query *queries = qs.a; /* NULL for tdm_sched_run_poses: uniform or cull then */
     lane *l = lane_get(e);
     double t0 = now_s();
     int rc = TDM_OK;
@@ -948,7 +1133,7 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
         memset(results, 0, n * sizeof *results);
         for (size_t i = 0; i < n; i++) {
             l->sums[i] = 0;
-            l->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
+            l->room[i] = queries && queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
         }
     }
     uint64_t box = 0, tri = 0, n_tasks = 0;
@@ -963,15 +1148,19 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
             goto out;
         }
         run_uniform(e, l, qs, n, uniform, one_scene, results, &box, &tri, &n_tasks);
+    } else if (cull) {
+        rc = cull_pass(e, l, qs, n, one_scene, results, &box, &tri, &n_tasks);
     } else {
         rc = count_pass(e, l, queries, n, one_scene, results, &box, &tri, &n_tasks);
         if (rc == TDM_OK && l->n_hits > 0) rc = pairs_pass(e, l, queries, results, &n_tasks);
     }
     if (rc != TDM_OK) goto out;
     for (size_t i = 0; i < n && !uniform; i++) {
-        if (queries[i].mode != TDM_MODE_CONTACTS) continue;
-        if (l->sums[i] > queries[i].max_contacts) {
-            results[i].contacts = queries[i].max_contacts;
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&qs, i, &tmp);
+        if (Q->mode != TDM_MODE_CONTACTS) continue;
+        if (l->sums[i] > Q->max_contacts) {
+            results[i].contacts = Q->max_contacts;
             results[i].truncated = 1;
         } else {
             results[i].contacts = (uint32_t)l->sums[i];
@@ -1009,13 +1198,16 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
     if (n > UINT32_MAX) return TDM_EINVAL;
     if (n > 0 && !queries[0].scene) return TDM_EINVAL;
     double t_scan = e->trace ? now_s() : 0;
-    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, 0, 0, 0, 0};
+    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, e->chunk, 0, 0, 0, 0, 0};
     tdm_pool_run(e->pool, scan_share, &sj, n ? shares_for(e, n) : 0);
     if (sj.bad) return TDM_EINVAL;
     const tdm_scene *one_scene = n && !sj.scenes ? queries[0].scene : NULL;
-    uint32_t uniform = !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk ? sj.checks : 0;
+    int cull = n && e->cull && !sj.pairs && !sj.no_cull;
+    uint32_t uniform = !cull && !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk
+                           ? sj.checks
+                           : 0;
     if (e->trace) t_scan = now_s() - t_scan;
-    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, one_scene, t_scan);
+    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, cull, one_scene, t_scan);
 }
 
 /* The poses of one scene: checked once, not per query. */
@@ -1027,8 +1219,10 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
         (proto->mode == TDM_MODE_CONTACTS && proto->max_contacts == 0) || proto->pairs)
         return TDM_EINVAL;
     if (n == 0) return TDM_OK;
+    if (e->cull && s->n_checks >= 2 && s->n_checks <= e->chunk)
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, 0, 1, s, 0);
     if (s->n_checks > 0 && (uint64_t)n * s->n_checks <= e->chunk)
-        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, s, 0);
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, 0, s, 0);
     /* more than one chunk's tasks (or nothing to check): as queries, a piece at a time */
     size_t piece = s->n_checks ? e->chunk / s->n_checks : n;
     if (piece == 0) piece = 1;
