@@ -617,6 +617,7 @@ Test(scheduler, culling_changes_no_answer, .timeout = 240)
                 tdm_sched_stats st;
                 tdm_sched_get_stats(e, &st);
                 tasks[cull] = st.tasks;
+                cr_assert_eq(st.cpu_queries, N_QUERIES, "every query counted once, on the CPU engine");
                 static answers poses_got;
                 memset(&poses_got, 0, sizeof poses_got);
                 tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};

@@ -629,13 +629,22 @@ static void *const *scene_copies(tdm_sched *e, lane *l, const tdm_scene *s)
 }
 
 /* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
-static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform,
-                     const tdm_scene *one_scene, tdm_sched_result *fold_into)
+/* The engine the kind and the cost model pick for nt tasks. */
+static int pick_engine(tdm_sched *e, size_t nt)
 {
-    int where = ON_CPU;
     if (e->engines[ON_GPU] && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED) &&
         (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
-        where = e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
+        return e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
+    return ON_CPU;
+}
+
+/* ... whole: when non-zero, the chunk holds every task of `whole` queries (culling's
+ * windows), which count for the engine that ran it; otherwise a query counts where
+ * its check 0 runs. */
+static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform,
+                     const tdm_scene *one_scene, tdm_sched_result *fold_into, size_t whole)
+{
+    int where = pick_engine(e, nt);
     /* one lookup per check rather than one per batch of tasks made, when the
      * chunk has at least as many tasks as the scene has checks */
     void *const *copies = where != ON_CPU && one_scene && one_scene->n_checks <= nt ? scene_copies(e, l, one_scene)
@@ -670,7 +679,8 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
     }
     if (e->dispatch && rc == TDM_OK) tdm_cost_model_learn(&e->model, where != ON_CPU, nt, dt);
     l->run_on[where] += nt;
-    if (uniform) l->run_q[where] += nt / uniform; /* whole queries, each starting at check 0 */
+    if (whole) l->run_q[where] += whole;
+    else if (uniform) l->run_q[where] += nt / uniform; /* whole queries, each starting at check 0 */
     else
         for (size_t t = 0; t < nt; t++) l->run_q[where] += l->refs[t].check == 0;
     if (where != ON_CPU) l->run_gpu_s += dt;
@@ -725,7 +735,7 @@ static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
             k++;
         }
         if (nt == 0) break;
-        run_chunk(e, l, (qset){queries, NULL, 0}, nt, 0, one_scene, NULL);
+        run_chunk(e, l, (qset){queries, NULL, 0}, nt, 0, one_scene, NULL, 0);
         *n_tasks += nt;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &l->res[t];
@@ -1081,11 +1091,14 @@ static int cull_pass(tdm_sched *e, lane *l, qset qs, size_t n, const tdm_scene *
             cull_job f = {qs, q, q1 - q, l->kept, l->first, l->refs, results, l->res, l->sums, 0, 0, 0};
             tdm_pool_run(e->pool, cull_fill_share, &f, cull_shares(e, q1 - q, c));
             if (f.failed) return TDM_ENOMEM;
-            run_chunk(e, l, qs, total, 0, one_scene, NULL);
+            run_chunk(e, l, qs, total, 0, one_scene, NULL, q1 - q);
             *n_tasks += total;
             tdm_pool_run(e->pool, cull_fold_share, &f, cull_shares(e, q1 - q, total / (q1 - q)));
             *box += f.box;
             *tri += f.tri;
+        } else {
+            /* every check culled: answered here, counted for the engine the window would have run on */
+            l->run_q[pick_engine(e, 0)] += q1 - q;
         }
         q = q1;
     }
@@ -1102,7 +1115,7 @@ static void run_uniform(tdm_sched *e, lane *l, qset queries, size_t n, uint32_t 
 {
     size_t nt = n * (size_t)c;
     int early = c == 1 && e->fold_early;
-    int where = run_chunk(e, l, queries, nt, c, one_scene, early ? results : NULL);
+    int where = run_chunk(e, l, queries, nt, c, one_scene, early ? results : NULL, 0);
     *n_tasks += nt;
     if (early && where == ON_GPU) return; /* folded as answered; the GPU counts no box or triangle tests */
     fold_job j = {queries, results, l->res, n, c, 0, 0};
