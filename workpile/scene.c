@@ -196,6 +196,32 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
             s->bound_world[i].c[2] = c.z;
         }
     }
+    s->n_fixed = n_objects - s->n_movable;
+    s->slot_centre = malloc(sizeof *s->slot_centre * (s->n_movable ? s->n_movable : 1));
+    s->fixed_centre = malloc(sizeof *s->fixed_centre * (s->n_fixed ? s->n_fixed : 1));
+    s->cull_pair = malloc(sizeof *s->cull_pair * (s->n_checks ? s->n_checks : 1));
+    s->cull_rsum = malloc(sizeof *s->cull_rsum * (s->n_checks ? s->n_checks : 1));
+    if (!s->slot_centre || !s->fixed_centre || !s->cull_pair || !s->cull_rsum) goto nomem;
+    /* each object's entry in a query's centre list, kept in order[].index (no longer needed as the sort's map) */
+    for (uint32_t i = 0, f = 0; i < n_objects; i++) {
+        const double *c = s->bound_world[i].c;
+        if (s->slot[i] != UINT32_MAX) {
+            memcpy(s->slot_centre[s->slot[i]], s->bound[i].c, sizeof s->slot_centre[0]);
+            order[i].index = s->slot[i];
+        } else {
+            s->fixed_centre[f][0] = c[0];
+            s->fixed_centre[f][1] = c[1];
+            s->fixed_centre[f][2] = c[2];
+            s->fixed_centre[f][3] = fabs(c[0]) + fabs(c[1]) + fabs(c[2]);
+            order[i].index = s->n_movable + f++;
+        }
+    }
+    for (uint32_t k = 0; k < s->n_checks; k++) {
+        uint32_t a = s->checks[k].a, b = s->checks[k].b;
+        s->cull_pair[k][0] = order[a].index;
+        s->cull_pair[k][1] = order[b].index;
+        s->cull_rsum[k] = s->bound[a].r + s->bound[b].r;
+    }
     free(order);
     *out = s;
     return TDM_OK;
@@ -217,5 +243,9 @@ void tdm_scene_destroy(tdm_scene *s)
     free(s->checks);
     free(s->bound);
     free(s->bound_world);
+    free(s->slot_centre);
+    free(s->fixed_centre);
+    free(s->cull_pair);
+    free(s->cull_rsum);
     free(s);
 }

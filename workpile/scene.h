@@ -66,6 +66,15 @@ typedef struct tdm_scene {
      * other's, so the answer is the same, for less work. */
     tdm_scene_sphere *bound;   /* owned */
     tdm_scene_sphere *bound_world; /* owned; fixed objects' only */
+    /* The same, laid out for culling's inner loop: a query's centre list holds the
+     * movable objects' world centres by slot, then the fixed objects' (in index
+     * order), each as x, y, z and its L1 norm; check k compares centres
+     * cull_pair[k][0] and [1] against the radius sum cull_rsum[k]. */
+    double (*slot_centre)[3];  /* owned: by slot, in the object's frame */
+    uint32_t n_fixed;
+    double (*fixed_centre)[4]; /* owned: world x, y, z, L1 norm */
+    uint32_t (*cull_pair)[2];  /* owned, by check */
+    double *cull_rsum;         /* owned, by check */
 } tdm_scene;
 
 /* Copies the objects and the allowed list into a new scene and computes the

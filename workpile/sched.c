@@ -78,7 +78,8 @@ typedef struct lane {
     size_t copies_cap;
     uint32_t *kept; /* culling: checks kept per query */
     size_t *first;  /* ... and the first ref of each query in its window (one more entry) */
-    size_t kept_cap, first_cap;
+    uint64_t *bits; /* ... and which, a bit a check */
+    size_t kept_cap, first_cap, bits_cap;
 } lane;
 
 struct tdm_sched {
@@ -400,6 +401,7 @@ void tdm_sched_destroy(tdm_sched *e)
         free(l->copies);
         free(l->kept);
         free(l->first);
+        free(l->bits);
     }
     tdm_pool_destroy(e->pool);
     pthread_mutex_destroy(&e->stats_lock);
@@ -952,37 +954,32 @@ static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_
  * runs, and the pool folds the answers, query by query. */
 #define CULL_MARGIN 1e-5
 
-/* 1 when spheres (ca, ra) and (cb, rb) are apart by more than the margin. */
-static inline int spheres_apart(const double *ca, double ra, const double *cb, double rb)
-{
-    double dx = ca[0] - cb[0], dy = ca[1] - cb[1], dz = ca[2] - cb[2];
-    double extent = ra + rb + fabs(ca[0]) + fabs(ca[1]) + fabs(ca[2]) + fabs(cb[0]) + fabs(cb[1]) + fabs(cb[2]);
-    double reach = ra + rb + CULL_MARGIN * extent;
-    return dx * dx + dy * dy + dz * dz > reach * reach;
-}
-
-/* Query Q's kept checks: their number, and their refs (query qi) into out when
- * out is not NULL. wc: scratch for 3 * n_movable doubles. */
-static uint32_t cull_query(const tdm_sched_query *Q, uint32_t qi, double *wc, task_ref *out)
+/* Query Q's kept checks, as bits (check k: bit k % 64 of bits[k / 64]), and their
+ * number. C: the share's centre list for Q's scene, its fixed part already filled
+ * (scene.h: x, y, z, L1 norm per entry). */
+static uint32_t cull_query(const tdm_sched_query *Q, double (*C)[4], uint64_t *bits)
 {
     const tdm_scene *s = Q->scene;
-    for (uint32_t i = 0; i < s->n_objects; i++) {
-        uint32_t slot = s->slot[i];
-        if (slot == UINT32_MAX) continue;
-        const double *c = s->bound[i].c;
-        tdm_dvec3 w = tdm_xform_apply(&Q->poses[slot], tdm_d3(c[0], c[1], c[2]));
-        wc[3 * (size_t)slot] = w.x;
-        wc[3 * (size_t)slot + 1] = w.y;
-        wc[3 * (size_t)slot + 2] = w.z;
+    for (uint32_t m = 0; m < s->n_movable; m++) {
+        const double *c = s->slot_centre[m];
+        tdm_dvec3 w = tdm_xform_apply(&Q->poses[m], tdm_d3(c[0], c[1], c[2]));
+        C[m][0] = w.x;
+        C[m][1] = w.y;
+        C[m][2] = w.z;
+        C[m][3] = fabs(w.x) + fabs(w.y) + fabs(w.z);
     }
-    uint32_t kept = 0;
-    for (uint32_t k = 0; k < s->n_checks; k++) {
-        uint32_t a = s->checks[k].a, b = s->checks[k].b;
-        const double *ca = s->slot[a] == UINT32_MAX ? s->bound_world[a].c : &wc[3 * (size_t)s->slot[a]];
-        const double *cb = s->slot[b] == UINT32_MAX ? s->bound_world[b].c : &wc[3 * (size_t)s->slot[b]];
-        if (spheres_apart(ca, s->bound[a].r, cb, s->bound[b].r)) continue;
-        if (out) out[kept] = (task_ref){qi, k};
-        kept++;
+    uint32_t kept = 0, nw = (s->n_checks + 63) / 64;
+    for (uint32_t w = 0; w < nw; w++) {
+        uint64_t word = 0;
+        uint32_t hi = (w + 1) * 64 < s->n_checks ? (w + 1) * 64 : s->n_checks;
+        for (uint32_t k = w * 64; k < hi; k++) {
+            const double *a = C[s->cull_pair[k][0]], *b = C[s->cull_pair[k][1]];
+            double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2], r = s->cull_rsum[k];
+            double reach = r + CULL_MARGIN * (r + a[3] + b[3]);
+            word |= (uint64_t)(dx * dx + dy * dy + dz * dz <= reach * reach) << (k - w * 64);
+        }
+        bits[w] = word;
+        kept += (uint32_t)__builtin_popcountll(word);
     }
     return kept;
 }
@@ -990,6 +987,8 @@ static uint32_t cull_query(const tdm_sched_query *Q, uint32_t qi, double *wc, ta
 typedef struct cull_job {
     qset queries;
     size_t q0, n;           /* the window: queries q0 .. q0 + n - 1 */
+    uint32_t words;         /* bit words a query (the batch's most checks, in 64s) */
+    uint64_t *bits;         /* by query (absolute index) */
     uint32_t *kept;         /* by query (absolute index) */
     const size_t *first;    /* fill: by query - q0, the first ref (n + 1 entries) */
     task_ref *refs;         /* fill: the window's refs */
@@ -1001,34 +1000,51 @@ typedef struct cull_job {
     int failed;             /* (atomic) no memory for scratch */
 } cull_job;
 
-static void cull_share(void *arg, int k, int nk, int fill)
+/* Tests every check of the share's queries (the whole batch is the window). */
+static void cull_count_share(void *arg, int k, int nk)
+{
+    cull_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    if (lo == hi) return;
+    double (*C)[4] = NULL;
+    size_t c_cap = 0;
+    const tdm_scene *filled = NULL; /* the scene whose fixed centres C holds */
+    for (size_t i = lo; i < hi; i++) {
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&j->queries, i, &tmp);
+        const tdm_scene *s = Q->scene;
+        if (s != filled) {
+            size_t need = (size_t)s->n_movable + s->n_fixed;
+            if (need > c_cap) {
+                free(C);
+                c_cap = need;
+                C = malloc(sizeof *C * c_cap);
+                if (!C) {
+                    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+                    return;
+                }
+            }
+            memcpy(C + s->n_movable, s->fixed_centre, sizeof *C * s->n_fixed);
+            filled = s;
+        }
+        j->kept[i] = cull_query(Q, C, j->bits + i * j->words);
+    }
+    free(C);
+}
+
+/* Lists the refs of the window's kept checks, in check order. */
+static void cull_fill_share(void *arg, int k, int nk)
 {
     cull_job *j = arg;
     size_t lo = j->q0 + share_lo(j->n, k, nk), hi = j->q0 + share_lo(j->n, k + 1, nk);
-    if (lo == hi) return;
-    tdm_sched_query tmp;
-    uint32_t movable = qat(&j->queries, lo, &tmp)->scene->n_movable;
-    for (size_t i = lo + 1; i < hi; i++) {
-        uint32_t m = qat(&j->queries, i, &tmp)->scene->n_movable;
-        if (m > movable) movable = m;
-    }
-    double *wc = malloc(3 * sizeof *wc * (movable ? movable : 1));
-    if (!wc) {
-        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
     for (size_t i = lo; i < hi; i++) {
-        const tdm_sched_query *Q = qat(&j->queries, i, &tmp);
-        if (fill)
-            cull_query(Q, (uint32_t)i, wc, j->refs + j->first[i - j->q0]);
-        else
-            j->kept[i] = cull_query(Q, (uint32_t)i, wc, NULL);
+        task_ref *out = j->refs + j->first[i - j->q0];
+        const uint64_t *b = j->bits + i * j->words;
+        for (uint32_t w = 0; w < j->words; w++)
+            for (uint64_t word = b[w]; word; word &= word - 1)
+                *out++ = (task_ref){(uint32_t)i, w * 64 + (uint32_t)__builtin_ctzll(word)};
     }
-    free(wc);
 }
-
-static void cull_count_share(void *arg, int k, int nk) { cull_share(arg, k, nk, 0); }
-static void cull_fill_share(void *arg, int k, int nk) { cull_share(arg, k, nk, 1); }
 
 /* Folds the window's task results into its queries' answers (run_batch zeroed
  * them and their sums). */
@@ -1067,13 +1083,23 @@ static int cull_shares(const tdm_sched *e, size_t n, size_t c)
 static int cull_pass(tdm_sched *e, lane *l, qset qs, size_t n, const tdm_scene *one_scene,
                      tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
 {
-    if (reserve((void **)&l->kept, &l->kept_cap, n, sizeof *l->kept) != TDM_OK ||
-        reserve((void **)&l->first, &l->first_cap, n + 1, sizeof *l->first) != TDM_OK)
-        return TDM_ENOMEM;
     tdm_sched_query tmp;
-    size_t c = qat(&qs, 0, &tmp)->scene->n_checks;
-    cull_job j = {qs, 0, n, l->kept, l->first, NULL, results, NULL, l->sums, 0, 0, 0};
-    tdm_pool_run(e->pool, cull_count_share, &j, cull_shares(e, n, c));
+    uint32_t most = 0;
+    if (one_scene)
+        most = one_scene->n_checks;
+    else
+        for (size_t i = 0; i < n; i++) {
+            uint32_t c = qat(&qs, i, &tmp)->scene->n_checks;
+            if (c > most) most = c;
+        }
+    uint32_t words = (most + 63) / 64;
+    if (reserve((void **)&l->kept, &l->kept_cap, n, sizeof *l->kept) != TDM_OK ||
+        reserve((void **)&l->first, &l->first_cap, n + 1, sizeof *l->first) != TDM_OK ||
+        (uint64_t)n * words > SIZE_MAX / sizeof *l->bits ||
+        reserve((void **)&l->bits, &l->bits_cap, n * (size_t)words, sizeof *l->bits) != TDM_OK)
+        return TDM_ENOMEM;
+    cull_job j = {qs, 0, n, words, l->bits, l->kept, l->first, NULL, results, NULL, l->sums, 0, 0, 0};
+    tdm_pool_run(e->pool, cull_count_share, &j, cull_shares(e, n, most));
     if (j.failed) return TDM_ENOMEM;
     size_t cap = e->chunk;
     size_t q = 0;
@@ -1088,12 +1114,15 @@ static int cull_pass(tdm_sched *e, lane *l, qset qs, size_t n, const tdm_scene *
         l->first[q1 - q] = total;
         if (total > 0) {
             if (reserve_tasks(l, total) != TDM_OK) return TDM_ENOMEM;
-            cull_job f = {qs, q, q1 - q, l->kept, l->first, l->refs, results, l->res, l->sums, 0, 0, 0};
-            tdm_pool_run(e->pool, cull_fill_share, &f, cull_shares(e, q1 - q, c));
-            if (f.failed) return TDM_ENOMEM;
+            cull_job f = j;
+            f.q0 = q;
+            f.n = q1 - q;
+            f.refs = l->refs;
+            f.res = l->res;
+            tdm_pool_run(e->pool, cull_fill_share, &f, cull_shares(e, q1 - q, total / (q1 - q) + 1));
             run_chunk(e, l, qs, total, 0, one_scene, NULL, q1 - q);
             *n_tasks += total;
-            tdm_pool_run(e->pool, cull_fold_share, &f, cull_shares(e, q1 - q, total / (q1 - q)));
+            tdm_pool_run(e->pool, cull_fold_share, &f, cull_shares(e, q1 - q, total / (q1 - q) + 1));
             *box += f.box;
             *tri += f.tri;
         } else {
