@@ -32,6 +32,7 @@ typedef struct outs {
     void **list;
     size_t *n_list;
     tdm_stats *stats;
+    void **block; /* robot replies: one malloc'd copy (tdm_robot_info or tdm_robot_scene_info) */
 } outs;
 
 struct tdm_client {
@@ -151,6 +152,73 @@ static void *copy_scene_list(const tdm_scene_info *sc, size_t n)
     return o;
 }
 
+/* Robots into one block: n infos, then every joint, then the strings. */
+static void *copy_robots(const tdm_robot_info *ri, size_t n)
+{
+    size_t nj = 0, chars = 0;
+    for (size_t i = 0; i < n; i++) {
+        nj += ri[i].n_joints;
+        chars += strlen(ri[i].name) + 1;
+        for (size_t k = 0; k < ri[i].n_joints; k++) chars += strlen(ri[i].joints[k].name) + 1;
+    }
+    tdm_robot_info *o = malloc(n * sizeof *o + nj * sizeof(tdm_joint_info) + chars + 1);
+    if (!o) return NULL;
+    tdm_joint_info *j = (tdm_joint_info *)(void *)(o + n);
+    char *s = (char *)(j + nj);
+    for (size_t i = 0; i < n; i++) {
+        o[i] = ri[i];
+        size_t l = strlen(ri[i].name) + 1;
+        memcpy(s, ri[i].name, l);
+        o[i].name = s;
+        s += l;
+        o[i].joints = j;
+        for (size_t k = 0; k < ri[i].n_joints; k++, j++) {
+            *j = ri[i].joints[k];
+            l = strlen(j->name) + 1;
+            memcpy(s, j->name, l);
+            j->name = s;
+            s += l;
+        }
+    }
+    return o;
+}
+
+static void *copy_robot_scene(const tdm_robot_scene_info *si)
+{
+    size_t chars = 0;
+    for (size_t k = 0; k < si->n_joints; k++) chars += strlen(si->joints[k].name) + 1;
+    for (size_t k = 0; k < si->n_objects; k++)
+        chars += strlen(si->objects[k].link) + strlen(si->objects[k].world_object) + 2;
+    tdm_robot_scene_info *o = malloc(sizeof *o + si->n_joints * sizeof(tdm_joint_info) +
+                                     si->n_objects * sizeof(tdm_robot_object) + chars + 1);
+    if (!o) return NULL;
+    *o = *si;
+    tdm_joint_info *j = (tdm_joint_info *)(void *)(o + 1);
+    tdm_robot_object *ob = (tdm_robot_object *)(void *)(j + si->n_joints);
+    char *s = (char *)(ob + si->n_objects);
+    o->joints = j;
+    o->objects = ob;
+    for (size_t k = 0; k < si->n_joints; k++) {
+        j[k] = si->joints[k];
+        size_t l = strlen(j[k].name) + 1;
+        memcpy(s, j[k].name, l);
+        j[k].name = s;
+        s += l;
+    }
+    for (size_t k = 0; k < si->n_objects; k++) {
+        ob[k] = si->objects[k];
+        size_t l = strlen(ob[k].link) + 1;
+        memcpy(s, ob[k].link, l);
+        ob[k].link = s;
+        s += l;
+        l = strlen(ob[k].world_object) + 1;
+        memcpy(s, ob[k].world_object, l);
+        ob[k].world_object = s;
+        s += l;
+    }
+    return o;
+}
+
 /* Copies a successful reply into the waiting call's outputs. */
 static int deliver(const tdm_reply *r, const outs *o)
 {
@@ -181,6 +249,16 @@ static int deliver(const tdm_reply *r, const outs *o)
     case TDM_REPLY_STATS:
         if (o->stats) *o->stats = r->u.stats;
         return 0;
+    case TDM_REPLY_ROBOT_PUT:
+        *o->block = copy_robots(&r->u.robot_put, 1);
+        return *o->block ? 0 : TDM_CLIENT_ENOMEM;
+    case TDM_REPLY_ROBOT_LIST:
+        *o->n_list = r->u.robot_list.n;
+        *o->list = r->u.robot_list.n ? copy_robots(r->u.robot_list.robots, r->u.robot_list.n) : NULL;
+        return r->u.robot_list.n && !*o->list ? TDM_CLIENT_ENOMEM : 0;
+    case TDM_REPLY_ROBOT_SCENE_PUT:
+        *o->block = copy_robot_scene(&r->u.robot_scene_put);
+        return *o->block ? 0 : TDM_CLIENT_ENOMEM;
     default: /* deletes carry nothing; queries were decoded in place */
         return 0;
     }
@@ -659,3 +737,93 @@ int tdm_stats_get(tdm_client *c, tdm_stats *out)
     if (rc == 0) *out = s;
     return rc;
 }
+
+/* ---- robots ------------------------------------------------------------------------------------ */
+
+int tdm_robot_put(tdm_client *c, const char *name, const char *urdf, const char *srdf,
+                  const tdm_robot_mesh_ref *meshes, size_t n_meshes, uint8_t robot_id[TDM_ID_BYTES], int *created,
+                  tdm_robot_info **info)
+{
+    if (!robot_id || !urdf) return local_error(c, TDM_CLIENT_EINVAL, "robot_id or urdf is NULL");
+    uint32_t maxt = c->info.limits.max_robot_text_bytes;
+    if (maxt && (strlen(urdf) > maxt || (srdf && strlen(srdf) > maxt)))
+        return local_error(c, TDM_CLIENT_ELIMIT, "the URDF or SRDF is over the server's max_robot_text_bytes %u", maxt);
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_PUT, .u.robot_put = {name, urdf, srdf, meshes, n_meshes}};
+    void *block = NULL;
+    outs o = {.block = &block};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        tdm_robot_info *ri = block;
+        memcpy(robot_id, ri->robot_id, TDM_ID_BYTES);
+        if (created) *created = ri->created;
+        if (info) {
+            *info = ri;
+            block = NULL;
+        }
+    }
+    free(block);
+    return rc;
+}
+
+int tdm_robot_list(tdm_client *c, tdm_robot_info **out, size_t *n)
+{
+    void *list = NULL;
+    int rc = list_call(c, TDM_REPLY_ROBOT_LIST, out ? &list : NULL, n);
+    if (rc == 0) *out = list;
+    return rc;
+}
+
+void tdm_robot_info_free(tdm_robot_info *info) { free(info); }
+
+int tdm_robot_delete(tdm_client *c, const uint8_t robot_id[TDM_ID_BYTES])
+{
+    if (!robot_id) return local_error(c, TDM_CLIENT_EINVAL, "robot_id is NULL");
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_DELETE, .u.id = robot_id};
+    return call(c, &rq, NULL, NULL, deadline_of(c));
+}
+
+int tdm_robot_scene_put(tdm_client *c, const char *name, const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml,
+                        uint8_t scene_id[TDM_ID_BYTES], int *created, tdm_robot_scene_info **info)
+{
+    if (!robot_id || !world_yaml || !scene_id) return local_error(c, TDM_CLIENT_EINVAL, "NULL argument");
+    uint32_t maxt = c->info.limits.max_robot_text_bytes;
+    if (maxt && strlen(world_yaml) > maxt)
+        return local_error(c, TDM_CLIENT_ELIMIT, "the planning scene is over the server's max_robot_text_bytes %u",
+                           maxt);
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    void *block = NULL;
+    outs o = {.block = &block};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        tdm_robot_scene_info *si = block;
+        memcpy(scene_id, si->scene_id, TDM_ID_BYTES);
+        if (created) *created = si->created;
+        if (info) {
+            *info = si;
+            block = NULL;
+        }
+    }
+    free(block);
+    return rc;
+}
+
+void tdm_robot_scene_info_free(tdm_robot_scene_info *info) { free(info); }
+
+int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
+                      uint32_t n_joints, size_t n_queries, uint32_t max_contacts, tdm_query_result *results,
+                      tdm_pairs *pairs)
+{
+    if (!results || (pairs && pairs->cap && !pairs->data))
+        return local_error(c, TDM_CLIENT_EINVAL, "results is NULL, or pairs has room but no data");
+    tdm__req rq;
+    if (tdm__req_query_configs(&rq, scene_id, mode, configs, n_joints, n_queries, max_contacts, pairs != NULL))
+        return local_error(c, TDM_CLIENT_EINVAL,
+                           "a query needs a scene id, configurations, a mode, and at least one query and joint");
+    if (c->info.limits.max_queries && n_queries > c->info.limits.max_queries)
+        return local_error(c, TDM_CLIENT_ELIMIT, "%zu queries in one batch; the server takes at most %u", n_queries,
+                           c->info.limits.max_queries);
+    tdm__qsink qs = {results, n_queries, pairs != NULL, pairs};
+    return call(c, &rq, &qs, NULL, deadline_of(c));
+}
+
+int tdm__client_local_error(tdm_client *c, int code, const char *msg) { return local_error(c, code, "%s", msg); }
