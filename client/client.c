@@ -809,21 +809,43 @@ int tdm_robot_scene_put(tdm_client *c, const char *name, const uint8_t robot_id[
 
 void tdm_robot_scene_info_free(tdm_robot_scene_info *info) { free(info); }
 
-int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
-                      uint32_t n_joints, size_t n_queries, uint32_t max_contacts, tdm_query_result *results,
-                      tdm_pairs *pairs)
+static int configs_prepare(tdm_client *c, tdm__req *rq, tdm__qsink *qs, const uint8_t *scene_id,
+                           tdm_query_mode mode, const double *configs, uint32_t n_joints, size_t n_queries,
+                           uint32_t max_contacts, tdm_query_result *results, tdm_pairs *pairs)
 {
     if (!results || (pairs && pairs->cap && !pairs->data))
         return local_error(c, TDM_CLIENT_EINVAL, "results is NULL, or pairs has room but no data");
-    tdm__req rq;
-    if (tdm__req_query_configs(&rq, scene_id, mode, configs, n_joints, n_queries, max_contacts, pairs != NULL))
+    if (tdm__req_query_configs(rq, scene_id, mode, configs, n_joints, n_queries, max_contacts, pairs != NULL))
         return local_error(c, TDM_CLIENT_EINVAL,
                            "a query needs a scene id, configurations, a mode, and at least one query and joint");
     if (c->info.limits.max_queries && n_queries > c->info.limits.max_queries)
         return local_error(c, TDM_CLIENT_ELIMIT, "%zu queries in one batch; the server takes at most %u", n_queries,
                            c->info.limits.max_queries);
-    tdm__qsink qs = {results, n_queries, pairs != NULL, pairs};
-    return call(c, &rq, &qs, NULL, deadline_of(c));
+    *qs = (tdm__qsink){results, n_queries, pairs != NULL, pairs};
+    return 0;
+}
+
+int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
+                      uint32_t n_joints, size_t n_queries, uint32_t max_contacts, tdm_query_result *results,
+                      tdm_pairs *pairs)
+{
+    tdm__req rq;
+    tdm__qsink qs;
+    int rc = configs_prepare(c, &rq, &qs, scene_id, mode, configs, n_joints, n_queries, max_contacts, results, pairs);
+    return rc ? rc : call(c, &rq, &qs, NULL, deadline_of(c));
+}
+
+int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                           const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
+                           tdm_query_result *results, tdm_pairs *pairs, uint64_t *id)
+{
+    tdm__req rq;
+    tdm__qsink qs;
+    uint64_t qid;
+    int rc = configs_prepare(c, &rq, &qs, scene_id, mode, configs, n_joints, n_queries, max_contacts, results, pairs);
+    if (rc == 0) rc = submit(c, &rq, &qs, NULL, true, deadline_of(c), &qid);
+    if (rc == 0 && id) *id = qid;
+    return rc;
 }
 
 int tdm__client_local_error(tdm_client *c, int code, const char *msg) { return local_error(c, code, "%s", msg); }

@@ -513,6 +513,10 @@ TDM_API void tdm_robot_scene_info_free(tdm_robot_scene_info *info);
 TDM_API int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
                               const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
                               tdm_query_result *results, tdm_pairs *pairs);
+/* tdm_query_configs pipelined: as tdm_query_send; answers come back through tdm_query_wait. */
+TDM_API int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                                   const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
+                                   tdm_query_result *results, tdm_pairs *pairs, uint64_t *id);
 
 /* File helpers (what `tandem robot put` and `tandem query --urdf` use). tdm_robot_put_files
  * reads the URDF (and the SRDF, NULL: none), resolves each collision mesh filename as
