@@ -33,6 +33,11 @@ typedef struct outs {
     size_t *n_list;
     tdm_stats *stats;
     void **block; /* robot replies: one malloc'd copy (tdm_robot_info or tdm_robot_scene_info) */
+    /* MotionCheck: n_motions answers into the caller's arrays (n_states, last_free may be NULL) */
+    size_t n_motions, n_joints;
+    int64_t *first_colliding;
+    uint64_t *motion_states;
+    double *last_free;
 } outs;
 
 struct tdm_client {
@@ -259,6 +264,20 @@ static int deliver(const tdm_reply *r, const outs *o)
     case TDM_REPLY_ROBOT_SCENE_PUT:
         *o->block = copy_robot_scene(&r->u.robot_scene_put);
         return *o->block ? 0 : TDM_CLIENT_ENOMEM;
+    case TDM_REPLY_MOTION_CHECK:
+        if (r->u.motion_check.n != o->n_motions) return TDM_CLIENT_EPROTO;
+        for (size_t i = 0; i < o->n_motions; i++) {
+            const tdm_motion_result *m = &r->u.motion_check.results[i];
+            if (m->n_last_free && m->n_last_free != o->n_joints) return TDM_CLIENT_EPROTO;
+        }
+        for (size_t i = 0; i < o->n_motions; i++) {
+            const tdm_motion_result *m = &r->u.motion_check.results[i];
+            o->first_colliding[i] = m->first_colliding;
+            if (o->motion_states) o->motion_states[i] = m->n_states;
+            if (o->last_free && m->n_last_free)
+                memcpy(o->last_free + i * o->n_joints, m->last_free, o->n_joints * sizeof(double));
+        }
+        return 0;
     default: /* deletes carry nothing; queries were decoded in place */
         return 0;
     }
@@ -846,6 +865,26 @@ int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], 
     if (rc == 0) rc = submit(c, &rq, &qs, NULL, true, deadline_of(c), &qid);
     if (rc == 0 && id) *id = qid;
     return rc;
+}
+
+int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                     uint32_t n_joints, size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
+                     double *last_free)
+{
+    if (!scene_id || !motions || !first_colliding || n_joints == 0 || n_motions == 0 ||
+        n_motions > SIZE_MAX / 16 / n_joints)
+        return local_error(c, TDM_CLIENT_EINVAL, "a motion check needs a scene id, motions, answers and joints");
+    if (c->info.limits.max_queries && n_motions > c->info.limits.max_queries)
+        return local_error(c, TDM_CLIENT_ELIMIT, "%zu motions in one request; the server takes at most %u",
+                           n_motions, c->info.limits.max_queries);
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints}};
+    outs o = {.n_motions = n_motions,
+              .n_joints = n_joints,
+              .first_colliding = first_colliding,
+              .motion_states = n_states,
+              .last_free = last_free};
+    return call(c, &rq, NULL, &o, deadline_of(c));
 }
 
 int tdm__client_local_error(tdm_client *c, int code, const char *msg) { return local_error(c, code, "%s", msg); }

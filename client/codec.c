@@ -46,6 +46,7 @@ typedef struct encst {
         tandem_v1_MeshList empty;
         tandem_v1_RobotPut robot_put;
         tandem_v1_RobotScenePut robot_scene_put;
+        tandem_v1_MotionCheck motion_check;
     } m;
     uint64_t tris_payload; /* varint bytes of the triangle array, computed once */
     bool tris_known;
@@ -110,6 +111,12 @@ static bool enc_poses(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
 {
     const encst *st = *arg;
     return enc_fixed_array(s, f, st->rq->u.query.poses, st->rq->u.query.n_doubles, 8);
+}
+
+static bool enc_motions(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
+{
+    const encst *st = *arg;
+    return enc_fixed_array(s, f, st->rq->u.motion_check.motions, st->rq->u.motion_check.n_doubles, 8);
 }
 
 static bool enc_robot_meshes(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
@@ -203,6 +210,13 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         return 0;
     case TDM_REPLY_ROBOT_LIST:
         st->fields = tandem_v1_RobotList_fields;
+        return 0;
+    case TDM_REPLY_MOTION_CHECK:
+        if (!rq->u.motion_check.scene_id || !rq->u.motion_check.motions || !rq->u.motion_check.n_doubles) break;
+        st->fields = tandem_v1_MotionCheck_fields;
+        SET_CB(st->m.motion_check.scene_id, enc_id, rq->u.motion_check.scene_id);
+        st->m.motion_check.resolution = rq->u.motion_check.resolution;
+        SET_CB(st->m.motion_check.motions, enc_motions, st);
         return 0;
     case TDM_REPLY_ROBOT_DELETE:
     case TDM_REPLY_MESH_DELETE:
@@ -406,6 +420,15 @@ int tdm_encode_robot_put(void *dst, size_t cap, size_t *len, uint64_t id, const 
     return encode_into(&rq, dst, cap, len, id);
 }
 
+int tdm_encode_motion_check(void *dst, size_t cap, size_t *len, uint64_t id, const uint8_t scene_id[TDM_ID_BYTES],
+                            double resolution, const double *motions, uint32_t n_joints, size_t n_motions)
+{
+    if (n_joints == 0 || n_motions == 0 || n_motions > SIZE_MAX / 16 / n_joints) return TDM_CLIENT_EINVAL;
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints}};
+    return encode_into(&rq, dst, cap, len, id);
+}
+
 int tdm_encode_robot_list(void *dst, size_t cap, size_t *len, uint64_t id)
 {
     tdm__req rq = {.type = TDM_REPLY_ROBOT_LIST};
@@ -505,6 +528,8 @@ void tdm__reader_deinit(tdm_reader *r)
     free(r->joints);
     free(r->robots);
     free(r->objects);
+    free(r->motions);
+    free(r->doubles);
     free(r->chars);
     memset(r, 0, sizeof *r);
 }
@@ -570,7 +595,7 @@ int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len)
 
 static bool is_body_tag(uint32_t tag)
 {
-    return tag == TDM_REPLY_ERROR || (tag >= TDM_REPLY_HELLO && tag <= TDM_REPLY_ROBOT_SCENE_PUT);
+    return tag == TDM_REPLY_ERROR || (tag >= TDM_REPLY_HELLO && tag <= TDM_REPLY_MOTION_CHECK);
 }
 
 int tdm__frame_parse(tdm_reader *r, const uint8_t *buf, size_t len, tdm__frame *f)
@@ -610,7 +635,7 @@ typedef struct dctx {
     const tdm__qsink *qs;
     int err;         /* TDM_CLIENT_ENOMEM, or 0 for a malformed message (EPROTO) */
     const char *why; /* what was malformed */
-    size_t n_chars, n_u32s, n_meshes, n_scenes, n_joints, n_robots, n_objects;
+    size_t n_chars, n_u32s, n_meshes, n_scenes, n_joints, n_robots, n_objects, n_motions, n_doubles;
     tdm_query_result *results;
     size_t n_results, results_cap;
     size_t n_pairs, cur_pairs; /* pairs seen in the batch / in the current result */
@@ -1025,6 +1050,46 @@ static bool dec_robot_object(pb_istream_t *s, const pb_field_t *f, void **arg)
     return true;
 }
 
+/* Packed or not, as dec_u32s: doubles into the reader's scratch. */
+typedef struct dblarg {
+    dctx *d;
+    size_t off, n;
+} dblarg;
+
+static bool dec_doubles(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    dblarg *a = *arg;
+    dctx *d = a->d;
+    if (a->n == 0) a->off = d->n_doubles;
+    while (s->bytes_left) {
+        uint64_t v;
+        if (!pb_decode_fixed64(s, &v)) return false;
+        if (!grow(d, (void **)&d->r->doubles, &d->r->doubles_cap, d->n_doubles + 1, sizeof(double))) return false;
+        memcpy(&d->r->doubles[d->n_doubles++], &v, sizeof(double));
+        a->n++;
+    }
+    return true;
+}
+
+static bool dec_motion_result(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    dctx *d = *arg;
+    if (!grow(d, (void **)&d->r->motions, &d->r->motions_cap, d->n_motions + 1, sizeof *d->r->motions)) return false;
+    tandem_v1_MotionResult m = tandem_v1_MotionResult_init_zero;
+    dblarg da = {d, 0, 0};
+    m.last_free.funcs.decode = dec_doubles;
+    m.last_free.arg = &da;
+    if (!pb_decode(s, tandem_v1_MotionResult_fields, &m)) return false;
+    tdm_motion_result *o = &d->r->motions[d->n_motions++];
+    o->first_colliding = m.first_colliding;
+    o->n_states = m.n_states;
+    o->last_free = (const double *)(uintptr_t)da.off;
+    o->n_last_free = da.n;
+    return true;
+}
+
 static void copy_limits(tdm_limits *o, const tandem_v1_Limits *l)
 {
     o->max_frame_bytes = l->max_frame_bytes;
@@ -1038,6 +1103,7 @@ static void copy_limits(tdm_limits *o, const tandem_v1_Limits *l)
     o->max_meshes_bytes = l->max_meshes_bytes;
     o->max_robots = l->max_robots;
     o->max_robot_text_bytes = l->max_robot_text_bytes;
+    o->max_motion_states = l->max_motion_states;
 }
 
 static const char empty_string[] = "";
@@ -1160,6 +1226,13 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         o->n_checks = m.n_checks;
         break;
     }
+    case TDM_REPLY_MOTION_CHECK: {
+        tandem_v1_MotionCheckReply m = tandem_v1_MotionCheckReply_init_zero;
+        m.results.funcs.decode = dec_motion_result;
+        m.results.arg = &d;
+        ok = pb_decode(&s, tandem_v1_MotionCheckReply_fields, &m);
+        break;
+    }
     case TDM_REPLY_ROBOT_DELETE:
     case TDM_REPLY_MESH_DELETE:
     case TDM_REPLY_SCENE_DELETE: {
@@ -1264,6 +1337,12 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         rep->u.scene_list.n = d.n_scenes;
     } else if (f->type == TDM_REPLY_SCENE_PUT) {
         rep->u.scene_put.movable = r->u32s + mov.off;
+    } else if (f->type == TDM_REPLY_MOTION_CHECK) {
+        for (size_t i = 0; i < d.n_motions; i++)
+            r->motions[i].last_free =
+                r->motions[i].n_last_free ? r->doubles + (uintptr_t)r->motions[i].last_free : NULL;
+        rep->u.motion_check.results = r->motions;
+        rep->u.motion_check.n = d.n_motions;
     } else if (f->type == TDM_REPLY_ROBOT_PUT || f->type == TDM_REPLY_ROBOT_LIST ||
                f->type == TDM_REPLY_ROBOT_SCENE_PUT) {
         for (size_t i = 0; i < d.n_joints; i++) r->joints[i].name = chars + (uintptr_t)r->joints[i].name;

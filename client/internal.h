@@ -67,6 +67,12 @@ typedef struct tdm__req {
             const uint8_t *robot_id;
             const char *world;
         } robot_scene_put;
+        struct {
+            const uint8_t *scene_id;
+            double resolution;
+            const double *motions;
+            size_t n_doubles;
+        } motion_check;
     } u;
 } tdm__req;
 
@@ -117,6 +123,10 @@ struct tdm_reader {
     size_t robots_cap;
     tdm_robot_object *objects;
     size_t objects_cap;
+    tdm_motion_result *motions;
+    size_t motions_cap;
+    double *doubles;
+    size_t doubles_cap;
     char *chars;
     size_t chars_cap;
 };

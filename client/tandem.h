@@ -117,6 +117,7 @@ typedef struct tdm_limits {
         max_pipelined, max_connections;
     uint64_t max_meshes_bytes;
     uint32_t max_robots, max_robot_text_bytes;
+    uint64_t max_motion_states;
 } tdm_limits;
 
 /* What the server said in its HelloReply. */
@@ -265,6 +266,14 @@ TDM_API char *tdm_id_to_hex(const uint8_t id[TDM_ID_BYTES], char hex[TDM_ID_HEX]
 /* Parses exactly 64 hex digits (either case). Returns 0 or TDM_CLIENT_EINVAL. */
 TDM_API int tdm_id_from_hex(const char *hex, uint8_t id[TDM_ID_BYTES]);
 
+/* One motion's answer (MotionResult). */
+typedef struct tdm_motion_result {
+    int64_t first_colliding;  /* the smallest colliding state k, or -1 when every state is free */
+    uint64_t n_states;
+    const double *last_free;  /* n_last_free (0 or J) values: state k - 1, or the end when free */
+    size_t n_last_free;
+} tdm_motion_result;
+
 /* ---- 1. codec: encoders and reader, no I/O ----------------------------------------------- */
 
 /* Reply body types. The numbers are the Reply.body field numbers, which are also the
@@ -284,7 +293,8 @@ typedef enum tdm_reply_type {
     TDM_REPLY_ROBOT_PUT = 19,
     TDM_REPLY_ROBOT_LIST = 20,
     TDM_REPLY_ROBOT_DELETE = 21,
-    TDM_REPLY_ROBOT_SCENE_PUT = 22
+    TDM_REPLY_ROBOT_SCENE_PUT = 22,
+    TDM_REPLY_MOTION_CHECK = 23
 } tdm_reply_type;
 
 /* A decoded reply. Everything it points to is borrowed: owned by the reader (or the async
@@ -330,6 +340,10 @@ typedef struct tdm_reply {
             size_t n;
         } robot_list;
         tdm_robot_scene_info robot_scene_put;
+        struct {
+            const tdm_motion_result *results;
+            size_t n;
+        } motion_check;
     } u;
 } tdm_reply;
 
@@ -380,6 +394,10 @@ TDM_API int tdm_encode_robot_delete(void *dst, size_t cap, size_t *len, uint64_t
                                     const uint8_t robot_id[TDM_ID_BYTES]);
 TDM_API int tdm_encode_robot_scene_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name,
                                        const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml);
+/* motions: 2 * n_joints doubles per motion (start, then end). */
+TDM_API int tdm_encode_motion_check(void *dst, size_t cap, size_t *len, uint64_t id,
+                                    const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                                    uint32_t n_joints, size_t n_motions);
 /* configs: n_joints doubles per query, query i at i * n_joints (a robot scene's joints order). */
 TDM_API int tdm_encode_query_configs(void *dst, size_t cap, size_t *len, uint64_t id,
                                      const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
@@ -517,6 +535,18 @@ TDM_API int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES
 TDM_API int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
                                    const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
                                    tdm_query_result *results, tdm_pairs *pairs, uint64_t *id);
+
+/* Motion checks on a robot scene: motions holds 2 * n_joints doubles per motion (start,
+ * then end configuration). Motion a -> b is checked at n = max(2, ceil(max_j |b_j - a_j| /
+ * resolution) + 1) states q_k = a + k/(n-1) (b - a), first to last, stopping at its first
+ * colliding state; the server pools the states of every motion with every other query.
+ * first_colliding[i] receives the smallest colliding k or -1; n_states (may be NULL) each
+ * motion's state count; last_free (may be NULL, else n_motions * n_joints doubles) the last
+ * free state before the first colliding one (the end when free; left untouched when k = 0).
+ * Over max_queries motions or max_motion_states states: split them. */
+TDM_API int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                             const double *motions, uint32_t n_joints, size_t n_motions, int64_t *first_colliding,
+                             uint64_t *n_states, double *last_free);
 
 /* File helpers (what `tandem robot put` and `tandem query --urdf` use). tdm_robot_put_files
  * reads the URDF (and the SRDF, NULL: none), resolves each collision mesh filename as

@@ -78,6 +78,8 @@ static const opt opts[] = {
     {"max-robots", T_U32, OFF(max_robots), "1024", 1, 1u << 20, NULL, "N", "Robots stored at once (RobotPut)."},
     {"max-robot-text-bytes", T_U32, OFF(max_robot_text_bytes), "16777216", 1024, 64u << 20, NULL, "BYTES",
      "Bytes of text in a RobotPut's urdf and in its srdf, and in a RobotScenePut's world (each)."},
+    {"max-motion-states", T_U64, OFF(max_motion_states), "268435456", 1, UINT64_MAX, NULL, "N",
+     "States of all the motions of one MotionCheck together (each motion's count by its resolution)."},
     {"max-pipelined", T_U32, OFF(max_pipelined), "1024", 1, 1u << 20, NULL, "N",
      "Requests in flight per connection before the server stops reading from it."},
     {"max-connections", T_U32, OFF(max_connections), "1024", 1, 1u << 20, NULL, "N",

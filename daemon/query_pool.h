@@ -39,6 +39,15 @@ struct tdm_query_job {
     double bad_norm;      /* ... its quaternion's norm */
     struct tdm_frame *frame; /* the packed reply (by `ran`, on the pooler thread) */
     int frame_too_large;
+    /* Optional hooks of jobs that are more than one run (MotionCheck): `again`, on the
+     * pooler thread after each successful run, reads the results and sets up the next
+     * run (pool.n_queries, n_tasks, poses) and returns 1, or returns 0 when the job is
+     * finished; the pool resubmits it (a refused resubmission finishes it with
+     * TDM_ECANCELED). `pack` makes the reply frame in place of a QueryReply; `cleanup`
+     * frees what the job owns besides itself. */
+    int (*again)(tdm_query_job *job);
+    struct tdm_frame *(*pack)(tdm_query_job *job, int *too_large);
+    void (*cleanup)(tdm_query_job *job);
 };
 
 typedef struct tdm_query_pool tdm_query_pool;

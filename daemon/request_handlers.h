@@ -30,6 +30,7 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p);   
 void tdm__robot_list(tdm_conn *c, uint64_t id);
 void tdm__robot_delete(tdm_conn *c, uint64_t id, const Tandem__V1__RobotDelete *d);
 void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p);
+void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *m); /* request_motion.c */
 
 /* ---- helpers (request.c) ---- */
 

@@ -18,6 +18,7 @@
 
 static void free_job(tdm_query_job *j)
 {
+    if (j->cleanup) j->cleanup(j);
     tdm_stored_scene_unref(j->scene_ref);
     free(j->pool.pairs);
     free(j);
@@ -26,8 +27,9 @@ static void free_job(tdm_query_job *j)
 /* The reply of a finished job, framed; touches no connection, so it runs on
  * the pooler thread that ran the job (tdm_request_query_packed). NULL when out
  * of memory or too large. */
-static tdm_frame *pack_query_reply(const tdm_query_job *j, int *too_large)
+static tdm_frame *pack_query_reply(tdm_query_job *j, int *too_large)
 {
+    if (j->pack) return j->pack(j, too_large);
     const tdm_pooler_job *p = &j->pool;
     size_t n = tdm_query_reply_bound(p->results, p->n_queries, p->pairs, p->max_contacts);
     *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */

@@ -12,7 +12,7 @@
 /* A run of consecutive states of one motion in a batch: k0 .. k0 + count - 1. */
 typedef struct segment { size_t motion; uint64_t k0, count; } segment;
 
-struct tdm_motion_check {
+struct tdm_motion_rounds {
     const double *mot;
     size_t n, n_q, batch;
     uint64_t *n_states, *cursor;
@@ -26,7 +26,7 @@ struct tdm_motion_check {
     int in_round;
 };
 
-void tdm_motion_check_free(tdm_motion_check *mc)
+void tdm_motion_rounds_free(tdm_motion_rounds *mc)
 {
     if (!mc) return;
     free(mc->n_states);
@@ -37,12 +37,12 @@ void tdm_motion_check_free(tdm_motion_check *mc)
     free(mc);
 }
 
-int tdm_motion_check_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
-                            tdm_motion_check **out, size_t *bad)
+int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
+                            tdm_motion_rounds **out, size_t *bad)
 {
     *out = NULL;
     if ((n && !motions) || batch == 0 || !isfinite(resolution) || !(resolution > 0)) return TDM_EINVAL;
-    tdm_motion_check *mc = calloc(1, sizeof *mc);
+    tdm_motion_rounds *mc = calloc(1, sizeof *mc);
     if (!mc) return TDM_ENOMEM;
     size_t na = n ? n : 1;
     mc->mot = motions;
@@ -55,7 +55,7 @@ int tdm_motion_check_create(const double *motions, size_t n, size_t n_q, double 
     mc->open = malloc(na * sizeof *mc->open);
     mc->segs = malloc(batch * sizeof *mc->segs); /* a segment has at least one state */
     if (!mc->n_states || !mc->cursor || !mc->answer || !mc->open || !mc->segs) {
-        tdm_motion_check_free(mc);
+        tdm_motion_rounds_free(mc);
         return TDM_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -63,7 +63,7 @@ int tdm_motion_check_create(const double *motions, size_t n, size_t n_q, double 
         mc->n_states[i] = tdm__motion_states(a, a + n_q, n_q, resolution);
         if (!mc->n_states[i]) {
             if (bad) *bad = i;
-            tdm_motion_check_free(mc);
+            tdm_motion_rounds_free(mc);
             return TDM_ERANGE;
         }
         mc->answer[i] = -2;
@@ -74,7 +74,7 @@ int tdm_motion_check_create(const double *motions, size_t n, size_t n_q, double 
     return TDM_OK;
 }
 
-size_t tdm_motion_check_next(tdm_motion_check *mc, double *configs)
+size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs)
 {
     size_t n_q = mc->n_q, batch = mc->batch;
     if (mc->in_round && mc->i >= mc->n_open) {
@@ -111,11 +111,11 @@ size_t tdm_motion_check_next(tdm_motion_check *mc, double *configs)
         /* a motion cut off by a full batch goes on in this round's next batch */
         if (take < mc->w && mc->cursor[m] < mc->n_states[m]) break;
     }
-    if (n_b == 0) return tdm_motion_check_next(mc, configs); /* only answered motions were left this round */
+    if (n_b == 0) return tdm_motion_rounds_next(mc, configs); /* only answered motions were left this round */
     return n_b;
 }
 
-void tdm_motion_check_take(tdm_motion_check *mc, const uint32_t *colliding, size_t stride)
+void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, size_t stride)
 {
     size_t b = 0;
     const char *base = (const char *)colliding;
@@ -135,6 +135,6 @@ void tdm_motion_check_take(tdm_motion_check *mc, const uint32_t *colliding, size
     mc->n_segs = 0;
 }
 
-int64_t tdm_motion_check_answer(const tdm_motion_check *mc, size_t i) { return mc->answer[i]; }
-uint64_t tdm_motion_check_states(const tdm_motion_check *mc, size_t i) { return mc->n_states[i]; }
-size_t tdm_motion_check_colliding(const tdm_motion_check *mc) { return mc->colliding; }
+int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i) { return mc->answer[i]; }
+uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i) { return mc->n_states[i]; }
+size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc) { return mc->colliding; }

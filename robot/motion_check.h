@@ -17,8 +17,8 @@
  * k is the smallest colliding one. A motion whose last state was free is answered
  * -1. Later rounds only run motions still open.
  *
- * Use: tdm_motion_check_next gives a batch's configurations, the caller finds
- * which of them collide (bool mode), tdm_motion_check_take hands that back; until
+ * Use: tdm_motion_rounds_next gives a batch's configurations, the caller finds
+ * which of them collide (bool mode), tdm_motion_rounds_take hands that back; until
  * next gives 0. One thread at a time; no I/O. */
 #ifndef TDM_ROBOT_MOTION_CHECK_H
 #define TDM_ROBOT_MOTION_CHECK_H
@@ -26,32 +26,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct tdm_motion_check tdm_motion_check;
+typedef struct tdm_motion_rounds tdm_motion_rounds;
 
 /* n motions of 2 * n_q values each (start, then end: motions + i * 2 * n_q;
  * borrowed, must outlive mc), finite; resolution finite and > 0; batch >= 1. On
- * success *out is new (free with tdm_motion_check_free). Returns 0, TDM_EINVAL (a
+ * success *out is new (free with tdm_motion_rounds_free). Returns 0, TDM_EINVAL (a
  * bad argument), TDM_ERANGE (motion *bad has more than TDM_MOTION_MAX_STATES
  * states) or TDM_ENOMEM. */
-int tdm_motion_check_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
-                            tdm_motion_check **out, size_t *bad);
-void tdm_motion_check_free(tdm_motion_check *mc);
+int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
+                            tdm_motion_rounds **out, size_t *bad);
+void tdm_motion_rounds_free(tdm_motion_rounds *mc);
 
 /* The next batch: writes its states' configurations into configs (room for batch *
  * n_q values) and returns their number, or 0 when every motion is answered. The
- * batch must be handed back (tdm_motion_check_take) before the next call. */
-size_t tdm_motion_check_next(tdm_motion_check *mc, double *configs);
+ * batch must be handed back (tdm_motion_rounds_take) before the next call. */
+size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs);
 /* Which states of the last batch collide: for state i of the batch, the uint32 at
  * (const char *)colliding + i * stride is nonzero when it collides (e.g.
  * &results[0].colliding with stride sizeof(tdm_sched_result)). */
-void tdm_motion_check_take(tdm_motion_check *mc, const uint32_t *colliding, size_t stride);
+void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, size_t stride);
 
 /* Answers: motion i's smallest colliding state, or -1; valid once next gave 0
  * (motions not yet answered read -2 before). */
-int64_t tdm_motion_check_answer(const tdm_motion_check *mc, size_t i);
+int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i);
 /* Motion i's number of states. */
-uint64_t tdm_motion_check_states(const tdm_motion_check *mc, size_t i);
+uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i);
 /* Motions answered with a colliding state so far. */
-size_t tdm_motion_check_colliding(const tdm_motion_check *mc);
+size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc);
 
 #endif

@@ -17,6 +17,7 @@
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
 #include "cli.h"
+#include "remote.h"
 #include "../robot/motion_check.h"
 #include "../robot/motions.h"
 #include "robot_run.h"
@@ -66,14 +67,94 @@ static int read_motions(const char *path, size_t n_q, double r, double **out, ui
     return 0;
 }
 
+/* `tandem motions --server`: the same motions answered by tandemd (MotionCheck,
+ * the same rounds, run as pooled query jobs). The robot and the planning scene are
+ * stored as `tandem query --urdf` stores them; the motions go in requests of at most
+ * max_queries motions and max_motion_states states. --out and the summary line are
+ * as offline; `seconds` times the requests. */
+static int motions_remote(const char *server, const char *urdf, const char *srdf, const char *world,
+                          const char *motions_path, double resolution, const char *out_path)
+{
+    int status = TDM_EXIT_FAIL;
+    tdm_client *c = tdm_cli_connect(tdm_cli_server(server));
+    if (!c) return TDM_EXIT_FAIL;
+    tdm_robot_info *ri = NULL;
+    double *mot = NULL;
+    uint64_t *n_states = NULL;
+    int64_t *answer = NULL;
+    FILE *out = NULL;
+    size_t n = 0;
+    uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
+    if (tdm_robot_put_files(c, NULL, urdf, srdf, robot_id, NULL, &ri)) {
+        tdm_cli_error("robot: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    size_t n_q = ri->n_joints;
+    if (read_motions(motions_path, n_q, resolution, &mot, &n_states, &n) < 0) goto done;
+    if (tdm_robot_scene_put_file(c, "tandem-motions", robot_id, world, scene_id, NULL, NULL)) {
+        tdm_cli_error("world: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!answer) {
+        tdm_cli_error("out of memory for %zu motions", n);
+        goto done;
+    }
+    const tdm_limits *l = &tdm_client_server_info(c)->limits;
+    uint64_t max_states = l->max_motion_states ? l->max_motion_states : UINT64_MAX;
+    size_t max_motions = l->max_queries ? l->max_queries : SIZE_MAX;
+    double seconds = 0;
+    for (size_t lo = 0; lo < n;) {
+        size_t hi = lo;
+        uint64_t states = 0;
+        while (hi < n && hi - lo < max_motions && (hi == lo || states + n_states[hi] <= max_states))
+            states += n_states[hi++];
+        double t0 = tdm_cli_now();
+        int rc = tdm_motion_check(c, scene_id, resolution, mot + lo * 2 * n_q, (uint32_t)n_q, hi - lo, answer + lo,
+                                  NULL, NULL);
+        seconds += tdm_cli_now() - t0;
+        if (rc) {
+            tdm_cli_error("motions: %s", tdm_client_errstr(c));
+            goto done;
+        }
+        lo = hi;
+    }
+    size_t colliding = 0;
+    for (size_t m = 0; m < n; m++) colliding += answer[m] >= 0;
+    if (out) {
+        for (size_t m = 0; m < n; m++) fprintf(out, "%lld\n", (long long)answer[m]);
+        FILE *f = out;
+        out = NULL;
+        if (fclose(f) != 0) {
+            tdm_cli_error("writing %s failed", out_path);
+            goto done;
+        }
+    }
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    status = 0;
+done:
+    if (out) fclose(out);
+    free(answer);
+    free(n_states);
+    free(mot);
+    tdm_robot_info_free(ri);
+    tdm_client_free(c);
+    return status;
+}
+
 int tdm_cmd_motions(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *motions_path = NULL, *res_s = NULL, *mode_s = "bool",
-               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0";
+               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0", *server = NULL;
     const tdm_opt opts[] = {{"--urdf", &urdf},         {"--srdf", &srdf},         {"--world", &world},
                             {"--motions", &motions_path}, {"--resolution", &res_s}, {"--mode", &mode_s},
                             {"--threads", &threads_s}, {"--out", &out_path},      {"--backend", &backend_s},
-                            {"--batch", &batch_s}};
+                            {"--batch", &batch_s},     {"--server", &server}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "motions") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !motions_path || !res_s) {
         tdm_cli_error("motions: --urdf, --world, --motions and --resolution are required");
@@ -95,12 +176,13 @@ int tdm_cmd_motions(int argc, char **argv)
         tdm_cli_error("motions: --resolution must be a finite number > 0, not '%s'", res_s);
         return TDM_EXIT_USAGE;
     }
+    if (server) return motions_remote(server, urdf, srdf, world, motions_path, resolution, out_path);
 
     int status = TDM_EXIT_FAIL, rc;
     tdm__robot_run run = TDM__ROBOT_RUN_INIT;
     double *mot = NULL, *q = NULL;
     uint64_t *n_states = NULL;
-    tdm_motion_check *mc = NULL;
+    tdm_motion_rounds *mc = NULL;
     tdm_xform *xs = NULL, *links = NULL;
     tdm_sched_query *queries = NULL;
     tdm_sched_result *res = NULL;
@@ -133,7 +215,7 @@ int tdm_cmd_motions(int argc, char **argv)
     queries = malloc(batch * sizeof *queries);
     res = calloc(batch, sizeof *res);
     if (!xs || !links || !q || !queries || !res ||
-        tdm_motion_check_create(mot, n, n_q, resolution, batch, &mc, NULL) != TDM_OK) {
+        tdm_motion_rounds_create(mot, n, n_q, resolution, batch, &mc, NULL) != TDM_OK) {
         tdm_cli_error("out of memory for %zu motions", n);
         goto done;
     }
@@ -141,7 +223,7 @@ int tdm_cmd_motions(int argc, char **argv)
     tdm_sched_stats before, after;
     tdm_sched_get_stats(sched, &before);
     double seconds = 0;
-    for (size_t n_b; (n_b = tdm_motion_check_next(mc, q));) {
+    for (size_t n_b; (n_b = tdm_motion_rounds_next(mc, q));) {
         for (size_t i = 0; i < n_b; i++) {
             if ((rc = tdm_robot_scene_poses(rs, q + i * n_q, n_q, links, xs + i * m_el)) != TDM_OK) {
                 tdm_cli_error("a motion state: %s", tdm_strerror(rc));
@@ -156,9 +238,9 @@ int tdm_cmd_motions(int argc, char **argv)
             tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
             goto done;
         }
-        tdm_motion_check_take(mc, &res[0].colliding, sizeof *res);
+        tdm_motion_rounds_take(mc, &res[0].colliding, sizeof *res);
     }
-    size_t colliding = tdm_motion_check_colliding(mc);
+    size_t colliding = tdm_motion_rounds_colliding(mc);
     tdm_sched_get_stats(sched, &after);
     if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
         tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
@@ -166,7 +248,7 @@ int tdm_cmd_motions(int argc, char **argv)
         goto done;
     }
     if (out) {
-        for (size_t m = 0; m < n; m++) fprintf(out, "%lld\n", (long long)tdm_motion_check_answer(mc, m));
+        for (size_t m = 0; m < n; m++) fprintf(out, "%lld\n", (long long)tdm_motion_rounds_answer(mc, m));
         FILE *f = out;
         out = NULL;
         if (fclose(f) != 0) {
@@ -185,7 +267,7 @@ done:
     free(q);
     free(links);
     free(xs);
-    tdm_motion_check_free(mc);
+    tdm_motion_rounds_free(mc);
     free(n_states);
     free(mot);
     return status;
