@@ -17,7 +17,12 @@
  *                              answer for answer; bad configurations get the error
  *                              naming the field and index
  *   cli_robot_and_query        `tandem robot put|list|rm`, and `tandem query --urdf`
- *                              writes exactly `tandem check --urdf`'s --out file */
+ *                              writes exactly `tandem check --urdf`'s --out file
+ *   motions_equal_reference    MotionCheck (tdm_motion_check) against a reference that
+ *                              runs each state alone offline: the first colliding k,
+ *                              the state count and the last free state, exactly; bad
+ *                              motions refused (field, index); max_motion_states; and
+ *                              `tandem motions --server` writes `tandem motions`' file */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -694,4 +699,129 @@ Test(robotd, cli_robot_and_query)
     free(r.out);
     free(r.err);
     dmn_stop(&D, SIGTERM);
+}
+
+/* ---- motions ---- */
+
+/* The reference: n and q_k from the formula, each state run alone offline. */
+static long motion_reference(offline *o, const double *a, const double *b, double res, uint64_t *n_out,
+                             double last[N_J])
+{
+    double d = 0;
+    for (int j = 0; j < N_J; j++) d = fmax(d, fabs(b[j] - a[j]));
+    double cnt = ceil(d / res) + 1;
+    uint64_t n = cnt < 2 ? 2 : (uint64_t)cnt;
+    *n_out = n;
+    for (uint64_t k = 0; k < n; k++) {
+        double q[N_J];
+        for (int j = 0; j < N_J; j++) q[j] = a[j] + (double)k / (double)(n - 1) * (b[j] - a[j]);
+        tdm_sched_result r;
+        offline_run(o, q, 1, TDM_MODE_BOOL, 1, &r, NULL);
+        if (r.colliding) return (long)k;
+        memcpy(last, q, sizeof q);
+    }
+    return -1;
+}
+
+#define N_MOT 200
+
+Test(robotd, motions_equal_reference)
+{
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x44};
+    double *m = malloc(sizeof *m * N_MOT * 2 * N_J), *last = malloc(sizeof *last * N_MOT * N_J);
+    int64_t *first = malloc(sizeof *first * N_MOT);
+    uint64_t *states = malloc(sizeof *states * N_MOT);
+    cr_assert(m && last && first && states);
+    for (int i = 0; i < N_MOT; i++) {
+        random_config(&g, m + i * 2 * N_J);
+        if (i % 10 == 3) { /* short motions, and one that does not move */
+            for (int j = 0; j < N_J; j++) m[i * 2 * N_J + N_J + j] = m[i * 2 * N_J + j] + (i == 3 ? 0 : 0.01);
+        } else {
+            random_config(&g, m + i * 2 * N_J + N_J);
+        }
+    }
+    for (int i = 0; i < N_MOT * N_J; i++) last[i] = -99;
+    const char *flags[] = {"--max-motion-states", "100000", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    cr_assert_eq(tdm_client_server_info(c)->limits.max_motion_states, 100000);
+    uint8_t rid[32], sid[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    const double res = 0.05;
+    cr_assert_eq(tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, states, last), 0, "%s", tdm_client_errstr(c));
+    int colliding = 0, free_ = 0, at_start = 0;
+    for (int i = 0; i < N_MOT; i++) {
+        uint64_t n;
+        double want_last[N_J];
+        long want = motion_reference(&o, m + i * 2 * N_J, m + i * 2 * N_J + N_J, res, &n, want_last);
+        cr_assert_eq(first[i], want, "motion %d: %lld, reference %ld", i, (long long)first[i], want);
+        cr_assert_eq(states[i], n, "motion %d: %llu states, reference %llu", i, (unsigned long long)states[i],
+                     (unsigned long long)n);
+        if (want != 0)
+            for (int j = 0; j < N_J; j++)
+                cr_assert_eq(last[i * N_J + j], want_last[j], "motion %d: last free state, joint %d", i, j);
+        else
+            for (int j = 0; j < N_J; j++) cr_assert_eq(last[i * N_J + j], -99, "motion %d: no free state", i);
+        colliding += want > 0;
+        free_ += want < 0;
+        at_start += want == 0;
+    }
+    cr_assert(colliding > 10 && free_ > 10 && at_start > 0, "colliding %d, free %d, at the start %d", colliding, free_,
+              at_start);
+
+    /* bad requests: the field and index named, nothing run */
+    m[7 * 2 * N_J + 4] = NAN;
+    expect_server_error(c, tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, NULL, NULL), "NaN in a motion",
+                        TDM_SERVER_NON_FINITE, "motions", 7 * 2 * N_J + 4, "end of joint 'j2'");
+    m[7 * 2 * N_J + 4] = 0;
+    expect_server_error(c, tdm_motion_check(c, sid, 0, m, N_J, 4, first, NULL, NULL), "resolution 0",
+                        TDM_SERVER_BAD_REQUEST, "resolution", -1, NULL);
+    expect_server_error(c, tdm_motion_check(c, sid, 1e-5, m, N_J, 4, first, NULL, NULL), "over max_motion_states",
+                        TDM_SERVER_LIMIT, "motions", -1, "max_motion_states");
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+
+    /* the CLI: tandem motions --server writes what tandem motions writes */
+    FILE *f = fopen(in_root("motions.txt"), "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 60; i++) {
+        for (int j = 0; j < 2 * N_J; j++) fprintf(f, "%.17g ", m[i * 2 * N_J + j]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    dmn_start(&D, NULL);
+    const char *off[] = {"motions", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
+                         in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05", "--out",
+                         in_root("m_off.txt"), NULL};
+    tdm_run_result r = run(off);
+    cr_assert_eq(r.status, 0, "motions: %s", r.err);
+    char tail[64];
+    snprintf(tail, sizeof tail, "%s", strrchr(r.out, 'c'));
+    free(r.out);
+    free(r.err);
+    const char *on[] = {"motions", "--server", D.tcp_addr, "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"),
+                        "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05",
+                        "--out", in_root("m_srv.txt"), NULL};
+    r = run(on);
+    cr_assert_eq(r.status, 0, "motions --server: %s", r.err);
+    cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
+    cr_assert_str_eq(strrchr(r.out, 'c'), tail);
+    free(r.out);
+    free(r.err);
+    char *a = gen_read_file(in_root("m_off.txt"), NULL), *b = gen_read_file(in_root("m_srv.txt"), NULL);
+    cr_assert(a && b);
+    cr_assert_str_eq(b, a, "tandem motions --server's --out differs from tandem motions'");
+    free(a);
+    free(b);
+    dmn_stop(&D, SIGTERM);
+    free(m);
+    free(last);
+    free(first);
+    free(states);
+    offline_close(&o);
 }
