@@ -642,6 +642,24 @@ TDM_API int tdm_async_query(tdm_async *ac, tdm_async_reply_cb *cb, void *privdat
                             uint32_t n_movable, size_t n_queries, uint32_t max_contacts, int want_pairs,
                             uint64_t *id);
 TDM_API int tdm_async_stats(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+/* Robots, robot scenes, joint-space queries and motion checks, as the blocking calls; the
+ * callback's reply has u.robot_put, u.robot_list, u.robot_scene_put, u.query or
+ * u.motion_check (borrowed until it returns). */
+TDM_API int tdm_async_robot_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                                const char *urdf, const char *srdf, const tdm_robot_mesh_ref *meshes,
+                                size_t n_meshes, uint64_t *id);
+TDM_API int tdm_async_robot_list(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+TDM_API int tdm_async_robot_delete(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                   const uint8_t robot_id[TDM_ID_BYTES], uint64_t *id);
+TDM_API int tdm_async_robot_scene_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                                      const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml, uint64_t *id);
+TDM_API int tdm_async_query_configs(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                    const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                                    const double *configs, uint32_t n_joints, size_t n_queries,
+                                    uint32_t max_contacts, int want_pairs, uint64_t *id);
+TDM_API int tdm_async_motion_check(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                   const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                                   uint32_t n_joints, size_t n_motions, uint64_t *id);
 /* Requests queued and not yet answered. */
 TDM_API size_t tdm_async_pending(const tdm_async *ac);
 
