@@ -22,7 +22,9 @@
  *                              runs each state alone offline: the first colliding k,
  *                              the state count and the last free state, exactly; bad
  *                              motions refused (field, index); max_motion_states; and
- *                              `tandem motions --server` writes `tandem motions`' file */
+ *                              `tandem motions --server` writes `tandem motions`' file
+ *   async_calls_equal_blocking the async robot calls (libuv adapter) chained from
+ *                              connect to list, answers equal the blocking calls' */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -37,6 +39,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <tandem/adapters/libuv.h>
 #include <tandem/tandem.h>
 
 #include "daemon_util.h"
@@ -824,4 +827,185 @@ Test(robotd, motions_equal_reference)
     free(first);
     free(states);
     offline_close(&o);
+}
+
+/* ---- the async API ---- */
+
+enum { AQ = 64, AM = 20 };
+
+typedef struct async_app {
+    uint8_t bar[32], rid[32], sid[32];
+    double q[AQ * N_J], m[AM * 2 * N_J];
+    tdm_query_result res[AQ];
+    int64_t first[AM];
+    uint64_t states[AM];
+    int answered, listed, failed;
+    char why[256];
+} async_app;
+
+static int async_ok(tdm_async *ac, const tdm_reply *r, const char *what)
+{
+    async_app *a = tdm_async_data(ac);
+    if (r->status == 0) return 1;
+    snprintf(a->why, sizeof a->why, "%s: %s", what,
+             r->status == TDM_CLIENT_ESERVER ? r->error.message : tdm_client_strerror(r->status));
+    a->failed = 1;
+    tdm_async_disconnect(ac);
+    return 0;
+}
+
+static void on_list(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "robot list")) return;
+    a->listed = (int)r->u.robot_list.n;
+    if (r->u.robot_list.n != 1 || memcmp(r->u.robot_list.robots[0].robot_id, a->rid, 32) ||
+        r->u.robot_list.robots[0].scenes != 1 || strcmp(r->u.robot_list.robots[0].joints[1].name, "j2")) {
+        snprintf(a->why, sizeof a->why, "robot list: not the one robot with one scene");
+        a->failed = 1;
+    }
+    tdm_async_disconnect(ac);
+}
+
+static void answered(tdm_async *ac)
+{
+    async_app *a = tdm_async_data(ac);
+    if (++a->answered == 2 && tdm_async_robot_list(ac, on_list, NULL, NULL)) tdm_async_disconnect(ac);
+}
+
+static void on_configs(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "query configs")) return;
+    for (size_t i = 0; i < r->u.query.n && i < AQ; i++) a->res[i] = r->u.query.results[i];
+    answered(ac);
+}
+
+static void on_motions(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "motion check")) return;
+    for (size_t i = 0; i < r->u.motion_check.n && i < AM; i++) {
+        a->first[i] = r->u.motion_check.results[i].first_colliding;
+        a->states[i] = r->u.motion_check.results[i].n_states;
+    }
+    answered(ac);
+}
+
+static void on_rscene(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "robot scene put")) return;
+    const tdm_robot_scene_info *si = &r->u.robot_scene_put;
+    if (si->n_objects != N_OBJ || strcmp(si->objects[6].world_object, "obs_box") || si->n_joints != N_J) {
+        snprintf(a->why, sizeof a->why, "robot scene put: wrong objects or joints");
+        a->failed = 1;
+        tdm_async_disconnect(ac);
+        return;
+    }
+    memcpy(a->sid, si->scene_id, 32);
+    if (tdm_async_query_configs(ac, on_configs, NULL, a->sid, TDM_QUERY_CONTACTS, a->q, N_J, AQ, 0, 0, NULL) ||
+        tdm_async_motion_check(ac, on_motions, NULL, a->sid, 0.05, a->m, N_J, AM, NULL))
+        tdm_async_disconnect(ac);
+}
+
+static void on_robot(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "robot put")) return;
+    if (r->u.robot_put.n_joints != N_J || strcmp(r->u.robot_put.joints[2].name, "j3") ||
+        r->u.robot_put.n_elements != N_EL) {
+        snprintf(a->why, sizeof a->why, "robot put: wrong joints");
+        a->failed = 1;
+        tdm_async_disconnect(ac);
+        return;
+    }
+    memcpy(a->rid, r->u.robot_put.robot_id, 32);
+    if (tdm_async_robot_scene_put(ac, on_rscene, NULL, "async", a->rid, scene_text, NULL)) tdm_async_disconnect(ac);
+}
+
+static void on_bar(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "mesh put")) return;
+    memcpy(a->bar, r->u.mesh_put.mesh_id, 32);
+    tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
+    memcpy(ref.mesh_id, a->bar, 32);
+    if (tdm_async_robot_put(ac, on_robot, NULL, "async arm", urdf_text, srdf_text, &ref, 1, NULL))
+        tdm_async_disconnect(ac);
+}
+
+static tdm_mesh *bar_mesh;
+
+static void on_async_connect(tdm_async *ac, int status)
+{
+    async_app *a = tdm_async_data(ac);
+    if (status) {
+        snprintf(a->why, sizeof a->why, "connect: %s", tdm_async_errstr(ac));
+        a->failed = 1;
+        return;
+    }
+    if (tdm_async_mesh_put(ac, on_bar, NULL, "bar", bar_mesh->verts, bar_mesh->n_verts, bar_mesh->tris,
+                           bar_mesh->n_tris, NULL))
+        tdm_async_disconnect(ac);
+}
+
+static void on_async_disconnect(tdm_async *ac, int status)
+{
+    (void)ac;
+    (void)status;
+}
+
+Test(robotd, async_calls_equal_blocking)
+{
+    char err[256];
+    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &bar_mesh, err, sizeof err), TDM_OK);
+    async_app *a = calloc(1, sizeof *a);
+    gen_rng g = {seed ^ 0x55};
+    for (int i = 0; i < AQ; i++) random_config(&g, a->q + i * N_J);
+    for (int i = 0; i < AM; i++) {
+        random_config(&g, a->m + i * 2 * N_J);
+        random_config(&g, a->m + i * 2 * N_J + N_J);
+    }
+    dmn_start(&D, NULL);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    tdm_connect_opts o = {.addr = D.unix_addr, .timeout_ms = 5000, .client_name = "test_robotd async"};
+    tdm_async *ac = tdm_async_connect(&o);
+    cr_assert_not_null(ac);
+    tdm_async_set_data(ac, a);
+    cr_assert_eq(tdm_async_err(ac), 0, "%s", tdm_async_errstr(ac));
+    tdm_async_set_connect_cb(ac, on_async_connect);
+    tdm_async_set_disconnect_cb(ac, on_async_disconnect);
+    cr_assert_eq(tdm_libuv_attach(ac, &loop), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    cr_assert_eq(a->failed, 0, "%s", a->why);
+    cr_assert_eq(a->listed, 1);
+
+    /* the blocking calls answer the same */
+    tdm_client *c = lib_connect(D.tcp_addr);
+    tdm_query_result res[AQ];
+    int64_t first[AM];
+    uint64_t states[AM];
+    cr_assert_eq(tdm_query_configs(c, a->sid, TDM_QUERY_CONTACTS, a->q, N_J, AQ, 0, res, NULL), 0);
+    cr_assert_eq(tdm_motion_check(c, a->sid, 0.05, a->m, N_J, AM, first, states, NULL), 0);
+    for (int i = 0; i < AQ; i++) {
+        cr_assert_eq(res[i].colliding, a->res[i].colliding, "configuration %d", i);
+        cr_assert_eq(res[i].contacts, a->res[i].contacts, "configuration %d", i);
+    }
+    for (int i = 0; i < AM; i++) {
+        cr_assert_eq(first[i], a->first[i], "motion %d", i);
+        cr_assert_eq(states[i], a->states[i], "motion %d", i);
+    }
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    tdm_mesh_free(bar_mesh);
+    free(a);
 }
