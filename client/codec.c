@@ -1305,6 +1305,7 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         o->device_bytes = m.device_bytes;
         o->device_meshes = m.device_meshes;
         o->dispatch_threshold = m.dispatch_threshold;
+        o->robots = m.robots;
         break;
     }
     default:

@@ -259,6 +259,7 @@ typedef struct tdm_stats {
     uint64_t device_bytes;                       /* device memory held now */
     uint32_t device_meshes;                      /* meshes resident on the device */
     uint64_t dispatch_threshold;                 /* engine auto: smaller batches run on the CPU */
+    uint32_t robots;                             /* robots stored (robot scenes count in scenes) */
 } tdm_stats;
 
 /* 64 lower-case hex digits and a NUL into hex[TDM_ID_HEX]. Returns hex. */

@@ -468,6 +468,7 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
     tdm_stored_robot_ref(robot); /* the op's, handed to the scene it builds */
     robot->scenes++;
     op->kind = TDM_WRITER_ROBOT_SCENE_PUT;
+    op->max_objects = cfg->max_objects;
     op->done = robot_scene_put_done;
     op->owner = c;
     op->request_id = id;

@@ -224,6 +224,15 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
         op->wire_code = f.code;
         return;
     }
+    if (rs->n_objects > op->max_objects) {
+        char why[200];
+        snprintf(why, sizeof why, "the robot scene has %u objects (robot elements and world shapes), over max_objects %u",
+                 rs->n_objects, op->max_objects);
+        set_err(op, TDM_ERANGE, "world", -1, why);
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(ps);
+        return;
+    }
     tdm_stored_scene *sc = tdm_stored_scene_new_robot(op->id, op->name ? op->name : "", rs, ps, op->robot);
     if (!sc) {
         set_err(op, TDM_ENOMEM, "", -1, "out of memory");

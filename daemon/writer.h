@@ -73,6 +73,7 @@ struct tdm_writer_op {
     tdm_stored_robot *robot;
     char *name;
     int wire_code;       /* out: the Error code when not 0 (else from rc) */
+    uint32_t max_objects; /* ROBOT_SCENE_PUT in: the server's max_objects */
 
     /* out; the submitter zeroes them (field "", index -1) */
     int rc;              /* TDM_OK or a TDM_E* code (TDM_EIO: the directory could not be written) */
