@@ -3,8 +3,9 @@
  * every batch of states run as a query job through the query pool, so that the
  * motions of every client are pooled with each other and with every Query.
  *
- * The loop validates the request and sets up the first batch (its states'
- * forward kinematics); from then on the job lives on the pooler threads: after
+ * The loop validates the request; the first batch (its states' forward
+ * kinematics) is set up on libuv's thread pool; from then on the job lives on the
+ * pooler threads: after
  * each run `again` hands the answers to the motion check and sets up the next
  * batch, and the job is resubmitted, until every motion is answered; then `pack`
  * writes the MotionCheckReply there and the loop sends it (request_query.c's
@@ -87,6 +88,22 @@ static tdm_frame *pack(tdm_query_job *j, int *too_large)
     free(ptrs);
     free(last);
     return f;
+}
+
+/* The first batch's forward kinematics, on libuv's thread pool (as large Queries'
+ * pose conversion), then the job goes to the query pool. */
+static void first_work(uv_work_t *w)
+{
+    motion_job *m = w->data;
+    prepare(m); /* n >= 1 motions of >= 2 states: there is a first batch */
+}
+
+static void first_after(uv_work_t *w, int status)
+{
+    (void)status;
+    motion_job *m = w->data;
+    tdm_conn *c = m->q.owner;
+    tdm_query_pool_submit(c->srv->query_pool, &m->q); /* answered (or failed) through the pool, alive or not */
 }
 
 static void cleanup(tdm_query_job *j)
@@ -190,8 +207,11 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     j->pool.rc = TDM_OK;
     tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
     tdm_conn_begin(c);
-    prepare(m); /* n >= 1 motions of >= 2 states: there is a first batch */
-    tdm_query_pool_submit(srv->query_pool, j);
+    j->work.data = m;
+    if (uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* cannot happen: it fails only without a callback */
+        first_work(&j->work);
+        first_after(&j->work, 0);
+    }
     return;
 nomem:
     tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", mc->n_motions / (per ? per : 1));
