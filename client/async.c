@@ -469,6 +469,22 @@ int tdm_async_motion_check(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata
         return TDM_CLIENT_EINVAL;
     if (ac->info.limits.max_queries && n_motions > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
     tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints}};
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions}};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                 const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *points,
+                                 uint32_t n_joints, const uint32_t *n_points, size_t n_motions, uint64_t *id)
+{
+    if (!ac || !scene_id || !points || !n_points || n_joints == 0 || n_motions == 0) return TDM_CLIENT_EINVAL;
+    size_t total = 0;
+    for (size_t i = 0; i < n_motions; i++) {
+        if (n_points[i] < 2 || total > SIZE_MAX / 8 / n_joints - n_points[i]) return TDM_CLIENT_EINVAL;
+        total += n_points[i];
+    }
+    if (ac->info.limits.max_queries && n_motions > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions}};
     return submit(ac, &rq, cb, privdata, 0, 0, id);
 }

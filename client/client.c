@@ -867,24 +867,47 @@ int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], 
     return rc;
 }
 
-int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
-                     uint32_t n_joints, size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
-                     double *last_free)
+static int motion_call(tdm_client *c, const uint8_t *scene_id, double resolution, const double *points,
+                       uint32_t n_joints, const uint32_t *n_points, size_t n_motions, int64_t *first_colliding,
+                       uint64_t *n_states, double *last_free)
 {
-    if (!scene_id || !motions || !first_colliding || n_joints == 0 || n_motions == 0 ||
-        n_motions > SIZE_MAX / 16 / n_joints)
+    if (!scene_id || !points || !first_colliding || n_joints == 0 || n_motions == 0)
         return local_error(c, TDM_CLIENT_EINVAL, "a motion check needs a scene id, motions, answers and joints");
+    size_t total = 0;
+    for (size_t i = 0; i < n_motions; i++) {
+        size_t p = n_points ? n_points[i] : 2;
+        if (p < 2 || total > SIZE_MAX / 8 / n_joints - p)
+            return local_error(c, TDM_CLIENT_EINVAL, "motion %zu: fewer than 2 configurations, or too many", i);
+        total += p;
+    }
     if (c->info.limits.max_queries && n_motions > c->info.limits.max_queries)
         return local_error(c, TDM_CLIENT_ELIMIT, "%zu motions in one request; the server takes at most %u",
                            n_motions, c->info.limits.max_queries);
     tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints}};
+                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions}};
     outs o = {.n_motions = n_motions,
               .n_joints = n_joints,
               .first_colliding = first_colliding,
               .motion_states = n_states,
               .last_free = last_free};
     return call(c, &rq, NULL, &o, deadline_of(c));
+}
+
+int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                     uint32_t n_joints, size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
+                     double *last_free)
+{
+    return motion_call(c, scene_id, resolution, motions, n_joints, NULL, n_motions, first_colliding, n_states,
+                       last_free);
+}
+
+int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                           const double *points, uint32_t n_joints, const uint32_t *n_points, size_t n_motions,
+                           int64_t *first_colliding, uint64_t *n_states, double *last_free)
+{
+    if (!n_points) return local_error(c, TDM_CLIENT_EINVAL, "n_points is NULL");
+    return motion_call(c, scene_id, resolution, points, n_joints, n_points, n_motions, first_colliding, n_states,
+                       last_free);
 }
 
 int tdm__client_local_error(tdm_client *c, int code, const char *msg) { return local_error(c, code, "%s", msg); }

@@ -119,6 +119,19 @@ static bool enc_motions(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
     return enc_fixed_array(s, f, st->rq->u.motion_check.motions, st->rq->u.motion_check.n_doubles, 8);
 }
 
+static bool enc_points(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
+{
+    const encst *st = *arg;
+    const uint32_t *p = st->rq->u.motion_check.points;
+    size_t n = st->rq->u.motion_check.n_motions, len = 0;
+    if (!p) return true;
+    for (size_t i = 0; i < n; i++) len += tdm_varint_size(p[i]);
+    if (!pb_encode_tag(s, PB_WT_STRING, f->tag) || !pb_encode_varint(s, len)) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!pb_encode_varint(s, p[i])) return false;
+    return true;
+}
+
 static bool enc_robot_meshes(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
 {
     const encst *st = *arg;
@@ -217,6 +230,7 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         SET_CB(st->m.motion_check.scene_id, enc_id, rq->u.motion_check.scene_id);
         st->m.motion_check.resolution = rq->u.motion_check.resolution;
         SET_CB(st->m.motion_check.motions, enc_motions, st);
+        SET_CB(st->m.motion_check.points, enc_points, st);
         return 0;
     case TDM_REPLY_ROBOT_DELETE:
     case TDM_REPLY_MESH_DELETE:
@@ -425,7 +439,7 @@ int tdm_encode_motion_check(void *dst, size_t cap, size_t *len, uint64_t id, con
 {
     if (n_joints == 0 || n_motions == 0 || n_motions > SIZE_MAX / 16 / n_joints) return TDM_CLIENT_EINVAL;
     tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints}};
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions}};
     return encode_into(&rq, dst, cap, len, id);
 }
 

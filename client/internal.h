@@ -72,6 +72,8 @@ typedef struct tdm__req {
             double resolution;
             const double *motions;
             size_t n_doubles;
+            const uint32_t *points; /* NULL: 2 per motion */
+            size_t n_motions;
         } motion_check;
     } u;
 } tdm__req;

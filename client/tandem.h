@@ -548,6 +548,14 @@ TDM_API int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_
 TDM_API int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
                              const double *motions, uint32_t n_joints, size_t n_motions, int64_t *first_colliding,
                              uint64_t *n_states, double *last_free);
+/* Paths: motion i goes through n_points[i] >= 2 configurations (points: all of them one
+ * after the other, n_joints values each), segment by segment, each segment cut into
+ * states as a two-point motion is; states are numbered along the path, the point shared
+ * by two segments counted once. Answers as tdm_motion_check. */
+TDM_API int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                   const double *points, uint32_t n_joints, const uint32_t *n_points,
+                                   size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
+                                   double *last_free);
 
 /* File helpers (what `tandem robot put` and `tandem query --urdf` use). tdm_robot_put_files
  * reads the URDF (and the SRDF, NULL: none), resolves each collision mesh filename as
@@ -661,6 +669,10 @@ TDM_API int tdm_async_query_configs(tdm_async *ac, tdm_async_reply_cb *cb, void 
 TDM_API int tdm_async_motion_check(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
                                    const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
                                    uint32_t n_joints, size_t n_motions, uint64_t *id);
+TDM_API int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                         const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                         const double *points, uint32_t n_joints, const uint32_t *n_points,
+                                         size_t n_motions, uint64_t *id);
 /* Requests queued and not yet answered. */
 TDM_API size_t tdm_async_pending(const tdm_async *ac);
 

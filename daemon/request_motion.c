@@ -24,7 +24,8 @@ typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
     const tdm_robot_scene *rs;
     tdm_motion_rounds *mc;
-    double *motions;  /* n x 2J, a copy */
+    double *motions;  /* the points, a copy */
+    uint32_t *points; /* points per motion, a copy; NULL: 2 each */
     double *configs;  /* batch x J */
     tdm_xform *links; /* scratch for FK */
     size_t n, J, batch;
@@ -64,11 +65,10 @@ static tdm_frame *pack(tdm_query_job *j, int *too_large)
             Tandem__V1__MotionResult r = TANDEM__V1__MOTION_RESULT__INIT;
             int64_t k = tdm_motion_rounds_answer(m->mc, i);
             uint64_t ns = tdm_motion_rounds_states(m->mc, i);
-            const double *a = m->motions + i * 2 * J;
             r.first_colliding = k;
             r.n_states = ns;
             if (k != 0) {
-                tdm__motion_state(a, a + J, J, k < 0 ? ns - 1 : (uint64_t)k - 1, ns, last + i * J);
+                tdm_motion_rounds_state(m->mc, i, k < 0 ? ns - 1 : (uint64_t)k - 1, last + i * J);
                 r.n_last_free = J;
                 r.last_free = last + i * J;
             }
@@ -111,6 +111,7 @@ static void cleanup(tdm_query_job *j)
     motion_job *m = (motion_job *)j;
     tdm_motion_rounds_free(m->mc);
     free(m->motions);
+    free(m->points);
     free(m->configs);
     free(m->links);
     free(j->poses);
@@ -139,13 +140,28 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
                             mc->resolution);
         return;
     }
-    if (J == 0 || mc->n_motions == 0 || mc->n_motions % per) {
+    size_t n, n_pts = 0;
+    if (mc->n_points) {
+        n = mc->n_points;
+        for (size_t i = 0; i < n; i++) {
+            if (mc->points[i] < 2) {
+                tdm_conn_send_error(c, id, E(BAD_REQUEST), "points", (int64_t)i,
+                                    "points[%zu] is %u: a motion goes through at least 2 configurations", i,
+                                    mc->points[i]);
+                return;
+            }
+            n_pts += mc->points[i];
+        }
+    } else {
+        n = J ? mc->n_motions / per : 0;
+        n_pts = 2 * n;
+    }
+    if (J == 0 || n == 0 || mc->n_motions != n_pts * J) {
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "motions", -1,
-                            "motions has %zu numbers: it needs a positive multiple of %zu (start and end of %zu "
-                            "active joints)", mc->n_motions, per, J);
+                            "motions has %zu numbers: it needs %s (%zu active joints)", mc->n_motions,
+                            mc->n_points ? "J per point of points" : "a positive multiple of 2 J (start and end)", J);
         return;
     }
-    size_t n = mc->n_motions / per;
     if (n > cfg->max_queries) {
         tdm_conn_send_error(c, id, E(LIMIT), "motions", -1, "%zu motions, over max_queries %u", n, cfg->max_queries);
         return;
@@ -153,8 +169,8 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     for (size_t k = 0; k < mc->n_motions; k++)
         if (!isfinite(mc->motions[k])) {
             tdm_conn_send_error(c, id, E(NON_FINITE), "motions", (int64_t)k,
-                                "motions[%zu] (motion %zu, %s of joint '%s') is not finite", k, k / per,
-                                k % per < J ? "start" : "end", rs->robot->joints[rs->robot->active[k % J]].name);
+                                "motions[%zu] (point %zu, joint '%s') is not finite", k, k / J,
+                                rs->robot->joints[rs->robot->active[k % J]].name);
             return;
         }
     uint32_t checks = rs->scene->n_checks ? rs->scene->n_checks : 1;
@@ -176,8 +192,12 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
     if (!m->motions || !m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
     memcpy(m->motions, mc->motions, mc->n_motions * sizeof *m->motions);
+    if (mc->n_points) {
+        if (!(m->points = malloc(n * sizeof *m->points))) goto nomem;
+        memcpy(m->points, mc->points, n * sizeof *m->points);
+    }
     size_t bad = 0;
-    int rc = tdm_motion_rounds_create(m->motions, n, J, mc->resolution, batch, &m->mc, &bad);
+    int rc = tdm_motion_rounds_create_paths(m->motions, m->points, n, J, mc->resolution, batch, &m->mc, &bad);
     if (rc == TDM_ERANGE) {
         tdm_conn_send_error(c, id, E(LIMIT), "motions", (int64_t)bad,
                             "motion %zu has more than %llu states at resolution %g", bad,
@@ -214,7 +234,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     }
     return;
 nomem:
-    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", mc->n_motions / (per ? per : 1));
+    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
 fail:
     if (m) {
         cleanup(&m->q);

@@ -35,7 +35,18 @@ typedef struct tdm_motion_rounds tdm_motion_rounds;
  * states) or TDM_ENOMEM. */
 int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
                             tdm_motion_rounds **out, size_t *bad);
+/* Paths: motion i has n_points[i] >= 2 configurations (points, n_q values each, the
+ * motions' points one after the other), checked segment by segment, each segment p_s
+ * -> p_{s+1} cut into states as a two-point motion is; the states are numbered along
+ * the path, a segment's first state (the previous one's last) counted once:
+ * n = n_0 + sum_{s>0} (n_s - 1). n_points NULL: every motion has 2. TDM_EINVAL
+ * (*bad) for a motion of fewer than 2 points; TDM_ERANGE (*bad) for one of more than
+ * TDM_MOTION_MAX_STATES states. */
+int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_points, size_t n, size_t n_q,
+                                  double resolution, size_t batch, tdm_motion_rounds **out, size_t *bad);
 void tdm_motion_rounds_free(tdm_motion_rounds *mc);
+/* State k of motion i, into q[0..n_q). */
+void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, double *q);
 
 /* The next batch: writes its states' configurations into configs (room for batch *
  * n_q values) and returns their number, or 0 when every motion is answered. The

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <tandem/adapters/libuv.h>
 #include <tandem/tandem.h>
@@ -780,12 +781,81 @@ Test(robotd, motions_equal_reference)
     /* bad requests: the field and index named, nothing run */
     m[7 * 2 * N_J + 4] = NAN;
     expect_server_error(c, tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, NULL, NULL), "NaN in a motion",
-                        TDM_SERVER_NON_FINITE, "motions", 7 * 2 * N_J + 4, "end of joint 'j2'");
+                        TDM_SERVER_NON_FINITE, "motions", 7 * 2 * N_J + 4, "point 15, joint 'j2'");
     m[7 * 2 * N_J + 4] = 0;
     expect_server_error(c, tdm_motion_check(c, sid, 0, m, N_J, 4, first, NULL, NULL), "resolution 0",
                         TDM_SERVER_BAD_REQUEST, "resolution", -1, NULL);
     expect_server_error(c, tdm_motion_check(c, sid, 1e-5, m, N_J, 4, first, NULL, NULL), "over max_motion_states",
                         TDM_SERVER_LIMIT, "motions", -1, "max_motion_states");
+
+    /* paths: 2 to 5 configurations each, checked segment by segment, states numbered along
+     * the path with each shared point counted once */
+    enum { NP = 40 };
+    uint32_t np[NP];
+    size_t total = 0;
+    for (int i = 0; i < NP; i++) total += np[i] = (uint32_t)gen_int(&g, 2, 5);
+    double *pts = malloc(sizeof *pts * total * N_J), *plast = malloc(sizeof *plast * NP * N_J);
+    for (size_t i = 0; i < total; i++) random_config(&g, pts + i * N_J);
+    for (int i = 0; i < NP * N_J; i++) plast[i] = -99;
+    cr_assert_eq(tdm_motion_check_paths(c, sid, 0.1, pts, N_J, np, NP, first, states, plast), 0, "%s",
+                 tdm_client_errstr(c));
+    size_t at = 0;
+    int multi = 0;
+    for (int i = 0; i < NP; i++) {
+        long want = -1;
+        uint64_t base = 0, n_total = 0;
+        double want_last[N_J];
+        for (uint32_t s = 0; s + 1 < np[i]; s++) {
+            const double *a = pts + (at + s) * N_J, *b = a + N_J;
+            double d = 0;
+            for (int j = 0; j < N_J; j++) d = fmax(d, fabs(b[j] - a[j]));
+            double cnt = ceil(d / 0.1) + 1;
+            uint64_t n = cnt < 2 ? 2 : (uint64_t)cnt;
+            for (uint64_t k = s ? 1 : 0; want < 0 && k < n; k++) {
+                double q[N_J];
+                for (int j = 0; j < N_J; j++) q[j] = a[j] + (double)k / (double)(n - 1) * (b[j] - a[j]);
+                tdm_sched_result r;
+                offline_run(&o, q, 1, TDM_MODE_BOOL, 1, &r, NULL);
+                if (r.colliding) want = (long)(base + k);
+                else memcpy(want_last, q, sizeof q);
+            }
+            n_total += s ? n - 1 : n;
+            base += n - 1;
+        }
+        at += np[i];
+        cr_assert_eq(states[i], n_total, "path %d: %llu states, reference %llu", i, (unsigned long long)states[i],
+                     (unsigned long long)n_total);
+        cr_assert_eq(first[i], want, "path %d (%u points): %lld, reference %ld", i, np[i], (long long)first[i], want);
+        if (want != 0)
+            for (int j = 0; j < N_J; j++)
+                cr_assert_eq(plast[i * N_J + j], want_last[j], "path %d: last free state, joint %d", i, j);
+        multi += np[i] > 2 && (want < 0 || (uint64_t)want >= n_total / 2);
+    }
+    cr_assert(multi > 0, "no path got past its first segment");
+    /* a 1-point path: refused by libtandem before sending, and by the server (raw frame) */
+    np[3] = 1;
+    cr_assert_eq(tdm_motion_check_paths(c, sid, 0.1, pts, N_J, np, NP, first, NULL, NULL), TDM_CLIENT_EINVAL);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    Tandem__V1__MotionCheck mcq = TANDEM__V1__MOTION_CHECK__INIT;
+    mcq.scene_id.data = sid;
+    mcq.scene_id.len = 32;
+    mcq.resolution = 0.1;
+    mcq.n_motions = total * N_J;
+    mcq.motions = pts;
+    mcq.n_points = NP;
+    mcq.points = np;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 9;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_MOTION_CHECK;
+    rq.motion_check = &mcq;
+    Tandem__V1__Reply *rep = raw_call_or_fail(fd, &rq);
+    expect_error(rep, "a 1-point path", 9, TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST, "points", 3);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    free(pts);
+    free(plast);
     tdm_client_free(c);
     dmn_stop(&D, SIGTERM);
 
