@@ -1,7 +1,7 @@
 /* `tandem motions`: motion checks of a URDF robot in a MoveIt planning scene,
  * offline, through the same scheduler as `tandem check --urdf` (robot/robot_scene.h,
- * workpile/sched.h). A motion a -> b is checked at the states tools/motions.h
- * defines; its answer is the smallest colliding k, or -1 when every state is free.
+ * workpile/sched.h), or with --server through tandemd (MotionCheck). A motion a -> b
+ * is checked at the states robot/motions.h defines; its answer is the smallest colliding k, or -1 when every state is free.
  *
  * Strategy (early exit, first to last, in rounds of batches of at most `batch`
  * states: about 1M tasks by default, so memory is bounded by the batch, whatever
@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../robot/motion_check.h"
+#include "../robot/motions.h"
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
 #include "cli.h"
 #include "remote.h"
-#include "../robot/motion_check.h"
-#include "../robot/motions.h"
 #include "robot_run.h"
 
 #define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per scheduler run */
