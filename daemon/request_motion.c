@@ -1,5 +1,5 @@
 /* MotionCheck: motions on a robot scene, checked state by state with early exit
- * per motion (robot/motion_check.h, the implementation `tandem motions` runs),
+ * per motion (robot/motion_rounds.h, the implementation `tandem motions` runs),
  * every batch of states run as a query job through the query pool, so that the
  * motions of every client are pooled with each other and with every Query.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../robot/motion_check.h"
+#include "../robot/motion_rounds.h"
 #include "../robot/motions.h"
 #include "request_handlers.h"
 

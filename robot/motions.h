@@ -1,4 +1,4 @@
-/* Motion checks (`tandem motions`, tools/motions_cmd.c, and tandemd's MotionCheck through robot/motion_check.h): how a motion from a to b is
+/* Motion checks (`tandem motions`, tools/motions_cmd.c, and tandemd's MotionCheck through robot/motion_rounds.h): how a motion from a to b is
  * cut into states. One definition, used by the command and by its tests
  * (tests/test_motions.c), so that the formula is written once:
  *

@@ -5,7 +5,7 @@
  *
  * Strategy (early exit, first to last, in rounds of batches of at most `batch`
  * states: about 1M tasks by default, so memory is bounded by the batch, whatever
- * the input): robot/motion_check.h, the implementation tandemd's MotionCheck
+ * the input): robot/motion_rounds.h, the implementation tandemd's MotionCheck
  * shares; each batch is run here through tdm_sched_run in bool mode.
  *
  * `seconds` times the scheduler runs only: reading, scene building and forward
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../robot/motion_check.h"
+#include "../robot/motion_rounds.h"
 #include "../robot/motions.h"
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"

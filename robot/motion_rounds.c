@@ -1,5 +1,5 @@
-/* Motion checks in rounds of batches: see motion_check.h. */
-#include "motion_check.h"
+/* Motion checks in rounds of batches: see motion_rounds.h. */
+#include "motion_rounds.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -20,8 +20,8 @@
  * Use: tdm_motion_rounds_next gives a batch's configurations, the caller finds
  * which of them collide (bool mode), tdm_motion_rounds_take hands that back; until
  * next gives 0. One thread at a time; no I/O. */
-#ifndef TDM_ROBOT_MOTION_CHECK_H
-#define TDM_ROBOT_MOTION_CHECK_H
+#ifndef TDM_ROBOT_MOTION_ROUNDS_H
+#define TDM_ROBOT_MOTION_ROUNDS_H
 
 #include <stddef.h>
 #include <stdint.h>
