@@ -422,3 +422,69 @@ int tdm_async_stats(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint6
     tdm__req rq = {.type = TDM_REPLY_STATS};
     return submit(ac, &rq, cb, privdata, 0, 0, id);
 }
+
+int tdm_async_robot_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name, const char *urdf,
+                        const char *srdf, const tdm_robot_mesh_ref *meshes, size_t n_meshes, uint64_t *id)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_PUT, .u.robot_put = {name, urdf, srdf, meshes, n_meshes}};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+int tdm_async_robot_list(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_LIST};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+int tdm_async_robot_delete(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                           const uint8_t robot_id[TDM_ID_BYTES], uint64_t *id)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_DELETE, .u.id = robot_id};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+int tdm_async_robot_scene_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                              const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml, uint64_t *id)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+int tdm_async_query_configs(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                            const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
+                            uint32_t n_joints, size_t n_queries, uint32_t max_contacts, int want_pairs, uint64_t *id)
+{
+    tdm__req rq;
+    if (!ac) return TDM_CLIENT_EINVAL;
+    if (tdm__req_query_configs(&rq, scene_id, mode, configs, n_joints, n_queries, max_contacts, want_pairs))
+        return TDM_CLIENT_EINVAL;
+    if (ac->info.limits.max_queries && n_queries > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
+    return submit(ac, &rq, cb, privdata, n_queries, want_pairs, id);
+}
+
+int tdm_async_motion_check(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const uint8_t scene_id[TDM_ID_BYTES],
+                           double resolution, const double *motions, uint32_t n_joints, size_t n_motions, uint64_t *id)
+{
+    if (!ac || !scene_id || !motions || n_joints == 0 || n_motions == 0 || n_motions > SIZE_MAX / 16 / n_joints)
+        return TDM_CLIENT_EINVAL;
+    if (ac->info.limits.max_queries && n_motions > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions}};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                 const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *points,
+                                 uint32_t n_joints, const uint32_t *n_points, size_t n_motions, uint64_t *id)
+{
+    if (!ac || !scene_id || !points || !n_points || n_joints == 0 || n_motions == 0) return TDM_CLIENT_EINVAL;
+    size_t total = 0;
+    for (size_t i = 0; i < n_motions; i++) {
+        if (n_points[i] < 2 || total > SIZE_MAX / 8 / n_joints - n_points[i]) return TDM_CLIENT_EINVAL;
+        total += n_points[i];
+    }
+    if (ac->info.limits.max_queries && n_motions > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions}};
+    return submit(ac, &rq, cb, privdata, 0, 0, id);
+}

@@ -32,6 +32,12 @@ typedef struct outs {
     void **list;
     size_t *n_list;
     tdm_stats *stats;
+    void **block; /* robot replies: one malloc'd copy (tdm_robot_info or tdm_robot_scene_info) */
+    /* MotionCheck: n_motions answers into the caller's arrays (n_states, last_free may be NULL) */
+    size_t n_motions, n_joints;
+    int64_t *first_colliding;
+    uint64_t *motion_states;
+    double *last_free;
 } outs;
 
 struct tdm_client {
@@ -151,6 +157,73 @@ static void *copy_scene_list(const tdm_scene_info *sc, size_t n)
     return o;
 }
 
+/* Robots into one block: n infos, then every joint, then the strings. */
+static void *copy_robots(const tdm_robot_info *ri, size_t n)
+{
+    size_t nj = 0, chars = 0;
+    for (size_t i = 0; i < n; i++) {
+        nj += ri[i].n_joints;
+        chars += strlen(ri[i].name) + 1;
+        for (size_t k = 0; k < ri[i].n_joints; k++) chars += strlen(ri[i].joints[k].name) + 1;
+    }
+    tdm_robot_info *o = malloc(n * sizeof *o + nj * sizeof(tdm_joint_info) + chars + 1);
+    if (!o) return NULL;
+    tdm_joint_info *j = (tdm_joint_info *)(void *)(o + n);
+    char *s = (char *)(j + nj);
+    for (size_t i = 0; i < n; i++) {
+        o[i] = ri[i];
+        size_t l = strlen(ri[i].name) + 1;
+        memcpy(s, ri[i].name, l);
+        o[i].name = s;
+        s += l;
+        o[i].joints = j;
+        for (size_t k = 0; k < ri[i].n_joints; k++, j++) {
+            *j = ri[i].joints[k];
+            l = strlen(j->name) + 1;
+            memcpy(s, j->name, l);
+            j->name = s;
+            s += l;
+        }
+    }
+    return o;
+}
+
+static void *copy_robot_scene(const tdm_robot_scene_info *si)
+{
+    size_t chars = 0;
+    for (size_t k = 0; k < si->n_joints; k++) chars += strlen(si->joints[k].name) + 1;
+    for (size_t k = 0; k < si->n_objects; k++)
+        chars += strlen(si->objects[k].link) + strlen(si->objects[k].world_object) + 2;
+    tdm_robot_scene_info *o = malloc(sizeof *o + si->n_joints * sizeof(tdm_joint_info) +
+                                     si->n_objects * sizeof(tdm_robot_object) + chars + 1);
+    if (!o) return NULL;
+    *o = *si;
+    tdm_joint_info *j = (tdm_joint_info *)(void *)(o + 1);
+    tdm_robot_object *ob = (tdm_robot_object *)(void *)(j + si->n_joints);
+    char *s = (char *)(ob + si->n_objects);
+    o->joints = j;
+    o->objects = ob;
+    for (size_t k = 0; k < si->n_joints; k++) {
+        j[k] = si->joints[k];
+        size_t l = strlen(j[k].name) + 1;
+        memcpy(s, j[k].name, l);
+        j[k].name = s;
+        s += l;
+    }
+    for (size_t k = 0; k < si->n_objects; k++) {
+        ob[k] = si->objects[k];
+        size_t l = strlen(ob[k].link) + 1;
+        memcpy(s, ob[k].link, l);
+        ob[k].link = s;
+        s += l;
+        l = strlen(ob[k].world_object) + 1;
+        memcpy(s, ob[k].world_object, l);
+        ob[k].world_object = s;
+        s += l;
+    }
+    return o;
+}
+
 /* Copies a successful reply into the waiting call's outputs. */
 static int deliver(const tdm_reply *r, const outs *o)
 {
@@ -180,6 +253,30 @@ static int deliver(const tdm_reply *r, const outs *o)
         return r->u.scene_list.n && !*o->list ? TDM_CLIENT_ENOMEM : 0;
     case TDM_REPLY_STATS:
         if (o->stats) *o->stats = r->u.stats;
+        return 0;
+    case TDM_REPLY_ROBOT_PUT:
+        *o->block = copy_robots(&r->u.robot_put, 1);
+        return *o->block ? 0 : TDM_CLIENT_ENOMEM;
+    case TDM_REPLY_ROBOT_LIST:
+        *o->n_list = r->u.robot_list.n;
+        *o->list = r->u.robot_list.n ? copy_robots(r->u.robot_list.robots, r->u.robot_list.n) : NULL;
+        return r->u.robot_list.n && !*o->list ? TDM_CLIENT_ENOMEM : 0;
+    case TDM_REPLY_ROBOT_SCENE_PUT:
+        *o->block = copy_robot_scene(&r->u.robot_scene_put);
+        return *o->block ? 0 : TDM_CLIENT_ENOMEM;
+    case TDM_REPLY_MOTION_CHECK:
+        if (r->u.motion_check.n != o->n_motions) return TDM_CLIENT_EPROTO;
+        for (size_t i = 0; i < o->n_motions; i++) {
+            const tdm_motion_result *m = &r->u.motion_check.results[i];
+            if (m->n_last_free && m->n_last_free != o->n_joints) return TDM_CLIENT_EPROTO;
+        }
+        for (size_t i = 0; i < o->n_motions; i++) {
+            const tdm_motion_result *m = &r->u.motion_check.results[i];
+            o->first_colliding[i] = m->first_colliding;
+            if (o->motion_states) o->motion_states[i] = m->n_states;
+            if (o->last_free && m->n_last_free)
+                memcpy(o->last_free + i * o->n_joints, m->last_free, o->n_joints * sizeof(double));
+        }
         return 0;
     default: /* deletes carry nothing; queries were decoded in place */
         return 0;
@@ -659,3 +756,158 @@ int tdm_stats_get(tdm_client *c, tdm_stats *out)
     if (rc == 0) *out = s;
     return rc;
 }
+
+/* ---- robots ------------------------------------------------------------------------------------ */
+
+int tdm_robot_put(tdm_client *c, const char *name, const char *urdf, const char *srdf,
+                  const tdm_robot_mesh_ref *meshes, size_t n_meshes, uint8_t robot_id[TDM_ID_BYTES], int *created,
+                  tdm_robot_info **info)
+{
+    if (!robot_id || !urdf) return local_error(c, TDM_CLIENT_EINVAL, "robot_id or urdf is NULL");
+    uint32_t maxt = c->info.limits.max_robot_text_bytes;
+    if (maxt && (strlen(urdf) > maxt || (srdf && strlen(srdf) > maxt)))
+        return local_error(c, TDM_CLIENT_ELIMIT, "the URDF or SRDF is over the server's max_robot_text_bytes %u", maxt);
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_PUT, .u.robot_put = {name, urdf, srdf, meshes, n_meshes}};
+    void *block = NULL;
+    outs o = {.block = &block};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        tdm_robot_info *ri = block;
+        memcpy(robot_id, ri->robot_id, TDM_ID_BYTES);
+        if (created) *created = ri->created;
+        if (info) {
+            *info = ri;
+            block = NULL;
+        }
+    }
+    free(block);
+    return rc;
+}
+
+int tdm_robot_list(tdm_client *c, tdm_robot_info **out, size_t *n)
+{
+    void *list = NULL;
+    int rc = list_call(c, TDM_REPLY_ROBOT_LIST, out ? &list : NULL, n);
+    if (rc == 0) *out = list;
+    return rc;
+}
+
+void tdm_robot_info_free(tdm_robot_info *info) { free(info); }
+
+int tdm_robot_delete(tdm_client *c, const uint8_t robot_id[TDM_ID_BYTES])
+{
+    if (!robot_id) return local_error(c, TDM_CLIENT_EINVAL, "robot_id is NULL");
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_DELETE, .u.id = robot_id};
+    return call(c, &rq, NULL, NULL, deadline_of(c));
+}
+
+int tdm_robot_scene_put(tdm_client *c, const char *name, const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml,
+                        uint8_t scene_id[TDM_ID_BYTES], int *created, tdm_robot_scene_info **info)
+{
+    if (!robot_id || !world_yaml || !scene_id) return local_error(c, TDM_CLIENT_EINVAL, "NULL argument");
+    uint32_t maxt = c->info.limits.max_robot_text_bytes;
+    if (maxt && strlen(world_yaml) > maxt)
+        return local_error(c, TDM_CLIENT_ELIMIT, "the planning scene is over the server's max_robot_text_bytes %u",
+                           maxt);
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    void *block = NULL;
+    outs o = {.block = &block};
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    if (rc == 0) {
+        tdm_robot_scene_info *si = block;
+        memcpy(scene_id, si->scene_id, TDM_ID_BYTES);
+        if (created) *created = si->created;
+        if (info) {
+            *info = si;
+            block = NULL;
+        }
+    }
+    free(block);
+    return rc;
+}
+
+void tdm_robot_scene_info_free(tdm_robot_scene_info *info) { free(info); }
+
+static int configs_prepare(tdm_client *c, tdm__req *rq, tdm__qsink *qs, const uint8_t *scene_id,
+                           tdm_query_mode mode, const double *configs, uint32_t n_joints, size_t n_queries,
+                           uint32_t max_contacts, tdm_query_result *results, tdm_pairs *pairs)
+{
+    if (!results || (pairs && pairs->cap && !pairs->data))
+        return local_error(c, TDM_CLIENT_EINVAL, "results is NULL, or pairs has room but no data");
+    if (tdm__req_query_configs(rq, scene_id, mode, configs, n_joints, n_queries, max_contacts, pairs != NULL))
+        return local_error(c, TDM_CLIENT_EINVAL,
+                           "a query needs a scene id, configurations, a mode, and at least one query and joint");
+    if (c->info.limits.max_queries && n_queries > c->info.limits.max_queries)
+        return local_error(c, TDM_CLIENT_ELIMIT, "%zu queries in one batch; the server takes at most %u", n_queries,
+                           c->info.limits.max_queries);
+    *qs = (tdm__qsink){results, n_queries, pairs != NULL, pairs};
+    return 0;
+}
+
+int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
+                      uint32_t n_joints, size_t n_queries, uint32_t max_contacts, tdm_query_result *results,
+                      tdm_pairs *pairs)
+{
+    tdm__req rq;
+    tdm__qsink qs;
+    int rc = configs_prepare(c, &rq, &qs, scene_id, mode, configs, n_joints, n_queries, max_contacts, results, pairs);
+    return rc ? rc : call(c, &rq, &qs, NULL, deadline_of(c));
+}
+
+int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                           const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
+                           tdm_query_result *results, tdm_pairs *pairs, uint64_t *id)
+{
+    tdm__req rq;
+    tdm__qsink qs;
+    uint64_t qid;
+    int rc = configs_prepare(c, &rq, &qs, scene_id, mode, configs, n_joints, n_queries, max_contacts, results, pairs);
+    if (rc == 0) rc = submit(c, &rq, &qs, NULL, true, deadline_of(c), &qid);
+    if (rc == 0 && id) *id = qid;
+    return rc;
+}
+
+static int motion_call(tdm_client *c, const uint8_t *scene_id, double resolution, const double *points,
+                       uint32_t n_joints, const uint32_t *n_points, size_t n_motions, int64_t *first_colliding,
+                       uint64_t *n_states, double *last_free)
+{
+    if (!scene_id || !points || !first_colliding || n_joints == 0 || n_motions == 0)
+        return local_error(c, TDM_CLIENT_EINVAL, "a motion check needs a scene id, motions, answers and joints");
+    size_t total = 0;
+    for (size_t i = 0; i < n_motions; i++) {
+        size_t p = n_points ? n_points[i] : 2;
+        if (p < 2 || total > SIZE_MAX / 8 / n_joints - p)
+            return local_error(c, TDM_CLIENT_EINVAL, "motion %zu: fewer than 2 configurations, or too many", i);
+        total += p;
+    }
+    if (c->info.limits.max_queries && n_motions > c->info.limits.max_queries)
+        return local_error(c, TDM_CLIENT_ELIMIT, "%zu motions in one request; the server takes at most %u",
+                           n_motions, c->info.limits.max_queries);
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions}};
+    outs o = {.n_motions = n_motions,
+              .n_joints = n_joints,
+              .first_colliding = first_colliding,
+              .motion_states = n_states,
+              .last_free = last_free};
+    return call(c, &rq, NULL, &o, deadline_of(c));
+}
+
+int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                     uint32_t n_joints, size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
+                     double *last_free)
+{
+    return motion_call(c, scene_id, resolution, motions, n_joints, NULL, n_motions, first_colliding, n_states,
+                       last_free);
+}
+
+int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                           const double *points, uint32_t n_joints, const uint32_t *n_points, size_t n_motions,
+                           int64_t *first_colliding, uint64_t *n_states, double *last_free)
+{
+    if (!n_points) return local_error(c, TDM_CLIENT_EINVAL, "n_points is NULL");
+    return motion_call(c, scene_id, resolution, points, n_joints, n_points, n_motions, first_colliding, n_states,
+                       last_free);
+}
+
+int tdm__client_local_error(tdm_client *c, int code, const char *msg) { return local_error(c, code, "%s", msg); }

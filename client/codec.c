@@ -44,6 +44,9 @@ typedef struct encst {
         tandem_v1_SceneDelete scene_delete;
         tandem_v1_Query query;
         tandem_v1_MeshList empty;
+        tandem_v1_RobotPut robot_put;
+        tandem_v1_RobotScenePut robot_scene_put;
+        tandem_v1_MotionCheck motion_check;
     } m;
     uint64_t tris_payload; /* varint bytes of the triangle array, computed once */
     bool tris_known;
@@ -110,6 +113,40 @@ static bool enc_poses(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
     return enc_fixed_array(s, f, st->rq->u.query.poses, st->rq->u.query.n_doubles, 8);
 }
 
+static bool enc_motions(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
+{
+    const encst *st = *arg;
+    return enc_fixed_array(s, f, st->rq->u.motion_check.motions, st->rq->u.motion_check.n_doubles, 8);
+}
+
+static bool enc_points(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
+{
+    const encst *st = *arg;
+    const uint32_t *p = st->rq->u.motion_check.points;
+    size_t n = st->rq->u.motion_check.n_motions, len = 0;
+    if (!p) return true;
+    for (size_t i = 0; i < n; i++) len += tdm_varint_size(p[i]);
+    if (!pb_encode_tag(s, PB_WT_STRING, f->tag) || !pb_encode_varint(s, len)) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!pb_encode_varint(s, p[i])) return false;
+    return true;
+}
+
+static bool enc_robot_meshes(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
+{
+    const encst *st = *arg;
+    for (size_t i = 0; i < st->rq->u.robot_put.n_meshes; i++) {
+        const tdm_robot_mesh_ref *r = &st->rq->u.robot_put.meshes[i];
+        tandem_v1_RobotMesh m = tandem_v1_RobotMesh_init_zero;
+        m.filename.funcs.encode = enc_string;
+        m.filename.arg = (void *)(uintptr_t)r->filename;
+        m.mesh_id.funcs.encode = enc_id;
+        m.mesh_id.arg = (void *)(uintptr_t)r->mesh_id;
+        if (!pb_encode_tag_for_field(s, f) || !pb_encode_submessage(s, tandem_v1_RobotMesh_fields, &m)) return false;
+    }
+    return true;
+}
+
 static bool enc_objects(pb_ostream_t *s, const pb_field_t *f, void *const *arg)
 {
     const encst *st = *arg;
@@ -167,9 +204,43 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         SET_CB(st->m.mesh_put.vertices, enc_vertices, st);
         SET_CB(st->m.mesh_put.triangles, enc_triangles, st);
         return 0;
+    case TDM_REPLY_ROBOT_PUT:
+        if (!rq->u.robot_put.urdf || (rq->u.robot_put.n_meshes && !rq->u.robot_put.meshes)) break;
+        for (size_t i = 0; i < rq->u.robot_put.n_meshes; i++)
+            if (!rq->u.robot_put.meshes[i].filename) goto bad;
+        st->fields = tandem_v1_RobotPut_fields;
+        SET_CB(st->m.robot_put.name, enc_string, rq->u.robot_put.name);
+        SET_CB(st->m.robot_put.urdf, enc_string, rq->u.robot_put.urdf);
+        SET_CB(st->m.robot_put.srdf, enc_string, rq->u.robot_put.srdf);
+        SET_CB(st->m.robot_put.meshes, enc_robot_meshes, st);
+        return 0;
+    case TDM_REPLY_ROBOT_SCENE_PUT:
+        if (!rq->u.robot_scene_put.robot_id || !rq->u.robot_scene_put.world) break;
+        st->fields = tandem_v1_RobotScenePut_fields;
+        SET_CB(st->m.robot_scene_put.name, enc_string, rq->u.robot_scene_put.name);
+        SET_CB(st->m.robot_scene_put.robot_id, enc_id, rq->u.robot_scene_put.robot_id);
+        SET_CB(st->m.robot_scene_put.world, enc_string, rq->u.robot_scene_put.world);
+        return 0;
+    case TDM_REPLY_ROBOT_LIST:
+        st->fields = tandem_v1_RobotList_fields;
+        return 0;
+    case TDM_REPLY_MOTION_CHECK:
+        if (!rq->u.motion_check.scene_id || !rq->u.motion_check.motions || !rq->u.motion_check.n_doubles) break;
+        st->fields = tandem_v1_MotionCheck_fields;
+        SET_CB(st->m.motion_check.scene_id, enc_id, rq->u.motion_check.scene_id);
+        st->m.motion_check.resolution = rq->u.motion_check.resolution;
+        SET_CB(st->m.motion_check.motions, enc_motions, st);
+        SET_CB(st->m.motion_check.points, enc_points, st);
+        return 0;
+    case TDM_REPLY_ROBOT_DELETE:
     case TDM_REPLY_MESH_DELETE:
     case TDM_REPLY_SCENE_DELETE:
         if (!rq->u.id) break;
+        if (rq->type == TDM_REPLY_ROBOT_DELETE) {
+            st->fields = tandem_v1_RobotDelete_fields; /* one bytes field, as MeshDelete */
+            SET_CB(st->m.mesh_delete.mesh_id, enc_id, rq->u.id);
+            return 0;
+        }
         st->fields = rq->type == TDM_REPLY_MESH_DELETE ? tandem_v1_MeshDelete_fields : tandem_v1_SceneDelete_fields;
         SET_CB(st->m.mesh_delete.mesh_id, enc_id, rq->u.id); /* both messages are one bytes field */
         return 0;
@@ -188,7 +259,8 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         SET_CB(st->m.query.scene_id, enc_id, rq->u.query.scene_id);
         st->m.query.mode = rq->u.query.mode == TDM_QUERY_CONTACTS ? tandem_v1_Mode_MODE_CONTACTS
                                                                   : tandem_v1_Mode_MODE_BOOL;
-        SET_CB(st->m.query.poses, enc_poses, st);
+        if (rq->u.query.is_configs) SET_CB(st->m.query.configs, enc_poses, st);
+        else SET_CB(st->m.query.poses, enc_poses, st);
         st->m.query.max_contacts = rq->u.query.max_contacts;
         st->m.query.want_pairs = rq->u.query.want_pairs != 0;
         return 0;
@@ -204,6 +276,7 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
     default:
         break;
     }
+bad:
     tdm__fmt(err, errlen, "invalid request arguments (a NULL array, or an empty query)");
     return TDM_CLIENT_EINVAL;
 }
@@ -354,6 +427,69 @@ int tdm_encode_query(void *dst, size_t cap, size_t *len, uint64_t id, const uint
     return rc ? rc : encode_into(&rq, dst, cap, len, id);
 }
 
+int tdm_encode_robot_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name, const char *urdf,
+                         const char *srdf, const tdm_robot_mesh_ref *meshes, size_t n_meshes)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_PUT, .u.robot_put = {name, urdf, srdf, meshes, n_meshes}};
+    return encode_into(&rq, dst, cap, len, id);
+}
+
+int tdm_encode_motion_check(void *dst, size_t cap, size_t *len, uint64_t id, const uint8_t scene_id[TDM_ID_BYTES],
+                            double resolution, const double *motions, uint32_t n_joints, size_t n_motions)
+{
+    if (n_joints == 0 || n_motions == 0 || n_motions > SIZE_MAX / 16 / n_joints) return TDM_CLIENT_EINVAL;
+    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions}};
+    return encode_into(&rq, dst, cap, len, id);
+}
+
+int tdm_encode_robot_list(void *dst, size_t cap, size_t *len, uint64_t id)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_LIST};
+    return encode_into(&rq, dst, cap, len, id);
+}
+
+int tdm_encode_robot_delete(void *dst, size_t cap, size_t *len, uint64_t id, const uint8_t robot_id[TDM_ID_BYTES])
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_DELETE, .u.id = robot_id};
+    return encode_into(&rq, dst, cap, len, id);
+}
+
+int tdm_encode_robot_scene_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name,
+                               const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml)
+{
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    return encode_into(&rq, dst, cap, len, id);
+}
+
+int tdm__req_query_configs(tdm__req *rq, const uint8_t *scene_id, tdm_query_mode mode, const double *configs,
+                           uint32_t n_joints, size_t n_queries, uint32_t max_contacts, int want_pairs)
+{
+    memset(rq, 0, sizeof *rq);
+    if (!scene_id || !configs || n_joints == 0 || n_queries == 0) return TDM_CLIENT_EINVAL;
+    if (mode != TDM_QUERY_BOOL && mode != TDM_QUERY_CONTACTS) return TDM_CLIENT_EINVAL;
+    if (n_queries > SIZE_MAX / 8 / n_joints) return TDM_CLIENT_EINVAL;
+    rq->type = TDM_REPLY_QUERY;
+    rq->u.query.scene_id = scene_id;
+    rq->u.query.mode = mode;
+    rq->u.query.poses = configs;
+    rq->u.query.n_doubles = n_queries * n_joints;
+    rq->u.query.max_contacts = max_contacts;
+    rq->u.query.want_pairs = want_pairs;
+    rq->u.query.is_configs = 1;
+    return 0;
+}
+
+int tdm_encode_query_configs(void *dst, size_t cap, size_t *len, uint64_t id, const uint8_t scene_id[TDM_ID_BYTES],
+                             tdm_query_mode mode, const double *configs, uint32_t n_joints, size_t n_queries,
+                             uint32_t max_contacts, int want_pairs)
+{
+    tdm__req rq;
+    if (tdm__req_query_configs(&rq, scene_id, mode, configs, n_joints, n_queries, max_contacts, want_pairs))
+        return TDM_CLIENT_EINVAL;
+    return encode_into(&rq, dst, cap, len, id);
+}
+
 int tdm_encode_stats(void *dst, size_t cap, size_t *len, uint64_t id)
 {
     tdm__req rq = {.type = TDM_REPLY_STATS};
@@ -403,6 +539,11 @@ void tdm__reader_deinit(tdm_reader *r)
     free(r->meshes);
     free(r->scenes);
     free(r->u32s);
+    free(r->joints);
+    free(r->robots);
+    free(r->objects);
+    free(r->motions);
+    free(r->doubles);
     free(r->chars);
     memset(r, 0, sizeof *r);
 }
@@ -468,7 +609,7 @@ int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len)
 
 static bool is_body_tag(uint32_t tag)
 {
-    return tag == TDM_REPLY_ERROR || (tag >= TDM_REPLY_HELLO && tag <= TDM_REPLY_STATS);
+    return tag == TDM_REPLY_ERROR || (tag >= TDM_REPLY_HELLO && tag <= TDM_REPLY_MOTION_CHECK);
 }
 
 int tdm__frame_parse(tdm_reader *r, const uint8_t *buf, size_t len, tdm__frame *f)
@@ -508,7 +649,7 @@ typedef struct dctx {
     const tdm__qsink *qs;
     int err;         /* TDM_CLIENT_ENOMEM, or 0 for a malformed message (EPROTO) */
     const char *why; /* what was malformed */
-    size_t n_chars, n_u32s, n_meshes, n_scenes;
+    size_t n_chars, n_u32s, n_meshes, n_scenes, n_joints, n_robots, n_objects, n_motions, n_doubles;
     tdm_query_result *results;
     size_t n_results, results_cap;
     size_t n_pairs, cur_pairs; /* pairs seen in the batch / in the current result */
@@ -803,6 +944,7 @@ static bool dec_mesh_info(pb_istream_t *s, const pb_field_t *f, void **arg)
     mi->n_vertices = m.n_vertices;
     mi->n_triangles = m.n_triangles;
     mi->scenes = m.scenes;
+    mi->robots = m.robots;
     d->n_meshes++;
     return true;
 }
@@ -818,6 +960,9 @@ static bool dec_scene_info(pb_istream_t *s, const pb_field_t *f, void **arg)
     idarg id = {d, si->scene_id, false};
     strarg name = {d, 0};
     u32arg mov = {d, 0, 0};
+    idarg rid = {d, si->robot_id, false};
+    m.robot_id.funcs.decode = dec_id;
+    m.robot_id.arg = &rid;
     m.scene_id.funcs.decode = dec_id;
     m.scene_id.arg = &id;
     m.name.funcs.decode = dec_arena_string;
@@ -833,7 +978,129 @@ static bool dec_scene_info(pb_istream_t *s, const pb_field_t *f, void **arg)
     si->n_objects = m.n_objects;
     si->movable = (const uint32_t *)(uintptr_t)mov.off;
     si->n_movable = mov.n;
+    si->is_robot_scene = rid.seen;
     d->n_scenes++;
+    return true;
+}
+
+/* Robot replies: joints, robots and objects go into the reader's scratch arrays; strings
+ * and the joints of each robot are offsets until the end of the reply. */
+typedef struct jointsarg {
+    dctx *d;
+    size_t off, n;
+} jointsarg;
+
+static bool dec_joint(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    jointsarg *a = *arg;
+    dctx *d = a->d;
+    if (a->n == 0) a->off = d->n_joints;
+    if (!grow(d, (void **)&d->r->joints, &d->r->joints_cap, d->n_joints + 1, sizeof *d->r->joints)) return false;
+    tandem_v1_RobotJoint m = tandem_v1_RobotJoint_init_zero;
+    strarg name = {d, 0};
+    m.name.funcs.decode = dec_arena_string;
+    m.name.arg = &name;
+    if (!pb_decode(s, tandem_v1_RobotJoint_fields, &m)) return false;
+    tdm_joint_info *j = &d->r->joints[d->n_joints++];
+    j->name = (const char *)(uintptr_t)name.off;
+    j->lower = m.lower;
+    j->upper = m.upper;
+    a->n++;
+    return true;
+}
+
+static bool dec_robot_info(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    dctx *d = *arg;
+    if (!grow(d, (void **)&d->r->robots, &d->r->robots_cap, d->n_robots + 1, sizeof *d->r->robots)) return false;
+    tdm_robot_info *ri = &d->r->robots[d->n_robots];
+    memset(ri, 0, sizeof *ri);
+    tandem_v1_RobotInfo m = tandem_v1_RobotInfo_init_zero;
+    idarg id = {d, ri->robot_id, false};
+    strarg name = {d, 0};
+    jointsarg ja = {d, 0, 0};
+    m.robot_id.funcs.decode = dec_id;
+    m.robot_id.arg = &id;
+    m.name.funcs.decode = dec_arena_string;
+    m.name.arg = &name;
+    m.joints.funcs.decode = dec_joint;
+    m.joints.arg = &ja;
+    if (!pb_decode(s, tandem_v1_RobotInfo_fields, &m)) return false;
+    if (!id.seen) {
+        d->why = "a robot without an id";
+        return false;
+    }
+    ri->name = (const char *)(uintptr_t)name.off;
+    ri->joints = (const tdm_joint_info *)(uintptr_t)ja.off;
+    ri->n_joints = ja.n;
+    ri->n_links = m.n_links;
+    ri->n_elements = m.n_elements;
+    ri->scenes = m.scenes;
+    d->n_robots++;
+    return true;
+}
+
+static bool dec_robot_object(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    dctx *d = *arg;
+    if (!grow(d, (void **)&d->r->objects, &d->r->objects_cap, d->n_objects + 1, sizeof *d->r->objects)) return false;
+    tandem_v1_RobotSceneObject m = tandem_v1_RobotSceneObject_init_zero;
+    strarg link = {d, 0}, wo = {d, 0};
+    m.link.funcs.decode = dec_arena_string;
+    m.link.arg = &link;
+    m.world_object.funcs.decode = dec_arena_string;
+    m.world_object.arg = &wo;
+    if (!pb_decode(s, tandem_v1_RobotSceneObject_fields, &m)) return false;
+    tdm_robot_object *o = &d->r->objects[d->n_objects++];
+    o->object_id = m.object_id;
+    o->movable = m.movable;
+    o->link = (const char *)(uintptr_t)link.off;
+    o->element = m.element;
+    o->world_object = (const char *)(uintptr_t)wo.off;
+    o->shape = m.shape;
+    return true;
+}
+
+/* Packed or not, as dec_u32s: doubles into the reader's scratch. */
+typedef struct dblarg {
+    dctx *d;
+    size_t off, n;
+} dblarg;
+
+static bool dec_doubles(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    dblarg *a = *arg;
+    dctx *d = a->d;
+    if (a->n == 0) a->off = d->n_doubles;
+    while (s->bytes_left) {
+        uint64_t v;
+        if (!pb_decode_fixed64(s, &v)) return false;
+        if (!grow(d, (void **)&d->r->doubles, &d->r->doubles_cap, d->n_doubles + 1, sizeof(double))) return false;
+        memcpy(&d->r->doubles[d->n_doubles++], &v, sizeof(double));
+        a->n++;
+    }
+    return true;
+}
+
+static bool dec_motion_result(pb_istream_t *s, const pb_field_t *f, void **arg)
+{
+    (void)f;
+    dctx *d = *arg;
+    if (!grow(d, (void **)&d->r->motions, &d->r->motions_cap, d->n_motions + 1, sizeof *d->r->motions)) return false;
+    tandem_v1_MotionResult m = tandem_v1_MotionResult_init_zero;
+    dblarg da = {d, 0, 0};
+    m.last_free.funcs.decode = dec_doubles;
+    m.last_free.arg = &da;
+    if (!pb_decode(s, tandem_v1_MotionResult_fields, &m)) return false;
+    tdm_motion_result *o = &d->r->motions[d->n_motions++];
+    o->first_colliding = m.first_colliding;
+    o->n_states = m.n_states;
+    o->last_free = (const double *)(uintptr_t)da.off;
+    o->n_last_free = da.n;
     return true;
 }
 
@@ -848,6 +1115,9 @@ static void copy_limits(tdm_limits *o, const tandem_v1_Limits *l)
     o->max_pipelined = l->max_pipelined;
     o->max_connections = l->max_connections;
     o->max_meshes_bytes = l->max_meshes_bytes;
+    o->max_robots = l->max_robots;
+    o->max_robot_text_bytes = l->max_robot_text_bytes;
+    o->max_motion_states = l->max_motion_states;
 }
 
 static const char empty_string[] = "";
@@ -870,8 +1140,9 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
     pb_istream_t s = pb_istream_from_buffer(f->body, f->body_len);
     bool ok = false;
     strarg s1 = {&d, 0}, s2 = {&d, 0};
-    idarg id;
+    idarg id, id2;
     u32arg mov = {&d, 0, 0};
+    jointsarg ja = {&d, 0, 0};
 
     switch (f->type) {
     case TDM_REPLY_ERROR: {
@@ -920,6 +1191,63 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         ok = pb_decode(&s, tandem_v1_MeshListReply_fields, &m);
         break;
     }
+    case TDM_REPLY_ROBOT_PUT: {
+        tandem_v1_RobotPutReply m = tandem_v1_RobotPutReply_init_zero;
+        id = (idarg){&d, rep->u.robot_put.robot_id, false};
+        m.robot_id.funcs.decode = dec_id;
+        m.robot_id.arg = &id;
+        m.joints.funcs.decode = dec_joint;
+        m.joints.arg = &ja;
+        ok = pb_decode(&s, tandem_v1_RobotPutReply_fields, &m);
+        if (ok && !id.seen) {
+            ok = false;
+            d.why = "a RobotPutReply without robot_id";
+        }
+        rep->u.robot_put.created = m.created;
+        rep->u.robot_put.n_links = m.n_links;
+        rep->u.robot_put.n_elements = m.n_elements;
+        rep->u.robot_put.n_joints = ja.n;
+        break;
+    }
+    case TDM_REPLY_ROBOT_LIST: {
+        tandem_v1_RobotListReply m = tandem_v1_RobotListReply_init_zero;
+        m.robots.funcs.decode = dec_robot_info;
+        m.robots.arg = &d;
+        ok = pb_decode(&s, tandem_v1_RobotListReply_fields, &m);
+        break;
+    }
+    case TDM_REPLY_ROBOT_SCENE_PUT: {
+        tandem_v1_RobotScenePutReply m = tandem_v1_RobotScenePutReply_init_zero;
+        tdm_robot_scene_info *o = &rep->u.robot_scene_put;
+        id = (idarg){&d, o->scene_id, false};
+        id2 = (idarg){&d, o->robot_id, false};
+        m.scene_id.funcs.decode = dec_id;
+        m.scene_id.arg = &id;
+        m.robot_id.funcs.decode = dec_id;
+        m.robot_id.arg = &id2;
+        m.joints.funcs.decode = dec_joint;
+        m.joints.arg = &ja;
+        m.objects.funcs.decode = dec_robot_object;
+        m.objects.arg = &d;
+        ok = pb_decode(&s, tandem_v1_RobotScenePutReply_fields, &m);
+        if (ok && (!id.seen || !id2.seen)) {
+            ok = false;
+            d.why = "a RobotScenePutReply without scene_id or robot_id";
+        }
+        o->created = m.created;
+        o->n_joints = ja.n;
+        o->n_objects = d.n_objects;
+        o->n_checks = m.n_checks;
+        break;
+    }
+    case TDM_REPLY_MOTION_CHECK: {
+        tandem_v1_MotionCheckReply m = tandem_v1_MotionCheckReply_init_zero;
+        m.results.funcs.decode = dec_motion_result;
+        m.results.arg = &d;
+        ok = pb_decode(&s, tandem_v1_MotionCheckReply_fields, &m);
+        break;
+    }
+    case TDM_REPLY_ROBOT_DELETE:
     case TDM_REPLY_MESH_DELETE:
     case TDM_REPLY_SCENE_DELETE: {
         tandem_v1_Deleted m = tandem_v1_Deleted_init_zero;
@@ -991,6 +1319,7 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         o->device_bytes = m.device_bytes;
         o->device_meshes = m.device_meshes;
         o->dispatch_threshold = m.dispatch_threshold;
+        o->robots = m.robots;
         break;
     }
     default:
@@ -1023,6 +1352,33 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
         rep->u.scene_list.n = d.n_scenes;
     } else if (f->type == TDM_REPLY_SCENE_PUT) {
         rep->u.scene_put.movable = r->u32s + mov.off;
+    } else if (f->type == TDM_REPLY_MOTION_CHECK) {
+        for (size_t i = 0; i < d.n_motions; i++)
+            r->motions[i].last_free =
+                r->motions[i].n_last_free ? r->doubles + (uintptr_t)r->motions[i].last_free : NULL;
+        rep->u.motion_check.results = r->motions;
+        rep->u.motion_check.n = d.n_motions;
+    } else if (f->type == TDM_REPLY_ROBOT_PUT || f->type == TDM_REPLY_ROBOT_LIST ||
+               f->type == TDM_REPLY_ROBOT_SCENE_PUT) {
+        for (size_t i = 0; i < d.n_joints; i++) r->joints[i].name = chars + (uintptr_t)r->joints[i].name;
+        if (f->type == TDM_REPLY_ROBOT_PUT) {
+            rep->u.robot_put.name = empty_string;
+            rep->u.robot_put.joints = ja.n ? r->joints + ja.off : NULL;
+        } else if (f->type == TDM_REPLY_ROBOT_LIST) {
+            for (size_t i = 0; i < d.n_robots; i++) {
+                r->robots[i].name = chars + (uintptr_t)r->robots[i].name;
+                r->robots[i].joints = r->robots[i].n_joints ? r->joints + (uintptr_t)r->robots[i].joints : NULL;
+            }
+            rep->u.robot_list.robots = r->robots;
+            rep->u.robot_list.n = d.n_robots;
+        } else {
+            for (size_t i = 0; i < d.n_objects; i++) {
+                r->objects[i].link = chars + (uintptr_t)r->objects[i].link;
+                r->objects[i].world_object = chars + (uintptr_t)r->objects[i].world_object;
+            }
+            rep->u.robot_scene_put.joints = ja.n ? r->joints + ja.off : NULL;
+            rep->u.robot_scene_put.objects = d.n_objects ? r->objects : NULL;
+        }
     } else if (f->type == TDM_REPLY_QUERY) {
         rep->u.query.results = d.results;
         rep->u.query.n = d.n_results;

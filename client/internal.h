@@ -51,11 +51,30 @@ typedef struct tdm__req {
         struct {
             const uint8_t *scene_id;
             int mode;
-            const double *poses;
+            const double *poses; /* or configs (is_configs): Query.configs */
             size_t n_doubles;
             uint32_t max_contacts;
             int want_pairs;
+            int is_configs;
         } query;
+        struct {
+            const char *name, *urdf, *srdf;
+            const tdm_robot_mesh_ref *meshes;
+            size_t n_meshes;
+        } robot_put;
+        struct {
+            const char *name;
+            const uint8_t *robot_id;
+            const char *world;
+        } robot_scene_put;
+        struct {
+            const uint8_t *scene_id;
+            double resolution;
+            const double *motions;
+            size_t n_doubles;
+            const uint32_t *points; /* NULL: 2 per motion */
+            size_t n_motions;
+        } motion_check;
     } u;
 } tdm__req;
 
@@ -63,6 +82,10 @@ typedef struct tdm__req {
  * overflow; both must be positive). Returns 0 or TDM_CLIENT_EINVAL. */
 TDM__HIDDEN int tdm__req_query(tdm__req *rq, const uint8_t *scene_id, tdm_query_mode mode, const double *poses,
                                uint32_t n_movable, size_t n_queries, uint32_t max_contacts, int want_pairs);
+/* The same for a Query with configurations (n_joints per query). */
+TDM__HIDDEN int tdm__req_query_configs(tdm__req *rq, const uint8_t *scene_id, tdm_query_mode mode,
+                                       const double *configs, uint32_t n_joints, size_t n_queries,
+                                       uint32_t max_contacts, int want_pairs);
 /* Appends one frame to b. max_frame (0: none) is the server's limit on the length after
  * the prefix: over it is TDM_CLIENT_ELIMIT with a message in err. */
 TDM__HIDDEN int tdm__encode(const tdm__req *rq, uint64_t id, tdm__buf *b, uint32_t max_frame, char *err,
@@ -96,6 +119,16 @@ struct tdm_reader {
     size_t scenes_cap;
     uint32_t *u32s;
     size_t u32s_cap;
+    tdm_joint_info *joints;
+    size_t joints_cap;
+    tdm_robot_info *robots;
+    size_t robots_cap;
+    tdm_robot_object *objects;
+    size_t objects_cap;
+    tdm_motion_result *motions;
+    size_t motions_cap;
+    double *doubles;
+    size_t doubles_cap;
     char *chars;
     size_t chars_cap;
 };
@@ -167,6 +200,12 @@ TDM__HIDDEN int tdm__net_connect(const char *addr, int timeout_ms, bool wait, in
                                  size_t errlen);
 /* The pending error of a non-blocking connect (SO_ERROR): 0 or an errno value. */
 TDM__HIDDEN int tdm__net_so_error(int fd);
+
+/* ---- the blocking client's local errors (client.c), for robot_files.c ---- */
+
+/* Records a failure that happened before anything was sent (c stays usable): code and
+ * msg become tdm_client_errstr's. Returns code. */
+TDM__HIDDEN int tdm__client_local_error(tdm_client *c, int code, const char *msg);
 
 /* ---- misc --------------------------------------------------------------------------------- */
 

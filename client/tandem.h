@@ -88,7 +88,10 @@ enum tdm_server_code {
     TDM_SERVER_NO_MEMORY = 12,
     TDM_SERVER_STORAGE = 13,
     TDM_SERVER_BUSY = 14,
-    TDM_SERVER_INTERNAL = 15
+    TDM_SERVER_INTERNAL = 15,
+    TDM_SERVER_UNKNOWN_ROBOT = 16,
+    TDM_SERVER_ROBOT_IN_USE = 17,
+    TDM_SERVER_BAD_ROBOT = 18
 };
 /* Static lower-case name of a server error code ("limit", "unknown mesh"...). Thread-safe. */
 TDM_API const char *tdm_server_code_name(int code);
@@ -113,6 +116,8 @@ typedef struct tdm_limits {
     uint32_t max_frame_bytes, max_vertices, max_triangles, max_objects, max_queries, max_contacts,
         max_pipelined, max_connections;
     uint64_t max_meshes_bytes;
+    uint32_t max_robots, max_robot_text_bytes;
+    uint64_t max_motion_states;
 } tdm_limits;
 
 /* What the server said in its HelloReply. */
@@ -128,6 +133,7 @@ typedef struct tdm_mesh_info {
     const char *name; /* never NULL */
     uint32_t n_vertices, n_triangles;
     uint32_t scenes; /* stored scenes that use the mesh */
+    uint32_t robots; /* stored robots that use the mesh */
 } tdm_mesh_info;
 
 typedef struct tdm_scene_info {
@@ -136,7 +142,60 @@ typedef struct tdm_scene_info {
     uint32_t n_objects;
     const uint32_t *movable; /* movable object ids, in the order Query poses use */
     size_t n_movable;
+    int is_robot_scene;      /* a robot scene (RobotScenePut): robot_id is its robot */
+    uint8_t robot_id[TDM_ID_BYTES];
 } tdm_scene_info;
+
+/* ---- robots (issue 13): plain structs, for C and for ctypes ---- */
+
+/* A mesh file named by a URDF and the stored mesh (tdm_mesh_put, vertices as the file has
+ * them, unscaled) that stands for it: filename exactly as the URDF's <mesh filename>. */
+typedef struct tdm_robot_mesh_ref {
+    const char *filename;
+    uint8_t mesh_id[TDM_ID_BYTES];
+} tdm_robot_mesh_ref;
+
+/* An active joint: its name and limits (radians or metres), in configuration order. */
+typedef struct tdm_joint_info {
+    const char *name;
+    double lower, upper;
+} tdm_joint_info;
+
+/* A stored robot (RobotPutReply, RobotInfo). */
+typedef struct tdm_robot_info {
+    uint8_t robot_id[TDM_ID_BYTES];
+    const char *name;              /* "" in a put's answer */
+    const tdm_joint_info *joints;  /* the active joints, in configuration order */
+    size_t n_joints;
+    uint32_t n_links, n_elements;  /* links; collision elements (a robot scene's movable objects) */
+    uint32_t scenes;               /* lists: robot scenes using the robot */
+    int created;                   /* puts: 0 when an identical robot was already stored */
+} tdm_robot_info;
+
+/* One object of a robot scene: a robot collision element (movable: its link and its index
+ * among the link's collisions) or a world shape (fixed: the world object's id and the
+ * shape's index in it, primitives first then meshes). */
+typedef struct tdm_robot_object {
+    uint32_t object_id;
+    int movable;
+    const char *link;         /* movable; "" otherwise */
+    uint32_t element;
+    const char *world_object; /* fixed; "" otherwise */
+    uint32_t shape;
+} tdm_robot_object;
+
+/* A stored robot scene (RobotScenePutReply). Query answers' object_a / object_b are
+ * object ids: objects[id] says what each is. */
+typedef struct tdm_robot_scene_info {
+    uint8_t scene_id[TDM_ID_BYTES];
+    uint8_t robot_id[TDM_ID_BYTES];
+    int created;
+    const tdm_joint_info *joints; /* configuration order */
+    size_t n_joints;
+    const tdm_robot_object *objects; /* by id */
+    size_t n_objects;
+    uint32_t n_checks;            /* checked object pairs per configuration */
+} tdm_robot_scene_info;
 
 /* One object of a scene. A fixed object is placed at `pose` when has_pose is set, at the
  * identity otherwise; a movable object's pose comes with each query. */
@@ -200,12 +259,21 @@ typedef struct tdm_stats {
     uint64_t device_bytes;                       /* device memory held now */
     uint32_t device_meshes;                      /* meshes resident on the device */
     uint64_t dispatch_threshold;                 /* engine auto: smaller batches run on the CPU */
+    uint32_t robots;                             /* robots stored (robot scenes count in scenes) */
 } tdm_stats;
 
 /* 64 lower-case hex digits and a NUL into hex[TDM_ID_HEX]. Returns hex. */
 TDM_API char *tdm_id_to_hex(const uint8_t id[TDM_ID_BYTES], char hex[TDM_ID_HEX]);
 /* Parses exactly 64 hex digits (either case). Returns 0 or TDM_CLIENT_EINVAL. */
 TDM_API int tdm_id_from_hex(const char *hex, uint8_t id[TDM_ID_BYTES]);
+
+/* One motion's answer (MotionResult). */
+typedef struct tdm_motion_result {
+    int64_t first_colliding;  /* the smallest colliding state k, or -1 when every state is free */
+    uint64_t n_states;
+    const double *last_free;  /* n_last_free (0 or J) values: state k - 1, or the end when free */
+    size_t n_last_free;
+} tdm_motion_result;
 
 /* ---- 1. codec: encoders and reader, no I/O ----------------------------------------------- */
 
@@ -222,7 +290,12 @@ typedef enum tdm_reply_type {
     TDM_REPLY_SCENE_LIST = 15,
     TDM_REPLY_SCENE_DELETE = 16,
     TDM_REPLY_QUERY = 17,
-    TDM_REPLY_STATS = 18
+    TDM_REPLY_STATS = 18,
+    TDM_REPLY_ROBOT_PUT = 19,
+    TDM_REPLY_ROBOT_LIST = 20,
+    TDM_REPLY_ROBOT_DELETE = 21,
+    TDM_REPLY_ROBOT_SCENE_PUT = 22,
+    TDM_REPLY_MOTION_CHECK = 23
 } tdm_reply_type;
 
 /* A decoded reply. Everything it points to is borrowed: owned by the reader (or the async
@@ -262,6 +335,16 @@ typedef struct tdm_reply {
             size_t n_pairs;
         } query;
         tdm_stats stats;
+        tdm_robot_info robot_put;
+        struct {
+            const tdm_robot_info *robots;
+            size_t n;
+        } robot_list;
+        tdm_robot_scene_info robot_scene_put;
+        struct {
+            const tdm_motion_result *results;
+            size_t n;
+        } motion_check;
     } u;
 } tdm_reply;
 
@@ -304,6 +387,22 @@ TDM_API int tdm_encode_query(void *dst, size_t cap, size_t *len, uint64_t id, co
                              tdm_query_mode mode, const double *poses, uint32_t n_movable, size_t n_queries,
                              uint32_t max_contacts, int want_pairs);
 TDM_API int tdm_encode_stats(void *dst, size_t cap, size_t *len, uint64_t id);
+/* urdf: required; srdf and name may be NULL. */
+TDM_API int tdm_encode_robot_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name, const char *urdf,
+                                 const char *srdf, const tdm_robot_mesh_ref *meshes, size_t n_meshes);
+TDM_API int tdm_encode_robot_list(void *dst, size_t cap, size_t *len, uint64_t id);
+TDM_API int tdm_encode_robot_delete(void *dst, size_t cap, size_t *len, uint64_t id,
+                                    const uint8_t robot_id[TDM_ID_BYTES]);
+TDM_API int tdm_encode_robot_scene_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name,
+                                       const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml);
+/* motions: 2 * n_joints doubles per motion (start, then end). */
+TDM_API int tdm_encode_motion_check(void *dst, size_t cap, size_t *len, uint64_t id,
+                                    const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                                    uint32_t n_joints, size_t n_motions);
+/* configs: n_joints doubles per query, query i at i * n_joints (a robot scene's joints order). */
+TDM_API int tdm_encode_query_configs(void *dst, size_t cap, size_t *len, uint64_t id,
+                                     const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *configs,
+                                     uint32_t n_joints, size_t n_queries, uint32_t max_contacts, int want_pairs);
 
 /* ---- 2. blocking client ----------------------------------------------------------------- */
 
@@ -401,6 +500,77 @@ TDM_API size_t tdm_query_outstanding(const tdm_client *c);
 
 TDM_API int tdm_stats_get(tdm_client *c, tdm_stats *out);
 
+/* ---- robots ---- */
+
+/* Stores a robot: its URDF text, its SRDF text (NULL: none), and the stored mesh of each
+ * mesh filename the URDF uses (every one, once). The server parses them as `tandem check
+ * --urdf` does: a bad file gets TDM_CLIENT_ESERVER with the server's error naming the line
+ * and element (code TDM_SERVER_BAD_ROBOT, field "urdf" or "srdf"; TDM_SERVER_UNKNOWN_MESH,
+ * field "meshes", for a filename missing from the table or an id not stored). robot_id
+ * receives the id; created and info may be NULL: *info receives one malloc'd block (the
+ * joints inside), freed with tdm_robot_info_free. */
+TDM_API int tdm_robot_put(tdm_client *c, const char *name, const char *urdf, const char *srdf,
+                          const tdm_robot_mesh_ref *meshes, size_t n_meshes, uint8_t robot_id[TDM_ID_BYTES],
+                          int *created, tdm_robot_info **info);
+/* Stored robots, as one malloc'd block of *n entries (free with tdm_robot_info_free). */
+TDM_API int tdm_robot_list(tdm_client *c, tdm_robot_info **out, size_t *n);
+TDM_API void tdm_robot_info_free(tdm_robot_info *info);
+/* Refused (TDM_SERVER_ROBOT_IN_USE) while a robot scene uses the robot. */
+TDM_API int tdm_robot_delete(tdm_client *c, const uint8_t robot_id[TDM_ID_BYTES]);
+
+/* Stores the robot in a MoveIt planning scene (world_yaml: the YAML text). It is a scene:
+ * tdm_scene_list lists it, tdm_scene_delete deletes it. scene_id receives its id; created
+ * and info may be NULL (*info: one malloc'd block, freed with tdm_robot_scene_info_free). */
+TDM_API int tdm_robot_scene_put(tdm_client *c, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
+                                const char *world_yaml, uint8_t scene_id[TDM_ID_BYTES], int *created,
+                                tdm_robot_scene_info **info);
+TDM_API void tdm_robot_scene_info_free(tdm_robot_scene_info *info);
+
+/* Joint-space queries on a robot scene: configs holds n_joints * n_queries doubles (query i
+ * at i * n_joints, the scene's joints order). Otherwise as tdm_query; an answer's object_a
+ * and object_b are the first colliding pair's object ids (tdm_robot_scene_info.objects). */
+TDM_API int tdm_query_configs(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                              const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
+                              tdm_query_result *results, tdm_pairs *pairs);
+/* tdm_query_configs pipelined: as tdm_query_send; answers come back through tdm_query_wait. */
+TDM_API int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                                   const double *configs, uint32_t n_joints, size_t n_queries, uint32_t max_contacts,
+                                   tdm_query_result *results, tdm_pairs *pairs, uint64_t *id);
+
+/* Motion checks on a robot scene: motions holds 2 * n_joints doubles per motion (start,
+ * then end configuration). Motion a -> b is checked at n = max(2, ceil(max_j |b_j - a_j| /
+ * resolution) + 1) states q_k = a + k/(n-1) (b - a), first to last, stopping at its first
+ * colliding state; the server pools the states of every motion with every other query.
+ * first_colliding[i] receives the smallest colliding k or -1; n_states (may be NULL) each
+ * motion's state count; last_free (may be NULL, else n_motions * n_joints doubles) the last
+ * free state before the first colliding one (the end when free; left untouched when k = 0).
+ * Over max_queries motions or max_motion_states states: split them. */
+TDM_API int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                             const double *motions, uint32_t n_joints, size_t n_motions, int64_t *first_colliding,
+                             uint64_t *n_states, double *last_free);
+/* Paths: motion i goes through n_points[i] >= 2 configurations (points: all of them one
+ * after the other, n_joints values each), segment by segment, each segment cut into
+ * states as a two-point motion is; states are numbered along the path, the point shared
+ * by two segments counted once. Answers as tdm_motion_check. */
+TDM_API int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                   const double *points, uint32_t n_joints, const uint32_t *n_points,
+                                   size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
+                                   double *last_free);
+
+/* File helpers (what `tandem robot put` and `tandem query --urdf` use). tdm_robot_put_files
+ * reads the URDF (and the SRDF, NULL: none), resolves each collision mesh filename as
+ * `tandem check --urdf` does (package://, file://, paths relative to the URDF's folder),
+ * reads each mesh file (any format assimp reads, vertices as the file has them), stores
+ * it with tdm_mesh_put, then stores the robot with the texts and the table. A file that
+ * cannot be read or parsed is TDM_CLIENT_EINVAL with "FILE:LINE: element: what" in
+ * tdm_client_errstr; the server's errors are as for tdm_robot_put. Outputs as there. */
+TDM_API int tdm_robot_put_files(tdm_client *c, const char *name, const char *urdf_path, const char *srdf_path,
+                                uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info);
+/* Reads the planning-scene YAML at yaml_path and stores it with tdm_robot_scene_put. */
+TDM_API int tdm_robot_scene_put_file(tdm_client *c, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
+                                     const char *yaml_path, uint8_t scene_id[TDM_ID_BYTES], int *created,
+                                     tdm_robot_scene_info **info);
+
 /* ---- 3. asynchronous client ------------------------------------------------------------- */
 
 typedef struct tdm_async tdm_async;
@@ -481,6 +651,28 @@ TDM_API int tdm_async_query(tdm_async *ac, tdm_async_reply_cb *cb, void *privdat
                             uint32_t n_movable, size_t n_queries, uint32_t max_contacts, int want_pairs,
                             uint64_t *id);
 TDM_API int tdm_async_stats(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+/* Robots, robot scenes, joint-space queries and motion checks, as the blocking calls; the
+ * callback's reply has u.robot_put, u.robot_list, u.robot_scene_put, u.query or
+ * u.motion_check (borrowed until it returns). */
+TDM_API int tdm_async_robot_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                                const char *urdf, const char *srdf, const tdm_robot_mesh_ref *meshes,
+                                size_t n_meshes, uint64_t *id);
+TDM_API int tdm_async_robot_list(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, uint64_t *id);
+TDM_API int tdm_async_robot_delete(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                   const uint8_t robot_id[TDM_ID_BYTES], uint64_t *id);
+TDM_API int tdm_async_robot_scene_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
+                                      const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml, uint64_t *id);
+TDM_API int tdm_async_query_configs(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                    const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                                    const double *configs, uint32_t n_joints, size_t n_queries,
+                                    uint32_t max_contacts, int want_pairs, uint64_t *id);
+TDM_API int tdm_async_motion_check(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                   const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *motions,
+                                   uint32_t n_joints, size_t n_motions, uint64_t *id);
+TDM_API int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                         const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                         const double *points, uint32_t n_joints, const uint32_t *n_points,
+                                         size_t n_motions, uint64_t *id);
 /* Requests queued and not yet answered. */
 TDM_API size_t tdm_async_pending(const tdm_async *ac);
 

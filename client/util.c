@@ -32,7 +32,8 @@ const char *tdm_server_code_name(int code)
     static const char *const names[] = {"unspecified",  "bad request",   "unsupported version", "unauthenticated",
                                         "limit",        "non-finite",    "bad index",           "not unit",
                                         "empty",        "unknown mesh",  "unknown scene",       "mesh in use",
-                                        "no memory",    "storage",       "busy",                "internal"};
+                                        "no memory",    "storage",       "busy",                "internal",
+                                        "unknown robot", "robot in use", "bad robot"};
     return code >= 0 && code < (int)(sizeof names / sizeof names[0]) ? names[code] : "unknown";
 }
 

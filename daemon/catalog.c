@@ -9,6 +9,7 @@
 /* the tables hold entries; a lookup's entry is its object */
 _Static_assert(offsetof(tdm_stored_mesh, entry) == 0, "the entry must be a mesh's first member");
 _Static_assert(offsetof(tdm_stored_scene, entry) == 0, "the entry must be a scene's first member");
+_Static_assert(offsetof(tdm_stored_robot, entry) == 0, "the entry must be a robot's first member");
 
 /* A chained hash table of entries by id. Ids are SHA-256 digests, already
  * uniform: the first 8 bytes are the hash. An id may appear twice for a moment
@@ -22,11 +23,12 @@ typedef struct table {
 
 struct tdm_catalog {
     pthread_mutex_t lock; /* the tables */
-    table meshes, scenes;
+    table meshes, scenes, robots;
     /* loop thread */
     tdm_stored_mesh *mesh_head, *mesh_tail;
     tdm_stored_scene *scene_head, *scene_tail;
-    uint32_t n_meshes, n_scenes; /* listed */
+    tdm_stored_robot *robot_head, *robot_tail;
+    uint32_t n_meshes, n_scenes, n_robots; /* listed */
     uint64_t bytes, reserved;
 };
 
@@ -127,14 +129,16 @@ static void table_clear(table *t)
 
 /* An object about to be freed leaves its table (only an unlisted one can still
  * be there: on disk, its op gone; see catalog.h). */
-static void forget(tdm_catalog_entry *e, int is_mesh)
+enum { KIND_MESH, KIND_SCENE, KIND_ROBOT };
+
+static void forget(tdm_catalog_entry *e, int kind)
 {
     tdm_catalog *c = e->catalog; /* set once, when it first entered a table */
     if (!c) return;
     pthread_mutex_lock(&c->lock);
     assert(!e->listed);
     e->on_disk = 0;
-    settle(c, is_mesh ? &c->meshes : &c->scenes, e);
+    settle(c, kind == KIND_MESH ? &c->meshes : kind == KIND_SCENE ? &c->scenes : &c->robots, e);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -165,8 +169,8 @@ void tdm_stored_mesh_unref(tdm_stored_mesh *m)
     if (!m) return;
     assert(m->refs > 0);
     if (--m->refs > 0) return;
-    assert(!m->entry.listed && m->scenes == 0);
-    forget(&m->entry, 1);
+    assert(!m->entry.listed && m->scenes == 0 && m->robots == 0);
+    forget(&m->entry, KIND_MESH);
     /* no query still reads the tree: each holds a scene reference, which holds ours */
     if (m->engine) tdm_sched_mesh_remove(m->engine, m->bvh);
     tdm_bvh_free(m->bvh);
@@ -216,6 +220,10 @@ void tdm_stored_scene_retire(tdm_stored_scene *sc)
 {
     if (sc->retired) return;
     sc->retired = 1;
+    if (sc->robot) {
+        assert(sc->robot->scenes > 0);
+        sc->robot->scenes--;
+    }
     for (uint32_t i = 0; i < sc->n_meshes; i++) {
         assert(sc->meshes[i]->scenes > 0);
         sc->meshes[i]->scenes--;
@@ -228,13 +236,97 @@ void tdm_stored_scene_unref(tdm_stored_scene *sc)
     assert(sc->refs > 0);
     if (--sc->refs > 0) return;
     assert(!sc->entry.listed);
-    forget(&sc->entry, 0);
+    forget(&sc->entry, KIND_SCENE);
     tdm_stored_scene_retire(sc);
-    tdm_scene_destroy(sc->scene);
+    if (sc->rs) {
+        /* no query still reads the trees: each holds a reference on the scene */
+        for (uint32_t i = 0; i < sc->n_resident; i++) tdm_sched_mesh_remove(sc->engine, sc->rs->bvhs[i]);
+        tdm_robot_scene_destroy(sc->rs);
+        tdm_planning_scene_free(sc->ps);
+        tdm_stored_robot_unref(sc->robot);
+    } else {
+        tdm_scene_destroy(sc->scene);
+    }
     for (uint32_t i = 0; i < sc->n_meshes; i++) tdm_stored_mesh_unref(sc->meshes[i]);
     free(sc->meshes);
     free(sc->name);
     free(sc);
+}
+
+tdm_stored_scene *tdm_stored_scene_new_robot(const uint8_t id[TDM_ID_LEN], const char *name, tdm_robot_scene *rs,
+                                             tdm_planning_scene *ps, tdm_stored_robot *robot)
+{
+    tdm_stored_scene *sc = calloc(1, sizeof *sc);
+    if (!sc || !(sc->name = dupstr(name))) {
+        free(sc);
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(ps);
+        return NULL;
+    }
+    memcpy(sc->entry.id, id, TDM_ID_LEN);
+    sc->scene = rs->scene;
+    sc->rs = rs;
+    sc->ps = ps;
+    sc->robot = robot; /* the caller's reference and `scenes` count pass to sc */
+    sc->refs = 1;
+    return sc;
+}
+
+tdm_stored_robot *tdm_stored_robot_new(const uint8_t id[TDM_ID_LEN], const char *name, tdm_robot *robot,
+                                       tdm_stored_mesh *const *meshes, uint32_t n)
+{
+    tdm_stored_robot *r = calloc(1, sizeof *r);
+    if (!r) goto fail;
+    r->name = dupstr(name);
+    r->meshes = malloc(sizeof *r->meshes * (n ? n : 1));
+    if (!r->name || !r->meshes) goto fail;
+    if (n) memcpy(r->meshes, meshes, sizeof *meshes * n);
+    qsort(r->meshes, n, sizeof *r->meshes, cmp_ptr);
+    for (uint32_t i = 0; i < n; i++)
+        if (i == 0 || r->meshes[i] != r->meshes[i - 1]) r->meshes[r->n_meshes++] = r->meshes[i];
+    for (uint32_t i = 0; i < r->n_meshes; i++) {
+        tdm_stored_mesh_ref(r->meshes[i]);
+        r->meshes[i]->robots++;
+    }
+    memcpy(r->entry.id, id, TDM_ID_LEN);
+    r->robot = robot;
+    r->refs = 1;
+    return r;
+fail:
+    if (r) {
+        free(r->name);
+        free(r->meshes);
+        free(r);
+    }
+    tdm_robot_free(robot);
+    return NULL;
+}
+
+void tdm_stored_robot_ref(tdm_stored_robot *r) { r->refs++; }
+
+void tdm_stored_robot_retire(tdm_stored_robot *r)
+{
+    if (r->retired) return;
+    r->retired = 1;
+    for (uint32_t i = 0; i < r->n_meshes; i++) {
+        assert(r->meshes[i]->robots > 0);
+        r->meshes[i]->robots--;
+    }
+}
+
+void tdm_stored_robot_unref(tdm_stored_robot *r)
+{
+    if (!r) return;
+    assert(r->refs > 0);
+    if (--r->refs > 0) return;
+    assert(!r->entry.listed);
+    forget(&r->entry, KIND_ROBOT);
+    tdm_stored_robot_retire(r);
+    tdm_robot_free(r->robot);
+    for (uint32_t i = 0; i < r->n_meshes; i++) tdm_stored_mesh_unref(r->meshes[i]);
+    free(r->meshes);
+    free(r->name);
+    free(r);
 }
 
 /* ---- the catalogue ---- */
@@ -243,12 +335,13 @@ tdm_catalog *tdm_catalog_new(void)
 {
     tdm_catalog *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    if (table_init(&c->meshes) != 0 || table_init(&c->scenes) != 0) goto fail;
+    if (table_init(&c->meshes) != 0 || table_init(&c->scenes) != 0 || table_init(&c->robots) != 0) goto fail;
     if (pthread_mutex_init(&c->lock, NULL) != 0) goto fail;
     return c;
 fail:
     free(c->meshes.buckets);
     free(c->scenes.buckets);
+    free(c->robots.buckets);
     free(c);
     return NULL;
 }
@@ -259,12 +352,18 @@ void tdm_catalog_free(tdm_catalog *c)
     pthread_mutex_lock(&c->lock);
     table_clear(&c->meshes);
     table_clear(&c->scenes);
+    table_clear(&c->robots);
     pthread_mutex_unlock(&c->lock);
-    /* scenes first: they hold references on meshes */
+    /* scenes first: they hold references on robots and meshes; then robots */
     while (c->scene_head) {
         tdm_stored_scene *sc = c->scene_head;
         tdm_catalog_remove_scene(c, sc);
         tdm_stored_scene_unref(sc);
+    }
+    while (c->robot_head) {
+        tdm_stored_robot *r = c->robot_head;
+        tdm_catalog_remove_robot(c, r);
+        tdm_stored_robot_unref(r);
     }
     while (c->mesh_head) {
         tdm_stored_mesh *m = c->mesh_head;
@@ -274,6 +373,7 @@ void tdm_catalog_free(tdm_catalog *c)
     pthread_mutex_destroy(&c->lock);
     free(c->meshes.buckets);
     free(c->scenes.buckets);
+    free(c->robots.buckets);
     free(c);
 }
 
@@ -350,6 +450,39 @@ void tdm_catalog_remove_scene(tdm_catalog *c, tdm_stored_scene *sc)
     c->n_scenes--;
 }
 
+tdm_stored_robot *tdm_catalog_find_robot(tdm_catalog *c, const uint8_t id[TDM_ID_LEN])
+{
+    pthread_mutex_lock(&c->lock);
+    tdm_catalog_entry *e = table_find(&c->robots, id, WANT_LISTED);
+    pthread_mutex_unlock(&c->lock);
+    return (tdm_stored_robot *)(void *)e;
+}
+
+void tdm_catalog_add_robot(tdm_catalog *c, tdm_stored_robot *r)
+{
+    assert(!r->retired);
+    set_listed(c, &c->robots, &r->entry, 1);
+    r->prev = c->robot_tail;
+    r->next = NULL;
+    if (c->robot_tail) c->robot_tail->next = r;
+    else c->robot_head = r;
+    c->robot_tail = r;
+    c->n_robots++;
+}
+
+void tdm_catalog_remove_robot(tdm_catalog *c, tdm_stored_robot *r)
+{
+    set_listed(c, &c->robots, &r->entry, 0);
+    if (r->prev) r->prev->next = r->next;
+    else c->robot_head = r->next;
+    if (r->next) r->next->prev = r->prev;
+    else c->robot_tail = r->prev;
+    r->prev = r->next = NULL;
+    c->n_robots--;
+}
+
+tdm_stored_robot *tdm_catalog_robots(tdm_catalog *c) { return c->robot_head; }
+uint32_t tdm_catalog_n_robots(const tdm_catalog *c) { return c->n_robots; }
 tdm_stored_mesh *tdm_catalog_meshes(tdm_catalog *c) { return c->mesh_head; }
 tdm_stored_scene *tdm_catalog_scenes(tdm_catalog *c) { return c->scene_head; }
 uint32_t tdm_catalog_n_meshes(const tdm_catalog *c) { return c->n_meshes; }
@@ -397,3 +530,6 @@ void tdm_catalog_mesh_written(tdm_catalog *c, tdm_stored_mesh *m) { written(c, &
 void tdm_catalog_scene_written(tdm_catalog *c, tdm_stored_scene *sc) { written(c, &c->scenes, &sc->entry); }
 void tdm_catalog_mesh_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]) { removed(c, &c->meshes, id); }
 void tdm_catalog_scene_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]) { removed(c, &c->scenes, id); }
+int tdm_catalog_robot_on_disk(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]) { return on_disk(c, &c->robots, id); }
+void tdm_catalog_robot_written(tdm_catalog *c, tdm_stored_robot *r) { written(c, &c->robots, &r->entry); }
+void tdm_catalog_robot_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]) { removed(c, &c->robots, id); }

@@ -1,6 +1,7 @@
 /* The catalogue: the meshes (with their trees) and scenes tandemd holds, by id.
  *
- * One table per kind of id: meshes by mesh id, scenes by scene id. An object is
+ * One table per kind of id: meshes by mesh id, robots by robot id, scenes (rigid
+ * and robot scenes) by scene id. An object is
  * in its table while it is listed (what requests see: lookups, MeshList,
  * SceneList, the byte budget) or on disk (its file written, as of the last op
  * the writer thread ran). The two differ only while a writer op is in flight: a
@@ -29,6 +30,10 @@
  *               queries still running on a deleted scene do not block MeshDelete.
  *               Its tree stays where it is (host and device) until refs reach 0.
  *   scene.refs  the catalogue's (while listed), one per query job or writer op.
+ *   mesh.robots robots, listed or being stored, that use the mesh (as mesh.scenes).
+ *   robot.refs  the catalogue's (while listed), one per robot scene, one per writer op.
+ *   robot.scenes robot scenes, listed or being stored, built on the robot:
+ *               RobotDelete refuses while it is > 0; given back at retirement.
  *
  * Listing and unlisting transfer a reference: tdm_catalog_add_* takes the
  * caller's, tdm_catalog_remove_* hands the catalogue's to the caller. */
@@ -37,6 +42,7 @@
 
 #include <stdint.h>
 
+#include "../robot/robot_scene.h"
 #include "../workpile/scene.h"
 #include "../workpile/sched.h"
 #include "content_id.h"
@@ -61,13 +67,37 @@ typedef struct tdm_stored_mesh {
                            NULL when it was not; the last unref removes it there before freeing it */
     uint32_t refs;
     uint32_t scenes;
+    uint32_t robots; /* robots, listed or being stored, that use the mesh: MeshDelete refuses while > 0 */
     struct tdm_stored_mesh *prev, *next; /* listed, in insertion order */
 } tdm_stored_mesh;
+
+/* A robot: its URDF (and SRDF) parsed with mesh filenames mapped to stored meshes
+ * (each element's mesh_path is the hex id of its mesh). */
+typedef struct tdm_stored_robot {
+    tdm_catalog_entry entry;   /* first: entry.id is the robot id */
+    char *name;
+    tdm_robot *robot;          /* owned */
+    tdm_stored_mesh **meshes;  /* distinct meshes used: one ref and one `robots` count each */
+    uint32_t n_meshes;
+    uint32_t refs;
+    uint32_t scenes;           /* robot scenes, listed or being stored: RobotDelete refuses while > 0 */
+    int retired;
+    struct tdm_stored_robot *prev, *next; /* listed, in insertion order */
+} tdm_stored_robot;
 
 typedef struct tdm_stored_scene {
     tdm_catalog_entry entry;   /* first: entry.id is the scene id */
     char *name;
-    tdm_scene *scene;          /* owned; borrows the meshes' trees */
+    tdm_scene *scene;          /* owned (robot scenes: rs->scene, owned through rs); rigid scenes borrow the
+                                  meshes' trees */
+    /* Robot scenes (else NULL): the robot scene (owned, its trees its own), its planning
+     * scene (owned: the world objects' ids), the robot (one ref and one `scenes` count),
+     * and the engine its first n_resident trees were added to (removed when freed). */
+    tdm_robot_scene *rs;
+    tdm_planning_scene *ps;
+    struct tdm_stored_robot *robot;
+    tdm_sched *engine;
+    uint32_t n_resident;
     tdm_stored_mesh **meshes;  /* distinct meshes used: one ref and one `scenes` count each */
     uint32_t n_meshes;
     uint32_t refs;
@@ -102,6 +132,24 @@ void tdm_stored_scene_unref(tdm_stored_scene *sc);
 /* Gives the meshes' `scenes` counts back (once; unref does it too). */
 void tdm_stored_scene_retire(tdm_stored_scene *sc);
 
+/* A new robot with one reference; takes ownership of robot (also on failure), copies
+ * name, takes a reference and a `robots` count on each distinct mesh. NULL: memory. */
+tdm_stored_robot *tdm_stored_robot_new(const uint8_t id[TDM_ID_LEN], const char *name, tdm_robot *robot,
+                                       tdm_stored_mesh *const *meshes, uint32_t n);
+void tdm_stored_robot_ref(tdm_stored_robot *r);
+void tdm_stored_robot_unref(tdm_stored_robot *r);
+/* Gives the meshes' `robots` counts back (once; unref does it too). */
+void tdm_stored_robot_retire(tdm_stored_robot *r);
+
+/* A new robot scene with one reference; takes ownership of rs and ps (also on
+ * failure), copies name, and takes over one reference and one `scenes` count on
+ * robot that the caller holds (given back when it is retired and freed; on failure
+ * they stay the caller's). It touches no count, so the writer thread may call it.
+ * The caller adds rs's trees to an engine and records it in ->engine, ->n_resident.
+ * NULL: memory. */
+tdm_stored_scene *tdm_stored_scene_new_robot(const uint8_t id[TDM_ID_LEN], const char *name, tdm_robot_scene *rs,
+                                             tdm_planning_scene *ps, tdm_stored_robot *robot);
+
 /* ---- listed: loop thread ---- */
 
 tdm_stored_mesh *tdm_catalog_find_mesh(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
@@ -111,6 +159,12 @@ void tdm_catalog_add_mesh(tdm_catalog *c, tdm_stored_mesh *m);
 void tdm_catalog_remove_mesh(tdm_catalog *c, tdm_stored_mesh *m);
 void tdm_catalog_add_scene(tdm_catalog *c, tdm_stored_scene *sc);
 void tdm_catalog_remove_scene(tdm_catalog *c, tdm_stored_scene *sc);
+
+tdm_stored_robot *tdm_catalog_find_robot(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+void tdm_catalog_add_robot(tdm_catalog *c, tdm_stored_robot *r);
+void tdm_catalog_remove_robot(tdm_catalog *c, tdm_stored_robot *r);
+tdm_stored_robot *tdm_catalog_robots(tdm_catalog *c);
+uint32_t tdm_catalog_n_robots(const tdm_catalog *c);
 
 /* In insertion order; follow ->next. */
 tdm_stored_mesh *tdm_catalog_meshes(tdm_catalog *c);
@@ -136,5 +190,8 @@ void tdm_catalog_scene_written(tdm_catalog *c, tdm_stored_scene *sc);
 /* The file with this id is removed. */
 void tdm_catalog_mesh_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
 void tdm_catalog_scene_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+int tdm_catalog_robot_on_disk(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
+void tdm_catalog_robot_written(tdm_catalog *c, tdm_stored_robot *r);
+void tdm_catalog_robot_removed(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
 
 #endif

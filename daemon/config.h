@@ -37,6 +37,9 @@ typedef struct tdm_config {
     uint32_t max_pipelined;
     uint32_t max_connections;
     uint64_t max_meshes_bytes;
+    uint32_t max_robots;           /* robots stored at once */
+    uint32_t max_robot_text_bytes; /* URDF, SRDF, planning-scene YAML: bytes each */
+    uint64_t max_motion_states;    /* states of one MotionCheck's motions together */
     /* the server's own bounds */
     uint64_t max_output_bytes; /* per connection: stop reading above this much unsent reply data */
     uint64_t max_upload_bytes; /* decoded MeshPut requests waiting for the writer thread, all connections */

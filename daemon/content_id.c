@@ -174,3 +174,129 @@ int tdm_id_parse(const char *hex, uint8_t id[TDM_ID_LEN])
     }
     return hex[2 * TDM_ID_LEN] == 0 ? TDM_OK : TDM_EINVAL;
 }
+
+/* ---- robots ---- */
+
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+int tdm_canon_mesh_ref_cmp(const void *a, const void *b)
+{
+    const tdm_canon_mesh_ref *x = a, *y = b;
+    uint32_t n = x->filename_len < y->filename_len ? x->filename_len : y->filename_len;
+    int c = memcmp(x->filename, y->filename, n);
+    if (c) return c;
+    return (x->filename_len > y->filename_len) - (x->filename_len < y->filename_len);
+}
+
+#define ROBOT_MAGIC_LEN 16       /* "tandem-robot-v1" + 0 */
+#define ROBOT_SCENE_MAGIC_LEN 22 /* "tandem-robot-scene-v1" + 0 */
+
+int tdm_robot_canon_build(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                          const tdm_canon_mesh_ref *refs, uint32_t n_refs, uint8_t **out, size_t *len)
+{
+    size_t n = ROBOT_MAGIC_LEN + 8 + urdf_len + 8 + srdf_len + 4;
+    for (uint32_t i = 0; i < n_refs; i++) n += 4 + (size_t)refs[i].filename_len + TDM_ID_LEN;
+    uint8_t *b = malloc(n), *p = b;
+    if (!b) return TDM_ENOMEM;
+    memcpy(p, TDM_ROBOT_CANON_MAGIC, ROBOT_MAGIC_LEN);
+    p += ROBOT_MAGIC_LEN;
+    put64(p, urdf_len);
+    p += 8;
+    if (urdf_len) memcpy(p, urdf, urdf_len);
+    p += urdf_len;
+    put64(p, srdf_len);
+    p += 8;
+    if (srdf_len) memcpy(p, srdf, srdf_len);
+    p += srdf_len;
+    put32(p, n_refs);
+    p += 4;
+    for (uint32_t i = 0; i < n_refs; i++) {
+        put32(p, refs[i].filename_len);
+        p += 4;
+        memcpy(p, refs[i].filename, refs[i].filename_len);
+        p += refs[i].filename_len;
+        memcpy(p, refs[i].mesh_id, TDM_ID_LEN);
+        p += TDM_ID_LEN;
+    }
+    *out = b;
+    *len = n;
+    return TDM_OK;
+}
+
+int tdm_robot_canon_parse(const uint8_t *buf, size_t len, const char **urdf, size_t *urdf_len, const char **srdf,
+                          size_t *srdf_len, tdm_canon_mesh_ref **refs, uint32_t *n_refs)
+{
+    *refs = NULL;
+    const uint8_t *p = buf, *end = buf + len;
+    if (len < ROBOT_MAGIC_LEN + 8 || memcmp(p, TDM_ROBOT_CANON_MAGIC, ROBOT_MAGIC_LEN) != 0) return TDM_ECORRUPT;
+    p += ROBOT_MAGIC_LEN;
+    uint64_t ul = get64(p);
+    p += 8;
+    if (ul > (uint64_t)(end - p) || (uint64_t)(end - p) - ul < 8) return TDM_ECORRUPT;
+    *urdf = (const char *)p;
+    *urdf_len = (size_t)ul;
+    p += ul;
+    uint64_t sl = get64(p);
+    p += 8;
+    if (sl > (uint64_t)(end - p) || (uint64_t)(end - p) - sl < 4) return TDM_ECORRUPT;
+    *srdf = sl ? (const char *)p : NULL;
+    *srdf_len = (size_t)sl;
+    p += sl;
+    uint32_t n = get32(p);
+    p += 4;
+    if (n > (size_t)(end - p) / (4 + TDM_ID_LEN)) return TDM_ECORRUPT;
+    tdm_canon_mesh_ref *r = malloc(sizeof *r * (n ? n : 1));
+    if (!r) return TDM_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        if (end - p < 4) goto bad;
+        uint32_t fl = get32(p);
+        p += 4;
+        if ((uint64_t)fl + TDM_ID_LEN > (uint64_t)(end - p)) goto bad;
+        r[i].filename = (const char *)p;
+        r[i].filename_len = fl;
+        p += fl;
+        memcpy(r[i].mesh_id, p, TDM_ID_LEN);
+        p += TDM_ID_LEN;
+        if (i && tdm_canon_mesh_ref_cmp(&r[i - 1], &r[i]) >= 0) goto bad;
+    }
+    if (p != end) goto bad;
+    *refs = r;
+    *n_refs = n;
+    return TDM_OK;
+bad:
+    free(r);
+    return TDM_ECORRUPT;
+}
+
+int tdm_robot_scene_canon_build(const uint8_t robot_id[TDM_ID_LEN], const char *yaml, size_t yaml_len, uint8_t **out,
+                                size_t *len)
+{
+    size_t n = ROBOT_SCENE_MAGIC_LEN + TDM_ID_LEN + 8 + yaml_len;
+    uint8_t *b = malloc(n);
+    if (!b) return TDM_ENOMEM;
+    memcpy(b, TDM_ROBOT_SCENE_CANON_MAGIC, ROBOT_SCENE_MAGIC_LEN);
+    memcpy(b + ROBOT_SCENE_MAGIC_LEN, robot_id, TDM_ID_LEN);
+    put64(b + ROBOT_SCENE_MAGIC_LEN + TDM_ID_LEN, yaml_len);
+    if (yaml_len) memcpy(b + ROBOT_SCENE_MAGIC_LEN + TDM_ID_LEN + 8, yaml, yaml_len);
+    *out = b;
+    *len = n;
+    return TDM_OK;
+}
+
+int tdm_robot_scene_canon_parse(const uint8_t *buf, size_t len, uint8_t robot_id[TDM_ID_LEN], const char **yaml,
+                                size_t *yaml_len)
+{
+    size_t head = ROBOT_SCENE_MAGIC_LEN + TDM_ID_LEN + 8;
+    if (len < head || memcmp(buf, TDM_ROBOT_SCENE_CANON_MAGIC, ROBOT_SCENE_MAGIC_LEN) != 0) return TDM_ECORRUPT;
+    memcpy(robot_id, buf + ROBOT_SCENE_MAGIC_LEN, TDM_ID_LEN);
+    if (get64(buf + ROBOT_SCENE_MAGIC_LEN + TDM_ID_LEN) != len - head) return TDM_ECORRUPT;
+    *yaml = (const char *)buf + head;
+    *yaml_len = len - head;
+    return TDM_OK;
+}

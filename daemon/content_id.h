@@ -43,6 +43,35 @@ int tdm_scene_canon_build(const tdm_canon_object *objects, uint32_t n_objects, c
 int tdm_scene_canon_parse(const uint8_t *buf, size_t len, tdm_canon_object **objects, uint32_t *n_objects,
                           tdm_canon_pair **allowed, uint32_t *n_allowed);
 
+/* Robots: "tandem-robot-v1" and a zero byte, the URDF's length (u64) and bytes, the
+ * SRDF's length (u64, 0 when none) and bytes, the number of mesh references (u32),
+ * then each reference, sorted by filename (bytewise) and distinct: its filename's
+ * length (u32), the filename, the mesh id (32 bytes). */
+#define TDM_ROBOT_CANON_MAGIC "tandem-robot-v1"
+typedef struct tdm_canon_mesh_ref {
+    const char *filename; /* not terminated in a parsed canon: use filename_len */
+    uint32_t filename_len;
+    uint8_t mesh_id[TDM_ID_LEN];
+} tdm_canon_mesh_ref;
+/* refs must be sorted and distinct (the caller checks). *out is malloc'd. 0 or TDM_ENOMEM. */
+int tdm_robot_canon_build(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                          const tdm_canon_mesh_ref *refs, uint32_t n_refs, uint8_t **out, size_t *len);
+/* Points into buf (urdf, srdf and the filenames are not zero-terminated); *refs is
+ * malloc'd. Checks the structure (sizes exact, references sorted and distinct). 0 or
+ * TDM_ECORRUPT (or TDM_ENOMEM). */
+int tdm_robot_canon_parse(const uint8_t *buf, size_t len, const char **urdf, size_t *urdf_len, const char **srdf,
+                          size_t *srdf_len, tdm_canon_mesh_ref **refs, uint32_t *n_refs);
+/* Compares two references by filename (bytewise, then length), for qsort. */
+int tdm_canon_mesh_ref_cmp(const void *a, const void *b);
+
+/* Robot scenes: "tandem-robot-scene-v1" and a zero byte, the robot id (32 bytes),
+ * the planning-scene YAML's length (u64) and bytes. */
+#define TDM_ROBOT_SCENE_CANON_MAGIC "tandem-robot-scene-v1"
+int tdm_robot_scene_canon_build(const uint8_t robot_id[TDM_ID_LEN], const char *yaml, size_t yaml_len, uint8_t **out,
+                                size_t *len);
+int tdm_robot_scene_canon_parse(const uint8_t *buf, size_t len, uint8_t robot_id[TDM_ID_LEN], const char **yaml,
+                                size_t *yaml_len);
+
 /* 0 or TDM_ENOMEM. */
 int tdm_sha256(const void *buf, size_t len, uint8_t out[TDM_ID_LEN]);
 /* 64 lowercase hex digits and a zero byte. */

@@ -26,14 +26,15 @@
 /* A file larger than this is not one we wrote (limits cap meshes far below). */
 #define MAX_FILE_BYTES ((uint64_t)1 << 40)
 
-static const char *const MAGIC[2] = {"TDMMESH\0", "TDMSCENE"};
-static const char *const SUBDIR[2] = {"meshes", "scenes"};
-static const char *const SUFFIX[2] = {".mesh", ".scene"};
+#define N_KINDS 4
+static const char *const MAGIC[N_KINDS] = {"TDMMESH\0", "TDMSCENE", "TDMROBOT", "TDMRSCN\0"};
+static const char *const SUBDIR[N_KINDS] = {"meshes", "scenes", "robots", "robot-scenes"};
+static const char *const SUFFIX[N_KINDS] = {".mesh", ".scene", ".robot", ".rscene"};
 
 struct tdm_datadir {
     char *dir;
     int dir_fd, lock_fd;
-    int kind_fd[2];
+    int kind_fd[N_KINDS];
     unsigned long counter; /* temporary file names */
 };
 
@@ -90,7 +91,8 @@ int tdm_datadir_open(const char *dir, tdm_datadir **out, char *err, size_t errle
     *out = NULL;
     tdm_datadir *p = calloc(1, sizeof *p);
     if (!p) return errf(err, errlen, "out of memory"), TDM_ENOMEM;
-    p->dir_fd = p->lock_fd = p->kind_fd[0] = p->kind_fd[1] = -1;
+    p->dir_fd = p->lock_fd = -1;
+    for (int k = 0; k < N_KINDS; k++) p->kind_fd[k] = -1;
     p->dir = strdup(dir);
     if (!p->dir) {
         errf(err, errlen, "out of memory");
@@ -119,7 +121,7 @@ int tdm_datadir_open(const char *dir, tdm_datadir **out, char *err, size_t errle
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(p->lock_fd, 0) != 0 || pwrite(p->lock_fd, pid, (size_t)n, 0) != n)
         tdm_log_warn("data dir %s: cannot write the pid into LOCK: %s", dir, strerror(errno));
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < N_KINDS; k++) {
         if (mkdirat(p->dir_fd, SUBDIR[k], 0750) != 0 && errno != EEXIST) {
             errf(err, errlen, "data dir %s: cannot create %s/: %s", dir, SUBDIR[k], strerror(errno));
             goto fail;
@@ -141,7 +143,7 @@ fail:
 void tdm_datadir_close(tdm_datadir *p)
 {
     if (!p) return;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < N_KINDS; k++)
         if (p->kind_fd[k] >= 0) close(p->kind_fd[k]);
     if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
     if (p->dir_fd >= 0) close(p->dir_fd);
@@ -339,7 +341,7 @@ static int load_one(tdm_datadir *p, int kind, const char *fname, const uint8_t i
     memcpy(&canon_len, s + 8, 8);
     memcpy(&blob_len, s + 16, 8);
     if (canon_len > payload_len || blob_len > payload_len ||
-        (uint64_t)SUB_LEN + name_len + canon_len + blob_len != payload_len || (kind == TDM_DATADIR_SCENE && blob_len)) {
+        (uint64_t)SUB_LEN + name_len + canon_len + blob_len != payload_len || (kind != TDM_DATADIR_MESH && blob_len)) {
         why = "inconsistent lengths";
         goto bad;
     }
@@ -408,4 +410,12 @@ size_t tdm_datadir_load(tdm_datadir *p, tdm_datadir_kind kind, int (*cb)(void *c
     }
     closedir(d);
     return skipped;
+}
+
+int tdm_datadir_read(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN],
+                     int (*cb)(void *ctx, const tdm_datadir_item *it), void *ctx)
+{
+    char fname[128];
+    file_name(kind, id, fname, sizeof fname);
+    return load_one(p, kind, fname, id, cb, ctx);
 }

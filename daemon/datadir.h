@@ -4,18 +4,20 @@
  *   DIR/LOCK                   flock'd while a tandemd uses DIR
  *   DIR/meshes/<hex id>.mesh
  *   DIR/scenes/<hex id>.scene
+ *   DIR/robots/<hex id>.robot
+ *   DIR/robot-scenes/<hex id>.rscene
  *
  * Every file is a 64-byte header then a payload:
  *
  *   offset size
- *   0      8    magic "TDMMESH\0" or "TDMSCENE"
+ *   0      8    magic "TDMMESH\0", "TDMSCENE", "TDMROBOT" or "TDMRSCN\0"
  *   8      4    format version (1), little-endian like every integer here
  *   12     4    zero
  *   16     8    payload length
  *   24     8    zero
  *   32     32   SHA-256 of bytes [0, 32) followed by the payload
  *   64     ...  payload: name length (u32), zero (u32), canonical length (u64),
- *               tree blob length (u64; 0 for scenes), then the name (UTF-8), the
+ *               tree blob length (u64; 0 but for meshes), then the name (UTF-8), the
  *               canonical content (content_id.h: the id is its SHA-256) and, for
  *               meshes, the tree blob of tdm_bvh_serialize.
  *
@@ -37,7 +39,12 @@
 
 #define TDM_DATADIR_VERSION 1u
 
-typedef enum tdm_datadir_kind { TDM_DATADIR_MESH = 0, TDM_DATADIR_SCENE = 1 } tdm_datadir_kind;
+typedef enum tdm_datadir_kind {
+    TDM_DATADIR_MESH = 0,
+    TDM_DATADIR_SCENE = 1,
+    TDM_DATADIR_ROBOT = 2,
+    TDM_DATADIR_ROBOT_SCENE = 3
+} tdm_datadir_kind;
 
 typedef struct tdm_datadir tdm_datadir;
 
@@ -74,4 +81,11 @@ typedef struct tdm_datadir_item {
 size_t tdm_datadir_load(tdm_datadir *p, tdm_datadir_kind kind, int (*cb)(void *ctx, const tdm_datadir_item *it),
                         void *ctx);
 
+/* Reads and checks the one file of this kind and id, as tdm_datadir_load does, and
+ * calls cb with it. Returns cb's result, or -1 after logging why the file is bad
+ * or missing. Any thread (reads only). */
+int tdm_datadir_read(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN],
+                     int (*cb)(void *ctx, const tdm_datadir_item *it), void *ctx);
+
 #endif
+

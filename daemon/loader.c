@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "robot_build.h"
 
 static int load_mesh(void *ctx, const tdm_datadir_item *it)
 {
@@ -127,6 +128,101 @@ out:
     return rc;
 }
 
+static int load_robot(void *ctx, const tdm_datadir_item *it)
+{
+    tdm_server *s = ctx;
+    const char *urdf, *srdf;
+    size_t ulen, slen;
+    tdm_canon_mesh_ref *refs = NULL;
+    uint32_t n = 0;
+    if (tdm_robot_canon_parse(it->canon, it->canon_len, &urdf, &ulen, &srdf, &slen, &refs, &n) != TDM_OK) {
+        tdm_log_error("skipping %s: malformed robot content", it->path);
+        return -1;
+    }
+    /* the parser wants terminated text; the filenames too (the resolver compares lengths, the
+     * messages print them with %.*s) */
+    char *u = malloc(ulen + 1), *sr = srdf ? malloc(slen + 1) : NULL;
+    tdm_stored_mesh **meshes = malloc(sizeof *meshes * (n ? n : 1));
+    tdm_robot *robot = NULL;
+    int rc = -1;
+    if (!u || (srdf && !sr) || !meshes) {
+        tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    memcpy(u, urdf, ulen);
+    u[ulen] = 0;
+    if (sr) {
+        memcpy(sr, srdf, slen);
+        sr[slen] = 0;
+    }
+    tdm_robot_fail f;
+    if (tdm__robot_build(s->catalog, u, ulen, sr, slen, refs, n, meshes, &robot, &f) != TDM_OK) {
+        tdm_log_error("skipping %s: %s", it->path, f.msg);
+        goto out;
+    }
+    tdm_stored_robot *r = tdm_stored_robot_new(it->id, it->name, robot, meshes, n);
+    robot = NULL;
+    if (!r) {
+        tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    tdm_catalog_robot_written(s->catalog, r);
+    tdm_catalog_add_robot(s->catalog, r);
+    rc = 0;
+out:
+    tdm_robot_free(robot);
+    free(u);
+    free(sr);
+    free(meshes);
+    free(refs);
+    return rc;
+}
+
+static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
+{
+    tdm_server *s = ctx;
+    uint8_t rid[TDM_ID_LEN];
+    const char *yaml;
+    size_t len;
+    if (tdm_robot_scene_canon_parse(it->canon, it->canon_len, rid, &yaml, &len) != TDM_OK) {
+        tdm_log_error("skipping %s: malformed robot scene content", it->path);
+        return -1;
+    }
+    tdm_stored_robot *robot = tdm_catalog_find_robot(s->catalog, rid);
+    if (!robot) {
+        char hex[2 * TDM_ID_LEN + 1];
+        tdm_id_hex(rid, hex);
+        tdm_log_error("skipping %s: its robot %s is not stored", it->path, hex);
+        return -1;
+    }
+    tdm_robot_fail f;
+    tdm_robot_scene *rs;
+    tdm_planning_scene *ps;
+    if (tdm__robot_scene_build(s->datadir, robot->robot, yaml, len, &rs, &ps, &f) != TDM_OK) {
+        tdm_log_error("skipping %s: %s", it->path, f.msg);
+        return -1;
+    }
+    tdm_stored_robot_ref(robot); /* handed to the scene */
+    robot->scenes++;
+    tdm_stored_scene *sc = tdm_stored_scene_new_robot(it->id, it->name, rs, ps, robot);
+    if (!sc) {
+        robot->scenes--;
+        tdm_stored_robot_unref(robot);
+        tdm_log_error("skipping %s: out of memory", it->path);
+        return -1;
+    }
+    sc->engine = s->engine;
+    for (; sc->n_resident < rs->n_objects; sc->n_resident++)
+        if (tdm_sched_mesh_add(s->engine, rs->bvhs[sc->n_resident]) != TDM_OK) {
+            tdm_log_error("skipping %s: the engine cannot hold its trees", it->path);
+            tdm_stored_scene_unref(sc);
+            return -1;
+        }
+    tdm_catalog_scene_written(s->catalog, sc);
+    tdm_catalog_add_scene(s->catalog, sc);
+    return 0;
+}
+
 size_t tdm_loader_run(tdm_server *s)
 {
     size_t skipped = tdm_datadir_load(s->datadir, TDM_DATADIR_MESH, load_mesh, s);
@@ -137,6 +233,8 @@ size_t tdm_loader_run(tdm_server *s)
                      tdm_catalog_n_meshes(s->catalog), (unsigned long long)es.device_bytes);
     }
     skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_SCENE, load_scene, s);
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_ROBOT, load_robot, s);
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_ROBOT_SCENE, load_robot_scene, s);
     if (tdm_catalog_bytes(s->catalog) > s->cfg->max_meshes_bytes)
         tdm_log_warn("stored meshes take %llu bytes, over max_meshes_bytes %llu: new meshes will be refused",
                      (unsigned long long)tdm_catalog_bytes(s->catalog), (unsigned long long)s->cfg->max_meshes_bytes);

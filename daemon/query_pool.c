@@ -46,6 +46,10 @@ static void on_finished(tdm_pooler_job *pj, void *data)
 {
     tdm_query_pool *qp = data;
     tdm_query_job *j = job_of(pj);
+    if (j->again && pj->rc == TDM_OK && j->again(j)) {
+        if (tdm_pooler_submit(qp->pooler, pj) == TDM_OK) return; /* its next run, pooled with the others */
+        pj->rc = TDM_ECANCELED;
+    }
     if (qp->ran) qp->ran(j, qp->data);
     hand_back(qp, j);
 }

@@ -15,6 +15,7 @@
 
 #include <uv.h>
 
+#include "../robot/robot_scene.h"
 #include "../workpile/pooler.h"
 
 typedef struct tdm_query_job tdm_query_job;
@@ -28,13 +29,25 @@ struct tdm_query_job {
     uint64_t request_id;
     tdm_xform *poses;     /* == pool.poses, written by pose conversion before submission */
     uv_work_t work;       /* large jobs: pose conversion on libuv's thread pool */
-    double *raw;          /* the pose numbers as sent, while they wait for conversion */
+    double *raw;          /* the pose (or configuration) numbers as sent, while they wait for conversion */
+    const tdm_robot_scene *rs; /* robot scenes queried with configurations (else NULL): raw holds
+                                  n_queries x rs->robot->n_active joint values, converted by FK */
+    size_t bad_index;     /* configurations: the first non-finite number's index in Query.configs */
     int bad_code;         /* conversion: 0, or the error code of the first bad pose */
     uint32_t bad_object;  /* ... its movable object (index into scene->movable) */
     size_t bad_query;     /* ... its query */
     double bad_norm;      /* ... its quaternion's norm */
     struct tdm_frame *frame; /* the packed reply (by `ran`, on the pooler thread) */
     int frame_too_large;
+    /* Optional hooks of jobs that are more than one run (MotionCheck): `again`, on the
+     * pooler thread after each successful run, reads the results and sets up the next
+     * run (pool.n_queries, n_tasks, poses) and returns 1, or returns 0 when the job is
+     * finished; the pool resubmits it (a refused resubmission finishes it with
+     * TDM_ECANCELED). `pack` makes the reply frame in place of a QueryReply; `cleanup`
+     * frees what the job owns besides itself. */
+    int (*again)(tdm_query_job *job);
+    struct tdm_frame *(*pack)(tdm_query_job *job, int *too_large);
+    void (*cleanup)(tdm_query_job *job);
 };
 
 typedef struct tdm_query_pool tdm_query_pool;

@@ -129,6 +129,11 @@ void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len)
     case TANDEM__V1__REQUEST__BODY_SCENE_DELETE: tdm__scene_delete(c, id, req->scene_delete); break;
     case TANDEM__V1__REQUEST__BODY_QUERY: tdm__query(c, id, req->query); break;
     case TANDEM__V1__REQUEST__BODY_STATS: tdm__stats(c, id); break;
+    case TANDEM__V1__REQUEST__BODY_ROBOT_PUT: tdm__robot_put(c, id, req->robot_put); break;
+    case TANDEM__V1__REQUEST__BODY_ROBOT_LIST: tdm__robot_list(c, id); break;
+    case TANDEM__V1__REQUEST__BODY_ROBOT_DELETE: tdm__robot_delete(c, id, req->robot_delete); break;
+    case TANDEM__V1__REQUEST__BODY_ROBOT_SCENE_PUT: tdm__robot_scene_put(c, id, req->robot_scene_put); break;
+    case TANDEM__V1__REQUEST__BODY_MOTION_CHECK: tdm__motion_check(c, id, req->motion_check); break;
     default:
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "body", -1, "unknown request body %d", (int)req->body_case);
         break;

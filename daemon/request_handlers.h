@@ -26,6 +26,11 @@ void tdm__scene_list(tdm_conn *c, uint64_t id);
 void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d);
 void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q);           /* request_query.c */
 void tdm__stats(tdm_conn *c, uint64_t id);                                        /* stats.c */
+void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p);    /* request_robot.c */
+void tdm__robot_list(tdm_conn *c, uint64_t id);
+void tdm__robot_delete(tdm_conn *c, uint64_t id, const Tandem__V1__RobotDelete *d);
+void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p);
+void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *m); /* request_motion.c */
 
 /* ---- helpers (request.c) ---- */
 

@@ -60,6 +60,9 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
     l.max_meshes_bytes = cfg->max_meshes_bytes;
     l.max_reply_pairs = cfg->max_reply_pairs;
     l.max_query_tasks = cfg->max_query_tasks;
+    l.max_robots = cfg->max_robots;
+    l.max_robot_text_bytes = cfg->max_robot_text_bytes;
+    l.max_motion_states = cfg->max_motion_states;
     Tandem__V1__HelloReply r = TANDEM__V1__HELLO_REPLY__INIT;
     r.protocol_version = PROTOCOL_VERSION;
     r.server_version = TDM_VERSION;

@@ -160,6 +160,7 @@ void tdm__mesh_list(tdm_conn *c, uint64_t id)
         mi.n_vertices = m->n_verts;
         mi.n_triangles = m->n_tris;
         mi.scenes = m->scenes;
+        mi.robots = m->robots;
         infos[i] = mi;
         ptrs[i] = &infos[i];
     }
@@ -207,6 +208,11 @@ void tdm__mesh_delete(tdm_conn *c, uint64_t id, const Tandem__V1__MeshDelete *d)
     if (m->scenes > 0) {
         tdm_conn_send_error(c, id, E(MESH_IN_USE), "mesh_id", -1, "the mesh is used by %u scene%s", m->scenes,
                             m->scenes == 1 ? "" : "s");
+        return;
+    }
+    if (m->robots > 0) {
+        tdm_conn_send_error(c, id, E(MESH_IN_USE), "mesh_id", -1, "the mesh is used by %u robot%s", m->robots,
+                            m->robots == 1 ? "" : "s");
         return;
     }
     tdm_writer_op *op = calloc(1, sizeof *op);

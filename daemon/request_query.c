@@ -8,6 +8,7 @@
  * (tdm_request_query_packed); the loop sends it (tdm_request_query_done). The
  * job holds a reference on its scene, so a SceneDelete meanwhile frees nothing
  * the engine reads. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -17,6 +18,7 @@
 
 static void free_job(tdm_query_job *j)
 {
+    if (j->cleanup) j->cleanup(j);
     tdm_stored_scene_unref(j->scene_ref);
     free(j->pool.pairs);
     free(j);
@@ -25,8 +27,9 @@ static void free_job(tdm_query_job *j)
 /* The reply of a finished job, framed; touches no connection, so it runs on
  * the pooler thread that ran the job (tdm_request_query_packed). NULL when out
  * of memory or too large. */
-static tdm_frame *pack_query_reply(const tdm_query_job *j, int *too_large)
+static tdm_frame *pack_query_reply(tdm_query_job *j, int *too_large)
 {
+    if (j->pack) return j->pack(j, too_large);
     const tdm_pooler_job *p = &j->pool;
     size_t n = tdm_query_reply_bound(p->results, p->n_queries, p->pairs, p->max_contacts);
     *too_large = n > UINT32_MAX - 4; /* request validation keeps replies far below */
@@ -110,8 +113,41 @@ static ecode convert_poses(tdm_query_job *j, const double *p)
     return 0;
 }
 
+/* Forward kinematics of a job's configurations into its poses; on a non-finite
+ * value records which (j->bad_*) and returns E(NON_FINITE). Any thread. */
+static ecode convert_configs(tdm_query_job *j, const double *q)
+{
+    const tdm_robot_scene *rs = j->rs;
+    uint32_t J = rs->robot->n_active, m = rs->n_elements;
+    size_t total = (size_t)j->pool.n_queries * J;
+    for (size_t k = 0; k < total; k++)
+        if (!isfinite(q[k])) {
+            j->bad_index = k;
+            j->bad_query = k / J;
+            return E(NON_FINITE);
+        }
+    tdm_xform *links = malloc(sizeof *links * rs->robot->n_links);
+    if (!links) return E(NO_MEMORY);
+    for (size_t i = 0; i < j->pool.n_queries; i++)
+        tdm_robot_scene_poses(rs, q + i * J, J, links, &j->poses[i * m]); /* finite, right count: cannot fail */
+    free(links);
+    return 0;
+}
+
 static void send_bad_pose(tdm_conn *c, const tdm_query_job *j, ecode e)
 {
+    if (j->rs) {
+        if (e == E(NO_MEMORY)) {
+            tdm_conn_send_error(c, j->request_id, e, "", -1, "out of memory for forward kinematics");
+            return;
+        }
+        const tdm_robot *r = j->rs->robot;
+        size_t J = r->n_active;
+        tdm_conn_send_error(c, j->request_id, e, "configs", (int64_t)j->bad_index,
+                            "configs[%zu] (query %zu, joint '%s') is not finite", j->bad_index, j->bad_query,
+                            r->joints[r->active[j->bad_index % J]].name);
+        return;
+    }
     uint32_t object = j->pool.scene->movable[j->bad_object];
     if (e == E(NON_FINITE))
         tdm_conn_send_error(c, j->request_id, e, "poses", (int64_t)j->bad_query,
@@ -126,7 +162,7 @@ static void convert_work(uv_work_t *w)
 {
     name_pool_thread();
     tdm_query_job *j = w->data;
-    j->bad_code = convert_poses(j, j->raw);
+    j->bad_code = j->rs ? convert_configs(j, j->raw) : convert_poses(j, j->raw);
 }
 
 static void convert_after(uv_work_t *w, int status)
@@ -161,14 +197,40 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     }
     const tdm_scene *s = sc->scene;
     uint32_t m = s->n_movable;
-    size_t per = 7 * (size_t)m;
-    if (q->n_poses == 0 || q->n_poses % per) {
-        tdm_conn_send_error(c, id, E(BAD_REQUEST), "poses", -1,
-                            "poses has %zu numbers: it needs a positive multiple of %zu (7 per movable object, %u "
-                            "movable)", q->n_poses, per, m);
-        return;
+    size_t per = 7 * (size_t)m, n;
+    const tdm_robot_scene *rs = NULL;
+    const double *numbers = q->poses;
+    size_t n_numbers = q->n_poses;
+    if (q->n_configs > 0) {
+        if (!sc->rs) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "configs", -1,
+                                "configs are for robot scenes; this is a rigid scene: send poses");
+            return;
+        }
+        if (q->n_poses > 0) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "poses", -1, "a Query carries poses or configs, not both");
+            return;
+        }
+        rs = sc->rs;
+        size_t J = rs->robot->n_active;
+        if (J == 0 || q->n_configs % J) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "configs", -1,
+                                "configs has %zu numbers: it needs a positive multiple of %zu (the robot's active "
+                                "joints)", q->n_configs, J);
+            return;
+        }
+        n = q->n_configs / J;
+        numbers = q->configs;
+        n_numbers = q->n_configs;
+    } else {
+        if (q->n_poses == 0 || q->n_poses % per) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "poses", -1,
+                                "poses has %zu numbers: it needs a positive multiple of %zu (7 per movable object, %u "
+                                "movable)%s", q->n_poses, per, m, sc->rs ? "; a robot scene also takes configs" : "");
+            return;
+        }
+        n = q->n_poses / per;
     }
-    size_t n = q->n_poses / per;
     if (n > cfg->max_queries) {
         tdm_conn_send_error(c, id, E(LIMIT), "poses", -1, "%zu queries, over max_queries %u", n, cfg->max_queries);
         return;
@@ -207,7 +269,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
     size_t roff = xoff + n * m * sizeof(tdm_xform);
     size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
-    tdm_query_job *j = malloc(poff + (offload ? q->n_poses * sizeof(double) : 0));
+    tdm_query_job *j = malloc(poff + (offload ? n_numbers * sizeof(double) : 0));
     if (!j) {
         tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu queries", n);
         return;
@@ -220,11 +282,12 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     pj->scene = s;
     pj->n_queries = (uint32_t)n;
     j->request_id = id;
+    j->rs = rs;
     if (offload) {
         j->raw = (double *)(void *)((char *)j + poff);
-        memcpy(j->raw, q->poses, q->n_poses * sizeof(double));
+        memcpy(j->raw, numbers, n_numbers * sizeof(double));
     } else {
-        ecode e = convert_poses(j, q->poses);
+        ecode e = rs ? convert_configs(j, numbers) : convert_poses(j, numbers);
         if (e != 0) {
             send_bad_pose(c, j, e);
             free(j);
@@ -252,7 +315,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     if (offload) {
         j->work.data = j;
         if (uv_queue_work(srv->loop, &j->work, convert_work, convert_after) == 0) return;
-        j->bad_code = convert_poses(j, j->raw); /* cannot happen: uv_queue_work fails only without a callback */
+        j->bad_code = rs ? convert_configs(j, j->raw) : convert_poses(j, j->raw); /* cannot happen: uv_queue_work fails only without a callback */
         convert_after(&j->work, 0);
         return;
     }

@@ -224,6 +224,10 @@ void tdm__scene_list(tdm_conn *c, uint64_t id)
         si.n_objects = s->scene->n_objects;
         si.n_movable = s->scene->n_movable;
         si.movable = s->scene->movable;
+        if (s->robot) {
+            si.robot_id.data = s->robot->entry.id;
+            si.robot_id.len = TDM_ID_LEN;
+        }
         infos[i] = si;
         ptrs[i] = &infos[i];
     }

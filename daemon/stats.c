@@ -27,6 +27,7 @@ void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, si
     r->mean_batch_tasks = ds.batches ? (double)ds.tasks / (double)ds.batches : 0;
     r->meshes = tdm_catalog_n_meshes(srv->catalog);
     r->scenes = tdm_catalog_n_scenes(srv->catalog);
+    r->robots = tdm_catalog_n_robots(srv->catalog);
     r->meshes_bytes = tdm_catalog_bytes(srv->catalog);
     r->engine_seconds = es.seconds;
     r->cpu_queries = es.cpu_queries;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "robot_build.h"
 
 /* ---- the thread ---- */
 
@@ -185,6 +186,80 @@ static void scene_put(tdm_writer *st, tdm_writer_op *op)
     tdm_catalog_scene_written(st->catalog, op->scene);
 }
 
+static void robot_put(tdm_writer *st, tdm_writer_op *op)
+{
+    if (tdm_catalog_robot_on_disk(st->catalog, op->id)) {
+        op->exists = 1;
+        return;
+    }
+    struct iovec part = {op->canon, op->canon_len};
+    char err[300];
+    if (tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT, op->id, op->robot->name, &part, 1, NULL, 0, err,
+                          sizeof err) != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        return;
+    }
+    tdm_catalog_robot_written(st->catalog, op->robot);
+}
+
+static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
+{
+    if (tdm_catalog_scene_on_disk(st->catalog, op->id)) {
+        op->exists = 1;
+        return;
+    }
+    uint8_t rid[TDM_ID_LEN];
+    const char *yaml;
+    size_t len;
+    if (tdm_robot_scene_canon_parse(op->canon, op->canon_len, rid, &yaml, &len) != TDM_OK) {
+        set_err(op, TDM_EINVAL, "", -1, "internal: malformed robot scene content");
+        return;
+    }
+    tdm_robot_fail f;
+    tdm_robot_scene *rs;
+    tdm_planning_scene *ps;
+    int rc = tdm__robot_scene_build(st->dir, op->robot->robot, yaml, len, &rs, &ps, &f);
+    if (rc != TDM_OK) {
+        set_err(op, rc, f.field, f.index, f.msg);
+        op->wire_code = f.code;
+        return;
+    }
+    if (rs->n_objects > op->max_objects) {
+        char why[200];
+        snprintf(why, sizeof why, "the robot scene has %u objects (robot elements and world shapes), over max_objects %u",
+                 rs->n_objects, op->max_objects);
+        set_err(op, TDM_ERANGE, "world", -1, why);
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(ps);
+        return;
+    }
+    tdm_stored_scene *sc = tdm_stored_scene_new_robot(op->id, op->name ? op->name : "", rs, ps, op->robot);
+    if (!sc) {
+        set_err(op, TDM_ENOMEM, "", -1, "out of memory");
+        return;
+    }
+    op->scene = sc;
+    if (st->engine) {
+        sc->engine = st->engine;
+        for (; sc->n_resident < rs->n_objects; sc->n_resident++)
+            if ((rc = tdm_sched_mesh_add(st->engine, rs->bvhs[sc->n_resident])) != TDM_OK) {
+                set_err(op, rc, "", -1,
+                        rc == TDM_EGPUMEM ? "the robot scene's trees do not fit in device memory (or the gpu-memory "
+                                            "budget)"
+                                          : "adding the robot scene's trees to the engine failed");
+                return;
+            }
+    }
+    struct iovec part = {op->canon, op->canon_len};
+    char err[300];
+    if (tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT_SCENE, op->id, sc->name, &part, 1, NULL, 0, err,
+                          sizeof err) != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        return;
+    }
+    tdm_catalog_scene_written(st->catalog, sc);
+}
+
 static void remove_file(tdm_writer *st, tdm_writer_op *op, tdm_datadir_kind kind)
 {
     char err[300];
@@ -193,6 +268,7 @@ static void remove_file(tdm_writer *st, tdm_writer_op *op, tdm_datadir_kind kind
         return;
     }
     if (kind == TDM_DATADIR_MESH) tdm_catalog_mesh_removed(st->catalog, op->id);
+    else if (kind == TDM_DATADIR_ROBOT) tdm_catalog_robot_removed(st->catalog, op->id);
     else tdm_catalog_scene_removed(st->catalog, op->id);
 }
 
@@ -202,7 +278,12 @@ static void run_op(tdm_writer *st, tdm_writer_op *op)
     case TDM_WRITER_MESH_PUT: mesh_put(st, op); break;
     case TDM_WRITER_SCENE_PUT: scene_put(st, op); break;
     case TDM_WRITER_MESH_DELETE: remove_file(st, op, TDM_DATADIR_MESH); break;
-    case TDM_WRITER_SCENE_DELETE: remove_file(st, op, TDM_DATADIR_SCENE); break;
+    case TDM_WRITER_SCENE_DELETE:
+        remove_file(st, op, op->scene->rs ? TDM_DATADIR_ROBOT_SCENE : TDM_DATADIR_SCENE);
+        break;
+    case TDM_WRITER_ROBOT_PUT: robot_put(st, op); break;
+    case TDM_WRITER_ROBOT_DELETE: remove_file(st, op, TDM_DATADIR_ROBOT); break;
+    case TDM_WRITER_ROBOT_SCENE_PUT: robot_scene_put(st, op); break;
     }
 }
 

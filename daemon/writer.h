@@ -31,7 +31,10 @@ typedef enum tdm_writer_kind {
     TDM_WRITER_MESH_PUT,
     TDM_WRITER_MESH_DELETE,
     TDM_WRITER_SCENE_PUT,
-    TDM_WRITER_SCENE_DELETE
+    TDM_WRITER_SCENE_DELETE,
+    TDM_WRITER_ROBOT_PUT,
+    TDM_WRITER_ROBOT_DELETE,
+    TDM_WRITER_ROBOT_SCENE_PUT
 } tdm_writer_kind;
 
 typedef struct tdm_writer_op tdm_writer_op;
@@ -61,6 +64,16 @@ struct tdm_writer_op {
     tdm_stored_scene *scene;
     uint8_t *canon;
     size_t canon_len;
+    /* ROBOT_PUT in (with canon), ROBOT_DELETE in: a reference. ROBOT_SCENE_PUT in: the
+     * robot (a reference and a `scenes` count the loop took), canon (the YAML inside),
+     * name (owned by the op); out: `scene`, a new robot scene whose trees are added to
+     * the engine, not listed, holding no reference or count on the robot yet (the loop
+     * hands it the op's), written unless rc says otherwise (the loop frees it on error);
+     * NULL when it exists already or could not be built. */
+    tdm_stored_robot *robot;
+    char *name;
+    int wire_code;       /* out: the Error code when not 0 (else from rc) */
+    uint32_t max_objects; /* ROBOT_SCENE_PUT in: the server's max_objects */
 
     /* out; the submitter zeroes them (field "", index -1) */
     int rc;              /* TDM_OK or a TDM_E* code (TDM_EIO: the directory could not be written) */
@@ -69,7 +82,7 @@ struct tdm_writer_op {
     uint32_t n_verts, n_tris;
     const char *field;   /* static: where rc points, for the Error reply */
     int64_t index;
-    char msg[320];
+    char msg[640];
 };
 
 typedef struct tdm_writer tdm_writer;

@@ -53,6 +53,8 @@ typedef struct flink {
 
 typedef struct parse {
     const char *path; /* for messages */
+    tdm_robot_mesh_resolver resolve; /* NULL: mesh filenames are files (resolve_mesh) */
+    void *resolve_ctx;
     char *err;
     size_t errlen;
     char dir[PATH_MAX]; /* the URDF's folder, absolute */
@@ -229,6 +231,17 @@ static int resolve_mesh(const parse *p, long line, const char *what, const char 
 {
     char cand[PATH_MAX], first[PATH_MAX] = "";
     *out = NULL;
+    if (p->resolve) {
+        char why[512] = "";
+        int rc = p->resolve(p->resolve_ctx, uri, out, why, sizeof why);
+        if (rc == 0 && !*out) rc = TDM_ENOMEM;
+        if (rc) {
+            free(*out);
+            *out = NULL;
+            return fail(p, rc, line, "%s: mesh '%s': %s", what, uri, why[0] ? why : tdm_strerror(rc));
+        }
+        return 0;
+    }
     if (!strncmp(uri, "package://", 10)) {
         const char *full = uri + 10, *slash = strchr(full, '/');
         if (!*full || !slash || !slash[1] || slash == full)
@@ -829,13 +842,48 @@ static void on_xml_error(void *user, xmlErrorPtr e)
     f->set = 1;
 }
 
+/* Parses size bytes of XML (named p->path in messages) whose root element must be
+ * <robot>. */
+static int parse_xml(const parse *p, const char *buf, size_t size, xmlDoc **out)
+{
+    *out = NULL;
+    if (size > TDM_ROBOT_MAX_FILE_BYTES)
+        return fail(p, TDM_ERANGE, 0, "%zu bytes (at most %u)", size, TDM_ROBOT_MAX_FILE_BYTES);
+    int rc = 0;
+    xmlInitParser();
+    xmlParserCtxt *ctx = xmlNewParserCtxt();
+    if (!ctx) return fail(p, TDM_ENOMEM, 0, "out of memory");
+    xml_first_error first = {.set = 0};
+    ctx->_private = &first;
+    ctx->userData = ctx;
+    ctx->sax->serror = on_xml_error;
+    /* No network, no entity substitution (no external entities), no messages on stderr. */
+    xmlDoc *doc = xmlCtxtReadMemory(ctx, buf, (int)size, p->path, NULL,
+                                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
+    if (!doc) {
+        if (!first.set) on_xml_error(ctx, xmlCtxtGetLastError(ctx));
+        rc = fail(p, TDM_EFORMAT, first.line, "malformed XML: %s", first.set ? first.msg : "not well-formed");
+        goto out;
+    }
+    xmlNode *root = xmlDocGetRootElement(doc);
+    if (!root || !is_elem(root, "robot")) {
+        rc = fail(p, TDM_EFORMAT, root ? line_of(root) : 0, "the root element is <%s>, not <robot>",
+                  root ? (const char *)root->name : "");
+        xmlFreeDoc(doc);
+        goto out;
+    }
+    *out = doc;
+out:
+    xmlFreeParserCtxt(ctx);
+    return rc;
+}
+
 /* Reads and parses an XML file whose root element must be <robot>. */
 static int read_xml(const parse *p, const char *path, xmlDoc **out)
 {
     *out = NULL;
     int rc = 0;
     char *buf = NULL;
-    xmlParserCtxt *ctx = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return fail(p, TDM_EIO, 0, "cannot open: %s", strerror(errno));
     struct stat st;
@@ -857,36 +905,35 @@ static int read_xml(const parse *p, const char *path, xmlDoc **out)
         rc = fail(p, TDM_EIO, 0, "read failed: %s", strerror(errno));
         goto fail;
     }
-    xmlInitParser();
-    ctx = xmlNewParserCtxt();
-    if (!ctx) {
-        rc = fail(p, TDM_ENOMEM, 0, "out of memory");
-        goto fail;
-    }
-    xml_first_error first = {.set = 0};
-    ctx->_private = &first;
-    ctx->userData = ctx;
-    ctx->sax->serror = on_xml_error;
-    /* No network, no entity substitution (no external entities), no messages on stderr. */
-    xmlDoc *doc = xmlCtxtReadMemory(ctx, buf, (int)size, path, NULL,
-                                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
-    if (!doc) {
-        if (!first.set) on_xml_error(ctx, xmlCtxtGetLastError(ctx));
-        rc = fail(p, TDM_EFORMAT, first.line, "malformed XML: %s", first.set ? first.msg : "not well-formed");
-        goto fail;
-    }
-    xmlNode *root = xmlDocGetRootElement(doc);
-    if (!root || !is_elem(root, "robot")) {
-        rc = fail(p, TDM_EFORMAT, root ? line_of(root) : 0, "the root element is <%s>, not <robot>",
-                  root ? (const char *)root->name : "");
-        xmlFreeDoc(doc);
-        goto fail;
-    }
-    *out = doc;
+    rc = parse_xml(p, buf, size, out);
 fail:
-    if (ctx) xmlFreeParserCtxt(ctx);
     free(buf);
     fclose(f);
+    return rc;
+}
+
+static int srdf_apply(tdm_robot *r, parse *p, xmlDoc *doc);
+
+/* The URDF in doc (parsed by p) into a robot, then the SRDF (srdf_doc, may be NULL). */
+static int load_doc(parse *p, xmlDoc *doc, parse *sp, xmlDoc *srdf_doc, tdm_robot **out)
+{
+    tdm_robot *r = NULL;
+    int rc = 0;
+    xmlNode *root = xmlDocGetRootElement(doc);
+    for (xmlNode *n = root->children; n; n = n->next) {
+        if (is_elem(n, "link")) rc = read_link(p, n);
+        else if (is_elem(n, "joint")) rc = read_joint(p, n);
+        if (rc) goto fail;
+    }
+    char *name = attr(root, "name");
+    rc = build(p, name ? name : "", p->path, &r);
+    if (name) xmlFree(name);
+    if (rc) goto fail;
+    if (srdf_doc && (rc = srdf_apply(r, sp, srdf_doc))) goto fail;
+    *out = r;
+    r = NULL;
+fail:
+    tdm_robot_free(r);
     return rc;
 }
 
@@ -900,8 +947,6 @@ int tdm_robot_load(const char *urdf_path, const char *srdf_path, tdm_robot **out
     if (errlen) err[0] = 0;
     *out = NULL;
     xmlDoc *doc = NULL;
-    tdm_robot *r = NULL;
-    char *name = NULL;
     int rc = read_xml(&p, urdf_path, &doc);
     if (rc) goto fail;
 
@@ -915,22 +960,41 @@ int tdm_robot_load(const char *urdf_path, const char *srdf_path, tdm_robot **out
         rc = fail(&p, TDM_EIO, 0, "cannot resolve its folder %s: %s", d, strerror(errno));
         goto fail;
     }
-
-    xmlNode *root = xmlDocGetRootElement(doc);
-    for (xmlNode *n = root->children; n; n = n->next) {
-        if (is_elem(n, "link")) rc = read_link(&p, n);
-        else if (is_elem(n, "joint")) rc = read_joint(&p, n);
-        if (rc) goto fail;
+    tdm_robot *r = NULL;
+    if ((rc = load_doc(&p, doc, NULL, NULL, &r))) goto fail;
+    if (srdf_path && (rc = tdm_robot_load_srdf(r, srdf_path, err, errlen))) {
+        tdm_robot_free(r);
+        goto fail;
     }
-    name = attr(root, "name");
-    if ((rc = build(&p, name ? name : "", urdf_path, &r))) goto fail;
-    if (srdf_path && (rc = tdm_robot_load_srdf(r, srdf_path, err, errlen))) goto fail;
     *out = r;
-    r = NULL;
 fail:
-    tdm_robot_free(r);
-    if (name) xmlFree(name);
     if (doc) xmlFreeDoc(doc);
+    parse_clear(&p);
+    return rc;
+}
+
+int tdm_robot_parse(const tdm_robot_source *src, tdm_robot **out, char *err, size_t errlen)
+{
+    parse p, sp;
+    memset(&p, 0, sizeof p);
+    memset(&sp, 0, sizeof sp);
+    p.path = src->urdf_name ? src->urdf_name : "urdf";
+    sp.path = src->srdf_name ? src->srdf_name : "srdf";
+    p.err = sp.err = err;
+    p.errlen = sp.errlen = errlen;
+    p.resolve = src->resolve;
+    p.resolve_ctx = src->ctx;
+    if (errlen) err[0] = 0;
+    *out = NULL;
+    xmlDoc *doc = NULL, *sdoc = NULL;
+    int rc;
+    if (!src->urdf || !src->resolve) return fail(&p, TDM_EINVAL, 0, "no URDF text or no mesh resolver");
+    if ((rc = parse_xml(&p, src->urdf, src->urdf_len, &doc))) goto fail;
+    if (src->srdf && (rc = parse_xml(&sp, src->srdf, src->srdf_len, &sdoc))) goto fail;
+    rc = load_doc(&p, doc, &sp, sdoc, out);
+fail:
+    if (doc) xmlFreeDoc(doc);
+    if (sdoc) xmlFreeDoc(sdoc);
     parse_clear(&p);
     return rc;
 }
@@ -951,12 +1015,22 @@ int tdm_robot_load_srdf(tdm_robot *r, const char *srdf_path, char *err, size_t e
     p.errlen = errlen;
     if (errlen) err[0] = 0;
     xmlDoc *doc = NULL;
+    int rc = read_xml(&p, srdf_path, &doc);
+    if (rc) return rc;
+    rc = srdf_apply(r, &p, doc);
+    xmlFreeDoc(doc);
+    return rc;
+}
+
+/* The <disable_collisions> pairs of a parsed SRDF into r (unchanged on failure). */
+static int srdf_apply(tdm_robot *r, parse *pp, xmlDoc *doc)
+{
+    const parse *p = pp;
     const char **names = NULL;
     name_index ix = {0};
     uint32_t(*pairs)[2] = NULL;
     uint32_t n = r->n_disabled, cap = 0;
-    int rc = read_xml(&p, srdf_path, &doc);
-    if (rc) goto fail;
+    int rc = 0;
     names = malloc(r->n_links * sizeof *names);
     if (!names) goto nomem;
     for (uint32_t i = 0; i < r->n_links; i++) names[i] = r->links[i].name;
@@ -970,13 +1044,13 @@ int tdm_robot_load_srdf(tdm_robot *r, const char *srdf_path, char *err, size_t e
         for (int k = 0; k < 2; k++) {
             char *s = attr(e, attrs[k]);
             if (!s || !*s) {
-                rc = fail(&p, TDM_EFORMAT, line_of(e), "<disable_collisions> has no %s attribute", attrs[k]);
+                rc = fail(p, TDM_EFORMAT, line_of(e), "<disable_collisions> has no %s attribute", attrs[k]);
                 if (s) xmlFree(s);
                 goto fail;
             }
             ab[k] = index_find(&ix, s);
             if (ab[k] < 0) {
-                rc = fail(&p, TDM_EFORMAT, line_of(e), "<disable_collisions %s=\"%.*s\">: not a link of robot '%s'",
+                rc = fail(p, TDM_EFORMAT, line_of(e), "<disable_collisions %s=\"%.*s\">: not a link of robot '%s'",
                           attrs[k], TDM_ROBOT_MAX_NAME, s, r->name);
                 xmlFree(s);
                 goto fail;
@@ -994,7 +1068,7 @@ int tdm_robot_load_srdf(tdm_robot *r, const char *srdf_path, char *err, size_t e
     for (uint32_t i = 0; i < n; i++)
         if (!m || cmp_pair(pairs[m - 1], pairs[i])) memcpy(pairs[m++], pairs[i], sizeof pairs[i]);
     if (m > TDM_ROBOT_MAX_DISABLED) {
-        rc = fail(&p, TDM_ERANGE, 0, "more than %d disable_collisions pairs", TDM_ROBOT_MAX_DISABLED);
+        rc = fail(p, TDM_ERANGE, 0, "more than %d disable_collisions pairs", TDM_ROBOT_MAX_DISABLED);
         goto fail;
     }
     free(r->disabled);
@@ -1003,12 +1077,11 @@ int tdm_robot_load_srdf(tdm_robot *r, const char *srdf_path, char *err, size_t e
     pairs = NULL;
     goto fail; /* rc == 0: the common cleanup */
 nomem:
-    rc = fail(&p, TDM_ENOMEM, 0, "out of memory");
+    rc = fail(p, TDM_ENOMEM, 0, "out of memory");
 fail:
     free(pairs);
     free(ix.e);
     free(names);
-    if (doc) xmlFreeDoc(doc);
     return rc;
 }
 

@@ -152,6 +152,28 @@ typedef struct tdm_robot {
  * errlen > 0) and sets *out to NULL. */
 int tdm_robot_load(const char *urdf_path, const char *srdf_path, tdm_robot **out, char *err, size_t errlen);
 
+/* Robots from text in memory (tandemd's RobotPut): mesh filenames are not looked
+ * up in a file system but handed to the caller's resolver, which returns (in *path,
+ * malloc'd, stored as the element's mesh_path) what its mesh loader will later be
+ * given, or a negative TDM_E* code with a reason in why; the error then reads
+ * "NAME:LINE: link 'L' <collision>: mesh 'URI': WHY". */
+typedef int (*tdm_robot_mesh_resolver)(void *ctx, const char *uri, char **path, char *why, size_t whylen);
+
+typedef struct tdm_robot_source {
+    const char *urdf;      /* urdf_len bytes of URDF XML, borrowed for the call */
+    size_t urdf_len;
+    const char *urdf_name; /* stands for the file in messages and urdf_path; NULL: "urdf" */
+    const char *srdf;      /* NULL: no SRDF */
+    size_t srdf_len;
+    const char *srdf_name; /* NULL: "srdf" */
+    tdm_robot_mesh_resolver resolve; /* required */
+    void *ctx;
+} tdm_robot_source;
+
+/* As tdm_robot_load, from src: the same rules, checks, limits and messages (with
+ * the names standing for the files), the same robot. */
+int tdm_robot_parse(const tdm_robot_source *src, tdm_robot **out, char *err, size_t errlen);
+
 /* Adds the <disable_collisions link1 link2/> pairs of the SRDF at srdf_path to r
  * (other SRDF elements are ignored). Both links must be links of r; a pair of a link
  * with itself is ignored, a repeated pair counted once. On failure r is unchanged and

@@ -1,11 +1,11 @@
-/* `tandem motions` (tools/motions_cmd.c, tools/motions.h): motion checks of a
+/* `tandem motions` (tools/motions_cmd.c, robot/motions.h): motion checks of a
  * generated two-joint arm (box links, one of them able to hit the base) in a
  * generated planning scene (one box obstacle), run through the real binary and
  * compared, motion by motion, with a reference that checks the motion's states
  * one at a time with the library (robot_scene + tdm_sched, one bool query per
  * run, as `tandem check --urdf` answers a configuration): the answers must be
  * equal, k for k. The reference computes n and q_k itself, from the formula in
- * issue 13 (point 5), not from tools/motions.h, which is tested on its own at edge
+ * issue 13 (point 5), not from robot/motions.h, which is tested on its own at edge
  * values. */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
@@ -26,7 +26,7 @@
 #include "geom/primitive.h"
 #include "robot/robot_scene.h"
 #include "tools/io.h"
-#include "tools/motions.h"
+#include "robot/motions.h"
 #include "workpile/sched.h"
 
 #ifndef TANDEM_BIN

@@ -1,21 +1,12 @@
 /* `tandem motions`: motion checks of a URDF robot in a MoveIt planning scene,
  * offline, through the same scheduler as `tandem check --urdf` (robot/robot_scene.h,
- * workpile/sched.h). A motion a -> b is checked at the states tools/motions.h
- * defines; its answer is the smallest colliding k, or -1 when every state is free.
+ * workpile/sched.h), or with --server through tandemd (MotionCheck). A motion a -> b
+ * is checked at the states robot/motions.h defines; its answer is the smallest colliding k, or -1 when every state is free.
  *
- * Strategy (early exit, first to last). Every motion keeps a cursor, the first
- * state not yet checked. The checks go in rounds over the motions still open;
- * in a round each open motion gives its next w states (w = the batch size shared
- * among the open motions, but at most MIN_WINDOW << round, so that the first
- * rounds stay short when few motions are open; at least MIN_WINDOW), in order
- * from its cursor, and
- * the states are run in bool mode in batches of at most `batch` states (about
- * 1M tasks by default: memory is bounded by the batch, whatever the input).
- * After a batch, a motion whose states in it collide is answered with the
- * smallest such k and closed: all its states before them were found free in
- * earlier rounds, so that k is the smallest colliding one. A motion whose last
- * state was free is answered -1. Later rounds only run motions still open, so a
- * motion that collides early costs about one window of states.
+ * Strategy (early exit, first to last, in rounds of batches of at most `batch`
+ * states: about 1M tasks by default, so memory is bounded by the batch, whatever
+ * the input): robot/motion_rounds.h, the implementation tandemd's MotionCheck
+ * shares; each batch is run here through tdm_sched_run in bool mode.
  *
  * `seconds` times the scheduler runs only: reading, scene building and forward
  * kinematics (done per batch, before its run) are not counted. */
@@ -23,14 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../robot/motion_rounds.h"
+#include "../robot/motions.h"
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
 #include "cli.h"
-#include "motions.h"
+#include "remote.h"
 #include "robot_run.h"
 
 #define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per scheduler run */
-#define MIN_WINDOW 16          /* states a motion gives per round, at least */
 
 /* The motions read so far: each one's number of states at resolution r. */
 typedef struct motion_lines { size_t n_q; double r; uint64_t *states; } motion_lines;
@@ -75,17 +67,94 @@ static int read_motions(const char *path, size_t n_q, double r, double **out, ui
     return 0;
 }
 
-/* A run of consecutive states of one motion in a batch: k0 .. k0 + count - 1. */
-typedef struct segment { size_t motion; uint64_t k0, count; } segment;
+/* `tandem motions --server`: the same motions answered by tandemd (MotionCheck,
+ * the same rounds, run as pooled query jobs). The robot and the planning scene are
+ * stored as `tandem query --urdf` stores them; the motions go in requests of at most
+ * max_queries motions and max_motion_states states. --out and the summary line are
+ * as offline; `seconds` times the requests. */
+static int motions_remote(const char *server, const char *urdf, const char *srdf, const char *world,
+                          const char *motions_path, double resolution, const char *out_path)
+{
+    int status = TDM_EXIT_FAIL;
+    tdm_client *c = tdm_cli_connect(tdm_cli_server(server));
+    if (!c) return TDM_EXIT_FAIL;
+    tdm_robot_info *ri = NULL;
+    double *mot = NULL;
+    uint64_t *n_states = NULL;
+    int64_t *answer = NULL;
+    FILE *out = NULL;
+    size_t n = 0;
+    uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
+    if (tdm_robot_put_files(c, NULL, urdf, srdf, robot_id, NULL, &ri)) {
+        tdm_cli_error("robot: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    size_t n_q = ri->n_joints;
+    if (read_motions(motions_path, n_q, resolution, &mot, &n_states, &n) < 0) goto done;
+    if (tdm_robot_scene_put_file(c, "tandem-motions", robot_id, world, scene_id, NULL, NULL)) {
+        tdm_cli_error("world: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!answer) {
+        tdm_cli_error("out of memory for %zu motions", n);
+        goto done;
+    }
+    const tdm_limits *l = &tdm_client_server_info(c)->limits;
+    uint64_t max_states = l->max_motion_states ? l->max_motion_states : UINT64_MAX;
+    size_t max_motions = l->max_queries ? l->max_queries : SIZE_MAX;
+    double seconds = 0;
+    for (size_t lo = 0; lo < n;) {
+        size_t hi = lo;
+        uint64_t states = 0;
+        while (hi < n && hi - lo < max_motions && (hi == lo || states + n_states[hi] <= max_states))
+            states += n_states[hi++];
+        double t0 = tdm_cli_now();
+        int rc = tdm_motion_check(c, scene_id, resolution, mot + lo * 2 * n_q, (uint32_t)n_q, hi - lo, answer + lo,
+                                  NULL, NULL);
+        seconds += tdm_cli_now() - t0;
+        if (rc) {
+            tdm_cli_error("motions: %s", tdm_client_errstr(c));
+            goto done;
+        }
+        lo = hi;
+    }
+    size_t colliding = 0;
+    for (size_t m = 0; m < n; m++) colliding += answer[m] >= 0;
+    if (out) {
+        for (size_t m = 0; m < n; m++) fprintf(out, "%lld\n", (long long)answer[m]);
+        FILE *f = out;
+        out = NULL;
+        if (fclose(f) != 0) {
+            tdm_cli_error("writing %s failed", out_path);
+            goto done;
+        }
+    }
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    status = 0;
+done:
+    if (out) fclose(out);
+    free(answer);
+    free(n_states);
+    free(mot);
+    tdm_robot_info_free(ri);
+    tdm_client_free(c);
+    return status;
+}
 
 int tdm_cmd_motions(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *motions_path = NULL, *res_s = NULL, *mode_s = "bool",
-               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0";
+               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0", *server = NULL;
     const tdm_opt opts[] = {{"--urdf", &urdf},         {"--srdf", &srdf},         {"--world", &world},
                             {"--motions", &motions_path}, {"--resolution", &res_s}, {"--mode", &mode_s},
                             {"--threads", &threads_s}, {"--out", &out_path},      {"--backend", &backend_s},
-                            {"--batch", &batch_s}};
+                            {"--batch", &batch_s},     {"--server", &server}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "motions") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !motions_path || !res_s) {
         tdm_cli_error("motions: --urdf, --world, --motions and --resolution are required");
@@ -107,14 +176,13 @@ int tdm_cmd_motions(int argc, char **argv)
         tdm_cli_error("motions: --resolution must be a finite number > 0, not '%s'", res_s);
         return TDM_EXIT_USAGE;
     }
+    if (server) return motions_remote(server, urdf, srdf, world, motions_path, resolution, out_path);
 
     int status = TDM_EXIT_FAIL, rc;
     tdm__robot_run run = TDM__ROBOT_RUN_INIT;
     double *mot = NULL, *q = NULL;
-    uint64_t *n_states = NULL, *cursor = NULL;
-    int32_t *answer = NULL;
-    size_t *open = NULL;
-    segment *segs = NULL;
+    uint64_t *n_states = NULL;
+    tdm_motion_rounds *mc = NULL;
     tdm_xform *xs = NULL, *links = NULL;
     tdm_sched_query *queries = NULL;
     tdm_sched_result *res = NULL;
@@ -140,82 +208,39 @@ int tdm_cmd_motions(int argc, char **argv)
         goto done;
     }
 
-    size_t n_alloc = n ? n : 1, m_el = rs->n_elements;
-    cursor = calloc(n_alloc, sizeof *cursor);
-    answer = malloc(n_alloc * sizeof *answer);
-    open = malloc(n_alloc * sizeof *open);
-    segs = malloc(batch * sizeof *segs); /* a segment has at least one state */
+    size_t m_el = rs->n_elements;
     xs = malloc(batch * m_el * sizeof *xs);
     links = malloc(robot->n_links * sizeof *links);
-    q = malloc((n_q ? n_q : 1) * sizeof *q);
+    q = malloc(batch * (n_q ? n_q : 1) * sizeof *q);
     queries = malloc(batch * sizeof *queries);
     res = calloc(batch, sizeof *res);
-    if (!cursor || !answer || !open || !segs || !xs || !links || !q || !queries || !res) {
+    if (!xs || !links || !q || !queries || !res ||
+        tdm_motion_rounds_create(mot, n, n_q, resolution, batch, &mc, NULL) != TDM_OK) {
         tdm_cli_error("out of memory for %zu motions", n);
         goto done;
     }
-    for (size_t i = 0; i < n; i++) open[i] = i;
 
     tdm_sched_stats before, after;
     tdm_sched_get_stats(sched, &before);
     double seconds = 0;
-    size_t n_open = n, colliding = 0;
-    for (unsigned round = 0; n_open; round++) {
-        uint64_t w = batch / n_open, grow = round < 40 ? (uint64_t)MIN_WINDOW << round : UINT64_MAX;
-        if (w > grow) w = grow;
-        if (w < MIN_WINDOW) w = MIN_WINDOW;
-        /* One round: each open motion gives up to w states from its cursor; the
-         * batch is run whenever it is full, and at the end of the round. */
-        size_t i = 0;
-        while (i < n_open) {
-            size_t n_segs = 0, n_b = 0;
-            for (; i < n_open && n_b < batch; i++) {
-                size_t m = open[i];
-                const double *a = mot + m * 2 * n_q;
-                uint64_t left = n_states[m] - cursor[m], take = left < w ? left : w;
-                if (!left) continue; /* answered in the batch that cut it off */
-                if (take > batch - n_b) take = batch - n_b;
-                segs[n_segs++] = (segment){m, cursor[m], take};
-                for (uint64_t k = cursor[m]; k < cursor[m] + take; k++, n_b++) {
-                    tdm__motion_state(a, a + n_q, n_q, k, n_states[m], q);
-                    if ((rc = tdm_robot_scene_poses(rs, q, n_q, links, xs + n_b * m_el)) != TDM_OK) {
-                        tdm_cli_error("motion %zu, state %llu: %s", m + 1, (unsigned long long)k, tdm_strerror(rc));
-                        goto done;
-                    }
-                    queries[n_b] = (tdm_sched_query){rs->scene, xs + n_b * m_el, TDM_MODE_BOOL, 1, NULL};
-                }
-                cursor[m] += take;
-                /* A motion cut off by a full batch goes on in this round's next batch. */
-                if (take < w && cursor[m] < n_states[m]) break;
-            }
-            double t0 = tdm_cli_now();
-            rc = tdm_sched_run(sched, queries, n_b, res);
-            seconds += tdm_cli_now() - t0;
-            if (rc != TDM_OK) {
-                tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
+    for (size_t n_b; (n_b = tdm_motion_rounds_next(mc, q));) {
+        for (size_t i = 0; i < n_b; i++) {
+            if ((rc = tdm_robot_scene_poses(rs, q + i * n_q, n_q, links, xs + i * m_el)) != TDM_OK) {
+                tdm_cli_error("a motion state: %s", tdm_strerror(rc));
                 goto done;
             }
-            size_t b = 0;
-            for (size_t s = 0; s < n_segs; s++) {
-                const segment *g = &segs[s];
-                uint64_t k = 0;
-                while (k < g->count && !res[b + k].colliding) k++;
-                b += g->count;
-                if (k < g->count) {
-                    answer[g->motion] = (int32_t)(g->k0 + k);
-                    cursor[g->motion] = n_states[g->motion]; /* closed */
-                    colliding++;
-                } else if (cursor[g->motion] == n_states[g->motion]) {
-                    answer[g->motion] = -1;
-                }
-            }
+            queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, TDM_MODE_BOOL, 1, NULL};
         }
-        /* Close the answered motions; the others keep their order. */
-        size_t kept = 0;
-        for (size_t j = 0; j < n_open; j++)
-            if (cursor[open[j]] < n_states[open[j]]) open[kept++] = open[j];
-        n_open = kept;
+        double t0 = tdm_cli_now();
+        rc = tdm_sched_run(sched, queries, n_b, res);
+        seconds += tdm_cli_now() - t0;
+        if (rc != TDM_OK) {
+            tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
+            goto done;
+        }
+        tdm_motion_rounds_take(mc, &res[0].colliding, sizeof *res);
     }
+    size_t colliding = tdm_motion_rounds_colliding(mc);
     tdm_sched_get_stats(sched, &after);
     if (kind != TDM_BACKEND_CPU && after.cpu_queries != before.cpu_queries) {
         tdm_cli_error("the %s engine failed on %llu queries (answered by the CPU engine instead)", backend_s,
@@ -223,7 +248,7 @@ int tdm_cmd_motions(int argc, char **argv)
         goto done;
     }
     if (out) {
-        for (size_t m = 0; m < n; m++) fprintf(out, "%d\n", (int)answer[m]);
+        for (size_t m = 0; m < n; m++) fprintf(out, "%lld\n", (long long)tdm_motion_rounds_answer(mc, m));
         FILE *f = out;
         out = NULL;
         if (fclose(f) != 0) {
@@ -242,10 +267,7 @@ done:
     free(q);
     free(links);
     free(xs);
-    free(segs);
-    free(open);
-    free(answer);
-    free(cursor);
+    tdm_motion_rounds_free(mc);
     free(n_states);
     free(mot);
     return status;

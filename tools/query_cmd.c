@@ -12,11 +12,13 @@
 #include "cli.h"
 #include "io.h"
 #include "remote.h"
+#include "robot_run.h"
 
 _Static_assert(sizeof(tdm_pose) == 7 * sizeof(double), "tdm_pose must be the wire's 7 doubles");
 
 typedef struct job {
-    const double *poses;       /* n * 7 */
+    const double *poses;       /* n * 7; configs: n * per */
+    size_t per;                /* configs: joint values per query (0: poses) */
     tdm_query_result *results; /* n */
     size_t n, batch, n_batches;
     size_t inflight;
@@ -56,8 +58,10 @@ static void *run_worker(void *arg)
             if (b >= j->n_batches) break;
             size_t lo = b * j->batch, m = j->n - lo < j->batch ? j->n - lo : j->batch;
             uint64_t id;
-            int rc = tdm_query_send(w->c, j->scene_id, j->mode, j->poses + lo * 7, 1, m, j->max_contacts,
-                                    j->results + lo, NULL, &id);
+            int rc = j->per ? tdm_query_configs_send(w->c, j->scene_id, j->mode, j->poses + lo * j->per,
+                                                     (uint32_t)j->per, m, j->max_contacts, j->results + lo, NULL, &id)
+                            : tdm_query_send(w->c, j->scene_id, j->mode, j->poses + lo * 7, 1, m, j->max_contacts,
+                                             j->results + lo, NULL, &id);
             if (rc) {
                 job_fail(j, tdm_client_errstr(w->c));
                 break;
@@ -94,6 +98,152 @@ static int put(tdm_client *c, const char *what, const char *path, const tdm_mesh
     return 0;
 }
 
+/* Streams the job's n queries over the connected workers in batches and writes the
+ * answers as `check` does (out is taken and closed). 0, or -1 after printing why. */
+static int stream(job *jp, worker *workers, size_t n_workers, size_t n, uint64_t batch, FILE *out,
+                  const char *out_path, uint64_t max_contacts)
+{
+    tdm_client *c = workers[0].c;
+    tdm_query_mode mode = jp->mode;
+    tdm_query_result *results = jp->results;
+    uint32_t max_queries = tdm_client_server_info(c)->limits.max_queries;
+    if (max_queries && batch > max_queries) {
+        tdm_cli_error("note: --batch %llu is over the server's max_queries; using %u", (unsigned long long)batch,
+                      max_queries);
+        batch = max_queries;
+    }
+    uint32_t max_pipelined = tdm_client_server_info(c)->limits.max_pipelined;
+    if (max_pipelined && jp->inflight > max_pipelined) jp->inflight = max_pipelined;
+
+    jp->n = n;
+    jp->batch = batch;
+    jp->n_batches = (n + batch - 1) / batch;
+    size_t started = 0;
+    double t0 = tdm_cli_now();
+    for (; started < n_workers; started++)
+        if (pthread_create(&workers[started].thread, NULL, run_worker, &workers[started]) != 0) {
+            job_fail(jp, "cannot start a thread");
+            break;
+        }
+    for (size_t i = 0; i < started; i++) pthread_join(workers[i].thread, NULL);
+    double seconds = tdm_cli_now() - t0;
+    if (jp->error[0]) {
+        tdm_cli_error("%s", jp->error);
+        goto fail;
+    }
+
+    size_t colliding = 0, truncated = 0;
+    for (size_t i = 0; i < n; i++) {
+        colliding += results[i].colliding != 0;
+        truncated += results[i].truncated != 0;
+    }
+    /* the answers as check writes them: 0/1 in bool mode, the pair count in contacts mode */
+    uint32_t *answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!answer) {
+        tdm_cli_error("out of memory for %zu answers", n);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        answer[i] = mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts;
+    FILE *f = out;
+    out = NULL; /* closed by tdm_cli_report */
+    int written = tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts);
+    free(answer);
+    return written < 0 ? -1 : 0;
+fail:
+    if (out) fclose(out);
+    return -1;
+}
+
+/* `tandem query --urdf`: `tandem check --urdf`, answered by a server. The robot (its
+ * URDF, SRDF and meshes: tdm_robot_put_files) and the planning scene
+ * (tdm_robot_scene_put_file) are stored, then the configurations stream in batches
+ * as the poses do above; --out and the last stdout line are check --urdf's. */
+static int query_robot(int argc, char **argv)
+{
+    const char *server = NULL, *urdf = NULL, *srdf = NULL, *world = NULL, *configs_path = NULL, *mode_s = NULL,
+               *out_path = NULL, *max_s = "1000000", *batch_s = "1024", *conns_s = "1", *inflight_s = "4";
+    const tdm_opt opts[] = {{"--server", &server},       {"--urdf", &urdf},         {"--srdf", &srdf},
+                            {"--world", &world},         {"--configs", &configs_path}, {"--mode", &mode_s},
+                            {"--out", &out_path},        {"--max-contacts", &max_s}, {"--batch", &batch_s},
+                            {"--connections", &conns_s}, {"--inflight", &inflight_s}};
+    if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "query") < 0) return TDM_EXIT_USAGE;
+    if (!urdf || !world || !configs_path || !mode_s) {
+        tdm_cli_error("query: --urdf, --world, --configs and --mode are required");
+        return TDM_EXIT_USAGE;
+    }
+    static const char *const modes[] = {"bool", "contacts"};
+    int mode_i = tdm_cli_choice("query", "--mode", mode_s, modes, 2);
+    if (mode_i < 0) return TDM_EXIT_USAGE;
+    uint64_t max_contacts, batch, conns, inflight;
+    if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0 ||
+        tdm_cli_u64("--batch", batch_s, 1, 1u << 24, &batch) < 0 ||
+        tdm_cli_u64("--connections", conns_s, 1, 256, &conns) < 0 ||
+        tdm_cli_u64("--inflight", inflight_s, 1, 1024, &inflight) < 0)
+        return TDM_EXIT_USAGE;
+    server = tdm_cli_server(server);
+
+    int status = TDM_EXIT_FAIL;
+    double *cfg = NULL;
+    tdm_query_result *results = NULL;
+    tdm_robot_info *ri = NULL;
+    worker *workers = NULL;
+    size_t n = 0, n_workers = 0;
+    FILE *out = NULL;
+    job j = {.mode = mode_i ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, .max_contacts = (uint32_t)max_contacts,
+             .inflight = inflight};
+    pthread_mutex_init(&j.lock, NULL);
+    workers = calloc(conns, sizeof *workers);
+    if (!workers) {
+        tdm_cli_error("out of memory");
+        goto done;
+    }
+    for (; n_workers < conns; n_workers++) {
+        workers[n_workers].j = &j;
+        if (!(workers[n_workers].c = tdm_cli_connect(server))) goto done;
+    }
+    tdm_client *c = workers[0].c;
+    uint8_t robot_id[TDM_ID_BYTES];
+    if (tdm_robot_put_files(c, NULL, urdf, srdf, robot_id, NULL, &ri)) {
+        tdm_cli_error("robot: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    size_t n_q = ri->n_joints;
+    char expect[96];
+    snprintf(expect, sizeof expect, "the robot has %zu active joints", n_q);
+    const tdm__robot_lines spec = {"configs", n_q, expect, NULL, NULL, NULL};
+    if (tdm__robot_read_lines(configs_path, &spec, &cfg, &n) < 0) goto done;
+    if (tdm_robot_scene_put_file(c, "tandem-query", robot_id, world, j.scene_id, NULL, NULL)) {
+        tdm_cli_error("world: %s", tdm_client_errstr(c));
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s", out_path);
+        goto done;
+    }
+    results = calloc(n ? n : 1, sizeof *results);
+    if (!results) {
+        tdm_cli_error("out of memory for %zu configurations", n);
+        goto done;
+    }
+    j.poses = cfg;
+    j.per = n_q;
+    j.results = results;
+    FILE *f = out;
+    out = NULL; /* closed by stream */
+    if (stream(&j, workers, n_workers, n, batch, f, out_path, max_contacts) < 0) goto done;
+    status = 0;
+done:
+    if (out) fclose(out);
+    for (size_t i = 0; i < n_workers; i++) tdm_client_free(workers[i].c);
+    free(workers);
+    free(results);
+    free(cfg);
+    tdm_robot_info_free(ri);
+    pthread_mutex_destroy(&j.lock);
+    return status;
+}
+
 int tdm_cmd_query(int argc, char **argv)
 {
     const char *server = NULL, *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *out_path = NULL,
@@ -102,6 +252,8 @@ int tdm_cmd_query(int argc, char **argv)
                             {"--poses", &poses_path},     {"--mode", &mode_s},       {"--out", &out_path},
                             {"--robot-origin", &origin_s}, {"--max-contacts", &max_s}, {"--batch", &batch_s},
                             {"--connections", &conns_s},  {"--inflight", &inflight_s}};
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--urdf")) return query_robot(argc, argv);
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "query") < 0) return TDM_EXIT_USAGE;
     if (!env || !robot || !poses_path || !mode_s) {
         tdm_cli_error("query: --env, --robot, --poses and --mode are required");
@@ -169,52 +321,10 @@ int tdm_cmd_query(int argc, char **argv)
         tdm_cli_error("scene: the server made %zu objects movable, expected the robot alone", n_movable);
         goto done;
     }
-    uint32_t max_queries = tdm_client_server_info(c)->limits.max_queries;
-    if (max_queries && batch > max_queries) {
-        tdm_cli_error("note: --batch %llu is over the server's max_queries; using %u", (unsigned long long)batch,
-                      max_queries);
-        batch = max_queries;
-    }
-    uint32_t max_pipelined = tdm_client_server_info(c)->limits.max_pipelined;
-    if (max_pipelined && j.inflight > max_pipelined) j.inflight = max_pipelined;
-
     j.poses = (const double *)poses;
     j.results = results;
-    j.n = n;
-    j.batch = batch;
-    j.n_batches = (n + batch - 1) / batch;
-    size_t started = 0;
-    double t0 = tdm_cli_now();
-    for (; started < n_workers; started++)
-        if (pthread_create(&workers[started].thread, NULL, run_worker, &workers[started]) != 0) {
-            job_fail(&j, "cannot start a thread");
-            break;
-        }
-    for (size_t i = 0; i < started; i++) pthread_join(workers[i].thread, NULL);
-    double seconds = tdm_cli_now() - t0;
-    if (j.error[0]) {
-        tdm_cli_error("%s", j.error);
-        goto done;
-    }
-
-    size_t colliding = 0, truncated = 0;
-    for (size_t i = 0; i < n; i++) {
-        colliding += results[i].colliding != 0;
-        truncated += results[i].truncated != 0;
-    }
-    /* the answers as check writes them: 0/1 in bool mode, the pair count in contacts mode */
-    uint32_t *answer = malloc((n ? n : 1) * sizeof *answer);
-    if (!answer) {
-        tdm_cli_error("out of memory for %zu answers", n);
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        answer[i] = mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts;
-    FILE *f = out;
-    out = NULL; /* closed by tdm_cli_report */
-    int written = tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts);
-    free(answer);
-    if (written < 0) goto done;
+    if (stream(&j, workers, n_workers, n, batch, out, out_path, max_contacts) < 0) goto done;
+    out = NULL; /* closed by stream */
     status = 0;
 done:
     if (out) fclose(out);

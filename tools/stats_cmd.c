@@ -45,5 +45,6 @@ int tdm_cmd_stats(int argc, char **argv)
     printf("device_bytes=%llu\n", (unsigned long long)s.device_bytes);
     printf("device_meshes=%u\n", s.device_meshes);
     printf("dispatch_threshold=%llu\n", (unsigned long long)s.dispatch_threshold);
+    printf("robots=%u\n", s.robots);
     return 0;
 }

@@ -1,12 +1,12 @@
-/* Motion checks (`tandem motions`, motions_cmd.c): how a motion from a to b is
+/* Motion checks (`tandem motions`, tools/motions_cmd.c, and tandemd's MotionCheck through robot/motion_rounds.h): how a motion from a to b is
  * cut into states. One definition, used by the command and by its tests
  * (tests/test_motions.c), so that the formula is written once:
  *
  *   n = max(2, ceil(max_j |b_j - a_j| / R) + 1),  q_k = a + k/(n-1) * (b - a),
  *
  * k = 0 .. n-1, evaluated in double exactly in this order (issue 13, point 5). */
-#ifndef TDM_TOOLS_MOTIONS_H
-#define TDM_TOOLS_MOTIONS_H
+#ifndef TDM_ROBOT_MOTIONS_H
+#define TDM_ROBOT_MOTIONS_H
 
 #include <math.h>
 #include <stddef.h>

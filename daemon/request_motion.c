@@ -1,0 +1,243 @@
+/* MotionCheck: motions on a robot scene, checked state by state with early exit
+ * per motion (robot/motion_rounds.h, the implementation `tandem motions` runs),
+ * every batch of states run as a query job through the query pool, so that the
+ * motions of every client are pooled with each other and with every Query.
+ *
+ * The loop validates the request; the first batch (its states' forward
+ * kinematics) is set up on libuv's thread pool; from then on the job lives on the
+ * pooler threads: after
+ * each run `again` hands the answers to the motion check and sets up the next
+ * batch, and the job is resubmitted, until every motion is answered; then `pack`
+ * writes the MotionCheckReply there and the loop sends it (request_query.c's
+ * tdm_request_query_done, as for any query job). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../robot/motion_rounds.h"
+#include "../robot/motions.h"
+#include "request_handlers.h"
+
+#define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per batch at most, as `tandem motions` */
+
+typedef struct motion_job {
+    tdm_query_job q; /* first: the query pool's job */
+    const tdm_robot_scene *rs;
+    tdm_motion_rounds *mc;
+    double *motions;  /* the points, a copy */
+    uint32_t *points; /* points per motion, a copy; NULL: 2 each */
+    double *configs;  /* batch x J */
+    tdm_xform *links; /* scratch for FK */
+    size_t n, J, batch;
+} motion_job;
+
+/* The next batch's poses; 0 when every motion is answered. Any thread (one at a time). */
+static int prepare(motion_job *m)
+{
+    size_t n_b = tdm_motion_rounds_next(m->mc, m->configs);
+    if (!n_b) return 0;
+    uint32_t el = m->rs->n_elements;
+    for (size_t i = 0; i < n_b; i++)
+        tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
+    m->q.pool.n_queries = (uint32_t)n_b;
+    m->q.pool.n_tasks = (uint64_t)n_b * m->rs->scene->n_checks;
+    return 1;
+}
+
+static int again(tdm_query_job *j)
+{
+    motion_job *m = (motion_job *)j;
+    tdm_motion_rounds_take(m->mc, &j->pool.results[0].colliding, sizeof(tdm_sched_result));
+    return prepare(m);
+}
+
+static tdm_frame *pack(tdm_query_job *j, int *too_large)
+{
+    motion_job *m = (motion_job *)j;
+    size_t n = m->n, J = m->J;
+    Tandem__V1__MotionResult *rs = calloc(n, sizeof *rs);
+    Tandem__V1__MotionResult **ptrs = malloc(n * sizeof *ptrs);
+    double *last = malloc((n * J > 0 ? n * J : 1) * sizeof *last);
+    tdm_frame *f = NULL;
+    *too_large = 0;
+    if (rs && ptrs && last) {
+        for (size_t i = 0; i < n; i++) {
+            Tandem__V1__MotionResult r = TANDEM__V1__MOTION_RESULT__INIT;
+            int64_t k = tdm_motion_rounds_answer(m->mc, i);
+            uint64_t ns = tdm_motion_rounds_states(m->mc, i);
+            r.first_colliding = k;
+            r.n_states = ns;
+            if (k != 0) {
+                tdm_motion_rounds_state(m->mc, i, k < 0 ? ns - 1 : (uint64_t)k - 1, last + i * J);
+                r.n_last_free = J;
+                r.last_free = last + i * J;
+            }
+            rs[i] = r;
+            ptrs[i] = &rs[i];
+        }
+        Tandem__V1__MotionCheckReply mr = TANDEM__V1__MOTION_CHECK_REPLY__INIT;
+        mr.n_results = n;
+        mr.results = ptrs;
+        Tandem__V1__Reply rep = TANDEM__V1__REPLY__INIT;
+        rep.id = j->request_id;
+        rep.body_case = TANDEM__V1__REPLY__BODY_MOTION_CHECK;
+        rep.motion_check = &mr;
+        f = tdm_frame_pack(&rep, too_large);
+    }
+    free(rs);
+    free(ptrs);
+    free(last);
+    return f;
+}
+
+/* The first batch's forward kinematics, on libuv's thread pool (as large Queries'
+ * pose conversion), then the job goes to the query pool. */
+static void first_work(uv_work_t *w)
+{
+    motion_job *m = w->data;
+    prepare(m); /* n >= 1 motions of >= 2 states: there is a first batch */
+}
+
+static void first_after(uv_work_t *w, int status)
+{
+    (void)status;
+    motion_job *m = w->data;
+    tdm_conn *c = m->q.owner;
+    tdm_query_pool_submit(c->srv->query_pool, &m->q); /* answered (or failed) through the pool, alive or not */
+}
+
+static void cleanup(tdm_query_job *j)
+{
+    motion_job *m = (motion_job *)j;
+    tdm_motion_rounds_free(m->mc);
+    free(m->motions);
+    free(m->points);
+    free(m->configs);
+    free(m->links);
+    free(j->poses);
+    free(j->pool.results);
+}
+
+void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &mc->scene_id, "scene_id", -1, sid) != 0) return;
+    tdm_stored_scene *sc = tdm_catalog_find_scene(srv->catalog, sid);
+    if (!sc) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return;
+    }
+    if (!sc->rs) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), "scene_id", -1, "motions are checked on robot scenes only");
+        return;
+    }
+    const tdm_robot_scene *rs = sc->rs;
+    size_t J = rs->robot->n_active, per = 2 * J;
+    if (!isfinite(mc->resolution) || !(mc->resolution > 0)) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), "resolution", -1, "resolution must be finite and > 0, not %g",
+                            mc->resolution);
+        return;
+    }
+    size_t n, n_pts = 0;
+    if (mc->n_points) {
+        n = mc->n_points;
+        for (size_t i = 0; i < n; i++) {
+            if (mc->points[i] < 2) {
+                tdm_conn_send_error(c, id, E(BAD_REQUEST), "points", (int64_t)i,
+                                    "points[%zu] is %u: a motion goes through at least 2 configurations", i,
+                                    mc->points[i]);
+                return;
+            }
+            n_pts += mc->points[i];
+        }
+    } else {
+        n = J ? mc->n_motions / per : 0;
+        n_pts = 2 * n;
+    }
+    if (J == 0 || n == 0 || mc->n_motions != n_pts * J) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), "motions", -1,
+                            "motions has %zu numbers: it needs %s (%zu active joints)", mc->n_motions,
+                            mc->n_points ? "J per point of points" : "a positive multiple of 2 J (start and end)", J);
+        return;
+    }
+    if (n > cfg->max_queries) {
+        tdm_conn_send_error(c, id, E(LIMIT), "motions", -1, "%zu motions, over max_queries %u", n, cfg->max_queries);
+        return;
+    }
+    for (size_t k = 0; k < mc->n_motions; k++)
+        if (!isfinite(mc->motions[k])) {
+            tdm_conn_send_error(c, id, E(NON_FINITE), "motions", (int64_t)k,
+                                "motions[%zu] (point %zu, joint '%s') is not finite", k, k / J,
+                                rs->robot->joints[rs->robot->active[k % J]].name);
+            return;
+        }
+    uint32_t checks = rs->scene->n_checks ? rs->scene->n_checks : 1;
+    size_t batch = BATCH_TASKS / checks;
+    if (cfg->max_query_tasks / checks < batch) batch = (size_t)(cfg->max_query_tasks / checks);
+    if (cfg->max_queries < batch) batch = cfg->max_queries;
+    if (batch == 0) batch = 1;
+
+    motion_job *m = calloc(1, sizeof *m);
+    if (!m) goto nomem;
+    m->rs = rs;
+    m->n = n;
+    m->J = J;
+    m->batch = batch;
+    m->motions = malloc(mc->n_motions * sizeof *m->motions);
+    m->configs = malloc(batch * J * sizeof *m->configs);
+    m->links = malloc(rs->robot->n_links * sizeof *m->links);
+    m->q.poses = malloc(batch * rs->n_elements * sizeof *m->q.poses);
+    m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
+    if (!m->motions || !m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
+    memcpy(m->motions, mc->motions, mc->n_motions * sizeof *m->motions);
+    if (mc->n_points) {
+        if (!(m->points = malloc(n * sizeof *m->points))) goto nomem;
+        memcpy(m->points, mc->points, n * sizeof *m->points);
+    }
+    size_t bad = 0;
+    int rc = tdm_motion_rounds_create_paths(m->motions, m->points, n, J, mc->resolution, batch, &m->mc, &bad);
+    if (rc == TDM_ERANGE) {
+        tdm_conn_send_error(c, id, E(LIMIT), "motions", (int64_t)bad,
+                            "motion %zu has more than %llu states at resolution %g", bad,
+                            (unsigned long long)TDM_MOTION_MAX_STATES, mc->resolution);
+        goto fail;
+    }
+    if (rc != TDM_OK) goto nomem;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += tdm_motion_rounds_states(m->mc, i);
+    if (total > cfg->max_motion_states) {
+        tdm_conn_send_error(c, id, E(LIMIT), "motions", -1,
+                            "the motions have %llu states at resolution %g, over max_motion_states %llu",
+                            (unsigned long long)total, mc->resolution, (unsigned long long)cfg->max_motion_states);
+        goto fail;
+    }
+    tdm_query_job *j = &m->q;
+    j->owner = c;
+    j->request_id = id;
+    j->scene_ref = sc;
+    j->again = again;
+    j->pack = pack;
+    j->cleanup = cleanup;
+    j->pool.poses = j->poses;
+    j->pool.scene = rs->scene;
+    j->pool.mode = TDM_MODE_BOOL;
+    j->pool.max_contacts = 1;
+    j->pool.rc = TDM_OK;
+    tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
+    tdm_conn_begin(c);
+    j->work.data = m;
+    if (uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* cannot happen: it fails only without a callback */
+        first_work(&j->work);
+        first_after(&j->work, 0);
+    }
+    return;
+nomem:
+    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
+fail:
+    if (m) {
+        cleanup(&m->q);
+        free(m);
+    }
+}

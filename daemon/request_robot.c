@@ -1,0 +1,485 @@
+/* RobotPut, RobotList, RobotDelete, RobotScenePut.
+ *
+ * A RobotPut is checked and parsed on the loop (robot_build.c: the URDF and SRDF
+ * with mesh filenames looked up in the request's mesh table, every mesh listed),
+ * its canonical content and id computed (content_id.h); a robot already listed is
+ * answered at once, a new one goes to the writer thread and is listed when its
+ * file is written. It pins its meshes (MeshDelete refuses them) until it is
+ * deleted. A RobotDelete refuses a robot that robot scenes use.
+ *
+ * A RobotScenePut is checked on the loop (the robot listed, the text's size) and
+ * its id computed; a new one is parsed, built (robot/robot_scene.c, the meshes
+ * read from their files) and its trees added to the engine on the writer thread,
+ * which writes its file; the loop lists it as a scene (SceneList, SceneDelete and
+ * Query see it). Nothing is stored on an error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "request_handlers.h"
+#include "robot_build.h"
+
+/* ---- replies ---- */
+
+/* The active joints as RobotJoint messages (arrays the caller frees). */
+static int joints_of(const tdm_robot *r, Tandem__V1__RobotJoint **js, Tandem__V1__RobotJoint ***ptrs)
+{
+    uint32_t n = r->n_active;
+    *js = malloc(sizeof **js * (n ? n : 1));
+    *ptrs = malloc(sizeof **ptrs * (n ? n : 1));
+    if (!*js || !*ptrs) {
+        free(*js);
+        free(*ptrs);
+        return -1;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        const tdm_robot_joint *j = &r->joints[r->active[k]];
+        Tandem__V1__RobotJoint m = TANDEM__V1__ROBOT_JOINT__INIT;
+        m.name = j->name;
+        m.lower = j->lower;
+        m.upper = j->upper;
+        (*js)[k] = m;
+        (*ptrs)[k] = &(*js)[k];
+    }
+    return 0;
+}
+
+static void send_robot_put(tdm_conn *c, uint64_t id, const tdm_stored_robot *sr, int created)
+{
+    Tandem__V1__RobotJoint *js, **ptrs;
+    if (joints_of(sr->robot, &js, &ptrs) != 0) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for the reply");
+        return;
+    }
+    Tandem__V1__RobotPutReply r = TANDEM__V1__ROBOT_PUT_REPLY__INIT;
+    r.robot_id.data = (uint8_t *)sr->entry.id;
+    r.robot_id.len = TDM_ID_LEN;
+    r.created = created;
+    r.n_joints = sr->robot->n_active;
+    r.joints = ptrs;
+    r.n_links = sr->robot->n_links;
+    r.n_elements = sr->robot->n_collisions;
+    tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_ROBOT_PUT, &r);
+    free(js);
+    free(ptrs);
+}
+
+static void send_robot_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scene *sc, int created)
+{
+    const tdm_robot_scene *rs = sc->rs;
+    const tdm_robot *r = rs->robot;
+    uint32_t n = rs->n_objects;
+    Tandem__V1__RobotJoint *js, **jptrs;
+    if (joints_of(r, &js, &jptrs) != 0) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for the reply");
+        return;
+    }
+    Tandem__V1__RobotSceneObject *os = malloc(sizeof *os * n);
+    Tandem__V1__RobotSceneObject **optrs = malloc(sizeof *optrs * n);
+    if (!os || !optrs) {
+        free(os);
+        free(optrs);
+        free(js);
+        free(jptrs);
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for the reply");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        Tandem__V1__RobotSceneObject o = TANDEM__V1__ROBOT_SCENE_OBJECT__INIT;
+        const tdm_robot_scene_obj *ob = &rs->objs[i];
+        o.object_id = i;
+        o.movable = ob->movable != 0;
+        if (ob->movable) {
+            const tdm_robot_collision *e = &r->collisions[ob->index];
+            o.link = r->links[e->link].name;
+            o.element = ob->index - r->links[e->link].first_collision;
+        } else {
+            o.world_object = sc->ps->objects[ob->index].id;
+            o.shape = ob->shape;
+        }
+        os[i] = o;
+        optrs[i] = &os[i];
+    }
+    Tandem__V1__RobotScenePutReply m = TANDEM__V1__ROBOT_SCENE_PUT_REPLY__INIT;
+    m.scene_id.data = (uint8_t *)sc->entry.id;
+    m.scene_id.len = TDM_ID_LEN;
+    m.created = created;
+    m.robot_id.data = (uint8_t *)sc->robot->entry.id;
+    m.robot_id.len = TDM_ID_LEN;
+    m.n_joints = r->n_active;
+    m.joints = jptrs;
+    m.n_objects = n;
+    m.objects = optrs;
+    m.n_checks = rs->scene->n_checks;
+    tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_ROBOT_SCENE_PUT, &m);
+    free(os);
+    free(optrs);
+    free(js);
+    free(jptrs);
+}
+
+/* ---- RobotPut ---- */
+
+static void robot_put_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    tdm_server *srv = c->srv;
+    tdm_stored_robot *sr = op->robot;
+    char hex[2 * TDM_ID_LEN + 1];
+    if (op->rc != TDM_OK) {
+        tdm_log_error("RobotPut: %s", op->msg);
+        if (tdm_conn_alive(c))
+            tdm_conn_send_error(c, op->request_id, tdm__error_code(op->rc), op->field, op->index, "%s", op->msg);
+        tdm_stored_robot_retire(sr);
+        tdm_stored_robot_unref(sr);
+    } else {
+        tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, op->id);
+        int created = !have && !op->exists;
+        if (!have) {
+            tdm_catalog_add_robot(srv->catalog, sr); /* takes our reference */
+            if (created)
+                tdm_log_info("stored robot %s \"%s\": %u links, %u active joints, %u collision elements, %u meshes",
+                             tdm__id_hex(op->id, hex), sr->name, sr->robot->n_links, sr->robot->n_active,
+                             sr->robot->n_collisions, sr->n_meshes);
+            have = sr;
+        } else {
+            tdm_stored_robot_retire(sr);
+        }
+        if (tdm_conn_alive(c)) send_robot_put(c, op->request_id, have, created);
+        if (have != sr) tdm_stored_robot_unref(sr);
+    }
+    free(op->canon);
+    free(op);
+    tdm_conn_end(c);
+}
+
+void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    if (tdm__check_name(c, id, p->name, "name") != 0) return;
+    const char *urdf = p->urdf ? p->urdf : "", *srdf = p->srdf && p->srdf[0] ? p->srdf : NULL;
+    size_t ulen = strlen(urdf), slen = srdf ? strlen(srdf) : 0;
+    if (ulen == 0) {
+        tdm_conn_send_error(c, id, E(EMPTY), "urdf", -1, "the request has no URDF text");
+        return;
+    }
+    if (ulen > cfg->max_robot_text_bytes || slen > cfg->max_robot_text_bytes) {
+        tdm_conn_send_error(c, id, E(LIMIT), ulen > cfg->max_robot_text_bytes ? "urdf" : "srdf", -1,
+                            "%s is %zu bytes, over max_robot_text_bytes %u",
+                            ulen > cfg->max_robot_text_bytes ? "urdf" : "srdf",
+                            ulen > cfg->max_robot_text_bytes ? ulen : slen, cfg->max_robot_text_bytes);
+        return;
+    }
+    if (!tdm_utf8_valid(urdf, ulen) || (srdf && !tdm_utf8_valid(srdf, slen))) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), tdm_utf8_valid(urdf, ulen) ? "srdf" : "urdf", -1,
+                            "%s is not valid UTF-8", tdm_utf8_valid(urdf, ulen) ? "srdf" : "urdf");
+        return;
+    }
+    if (tdm_catalog_n_robots(srv->catalog) >= cfg->max_robots) {
+        tdm_conn_send_error(c, id, E(LIMIT), "", -1, "%u robots are stored, the server's max_robots",
+                            cfg->max_robots);
+        return;
+    }
+    size_t n = p->n_meshes;
+    if (n > TDM_ROBOT_MAX_COLLISIONS) {
+        tdm_conn_send_error(c, id, E(LIMIT), "meshes", -1, "%zu meshes, more than a robot's %d collision elements",
+                            n, TDM_ROBOT_MAX_COLLISIONS);
+        return;
+    }
+    tdm_canon_mesh_ref *refs = malloc(sizeof *refs * (n ? n : 1));
+    tdm_stored_mesh **meshes = malloc(sizeof *meshes * (n ? n : 1));
+    tdm_robot *robot = NULL;
+    uint8_t *canon = NULL;
+    size_t canon_len = 0;
+    tdm_writer_op *op = NULL;
+    if (!refs || !meshes) goto nomem;
+    for (size_t i = 0; i < n; i++) {
+        const Tandem__V1__RobotMesh *m = p->meshes[i];
+        const char *fn = m->filename ? m->filename : "";
+        size_t fl = strlen(fn);
+        if (fl == 0 || fl > 4096 || !tdm_utf8_valid(fn, fl)) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "meshes", (int64_t)i,
+                                "meshes[%zu]: the filename must be 1 to 4096 bytes of UTF-8", i);
+            goto out;
+        }
+        refs[i].filename = fn;
+        refs[i].filename_len = (uint32_t)fl;
+        if (tdm__get_id(c, id, &m->mesh_id, "meshes", (int64_t)i, refs[i].mesh_id) != 0) goto out;
+    }
+    /* sorted for lookups and the canonical content; the index reported stays the request's */
+    qsort(refs, n, sizeof *refs, tdm_canon_mesh_ref_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (tdm_canon_mesh_ref_cmp(&refs[i - 1], &refs[i]) == 0) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "meshes", -1, "the filename '%.*s' is in the mesh table twice",
+                                (int)refs[i].filename_len, refs[i].filename);
+            goto out;
+        }
+    tdm_robot_fail f;
+    int rc = tdm__robot_build(srv->catalog, urdf, ulen, srdf, slen, refs, (uint32_t)n, meshes, &robot, &f);
+    if (rc != TDM_OK) {
+        if (f.index >= 0) /* an index into the sorted table: say the request's */
+            for (size_t i = 0; i < n; i++)
+                if (p->meshes[i]->filename == refs[f.index].filename) {
+                    f.index = (int64_t)i;
+                    break;
+                }
+        tdm_conn_send_error(c, id, (ecode)f.code, f.field, f.index, "%s", f.msg);
+        goto out;
+    }
+    if (tdm_robot_canon_build(urdf, ulen, srdf, slen, refs, (uint32_t)n, &canon, &canon_len) != TDM_OK) goto nomem;
+    uint8_t rid[TDM_ID_LEN];
+    if (tdm_sha256(canon, canon_len, rid) != 0) goto nomem;
+    tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, rid);
+    if (have) {
+        send_robot_put(c, id, have, 0);
+        goto out;
+    }
+    op = calloc(1, sizeof *op);
+    if (!op) goto nomem;
+    tdm_stored_robot *sr = tdm_stored_robot_new(rid, p->name ? p->name : "", robot, meshes, (uint32_t)n);
+    robot = NULL; /* owned by sr, or freed */
+    if (!sr) goto nomem;
+    op->kind = TDM_WRITER_ROBOT_PUT;
+    op->done = robot_put_done;
+    op->owner = c;
+    op->request_id = id;
+    op->robot = sr; /* our reference */
+    op->canon = canon;
+    op->canon_len = canon_len;
+    canon = NULL;
+    memcpy(op->id, rid, TDM_ID_LEN);
+    op->field = "";
+    op->index = -1;
+    op->started = uv_hrtime();
+    tdm_conn_begin(c);
+    tdm_writer_submit(srv->writer, op);
+    op = NULL;
+    goto out;
+nomem:
+    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for a robot");
+out:
+    free(op);
+    tdm_robot_free(robot);
+    free(canon);
+    free(refs);
+    free(meshes);
+}
+
+/* ---- RobotList ---- */
+
+void tdm__robot_list(tdm_conn *c, uint64_t id)
+{
+    tdm_catalog *cat = c->srv->catalog;
+    uint32_t n = tdm_catalog_n_robots(cat), i = 0;
+    Tandem__V1__RobotInfo *infos = calloc(n ? n : 1, sizeof *infos);
+    Tandem__V1__RobotInfo **ptrs = malloc(sizeof *ptrs * (n ? n : 1));
+    Tandem__V1__RobotJoint **js = calloc(n ? n : 1, sizeof *js);
+    Tandem__V1__RobotJoint ***jptrs = calloc(n ? n : 1, sizeof *jptrs);
+    if (!infos || !ptrs || !js || !jptrs) goto nomem;
+    for (tdm_stored_robot *r = tdm_catalog_robots(cat); r; r = r->next, i++) {
+        Tandem__V1__RobotInfo ri = TANDEM__V1__ROBOT_INFO__INIT;
+        if (joints_of(r->robot, &js[i], &jptrs[i]) != 0) goto nomem;
+        ri.robot_id.data = r->entry.id;
+        ri.robot_id.len = TDM_ID_LEN;
+        ri.name = r->name;
+        ri.n_joints = r->robot->n_active;
+        ri.joints = jptrs[i];
+        ri.n_links = r->robot->n_links;
+        ri.n_elements = r->robot->n_collisions;
+        ri.scenes = r->scenes;
+        infos[i] = ri;
+        ptrs[i] = &infos[i];
+    }
+    Tandem__V1__RobotListReply rep = TANDEM__V1__ROBOT_LIST_REPLY__INIT;
+    rep.n_robots = n;
+    rep.robots = ptrs;
+    tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_ROBOT_LIST, &rep);
+    goto out;
+nomem:
+    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory listing %u robots", n);
+out:
+    for (uint32_t k = 0; js && jptrs && k < n; k++) {
+        free(js[k]);
+        free(jptrs[k]);
+    }
+    free(js);
+    free(jptrs);
+    free(infos);
+    free(ptrs);
+}
+
+/* ---- RobotDelete ---- */
+
+static void robot_delete_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    tdm_server *srv = c->srv;
+    char hex[2 * TDM_ID_LEN + 1];
+    if (op->rc != TDM_OK) {
+        tdm_log_error("RobotDelete %s: %s", tdm__id_hex(op->id, hex), op->msg);
+        if (!tdm_catalog_find_robot(srv->catalog, op->id)) tdm_catalog_add_robot(srv->catalog, op->robot);
+        else tdm_stored_robot_unref(op->robot);
+        if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
+    } else {
+        tdm_log_info("deleted robot %s", tdm__id_hex(op->id, hex));
+        tdm_stored_robot_retire(op->robot); /* its meshes may be deleted from now on */
+        tdm_stored_robot_unref(op->robot);
+        if (tdm_conn_alive(c)) {
+            Tandem__V1__Deleted d = TANDEM__V1__DELETED__INIT;
+            tdm__send_body(c, op->request_id, TANDEM__V1__REPLY__BODY_ROBOT_DELETE, &d);
+        }
+    }
+    free(op);
+    tdm_conn_end(c);
+}
+
+void tdm__robot_delete(tdm_conn *c, uint64_t id, const Tandem__V1__RobotDelete *d)
+{
+    tdm_server *srv = c->srv;
+    uint8_t rid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &d->robot_id, "robot_id", -1, rid) != 0) return;
+    tdm_stored_robot *r = tdm_catalog_find_robot(srv->catalog, rid);
+    if (!r) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
+        return;
+    }
+    if (r->scenes > 0) {
+        tdm_conn_send_error(c, id, E(ROBOT_IN_USE), "robot_id", -1, "the robot is used by %u robot scene%s",
+                            r->scenes, r->scenes == 1 ? "" : "s");
+        return;
+    }
+    tdm_writer_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
+    tdm_catalog_remove_robot(srv->catalog, r); /* the catalogue's reference passes to the op */
+    op->kind = TDM_WRITER_ROBOT_DELETE;
+    op->done = robot_delete_done;
+    op->owner = c;
+    op->request_id = id;
+    op->robot = r;
+    memcpy(op->id, rid, TDM_ID_LEN);
+    op->field = "";
+    op->index = -1;
+    tdm_conn_begin(c);
+    tdm_writer_submit(srv->writer, op);
+}
+
+/* ---- RobotScenePut ---- */
+
+static void robot_scene_put_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    tdm_server *srv = c->srv;
+    tdm_stored_scene *sc = op->scene; /* NULL when it existed or was not built */
+    tdm_stored_robot *robot = op->robot;
+    char hex[2 * TDM_ID_LEN + 1];
+    if (op->rc != TDM_OK) {
+        if (op->rc == TDM_EIO) tdm_log_error("RobotScenePut: %s", op->msg);
+        if (tdm_conn_alive(c))
+            tdm_conn_send_error(c, op->request_id, op->wire_code ? (ecode)op->wire_code : tdm__error_code(op->rc),
+                                op->field, op->index, "%s", op->msg);
+        if (sc) {
+            tdm_stored_robot_ref(robot); /* sc gives back the op's reference and count when freed */
+            robot->scenes++;
+            tdm_stored_scene_retire(sc);
+            tdm_stored_scene_unref(sc);
+        }
+        robot->scenes--;
+        tdm_stored_robot_unref(robot);
+    } else {
+        tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, op->id);
+        int created = !have && !op->exists;
+        if (!have && sc) {
+            tdm_catalog_add_scene(srv->catalog, sc); /* takes sc, which took the op's robot reference */
+            tdm_log_info("stored robot scene %s \"%s\": %u objects (%u robot elements), %u checked pairs",
+                         tdm__id_hex(op->id, hex), sc->name, sc->rs->n_objects, sc->rs->n_elements,
+                         sc->scene->n_checks);
+            have = sc;
+            sc = NULL;
+        } else {
+            robot->scenes--;
+            tdm_stored_robot_unref(robot);
+        }
+        if (sc) { /* built while an identical one was stored: drop ours */
+            tdm_stored_robot_ref(robot);
+            robot->scenes++;
+            tdm_stored_scene_retire(sc);
+            tdm_stored_scene_unref(sc);
+        }
+        if (tdm_conn_alive(c)) {
+            if (have && have->rs) send_robot_scene_put(c, op->request_id, have, created);
+            else if (have) tdm_conn_send_error(c, op->request_id, E(INTERNAL), "", -1, "the scene id is a rigid scene's");
+            else tdm_conn_send_error(c, op->request_id, E(INTERNAL), "", -1, "the robot scene vanished");
+        }
+    }
+    free(op->name);
+    free(op->canon);
+    free(op);
+    tdm_conn_end(c);
+}
+
+void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    if (tdm__check_name(c, id, p->name, "name") != 0) return;
+    uint8_t rid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &p->robot_id, "robot_id", -1, rid) != 0) return;
+    tdm_stored_robot *robot = tdm_catalog_find_robot(srv->catalog, rid);
+    if (!robot) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
+        return;
+    }
+    const char *world = p->world ? p->world : "";
+    size_t len = strlen(world);
+    if (len > cfg->max_robot_text_bytes) {
+        tdm_conn_send_error(c, id, E(LIMIT), "world", -1, "world is %zu bytes, over max_robot_text_bytes %u", len,
+                            cfg->max_robot_text_bytes);
+        return;
+    }
+    uint8_t *canon = NULL;
+    size_t canon_len = 0;
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm_robot_scene_canon_build(rid, world, len, &canon, &canon_len) != TDM_OK ||
+        tdm_sha256(canon, canon_len, sid) != 0) {
+        free(canon);
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
+    tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
+    if (have && have->rs) {
+        free(canon);
+        send_robot_scene_put(c, id, have, 0);
+        return;
+    }
+    tdm_writer_op *op = calloc(1, sizeof *op);
+    char *name = strdup(p->name ? p->name : "");
+    if (!op || !name) {
+        free(op);
+        free(name);
+        free(canon);
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
+    tdm_stored_robot_ref(robot); /* the op's, handed to the scene it builds */
+    robot->scenes++;
+    op->kind = TDM_WRITER_ROBOT_SCENE_PUT;
+    op->max_objects = cfg->max_objects;
+    op->done = robot_scene_put_done;
+    op->owner = c;
+    op->request_id = id;
+    op->robot = robot;
+    op->name = name;
+    op->canon = canon;
+    op->canon_len = canon_len;
+    memcpy(op->id, sid, TDM_ID_LEN);
+    op->field = "";
+    op->index = -1;
+    op->started = uv_hrtime();
+    tdm_conn_begin(c);
+    tdm_writer_submit(srv->writer, op);
+}

@@ -1,0 +1,46 @@
+/* Robots and robot scenes built from their stored text: what RobotPut and
+ * RobotScenePut (request_robot.c, writer.c) and the start-up loader (loader.c)
+ * share, so that a robot read back from the data directory is built exactly as
+ * the put that stored it.
+ *
+ * A robot's mesh filenames resolve through its mesh table (RobotPut.meshes) to
+ * stored meshes: each collision element's mesh_path becomes the mesh id in hex.
+ * A robot scene's mesh elements are then read (vertices as uploaded) from the
+ * meshes' files in the data directory and scaled and built into trees by
+ * robot/robot_scene.c, as `tandem check --urdf` builds them from the mesh files,
+ * so answers through tandemd equal the offline CLI's. */
+#ifndef TDM_DAEMON_ROBOT_BUILD_H
+#define TDM_DAEMON_ROBOT_BUILD_H
+
+#include <stddef.h>
+
+#include "catalog.h"
+#include "datadir.h"
+
+/* How a robot failed to build: the wire's error code (ErrorCode numbers), the
+ * field and index it is about, and a one-line message. */
+typedef struct tdm_robot_fail {
+    int code;          /* Tandem__V1__ErrorCode */
+    const char *field; /* static */
+    int64_t index;
+    char msg[600];
+} tdm_robot_fail;
+
+/* Parses a robot's URDF (and SRDF, srdf NULL when none) with mesh filenames looked up
+ * in refs[0..n) (sorted by tdm_canon_mesh_ref_cmp, distinct), each naming a mesh
+ * listed in the catalogue: meshes[i] receives refs[i]'s (borrowed). Every reference
+ * must be used by the URDF. On success *out is the robot (the caller's). Loop
+ * thread (catalogue lookups), or the loader before the loop runs. 0, or a negative
+ * TDM_E* code with *f filled. */
+int tdm__robot_build(tdm_catalog *cat, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                     const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
+                     tdm_robot_fail *f);
+
+/* Reads the planning scene in yaml[0..len) and builds robot's scene in it, mesh
+ * elements read from dir. On success *rs and *ps are the caller's. Any thread (the
+ * writer's, the loader's): reads only files and the robot. 0, or a negative TDM_E*
+ * code with *f filled. */
+int tdm__robot_scene_build(tdm_datadir *dir, const tdm_robot *robot, const char *yaml, size_t len,
+                           tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);
+
+#endif

@@ -1,0 +1,196 @@
+/* Motion checks in rounds of batches: see motion_rounds.h. */
+#include "motion_rounds.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../geom/base.h"
+#include "motions.h"
+
+#define MIN_WINDOW 16 /* states a motion gives per round, at least */
+
+/* A run of consecutive states of one motion in a batch: k0 .. k0 + count - 1. */
+typedef struct segment { size_t motion; uint64_t k0, count; } segment;
+
+struct tdm_motion_rounds {
+    const double *mot;
+    size_t n, n_q, batch;
+    /* paths: motion i's points start at mot + first_point[i] * n_q; its segment s (from
+     * point s to s + 1) has seg_states[first_seg[i] + s] states, the first of which (for
+     * s > 0) is the previous segment's last and is not counted again */
+    size_t *first_point, *first_seg;
+    uint32_t *n_points;
+    uint64_t *seg_states;
+    uint64_t *n_states, *cursor;
+    int64_t *answer;
+    size_t *open, n_open, colliding;
+    segment *segs;
+    size_t n_segs;
+    unsigned round;
+    size_t i;     /* the next open motion of this round */
+    uint64_t w;   /* this round's window */
+    int in_round;
+};
+
+void tdm_motion_rounds_free(tdm_motion_rounds *mc)
+{
+    if (!mc) return;
+    free(mc->first_point);
+    free(mc->first_seg);
+    free(mc->n_points);
+    free(mc->seg_states);
+    free(mc->n_states);
+    free(mc->cursor);
+    free(mc->answer);
+    free(mc->open);
+    free(mc->segs);
+    free(mc);
+}
+
+int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
+                            tdm_motion_rounds **out, size_t *bad)
+{
+    return tdm_motion_rounds_create_paths(motions, NULL, n, n_q, resolution, batch, out, bad);
+}
+
+int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_points, size_t n, size_t n_q,
+                                  double resolution, size_t batch, tdm_motion_rounds **out, size_t *bad)
+{
+    *out = NULL;
+    if ((n && !points) || batch == 0 || !isfinite(resolution) || !(resolution > 0)) return TDM_EINVAL;
+    size_t n_segs = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = n_points ? n_points[i] : 2;
+        if (p < 2) {
+            if (bad) *bad = i;
+            return TDM_EINVAL;
+        }
+        n_segs += p - 1;
+    }
+    tdm_motion_rounds *mc = calloc(1, sizeof *mc);
+    if (!mc) return TDM_ENOMEM;
+    size_t na = n ? n : 1;
+    mc->mot = points;
+    mc->n = n;
+    mc->n_q = n_q;
+    mc->batch = batch;
+    mc->first_point = malloc(na * sizeof *mc->first_point);
+    mc->first_seg = malloc(na * sizeof *mc->first_seg);
+    mc->n_points = malloc(na * sizeof *mc->n_points);
+    mc->seg_states = malloc((n_segs ? n_segs : 1) * sizeof *mc->seg_states);
+    mc->n_states = malloc(na * sizeof *mc->n_states);
+    mc->cursor = calloc(na, sizeof *mc->cursor);
+    mc->answer = malloc(na * sizeof *mc->answer);
+    mc->open = malloc(na * sizeof *mc->open);
+    mc->segs = malloc(batch * sizeof *mc->segs); /* a segment has at least one state */
+    if (!mc->first_point || !mc->first_seg || !mc->n_points || !mc->seg_states || !mc->n_states || !mc->cursor ||
+        !mc->answer || !mc->open || !mc->segs) {
+        tdm_motion_rounds_free(mc);
+        return TDM_ENOMEM;
+    }
+    size_t pt = 0, sg = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = n_points ? n_points[i] : 2;
+        mc->first_point[i] = pt;
+        mc->first_seg[i] = sg;
+        mc->n_points[i] = p;
+        uint64_t total = 0;
+        for (uint32_t s = 0; s + 1 < p; s++) {
+            const double *a = points + (pt + s) * n_q;
+            uint64_t ns = tdm__motion_states(a, a + n_q, n_q, resolution);
+            total += s ? ns - 1 : ns;
+            if (!ns || total > TDM_MOTION_MAX_STATES) {
+                if (bad) *bad = i;
+                tdm_motion_rounds_free(mc);
+                return TDM_ERANGE;
+            }
+            mc->seg_states[sg + s] = ns;
+        }
+        mc->n_states[i] = total;
+        pt += p;
+        sg += p - 1;
+        mc->answer[i] = -2;
+        mc->open[i] = i;
+    }
+    mc->n_open = n;
+    *out = mc;
+    return TDM_OK;
+}
+
+void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, double *q)
+{
+    size_t n_q = mc->n_q;
+    const double *p = mc->mot + mc->first_point[i] * n_q;
+    const uint64_t *ns = mc->seg_states + mc->first_seg[i];
+    uint32_t s = 0;
+    /* segment 0 holds k = 0 .. ns[0] - 1; segment s > 0 its states 1 .. ns[s] - 1 after the ones before */
+    while (s + 2 < mc->n_points[i] && k >= ns[s]) {
+        k -= ns[s] - 1;
+        s++;
+    }
+    tdm__motion_state(p + s * n_q, p + (s + 1) * n_q, n_q, k, ns[s], q);
+}
+
+size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs)
+{
+    size_t n_q = mc->n_q, batch = mc->batch;
+    if (mc->in_round && mc->i >= mc->n_open) {
+        /* the round is over: close the answered motions; the others keep their order */
+        size_t kept = 0;
+        for (size_t j = 0; j < mc->n_open; j++)
+            if (mc->cursor[mc->open[j]] < mc->n_states[mc->open[j]]) mc->open[kept++] = mc->open[j];
+        mc->n_open = kept;
+        mc->round++;
+        mc->in_round = 0;
+    }
+    if (!mc->n_open) return 0;
+    if (!mc->in_round) {
+        uint64_t w = batch / mc->n_open, grow = mc->round < 40 ? (uint64_t)MIN_WINDOW << mc->round : UINT64_MAX;
+        if (w > grow) w = grow;
+        if (w < MIN_WINDOW) w = MIN_WINDOW;
+        mc->w = w;
+        mc->i = 0;
+        mc->in_round = 1;
+    }
+    /* one batch of the round: each open motion gives up to w states from its cursor */
+    size_t n_b = 0;
+    mc->n_segs = 0;
+    for (; mc->i < mc->n_open && n_b < batch; mc->i++) {
+        size_t m = mc->open[mc->i];
+        uint64_t left = mc->n_states[m] - mc->cursor[m], take = left < mc->w ? left : mc->w;
+        if (!left) continue; /* answered in the batch that cut it off */
+        if (take > batch - n_b) take = batch - n_b;
+        mc->segs[mc->n_segs++] = (segment){m, mc->cursor[m], take};
+        for (uint64_t k = mc->cursor[m]; k < mc->cursor[m] + take; k++, n_b++)
+            tdm_motion_rounds_state(mc, m, k, configs + n_b * n_q);
+        mc->cursor[m] += take;
+        /* a motion cut off by a full batch goes on in this round's next batch */
+        if (take < mc->w && mc->cursor[m] < mc->n_states[m]) break;
+    }
+    if (n_b == 0) return tdm_motion_rounds_next(mc, configs); /* only answered motions were left this round */
+    return n_b;
+}
+
+void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, size_t stride)
+{
+    size_t b = 0;
+    const char *base = (const char *)colliding;
+    for (size_t s = 0; s < mc->n_segs; s++) {
+        const segment *g = &mc->segs[s];
+        uint64_t k = 0;
+        while (k < g->count && !*(const uint32_t *)(const void *)(base + (b + k) * stride)) k++;
+        b += g->count;
+        if (k < g->count) {
+            mc->answer[g->motion] = (int64_t)(g->k0 + k);
+            mc->cursor[g->motion] = mc->n_states[g->motion]; /* closed */
+            mc->colliding++;
+        } else if (mc->cursor[g->motion] == mc->n_states[g->motion]) {
+            mc->answer[g->motion] = -1;
+        }
+    }
+    mc->n_segs = 0;
+}
+
+int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i) { return mc->answer[i]; }
+uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i) { return mc->n_states[i]; }
+size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc) { return mc->colliding; }

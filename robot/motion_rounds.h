@@ -1,0 +1,68 @@
+/* Motion checks with early exit, as rounds of batches: the one implementation
+ * behind `tandem motions` (tools/motions_cmd.c, which runs each batch through
+ * tdm_sched_run) and tandemd's MotionCheck (daemon/request_motion.c, which runs
+ * each batch as a pooler job, pooled with every other query).
+ *
+ * A motion a -> b is checked at the states robot/motions.h defines; its answer is
+ * the smallest colliding k, or -1 when every state is free.
+ *
+ * Strategy (first to last). Every motion keeps a cursor, the first state not yet
+ * checked. The checks go in rounds over the motions still open; in a round each
+ * open motion gives its next w states (w = the batch shared among the open
+ * motions, but at most MIN_WINDOW << round, so that the first rounds stay short
+ * when few motions are open; at least MIN_WINDOW = 16), in order from its cursor,
+ * and the states are cut into batches of at most `batch` states. After a batch, a
+ * motion whose states in it collide is answered with the smallest such k and
+ * closed: all its states before them were found free in earlier batches, so that
+ * k is the smallest colliding one. A motion whose last state was free is answered
+ * -1. Later rounds only run motions still open.
+ *
+ * Use: tdm_motion_rounds_next gives a batch's configurations, the caller finds
+ * which of them collide (bool mode), tdm_motion_rounds_take hands that back; until
+ * next gives 0. One thread at a time; no I/O. */
+#ifndef TDM_ROBOT_MOTION_ROUNDS_H
+#define TDM_ROBOT_MOTION_ROUNDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tdm_motion_rounds tdm_motion_rounds;
+
+/* n motions of 2 * n_q values each (start, then end: motions + i * 2 * n_q;
+ * borrowed, must outlive mc), finite; resolution finite and > 0; batch >= 1. On
+ * success *out is new (free with tdm_motion_rounds_free). Returns 0, TDM_EINVAL (a
+ * bad argument), TDM_ERANGE (motion *bad has more than TDM_MOTION_MAX_STATES
+ * states) or TDM_ENOMEM. */
+int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
+                            tdm_motion_rounds **out, size_t *bad);
+/* Paths: motion i has n_points[i] >= 2 configurations (points, n_q values each, the
+ * motions' points one after the other), checked segment by segment, each segment p_s
+ * -> p_{s+1} cut into states as a two-point motion is; the states are numbered along
+ * the path, a segment's first state (the previous one's last) counted once:
+ * n = n_0 + sum_{s>0} (n_s - 1). n_points NULL: every motion has 2. TDM_EINVAL
+ * (*bad) for a motion of fewer than 2 points; TDM_ERANGE (*bad) for one of more than
+ * TDM_MOTION_MAX_STATES states. */
+int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_points, size_t n, size_t n_q,
+                                  double resolution, size_t batch, tdm_motion_rounds **out, size_t *bad);
+void tdm_motion_rounds_free(tdm_motion_rounds *mc);
+/* State k of motion i, into q[0..n_q). */
+void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, double *q);
+
+/* The next batch: writes its states' configurations into configs (room for batch *
+ * n_q values) and returns their number, or 0 when every motion is answered. The
+ * batch must be handed back (tdm_motion_rounds_take) before the next call. */
+size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs);
+/* Which states of the last batch collide: for state i of the batch, the uint32 at
+ * (const char *)colliding + i * stride is nonzero when it collides (e.g.
+ * &results[0].colliding with stride sizeof(tdm_sched_result)). */
+void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, size_t stride);
+
+/* Answers: motion i's smallest colliding state, or -1; valid once next gave 0
+ * (motions not yet answered read -2 before). */
+int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i);
+/* Motion i's number of states. */
+uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i);
+/* Motions answered with a colliding state so far. */
+size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc);
+
+#endif

@@ -1,0 +1,1081 @@
+/* Robots through tandemd (issue 13): a real tandemd per test (daemon_util.h), talked
+ * to through libtandem and the `tandem` CLI, on a generated arm (URDF with box,
+ * cylinder and a scaled OBJ-mesh link, revolute and prismatic joints, an SRDF) in a
+ * generated MoveIt planning scene, the files written by the suite.
+ *
+ *   store_list_delete_persist  RobotPut / RobotList / RobotDelete, meshes and robots
+ *                              pinned (MESH_IN_USE, ROBOT_IN_USE), everything back
+ *                              after a restart, answers unchanged
+ *   bad_robot_stores_nothing   unknown link or joint, a mesh filename missing from
+ *                              the table, an unknown mesh id, a cycle, an unused
+ *                              table entry, a bad SRDF, a bad planning scene: the
+ *                              documented Error naming line and element; nothing
+ *                              stored (lists and the data directory stay empty)
+ *   configs_equal_offline      1200 random configurations, bool and contacts:
+ *                              tdm_query_configs equals the offline robot scene run
+ *                              through tdm_sched (what `tandem check --urdf` runs)
+ *                              answer for answer; bad configurations get the error
+ *                              naming the field and index
+ *   cli_robot_and_query        `tandem robot put|list|rm`, and `tandem query --urdf`
+ *                              writes exactly `tandem check --urdf`'s --out file
+ *   motions_equal_reference    MotionCheck (tdm_motion_check) against a reference that
+ *                              runs each state alone offline: the first colliding k,
+ *                              the state count and the last free state, exactly; bad
+ *                              motions refused (field, index); max_motion_states; and
+ *                              `tandem motions --server` writes `tandem motions`' file
+ *   async_calls_equal_blocking the async robot calls (libuv adapter) chained from
+ *                              connect to list, answers equal the blocking calls' */
+#define _XOPEN_SOURCE 700
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <tandem/adapters/libuv.h>
+#include <tandem/tandem.h>
+
+#include "daemon_util.h"
+#include "gen.h"
+#include "geom/primitive.h"
+#include "robot/robot_scene.h"
+#include "spawn.h"
+#include "tools/io.h"
+#include "workpile/sched.h"
+
+#ifndef TANDEM_BIN
+#error "TANDEM_BIN must be defined by the build"
+#endif
+
+static uint64_t seed;
+static dmn D;
+
+static const char *in_root(const char *name)
+{
+    static char buf[16][512];
+    static int k;
+    char *p = buf[k++ % 16];
+    snprintf(p, 512, "%s/%s", D.root, name);
+    return p;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    FILE *f = fopen(in_root(name), "w");
+    cr_assert_not_null(f, "cannot write %s", in_root(name));
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---- the arm (as tests/test_robot_scene.c's) ---- */
+
+static const char *urdf_text =
+    "<?xml version='1.0'?>\n"
+    "<robot name='arm'>\n"
+    "  <link name='base_link'><collision><origin xyz='0 0 0.05'/><geometry><box size='0.4 0.4 0.1'/></geometry>"
+    "</collision></link>\n"
+    "  <joint name='j1' type='revolute'><parent link='base_link'/><child link='link1'/>"
+    "<origin xyz='0 0 0.1'/><axis xyz='0 0 1'/><limit lower='-3.14' upper='3.14'/></joint>\n"
+    "  <link name='link1'>\n"
+    "    <collision><origin xyz='0 0 0.2'/><geometry><cylinder radius='0.04' length='0.3'/></geometry></collision>\n"
+    "    <collision><origin xyz='0.1 0 0.3'/><geometry><box size='0.3 0.04 0.04'/></geometry></collision>\n"
+    "  </link>\n"
+    "  <joint name='j2' type='revolute'><parent link='link1'/><child link='link2'/>"
+    "<origin xyz='0 0 0.4'/><axis xyz='0 1 0'/><limit lower='-2.6' upper='2.6'/></joint>\n"
+    "  <link name='link2'>\n"
+    "    <collision><geometry><mesh filename='meshes/bar.obj' scale='0.5 0.5 0.5'/></geometry></collision>\n"
+    "    <collision><origin xyz='0.3 0 0'/><geometry><box size='0.1 0.06 0.06'/></geometry></collision>\n"
+    "  </link>\n"
+    "  <joint name='j3' type='prismatic'><parent link='link2'/><child link='link3'/>"
+    "<origin xyz='0.55 0 0'/><axis xyz='1 0 0'/><limit lower='0' upper='0.1'/></joint>\n"
+    "  <link name='link3'><collision><geometry><cylinder radius='0.03' length='0.1'/></geometry></collision>"
+    "</link>\n"
+    "</robot>\n";
+
+static const char *srdf_text = "<robot name='arm'><disable_collisions link1='link1' link2='link2' reason='Adjacent'/>"
+                               "</robot>\n";
+
+static const char *bar_obj = "v 0.1 -0.05 -0.05\nv 1 -0.05 -0.05\nv 1 0.05 -0.05\nv 0.1 0.05 -0.05\n"
+                             "v 0.1 -0.05 0.05\nv 1 -0.05 0.05\nv 1 0.05 0.05\nv 0.1 0.05 0.05\n"
+                             "f 1 3 2\nf 1 4 3\nf 5 6 7\nf 5 7 8\nf 1 2 6\nf 1 6 5\n"
+                             "f 2 3 7\nf 2 7 6\nf 3 4 8\nf 3 8 7\nf 4 1 5\nf 4 5 8\n";
+
+static const char *scene_text =
+    "name: test\n"
+    "robot_state:\n"
+    "  joint_state: {name: [j1], position: [0.5]}\n"
+    "  multi_dof_joint_state:\n"
+    "    joint_names: [virtual_joint]\n"
+    "    transforms: [{translation: [0.05, -0.02, 0.01], rotation: [0, 0, 0.09983341664682815, "
+    "0.9950041652780258]}]\n"
+    "allowed_collision_matrix:\n"
+    "  entry_names: [link3, obs_cyl, base_link, link2]\n"
+    "  entry_values:\n"
+    "    - [false, true, false, false]\n"
+    "    - [true, false, false, false]\n"
+    "    - [false, false, false, true]\n"
+    "    - [false, false, true, false]\n"
+    "world:\n"
+    "  collision_objects:\n"
+    "    - id: obs_box\n"
+    "      header: {frame_id: world}\n"
+    "      primitives: [{type: box, dimensions: [0.25, 0.25, 0.8]}]\n"
+    "      primitive_poses: [{position: [0.3, 0.15, 0.55], orientation: [0, 0, 0.14943813247359922, "
+    "0.9887710779360422]}]\n"
+    "    - id: obs_cyl\n"
+    "      primitives: [{type: cylinder, dimensions: [0.8, 0.12]}]\n"
+    "      primitive_poses: [{position: [-0.25, -0.25, 0.55], orientation: [0, 0, 0, 1]}]\n";
+
+#define N_J 3
+#define N_EL 6
+#define N_OBJ 8
+
+static void random_config(gen_rng *g, double q[N_J])
+{
+    q[0] = gen_range(g, -3.14, 3.14);
+    q[1] = gen_range(g, -2.6, 2.6);
+    q[2] = gen_range(g, 0, 0.1);
+}
+
+static void suite_init(void)
+{
+    seed = gen_seed(0x70b07dull);
+    cr_log_info("seed=%llu (set TDM_TEST_SEED to change)", (unsigned long long)seed);
+    dmn_init(&D, "robotd");
+    char meshes[600];
+    snprintf(meshes, sizeof meshes, "%s/meshes", D.root);
+    cr_assert_eq(mkdir(meshes, 0700), 0, "%s", strerror(errno));
+    write_file("arm.urdf", urdf_text);
+    write_file("arm.srdf", srdf_text);
+    write_file("meshes/bar.obj", bar_obj);
+    write_file("scene.yaml", scene_text);
+}
+
+static void suite_fini(void) { dmn_cleanup(&D); }
+
+TestSuite(robotd, .init = suite_init, .fini = suite_fini, .timeout = 120);
+
+static tdm_client *lib_connect(const char *addr)
+{
+    tdm_connect_opts o = {.addr = addr, .timeout_ms = 5000, .io_timeout_ms = 30000, .client_name = "test_robotd"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    cr_assert_not_null(c);
+    cr_assert_eq(tdm_client_err(c), 0, "connecting to %s: %s", addr, tdm_client_errstr(c));
+    return c;
+}
+
+/* The bar mesh as the file helper uploads it, and its id. */
+static void put_bar(tdm_client *c, uint8_t id[32])
+{
+    tdm_mesh *m;
+    char err[256];
+    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &m, err, sizeof err), TDM_OK, "%s",
+                 err);
+    cr_assert_eq(tdm_mesh_put(c, "bar", m->verts, m->n_verts, m->tris, m->n_tris, id, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    tdm_mesh_free(m);
+}
+
+/* Files in a data directory's subfolder (robots/, robot-scenes/...). */
+static int count_files(const char *sub)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", D.data_dir, sub);
+    DIR *d = opendir(p);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+static void expect_server_error(tdm_client *c, int rc, const char *what, int code, const char *field, int64_t index,
+                                const char *needle)
+{
+    cr_assert_eq(rc, TDM_CLIENT_ESERVER, "%s: rc %d (%s), expected a server error", what, rc, tdm_client_errstr(c));
+    const tdm_server_error *e = tdm_client_server_error(c);
+    cr_assert_not_null(e, "%s", what);
+    cr_assert_eq(e->code, code, "%s: code %d (%s: %s), expected %d", what, e->code, e->field, e->message, code);
+    cr_assert_str_eq(e->field, field, "%s: field '%s' (%s), expected '%s'", what, e->field, e->message, field);
+    if (index != INT64_MIN) cr_assert_eq(e->index, index, "%s: index %lld, expected %lld", what, (long long)e->index,
+                                         (long long)index);
+    if (needle)
+        cr_assert(strstr(e->message, needle) != NULL, "%s: message '%s' does not say '%s'", what, e->message, needle);
+    cr_assert_eq(tdm_client_err(c), 0, "%s: the connection must stay usable", what);
+}
+
+/* ---- the offline reference: what `tandem check --urdf` runs ---- */
+
+static int file_loader(void *ctx, const char *p, tdm_mesh **out, char *err, size_t errlen)
+{
+    (void)ctx;
+    return tdm_mesh_load_file(p, TDM_ORIGIN_RAW, out, err, errlen);
+}
+
+typedef struct offline {
+    tdm_robot *robot;
+    tdm_planning_scene *ps;
+    tdm_robot_scene *rs;
+    tdm_sched *sched;
+} offline;
+
+static void offline_open(offline *o)
+{
+    char err[512];
+    cr_assert_eq(tdm_robot_load(in_root("arm.urdf"), in_root("arm.srdf"), &o->robot, err, sizeof err), TDM_OK, "%s",
+                 err);
+    cr_assert_eq(tdm_planning_scene_read(in_root("scene.yaml"), &o->ps, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create(o->robot, o->ps, file_loader, NULL, TDM_PRIMITIVE_TOLERANCE, &o->rs, err,
+                                        sizeof err),
+                 TDM_OK, "%s", err);
+    tdm_sched_config sc = tdm_sched_config_default();
+    sc.kind = TDM_BACKEND_CPU;
+    sc.threads = 2;
+    sc.calibrate = 0;
+    sc.lanes = 1;
+    cr_assert_eq(tdm_sched_create(&sc, &o->sched, err, sizeof err), TDM_OK, "%s", err);
+    for (uint32_t i = 0; i < o->rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(o->sched, o->rs->bvhs[i]), TDM_OK);
+}
+
+static void offline_close(offline *o)
+{
+    for (uint32_t i = 0; i < o->rs->n_objects; i++) tdm_sched_mesh_remove(o->sched, o->rs->bvhs[i]);
+    tdm_sched_destroy(o->sched);
+    tdm_robot_scene_destroy(o->rs);
+    tdm_planning_scene_free(o->ps);
+    tdm_robot_free(o->robot);
+}
+
+/* Runs n configurations offline; pairs (optional, contacts mode) receive up to cap pairs each. */
+static void offline_run(offline *o, const double *q, size_t n, tdm_mode mode, uint32_t max_contacts,
+                        tdm_sched_result *res, tdm_sched_contact *pairs)
+{
+    tdm_xform *x = malloc(sizeof *x * n * N_EL), links[8];
+    tdm_sched_query *qs = calloc(n, sizeof *qs);
+    cr_assert(x && qs);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(tdm_robot_scene_poses(o->rs, q + i * N_J, N_J, links, x + i * N_EL), TDM_OK);
+        qs[i] = (tdm_sched_query){o->rs->scene, x + i * N_EL, mode, max_contacts,
+                                  pairs ? pairs + i * max_contacts : NULL};
+    }
+    cr_assert_eq(tdm_sched_run(o->sched, qs, n, res), TDM_OK);
+    free(qs);
+    free(x);
+}
+
+/* ---- tests ---- */
+
+Test(robotd, store_list_delete_persist)
+{
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    const tdm_server_info *si = tdm_client_server_info(c);
+    cr_assert_eq(si->limits.max_robots, 1024, "HelloReply.limits.max_robots");
+    cr_assert_eq(si->limits.max_robot_text_bytes, 16u << 20, "HelloReply.limits.max_robot_text_bytes");
+
+    uint8_t rid[32], rid2[32], sid[32], bar[32];
+    int created = -1;
+    tdm_robot_info *ri = NULL;
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, &created, &ri), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    cr_assert_eq(ri->n_joints, 3);
+    static const char *const jn[3] = {"j1", "j2", "j3"};
+    static const double lo[3] = {-3.14, -2.6, 0}, hi[3] = {3.14, 2.6, 0.1};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_str_eq(ri->joints[k].name, jn[k]);
+        cr_assert_eq(ri->joints[k].lower, lo[k]);
+        cr_assert_eq(ri->joints[k].upper, hi[k]);
+    }
+    cr_assert_eq(ri->n_links, 4);
+    cr_assert_eq(ri->n_elements, N_EL);
+    tdm_robot_info_free(ri);
+
+    /* the same texts and table again, through the text call: the same id, not created */
+    put_bar(c, bar);
+    tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
+    memcpy(ref.mesh_id, bar, 32);
+    cr_assert_eq(tdm_robot_put(c, "again", urdf_text, srdf_text, &ref, 1, rid2, &created, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 0);
+    cr_assert(!memcmp(rid, rid2, 32), "the same robot got two ids");
+    /* without the SRDF it is another robot */
+    cr_assert_eq(tdm_robot_put(c, "no srdf", urdf_text, NULL, &ref, 1, rid2, &created, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    cr_assert(memcmp(rid, rid2, 32) != 0);
+
+    tdm_robot_info *list;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 2);
+    cr_assert(!memcmp(list[0].robot_id, rid, 32));
+    cr_assert_str_eq(list[0].name, "arm");
+    cr_assert_str_eq(list[1].name, "no srdf");
+    cr_assert_eq(list[0].n_joints, 3);
+    cr_assert_str_eq(list[0].joints[2].name, "j3");
+    cr_assert_eq(list[0].scenes, 0);
+    tdm_robot_info_free(list);
+    cr_assert_eq(count_files("robots"), 2);
+
+    /* the mesh is pinned by the robots */
+    expect_server_error(c, tdm_mesh_delete(c, bar), "MeshDelete of a robot's mesh", TDM_SERVER_MESH_IN_USE,
+                        "mesh_id", -1, "robot");
+    tdm_mesh_info *ml;
+    cr_assert_eq(tdm_mesh_list(c, &ml, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(ml[0].robots, 2);
+    tdm_mesh_list_free(ml);
+
+    /* a robot scene, and the robot pinned by it */
+    tdm_robot_scene_info *rsi = NULL;
+    cr_assert_eq(tdm_robot_scene_put_file(c, "arm in test", rid, in_root("scene.yaml"), sid, &created, &rsi), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    cr_assert(!memcmp(rsi->robot_id, rid, 32));
+    cr_assert_eq(rsi->n_joints, 3);
+    cr_assert_eq(rsi->n_objects, N_OBJ);
+    static const char *const links[N_EL] = {"base_link", "link1", "link1", "link2", "link2", "link3"};
+    static const uint32_t elem[N_EL] = {0, 0, 1, 0, 1, 0};
+    for (int i = 0; i < N_EL; i++) {
+        cr_assert_eq(rsi->objects[i].object_id, (uint32_t)i);
+        cr_assert_eq(rsi->objects[i].movable, 1);
+        cr_assert_str_eq(rsi->objects[i].link, links[i]);
+        cr_assert_eq(rsi->objects[i].element, elem[i]);
+    }
+    cr_assert_eq(rsi->objects[6].movable, 0);
+    cr_assert_str_eq(rsi->objects[6].world_object, "obs_box");
+    cr_assert_str_eq(rsi->objects[7].world_object, "obs_cyl");
+    cr_assert_eq(rsi->objects[7].shape, 0);
+    uint32_t n_checks = rsi->n_checks;
+    tdm_robot_scene_info_free(rsi);
+    cr_assert_eq(count_files("robot-scenes"), 1);
+    expect_server_error(c, tdm_robot_delete(c, rid), "RobotDelete of a used robot", TDM_SERVER_ROBOT_IN_USE,
+                        "robot_id", -1, "1 robot scene");
+
+    /* answers before the restart */
+    enum { NQ = 64 };
+    gen_rng g = {seed ^ 0x11};
+    double q[NQ * N_J];
+    for (int i = 0; i < NQ; i++) random_config(&g, q + i * N_J);
+    tdm_query_result before[NQ], after[NQ];
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, before, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    tdm_client_free(c);
+
+    /* everything is back after a restart */
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    dmn_start(&D, NULL);
+    c = lib_connect(D.tcp_addr);
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 2);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!memcmp(list[i].robot_id, rid, 32)) {
+            found = 1;
+            cr_assert_eq(list[i].scenes, 1);
+            cr_assert_str_eq(list[i].name, "arm");
+        }
+    cr_assert(found, "the robot is gone after a restart");
+    tdm_robot_info_free(list);
+    tdm_scene_info *sl;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert(!memcmp(sl[0].scene_id, sid, 32));
+    cr_assert_eq(sl[0].is_robot_scene, 1);
+    cr_assert(!memcmp(sl[0].robot_id, rid, 32));
+    cr_assert_eq(sl[0].n_movable, N_EL);
+    tdm_scene_list_free(sl);
+    /* putting the scene again: the same id, not created, the same checked pairs */
+    cr_assert_eq(tdm_robot_scene_put_file(c, "again", rid, in_root("scene.yaml"), sid, &created, &rsi), 0);
+    cr_assert_eq(created, 0);
+    cr_assert_eq(rsi->n_checks, n_checks);
+    tdm_robot_scene_info_free(rsi);
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, after, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    for (int i = 0; i < NQ; i++) {
+        cr_assert_eq(after[i].colliding, before[i].colliding, "configuration %d", i);
+        cr_assert_eq(after[i].contacts, before[i].contacts, "configuration %d", i);
+        cr_assert_eq(after[i].object_a, before[i].object_a, "configuration %d", i);
+        cr_assert_eq(after[i].object_b, before[i].object_b, "configuration %d", i);
+    }
+
+    /* deleting, in order: the scene, then the robots, then the mesh */
+    cr_assert_eq(tdm_scene_delete(c, sid), 0, "%s", tdm_client_errstr(c));
+    expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, 1, 0, after, NULL),
+                        "Query on a deleted scene", TDM_SERVER_UNKNOWN_SCENE, "scene_id", -1, NULL);
+    cr_assert_eq(tdm_robot_delete(c, rid), 0, "%s", tdm_client_errstr(c));
+    expect_server_error(c, tdm_robot_delete(c, rid), "RobotDelete twice", TDM_SERVER_UNKNOWN_ROBOT, "robot_id", -1,
+                        NULL);
+    cr_assert_eq(tdm_robot_delete(c, rid2), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_mesh_delete(c, bar), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(count_files("robots"), 0);
+    cr_assert_eq(count_files("robot-scenes"), 0);
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
+    cr_assert_eq(n, 0);
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+}
+
+/* A URDF with one element replaced: `from` (which must occur in urdf_text) by `to`. */
+static char *urdf_with(const char *from, const char *to)
+{
+    const char *p = strstr(urdf_text, from);
+    cr_assert_not_null(p, "'%s' is not in the URDF", from);
+    size_t a = (size_t)(p - urdf_text), lf = strlen(from), lt = strlen(to), n = strlen(urdf_text);
+    char *s = malloc(n - lf + lt + 1);
+    memcpy(s, urdf_text, a);
+    memcpy(s + a, to, lt);
+    memcpy(s + a + lt, p + lf, n - a - lf + 1);
+    return s;
+}
+
+Test(robotd, bad_robot_stores_nothing)
+{
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t bar[32], rid[32], sid[32], nowhere[32];
+    put_bar(c, bar);
+    memset(nowhere, 0xab, 32);
+    tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
+    memcpy(ref.mesh_id, bar, 32);
+
+    /* a joint naming an unknown parent link (line 4 holds joint j1) */
+    char *u = urdf_with("<parent link='base_link'/>", "<parent link='nope'/>");
+    expect_server_error(c, tdm_robot_put(c, "x", u, NULL, &ref, 1, rid, NULL, NULL), "unknown link",
+                        TDM_SERVER_BAD_ROBOT, "urdf", -1, "urdf:4: joint 'j1'");
+    cr_assert(strstr(tdm_client_server_error(c)->message, "nope") != NULL, "%s", tdm_client_server_error(c)->message);
+    free(u);
+    /* a mimic of an unknown joint */
+    u = urdf_with("<limit lower='-2.6' upper='2.6'/>", "<limit lower='-2.6' upper='2.6'/><mimic joint='jx'/>");
+    expect_server_error(c, tdm_robot_put(c, "x", u, NULL, &ref, 1, rid, NULL, NULL), "mimic of an unknown joint",
+                        TDM_SERVER_BAD_ROBOT, "urdf", -1, "joint 'j2'");
+    cr_assert(strstr(tdm_client_server_error(c)->message, "jx") != NULL, "%s", tdm_client_server_error(c)->message);
+    free(u);
+    /* a cycle: link1's joint made a child of link3 */
+    u = urdf_with("<parent link='base_link'/><child link='link1'/>", "<parent link='link3'/><child link='link1'/>");
+    expect_server_error(c, tdm_robot_put(c, "x", u, NULL, &ref, 1, rid, NULL, NULL), "a cycle", TDM_SERVER_BAD_ROBOT,
+                        "urdf", -1, "urdf:");
+    cr_assert(strstr(tdm_client_server_error(c)->message, "cycle") || strstr(tdm_client_server_error(c)->message,
+                                                                             "root"),
+              "%s", tdm_client_server_error(c)->message);
+    free(u);
+    /* a mesh filename missing from the table (line 11 holds link2's mesh collision) */
+    expect_server_error(c, tdm_robot_put(c, "x", urdf_text, NULL, NULL, 0, rid, NULL, NULL), "no table entry",
+                        TDM_SERVER_UNKNOWN_MESH, "meshes", -1, "urdf:11: link 'link2' <collision>: mesh 'meshes/bar.obj'");
+    /* a table entry naming a mesh id not stored */
+    tdm_robot_mesh_ref bad = {"meshes/bar.obj", {0}};
+    memcpy(bad.mesh_id, nowhere, 32);
+    expect_server_error(c, tdm_robot_put(c, "x", urdf_text, NULL, &bad, 1, rid, NULL, NULL), "unknown mesh id",
+                        TDM_SERVER_UNKNOWN_MESH, "meshes", 0, "no stored mesh");
+    /* a table entry the URDF does not use */
+    tdm_robot_mesh_ref two[2] = {{"meshes/bar.obj", {0}}, {"meshes/other.stl", {0}}};
+    memcpy(two[0].mesh_id, bar, 32);
+    memcpy(two[1].mesh_id, bar, 32);
+    expect_server_error(c, tdm_robot_put(c, "x", urdf_text, NULL, two, 2, rid, NULL, NULL), "unused entry",
+                        TDM_SERVER_BAD_REQUEST, "meshes", 1, "not used by the URDF");
+    /* an SRDF naming an unknown link */
+    expect_server_error(c,
+                        tdm_robot_put(c, "x", urdf_text,
+                                      "<robot name='arm'>\n<disable_collisions link1='link1' link2='zzz'/></robot>",
+                                      &ref, 1, rid, NULL, NULL),
+                        "bad SRDF", TDM_SERVER_BAD_ROBOT, "srdf", -1, "srdf:2:");
+    /* malformed XML */
+    expect_server_error(c, tdm_robot_put(c, "x", "<robot name='a'><link name='l'></robot>", NULL, NULL, 0, rid, NULL,
+                                         NULL),
+                        "malformed XML", TDM_SERVER_BAD_ROBOT, "urdf", -1, "malformed XML");
+    /* nothing was stored, and the mesh is free to go */
+    tdm_robot_info *list;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
+    cr_assert_eq(n, 0, "%zu robots stored after refused puts", n);
+    cr_assert_eq(count_files("robots"), 0);
+
+    /* robot scenes: an unknown robot, a bad planning scene */
+    expect_server_error(c, tdm_robot_scene_put(c, "x", nowhere, scene_text, sid, NULL, NULL), "unknown robot",
+                        TDM_SERVER_UNKNOWN_ROBOT, "robot_id", -1, NULL);
+    cr_assert_eq(tdm_robot_put(c, "arm", urdf_text, srdf_text, &ref, 1, rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    expect_server_error(c, tdm_robot_scene_put(c, "x", rid, "world:\n  collision_objects:\n    - id: a\n"
+                                                            "      primitives: [{type: box, dimensions: [1, 2]}]\n"
+                                                            "      primitive_poses: [{position: [0, 0, 0], "
+                                                            "orientation: [0, 0, 0, 1]}]\n",
+                                               sid, NULL, NULL),
+                        "bad planning scene", TDM_SERVER_BAD_ROBOT, "world", -1, "world:4:");
+    tdm_scene_info *sl;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
+    cr_assert_eq(n, 0);
+    tdm_scene_list_free(sl);
+    cr_assert_eq(count_files("robot-scenes"), 0);
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(list[0].scenes, 0, "a refused scene must not keep its count on the robot");
+    tdm_robot_info_free(list);
+    cr_assert_eq(tdm_robot_delete(c, rid), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_mesh_delete(c, bar), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+}
+
+#define N_CFG 1200
+
+Test(robotd, configs_equal_offline)
+{
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x22};
+    double *q = malloc(sizeof *q * N_CFG * N_J);
+    for (int i = 0; i < N_CFG; i++) random_config(&g, q + i * N_J);
+    tdm_sched_result *want = calloc(N_CFG, sizeof *want);
+    tdm_query_result *got = calloc(N_CFG, sizeof *got);
+    cr_assert(q && want && got);
+
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.tcp_addr);
+    uint8_t rid[32], sid[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    tdm_robot_scene_info *si;
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, &si), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(si->n_checks, o.rs->scene->n_checks, "checked pairs: server %u, offline %u", si->n_checks,
+                 o.rs->scene->n_checks);
+    tdm_robot_scene_info_free(si);
+
+    /* contacts mode: every field equal (the first pair is the smallest colliding one) */
+    offline_run(&o, q, N_CFG, TDM_MODE_CONTACTS, 1000000, want, NULL);
+    /* in two requests: one under the offload threshold (FK on the loop), one over it */
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, 10, 0, got, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q + 10 * N_J, N_J, N_CFG - 10, 0, got + 10, NULL), 0,
+                 "%s", tdm_client_errstr(c));
+    size_t colliding = 0;
+    for (int i = 0; i < N_CFG; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "contacts, configuration %d", i);
+        cr_assert_eq(got[i].contacts, want[i].contacts, "contacts, configuration %d: %u, offline %u", i,
+                     got[i].contacts, want[i].contacts);
+        cr_assert_eq(got[i].truncated, want[i].truncated, "configuration %d", i);
+        if (want[i].colliding) {
+            cr_assert_eq(got[i].object_a, want[i].object_a, "configuration %d", i);
+            cr_assert_eq(got[i].object_b, want[i].object_b, "configuration %d", i);
+        }
+        colliding += want[i].colliding != 0;
+    }
+    cr_assert(colliding > N_CFG / 10 && colliding < N_CFG - N_CFG / 10, "%zu of %d colliding: the test needs both",
+              colliding, N_CFG);
+
+    /* bool mode: the same verdicts; the pair named is a checked pair that collides */
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, N_CFG, 0, got, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    enum { CAP = 4096 };
+    tdm_sched_contact *pairs = malloc(sizeof *pairs * CAP);
+    for (int i = 0; i < N_CFG; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding != 0, "bool, configuration %d", i);
+        if (!got[i].colliding) continue;
+        cr_assert(got[i].object_a < got[i].object_b && got[i].object_b < N_OBJ);
+        cr_assert_eq(tdm_robot_scene_allowed(o.rs, got[i].object_a, got[i].object_b), 0,
+                     "configuration %d: pair (%u, %u) is not checked", i, got[i].object_a, got[i].object_b);
+        tdm_sched_result one;
+        offline_run(&o, q + i * N_J, 1, TDM_MODE_CONTACTS, CAP, &one, pairs);
+        int seen = 0;
+        for (uint32_t k = 0; k < one.n_pairs && !seen; k++)
+            seen = pairs[k].object_a == got[i].object_a && pairs[k].object_b == got[i].object_b;
+        cr_assert(seen || one.truncated, "configuration %d: (%u, %u) does not collide offline", i, got[i].object_a,
+                  got[i].object_b);
+    }
+    free(pairs);
+
+    /* bad configurations: the field and the index of the number */
+    q[5 * N_J + 2] = NAN;
+    expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, 8, 0, got, NULL), "NaN (on the loop)",
+                        TDM_SERVER_NON_FINITE, "configs", 17, "joint 'j3'");
+    q[5 * N_J + 2] = 0.05;
+    q[100 * N_J] = INFINITY;
+    expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, 200, 0, got, NULL),
+                        "Inf (converted off the loop)", TDM_SERVER_NON_FINITE, "configs", 300, "query 100");
+    q[100 * N_J] = 0;
+    expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, 2, 4, 0, got, NULL), "wrong joint count",
+                        TDM_SERVER_BAD_REQUEST, "configs", -1, "multiple of 3");
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    free(q);
+    free(want);
+    free(got);
+    offline_close(&o);
+}
+
+/* ---- the CLI ---- */
+
+static tdm_run_result run(const char *const *args)
+{
+    tdm_run_result r;
+    int rc = tdm_run_capture(TANDEM_BIN, args, in_root("stdout"), in_root("stderr"), &r);
+    cr_assert_eq(rc, 0, "cannot run %s: %s", TANDEM_BIN, strerror(rc));
+    return r;
+}
+
+Test(robotd, cli_robot_and_query)
+{
+    gen_rng g = {seed ^ 0x33};
+    FILE *f = fopen(in_root("configs.txt"), "w");
+    cr_assert_not_null(f);
+    fprintf(f, "# j1 j2 j3\n");
+    for (int i = 0; i < 300; i++) {
+        double q[N_J];
+        random_config(&g, q);
+        fprintf(f, "%.17g %.17g %.17g\n", q[0], q[1], q[2]);
+    }
+    fclose(f);
+    dmn_start(&D, NULL);
+    const char *server = D.unix_addr;
+
+    const char *put[] = {"robot", "put", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--name",
+                         "cli arm", "--server", server, NULL};
+    tdm_run_result r = run(put);
+    cr_assert_eq(r.status, 0, "robot put: %s", r.err);
+    char id[65];
+    cr_assert_eq(sscanf(r.out, "%64s", id), 1);
+    cr_assert_eq(strlen(id), 64);
+    free(r.out);
+    free(r.err);
+    const char *list[] = {"robot", "list", "--server", server, NULL};
+    r = run(list);
+    cr_assert_eq(r.status, 0, "robot list: %s", r.err);
+    char want[200];
+    snprintf(want, sizeof want, "%s joints=3 links=4 elements=6 scenes=0 name=cli arm\n", id);
+    cr_assert_str_eq(r.out, want);
+    free(r.out);
+    free(r.err);
+
+    static const char *const modes[2] = {"bool", "contacts"};
+    for (int m = 0; m < 2; m++) {
+        const char *check[] = {"check", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
+                               in_root("scene.yaml"), "--configs", in_root("configs.txt"), "--mode", modes[m],
+                               "--threads", "2", "--out", in_root("check_out.txt"), NULL};
+        r = run(check);
+        cr_assert_eq(r.status, 0, "check --urdf: %s", r.err);
+        char *check_last = strrchr(r.out, 'c'); /* "colliding=C\n" */
+        char check_tail[64];
+        snprintf(check_tail, sizeof check_tail, "%s", check_last);
+        free(r.out);
+        free(r.err);
+        const char *query[] = {"query", "--server", server, "--urdf", in_root("arm.urdf"), "--srdf",
+                               in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
+                               in_root("configs.txt"), "--mode", modes[m], "--out", in_root("query_out.txt"),
+                               "--batch", "37", "--connections", "2", NULL};
+        r = run(query);
+        cr_assert_eq(r.status, 0, "query --urdf: %s", r.err);
+        cr_assert(strstr(r.out, "queries=300 seconds=") == r.out, "%s", r.out);
+        cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
+        free(r.out);
+        free(r.err);
+        char *a = gen_read_file(in_root("check_out.txt"), NULL), *b = gen_read_file(in_root("query_out.txt"), NULL);
+        cr_assert(a && b);
+        cr_assert_str_eq(b, a, "%s: tandem query --urdf's --out differs from tandem check --urdf's", modes[m]);
+        free(a);
+        free(b);
+    }
+    /* a configuration line with a wrong count: check's message */
+    write_file("bad.txt", "0 0 0\n0.1 0.2\n");
+    const char *bad[] = {"query", "--server", server, "--urdf", in_root("arm.urdf"), "--world", in_root("scene.yaml"),
+                         "--configs", in_root("bad.txt"), "--mode", "bool", NULL};
+    r = run(bad);
+    cr_assert_neq(r.status, 0);
+    cr_assert(strstr(r.err, "bad.txt:2: 2 values, the robot has 3 active joints") != NULL, "%s", r.err);
+    free(r.out);
+    free(r.err);
+
+    /* rm is refused while the query's scene uses the robot */
+    const char *rm[] = {"robot", "rm", id, "--server", server, NULL};
+    r = run(rm);
+    cr_assert_neq(r.status, 0);
+    cr_assert(strstr(r.err, "robot in use") != NULL, "%s", r.err);
+    free(r.out);
+    free(r.err);
+    dmn_stop(&D, SIGTERM);
+}
+
+/* ---- motions ---- */
+
+/* The reference: n and q_k from the issue's formula, each state run alone offline. */
+static long motion_reference(offline *o, const double *a, const double *b, double res, uint64_t *n_out,
+                             double last[N_J])
+{
+    double d = 0;
+    for (int j = 0; j < N_J; j++) d = fmax(d, fabs(b[j] - a[j]));
+    double cnt = ceil(d / res) + 1;
+    uint64_t n = cnt < 2 ? 2 : (uint64_t)cnt;
+    *n_out = n;
+    for (uint64_t k = 0; k < n; k++) {
+        double q[N_J];
+        for (int j = 0; j < N_J; j++) q[j] = a[j] + (double)k / (double)(n - 1) * (b[j] - a[j]);
+        tdm_sched_result r;
+        offline_run(o, q, 1, TDM_MODE_BOOL, 1, &r, NULL);
+        if (r.colliding) return (long)k;
+        memcpy(last, q, sizeof q);
+    }
+    return -1;
+}
+
+#define N_MOT 200
+
+Test(robotd, motions_equal_reference)
+{
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x44};
+    double *m = malloc(sizeof *m * N_MOT * 2 * N_J), *last = malloc(sizeof *last * N_MOT * N_J);
+    int64_t *first = malloc(sizeof *first * N_MOT);
+    uint64_t *states = malloc(sizeof *states * N_MOT);
+    cr_assert(m && last && first && states);
+    for (int i = 0; i < N_MOT; i++) {
+        random_config(&g, m + i * 2 * N_J);
+        if (i % 10 == 3) { /* short motions, and one that does not move */
+            for (int j = 0; j < N_J; j++) m[i * 2 * N_J + N_J + j] = m[i * 2 * N_J + j] + (i == 3 ? 0 : 0.01);
+        } else {
+            random_config(&g, m + i * 2 * N_J + N_J);
+        }
+    }
+    for (int i = 0; i < N_MOT * N_J; i++) last[i] = -99;
+    const char *flags[] = {"--max-motion-states", "100000", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    cr_assert_eq(tdm_client_server_info(c)->limits.max_motion_states, 100000);
+    uint8_t rid[32], sid[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    const double res = 0.05;
+    cr_assert_eq(tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, states, last), 0, "%s", tdm_client_errstr(c));
+    int colliding = 0, free_ = 0, at_start = 0;
+    for (int i = 0; i < N_MOT; i++) {
+        uint64_t n;
+        double want_last[N_J];
+        long want = motion_reference(&o, m + i * 2 * N_J, m + i * 2 * N_J + N_J, res, &n, want_last);
+        cr_assert_eq(first[i], want, "motion %d: %lld, reference %ld", i, (long long)first[i], want);
+        cr_assert_eq(states[i], n, "motion %d: %llu states, reference %llu", i, (unsigned long long)states[i],
+                     (unsigned long long)n);
+        if (want != 0)
+            for (int j = 0; j < N_J; j++)
+                cr_assert_eq(last[i * N_J + j], want_last[j], "motion %d: last free state, joint %d", i, j);
+        else
+            for (int j = 0; j < N_J; j++) cr_assert_eq(last[i * N_J + j], -99, "motion %d: no free state", i);
+        colliding += want > 0;
+        free_ += want < 0;
+        at_start += want == 0;
+    }
+    cr_assert(colliding > 10 && free_ > 10 && at_start > 0, "colliding %d, free %d, at the start %d", colliding, free_,
+              at_start);
+
+    /* bad requests: the field and index named, nothing run */
+    m[7 * 2 * N_J + 4] = NAN;
+    expect_server_error(c, tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, NULL, NULL), "NaN in a motion",
+                        TDM_SERVER_NON_FINITE, "motions", 7 * 2 * N_J + 4, "point 15, joint 'j2'");
+    m[7 * 2 * N_J + 4] = 0;
+    expect_server_error(c, tdm_motion_check(c, sid, 0, m, N_J, 4, first, NULL, NULL), "resolution 0",
+                        TDM_SERVER_BAD_REQUEST, "resolution", -1, NULL);
+    expect_server_error(c, tdm_motion_check(c, sid, 1e-5, m, N_J, 4, first, NULL, NULL), "over max_motion_states",
+                        TDM_SERVER_LIMIT, "motions", -1, "max_motion_states");
+
+    /* paths: 2 to 5 configurations each, checked segment by segment, states numbered along
+     * the path with each shared point counted once */
+    enum { NP = 40 };
+    uint32_t np[NP];
+    size_t total = 0;
+    for (int i = 0; i < NP; i++) total += np[i] = (uint32_t)gen_int(&g, 2, 5);
+    double *pts = malloc(sizeof *pts * total * N_J), *plast = malloc(sizeof *plast * NP * N_J);
+    for (size_t i = 0; i < total; i++) random_config(&g, pts + i * N_J);
+    for (int i = 0; i < NP * N_J; i++) plast[i] = -99;
+    cr_assert_eq(tdm_motion_check_paths(c, sid, 0.1, pts, N_J, np, NP, first, states, plast), 0, "%s",
+                 tdm_client_errstr(c));
+    size_t at = 0;
+    int multi = 0;
+    for (int i = 0; i < NP; i++) {
+        long want = -1;
+        uint64_t base = 0, n_total = 0;
+        double want_last[N_J];
+        for (uint32_t s = 0; s + 1 < np[i]; s++) {
+            const double *a = pts + (at + s) * N_J, *b = a + N_J;
+            double d = 0;
+            for (int j = 0; j < N_J; j++) d = fmax(d, fabs(b[j] - a[j]));
+            double cnt = ceil(d / 0.1) + 1;
+            uint64_t n = cnt < 2 ? 2 : (uint64_t)cnt;
+            for (uint64_t k = s ? 1 : 0; want < 0 && k < n; k++) {
+                double q[N_J];
+                for (int j = 0; j < N_J; j++) q[j] = a[j] + (double)k / (double)(n - 1) * (b[j] - a[j]);
+                tdm_sched_result r;
+                offline_run(&o, q, 1, TDM_MODE_BOOL, 1, &r, NULL);
+                if (r.colliding) want = (long)(base + k);
+                else memcpy(want_last, q, sizeof q);
+            }
+            n_total += s ? n - 1 : n;
+            base += n - 1;
+        }
+        at += np[i];
+        cr_assert_eq(states[i], n_total, "path %d: %llu states, reference %llu", i, (unsigned long long)states[i],
+                     (unsigned long long)n_total);
+        cr_assert_eq(first[i], want, "path %d (%u points): %lld, reference %ld", i, np[i], (long long)first[i], want);
+        if (want != 0)
+            for (int j = 0; j < N_J; j++)
+                cr_assert_eq(plast[i * N_J + j], want_last[j], "path %d: last free state, joint %d", i, j);
+        multi += np[i] > 2 && (want < 0 || (uint64_t)want >= n_total / 2);
+    }
+    cr_assert(multi > 0, "no path got past its first segment");
+    /* a 1-point path: refused by libtandem before sending, and by the server (raw frame) */
+    np[3] = 1;
+    cr_assert_eq(tdm_motion_check_paths(c, sid, 0.1, pts, N_J, np, NP, first, NULL, NULL), TDM_CLIENT_EINVAL);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    Tandem__V1__MotionCheck mcq = TANDEM__V1__MOTION_CHECK__INIT;
+    mcq.scene_id.data = sid;
+    mcq.scene_id.len = 32;
+    mcq.resolution = 0.1;
+    mcq.n_motions = total * N_J;
+    mcq.motions = pts;
+    mcq.n_points = NP;
+    mcq.points = np;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 9;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_MOTION_CHECK;
+    rq.motion_check = &mcq;
+    Tandem__V1__Reply *rep = raw_call_or_fail(fd, &rq);
+    expect_error(rep, "a 1-point path", 9, TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST, "points", 3);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    free(pts);
+    free(plast);
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+
+    /* the CLI: tandem motions --server writes what tandem motions writes */
+    FILE *f = fopen(in_root("motions.txt"), "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 60; i++) {
+        for (int j = 0; j < 2 * N_J; j++) fprintf(f, "%.17g ", m[i * 2 * N_J + j]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    dmn_start(&D, NULL);
+    const char *off[] = {"motions", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
+                         in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05", "--out",
+                         in_root("m_off.txt"), NULL};
+    tdm_run_result r = run(off);
+    cr_assert_eq(r.status, 0, "motions: %s", r.err);
+    char tail[64];
+    snprintf(tail, sizeof tail, "%s", strrchr(r.out, 'c'));
+    free(r.out);
+    free(r.err);
+    const char *on[] = {"motions", "--server", D.tcp_addr, "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"),
+                        "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05",
+                        "--out", in_root("m_srv.txt"), NULL};
+    r = run(on);
+    cr_assert_eq(r.status, 0, "motions --server: %s", r.err);
+    cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
+    cr_assert_str_eq(strrchr(r.out, 'c'), tail);
+    free(r.out);
+    free(r.err);
+    char *a = gen_read_file(in_root("m_off.txt"), NULL), *b = gen_read_file(in_root("m_srv.txt"), NULL);
+    cr_assert(a && b);
+    cr_assert_str_eq(b, a, "tandem motions --server's --out differs from tandem motions'");
+    free(a);
+    free(b);
+    dmn_stop(&D, SIGTERM);
+    free(m);
+    free(last);
+    free(first);
+    free(states);
+    offline_close(&o);
+}
+
+/* ---- the async API ---- */
+
+enum { AQ = 64, AM = 20 };
+
+typedef struct async_app {
+    uint8_t bar[32], rid[32], sid[32];
+    double q[AQ * N_J], m[AM * 2 * N_J];
+    tdm_query_result res[AQ];
+    int64_t first[AM];
+    uint64_t states[AM];
+    int answered, listed, failed;
+    char why[256];
+} async_app;
+
+static int async_ok(tdm_async *ac, const tdm_reply *r, const char *what)
+{
+    async_app *a = tdm_async_data(ac);
+    if (r->status == 0) return 1;
+    snprintf(a->why, sizeof a->why, "%s: %s", what,
+             r->status == TDM_CLIENT_ESERVER ? r->error.message : tdm_client_strerror(r->status));
+    a->failed = 1;
+    tdm_async_disconnect(ac);
+    return 0;
+}
+
+static void on_list(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "robot list")) return;
+    a->listed = (int)r->u.robot_list.n;
+    if (r->u.robot_list.n != 1 || memcmp(r->u.robot_list.robots[0].robot_id, a->rid, 32) ||
+        r->u.robot_list.robots[0].scenes != 1 || strcmp(r->u.robot_list.robots[0].joints[1].name, "j2")) {
+        snprintf(a->why, sizeof a->why, "robot list: not the one robot with one scene");
+        a->failed = 1;
+    }
+    tdm_async_disconnect(ac);
+}
+
+static void answered(tdm_async *ac)
+{
+    async_app *a = tdm_async_data(ac);
+    if (++a->answered == 2 && tdm_async_robot_list(ac, on_list, NULL, NULL)) tdm_async_disconnect(ac);
+}
+
+static void on_configs(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "query configs")) return;
+    for (size_t i = 0; i < r->u.query.n && i < AQ; i++) a->res[i] = r->u.query.results[i];
+    answered(ac);
+}
+
+static void on_motions(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "motion check")) return;
+    for (size_t i = 0; i < r->u.motion_check.n && i < AM; i++) {
+        a->first[i] = r->u.motion_check.results[i].first_colliding;
+        a->states[i] = r->u.motion_check.results[i].n_states;
+    }
+    answered(ac);
+}
+
+static void on_rscene(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "robot scene put")) return;
+    const tdm_robot_scene_info *si = &r->u.robot_scene_put;
+    if (si->n_objects != N_OBJ || strcmp(si->objects[6].world_object, "obs_box") || si->n_joints != N_J) {
+        snprintf(a->why, sizeof a->why, "robot scene put: wrong objects or joints");
+        a->failed = 1;
+        tdm_async_disconnect(ac);
+        return;
+    }
+    memcpy(a->sid, si->scene_id, 32);
+    if (tdm_async_query_configs(ac, on_configs, NULL, a->sid, TDM_QUERY_CONTACTS, a->q, N_J, AQ, 0, 0, NULL) ||
+        tdm_async_motion_check(ac, on_motions, NULL, a->sid, 0.05, a->m, N_J, AM, NULL))
+        tdm_async_disconnect(ac);
+}
+
+static void on_robot(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "robot put")) return;
+    if (r->u.robot_put.n_joints != N_J || strcmp(r->u.robot_put.joints[2].name, "j3") ||
+        r->u.robot_put.n_elements != N_EL) {
+        snprintf(a->why, sizeof a->why, "robot put: wrong joints");
+        a->failed = 1;
+        tdm_async_disconnect(ac);
+        return;
+    }
+    memcpy(a->rid, r->u.robot_put.robot_id, 32);
+    if (tdm_async_robot_scene_put(ac, on_rscene, NULL, "async", a->rid, scene_text, NULL)) tdm_async_disconnect(ac);
+}
+
+static void on_bar(tdm_async *ac, const tdm_reply *r, void *p)
+{
+    (void)p;
+    async_app *a = tdm_async_data(ac);
+    if (!async_ok(ac, r, "mesh put")) return;
+    memcpy(a->bar, r->u.mesh_put.mesh_id, 32);
+    tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
+    memcpy(ref.mesh_id, a->bar, 32);
+    if (tdm_async_robot_put(ac, on_robot, NULL, "async arm", urdf_text, srdf_text, &ref, 1, NULL))
+        tdm_async_disconnect(ac);
+}
+
+static tdm_mesh *bar_mesh;
+
+static void on_async_connect(tdm_async *ac, int status)
+{
+    async_app *a = tdm_async_data(ac);
+    if (status) {
+        snprintf(a->why, sizeof a->why, "connect: %s", tdm_async_errstr(ac));
+        a->failed = 1;
+        return;
+    }
+    if (tdm_async_mesh_put(ac, on_bar, NULL, "bar", bar_mesh->verts, bar_mesh->n_verts, bar_mesh->tris,
+                           bar_mesh->n_tris, NULL))
+        tdm_async_disconnect(ac);
+}
+
+static void on_async_disconnect(tdm_async *ac, int status)
+{
+    (void)ac;
+    (void)status;
+}
+
+Test(robotd, async_calls_equal_blocking)
+{
+    char err[256];
+    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &bar_mesh, err, sizeof err), TDM_OK);
+    async_app *a = calloc(1, sizeof *a);
+    gen_rng g = {seed ^ 0x55};
+    for (int i = 0; i < AQ; i++) random_config(&g, a->q + i * N_J);
+    for (int i = 0; i < AM; i++) {
+        random_config(&g, a->m + i * 2 * N_J);
+        random_config(&g, a->m + i * 2 * N_J + N_J);
+    }
+    dmn_start(&D, NULL);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    tdm_connect_opts o = {.addr = D.unix_addr, .timeout_ms = 5000, .client_name = "test_robotd async"};
+    tdm_async *ac = tdm_async_connect(&o);
+    cr_assert_not_null(ac);
+    tdm_async_set_data(ac, a);
+    cr_assert_eq(tdm_async_err(ac), 0, "%s", tdm_async_errstr(ac));
+    tdm_async_set_connect_cb(ac, on_async_connect);
+    tdm_async_set_disconnect_cb(ac, on_async_disconnect);
+    cr_assert_eq(tdm_libuv_attach(ac, &loop), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    cr_assert_eq(a->failed, 0, "%s", a->why);
+    cr_assert_eq(a->listed, 1);
+
+    /* the blocking calls answer the same */
+    tdm_client *c = lib_connect(D.tcp_addr);
+    tdm_query_result res[AQ];
+    int64_t first[AM];
+    uint64_t states[AM];
+    cr_assert_eq(tdm_query_configs(c, a->sid, TDM_QUERY_CONTACTS, a->q, N_J, AQ, 0, res, NULL), 0);
+    cr_assert_eq(tdm_motion_check(c, a->sid, 0.05, a->m, N_J, AM, first, states, NULL), 0);
+    for (int i = 0; i < AQ; i++) {
+        cr_assert_eq(res[i].colliding, a->res[i].colliding, "configuration %d", i);
+        cr_assert_eq(res[i].contacts, a->res[i].contacts, "configuration %d", i);
+    }
+    for (int i = 0; i < AM; i++) {
+        cr_assert_eq(first[i], a->first[i], "motion %d", i);
+        cr_assert_eq(states[i], a->states[i], "motion %d", i);
+    }
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    tdm_mesh_free(bar_mesh);
+    free(a);
+}
