@@ -10,7 +10,8 @@
 #     PANDA, CONFIGS: as bench/run_robot_configs.sh
 #   env: ENGINE (auto: tandemd --engine), THREADS ($(nproc)), CLIENTS (64), BATCH (1024), INFLIGHT (2),
 #        DURATION (3 s a row), MODES ("bool contacts"), SCENE (0001), SCENARIOS (every problems/*_panda),
-#        MOTIONS (2000: motions, consecutive pairs of configurations), R (0.05), MBATCH (64)
+#        MOTIONS (2000: motions, consecutive pairs of configurations), R (0.05), MBATCH (64),
+#        TANDEMD_ARGS (more tandemd flags, e.g. "--max-batch-tasks 1048576")
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
     echo "usage: bench/run_robot_server.sh BIN PANDA CONFIGS [REPORT.md]" >&2
@@ -28,6 +29,7 @@ SCENE=${SCENE:-0001}
 MOTIONS=${MOTIONS:-2000}
 R=${R:-0.05}
 MBATCH=${MBATCH:-64}
+TANDEMD_ARGS=${TANDEMD_ARGS:-}
 scenarios=${SCENARIOS:-$(cd "$PANDA/problems" && ls -d *_panda)}
 work=$(mktemp -d)
 pid=""
@@ -36,7 +38,7 @@ trap cleanup EXIT
 
 port=$((7600 + RANDOM % 1000))
 addr=127.0.0.1:$port
-"$BIN/tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn &
+"$BIN/tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn $TANDEMD_ARGS &
 pid=$!
 for _ in $(seq 200); do
     "$BIN/tandem" stats --server "$addr" > /dev/null 2>&1 && break
@@ -49,8 +51,8 @@ echo "# The Panda through tandemd: configurations and motions per second"
 echo
 echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 command -v nvidia-smi > /dev/null && echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-echo "- Command: \`ENGINE=$ENGINE THREADS=$THREADS CLIENTS=$CLIENTS BATCH=$BATCH INFLIGHT=$INFLIGHT DURATION=$DURATION MODES=\"$MODES\" SCENE=$SCENE MOTIONS=$MOTIONS R=$R MBATCH=$MBATCH bench/run_robot_server.sh BIN PANDA CONFIGS\`"
-echo "- tandemd --engine $ENGINE --threads $THREADS over loopback TCP; configurations: $CLIENTS clients x $INFLIGHT requests of $BATCH in flight for $DURATION s;"
+echo "- Command: \`${TANDEMD_ARGS:+TANDEMD_ARGS=\"$TANDEMD_ARGS\" }ENGINE=$ENGINE THREADS=$THREADS CLIENTS=$CLIENTS BATCH=$BATCH INFLIGHT=$INFLIGHT DURATION=$DURATION MODES=\"$MODES\" SCENE=$SCENE MOTIONS=$MOTIONS R=$R MBATCH=$MBATCH bench/run_robot_server.sh BIN PANDA CONFIGS\`"
+echo "- tandemd --engine $ENGINE --threads $THREADS $TANDEMD_ARGS over loopback TCP; configurations: $CLIENTS clients x $INFLIGHT requests of $BATCH in flight for $DURATION s;"
 echo "  motions: $CLIENTS clients, one request of $MBATCH motions at a time (motion i: configurations 2i and 2i+1 of CONFIGS, resolution $R rad)."
 echo "- mismatches: answers that differ from \`tandem check --urdf\` (colliding or not) or \`tandem motions\` (first colliding state) on the same input."
 echo
