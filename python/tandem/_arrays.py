@@ -50,7 +50,8 @@ def vertices(x) -> np.ndarray:
         raise invalid(f"vertices must be numbers, not {a.dtype}", field="vertices")
     if a.shape[0] > _U32_MAX:
         raise invalid("more vertices than a uint32 counts", code=ServerCode.LIMIT, field="vertices")
-    out = np.ascontiguousarray(a, dtype=np.float32)
+    with np.errstate(over="ignore"):  # a value past float32's range becomes inf, refused below
+        out = np.ascontiguousarray(a, dtype=np.float32)
     bad = ~np.isfinite(out).all(axis=1)
     if bad.any():
         i = int(np.argmax(bad))
