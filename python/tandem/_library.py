@@ -211,6 +211,10 @@ _PROTOTYPES = {
     "tdm_scene_list": (_c.c_int, [_P, _c.POINTER(_c.POINTER(SceneInfoStruct)), _c.POINTER(_c.c_size_t)]),
     "tdm_scene_list_free": (None, [_c.POINTER(SceneInfoStruct)]),
     "tdm_scene_delete": (_c.c_int, [_P, _ID]),
+    "tdm_query": (
+        _c.c_int,
+        [_P, _ID, _c.c_int, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint32, _c.c_void_p, _c.POINTER(PairsStruct)],
+    ),
     "tdm_query_send": (
         _c.c_int,
         [

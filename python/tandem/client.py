@@ -402,6 +402,10 @@ class Client(RobotMixin):
                 code=ServerCode.LIMIT,
                 field="max_contacts",
             )
+        return _result(*self._answer(scene, poses, MODES[mode], max_contacts, want_pairs), want_pairs)
+
+    def _answer(self, scene: SceneRef, poses, mode: int, max_contacts: int, want_pairs: bool):
+        """The results array (RESULT_DTYPE, one per query), each batch's pairs and the batches."""
         sc = self._scene(scene)
         m = len(sc.movable)
         p = _arrays.poses(poses, m)
@@ -410,8 +414,16 @@ class Client(RobotMixin):
         cap_contacts = max_contacts or self.limits.max_contacts or 1_000_000
         chunk = self._batch_size(sc, m, cap_contacts if want_pairs else 0)
         chunks = [(s, min(n, s + chunk)) for s in range(0, n, chunk)]
-        pairs = self._run_batches(sc.id, MODES[mode], p, m, max_contacts, results, chunks, want_pairs, cap_contacts)
-        return _result(results, pairs, chunks, want_pairs)
+        if len(chunks) == 1 and not want_pairs:
+            # one request: the blocking call, nothing to keep in flight
+            self._check(
+                self._lib.tdm_query(
+                    self._ctx(), _id_arg(sc.id), mode, p.ctypes.data, m, n, max_contacts, results.ctypes.data, None
+                )
+            )
+            return results, None, chunks
+        pairs = self._run_batches(sc.id, mode, p, m, max_contacts, results, chunks, want_pairs, cap_contacts)
+        return results, pairs, chunks
 
     def check(self, scene, poses_or_configs) -> np.ndarray:
         """(N,) bool: which queries collide.
@@ -422,7 +434,8 @@ class Client(RobotMixin):
 
         if isinstance(scene, RobotScene):
             return self.check_configs(scene, poses_or_configs)
-        return self.query(scene, poses_or_configs, mode="bool").colliding
+        results = self._answer(scene, poses_or_configs, MODES["bool"], 0, False)[0]
+        return results["colliding"] != 0
 
     def _batch_size(self, sc: Scene, m: int, pairs_per_query: int) -> int:
         b = self.batch or self.limits.max_queries or 65536
