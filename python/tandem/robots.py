@@ -104,7 +104,7 @@ class RobotMixin:
         return self._robot_call("list_robots")
 
     def delete_robot(self, robot: Union[Robot, RobotId, bytes, str]) -> None:
-        """Deletes a stored robot (TandemError UNKNOWN_ROBOT-like when absent, in use while a scene uses it)."""
+        """Deletes a stored robot."""
         RobotId(robot.id if isinstance(robot, Robot) else robot)
         return self._robot_call("delete_robot")
 
