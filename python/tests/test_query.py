@@ -192,3 +192,56 @@ def test_matches_offline_tandem_check(client, one_robot, tmp_path):
         got = res.colliding.astype(np.int64) if mode == "bool" else res.contacts.astype(np.int64)
         np.testing.assert_array_equal(got, offline)
         assert run.stdout.strip().splitlines()[-1].startswith(f"queries={len(poses)} ")
+
+
+@pytest.mark.parametrize("pipeline", [1, 2, 4])
+def test_batches_are_kept_in_flight(daemon, pipeline, monkeypatch):
+    """3.5 batches: up to `pipeline` requests are outstanding whenever the client waits."""
+    rng = np.random.default_rng(SEED + 2)
+    with tandem.Client(daemon.tcp, pipeline=pipeline) as c:
+        env = c.put_mesh(*oracle.soup(rng, 20, 1.0, 0.25))
+        robot = c.put_mesh(*oracle.soup(rng, 6, 0.3, 0.2))
+        scene = c.put_scene([tandem.SceneObject.fixed(env), tandem.SceneObject.moving(robot)])
+        poses = oracle.random_poses(rng, 3 * MAX_QUERIES + MAX_QUERIES // 2, 1.0)
+        c.pipeline = 1
+        ref = c.check(scene, poses)
+        c.pipeline = pipeline
+        lib = c._lib
+        real_wait = lib.tdm_query_wait
+        seen = []
+
+        def wait(ctx, qid, status):
+            seen.append(lib.tdm_query_outstanding(ctx))
+            return real_wait(ctx, qid, status)
+
+        monkeypatch.setattr(lib, "tdm_query_wait", wait)
+        np.testing.assert_array_equal(c.check(scene, poses), ref)
+        assert len(seen) == 4 and max(seen) == min(pipeline, 4)
+
+
+def test_one_client_per_thread(daemon, one_robot):
+    import threading
+
+    scene, _, _, rng = one_robot
+    poses = [oracle.random_poses(rng, 1500, 1.0) for _ in range(4)]
+    with tandem.Client(daemon.unix) as c:
+        refs = [c.check(scene, p) for p in poses]
+    got = [None] * 4
+    errors = []
+
+    def work(i):
+        try:
+            with tandem.Client(daemon.unix) as mine:
+                for _ in range(3):
+                    got[i] = mine.check(scene, poses[i])
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(4):
+        np.testing.assert_array_equal(got[i], refs[i])
