@@ -4,8 +4,6 @@ callers may catch either."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 __all__ = [
     "TandemError",
     "InvalidArgument",

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np  # noqa: F401  (a missing numpy must fail the run here, loudly)
+import numpy  # noqa: F401  (a missing numpy must fail the run here, loudly)
 import pytest
 
 HERE = Path(__file__).resolve().parent
