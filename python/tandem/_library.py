@@ -20,9 +20,20 @@ __all__ = ["Library", "load_library", "LibraryNotFound"]
 ID_BYTES = 32
 SONAME = "libtandem.so.0"
 
-# The robot calls another part of libtandem adds (issue 13, point 7). A library that lacks any of
-# them has no robot support; the names are the ones client/tandem.h will export.
-ROBOT_SYMBOLS = ("tdm_robot_put", "tdm_robot_scene_put", "tdm_query_configs", "tdm_motions_check")
+# libtandem's robot calls (issue 13, point 7). A library that exports them also has the longer
+# tdm_limits, tdm_mesh_info, tdm_scene_info and tdm_stats of that version (fields appended at
+# their ends); a library that lacks any of them is read with the structs before it, and has no
+# robot support.
+ROBOT_SYMBOLS = (
+    "tdm_robot_put_files",
+    "tdm_robot_list",
+    "tdm_robot_info_free",
+    "tdm_robot_delete",
+    "tdm_robot_scene_put_file",
+    "tdm_robot_scene_info_free",
+    "tdm_query_configs_send",
+    "tdm_motion_check",
+)
 
 
 class LibraryNotFound(OSError):
@@ -59,6 +70,14 @@ class LimitsStruct(ctypes.Structure):
     ] + [("max_meshes_bytes", ctypes.c_uint64)]
 
 
+class LimitsRobotStruct(ctypes.Structure):
+    _fields_ = LimitsStruct._fields_ + [
+        ("max_robots", ctypes.c_uint32),
+        ("max_robot_text_bytes", ctypes.c_uint32),
+        ("max_motion_states", ctypes.c_uint64),
+    ]
+
+
 class ServerInfoStruct(ctypes.Structure):
     _fields_ = [
         ("protocol_version", ctypes.c_uint32),
@@ -66,6 +85,10 @@ class ServerInfoStruct(ctypes.Structure):
         ("engine", ctypes.c_int),
         ("limits", LimitsStruct),
     ]
+
+
+class ServerInfoRobotStruct(ctypes.Structure):
+    _fields_ = ServerInfoStruct._fields_[:-1] + [("limits", LimitsRobotStruct)]
 
 
 class MeshInfoStruct(ctypes.Structure):
@@ -78,6 +101,10 @@ class MeshInfoStruct(ctypes.Structure):
     ]
 
 
+class MeshInfoRobotStruct(ctypes.Structure):
+    _fields_ = MeshInfoStruct._fields_ + [("robots", ctypes.c_uint32)]
+
+
 class SceneInfoStruct(ctypes.Structure):
     _fields_ = [
         ("scene_id", IdBytes),
@@ -85,6 +112,51 @@ class SceneInfoStruct(ctypes.Structure):
         ("n_objects", ctypes.c_uint32),
         ("movable", ctypes.POINTER(ctypes.c_uint32)),
         ("n_movable", ctypes.c_size_t),
+    ]
+
+
+class SceneInfoRobotStruct(ctypes.Structure):
+    _fields_ = SceneInfoStruct._fields_ + [("is_robot_scene", ctypes.c_int), ("robot_id", IdBytes)]
+
+
+class JointInfoStruct(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("lower", ctypes.c_double), ("upper", ctypes.c_double)]
+
+
+class RobotInfoStruct(ctypes.Structure):
+    _fields_ = [
+        ("robot_id", IdBytes),
+        ("name", ctypes.c_char_p),
+        ("joints", ctypes.POINTER(JointInfoStruct)),
+        ("n_joints", ctypes.c_size_t),
+        ("n_links", ctypes.c_uint32),
+        ("n_elements", ctypes.c_uint32),
+        ("scenes", ctypes.c_uint32),
+        ("created", ctypes.c_int),
+    ]
+
+
+class RobotObjectStruct(ctypes.Structure):
+    _fields_ = [
+        ("object_id", ctypes.c_uint32),
+        ("movable", ctypes.c_int),
+        ("link", ctypes.c_char_p),
+        ("element", ctypes.c_uint32),
+        ("world_object", ctypes.c_char_p),
+        ("shape", ctypes.c_uint32),
+    ]
+
+
+class RobotSceneInfoStruct(ctypes.Structure):
+    _fields_ = [
+        ("scene_id", IdBytes),
+        ("robot_id", IdBytes),
+        ("created", ctypes.c_int),
+        ("joints", ctypes.POINTER(JointInfoStruct)),
+        ("n_joints", ctypes.c_size_t),
+        ("objects", ctypes.POINTER(RobotObjectStruct)),
+        ("n_objects", ctypes.c_size_t),
+        ("n_checks", ctypes.c_uint32),
     ]
 
 
@@ -137,6 +209,10 @@ class StatsStruct(ctypes.Structure):
         ("device_bytes", ctypes.c_uint64),
         ("device_meshes", ctypes.c_uint32),
         ("dispatch_threshold", ctypes.c_uint64),
+        # the robot version's field (read only from a library with robot calls), then room for
+        # fields a later libtandem may append: tdm_stats_get writes the whole struct it knows
+        ("robots", ctypes.c_uint32),
+        ("_spare", ctypes.c_uint8 * 512),
     ]
 
 
@@ -183,14 +259,15 @@ _PROTOTYPES = {
     "tdm_client_err": (_c.c_int, [_P]),
     "tdm_client_errstr": (_c.c_char_p, [_P]),
     "tdm_client_server_error": (_c.POINTER(ServerErrorStruct), [_P]),
-    "tdm_client_server_info": (_c.POINTER(ServerInfoStruct), [_P]),
+    "tdm_client_server_info": (_c.c_void_p, [_P]),
     "tdm_client_set_timeout": (None, [_P, _c.c_int]),
     "tdm_mesh_put": (
         _c.c_int,
         [_P, _c.c_char_p, _c.c_void_p, _c.c_uint32, _c.c_void_p, _c.c_uint32, _ID, _c.POINTER(_c.c_int)],
     ),
-    "tdm_mesh_list": (_c.c_int, [_P, _c.POINTER(_c.POINTER(MeshInfoStruct)), _c.POINTER(_c.c_size_t)]),
-    "tdm_mesh_list_free": (None, [_c.POINTER(MeshInfoStruct)]),
+    # the list calls' structs depend on the library's version: passed as void pointers
+    "tdm_mesh_list": (_c.c_int, [_P, _c.POINTER(_c.c_void_p), _c.POINTER(_c.c_size_t)]),
+    "tdm_mesh_list_free": (None, [_c.c_void_p]),
     "tdm_mesh_delete": (_c.c_int, [_P, _ID]),
     "tdm_scene_put": (
         _c.c_int,
@@ -208,8 +285,8 @@ _PROTOTYPES = {
             _c.POINTER(_c.c_size_t),
         ],
     ),
-    "tdm_scene_list": (_c.c_int, [_P, _c.POINTER(_c.POINTER(SceneInfoStruct)), _c.POINTER(_c.c_size_t)]),
-    "tdm_scene_list_free": (None, [_c.POINTER(SceneInfoStruct)]),
+    "tdm_scene_list": (_c.c_int, [_P, _c.POINTER(_c.c_void_p), _c.POINTER(_c.c_size_t)]),
+    "tdm_scene_list_free": (None, [_c.c_void_p]),
     "tdm_scene_delete": (_c.c_int, [_P, _ID]),
     "tdm_query": (
         _c.c_int,
@@ -236,11 +313,42 @@ _PROTOTYPES = {
 }
 
 
+_QUERY_ARGS = [_P, _ID, _c.c_int, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint32, _c.c_void_p]
+_ROBOT_PROTOTYPES = {
+    "tdm_robot_put_files": (
+        _c.c_int,
+        [_P, _c.c_char_p, _c.c_char_p, _c.c_char_p, _ID, _c.POINTER(_c.c_int), _c.POINTER(_c.POINTER(RobotInfoStruct))],
+    ),
+    "tdm_robot_list": (_c.c_int, [_P, _c.POINTER(_c.POINTER(RobotInfoStruct)), _c.POINTER(_c.c_size_t)]),
+    "tdm_robot_info_free": (None, [_c.POINTER(RobotInfoStruct)]),
+    "tdm_robot_delete": (_c.c_int, [_P, _ID]),
+    "tdm_robot_scene_put_file": (
+        _c.c_int,
+        [
+            _P,
+            _c.c_char_p,
+            _ID,
+            _c.c_char_p,
+            _ID,
+            _c.POINTER(_c.c_int),
+            _c.POINTER(_c.POINTER(RobotSceneInfoStruct)),
+        ],
+    ),
+    "tdm_robot_scene_info_free": (None, [_c.POINTER(RobotSceneInfoStruct)]),
+    "tdm_query_configs_send": (_c.c_int, _QUERY_ARGS + [_c.POINTER(PairsStruct), _c.POINTER(_c.c_uint64)]),
+    "tdm_motion_check": (
+        _c.c_int,
+        [_P, _ID, _c.c_double, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_void_p, _c.c_void_p, _c.c_void_p],
+    ),
+}
+
+
 class Library:
     """A loaded libtandem with its prototypes declared.
 
     ``path`` is where it was loaded from; ``has_robots`` says whether it exports the robot calls
-    (``ROBOT_SYMBOLS``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
+    (``ROBOT_SYMBOLS``), and so which layout its list and info structs have (``MeshInfo``,
+    ``SceneInfo``, ``ServerInfo``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
 
     def __init__(self, cdll: ctypes.CDLL, path: str):
         self.cdll = cdll
@@ -254,6 +362,16 @@ class Library:
             fn.argtypes = argtypes
             setattr(self, name, fn)
         self.has_robots = all(hasattr(cdll, name) for name in ROBOT_SYMBOLS)
+        if self.has_robots:
+            for name, (restype, argtypes) in _ROBOT_PROTOTYPES.items():
+                fn = getattr(cdll, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+                setattr(self, name, fn)
+        # the structs of this library's version
+        self.MeshInfo = MeshInfoRobotStruct if self.has_robots else MeshInfoStruct
+        self.SceneInfo = SceneInfoRobotStruct if self.has_robots else SceneInfoStruct
+        self.ServerInfo = ServerInfoRobotStruct if self.has_robots else ServerInfoStruct
 
     def strerror(self, code: int) -> str:
         return self.tdm_client_strerror(code).decode()

@@ -16,16 +16,13 @@ import numpy as np
 
 from . import _arrays
 from ._library import (
+    ConnectOptsStruct,
     IdBytes,
     Library,
-    MeshInfoStruct,
     ObjectPairStruct,
     PairsStruct,
-    SceneInfoStruct,
     SceneObjectStruct,
-    ServerInfoStruct,
     StatsStruct,
-    ConnectOptsStruct,
     load_library,
 )
 from .errors import ClientCode, ServerCode, TandemError, invalid, server_error
@@ -35,6 +32,7 @@ from .types import (
     MeshId,
     MeshInfo,
     QueryResult,
+    RobotId,
     Scene,
     SceneId,
     SceneObject,
@@ -126,7 +124,8 @@ class Client(RobotMixin):
             self._lib.tdm_client_free(c)
             raise err
         self._c = c
-        self.server_info = _server_info(self._lib, self._lib.tdm_client_server_info(c).contents)
+        info = ctypes.cast(self._lib.tdm_client_server_info(c), ctypes.POINTER(self._lib.ServerInfo))
+        self.server_info = _server_info(self._lib, info.contents)
         self.limits: Limits = self.server_info.limits
 
     # ---- life ---------------------------------------------------------------------------------
@@ -226,10 +225,11 @@ class Client(RobotMixin):
 
     def list_meshes(self) -> list[MeshInfo]:
         """The stored meshes."""
-        arr = ctypes.POINTER(MeshInfoStruct)()
+        block = ctypes.c_void_p()
         n = ctypes.c_size_t()
-        self._check(self._lib.tdm_mesh_list(self._ctx(), ctypes.byref(arr), ctypes.byref(n)))
+        self._check(self._lib.tdm_mesh_list(self._ctx(), ctypes.byref(block), ctypes.byref(n)))
         try:
+            arr = ctypes.cast(block, ctypes.POINTER(self._lib.MeshInfo))
             return [
                 MeshInfo(
                     MeshId(bytes(m.mesh_id)),
@@ -237,11 +237,12 @@ class Client(RobotMixin):
                     m.n_vertices,
                     m.n_triangles,
                     m.scenes,
+                    getattr(m, "robots", 0),
                 )
                 for m in (arr[i] for i in range(n.value))
             ]
         finally:
-            self._lib.tdm_mesh_list_free(arr)
+            self._lib.tdm_mesh_list_free(block)
 
     def delete_mesh(self, mesh: Union[MeshId, bytes, str]) -> None:
         """Deletes a stored mesh. TandemError UNKNOWN_MESH when it is not stored, MESH_IN_USE while
@@ -325,22 +326,25 @@ class Client(RobotMixin):
 
     def list_scenes(self) -> list[Scene]:
         """The stored scenes (``created`` is False in each)."""
-        arr = ctypes.POINTER(SceneInfoStruct)()
+        block = ctypes.c_void_p()
         n = ctypes.c_size_t()
-        self._check(self._lib.tdm_scene_list(self._ctx(), ctypes.byref(arr), ctypes.byref(n)))
+        self._check(self._lib.tdm_scene_list(self._ctx(), ctypes.byref(block), ctypes.byref(n)))
         try:
+            arr = ctypes.cast(block, ctypes.POINTER(self._lib.SceneInfo))
             out = []
             for i in range(n.value):
                 s = arr[i]
+                robot = RobotId(bytes(s.robot_id)) if getattr(s, "is_robot_scene", 0) else None
                 scene = Scene(
                     SceneId(bytes(s.scene_id)),
                     tuple(int(s.movable[k]) for k in range(s.n_movable)),
                     (s.name or b"").decode(errors="replace"),
                     int(s.n_objects),
+                    robot_id=robot,
                 )
                 out.append(scene)
         finally:
-            self._lib.tdm_scene_list_free(arr)
+            self._lib.tdm_scene_list_free(block)
         self._scenes.update((bytes(s.id), s) for s in out)
         return out
 
@@ -422,7 +426,13 @@ class Client(RobotMixin):
                 )
             )
             return results, None, chunks
-        pairs = self._run_batches(sc.id, mode, p, m, max_contacts, results, chunks, want_pairs, cap_contacts)
+        sid = _id_arg(sc.id)
+        lib = self._lib
+
+        def send(s, e, res, pairs, qid):
+            return lib.tdm_query_send(self._ctx(), sid, mode, p[s:e].ctypes.data, m, e - s, max_contacts, res, pairs, qid)
+
+        pairs = self._run_batches(send, results, chunks, want_pairs, cap_contacts, "poses", 1)
         return results, pairs, chunks
 
     def check(self, scene, poses_or_configs) -> np.ndarray:
@@ -453,12 +463,15 @@ class Client(RobotMixin):
             b = min(b, max(1, self.max_query_tasks // checked))
         return max(1, b)
 
-    def _run_batches(self, sid, mode, p, m, max_contacts, results, chunks, want_pairs, cap_contacts):
+    def _run_batches(self, send_batch, results, chunks, want_pairs, cap_contacts, field, stride):
         """Sends the batches with up to ``pipeline`` in flight; returns each batch's pair array
         (want_pairs) trimmed to what the server sent. A batch whose pairs overflowed the room
-        given is asked again with exact room."""
+        given is asked again with exact room.
+
+        send_batch(s, e, results_ptr, pairs_ptr, id_ptr) sends queries s..e (tdm_query_send or
+        tdm_query_configs_send). A server error about ``field`` has its index moved from the
+        batch's start to the call's: ``stride`` index units per query."""
         lib, c = self._lib, self._ctx()
-        sid_arg = _id_arg(sid)
         pair_bufs: list[Optional[np.ndarray]] = [None] * len(chunks)
         pair_structs: list[Optional[PairsStruct]] = [None] * len(chunks)
         in_flight: dict[int, int] = {}  # request id -> batch
@@ -475,17 +488,8 @@ class Client(RobotMixin):
                 buf = np.empty((max(1, room), 4), dtype=_arrays.CONTACT_DTYPE)
                 ps = PairsStruct(buf.ctypes.data, room, 0)
                 pair_bufs[k], pair_structs[k] = buf, ps
-            rc = lib.tdm_query_send(
-                c,
-                sid_arg,
-                mode,
-                p[s:e].ctypes.data,
-                m,
-                e - s,
-                max_contacts,
-                results[s:e].ctypes.data,
-                ctypes.byref(ps) if ps is not None else None,
-                ctypes.byref(qid),
+            rc = send_batch(
+                s, e, results[s:e].ctypes.data, ctypes.byref(ps) if ps is not None else None, ctypes.byref(qid)
             )
             if rc != 0:
                 raise self._error(rc)
@@ -500,8 +504,8 @@ class Client(RobotMixin):
             if status.value != 0:
                 if failure is None:
                     err = self._error(status.value)
-                    if err.field == "poses" and err.index >= 0:
-                        err = server_error(err.message, err.code, err.field, err.index + chunks[k][0])
+                    if err.field == field and err.index >= 0:
+                        err = server_error(err.message, err.code, err.field, err.index + stride * chunks[k][0])
                     failure = err
                 return
             if want_pairs and pair_structs[k].count > pair_structs[k].cap:
@@ -539,6 +543,8 @@ class Client(RobotMixin):
         self._check(self._lib.tdm_stats_get(self._ctx(), ctypes.byref(s)))
         values = {}
         for name, _ in StatsStruct._fields_:
+            if name == "_spare" or (name == "robots" and not self._lib.has_robots):
+                continue
             v = getattr(s, name)
             if isinstance(v, bytes):
                 v = v.decode(errors="replace")
@@ -564,7 +570,7 @@ def _server_info(lib: Library, s: ServerInfoStruct) -> ServerInfo:
         int(s.protocol_version),
         s.server_version.decode(errors="replace"),
         lib.tdm_engine_name(s.engine).decode(),
-        Limits(**{name: int(getattr(lim, name)) for name, _ in type(lim)._fields_}),
+        Limits(**{name: int(getattr(lim, name)) for name, _ in type(lim)._fields_}),  # robot ones: 0 when absent
     )
 
 

@@ -104,6 +104,7 @@ class Scene:
     name: str = ""
     n_objects: int = 0
     created: bool = False
+    robot_id: Optional["RobotId"] = None  # list_scenes: a robot scene's robot
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class MeshInfo:
     n_vertices: int
     n_triangles: int
     scenes: int  # stored scenes that use it
+    robots: int = 0  # stored robots that use it (a libtandem with robot calls)
 
 
 SceneInfo = Scene
@@ -162,6 +164,10 @@ class Limits:
     max_pipelined: int
     max_connections: int
     max_meshes_bytes: int
+    # a libtandem with robot calls (0 otherwise, or when the server did not say)
+    max_robots: int = 0
+    max_robot_text_bytes: int = 0
+    max_motion_states: int = 0
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,7 @@ class Stats:
     device_bytes: int
     device_meshes: int
     dispatch_threshold: int
+    robots: int = 0  # robots stored (a libtandem with robot calls)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
