@@ -13,7 +13,7 @@ the library is looked for, and python/README.md in the repository."""
 from ._library import LibraryNotFound, load_library
 from .client import Client
 from .errors import ClientCode, InvalidArgument, NotSupported, ServerCode, TandemError
-from .robots import Joint, Robot, RobotScene, motion_states
+from .robots import Joint, MotionResult, Robot, RobotObject, RobotScene, motion_states
 from .types import (
     Limits,
     MeshId,
@@ -53,5 +53,7 @@ __all__ = [
     "Joint",
     "Robot",
     "RobotScene",
+    "RobotObject",
+    "MotionResult",
     "motion_states",
 ]

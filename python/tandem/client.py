@@ -349,8 +349,9 @@ class Client(RobotMixin):
         return out
 
     def delete_scene(self, scene: SceneRef) -> None:
-        """Deletes a stored scene (not its meshes). TandemError UNKNOWN_SCENE when absent."""
-        sid = scene.id if isinstance(scene, Scene) else SceneId(scene)
+        """Deletes a stored scene, a robot scene too (not its meshes, nor its robot). TandemError
+        UNKNOWN_SCENE when absent."""
+        sid = _scene_id(scene)
         self._check(self._lib.tdm_scene_delete(self._ctx(), _id_arg(sid)))
         self._scenes.pop(bytes(sid), None)
 
@@ -358,6 +359,10 @@ class Client(RobotMixin):
         """A Scene for a Scene or an id; an id not seen yet is looked up with list_scenes."""
         if isinstance(scene, Scene):
             return scene
+        from .robots import RobotScene
+
+        if isinstance(scene, RobotScene):
+            raise invalid("a robot scene takes configurations: use check or query_configs", field="scene")
         sid = SceneId(scene)
         if bytes(sid) not in self._scenes:
             self.list_scenes()
@@ -397,15 +402,7 @@ class Client(RobotMixin):
             raise invalid(f"mode must be 'bool' or 'contacts', not {mode!r}", field="mode")
         if want_pairs and mode != "contacts":
             raise invalid("want_pairs needs mode='contacts'", field="want_pairs")
-        max_contacts = int(max_contacts)
-        if max_contacts < 0 or max_contacts > 0xFFFFFFFF:
-            raise invalid(f"max_contacts must be in 0..2^32-1, not {max_contacts}", field="max_contacts")
-        if self.limits.max_contacts and max_contacts > self.limits.max_contacts:
-            raise invalid(
-                f"max_contacts {max_contacts} is over the server's limit {self.limits.max_contacts}",
-                code=ServerCode.LIMIT,
-                field="max_contacts",
-            )
+        max_contacts = self._max_contacts(max_contacts)
         return _result(*self._answer(scene, poses, MODES[mode], max_contacts, want_pairs), want_pairs)
 
     def _answer(self, scene: SceneRef, poses, mode: int, max_contacts: int, want_pairs: bool):
@@ -447,18 +444,35 @@ class Client(RobotMixin):
         results = self._answer(scene, poses_or_configs, MODES["bool"], 0, False)[0]
         return results["colliding"] != 0
 
+    def _max_contacts(self, max_contacts) -> int:
+        max_contacts = int(max_contacts)
+        if max_contacts < 0 or max_contacts > 0xFFFFFFFF:
+            raise invalid(f"max_contacts must be in 0..2^32-1, not {max_contacts}", field="max_contacts")
+        if self.limits.max_contacts and max_contacts > self.limits.max_contacts:
+            raise invalid(
+                f"max_contacts {max_contacts} is over the server's limit {self.limits.max_contacts}",
+                code=ServerCode.LIMIT,
+                field="max_contacts",
+            )
+        return max_contacts
+
     def _batch_size(self, sc: Scene, m: int, pairs_per_query: int) -> int:
+        # checked object pairs: at most every movable object against every other object
+        fixed = max(0, sc.n_objects - m)
+        checked = m * fixed + m * (m - 1) // 2
+        # the poses dominate a Query frame: 7 doubles a pose
+        return self._batch_limit(56 * max(1, m), checked, pairs_per_query)
+
+    def _batch_limit(self, bytes_per_query: int, checked: int, pairs_per_query: int = 0) -> int:
+        """Queries per request: ``batch``, the server's max_queries, its frame size, its
+        max_reply_pairs (with pairs) and max_query_tasks (``checked`` object pairs a query)."""
         b = self.batch or self.limits.max_queries or 65536
         if self.limits.max_queries:
             b = min(b, self.limits.max_queries)
         if self.limits.max_frame_bytes:
-            # the poses dominate a Query frame: 7 doubles a pose, plus the envelope
-            b = min(b, max(1, (self.limits.max_frame_bytes - 256) // (56 * max(1, m) + 8)))
+            b = min(b, max(1, (self.limits.max_frame_bytes - 256) // (bytes_per_query + 8)))
         if pairs_per_query:
             b = min(b, max(1, self.max_reply_pairs // pairs_per_query))
-        # checked object pairs: at most every movable object against every other object
-        fixed = max(0, sc.n_objects - m)
-        checked = m * fixed + m * (m - 1) // 2
         if checked:
             b = min(b, max(1, self.max_query_tasks // checked))
         return max(1, b)
@@ -556,6 +570,13 @@ class Client(RobotMixin):
 # ---- helpers -------------------------------------------------------------------------------
 
 
+def _scene_id(scene) -> SceneId:
+    """The id of a Scene, a RobotScene, or an id."""
+    from .robots import RobotScene
+
+    return scene.id if isinstance(scene, (Scene, RobotScene)) else SceneId(scene)
+
+
 def _ms(seconds: Optional[float], field: str) -> int:
     if seconds is None:
         return 0
@@ -564,7 +585,7 @@ def _ms(seconds: Optional[float], field: str) -> int:
     return max(1, min(int(math.ceil(seconds * 1000)), 2**31 - 1))
 
 
-def _server_info(lib: Library, s: ServerInfoStruct) -> ServerInfo:
+def _server_info(lib: Library, s: ctypes.Structure) -> ServerInfo:
     lim = s.limits
     return ServerInfo(
         int(s.protocol_version),

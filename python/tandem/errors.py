@@ -32,6 +32,9 @@ class ServerCode:
     STORAGE = 13
     BUSY = 14
     INTERNAL = 15
+    UNKNOWN_ROBOT = 16  # a libtandem and tandemd with robot support
+    ROBOT_IN_USE = 17
+    BAD_ROBOT = 18
 
 
 class ClientCode:

@@ -40,7 +40,10 @@ class _Id(bytes):
                 value = bytes.fromhex(value)
             except ValueError:
                 raise invalid(f"a {cls._kind} id is 64 hex digits, not {value!r}", field=f"{cls._kind}_id") from None
-        value = bytes(value)
+        try:
+            value = bytes(value)
+        except TypeError:
+            raise invalid(f"a {cls._kind} id is 32 bytes or 64 hex digits, not a {type(value).__name__}", field=f"{cls._kind}_id") from None
         if len(value) != ID_BYTES:
             raise invalid(f"a {cls._kind} id is {ID_BYTES} bytes, not {len(value)}", field=f"{cls._kind}_id")
         return super().__new__(cls, value)

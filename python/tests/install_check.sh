@@ -20,4 +20,4 @@ import sys, tandem
 assert tandem.__file__.startswith(sys.argv[1]), f"imported {tandem.__file__}, not the venv's copy"
 print("installed:", tandem.__file__, "library:", tandem.load_library().path)
 PY
-"$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests"
+"$tmp/venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$src/tests"
