@@ -210,21 +210,25 @@ class RobotMixin:
         return RobotScene(SceneId(bytes(sid)), robot, name, objects, n_checks, bool(created.value))
 
     def query_configs(
-        self, scene: RobotScene, configs, mode: str = "bool", max_contacts: int = 0
+        self, scene: RobotScene, configs, mode: str = "bool", max_contacts: int = 0, want_pairs: bool = False
     ) -> QueryResult:
         """One query per configuration: configs (N, J), J = scene.n_joints, the active joints'
-        values (radians, metres). Answers as ``Client.query`` (object_pair: link and object ids)."""
+        values (radians, metres), in the robot's joint order. Answers as ``Client.query``;
+        ``object_pair`` holds object ids of the scene (``scene.objects`` says what each is)."""
         from .client import MODES, _id_arg, _result
 
         _robot_scene(scene)
         if mode not in MODES:
             raise invalid(f"mode must be 'bool' or 'contacts', not {mode!r}", field="mode")
+        if want_pairs and mode != "contacts":
+            raise invalid("want_pairs needs mode='contacts'", field="want_pairs")
         q = _arrays.configurations(configs, scene.n_joints, "configs")
         lib = self._robot_call("query_configs")
         max_contacts = self._max_contacts(max_contacts)
         n, j = q.shape
         results = np.zeros(n, dtype=_arrays.RESULT_DTYPE)
-        b = self._batch_limit(8 * j, scene.n_checks)
+        cap_contacts = max_contacts or self.limits.max_contacts or 1_000_000
+        b = self._batch_limit(8 * j, scene.n_checks, cap_contacts if want_pairs else 0)
         chunks = [(s, min(n, s + b)) for s in range(0, n, b)]
         sid = _id_arg(scene.id)
         code = MODES[mode]
@@ -234,8 +238,8 @@ class RobotMixin:
                 self._ctx(), sid, code, q[s:e].ctypes.data, j, e - s, max_contacts, res, pairs, qid
             )
 
-        pairs = self._run_batches(send, results, chunks, False, 0, "configs", j)
-        return _result(results, pairs, chunks, False)
+        pairs = self._run_batches(send, results, chunks, want_pairs, cap_contacts, "configs", j)
+        return _result(results, pairs, chunks, want_pairs)
 
     def check_configs(self, scene: RobotScene, configs) -> np.ndarray:
         """(N,) bool: which configurations (N, J) collide."""

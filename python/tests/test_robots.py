@@ -62,7 +62,7 @@ def box_mesh(size, centre=(0.0, 0.0, 0.0)):
     return corners, tris
 
 
-def links(config):
+def links_of(config):
     """World-frame triangles of each link, by forward kinematics of this URDF."""
     theta, d = config
     c, s = math.cos(theta), math.sin(theta)
@@ -80,7 +80,7 @@ WALL = oracle.place(*box_mesh([0.1, 2, 1]), WALL_POSE)
 
 def collides(config):
     """(colliding, ambiguous): every link against the wall (the SRDF disables link pairs)."""
-    pairs = [(p, WALL) for p in links(config)]
+    pairs = [(p, WALL) for p in links_of(config)]
     hit = tight = False
     for a, b in pairs:
         h, t = oracle.intersecting(a, b)
@@ -235,10 +235,20 @@ def test_configurations_match_oracle(client, stick):
     bad = np.flatnonzero(got[keep] != expect[keep])
     assert bad.size == 0, f"configurations {configs[keep][bad][:5].tolist()} differ from the oracle"
     assert 0.1 * n < expect.sum() < 0.9 * n
-    res = client.query_configs(scene, configs[:200], mode="contacts")
+    res = client.query_configs(scene, configs[:200], mode="contacts", max_contacts=500, want_pairs=True)
     np.testing.assert_array_equal(res.colliding, got[:200])
-    ids = {o.object_id for o in scene.objects}
-    assert all(a in ids and b in ids for a, b in res.object_pair[res.colliding])
+    wall = [o.object_id for o in scene.objects if o.world_object == "wall"]
+    links = {o.object_id: o.link for o in scene.objects if o.movable}
+    for i in np.flatnonzero(res.colliding):
+        a, b = res.object_pair[i]
+        assert {int(a), int(b)} - set(links) == set(wall)  # a link against the wall
+        pairs = res.pairs_of(i)
+        assert len(pairs) == res.contacts[i] > 0
+        # each pair names a link whose box is the oracle's colliding one
+        hit_links = {links[int(p[0])] if int(p[0]) in links else links[int(p[2])] for p in pairs}
+        parts = dict(zip(("base", "arm", "tip"), links_of(configs[i])))
+        for name in hit_links:
+            assert oracle.intersecting(parts[name], WALL)[0].any(), f"config {i}: {name}"
 
 
 def test_configuration_errors_from_the_server(client, stick, monkeypatch):
