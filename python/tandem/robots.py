@@ -23,7 +23,7 @@ __all__ = ["Joint", "Robot", "RobotScene", "RobotObject", "MotionResult", "Robot
 
 PathLike = Union[str, os.PathLike]
 
-# Most states one motion may have (tools/motions.h, TDM_MOTION_MAX_STATES).
+# Most states one motion may have (TDM_MOTION_MAX_STATES of the C side's motions.h).
 MAX_MOTION_STATES = 10_000_000
 
 
@@ -363,7 +363,7 @@ def _resolution(r) -> float:
 def motion_states(start, end, resolution: float) -> np.ndarray:
     """The states a motion check visits (issue 13): n = max(2, ceil(max_j |b_j - a_j| / R) + 1)
     states q_k = a + k/(n-1) (b - a), as an (n, J) float64 array, computed in double in the order
-    tools/motions.h does. The index of a row is the k that
+    the C side's motions.h does. The index of a row is the k that
     ``Client.motions`` returns."""
     a = _arrays.configurations(np.atleast_2d(start), None, "start")[0]
     b = _arrays.configurations(np.atleast_2d(end), a.shape[0], "end")[0]
