@@ -2,6 +2,7 @@
  * component representatives). The rule and why it holds: solid.h. */
 #include "solid.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,42 @@ static double shape_size(const tdm_primitive *p)
            (p->type == TDM_PRIMITIVE_BOX ? p->dims[2] : 0);
 }
 
+/* Radius of a ball about the shape's centre holding the shape grown by reach,
+ * rounded up. */
+static double shape_bound(const tdm_primitive *p, double reach)
+{
+    const double *d = p->dims;
+    double r;
+    switch (p->type) {
+    case TDM_PRIMITIVE_BOX: r = 0.5 * sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]); break;
+    case TDM_PRIMITIVE_SPHERE: r = d[0]; break;
+    case TDM_PRIMITIVE_CYLINDER: r = sqrt(d[1] * d[1] + 0.25 * d[0] * d[0]); break;
+    default: r = d[0] + 0.5 * d[1]; break; /* capsule */
+    }
+    /* grown box and cylinder: sqrt(3) reach at a corner at most */
+    return (r + 2 * reach) * (1 + 0x1p-40) + TDM_SOLID_SLACK;
+}
+
+/* A ball holding the points p[0..n), rounded up. */
+static void rep_ball(const tdm_dvec3 *p, uint32_t n, tdm_dvec3 *c, double *r)
+{
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (uint32_t i = 0; i < n; i++) {
+        double q[3] = {p[i].x, p[i].y, p[i].z};
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fmin(lo[k], q[k]);
+            hi[k] = fmax(hi[k], q[k]);
+        }
+    }
+    *c = n ? tdm_d3(0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2])) : tdm_d3(0, 0, 0);
+    double r2 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        tdm_dvec3 d = tdm_d3_sub(p[i], *c);
+        r2 = fmax(r2, d.x * d.x + d.y * d.y + d.z * d.z);
+    }
+    *r = sqrt(r2) * (1 + 0x1p-40) + TDM_SOLID_SLACK;
+}
+
 static int is_identity(const tdm_xform *x)
 {
     for (int i = 0; i < 3; i++)
@@ -116,6 +153,7 @@ int tdm__solids_build(tdm_scene *s, const tdm_scene_solid *solids)
         o->frame = solids[i].frame;
         o->frame_identity = is_identity(&o->frame);
         o->reach = solids[i].margin + TDM_SOLID_SLACK + TDM_SOLID_SLACK_RELATIVE * shape_size(&o->shape);
+        o->bound = shape_bound(&o->shape, o->reach);
     }
     for (uint32_t k = 0; k < s->n_checks; k++) {
         const tdm_scene_check *c = &s->checks[k];
@@ -132,6 +170,8 @@ int tdm__solids_build(tdm_scene *s, const tdm_scene_solid *solids)
         if (j < i) {
             v->objs[i].rep_first = v->objs[j].rep_first;
             v->objs[i].n_reps = v->objs[j].n_reps;
+            v->objs[i].rep_centre = v->objs[j].rep_centre;
+            v->objs[i].rep_radius = v->objs[j].rep_radius;
             continue;
         }
         tdm_dvec3 *r = NULL;
@@ -148,6 +188,7 @@ int tdm__solids_build(tdm_scene *s, const tdm_scene_solid *solids)
         }
         v->reps = all;
         if (n) memcpy(all + v->n_reps, r, n * sizeof *r);
+        rep_ball(r, n, &v->objs[i].rep_centre, &v->objs[i].rep_radius);
         free(r);
         v->objs[i].rep_first = (uint32_t)v->n_reps;
         v->objs[i].n_reps = n;
