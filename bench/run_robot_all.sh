@@ -21,6 +21,9 @@
 # curved primitive): "near" when within 0.11 mm (the 0.1 mm tessellation plus
 # solid.h's rounding slack). The disagreements are kept in $WORK/disagree.txt
 # (scenario scene line fcl tandem distance configuration).
+#
+# Then the made-up scenes of bench/scenes/ (a link wholly inside a primitive, no
+# surfaces touching): N random configurations each, both engines, compared alike.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -111,6 +114,26 @@ done
 for kind in sg rnd; do
     label=$([ "$kind" = sg ] && echo "all start+goal states" || echo "all random")
     echo "| **$label** | ${TOT[$kind.nc]} | ${TOT[$kind.fc]} | ${TOT[$kind.tc]} | ${TOT[$kind.fo]} | ${TOT[$kind.to]} | ${TOT[$kind.near]} |"
+done
+
+echo
+echo "| made-up scene | configurations | FCL colliding | Tandem colliding | FCL-colliding, Tandem-free | Tandem-colliding, FCL-free |"
+echo "|---|---:|---:|---:|---:|---:|"
+python3 - "$WORK/joints.txt" "$N" "$SEED" > "$WORK/made.cfg" <<'EOF'
+import random, sys
+lim = [tuple(map(float, l.split()[1:3])) for l in open(sys.argv[1]) if l.strip()]
+rng = random.Random(int(sys.argv[3]) * 1000003 + 17)
+for _ in range(int(sys.argv[2])):
+    print(" ".join("%.17g" % rng.uniform(a, b) for a, b in lim))
+EOF
+for scene in "$ROOT"/bench/scenes/*.yaml; do
+    "$FCLREF" --urdf "$URDF" --srdf "$SRDF" --world "$scene" --configs "$WORK/made.cfg" --mode bool \
+        --threads "$THREADS" --out "$WORK/f.out" > /dev/null
+    "$TANDEM" check --urdf "$URDF" --srdf "$SRDF" --world "$scene" --configs "$WORK/made.cfg" --mode bool \
+        --threads "$THREADS" --backend "$BACKEND" --out "$WORK/t.out" > /dev/null
+    read -r nc fc tc fo to < <(paste "$WORK/f.out" "$WORK/t.out" | awk '{n++; f = $1 > 0; t = $2 > 0; fc += f;
+        tc += t; if (f && !t) fo++; if (t && !f) to++} END {printf "%d %d %d %d %d\n", n, fc, tc, fo, to}')
+    echo "| bench/scenes/$(basename "$scene") | $nc | $fc | $tc | $fo | $to |"
 done
 echo
 echo "seconds: $(( $(date +%s) - T0 )); disagreements: $WORK/disagree.txt"
