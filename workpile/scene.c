@@ -1,10 +1,14 @@
 #include "scene.h"
 
+#include <math.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+
+#include "solid.h"
 
 static int fail(tdm_scene_error *err, int code, const char *field, int64_t index, const char *fmt, ...)
 {
@@ -95,8 +99,23 @@ static int at_origin(const tdm_xform *x)
     return x->t.x == 0 && x->t.y == 0 && x->t.z == 0;
 }
 
+static int finite_xform(const tdm_xform *x)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (!isfinite(x->r.m[i][j])) return 0;
+    return isfinite(x->t.x) && isfinite(x->t.y) && isfinite(x->t.z);
+}
+
 int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
                      uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err)
+{
+    return tdm_scene_create_solids(objects, n_objects, allowed, n_allowed, NULL, out, err);
+}
+
+int tdm_scene_create_solids(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
+                            uint32_t n_allowed, const tdm_scene_solid *solids, tdm_scene **out,
+                            tdm_scene_error *err)
 {
     *out = NULL;
     if (n_objects > TDM_SCENE_MAX_OBJECTS)
@@ -106,6 +125,18 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
     if (n_allowed > 0 && !allowed) return fail(err, TDM_EINVAL, "allowed", -1, "allowed array is missing");
     for (uint32_t i = 0; i < n_objects; i++)
         if (!objects[i].bvh) return fail(err, TDM_EINVAL, "objects", i, "object %u has no tree", i);
+    for (uint32_t i = 0; solids && i < n_objects; i++) {
+        const tdm_scene_solid *so = &solids[i];
+        if (so->shape.type == 0) continue;
+        char why[160];
+        if (tdm_primitive_check(&so->shape, why, sizeof why) != TDM_OK)
+            return fail(err, TDM_EINVAL, "solids", i, "object %u's solid shape: %s", i, why);
+        if (!isfinite(so->margin) || so->margin < 0)
+            return fail(err, TDM_EINVAL, "solids", i, "object %u's solid margin is %g: must be finite and >= 0", i,
+                        so->margin);
+        if (!finite_xform(&so->frame))
+            return fail(err, TDM_EINVAL, "solids", i, "object %u's solid frame is not finite", i);
+    }
 
     int rc = TDM_ENOMEM;
     keyed *order = NULL;
@@ -182,11 +213,24 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
             c->b = swap ? i : j;
             c->a_at_origin = !s->objects[c->a].movable && at_origin(&s->objects[c->a].pose);
         }
+    if (solids) {
+        /* the solids in s->objects order */
+        tdm_scene_solid *sorted = malloc(sizeof *sorted * (n_objects ? n_objects : 1));
+        if (!sorted) goto nomem;
+        for (uint32_t i = 0; i < n_objects; i++) sorted[i] = solids[order[i].index];
+        rc = tdm__solids_build(s, sorted);
+        free(sorted);
+        if (rc != TDM_OK) goto nomem;
+    }
     s->bound = malloc(sizeof *s->bound * (n_objects ? n_objects : 1));
     s->bound_world = malloc(sizeof *s->bound_world * (n_objects ? n_objects : 1));
     if (!s->bound || !s->bound_world) goto nomem;
     for (uint32_t i = 0; i < n_objects; i++) {
         s->bound[i] = sphere_of(s->objects[i].bvh);
+        /* a solid holds what lies within its reach of its shape (solid.h), all of it within
+           reach of its mesh's sphere: culling then never drops a pair the solid rule would
+           call colliding */
+        if (s->solids && s->solids->objs[i].shape.type != 0) s->bound[i].r += s->solids->objs[i].reach;
         s->bound_world[i] = s->bound[i];
         if (!s->objects[i].movable) {
             tdm_dvec3 c = tdm_xform_apply(&s->objects[i].pose, (tdm_dvec3){s->bound[i].c[0], s->bound[i].c[1],
@@ -247,5 +291,6 @@ void tdm_scene_destroy(tdm_scene *s)
     free(s->fixed_centre);
     free(s->cull_pair);
     free(s->cull_rsum);
+    tdm__solids_free(s->solids);
     free(s);
 }

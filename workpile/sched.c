@@ -20,7 +20,15 @@
  * (tdm_sched_mesh_add, the registry); otherwise on the CPU engine.
  *
  * Dispatch (kind AUTO with a GPU): the cost model of cost_model.h, set at
- * creation by calibrate() (or its built-in figures) and refined by every run. */
+ * creation by calibrate() (or its built-in figures) and refined by every run.
+ *
+ * Solid objects (solid.h): the fold, which every engine's answers go through,
+ * turns a free pair with a solid partner into a colliding one when the partner
+ * holds the other object (one transform and O(1) test per component
+ * representative, made on the host from the query's poses). It asks only until
+ * a query has its first colliding pair, in checked-pair order, so the pair named
+ * is the first colliding one either way; scenes with no solid object skip it on
+ * one pointer test per query. */
 #include "sched.h"
 
 #include <math.h>
@@ -37,6 +45,7 @@
 #include "gpu_engine.h"
 #include "hybrid_engine.h"
 #include "registry.h"
+#include "solid.h"
 
 typedef struct task_ref { uint32_t query, check; } task_ref;
 /* A task of a pair-collecting query that found pairs in the first pass. */
@@ -563,6 +572,16 @@ typedef struct ref_tasks {
 
 static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R);
 
+/* A pair collides by containment (solid.h): only asked of a pair the engine
+ * found free, in a scene with solid objects. */
+static inline int solid_hit(const tdm_sched_query *Q, uint32_t k)
+{
+    return tdm_solids_hit(Q->scene, Q->poses, k);
+}
+
+/* What a pair colliding by containment alone adds: no triangle pair. */
+static const tdm_collide_result no_pairs;
+
 /* tdm_task_list.answered for a uniform chunk of one check a query: task t is
  * query t, whose answer is its one task's. */
 static void answered_one(const tdm_task_list *l, size_t lo, size_t hi, const tdm_collide_result *res)
@@ -743,9 +762,13 @@ static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
             const tdm_collide_result *r = &l->res[t];
             *box += r->box_tests;
             *tri += r->tri_tests;
-            if (!r->colliding) continue;
             uint32_t qi = l->refs[t].query, ki = l->refs[t].check;
             const tdm_sched_query *Q = &queries[qi];
+            if (!r->colliding) {
+                if (Q->scene->solids && !results[qi].colliding && solid_hit(Q, ki))
+                    fold_task(Q, ki, &no_pairs, &results[qi], &l->sums[qi]);
+                continue;
+            }
             if (!fold_task(Q, ki, r, &results[qi], &l->sums[qi])) continue;
             if (Q->pairs && r->n_pairs > 0) {
                 if (grow_keep((void **)&l->hits, &l->hits_cap, l->n_hits + 1, sizeof *l->hits) != TDM_OK)
@@ -896,10 +919,12 @@ static void fold_share(void *arg, int k, int nk)
         tdm_sched_result out = {0, 0, 0, 0, 0, 0}, *R = &out;
         const tdm_collide_result *r = &j->res[qi * j->c];
         uint64_t sum = 0;
+        int solids = Q->scene->solids != NULL;
         for (uint32_t ki = 0; ki < j->c; ki++, r++) {
             box += r->box_tests;
             tri += r->tri_tests;
             if (r->colliding) fold_task(Q, ki, r, R, &sum);
+            else if (solids && !R->colliding && solid_hit(Q, ki)) fold_task(Q, ki, &no_pairs, R, &sum);
         }
         if (Q->mode == TDM_MODE_CONTACTS) {
             if (sum > Q->max_contacts) {
@@ -919,7 +944,9 @@ static void fold_share(void *arg, int k, int nk)
 static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R)
 {
     tdm_sched_result out = {0, 0, 0, 0, 0, 0};
-    if (r->colliding) {
+    int by_solid = !r->colliding && Q->scene->solids && solid_hit(Q, 0);
+    if (by_solid) r = &no_pairs;
+    if (r->colliding || by_solid) {
         const tdm_scene *s = Q->scene;
         out.colliding = 1;
         out.object_a = s->objects[s->checks[0].lo].id;
@@ -1057,11 +1084,15 @@ static void cull_fold_share(void *arg, int k, int nk)
         size_t qi = j->q0 + w;
         tdm_sched_query tmp;
         const tdm_sched_query *Q = qat(&j->queries, qi, &tmp);
+        int solids = Q->scene->solids != NULL;
         for (size_t t = j->first[w]; t < j->first[w + 1]; t++) {
             const tdm_collide_result *r = &j->res[t];
             box += r->box_tests;
             tri += r->tri_tests;
-            if (r->colliding) fold_task(Q, j->refs[t].check, r, &j->results[qi], &j->sums[qi]);
+            if (r->colliding)
+                fold_task(Q, j->refs[t].check, r, &j->results[qi], &j->sums[qi]);
+            else if (solids && !j->results[qi].colliding && solid_hit(Q, j->refs[t].check))
+                fold_task(Q, j->refs[t].check, &no_pairs, &j->results[qi], &j->sums[qi]);
         }
     }
     __atomic_add_fetch(&j->box, box, __ATOMIC_RELAXED);
