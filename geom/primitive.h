@@ -160,8 +160,8 @@ int tdm_primitive_mesh(const tdm_primitive *p, double tolerance, tdm_mesh **out,
  * a double cannot hold: that can only turn a point outside by less than
  * 2^-800 r^2 into "inside" (the safe side for collision).
  * TDM_EINVAL for an invalid primitive (tdm_primitive_check) or a non-finite
- * point. This is the solid test that the surface-only mesh engines lack: a link
- * wholly inside an obstacle is found by testing one of its points. */
+ * point. The exact reference (tests, oracles); the scheduler's solid rule
+ * (workpile/solid.h) uses tdm_primitive_contains_grown below. */
 int tdm_primitive_contains(const tdm_primitive *p, tdm_dvec3 point);
 
 /* Is `q` (in the primitive's frame) within `reach` metres of the true solid, or

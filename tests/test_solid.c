@@ -47,6 +47,14 @@ static tdm_bvh *tree(tdm_mesh *m)
     return b;
 }
 
+/* The tree of m, which is freed. */
+static tdm_bvh *tree_of(tdm_mesh *m)
+{
+    tdm_bvh *b = tree(m);
+    tdm_mesh_free(m);
+    return b;
+}
+
 /* Two meshes as one (two components when they share no vertex position). */
 static tdm_mesh *join(tdm_mesh *a, tdm_mesh *b)
 {
@@ -145,7 +153,7 @@ Test(solid, component_representatives)
 
 Test(solid, bad_solids_are_refused)
 {
-    tdm_bvh *b = tree(gen_box(0.1, 0.1, 0.1));
+    tdm_bvh *b = tree_of(gen_box(0.1, 0.1, 0.1));
     tdm_scene_obj objs[2] = {{1, b, 0, tdm_xform_identity()}, {2, b, 1, tdm_xform_identity()}};
     tdm_scene_solid so[2];
     memset(so, 0, sizeof so);
@@ -513,44 +521,119 @@ Test(solid, hybrid_engine_matches_the_oracle)
     tdm_sched_destroy(e);
 }
 
-/* A link wholly inside a box: colliding, in both modes, with no triangle pair;
- * moved out through the wall: free; a mesh obstacle holding it: free (surface only). */
-Test(solid, wholly_inside_a_box)
+/* The engines to run a test on: the CPU engine, and the GPU-resident and hybrid
+ * engines when there is a GPU. Returns how many were made into e[]. */
+static int engines(tdm_sched *e[3], const char *names[3])
 {
-    tdm_bvh *box = tree(gen_box(0.5, 0.5, 0.5)), *link = tree(gen_box(0.05, 0.05, 0.05));
-    tdm_scene_obj objs[2] = {{1, box, 0, tdm_xform_identity()}, {2, link, 1, tdm_xform_identity()}};
+    int n = 0;
+    const char *why = NULL;
+    int gpu = tdm_gpu_available(&why);
+    static const tdm_backend_kind kinds[3] = {TDM_BACKEND_CPU, TDM_BACKEND_GPU, TDM_BACKEND_HYBRID};
+    for (int k = 0; k < 3; k++) {
+        if (k > 0 && !gpu) {
+            cr_log_info("no %s engine here: %s", tdm_backend_name(kinds[k]), why ? why : "no GPU");
+            continue;
+        }
+        tdm_sched_config c = tdm_sched_config_default();
+        c.kind = kinds[k];
+        c.threads = 2;
+        c.calibrate = 0;
+        char msg[320];
+        cr_assert_eq(tdm_sched_create(&c, &e[n], msg, sizeof msg), TDM_OK, "%s", msg);
+        names[n++] = tdm_backend_name(kinds[k]);
+    }
+    return n;
+}
+
+/* Poses along x through a solid and out, one scene of one checked pair, on
+ * every engine: x = 0 inside; 0.44 inside, 0.01 from the wall; 0.5 across the
+ * wall; 0.6 outside. One check a query: the GPU-resident engine folds these as
+ * its read-back comes in (sched.c's answered_one), the CPU engine after the run. */
+static void along_x(tdm_bvh *fixed, const tdm_scene_solid *fixed_solid, tdm_bvh *moving,
+                    const tdm_scene_solid *moving_solid, const uint32_t want_solid[4], const uint32_t want_mesh[4])
+{
+    tdm_scene_obj objs[2] = {{1, fixed, 0, tdm_xform_identity()}, {2, moving, 1, tdm_xform_identity()}};
     tdm_scene_solid so[2];
     memset(so, 0, sizeof so);
-    so[0] = (tdm_scene_solid){tdm_primitive_box(1, 1, 1), tdm_xform_identity(), 0};
+    if (fixed_solid) so[0] = *fixed_solid;
+    if (moving_solid) so[1] = *moving_solid;
     tdm_scene *solid_s = NULL, *mesh_s = NULL;
     tdm_scene_error err;
     cr_assert_eq(tdm_scene_create_solids(objs, 2, NULL, 0, so, &solid_s, &err), TDM_OK, "%s", err.msg);
     cr_assert_eq(tdm_scene_create(objs, 2, NULL, 0, &mesh_s, &err), TDM_OK);
-    tdm_sched *e = engine_or_skip(TDM_BACKEND_CPU);
-    /* x = 0 inside; 0.44 inside (0.01 from the wall); 0.5 across the wall; 0.6 outside */
     const double xs[4] = {0, 0.44, 0.5, 0.6};
-    const uint32_t want_solid[4] = {1, 1, 1, 0}, want_mesh[4] = {0, 0, 1, 0};
+    tdm_xform p[4];
     for (int i = 0; i < 4; i++) {
-        tdm_xform p = tdm_xform_identity();
-        p.t.x = xs[i];
-        for (int mode = 0; mode < 2; mode++) {
-            tdm_sched_query q = {solid_s, &p, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 100, NULL};
-            tdm_sched_result r, rm;
-            cr_assert_eq(tdm_sched_run(e, &q, 1, &r), TDM_OK);
-            q.scene = mesh_s;
-            cr_assert_eq(tdm_sched_run(e, &q, 1, &rm), TDM_OK);
-            cr_assert_eq(r.colliding, want_solid[i], "x=%g mode %d", xs[i], mode);
-            cr_assert_eq(rm.colliding, want_mesh[i], "x=%g mode %d (surface only)", xs[i], mode);
-            if (r.colliding) {
-                cr_assert_eq(r.object_a, 1);
-                cr_assert_eq(r.object_b, 2);
-            }
-            if (mode == 1) cr_assert_eq(r.contacts, rm.contacts, "x=%g: containment counts no pair", xs[i]);
-        }
+        p[i] = tdm_xform_identity();
+        p[i].t.x = xs[i];
     }
-    tdm_sched_destroy(e);
+    tdm_sched *e[3];
+    const char *names[3];
+    int ne = engines(e, names);
+    for (int k = 0; k < ne; k++) {
+        cr_assert_eq(tdm_sched_mesh_add(e[k], fixed), TDM_OK);
+        cr_assert_eq(tdm_sched_mesh_add(e[k], moving), TDM_OK);
+        for (int mode = 0; mode < 2; mode++) {
+            tdm_sched_query q = {solid_s, p, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 100, NULL};
+            tdm_sched_result r[4], rm[4];
+            cr_assert_eq(tdm_sched_run_poses(e[k], &q, 4, r), TDM_OK);
+            q.scene = mesh_s;
+            cr_assert_eq(tdm_sched_run_poses(e[k], &q, 4, rm), TDM_OK);
+            for (int i = 0; i < 4; i++) {
+                cr_assert_eq(r[i].colliding, want_solid[i], "%s: x=%g mode %d", names[k], xs[i], mode);
+                cr_assert_eq(rm[i].colliding, want_mesh[i], "%s: x=%g mode %d (surface only)", names[k], xs[i], mode);
+                if (r[i].colliding) {
+                    cr_assert_eq(r[i].object_a, 1);
+                    cr_assert_eq(r[i].object_b, 2);
+                }
+                /* containment counts no triangle pair */
+                if (mode == 1) cr_assert_eq(r[i].contacts, rm[i].contacts, "%s: x=%g", names[k], xs[i]);
+                if (mode == 0) cr_assert_eq(r[i].contacts, r[i].colliding);
+            }
+        }
+        tdm_sched_mesh_remove(e[k], fixed);
+        tdm_sched_mesh_remove(e[k], moving);
+        tdm_sched_destroy(e[k]);
+    }
     tdm_scene_destroy(solid_s);
     tdm_scene_destroy(mesh_s);
+}
+
+/* A mesh link wholly inside a fixed solid box: colliding; a mesh box: free. */
+Test(solid, link_inside_a_box)
+{
+    tdm_bvh *box = tree_of(gen_box(0.5, 0.5, 0.5)), *link = tree_of(gen_box(0.05, 0.05, 0.05));
+    tdm_scene_solid s = {tdm_primitive_box(1, 1, 1), tdm_xform_identity(), 0};
+    const uint32_t want_solid[4] = {1, 1, 1, 0}, want_mesh[4] = {0, 0, 1, 0};
+    along_x(box, &s, link, NULL, want_solid, want_mesh);
     tdm_bvh_free(box);
     tdm_bvh_free(link);
+}
+
+/* The other direction: a fixed mesh wholly inside a moving solid link, a capsule
+ * whose true shape sits in a frame turned from the object's (its axis along the
+ * object's x, so that a rule ignoring the frame would find the obstacle outside). */
+Test(solid, obstacle_inside_a_link)
+{
+    double dev = 0;
+    tdm_primitive cap = tdm_primitive_capsule(0.12, 0.8); /* ends at +-0.52 along its axis */
+    tdm_mesh *m = prim_mesh(cap, &dev);
+    const double h = 0.78539816339744831; /* pi / 4 */
+    tdm_quat q = {0, sin(h), 0, cos(h)}; /* about y: the capsule's z to the object's x */
+    tdm_xform frame = tdm_xform_from_pose(tdm_d3(0, 0, 0), q);
+    for (uint32_t v = 0; v < m->n_verts; v++) {
+        tdm_dvec3 p = tdm_xform_apply(&frame, tdm_d3(m->verts[3 * v], m->verts[3 * v + 1], m->verts[3 * v + 2]));
+        m->verts[3 * v] = (float)p.x, m->verts[3 * v + 1] = (float)p.y, m->verts[3 * v + 2] = (float)p.z;
+    }
+    tdm_bvh *link = tree(m), *obst = tree_of(gen_box(0.05, 0.05, 0.05));
+    /* the rotated float vertices may move by ~1e-8 m: within the rule's slack */
+    tdm_scene_solid s = {cap, frame, dev};
+    /* link at x: the obstacle (centred at 0) is inside for x = 0 and 0.44 (its far
+     * corner 0.1145 from the axis segment's end, radius 0.12), across the surface
+     * at 0.5, outside at 0.6 */
+    const uint32_t want_solid[4] = {1, 1, 1, 0}, want_mesh[4] = {0, 0, 1, 0};
+    along_x(obst, NULL, link, &s, want_solid, want_mesh);
+    tdm_mesh_free(m);
+    tdm_bvh_free(link);
+    tdm_bvh_free(obst);
 }
