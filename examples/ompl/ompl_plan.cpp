@@ -104,8 +104,17 @@ int cached_load(void *ctx, const char *path, tdm_mesh **out, char *err, size_t e
     return tdm_mesh_create(m->verts, m->n_verts, m->tris, m->n_tris, NULL, out, err, errlen);
 }
 
+/* Robot scenes this run stored, by id, with the planners using each: identical
+ * scene files get one id (content ids), so a scene is deleted only when the last
+ * planner of this run that uses it is done, and only if this run created it. */
+struct scene_users {
+    std::mutex mu;
+    std::map<std::string, std::pair<int, bool>> users; /* id -> (planners, created by this run) */
+};
+
 /* What the whole run shares, read only once set up. */
 struct shared_ctx {
+    scene_users scenes;
     options o;
     tdm_robot *robot = NULL;
     std::vector<tdm_fcl_geom> robot_geoms;
@@ -228,17 +237,35 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
     } else {
         uint8_t scene_id[TDM_ID_BYTES];
         int created = 0;
-        if (tdm_robot_scene_put_file(c, pf.scenario.c_str(), sh.robot_id, pf.scene.c_str(), scene_id, &created, NULL)) {
-            out->error = pf.scene + ": tandemd: " + tdm_client_errstr(c);
-            return;
+        std::string key;
+        {
+            /* put under the lock, so that a delete of the same id cannot come between */
+            std::lock_guard<std::mutex> lock(sh.scenes.mu);
+            if (tdm_robot_scene_put_file(c, pf.scenario.c_str(), sh.robot_id, pf.scene.c_str(), scene_id, &created,
+                                         NULL)) {
+                out->error = pf.scene + ": tandemd: " + tdm_client_errstr(c);
+                return;
+            }
+            key.assign((const char *)scene_id, TDM_ID_BYTES);
+            auto &u = sh.scenes.users[key];
+            u.first++;
+            u.second = u.second || created;
         }
         tandem_checker tc(c, scene_id, sh.robot->n_active);
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
         out->error = tc.error();
-        if (created && tdm_scene_delete(c, scene_id) && out->error.empty())
-            out->error = std::string("tandemd scene delete: ") + tdm_client_errstr(c);
+        {
+            std::lock_guard<std::mutex> lock(sh.scenes.mu);
+            auto it = sh.scenes.users.find(key);
+            if (--it->second.first == 0) {
+                bool ours = it->second.second;
+                sh.scenes.users.erase(it);
+                if (ours && tdm_scene_delete(c, scene_id) && out->error.empty())
+                    out->error = std::string("tandemd scene delete: ") + tdm_client_errstr(c);
+            }
+        }
     }
     if (!out->error.empty()) {
         out->solved = false;
