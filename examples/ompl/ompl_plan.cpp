@@ -355,6 +355,10 @@ int main(int argc, char **argv)
             paths.push_back(a);
             continue;
         }
+        if (a == "--help") {
+            usage();
+            return 0;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "ompl_plan: %s needs a value\n", a.c_str());
             usage();
