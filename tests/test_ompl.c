@@ -7,8 +7,7 @@
  * unsolved.
  *
  * Every returned path (--path-out) is checked here by an oracle independent of
- * robot/, the engines and FCL: forward kinematics written out for this arm, and
- * the separating-axis test of two boxes in double; every segment is cut into
+ * robot/, the engines and FCL (tests/arm_oracle.h); every segment is cut into
  * states with the issue's formula (n = max(2, ceil(max_j |b_j - a_j| / R) + 1)) at
  * the resolution the planner used, so that planner and oracle check the same
  * states. Built only when OMPL is present (tests/CMakeLists.txt). */
@@ -24,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arm_oracle.h"
 #include "daemon_util.h"
 #include "gen.h"
 #include "spawn.h"
@@ -50,34 +50,6 @@ static void write_file(const char *name, const char *text)
     fputs(text, f);
     cr_assert_eq(fclose(f), 0);
 }
-
-/* base_link: a slab; link1 a post turning about z; link2 a bar at the post's top
- * turning about y. The bar reaches the world's post when level; lifted, it clears it. */
-static const char *urdf_text =
-    "<?xml version='1.0'?>\n"
-    "<robot name='arm2'>\n"
-    "  <link name='base_link'><collision><origin xyz='0 0 0.05'/><geometry><box size='0.3 0.3 0.1'/></geometry>"
-    "</collision></link>\n"
-    "  <joint name='j1' type='revolute'><parent link='base_link'/><child link='link1'/>"
-    "<origin xyz='0 0 0.1'/><axis xyz='0 0 1'/><limit lower='-3.14' upper='3.14'/></joint>\n"
-    "  <link name='link1'><collision><origin xyz='0 0 0.2'/><geometry><box size='0.06 0.06 0.4'/></geometry>"
-    "</collision></link>\n"
-    "  <joint name='j2' type='revolute'><parent link='link1'/><child link='link2'/>"
-    "<origin xyz='0 0 0.4'/><axis xyz='0 1 0'/><limit lower='-2.6' upper='2.6'/></joint>\n"
-    "  <link name='link2'><collision><origin xyz='0.3 0 0'/><geometry><box size='0.5 0.05 0.05'/></geometry>"
-    "</collision></link>\n"
-    "</robot>\n";
-
-static const char *srdf_text = "<robot name='arm2'><disable_collisions link1='link1' link2='link2' reason='Adjacent'/>"
-                               "<disable_collisions link1='base_link' link2='link1' reason='Adjacent'/></robot>\n";
-
-static const char *scene_text = "name: post\n"
-                                "world:\n"
-                                "  collision_objects:\n"
-                                "    - id: post\n"
-                                "      header: {frame_id: world}\n"
-                                "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
-                                "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n";
 
 /* Problem 1: the bar level at -0.8 rad to level at +0.8 rad (the post in between). */
 static const double START1[2] = {-0.8, 0.0}, GOAL1[2] = {0.8, 0.0};
@@ -109,11 +81,11 @@ static void suite_init(void)
     dmn_init(&D, "ompl");
     cr_assert_eq(mkdir(path("arm_problems"), 0700), 0, "%s", strerror(errno));
     cr_assert_eq(mkdir(path("paths"), 0700), 0, "%s", strerror(errno));
-    write_file("arm.urdf", urdf_text);
-    write_file("arm.srdf", srdf_text);
-    write_file("arm_problems/scene0001.yaml", scene_text);
+    write_file("arm.urdf", arm_urdf_text);
+    write_file("arm.srdf", arm_srdf_text);
+    write_file("arm_problems/scene0001.yaml", arm_scene_text);
     write_file("arm_problems/request0001.yaml", request1);
-    write_file("arm_problems/scene0002.yaml", scene_text);
+    write_file("arm_problems/scene0002.yaml", arm_scene_text);
     write_file("arm_problems/request0002.yaml", request2);
 }
 
@@ -121,92 +93,18 @@ static void suite_fini(void) { dmn_cleanup(&D); }
 
 TestSuite(ompl, .init = suite_init, .fini = suite_fini, .timeout = 240);
 
-/* ---- the oracle: this arm's kinematics by hand, boxes by separating axes ---- */
-
-typedef struct obox {
-    double c[3];    /* centre */
-    double a[3][3]; /* unit axes a[0], a[1], a[2] (columns of the rotation) */
-    double h[3];    /* half sizes */
-} obox;
-
-static double dot3(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
-
-/* Do two boxes meet (touching counts)? The 15 separating axes; an edge-cross axis
- * of (nearly) parallel edges is skipped, a face axis covers it. */
-static int boxes_meet(const obox *p, const obox *q)
-{
-    double axes[15][3];
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
-        memcpy(axes[n++], p->a[i], sizeof axes[0]);
-        memcpy(axes[n++], q->a[i], sizeof axes[0]);
-    }
-    for (int i = 0; i < 3; i++)
-        for (int k = 0; k < 3; k++) {
-            const double *u = p->a[i], *v = q->a[k];
-            double c[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
-            double l = sqrt(dot3(c, c));
-            if (l < 1e-9) continue;
-            for (int x = 0; x < 3; x++) axes[n][x] = c[x] / l;
-            n++;
-        }
-    double d[3] = {q->c[0] - p->c[0], q->c[1] - p->c[1], q->c[2] - p->c[2]};
-    for (int s = 0; s < n; s++) {
-        double rp = 0, rq = 0;
-        for (int i = 0; i < 3; i++) {
-            rp += p->h[i] * fabs(dot3(p->a[i], axes[s]));
-            rq += q->h[i] * fabs(dot3(q->a[i], axes[s]));
-        }
-        if (fabs(dot3(d, axes[s])) > rp + rq) return 0;
-    }
-    return 1;
-}
-
-/* Collides at (j1, j2)? base_link and the post are fixed; link1 (a post of radius
- * < 0.043 about the z axis) can reach neither the post (x >= 0.375) nor, the pair
- * being disabled, link2 or the base; so: link2 against the post and the base. */
-static int oracle_collides(const double q[2])
-{
-    const double c1 = cos(q[0]), s1 = sin(q[0]), c2 = cos(q[1]), s2 = sin(q[1]);
-    /* link2's frame: Rz(j1) * Ry(j2) at (0, 0, 0.5); its box centred at (0.3, 0, 0) */
-    const double R[3][3] = {{c1 * c2, -s1, c1 * s2}, {s1 * c2, c1, s1 * s2}, {-s2, 0, c2}};
-    obox bar;
-    for (int i = 0; i < 3; i++) {
-        for (int k = 0; k < 3; k++) bar.a[i][k] = R[k][i];
-        bar.c[i] = R[i][0] * 0.3 + (i == 2 ? 0.5 : 0);
-    }
-    bar.h[0] = 0.25;
-    bar.h[1] = bar.h[2] = 0.025;
-    const obox post = {{0.45, 0.1, 0.4}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.075, 0.075, 0.4}};
-    const obox base = {{0, 0, 0.05}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.15, 0.15, 0.05}};
-    return boxes_meet(&bar, &post) || boxes_meet(&bar, &base);
-}
-
-/* The first colliding state of a -> b cut at resolution r (issue 13's formula), or -1. */
-static long oracle_motion(const double a[2], const double b[2], double r)
-{
-    double d = fmax(fabs(b[0] - a[0]), fabs(b[1] - a[1]));
-    double c = ceil(d / r) + 1;
-    long n = c < 2 ? 2 : (long)c;
-    for (long k = 0; k < n; k++) {
-        double t = (double)k / (double)(n - 1), q[2] = {a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])};
-        if (oracle_collides(q)) return k;
-    }
-    return -1;
-}
-
 Test(ompl, oracle_sees_the_problems)
 {
     /* the oracle itself, on states whose answer is plain from the geometry */
-    cr_assert_eq(oracle_collides(START1), 0);
-    cr_assert_eq(oracle_collides(GOAL1), 0);
+    cr_assert_eq(arm_oracle_collides(START1), 0);
+    cr_assert_eq(arm_oracle_collides(GOAL1), 0);
     const double level_at_post[2] = {atan2(0.1, 0.45), 0}, lifted[2] = {atan2(0.1, 0.45), -1.2},
                  down[2] = {0, 1.5707963}, far_side[2] = {3.0, 0};
-    cr_assert_eq(oracle_collides(level_at_post), 1, "the level bar pointing at the post");
-    cr_assert_eq(oracle_collides(lifted), 0, "the lifted bar above the post");
-    cr_assert_eq(oracle_collides(down), 1, "the bar hanging into the base");
-    cr_assert_eq(oracle_collides(far_side), 0);
-    cr_assert(oracle_motion(START1, GOAL1, RES) > 0, "the straight motion must hit the post");
+    cr_assert_eq(arm_oracle_collides(level_at_post), 1, "the level bar pointing at the post");
+    cr_assert_eq(arm_oracle_collides(lifted), 0, "the lifted bar above the post");
+    cr_assert_eq(arm_oracle_collides(down), 1, "the bar hanging into the base");
+    cr_assert_eq(arm_oracle_collides(far_side), 0);
+    cr_assert(arm_oracle_motion(START1, GOAL1, RES, NULL) > 0, "the straight motion must hit the post");
 }
 
 /* ---- ompl_plan ---- */
@@ -242,7 +140,7 @@ static size_t check_path(void)
         cr_assert_float_eq(q[n - 1][j], GOAL1[j], 1e-12, "goal joint %d", j);
     }
     for (size_t i = 0; i + 1 < n; i++) {
-        long k = oracle_motion(q[i], q[i + 1], RES);
+        long k = arm_oracle_motion(q[i], q[i + 1], RES, NULL);
         cr_assert_eq(k, -1, "segment %zu (%g %g -> %g %g) collides at state %ld", i, q[i][0], q[i][1], q[i + 1][0],
                      q[i + 1][1], k);
     }
