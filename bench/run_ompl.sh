@@ -13,7 +13,9 @@
 #   bench/run_ompl.sh [REPORT.md]          (default bench/results/ompl.md)
 #
 # Knobs (environment), with their defaults:
-#   BUILD_DIR=build                 ompl_plan (examples/ompl) and tandemd
+#   BUILD_DIR=build                 ompl_plan (examples/ompl) and tandemd; or name them:
+#   OMPL_PLAN=$BUILD_DIR/examples/ompl/ompl_plan  TANDEMD=$BUILD_DIR/daemon/tandemd
+#                                   (a bench/device_pack.sh pack: its bin/ files, LD_LIBRARY_PATH=PACK/lib)
 #   PANDA=../shared/robots/panda    panda.urdf, panda.srdf, problems.tar.bz2
 #   ENGINES="cpu gpu"               tandemd --engine for the Tandem rows (one tandemd per engine)
 #   THREADS=$(nproc)                tandemd --threads
@@ -45,12 +47,13 @@ PRM_K=${PRM_K:-10}
 PRM_PER_SCENARIO=${PRM_PER_SCENARIO:-1}
 FCL_THREADS=${FCL_THREADS:-16}
 SEED=${SEED:-1}
-plan=$BUILD_DIR/examples/ompl/ompl_plan
-tandemd=$BUILD_DIR/daemon/tandemd
+plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
+tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
     [[ -e $f ]] || { echo "run_ompl.sh: $f not found (build with libompl-dev and libfcl-dev installed)" >&2; exit 1; }
 done
-command="$(printf '%q ' env BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ENGINES="$ENGINES" THREADS="$THREADS" \
+command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
+    ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ENGINES="$ENGINES" THREADS="$THREADS" \
     TIME_LIMIT="$TIME_LIMIT" SINGLE_PER_SCENARIO="$SINGLE_PER_SCENARIO" MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" \
     MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
     RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
