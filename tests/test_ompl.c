@@ -241,6 +241,31 @@ Test(ompl, bad_input)
     cr_assert_eq(r.status, 1);
     cr_assert(strstr(r.err, "nowhere: no such file or folder") != NULL, "stderr: %s", r.err);
     tdm_run_free(&r);
+    /* a goal naming a joint the robot does not have, a start outside the limits: that problem
+     * fails (exit 1), named with its file and joint; the others run */
+    cr_assert_eq(mkdir(path("bad_problems"), 0700), 0, "%s", strerror(errno));
+    write_file("bad_problems/scene0001.yaml", arm_scene_text);
+    write_file("bad_problems/scene0002.yaml", arm_scene_text);
+    write_file("bad_problems/scene0003.yaml", arm_scene_text);
+    write_file("bad_problems/request0001.yaml", "start_state: {joint_state: {name: [j1, j2], position: [-0.8, 0]}}\n"
+                                                "goal_constraints:\n  - joint_constraints:\n"
+                                                "      - {joint_name: j9, position: 0.8}\n");
+    write_file("bad_problems/request0002.yaml", "start_state: {joint_state: {name: [j1, j2], position: [4.0, 0]}}\n"
+                                                "goal_constraints:\n  - joint_constraints:\n"
+                                                "      - {joint_name: j1, position: 0.8}\n");
+    write_file("bad_problems/request0003.yaml", request1);
+    const char *const bad_req[] = {"--urdf", path("arm.urdf"), "--srdf", path("arm.srdf"), "--checker", "fcl",
+                                   "--resolution", RES_S, "--recheck-resolution", RES_S, path("bad_problems"), NULL};
+    r = run(bad_req);
+    cr_assert_eq(r.status, 1, "stderr: %s", r.err);
+    cr_assert(strstr(r.err, "request0001.yaml: goal_constraints[0]: joint 'j9' is not an active joint of the robot"),
+              "stderr: %s", r.err);
+    cr_assert(strstr(r.err, "request0002.yaml: start of joint 'j1' (4.000000) is outside its limits [-3.140000, 3.140000]"),
+              "stderr: %s", r.err);
+    cr_assert(strstr(r.out, "bad_problems 0001 0 ") && strstr(r.out, "bad_problems 0002 0 ") &&
+              strstr(r.out, "bad_problems 0003 1 "), "stdout: %s", r.out);
+    cr_assert(strstr(r.out, "problems=3 solved=1 recheck_failed=0 errors=2 "), "stdout: %s", r.out);
+    tdm_run_free(&r);
     /* a server that is not there: exit 1, naming it */
     const char *const no_server[] = {"--urdf", path("arm.urdf"), "--server", "unix:/nonexistent/tandemd.sock",
                                      path("arm_problems"), NULL};
