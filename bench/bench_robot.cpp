@@ -2,6 +2,7 @@
  *
  *   bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE
  *               --mode bool|contacts [--threads N] [--out FILE] [--max-contacts M]
+ *               [--near-out FILE]
  *
  * Same inputs, same --out format and the same last stdout line as `tandem check
  * --urdf`: one line per configuration (0/1 in bool mode, a count in contacts mode),
@@ -21,7 +22,7 @@
  *   - URDF box / cylinder / sphere / capsule elements and MoveIt box / cylinder /
  *     sphere primitives: fcl::Box / Cylinder / Sphere / Capsule, exact and SOLID
  *     (Tandem meshes curved primitives, containing the true shape within 0.1 mm, and
- *     tests surfaces only);
+ *     treats primitives as solids too: workpile/solid.h);
  *   - world inline meshes: BVHModel<OBBRSS> of the double vertices as read.
  * Before each fcl::collide the two objects' world AABBs are compared (what a
  * broad phase would do); FCL's GJK solver is its default (libccd).
@@ -35,7 +36,14 @@
  *   - primitive-primitive pair: 1 if they meet.
  * So contacts counts are comparable with Tandem only where every colliding pair is
  * mesh-mesh (self collision of a mesh robot); otherwise compare them as booleans
- * (count > 0), which bench/run_robot.sh does. */
+ * (count > 0), which bench/run_robot.sh does.
+ *
+ * --near-out FILE (after the timed loop, not timed): one line per configuration,
+ * the smallest fcl::distance over its checked pairs that have a curved primitive
+ * (sphere, cylinder, capsule) on either side, in metres ("inf" when the scene has
+ * none). bench/run_robot_all.sh asks it for the configurations Tandem calls
+ * colliding and FCL free, to tell whether each lies within the tessellation's
+ * 0.1 mm of a curved primitive (the difference issue 13 allows). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +57,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fcl/narrowphase/collision_object.h>
+#include <fcl/narrowphase/distance.h>
 
 extern "C" {
 #include "geom/mesh.h"
@@ -67,7 +78,7 @@ void usage()
 {
     fprintf(stderr,
             "usage: bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE --mode bool|contacts\n"
-            "                   [--threads N] [--out FILE] [--max-contacts M]\n");
+            "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE]\n");
 }
 
 double now()
@@ -79,7 +90,8 @@ double now()
 
 int main(int argc, char **argv)
 {
-    const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs = NULL, *mode_s = NULL, *out_path = NULL;
+    const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs = NULL, *mode_s = NULL, *out_path = NULL,
+               *near_path = NULL;
     long threads = 1;
     unsigned long max_contacts = 1000000;
     for (int i = 1; i < argc; i++) {
@@ -92,6 +104,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--configs")) configs = v;
         else if (!strcmp(a, "--mode")) mode_s = v;
         else if (!strcmp(a, "--out")) out_path = v;
+        else if (!strcmp(a, "--near-out")) near_path = v;
         else if (!strcmp(a, "--threads")) threads = strtol(v, NULL, 10);
         else if (!strcmp(a, "--max-contacts")) max_contacts = strtoul(v, NULL, 10);
         else { usage(); return 2; }
@@ -197,6 +210,38 @@ int main(int argc, char **argv)
         if (!f) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
         for (size_t i = 0; i < n; i++) fprintf(f, "%u\n", answer[i]);
         if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
+    }
+    if (near_path) {
+        /* pairs with a curved primitive on either side */
+        std::vector<std::pair<uint32_t, uint32_t>> curved;
+        for (const auto &pr : model.checks) {
+            auto is_curved = [&](uint32_t id) {
+                fcl::NODE_TYPE t = model.geoms[id]->getNodeType();
+                return t == fcl::GEOM_SPHERE || t == fcl::GEOM_CYLINDER || t == fcl::GEOM_CAPSULE;
+            };
+            if (is_curved(pr.first) || is_curved(pr.second)) curved.push_back(pr);
+        }
+        std::vector<std::unique_ptr<fcl::CollisionObjectd>> objs(rs->n_objects);
+        for (uint32_t id = 0; id < rs->n_objects; id++) {
+            objs[id].reset(new fcl::CollisionObjectd(model.geoms[id]));
+            if (model.slot_of[id] == UINT32_MAX) objs[id]->setTransform(model.fixed_pose[id]);
+        }
+        FILE *f = fopen(near_path, "w");
+        if (!f) { fprintf(stderr, "bench_robot: cannot write %s\n", near_path); return 1; }
+        fcl::DistanceRequestd dreq(false);
+        for (size_t i = 0; i < n; i++) {
+            const tdm_xform *x = &poses[i * n_el];
+            for (uint32_t id = 0; id < rs->n_objects; id++)
+                if (model.slot_of[id] != UINT32_MAX) objs[id]->setTransform(tdm_fcl_transform(x[model.slot_of[id]]));
+            double best = INFINITY;
+            for (const auto &pr : curved) {
+                fcl::DistanceResultd dres;
+                double d = fcl::distance(objs[pr.first].get(), objs[pr.second].get(), dreq, dres);
+                best = std::min(best, d);
+            }
+            fprintf(f, "%.9g\n", best);
+        }
+        if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", near_path); return 1; }
     }
     printf("# bench_robot fcl=%s objects=%u elements=%zu checked_pairs=%zu threads=%ld mode=%s\n", TDM_FCL_VERSION,
            rs->n_objects, n_el, model.checks.size(), threads, mode_s);

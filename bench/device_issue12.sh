@@ -3,7 +3,8 @@
 # bench/compare_builds.sh (the previous commit against the new one on the same poses).
 #   PART=tests|check|server bench/device_issue12.sh OUTDIR
 # Expects .packs/before.tar.gz and .packs/after.tar.gz (bench/device_pack.sh, ARCHIVE=1; the after
-# pack with its test executables) and the OMPL scenes in .ompl (cfg + canonical objs). The test
+# pack with its test executables), or the packs' folders named by BEFORE and AFTER (e.g. two packs
+# sharing one lib/ folder, unpacked from one archive), and the OMPL scenes in .ompl (cfg + canonical objs). The test
 # executables name tandemd and tandem by the absolute paths of the build they came from: give that
 # build's absolute path as BUILD_ABS for PART=tests; they are linked there to the pack's copies.
 set -uo pipefail
@@ -11,8 +12,14 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: PART=... bench/device_issue12.sh OUTDIR}
 PART=${PART:-tests}
 BUILD_ABS=${BUILD_ABS:-}
-a=$(mktemp -d)
-tar xzf .packs/after.tar.gz -C "$a"
+BEFORE=${BEFORE:-.packs/before.tar.gz}
+AFTER=${AFTER:-.packs/after.tar.gz}
+if [[ -d $AFTER ]]; then
+    a=$(cd "$AFTER" && pwd)
+else
+    a=$(mktemp -d)
+    tar xzf "$AFTER" -C "$a"
+fi
 export LD_LIBRARY_PATH=$a/lib
 nvidia-smi -L
 case $PART in
@@ -21,16 +28,17 @@ tests)
     mkdir -p "$BUILD_ABS/daemon" "$BUILD_ABS/tools"
     ln -sf "$a/bin/tandemd" "$BUILD_ABS/daemon/tandemd"
     ln -sf "$a/bin/tandem" "$BUILD_ABS/tools/tandem"
-    for t in gpu scheduler engine pool pooler daemon cli; do
+    for t in ${SUITES:-gpu scheduler engine pool pooler daemon cli}; do
         echo "## test_$t" >> "$out/tests.txt"
-        timeout 240 "$a/bin/test_$t" --verbose > "$a/t.txt" 2>&1
+        t_out=$(mktemp)
+        timeout 240 "$a/bin/test_$t" --verbose > "$t_out" 2>&1
         rc=$?
-        cat "$a/t.txt" >> "$out/tests.txt"
-        echo "test_$t exit $rc: $(grep -E 'Synthesis' "$a/t.txt")"
+        cat "$t_out" >> "$out/tests.txt"
+        echo "test_$t exit $rc: $(grep -E 'Synthesis' "$t_out")"
     done
     ;;
 check|server)
-    BEFORE=.packs/before.tar.gz AFTER=.packs/after.tar.gz OMPL=.ompl PART=$PART \
+    BEFORE=$BEFORE AFTER=$AFTER OMPL=.ompl PART=$PART \
         bash bench/compare_builds.sh "$out/compare_$PART.md" > "$out/compare_$PART.log" 2>&1
     echo "compare $PART exit $?"
     grep -E '^\| ' "$out/compare_$PART.md"

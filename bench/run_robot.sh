@@ -15,6 +15,9 @@
 # python3 random.Random(SEED), one stream per scenario) on sceneSCENE.yaml, both engines,
 # then the comparison of their --out files as booleans (count > 0). Prints a markdown
 # table; the disagreeing configurations are kept in $WORK/<scenario>.disagree.
+# Contacts mode: a configuration colliding only by containment in a primitive
+# (workpile/solid.h) has count 0 in Tandem's --out, so compare bool mode for
+# exactness. All 700 scenes: bench/run_robot_all.sh.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build-f}

@@ -98,10 +98,12 @@ static const opt opts[] = {
     {"max-query-tasks", T_U64, OFF(max_query_tasks), "16777216", 1, UINT64_MAX, NULL, "N",
      "Work per Query request: queries x checked object pairs of the scene; over it is ERROR_LIMIT. Not in "
      "HelloReply.limits."},
-    {"max-batch-tasks", T_U32, OFF(max_batch_tasks), "262144", 1, 1u << 30, NULL, "N",
+    {"max-batch-tasks", T_U32, OFF(max_batch_tasks), "1048576", 1, 1u << 30, NULL, "N",
      "Object-pair tasks per engine run: queued Query requests are pooled into one run up to this many "
-     "(a larger request runs alone, in pieces of this size). Bounds the engine's scratch memory "
-     "(about 170 bytes per task)."},
+     "(a larger request runs alone, in pieces of this size), counting every checked pair of a query "
+     "before culling. Bounds the engine's scratch memory (about 170 bytes per task, per lane, as "
+     "runs that large come). Robot scenes pool best with large runs: culling keeps about a tenth of "
+     "a Panda's pairs (bench/results/robot_server_gpu.md)."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
      "Longest mesh, scene or client name (UTF-8)."},
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",

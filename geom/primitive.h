@@ -164,6 +164,41 @@ int tdm_primitive_mesh(const tdm_primitive *p, double tolerance, tdm_mesh **out,
  * wholly inside an obstacle is found by testing one of its points. */
 int tdm_primitive_contains(const tdm_primitive *p, tdm_dvec3 point);
 
+/* Is `q` (in the primitive's frame) within `reach` metres of the true solid, or
+ * at most sqrt(3) reach from it? 1 or 0. Sphere and capsule: the solid grown by
+ * `reach` exactly; box: each half-edge grown by `reach`; cylinder: its radius and
+ * half-height grown by `reach` (the grown box and cylinder contain the points
+ * within `reach`, and a little more at edges and corners). Evaluated in double,
+ * so a point within ~2^-50 (|q| + size) of the grown solid's surface may fall
+ * either way: a caller that needs a one-sided answer adds at least that to
+ * `reach` (workpile/solid.h does). p must be valid (tdm_primitive_check) and
+ * `reach` >= 0; nothing is checked: this is the hot-path test of solid
+ * containment, one call per (checked pair, mesh component). */
+TDM_INLINE int tdm_primitive_contains_grown(const tdm_primitive *p, tdm_dvec3 q, double reach)
+{
+    const double *d = p->dims;
+    double ax = q.x < 0 ? -q.x : q.x, ay = q.y < 0 ? -q.y : q.y, az = q.z < 0 ? -q.z : q.z;
+    double r;
+    switch (p->type) {
+    case TDM_PRIMITIVE_BOX:
+        return ax <= 0.5 * d[TDM_BOX_X] + reach && ay <= 0.5 * d[TDM_BOX_Y] + reach &&
+               az <= 0.5 * d[TDM_BOX_Z] + reach;
+    case TDM_PRIMITIVE_SPHERE:
+        r = d[TDM_SPHERE_RADIUS] + reach;
+        return ax * ax + ay * ay + az * az <= r * r;
+    case TDM_PRIMITIVE_CYLINDER:
+        r = d[TDM_CYLINDER_RADIUS] + reach;
+        return az <= 0.5 * d[TDM_CYLINDER_HEIGHT] + reach && ax * ax + ay * ay <= r * r;
+    case TDM_PRIMITIVE_CAPSULE: {
+        r = d[TDM_CAPSULE_RADIUS] + reach;
+        double z = az - 0.5 * d[TDM_CAPSULE_LENGTH];
+        if (z < 0) z = 0;
+        return ax * ax + ay * ay + z * z <= r * r;
+    }
+    }
+    return 0;
+}
+
 /* For tests: tessellates a curved primitive with a given segment count instead
  * of one derived from a tolerance: `segments` is n for a cylinder, k (latitude
  * steps) for a sphere or capsule, within the MIN/MAX limits above; the rest as

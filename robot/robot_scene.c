@@ -25,9 +25,10 @@ static int pair_push(pair_list *l, uint32_t a, uint32_t b)
     return TDM_OK;
 }
 
-/* A robot element's mesh, in its own frame. */
+/* A robot element's mesh, in its own frame; a primitive's true shape in *solid
+ * (left all-zero for a mesh element). */
 static int element_mesh(const tdm_robot *r, uint32_t e, tdm_robot_mesh_loader load, void *ctx, double tol,
-                        tdm_mesh **out, char *err, size_t errlen)
+                        tdm_mesh **out, tdm_scene_solid *solid, char *err, size_t errlen)
 {
     const tdm_robot_collision *c = &r->collisions[e];
     const char *link = r->links[c->link].name;
@@ -68,15 +69,18 @@ static int element_mesh(const tdm_robot *r, uint32_t e, tdm_robot_mesh_loader lo
         snprintf(err, errlen, "%s:%u: link '%s': unknown shape", r->urdf_path, c->line, link);
         return TDM_EINVAL;
     }
-    if ((rc = tdm_primitive_mesh(&p, tol, out, NULL, why, sizeof why)) != TDM_OK)
+    double dev = 0;
+    if ((rc = tdm_primitive_mesh(&p, tol, out, &dev, why, sizeof why)) != TDM_OK)
         snprintf(err, errlen, "%s:%u: link '%s' %s: %s", r->urdf_path, c->line, link, tdm_shape_type_name(c->shape),
                  why);
+    else
+        *solid = (tdm_scene_solid){p, tdm_xform_identity(), dev};
     return rc;
 }
 
-/* A world primitive's mesh, in its own frame. */
-static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out, char *err,
-                                size_t errlen)
+/* A world primitive's mesh, in its own frame, and its true shape in *solid. */
+static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
+                                tdm_scene_solid *solid, char *err, size_t errlen)
 {
     const tdm_ps_primitive *q = &o->primitives[k];
     tdm_primitive p;
@@ -89,8 +93,10 @@ static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, 
         return TDM_EINVAL;
     }
     char why[400];
-    int rc = tdm_primitive_mesh(&p, tol, out, NULL, why, sizeof why);
+    double dev = 0;
+    int rc = tdm_primitive_mesh(&p, tol, out, &dev, why, sizeof why);
     if (rc != TDM_OK) snprintf(err, errlen, "world object '%s' primitive %u: %s", o->id, k, why);
+    else *solid = (tdm_scene_solid){p, tdm_xform_identity(), dev};
     return rc;
 }
 
@@ -143,10 +149,11 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     }
     tdm_robot_scene *rs = calloc(1, sizeof *rs);
     tdm_scene_obj *objs = calloc(n, sizeof *objs);
+    tdm_scene_solid *solids = calloc(n, sizeof *solids); /* all-zero: not solid */
     tdm_xform *links = malloc(r->n_links * sizeof *links);
     double *q0 = calloc(r->n_active + 1, sizeof *q0);
     pair_list allowed = {0};
-    if (!rs || !objs || !links || !q0) goto fail;
+    if (!rs || !objs || !solids || !links || !q0) goto fail;
     rs->robot = r;
     rs->n_objects = (uint32_t)n;
     rs->n_elements = r->n_collisions;
@@ -166,7 +173,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     char what[TDM_ROBOT_MAX_NAME + 64];
     for (uint32_t e = 0; e < r->n_collisions; e++) {
         tdm_mesh *m = NULL;
-        if ((rc = element_mesh(r, e, load, ctx, tolerance, &m, err, errlen)) != TDM_OK) goto fail;
+        if ((rc = element_mesh(r, e, load, ctx, tolerance, &m, &solids[e], err, errlen)) != TDM_OK) goto fail;
         snprintf(what, sizeof what, "%s:%u: link '%s'", r->urdf_path, r->collisions[e].line,
                  r->links[r->collisions[e].link].name);
         if ((rc = build_tree(m, &rs->bvhs[e], what, err, errlen)) != TDM_OK) goto fail;
@@ -180,7 +187,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             tdm_mesh *m = NULL;
             int prim = k < o->n_primitives;
-            rc = prim ? world_primitive_mesh(o, k, tolerance, &m, err, errlen)
+            rc = prim ? world_primitive_mesh(o, k, tolerance, &m, &solids[id], err, errlen)
                       : world_mesh(o, k - o->n_primitives, &m, err, errlen);
             if (rc != TDM_OK) goto fail;
             snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
@@ -210,7 +217,8 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
         goto fail;
     }
     tdm_scene_error serr;
-    if ((rc = tdm_scene_create(objs, (uint32_t)n, allowed.v, (uint32_t)allowed.n, &rs->scene, &serr)) != TDM_OK) {
+    if ((rc = tdm_scene_create_solids(objs, (uint32_t)n, allowed.v, (uint32_t)allowed.n, solids, &rs->scene,
+                                      &serr)) != TDM_OK) {
         snprintf(err, errlen, "making the scene failed: %s", serr.msg);
         goto fail;
     }
@@ -218,6 +226,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     free(q0);
     free(links);
     free(objs);
+    free(solids);
     *out = rs;
     return TDM_OK;
 fail:
@@ -226,6 +235,7 @@ fail:
     free(q0);
     free(links);
     free(objs);
+    free(solids);
     tdm_robot_scene_destroy(rs);
     return rc;
 }

@@ -32,10 +32,16 @@
  * tdm_ps_acm_allowed(acm, name(a), o.id). Nothing else: every other element pair
  * and every element-object pair is checked (the scene never checks fixed pairs).
  *
- * Known limitation: collision is surface-only, as the engines are: a link wholly
- * inside an obstacle without touching its surface is reported free, while FCL's
- * primitive tests are solid. geom/primitive.h's tdm_primitive_contains is the
- * exact solid test a later fix can add (one point per element per solid).
+ * Solids. Every primitive (a link's box, cylinder, sphere or capsule element, a
+ * world box, sphere or cylinder) is a solid object of the scene
+ * (tdm_scene_create_solids, with tdm_primitive_mesh's deviation as its margin),
+ * as FCL's primitives are: a link wholly inside a world box, or a world object
+ * wholly inside a link's primitive, collides though no triangles meet
+ * (workpile/solid.h: the rule, why it never calls free what FCL calls colliding,
+ * and its cost). Mesh against mesh (a link's mesh against a world mesh or another
+ * link's mesh) stays surface-only, as in FCL. bool answers name the pair as for
+ * any collision; in contacts mode a pair colliding by containment alone counts no
+ * triangle pair, so a configuration can be colliding with contacts 0.
  *
  * Threads: a built tdm_robot_scene is only read; tdm_robot_scene_poses may run on
  * any number of threads at once, each with its own link_world scratch. */

@@ -7,7 +7,10 @@
  * The oracle is independent of robot/: forward kinematics from the numbers this
  * file writes into the URDF (elementary rotation matrices composed by hand), the
  * checked pairs from this file's own rule, and every triangle pair of every checked
- * pair tested with tdm_tri_tri_intersect in world coordinates (double). It shares
+ * pair tested with tdm_tri_tri_intersect in world coordinates (double), and, as
+ * primitives are solids (workpile/solid.h, as in FCL), every vertex of one object
+ * against the true shape of the other when that is a primitive
+ * (tdm_primitive_contains, exact). It shares
  * the element meshes only: geom/primitive.h's tessellations (tested on their own)
  * and the OBJ as tdm_mesh_load_file reads it, scaled here. Configurations are
  * random, so no contact is exactly grazing and the rounding of the engines' own
@@ -186,6 +189,7 @@ static int oracle_checked(int a, int b)
 /* ---- the oracle's meshes and brute force ---- */
 
 static tdm_mesh *meshes[N_EL + N_OBS];
+static tdm_primitive prims[N_EL + N_OBS]; /* each object's true shape; type 0 for the mesh element */
 
 static int loader(void *ctx, const char *p, tdm_mesh **out, char *err, size_t errlen)
 {
@@ -193,8 +197,10 @@ static int loader(void *ctx, const char *p, tdm_mesh **out, char *err, size_t er
     return tdm_mesh_load_file(p, TDM_ORIGIN_RAW, out, err, errlen);
 }
 
-static tdm_mesh *prim(tdm_primitive p)
+/* Object i's primitive: its true shape, and its mesh. */
+static tdm_mesh *prim(int i, tdm_primitive p)
 {
+    prims[i] = p;
     tdm_mesh *m;
     char err[256];
     cr_assert_eq(tdm_primitive_mesh(&p, TDM_PRIMITIVE_TOLERANCE, &m, NULL, err, sizeof err), TDM_OK, "%s", err);
@@ -222,16 +228,16 @@ static void suite_init(void)
     cr_assert_eq(robot->n_collisions, N_EL);
     cr_assert_eq(robot->n_active, 3);
 
-    meshes[0] = prim(tdm_primitive_box(0.4, 0.4, 0.1));
-    meshes[1] = prim(tdm_primitive_cylinder(0.3, 0.04));
-    meshes[2] = prim(tdm_primitive_box(0.3, 0.04, 0.04));
+    meshes[0] = prim(0, tdm_primitive_box(0.4, 0.4, 0.1));
+    meshes[1] = prim(1, tdm_primitive_cylinder(0.3, 0.04));
+    meshes[2] = prim(2, tdm_primitive_box(0.3, 0.04, 0.04));
     cr_assert_eq(tdm_mesh_load_file(path("meshes/bar.obj"), TDM_ORIGIN_RAW, &meshes[3], err, sizeof err), TDM_OK,
                  "%s", err);
     for (uint32_t i = 0; i < 3 * meshes[3]->n_verts; i++) meshes[3]->verts[i] *= 0.5f;
-    meshes[4] = prim(tdm_primitive_box(0.1, 0.06, 0.06));
-    meshes[5] = prim(tdm_primitive_cylinder(0.1, 0.03));
-    meshes[6] = prim(tdm_primitive_box(0.25, 0.25, 0.8));
-    meshes[7] = prim(tdm_primitive_cylinder(0.8, 0.12));
+    meshes[4] = prim(4, tdm_primitive_box(0.1, 0.06, 0.06));
+    meshes[5] = prim(5, tdm_primitive_cylinder(0.1, 0.03));
+    meshes[6] = prim(6, tdm_primitive_box(0.25, 0.25, 0.8));
+    meshes[7] = prim(7, tdm_primitive_cylinder(0.8, 0.12));
 }
 
 static void suite_fini(void)
@@ -267,10 +273,27 @@ static wtri *world_tris(int i, const m4 *x)
     return w;
 }
 
-/* The oracle for configuration q: per object pair (a < b), the number of
- * intersecting triangle pairs, into count[a][b] (every pair, checked or not). */
 #define N_OBJ (N_EL + N_OBS)
-static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ])
+
+/* Some vertex of object o (triangles w, world) inside the true shape of object p
+ * at pose x. */
+static int vertex_in(int o, const wtri *w, int p, const m4 *x)
+{
+    if (prims[p].type == 0) return 0;
+    for (uint32_t t = 0; t < meshes[o]->n_tris; t++)
+        for (int k = 0; k < 3; k++) {
+            double d[3] = {w[t].v[k].x - x->t[0], w[t].v[k].y - x->t[1], w[t].v[k].z - x->t[2]}, l[3];
+            for (int i = 0; i < 3; i++) l[i] = x->r[0][i] * d[0] + x->r[1][i] * d[1] + x->r[2][i] * d[2];
+            if (tdm_primitive_contains(&prims[p], tdm_d3(l[0], l[1], l[2])) == 1) return 1;
+        }
+    return 0;
+}
+
+/* The oracle for configuration q: per object pair (a < b), the number of
+ * intersecting triangle pairs, into count[a][b] (every pair, checked or not),
+ * and whether no triangles meet but one lies inside the other's solid shape,
+ * into inside[a][b]. */
+static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ], uint8_t inside[N_OBJ][N_OBJ])
 {
     m4 el[N_EL], obs[N_OBS], x[N_OBJ];
     oracle_poses(q, el, obs);
@@ -279,6 +302,7 @@ static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ])
     wtri *w[N_OBJ];
     for (int i = 0; i < N_OBJ; i++) w[i] = world_tris(i, &x[i]);
     memset(count, 0, sizeof(uint32_t) * N_OBJ * N_OBJ);
+    memset(inside, 0, N_OBJ * N_OBJ);
     for (int a = 0; a < N_OBJ; a++)
         for (int b = a + 1; b < N_OBJ; b++) {
             if (a >= N_EL) continue; /* two obstacles: never checked, not needed */
@@ -290,6 +314,7 @@ static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ])
                         continue;
                     count[a][b] += (uint32_t)tdm_tri_tri_intersect(s->v, t->v);
                 }
+            inside[a][b] = !count[a][b] && (vertex_in(a, w[a], b, &x[b]) || vertex_in(b, w[b], a, &x[a]));
         }
     for (int i = 0; i < N_OBJ; i++) free(w[i]);
 }
@@ -392,17 +417,18 @@ Test(robot_scene, engine_matches_brute_force)
     cr_assert_not_null(pairs);
     /* Configurations where a pair of each kind touches: checked world, checked self,
      * allowed same link, SRDF, ACM link-link, ACM link-object. */
-    size_t colliding = 0, hits[6] = {0};
+    size_t colliding = 0, n_contained = 0, hits[6] = {0};
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
         random_config(&g, q);
         uint32_t count[N_OBJ][N_OBJ];
-        oracle(q, count);
+        uint8_t inside[N_OBJ][N_OBJ];
+        oracle(q, count, inside);
         uint32_t total = 0, per[N_OBJ][N_OBJ] = {{0}};
-        int kind[6] = {0};
+        int kind[6] = {0}, contained = 0;
         for (int a = 0; a < N_EL; a++)
             for (int b = a + 1; b < N_OBJ; b++) {
-                if (oracle_checked(a, b)) total += count[a][b];
+                if (oracle_checked(a, b)) total += count[a][b], contained |= inside[a][b];
                 if (!count[a][b]) continue;
                 int la = el_link[a], lb = b < N_EL ? el_link[b] : -1;
                 kind[oracle_checked(a, b) ? (b >= N_EL ? 0 : 1)
@@ -412,15 +438,18 @@ Test(robot_scene, engine_matches_brute_force)
                                       : 4] = 1;
             }
         for (int k = 0; k < 6; k++) hits[k] += (size_t)kind[k];
-        colliding += total > 0;
+        colliding += total > 0 || contained;
+        n_contained += contained && total == 0;
         cr_assert_eq(tdm_robot_scene_poses(rs, q, 3, links, poses), TDM_OK);
         tdm_sched_query qs[2] = {{rs->scene, poses, TDM_MODE_BOOL, 1, NULL},
                                  {rs->scene, poses, TDM_MODE_CONTACTS, MAXC, pairs}};
         tdm_sched_result res[2];
         cr_assert_eq(tdm_sched_run(e, &qs[0], 1, &res[0]), TDM_OK);
         cr_assert_eq(tdm_sched_run(e, &qs[1], 1, &res[1]), TDM_OK);
-        cr_assert_eq(res[0].colliding, total > 0, "seed=%llu config %d (%.17g %.17g %.17g): bool %u, oracle %u pairs",
-                     (unsigned long long)seed, it, q[0], q[1], q[2], res[0].colliding, total);
+        cr_assert_eq(res[0].colliding, total > 0 || contained,
+                     "seed=%llu config %d (%.17g %.17g %.17g): bool %u, oracle %u pairs, contained %d",
+                     (unsigned long long)seed, it, q[0], q[1], q[2], res[0].colliding, total, contained);
+        cr_assert_eq(res[1].colliding, res[0].colliding);
         if (res[0].colliding)
             cr_assert(oracle_checked((int)res[0].object_a, (int)res[0].object_b), "bool reported an allowed pair");
         cr_assert_eq(res[1].contacts, total, "seed=%llu config %d: contacts %u, oracle %u", (unsigned long long)seed,
@@ -435,8 +464,8 @@ Test(robot_scene, engine_matches_brute_force)
             for (int b = a + 1; b < N_OBJ; b++)
                 if (oracle_checked(a, b)) cr_assert_eq(per[a][b], count[a][b], "config %d pair %d %d", it, a, b);
     }
-    cr_log_info("%d configurations, %zu colliding; touching: world %zu, self %zu, same link %zu, SRDF %zu, "
-                "ACM link-link %zu, ACM link-object %zu", N_CFG, colliding, hits[0], hits[1], hits[2], hits[3],
+    cr_log_info("%d configurations, %zu colliding (%zu by containment alone); touching: world %zu, self %zu, same link %zu, SRDF %zu, "
+                "ACM link-link %zu, ACM link-object %zu", N_CFG, colliding, n_contained, hits[0], hits[1], hits[2], hits[3],
                 hits[4], hits[5]);
     /* The test means something only if each kind happens. */
     cr_assert(colliding > 0 && colliding < N_CFG);
@@ -477,13 +506,15 @@ Test(robot_scene, cli_check_urdf)
         fprintf(f, "%.17g %.17g %.17g\n", q[i][0], q[i][1], q[i][2]);
         if (i == 7) fprintf(f, "   \n# a comment\n");
         uint32_t count[N_OBJ][N_OBJ], total = 0;
-        oracle(q[i], count);
+        uint8_t inside[N_OBJ][N_OBJ];
+        int contained = 0;
+        oracle(q[i], count, inside);
         for (int a = 0; a < N_OBJ; a++)
             for (int b = a + 1; b < N_OBJ; b++)
-                if (oracle_checked(a, b)) total += count[a][b];
+                if (oracle_checked(a, b)) total += count[a][b], contained |= inside[a][b];
         want_contacts[i] = total;
-        want_bool[i] = total > 0;
-        want_colliding += total > 0;
+        want_bool[i] = total > 0 || contained;
+        want_colliding += want_bool[i];
     }
     fclose(f);
     static const char *const modes[2] = {"bool", "contacts"};

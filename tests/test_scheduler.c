@@ -586,3 +586,51 @@ Test(scheduler, run_poses_matches_run, .timeout = 240)
     if (!gpu) cr_log_info("GPU half skipped: %s", why ? why : "no GPU");
     world_free(&w);
 }
+
+/* Culling (sched.c): checks whose bounding spheres are apart get no task. With it
+ * (the default) and without it (TDM_ENGINE_CULL=0) every answer is the same, in
+ * both modes, through tdm_sched_run and tdm_sched_run_poses, in one chunk and in
+ * windows of a small chunk; and it does skip tasks: in contacts mode (no early
+ * exit) the full expansion runs every check of every query, culling far fewer. */
+Test(scheduler, culling_changes_no_answer, .timeout = 240)
+{
+    gen_rng r = {seed ^ 0xc011};
+    world w;
+    world_make(&w, &r);
+    static answers full, culled;
+    const uint32_t chunks[2] = {262144, 1000};
+    for (int c = 0; c < 2; c++)
+        for (int mode = 0; mode < 2; mode++) {
+            uint64_t tasks[2];
+            for (int cull = 0; cull < 2; cull++) {
+                if (!cull) setenv("TDM_ENGINE_CULL", "0", 1);
+                tdm_sched_config cfg = tdm_sched_config_default();
+                cfg.kind = TDM_BACKEND_CPU;
+                cfg.calibrate = 0;
+                cfg.chunk_tasks = chunks[c];
+                tdm_sched *e = NULL;
+                char msg[256];
+                cr_assert_eq(tdm_sched_create(&cfg, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+                unsetenv("TDM_ENGINE_CULL");
+                answers *a = cull ? &culled : &full;
+                cr_assert_eq(run(e, &w, mode, a), TDM_OK);
+                tdm_sched_stats st;
+                tdm_sched_get_stats(e, &st);
+                tasks[cull] = st.tasks;
+                cr_assert_eq(st.cpu_queries, N_QUERIES, "every query counted once, on the CPU engine");
+                static answers poses_got;
+                memset(&poses_got, 0, sizeof poses_got);
+                tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                cr_assert_eq(tdm_sched_run_poses(e, &proto, N_QUERIES, poses_got.res), TDM_OK);
+                expect_same(&poses_got, a, mode, cull ? "run_poses, culled" : "run_poses, full");
+                tdm_sched_destroy(e);
+            }
+            expect_same(&culled, &full, mode, chunks[c] == 1000 ? "culled, chunk 1000" : "culled");
+            if (mode == 1) {
+                cr_assert_eq(tasks[0], (uint64_t)N_QUERIES * w.scene->n_checks, "the full expansion's tasks");
+                cr_assert(tasks[1] < tasks[0] * 3 / 4, "culling kept %llu of %llu tasks", (unsigned long long)tasks[1],
+                          (unsigned long long)tasks[0]);
+            }
+        }
+    world_free(&w);
+}

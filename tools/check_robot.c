@@ -14,6 +14,7 @@
 
 #define CHUNK 65536
 #define GPU_CHUNK (1u << 20)
+#define CONFIGS_PER_RUN (1u << 18) /* configurations per scheduler run */
 
 /* Reads configurations of n_q values each, one per line (robot_run.h: '#'
  * comments and blank lines skipped; a line with another count, a malformed or a
@@ -71,11 +72,11 @@ int tdm_cmd_check_robot(int argc, char **argv)
         tdm_cli_error("cannot write %s", out_path);
         goto done;
     }
-    /* chunk_tasks counts (query, pair) tasks: cut runs by configurations so that one
-     * scheduler run is about one engine run. */
-    size_t per_query = rs->scene->n_checks ? rs->scene->n_checks : 1;
+    /* chunk_tasks counts (query, pair) tasks, `limit` of them per engine run; the
+     * scheduler culls far pairs first (sched.c, "Culling") and cuts the kept tasks
+     * into engine runs itself, so it takes the configurations in large slices. */
     size_t limit = (kind == TDM_BACKEND_CPU ? CHUNK : GPU_CHUNK);
-    size_t chunk = limit / per_query ? limit / per_query : 1;
+    size_t chunk = CONFIGS_PER_RUN;
     if (n < chunk) chunk = n ? n : 1;
     if (tdm__robot_sched(&run, kind, (int)threads) < 0) goto done;
     tdm_sched *sched = run.sched;
@@ -102,7 +103,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
             tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));
             goto done;
         }
-    } else if ((rc = tdm_sched_prepare(sched, chunk * per_query)) != TDM_OK) {
+    } else if ((rc = tdm_sched_prepare(sched, limit > chunk ? limit : chunk)) != TDM_OK) {
         tdm_cli_error("preparing the engine failed: %s", tdm_strerror(rc));
         goto done;
     }

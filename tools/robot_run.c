@@ -122,6 +122,8 @@ int tdm__robot_sched(tdm__robot_run *run, tdm_backend_kind kind, int threads)
     sc.threads = threads;
     sc.calibrate = 0;
     sc.lanes = 1;
+    /* engine runs of up to this many kept tasks (after culling): large ones keep the GPU's slots full */
+    sc.chunk_tasks = kind == TDM_BACKEND_CPU ? 65536u : 1u << 20;
     char why[320];
     int rc;
     if ((rc = tdm_sched_create(&sc, &run->sched, why, sizeof why)) != TDM_OK) {

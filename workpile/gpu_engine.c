@@ -21,6 +21,8 @@
 #define FILL_PARALLEL_MIN 8192
 /* Tasks made at a time while filling: they stay in cache until written. */
 #define MAKE_BATCH 64
+/* Mesh pairs a share remembers (direct-mapped) to reuse their pair-table entries. */
+#define PAIRS_SEEN 256
 
 typedef struct range { size_t lo, hi; } range;
 typedef struct range_list { range *r; size_t n, cap; } range_list;
@@ -60,6 +62,7 @@ typedef struct gpu_engine {
     gpu_lane lanes[MAX_LANES];
     int trace; /* TDM_GPU_TRACE set: where each run's time went, on stderr */
     int post;  /* TDM_GPU_POST=0 unset: fill a slot on the workers while the others are stepped */
+    uint64_t chunk_max; /* TDM_GPU_CHUNK_MAX: largest chunk when chunk_tasks is 0 (0: no limit) */
 } gpu_engine;
 
 tdm_gpu_engine_config tdm_gpu_engine_config_default(void)
@@ -99,6 +102,7 @@ static size_t chunk_size(const gpu_engine *e, tdm_gpu *g, size_t n)
     if (c == 0) {
         size_t slots = (size_t)tdm_gpu_slots(g);
         c = (n + slots - 1) / slots;
+        if (e->chunk_max && c > e->chunk_max) c = (size_t)e->chunk_max;
         if (c < 8192) c = 8192;
     }
     uint64_t most = tdm_gpu_slot_max_tasks(g);
@@ -138,6 +142,10 @@ static void fill_share(void *arg, int k, int nk)
     size_t p = lo;
     uint32_t cur = 0;
     const struct tdm_gpu_mesh *pa = NULL, *pb = NULL;
+    /* the share's pair-table entries by mesh pair, so that tasks alternating
+       between a few pairs (a robot's checks, query after query) share entries */
+    struct { const struct tdm_gpu_mesh *a, *b; uint32_t index; } seen[PAIRS_SEEN];
+    memset(seen, 0, sizeof seen);
     tdm_task buf[MAKE_BATCH];
     j->runs[k][0] = lo;
     j->runs[k][1] = 0;
@@ -150,10 +158,19 @@ static void fill_share(void *arg, int k, int nk)
         for (size_t i = b; i < e; i++) {
             const tdm_task *t = &buf[i - b];
             if (i == lo || t->ga != pa || t->gb != pb) {
-                tdm_gpu_pair_of(j->g, t->ga, t->gb, &j->pairs[p]);
+                size_t h = (size_t)((((uintptr_t)t->ga >> 4) ^ ((uintptr_t)t->gb >> 4) * 0x9e3779b1u) * 0x85ebca6bu) %
+                           PAIRS_SEEN;
+                if (seen[h].a == t->ga && seen[h].b == t->gb) {
+                    cur = seen[h].index;
+                } else {
+                    tdm_gpu_pair_of(j->g, t->ga, t->gb, &j->pairs[p]);
+                    seen[h].a = t->ga;
+                    seen[h].b = t->gb;
+                    seen[h].index = (uint32_t)p;
+                    cur = (uint32_t)p++;
+                }
                 pa = t->ga;
                 pb = t->gb;
-                cur = (uint32_t)p++;
             }
             tdm_gpu_input d = {t->b_in_a, cur, (uint32_t)t->mode, t->max_pairs ? t->max_pairs : 1, 0};
             put_input(&j->in[i], &d);
@@ -437,6 +454,8 @@ int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int 
     e->trace = getenv("TDM_GPU_TRACE") != NULL;
     const char *po = getenv("TDM_GPU_POST");
     e->post = !(po && strcmp(po, "0") == 0);
+    const char *cm = getenv("TDM_GPU_CHUNK_MAX");
+    e->chunk_max = cm ? strtoull(cm, NULL, 10) : 0;
     e->base = (tdm_backend){&gpu_ops, lanes, 1, 1};
     int rc = tdm_gpu_create(&e->cfg.gpu, &e->lanes[0].g, why);
     if (rc != TDM_OK) {

@@ -1,9 +1,14 @@
 #include "scene.h"
 
+#include <math.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+
+#include "solid.h"
 
 static int fail(tdm_scene_error *err, int code, const char *field, int64_t index, const char *fmt, ...)
 {
@@ -32,6 +37,34 @@ static int cmp_pair(const void *x, const void *y)
     const tdm_id_pair *a = x, *b = y;
     if (a->a != b->a) return a->a < b->a ? -1 : 1;
     return a->b < b->b ? -1 : (a->b > b->b);
+}
+
+/* Centre of the vertices' bounding box, and the largest distance from it to a
+ * vertex, in double (the float vertices are exact in double; the radius is
+ * rounded up by a relative 1e-12, far above double's rounding of a sum of three
+ * squares and a square root). An empty mesh: radius 0 at the origin. */
+static tdm_scene_sphere sphere_of(const tdm_bvh *bvh)
+{
+    tdm_scene_sphere s = {{0, 0, 0}, 0};
+    size_t nv = (size_t)bvh->n_tris * 3;
+    if (nv == 0) return s;
+    const float *v = bvh->tri_verts;
+    double lo[3] = {v[0], v[1], v[2]}, hi[3] = {v[0], v[1], v[2]};
+    for (size_t i = 1; i < nv; i++)
+        for (int d = 0; d < 3; d++) {
+            double x = v[3 * i + (size_t)d];
+            if (x < lo[d]) lo[d] = x;
+            if (x > hi[d]) hi[d] = x;
+        }
+    for (int d = 0; d < 3; d++) s.c[d] = 0.5 * (lo[d] + hi[d]);
+    double r2 = 0;
+    for (size_t i = 0; i < nv; i++) {
+        double dx = v[3 * i] - s.c[0], dy = v[3 * i + 1] - s.c[1], dz = v[3 * i + 2] - s.c[2];
+        double q = dx * dx + dy * dy + dz * dz;
+        if (q > r2) r2 = q;
+    }
+    s.r = sqrt(r2) * (1 + 1e-12);
+    return s;
 }
 
 static int is_allowed(const tdm_scene *s, uint32_t a, uint32_t b)
@@ -66,8 +99,23 @@ static int at_origin(const tdm_xform *x)
     return x->t.x == 0 && x->t.y == 0 && x->t.z == 0;
 }
 
+static int finite_xform(const tdm_xform *x)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (!isfinite(x->r.m[i][j])) return 0;
+    return isfinite(x->t.x) && isfinite(x->t.y) && isfinite(x->t.z);
+}
+
 int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
                      uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err)
+{
+    return tdm_scene_create_solids(objects, n_objects, allowed, n_allowed, NULL, out, err);
+}
+
+int tdm_scene_create_solids(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
+                            uint32_t n_allowed, const tdm_scene_solid *solids, tdm_scene **out,
+                            tdm_scene_error *err)
 {
     *out = NULL;
     if (n_objects > TDM_SCENE_MAX_OBJECTS)
@@ -77,6 +125,18 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
     if (n_allowed > 0 && !allowed) return fail(err, TDM_EINVAL, "allowed", -1, "allowed array is missing");
     for (uint32_t i = 0; i < n_objects; i++)
         if (!objects[i].bvh) return fail(err, TDM_EINVAL, "objects", i, "object %u has no tree", i);
+    for (uint32_t i = 0; solids && i < n_objects; i++) {
+        const tdm_scene_solid *so = &solids[i];
+        if (so->shape.type == 0) continue;
+        char why[160];
+        if (tdm_primitive_check(&so->shape, why, sizeof why) != TDM_OK)
+            return fail(err, TDM_EINVAL, "solids", i, "object %u's solid shape: %s", i, why);
+        if (!isfinite(so->margin) || so->margin < 0)
+            return fail(err, TDM_EINVAL, "solids", i, "object %u's solid margin is %g: must be finite and >= 0", i,
+                        so->margin);
+        if (!finite_xform(&so->frame))
+            return fail(err, TDM_EINVAL, "solids", i, "object %u's solid frame is not finite", i);
+    }
 
     int rc = TDM_ENOMEM;
     keyed *order = NULL;
@@ -153,6 +213,59 @@ int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm
             c->b = swap ? i : j;
             c->a_at_origin = !s->objects[c->a].movable && at_origin(&s->objects[c->a].pose);
         }
+    if (solids) {
+        /* the solids in s->objects order */
+        tdm_scene_solid *sorted = malloc(sizeof *sorted * (n_objects ? n_objects : 1));
+        if (!sorted) goto nomem;
+        for (uint32_t i = 0; i < n_objects; i++) sorted[i] = solids[order[i].index];
+        rc = tdm__solids_build(s, sorted);
+        free(sorted);
+        if (rc != TDM_OK) goto nomem;
+    }
+    s->bound = malloc(sizeof *s->bound * (n_objects ? n_objects : 1));
+    s->bound_world = malloc(sizeof *s->bound_world * (n_objects ? n_objects : 1));
+    if (!s->bound || !s->bound_world) goto nomem;
+    for (uint32_t i = 0; i < n_objects; i++) {
+        s->bound[i] = sphere_of(s->objects[i].bvh);
+        /* a solid holds what lies within its reach of its shape (solid.h), all of it within
+           reach of its mesh's sphere: culling then never drops a pair the solid rule would
+           call colliding */
+        if (s->solids && s->solids->objs[i].shape.type != 0) s->bound[i].r += s->solids->objs[i].reach;
+        s->bound_world[i] = s->bound[i];
+        if (!s->objects[i].movable) {
+            tdm_dvec3 c = tdm_xform_apply(&s->objects[i].pose, (tdm_dvec3){s->bound[i].c[0], s->bound[i].c[1],
+                                                                            s->bound[i].c[2]});
+            s->bound_world[i].c[0] = c.x;
+            s->bound_world[i].c[1] = c.y;
+            s->bound_world[i].c[2] = c.z;
+        }
+    }
+    s->n_fixed = n_objects - s->n_movable;
+    s->slot_centre = malloc(sizeof *s->slot_centre * (s->n_movable ? s->n_movable : 1));
+    s->fixed_centre = malloc(sizeof *s->fixed_centre * (s->n_fixed ? s->n_fixed : 1));
+    s->cull_pair = malloc(sizeof *s->cull_pair * (s->n_checks ? s->n_checks : 1));
+    s->cull_rsum = malloc(sizeof *s->cull_rsum * (s->n_checks ? s->n_checks : 1));
+    if (!s->slot_centre || !s->fixed_centre || !s->cull_pair || !s->cull_rsum) goto nomem;
+    /* each object's entry in a query's centre list, kept in order[].index (no longer needed as the sort's map) */
+    for (uint32_t i = 0, f = 0; i < n_objects; i++) {
+        const double *c = s->bound_world[i].c;
+        if (s->slot[i] != UINT32_MAX) {
+            memcpy(s->slot_centre[s->slot[i]], s->bound[i].c, sizeof s->slot_centre[0]);
+            order[i].index = s->slot[i];
+        } else {
+            s->fixed_centre[f][0] = c[0];
+            s->fixed_centre[f][1] = c[1];
+            s->fixed_centre[f][2] = c[2];
+            s->fixed_centre[f][3] = fabs(c[0]) + fabs(c[1]) + fabs(c[2]);
+            order[i].index = s->n_movable + f++;
+        }
+    }
+    for (uint32_t k = 0; k < s->n_checks; k++) {
+        uint32_t a = s->checks[k].a, b = s->checks[k].b;
+        s->cull_pair[k][0] = order[a].index;
+        s->cull_pair[k][1] = order[b].index;
+        s->cull_rsum[k] = s->bound[a].r + s->bound[b].r;
+    }
     free(order);
     *out = s;
     return TDM_OK;
@@ -172,5 +285,12 @@ void tdm_scene_destroy(tdm_scene *s)
     free(s->movable);
     free(s->allowed);
     free(s->checks);
+    free(s->bound);
+    free(s->bound_world);
+    free(s->slot_centre);
+    free(s->fixed_centre);
+    free(s->cull_pair);
+    free(s->cull_rsum);
+    tdm__solids_free(s->solids);
     free(s);
 }

@@ -6,12 +6,19 @@
  * checked against each other (proto/README.md, "Scenes"). The list is computed
  * once here, so that expanding a query into tasks is a plain loop.
  *
+ * Solid objects. An object whose shape is a primitive (a world box, a URDF
+ * cylinder...) may be declared solid (tdm_scene_create_solids): a checked pair
+ * with a solid partner also collides when the other object lies inside it
+ * without any triangles meeting, as FCL's primitives do (workpile/solid.h has
+ * the rule, its cost and why it is exact). Every other pair is surface-only.
+ *
  * A scene borrows its objects' trees: they must outlive it. Nothing in a scene
  * changes after tdm_scene_create, so any number of threads may read one. */
 #ifndef TDM_WORKPILE_SCENE_H
 #define TDM_WORKPILE_SCENE_H
 
 #include "../geom/bvh.h"
+#include "../geom/primitive.h"
 
 /* Most objects a scene may hold. The checked-pair list grows with the square of
  * the object count; callers enforce their own, smaller limit (the daemon's
@@ -24,6 +31,19 @@ typedef struct tdm_scene_obj {
     int movable;        /* 1: posed per query; 0: fixed at `pose` */
     tdm_xform pose;     /* fixed objects: object frame -> world; ignored for movable ones */
 } tdm_scene_obj;
+
+/* What makes an object solid: its true shape, where that shape sits in the
+ * object's frame, and how far the object's mesh may lie outside the shape. */
+typedef struct tdm_scene_solid {
+    tdm_primitive shape; /* type 0 (all-zero struct): the object is not solid */
+    tdm_xform frame;     /* the shape's frame -> the object's frame (identity for a mesh made by
+                            tdm_primitive_mesh in the object's frame) */
+    double margin;       /* m, finite, >= 0: the largest distance from a point of the object's mesh
+                            to the true shape (tdm_primitive_mesh's deviation: 0 for a box whose
+                            half-edges are floats) */
+} tdm_scene_solid;
+
+struct tdm_solids; /* solid.h: the solid objects and their partners' component representatives */
 
 /* A pair of object ids (the allowed-collision list). */
 typedef struct tdm_id_pair { uint32_t a, b; } tdm_id_pair;
@@ -38,6 +58,9 @@ typedef struct tdm_scene_check {
     uint32_t a_at_origin; /* 1: A is fixed at exactly the identity pose, so B's pose
                              in A's frame is B's world pose (no product to form) */
 } tdm_scene_check;
+
+/* A sphere holding every vertex of an object's mesh: centre and radius. */
+typedef struct tdm_scene_sphere { double c[3], r; } tdm_scene_sphere;
 
 /* Where tdm_scene_create found a problem. `field` is static text. */
 typedef struct tdm_scene_error {
@@ -56,6 +79,23 @@ typedef struct tdm_scene {
     tdm_id_pair *allowed;  /* distinct pairs, a <= b, sorted */
     uint32_t n_checks;
     tdm_scene_check *checks;   /* sorted by (objects[lo].id, objects[hi].id) */
+    /* Bounding spheres, by index into objects: in the object's own frame (movable
+     * objects are placed per query), and for fixed objects already placed in the
+     * world. The scheduler skips a check whose two spheres are apart by more than
+     * a rounding margin (sched.c, "Culling"): no triangle of one can touch the
+     * other's, so the answer is the same, for less work. */
+    tdm_scene_sphere *bound;   /* owned */
+    tdm_scene_sphere *bound_world; /* owned; fixed objects' only */
+    /* The same, laid out for culling's inner loop: a query's centre list holds the
+     * movable objects' world centres by slot, then the fixed objects' (in index
+     * order), each as x, y, z and its L1 norm; check k compares centres
+     * cull_pair[k][0] and [1] against the radius sum cull_rsum[k]. */
+    double (*slot_centre)[3];  /* owned: by slot, in the object's frame */
+    uint32_t n_fixed;
+    double (*fixed_centre)[4]; /* owned: world x, y, z, L1 norm */
+    uint32_t (*cull_pair)[2];  /* owned, by check */
+    double *cull_rsum;         /* owned, by check */
+    struct tdm_solids *solids; /* owned; NULL when no object is solid (then no pair pays anything) */
 } tdm_scene;
 
 /* Copies the objects and the allowed list into a new scene and computes the
@@ -70,6 +110,16 @@ typedef struct tdm_scene {
  * with tdm_scene_destroy; the trees stay borrowed. */
 int tdm_scene_create(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
                      uint32_t n_allowed, tdm_scene **out, tdm_scene_error *err);
+/* The same, with solids[i] saying whether objects[i] is solid (solids NULL: none
+ * is). A solid object's mesh must contain its true shape (as tdm_primitive_mesh's
+ * do) and be closed: the rule of solid.h relies on both. At creation every
+ * object checked against a solid one has its mesh's connected components found
+ * (O(T log T) for T triangles; solid.h). Further errors (field "solids", index
+ * the object's): TDM_EINVAL for an invalid shape (tdm_primitive_check), a
+ * negative or non-finite margin or a non-finite frame. */
+int tdm_scene_create_solids(const tdm_scene_obj *objects, uint32_t n_objects, const tdm_id_pair *allowed,
+                            uint32_t n_allowed, const tdm_scene_solid *solids, tdm_scene **out,
+                            tdm_scene_error *err);
 void tdm_scene_destroy(tdm_scene *s);
 
 /* Index into s->objects of the object with this id, or -1. O(log n). */

@@ -20,9 +20,18 @@
  * (tdm_sched_mesh_add, the registry); otherwise on the CPU engine.
  *
  * Dispatch (kind AUTO with a GPU): the cost model of cost_model.h, set at
- * creation by calibrate() (or its built-in figures) and refined by every run. */
+ * creation by calibrate() (or its built-in figures) and refined by every run.
+ *
+ * Solid objects (solid.h): the fold, which every engine's answers go through,
+ * turns a free pair with a solid partner into a colliding one when the partner
+ * holds the other object (one transform and O(1) test per component
+ * representative, made on the host from the query's poses). It asks only until
+ * a query has its first colliding pair, in checked-pair order, so the pair named
+ * is the first colliding one either way; scenes with no solid object skip it on
+ * one pointer test per query. */
 #include "sched.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +45,7 @@
 #include "gpu_engine.h"
 #include "hybrid_engine.h"
 #include "registry.h"
+#include "solid.h"
 
 typedef struct task_ref { uint32_t query, check; } task_ref;
 /* A task of a pair-collecting query that found pairs in the first pass. */
@@ -75,6 +85,10 @@ typedef struct lane {
     size_t pairs_cap;
     void **copies;  /* a one-scene chunk's device copies, two per check (ref_tasks.copies) */
     size_t copies_cap;
+    uint32_t *kept; /* culling: checks kept per query */
+    size_t *first;  /* ... and the first ref of each query in its window (one more entry) */
+    uint64_t *bits; /* ... and which, a bit a check */
+    size_t kept_cap, first_cap, bits_cap;
 } lane;
 
 struct tdm_sched {
@@ -100,6 +114,7 @@ struct tdm_sched {
     int gpu_broken;        /* (atomic) the device failed for good: everything runs on the CPU engine */
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
     int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
+    int cull;              /* TDM_ENGINE_CULL=0 unset: skip checks whose bounding spheres are apart */
 };
 
 const char *tdm_backend_name(tdm_backend_kind k)
@@ -294,6 +309,8 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->trace = getenv("TDM_ENGINE_TRACE") != NULL;
     const char *fe = getenv("TDM_ENGINE_FOLD_EARLY");
     e->fold_early = !(fe && strcmp(fe, "0") == 0);
+    const char *cu = getenv("TDM_ENGINE_CULL");
+    e->cull = !(cu && strcmp(cu, "0") == 0);
     /* the hybrid engine is one object with one set of buffers: one run at a time */
     e->n_lanes = cfg->kind == TDM_BACKEND_HYBRID ? 1 : cfg->lanes;
     e->free_lanes = (1u << e->n_lanes) - 1;
@@ -391,6 +408,9 @@ void tdm_sched_destroy(tdm_sched *e)
         free(l->hits);
         free(l->pairs);
         free(l->copies);
+        free(l->kept);
+        free(l->first);
+        free(l->bits);
     }
     tdm_pool_destroy(e->pool);
     pthread_mutex_destroy(&e->stats_lock);
@@ -417,7 +437,9 @@ int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
         lane *l = &e->lanes[k];
         size_t qcap = l->queries_cap, qcap2 = l->queries_cap;
         if (reserve_tasks(l, n) != TDM_OK || reserve((void **)&l->sums, &qcap, max_tasks, sizeof *l->sums) != TDM_OK ||
-            reserve((void **)&l->room, &qcap2, max_tasks, sizeof *l->room) != TDM_OK) {
+            reserve((void **)&l->room, &qcap2, max_tasks, sizeof *l->room) != TDM_OK ||
+            reserve((void **)&l->kept, &l->kept_cap, max_tasks, sizeof *l->kept) != TDM_OK ||
+            reserve((void **)&l->first, &l->first_cap, max_tasks + 1, sizeof *l->first) != TDM_OK) {
             l->queries_cap = qcap < qcap2 ? qcap : qcap2;
             rc = TDM_ENOMEM;
         } else {
@@ -426,6 +448,8 @@ int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
             memset(l->refs, 0, l->chunk_cap * sizeof *l->refs);
             memset(l->sums, 0, l->queries_cap * sizeof *l->sums);
             memset(l->room, 0, l->queries_cap * sizeof *l->room);
+            memset(l->kept, 0, l->kept_cap * sizeof *l->kept);
+            memset(l->first, 0, l->first_cap * sizeof *l->first);
         }
     }
     return rc;
@@ -548,6 +572,16 @@ typedef struct ref_tasks {
 
 static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R);
 
+/* A pair collides by containment (solid.h): only asked of a pair the engine
+ * found free, in a scene with solid objects. */
+static inline int solid_hit(const tdm_sched_query *Q, uint32_t k)
+{
+    return tdm_solids_hit(Q->scene, Q->poses, k);
+}
+
+/* What a pair colliding by containment alone adds: no triangle pair. */
+static const tdm_collide_result no_pairs;
+
 /* tdm_task_list.answered for a uniform chunk of one check a query: task t is
  * query t, whose answer is its one task's. */
 static void answered_one(const tdm_task_list *l, size_t lo, size_t hi, const tdm_collide_result *res)
@@ -616,13 +650,22 @@ static void *const *scene_copies(tdm_sched *e, lane *l, const tdm_scene *s)
 }
 
 /* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
-static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform,
-                     const tdm_scene *one_scene, tdm_sched_result *fold_into)
+/* The engine the kind and the cost model pick for nt tasks. */
+static int pick_engine(tdm_sched *e, size_t nt)
 {
-    int where = ON_CPU;
     if (e->engines[ON_GPU] && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED) &&
         (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
-        where = e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
+        return e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
+    return ON_CPU;
+}
+
+/* ... whole: when non-zero, the chunk holds every task of `whole` queries (culling's
+ * windows), which count for the engine that ran it; otherwise a query counts where
+ * its check 0 runs. */
+static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform,
+                     const tdm_scene *one_scene, tdm_sched_result *fold_into, size_t whole)
+{
+    int where = pick_engine(e, nt);
     /* one lookup per check rather than one per batch of tasks made, when the
      * chunk has at least as many tasks as the scene has checks */
     void *const *copies = where != ON_CPU && one_scene && one_scene->n_checks <= nt ? scene_copies(e, l, one_scene)
@@ -657,7 +700,8 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
     }
     if (e->dispatch && rc == TDM_OK) tdm_cost_model_learn(&e->model, where != ON_CPU, nt, dt);
     l->run_on[where] += nt;
-    if (uniform) l->run_q[where] += nt / uniform; /* whole queries, each starting at check 0 */
+    if (whole) l->run_q[where] += whole;
+    else if (uniform) l->run_q[where] += nt / uniform; /* whole queries, each starting at check 0 */
     else
         for (size_t t = 0; t < nt; t++) l->run_q[where] += l->refs[t].check == 0;
     if (where != ON_CPU) l->run_gpu_s += dt;
@@ -712,15 +756,19 @@ static int count_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, siz
             k++;
         }
         if (nt == 0) break;
-        run_chunk(e, l, (qset){queries, NULL, 0}, nt, 0, one_scene, NULL);
+        run_chunk(e, l, (qset){queries, NULL, 0}, nt, 0, one_scene, NULL, 0);
         *n_tasks += nt;
         for (size_t t = 0; t < nt; t++) {
             const tdm_collide_result *r = &l->res[t];
             *box += r->box_tests;
             *tri += r->tri_tests;
-            if (!r->colliding) continue;
             uint32_t qi = l->refs[t].query, ki = l->refs[t].check;
             const tdm_sched_query *Q = &queries[qi];
+            if (!r->colliding) {
+                if (Q->scene->solids && !results[qi].colliding && solid_hit(Q, ki))
+                    fold_task(Q, ki, &no_pairs, &results[qi], &l->sums[qi]);
+                continue;
+            }
             if (!fold_task(Q, ki, r, &results[qi], &l->sums[qi])) continue;
             if (Q->pairs && r->n_pairs > 0) {
                 if (grow_keep((void **)&l->hits, &l->hits_cap, l->n_hits + 1, sizeof *l->hits) != TDM_OK)
@@ -806,8 +854,10 @@ typedef struct scan_job {
     tdm_sched_result *results;
     size_t n;
     uint32_t checks;      /* queries[0]'s */
+    uint32_t chunk;       /* the scheduler's */
     int bad, mixed, pairs, scenes; /* (atomic) an invalid query; one with another check count; one listing
                                       pairs; one of another scene than queries[0]'s */
+    int no_cull;          /* (atomic) a query whose scene has fewer than two checks, or more than a chunk */
 } scan_job;
 
 static size_t share_lo(size_t n, int k, int nk) { return n * (size_t)k / (size_t)nk; }
@@ -816,7 +866,7 @@ static void scan_share(void *arg, int k, int nk)
 {
     scan_job *j = arg;
     size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
-    int bad = 0, mixed = 0, pairs = 0, scenes = 0;
+    int bad = 0, mixed = 0, pairs = 0, scenes = 0, no_cull = 0;
     const tdm_scene *first = j->queries[0].scene;
     for (size_t i = lo; i < hi; i++) {
         const tdm_sched_query *q = &j->queries[i];
@@ -829,7 +879,9 @@ static void scan_share(void *arg, int k, int nk)
         mixed |= q->scene->n_checks != j->checks;
         scenes |= q->scene != first;
         pairs |= q->mode == TDM_MODE_CONTACTS && q->pairs != NULL;
+        no_cull |= q->scene->n_checks < 2 || q->scene->n_checks > j->chunk;
     }
+    if (no_cull) __atomic_store_n(&j->no_cull, 1, __ATOMIC_RELAXED);
     if (bad) __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED);
     if (mixed) __atomic_store_n(&j->mixed, 1, __ATOMIC_RELAXED);
     if (pairs) __atomic_store_n(&j->pairs, 1, __ATOMIC_RELAXED);
@@ -867,10 +919,12 @@ static void fold_share(void *arg, int k, int nk)
         tdm_sched_result out = {0, 0, 0, 0, 0, 0}, *R = &out;
         const tdm_collide_result *r = &j->res[qi * j->c];
         uint64_t sum = 0;
+        int solids = Q->scene->solids != NULL;
         for (uint32_t ki = 0; ki < j->c; ki++, r++) {
             box += r->box_tests;
             tri += r->tri_tests;
             if (r->colliding) fold_task(Q, ki, r, R, &sum);
+            else if (solids && !R->colliding && solid_hit(Q, ki)) fold_task(Q, ki, &no_pairs, R, &sum);
         }
         if (Q->mode == TDM_MODE_CONTACTS) {
             if (sum > Q->max_contacts) {
@@ -890,7 +944,9 @@ static void fold_share(void *arg, int k, int nk)
 static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R)
 {
     tdm_sched_result out = {0, 0, 0, 0, 0, 0};
-    if (r->colliding) {
+    int by_solid = !r->colliding && Q->scene->solids && solid_hit(Q, 0);
+    if (by_solid) r = &no_pairs;
+    if (r->colliding || by_solid) {
         const tdm_scene *s = Q->scene;
         out.colliding = 1;
         out.object_a = s->objects[s->checks[0].lo].id;
@@ -907,6 +963,208 @@ static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_
     *R = out;
 }
 
+/* ---- culling ----------------------------------------------------------------------
+ *
+ * A scene of several checks (a robot's links against a world) mostly checks pairs
+ * that are far apart. Before any task is made, each query's checks are tested on
+ * the objects' bounding spheres (scene.h) and a check whose spheres are apart gets
+ * no task: its pair cannot collide. "Apart" keeps a margin of CULL_MARGIN times the
+ * pair's extent from the origin (both radii plus the L1 norms of both centres),
+ * which is far more than the rounding of the transforms and of the float
+ * coordinates the engines test, so no pair that an engine would find colliding is
+ * skipped and the answers are those of the full expansion. The kept checks stay in
+ * check order, so the first colliding pair is the same one.
+ *
+ * The queries are cut into windows whose kept checks fit one chunk (a query never
+ * straddles two: culling is used only when a query's checks fit a chunk); in each
+ * window the pool counts the kept checks per query, lists their refs, the chunk
+ * runs, and the pool folds the answers, query by query. */
+#define CULL_MARGIN 1e-5
+
+/* Query Q's kept checks, as bits (check k: bit k % 64 of bits[k / 64]), and their
+ * number. C: the share's centre list for Q's scene, its fixed part already filled
+ * (scene.h: x, y, z, L1 norm per entry). */
+static uint32_t cull_query(const tdm_sched_query *Q, double (*C)[4], uint64_t *bits)
+{
+    const tdm_scene *s = Q->scene;
+    for (uint32_t m = 0; m < s->n_movable; m++) {
+        const double *c = s->slot_centre[m];
+        tdm_dvec3 w = tdm_xform_apply(&Q->poses[m], tdm_d3(c[0], c[1], c[2]));
+        C[m][0] = w.x;
+        C[m][1] = w.y;
+        C[m][2] = w.z;
+        C[m][3] = fabs(w.x) + fabs(w.y) + fabs(w.z);
+    }
+    uint32_t kept = 0, nw = (s->n_checks + 63) / 64;
+    for (uint32_t w = 0; w < nw; w++) {
+        uint64_t word = 0;
+        uint32_t hi = (w + 1) * 64 < s->n_checks ? (w + 1) * 64 : s->n_checks;
+        for (uint32_t k = w * 64; k < hi; k++) {
+            const double *a = C[s->cull_pair[k][0]], *b = C[s->cull_pair[k][1]];
+            double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2], r = s->cull_rsum[k];
+            double reach = r + CULL_MARGIN * (r + a[3] + b[3]);
+            word |= (uint64_t)(dx * dx + dy * dy + dz * dz <= reach * reach) << (k - w * 64);
+        }
+        bits[w] = word;
+        kept += (uint32_t)__builtin_popcountll(word);
+    }
+    return kept;
+}
+
+typedef struct cull_job {
+    qset queries;
+    size_t q0, n;           /* the window: queries q0 .. q0 + n - 1 */
+    uint32_t words;         /* bit words a query (the batch's most checks, in 64s) */
+    uint64_t *bits;         /* by query (absolute index) */
+    uint32_t *kept;         /* by query (absolute index) */
+    const size_t *first;    /* fill: by query - q0, the first ref (n + 1 entries) */
+    task_ref *refs;         /* fill: the window's refs */
+    /* fold */
+    tdm_sched_result *results;
+    const tdm_collide_result *res;
+    uint64_t *sums;
+    uint64_t box, tri;      /* (atomic) */
+    int failed;             /* (atomic) no memory for scratch */
+} cull_job;
+
+/* Tests every check of the share's queries (the whole batch is the window). */
+static void cull_count_share(void *arg, int k, int nk)
+{
+    cull_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    if (lo == hi) return;
+    double (*C)[4] = NULL;
+    size_t c_cap = 0;
+    const tdm_scene *filled = NULL; /* the scene whose fixed centres C holds */
+    for (size_t i = lo; i < hi; i++) {
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&j->queries, i, &tmp);
+        const tdm_scene *s = Q->scene;
+        if (s != filled) {
+            size_t need = (size_t)s->n_movable + s->n_fixed;
+            if (need > c_cap) {
+                free(C);
+                c_cap = need;
+                C = malloc(sizeof *C * c_cap);
+                if (!C) {
+                    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+                    return;
+                }
+            }
+            memcpy(C + s->n_movable, s->fixed_centre, sizeof *C * s->n_fixed);
+            filled = s;
+        }
+        j->kept[i] = cull_query(Q, C, j->bits + i * j->words);
+    }
+    free(C);
+}
+
+/* Lists the refs of the window's kept checks, in check order. */
+static void cull_fill_share(void *arg, int k, int nk)
+{
+    cull_job *j = arg;
+    size_t lo = j->q0 + share_lo(j->n, k, nk), hi = j->q0 + share_lo(j->n, k + 1, nk);
+    for (size_t i = lo; i < hi; i++) {
+        task_ref *out = j->refs + j->first[i - j->q0];
+        const uint64_t *b = j->bits + i * j->words;
+        for (uint32_t w = 0; w < j->words; w++)
+            for (uint64_t word = b[w]; word; word &= word - 1)
+                *out++ = (task_ref){(uint32_t)i, w * 64 + (uint32_t)__builtin_ctzll(word)};
+    }
+}
+
+/* Folds the window's task results into its queries' answers (run_batch zeroed
+ * them and their sums). */
+static void cull_fold_share(void *arg, int k, int nk)
+{
+    cull_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    uint64_t box = 0, tri = 0;
+    for (size_t w = lo; w < hi; w++) {
+        size_t qi = j->q0 + w;
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&j->queries, qi, &tmp);
+        int solids = Q->scene->solids != NULL;
+        for (size_t t = j->first[w]; t < j->first[w + 1]; t++) {
+            const tdm_collide_result *r = &j->res[t];
+            box += r->box_tests;
+            tri += r->tri_tests;
+            if (r->colliding)
+                fold_task(Q, j->refs[t].check, r, &j->results[qi], &j->sums[qi]);
+            else if (solids && !j->results[qi].colliding && solid_hit(Q, j->refs[t].check))
+                fold_task(Q, j->refs[t].check, &no_pairs, &j->results[qi], &j->sums[qi]);
+        }
+    }
+    __atomic_add_fetch(&j->box, box, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&j->tri, tri, __ATOMIC_RELAXED);
+}
+
+/* Shares for a host pass over n queries of about c checks each. */
+static int cull_shares(const tdm_sched *e, size_t n, size_t c)
+{
+    int t = tdm_pool_threads(e->pool);
+    size_t work = n * (c ? c : 1);
+    if (work < 16384) return 1;
+    size_t most = work / 8192;
+    return most < (size_t)t ? (int)most : t;
+}
+
+/* The batch's queries with culling (see above); every query's checks fit one
+ * chunk and no query lists pairs. */
+static int cull_pass(tdm_sched *e, lane *l, qset qs, size_t n, const tdm_scene *one_scene,
+                     tdm_sched_result *results, uint64_t *box, uint64_t *tri, uint64_t *n_tasks)
+{
+    tdm_sched_query tmp;
+    uint32_t most = 0;
+    if (one_scene)
+        most = one_scene->n_checks;
+    else
+        for (size_t i = 0; i < n; i++) {
+            uint32_t c = qat(&qs, i, &tmp)->scene->n_checks;
+            if (c > most) most = c;
+        }
+    uint32_t words = (most + 63) / 64;
+    if (reserve((void **)&l->kept, &l->kept_cap, n, sizeof *l->kept) != TDM_OK ||
+        reserve((void **)&l->first, &l->first_cap, n + 1, sizeof *l->first) != TDM_OK ||
+        (uint64_t)n * words > SIZE_MAX / sizeof *l->bits ||
+        reserve((void **)&l->bits, &l->bits_cap, n * (size_t)words, sizeof *l->bits) != TDM_OK)
+        return TDM_ENOMEM;
+    cull_job j = {qs, 0, n, words, l->bits, l->kept, l->first, NULL, results, NULL, l->sums, 0, 0, 0};
+    tdm_pool_run(e->pool, cull_count_share, &j, cull_shares(e, n, most));
+    if (j.failed) return TDM_ENOMEM;
+    size_t cap = e->chunk;
+    size_t q = 0;
+    while (q < n) {
+        /* the window: as many whole queries as fit a chunk */
+        size_t q1 = q, total = 0;
+        while (q1 < n && total + l->kept[q1] <= cap) {
+            l->first[q1 - q] = total;
+            total += l->kept[q1];
+            q1++;
+        }
+        l->first[q1 - q] = total;
+        if (total > 0) {
+            if (reserve_tasks(l, total) != TDM_OK) return TDM_ENOMEM;
+            cull_job f = j;
+            f.q0 = q;
+            f.n = q1 - q;
+            f.refs = l->refs;
+            f.res = l->res;
+            tdm_pool_run(e->pool, cull_fill_share, &f, cull_shares(e, q1 - q, total / (q1 - q) + 1));
+            run_chunk(e, l, qs, total, 0, one_scene, NULL, q1 - q);
+            *n_tasks += total;
+            tdm_pool_run(e->pool, cull_fold_share, &f, cull_shares(e, q1 - q, total / (q1 - q) + 1));
+            *box += f.box;
+            *tri += f.tri;
+        } else {
+            /* every check culled: answered here, counted for the engine the window would have run on */
+            l->run_q[pick_engine(e, 0)] += q1 - q;
+        }
+        q = q1;
+    }
+    return TDM_OK;
+}
+
 /* The uniform batch's run: one chunk of n * c tasks, l->res sized for it. With
  * one check a query, the GPU-resident engine folds the answers as its chunks
  * come back (answered_one), overlapping the fold with the device's work on the
@@ -917,7 +1175,7 @@ static void run_uniform(tdm_sched *e, lane *l, qset queries, size_t n, uint32_t 
 {
     size_t nt = n * (size_t)c;
     int early = c == 1 && e->fold_early;
-    int where = run_chunk(e, l, queries, nt, c, one_scene, early ? results : NULL);
+    int where = run_chunk(e, l, queries, nt, c, one_scene, early ? results : NULL, 0);
     *n_tasks += nt;
     if (early && where == ON_GPU) return; /* folded as answered; the GPU counts no box or triangle tests */
     fold_job j = {queries, results, l->res, n, c, 0, 0};
@@ -928,10 +1186,10 @@ static void run_uniform(tdm_sched *e, lane *l, qset queries, size_t n, uint32_t 
 
 /* A checked batch: uniform (its check count) runs as one chunk with no refs;
  * otherwise qs.a is the array. */
-static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results, uint32_t uniform,
+static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results, uint32_t uniform, int cull,
                      const tdm_scene *one_scene, double t_scan)
 {
-    const tdm_sched_query *queries = qs.a;
+    const tdm_sched_query *queries = qs.a; /* NULL for tdm_sched_run_poses: uniform or cull then */
     lane *l = lane_get(e);
     double t0 = now_s();
     int rc = TDM_OK;
@@ -948,7 +1206,7 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
         memset(results, 0, n * sizeof *results);
         for (size_t i = 0; i < n; i++) {
             l->sums[i] = 0;
-            l->room[i] = queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
+            l->room[i] = queries && queries[i].mode == TDM_MODE_CONTACTS && queries[i].pairs ? queries[i].max_contacts : 0;
         }
     }
     uint64_t box = 0, tri = 0, n_tasks = 0;
@@ -963,15 +1221,19 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
             goto out;
         }
         run_uniform(e, l, qs, n, uniform, one_scene, results, &box, &tri, &n_tasks);
+    } else if (cull) {
+        rc = cull_pass(e, l, qs, n, one_scene, results, &box, &tri, &n_tasks);
     } else {
         rc = count_pass(e, l, queries, n, one_scene, results, &box, &tri, &n_tasks);
         if (rc == TDM_OK && l->n_hits > 0) rc = pairs_pass(e, l, queries, results, &n_tasks);
     }
     if (rc != TDM_OK) goto out;
     for (size_t i = 0; i < n && !uniform; i++) {
-        if (queries[i].mode != TDM_MODE_CONTACTS) continue;
-        if (l->sums[i] > queries[i].max_contacts) {
-            results[i].contacts = queries[i].max_contacts;
+        tdm_sched_query tmp;
+        const tdm_sched_query *Q = qat(&qs, i, &tmp);
+        if (Q->mode != TDM_MODE_CONTACTS) continue;
+        if (l->sums[i] > Q->max_contacts) {
+            results[i].contacts = Q->max_contacts;
             results[i].truncated = 1;
         } else {
             results[i].contacts = (uint32_t)l->sums[i];
@@ -1009,13 +1271,16 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
     if (n > UINT32_MAX) return TDM_EINVAL;
     if (n > 0 && !queries[0].scene) return TDM_EINVAL;
     double t_scan = e->trace ? now_s() : 0;
-    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, 0, 0, 0, 0};
+    scan_job sj = {queries, results, n, n ? queries[0].scene->n_checks : 0, e->chunk, 0, 0, 0, 0, 0};
     tdm_pool_run(e->pool, scan_share, &sj, n ? shares_for(e, n) : 0);
     if (sj.bad) return TDM_EINVAL;
     const tdm_scene *one_scene = n && !sj.scenes ? queries[0].scene : NULL;
-    uint32_t uniform = !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk ? sj.checks : 0;
+    int cull = n && e->cull && !sj.pairs && !sj.no_cull;
+    uint32_t uniform = !cull && !sj.mixed && !sj.pairs && sj.checks > 0 && (uint64_t)n * sj.checks <= e->chunk
+                           ? sj.checks
+                           : 0;
     if (e->trace) t_scan = now_s() - t_scan;
-    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, one_scene, t_scan);
+    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, cull, one_scene, t_scan);
 }
 
 /* The poses of one scene: checked once, not per query. */
@@ -1027,8 +1292,10 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
         (proto->mode == TDM_MODE_CONTACTS && proto->max_contacts == 0) || proto->pairs)
         return TDM_EINVAL;
     if (n == 0) return TDM_OK;
+    if (e->cull && s->n_checks >= 2 && s->n_checks <= e->chunk)
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, 0, 1, s, 0);
     if (s->n_checks > 0 && (uint64_t)n * s->n_checks <= e->chunk)
-        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, s, 0);
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, 0, s, 0);
     /* more than one chunk's tasks (or nothing to check): as queries, a piece at a time */
     size_t piece = s->n_checks ? e->chunk / s->n_checks : n;
     if (piece == 0) piece = 1;
