@@ -16,7 +16,8 @@
  *     tdm_mesh_load_file (raw origin), scaled per axis as robot_scene.c scales it;
  *   - URDF box / cylinder / sphere / capsule elements and MoveIt box / cylinder /
  *     sphere primitives: fcl::Box / Cylinder / Sphere / Capsule, exact and SOLID
- *     (Tandem meshes curved primitives, containing the true shape within 0.1 mm);
+ *     (Tandem meshes curved primitives, containing the true shape within 0.1 mm, and
+ *     treats primitives as solids too: workpile/solid.h);
  *   - world inline meshes: BVHModel<OBBRSS> of the double vertices as read.
  * Before each fcl::collide the two objects' world AABBs are compared (what a
  * broad phase would do); FCL's GJK solver is its default (libccd).
