@@ -27,8 +27,9 @@
 #                                   problems, 4 paths failed the 0.005 rad re-check at 0.05, 2 at 0.02)
 #   PRM_SAMPLES=10000 PRM_K=10 PRM_PER_SCENARIO=1 FCL_THREADS=16
 #   SEED=1
-# Time: on a 16-core host with a GPU, about 6 to 8 minutes with the defaults (the 1-planner rows run
-# 70 problems, the others all 700; TIME_LIMIT bounds the tail).
+# Time: on a 16-core host with a GPU, estimated at 4 to 8 minutes with the defaults from 2-core smoke
+# runs (not yet measured there): the 1-planner rows run 70 problems, the others all 700; an unsolved
+# problem costs TIME_LIMIT, which bounds the tail. The report gives the total.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out_file=${1:-bench/results/ompl.md}
