@@ -58,13 +58,6 @@
 #include <thread>
 #include <vector>
 
-#include <fcl/geometry/bvh/BVH_model.h>
-#include <fcl/geometry/shape/box.h>
-#include <fcl/geometry/shape/capsule.h>
-#include <fcl/geometry/shape/cylinder.h>
-#include <fcl/geometry/shape/sphere.h>
-#include <fcl/math/bv/OBBRSS.h>
-#include <fcl/narrowphase/collision.h>
 #include <fcl/narrowphase/collision_object.h>
 #include <fcl/narrowphase/distance.h>
 
@@ -75,60 +68,17 @@ extern "C" {
 #include "robot/robot_scene.h"
 #include "robot/urdf.h"
 }
+#include "bench/fcl_robot.h"
 #include "robot/planning_scene.h"
 #include "tools/io.h"
 
 namespace {
-
-typedef fcl::BVHModel<fcl::OBBRSSd> fcl_model;
-typedef std::shared_ptr<fcl::CollisionGeometryd> geom_ptr;
 
 void usage()
 {
     fprintf(stderr,
             "usage: bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE --mode bool|contacts\n"
             "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE]\n");
-}
-
-/* The raw meshes robot_scene's loader reads, in element order (copied: the robot scene frees its own). */
-struct loader_ctx {
-    std::vector<tdm_mesh *> meshes;
-};
-
-int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
-{
-    int rc = tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
-    if (rc) return rc;
-    tdm_mesh *copy = NULL;
-    rc = tdm_mesh_create((*out)->verts, (*out)->n_verts, (*out)->tris, (*out)->n_tris, NULL, &copy, err, errlen);
-    if (rc) {
-        tdm_mesh_free(*out);
-        *out = NULL;
-        return rc;
-    }
-    static_cast<loader_ctx *>(ctx)->meshes.push_back(copy);
-    return 0;
-}
-
-geom_ptr bvh_of(const std::vector<fcl::Vector3d> &pts, const std::vector<fcl::Triangle> &tris)
-{
-    auto model = std::make_shared<fcl_model>();
-    if (model->beginModel((int)tris.size(), (int)pts.size()) != fcl::BVH_OK ||
-        model->addSubModel(pts, tris) != fcl::BVH_OK || model->endModel() != fcl::BVH_OK)
-        return nullptr;
-    model->computeLocalAABB();
-    return model;
-}
-
-fcl::Transform3d to_fcl(const tdm_xform &x)
-{
-    fcl::Matrix3d r;
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) r(i, j) = x.r.m[i][j];
-    fcl::Transform3d t = fcl::Transform3d::Identity();
-    t.linear() = r;
-    t.translation() = fcl::Vector3d(x.t.x, x.t.y, x.t.z);
-    return t;
 }
 
 double now()
@@ -171,10 +121,10 @@ int main(int argc, char **argv)
     tdm_robot *robot = NULL;
     tdm_planning_scene *ps = NULL;
     tdm_robot_scene *rs = NULL;
-    loader_ctx lctx;
+    tdm_fcl_meshes lctx;
     if (tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) { fprintf(stderr, "bench_robot: robot: %s\n", err); return 1; }
     if (tdm_planning_scene_read(world, &ps, err, sizeof err)) { fprintf(stderr, "bench_robot: world: %s\n", err); return 1; }
-    if (tdm_robot_scene_create(robot, ps, load_mesh, &lctx, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) {
+    if (tdm_robot_scene_create(robot, ps, tdm_fcl_load_mesh, &lctx, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err)) {
         fprintf(stderr, "bench_robot: scene: %s\n", err);
         return 1;
     }
@@ -212,60 +162,15 @@ int main(int argc, char **argv)
     }
     const size_t n = cfg.size() / (n_q ? n_q : 1);
 
-    /* FCL geometry by scene object id. */
-    std::vector<geom_ptr> geoms(rs->n_objects);
-    size_t next_mesh = 0;
-    for (uint32_t id = 0; id < rs->n_objects; id++) {
-        const tdm_robot_scene_obj &o = rs->objs[id];
-        geom_ptr g;
-        if (o.movable) {
-            const tdm_robot_collision &c = robot->collisions[o.index];
-            switch (c.shape) {
-            case TDM_SHAPE_MESH: {
-                tdm_mesh *m = lctx.meshes.at(next_mesh++);
-                const double s[3] = {c.scale.x, c.scale.y, c.scale.z};
-                std::vector<fcl::Vector3d> pts(m->n_verts);
-                std::vector<fcl::Triangle> tris(m->n_tris);
-                for (uint32_t i = 0; i < m->n_verts; i++) {
-                    double v[3];
-                    for (int k = 0; k < 3; k++) {
-                        v[k] = m->verts[3 * i + k];
-                        if (s[k] != 1) v[k] = (float)(v[k] * s[k]); /* as robot_scene.c */
-                    }
-                    pts[i] = fcl::Vector3d(v[0], v[1], v[2]);
-                }
-                for (uint32_t i = 0; i < m->n_tris; i++)
-                    tris[i] = fcl::Triangle(m->tris[3 * i], m->tris[3 * i + 1], m->tris[3 * i + 2]);
-                g = bvh_of(pts, tris);
-                break;
-            }
-            case TDM_SHAPE_BOX: g = std::make_shared<fcl::Boxd>(c.size[0], c.size[1], c.size[2]); break;
-            case TDM_SHAPE_CYLINDER: g = std::make_shared<fcl::Cylinderd>(c.size[0], c.size[1]); break;
-            case TDM_SHAPE_SPHERE: g = std::make_shared<fcl::Sphered>(c.size[0]); break;
-            case TDM_SHAPE_CAPSULE: g = std::make_shared<fcl::Capsuled>(c.size[0], c.size[1]); break;
-            }
-        } else {
-            const tdm_ps_object &wo = ps->objects[o.index];
-            if (o.shape < wo.n_primitives) {
-                const tdm_ps_primitive &p = wo.primitives[o.shape];
-                switch (p.type) {
-                case TDM_PS_BOX: g = std::make_shared<fcl::Boxd>(p.dims[0], p.dims[1], p.dims[2]); break;
-                case TDM_PS_SPHERE: g = std::make_shared<fcl::Sphered>(p.dims[0]); break;
-                case TDM_PS_CYLINDER: g = std::make_shared<fcl::Cylinderd>(p.dims[1], p.dims[0]); break; /* (r, h) */
-                }
-            } else {
-                const tdm_ps_mesh &m = wo.meshes[o.shape - wo.n_primitives];
-                std::vector<fcl::Vector3d> pts(m.n_verts);
-                std::vector<fcl::Triangle> tris(m.n_tris);
-                for (uint32_t i = 0; i < m.n_verts; i++)
-                    pts[i] = fcl::Vector3d(m.verts[3 * i], m.verts[3 * i + 1], m.verts[3 * i + 2]);
-                for (uint32_t i = 0; i < m.n_tris; i++)
-                    tris[i] = fcl::Triangle(m.tris[3 * i], m.tris[3 * i + 1], m.tris[3 * i + 2]);
-                g = bvh_of(pts, tris);
-            }
+    /* FCL geometry by scene object id (bench/fcl_robot.h). */
+    tdm_fcl_model model;
+    {
+        std::vector<tdm_fcl_geom> robot_geoms;
+        if (tdm_fcl_robot_geoms(robot, lctx.meshes, &robot_geoms, err, sizeof err) ||
+            tdm_fcl_model_build(ps, rs, robot_geoms, &model, err, sizeof err)) {
+            fprintf(stderr, "bench_robot: %s\n", err);
+            return 1;
         }
-        if (!g) { fprintf(stderr, "bench_robot: FCL could not build object %u\n", id); return 1; }
-        geoms[id] = g;
     }
 
     /* Poses of every configuration's elements, before the timed loop (as tandem check). */
@@ -274,56 +179,17 @@ int main(int argc, char **argv)
         int rc = tdm_robot_scene_poses(rs, &cfg[i * n_q], n_q, links.data(), &poses[i * n_el]);
         if (rc) { fprintf(stderr, "bench_robot: configuration %zu: %s\n", i + 1, tdm_strerror(rc)); return 1; }
     }
-    /* Checked pairs as ids; the movable slot of each id (scene->slot). */
-    const tdm_scene *sc = rs->scene;
-    std::vector<std::pair<uint32_t, uint32_t>> checks(sc->n_checks);
-    for (uint32_t k = 0; k < sc->n_checks; k++)
-        checks[k] = {sc->objects[sc->checks[k].lo].id, sc->objects[sc->checks[k].hi].id};
-    std::vector<uint32_t> slot_of(rs->n_objects, UINT32_MAX);
-    std::vector<tdm_xform> fixed_pose(rs->n_objects);
-    for (uint32_t i = 0; i < sc->n_objects; i++) {
-        slot_of[sc->objects[i].id] = sc->slot[i];
-        fixed_pose[sc->objects[i].id] = sc->objects[i].pose;
-    }
-
     std::vector<uint32_t> answer(n);
     std::atomic<size_t> next(0);
     const size_t CHUNK = 64;
     auto worker = [&]() {
-        std::vector<std::unique_ptr<fcl::CollisionObjectd>> objs(rs->n_objects);
-        for (uint32_t id = 0; id < rs->n_objects; id++) {
-            objs[id].reset(new fcl::CollisionObjectd(geoms[id]));
-            if (slot_of[id] == UINT32_MAX) {
-                objs[id]->setTransform(to_fcl(fixed_pose[id]));
-                objs[id]->computeAABB();
-            }
-        }
-        fcl::CollisionRequestd req(contacts ? (size_t)max_contacts : 1, false);
-        fcl::CollisionResultd res;
+        tdm_fcl_checker checker(model);
         for (;;) {
             size_t lo = next.fetch_add(CHUNK);
             if (lo >= n) break;
             size_t hi = std::min(n, lo + CHUNK);
             for (size_t i = lo; i < hi; i++) {
-                const tdm_xform *x = &poses[i * n_el];
-                for (uint32_t id = 0; id < rs->n_objects; id++)
-                    if (slot_of[id] != UINT32_MAX) {
-                        objs[id]->setTransform(to_fcl(x[slot_of[id]]));
-                        objs[id]->computeAABB();
-                    }
-                uint64_t total = 0;
-                for (const auto &pr : checks) {
-                    fcl::CollisionObjectd *a = objs[pr.first].get(), *b = objs[pr.second].get();
-                    if (!a->getAABB().overlap(b->getAABB())) continue;
-                    res.clear();
-                    fcl::collide(a, b, req, res);
-                    if (!contacts) {
-                        if (res.isCollision()) { total = 1; break; }
-                    } else {
-                        total += res.numContacts();
-                        if (total >= max_contacts) { total = max_contacts; break; }
-                    }
-                }
+                uint64_t total = checker.check(&poses[i * n_el], contacts, max_contacts);
                 answer[i] = (uint32_t)total;
             }
         }
@@ -348,17 +214,17 @@ int main(int argc, char **argv)
     if (near_path) {
         /* pairs with a curved primitive on either side */
         std::vector<std::pair<uint32_t, uint32_t>> curved;
-        for (const auto &pr : checks) {
+        for (const auto &pr : model.checks) {
             auto is_curved = [&](uint32_t id) {
-                fcl::NODE_TYPE t = geoms[id]->getNodeType();
+                fcl::NODE_TYPE t = model.geoms[id]->getNodeType();
                 return t == fcl::GEOM_SPHERE || t == fcl::GEOM_CYLINDER || t == fcl::GEOM_CAPSULE;
             };
             if (is_curved(pr.first) || is_curved(pr.second)) curved.push_back(pr);
         }
         std::vector<std::unique_ptr<fcl::CollisionObjectd>> objs(rs->n_objects);
         for (uint32_t id = 0; id < rs->n_objects; id++) {
-            objs[id].reset(new fcl::CollisionObjectd(geoms[id]));
-            if (slot_of[id] == UINT32_MAX) objs[id]->setTransform(to_fcl(fixed_pose[id]));
+            objs[id].reset(new fcl::CollisionObjectd(model.geoms[id]));
+            if (model.slot_of[id] == UINT32_MAX) objs[id]->setTransform(model.fixed_pose[id]);
         }
         FILE *f = fopen(near_path, "w");
         if (!f) { fprintf(stderr, "bench_robot: cannot write %s\n", near_path); return 1; }
@@ -366,7 +232,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++) {
             const tdm_xform *x = &poses[i * n_el];
             for (uint32_t id = 0; id < rs->n_objects; id++)
-                if (slot_of[id] != UINT32_MAX) objs[id]->setTransform(to_fcl(x[slot_of[id]]));
+                if (model.slot_of[id] != UINT32_MAX) objs[id]->setTransform(tdm_fcl_transform(x[model.slot_of[id]]));
             double best = INFINITY;
             for (const auto &pr : curved) {
                 fcl::DistanceResultd dres;
@@ -378,10 +244,9 @@ int main(int argc, char **argv)
         if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", near_path); return 1; }
     }
     printf("# bench_robot fcl=%s objects=%u elements=%zu checked_pairs=%zu threads=%ld mode=%s\n", TDM_FCL_VERSION,
-           rs->n_objects, n_el, checks.size(), threads, mode_s);
+           rs->n_objects, n_el, model.checks.size(), threads, mode_s);
     printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
            colliding);
-    for (tdm_mesh *m : lctx.meshes) tdm_mesh_free(m);
     tdm_robot_scene_destroy(rs);
     tdm_planning_scene_free(ps);
     tdm_robot_free(robot);

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# OMPL planners over Tandem on the 700 MotionBenchMaker Panda problems (issue 13, point 10 (c) and
+# (d)), with examples/ompl's ompl_plan:
+#   (c) RRTConnect: solve rate, median and 95th-percentile solve time, problems/s, with the FCL
+#       checker in process (1 planner; FCL_PLANNERS planners at once) and with the Tandem checker
+#       through a tandemd this script starts, per engine in ENGINES (1 planner; MANY planners at once);
+#   (d) the batched roadmap (PRM) build time: PRM_SAMPLES configurations and their k = PRM_K nearest
+#       neighbour edges, one round, on PRM_PER_SCENARIO problems of each scenario: FCL on FCL_THREADS
+#       threads vs Tandem per engine.
+# Every path is re-checked by FCL at 0.005 rad; a path that fails counts as unsolved.
+# Prints a Markdown report (with the exact command) and writes it to REPORT.md.
+#
+#   bench/run_ompl.sh [REPORT.md]          (default bench/results/ompl.md)
+#
+# Knobs (environment), with their defaults:
+#   BUILD_DIR=build                 ompl_plan (examples/ompl) and tandemd; or name them:
+#   OMPL_PLAN=$BUILD_DIR/examples/ompl/ompl_plan  TANDEMD=$BUILD_DIR/daemon/tandemd
+#                                   (a bench/device_pack.sh pack: its bin/ files, LD_LIBRARY_PATH=PACK/lib)
+#   PANDA=../shared/robots/panda    panda.urdf, panda.srdf, problems.tar.bz2
+#   ENGINES="cpu gpu"               tandemd --engine for the Tandem rows (one tandemd per engine)
+#   THREADS=$(nproc)                tandemd --threads
+#   TIME_LIMIT=2                    seconds per RRTConnect problem (an unsolved problem costs it)
+#   SINGLE_PER_SCENARIO=10          problems per scenario for the 1-planner rows (0: all 100)
+#   MANY=64  FCL_PLANNERS=16        planners at once: Tandem rows, FCL row
+#   MANY_PER_SCENARIO=0             problems per scenario for those rows (0: all 100; smoke tests: fewer)
+#   RESOLUTION=0.02                 motion check resolution (radians), both checkers (locally, on 35 MBM
+#                                   problems, 4 paths failed the 0.005 rad re-check at 0.05, 2 at 0.02)
+#   PRM_SAMPLES=10000 PRM_K=10 PRM_PER_SCENARIO=1 FCL_THREADS=16
+#   SEED=1
+# Time: on a 16-core host with a GPU, estimated at 4 to 8 minutes with the defaults from 2-core smoke
+# runs (not yet measured there): the 1-planner rows run 70 problems, the others all 700; an unsolved
+# problem costs TIME_LIMIT, which bounds the tail. The report gives the total.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out_file=${1:-bench/results/ompl.md}
+BUILD_DIR=${BUILD_DIR:-build}
+PANDA=${PANDA:-../shared/robots/panda}
+ENGINES=${ENGINES:-cpu gpu}
+THREADS=${THREADS:-$(nproc)}
+TIME_LIMIT=${TIME_LIMIT:-2}
+SINGLE_PER_SCENARIO=${SINGLE_PER_SCENARIO:-10}
+MANY=${MANY:-64}
+FCL_PLANNERS=${FCL_PLANNERS:-16}
+MANY_PER_SCENARIO=${MANY_PER_SCENARIO:-0}
+RESOLUTION=${RESOLUTION:-0.02}
+PRM_SAMPLES=${PRM_SAMPLES:-10000}
+PRM_K=${PRM_K:-10}
+PRM_PER_SCENARIO=${PRM_PER_SCENARIO:-1}
+FCL_THREADS=${FCL_THREADS:-16}
+SEED=${SEED:-1}
+plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
+tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
+for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
+    [[ -e $f ]] || { echo "run_ompl.sh: $f not found (build with libompl-dev and libfcl-dev installed)" >&2; exit 1; }
+done
+command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
+    ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ENGINES="$ENGINES" THREADS="$THREADS" \
+    TIME_LIMIT="$TIME_LIMIT" SINGLE_PER_SCENARIO="$SINGLE_PER_SCENARIO" MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" \
+    MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
+    RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
+    FCL_THREADS="$FCL_THREADS" SEED="$SEED" bench/run_ompl.sh "$out_file")"
+
+work=$(mktemp -d)
+pid=""
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+tar xjf "$PANDA/problems.tar.bz2" -C "$work"
+problems=$work/problems
+base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOLUTION" --seed "$SEED")
+t_start=$(date +%s)
+
+# summary KEY from a run's last line
+field() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+rows_c=()
+rows_d=()
+# run NAME ARGS...: one ompl_plan run, its row for table (c) or (d)
+run_c() {
+    local label=$1 planners=$2; shift 2
+    local log=$work/run.$(( ${#rows_c[@]} + ${#rows_d[@]} ))
+    echo "run_ompl.sh: (c) $label, $planners planner(s)" >&2
+    "$plan" "${base[@]}" --planner rrtconnect --time-limit "$TIME_LIMIT" --planners "$planners" "$@" > "$log" 2> "$log.err" ||
+        { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
+    local n s
+    n=$(field "$log" problems) s=$(field "$log" solved)
+    rows_c+=("| $label | $planners | $n | $s ($(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.1f%%", 100 * s / n }')) | $(field "$log" recheck_failed) | $(awk -v x="$(field "$log" median_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$(field "$log" p95_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(field "$log" wall_s) | $(field "$log" problems_per_s) | $(field "$log" checks) | $(field "$log" requests) |")
+    echo "${rows_c[-1]}" >&2
+}
+run_d() {
+    local label=$1; shift
+    local log=$work/run.$(( ${#rows_c[@]} + ${#rows_d[@]} ))
+    echo "run_ompl.sh: (d) $label" >&2
+    # --time-limit below one round: exactly one round, the roadmap build
+    "$plan" "${base[@]}" --planner prm --prm-samples "$PRM_SAMPLES" --prm-k "$PRM_K" --time-limit 0.001 \
+        --per-scenario "$PRM_PER_SCENARIO" "$@" > "$log" 2> "$log.err" ||
+        { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
+    local n=$(field "$log" problems) checks=$(field "$log" checks)
+    local total=$(awk 'NF == 6 { s += $4 } END { printf "%.3f", s }' "$log")
+    rows_d+=("| $label | $n | $(field "$log" roadmap_median_s) | $total | $checks | $(awk -v c="$checks" -v t="$total" 'BEGIN { printf "%.0f", (t > 0 ? c / t : 0) }') | $(field "$log" solved) |")
+    echo "${rows_d[-1]}" >&2
+}
+
+# ---- FCL in process ----
+run_c "FCL in process" 1 --checker fcl --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
+run_c "FCL in process" "$FCL_PLANNERS" --checker fcl --per-scenario "$MANY_PER_SCENARIO" "$problems"
+run_d "FCL in process, $FCL_THREADS threads" --checker fcl --fcl-threads "$FCL_THREADS" "$problems"
+
+# ---- Tandem through tandemd, per engine ----
+engine_notes=()
+for engine in $ENGINES; do
+    sock=$work/tandemd-$engine.sock
+    "$tandemd" --listen "unix:$sock" --data-dir "$work/data-$engine" --threads "$THREADS" --engine "$engine" \
+        --log-level warn 2> "$work/tandemd-$engine.log" &
+    pid=$!
+    for _ in $(seq 600); do
+        [[ -S $sock ]] && break
+        kill -0 "$pid" 2>/dev/null || { echo "run_ompl.sh: tandemd --engine $engine did not start:" >&2; tail -5 "$work/tandemd-$engine.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    run_c "Tandem, tandemd --engine $engine" 1 --checker tandem --server "unix:$sock" --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
+    run_c "Tandem, tandemd --engine $engine" "$MANY" --checker tandem --server "unix:$sock" --per-scenario "$MANY_PER_SCENARIO" "$problems"
+    run_d "Tandem, tandemd --engine $engine" --checker tandem --server "unix:$sock" "$problems"
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+done
+t_total=$(( $(date +%s) - t_start ))
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+report() {
+    echo "# OMPL planners over Tandem: MotionBenchMaker Panda (issue 13, 10 (c) and (d))"
+    echo
+    echo "Command: \`$command\`"
+    echo
+    echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); total run ${t_total} s."
+    echo "- Robot: Franka Panda (collision meshes), 7 joints; problems: MBM's 7 scenarios x 100 (box and cylinder"
+    echo "  worlds); motion check resolution $RESOLUTION rad (the largest joint step between checked states, both checkers"
+    echo "  the same states); every path re-checked by FCL at 0.005 rad, a failing path counted unsolved."
+    echo "- The Tandem checker asks tandemd one configuration per StateValidityChecker call and one MotionCheck"
+    echo "  per MotionValidator call, each planner on its own Unix-socket connection; tandemd --threads $THREADS."
+    echo
+    echo "## (c) RRTConnect, time limit $TIME_LIMIT s per problem"
+    echo
+    echo "1-planner rows: the first $SINGLE_PER_SCENARIO problems of each scenario, the others the first $MANY_PER_SCENARIO (0: all 100). Times"
+    echo "are per problem, the planner's solve only (median and 95th percentile over every problem run, an unsolved one"
+    echo "counted at its time); problems/s is problems over the wall time of the run, set-up (scene upload or FCL"
+    echo "model) included. checks: configurations the planners asked about (a motion counts its states);"
+    echo "requests: batches sent (round trips for Tandem)."
+    echo
+    echo "| checker | planners | problems | solved | re-check failed | median ms | p95 ms | wall s | problems/s | checks | requests |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${rows_c[@]}"
+    echo
+    echo "Anchor: VAMP's published Panda figure on MBM is a median of about 99 µs per problem (sphere approximations"
+    echo "of the robot, SIMD, one core); the rows above check exact meshes."
+    echo
+    echo "## (d) Batched roadmap build (PRM): $PRM_SAMPLES samples, k = $PRM_K, one round"
+    echo
+    echo "One round per problem: $PRM_SAMPLES configurations sampled and checked in one batch, then each free one's"
+    echo "$PRM_K nearest neighbours as motions checked in one batch; $PRM_PER_SCENARIO problem(s) per scenario. Build s: per"
+    echo "roadmap (median) and summed; checks/s: configurations (states and motion states) over the summed build time;"
+    echo "solved: start and goal connected by that one round."
+    echo
+    echo "| checker | roadmaps | median build s | total build s | checks | checks/s | solved |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    printf '%s\n' "${rows_d[@]}"
+}
+report | tee "$out_file"

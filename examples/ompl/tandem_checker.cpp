@@ -1,0 +1,60 @@
+/* A plan_checker answered by tandemd (tandem_checker.h). */
+#include "tandem_checker.h"
+
+#include <string.h>
+
+#include <algorithm>
+
+extern "C" {
+#include "robot/motions.h"
+}
+
+tandem_checker::tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints) : c_(c)
+{
+    memcpy(scene_, scene_id, TDM_ID_BYTES);
+    this->n_joints = n_joints;
+    const tdm_limits *l = &tdm_client_server_info(c)->limits;
+    max_queries_ = l->max_queries ? l->max_queries : 65536;
+    max_states_ = l->max_motion_states ? l->max_motion_states : UINT64_MAX;
+}
+
+int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
+{
+    checks += n;
+    for (size_t lo = 0; lo < n;) {
+        size_t m = std::min(n - lo, max_queries_);
+        results_.resize(m);
+        requests++;
+        if (tdm_query_configs(c_, scene_, TDM_QUERY_BOOL, q + lo * n_joints, (uint32_t)n_joints, m, 0,
+                              results_.data(), NULL))
+            return fail(std::string("tandemd query: ") + tdm_client_errstr(c_));
+        for (size_t i = 0; i < m; i++) valid[lo + i] = results_[i].colliding ? 0 : 1;
+        lo += m;
+    }
+    return 0;
+}
+
+int tandem_checker::motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
+                            double *last_free)
+{
+    (void)need_first; /* the server always answers the first colliding state */
+    const size_t j = n_joints;
+    std::vector<uint64_t> n_states(n);
+    for (size_t lo = 0; lo < n;) {
+        size_t hi = lo;
+        uint64_t states = 0;
+        while (hi < n && hi - lo < max_queries_) {
+            uint64_t s = tdm__motion_states(ab + hi * 2 * j, ab + hi * 2 * j + j, j, resolution);
+            if (hi > lo && states + s > max_states_) break;
+            states += s;
+            hi++;
+        }
+        requests++;
+        if (tdm_motion_check(c_, scene_, resolution, ab + lo * 2 * j, (uint32_t)j, hi - lo, first + lo,
+                             n_states.data() + lo, last_free ? last_free + lo * j : NULL))
+            return fail(std::string("tandemd motion check: ") + tdm_client_errstr(c_));
+        lo = hi;
+    }
+    for (size_t i = 0; i < n; i++) checks += n_states[i];
+    return 0;
+}

@@ -1,0 +1,33 @@
+/* A plan_checker answered by tandemd through libtandem (client/tandem.h): the
+ * robot and its planning scene are stored in the server (RobotPut, RobotScenePut)
+ * and every batch is one request on this checker's own connection: states as one
+ * joint-space Query (tdm_query_configs, bool mode), motions as one MotionCheck
+ * (tdm_motion_check), split only where the server's limits (max_queries,
+ * max_motion_states) say so. The server checks a motion's states first to last
+ * and stops at the first colliding one, so every answer is the first colliding k. */
+#ifndef TDM_OMPL_TANDEM_CHECKER_H
+#define TDM_OMPL_TANDEM_CHECKER_H
+
+#include <vector>
+
+#include "checker.h"
+#include <tandem/tandem.h>
+
+class tandem_checker : public plan_checker {
+public:
+    /* c: a connected client (borrowed, this checker's only), scene_id: a stored robot
+     * scene whose robot has n_joints active joints. */
+    tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints);
+    int states(const double *q, size_t n, uint8_t *valid) override;
+    int motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
+                double *last_free) override;
+
+private:
+    tdm_client *c_;
+    uint8_t scene_[TDM_ID_BYTES];
+    size_t max_queries_;
+    uint64_t max_states_;
+    std::vector<tdm_query_result> results_;
+};
+
+#endif

@@ -1,0 +1,107 @@
+/* The arm of tests/arm_oracle.h and its oracle. */
+#include "arm_oracle.h"
+
+#include <math.h>
+#include <string.h>
+
+/* base_link: a slab; link1 a post turning about z; link2 a bar at the post's top
+ * turning about y. The bar reaches the world's post when level; lifted, it clears it. */
+const char *arm_urdf_text =
+    "<?xml version='1.0'?>\n"
+    "<robot name='arm2'>\n"
+    "  <link name='base_link'><collision><origin xyz='0 0 0.05'/><geometry><box size='0.3 0.3 0.1'/></geometry>"
+    "</collision></link>\n"
+    "  <joint name='j1' type='revolute'><parent link='base_link'/><child link='link1'/>"
+    "<origin xyz='0 0 0.1'/><axis xyz='0 0 1'/><limit lower='-3.14' upper='3.14'/></joint>\n"
+    "  <link name='link1'><collision><origin xyz='0 0 0.2'/><geometry><box size='0.06 0.06 0.4'/></geometry>"
+    "</collision></link>\n"
+    "  <joint name='j2' type='revolute'><parent link='link1'/><child link='link2'/>"
+    "<origin xyz='0 0 0.4'/><axis xyz='0 1 0'/><limit lower='-2.6' upper='2.6'/></joint>\n"
+    "  <link name='link2'><collision><origin xyz='0.3 0 0'/><geometry><box size='0.5 0.05 0.05'/></geometry>"
+    "</collision></link>\n"
+    "</robot>\n";
+
+const char *arm_srdf_text = "<robot name='arm2'><disable_collisions link1='link1' link2='link2' reason='Adjacent'/>"
+                               "<disable_collisions link1='base_link' link2='link1' reason='Adjacent'/></robot>\n";
+
+const char *arm_scene_text = "name: post\n"
+                                "world:\n"
+                                "  collision_objects:\n"
+                                "    - id: post\n"
+                                "      header: {frame_id: world}\n"
+                                "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+                                "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n";
+
+typedef struct obox {
+    double c[3];    /* centre */
+    double a[3][3]; /* unit axes a[0], a[1], a[2] (columns of the rotation) */
+    double h[3];    /* half sizes */
+} obox;
+
+static double dot3(const double *u, const double *v) { return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]; }
+
+/* Do two boxes meet (touching counts)? The 15 separating axes; an edge-cross axis
+ * of (nearly) parallel edges is skipped, a face axis covers it. */
+static int boxes_meet(const obox *p, const obox *q)
+{
+    double axes[15][3];
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        memcpy(axes[n++], p->a[i], sizeof axes[0]);
+        memcpy(axes[n++], q->a[i], sizeof axes[0]);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            const double *u = p->a[i], *v = q->a[k];
+            double c[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+            double l = sqrt(dot3(c, c));
+            if (l < 1e-9) continue;
+            for (int x = 0; x < 3; x++) axes[n][x] = c[x] / l;
+            n++;
+        }
+    double d[3] = {q->c[0] - p->c[0], q->c[1] - p->c[1], q->c[2] - p->c[2]};
+    for (int s = 0; s < n; s++) {
+        double rp = 0, rq = 0;
+        for (int i = 0; i < 3; i++) {
+            rp += p->h[i] * fabs(dot3(p->a[i], axes[s]));
+            rq += q->h[i] * fabs(dot3(q->a[i], axes[s]));
+        }
+        if (fabs(dot3(d, axes[s])) > rp + rq) return 0;
+    }
+    return 1;
+}
+
+/* Collides at (j1, j2)? base_link and the post are fixed; link1 (a post of radius
+ * < 0.043 about the z axis) can reach neither the post (x >= 0.375) nor, the pair
+ * being disabled, link2 or the base; so: link2 against the post and the base. */
+int arm_oracle_collides(const double q[2])
+{
+    const double c1 = cos(q[0]), s1 = sin(q[0]), c2 = cos(q[1]), s2 = sin(q[1]);
+    /* link2's frame: Rz(j1) * Ry(j2) at (0, 0, 0.5); its box centred at (0.3, 0, 0) */
+    const double R[3][3] = {{c1 * c2, -s1, c1 * s2}, {s1 * c2, c1, s1 * s2}, {-s2, 0, c2}};
+    obox bar;
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 3; k++) bar.a[i][k] = R[k][i];
+        bar.c[i] = R[i][0] * 0.3 + (i == 2 ? 0.5 : 0);
+    }
+    bar.h[0] = 0.25;
+    bar.h[1] = bar.h[2] = 0.025;
+    const obox post = {{0.45, 0.1, 0.4}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.075, 0.075, 0.4}};
+    const obox base = {{0, 0, 0.05}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.15, 0.15, 0.05}};
+    return boxes_meet(&bar, &post) || boxes_meet(&bar, &base);
+}
+
+/* The first colliding state of a -> b cut at resolution r (issue 13's formula), or -1. */
+long arm_oracle_motion(const double a[2], const double b[2], double r, long *n_out)
+{
+    double d = fmax(fabs(b[0] - a[0]), fabs(b[1] - a[1]));
+    double c = ceil(d / r) + 1;
+    long n = c < 2 ? 2 : (long)c;
+    if (n_out) *n_out = n;
+    for (long k = 0; k < n; k++) {
+        double t = (double)k / (double)(n - 1), q[2] = {a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])};
+        if (arm_oracle_collides(q)) return k;
+    }
+    return -1;
+}
+

@@ -1,0 +1,30 @@
+/* A two-joint arm in a planning scene for the OMPL suites (test_ompl, test_ompl_checker),
+ * and an oracle for it independent of robot/, the engines and FCL: forward kinematics
+ * written out for this arm, and the separating-axis test of two boxes in double.
+ *
+ * The arm (URDF, SRDF) and the world (a MoveIt planning scene): base_link a slab at
+ * the origin; link1 a post turning about z (joint j1, +-3.14); link2 a bar at the
+ * post's top turning about y (j2, +-2.6). The world's post, a 0.15 x 0.15 x 0.8 box,
+ * stands where the level bar sweeps; lifted, the bar clears it; hanging down, it hits
+ * the base. The SRDF disables (link1, link2) and (base_link, link1). */
+#ifndef TDM_TESTS_ARM_ORACLE_H
+#define TDM_TESTS_ARM_ORACLE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const char *arm_urdf_text, *arm_srdf_text, *arm_scene_text;
+
+/* Does configuration (j1, j2) collide (touching counts)? */
+int arm_oracle_collides(const double q[2]);
+/* The first colliding state of a -> b cut at resolution r by issue 13's formula
+ * (n = max(2, ceil(max_j |b_j - a_j| / r) + 1), q_k = a + k/(n-1) (b - a), written
+ * out here), or -1; *n_out (may be NULL) receives n. */
+long arm_oracle_motion(const double a[2], const double b[2], double r, long *n_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
