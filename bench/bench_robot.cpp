@@ -3,6 +3,16 @@
  *   bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE
  *               --mode bool|contacts [--threads N] [--out FILE] [--max-contacts M]
  *               [--near-out FILE]
+ *   bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE
+ *               --resolution R [--threads N] [--out FILE]
+ *
+ * Motions (the FCL reference for `tandem motions`, same inputs and outputs): a line
+ * of FILE is a motion, 2 J numbers (start, then end); its states are robot/motions.h's
+ * (n = max(2, ceil(max_j |b_j - a_j| / R) + 1), q_k = a + k/(n-1)(b - a)), checked
+ * first to last in bool mode, stopping at the first colliding one; --out gets one line
+ * per motion, -1 or that k. The threads take motions in turn. The states' forward
+ * kinematics is done before the timed loop, as `tandem motions` leaves it out of its
+ * seconds; the last line counts motions: "queries=M seconds=S qps=Q colliding=C".
  *
  * Same inputs, same --out format and the same last stdout line as `tandem check
  * --urdf`: one line per configuration (0/1 in bool mode, a count in contacts mode),
@@ -65,6 +75,7 @@ extern "C" {
 #include "geom/mesh.h"
 #include "geom/primitive.h"
 #include "robot/kinematics.h"
+#include "robot/motions.h"
 #include "robot/robot_scene.h"
 #include "robot/urdf.h"
 }
@@ -78,7 +89,9 @@ void usage()
 {
     fprintf(stderr,
             "usage: bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE --mode bool|contacts\n"
-            "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE]\n");
+            "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE]\n"
+            "       bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE --resolution R\n"
+            "                   [--threads N] [--out FILE]\n");
 }
 
 double now()
@@ -86,12 +99,77 @@ double now()
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+/* The motions mode (see the top): states' poses made first, then checked in order
+ * per motion on `threads` threads. Returns main's exit status. */
+int run_motions(const tdm_robot_scene *rs, const tdm_robot *robot, const tdm_fcl_model &model,
+                const std::vector<double> &mot, size_t n, size_t n_q, double r, long threads, const char *out_path)
+{
+    const size_t n_el = rs->n_elements;
+    std::vector<uint64_t> first(n + 1, 0); /* motion i's states: first[i] .. first[i + 1] - 1 */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t m = tdm__motion_states(&mot[2 * i * n_q], &mot[(2 * i + 1) * n_q], n_q, r);
+        if (m == 0) {
+            fprintf(stderr, "bench_robot: motion %zu needs more than %llu states\n", i + 1,
+                    (unsigned long long)TDM_MOTION_MAX_STATES);
+            return 1;
+        }
+        first[i + 1] = first[i] + m;
+    }
+    if (first[n] > (64ull << 30) / (n_el ? n_el : 1) / sizeof(tdm_xform)) {
+        fprintf(stderr, "bench_robot: %llu states are more poses than this reference keeps (64 GiB)\n",
+                (unsigned long long)first[n]);
+        return 1;
+    }
+    std::vector<tdm_xform> poses(std::max<size_t>(1, first[n] * n_el)), links(robot->n_links);
+    std::vector<double> q(n_q);
+    for (size_t i = 0; i < n; i++)
+        for (uint64_t k = 0; k < first[i + 1] - first[i]; k++) {
+            tdm__motion_state(&mot[2 * i * n_q], &mot[(2 * i + 1) * n_q], n_q, k, first[i + 1] - first[i], q.data());
+            int rc = tdm_robot_scene_poses(rs, q.data(), n_q, links.data(), &poses[(first[i] + k) * n_el]);
+            if (rc) { fprintf(stderr, "bench_robot: motion %zu, state %llu: %s\n", i + 1, (unsigned long long)k, tdm_strerror(rc)); return 1; }
+        }
+    std::vector<int64_t> answer(n, -1);
+    std::atomic<size_t> next(0);
+    auto worker = [&]() {
+        tdm_fcl_checker checker(model);
+        for (size_t i; (i = next.fetch_add(1)) < n;)
+            for (uint64_t s = first[i]; s < first[i + 1]; s++)
+                if (checker.check(&poses[s * n_el])) {
+                    answer[i] = (int64_t)(s - first[i]);
+                    break;
+                }
+    };
+    double t0 = now();
+    if (threads <= 1) worker();
+    else {
+        std::vector<std::thread> ts;
+        for (long t = 0; t < threads; t++) ts.emplace_back(worker);
+        for (auto &t : ts) t.join();
+    }
+    double seconds = now() - t0;
+    size_t colliding = 0;
+    for (size_t i = 0; i < n; i++) colliding += answer[i] >= 0;
+    if (out_path) {
+        FILE *f = fopen(out_path, "w");
+        if (!f) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
+        for (size_t i = 0; i < n; i++) fprintf(f, "%lld\n", (long long)answer[i]);
+        if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
+    }
+    printf("# bench_robot fcl=%s objects=%u elements=%zu checked_pairs=%zu threads=%ld motions=%zu states=%llu "
+           "resolution=%g\n", TDM_FCL_VERSION, rs->n_objects, n_el, model.checks.size(), threads, n,
+           (unsigned long long)first[n], r);
+    printf("queries=%zu seconds=%.6f qps=%.1f colliding=%zu\n", n, seconds, seconds > 0 ? (double)n / seconds : 0.0,
+           colliding);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs = NULL, *mode_s = NULL, *out_path = NULL,
-               *near_path = NULL;
+               *near_path = NULL, *motions = NULL;
+    double resolution = 0;
     long threads = 1;
     unsigned long max_contacts = 1000000;
     for (int i = 1; i < argc; i++) {
@@ -102,6 +180,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--srdf")) srdf = v;
         else if (!strcmp(a, "--world")) world = v;
         else if (!strcmp(a, "--configs")) configs = v;
+        else if (!strcmp(a, "--motions")) motions = v;
+        else if (!strcmp(a, "--resolution")) resolution = strtod(v, NULL);
         else if (!strcmp(a, "--mode")) mode_s = v;
         else if (!strcmp(a, "--out")) out_path = v;
         else if (!strcmp(a, "--near-out")) near_path = v;
@@ -109,8 +189,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-contacts")) max_contacts = strtoul(v, NULL, 10);
         else { usage(); return 2; }
     }
-    if (!urdf || !world || !configs || !mode_s || (strcmp(mode_s, "bool") && strcmp(mode_s, "contacts")) ||
-        threads < 0 || max_contacts < 1) {
+    if (motions && !mode_s) mode_s = "bool";
+    if (!urdf || !world || !configs == !motions || !mode_s || (strcmp(mode_s, "bool") && strcmp(mode_s, "contacts")) ||
+        threads < 0 || max_contacts < 1 || (motions && (!(resolution > 0) || !std::isfinite(resolution) ||
+                                                        strcmp(mode_s, "bool") || near_path))) {
         usage();
         return 2;
     }
@@ -130,11 +212,14 @@ int main(int argc, char **argv)
     }
     const size_t n_q = robot->n_active, n_el = rs->n_elements;
 
-    /* Configurations: the same reader rules as tandem check (numbers, # comments, blank lines). */
+    /* Configurations (or motions: two a line): the same reader rules as tandem check
+       (numbers, # comments, blank lines). */
     std::vector<double> cfg;
+    const char *input = motions ? motions : configs;
+    const size_t per_line = motions ? 2 * n_q : n_q;
     {
-        FILE *f = fopen(configs, "r");
-        if (!f) { fprintf(stderr, "bench_robot: cannot read %s\n", configs); return 1; }
+        FILE *f = fopen(input, "r");
+        if (!f) { fprintf(stderr, "bench_robot: cannot read %s\n", input); return 1; }
         char line[65536];
         size_t lineno = 0;
         while (fgets(line, sizeof line, f)) {
@@ -147,20 +232,21 @@ int main(int argc, char **argv)
                 char *e;
                 double v = strtod(p, &e);
                 if (e == p) break;
-                if (!std::isfinite(v)) { fprintf(stderr, "bench_robot: %s:%zu: value not finite\n", configs, lineno); return 1; }
+                if (!std::isfinite(v)) { fprintf(stderr, "bench_robot: %s:%zu: value not finite\n", input, lineno); return 1; }
                 cfg.push_back(v);
                 k++;
                 p = e;
             }
             while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
-            if (*p || k != n_q) {
-                fprintf(stderr, "bench_robot: %s:%zu: %zu values, the robot has %zu active joints\n", configs, lineno, k, n_q);
+            if (*p || k != per_line) {
+                fprintf(stderr, "bench_robot: %s:%zu: %zu values, want %zu (the robot has %zu active joints)\n", input,
+                        lineno, k, per_line, n_q);
                 return 1;
             }
         }
         fclose(f);
     }
-    const size_t n = cfg.size() / (n_q ? n_q : 1);
+    const size_t n = cfg.size() / (per_line ? per_line : 1);
 
     /* FCL geometry by scene object id (bench/fcl_robot.h). */
     tdm_fcl_model model;
@@ -171,6 +257,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_robot: %s\n", err);
             return 1;
         }
+    }
+
+    if (motions) {
+        int rc = run_motions(rs, robot, model, cfg, n, n_q, resolution, threads, out_path);
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(ps);
+        tdm_robot_free(robot);
+        return rc;
     }
 
     /* Poses of every configuration's elements, before the timed loop (as tandem check). */
