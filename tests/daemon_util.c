@@ -127,6 +127,10 @@ static pid_t spawn(dmn *d, const char *const *extra)
     argv[n++] = listen_unix;
     argv[n++] = "--threads";
     argv[n++] = "2";
+    /* the suites start daemons in parallel: each takes a bounded share of a GPU, not the
+       default 80 % of it (a second daemon's calibration then found no device memory) */
+    argv[n++] = "--gpu-memory";
+    argv[n++] = "2147483648";
     for (; extra && *extra; extra++) {
         cr_assert(n < 62, "too many flags");
         argv[n++] = *extra;
