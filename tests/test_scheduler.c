@@ -634,3 +634,83 @@ Test(scheduler, culling_changes_no_answer, .timeout = 240)
         }
     world_free(&w);
 }
+
+/* Culling over a batch of two scenes with different check counts (more than 64
+ * apart, so a query's kept-check bits take different numbers of words): after a
+ * run of the larger scene alone, a mixed run (queries of both, interleaved) must
+ * answer as the full expansion does. A query of the smaller scene once read the
+ * larger run's stale bits and made tasks of checks its scene does not have
+ * (tandemd crashed with 64 OMPL planners on different MBM scenes). */
+Test(scheduler, culling_mixed_scenes, .timeout = 240)
+{
+    gen_rng r = {seed ^ 0x3ced};
+    enum { BIG_FIXED = 12, BIG_MOVING = 8, NQ = 20000 }; /* enough for several shares of the listing */
+    tdm_bvh *ball = tree(gen_sphere(0.3, 8)), *brick = tree(gen_box(0.4, 0.2, 0.3));
+    tdm_scene_obj big[BIG_FIXED + BIG_MOVING], small[3];
+    for (int i = 0; i < BIG_FIXED; i++)
+        big[i] = (tdm_scene_obj){(uint32_t)i, ball, 0,
+                                 tdm_xform_from_pose(tdm_d3(0.8 * (i % 4), 0.8 * (i / 4), 0), gen_rotation(&r))};
+    for (int i = 0; i < BIG_MOVING; i++) big[BIG_FIXED + i] = (tdm_scene_obj){(uint32_t)(100 + i), brick, 1, tdm_xform_identity()};
+    small[0] = (tdm_scene_obj){1, ball, 0, tdm_xform_identity()};
+    small[1] = (tdm_scene_obj){2, ball, 0, tdm_xform_from_pose(tdm_d3(1.6, 0.8, 0), gen_rotation(&r))};
+    small[2] = (tdm_scene_obj){3, brick, 1, tdm_xform_identity()}; /* two checks: culled like a robot scene */
+    tdm_scene *sb = NULL, *ss = NULL;
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(big, BIG_FIXED + BIG_MOVING, NULL, 0, &sb, &err), TDM_OK, "%s", err.msg);
+    cr_assert_eq(tdm_scene_create(small, 3, NULL, 0, &ss, &err), TDM_OK, "%s", err.msg);
+    cr_assert(sb->n_checks > ss->n_checks + 64, "%u and %u checks", sb->n_checks, ss->n_checks);
+    tdm_xform *poses = malloc(sizeof *poses * NQ * BIG_MOVING);
+    cr_assert(poses);
+    for (size_t i = 0; i < (size_t)NQ * BIG_MOVING; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(1.2, 0.8, 0), 1.6);
+        poses[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+    static tdm_sched_query q[NQ];
+    static tdm_sched_result got[NQ], want[NQ], got_first[NQ];
+    for (int mode = 0; mode < 2; mode++) {
+        for (int cull = 1; cull >= 0; cull--) {
+            if (!cull) setenv("TDM_ENGINE_CULL", "0", 1);
+            tdm_sched_config cfg = tdm_sched_config_default();
+            cfg.kind = TDM_BACKEND_CPU;
+            cfg.calibrate = 0;
+            cfg.threads = 8; /* several shares list refs at once, as on a large host */
+            tdm_sched *e = NULL;
+            char msg[256];
+            cr_assert_eq(tdm_sched_create(&cfg, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+            unsetenv("TDM_ENGINE_CULL");
+            tdm_sched_result *res = cull ? got : want;
+            for (int round = 0; round < (cull ? 8 : 1); round++) {
+                /* the larger scene alone first: every query's bits use all their words */
+                for (int i = 0; i < NQ; i++)
+                    q[i] = (tdm_sched_query){sb, &poses[(size_t)i * BIG_MOVING],
+                                             mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                cr_assert_eq(tdm_sched_run(e, q, NQ, res), TDM_OK);
+                /* then both, interleaved */
+                for (int i = 0; i < NQ; i++)
+                    q[i] = (tdm_sched_query){i % 3 ? ss : sb, &poses[(size_t)i * BIG_MOVING],
+                                             mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                memset(res, 0, sizeof got);
+                cr_assert_eq(tdm_sched_run(e, q, NQ, res), TDM_OK);
+                if (cull && round > 0) /* every round the same answers */
+                    cr_assert(memcmp(res, got_first, sizeof got) == 0, "mode %d: round %d differs", mode, round);
+                if (cull && round == 0) memcpy(got_first, res, sizeof got);
+            }
+            tdm_sched_destroy(e);
+        }
+        size_t colliding = 0;
+        for (int i = 0; i < NQ; i++) {
+            cr_assert(got[i].colliding == want[i].colliding && got[i].contacts == want[i].contacts &&
+                          got[i].object_a == want[i].object_a && got[i].object_b == want[i].object_b,
+                      "mode %d, query %d (%s scene): culled (%u, %u, %u-%u) against full (%u, %u, %u-%u)", mode, i,
+                      i % 3 ? "small" : "big", got[i].colliding, got[i].contacts, got[i].object_a, got[i].object_b,
+                      want[i].colliding, want[i].contacts, want[i].object_a, want[i].object_b);
+            colliding += got[i].colliding;
+        }
+        cr_assert(colliding > NQ / 10 && colliding < NQ - NQ / 10, "mode %d: %zu of %d colliding", mode, colliding, NQ);
+    }
+    free(poses);
+    tdm_scene_destroy(sb);
+    tdm_scene_destroy(ss);
+    tdm_bvh_free(ball);
+    tdm_bvh_free(brick);
+}

@@ -1054,7 +1054,11 @@ static void cull_count_share(void *arg, int k, int nk)
             memcpy(C + s->n_movable, s->fixed_centre, sizeof *C * s->n_fixed);
             filled = s;
         }
-        j->kept[i] = cull_query(Q, C, j->bits + i * j->words);
+        uint64_t *bits = j->bits + i * j->words;
+        j->kept[i] = cull_query(Q, C, bits);
+        /* a query of a scene with fewer checks than the batch's most: its other words are
+           read by the fill too, and must not hold an earlier run's bits */
+        for (uint32_t w = (s->n_checks + 63) / 64; w < j->words; w++) bits[w] = 0;
     }
     free(C);
 }
