@@ -18,8 +18,10 @@
  * every task; (b) one tdm_front per sequence (reset at the sequence's start, its
  * memory reused), tdm_front_collide on its tasks in order. Every task's answer
  * (colliding, first pair) must agree, or the run fails. Each method runs once
- * untimed (warm caches, the front's memory grown), then N times alternating;
- * the best time of each is reported. Prints one Markdown table row:
+ * untimed over everything (warm caches, the front's memory grown); then, N
+ * times, every block of whole sequences (BLOCK_TASKS) is timed for both
+ * methods back to back, in alternating order; each method's time is the sum
+ * over blocks of its best time (see BLOCK_TASKS). Prints one Markdown table row:
  *
  *   | motions | states | tasks | at root | box/task a | box/task b | tri/task a | tri/task b | front pairs | ns/task a | ns/task b | ns/state a | ns/state b | b/a |
  *
@@ -174,44 +176,47 @@ static tdm_task task_of(const tdm_scene *s, uint32_t k, const tdm_xform *poses)
 
 typedef struct totals { double box, tri, front, at_root; } totals;
 
-static double run_roots(const work *w, tdm_collide_result *res, totals *tot)
+/* (a) on sequences [s0, s1): tdm_collide on each of their tasks. */
+static double run_roots(const work *w, size_t s0, size_t s1, tdm_collide_result *res)
+{
+    size_t lo = w->seqs[s0].first, hi = w->seqs[s1 - 1].first + w->seqs[s1 - 1].n;
+    double t0 = now();
+    for (size_t i = lo; i < hi; i++) tdm_collide(&w->tasks[i], &res[i]);
+    return now() - t0;
+}
+
+/* (b) on sequences [s0, s1): one front per sequence. *front (optional) adds up
+ * the front's size after each check. */
+static double run_fronts(const work *w, size_t s0, size_t s1, tdm_front *f, tdm_collide_result *res, double *front)
 {
     double t0 = now();
-    for (size_t i = 0; i < w->n_tasks; i++) tdm_collide(&w->tasks[i], &res[i]);
-    double t = now() - t0;
-    if (tot) {
-        tot->box = tot->tri = tot->at_root = 0;
-        for (size_t i = 0; i < w->n_tasks; i++) {
-            tot->box += res[i].box_tests;
-            tot->tri += res[i].tri_tests;
-            tot->at_root += res[i].box_tests == 1;
+    for (size_t s = s0; s < s1; s++) {
+        tdm_front_reset(f);
+        for (size_t i = w->seqs[s].first; i < w->seqs[s].first + w->seqs[s].n; i++) {
+            tdm_front_collide(f, &w->tasks[i], &res[i]);
+            if (front) *front += f->n;
         }
+    }
+    return now() - t0;
+}
+
+static totals count(const tdm_collide_result *res, size_t n)
+{
+    totals t = {0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        t.box += res[i].box_tests;
+        t.tri += res[i].tri_tests;
+        t.at_root += res[i].box_tests == 1;
     }
     return t;
 }
 
-static double run_fronts(const work *w, tdm_front *f, tdm_collide_result *res, totals *tot)
-{
-    double front = 0;
-    double t0 = now();
-    for (size_t s = 0; s < w->n_seqs; s++) {
-        tdm_front_reset(f);
-        for (size_t i = w->seqs[s].first; i < w->seqs[s].first + w->seqs[s].n; i++) {
-            tdm_front_collide(f, &w->tasks[i], &res[i]);
-            if (tot) front += f->n;
-        }
-    }
-    double t = now() - t0;
-    if (tot) {
-        tot->box = tot->tri = 0;
-        for (size_t i = 0; i < w->n_tasks; i++) {
-            tot->box += res[i].box_tests;
-            tot->tri += res[i].tri_tests;
-        }
-        tot->front = front;
-    }
-    return t;
-}
+/* Timing blocks: runs of whole sequences of about this many tasks (a few
+ * milliseconds), each timed for both methods back to back, in alternating
+ * order, the best of the repeats kept per block: on a machine shared with other
+ * work, a block's best time is one that nothing interrupted, and the sum of the
+ * best times is the honest total. */
+#define BLOCK_TASKS 4096
 
 int main(int argc, char **argv)
 {
@@ -291,26 +296,55 @@ int main(int argc, char **argv)
         free(poses);
     }
 
+    if (w.n_seqs == 0) die("no task: every checked pair is culled at every state%s", "");
     tdm_collide_result *ra = malloc(sizeof *ra * (w.n_tasks + 1)), *rb = malloc(sizeof *rb * (w.n_tasks + 1));
     if (!ra || !rb) die("out of memory%s", "");
     tdm_front f;
     tdm_front_init(&f);
     if (prune_every >= 0) f.prune_every = (uint32_t)prune_every;
-    totals ta, tb;
-    run_roots(&w, ra, &ta); /* warm-up, and the counts */
-    run_fronts(&w, &f, rb, &tb);
+    /* warm-up (caches, the front's memory), the counts, and the answers compared */
+    double front = 0;
+    run_roots(&w, 0, w.n_seqs, ra);
+    run_fronts(&w, 0, w.n_seqs, &f, rb, &front);
+    totals ta = count(ra, w.n_tasks), tb = count(rb, w.n_tasks);
+    tb.front = front;
     for (size_t i = 0; i < w.n_tasks; i++)
         if (ra[i].colliding != rb[i].colliding ||
             (ra[i].colliding && (ra[i].first.a_tri != rb[i].first.a_tri || ra[i].first.b_tri != rb[i].first.b_tri))) {
             fprintf(stderr, "bench_fronts: task %zu: roots say %u, front %u\n", i, ra[i].colliding, rb[i].colliding);
             return 1;
         }
-    double best_a = 1e300, best_b = 1e300;
-    for (int r = 0; r < repeat; r++) {
-        double x = run_roots(&w, ra, NULL), y = run_fronts(&w, &f, rb, NULL);
-        if (x < best_a) best_a = x;
-        if (y < best_b) best_b = y;
+    size_t *blk = malloc(sizeof *blk * (w.n_seqs + 1)), n_blk = 0;
+    if (!blk) die("out of memory%s", "");
+    for (size_t s0 = 0, acc = 0; s0 < w.n_seqs; s0++) {
+        if (acc == 0) blk[n_blk++] = s0;
+        acc += w.seqs[s0].n;
+        if (acc >= BLOCK_TASKS) acc = 0;
     }
+    blk[n_blk] = w.n_seqs;
+    double *best = malloc(sizeof *best * 2 * (n_blk + 1));
+    if (!best) die("out of memory%s", "");
+    for (size_t k = 0; k < 2 * n_blk; k++) best[k] = 1e300;
+    for (int r = 0; r < repeat; r++)
+        for (size_t k = 0; k < n_blk; k++) {
+            double x, y;
+            if ((r + (int)k) % 2) {
+                x = run_roots(&w, blk[k], blk[k + 1], ra);
+                y = run_fronts(&w, blk[k], blk[k + 1], &f, rb, NULL);
+            } else {
+                y = run_fronts(&w, blk[k], blk[k + 1], &f, rb, NULL);
+                x = run_roots(&w, blk[k], blk[k + 1], ra);
+            }
+            if (x < best[2 * k]) best[2 * k] = x;
+            if (y < best[2 * k + 1]) best[2 * k + 1] = y;
+        }
+    double best_a = 0, best_b = 0;
+    for (size_t k = 0; k < n_blk; k++) {
+        best_a += best[2 * k];
+        best_b += best[2 * k + 1];
+    }
+    free(best);
+    free(blk);
     for (size_t i = 0; i < w.n_tasks; i++)
         if (ra[i].colliding != rb[i].colliding) {
             fprintf(stderr, "bench_fronts: task %zu: roots say %u, front %u (timed run)\n", i, ra[i].colliding,
