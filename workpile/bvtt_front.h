@@ -3,6 +3,13 @@
  * instead of from the roots (seed paper 002, "BVTT front-based traversal":
  * sprout and prune; issue 13, point 5).
  *
+ * A measured experiment: no engine uses it. On the Panda's motions at R = 0.05
+ * rad (bench/results/fronts.md) it tests no fewer boxes than a descent from the
+ * roots and runs at the same speed with early exit and 7-21% slower over whole
+ * motions (most kept pairs end at the root pair, a descent averages 3-17 box
+ * tests a kept pair, and a state moves the links by centimetres, so fronts go
+ * stale); it wins only at much finer steps (R = 0.002 rad: 0.71 of the time).
+ *
  * The front. The node pairs of the bounding-volume test tree (BVTT: the node
  * pairs tdm_collide's simultaneous descent visits, geom/bvh.h's
  * tdm_bvtt_children) where the last check's descent stopped: box pairs found
@@ -69,11 +76,11 @@ typedef struct tdm_front {
  * fresh groups (just sprouted: their parent was just found overlapping) are never
  * tried. tdm_front_init sets prune_every to this. Measured on the Panda's motions
  * (bench/results/fronts.md): every 4th check was the fastest of 1, 2 and 4 in
- * every row that compares them (at R = 0.05 rad 3-4% faster than every check, at
- * R = 0.002 rad 16%), although every check tests the fewest boxes; never (0)
+ * every row that compares them (at R = 0.05 rad 1-4% faster than every check, at
+ * R = 0.002 rad 13%), although every check tests the fewest boxes; never (0)
  * lets fronts only grow (2.5x the box tests). Testing the parent of a group that
  * was apart before its members ("prune ahead") tested fewer boxes still but ran
- * 5-25% slower (the group check on every front pair costs more than it saves),
+ * 3-18% slower (the group check on every front pair costs more than it saves),
  * so it was not kept. */
 #define TDM_FRONT_PRUNE_EVERY 4u
 
