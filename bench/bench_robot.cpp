@@ -63,6 +63,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -97,6 +98,20 @@ void usage()
 double now()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/* Runs worker on `threads` threads (the caller's alone for one) and returns the
+ * wall time until all have returned. */
+template <class F> double timed_on_threads(F &worker, long threads)
+{
+    double t0 = now();
+    if (threads <= 1) worker();
+    else {
+        std::vector<std::thread> ts;
+        for (long t = 0; t < threads; t++) ts.emplace_back(std::ref(worker));
+        for (auto &t : ts) t.join();
+    }
+    return now() - t0;
 }
 
 /* The motions mode (see the top): states' poses made first, then checked in order
@@ -139,14 +154,7 @@ int run_motions(const tdm_robot_scene *rs, const tdm_robot *robot, const tdm_fcl
                     break;
                 }
     };
-    double t0 = now();
-    if (threads <= 1) worker();
-    else {
-        std::vector<std::thread> ts;
-        for (long t = 0; t < threads; t++) ts.emplace_back(worker);
-        for (auto &t : ts) t.join();
-    }
-    double seconds = now() - t0;
+    double seconds = timed_on_threads(worker, threads);
     size_t colliding = 0;
     for (size_t i = 0; i < n; i++) colliding += answer[i] >= 0;
     if (out_path) {
@@ -288,14 +296,7 @@ int main(int argc, char **argv)
             }
         }
     };
-    double t0 = now();
-    if (threads <= 1) worker();
-    else {
-        std::vector<std::thread> ts;
-        for (long t = 0; t < threads; t++) ts.emplace_back(worker);
-        for (auto &t : ts) t.join();
-    }
-    double seconds = now() - t0;
+    double seconds = timed_on_threads(worker, threads);
 
     size_t colliding = 0;
     for (size_t i = 0; i < n; i++) colliding += answer[i] > 0;

@@ -25,13 +25,7 @@
 #include <time.h>
 
 #include "../client/tandem.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 /* Records of `count` numbers a line (blank and '#' lines skipped) into *out. */
 static int read_records(const char *path, size_t count, double **out, size_t *n)
@@ -125,12 +119,12 @@ static void run_configs(client_run *r, tdm_client *c)
     size_t off = ((size_t)r->index * 7919 * sh->batch) % sh->n_items;
     int outstanding = 0;
     while (!r->failed) {
-        int stop = now() >= sh->deadline;
+        int stop = bench_now() >= sh->deadline;
         while (!stop && outstanding < k_max) {
             int slot = 0;
             while (ids[slot]) slot++;
             if (off + sh->batch > sh->n_items) off = 0;
-            sent_at[slot] = now();
+            sent_at[slot] = bench_now();
             first[slot] = off;
             if (tdm_query_configs_send(c, sh->scene, sh->mode, sh->items + off * sh->joints, sh->joints, sh->batch, 0,
                                        res[slot], NULL, &ids[slot]) != 0) {
@@ -148,7 +142,7 @@ static void run_configs(client_run *r, tdm_client *c)
             r->failed = 1;
             break;
         }
-        double t = now();
+        double t = bench_now();
         int slot = 0;
         while (slot < k_max && ids[slot] != id) slot++;
         if (slot == k_max || status != 0) {
@@ -177,16 +171,16 @@ static void run_motions(client_run *r, tdm_client *c)
     int64_t *fc = malloc(sh->batch * sizeof *fc);
     if (!fc) r->failed = 1;
     size_t off = ((size_t)r->index * 7919 * sh->batch) % sh->n_items;
-    while (!r->failed && now() < sh->deadline) {
+    while (!r->failed && bench_now() < sh->deadline) {
         if (off + sh->batch > sh->n_items) off = 0;
-        double t0 = now();
+        double t0 = bench_now();
         if (tdm_motion_check(c, sh->scene, sh->resolution, sh->items + off * 2 * sh->joints, sh->joints, sh->batch,
                              fc, NULL, NULL) != 0) {
             fprintf(stderr, "client %d: motion check: %s\n", r->index, tdm_client_errstr(c));
             r->failed = 1;
             break;
         }
-        record_latency(r, 1e6 * (now() - t0));
+        record_latency(r, 1e6 * (bench_now() - t0));
         if (sh->ref)
             for (size_t i = 0; i < sh->batch; i++) r->mismatches += (double)fc[i] != sh->ref[off + i];
         r->items += sh->batch;
@@ -211,28 +205,15 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static const char *arg(int argc, char **argv, const char *name, const char *def)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], name)) return argv[i + 1];
-    return def;
-}
-
 int main(int argc, char **argv)
 {
-    const char *addr = arg(argc, argv, "--server", NULL), *urdf = arg(argc, argv, "--urdf", NULL),
-               *srdf = arg(argc, argv, "--srdf", NULL), *world = arg(argc, argv, "--world", NULL),
-               *configs = arg(argc, argv, "--configs", NULL), *motions = arg(argc, argv, "--motions", NULL),
-               *ref_path = arg(argc, argv, "--reference", NULL), *mode_s = arg(argc, argv, "--mode", "bool");
-    int clients = atoi(arg(argc, argv, "--clients", "1")), inflight = atoi(arg(argc, argv, "--inflight", "2"));
-    size_t batch = (size_t)atol(arg(argc, argv, "--batch", "1024"));
-    double seconds = atof(arg(argc, argv, "--seconds", "3")), resolution = atof(arg(argc, argv, "--resolution", "0"));
+    const char *addr = bench_arg(argc, argv, "--server", NULL), *urdf = bench_arg(argc, argv, "--urdf", NULL),
+               *srdf = bench_arg(argc, argv, "--srdf", NULL), *world = bench_arg(argc, argv, "--world", NULL),
+               *configs = bench_arg(argc, argv, "--configs", NULL), *motions = bench_arg(argc, argv, "--motions", NULL),
+               *ref_path = bench_arg(argc, argv, "--reference", NULL), *mode_s = bench_arg(argc, argv, "--mode", "bool");
+    int clients = atoi(bench_arg(argc, argv, "--clients", "1")), inflight = atoi(bench_arg(argc, argv, "--inflight", "2"));
+    size_t batch = (size_t)atol(bench_arg(argc, argv, "--batch", "1024"));
+    double seconds = atof(bench_arg(argc, argv, "--seconds", "3")), resolution = atof(bench_arg(argc, argv, "--resolution", "0"));
     if (!addr || !urdf || !world || !configs == !motions || (motions && !(resolution > 0)) || clients < 1 ||
         inflight < 1 || batch < 1 || (strcmp(mode_s, "bool") && strcmp(mode_s, "contacts"))) {
         fputs("usage: bench_robot_server --server ADDR --urdf URDF [--srdf SRDF] --world SCENE.yaml\n"
@@ -282,7 +263,7 @@ int main(int argc, char **argv)
     client_run *runs = calloc((size_t)clients, sizeof *runs);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
     if (!runs || !th) return 1;
-    double t0 = now();
+    double t0 = bench_now();
     sh.deadline = t0 + seconds;
     for (int i = 0; i < clients; i++) {
         runs[i] = (client_run){&sh, i, 0, 0, NULL, 0, 0, 0};
@@ -297,7 +278,7 @@ int main(int argc, char **argv)
         mismatches += runs[i].mismatches;
         failed |= runs[i].failed;
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     double *lat = malloc((n_lat ? n_lat : 1) * sizeof *lat);
     size_t m = 0;
     for (int i = 0; i < clients; i++) {
@@ -305,7 +286,7 @@ int main(int argc, char **argv)
         m += runs[i].n_lat;
         free(runs[i].lat);
     }
-    if (lat && n_lat) qsort(lat, n_lat, sizeof *lat, cmp_d);
+    if (lat && n_lat) qsort(lat, n_lat, sizeof *lat, bench_cmp_double);
     printf("RESULT clients=%d batch=%zu inflight=%d mode=%s items=%zu per_s=%.0f p50_us=%.0f p99_us=%.0f "
            "mismatches=%zu\n",
            clients, batch, motions ? 1 : inflight, motions ? "motions" : mode_s, done, (double)done / dt,

@@ -21,15 +21,9 @@
 #include <time.h>
 
 #include "../client/tandem.h"
+#include "bench_util.h"
 #include "../tools/io.h"
 #include "engine_alone.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct shared {
     const char *addr;
@@ -69,12 +63,12 @@ static void *client_main(void *arg)
     size_t off = ((size_t)r->index * 7919 * sh->batch) % sh->n_poses;
     int outstanding = 0;
     for (;;) {
-        int stop = now() >= sh->deadline;
+        int stop = bench_now() >= sh->deadline;
         while (!stop && outstanding < k_max) {
             int slot = 0;
             while (ids[slot]) slot++;
             if (off + sh->batch > sh->n_poses) off = 0;
-            sent_at[slot] = now();
+            sent_at[slot] = bench_now();
             if (tdm_query_send(c, sh->scene, sh->mode, sh->poses + 7 * off, 1, sh->batch, 0, res[slot], NULL,
                                &ids[slot]) != 0) {
                 fprintf(stderr, "client %d: send: %s\n", r->index, tdm_client_errstr(c));
@@ -89,7 +83,7 @@ static void *client_main(void *arg)
         uint64_t id;
         int status;
         if (tdm_query_wait(c, &id, &status) != 0) break;
-        double t = now();
+        double t = bench_now();
         int slot = 0;
         while (slot < k_max && ids[slot] != id) slot++;
         if (slot == k_max || status != 0) {
@@ -114,28 +108,15 @@ static void *client_main(void *arg)
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static const char *arg(int argc, char **argv, const char *name, const char *def)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], name)) return argv[i + 1];
-    return def;
-}
-
 int main(int argc, char **argv)
 {
-    const char *addr = arg(argc, argv, "--server", NULL), *env = arg(argc, argv, "--env", NULL),
-               *robot = arg(argc, argv, "--robot", NULL), *poses_path = arg(argc, argv, "--poses", NULL),
-               *mode_s = arg(argc, argv, "--mode", "bool"), *engine_s = arg(argc, argv, "--engine", "auto");
-    int clients = atoi(arg(argc, argv, "--clients", "1")), inflight = atoi(arg(argc, argv, "--inflight", "1")),
-        threads = atoi(arg(argc, argv, "--threads", "0"));
-    size_t batch = (size_t)atol(arg(argc, argv, "--batch", "1"));
-    double seconds = atof(arg(argc, argv, "--seconds", "2"));
+    const char *addr = bench_arg(argc, argv, "--server", NULL), *env = bench_arg(argc, argv, "--env", NULL),
+               *robot = bench_arg(argc, argv, "--robot", NULL), *poses_path = bench_arg(argc, argv, "--poses", NULL),
+               *mode_s = bench_arg(argc, argv, "--mode", "bool"), *engine_s = bench_arg(argc, argv, "--engine", "auto");
+    int clients = atoi(bench_arg(argc, argv, "--clients", "1")), inflight = atoi(bench_arg(argc, argv, "--inflight", "1")),
+        threads = atoi(bench_arg(argc, argv, "--threads", "0"));
+    size_t batch = (size_t)atol(bench_arg(argc, argv, "--batch", "1"));
+    double seconds = atof(bench_arg(argc, argv, "--seconds", "2"));
     if (!addr || !env || !robot || !poses_path || clients < 1 || inflight < 1 || batch < 1) {
         fputs("usage: bench_server --server ADDR --env ENV --robot ROBOT --poses POSES [--mode bool|contacts]\n"
               "                    [--clients C] [--batch B] [--inflight K] [--seconds S] [--threads N]\n"
@@ -189,8 +170,8 @@ int main(int argc, char **argv)
 
     client_run *runs = calloc((size_t)clients, sizeof *runs);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
-    sh.deadline = now() + seconds;
-    t0 = now();
+    sh.deadline = bench_now() + seconds;
+    t0 = bench_now();
     for (int i = 0; i < clients; i++) {
         runs[i].sh = &sh;
         runs[i].index = i;
@@ -204,7 +185,7 @@ int main(int argc, char **argv)
         n_lat += runs[i].n_lat;
         failed |= runs[i].failed;
     }
-    double elapsed = now() - t0;
+    double elapsed = bench_now() - t0;
     double *lat = malloc((n_lat ? n_lat : 1) * sizeof *lat);
     size_t k = 0;
     for (int i = 0; i < clients; i++) {
@@ -212,7 +193,7 @@ int main(int argc, char **argv)
         k += runs[i].n_lat;
         free(runs[i].lat);
     }
-    qsort(lat, n_lat, sizeof *lat, cmp_d);
+    qsort(lat, n_lat, sizeof *lat, bench_cmp_double);
     double qps = (double)queries / elapsed;
     printf("RESULT clients=%d batch=%zu inflight=%d mode=%s queries=%zu qps=%.0f p50_us=%.1f p99_us=%.1f "
            "engine_qps=%.0f ratio=%.3f%s\n",
