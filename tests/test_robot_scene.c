@@ -36,11 +36,11 @@
 #include "robot/robot_scene.h"
 #include "tools/io.h"
 #include "workpile/sched.h"
+#include "arm_fixture.h"
 
 #ifndef TANDEM_BIN
 #error "TANDEM_BIN (the path of the tandem executable) must be defined by the build"
 #endif
-
 
 static uint64_t seed;
 static char dir[256];
@@ -77,65 +77,8 @@ static void write_file(const char *name, const char *text)
 #define N_OBS 2
 static const int el_link[N_EL] = {0, 1, 1, 2, 2, 3};
 
-static const char *urdf_text =
-    "<?xml version='1.0'?>\n"
-    "<robot name='arm'>\n"
-    "  <link name='base_link'><collision><origin xyz='0 0 0.05'/><geometry><box size='0.4 0.4 0.1'/></geometry>"
-    "</collision></link>\n"
-    "  <joint name='j1' type='revolute'><parent link='base_link'/><child link='link1'/>"
-    "<origin xyz='0 0 0.1'/><axis xyz='0 0 1'/><limit lower='-3.14' upper='3.14'/></joint>\n"
-    "  <link name='link1'>\n"
-    "    <collision><origin xyz='0 0 0.2'/><geometry><cylinder radius='0.04' length='0.3'/></geometry></collision>\n"
-    "    <collision><origin xyz='0.1 0 0.3'/><geometry><box size='0.3 0.04 0.04'/></geometry></collision>\n"
-    "  </link>\n"
-    "  <joint name='j2' type='revolute'><parent link='link1'/><child link='link2'/>"
-    "<origin xyz='0 0 0.4'/><axis xyz='0 1 0'/><limit lower='-2.6' upper='2.6'/></joint>\n"
-    "  <link name='link2'>\n"
-    "    <collision><geometry><mesh filename='meshes/bar.obj' scale='0.5 0.5 0.5'/></geometry></collision>\n"
-    "    <collision><origin xyz='0.3 0 0'/><geometry><box size='0.1 0.06 0.06'/></geometry></collision>\n"
-    "  </link>\n"
-    "  <joint name='j3' type='prismatic'><parent link='link2'/><child link='link3'/>"
-    "<origin xyz='0.55 0 0'/><axis xyz='1 0 0'/><limit lower='0' upper='0.1'/></joint>\n"
-    "  <link name='link3'><collision><geometry><cylinder radius='0.03' length='0.1'/></geometry></collision>"
-    "</link>\n"
-    "</robot>\n";
-
-static const char *srdf_text = "<robot name='arm'><disable_collisions link1='link1' link2='link2' reason='Adjacent'/>"
-                               "</robot>\n";
-
 /* A bar x 0.1..1, y and z -0.05..0.05: 0.05..0.5 and +-0.025 at scale 0.5 (all exact). */
-static const char *bar_obj = "v 0.1 -0.05 -0.05\nv 1 -0.05 -0.05\nv 1 0.05 -0.05\nv 0.1 0.05 -0.05\n"
-                             "v 0.1 -0.05 0.05\nv 1 -0.05 0.05\nv 1 0.05 0.05\nv 0.1 0.05 0.05\n"
-                             "f 1 3 2\nf 1 4 3\nf 5 6 7\nf 5 7 8\nf 1 2 6\nf 1 6 5\n"
-                             "f 2 3 7\nf 2 7 6\nf 3 4 8\nf 3 8 7\nf 4 1 5\nf 4 5 8\n";
-
 /* Root at T(0.05, -0.02, 0.01) Rz(0.2); obs_box rotated Rz(0.3). */
-static const char *scene_text =
-    "name: test\n"
-    "robot_state:\n"
-    "  joint_state: {name: [j1], position: [0.5]}\n"
-    "  multi_dof_joint_state:\n"
-    "    joint_names: [virtual_joint]\n"
-    "    transforms: [{translation: [0.05, -0.02, 0.01], rotation: [0, 0, 0.09983341664682815, "
-    "0.9950041652780258]}]\n"
-    "allowed_collision_matrix:\n"
-    "  entry_names: [link3, obs_cyl, base_link, link2]\n"
-    "  entry_values:\n"
-    "    - [false, true, false, false]\n"
-    "    - [true, false, false, false]\n"
-    "    - [false, false, false, true]\n"
-    "    - [false, false, true, false]\n"
-    "world:\n"
-    "  collision_objects:\n"
-    "    - id: obs_box\n"
-    "      header: {frame_id: world}\n"
-    "      primitives: [{type: box, dimensions: [0.25, 0.25, 0.8]}]\n"
-    "      primitive_poses: [{position: [0.3, 0.15, 0.55], orientation: [0, 0, 0.14943813247359922, "
-    "0.9887710779360422]}]\n"
-    "    - id: obs_cyl\n"
-    "      primitives: [{type: cylinder, dimensions: [0.8, 0.12]}]\n"
-    "      primitive_poses: [{position: [-0.25, -0.25, 0.55], orientation: [0, 0, 0, 1]}]\n";
-
 typedef struct m4 { double r[3][3], t[3]; } m4;
 
 static m4 m_mul(const m4 *a, const m4 *b)
