@@ -483,3 +483,37 @@ Test(cli, bad_inputs_fail_with_a_message)
     const char *zero_steps[] = {"poses", "path", "--path", path("bad.txt"), "--steps", "0", NULL};
     expect_failure(zero_steps, "--steps 0", NULL);
 }
+
+/* ---- --version and CMD --help ----------------------------------------------------- */
+
+Test(cli, version_and_command_help)
+{
+    const char *version[] = {"--version", NULL};
+    run_result r = run(version);
+    cr_assert_eq(r.status, 0, "--version exited %d: %s", r.status, r.err);
+    cr_assert(strcmp(r.out, "tandem 0.1.0 (protocol 1)\n") == 0, "--version printed '%s'", r.out);
+    run_free(&r);
+
+    /* a command's help: its blocks of the usage text, on stdout, exit 0, and nothing else */
+    const char *check_help[] = {"check", "--help", NULL};
+    r = run(check_help);
+    cr_assert_eq(r.status, 0, "check --help exited %d: %s", r.status, r.err);
+    cr_assert(strstr(r.out, "  check --env ENV") && strstr(r.out, "  check --urdf URDF"), "check --help: '%s'", r.out);
+    cr_assert(!strstr(r.out, "mesh put") && !strstr(r.out, "usage:"), "check --help shows other commands: '%s'", r.out);
+    run_free(&r);
+
+    const char *robot_help[] = {"robot", "put", "-h", NULL}; /* after a subcommand too */
+    r = run(robot_help);
+    cr_assert_eq(r.status, 0, "robot put -h exited %d: %s", r.status, r.err);
+    cr_assert(strstr(r.out, "  robot joints") && strstr(r.out, "  robot put") && strstr(r.out, "  robot rm"),
+              "robot -h: '%s'", r.out);
+    cr_assert(!strstr(r.out, "  motions "), "robot -h shows motions: '%s'", r.out);
+    run_free(&r);
+
+    /* an unknown command is still a usage error, --help or not */
+    const char *bad[] = {"nonsense", "--help", NULL};
+    r = run(bad);
+    cr_assert_eq(r.status, 2, "unknown command with --help: exit %d", r.status);
+    cr_assert(strstr(r.err, "unknown command 'nonsense'") && strstr(r.err, "usage: tandem"), "'%s'", r.err);
+    run_free(&r);
+}

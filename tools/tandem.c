@@ -8,11 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "../client/tandem.h"
 #include "cli.h"
 #include "remote.h"
 
 static const char usage[] =
-    "usage: tandem <command> [options]\n"
+    "usage: tandem <command> [options]    (tandem <command> --help: that command; tandem --version)\n"
     "\n"
     "commands:\n"
     "  check --env ENV --robot ROBOT --poses POSES --mode bool|contacts\n"
@@ -202,6 +203,28 @@ int tdm_cli_report(FILE *out, const char *out_path, const uint32_t *answer, size
     return 0;
 }
 
+/* `tandem CMD --help`: the blocks of the usage text that describe CMD (a block
+ * starts at a line indented by exactly two spaces; CMD is its first word). */
+static void command_help(const char *cmd)
+{
+    size_t len = strlen(cmd);
+    int in_block = 0, printed = 0;
+    for (const char *line = usage; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+        if (n > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ')
+            in_block = n > 2 + len && !strncmp(line + 2, cmd, len) && (line[2 + len] == ' ' || line[2 + len] == '\n');
+        else if (n > 0 && line[0] != ' ')
+            in_block = 0; /* a heading */
+        if (in_block) {
+            fwrite(line, 1, n, stdout);
+            printed = 1;
+        }
+        line += n;
+    }
+    if (!printed) fputs(usage, stdout);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -213,15 +236,26 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    if (!strcmp(cmd, "check")) return tdm_cmd_check(argc - 2, argv + 2);
-    if (!strcmp(cmd, "poses")) return tdm_cmd_poses(argc - 2, argv + 2);
-    if (!strcmp(cmd, "demo")) return tdm_cmd_demo(argc - 2, argv + 2);
-    if (!strcmp(cmd, "robot")) return tdm_cmd_robot(argc - 2, argv + 2);
-    if (!strcmp(cmd, "motions")) return tdm_cmd_motions(argc - 2, argv + 2);
-    if (!strcmp(cmd, "query")) return tdm_cmd_query(argc - 2, argv + 2);
-    if (!strcmp(cmd, "mesh")) return tdm_cmd_mesh(argc - 2, argv + 2);
-    if (!strcmp(cmd, "scene")) return tdm_cmd_scene(argc - 2, argv + 2);
-    if (!strcmp(cmd, "stats")) return tdm_cmd_stats(argc - 2, argv + 2);
+    if (!strcmp(cmd, "--version")) {
+        printf("tandem %d.%d.%d (protocol %d)\n", TANDEM_VERSION_MAJOR, TANDEM_VERSION_MINOR, TANDEM_VERSION_PATCH,
+               TDM_PROTOCOL_VERSION);
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+    } commands[] = {{"check", tdm_cmd_check}, {"poses", tdm_cmd_poses},     {"demo", tdm_cmd_demo},
+                    {"robot", tdm_cmd_robot}, {"motions", tdm_cmd_motions}, {"query", tdm_cmd_query},
+                    {"mesh", tdm_cmd_mesh},   {"scene", tdm_cmd_scene},     {"stats", tdm_cmd_stats}};
+    for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
+        if (strcmp(cmd, commands[c].name)) continue;
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                command_help(cmd);
+                return 0;
+            }
+        return commands[c].run(argc - 2, argv + 2);
+    }
     tdm_cli_error("unknown command '%s'", cmd);
     fputs(usage, stderr);
     return TDM_EXIT_USAGE;
