@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -66,4 +67,10 @@ void tdm_log_sanitize(const char *in, size_t in_len, char *out, size_t out_len)
         }
     }
     out[o] = 0;
+}
+
+const char *tdm_log_name(const char *name, char buf[TDM_LOG_NAME_MAX])
+{
+    tdm_log_sanitize(name ? name : "", SIZE_MAX, buf, TDM_LOG_NAME_MAX);
+    return buf;
 }

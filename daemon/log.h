@@ -36,4 +36,10 @@ void tdm_log(tdm_log_level level, const char *fmt, ...) __attribute__((format(pr
  * line: printable ASCII kept, everything else as \xNN, cut to fit. */
 void tdm_log_sanitize(const char *in, size_t in_len, char *out, size_t out_len);
 
+/* A client-given name (of a mesh, scene or robot) as one log line may show it:
+ * tdm_log_sanitize'd into buf, which is returned. A name with a newline can then
+ * not write a line of its own into the log. */
+#define TDM_LOG_NAME_MAX 256
+const char *tdm_log_name(const char *name, char buf[TDM_LOG_NAME_MAX]);
+
 #endif

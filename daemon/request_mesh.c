@@ -27,7 +27,7 @@ static void mesh_put_done(tdm_writer_op *op)
     tdm_server *srv = c->srv;
     tdm_catalog_unreserve(srv->catalog, op->reserved);
     srv->upload_bytes -= op->upload_bytes;
-    char hex[2 * TDM_ID_LEN + 1];
+    char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     int created = 0;
     if (op->rc != TDM_OK) {
         if (op->rc == TDM_EIO) tdm_log_error("MeshPut: %s", op->msg);
@@ -41,7 +41,7 @@ static void mesh_put_done(tdm_writer_op *op)
                 tdm_catalog_add_mesh(srv->catalog, op->mesh); /* takes our reference */
                 created = 1;
                 tdm_log_info("stored mesh %s \"%s\": %u vertices, %u triangles, %llu bytes, %.1f ms",
-                             tdm__id_hex(op->id, hex), op->mesh->name, op->n_verts, op->n_tris,
+                             tdm__id_hex(op->id, hex), tdm_log_name(op->mesh->name, nm), op->n_verts, op->n_tris,
                              (unsigned long long)op->mesh->bytes, (double)(uv_hrtime() - op->started) / 1e6);
             }
             op->mesh = NULL;

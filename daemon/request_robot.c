@@ -126,7 +126,7 @@ static void robot_put_done(tdm_writer_op *op)
     tdm_conn *c = op->owner;
     tdm_server *srv = c->srv;
     tdm_stored_robot *sr = op->robot;
-    char hex[2 * TDM_ID_LEN + 1];
+    char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     if (op->rc != TDM_OK) {
         tdm_log_error("RobotPut: %s", op->msg);
         if (tdm_conn_alive(c))
@@ -140,7 +140,7 @@ static void robot_put_done(tdm_writer_op *op)
             tdm_catalog_add_robot(srv->catalog, sr); /* takes our reference */
             if (created)
                 tdm_log_info("stored robot %s \"%s\": %u links, %u active joints, %u collision elements, %u meshes",
-                             tdm__id_hex(op->id, hex), sr->name, sr->robot->n_links, sr->robot->n_active,
+                             tdm__id_hex(op->id, hex), tdm_log_name(sr->name, nm), sr->robot->n_links, sr->robot->n_active,
                              sr->robot->n_collisions, sr->n_meshes);
             have = sr;
         } else {
@@ -376,7 +376,7 @@ static void robot_scene_put_done(tdm_writer_op *op)
     tdm_server *srv = c->srv;
     tdm_stored_scene *sc = op->scene; /* NULL when it existed or was not built */
     tdm_stored_robot *robot = op->robot;
-    char hex[2 * TDM_ID_LEN + 1];
+    char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     if (op->rc != TDM_OK) {
         if (op->rc == TDM_EIO) tdm_log_error("RobotScenePut: %s", op->msg);
         if (tdm_conn_alive(c))
@@ -396,7 +396,7 @@ static void robot_scene_put_done(tdm_writer_op *op)
         if (!have && sc) {
             tdm_catalog_add_scene(srv->catalog, sc); /* takes sc, which took the op's robot reference */
             tdm_log_info("stored robot scene %s \"%s\": %u objects (%u robot elements), %u checked pairs",
-                         tdm__id_hex(op->id, hex), sc->name, sc->rs->n_objects, sc->rs->n_elements,
+                         tdm__id_hex(op->id, hex), tdm_log_name(sc->name, nm), sc->rs->n_objects, sc->rs->n_elements,
                          sc->scene->n_checks);
             have = sc;
             sc = NULL;

@@ -30,7 +30,7 @@ static void scene_put_done(tdm_writer_op *op)
     tdm_conn *c = op->owner;
     tdm_server *srv = c->srv;
     tdm_stored_scene *sc = op->scene;
-    char hex[2 * TDM_ID_LEN + 1];
+    char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     if (op->rc != TDM_OK) {
         tdm_log_error("ScenePut: %s", op->msg);
         if (tdm_conn_alive(c))
@@ -44,7 +44,7 @@ static void scene_put_done(tdm_writer_op *op)
             tdm_catalog_add_scene(srv->catalog, sc); /* takes our reference */
             if (created)
                 tdm_log_info("stored scene %s \"%s\": %u objects, %u movable, %u checked pairs",
-                             tdm__id_hex(op->id, hex), sc->name, sc->scene->n_objects, sc->scene->n_movable,
+                             tdm__id_hex(op->id, hex), tdm_log_name(sc->name, nm), sc->scene->n_objects, sc->scene->n_movable,
                              sc->scene->n_checks);
             have = sc;
         } else {

@@ -2487,3 +2487,26 @@ Test(daemon, mesh_over_device_budget_is_refused)
     tdm_mesh_free(env);
     tdm_mesh_free(robot);
 }
+
+/* A name with a newline (or any byte outside printable ASCII) cannot write a line of
+ * its own into the log (issue 14, "Forge log lines"): the stored-mesh line shows it
+ * escaped, and no log line starts with the forged text. */
+Test(daemon, names_cannot_forge_log_lines)
+{
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    tdm_mesh *m = gen_box(0.1, 0.2, 0.3);
+    cr_assert_not_null(m);
+    const char *name = "evil\n2026-01-01T00:00:00.000000Z error forged line";
+    uint8_t id[32];
+    lib_put_mesh(c, name, m, id, 1);
+    tdm_client_free(c);
+    tdm_mesh_free(m);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    char *log = dmn_log(&D);
+    cr_assert(strstr(log, "\"evil\\x0a2026-01-01T00:00:00.000000Z error forged line\"") != NULL,
+              "the stored mesh's line should show the name escaped:\n%s", log);
+    for (const char *l = log; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        cr_assert(strncmp(l, "2026-01-01T00:00:00.000000Z", 27) != 0, "a forged line in the log:\n%s", log);
+    free(log);
+}
