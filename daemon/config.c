@@ -65,6 +65,9 @@ static const opt opts[] = {
      "Require Hello.auth_token to equal TOKEN (empty: no token). Visible in ps; prefer auth-token-file."},
     {"auth-token-file", T_STR, OFF(auth_token_file), "", 0, 0, NULL, "FILE",
      "Read the auth token from the first line of FILE."},
+    {"unix-socket-group", T_BOOL, OFF(unix_socket_group), "0", 0, 1, "0|1", "BOOL",
+     "Unix sockets (--listen unix:PATH) are created 0600, for their owner only, whatever the umask; 1 makes "
+     "them 0660, for the owner's group too."},
     {"log-level", T_LEVEL, OFF(log_level), "info", 0, 0, "error|warn|info|debug", "LEVEL",
      "Least severe messages logged to stderr."},
     {"max-frame-bytes", T_U32, OFF(max_frame_bytes), "67108864", 64, U32MAX, NULL, "BYTES",

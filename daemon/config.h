@@ -26,6 +26,7 @@ typedef struct tdm_config {
     int engine_lanes;         /* engine runs in flight at once (pooler threads) */
     char *auth_token;         /* "" when none */
     char *auth_token_file;
+    int unix_socket_group;    /* Unix sockets 0660 rather than 0600 */
     int log_level;            /* tdm_log_level */
     /* protocol limits (HelloReply.limits) */
     uint32_t max_frame_bytes;

@@ -103,7 +103,18 @@ static int listen_one(tdm_server *s, tdm_listener *l, char *err, size_t errlen)
         if ((rc = uv_pipe_init(s->loop, &l->h.pipe, 0)) != 0) goto uv_fail;
         l->initialised = 1;
         l->h.handle.data = l;
-        if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0) goto uv_fail;
+        /* created for the owner alone whatever the umask (the umask is the process's:
+           listeners are made at start-up, before any request is served), then opened to
+           the group when asked */
+        mode_t old_mask = umask(0177);
+        rc = uv_pipe_bind(&l->h.pipe, path);
+        umask(old_mask);
+        if (rc != 0) goto uv_fail;
+        mode_t mode = s->cfg->unix_socket_group ? 0660 : 0600;
+        if (chmod(path, mode) != 0) {
+            snprintf(err, errlen, "listen %s: chmod %o: %s", l->addr, (unsigned)mode, strerror(errno));
+            return TDM_EIO;
+        }
         if (!(l->unix_path = strdup(path))) {
             snprintf(err, errlen, "out of memory");
             return TDM_EIO;

@@ -2510,3 +2510,24 @@ Test(daemon, names_cannot_forge_log_lines)
         cr_assert(strncmp(l, "2026-01-01T00:00:00.000000Z", 27) != 0, "a forged line in the log:\n%s", log);
     free(log);
 }
+
+/* The Unix socket is created 0600 whatever the umask (issue 14: it followed the
+ * umask, 0777 under umask 000), and 0660 with --unix-socket-group 1. */
+Test(daemon, unix_socket_mode_ignores_the_umask)
+{
+    const char *const group[] = {"--unix-socket-group", "1", NULL};
+    const mode_t want[2] = {0600, 0660};
+    for (int g = 0; g < 2; g++) {
+        mode_t old = umask(0); /* the daemon inherits it */
+        dmn_start(&D, g ? group : NULL);
+        umask(old);
+        struct stat st;
+        cr_assert_eq(stat(D.sock_path, &st), 0, "stat %s: %s", D.sock_path, strerror(errno));
+        cr_assert(S_ISSOCK(st.st_mode), "%s is not a socket", D.sock_path);
+        cr_assert_eq(st.st_mode & 0777, want[g], "socket mode %o, want %o (--unix-socket-group %d)",
+                     (unsigned)(st.st_mode & 0777), (unsigned)want[g], g);
+        tdm_client *c = lib_connect(D.unix_addr); /* and the owner still connects */
+        tdm_client_free(c);
+        cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    }
+}
