@@ -112,6 +112,12 @@ static const opt opts[] = {
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",
      "On SIGINT/SIGTERM, how long to wait for in-flight requests before closing connections "
      "(a second signal closes them at once)."},
+    {"hello-timeout", T_U32, OFF(hello_timeout), "5", 0, 86400, NULL, "SECONDS",
+     "A connection that has not said Hello this long after it was accepted is closed (0: no limit), so "
+     "sockets that never speak cannot hold the connection slots."},
+    {"idle-timeout", T_U32, OFF(idle_timeout), "600", 0, 1u << 30, NULL, "SECONDS",
+     "A connection that sends nothing this long, with no request in flight and no reply waiting to be "
+     "written, is closed (0: no limit)."},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 

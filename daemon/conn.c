@@ -95,6 +95,38 @@ static void on_linger_timeout(uv_timer_t *t)
     tdm_conn_close(t->data, "the client did not close in time");
 }
 
+static void on_deadline(uv_timer_t *t)
+{
+    tdm_conn *c = t->data;
+    const tdm_config *cfg = c->srv->cfg;
+    if (c->state == CONN_LINGER || c->state == CONN_CLOSING) return;
+    if (!c->authed) {
+        tdm_log_info("conn %llu (%s): no Hello within %u s (hello-timeout): closing", (unsigned long long)c->id,
+                     c->peer, cfg->hello_timeout);
+        tdm_conn_close(c, "hello-timeout");
+        return;
+    }
+    if (c->inflight > 0 || c->out_bytes > 0 || c->state == CONN_DRAINING) { /* busy, not idle */
+        tdm_conn_deadline(c);
+        return;
+    }
+    tdm_log_info("conn %llu (%s): idle for %u s (idle-timeout): closing", (unsigned long long)c->id, c->peer,
+                 cfg->idle_timeout);
+    tdm_conn_close(c, "idle-timeout");
+}
+
+void tdm_conn_deadline(tdm_conn *c)
+{
+    if (c->state == CONN_LINGER || c->state == CONN_CLOSING) return; /* the timer is LINGER's now */
+    const tdm_config *cfg = c->srv->cfg;
+    uint32_t s = c->authed ? cfg->idle_timeout : cfg->hello_timeout;
+    if (s == 0) {
+        uv_timer_stop(&c->linger);
+        return;
+    }
+    uv_timer_start(&c->linger, on_deadline, 1000 * (uint64_t)s, 0);
+}
+
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     tdm_conn *c = req->data;
@@ -340,6 +372,7 @@ static void broken_frame(tdm_conn *c, uint32_t len)
 
 static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
 {
+    if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
     tdm_request_handle(c, frame, len);
     if (c->arena) tdm_arena_reset(c->arena);
 }
@@ -529,5 +562,6 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
     c->active = 1;
     srv->n_active++;
     tdm_log_debug("conn %llu (%s): accepted", (unsigned long long)c->id, c->peer);
+    tdm_conn_deadline(c);
     read_start(c);
 }

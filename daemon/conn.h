@@ -23,6 +23,11 @@
  * up to the frame's length) as bytes arrive, so that a client announcing a large
  * frame and sending it slowly holds only what it has sent.
  *
+ * Deadlines (one timer, the linger one, before LINGER): a connection that has not
+ * said Hello within hello_timeout seconds of its accept is closed, and so is one
+ * that sends nothing for idle_timeout seconds while no request of it is in flight
+ * and no reply waits to be written (each 0: never). Both are logged at info level.
+ *
  * A connection is freed once its handles are closed and no job or writer op
  * refers to it (`inflight` == 0): callbacks of work that finishes after the
  * close find the connection CLOSING, drop their reply and release it. */
@@ -33,6 +38,10 @@
 
 #include "codec.h"
 #include "server.h"
+
+/* Re-arms the connection's hello or idle deadline (see "Deadlines"); request_hello.c
+ * calls it once the client is authenticated, conn.c on every frame. */
+void tdm_conn_deadline(tdm_conn *c);
 
 /* Longest a closing connection waits for the client's FIN (LINGER). */
 #define TDM_CONN_LINGER_MS 2000
@@ -64,7 +73,7 @@ struct tdm_conn {
     int active;               /* counted in srv->n_active */
     int reading;              /* uv_read_start in effect */
     int handles_open;         /* the stream and the linger timer, until their close callbacks */
-    uv_timer_t linger;
+    uv_timer_t linger;        /* LINGER's wait, and before it the hello and idle deadlines */
     uv_shutdown_t shutdown_req;
 
     /* input */

@@ -46,7 +46,10 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
     tdm_log_sanitize(h->client_name ? h->client_name : "", SIZE_MAX, c->client_name, sizeof c->client_name);
     if (!c->authed)
         tdm_log_info("conn %llu (%s): hello from \"%s\"", (unsigned long long)c->id, c->peer, c->client_name);
-    c->authed = 1;
+    if (!c->authed) {
+        c->authed = 1;
+        tdm_conn_deadline(c); /* from the hello deadline to the idle one */
+    }
 
     Tandem__V1__Limits l = TANDEM__V1__LIMITS__INIT;
     l.max_frame_bytes = cfg->max_frame_bytes;

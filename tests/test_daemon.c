@@ -2531,3 +2531,39 @@ Test(daemon, unix_socket_mode_ignores_the_umask)
         cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
     }
 }
+
+/* Deadlines (issue 14, point 3): a socket that never says Hello is closed after
+ * --hello-timeout (the "1 024 silent sockets hold every slot" attack), an
+ * authenticated client that sends nothing for --idle-timeout is closed, and one
+ * that keeps sending is not. */
+Test(daemon, hello_and_idle_timeouts)
+{
+    const char *const flags[] = {"--hello-timeout", "1", "--idle-timeout", "2", NULL};
+    dmn_start(&D, flags);
+    /* silent: closed after about a second */
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0, "connect %s", D.tcp_addr);
+    double t0 = mono_s();
+    cr_assert_eq(raw_wait_eof(fd, 5000), RAW_EOF, "a connection without Hello should be closed");
+    double dt = mono_s() - t0;
+    cr_assert(dt > 0.8 && dt < 4, "closed after %.2f s, want about 1 s", dt);
+    close(fd);
+    /* said Hello: the hello deadline no longer applies; requests keep it open */
+    tdm_client *c = lib_connect(D.unix_addr);
+    tdm_stats st;
+    for (int i = 0; i < 3; i++) { /* 3 x 1.2 s of use: past both deadlines in all */
+        struct timespec ts = {1, 200000000};
+        nanosleep(&ts, NULL);
+        cr_assert_eq(tdm_stats_get(c, &st), 0, "a client that keeps sending was closed: %s", tdm_client_errstr(c));
+    }
+    /* idle: closed after the idle deadline */
+    struct timespec ts = {3, 500000000};
+    nanosleep(&ts, NULL);
+    cr_assert_neq(tdm_stats_get(c, &st), 0, "an idle connection should have been closed");
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    char *log = dmn_log(&D);
+    cr_assert(strstr(log, "(hello-timeout): closing") && strstr(log, "(idle-timeout): closing"),
+              "both closes should be logged:\n%s", log);
+    free(log);
+}
