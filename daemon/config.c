@@ -65,6 +65,9 @@ static const opt opts[] = {
      "Require Hello.auth_token to equal TOKEN (empty: no token). Visible in ps; prefer auth-token-file."},
     {"auth-token-file", T_STR, OFF(auth_token_file), "", 0, 0, NULL, "FILE",
      "Read the auth token from the first line of FILE."},
+    {"insecure-listen", T_BOOL, OFF(insecure_listen), "0", 0, 1, "0|1", "BOOL",
+     "Without an auth token, a TCP listen address other than loopback (127.0.0.0/8, ::1) is refused at "
+     "start-up, since anyone who reaches it could use and delete everything; 1 accepts it."},
     {"unix-socket-group", T_BOOL, OFF(unix_socket_group), "0", 0, 1, "0|1", "BOOL",
      "Unix sockets (--listen unix:PATH) are created 0600, for their owner only, whatever the umask; 1 makes "
      "them 0660, for the owner's group too."},

@@ -27,6 +27,7 @@ typedef struct tdm_config {
     char *auth_token;         /* "" when none */
     char *auth_token_file;
     int unix_socket_group;    /* Unix sockets 0660 rather than 0600 */
+    int insecure_listen;      /* listen beyond loopback without an auth token */
     int log_level;            /* tdm_log_level */
     /* protocol limits (HelloReply.limits) */
     uint32_t max_frame_bytes;

@@ -1,7 +1,9 @@
 #include "server.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +91,19 @@ static int clear_unix_path(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* 127.0.0.0/8, ::1, or an IPv4-mapped 127.x address. */
+static int is_loopback(const struct sockaddr *a)
+{
+    if (a->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->sa_family == AF_INET6) {
+        const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(x)) return 1;
+        return IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127;
+    }
+    return 0;
+}
+
 static int listen_one(tdm_server *s, tdm_listener *l, char *err, size_t errlen)
 {
     int rc;
@@ -131,6 +146,14 @@ static int listen_one(tdm_server *s, tdm_listener *l, char *err, size_t errlen)
         int g = getaddrinfo(host, port, &hints, &ai);
         if (g != 0 || !ai) {
             snprintf(err, errlen, "listen %s: %s", l->addr, gai_strerror(g));
+            return TDM_EIO;
+        }
+        if (!s->cfg->auth_token[0] && !s->cfg->insecure_listen && !is_loopback(ai->ai_addr)) {
+            freeaddrinfo(ai);
+            snprintf(err, errlen,
+                     "listen %s: not a loopback address, and no auth token: anyone who reaches it could use and "
+                     "delete everything (give --auth-token-file FILE, or --insecure-listen 1 to accept)",
+                     l->addr);
             return TDM_EIO;
         }
         if ((rc = uv_tcp_init(s->loop, &l->h.tcp)) != 0) {

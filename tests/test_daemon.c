@@ -2567,3 +2567,31 @@ Test(daemon, hello_and_idle_timeouts)
               "both closes should be logged:\n%s", log);
     free(log);
 }
+
+/* A TCP listen address beyond loopback without an auth token is refused at start-up
+ * (issue 14: `--listen 0.0.0.0` without a token started silently), unless
+ * --insecure-listen 1 accepts it or a token is set. */
+Test(daemon, open_listen_needs_a_token)
+{
+    const char *open_flags[] = {"--listen", "0.0.0.0:0", NULL};
+    int st = 0;
+    cr_assert_neq(dmn_try_start(&D, open_flags, &st), 0, "tandemd started on 0.0.0.0 without a token");
+    char *log = dmn_log(&D);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status %d (wait status %d); log:\n%s",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, st, log);
+    cr_assert(strstr(log, "listen 0.0.0.0:0: not a loopback address, and no auth token") &&
+                  strstr(log, "--insecure-listen 1"),
+              "the log should say why and how to accept it:\n%s", log);
+    free(log);
+    const char *accepted[] = {"--listen", "0.0.0.0:0", "--insecure-listen", "1", NULL};
+    dmn_start(&D, accepted);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    const char *loopback6[] = {"--listen", "[::1]:0", NULL}; /* loopback needs nothing (where IPv6 is there) */
+    if (dmn_try_start(&D, loopback6, &st) == 0) {
+        cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    } else {
+        log = dmn_log(&D);
+        cr_assert(!strstr(log, "not a loopback address"), "[::1] was refused as not loopback:\n%s", log);
+        free(log);
+    }
+}
