@@ -517,3 +517,21 @@ Test(cli, version_and_command_help)
     cr_assert(strstr(r.err, "unknown command 'nonsense'") && strstr(r.err, "usage: tandem"), "'%s'", r.err);
     run_free(&r);
 }
+
+/* An --out that cannot be written names the file and the system's reason (issue 14,
+ * point 10). */
+Test(cli, out_errors_carry_the_reason)
+{
+    scene s;
+    make_scene(&s, 10);
+    const char *out = path("no-such-folder/answers.txt");
+    const char *args[] = {"check", "--env", path("env.obj"), "--robot", path("robot.obj"), "--poses", path("poses.txt"),
+                          "--mode", "bool", "--out", out, NULL};
+    run_result r = run(args);
+    cr_assert_eq(r.status, 1, "exited %d: %s", r.status, r.err);
+    char want[600];
+    snprintf(want, sizeof want, "cannot write %s: %s", out, strerror(ENOENT));
+    cr_assert(strstr(r.err, want) != NULL, "stderr '%s' should contain '%s'", r.err, want);
+    run_free(&r);
+    free(s.pairs);
+}

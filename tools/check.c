@@ -4,6 +4,7 @@
  * the environment as the pair's fixed object, a task's transform is the pose
  * itself, bit for bit (workpile/scene.h), so answers are those of the engines
  * on the bare transforms. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,7 @@ int tdm_cmd_check(int argc, char **argv)
         goto done;
     }
     if (out_path && !(out = fopen(out_path, "w"))) {
-        tdm_cli_error("cannot write %s", out_path);
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
     }
     size_t limit = kind == TDM_BACKEND_CPU ? CHUNK : GPU_CHUNK;

@@ -3,8 +3,10 @@
  * robot's collision elements are the scene's movable objects and the world's
  * shapes its fixed ones (robot/robot_scene.h); each configuration is one query,
  * its poses computed by forward kinematics before the timed loop. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../robot/robot_scene.h"
 #include "../workpile/sched.h"
@@ -69,7 +71,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
     if (tdm__robot_scene(&run, "check") < 0) goto done;
     const tdm_robot_scene *rs = run.rs;
     if (out_path && !(out = fopen(out_path, "w"))) {
-        tdm_cli_error("cannot write %s", out_path);
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
     }
     /* chunk_tasks counts (query, pair) tasks, `limit` of them per engine run; the

@@ -10,9 +10,11 @@
  *
  * `seconds` times the scheduler runs only: reading, scene building and forward
  * kinematics (done per batch, before its run) are not counted. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../robot/motion_rounds.h"
 #include "../robot/motions.h"
@@ -96,7 +98,7 @@ static int motions_remote(const char *server, const char *urdf, const char *srdf
         goto done;
     }
     if (out_path && !(out = fopen(out_path, "w"))) {
-        tdm_cli_error("cannot write %s", out_path);
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
     }
     answer = malloc((n ? n : 1) * sizeof *answer);
@@ -196,7 +198,7 @@ int tdm_cmd_motions(int argc, char **argv)
     if (tdm__robot_scene(&run, "motions") < 0) goto done;
     const tdm_robot_scene *rs = run.rs;
     if (out_path && !(out = fopen(out_path, "w"))) {
-        tdm_cli_error("cannot write %s", out_path);
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
     }
     size_t per_state = rs->scene->n_checks ? rs->scene->n_checks : 1;

@@ -1,4 +1,5 @@
 /* `tandem poses random|path`: pose lists for checks and benchmarks. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static FILE *open_out(const char *path)
 {
     if (!path) return stdout;
     FILE *f = fopen(path, "w");
-    if (!f) tdm_cli_error("cannot write %s", path);
+    if (!f) tdm_cli_error("cannot write %s: %s", path, strerror(errno));
     return f;
 }
 

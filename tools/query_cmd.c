@@ -3,6 +3,7 @@
  * content), a scene puts the environment at the identity (object 0) and the robot movable
  * (object 1), then the poses stream in batches over C connections, several batches in
  * flight on each. The --out file and the last stdout line are exactly those of `check`. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -218,7 +219,7 @@ static int query_robot(int argc, char **argv)
         goto done;
     }
     if (out_path && !(out = fopen(out_path, "w"))) {
-        tdm_cli_error("cannot write %s", out_path);
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
     }
     results = calloc(n ? n : 1, sizeof *results);
@@ -291,7 +292,7 @@ int tdm_cmd_query(int argc, char **argv)
         goto done;
     }
     if (out_path && !(out = fopen(out_path, "w"))) {
-        tdm_cli_error("cannot write %s", out_path);
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
     }
     results = calloc(n ? n : 1, sizeof *results);
