@@ -62,7 +62,8 @@ static const opt opts[] = {
      "auto with a GPU: time both engines at start-up to set the batch size from which the GPU is used "
      "(takes a moment); 0 keeps the built-in threshold. Also true/false, yes/no, on/off."},
     {"auth-token", T_STR, OFF(auth_token), "", 0, 0, NULL, "TOKEN",
-     "Require Hello.auth_token to equal TOKEN (empty: no token). Visible in ps; prefer auth-token-file."},
+     "Require Hello.auth_token to equal TOKEN (empty: no token; at least 22 characters otherwise). Visible "
+     "in ps; prefer auth-token-file or $TANDEMD_AUTH_TOKEN (read when neither option gives one)."},
     {"auth-token-file", T_STR, OFF(auth_token_file), "", 0, 0, NULL, "FILE",
      "Read the auth token from the first line of FILE."},
     {"insecure-listen", T_BOOL, OFF(insecure_listen), "0", 0, 1, "0|1", "BOOL",
@@ -389,6 +390,16 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
         if (set_opt(c, o, v, "flag", err, errlen) != 0) return -1;
     }
     if (c->auth_token_file && c->auth_token_file[0] && read_token_file(c, err, errlen) != 0) return -1;
+    const char *env_token = getenv("TANDEMD_AUTH_TOKEN");
+    if (!c->auth_token[0] && env_token && env_token[0]) { /* flags and the file come first */
+        free(c->auth_token);
+        if (!(c->auth_token = dupstr(env_token))) return errf(err, errlen, "out of memory");
+    }
+    if (c->auth_token[0] && strlen(c->auth_token) < TDM_AUTH_TOKEN_MIN)
+        return errf(err, errlen,
+                    "the auth token has %zu characters: at least %d are needed (128 bits, e.g. `openssl rand "
+                    "-base64 16`)",
+                    strlen(c->auth_token), TDM_AUTH_TOKEN_MIN);
     if (c->n_listen == 0) {
         size_t n = strlen(c->data_dir) + 32;
         char *sock = malloc(n);

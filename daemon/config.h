@@ -11,6 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Shortest auth token accepted: 22 characters carry 128 bits in base64. */
+#define TDM_AUTH_TOKEN_MIN 22
+
 typedef struct tdm_config {
     char **listen;            /* "host:port" or "unix:/path" */
     size_t n_listen;

@@ -1912,13 +1912,13 @@ Test(daemon, auth_token_and_max_connections)
     const char *token_file = in_root("token");
     FILE *f = fopen(token_file, "w");
     cr_assert_not_null(f);
-    fputs("s3cret-t0ken\n", f);
+    fputs("s3cret-t0ken-long-enough-128\n", f);
     cr_assert_eq(fclose(f), 0);
     const char *flags[] = {"--auth-token-file", token_file, "--max-connections", "3", NULL};
     dmn_start(&D, flags);
 
     /* a wrong or missing token: UNAUTHENTICATED, then the close */
-    const char *wrong[] = {"wrong", "", "s3cret-t0ken\n", "s3cret-t0ke"};
+    const char *wrong[] = {"wrong", "", "s3cret-t0ken-long-enough-128\n", "s3cret-t0ken-long-enough-12"};
     for (int i = 0; i < 4; i++) {
         int fd;
         Tandem__V1__Reply *rep = hello_with(&fd, i % 2 ? D.unix_addr : D.tcp_addr, wrong[i]);
@@ -1938,7 +1938,7 @@ Test(daemon, auth_token_and_max_connections)
      * while the server has not yet seen the previous closes) */
     int fds[3];
     for (int i = 0; i < 3; i++) {
-        Tandem__V1__Reply *rep = hello_with(&fds[i], i % 2 ? D.unix_addr : D.tcp_addr, "s3cret-t0ken");
+        Tandem__V1__Reply *rep = hello_with(&fds[i], i % 2 ? D.unix_addr : D.tcp_addr, "s3cret-t0ken-long-enough-128");
         cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_HELLO, "connection %d: Hello with the right token: "
                      "body %d", i, (int)rep->body_case);
         tandem__v1__reply__free_unpacked(rep, NULL);
@@ -1966,7 +1966,7 @@ Test(daemon, auth_token_and_max_connections)
     }
     /* one closes: a new one gets in (once the server has seen the close) */
     close(fds[0]);
-    o.auth_token = "s3cret-t0ken";
+    o.auth_token = "s3cret-t0ken-long-enough-128";
     tdm_client *c = NULL;
     for (int attempt = 0; attempt < 100; attempt++) {
         c = tdm_client_connect_with(&o);
@@ -2594,4 +2594,32 @@ Test(daemon, open_listen_needs_a_token)
         cr_assert(!strstr(log, "not a loopback address"), "[::1] was refused as not loopback:\n%s", log);
         free(log);
     }
+}
+
+/* Auth tokens (issue 14, point 4): shorter than 128 bits' worth (22 characters) is
+ * refused at start-up, naming the rule; $TANDEMD_AUTH_TOKEN is used when no flag or
+ * file gives one, and a client must then present it. */
+Test(daemon, auth_token_length_and_environment)
+{
+    const char *short_flags[] = {"--auth-token", "only-21-characters-xx", NULL};
+    int st = 0;
+    cr_assert_neq(dmn_try_start(&D, short_flags, &st), 0, "a 21-character token was accepted");
+    char *log = dmn_log(&D);
+    cr_assert(strstr(log, "the auth token has 21 characters: at least 22 are needed"), "log:\n%s", log);
+    free(log);
+
+    const char *token = "from-the-environment-0123456789";
+    setenv("TANDEMD_AUTH_TOKEN", token, 1); /* the daemon inherits it */
+    dmn_start(&D, NULL);
+    unsetenv("TANDEMD_AUTH_TOKEN");
+    int fd;
+    Tandem__V1__Reply *rep = hello_with(&fd, D.tcp_addr, "");
+    expect_error(rep, "no token", 5, 3 /* UNAUTHENTICATED */, "auth_token", -1);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    tdm_connect_opts o = {.addr = D.tcp_addr, .timeout_ms = 5000, .auth_token = token};
+    tdm_client *c = tdm_client_connect_with(&o);
+    cr_assert(c && tdm_client_err(c) == 0, "the environment's token was refused: %s", c ? tdm_client_errstr(c) : "");
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }

@@ -168,7 +168,7 @@ def test_context_manager_closes(daemon):
 
 
 def test_auth_token():
-    d = Daemon("--auth-token", "s3cret")
+    d = Daemon("--auth-token", "s3cret-long-enough-for-128-bits")
     try:
         with pytest.raises(TandemError) as e:
             tandem.Client(d.tcp)
@@ -176,7 +176,7 @@ def test_auth_token():
         with pytest.raises(TandemError) as e:
             tandem.Client(d.tcp, auth_token="wrong")
         assert e.value.code == ServerCode.UNAUTHENTICATED
-        with tandem.Client(d.tcp, auth_token="s3cret") as c:
+        with tandem.Client(d.tcp, auth_token="s3cret-long-enough-for-128-bits") as c:
             assert c.list_meshes() == []
     finally:
         d.cleanup()
