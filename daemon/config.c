@@ -96,6 +96,10 @@ static const opt opts[] = {
     {"max-output-bytes", T_U64, OFF(max_output_bytes), "64M", 4096, UINT64_MAX, NULL, "BYTES",
      "Unsent reply bytes per connection above which the server stops reading from it until the client "
      "catches up (nothing is dropped)."},
+    {"max-output-bytes-hard", T_U64, OFF(max_output_bytes_hard), "256M", 4096, UINT64_MAX, NULL, "BYTES",
+     "Unsent reply bytes per connection above which the connection is closed: replies to the requests "
+     "already in flight when reading stopped (up to max-pipelined of them) can pile past max-output-bytes "
+     "for a client that never reads; this bounds them (as Redis's client-output-buffer-limit)."},
     {"max-upload-bytes", T_U64, OFF(max_upload_bytes), "1G", 0, UINT64_MAX, NULL, "BYTES",
      "Decoded MeshPut requests waiting to be validated and stored, over all connections; a MeshPut that "
      "would go over it gets ERROR_BUSY (one is always accepted when none is waiting)."},
@@ -410,6 +414,9 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
         if (rc) return errf(err, errlen, "out of memory");
     }
     if (!c->data_dir[0]) return errf(err, errlen, "data-dir must not be empty");
+    if (c->max_output_bytes_hard < c->max_output_bytes)
+        return errf(err, errlen, "max-output-bytes-hard (%llu) is below max-output-bytes (%llu)",
+                    (unsigned long long)c->max_output_bytes_hard, (unsigned long long)c->max_output_bytes);
     return 0;
 }
 

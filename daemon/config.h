@@ -47,6 +47,7 @@ typedef struct tdm_config {
     uint64_t max_motion_states;    /* states of one MotionCheck's motions together */
     /* the server's own bounds */
     uint64_t max_output_bytes; /* per connection: stop reading above this much unsent reply data */
+    uint64_t max_output_bytes_hard; /* per connection: close it above this much (replies of requests in flight) */
     uint64_t max_upload_bytes; /* decoded MeshPut requests waiting for the writer thread, all connections */
     uint32_t max_reply_pairs;  /* contact pairs one Query reply may carry (want_pairs) */
     uint64_t max_query_tasks;  /* queries x checked object pairs in one Query request */

@@ -278,6 +278,13 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
     }
     c->out_bytes += o->len;
     c->out_writes++;
+    if (c->out_bytes > c->srv->cfg->max_output_bytes_hard) {
+        tdm_log_warn("conn %llu (%s): %llu bytes of replies unread (max-output-bytes-hard %llu): closing",
+                     (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes,
+                     (unsigned long long)c->srv->cfg->max_output_bytes_hard);
+        tdm_conn_close(c, "max-output-bytes-hard");
+        return;
+    }
     pause_if_needed(c);
 }
 

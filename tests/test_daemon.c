@@ -2623,3 +2623,95 @@ Test(daemon, auth_token_length_and_environment)
     tdm_client_free(c);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
+
+/* A client that pipelines queries and never reads (issue 14, "Exhaust memory"): the
+ * replies of the requests already in flight when reading stopped pile up past
+ * --max-output-bytes; past --max-output-bytes-hard the connection is closed, the
+ * unsent replies freed, and the warning names the limit; another client is served. */
+enum { HARD_REQUESTS = 1000, HARD_K = 256 };
+
+typedef struct hard_sender {
+    int fd;
+    const double *wire; /* HARD_K poses */
+    const uint8_t *scene_id;
+    int sent, err;
+} hard_sender;
+
+static void *hard_send(void *arg)
+{
+    hard_sender *s = arg;
+    for (int j = 0; j < HARD_REQUESTS; j++) {
+        Tandem__V1__Query q = TANDEM__V1__QUERY__INIT;
+        q.scene_id.data = (uint8_t *)s->scene_id;
+        q.scene_id.len = 32;
+        q.mode = TANDEM__V1__MODE__MODE_CONTACTS;
+        q.n_poses = 7 * HARD_K;
+        q.poses = (double *)s->wire;
+        Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+        rq.id = 1000 + (uint64_t)j;
+        rq.body_case = TANDEM__V1__REQUEST__BODY_QUERY;
+        rq.query = &q;
+        if (raw_send(s->fd, &rq) != 0) { /* the server closed: expected, at some point */
+            s->err = errno;
+            return NULL;
+        }
+        s->sent++;
+    }
+    return NULL;
+}
+
+Test(daemon, unread_replies_over_the_hard_limit_close_the_connection)
+{
+    gen_rng r = {seed ^ 0x4a7d};
+    tdm_mesh *env = gen_torus(1.5, 0.5, 16, 8), *robot = gen_sphere(0.6, 10);
+    const char *flags[] = {"--max-output-bytes", "4096", "--max-output-bytes-hard", "65536", NULL};
+    dmn_start(&D, flags);
+    witness w = {0};
+    w.c = lib_connect(D.unix_addr);
+    uint8_t env_id[32], robot_id[32];
+    lib_put_mesh(w.c, "env", env, env_id, 1);
+    lib_put_mesh(w.c, "robot", robot, robot_id, 1);
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, env_id, 32);
+    memcpy(objs[1].mesh_id, robot_id, 32);
+    cr_assert_eq(tdm_scene_put(w.c, "w", objs, 2, NULL, 0, w.scene_id, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(w.c));
+    tdm_bvh *be = bvh_of(env), *bb = bvh_of(robot);
+    for (int i = 0; i < NW; i++) { /* the witness's queries, checked against the engine */
+        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        pose_wire(&g, w.wire + 7 * i);
+        tdm_xform x = wire_xform(w.wire + 7 * i);
+        w.pairs[i] = engine_pairs(be, bb, &x);
+    }
+    static double wire[HARD_K * 7];
+    for (int i = 0; i < HARD_K; i++) {
+        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        pose_wire(&g, wire + 7 * i);
+    }
+    /* 1 000 queries of 256 poses: about 1 KB of reply each, never read */
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    hard_sender s = {.fd = fd, .wire = wire, .scene_id = w.scene_id};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, hard_send, &s), 0);
+    char *log = NULL;
+    for (int t = 0; t < 200; t++) { /* up to 20 s for the warning */
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        free(log);
+        log = dmn_log(&D);
+        if (strstr(log, "(max-output-bytes-hard 65536): closing")) break;
+    }
+    cr_assert(strstr(log, "(max-output-bytes-hard 65536): closing") != NULL, "no close at the hard limit:\n%s", log);
+    free(log);
+    shutdown(fd, SHUT_RDWR); /* unblocks the sender if it still writes */
+    pthread_join(th, NULL);
+    close(fd);
+    witness_ok(&w, "a client over the hard limit was closed"); /* others are served */
+    tdm_client_free(w.c);
+    tdm_bvh_free(be);
+    tdm_bvh_free(bb);
+    tdm_mesh_free(env);
+    tdm_mesh_free(robot);
+}
