@@ -396,6 +396,15 @@ static void process_input(tdm_conn *c)
                 broken_frame(c, len);
                 return;
             }
+            if (!c->authed && len > STAGE_CAP) { /* before Hello, a frame fits the staging buffer */
+                tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_UNAUTHENTICATED, "frame", -1,
+                                    "frame length %u before Hello: until then a frame holds at most %u bytes", len,
+                                    (unsigned)STAGE_CAP);
+                tdm_log_info("conn %llu (%s): a %u-byte frame before Hello; closing", (unsigned long long)c->id,
+                             c->peer, len);
+                tdm_conn_drain(c, "large frame before Hello");
+                return;
+            }
             c->stage_pos += 4;
             avail -= 4;
             c->have_len = 1;

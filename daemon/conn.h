@@ -21,7 +21,9 @@
  * (1..max_frame_bytes) before anything is allocated for it; a frame larger than
  * the staging buffer gets its own buffer, read into directly and grown (doubling,
  * up to the frame's length) as bytes arrive, so that a client announcing a large
- * frame and sending it slowly holds only what it has sent.
+ * frame and sending it slowly holds only what it has sent. Before Hello no frame may
+ * be larger than the staging buffer (a Hello is small), so an unauthenticated
+ * connection holds 64 KiB at most.
  *
  * Deadlines (one timer, the linger one, before LINGER): a connection that has not
  * said Hello within hello_timeout seconds of its accept is closed, and so is one

@@ -2715,3 +2715,33 @@ Test(daemon, unread_replies_over_the_hard_limit_close_the_connection)
     tdm_mesh_free(env);
     tdm_mesh_free(robot);
 }
+
+/* Before Hello a frame may not be larger than the 64 KiB staging buffer (issue 14:
+ * 20 connections each sending a 60 MiB partial frame before Hello held 1.2 GB): the
+ * announced length alone gets UNAUTHENTICATED (field "frame") and the close, before
+ * anything is allocated for it. After Hello, a large frame is read as before. */
+Test(daemon, large_frame_before_hello_is_refused)
+{
+    dmn_start(&D, NULL);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    const uint8_t head[8] = {0x03, 0xc0, 0x00, 0x00, 1, 2, 3, 4}; /* 60 MiB announced, 4 bytes sent */
+    cr_assert_eq(raw_write_all(fd, head, sizeof head), 0);
+    Tandem__V1__Reply *rep = NULL;
+    char err[256];
+    int rc = raw_recv(fd, 5000, &rep, err, sizeof err);
+    cr_assert_eq(rc, RAW_REPLY, "a 60 MiB frame before Hello: %s", rc == RAW_EOF ? "closed without an Error" : err);
+    expect_error(rep, "a 60 MiB frame before Hello", 0, 3 /* UNAUTHENTICATED */, "frame", -1);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    cr_assert_eq(raw_wait_eof(fd, 5000), RAW_EOF, "the connection should be closed");
+    close(fd);
+    /* after Hello, a frame over 64 KiB is still fine: a 100 000-triangle mesh */
+    tdm_client *c = lib_connect(D.unix_addr);
+    tdm_mesh *m = gen_sphere(1.0, 220);
+    cr_assert(m && m->n_tris * 12u > 65536u, "the mesh should need a frame over 64 KiB");
+    uint8_t id[32];
+    lib_put_mesh(c, "big", m, id, 1);
+    tdm_mesh_free(m);
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+}
