@@ -84,6 +84,10 @@ void tdm_conn_close(tdm_conn *c, const char *why)
     tdm_log_debug("conn %llu (%s): closing: %s", (unsigned long long)c->id, c->peer, why);
     read_stop(c);
     conn_set_state(c, CONN_CLOSING);
+    if (c->auth_hold) { /* closed during the auth delay: its timer goes with it, and so does its hold */
+        c->auth_hold = 0;
+        c->inflight--;
+    }
     free(c->body);
     c->body = NULL;
     uv_close(&c->h.handle, on_closed);
@@ -113,6 +117,26 @@ static void on_deadline(uv_timer_t *t)
     tdm_log_info("conn %llu (%s): idle for %u s (idle-timeout): closing", (unsigned long long)c->id, c->peer,
                  cfg->idle_timeout);
     tdm_conn_close(c, "idle-timeout");
+}
+
+static void on_auth_delay(uv_timer_t *t)
+{
+    tdm_conn *c = t->data;
+    if (!c->auth_hold) return;
+    c->auth_hold = 0;
+    tdm_conn_send_error(c, c->refused_id, TANDEM__V1__ERROR_CODE__ERROR_UNAUTHENTICATED, "auth_token", -1,
+                        "wrong or missing auth token");
+    tdm_conn_end(c); /* the delay's hold: the drain goes on */
+}
+
+void tdm_conn_refuse_auth(tdm_conn *c, uint64_t id)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGER || c->auth_hold) return;
+    c->refused_id = id;
+    c->auth_hold = 1;
+    tdm_conn_begin(c); /* the drain waits for the delayed reply */
+    tdm_conn_drain(c, "wrong auth token");
+    uv_timer_start(&c->linger, on_auth_delay, TDM_CONN_AUTH_DELAY_MS, 0);
 }
 
 void tdm_conn_deadline(tdm_conn *c)

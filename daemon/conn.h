@@ -41,6 +41,12 @@
 #include "codec.h"
 #include "server.h"
 
+/* A wrong auth token: reading stops, and after TDM_CONN_AUTH_DELAY_MS the
+ * UNAUTHENTICATED error (request id `id`) is sent and the connection drained; each
+ * guess so costs a connection slot for that long. */
+#define TDM_CONN_AUTH_DELAY_MS 1000
+void tdm_conn_refuse_auth(tdm_conn *c, uint64_t id);
+
 /* Re-arms the connection's hello or idle deadline (see "Deadlines"); request_hello.c
  * calls it once the client is authenticated, conn.c on every frame. */
 void tdm_conn_deadline(tdm_conn *c);
@@ -75,7 +81,9 @@ struct tdm_conn {
     int active;               /* counted in srv->n_active */
     int reading;              /* uv_read_start in effect */
     int handles_open;         /* the stream and the linger timer, until their close callbacks */
-    uv_timer_t linger;        /* LINGER's wait, and before it the hello and idle deadlines */
+    uv_timer_t linger;        /* LINGER's wait, and before it the hello and idle deadlines (or the auth delay) */
+    uint64_t refused_id;      /* the Hello a delayed auth refusal answers */
+    int auth_hold;            /* that refusal is pending: it holds one `inflight` */
     uv_shutdown_t shutdown_req;
 
     /* input */

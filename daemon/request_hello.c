@@ -37,9 +37,22 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
         return;
     }
     if (cfg->auth_token[0] && !token_equal(h->auth_token ? h->auth_token : "", cfg->auth_token)) {
-        tdm_log_warn("conn %llu (%s): wrong auth token; closing", (unsigned long long)c->id, c->peer);
-        tdm_conn_send_error(c, id, E(UNAUTHENTICATED), "auth_token", -1, "wrong or missing auth token");
-        tdm_conn_drain(c, "wrong auth token");
+        /* one warning a second at most: a guessing client must not fill the log */
+        static uint64_t last_ns, suppressed;
+        uint64_t now = uv_hrtime();
+        if (last_ns == 0 || now - last_ns >= 1000000000ull) {
+            if (suppressed)
+                tdm_log_warn("conn %llu (%s): wrong auth token; closing (and %llu more wrong tokens since the last "
+                             "such line)",
+                             (unsigned long long)c->id, c->peer, (unsigned long long)suppressed);
+            else
+                tdm_log_warn("conn %llu (%s): wrong auth token; closing", (unsigned long long)c->id, c->peer);
+            last_ns = now;
+            suppressed = 0;
+        } else {
+            suppressed++;
+        }
+        tdm_conn_refuse_auth(c, id); /* the error after a delay: guesses cost time */
         return;
     }
     if (tdm__check_name(c, id, h->client_name, "client_name") != 0) return;

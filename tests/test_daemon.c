@@ -2745,3 +2745,61 @@ Test(daemon, large_frame_before_hello_is_refused)
     tdm_client_free(c);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
+
+/* Wrong tokens are slow and quiet (issue 14: 47 463 guesses in 5 s, one warn line
+ * each): each refusal comes after a second, the warning is written at most once a
+ * second with a count of the others, and a guesser that hangs up during the delay
+ * leaves no connection behind. */
+Test(daemon, wrong_tokens_are_delayed_and_logged_once_a_second)
+{
+    const char *token_file = in_root("token");
+    FILE *f = fopen(token_file, "w");
+    cr_assert_not_null(f);
+    fputs("the-right-token-of-enough-length\n", f);
+    cr_assert_eq(fclose(f), 0);
+    const char *flags[] = {"--auth-token-file", token_file, NULL};
+    dmn_start(&D, flags);
+    enum { GUESSES = 30 };
+    int fds[GUESSES];
+    double t0 = mono_s();
+    for (int i = 0; i < GUESSES; i++) {
+        fds[i] = raw_connect(D.unix_addr);
+        cr_assert(fds[i] >= 0);
+        Tandem__V1__Hello h = TANDEM__V1__HELLO__INIT;
+        h.protocol_version = 1;
+        h.auth_token = "a-wrong-guess-of-enough-length";
+        Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+        rq.id = 5;
+        rq.body_case = TANDEM__V1__REQUEST__BODY_HELLO;
+        rq.hello = &h;
+        cr_assert_eq(raw_send(fds[i], &rq), 0);
+    }
+    close(fds[0]); /* hangs up during its delay */
+    for (int i = 1; i < GUESSES; i++) {
+        Tandem__V1__Reply *rep = NULL;
+        char err[256];
+        int rc = raw_recv(fds[i], 10000, &rep, err, sizeof err);
+        cr_assert_eq(rc, RAW_REPLY, "guess %d: %s", i, rc == RAW_EOF ? "closed without an Error" : err);
+        double dt = mono_s() - t0;
+        cr_assert(dt >= 0.9, "guess %d refused after %.3f s, want at least about 1 s", i, dt);
+        expect_error(rep, "a wrong token", 5, 3 /* UNAUTHENTICATED */, "auth_token", -1);
+        tandem__v1__reply__free_unpacked(rep, NULL);
+        cr_assert_eq(raw_wait_eof(fds[i], 5000), RAW_EOF, "guess %d: the connection should be closed", i);
+        close(fds[i]);
+    }
+    tdm_connect_opts o = {.addr = D.unix_addr, .timeout_ms = 5000, .auth_token = "the-right-token-of-enough-length"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    cr_assert(c && tdm_client_err(c) == 0, "the right token: %s", c ? tdm_client_errstr(c) : "");
+    tdm_stats st;
+    cr_assert_eq(tdm_stats_get(c, &st), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(st.connections, 1, "%u connections open: the guessers' should all be gone", st.connections);
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    char *log = dmn_log(&D);
+    int lines = 0;
+    for (const char *p = log; (p = strstr(p, "wrong auth token; closing")); p++) lines++;
+    double secs = mono_s() - t0;
+    cr_assert(lines >= 1 && lines <= (int)secs + 1, "%d warning lines in %.1f s for %d guesses:\n%s", lines, secs,
+              GUESSES, log);
+    free(log);
+}
