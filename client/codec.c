@@ -11,6 +11,7 @@
  * two fields, so the id is read first and the body is then decoded with the callbacks its
  * type needs. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -596,6 +597,18 @@ int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len)
     size_t have = r->end - r->start;
     if (have < 4) return 0;
     uint32_t l = be32(r->buf + r->start);
+    if (r->frames == 0 && (l == 0 || l > r->max_frame)) {
+        /* the very first bytes make no frame: another protocol answered (HTTP, SSH, ...) */
+        char shown[4 * 16 + 1];
+        size_t k = 0, n = have < 16 ? have : 16;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = r->buf[r->start + i];
+            if (ch >= 0x20 && ch < 0x7f && ch != '\\' && ch != '"') shown[k++] = (char)ch;
+            else k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", ch);
+        }
+        shown[k] = 0;
+        return reader_fail(r, TDM_CLIENT_EPROTO, "not a Tandem server: its first bytes were \"%s\"", shown);
+    }
     if (l == 0) return reader_fail(r, TDM_CLIENT_EPROTO, "the server sent a frame of length 0");
     if (l > r->max_frame)
         return reader_fail(r, TDM_CLIENT_EPROTO, "the server sent a %u-byte frame, over this client's limit of %u", l,
@@ -604,6 +617,7 @@ int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len)
     *frame = r->buf + r->start + 4;
     *len = l;
     r->start += 4 + (size_t)l;
+    r->frames++;
     return 1;
 }
 

@@ -105,6 +105,7 @@ struct tdm_reader {
     uint8_t *buf;
     size_t start, end, cap; /* unread bytes are buf[start..end) */
     uint32_t max_frame;
+    uint64_t frames;        /* frames split off so far: none yet means the peer's first bytes */
     int err;
     char errstr[256];
     tdm_reply reply;

@@ -393,3 +393,26 @@ Test(codec, reader_refuses_what_protobuf_c_refuses)
     cr_log_info("damaged replies: %d accepted (read as protobuf-c reads them), %d refused", accepted, refused);
     cr_assert(accepted > 1000 && refused > 1000, "too one-sided: %d accepted, %d refused", accepted, refused);
 }
+
+/* A peer whose first bytes make no frame is named for what it is (issue 14, point
+ * 10): "not a Tandem server", with those bytes shown escaped. */
+Test(codec, a_foreign_server_is_named)
+{
+    static const char *const greetings[] = {"HTTP/1.1 400 Bad Request\r\n\r\n", "SSH-2.0-OpenSSH_9.2\r\n"};
+    static const char *const shown[] = {"\"HTTP/1.1 400 Bad\"", "\"SSH-2.0-OpenSSH_\""};
+    for (int g = 0; g < 2; g++) {
+        rd_reply out;
+        char err[256] = "";
+        cr_assert_eq(rd_decode((const uint8_t *)greetings[g], strlen(greetings[g]), &out, err, sizeof err), 0,
+                     "greeting %d was taken for a reply", g);
+        char want[128];
+        snprintf(want, sizeof want, "not a Tandem server: its first bytes were %s", shown[g]);
+        cr_assert(strstr(err, want) != NULL, "'%s', want '%s'", err, want);
+    }
+    /* a zero length first: also not a Tandem server, shown as escapes */
+    const uint8_t zeros[4] = {0, 0, 0, 0};
+    rd_reply out;
+    char err[256] = "";
+    cr_assert_eq(rd_decode(zeros, 4, &out, err, sizeof err), 0);
+    cr_assert(strstr(err, "not a Tandem server: its first bytes were \"\\x00\\x00\\x00\\x00\"") != NULL, "'%s'", err);
+}
