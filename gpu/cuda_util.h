@@ -12,6 +12,19 @@
 /* An error that poisons the context (illegal address, launch failure...):
  * every later call on it fails, so the engine that saw it is dead and fails
  * fast from then on; the supervisor restarts the process. */
+/* Why no device can be used, for a person: what is missing (cudaGetDeviceCount's
+ * error e and count n, the configured device index). Static text. */
+static inline const char *tdm_cuda_no_device_why(cudaError_t e, int n, int device)
+{
+    if (e == cudaErrorInsufficientDriver)
+        return "no NVIDIA driver found (libcuda.so.1), or one older than this build's CUDA runtime needs";
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
+        return "the NVIDIA driver sees no CUDA device";
+    if (e != cudaSuccess) return cudaGetErrorString(e);
+    if (device < 0 || device >= n) return "the configured CUDA device index is not one of this machine's devices";
+    return "";
+}
+
 static inline int tdm_cuda_is_sticky(cudaError_t e)
 {
     return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorIllegalInstruction ||

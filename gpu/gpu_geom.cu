@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "../geom/tri.h"
+#include "cuda_util.h"
 #include "gpu_geom.h"
 
 __global__ void tri_tri_kernel(const double *p, const double *q, size_t n, uint8_t *out)
@@ -21,7 +22,7 @@ extern "C" int tdm_gpu_available(const char **why)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
-        if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+        if (why) *why = tdm_cuda_no_device_why(e, n, 0);
         cudaGetLastError();
         return 0;
     }

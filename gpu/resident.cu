@@ -667,7 +667,7 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
     cudaError_t e = cudaGetDeviceCount(&n);
     tdm_gpu_config c = cfg ? *cfg : tdm_gpu_config_default();
     if (e != cudaSuccess || n == 0 || c.device < 0 || c.device >= n) {
-        if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+        if (why) *why = tdm_cuda_no_device_why(e, n, c.device);
         cudaGetLastError();
         return TDM_ENODEV;
     }
