@@ -123,6 +123,12 @@ static const opt opts[] = {
     {"hello-timeout", T_U32, OFF(hello_timeout), "5", 0, 86400, NULL, "SECONDS",
      "A connection that has not said Hello this long after it was accepted is closed (0: no limit), so "
      "sockets that never speak cannot hold the connection slots."},
+    {"max-unauthenticated", T_U32, OFF(max_unauthenticated), "256", 1, 1u << 20, NULL, "N",
+     "Connections that have not said Hello yet, at once (they also count in max-connections): more are "
+     "refused with ERROR_BUSY, so that sockets that never speak cannot take the slots of clients that do."},
+    {"max-connections-per-address", T_U32, OFF(max_per_address), "256", 0, 1u << 20, NULL, "N",
+     "TCP connections from one peer address at once (0: no limit); more are refused with ERROR_BUSY. "
+     "Unix-socket connections are not counted."},
     {"idle-timeout", T_U32, OFF(idle_timeout), "600", 0, 1u << 30, NULL, "SECONDS",
      "A connection that sends nothing this long, with no request in flight and no reply waiting to be "
      "written, is closed (0: no limit)."},

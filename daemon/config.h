@@ -55,6 +55,8 @@ typedef struct tdm_config {
     uint32_t max_name_bytes;   /* mesh and scene names, client names */
     uint32_t shutdown_timeout; /* seconds a graceful shutdown waits for clients before closing them */
     uint32_t hello_timeout;    /* seconds a new connection has to say Hello (0: no limit) */
+    uint32_t max_unauthenticated; /* connections open before their Hello, at once */
+    uint32_t max_per_address;  /* TCP connections from one address, at once (0: no limit) */
     uint32_t idle_timeout;     /* seconds an authenticated connection may do nothing (0: no limit) */
 } tdm_config;
 

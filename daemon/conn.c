@@ -63,6 +63,7 @@ static void maybe_free(tdm_conn *c)
     if (c->next) c->next->prev = c->prev;
     srv->n_conns--;
     if (c->active) srv->n_active--;
+    tdm_conn_authenticated(c); /* closed before its Hello: out of that count too */
     tdm_log_debug("conn %llu: freed", (unsigned long long)c->id);
     free(c->stage);
     free(c->body);
@@ -84,6 +85,7 @@ void tdm_conn_close(tdm_conn *c, const char *why)
     tdm_log_debug("conn %llu (%s): closing: %s", (unsigned long long)c->id, c->peer, why);
     read_stop(c);
     conn_set_state(c, CONN_CLOSING);
+    tdm_conn_authenticated(c); /* a closing connection holds no unauthenticated slot */
     if (c->auth_hold) { /* closed during the auth delay: its timer goes with it, and so does its hold */
         c->auth_hold = 0;
         c->inflight--;
@@ -542,6 +544,23 @@ static void peer_name(tdm_conn *c, int is_unix)
         }
     }
     snprintf(c->peer, sizeof c->peer, ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
+    snprintf(c->addr, sizeof c->addr, "%s", ip);
+}
+
+/* Connections open from c's address, c excluded (O(connections): accepts are rare). */
+static uint32_t from_same_address(const tdm_conn *c)
+{
+    uint32_t n = 0;
+    for (const tdm_conn *o = c->srv->conns; o; o = o->next)
+        if (o != c && o->active && o->state != CONN_CLOSING && !strcmp(o->addr, c->addr)) n++;
+    return n;
+}
+
+void tdm_conn_authenticated(tdm_conn *c)
+{
+    if (!c->unauth_counted) return;
+    c->unauth_counted = 0;
+    c->srv->n_unauth--;
 }
 
 static void on_closed_unaccepted(uv_handle_t *h)
@@ -599,8 +618,21 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
         tdm_conn_drain(c, "over max_connections");
         return;
     }
+    const char *busy = NULL;
+    if (srv->n_unauth >= srv->cfg->max_unauthenticated)
+        busy = "connections that have not said Hello are at max_unauthenticated";
+    else if (c->addr[0] && srv->cfg->max_per_address && from_same_address(c) >= srv->cfg->max_per_address)
+        busy = "connections from this address are at max_connections_per_address";
+    if (busy) {
+        tdm_log_warn("conn %llu (%s): refused: %s", (unsigned long long)c->id, c->peer, busy);
+        tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "connections", -1, "%s; retry later", busy);
+        tdm_conn_drain(c, busy);
+        return;
+    }
     c->active = 1;
     srv->n_active++;
+    c->unauth_counted = 1;
+    srv->n_unauth++;
     tdm_log_debug("conn %llu (%s): accepted", (unsigned long long)c->id, c->peer);
     tdm_conn_deadline(c);
     read_start(c);

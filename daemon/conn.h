@@ -50,6 +50,8 @@ void tdm_conn_refuse_auth(tdm_conn *c, uint64_t id);
 /* Re-arms the connection's hello or idle deadline (see "Deadlines"); request_hello.c
  * calls it once the client is authenticated, conn.c on every frame. */
 void tdm_conn_deadline(tdm_conn *c);
+/* The connection said Hello: it leaves the unauthenticated count. */
+void tdm_conn_authenticated(tdm_conn *c);
 
 /* Longest a closing connection waits for the client's FIN (LINGER). */
 #define TDM_CONN_LINGER_MS 2000
@@ -76,8 +78,10 @@ struct tdm_conn {
     uint64_t id;
     enum tdm_conn_state state;
     char peer[80];
+    char addr[64];            /* the peer's IP address without the port; "" for a Unix socket */
     char client_name[80];     /* from Hello, sanitised */
     int authed;
+    int unauth_counted;       /* counted in srv->n_unauth */
     int active;               /* counted in srv->n_active */
     int reading;              /* uv_read_start in effect */
     int handles_open;         /* the stream and the linger timer, until their close callbacks */

@@ -2803,3 +2803,71 @@ Test(daemon, wrong_tokens_are_delayed_and_logged_once_a_second)
               GUESSES, log);
     free(log);
 }
+
+/* Slots (issue 14, point 3): connections that have not said Hello have a cap of their
+ * own (--max-unauthenticated), so silent sockets cannot take every slot; a client that
+ * says Hello frees its place; and one TCP address gets at most
+ * --max-connections-per-address connections, Unix-socket clients not counted. */
+Test(daemon, unauthenticated_and_per_address_caps)
+{
+    const char *flags[] = {"--max-unauthenticated", "2", "--max-connections-per-address", "3", "--hello-timeout", "0",
+                           NULL};
+    dmn_start(&D, flags);
+    struct timespec ts = {0, 200 * 1000000L};
+    for (int t = 0;; t++) { /* dmn_start's probe connections are gone first (until then: BUSY) */
+        cr_assert(t < 50, "dmn_start's probe connections are still open");
+        tdm_connect_opts po = {.addr = D.unix_addr, .timeout_ms = 5000};
+        tdm_client *probe = tdm_client_connect_with(&po);
+        tdm_stats ps;
+        int ok = probe && tdm_client_err(probe) == 0 && tdm_stats_get(probe, &ps) == 0 && ps.connections == 1;
+        tdm_client_free(probe);
+        if (ok) break;
+        nanosleep(&ts, NULL);
+    }
+    nanosleep(&ts, NULL); /* and this one too */
+    char err[256];
+    int silent[2];
+    for (int i = 0; i < 2; i++) {
+        silent[i] = raw_connect(D.unix_addr);
+        cr_assert(silent[i] >= 0);
+    }
+    nanosleep(&ts, NULL); /* let the server accept both */
+    /* a third silent one: ERROR_BUSY, then the close */
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    Tandem__V1__Reply *rep = NULL;
+    int rc = raw_recv(fd, 5000, &rep, err, sizeof err);
+    if (rc != RAW_REPLY) {
+        char *log = dmn_log(&D);
+        cr_assert_fail("a third unauthenticated connection: %s; log:\n%s", rc == RAW_EOF ? "closed, no Error" : err,
+                       log);
+    }
+    expect_error(rep, "over max_unauthenticated", 0, 14 /* BUSY */, "connections", -1);
+    cr_assert(strstr(rep->error->message, "max_unauthenticated"), "'%s'", rep->error->message);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    /* one of the silent ones says Hello: its place frees, and a client gets in */
+    raw_hello_or_fail(silent[0], 1);
+    tdm_client *c = lib_connect(D.unix_addr);
+    tdm_stats st;
+    cr_assert_eq(tdm_stats_get(c, &st), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    close(silent[0]);
+    close(silent[1]);
+    nanosleep(&ts, NULL);
+    /* per address: three TCP clients from 127.0.0.1 get in, a fourth is refused */
+    tdm_client *t[3];
+    for (int i = 0; i < 3; i++) t[i] = lib_connect(D.tcp_addr);
+    fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    rc = raw_recv(fd, 5000, &rep, err, sizeof err);
+    cr_assert_eq(rc, RAW_REPLY, "a fourth TCP connection: %s", rc == RAW_EOF ? "closed, no Error" : err);
+    expect_error(rep, "over max_connections_per_address", 0, 14 /* BUSY */, "connections", -1);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    c = lib_connect(D.unix_addr); /* not counted: still served */
+    cr_assert_eq(tdm_stats_get(c, &st), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    for (int i = 0; i < 3; i++) tdm_client_free(t[i]);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+}
