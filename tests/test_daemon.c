@@ -2568,17 +2568,26 @@ Test(daemon, hello_and_idle_timeouts)
     free(log);
 }
 
+/* Starts tandemd with flags, which must fail start-up with exit status want (1: a
+ * start-up failure, 2: a usage error); returns its log (the caller frees it). */
+static char *start_must_fail(const char *const *flags, const char *what, int want)
+{
+    int st = 0;
+    cr_assert_neq(dmn_try_start(&D, flags, &st), 0, "%s: tandemd started", what);
+    char *log = dmn_log(&D);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: exit status %d (wait status %d), want %d; log:\n%s",
+              what, WIFEXITED(st) ? WEXITSTATUS(st) : -1, st, want, log);
+    return log;
+}
+
 /* A TCP listen address beyond loopback without an auth token is refused at start-up
  * (issue 14: `--listen 0.0.0.0` without a token started silently), unless
  * --insecure-listen 1 accepts it or a token is set. */
 Test(daemon, open_listen_needs_a_token)
 {
     const char *open_flags[] = {"--listen", "0.0.0.0:0", NULL};
+    char *log = start_must_fail(open_flags, "0.0.0.0 without a token", 1);
     int st = 0;
-    cr_assert_neq(dmn_try_start(&D, open_flags, &st), 0, "tandemd started on 0.0.0.0 without a token");
-    char *log = dmn_log(&D);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status %d (wait status %d); log:\n%s",
-              WIFEXITED(st) ? WEXITSTATUS(st) : -1, st, log);
     cr_assert(strstr(log, "listen 0.0.0.0:0: not a loopback address, and no auth token") &&
                   strstr(log, "--insecure-listen 1"),
               "the log should say why and how to accept it:\n%s", log);
@@ -2602,9 +2611,7 @@ Test(daemon, open_listen_needs_a_token)
 Test(daemon, auth_token_length_and_environment)
 {
     const char *short_flags[] = {"--auth-token", "only-21-characters-xx", NULL};
-    int st = 0;
-    cr_assert_neq(dmn_try_start(&D, short_flags, &st), 0, "a 21-character token was accepted");
-    char *log = dmn_log(&D);
+    char *log = start_must_fail(short_flags, "a 21-character token", 2);
     cr_assert(strstr(log, "the auth token has 21 characters: at least 22 are needed"), "log:\n%s", log);
     free(log);
 
