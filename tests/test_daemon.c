@@ -1771,22 +1771,25 @@ enum { SLOW_REQUESTS = 300, SLOW_K = 12 };
 
 typedef struct slow_sender {
     int fd;
-    const double *wire;
+    const double *wire; /* poses: request j takes k of them from wire + 7 * (j % step) */
     const uint8_t *scene_id;
-    int sent;
-    int err;
+    int requests, k, step; /* 0: SLOW_REQUESTS, SLOW_K, 4 */
+    int sent, err;
 } slow_sender;
 
+/* Sends the pipelined Query requests (ids 1000, 1001, ...) without reading; stops at
+ * the first failed send (the server closed: some tests expect that). */
 static void *slow_send(void *arg)
 {
     slow_sender *s = arg;
-    for (int j = 0; j < SLOW_REQUESTS; j++) {
+    int requests = s->requests ? s->requests : SLOW_REQUESTS, k = s->k ? s->k : SLOW_K, step = s->step ? s->step : 4;
+    for (int j = 0; j < requests; j++) {
         Tandem__V1__Query q = TANDEM__V1__QUERY__INIT;
         q.scene_id.data = (uint8_t *)s->scene_id;
         q.scene_id.len = 32;
         q.mode = TANDEM__V1__MODE__MODE_CONTACTS;
-        q.n_poses = 7 * SLOW_K;
-        q.poses = (double *)s->wire + 7 * (j % 4);
+        q.n_poses = 7 * (size_t)k;
+        q.poses = (double *)s->wire + 7 * (j % step);
         Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
         rq.id = 1000 + (uint64_t)j;
         rq.body_case = TANDEM__V1__REQUEST__BODY_QUERY;
@@ -2637,36 +2640,6 @@ Test(daemon, auth_token_length_and_environment)
  * unsent replies freed, and the warning names the limit; another client is served. */
 enum { HARD_REQUESTS = 1000, HARD_K = 256 };
 
-typedef struct hard_sender {
-    int fd;
-    const double *wire; /* HARD_K poses */
-    const uint8_t *scene_id;
-    int sent, err;
-} hard_sender;
-
-static void *hard_send(void *arg)
-{
-    hard_sender *s = arg;
-    for (int j = 0; j < HARD_REQUESTS; j++) {
-        Tandem__V1__Query q = TANDEM__V1__QUERY__INIT;
-        q.scene_id.data = (uint8_t *)s->scene_id;
-        q.scene_id.len = 32;
-        q.mode = TANDEM__V1__MODE__MODE_CONTACTS;
-        q.n_poses = 7 * HARD_K;
-        q.poses = (double *)s->wire;
-        Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
-        rq.id = 1000 + (uint64_t)j;
-        rq.body_case = TANDEM__V1__REQUEST__BODY_QUERY;
-        rq.query = &q;
-        if (raw_send(s->fd, &rq) != 0) { /* the server closed: expected, at some point */
-            s->err = errno;
-            return NULL;
-        }
-        s->sent++;
-    }
-    return NULL;
-}
-
 Test(daemon, unread_replies_over_the_hard_limit_close_the_connection)
 {
     gen_rng r = {seed ^ 0x4a7d};
@@ -2699,9 +2672,9 @@ Test(daemon, unread_replies_over_the_hard_limit_close_the_connection)
     int fd = raw_connect(D.unix_addr);
     cr_assert(fd >= 0);
     raw_hello_or_fail(fd, 1);
-    hard_sender s = {.fd = fd, .wire = wire, .scene_id = w.scene_id};
+    slow_sender s = {.fd = fd, .wire = wire, .scene_id = w.scene_id, .requests = HARD_REQUESTS, .k = HARD_K, .step = 1};
     pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, hard_send, &s), 0);
+    cr_assert_eq(pthread_create(&th, NULL, slow_send, &s), 0);
     char *log = NULL;
     for (int t = 0; t < 200; t++) { /* up to 20 s for the warning */
         struct timespec ts = {0, 100 * 1000000L};
