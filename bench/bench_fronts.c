@@ -44,9 +44,6 @@
 #include "workpile/bvtt_front.h"
 #include "workpile/cpu_engine.h"
 
-/* sched.c's culling margin ("Culling"): kept here as the same number */
-#define CULL_MARGIN 1e-5
-
 static void die(const char *fmt, const char *arg)
 {
     fprintf(stderr, "bench_fronts: ");
@@ -130,32 +127,8 @@ static void push_seq(work *w, size_t first, size_t n)
     w->seqs[w->n_seqs++] = (seq){first, n};
 }
 
-/* Is check k of scene s kept at these poses (its spheres not apart)? */
-static int kept(const tdm_scene *s, uint32_t k, const tdm_xform *poses)
-{
-    const tdm_scene_check *c = &s->checks[k];
-    double cen[2][3], l1[2];
-    uint32_t idx[2] = {c->lo, c->hi};
-    for (int e = 0; e < 2; e++) {
-        uint32_t i = idx[e];
-        tdm_dvec3 w;
-        if (s->objects[i].movable) {
-            const double *b = s->bound[i].c;
-            w = tdm_xform_apply(&poses[s->slot[i]], tdm_d3(b[0], b[1], b[2]));
-        } else {
-            const double *b = s->bound_world[i].c;
-            w = tdm_d3(b[0], b[1], b[2]);
-        }
-        cen[e][0] = w.x;
-        cen[e][1] = w.y;
-        cen[e][2] = w.z;
-        l1[e] = fabs(w.x) + fabs(w.y) + fabs(w.z);
-    }
-    double r = s->bound[c->lo].r + s->bound[c->hi].r;
-    double dx = cen[0][0] - cen[1][0], dy = cen[0][1] - cen[1][1], dz = cen[0][2] - cen[1][2];
-    double reach = r + CULL_MARGIN * (r + l1[0] + l1[1]);
-    return dx * dx + dy * dy + dz * dz <= reach * reach;
-}
+/* Is check k kept at a state whose culling bits (tdm_scene_cull) are these? */
+static int kept(const uint64_t *bits, uint32_t k) { return (int)(bits[k / 64] >> (k % 64) & 1); }
 
 /* The task of check k at these poses, as sched.c's pair_of places it. */
 static tdm_task task_of(const tdm_scene *s, uint32_t k, const tdm_xform *poses)
@@ -259,21 +232,27 @@ int main(int argc, char **argv)
     double *q = malloc(sizeof *q * J);
     work w = {0};
     size_t states = 0;
+    size_t words = (s->n_checks + 63) / 64;
+    double (*centres)[4] = malloc(sizeof *centres * (s->n_movable + s->n_fixed + 1));
+    if (!centres) die("out of memory%s", "");
+    tdm_scene_cull_fixed(s, centres);
     for (size_t m = 0; m < n_motions; m++) {
         const double *a = motions + m * 2 * J, *b = a + J;
         uint64_t n = tdm__motion_states(a, b, J, resolution);
         if (n == 0) die("a motion with too many states%s", "");
         tdm_xform *poses = malloc(sizeof *poses * n * rs->n_elements);
-        if (!poses || !link_world || !q) die("out of memory%s", "");
+        uint64_t *bits = malloc(sizeof *bits * n * words); /* each state's kept checks, as the scheduler culls */
+        if (!poses || !bits || !link_world || !q) die("out of memory%s", "");
         for (uint64_t k = 0; k < n; k++) {
             tdm__motion_state(a, b, J, k, n, q);
             if (tdm_robot_scene_poses(rs, q, J, link_world, poses + k * rs->n_elements)) die("bad motion%s", "");
+            tdm_scene_cull(s, poses + k * rs->n_elements, centres, bits + k * words);
         }
         uint64_t last = n - 1; /* the last state checked: the first colliding one, unless --all-states */
         if (!all_states) {
             for (uint64_t k = 0; k < n && last == n - 1; k++)
                 for (uint32_t c = 0; c < s->n_checks; c++) {
-                    if (!kept(s, c, poses + k * rs->n_elements)) continue;
+                    if (!kept(bits + k * words, c)) continue;
                     tdm_task t = task_of(s, c, poses + k * rs->n_elements);
                     tdm_collide_result r;
                     tdm_collide(&t, &r);
@@ -287,13 +266,14 @@ int main(int argc, char **argv)
         for (uint32_t c = 0; c < s->n_checks; c++) {
             size_t first = w.n_tasks;
             for (uint64_t k = 0; k <= last; k++)
-                if (kept(s, c, poses + k * rs->n_elements)) {
+                if (kept(bits + k * words, c)) {
                     tdm_task t = task_of(s, c, poses + k * rs->n_elements);
                     push_task(&w, &t);
                 }
             push_seq(&w, first, w.n_tasks - first);
         }
         free(poses);
+        free(bits);
     }
 
     if (w.n_seqs == 0) die("no task: every checked pair is culled at every state%s", "");
@@ -363,6 +343,7 @@ int main(int argc, char **argv)
     free(w.seqs);
     free(q);
     free(link_world);
+    free(centres);
     free(motions);
     tdm_robot_scene_destroy(rs);
     tdm_planning_scene_free(ps);

@@ -43,9 +43,11 @@ static int cmp_pair(const void *x, const void *y)
  * vertex, in double (the float vertices are exact in double; the radius is
  * rounded up by a relative 1e-12, far above double's rounding of a sum of three
  * squares and a square root). An empty mesh: radius 0 at the origin. */
-static tdm_scene_sphere sphere_of(const tdm_bvh *bvh)
+typedef struct sphere { double c[3], r; } sphere;
+
+static sphere sphere_of(const tdm_bvh *bvh)
 {
-    tdm_scene_sphere s = {{0, 0, 0}, 0};
+    sphere s = {{0, 0, 0}, 0};
     size_t nv = (size_t)bvh->n_tris * 3;
     if (nv == 0) return s;
     const float *v = bvh->tri_verts;
@@ -65,6 +67,84 @@ static tdm_scene_sphere sphere_of(const tdm_bvh *bvh)
     }
     s.r = sqrt(r2) * (1 + 1e-12);
     return s;
+}
+
+/* Culling's table (scene.h): each object's bounding sphere, its centre placed in the
+ * centre list (movable ones by slot, in their own frame; fixed ones in the world,
+ * after them), and per check its two entries and radius sum. A solid's radius grows
+ * by its reach (solid.h): what the solid rule may call colliding lies within it, so
+ * culling never drops such a pair. */
+static int cull_table(tdm_scene *s)
+{
+    uint32_t n = s->n_objects;
+    s->n_fixed = n - s->n_movable;
+    s->slot_centre = malloc(sizeof *s->slot_centre * (s->n_movable ? s->n_movable : 1));
+    s->fixed_centre = malloc(sizeof *s->fixed_centre * (s->n_fixed ? s->n_fixed : 1));
+    s->cull_pair = malloc(sizeof *s->cull_pair * (s->n_checks ? s->n_checks : 1));
+    s->cull_rsum = malloc(sizeof *s->cull_rsum * (s->n_checks ? s->n_checks : 1));
+    uint32_t *entry = malloc(sizeof *entry * (n ? n : 1)); /* each object's place in the centre list */
+    double *radius = malloc(sizeof *radius * (n ? n : 1));
+    if (!s->slot_centre || !s->fixed_centre || !s->cull_pair || !s->cull_rsum || !entry || !radius) {
+        free(entry);
+        free(radius);
+        return TDM_ENOMEM;
+    }
+    for (uint32_t i = 0, f = 0; i < n; i++) {
+        sphere b = sphere_of(s->objects[i].bvh);
+        radius[i] = b.r + (s->solids && s->solids->objs[i].shape.type != 0 ? s->solids->objs[i].reach : 0);
+        if (s->slot[i] != UINT32_MAX) {
+            memcpy(s->slot_centre[s->slot[i]], b.c, sizeof s->slot_centre[0]);
+            entry[i] = s->slot[i];
+        } else {
+            tdm_dvec3 c = tdm_xform_apply(&s->objects[i].pose, tdm_d3(b.c[0], b.c[1], b.c[2]));
+            double *e = s->fixed_centre[f];
+            e[0] = c.x;
+            e[1] = c.y;
+            e[2] = c.z;
+            e[3] = fabs(c.x) + fabs(c.y) + fabs(c.z);
+            entry[i] = s->n_movable + f++;
+        }
+    }
+    for (uint32_t k = 0; k < s->n_checks; k++) {
+        uint32_t a = s->checks[k].a, b = s->checks[k].b;
+        s->cull_pair[k][0] = entry[a];
+        s->cull_pair[k][1] = entry[b];
+        s->cull_rsum[k] = radius[a] + radius[b];
+    }
+    free(entry);
+    free(radius);
+    return TDM_OK;
+}
+
+void tdm_scene_cull_fixed(const tdm_scene *s, double (*centres)[4])
+{
+    memcpy(centres + s->n_movable, s->fixed_centre, sizeof *centres * s->n_fixed);
+}
+
+uint32_t tdm_scene_cull(const tdm_scene *s, const tdm_xform *poses, double (*C)[4], uint64_t *bits)
+{
+    for (uint32_t m = 0; m < s->n_movable; m++) {
+        const double *c = s->slot_centre[m];
+        tdm_dvec3 w = tdm_xform_apply(&poses[m], tdm_d3(c[0], c[1], c[2]));
+        C[m][0] = w.x;
+        C[m][1] = w.y;
+        C[m][2] = w.z;
+        C[m][3] = fabs(w.x) + fabs(w.y) + fabs(w.z);
+    }
+    uint32_t kept = 0, nw = (s->n_checks + 63) / 64;
+    for (uint32_t w = 0; w < nw; w++) {
+        uint64_t word = 0;
+        uint32_t hi = (w + 1) * 64 < s->n_checks ? (w + 1) * 64 : s->n_checks;
+        for (uint32_t k = w * 64; k < hi; k++) {
+            const double *a = C[s->cull_pair[k][0]], *b = C[s->cull_pair[k][1]];
+            double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2], r = s->cull_rsum[k];
+            double reach = r + TDM_SCENE_CULL_MARGIN * (r + a[3] + b[3]);
+            word |= (uint64_t)(dx * dx + dy * dy + dz * dz <= reach * reach) << (k - w * 64);
+        }
+        bits[w] = word;
+        kept += (uint32_t)__builtin_popcountll(word);
+    }
+    return kept;
 }
 
 static int is_allowed(const tdm_scene *s, uint32_t a, uint32_t b)
@@ -222,50 +302,7 @@ int tdm_scene_create_solids(const tdm_scene_obj *objects, uint32_t n_objects, co
         free(sorted);
         if (rc != TDM_OK) goto nomem;
     }
-    s->bound = malloc(sizeof *s->bound * (n_objects ? n_objects : 1));
-    s->bound_world = malloc(sizeof *s->bound_world * (n_objects ? n_objects : 1));
-    if (!s->bound || !s->bound_world) goto nomem;
-    for (uint32_t i = 0; i < n_objects; i++) {
-        s->bound[i] = sphere_of(s->objects[i].bvh);
-        /* a solid holds what lies within its reach of its shape (solid.h), all of it within
-           reach of its mesh's sphere: culling then never drops a pair the solid rule would
-           call colliding */
-        if (s->solids && s->solids->objs[i].shape.type != 0) s->bound[i].r += s->solids->objs[i].reach;
-        s->bound_world[i] = s->bound[i];
-        if (!s->objects[i].movable) {
-            tdm_dvec3 c = tdm_xform_apply(&s->objects[i].pose, (tdm_dvec3){s->bound[i].c[0], s->bound[i].c[1],
-                                                                            s->bound[i].c[2]});
-            s->bound_world[i].c[0] = c.x;
-            s->bound_world[i].c[1] = c.y;
-            s->bound_world[i].c[2] = c.z;
-        }
-    }
-    s->n_fixed = n_objects - s->n_movable;
-    s->slot_centre = malloc(sizeof *s->slot_centre * (s->n_movable ? s->n_movable : 1));
-    s->fixed_centre = malloc(sizeof *s->fixed_centre * (s->n_fixed ? s->n_fixed : 1));
-    s->cull_pair = malloc(sizeof *s->cull_pair * (s->n_checks ? s->n_checks : 1));
-    s->cull_rsum = malloc(sizeof *s->cull_rsum * (s->n_checks ? s->n_checks : 1));
-    if (!s->slot_centre || !s->fixed_centre || !s->cull_pair || !s->cull_rsum) goto nomem;
-    /* each object's entry in a query's centre list, kept in order[].index (no longer needed as the sort's map) */
-    for (uint32_t i = 0, f = 0; i < n_objects; i++) {
-        const double *c = s->bound_world[i].c;
-        if (s->slot[i] != UINT32_MAX) {
-            memcpy(s->slot_centre[s->slot[i]], s->bound[i].c, sizeof s->slot_centre[0]);
-            order[i].index = s->slot[i];
-        } else {
-            s->fixed_centre[f][0] = c[0];
-            s->fixed_centre[f][1] = c[1];
-            s->fixed_centre[f][2] = c[2];
-            s->fixed_centre[f][3] = fabs(c[0]) + fabs(c[1]) + fabs(c[2]);
-            order[i].index = s->n_movable + f++;
-        }
-    }
-    for (uint32_t k = 0; k < s->n_checks; k++) {
-        uint32_t a = s->checks[k].a, b = s->checks[k].b;
-        s->cull_pair[k][0] = order[a].index;
-        s->cull_pair[k][1] = order[b].index;
-        s->cull_rsum[k] = s->bound[a].r + s->bound[b].r;
-    }
+    if (cull_table(s) != TDM_OK) goto nomem;
     free(order);
     *out = s;
     return TDM_OK;
@@ -285,8 +322,6 @@ void tdm_scene_destroy(tdm_scene *s)
     free(s->movable);
     free(s->allowed);
     free(s->checks);
-    free(s->bound);
-    free(s->bound_world);
     free(s->slot_centre);
     free(s->fixed_centre);
     free(s->cull_pair);

@@ -59,9 +59,6 @@ typedef struct tdm_scene_check {
                              in A's frame is B's world pose (no product to form) */
 } tdm_scene_check;
 
-/* A sphere holding every vertex of an object's mesh: centre and radius. */
-typedef struct tdm_scene_sphere { double c[3], r; } tdm_scene_sphere;
-
 /* Where tdm_scene_create found a problem. `field` is static text. */
 typedef struct tdm_scene_error {
     const char *field; /* "objects" or "allowed" */
@@ -79,16 +76,10 @@ typedef struct tdm_scene {
     tdm_id_pair *allowed;  /* distinct pairs, a <= b, sorted */
     uint32_t n_checks;
     tdm_scene_check *checks;   /* sorted by (objects[lo].id, objects[hi].id) */
-    /* Bounding spheres, by index into objects: in the object's own frame (movable
-     * objects are placed per query), and for fixed objects already placed in the
-     * world. The scheduler skips a check whose two spheres are apart by more than
-     * a rounding margin (sched.c, "Culling"): no triangle of one can touch the
-     * other's, so the answer is the same, for less work. */
-    tdm_scene_sphere *bound;   /* owned */
-    tdm_scene_sphere *bound_world; /* owned; fixed objects' only */
-    /* The same, laid out for culling's inner loop: a query's centre list holds the
-     * movable objects' world centres by slot, then the fixed objects' (in index
-     * order), each as x, y, z and its L1 norm; check k compares centres
+    /* Culling (tdm_scene_cull): each object's bounding sphere (every vertex of its
+     * mesh, a solid's reach added), laid out for the inner loop. A query's centre
+     * list holds the movable objects' world centres by slot, then the fixed objects'
+     * (in index order), each as x, y, z and its L1 norm; check k compares entries
      * cull_pair[k][0] and [1] against the radius sum cull_rsum[k]. */
     double (*slot_centre)[3];  /* owned: by slot, in the object's frame */
     uint32_t n_fixed;
@@ -121,6 +112,21 @@ int tdm_scene_create_solids(const tdm_scene_obj *objects, uint32_t n_objects, co
                             uint32_t n_allowed, const tdm_scene_solid *solids, tdm_scene **out,
                             tdm_scene_error *err);
 void tdm_scene_destroy(tdm_scene *s);
+
+/* Culling: a check whose two bounding spheres are apart by more than this much of
+ * the pair's extent from the origin (both radii plus the L1 norms of both centres)
+ * cannot collide; far more than the rounding of the transforms and float coordinates
+ * the engines test, so dropping it changes no answer (workpile/sched.c, "Culling"). */
+#define TDM_SCENE_CULL_MARGIN 1e-5
+
+/* Writes the fixed objects' part of a centre list of s (n_movable + n_fixed entries);
+ * it is the same for every query, so once per list does. */
+void tdm_scene_cull_fixed(const tdm_scene *s, double (*centres)[4]);
+/* One query's culling: its movable objects at poses (scene->movable order); centres
+ * a centre list whose fixed part tdm_scene_cull_fixed wrote. Writes which checks may
+ * collide as bits (check k: bit k % 64 of bits[k / 64]; (n_checks + 63) / 64 words)
+ * and returns how many. O(n_movable + n_checks). */
+uint32_t tdm_scene_cull(const tdm_scene *s, const tdm_xform *poses, double (*centres)[4], uint64_t *bits);
 
 /* Index into s->objects of the object with this id, or -1. O(log n). */
 int64_t tdm_scene_find(const tdm_scene *s, uint32_t id);

@@ -967,49 +967,17 @@ static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_
  *
  * A scene of several checks (a robot's links against a world) mostly checks pairs
  * that are far apart. Before any task is made, each query's checks are tested on
- * the objects' bounding spheres (scene.h) and a check whose spheres are apart gets
- * no task: its pair cannot collide. "Apart" keeps a margin of CULL_MARGIN times the
- * pair's extent from the origin (both radii plus the L1 norms of both centres),
- * which is far more than the rounding of the transforms and of the float
- * coordinates the engines test, so no pair that an engine would find colliding is
- * skipped and the answers are those of the full expansion. The kept checks stay in
+ * the objects' bounding spheres (tdm_scene_cull) and a check whose spheres are apart
+ * gets no task: its pair cannot collide. "Apart" keeps a margin
+ * (TDM_SCENE_CULL_MARGIN) far more than the rounding of the transforms and of the
+ * float coordinates the engines test, so no pair that an engine would find colliding
+ * is skipped and the answers are those of the full expansion. The kept checks stay in
  * check order, so the first colliding pair is the same one.
  *
  * The queries are cut into windows whose kept checks fit one chunk (a query never
  * straddles two: culling is used only when a query's checks fit a chunk); in each
  * window the pool counts the kept checks per query, lists their refs, the chunk
  * runs, and the pool folds the answers, query by query. */
-#define CULL_MARGIN 1e-5
-
-/* Query Q's kept checks, as bits (check k: bit k % 64 of bits[k / 64]), and their
- * number. C: the share's centre list for Q's scene, its fixed part already filled
- * (scene.h: x, y, z, L1 norm per entry). */
-static uint32_t cull_query(const tdm_sched_query *Q, double (*C)[4], uint64_t *bits)
-{
-    const tdm_scene *s = Q->scene;
-    for (uint32_t m = 0; m < s->n_movable; m++) {
-        const double *c = s->slot_centre[m];
-        tdm_dvec3 w = tdm_xform_apply(&Q->poses[m], tdm_d3(c[0], c[1], c[2]));
-        C[m][0] = w.x;
-        C[m][1] = w.y;
-        C[m][2] = w.z;
-        C[m][3] = fabs(w.x) + fabs(w.y) + fabs(w.z);
-    }
-    uint32_t kept = 0, nw = (s->n_checks + 63) / 64;
-    for (uint32_t w = 0; w < nw; w++) {
-        uint64_t word = 0;
-        uint32_t hi = (w + 1) * 64 < s->n_checks ? (w + 1) * 64 : s->n_checks;
-        for (uint32_t k = w * 64; k < hi; k++) {
-            const double *a = C[s->cull_pair[k][0]], *b = C[s->cull_pair[k][1]];
-            double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2], r = s->cull_rsum[k];
-            double reach = r + CULL_MARGIN * (r + a[3] + b[3]);
-            word |= (uint64_t)(dx * dx + dy * dy + dz * dz <= reach * reach) << (k - w * 64);
-        }
-        bits[w] = word;
-        kept += (uint32_t)__builtin_popcountll(word);
-    }
-    return kept;
-}
 
 typedef struct cull_job {
     qset queries;
@@ -1051,11 +1019,11 @@ static void cull_count_share(void *arg, int k, int nk)
                     return;
                 }
             }
-            memcpy(C + s->n_movable, s->fixed_centre, sizeof *C * s->n_fixed);
+            tdm_scene_cull_fixed(s, C);
             filled = s;
         }
         uint64_t *bits = j->bits + i * j->words;
-        j->kept[i] = cull_query(Q, C, bits);
+        j->kept[i] = tdm_scene_cull(s, Q->poses, C, bits);
         /* a query of a scene with fewer checks than the batch's most: its other words are
            read by the fill too, and must not hold an earlier run's bits */
         for (uint32_t w = (s->n_checks + 63) / 64; w < j->words; w++) bits[w] = 0;
