@@ -1218,6 +1218,21 @@ typedef struct witness {
     size_t queries; /* poses it has had answered */
 } witness;
 
+/* Connects the witness (to addr) and stores its scene: env fixed at the origin (object 0),
+ * robot movable (object 1); the two mesh ids into env_id and robot_id. */
+static void witness_scene(witness *w, const char *addr, const tdm_mesh *env, const tdm_mesh *robot,
+                          uint8_t env_id[32], uint8_t robot_id[32])
+{
+    w->c = lib_connect(addr);
+    lib_put_mesh(w->c, "env", env, env_id, 1);
+    lib_put_mesh(w->c, "robot", robot, robot_id, 1);
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, env_id, 32);
+    memcpy(objs[1].mesh_id, robot_id, 32);
+    cr_assert_eq(tdm_scene_put(w->c, "w", objs, 2, NULL, 0, w->scene_id, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(w->c));
+}
+
 /* The witness, connected since the start, must still be served, correctly. */
 static void witness_ok(witness *w, const char *after)
 {
@@ -1319,16 +1334,9 @@ Test(daemon, malformed_input_gets_documented_errors)
     dmn_start(&D, flags);
 
     witness w = {0};
-    w.c = lib_connect(D.tcp_addr);
-    cr_assert_eq(tdm_client_server_info(w.c)->limits.max_frame_bytes, (uint32_t)MAX_FRAME);
     uint8_t env_id[32], robot_id[32];
-    lib_put_mesh(w.c, "env", env, env_id, 1);
-    lib_put_mesh(w.c, "robot", robot, robot_id, 1);
-    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
-    memcpy(objs[0].mesh_id, env_id, 32);
-    memcpy(objs[1].mesh_id, robot_id, 32);
-    cr_assert_eq(tdm_scene_put(w.c, "w", objs, 2, NULL, 0, w.scene_id, NULL, NULL, 0, NULL), 0, "%s",
-                 tdm_client_errstr(w.c));
+    witness_scene(&w, D.tcp_addr, env, robot, env_id, robot_id);
+    cr_assert_eq(tdm_client_server_info(w.c)->limits.max_frame_bytes, (uint32_t)MAX_FRAME);
     /* half of the witness's poses collide, half do not */
     for (int i = 0, hits = 0, misses = 0; i < NW;) {
         gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
@@ -1811,15 +1819,8 @@ Test(daemon, slow_reader_is_paused_not_dropped)
     const char *flags[] = {"--max-output-bytes", "4096", NULL};
     dmn_start(&D, flags);
     witness w = {0};
-    w.c = lib_connect(D.unix_addr);
     uint8_t env_id[32], robot_id[32];
-    lib_put_mesh(w.c, "env", env, env_id, 1);
-    lib_put_mesh(w.c, "robot", robot, robot_id, 1);
-    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
-    memcpy(objs[0].mesh_id, env_id, 32);
-    memcpy(objs[1].mesh_id, robot_id, 32);
-    cr_assert_eq(tdm_scene_put(w.c, "w", objs, 2, NULL, 0, w.scene_id, NULL, NULL, 0, NULL), 0, "%s",
-                 tdm_client_errstr(w.c));
+    witness_scene(&w, D.unix_addr, env, robot, env_id, robot_id);
     double wire[(SLOW_K + 4) * 7];
     uint32_t pairs[SLOW_K + 4];
     for (int i = 0; i < SLOW_K + 4; i++) {
@@ -2647,15 +2648,8 @@ Test(daemon, unread_replies_over_the_hard_limit_close_the_connection)
     const char *flags[] = {"--max-output-bytes", "4096", "--max-output-bytes-hard", "65536", NULL};
     dmn_start(&D, flags);
     witness w = {0};
-    w.c = lib_connect(D.unix_addr);
     uint8_t env_id[32], robot_id[32];
-    lib_put_mesh(w.c, "env", env, env_id, 1);
-    lib_put_mesh(w.c, "robot", robot, robot_id, 1);
-    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
-    memcpy(objs[0].mesh_id, env_id, 32);
-    memcpy(objs[1].mesh_id, robot_id, 32);
-    cr_assert_eq(tdm_scene_put(w.c, "w", objs, 2, NULL, 0, w.scene_id, NULL, NULL, 0, NULL), 0, "%s",
-                 tdm_client_errstr(w.c));
+    witness_scene(&w, D.unix_addr, env, robot, env_id, robot_id);
     tdm_bvh *be = bvh_of(env), *bb = bvh_of(robot);
     for (int i = 0; i < NW; i++) { /* the witness's queries, checked against the engine */
         gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
