@@ -62,7 +62,6 @@ typedef struct gpu_engine {
     gpu_lane lanes[MAX_LANES];
     int trace; /* TDM_GPU_TRACE set: where each run's time went, on stderr */
     int post;  /* TDM_GPU_POST=0 unset: fill a slot on the workers while the others are stepped */
-    uint64_t chunk_max; /* TDM_GPU_CHUNK_MAX: largest chunk when chunk_tasks is 0 (0: no limit) */
 } gpu_engine;
 
 tdm_gpu_engine_config tdm_gpu_engine_config_default(void)
@@ -102,7 +101,6 @@ static size_t chunk_size(const gpu_engine *e, tdm_gpu *g, size_t n)
     if (c == 0) {
         size_t slots = (size_t)tdm_gpu_slots(g);
         c = (n + slots - 1) / slots;
-        if (e->chunk_max && c > e->chunk_max) c = (size_t)e->chunk_max;
         if (c < 8192) c = 8192;
     }
     uint64_t most = tdm_gpu_slot_max_tasks(g);
@@ -454,8 +452,6 @@ int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int 
     e->trace = getenv("TDM_GPU_TRACE") != NULL;
     const char *po = getenv("TDM_GPU_POST");
     e->post = !(po && strcmp(po, "0") == 0);
-    const char *cm = getenv("TDM_GPU_CHUNK_MAX");
-    e->chunk_max = cm ? strtoull(cm, NULL, 10) : 0;
     e->base = (tdm_backend){&gpu_ops, lanes, 1, 1};
     int rc = tdm_gpu_create(&e->cfg.gpu, &e->lanes[0].g, why);
     if (rc != TDM_OK) {
