@@ -7,8 +7,8 @@
  *
  * FILE: one motion a line, 2 J numbers (start, then end), as `tandem motions`
  * reads it. Each motion is cut into states (robot/motions.h); at each state the
- * scene's checked pairs whose bounding spheres are not apart (the scheduler's
- * culling test, same margin) are the tasks, B placed in A's frame as the
+ * scene's checked pairs that culling keeps (tdm_scene_cull, the scheduler's own
+ * test) are the tasks, B placed in A's frame as the
  * scheduler places it. By default each motion stops at its first colliding
  * state, as a motion check does (found here first, with tdm_collide);
  * --all-states checks every state. A (motion, checked pair) is a sequence: its
