@@ -63,7 +63,6 @@ static void maybe_free(tdm_conn *c)
     if (c->next) c->next->prev = c->prev;
     srv->n_conns--;
     if (c->active) srv->n_active--;
-    tdm_conn_authenticated(c); /* closed before its Hello: out of that count too */
     tdm_log_debug("conn %llu: freed", (unsigned long long)c->id);
     free(c->stage);
     free(c->body);
@@ -85,7 +84,7 @@ void tdm_conn_close(tdm_conn *c, const char *why)
     tdm_log_debug("conn %llu (%s): closing: %s", (unsigned long long)c->id, c->peer, why);
     read_stop(c);
     conn_set_state(c, CONN_CLOSING);
-    tdm_conn_authenticated(c); /* a closing connection holds no unauthenticated slot */
+    tdm_conn_leave_unauth(c); /* a closing connection holds no unauthenticated slot */
     if (c->auth_hold) { /* closed during the auth delay: its timer goes with it, and so does its hold */
         c->auth_hold = 0;
         c->inflight--;
@@ -556,7 +555,7 @@ static uint32_t from_same_address(const tdm_conn *c)
     return n;
 }
 
-void tdm_conn_authenticated(tdm_conn *c)
+void tdm_conn_leave_unauth(tdm_conn *c)
 {
     if (!c->unauth_counted) return;
     c->unauth_counted = 0;

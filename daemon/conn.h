@@ -50,8 +50,9 @@ void tdm_conn_refuse_auth(tdm_conn *c, uint64_t id);
 /* Re-arms the connection's hello or idle deadline (see "Deadlines"); request_hello.c
  * calls it once the client is authenticated, conn.c on every frame. */
 void tdm_conn_deadline(tdm_conn *c);
-/* The connection said Hello: it leaves the unauthenticated count. */
-void tdm_conn_authenticated(tdm_conn *c);
+/* The connection leaves the count of those before Hello (max_unauthenticated): it
+ * said Hello, or it is closing. Once; later calls do nothing. */
+void tdm_conn_leave_unauth(tdm_conn *c);
 
 /* Longest a closing connection waits for the client's FIN (LINGER). */
 #define TDM_CONN_LINGER_MS 2000

@@ -61,7 +61,7 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
         tdm_log_info("conn %llu (%s): hello from \"%s\"", (unsigned long long)c->id, c->peer, c->client_name);
     if (!c->authed) {
         c->authed = 1;
-        tdm_conn_authenticated(c);
+        tdm_conn_leave_unauth(c);
         tdm_conn_deadline(c); /* from the hello deadline to the idle one */
     }
 
