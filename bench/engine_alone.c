@@ -50,7 +50,7 @@ double tdm_bench_engine_alone(const char *engine_s, int threads, const tdm_mesh 
         double t0 = now();
         for (size_t lo = 0; lo < n; lo += eb) {
             size_t m = n - lo < eb ? n - lo : eb;
-            for (size_t i = 0; i < m; i++) qs[i] = (tdm_sched_query){scene, &xf[lo + i], mode, 1000000, NULL};
+            for (size_t i = 0; i < m; i++) qs[i] = (tdm_sched_query){scene, &xf[lo + i], mode, 1000000, NULL, NULL};
             tdm_sched_run(eng, qs, m, qr);
         }
         double q = (double)n / (now() - t0);

@@ -1132,6 +1132,7 @@ static void copy_limits(tdm_limits *o, const tandem_v1_Limits *l)
     o->max_robots = l->max_robots;
     o->max_robot_text_bytes = l->max_robot_text_bytes;
     o->max_motion_states = l->max_motion_states;
+    o->max_query_work = l->max_query_work;
 }
 
 static const char empty_string[] = "";

@@ -91,7 +91,8 @@ enum tdm_server_code {
     TDM_SERVER_INTERNAL = 15,
     TDM_SERVER_UNKNOWN_ROBOT = 16,
     TDM_SERVER_ROBOT_IN_USE = 17,
-    TDM_SERVER_BAD_ROBOT = 18
+    TDM_SERVER_BAD_ROBOT = 18,
+    TDM_SERVER_WORK_BUDGET = 19 /* the request cost more than limits.max_query_work per query */
 };
 /* Static lower-case name of a server error code ("limit", "unknown mesh"...). Thread-safe. */
 TDM_API const char *tdm_server_code_name(int code);
@@ -118,6 +119,7 @@ typedef struct tdm_limits {
     uint64_t max_meshes_bytes;
     uint32_t max_robots, max_robot_text_bytes;
     uint64_t max_motion_states;
+    uint64_t max_query_work; /* box and triangle tests per query (0: no budget) */
 } tdm_limits;
 
 /* What the server said in its HelloReply. */

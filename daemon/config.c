@@ -115,6 +115,20 @@ static const opt opts[] = {
      "before culling. Bounds the engine's scratch memory (about 170 bytes per task, per lane, as "
      "runs that large come). Robot scenes pool best with large runs: culling keeps about a tenth of "
      "a Panda's pairs (bench/results/robot_server_gpu.md)."},
+    {"max-query-work", T_U64, OFF(max_query_work), "100000000", 0, UINT64_MAX, NULL, "N",
+     "Box and triangle tests one query (a pose, a configuration, a motion's state) may cost, counted by "
+     "the CPU engine as it goes (0: no budget). A request of N queries may cost N times this; past it, "
+     "its traversals stop and it is answered ERROR_WORK_BUDGET. 1e8 tests are ~1-3 s of one core. In "
+     "HelloReply.limits."},
+    {"slice-tasks", T_U64, OFF(slice_tasks), "0", 0, UINT64_MAX, NULL, "N",
+     "A request of more tasks than this runs this many at a time, taking turns with the other requests "
+     "queued (0: max-batch-tasks)."},
+    {"latency-lane-tasks", T_U64, OFF(latency_lane_tasks), "256", 0, UINT64_MAX, NULL, "N",
+     "Requests of at most this many tasks are small: with two or more engine lanes, one lane runs only "
+     "those, so a small request never waits behind large ones (0: no latency lane)."},
+    {"latency-lane-work", T_U64, OFF(latency_lane_work), "4194304", 0, UINT64_MAX, NULL, "N",
+     "Box and triangle tests a small request may cost on the latency lane; one that needs more is run "
+     "again on the other lanes, so the small requests behind it wait no longer (0: no cut)."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
      "Longest mesh, scene or client name (UTF-8)."},
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",

@@ -52,6 +52,9 @@ typedef struct tdm_config {
     uint32_t max_reply_pairs;  /* contact pairs one Query reply may carry (want_pairs) */
     uint64_t max_query_tasks;  /* queries x checked object pairs in one Query request */
     uint32_t max_batch_tasks;  /* tasks per engine run: pooling cap and engine scratch bound */
+    uint64_t max_query_work;   /* box + triangle tests per query (0: none), the request's budget per query */
+    uint64_t slice_tasks;      /* a larger request runs this many tasks per turn (0: max_batch_tasks) */
+    uint64_t latency_lane_tasks, latency_lane_work; /* the pooler's latency lane (workpile/pooler.h) */
     uint32_t max_name_bytes;   /* mesh and scene names, client names */
     uint32_t shutdown_timeout; /* seconds a graceful shutdown waits for clients before closing them */
     uint32_t hello_timeout;    /* seconds a new connection has to say Hello (0: no limit) */

@@ -108,6 +108,8 @@ int main(int argc, char **argv)
         tdm_log_error("dispatcher thread: %s", tdm_strerror(rc));
         goto out;
     }
+    tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
+    tdm_query_pool_set_fairness(srv.query_pool, &fair);
     if ((rc = tdm_server_signals(&srv)) != 0) {
         tdm_log_error("signals: %s", uv_strerror(rc));
         goto out;

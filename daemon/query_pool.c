@@ -112,6 +112,11 @@ void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job)
 
 size_t tdm_query_pool_pending(const tdm_query_pool *qp) { return qp->pending; }
 
+void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *f)
+{
+    tdm_pooler_set_fairness(qp->pooler, f);
+}
+
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s)
 {
     if (qp->pooler) tdm_pooler_get_stats(qp->pooler, s);

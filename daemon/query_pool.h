@@ -63,6 +63,8 @@ int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch
                           void *data, tdm_query_pool **out);
 /* Loop thread. The job is the pool's until `done` gets it back. */
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job);
+/* The pooler's fairness rules (workpile/pooler.h); before the first submit. */
+void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *f);
 /* Jobs submitted and not yet handed back (loop thread). */
 size_t tdm_query_pool_pending(const tdm_query_pool *qp);
 /* Batches, jobs, queries and tasks the pooler ran. Any thread. */

@@ -19,6 +19,7 @@ ecode tdm__error_code(int rc)
     case TDM_EEMPTY: return E(EMPTY);
     case TDM_EIO: return E(STORAGE);
     case TDM_EGPUMEM: return E(NO_MEMORY);
+    case TDM_EBUDGET: return E(WORK_BUDGET);
     default: return E(INTERNAL);
     }
 }

@@ -35,6 +35,12 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
 /* ---- helpers (request.c) ---- */
 
 /* TDM_E* (geom, workpile, writer) to the wire's error codes. */
+/* A request's work budget: n queries at per_query tests each (0: none), saturating. */
+static inline uint64_t tdm__work_budget(uint64_t per_query, uint64_t n)
+{
+    if (!per_query || !n) return 0;
+    return per_query > UINT64_MAX / n ? UINT64_MAX : per_query * n;
+}
 ecode tdm__error_code(int rc);
 /* Sends a Reply whose body is msg (any member of the oneof, given by body_case). */
 void tdm__send_body(tdm_conn *c, uint64_t id, Tandem__V1__Reply__BodyCase body_case, void *msg);

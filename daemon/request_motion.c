@@ -29,6 +29,7 @@ typedef struct motion_job {
     double *configs;  /* batch x J */
     tdm_xform *links; /* scratch for FK */
     size_t n, J, batch;
+    uint64_t max_query_work; /* the server's, per state */
 } motion_job;
 
 /* The next batch's poses; 0 when every motion is answered. Any thread (one at a time). */
@@ -41,6 +42,7 @@ static int prepare(motion_job *m)
         tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
     m->q.pool.n_queries = (uint32_t)n_b;
     m->q.pool.n_tasks = (uint64_t)n_b * m->rs->scene->n_checks;
+    m->q.pool.max_work = tdm__work_budget(m->max_query_work, n_b);
     return 1;
 }
 
@@ -213,6 +215,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
                             (unsigned long long)total, mc->resolution, (unsigned long long)cfg->max_motion_states);
         goto fail;
     }
+    m->max_query_work = cfg->max_query_work;
     tdm_query_job *j = &m->q;
     j->owner = c;
     j->request_id = id;

@@ -49,6 +49,11 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
     int rc = j->pool.rc;
     if (!tdm_conn_alive(c)) {
         tdm_frame_free(f);
+    } else if (rc == TDM_EBUDGET) {
+        tdm_conn_send_error(c, j->request_id, E(WORK_BUDGET), "", -1,
+                            "%u queries cost more than their work budget of %llu box and triangle tests "
+                            "(max_query_work per query): split the request, or ask for a larger budget",
+                            j->pool.n_queries, (unsigned long long)j->pool.max_work);
     } else if (rc != TDM_OK) {
         tdm_conn_send_error(c, j->request_id, tdm__error_code(rc), "", -1, "the engine failed: %s", tdm_strerror(rc));
     } else if (f) {
@@ -309,6 +314,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     pj->mode = contacts ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
     pj->max_contacts = max_contacts;
     pj->n_tasks = tasks;
+    pj->max_work = tdm__work_budget(srv->cfg->max_query_work, n);
     pj->pairs_reserved = reserve;
     pj->rc = TDM_OK;
     tdm_conn_begin(c);

@@ -51,8 +51,10 @@ enum tdm_err {
     TDM_ENODEV = -12,    /* no usable GPU (none present, or the build has no CUDA) */
     TDM_EGPU = -13,      /* a CUDA call failed */
     TDM_EGPUMEM = -14,   /* device memory exhausted or over its budget */
-    TDM_ECANCELED = -15, /* a run given up: a task names a tree without the device copy the engine needs */
-    TDM_E__LAST = -16
+    TDM_ECANCELED = -15, /* a run given up: a task names a tree without the device copy the engine needs;
+                            or work stopped because its requester went away */
+    TDM_EBUDGET = -16,   /* work stopped at its budget of box and triangle tests (tdm_work) */
+    TDM_E__LAST = -17
 };
 
 const char *tdm_strerror(int err);

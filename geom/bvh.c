@@ -315,6 +315,11 @@ int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
     b->tri_ids = ctx.idx;
     b->radius = tdm_mesh_radius(mesh);
     free(ctx.key);
+    ctx.key = NULL;
+    if (tdm_bvh_exact_extents(b) != TDM_OK) {
+        tdm_bvh_free(b); /* owns idx now */
+        return TDM_ENOMEM;
+    }
     *out = b;
     return TDM_OK;
 fail:
@@ -324,9 +329,62 @@ fail:
     return TDM_ENOMEM;
 }
 
+/* Up to float, never below the double value. */
+static float round_up(double v)
+{
+    float f = (float)v;
+    return (double)f < v ? nextafterf(f, INFINITY) : f;
+}
+
+int tdm_bvh_exact_extents(tdm_bvh *b)
+{
+    float *ext = calloc(3 * (size_t)b->n_nodes, sizeof(float));
+    if (!ext) return TDM_ENOMEM;
+    /* A depth-first walk keeps the path from the root; each leaf's vertices are
+     * measured against every node on it. The stored blob is checked to be a
+     * tree of at most TDM_BVH_MAX_DEPTH levels, which bounds the path. */
+    uint32_t path[TDM_BVH_MAX_DEPTH + 1], todo[TDM_BVH_MAX_DEPTH + 2], todo_depth[TDM_BVH_MAX_DEPTH + 2];
+    int sp = 0;
+    todo[sp] = 0;
+    todo_depth[sp++] = 0;
+    while (sp > 0) {
+        sp--;
+        uint32_t i = todo[sp], depth = todo_depth[sp];
+        const tdm_bvh_node *n = &b->nodes[i];
+        path[depth] = i;
+        if (!tdm_node_is_leaf(n)) {
+            todo[sp] = (uint32_t)n->link;
+            todo_depth[sp++] = depth + 1;
+            todo[sp] = i + 1;
+            todo_depth[sp++] = depth + 1;
+            continue;
+        }
+        uint32_t first = tdm_leaf_first(n), count = tdm_leaf_count(n);
+        for (uint32_t d = 0; d <= depth; d++) {
+            const tdm_bvh_node *a = &b->nodes[path[d]];
+            for (uint32_t t = first; t < first + count; t++)
+                for (int v = 0; v < 3; v++) {
+                    const float *p = &b->tri_verts[9 * (size_t)t + 3 * v];
+                    for (int k = 0; k < 3; k++) {
+                        double s = (double)a->axis[k][0] * ((double)p[0] - a->center[0]) +
+                                   (double)a->axis[k][1] * ((double)p[1] - a->center[1]) +
+                                   (double)a->axis[k][2] * ((double)p[2] - a->center[2]);
+                        float e = round_up(fabs(s));
+                        float *dst = &ext[3 * (size_t)path[d] + k];
+                        if (e > *dst) *dst = e;
+                    }
+                }
+        }
+    }
+    free(b->exact_extent);
+    b->exact_extent = ext;
+    return TDM_OK;
+}
+
 void tdm_bvh_free(tdm_bvh *bvh)
 {
     if (!bvh) return;
+    free(bvh->exact_extent);
     free(bvh->nodes);
     free(bvh->tri_verts);
     free(bvh->tri_ids);

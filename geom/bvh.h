@@ -74,6 +74,10 @@ typedef struct tdm_bvh {
     float *tri_verts;     /* 9 * n_tris, leaf order, owned */
     uint32_t *tri_ids;    /* n_tris: the mesh triangle index of each leaf-order slot, owned */
     float radius;         /* largest |coordinate| of any vertex (for test tolerances) */
+    float *exact_extent;  /* 3 per node, owned, host only, not serialised: the node's extents measured
+                             for tdm_obb_apart_exact (bv.h), every triangle below it inside
+                             { p : |axis_k . (p - center)| <= exact_extent_k } exactly; NULL when the
+                             tree has none (the CPU engine then never takes the exact stage) */
 } tdm_bvh;
 
 /* Builds the tree of a validated mesh. Returns 0 or TDM_ENOMEM. The caller frees
@@ -85,6 +89,12 @@ void tdm_bvh_free(tdm_bvh *bvh);
  * one (the same point set), the form the triangle tests take fastest. Builds and
  * deserialisation do it; idempotent. */
 void tdm_bvh_zero_area_as_segments(tdm_bvh *bvh);
+
+/* Measures exact_extent for every node (builds and deserialisation do it):
+ * each leaf's vertices projected on the axes of every node above it, in
+ * double, the largest rounded up to float; O(triangles x depth). Returns 0 or
+ * TDM_ENOMEM (the tree is then unchanged). */
+int tdm_bvh_exact_extents(tdm_bvh *bvh);
 
 /* Serialisation: a versioned, checksummed blob (little-endian header with magic
  * "TDMBVH", version, counts and the SHA-256 of the payload; then nodes, triangle

@@ -163,6 +163,10 @@ int tdm_bvh_deserialize(const void *blob, size_t len, tdm_bvh **out)
         return rc;
     }
     tdm_bvh_zero_area_as_segments(b); /* blobs written before builds did it */
+    if (tdm_bvh_exact_extents(b) != TDM_OK) {
+        tdm_bvh_free(b);
+        return TDM_ENOMEM;
+    }
     *out = b;
     return TDM_OK;
 }

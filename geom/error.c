@@ -19,6 +19,7 @@ const char *tdm_strerror(int err)
     case TDM_EGPU: return "CUDA error";
     case TDM_EGPUMEM: return "out of device memory";
     case TDM_ECANCELED: return "cancelled by the caller";
+    case TDM_EBUDGET: return "over the work budget";
     default: return "unknown error";
     }
 }

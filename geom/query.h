@@ -23,6 +23,32 @@ typedef struct tdm_collide_result {
     uint32_t tri_tests; /* triangle pairs tested */
 } tdm_collide_result;
 
+/* A work account (issue 14): what a request may cost and what it has cost,
+ * shared by every task made for it. The CPU engine adds each traversal's box
+ * and triangle tests in steps of TDM_WORK_STEP and stops a traversal at its
+ * next step once `used` passes `limit` or `stop` is set, setting `over`; the
+ * caller then discards the request's answers (tdm_work_verdict). A request's
+ * cost is thus bounded by its limit plus one step per thread. The GPU engines
+ * run in bounded device buffers and do not count (a chunk over them falls back
+ * to the CPU engine, which does). Fields are read and written with the
+ * __atomic builtins (this header is also compiled as CUDA C++, which has no
+ * _Atomic). */
+#define TDM_WORK_STEP 4096u
+typedef struct tdm_work {
+    uint64_t limit; /* box + triangle tests allowed; 0: no limit */
+    uint64_t used;  /* counted so far (atomic) */
+    int stop;       /* set by anyone to give the request up, e.g. its client went away (atomic) */
+    int over;       /* set by a traversal that stopped early (atomic) */
+} tdm_work;
+
+/* What became of the work: TDM_OK (every traversal ran to its answer),
+ * TDM_ECANCELED (given up through `stop`) or TDM_EBUDGET. */
+static inline int tdm_work_verdict(const tdm_work *w)
+{
+    if (!w || !__atomic_load_n(&w->over, __ATOMIC_ACQUIRE)) return 0;
+    return __atomic_load_n(&w->stop, __ATOMIC_RELAXED) ? TDM_ECANCELED : TDM_EBUDGET;
+}
+
 /* One task, the unit every engine runs: does tree B, placed in A's frame by
  * b_in_a, touch tree A? Collision is surface-only (triangles against triangles;
  * a mesh inside another without touching it does not collide) and touching
@@ -38,6 +64,7 @@ typedef struct tdm_task {
     uint32_t max_pairs;                 /* contacts mode: stop after this many pairs (>= 1) */
     tdm_pair *pairs;                    /* optional, borrowed: room for max_pairs pairs (contacts mode,
                                            CPU engine) */
+    tdm_work *work;                     /* optional, borrowed: the account this task counts against */
 } tdm_task;
 
 #endif

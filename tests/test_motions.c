@@ -143,7 +143,7 @@ static int state_collides(const double q[J])
     tdm_xform links[3], poses[3];
     cr_assert_eq(rs->n_elements, 3);
     cr_assert_eq(tdm_robot_scene_poses(rs, q, J, links, poses), TDM_OK);
-    tdm_sched_query qu = {rs->scene, poses, TDM_MODE_BOOL, 1, NULL};
+    tdm_sched_query qu = {rs->scene, poses, TDM_MODE_BOOL, 1, NULL, NULL};
     tdm_sched_result r;
     cr_assert_eq(tdm_sched_run(sched, &qu, 1, &r), TDM_OK);
     return (int)r.colliding;

@@ -148,7 +148,7 @@ static void job_reference(job *j, tdm_sched *e)
     cr_assert(q);
     for (uint32_t i = 0; i < p->n_queries; i++)
         q[i] = (tdm_sched_query){p->scene, p->poses + (size_t)i * m, p->mode, p->max_contacts,
-                                 j->want_pairs ? j->want_pairs + (size_t)i * MAX_PAIRS : NULL};
+                                 j->want_pairs ? j->want_pairs + (size_t)i * MAX_PAIRS : NULL, NULL};
     j->want_rc = tdm_sched_run(e, q, p->n_queries, j->want);
     free(q);
 }
@@ -440,6 +440,8 @@ Test(pooler, batches_stay_within_the_caps, .timeout = 120)
     p.hold = &jobs[0];
     tdm_pooler *pl = NULL;
     cr_assert_eq(tdm_pooler_create(e, max_tasks, max_pairs, on_finished, on_ran, &p, &pl), TDM_OK);
+    tdm_pooler_fairness whole = {UINT64_MAX, 0, 0}; /* the caps alone: no slices (tested below) */
+    tdm_pooler_set_fairness(pl, &whole);
     cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
     probe_wait_holding(&p);
     for (int i = 1; i < N; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[i].pj), TDM_OK);
@@ -493,6 +495,207 @@ Test(pooler, batches_stay_within_the_caps, .timeout = 120)
     probe_fini(&p);
     for (int i = 0; i < N; i++) job_free(&jobs[i]);
     tdm_sched_destroy(e);
+    world_free(&w);
+}
+
+/* ---- fairness, budgets, cancellation (issue 14) ---- */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The order of `finished` calls, by job index. */
+static int finish_order[64], n_finish_order;
+static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_finished_ordered(tdm_pooler_job *pj, void *data)
+{
+    pthread_mutex_lock(&order_lock);
+    if (n_finish_order < 64) finish_order[n_finish_order++] = job_of(pj)->index;
+    pthread_mutex_unlock(&order_lock);
+    on_finished(pj, data);
+}
+
+static int finish_rank(int index)
+{
+    for (int i = 0; i < n_finish_order; i++)
+        if (finish_order[i] == index) return i;
+    return -1;
+}
+
+/* A heavy scene: two identical dense spheres, one movable, at identity: in
+ * contacts mode every triangle meets its neighbours, so one query costs
+ * hundreds of thousands of tests while weighing one task. */
+static tdm_scene *heavy_scene(tdm_bvh **t)
+{
+    *t = tree(gen_sphere(1.0, 96));
+    tdm_scene_obj o[2] = {{1, *t, 0, tdm_xform_identity()}, {2, *t, 1, tdm_xform_identity()}};
+    return scene(o, 2, NULL, 0);
+}
+
+static void heavy_job(job *j, int index, const tdm_scene *s, uint32_t n)
+{
+    memset(j, 0, sizeof *j);
+    j->index = index;
+    j->poses = malloc(sizeof *j->poses * n);
+    j->pj.results = malloc(sizeof *j->pj.results * n);
+    j->want = calloc(n, sizeof *j->want);
+    cr_assert(j->poses && j->pj.results && j->want);
+    for (uint32_t i = 0; i < n; i++) j->poses[i] = tdm_xform_from_pose(tdm_d3(1e-4 * i, 0, 0), (tdm_quat){0, 0, 0, 1});
+    j->pj.scene = s;
+    j->pj.mode = TDM_MODE_CONTACTS;
+    j->pj.max_contacts = 1000000;
+    j->pj.n_queries = n;
+    j->pj.n_tasks = n;
+    j->pj.poses = j->poses;
+}
+
+/* A job of more tasks than the slice runs a slice at a time and goes to the
+ * back of the queue: a small job submitted after it finishes first, and the
+ * large job's answers are those of a direct run. */
+Test(pooler, a_large_job_runs_in_slices_taking_turns, .timeout = 120)
+{
+    gen_rng r = {seed ^ 7};
+    world w;
+    world_make(&w, &r);
+    tdm_sched *e = cpu_engine(1);
+    job jobs[3];
+    job_make(&jobs[0], 0, w.scene[1], 1, 0, &r);    /* held: keeps the thread while the others queue */
+    job_make(&jobs[1], 1, w.scene[0], 200, 0, &r);  /* 1600 tasks: 17 slices of 12 queries */
+    job_make(&jobs[2], 2, w.scene[0], 5, 1, &r);    /* small, queued after it */
+    for (int i = 0; i < 3; i++) job_reference(&jobs[i], e);
+    probe p;
+    probe_init(&p);
+    p.hold = &jobs[0];
+    n_finish_order = 0;
+    tdm_pooler *pl = NULL;
+    cr_assert_eq(tdm_pooler_create(e, 100, 1000, on_finished_ordered, on_ran, &p, &pl), TDM_OK);
+    cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
+    probe_wait_holding(&p);
+    cr_assert_eq(tdm_pooler_submit(pl, &jobs[1].pj), TDM_OK);
+    cr_assert_eq(tdm_pooler_submit(pl, &jobs[2].pj), TDM_OK);
+    probe_open(&p);
+    probe_wait_finished(&p, 3);
+    tdm_pooler_stop(pl);
+    for (int i = 0; i < 3; i++) job_check(&jobs[i]);
+    cr_assert(finish_rank(2) < finish_rank(1), "the small job finished after the large one (ranks %d, %d)",
+              finish_rank(2), finish_rank(1));
+    int slices = 0;
+    for (int b = 0; b < p.n_batches && b < MAX_BATCHES; b++) {
+        cr_assert(p.batch[b].tasks <= 100, "batch %d has %llu tasks, over the slice", b,
+                  (unsigned long long)p.batch[b].tasks);
+        slices += p.batch[b].queries == 12 || p.batch[b].queries == 200 % 12;
+    }
+    cr_assert_eq(slices, 17, "the large job ran in %d slices, expected 17", slices);
+    tdm_pooler_destroy(pl);
+    probe_fini(&p);
+    for (int i = 0; i < 3; i++) job_free(&jobs[i]);
+    tdm_sched_destroy(e);
+    world_free(&w);
+}
+
+/* Two large jobs take both of the other lanes' threads... of which there is
+ * one besides the latency lane; the small job submitted last is run by the
+ * latency lane at once and finishes first. Without the lane (second round) it
+ * waits behind them. A small but heavy job goes over the lane's budget and is
+ * run again elsewhere, with the right answer. */
+Test(pooler, the_latency_lane_serves_small_jobs_first, .timeout = 240)
+{
+    gen_rng r = {seed ^ 8};
+    world w;
+    world_make(&w, &r);
+    tdm_bvh *ht;
+    tdm_scene *hs = heavy_scene(&ht);
+    tdm_sched *e = cpu_engine(2);
+    for (int lane = 1; lane >= 0; lane--) {
+        job jobs[5];
+        job_make(&jobs[0], 0, w.scene[1], 1, 0, &r); /* held on one thread */
+        heavy_job(&jobs[1], 1, hs, 120);             /* large: 120 tasks, over latency_tasks */
+        heavy_job(&jobs[2], 2, hs, 120);
+        job_make(&jobs[3], 3, w.scene[1], 2, 0, &r); /* small and light */
+        heavy_job(&jobs[4], 4, hs, 2);               /* small and heavy: over the lane's budget */
+        for (int i = 0; i < 5; i++) job_reference(&jobs[i], e);
+        probe p;
+        probe_init(&p);
+        p.hold = &jobs[0];
+        n_finish_order = 0;
+        tdm_pooler *pl = NULL;
+        cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, on_finished_ordered, on_ran, &p, &pl), TDM_OK);
+        tdm_pooler_fairness f = {UINT64_MAX, lane ? 100 : 0, 20000};
+        tdm_pooler_set_fairness(pl, &f);
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
+        probe_wait_holding(&p); /* one thread (either) is held */
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[1].pj), TDM_OK);
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[2].pj), TDM_OK);
+        sleep_ms(20); /* the free thread, if it may, has taken a large job */
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[3].pj), TDM_OK);
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[4].pj), TDM_OK);
+        sleep_ms(20);
+        probe_open(&p);
+        probe_wait_finished(&p, 5);
+        tdm_pooler_stop(pl);
+        for (int i = 0; i < 5; i++) job_check(&jobs[i]);
+        if (lane) {
+            /* the held job may have been on the latency lane: it is small too */
+            cr_assert(finish_rank(3) < finish_rank(1) && finish_rank(3) < finish_rank(2),
+                      "with the lane, the small job finished at %d, the large ones at %d and %d", finish_rank(3),
+                      finish_rank(1), finish_rank(2));
+        }
+        tdm_pooler_destroy(pl);
+        probe_fini(&p);
+        for (int i = 0; i < 5; i++) job_free(&jobs[i]);
+    }
+    tdm_sched_destroy(e);
+    tdm_scene_destroy(hs);
+    tdm_bvh_free(ht);
+    world_free(&w);
+}
+
+/* max_work: a job over it gets TDM_EBUDGET (its answers are not used), the
+ * same job without it its direct answers; a job given up while queued gets
+ * TDM_ECANCELED. */
+Test(pooler, work_budget_and_cancellation, .timeout = 120)
+{
+    gen_rng r = {seed ^ 9};
+    world w;
+    world_make(&w, &r);
+    tdm_bvh *ht;
+    tdm_scene *hs = heavy_scene(&ht);
+    tdm_sched *e = cpu_engine(1);
+    job jobs[4];
+    job_make(&jobs[0], 0, w.scene[1], 1, 0, &r); /* held */
+    heavy_job(&jobs[1], 1, hs, 3);
+    heavy_job(&jobs[2], 2, hs, 3);
+    job_make(&jobs[3], 3, w.scene[0], 4, 0, &r);
+    for (int i = 0; i < 4; i++) job_reference(&jobs[i], e);
+    jobs[1].pj.max_work = 50000;
+    jobs[1].want_rc = TDM_EBUDGET;
+    jobs[2].pj.max_work = 0;
+    jobs[3].want_rc = TDM_ECANCELED;
+    probe p;
+    probe_init(&p);
+    p.hold = &jobs[0];
+    tdm_pooler *pl = NULL;
+    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, on_finished, on_ran, &p, &pl), TDM_OK);
+    cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
+    probe_wait_holding(&p);
+    for (int i = 1; i < 4; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[i].pj), TDM_OK);
+    tdm_pooler_cancel(&jobs[3].pj);
+    probe_open(&p);
+    probe_wait_finished(&p, 4);
+    tdm_pooler_stop(pl);
+    for (int i = 0; i < 4; i++) job_check(&jobs[i]);
+    cr_assert(jobs[1].pj.work.used > 50000 && jobs[1].pj.work.used < 50000 + 3 * 2 * TDM_WORK_STEP + 4096,
+              "the job over its budget counted %llu tests: it should stop within a step of each traversal",
+              (unsigned long long)jobs[1].pj.work.used);
+    tdm_pooler_destroy(pl);
+    probe_fini(&p);
+    for (int i = 0; i < 4; i++) job_free(&jobs[i]);
+    tdm_sched_destroy(e);
+    tdm_scene_destroy(hs);
+    tdm_bvh_free(ht);
     world_free(&w);
 }
 

@@ -384,8 +384,8 @@ Test(robot_scene, engine_matches_brute_force)
         colliding += total > 0 || contained;
         n_contained += contained && total == 0;
         cr_assert_eq(tdm_robot_scene_poses(rs, q, 3, links, poses), TDM_OK);
-        tdm_sched_query qs[2] = {{rs->scene, poses, TDM_MODE_BOOL, 1, NULL},
-                                 {rs->scene, poses, TDM_MODE_CONTACTS, MAXC, pairs}};
+        tdm_sched_query qs[2] = {{rs->scene, poses, TDM_MODE_BOOL, 1, NULL, NULL},
+                                 {rs->scene, poses, TDM_MODE_CONTACTS, MAXC, pairs, NULL}};
         tdm_sched_result res[2];
         cr_assert_eq(tdm_sched_run(e, &qs[0], 1, &res[0]), TDM_OK);
         cr_assert_eq(tdm_sched_run(e, &qs[1], 1, &res[1]), TDM_OK);

@@ -210,7 +210,7 @@ static void offline_run(offline *o, const double *q, size_t n, tdm_mode mode, ui
     for (size_t i = 0; i < n; i++) {
         cr_assert_eq(tdm_robot_scene_poses(o->rs, q + i * N_J, N_J, links, x + i * N_EL), TDM_OK);
         qs[i] = (tdm_sched_query){o->rs->scene, x + i * N_EL, mode, max_contacts,
-                                  pairs ? pairs + i * max_contacts : NULL};
+                                  pairs ? pairs + i * max_contacts : NULL, NULL};
     }
     cr_assert_eq(tdm_sched_run(o->sched, qs, n, res), TDM_OK);
     free(qs);

@@ -105,7 +105,7 @@ static int run(tdm_sched *e, const world *w, int mode, answers *a)
     for (int i = 0; i < N_QUERIES; i++)
         q[i] = (tdm_sched_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
                            mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode == 2 ? MAX_PAIRS : 1000000,
-                           mode == 2 ? a->pairs[i] : NULL};
+                           mode == 2 ? a->pairs[i] : NULL, NULL};
     return tdm_sched_run(e, q, N_QUERIES, a->res);
 }
 
@@ -163,7 +163,7 @@ static void reference(const world *w)
                 tdm_pair buf[MAX_PAIRS];
                 uint32_t room = MAX_PAIRS - listed;
                 tdm_task t = {oa->bvh, ob->bvh, NULL, NULL, tdm_xform_rel(&xa, &xb), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
-                              mode == 2 ? (room ? room : 1) : 1000000, NULL};
+                              mode == 2 ? (room ? room : 1) : 1000000, NULL, NULL};
                 tdm_collide_result r;
                 tdm_collide(&t, &r);
                 if (!r.colliding) continue;
@@ -306,7 +306,7 @@ Test(scheduler, gpu_one_pair_scene_large_batches, .timeout = 240)
     cr_assert_eq(tdm_sched_mesh_add(gpu, robot), TDM_OK);
     for (int mode = 0; mode < 2; mode++) {
         for (int i = 0; i < NQ; i++)
-            q[i] = (tdm_sched_query){scene, &poses[i], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+            q[i] = (tdm_sched_query){scene, &poses[i], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL, NULL};
         cr_assert_eq(tdm_sched_run(cpu, q, NQ, want), TDM_OK);
         cr_assert_eq(tdm_sched_run(gpu, q, NQ, res), TDM_OK);
         size_t colliding = 0;
@@ -373,7 +373,7 @@ static void *conc_main(void *p)
             for (int i = 0; i < N_QUERIES; i++)
                 c->q[i] = (tdm_sched_query){w->scene, &w->poses[(size_t)i * w->scene->n_movable],
                                       mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode == 2 ? MAX_PAIRS : 1000000,
-                                      mode == 2 ? c->a->pairs[i] : NULL};
+                                      mode == 2 ? c->a->pairs[i] : NULL, NULL};
             c->rc = tdm_sched_run(c->e, c->q, N_QUERIES, c->a->res);
             if (c->rc) return NULL;
             int bad = first_difference(c->a, &want[mode]);
@@ -571,16 +571,16 @@ Test(scheduler, run_poses_matches_run, .timeout = 240)
             for (int mode = 0; mode < 2; mode++) {
                 cr_assert_eq(run(e, &w, mode, &got), TDM_OK);
                 memset(&poses_got, 0, sizeof poses_got);
-                tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL, NULL};
                 cr_assert_eq(tdm_sched_run_poses(e, &proto, N_QUERIES, poses_got.res), TDM_OK);
                 char what[64];
                 snprintf(what, sizeof what, "run_poses on %s, chunk %u", tdm_backend_name(kinds[k]), chunks[c]);
                 expect_same(&poses_got, &got, mode, what);
             }
             /* a shared pair list is refused, and so is a query without a scene */
-            tdm_sched_query bad = {w.scene, w.poses, TDM_MODE_CONTACTS, 4, poses_got.pairs[0]};
+            tdm_sched_query bad = {w.scene, w.poses, TDM_MODE_CONTACTS, 4, poses_got.pairs[0], NULL};
             cr_assert_eq(tdm_sched_run_poses(e, &bad, 2, poses_got.res), TDM_EINVAL);
-            bad = (tdm_sched_query){NULL, w.poses, TDM_MODE_BOOL, 1, NULL};
+            bad = (tdm_sched_query){NULL, w.poses, TDM_MODE_BOOL, 1, NULL, NULL};
             cr_assert_eq(tdm_sched_run_poses(e, &bad, 2, poses_got.res), TDM_EINVAL);
             for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
             tdm_sched_destroy(e);
@@ -622,7 +622,7 @@ Test(scheduler, culling_changes_no_answer, .timeout = 240)
                 cr_assert_eq(st.cpu_queries, N_QUERIES, "every query counted once, on the CPU engine");
                 static answers poses_got;
                 memset(&poses_got, 0, sizeof poses_got);
-                tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                tdm_sched_query proto = {w.scene, w.poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL, NULL};
                 cr_assert_eq(tdm_sched_run_poses(e, &proto, N_QUERIES, poses_got.res), TDM_OK);
                 expect_same(&poses_got, a, mode, cull ? "run_poses, culled" : "run_poses, full");
                 tdm_sched_destroy(e);
@@ -685,12 +685,12 @@ Test(scheduler, culling_mixed_scenes, .timeout = 240)
                 /* the larger scene alone first: every query's bits use all their words */
                 for (int i = 0; i < NQ; i++)
                     q[i] = (tdm_sched_query){sb, &poses[(size_t)i * BIG_MOVING],
-                                             mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                                             mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL, NULL};
                 cr_assert_eq(tdm_sched_run(e, q, NQ, res), TDM_OK);
                 /* then both, interleaved */
                 for (int i = 0; i < NQ; i++)
                     q[i] = (tdm_sched_query){i % 3 ? ss : sb, &poses[(size_t)i * BIG_MOVING],
-                                             mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL};
+                                             mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL, NULL};
                 memset(res, 0, sizeof got);
                 cr_assert_eq(tdm_sched_run(e, q, NQ, res), TDM_OK);
                 if (cull && round > 0) /* every round the same answers */

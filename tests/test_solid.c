@@ -420,7 +420,7 @@ static void check_engine(tdm_sched *e, const char *name, tally *t)
     tdm_sched_result *res = malloc((size_t)N_CFG * sizeof *res);
     cr_assert_not_null(res);
     for (int mode = 0; mode < 2; mode++) {
-        tdm_sched_query proto = {s, poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1u << 20, NULL};
+        tdm_sched_query proto = {s, poses, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1u << 20, NULL, NULL};
         cr_assert_eq(tdm_sched_run_poses(e, &proto, N_CFG, res), TDM_OK);
         for (int q = 0; q < N_CFG; q++) {
             int truth = 0, near = 0, first = -1;
@@ -574,7 +574,7 @@ static void along_x(tdm_bvh *fixed, const tdm_scene_solid *fixed_solid, tdm_bvh 
         cr_assert_eq(tdm_sched_mesh_add(e[k], fixed), TDM_OK);
         cr_assert_eq(tdm_sched_mesh_add(e[k], moving), TDM_OK);
         for (int mode = 0; mode < 2; mode++) {
-            tdm_sched_query q = {solid_s, p, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 100, NULL};
+            tdm_sched_query q = {solid_s, p, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 100, NULL, NULL};
             tdm_sched_result r[4], rm[4];
             cr_assert_eq(tdm_sched_run_poses(e[k], &q, 4, r), TDM_OK);
             q.scene = mesh_s;

@@ -231,7 +231,7 @@ int tdm_cmd_motions(int argc, char **argv)
                 tdm_cli_error("a motion state: %s", tdm_strerror(rc));
                 goto done;
             }
-            queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, TDM_MODE_BOOL, 1, NULL};
+            queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, TDM_MODE_BOOL, 1, NULL, NULL};
         }
         double t0 = tdm_cli_now();
         rc = tdm_sched_run(sched, queries, n_b, res);

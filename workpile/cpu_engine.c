@@ -23,9 +23,28 @@ typedef struct traversal {
     const tdm_task *task;
     tdm_fxform fx;  /* b_in_a in float, for the box tests */
     float tol;
+    double slack;   /* for the exact stage (tdm_obb_apart_exact) */
     tdm_collide_result *res;
     int done;
+    uint64_t counted; /* box + triangle tests already added to task->work */
 } traversal;
+
+/* Adds the tests done since the last step to the task's account; ends the
+ * traversal (done, and the account marked over) when the account is spent or
+ * stopped. Called when box_tests passes a multiple of TDM_WORK_STEP and at
+ * leaves. */
+static void charge(traversal *t)
+{
+    tdm_work *w = t->task->work;
+    uint64_t n = (uint64_t)t->res->box_tests + t->res->tri_tests;
+    if (!w || n - t->counted < TDM_WORK_STEP) return;
+    uint64_t used = __atomic_add_fetch(&w->used, n - t->counted, __ATOMIC_RELAXED);
+    t->counted = n;
+    if ((w->limit && used > w->limit) || __atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&w->over, 1, __ATOMIC_RELEASE);
+        t->done = 1;
+    }
+}
 
 /* Tests a leaf pair (geom/leaf.h) and adds its intersecting pairs to the
  * result; sets t->done when the traversal can stop. Bool mode stops at the first
@@ -38,6 +57,25 @@ static void leaf_pair(traversal *t, const tdm_bvh_node *na, const tdm_bvh_node *
     t->res->tri_tests += tdm_result_add_leaf(t->res, k->mode, k->max_pairs, k->pairs, m, na, t->a->tri_ids, nb,
                                              t->b->tri_ids);
     t->done = tdm_result_done(t->res, k->mode);
+    if (!t->done) charge(t);
+}
+
+/* Do node a of A and node b of B (given as w, in A's frame) overlap? The
+ * float test first; a pair it keeps only by grace of its slack goes to the
+ * exact stage (bv.h), which separates what the slack cannot: parallel sheets
+ * a hair apart would otherwise overlap down to every leaf pair. Rare on
+ * ordinary scenes (boxes within ~1e-6 of touching). */
+static int overlap(const traversal *t, uint32_t a, const tdm_wbox *w, uint32_t b)
+{
+    const tdm_bvh_node *na = &t->a->nodes[a], *nb = &t->b->nodes[b];
+    int r = tdm__obb_sat(na, w, nb->extent, t->tol, 1);
+    if (r != TDM_OBB_MARGINAL) return r;
+    if (!t->a->exact_extent || !t->b->exact_extent) return 1;
+    tdm_xbox xa, xb;
+    if (!tdm_xbox_of(na, &t->a->exact_extent[3 * (size_t)a], &xa) ||
+        !tdm_xbox_of(nb, &t->b->exact_extent[3 * (size_t)b], &xb))
+        return 1;
+    return !tdm_obb_apart_exact(&xa, &xb, &t->task->b_in_a, t->slack);
 }
 
 /* Contacts mode visits every overlapping pair, so every child pair gets tested
@@ -50,7 +88,7 @@ static void traverse_eager(traversal *t)
     tdm_wbox wb[2];
     tdm_wbox_of(&t->fx, &B[0], &wb[0]);
     t->res->box_tests = 1;
-    if (!tdm_obb_overlap_w(&A[0], &wb[0], B[0].extent, t->tol)) return;
+    if (!overlap(t, 0, &wb[0], 0)) return;
     node_pair stack[STACK_CAP];
     int sp = 0;
     stack[sp++] = (node_pair){0, 0};
@@ -64,10 +102,11 @@ static void traverse_eager(traversal *t)
         }
         for (int j = 0; j < ncb; j++) tdm_wbox_of(&t->fx, &B[cb[j]], &wb[j]);
         t->res->box_tests += (uint32_t)(nca * ncb);
+        if ((t->res->box_tests & (TDM_WORK_STEP - 1)) < 4) charge(t);
         /* pushed in reverse so that the first children are visited first */
         for (int i = nca - 1; i >= 0; i--)
             for (int j = ncb - 1; j >= 0; j--)
-                if (tdm_obb_overlap_w(&A[ca[i]], &wb[j], B[cb[j]].extent, t->tol))
+                if (overlap(t, ca[i], &wb[j], cb[j]))
                     stack[sp++] = (node_pair){ca[i], cb[j]};
     }
 }
@@ -85,8 +124,8 @@ static void traverse_lazy(traversal *t)
         node_pair p = stack[--sp];
         tdm_wbox wb;
         tdm_wbox_of(&t->fx, &B[p.b], &wb);
-        t->res->box_tests++;
-        if (!tdm_obb_overlap_w(&A[p.a], &wb, B[p.b].extent, t->tol)) continue;
+        if ((++t->res->box_tests & (TDM_WORK_STEP - 1)) == 0) charge(t);
+        if (!overlap(t, p.a, &wb, p.b)) continue;
         uint32_t ca[2], cb[2];
         int nca, ncb;
         if (!tdm_bvtt_children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
@@ -104,10 +143,15 @@ void tdm_collide(const tdm_task *task, tdm_collide_result *res)
     res->first.a_tri = res->first.b_tri = 0;
     if (task->mode == TDM_MODE_CONTACTS && task->max_pairs == 0) return;
 
-    traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, res, 0};
+    traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, 0, res, 0, 0};
     t.tol = tdm_obb_tolerance(t.a->radius, t.b->radius, (float)tdm_d3_len(task->b_in_a.t));
+    t.slack = tdm_obb_exact_slack(t.a->radius, t.b->radius, tdm_d3_len(task->b_in_a.t));
     if (task->mode == TDM_MODE_BOOL) traverse_lazy(&t);
     else traverse_eager(&t);
+    if (task->work) { /* the rest of this traversal's count */
+        uint64_t n = (uint64_t)res->box_tests + res->tri_tests;
+        if (n > t.counted) __atomic_add_fetch(&task->work->used, n - t.counted, __ATOMIC_RELAXED);
+    }
 }
 
 /* ---- running a batch on the pool -------------------------------------------- */

@@ -19,12 +19,24 @@ typedef struct worker {
     size_t cap;
 } worker;
 
-/* Invariant: every job submitted is on the queue, in a batch being run, or
+/* A queue of jobs, oldest first. */
+typedef struct queue { tdm_pooler_job *head, *tail; } queue;
+
+static void queue_push(queue *q, tdm_pooler_job *j)
+{
+    j->next = NULL;
+    if (q->tail) q->tail->next = j;
+    else q->head = j;
+    q->tail = j;
+}
+
+/* Invariant: every job submitted is on a queue, in a batch being run, or
  * finished; `pending` counts the first two. Once `stopping` is set nothing is
- * queued any more, and the threads leave when the queue is empty. */
+ * queued any more, and the threads leave when the queues are empty. */
 struct tdm_pooler {
     tdm_sched *engine;
     uint64_t max_tasks, max_pairs;
+    tdm_pooler_fairness fair;
     void (*finished)(tdm_pooler_job *, void *);
     void (*ran)(const tdm_pooler_batch *, void *);
     void *data;
@@ -35,11 +47,14 @@ struct tdm_pooler {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     /* under lock */
-    tdm_pooler_job *head, *tail;
+    queue small, large;          /* small: jobs the latency lane may take (fairness) */
+    uint64_t seq;
     int stopping;
     size_t pending;
     tdm_pooler_stats stats;
 };
+
+tdm_pooler_fairness tdm_pooler_fairness_default(void) { return (tdm_pooler_fairness){0, 256, 4u << 20}; }
 
 static double now_ms(void)
 {
@@ -48,9 +63,35 @@ static double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
-/* A job's weight against the batch cap: its tasks, or its queries for scenes
- * without checked pairs (which cost nothing but still take scratch). */
-static uint64_t weight(const tdm_pooler_job *j) { return j->n_tasks > j->n_queries ? j->n_tasks : j->n_queries; }
+/* The tasks of one of a job's queries (every query of a job has the same). */
+static uint64_t tasks_per_query(const tdm_pooler_job *j) { return j->n_queries ? j->n_tasks / j->n_queries : 0; }
+
+/* A job's weight against the batch cap: the tasks of the queries it has left,
+ * or those queries for scenes without checked pairs (which cost nothing but
+ * still take scratch). */
+static uint64_t weight(const tdm_pooler_job *j)
+{
+    uint64_t q = j->n_queries - j->done, t = q * tasks_per_query(j);
+    return t > q ? t : q;
+}
+
+/* Queries of the job's next turn: what it has left, or a slice of it. */
+static uint32_t turn_of(const tdm_pooler *p, const tdm_pooler_job *j)
+{
+    uint32_t left = j->n_queries - j->done;
+    uint64_t per = tasks_per_query(j), slice = p->fair.slice_tasks ? p->fair.slice_tasks : p->max_tasks;
+    if (per == 0 || (uint64_t)left * per <= slice) return left;
+    uint64_t q = slice / per;
+    return q < 1 ? 1 : (uint32_t)q;
+}
+
+/* Queues a job (lock held): a small one where the latency lane looks, unless
+ * it already failed there. */
+static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
+{
+    j->seq = p->seq++;
+    queue_push(j->small && !j->demoted ? &p->small : &p->large, j);
+}
 
 static int reserve(worker *w, size_t n)
 {
@@ -70,8 +111,38 @@ static int reserve(worker *w, size_t n)
 /* What a batch's parts took, for TDM_DISPATCH_TRACE (ms). */
 typedef struct batch_times { double gather, engine, fold, finished; } batch_times;
 
-/* Runs one batch (jobs linked through next, the last one's next NULL) and
- * counts it; then the hook and the jobs' `finished`. */
+/* After its turn: 1 when the job is done (rc set), 0 when it goes back on a
+ * queue (the lock is taken to queue it). */
+static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
+{
+    if (rc != TDM_OK) {
+        j->rc = rc;
+        return 1;
+    }
+    int verdict = tdm_work_verdict(&j->work);
+    if (verdict == TDM_EBUDGET && j->latency_turn &&
+        !(j->max_work && __atomic_load_n(&j->work.used, __ATOMIC_RELAXED) > j->max_work)) {
+        /* over the latency lane's budget, not its own: again, on the other lanes, from the start of the turn */
+        __atomic_store_n(&j->work.over, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&j->work.used, 0, __ATOMIC_RELAXED);
+        j->demoted = 1;
+    } else if (verdict != TDM_OK) {
+        j->rc = verdict;
+        return 1;
+    } else {
+        j->done += j->turn;
+        if (j->done >= j->n_queries) return 1;
+    }
+    pthread_mutex_lock(&p->lock);
+    enqueue(p, j);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+/* Runs one batch (jobs linked through next, the last one's next NULL; each
+ * job's `turn` queries from its `done` on) and counts it; then the hook, and
+ * `finished` for the jobs that are done (the others are queued again). */
 static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, batch_times *bt)
 {
     tdm_pooler *p = w->p;
@@ -81,20 +152,23 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
         size_t k = 0;
         for (tdm_pooler_job *j = batch; j; j = j->next) {
             uint32_t m = j->scene->n_movable;
-            for (uint32_t i = 0; i < j->n_queries; i++, k++)
+            uint64_t limit = j->max_work;
+            if (j->latency_turn && (!limit || p->fair.latency_work < limit)) limit = p->fair.latency_work;
+            j->work.limit = limit;
+            for (uint32_t i = j->done; i < j->done + j->turn; i++, k++)
                 w->queries[k] = (tdm_sched_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
-                                                  j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL};
+                                                  j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL, &j->work};
         }
         /* a batch of one job writes its results in place */
-        tdm_sched_result *res = batch->next ? w->results : batch->results;
+        tdm_sched_result *res = batch->next ? w->results : batch->results + batch->done;
         if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
         rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
         if (p->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
         if (rc == TDM_OK && batch->next) {
             k = 0;
             for (tdm_pooler_job *j = batch; j; j = j->next) {
-                memcpy(j->results, res + k, j->n_queries * sizeof *res);
-                k += j->n_queries;
+                memcpy(j->results + j->done, res + k, j->turn * sizeof *res);
+                k += j->turn;
             }
         }
         if (p->trace) bt->fold = (t1 = now_ms()) - t, t = t1;
@@ -109,13 +183,62 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
     pthread_mutex_unlock(&p->lock);
 
     if (p->ran) p->ran(b, p->data);
+    size_t finished = 0;
     for (tdm_pooler_job *j = batch, *next; j; j = next) {
         next = j->next; /* the job is the caller's once `finished` has it */
         j->next = NULL;
-        j->rc = rc;
+        if (!after_turn(p, j, rc)) continue;
+        finished++;
         p->finished(j, p->data);
     }
+    b->jobs = finished; /* what leaves `pending` */
     if (p->trace) bt->finished = now_ms() - t;
+}
+
+/* Takes the next batch for thread w (lock held), or NULL: the latency lane
+ * (thread 0 of two or more) takes small jobs only; the others the older head
+ * of the two queues. A batch is that job and the ones behind it on the same
+ * queue, up to the caps; a job over the slice runs alone, one slice of it. A
+ * job given up (tdm_pooler_cancel) is taken like any other and finished
+ * without running. */
+static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
+{
+    int latency = w == p->workers && p->n_threads > 1 && p->fair.latency_tasks > 0;
+    queue *q;
+    if (latency) q = &p->small;
+    else if (!p->small.head) q = &p->large;
+    else if (!p->large.head) q = &p->small;
+    else q = p->small.head->seq < p->large.head->seq ? &p->small : &p->large;
+    tdm_pooler_job *batch = q->head, *last = batch;
+    if (!batch) return NULL;
+    batch->turn = turn_of(p, batch);
+    batch->latency_turn = latency;
+    uint64_t per = tasks_per_query(batch);
+    *b = (tdm_pooler_batch){(int)(w - p->workers), 1, batch->turn, per * batch->turn,
+                            weight(batch), batch->pairs_reserved, TDM_OK};
+    if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
+        while (last->next && turn_of(p, last->next) == last->next->n_queries - last->next->done &&
+               b->weight + weight(last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
+            last = last->next;
+            last->turn = last->n_queries - last->done;
+            last->latency_turn = latency;
+            b->weight += weight(last);
+            b->pairs += last->pairs_reserved;
+            b->tasks += tasks_per_query(last) * last->turn;
+            b->queries += last->turn;
+            b->jobs++;
+        }
+    q->head = last->next;
+    if (!q->head) q->tail = NULL;
+    last->next = NULL;
+    return batch;
+}
+
+/* Is there work for thread w? (lock held) */
+static int has_work(const tdm_pooler *p, const worker *w)
+{
+    int latency = w == p->workers && p->n_threads > 1 && p->fair.latency_tasks > 0;
+    return p->small.head || (!latency && p->large.head);
 }
 
 static void *pooler_main(void *arg)
@@ -126,25 +249,12 @@ static void *pooler_main(void *arg)
     pthread_mutex_lock(&p->lock);
     for (;;) {
         double t_idle = p->trace ? now_ms() : 0;
-        while (!p->head && !p->stopping) pthread_cond_wait(&p->wake, &p->lock);
-        if (!p->head) break; /* stopping, and the queue is empty */
-        /* take everything queued, up to the caps, first come first served */
-        tdm_pooler_job *batch = p->head, *last = batch;
-        tdm_pooler_batch b = {(int)(w - p->workers), 1, batch->n_queries, batch->n_tasks, weight(batch),
-                              batch->pairs_reserved, TDM_OK};
-        while (last->next && b.weight + weight(last->next) <= p->max_tasks &&
-               b.pairs + last->next->pairs_reserved <= p->max_pairs) {
-            last = last->next;
-            b.weight += weight(last);
-            b.pairs += last->pairs_reserved;
-            b.tasks += last->n_tasks;
-            b.queries += last->n_queries;
-            b.jobs++;
-        }
-        p->head = last->next;
-        if (!p->head) p->tail = NULL;
-        else pthread_cond_signal(&p->wake); /* more than the cap was queued: another thread takes the rest */
-        last->next = NULL;
+        /* a slice may still come back to a queue while any job is pending */
+        while (!has_work(p, w) && !(p->stopping && !p->pending)) pthread_cond_wait(&p->wake, &p->lock);
+        tdm_pooler_batch b;
+        tdm_pooler_job *batch = take(p, w, &b);
+        if (!batch) break; /* stopping, and every job finished */
+        if (p->small.head || p->large.head) pthread_cond_broadcast(&p->wake); /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
         pthread_mutex_unlock(&p->lock);
 
         double t0 = p->trace ? now_ms() : 0;
@@ -159,6 +269,7 @@ static void *pooler_main(void *arg)
 
         pthread_mutex_lock(&p->lock);
         p->pending -= b.jobs;
+        if (p->stopping && !p->pending) pthread_cond_broadcast(&p->wake);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -174,6 +285,7 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     if (!p) return TDM_ENOMEM;
     p->engine = engine;
     p->max_tasks = max_batch_tasks ? max_batch_tasks : 1;
+    p->fair = tdm_pooler_fairness_default();
     p->max_pairs = max_batch_pairs;
     p->finished = finished;
     p->ran = ran;
@@ -208,18 +320,33 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
 {
     job->next = NULL;
     job->rc = TDM_OK;
+    job->work = (tdm_work){job->max_work, 0, 0, 0};
+    job->done = job->turn = 0;
+    job->demoted = job->latency_turn = 0;
     pthread_mutex_lock(&p->lock);
     if (p->stopping) {
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
-    if (p->tail) p->tail->next = job;
-    else p->head = job;
-    p->tail = job;
+    job->small = p->fair.latency_tasks > 0 && weight(job) <= p->fair.latency_tasks;
+    enqueue(p, job);
     p->pending++;
-    pthread_cond_signal(&p->wake);
+    pthread_cond_broadcast(&p->wake); /* a signal could wake only the latency lane, which may not take it */
     pthread_mutex_unlock(&p->lock);
     return TDM_OK;
+}
+
+void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f)
+{
+    pthread_mutex_lock(&p->lock);
+    p->fair = *f;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void tdm_pooler_cancel(tdm_pooler_job *job)
+{
+    __atomic_store_n(&job->work.stop, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&job->work.over, 1, __ATOMIC_RELEASE); /* the verdict, even for a job that never runs a step */
 }
 
 size_t tdm_pooler_pending(tdm_pooler *p)

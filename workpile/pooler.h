@@ -56,9 +56,40 @@ struct tdm_pooler_job {
     tdm_sched_result *results; /* n_queries, written by the pooler */
     tdm_sched_contact *pairs;  /* NULL, or n_queries x max_contacts: query i's pairs start at
                                   i x max_contacts */
-    int rc;                    /* set before `finished`: TDM_OK, or the engine's error for the whole
-                                  batch (TDM_EINVAL, TDM_ENOMEM); results are then undefined */
+    uint64_t max_work;         /* box + triangle tests the job may cost, over all its runs (the CPU
+                                  engine counts them, geom/query.h's tdm_work); 0: no limit */
+    int rc;                    /* set before `finished`: TDM_OK; TDM_EBUDGET (over max_work),
+                                  TDM_ECANCELED (tdm_pooler_cancel); or the engine's error for the
+                                  whole batch (TDM_EINVAL, TDM_ENOMEM); results are then undefined */
+    /* the pooler's, while submitted */
+    tdm_work work;             /* the account every task of the job counts against */
+    uint32_t done;             /* queries answered by earlier slices */
+    uint32_t turn;             /* queries in the run being made */
+    uint64_t seq;              /* submission order, across the two queues */
+    int small, demoted, latency_turn;
 };
+
+/* Fairness (issue 14): one client's large job must not hold a small one behind
+ * it for long.
+ * - Slices: a job of more than slice_tasks tasks runs slice_tasks worth of its
+ *   queries (at least one) per turn and then goes to the back of the queue, so
+ *   large jobs take turns with each other and with everything queued after them.
+ * - The latency lane: with two or more pooler threads, thread 0 runs only small
+ *   jobs (at most latency_tasks tasks), each with a budget of latency_work tests
+ *   for that run; a small job that needs more is given up there and queued again
+ *   for the other threads (its work so far is lost, its answer is not). So a small
+ *   job waits at most for the small jobs ahead of it, each cut at latency_work,
+ *   however large the other jobs are. The other threads take the oldest job of
+ *   either kind.
+ * Defaults (tdm_pooler_fairness_default): slice_tasks = max_batch_tasks,
+ * latency_tasks 256, latency_work 4 Mi tests (~20-80 ms of one core). */
+typedef struct tdm_pooler_fairness {
+    uint64_t slice_tasks;   /* 0: max_batch_tasks */
+    uint64_t latency_tasks; /* 0: no latency lane */
+    uint64_t latency_work;  /* 0: no budget on the latency lane */
+} tdm_pooler_fairness;
+
+tdm_pooler_fairness tdm_pooler_fairness_default(void);
 
 /* One engine run, for the optional `ran` hook. */
 typedef struct tdm_pooler_batch {
@@ -92,6 +123,13 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
 /* Runs what is still queued, finishes it, joins the threads. Idempotent. Not
  * from a callback. */
 void tdm_pooler_stop(tdm_pooler *p);
+/* Sets the fairness rules; before the first submit. */
+void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
+/* Gives a submitted job up (its client went away): a job still queued is not
+ * run, a running one stops at its traversals' next work step; `finished` is
+ * still called once, with rc TDM_ECANCELED. Any thread, while the job is
+ * submitted (between tdm_pooler_submit and its `finished`). */
+void tdm_pooler_cancel(tdm_pooler_job *job);
 /* Stops (when not stopped yet) and frees. NULL is a no-op. */
 void tdm_pooler_destroy(tdm_pooler *p);
 

@@ -537,6 +537,7 @@ static void make_task(const tdm_sched_query *q, uint32_t k, tdm_task *t, uint32_
     t->mode = q->mode;
     t->max_pairs = max_pairs;
     t->pairs = pairs;
+    t->work = q->work;
 }
 
 /* The queries of a run: a[i], or, when a is NULL, *proto with its poses at

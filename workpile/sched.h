@@ -59,6 +59,9 @@ typedef struct tdm_sched_query {
     uint32_t max_contacts;   /* contacts mode: cap on the pairs counted, >= 1; ignored in bool mode */
     tdm_sched_contact *pairs;      /* optional, borrowed (contacts mode): room for max_contacts pairs, which
                                 receive the first pairs counted, in checked-pair order */
+    tdm_work *work;          /* optional, borrowed: the account the query's traversals count against
+                                (geom/query.h); queries may share one. When tdm_work_verdict says it
+                                stopped early, the answers of every query on it are incomplete */
 } tdm_sched_query;
 
 typedef struct tdm_sched_result {

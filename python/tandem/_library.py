@@ -75,6 +75,7 @@ class LimitsRobotStruct(ctypes.Structure):
         ("max_robots", ctypes.c_uint32),
         ("max_robot_text_bytes", ctypes.c_uint32),
         ("max_motion_states", ctypes.c_uint64),
+        ("max_query_work", ctypes.c_uint64),
     ]
 
 

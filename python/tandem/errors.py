@@ -35,6 +35,7 @@ class ServerCode:
     UNKNOWN_ROBOT = 16  # a libtandem and tandemd with robot support
     ROBOT_IN_USE = 17
     BAD_ROBOT = 18
+    WORK_BUDGET = 19
 
 
 class ClientCode:

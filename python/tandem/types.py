@@ -171,6 +171,7 @@ class Limits:
     max_robots: int = 0
     max_robot_text_bytes: int = 0
     max_motion_states: int = 0
+    max_query_work: int = 0
 
 
 @dataclass(frozen=True)
