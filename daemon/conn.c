@@ -200,7 +200,7 @@ static void update_flow(tdm_conn *c)
         if (c->inflight < cfg->max_pipelined && c->out_bytes <= cfg->max_output_bytes / 2) {
             conn_set_state(c, c->have_len ? CONN_READ_BODY : CONN_READ_LEN);
             process_input(c); /* frames received before the pause come first */
-            if (c->tls) tls_pump(c); /* then what was decrypted-to-be before it */
+            if (c->tls) tls_pump(c); /* then the records still waiting in the input BIO */
             if (is_reading_state(c)) read_start(c);
         }
         break;

@@ -274,6 +274,53 @@ Test(tls, token_travels_over_tls)
     tdm_client_free(c);
 }
 
+/* Frames larger than the staging buffer (a mesh of ~2 MB, many TLS records), and pipelined
+ * queries past max-pipelined, so that decrypting stops with the connection paused and goes
+ * on when it resumes. */
+Test(tls, large_frames_and_back_pressure_over_tls)
+{
+    const char *flags[] = {"--tls-cert", cert_path, "--tls-key", key_path, "--max-pipelined", "2", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = connect_opts(tls_addr("127.0.0.1"), cert_path, NULL);
+    cr_assert_eq(tdm_client_err(c), 0, "%s", tdm_client_errstr(c));
+    tdm_mesh *big = gen_sphere(1.0, 300);
+    cr_assert_not_null(big);
+    size_t bytes = (size_t)big->n_verts * 12 + (size_t)big->n_tris * 12;
+    cr_assert_gt(bytes, 1u << 20, "the mesh is too small to need many records (%zu bytes)", bytes);
+    uint8_t id[32], want[32];
+    cr_assert_eq(tdm_mesh_put(c, "big", big->verts, big->n_verts, big->tris, big->n_tris, id, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    canon_mesh_id(big->verts, big->n_verts, big->tris, big->n_tris, want);
+    cr_assert(!memcmp(id, want, 32), "the large mesh's id is not its canonical SHA-256: bytes changed on the way");
+    tdm_mesh_free(big);
+
+    uint8_t sid[32];
+    cube_scene(c, sid);
+    enum { K = 24 };
+    double w[N_POSES * 7];
+    wire_poses(w);
+    tdm_query_result res[K][N_POSES];
+    uint64_t ids[K];
+    for (int k = 0; k < K; k++)
+        cr_assert_eq(tdm_query_send(c, sid, TDM_QUERY_BOOL, w, 1, N_POSES, 0, res[k], NULL, &ids[k]), 0, "send %d: %s",
+                     k, tdm_client_errstr(c));
+    int seen[K] = {0};
+    for (int k = 0; k < K; k++) {
+        uint64_t got;
+        int status;
+        cr_assert_eq(tdm_query_wait(c, &got, &status), 0, "%s", tdm_client_errstr(c));
+        cr_assert_eq(status, 0, "query %llu: %s", (unsigned long long)got, tdm_client_errstr(c));
+        int j = -1;
+        for (int i = 0; i < K; i++)
+            if (ids[i] == got) j = i;
+        cr_assert(j >= 0 && !seen[j], "id %llu handed back twice or never sent", (unsigned long long)got);
+        seen[j] = 1;
+        for (int i = 0; i < N_POSES; i++)
+            cr_assert_eq(res[j][i].colliding, want_colliding[i], "batch %d pose %d", j, i);
+    }
+    tdm_client_free(c);
+}
+
 Test(tls, handshake_counts_against_the_hello_timeout)
 {
     start_tls(cert_path, key_path, 0);
