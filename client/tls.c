@@ -243,6 +243,7 @@ int tdm__tls_handshake_wait(tdm__tls *t, int fd, double deadline, char *err, siz
  * -1 with errno (EPROTO with t->err for a TLS error). */
 static ssize_t io_error(tdm__tls *t, int rc, int reading)
 {
+    int saved = errno; /* the socket's, from our BIO */
     int e = SSL_get_error(t->ssl, rc);
     char why[256];
     switch (e) {
@@ -256,7 +257,7 @@ static ssize_t io_error(tdm__tls *t, int rc, int reading)
         return -1;
     case SSL_ERROR_SYSCALL:
         ERR_clear_error();
-        if (!errno) errno = reading ? ECONNRESET : EPIPE;
+        errno = saved ? saved : reading ? ECONNRESET : EPIPE;
         return -1;
     default:
         tdm__fmt(t->err, sizeof t->err, "TLS: %s", reason(why, sizeof why, "failure"));

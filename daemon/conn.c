@@ -69,7 +69,6 @@ static void maybe_free(tdm_conn *c)
     free(c->stage);
     free(c->body);
     tdm_tls_free(c->tls);
-    free(c->tls_in);
     tdm_arena_free(c->arena);
     free(c);
     tdm_server_conn_gone(srv);
@@ -349,15 +348,18 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
         free(o);
         return;
     }
-    int rc = tdm_tls_seal(c->tls, o->data, o->len);
+    size_t cap = tdm_tls_seal_bound(c->tls, o->len);
+    tdm_frame *sealed = malloc(sizeof *sealed + cap);
+    int rc = sealed ? tdm_tls_seal(c->tls, o->data, o->len, sealed->data, cap, &sealed->len) : -1;
     free(o);
     if (rc != 0) {
+        free(sealed);
         tdm_log_error("conn %llu (%s): cannot encrypt a reply (out of memory?): closing", (unsigned long long)c->id,
                       c->peer);
         tdm_conn_close(c, "TLS seal failed");
         return;
     }
-    tls_flush(c);
+    write_frame(c, sealed);
 }
 
 void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
@@ -431,19 +433,17 @@ static void plain_space(tdm_conn *c, uv_buf_t *buf)
     *buf = uv_buf_init((char *)c->stage + c->stage_end, (unsigned int)(STAGE_CAP - c->stage_end));
 }
 
+/* Ciphertext read by any TLS connection: libuv calls on_read (with 0 bytes when nothing
+ * came) before it asks for the next buffer, and on_read hands the bytes to the session at
+ * once, so one buffer serves the whole loop and an idle TLS connection holds none. */
+static uint8_t tls_read_buf[TDM_TLS_READ_CAP];
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     tdm_conn *c = h->data;
-    if (!c->tls) {
-        plain_space(c, buf);
-        return;
-    }
-    if (!c->tls_in && !(c->tls_in = malloc(TDM_TLS_READ_CAP))) {
-        *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS */
-        return;
-    }
-    *buf = uv_buf_init((char *)c->tls_in, TDM_TLS_READ_CAP);
+    if (c->tls) *buf = uv_buf_init((char *)tls_read_buf, sizeof tls_read_buf);
+    else plain_space(c, buf);
 }
 
 static uint32_t be32(const uint8_t *p)

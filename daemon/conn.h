@@ -108,11 +108,10 @@ struct tdm_conn {
     size_t body_got, body_cap; /* grown as bytes arrive, up to body_len */
     tdm_arena *arena;         /* decoded requests; NULL after a MeshPut took it */
 
-    /* TLS (TCP listeners with --tls-cert): ciphertext is read into tls_in (TDM_TLS_READ_CAP
-       bytes, allocated on the first read) and decrypted into the buffers above; each reply
-       frame is sealed before it is queued (tls.h). NULL for plain connections. */
+    /* TLS (TCP listeners with --tls-cert): ciphertext is read into the loop's one read buffer,
+       handed to the session at once and decrypted into the buffers above; each reply frame is
+       sealed before it is queued (tls.h). NULL for plain connections. */
     tdm_tls *tls;
-    uint8_t *tls_in;
 
     /* output and work in flight */
     uint64_t out_bytes;       /* queued to libuv and not yet written */

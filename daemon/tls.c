@@ -147,16 +147,29 @@ int tdm_tls_ready(const tdm_tls *t) { return SSL_is_init_finished(t->ssl); }
 
 int tdm_tls_peer_is_plain(const tdm_tls *t) { return t->first >= 0 && t->first != 0x16 && !tdm_tls_ready(t); }
 
-int tdm_tls_seal(tdm_tls *t, const void *p, size_t n)
+size_t tdm_tls_seal_bound(const tdm_tls *t, size_t n)
 {
+    return BIO_ctrl_pending(t->out) + n + (n / TDM_TLS_RECORD + 1) * TDM_TLS_RECORD_OVERHEAD;
+}
+
+int tdm_tls_seal(tdm_tls *t, const void *p, size_t n, void *dst, size_t cap, size_t *len)
+{
+    *len = 0;
     if (!SSL_is_init_finished(t->ssl)) return -1;
-    size_t done = 0;
+    uint8_t *out = dst;
+    size_t w = tdm_tls_take(t, out, cap); /* what was waiting comes first */
     ERR_clear_error();
-    if (n == 0) return 0;
-    if (SSL_write_ex(t->ssl, p, n, &done) != 1 || done != n) {
-        ERR_clear_error();
-        return -1;
+    for (size_t off = 0; off < n;) {
+        size_t chunk = n - off < TDM_TLS_RECORD ? n - off : TDM_TLS_RECORD, done = 0;
+        if (SSL_write_ex(t->ssl, (const uint8_t *)p + off, chunk, &done) != 1 || done != chunk ||
+            tdm_tls_pending(t) > cap - w) {
+            ERR_clear_error();
+            return -1;
+        }
+        w += tdm_tls_take(t, out + w, cap - w);
+        off += chunk;
     }
+    *len = w;
     return 0;
 }
 

@@ -10,8 +10,8 @@
  *
  * Bounds: conn.c feeds one socket read (TDM_TLS_READ_CAP bytes at most) and decrypts
  * it all before reading again, and stops reading while the connection is paused, so
- * the input BIO holds one read and a partial record at most; the output BIO is emptied
- * after every call that may fill it. OpenSSL's own buffers (~34 KiB a connection) are
+ * the input BIO holds one read and a partial record at most; the output BIO holds one
+ * record at most (tdm_tls_seal) and is emptied after every call that may fill it. OpenSSL's own buffers (~34 KiB a connection) are
  * released while idle (SSL_MODE_RELEASE_BUFFERS).
  *
  * Thread: the loop's only (the context is read-only once made, and may be shared). */
@@ -23,6 +23,9 @@
 
 /* Ciphertext taken from the socket in one read: a TLS record and then some. */
 #define TDM_TLS_READ_CAP (32u << 10)
+/* Plaintext per record when sealing (TLS's maximum) and a bound on a record's overhead. */
+#define TDM_TLS_RECORD (16u << 10)
+#define TDM_TLS_RECORD_OVERHEAD 256u
 
 typedef struct tdm_tls_ctx tdm_tls_ctx;
 typedef struct tdm_tls tdm_tls;
@@ -55,8 +58,14 @@ int tdm_tls_ready(const tdm_tls *t);
  * is not done: a plain client, which is better told so in its own protocol. */
 int tdm_tls_peer_is_plain(const tdm_tls *t);
 
-/* Encrypts n plaintext bytes into the output BIO. 0, or -1 (out of memory, not ready). */
-int tdm_tls_seal(tdm_tls *t, const void *p, size_t n);
+/* Room tdm_tls_seal needs for n plaintext bytes: the ciphertext already waiting, then
+ * records of at most 16 KiB, each with its header, tag and padding. */
+size_t tdm_tls_seal_bound(const tdm_tls *t, size_t n);
+/* Encrypts n plaintext bytes into dst (cap from tdm_tls_seal_bound), after the ciphertext
+ * already waiting; *len: the bytes written. One record at a time goes through the output
+ * BIO, so that it never holds more than a record (a memory BIO keeps its largest size).
+ * 0, or -1 (out of memory, not ready). */
+int tdm_tls_seal(tdm_tls *t, const void *p, size_t n, void *dst, size_t cap, size_t *len);
 /* Queues close_notify in the output BIO (for a clean end before our FIN). */
 void tdm_tls_close_notify(tdm_tls *t);
 
