@@ -57,8 +57,10 @@ int tdm_tls_ctx_new(const char *cert_file, const char *key_file, const char *ca_
     SSL_CTX_set_options(s, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     /* each SSL_write is one whole frame; idle connections hand their record buffers back */
     SSL_CTX_set_mode(s, SSL_MODE_RELEASE_BUFFERS);
-    /* clients do not resume sessions: no TLS 1.3 tickets to make and send on every connection */
+    /* clients do not resume sessions: no TLS 1.3 tickets to make and send on every
+       connection, no session cache to hold */
     SSL_CTX_set_num_tickets(s, 0);
+    SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
     if (SSL_CTX_use_certificate_chain_file(s, cert_file) != 1)
         return ctx_fail(c, err, errlen, "tls-cert", cert_file);
     if (SSL_CTX_use_PrivateKey_file(s, key_file, SSL_FILETYPE_PEM) != 1)
