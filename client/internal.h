@@ -213,7 +213,8 @@ TDM__HIDDEN int tdm__tls_scheme(const char *addr, const char **rest);
 /* A client session on the socket fd (connected or connecting) to addr ("host:port", what
  * follows tls://): the server's certificate must chain to ca_file (NULL or "": then
  * $TANDEM_TLS_CA, else the system's store) and name the host (a DNS name, or an IP address
- * in its IP entries). 0, or a TDM_CLIENT_E* code with err set. Free with tdm__tls_free
+ * in its IP entries). $TANDEM_TLS_CERT and $TANDEM_TLS_KEY (PEM files) give a client
+ * certificate. 0, or a TDM_CLIENT_E* code with err set. Free with tdm__tls_free
  * (the fd stays the caller's). */
 TDM__HIDDEN int tdm__tls_new(int fd, const char *addr, const char *ca_file, tdm__tls **out, char *err,
                              size_t errlen);

@@ -150,6 +150,20 @@ int tdm__tls_new(int fd, const char *addr, const char *ca_file, tdm__tls **out, 
         tdm__tls_free(t);
         return TDM_CLIENT_EINVAL;
     }
+    /* a client certificate, for a tandemd with --tls-ca (mutual TLS) */
+    const char *cert = getenv("TANDEM_TLS_CERT"), *key = getenv("TANDEM_TLS_KEY");
+    if (cert && *cert) {
+        if (!key || !*key) key = cert; /* both in one PEM file */
+        const char *bad = SSL_CTX_use_certificate_chain_file(t->ctx, cert) != 1      ? cert
+                          : SSL_CTX_use_PrivateKey_file(t->ctx, key, SSL_FILETYPE_PEM) != 1 ? key
+                                                                                           : NULL;
+        if (bad) {
+            tdm__fmt(err, errlen, "TLS client certificate ($TANDEM_TLS_CERT, $TANDEM_TLS_KEY) %s: %s", bad,
+                     reason(why, sizeof why, "cannot be read"));
+            tdm__tls_free(t);
+            return TDM_CLIENT_EINVAL;
+        }
+    }
     if (!(t->ssl = SSL_new(t->ctx))) goto nomem;
     BIO *b = BIO_new(sock_method);
     if (!b) goto nomem;
@@ -260,7 +274,11 @@ static ssize_t io_error(tdm__tls *t, int rc, int reading)
         errno = saved ? saved : reading ? ECONNRESET : EPIPE;
         return -1;
     default:
-        tdm__fmt(t->err, sizeof t->err, "TLS: %s", reason(why, sizeof why, "failure"));
+        reason(why, sizeof why, "failure");
+        tdm__fmt(t->err, sizeof t->err, "TLS: %s%s", why,
+                 strstr(why, "certificate required") || strstr(why, "unknown ca") || strstr(why, "bad certificate")
+                     ? " (the server asks for a client certificate it trusts: $TANDEM_TLS_CERT, $TANDEM_TLS_KEY)"
+                     : "");
         errno = EPROTO;
         return -1;
     }

@@ -81,6 +81,8 @@ static void init(void)
     make_cert("IP:127.0.0.1,DNS:localhost", other_cert, other_key); /* same names, another key */
     make_cert("DNS:elsewhere.example", wrong_host_cert, wrong_host_key);
     unsetenv("TANDEM_TLS_CA");
+    unsetenv("TANDEM_TLS_CERT");
+    unsetenv("TANDEM_TLS_KEY");
 }
 
 TestSuite(tls, .init = init, .fini = fini, .timeout = 120);
@@ -319,6 +321,44 @@ Test(tls, large_frames_and_back_pressure_over_tls)
             cr_assert_eq(res[j][i].colliding, want_colliding[i], "batch %d pose %d", j, i);
     }
     tdm_client_free(c);
+}
+
+/* --tls-ca: the client must show a certificate that chains to it ($TANDEM_TLS_CERT/KEY). */
+Test(tls, client_certificates_with_tls_ca)
+{
+    const char *flags[] = {"--tls-cert", cert_path, "--tls-key", key_path, "--tls-ca", other_cert, NULL};
+    dmn_start(&D, flags);
+    /* none: refused */
+    tdm_client *c = connect_opts(tls_addr("127.0.0.1"), cert_path, NULL);
+    cr_assert_neq(tdm_client_err(c), 0, "a client without a certificate was served");
+    cr_assert(strstr(tdm_client_errstr(c), "certificate required"), "unclear error: %s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    /* one the server's CA did not sign: refused */
+    setenv("TANDEM_TLS_CERT", cert_path, 1);
+    setenv("TANDEM_TLS_KEY", key_path, 1);
+    c = connect_opts(tls_addr("127.0.0.1"), cert_path, NULL);
+    cr_assert_neq(tdm_client_err(c), 0, "a client with a foreign certificate was served");
+    tdm_client_free(c);
+    /* the right one */
+    setenv("TANDEM_TLS_CERT", other_cert, 1);
+    setenv("TANDEM_TLS_KEY", other_key, 1);
+    c = connect_opts(tls_addr("127.0.0.1"), cert_path, NULL);
+    cr_assert_eq(tdm_client_err(c), 0, "%s", tdm_client_errstr(c));
+    uint8_t sid[32];
+    cube_scene(c, sid);
+    check_answers(c, sid, "mutual TLS");
+    tdm_client_free(c);
+    /* a key file that is not there: the error names it */
+    setenv("TANDEM_TLS_KEY", "/nonexistent/key.pem", 1);
+    c = connect_opts(tls_addr("127.0.0.1"), cert_path, NULL);
+    cr_assert_eq(tdm_client_err(c), TDM_CLIENT_EINVAL, "%s", tdm_client_errstr(c));
+    cr_assert(strstr(tdm_client_errstr(c), "/nonexistent/key.pem"), "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    unsetenv("TANDEM_TLS_CERT");
+    unsetenv("TANDEM_TLS_KEY");
+    char *log = dmn_log(&D);
+    cr_assert(strstr(log, "TLS handshake failed") || strstr(log, "TLS error"), "no warn line:\n%s", log);
+    free(log);
 }
 
 Test(tls, handshake_counts_against_the_hello_timeout)
