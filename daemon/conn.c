@@ -350,7 +350,7 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
     }
     size_t cap = tdm_tls_seal_bound(c->tls, o->len);
     tdm_frame *sealed = malloc(sizeof *sealed + cap);
-    int rc = sealed ? tdm_tls_seal(c->tls, o->data, o->len, sealed->data, cap, &sealed->len) : -1;
+    int rc = sealed ? tdm_tls_seal(c->tls, o->data, o->len, sealed->data, cap, &sealed->len) : TDM_ENOMEM;
     free(o);
     if (rc != 0) {
         free(sealed);

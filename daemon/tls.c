@@ -115,9 +115,9 @@ void tdm_tls_free(tdm_tls *t)
 
 int tdm_tls_feed(tdm_tls *t, const void *p, size_t n)
 {
-    if (n > (size_t)INT32_MAX) return -1;
+    if (n > (size_t)INT32_MAX) return TDM_ERANGE;
     if (t->first < 0 && n > 0) t->first = *(const uint8_t *)p;
-    return BIO_write(t->in, p, (int)n) == (int)n ? 0 : -1;
+    return BIO_write(t->in, p, (int)n) == (int)n ? 0 : TDM_ENOMEM;
 }
 
 long tdm_tls_read(tdm_tls *t, void *buf, size_t cap)
@@ -157,7 +157,7 @@ size_t tdm_tls_seal_bound(const tdm_tls *t, size_t n)
 int tdm_tls_seal(tdm_tls *t, const void *p, size_t n, void *dst, size_t cap, size_t *len)
 {
     *len = 0;
-    if (!SSL_is_init_finished(t->ssl)) return -1;
+    if (!SSL_is_init_finished(t->ssl)) return TDM_EINVAL;
     uint8_t *out = dst;
     size_t w = tdm_tls_take(t, out, cap); /* what was waiting comes first */
     ERR_clear_error();
@@ -166,7 +166,7 @@ int tdm_tls_seal(tdm_tls *t, const void *p, size_t n, void *dst, size_t cap, siz
         if (SSL_write_ex(t->ssl, (const uint8_t *)p + off, chunk, &done) != 1 || done != chunk ||
             tdm_tls_pending(t) > cap - w) {
             ERR_clear_error();
-            return -1;
+            return TDM_ENOMEM;
         }
         w += tdm_tls_take(t, out + w, cap - w);
         off += chunk;

@@ -42,7 +42,7 @@ void tdm_tls_ctx_free(tdm_tls_ctx *ctx);
 tdm_tls *tdm_tls_new(tdm_tls_ctx *ctx);
 void tdm_tls_free(tdm_tls *t);
 
-/* Ciphertext received from the peer (copied). 0, or -1 when out of memory. */
+/* Ciphertext received from the peer (copied). 0, or TDM_ENOMEM. */
 int tdm_tls_feed(tdm_tls *t, const void *p, size_t n);
 
 /* Decrypts into buf (cap > 0 bytes), driving the handshake first. Returns the number of
@@ -64,7 +64,7 @@ size_t tdm_tls_seal_bound(const tdm_tls *t, size_t n);
 /* Encrypts n plaintext bytes into dst (cap from tdm_tls_seal_bound), after the ciphertext
  * already waiting; *len: the bytes written. One record at a time goes through the output
  * BIO, so that it never holds more than a record (a memory BIO keeps its largest size).
- * 0, or -1 (out of memory, not ready). */
+ * 0, TDM_EINVAL (the handshake is not done) or TDM_ENOMEM. */
 int tdm_tls_seal(tdm_tls *t, const void *p, size_t n, void *dst, size_t cap, size_t *len);
 /* Queues close_notify in the output BIO (for a clean end before our FIN). */
 void tdm_tls_close_notify(tdm_tls *t);
