@@ -7,7 +7,7 @@
 #
 # Knobs from the environment: BUILD_DIR (build), SCENE (demo: a generated scene; or an OMPL scene name
 # read from $OMPL/canonical; OMPL: ../shared/scenes/ompl), N_POSES (20000), MODE (bool), DURATION (seconds per row, 3), THREADS
-# ($(nproc)), SOCKET (tcp or unix), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
+# ($(nproc)), SOCKET (tcp, unix, or tls: TCP with TLS, a self-signed certificate made with the openssl command), ENGINE (auto: tandemd's --engine, and the engine-alone figure's),
 # BATCHES ("1 64 1024 4096"), CLIENTS ("1 8 64"), PROFILE_THREADS (1: also report the CPU use of each of
 # tandemd's threads during each row, from bench/thread_cpu.sh), TANDEMD_ARGS (more tandemd flags, e.g.
 # "--engine-lanes 1"), INFLIGHT (requests each client keeps in flight, 2; one client sending single
@@ -46,8 +46,16 @@ else
 fi
 
 port=$((7600 + RANDOM % 1000))
-if [[ $SOCKET == unix ]]; then addr=unix:$work/tandemd.sock; else addr=127.0.0.1:$port; fi
-"$tandemd" --listen "$addr" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn $TANDEMD_ARGS &
+tls_args=()
+if [[ $SOCKET == unix ]]; then addr=unix:$work/tandemd.sock; listen=$addr; else addr=127.0.0.1:$port; listen=$addr; fi
+if [[ $SOCKET == tls ]]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" \
+        -out "$work/cert.pem" -days 1 -subj /CN=bench -addext subjectAltName=IP:127.0.0.1 2> /dev/null
+    tls_args=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
+    addr=tls://$listen
+    export TANDEM_TLS_CA=$work/cert.pem
+fi
+"$tandemd" --listen "$listen" "${tls_args[@]}" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" --log-level warn $TANDEMD_ARGS &
 pid=$!
 for _ in $(seq 100); do
     "$tandem" stats --server "$addr" > /dev/null 2>&1 && break

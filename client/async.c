@@ -26,11 +26,13 @@ enum {
     F_FREEING = 1 << 3,       /* tdm_async_free from inside a callback */
     F_TEARDOWN = 1 << 4,      /* tear down at the next safe point */
     F_DEAD = 1 << 5,          /* teardown under way */
-    F_STARTED = 1 << 6        /* a socket was opened: the connect callback will be called */
+    F_STARTED = 1 << 6,       /* a socket was opened: the connect callback will be called */
+    F_HANDSHAKE = 1 << 7      /* tls://: the TLS handshake is under way (after the TCP connect) */
 };
 
 struct tdm_async {
     int fd;
+    tdm__tls *tls; /* tls:// addresses */
     unsigned flags;
     int err;
     int in_callback;
@@ -92,6 +94,8 @@ static void teardown(tdm_async *ac)
         stop_write(ac);
         ac->reading = false;
     }
+    tdm__tls_free(ac->tls);
+    ac->tls = NULL;
     if (ac->fd >= 0) close(ac->fd);
     ac->fd = -1;
 
@@ -197,17 +201,31 @@ tdm_async *tdm_async_connect(const tdm_connect_opts *opts)
         return ac;
     }
     int prog;
-    int fd = tdm__net_connect(opts->addr, 0, false, &prog, ac->errstr, sizeof ac->errstr);
+    const char *addr;
+    int tls = tdm__tls_scheme(opts->addr, &addr);
+    int fd = tdm__net_connect(addr, 0, false, &prog, ac->errstr, sizeof ac->errstr);
     if (fd < 0) {
         ac->err = fd;
         return ac;
     }
     ac->fd = fd;
+    if (tls) {
+        int rc = tdm__tls_new(fd, addr, opts->tls_ca_file, &ac->tls, ac->errstr, sizeof ac->errstr);
+        if (rc) {
+            close(ac->fd);
+            ac->fd = -1;
+            ac->err = rc;
+            return ac;
+        }
+        ac->flags |= F_HANDSHAKE;
+    }
     ac->flags |= F_STARTED | (prog ? F_CONNECTING : 0);
     tdm__req rq = {.type = TDM_REPLY_HELLO,
                    .u.hello = {opts->auth_token, opts->client_name ? opts->client_name : "libtandem"}};
     int rc = submit(ac, &rq, hello_done, NULL, 0, 0, NULL);
     if (rc) {
+        tdm__tls_free(ac->tls);
+        ac->tls = NULL;
         close(ac->fd);
         ac->fd = -1;
         ac->flags &= ~(unsigned)F_STARTED;
@@ -223,7 +241,7 @@ int tdm_async_attach(tdm_async *ac, const tdm_async_ev *ev)
     ac->attached = true;
     ac->reading = true;
     if (ac->ev.add_read) ac->ev.add_read(ac->ev.data);
-    if (ac->obuf.len > ac->obuf.off || (ac->flags & F_CONNECTING)) want_write(ac);
+    if (ac->obuf.len > ac->obuf.off || (ac->flags & (F_CONNECTING | F_HANDSHAKE))) want_write(ac);
     return 0;
 }
 
@@ -239,15 +257,36 @@ size_t tdm_async_pending(const tdm_async *ac) { return ac->pending.count; }
 
 /* ---- I/O -------------------------------------------------------------------------------------- */
 
+/* 0 once the connection is ready for frames (TCP connected, TLS handshake done); 1 while
+ * the handshake waits for the socket; -1 on failure. */
 static int check_connected(tdm_async *ac)
 {
-    if (!(ac->flags & F_CONNECTING)) return 0;
-    int e = tdm__net_so_error(ac->fd);
-    if (e) {
-        async_fail(ac, TDM_CLIENT_ECONNECT, "connect: %s", strerror(e));
+    if (ac->flags & F_CONNECTING) {
+        int e = tdm__net_so_error(ac->fd);
+        if (e) {
+            async_fail(ac, TDM_CLIENT_ECONNECT, "connect: %s", strerror(e));
+            return -1;
+        }
+        ac->flags &= ~(unsigned)F_CONNECTING;
+    }
+    if (!(ac->flags & F_HANDSHAKE)) return 0;
+    int rc = tdm__tls_handshake(ac->tls, ac->errstr, sizeof ac->errstr);
+    if (rc == TDM__TLS_WANT_WRITE) {
+        want_write(ac);
+        return 1;
+    }
+    if (rc == TDM__TLS_WANT_READ) { /* reading is always on; writability would only spin */
+        stop_write(ac);
+        return 1;
+    }
+    if (rc < 0) {
+        char why[sizeof ac->errstr];
+        tdm__fmt(why, sizeof why, "%s", ac->errstr);
+        async_fail(ac, rc, "%s", why);
         return -1;
     }
-    ac->flags &= ~(unsigned)F_CONNECTING;
+    ac->flags &= ~(unsigned)F_HANDSHAKE;
+    if (ac->obuf.len > ac->obuf.off) want_write(ac); /* the Hello waits */
     return 0;
 }
 
@@ -298,11 +337,11 @@ void tdm_async_handle_read(tdm_async *ac)
                 async_fail(ac, ac->reader.err, "%s", ac->reader.errstr);
                 break;
             }
-            ssize_t n = recv(ac->fd, buf, avail, 0);
+            ssize_t n = tdm__io_recv(ac->tls, ac->fd, buf, avail);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
             if (n < 0) {
-                async_fail(ac, TDM_CLIENT_EIO, "recv: %s", strerror(errno));
+                async_fail(ac, TDM_CLIENT_EIO, "recv: %s", tdm__io_strerror(ac->tls, errno));
                 break;
             }
             if (n == 0) eof = true;
@@ -331,7 +370,7 @@ void tdm_async_handle_write(tdm_async *ac)
     if (check_connected(ac) == 0) {
         tdm__buf *b = &ac->obuf;
         while (b->off < b->len) {
-            ssize_t n = send(ac->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+            ssize_t n = tdm__io_send(ac->tls, ac->fd, b->data + b->off, b->len - b->off);
             if (n > 0) {
                 tdm__buf_consume(b, (size_t)n, OBUF_KEEP);
                 continue;
@@ -340,7 +379,7 @@ void tdm_async_handle_write(tdm_async *ac)
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
             /* EPIPE / ECONNRESET: let the read side deliver what the server said, then close */
             async_fail(ac, errno == EPIPE || errno == ECONNRESET ? TDM_CLIENT_ECLOSED : TDM_CLIENT_EIO, "send: %s",
-                       strerror(errno));
+                       tdm__io_strerror(ac->tls, errno));
             break;
         }
         if (b->off >= b->len) stop_write(ac);

@@ -42,6 +42,7 @@ typedef struct outs {
 
 struct tdm_client {
     int fd;
+    tdm__tls *tls; /* tls:// addresses */
     int err; /* sticky connection error */
     int io_timeout_ms;
     uint64_t next_id;
@@ -96,6 +97,8 @@ static int fatal(tdm_client *c, int code, const char *fmt, ...)
     va_end(ap);
     c->err = code;
     memcpy(c->fatalstr, c->errstr, sizeof c->fatalstr);
+    tdm__tls_free(c->tls);
+    c->tls = NULL;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     tdm__pending *p;
@@ -330,7 +333,7 @@ static int recv_once(tdm_client *c)
     int rc = tdm__reader_space(&c->reader, RECV_CHUNK, &p, &avail);
     if (rc) return fatal(c, rc, "%s", c->reader.errstr);
     for (;;) {
-        ssize_t n = recv(c->fd, p, avail, 0);
+        ssize_t n = tdm__io_recv(c->tls, c->fd, p, avail);
         if (n > 0) {
             tdm__reader_commit(&c->reader, (size_t)n);
             return process(c);
@@ -338,7 +341,7 @@ static int recv_once(tdm_client *c)
         if (n == 0) return fatal(c, TDM_CLIENT_ECLOSED, "the server closed the connection");
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-        return fatal(c, TDM_CLIENT_EIO, "recv: %s", strerror(errno));
+        return fatal(c, TDM_CLIENT_EIO, "recv: %s", tdm__io_strerror(c->tls, errno));
     }
 }
 
@@ -375,7 +378,7 @@ static int flush(tdm_client *c, double deadline)
 {
     tdm__buf *b = &c->obuf;
     while (b->off < b->len) {
-        ssize_t n = send(c->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+        ssize_t n = tdm__io_send(c->tls, c->fd, b->data + b->off, b->len - b->off);
         if (n > 0) {
             tdm__buf_consume(b, (size_t)n, OBUF_KEEP);
             continue;
@@ -391,7 +394,7 @@ static int flush(tdm_client *c, double deadline)
                 }
                 return fatal(c, TDM_CLIENT_ECLOSED, "the server closed the connection");
             }
-            return fatal(c, TDM_CLIENT_EIO, "send: %s", strerror(errno));
+            return fatal(c, TDM_CLIENT_EIO, "send: %s", tdm__io_strerror(c->tls, errno));
         }
         short rev;
         int rc = wait_fd(c, POLLOUT | POLLIN, deadline, &rev);
@@ -545,12 +548,24 @@ tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts)
     }
     int prog;
     double deadline = opts->timeout_ms > 0 ? tdm__now_ms() + opts->timeout_ms : 0;
-    int fd = tdm__net_connect(opts->addr, opts->timeout_ms, true, &prog, c->errstr, sizeof c->errstr);
+    const char *addr;
+    int tls = tdm__tls_scheme(opts->addr, &addr);
+    int fd = tdm__net_connect(addr, opts->timeout_ms, true, &prog, c->errstr, sizeof c->errstr);
     if (fd < 0) {
         c->err = fd;
         return c;
     }
     c->fd = fd;
+    if (tls) {
+        int rc = tdm__tls_new(fd, addr, opts->tls_ca_file, &c->tls, c->errstr, sizeof c->errstr);
+        if (!rc) rc = tdm__tls_handshake_wait(c->tls, fd, deadline, c->errstr, sizeof c->errstr);
+        if (rc) {
+            char why[sizeof c->errstr];
+            tdm__fmt(why, sizeof why, "%s", c->errstr);
+            fatal(c, rc, "%s", why);
+            return c;
+        }
+    }
     tdm__req rq = {.type = TDM_REPLY_HELLO,
                    .u.hello = {opts->auth_token, opts->client_name ? opts->client_name : "libtandem"}};
     outs o = {.hello = &c->info};
@@ -571,6 +586,7 @@ tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts)
 void tdm_client_free(tdm_client *c)
 {
     if (!c) return;
+    tdm__tls_free(c->tls);
     if (c->fd >= 0) close(c->fd);
     for (size_t i = 0; c->pending.slots && i <= c->pending.mask; i++) free(c->pending.slots[i].err);
     tdm__ptable_free(&c->pending);

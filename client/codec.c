@@ -599,6 +599,11 @@ int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len)
     uint32_t l = be32(r->buf + r->start);
     if (r->frames == 0 && (l == 0 || l > r->max_frame)) {
         /* the very first bytes make no frame: another protocol answered (HTTP, SSH, ...) */
+        const uint8_t *b = r->buf + r->start;
+        if ((b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03) /* a TLS alert or handshake record */
+            return reader_fail(r, TDM_CLIENT_EPROTO,
+                               "the server speaks TLS there: connect to tls://HOST:PORT (with its CA in "
+                               "$TANDEM_TLS_CA or the connect options' tls_ca_file)");
         char shown[4 * 16 + 1];
         size_t k = 0, n = have < 16 ? have : 16;
         for (size_t i = 0; i < n; i++) {

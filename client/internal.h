@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tandem.h"
 
@@ -201,6 +202,34 @@ TDM__HIDDEN int tdm__net_connect(const char *addr, int timeout_ms, bool wait, in
                                  size_t errlen);
 /* The pending error of a non-blocking connect (SO_ERROR): 0 or an errno value. */
 TDM__HIDDEN int tdm__net_so_error(int fd);
+/* Splits "host:port", "[v6]:port" or "host" (port TDM_DEFAULT_PORT). 0, or -1 when malformed. */
+TDM__HIDDEN int tdm__net_split(const char *addr, char *host, size_t hostcap, char *port, size_t portcap);
+
+/* ---- TLS (tls.c): tls://HOST:PORT ------------------------------------------------------------ */
+
+typedef struct tdm__tls tdm__tls;
+/* 1 when addr is "tls://REST" (*rest: REST), else 0 (*rest: addr). */
+TDM__HIDDEN int tdm__tls_scheme(const char *addr, const char **rest);
+/* A client session on the socket fd (connected or connecting) to addr ("host:port", what
+ * follows tls://): the server's certificate must chain to ca_file (NULL or "": then
+ * $TANDEM_TLS_CA, else the system's store) and name the host (a DNS name, or an IP address
+ * in its IP entries). $TANDEM_TLS_CERT and $TANDEM_TLS_KEY (PEM files) give a client
+ * certificate. 0, or a TDM_CLIENT_E* code with err set. Free with tdm__tls_free
+ * (the fd stays the caller's). */
+TDM__HIDDEN int tdm__tls_new(int fd, const char *addr, const char *ca_file, tdm__tls **out, char *err,
+                             size_t errlen);
+TDM__HIDDEN void tdm__tls_free(tdm__tls *t);
+/* Drives the handshake: 0 when done, TDM__TLS_WANT_READ / _WRITE (wait for the socket),
+ * or TDM_CLIENT_ECONNECT with the reason (verification, protocol) in err. */
+enum { TDM__TLS_WANT_READ = 1, TDM__TLS_WANT_WRITE = 2 };
+TDM__HIDDEN int tdm__tls_handshake(tdm__tls *t, char *err, size_t errlen);
+/* The handshake, polling fd until it is done or the deadline (tdm__now_ms; 0: none) passes. */
+TDM__HIDDEN int tdm__tls_handshake_wait(tdm__tls *t, int fd, double deadline, char *err, size_t errlen);
+/* recv(2) and send(2) (MSG_NOSIGNAL) on fd, through t when it is not NULL; the same
+ * results and errno, a TLS error being EPROTO (tdm__io_strerror gives its text). */
+TDM__HIDDEN ssize_t tdm__io_recv(tdm__tls *t, int fd, void *buf, size_t n);
+TDM__HIDDEN ssize_t tdm__io_send(tdm__tls *t, int fd, const void *buf, size_t n);
+TDM__HIDDEN const char *tdm__io_strerror(const tdm__tls *t, int err);
 
 /* ---- the blocking client's local errors (client.c), for robot_files.c ---- */
 

@@ -74,7 +74,7 @@ static int start_one(int family, const struct sockaddr *sa, socklen_t salen, int
 }
 
 /* Splits "host:port", "[v6]:port" or "host" into host and port strings. */
-static int split_hostport(const char *addr, char *host, size_t hostcap, char *port, size_t portcap)
+int tdm__net_split(const char *addr, char *host, size_t hostcap, char *port, size_t portcap)
 {
     const char *colon;
     size_t hl;
@@ -149,7 +149,7 @@ int tdm__net_connect(const char *addr, int timeout_ms, bool wait, int *in_progre
     }
 
     char host[256], port[16];
-    if (split_hostport(addr, host, sizeof host, port, sizeof port) < 0) {
+    if (tdm__net_split(addr, host, sizeof host, port, sizeof port) < 0) {
         tdm__fmt(err, errlen, "'%s' is not host:port, [v6]:port, host or unix:/path", addr);
         return TDM_CLIENT_EADDR;
     }

@@ -411,17 +411,23 @@ TDM_API int tdm_encode_query_configs(void *dst, size_t cap, size_t *len, uint64_
 typedef struct tdm_client tdm_client;
 
 typedef struct tdm_connect_opts {
-    const char *addr;         /* "host:port", "host" (port 7450), "[v6addr]:port" or "unix:/path" */
+    const char *addr;         /* "host:port", "host" (port 7450), "[v6addr]:port", "unix:/path", or
+                                 "tls://" before a TCP form: TLS, the server's certificate checked
+                                 against tls_ca_file and the host */
     int timeout_ms;           /* connect + Hello; 0: wait as long as the system does */
     int io_timeout_ms;        /* each later blocking call; 0 (default): no limit */
     const char *auth_token;   /* NULL or "" when the server has none */
     const char *client_name;  /* for the server's log; NULL: "libtandem" */
     uint32_t max_reply_bytes; /* largest reply frame accepted; 0: TDM_DEFAULT_MAX_REPLY_BYTES */
+    const char *tls_ca_file;  /* tls://: PEM CA certificates the server's must chain to; NULL or "":
+                                 $TANDEM_TLS_CA, else the system's store. A client certificate (for a
+                                 tandemd with --tls-ca) comes from $TANDEM_TLS_CERT / $TANDEM_TLS_KEY */
 } tdm_connect_opts;
 
-/* Connects, sends Hello and checks the server's protocol version. Always returns a context
- * (NULL only when out of memory): check tdm_client_err(c) first, and free it with
- * tdm_client_free either way (hiredis' redisConnect rule). The socket has TCP_NODELAY. */
+/* Connects (over tls://, with the TLS handshake: timeout_ms covers it), sends Hello and checks
+ * the server's protocol version. Always returns a context (NULL only when out of memory):
+ * check tdm_client_err(c) first, and free it with tdm_client_free either way (hiredis'
+ * redisConnect rule). The socket has TCP_NODELAY. */
 TDM_API tdm_client *tdm_client_connect(const char *addr, int timeout_ms);
 TDM_API tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts);
 /* Closes the connection and frees everything the context owns. NULL is a no-op. */

@@ -69,6 +69,14 @@ static const opt opts[] = {
     {"insecure-listen", T_BOOL, OFF(insecure_listen), "0", 0, 1, "0|1", "BOOL",
      "Without an auth token, a TCP listen address other than loopback (127.0.0.0/8, ::1) is refused at "
      "start-up, since anyone who reaches it could use and delete everything; 1 accepts it."},
+    {"tls-cert", T_STR, OFF(tls_cert), "", 0, 0, NULL, "FILE",
+     "PEM certificate (chain) of the server: every TCP listener then speaks TLS (1.2 or later, 1.3 when the "
+     "client has it; OpenSSL's default ciphers), and Unix sockets stay plain. Needs tls-key. Clients connect "
+     "to tls://HOST:PORT. Read once at start-up."},
+    {"tls-key", T_STR, OFF(tls_key), "", 0, 0, NULL, "FILE", "PEM private key of tls-cert."},
+    {"tls-ca", T_STR, OFF(tls_ca), "", 0, 0, NULL, "FILE",
+     "PEM CA certificates: with it, a TLS client must present a certificate that chains to one of them "
+     "(mutual TLS); empty: no client certificate asked. Needs tls-cert."},
     {"unix-socket-group", T_BOOL, OFF(unix_socket_group), "0", 0, 1, "0|1", "BOOL",
      "Unix sockets (--listen unix:PATH) are created 0600, for their owner only, whatever the umask; 1 makes "
      "them 0660, for the owner's group too."},
@@ -434,6 +442,11 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
         if (rc) return errf(err, errlen, "out of memory");
     }
     if (!c->data_dir[0]) return errf(err, errlen, "data-dir must not be empty");
+    if (!c->tls_cert[0] != !c->tls_key[0])
+        return errf(err, errlen, "%s is set but %s is not: TLS needs both the certificate and its key",
+                    c->tls_cert[0] ? "tls-cert" : "tls-key", c->tls_cert[0] ? "tls-key" : "tls-cert");
+    if (c->tls_ca[0] && !c->tls_cert[0])
+        return errf(err, errlen, "tls-ca is set but tls-cert is not: client certificates need TLS");
     if (c->max_output_bytes_hard < c->max_output_bytes)
         return errf(err, errlen, "max-output-bytes-hard (%llu) is below max-output-bytes (%llu)",
                     (unsigned long long)c->max_output_bytes_hard, (unsigned long long)c->max_output_bytes);
@@ -449,6 +462,9 @@ void tdm_config_free(tdm_config *c)
     free(c->gpu_traversal);
     free(c->auth_token);
     free(c->auth_token_file);
+    free(c->tls_cert);
+    free(c->tls_key);
+    free(c->tls_ca);
     memset(c, 0, sizeof *c);
 }
 

@@ -31,6 +31,9 @@ typedef struct tdm_config {
     char *auth_token_file;
     int unix_socket_group;    /* Unix sockets 0660 rather than 0600 */
     int insecure_listen;      /* listen beyond loopback without an auth token */
+    char *tls_cert;           /* PEM certificate chain: TCP listeners speak TLS; "" when none */
+    char *tls_key;            /* its PEM private key */
+    char *tls_ca;             /* PEM CA certificates client certificates must chain to; "": none asked */
     int log_level;            /* tdm_log_level */
     /* protocol limits (HelloReply.limits) */
     uint32_t max_frame_bytes;

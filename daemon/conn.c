@@ -35,6 +35,8 @@ int tdm_conn_alive(const tdm_conn *c) { return c->state != CONN_CLOSING; }
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void process_input(tdm_conn *c);
+static void tls_pump(tdm_conn *c);
+static void tls_flush(tdm_conn *c);
 
 static void read_start(tdm_conn *c)
 {
@@ -66,6 +68,7 @@ static void maybe_free(tdm_conn *c)
     tdm_log_debug("conn %llu: freed", (unsigned long long)c->id);
     free(c->stage);
     free(c->body);
+    tdm_tls_free(c->tls);
     tdm_arena_free(c->arena);
     free(c);
     tdm_server_conn_gone(srv);
@@ -162,6 +165,11 @@ static void on_shutdown(uv_shutdown_t *req, int status)
  * client closes (see LINGER in conn.h). */
 static void linger(tdm_conn *c)
 {
+    if (c->tls) { /* close_notify, written before the FIN */
+        tdm_tls_close_notify(c->tls);
+        tls_flush(c);
+        if (c->state == CONN_CLOSING) return;
+    }
     conn_set_state(c, CONN_LINGER);
     c->shutdown_req.data = c;
     int rc = uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown);
@@ -191,6 +199,7 @@ static void update_flow(tdm_conn *c)
         if (c->inflight < cfg->max_pipelined && c->out_bytes <= cfg->max_output_bytes / 2) {
             conn_set_state(c, c->have_len ? CONN_READ_BODY : CONN_READ_LEN);
             process_input(c); /* frames received before the pause come first */
+            if (c->tls) tls_pump(c); /* then the records still waiting in the input BIO */
             if (is_reading_state(c)) read_start(c);
         }
         break;
@@ -287,12 +296,9 @@ tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
 
 void tdm_frame_free(tdm_frame *f) { free(f); }
 
-void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
+/* Queues o's bytes as they are (a plain frame, or TLS ciphertext) and takes o. */
+static void write_frame(tdm_conn *c, tdm_frame *o)
 {
-    if (c->state == CONN_CLOSING || c->state == CONN_LINGER) { /* nobody waits for it */
-        free(o);
-        return;
-    }
     o->conn = c;
     uv_buf_t b = uv_buf_init((char *)o->data, (unsigned int)o->len);
     int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
@@ -311,6 +317,49 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
         return;
     }
     pause_if_needed(c);
+}
+
+/* Writes the ciphertext OpenSSL has produced (handshake messages, alerts, sealed frames). */
+static void tls_flush(tdm_conn *c)
+{
+    size_t n = tdm_tls_pending(c->tls);
+    if (n == 0 || c->state == CONN_CLOSING) return;
+    tdm_frame *o = malloc(sizeof *o + n);
+    if (!o) {
+        tdm_conn_close(c, "out of memory for TLS output");
+        return;
+    }
+    o->len = tdm_tls_take(c->tls, o->data, n);
+    write_frame(c, o);
+}
+
+void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
+{
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGER) { /* nobody waits for it */
+        free(o);
+        return;
+    }
+    if (!c->tls) {
+        write_frame(c, o);
+        return;
+    }
+    if (!tdm_tls_ready(c->tls)) { /* an answer at accept (ERROR_BUSY): no session to carry it yet */
+        tdm_log_debug("conn %llu: reply dropped: the TLS handshake is not done", (unsigned long long)c->id);
+        free(o);
+        return;
+    }
+    size_t cap = tdm_tls_seal_bound(c->tls, o->len);
+    tdm_frame *sealed = malloc(sizeof *sealed + cap);
+    int rc = sealed ? tdm_tls_seal(c->tls, o->data, o->len, sealed->data, cap, &sealed->len) : TDM_ENOMEM;
+    free(o);
+    if (rc != 0) {
+        free(sealed);
+        tdm_log_error("conn %llu (%s): cannot encrypt a reply (out of memory?): closing", (unsigned long long)c->id,
+                      c->peer);
+        tdm_conn_close(c, "TLS seal failed");
+        return;
+    }
+    write_frame(c, sealed);
 }
 
 void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
@@ -354,10 +403,9 @@ void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, c
 
 /* ---- input ---- */
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Where the next plaintext bytes go: the large frame's buffer or the staging buffer. */
+static void plain_space(tdm_conn *c, uv_buf_t *buf)
 {
-    (void)suggested;
-    tdm_conn *c = h->data;
     if (c->state == CONN_LINGER) c->stage_pos = c->stage_end = 0; /* discarding */
     if (c->body) { /* a large frame: straight into its buffer */
         if (c->body_got == c->body_cap) {
@@ -383,6 +431,19 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         c->stage_pos = 0;
     }
     *buf = uv_buf_init((char *)c->stage + c->stage_end, (unsigned int)(STAGE_CAP - c->stage_end));
+}
+
+/* Ciphertext read by any TLS connection: libuv calls on_read (with 0 bytes when nothing
+ * came) before it asks for the next buffer, and on_read hands the bytes to the session at
+ * once, so one buffer serves the whole loop and an idle TLS connection holds none. */
+static uint8_t tls_read_buf[TDM_TLS_READ_CAP];
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    tdm_conn *c = h->data;
+    if (c->tls) *buf = uv_buf_init((char *)tls_read_buf, sizeof tls_read_buf);
+    else plain_space(c, buf);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -463,21 +524,17 @@ static void process_input(tdm_conn *c)
     }
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* The peer ended its stream (EOF, or TLS close_notify). */
+static void on_peer_end(tdm_conn *c)
 {
-    (void)buf;
-    tdm_conn *c = s->data;
-    if (nread == 0) return;
-    if (c->state == CONN_LINGER) {
-        if (nread < 0) tdm_conn_close(c, nread == UV_EOF ? "closed" : uv_strerror((int)nread));
-        return; /* discarded */
-    }
-    if (nread < 0) {
-        int mid_frame = c->have_len || c->body || c->stage_end > c->stage_pos;
-        if (nread == UV_EOF && !mid_frame) tdm_conn_drain(c, "peer closed");
-        else tdm_conn_close(c, nread == UV_EOF ? "peer closed inside a frame" : uv_strerror((int)nread));
-        return;
-    }
+    int mid_frame = c->have_len || c->body || c->stage_end > c->stage_pos;
+    if (!mid_frame) tdm_conn_drain(c, "peer closed");
+    else tdm_conn_close(c, "peer closed inside a frame");
+}
+
+/* n plaintext bytes have landed where plain_space said. */
+static void on_plain(tdm_conn *c, size_t nread)
+{
     if (c->state != CONN_READ_LEN && c->state != CONN_READ_BODY) return; /* stopped meanwhile */
     if (c->body) {
         c->body_got += (size_t)nread;
@@ -493,6 +550,81 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         c->stage_end += (size_t)nread;
     }
     process_input(c);
+}
+
+/* A plain client on a TLS port (nginx answers plain HTTP on its HTTPS port the same way):
+ * an Error in the clear, which any Tandem client can read, instead of a TLS alert. */
+static void tls_refuse_plain(tdm_conn *c)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "this port speaks TLS: connect to tls://HOST:PORT");
+    Tandem__V1__Error e = TANDEM__V1__ERROR__INIT;
+    e.code = TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST;
+    e.message = msg;
+    e.field = "tls";
+    e.index = -1;
+    Tandem__V1__Reply r = TANDEM__V1__REPLY__INIT;
+    r.body_case = TANDEM__V1__REPLY__BODY_ERROR;
+    r.error = &e;
+    int too_large;
+    tdm_frame *o = tdm_frame_pack(&r, &too_large);
+    if (o) write_frame(c, o); /* not sealed */
+    c->srv->counters.errors++;
+}
+
+/* Decrypts what the input BIO holds into the framing while the state lets it read,
+ * then writes whatever OpenSSL has to say (handshake messages, an alert). */
+static void tls_pump(tdm_conn *c)
+{
+    while (is_reading_state(c)) {
+        uv_buf_t b;
+        plain_space(c, &b);
+        if (!b.base || b.len == 0) {
+            tdm_conn_close(c, "out of memory for input");
+            return;
+        }
+        long n = tdm_tls_read(c->tls, b.base, b.len);
+        if (n > 0) {
+            on_plain(c, (size_t)n);
+            continue;
+        }
+        if (n == TDM_TLS_CLOSED) {
+            on_peer_end(c);
+        } else if (n == TDM_TLS_FAILED) {
+            tdm_tls_warn_failure((unsigned long long)c->id, c->peer, !tdm_tls_ready(c->tls), tdm_tls_error(c->tls));
+            if (tdm_tls_peer_is_plain(c->tls)) tls_refuse_plain(c);
+            else tls_flush(c); /* OpenSSL's alert, so that the client learns why */
+            tdm_conn_drain(c, "TLS failure");
+            return;
+        }
+        break;
+    }
+    tls_flush(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    tdm_conn *c = s->data;
+    if (nread == 0) return;
+    if (c->state == CONN_LINGER) {
+        if (nread < 0) tdm_conn_close(c, nread == UV_EOF ? "closed" : uv_strerror((int)nread));
+        return; /* discarded */
+    }
+    if (nread < 0) {
+        if (nread == UV_EOF) on_peer_end(c);
+        else tdm_conn_close(c, uv_strerror((int)nread));
+        return;
+    }
+    if (!c->tls) {
+        on_plain(c, (size_t)nread);
+        return;
+    }
+    if (!is_reading_state(c)) return; /* stopped meanwhile */
+    if (tdm_tls_feed(c->tls, buf->base, (size_t)nread) != 0) {
+        tdm_conn_close(c, "out of memory for TLS input");
+        return;
+    }
+    tls_pump(c);
 }
 
 void tdm_conn_shutdown(tdm_conn *c)
@@ -603,6 +735,11 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
     srv->counters.connections++;
     if (!is_unix) uv_tcp_nodelay(&c->h.tcp, 1); /* replies are small: never wait for Nagle */
     peer_name(c, is_unix);
+    if (!is_unix && srv->tls && !(c->tls = tdm_tls_new(srv->tls))) {
+        tdm_log_error("conn %llu (%s): out of memory for a TLS session", (unsigned long long)c->id, c->peer);
+        tdm_conn_close(c, "out of memory for TLS");
+        return;
+    }
 
     if (srv->n_active >= srv->cfg->max_connections) {
         tdm_log_warn("conn %llu (%s): refused: %u connections open (max_connections)", (unsigned long long)c->id,

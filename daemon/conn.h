@@ -25,6 +25,13 @@
  * be larger than the staging buffer (a Hello is small), so an unauthenticated
  * connection holds 64 KiB at most.
  *
+ * TLS: on a TCP listener with --tls-cert, the bytes read are ciphertext, decrypted
+ * (tls.h) into the same staging and frame buffers before the framing above sees them,
+ * and every reply frame is encrypted before it is written; the handshake must finish
+ * within the hello deadline. A handshake or record failure is logged (rate-limited) and
+ * drains the connection, so OpenSSL's alert still reaches the client. A reply queued
+ * before the handshake is done (ERROR_BUSY at accept) cannot be sent and is dropped.
+ *
  * Deadlines (one timer, the linger one, before LINGER): a connection that has not
  * said Hello within hello_timeout seconds of its accept is closed, and so is one
  * that sends nothing for idle_timeout seconds while no request of it is in flight
@@ -40,6 +47,7 @@
 
 #include "codec.h"
 #include "server.h"
+#include "tls.h"
 
 /* A wrong auth token: reading stops, and after TDM_CONN_AUTH_DELAY_MS the
  * UNAUTHENTICATED error (request id `id`) is sent and the connection drained; each
@@ -99,6 +107,11 @@ struct tdm_conn {
     uint8_t *body;            /* a frame larger than the staging buffer */
     size_t body_got, body_cap; /* grown as bytes arrive, up to body_len */
     tdm_arena *arena;         /* decoded requests; NULL after a MeshPut took it */
+
+    /* TLS (TCP listeners with --tls-cert): ciphertext is read into the loop's one read buffer,
+       handed to the session at once and decrypted into the buffers above; each reply frame is
+       sealed before it is queued (tls.h). NULL for plain connections. */
+    tdm_tls *tls;
 
     /* output and work in flight */
     uint64_t out_bytes;       /* queued to libuv and not yet written */

@@ -20,6 +20,7 @@
 #include "request.h"
 #include "server.h"
 #include "stats.h"
+#include "tls.h"
 
 int main(int argc, char **argv)
 {
@@ -132,6 +133,7 @@ out:
     if (uv_loop_close(&loop) != 0) tdm_log_warn("event loop closed with handles still open");
     for (size_t i = 0; i < srv.n_listeners; i++) free(srv.listeners[i].unix_path);
     free(srv.listeners);
+    tdm_tls_ctx_free(srv.tls);
     tdm_sched_destroy(srv.engine);
     tdm_datadir_close(srv.datadir);
     tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");

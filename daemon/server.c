@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "log.h"
 #include "stats.h"
+#include "tls.h"
 
 #define BACKLOG 511
 
@@ -167,7 +168,7 @@ static int listen_one(tdm_server *s, tdm_listener *l, char *err, size_t errlen)
         if (rc != 0) goto uv_fail;
     }
     if ((rc = uv_listen(&l->h.stream, BACKLOG, on_connection)) != 0) goto uv_fail;
-    tdm_log_info("listening on %s", l->addr);
+    tdm_log_info("listening on %s%s", l->addr, !l->unix_path && s->tls ? " (TLS)" : "");
     return 0;
 uv_fail:
     snprintf(err, errlen, "listen %s: %s", l->addr, uv_strerror(rc));
@@ -182,6 +183,12 @@ int tdm_server_listen(tdm_server *s, char *err, size_t errlen)
         return TDM_EIO;
     }
     s->n_listeners = s->cfg->n_listen;
+    const tdm_config *cfg = s->cfg;
+    if (cfg->tls_cert[0]) {
+        if (tdm_tls_ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca, &s->tls, err, errlen) != 0) return TDM_EIO;
+        tdm_log_info("TLS on TCP listeners: certificate %s%s%s", cfg->tls_cert,
+                     cfg->tls_ca[0] ? ", client certificates verified against " : "", cfg->tls_ca);
+    }
     for (size_t i = 0; i < s->n_listeners; i++) {
         s->listeners[i].addr = s->cfg->listen[i];
         if (listen_one(s, &s->listeners[i], err, errlen) != 0) return TDM_EIO;

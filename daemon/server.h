@@ -18,6 +18,7 @@
 #include "writer.h"
 
 typedef struct tdm_conn tdm_conn;
+typedef struct tdm_tls_ctx tdm_tls_ctx;
 
 typedef struct tdm_listener {
     union {
@@ -50,6 +51,7 @@ typedef struct tdm_server {
 
     tdm_listener *listeners;
     size_t n_listeners;
+    tdm_tls_ctx *tls;         /* --tls-cert: every TCP listener speaks TLS (tls.h); NULL: plain */
     tdm_conn *conns;          /* every connection not yet freed */
     uint32_t n_conns;         /* in `conns` */
     uint32_t n_active;        /* accepted within max_connections */

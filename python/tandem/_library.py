@@ -225,6 +225,8 @@ class ConnectOptsStruct(ctypes.Structure):
         ("auth_token", ctypes.c_char_p),
         ("client_name", ctypes.c_char_p),
         ("max_reply_bytes", ctypes.c_uint32),
+        # tls:// addresses; a libtandem older than TLS reads the struct without it
+        ("tls_ca_file", ctypes.c_char_p),
     ]
 
 

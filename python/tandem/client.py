@@ -61,13 +61,17 @@ class Client(RobotMixin):
 
     Args:
         address: ``"host:port"``, ``"host"`` (port 7450), ``"[v6addr]:port"`` or ``"unix:/path"``;
-            a ``pathlib.Path`` is taken as a Unix socket.
+            a ``pathlib.Path`` is taken as a Unix socket. ``"tls://host:port"``: TLS (a tandemd
+            with ``--tls-cert``), the server's certificate verified against ``tls_ca`` and the
+            host.
         auth_token: the server's token, when it has one.
         timeout: seconds for the connection and the Hello handshake (None: as long as the system
             waits).
         io_timeout: seconds each later call may take (None: no limit). A call that runs past it
             closes the connection (its reply could still come later).
         client_name: for the server's log.
+        tls_ca: PEM file of the CA certificates a ``tls://`` server's certificate must chain to
+            (None: ``$TANDEM_TLS_CA``, else the system's store).
         library: path of libtandem to load instead of looking for it (see ``load_library``).
         pipeline: Query requests a large ``query`` keeps in flight at once.
         batch: the most queries one Query request carries (None: the server's ``max_queries``);
@@ -92,6 +96,7 @@ class Client(RobotMixin):
         batch: Optional[int] = None,
         max_reply_pairs: int = DEFAULT_MAX_REPLY_PAIRS,
         max_query_tasks: int = DEFAULT_MAX_QUERY_TASKS,
+        tls_ca: Optional[Union[str, os.PathLike]] = None,
     ):
         self._c = None
         self._lib: Library = load_library(library)
@@ -114,6 +119,7 @@ class Client(RobotMixin):
             auth_token=(auth_token or "").encode(),
             client_name=client_name.encode(),
             max_reply_bytes=0,
+            tls_ca_file=os.fsencode(tls_ca) if tls_ca is not None else None,
         )
         c = self._lib.tdm_client_connect_with(ctypes.byref(opts))
         if not c:
