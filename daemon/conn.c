@@ -1,9 +1,11 @@
+#define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
 #include "conn.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "request.h"
@@ -525,8 +527,16 @@ void tdm_conn_shutdown(tdm_conn *c)
 
 static void peer_name(tdm_conn *c, int is_unix)
 {
+    c->peer_uid = -1;
     if (is_unix) {
-        snprintf(c->peer, sizeof c->peer, "unix");
+        c->is_unix = 1;
+        uv_os_fd_t fd;
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (uv_fileno(&c->h.handle, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            c->peer_uid = (long)cred.uid;
+        if (c->peer_uid >= 0) snprintf(c->peer, sizeof c->peer, "unix uid %ld", c->peer_uid);
+        else snprintf(c->peer, sizeof c->peer, "unix");
         return;
     }
     struct sockaddr_storage ss = {0};
