@@ -555,3 +555,158 @@ Test(tenants, wrong_tokens_block_the_address)
     cr_assert(strstr(log, "3 wrong auth tokens within 60 s (auth-fail-max): its Hellos are refused for 3 s"), "%s", log);
     free(log);
 }
+
+/* A robot and its robot scene put by both tenants: stored once, each tenant's own until
+ * it deletes them, and a connection cannot change tenant by saying Hello again. */
+Test(tenants, shared_robot_and_robot_scene)
+{
+    const char *flags[] = {"--tenants-file", tenants_file(), NULL};
+    dmn_start(&D, flags);
+    tdm_client *a = connect_as(D.tcp_addr, ALICE), *b = connect_as(D.tcp_addr, BOB);
+    uint8_t bar[32], bar_b[32], rid[32], rid_b[32], rsid[32], rsid_b[32];
+    int created;
+    put_bar(a, "a-bar", bar);
+    put_bar(b, "b-bar", bar_b);
+    cr_assert_eq(memcmp(bar, bar_b, 32), 0);
+    tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
+    memcpy(ref.mesh_id, bar, 32);
+    cr_assert_eq(tdm_robot_put(a, "a-arm", urdf_text, srdf_text, &ref, 1, rid, &created, NULL), 0, "%s",
+                 tdm_client_errstr(a));
+    cr_assert_eq(created, 1);
+    cr_assert_eq(tdm_robot_put(b, "b-arm", urdf_text, srdf_text, &ref, 1, rid_b, &created, NULL), 0, "%s",
+                 tdm_client_errstr(b));
+    cr_assert_eq(created, 0, "the same robot: stored already");
+    cr_assert_eq(memcmp(rid, rid_b, 32), 0);
+    cr_assert_eq(tdm_robot_scene_put(a, "a-world", rid, scene_text, rsid, &created, NULL), 0, "%s",
+                 tdm_client_errstr(a));
+    cr_assert_eq(created, 1);
+    cr_assert_eq(tdm_robot_scene_put(b, "b-world", rid, scene_text, rsid_b, &created, NULL), 0, "%s",
+                 tdm_client_errstr(b));
+    cr_assert_eq(created, 0);
+    cr_assert_eq(memcmp(rsid, rsid_b, 32), 0);
+    cr_assert_eq(count_files("robots"), 1);
+    cr_assert_eq(count_files("robot-scenes"), 1);
+    tdm_robot_info *l;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(b, &l, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(l[0].name, "b-arm", "bob's name for the robot");
+    cr_assert_eq(l[0].scenes, 1, "bob's robot scene on it");
+    tdm_robot_info_free(l);
+
+    /* alice: the robot is in use by her scene; she deletes the scene, then the robot */
+    expect_server_error(a, tdm_robot_delete(a, rid), "alice's robot in her scene", TDM_SERVER_ROBOT_IN_USE, "robot_id",
+                        "the robot is used by 1 robot scene");
+    cr_assert_eq(tdm_scene_delete(a, rsid), 0, "%s", tdm_client_errstr(a));
+    cr_assert_eq(tdm_robot_delete(a, rid), 0, "%s", tdm_client_errstr(a));
+    cr_assert_eq(tdm_mesh_delete(a, bar), 0, "%s", tdm_client_errstr(a));
+    cr_assert_eq(n_robots(a), 0);
+    cr_assert_eq(n_scenes(a), 0);
+    double cfg[3] = {0.3, 0.2, 0.05};
+    tdm_query_result r;
+    expect_server_error(a, tdm_query_configs(a, rsid, TDM_QUERY_BOOL, cfg, 3, 1, 0, &r, NULL), "alice's deleted scene",
+                        TDM_SERVER_UNKNOWN_SCENE, "scene_id", "no stored scene has this id");
+    /* bob: everything still there and answering */
+    cr_assert_eq(tdm_query_configs(b, rsid, TDM_QUERY_BOOL, cfg, 3, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(b));
+    cr_assert_eq(n_robots(b), 1);
+    cr_assert_eq(count_files("robots"), 1);
+    cr_assert_eq(count_files("robot-scenes"), 1);
+    cr_assert_eq(count_files("meshes"), 1);
+
+    /* a second Hello with alice's token on bob's connection: refused, still bob */
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    Tandem__V1__Hello h = TANDEM__V1__HELLO__INIT;
+    h.protocol_version = 1;
+    h.auth_token = BOB;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 1;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_HELLO;
+    rq.hello = &h;
+    Tandem__V1__Reply *rep = raw_call_or_fail(fd, &rq);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_HELLO);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    h.auth_token = ALICE;
+    rq.id = 2;
+    rep = raw_call_or_fail(fd, &rq);
+    expect_error(rep, "a second Hello as alice", 2, 1 /* BAD_REQUEST */, "auth_token", -1);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    Tandem__V1__RobotList rl = TANDEM__V1__ROBOT_LIST__INIT;
+    rq.id = 3;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_ROBOT_LIST;
+    rq.robot_list = &rl;
+    rep = raw_call_or_fail(fd, &rq);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_ROBOT_LIST);
+    cr_assert_eq(rep->robot_list->n_robots, 1, "still bob: his robot");
+    cr_assert_str_eq(rep->robot_list->robots[0]->name, "b-arm");
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+
+    /* bob lets go: the files go */
+    cr_assert_eq(tdm_scene_delete(b, rsid), 0, "%s", tdm_client_errstr(b));
+    cr_assert_eq(tdm_robot_delete(b, rid), 0, "%s", tdm_client_errstr(b));
+    cr_assert_eq(tdm_mesh_delete(b, bar), 0, "%s", tdm_client_errstr(b));
+    cr_assert_eq(count_files("robots"), 0);
+    cr_assert_eq(count_files("robot-scenes"), 0);
+    cr_assert_eq(count_files("meshes"), 0);
+    cr_assert_eq(count_files("owners"), 0);
+    tdm_client_free(a);
+    tdm_client_free(b);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+}
+
+static int count_in(const char *log, const char *needle)
+{
+    int n = 0;
+    for (const char *p = log; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+/* Point 5: a protocol error is a warn line with its reason, at most one a second with the
+ * count held back; a client's close is an info line once it said Hello, a debug one before. */
+Test(tenants, refusals_and_closes_are_logged_at_their_level)
+{
+    dmn_start(&D, NULL);
+    double t0 = mono_s();
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    enum { GARBAGE = 40 };
+    static const uint8_t junk[3] = {0xff, 0xff, 0xff}; /* not a Request */
+    for (int i = 0; i < GARBAGE; i++) cr_assert_eq(raw_send_frame(fd, junk, sizeof junk), 0);
+    for (int i = 0; i < GARBAGE; i++) {
+        Tandem__V1__Reply *rep = NULL;
+        char err[256];
+        cr_assert_eq(raw_recv(fd, 5000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+        expect_error(rep, "garbage", 0, 1 /* BAD_REQUEST */, "frame", -1);
+        tandem__v1__reply__free_unpacked(rep, NULL);
+    }
+    /* a second later, one more: its line counts the ones held back */
+    nanosleep(&(struct timespec){1, 100000000L}, NULL);
+    cr_assert_eq(raw_send_frame(fd, junk, sizeof junk), 0);
+    Tandem__V1__Reply *rep = NULL;
+    char err[256];
+    cr_assert_eq(raw_recv(fd, 5000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    int silent = raw_connect(D.tcp_addr); /* closes before its Hello */
+    cr_assert(silent >= 0);
+    close(silent);
+    nanosleep(&(struct timespec){0, 300000000L}, NULL);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    double secs = mono_s() - t0;
+    char *log = dmn_log(&D);
+    int warns = count_in(log, "warn  conn ");
+    int refusals = count_in(log, "refused: ERROR_BAD_REQUEST (frame[-1])");
+    cr_assert(refusals >= 1 && refusals <= (int)secs + 2, "%d refusal lines in %.1f s for %d bad frames:\n%s", refusals,
+              secs, GARBAGE, log);
+    cr_assert_eq(warns, refusals, "every refusal line is a warn line:\n%s", log);
+    char want[120];
+    snprintf(want, sizeof want, "(and %d more refusals at this level since the last such line)", GARBAGE + 1 - refusals);
+    cr_assert(strstr(log, want), "the lines held back are counted ('%s'):\n%s", want, log);
+    cr_assert_eq(count_in(log, "the client closed the connection"), 1, "the silent one's close is debug:\n%s", log);
+    const char *close_line = strstr(log, "the client closed the connection");
+    while (close_line > log && close_line[-1] != '\n') close_line--;
+    cr_assert(strstr(close_line, " info  conn ") == strstr(close_line, " "), "the close is an info line:\n%s", log);
+    free(log);
+}
