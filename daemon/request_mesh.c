@@ -41,7 +41,7 @@ static void mesh_claim_done(tdm_writer_op *op)
         tdm__owners_undo(op, &op->mesh->entry);
         if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
     } else if (tdm_conn_alive(c)) {
-        send_mesh_put(c, op->request_id, op->id, 0, op->mesh->n_verts, op->mesh->n_tris);
+        send_mesh_put(c, op->request_id, op->id, 1, op->mesh->n_verts, op->mesh->n_tris); /* new to this tenant */
     }
     tdm_stored_mesh_unref(op->mesh);
     free(op->owners_rec);

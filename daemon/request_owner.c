@@ -6,7 +6,9 @@
  * probed. Owner changes of listed objects are made in memory at once (on the loop)
  * and written by an OWNERS op in the writer's order, so the record on disk always
  * follows the latest change; the request is answered once it is durable, and a
- * failed write undoes its change. */
+ * failed write undoes its change. A put that makes an object stored by another
+ * tenant its tenant's too answers `created` true, as for a new object: whether
+ * others stored the same content is not the tenant's to learn. */
 #include <stdlib.h>
 #include <string.h>
 

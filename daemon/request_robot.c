@@ -119,8 +119,6 @@ static void send_robot_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scen
     free(jptrs);
 }
 
-/* ---- RobotPut ---- */
-
 /* ---- ownership: another tenant's put of a stored robot or robot scene, a delete by one of several owners ---- */
 
 static void robot_owners_done(tdm_writer_op *op)
@@ -141,8 +139,9 @@ static void robot_owners_done(tdm_writer_op *op)
             tdm__send_body(c, op->request_id, TANDEM__V1__REPLY__BODY_ROBOT_DELETE, &d);
         }
     } else if (tdm_conn_alive(c)) {
-        if (op->scene) send_robot_scene_put(c, op->request_id, op->scene, 0);
-        else send_robot_put(c, op->request_id, op->robot, 0);
+        /* created: new to this tenant, which so cannot tell what other tenants stored */
+        if (op->scene) send_robot_scene_put(c, op->request_id, op->scene, 1);
+        else send_robot_put(c, op->request_id, op->robot, 1);
     }
     if (op->scene) tdm_stored_scene_unref(op->scene);
     else tdm_stored_robot_unref(op->robot);
@@ -174,6 +173,8 @@ static int robot_owners(tdm_conn *c, uint64_t req, tdm_stored_robot *r, tdm_stor
     tdm_writer_submit(c->srv->writer, op);
     return 1;
 }
+
+/* ---- RobotPut ---- */
 
 static void robot_put_done(tdm_writer_op *op)
 {

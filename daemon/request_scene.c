@@ -34,7 +34,7 @@ static void scene_claim_done(tdm_writer_op *op)
         tdm__owners_undo(op, &op->scene->entry);
         if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
     } else if (tdm_conn_alive(c)) {
-        send_scene_put(c, op->request_id, op->scene, 0);
+        send_scene_put(c, op->request_id, op->scene, 1); /* new to this tenant */
     }
     tdm_stored_scene_unref(op->scene);
     free(op->owners_rec);

@@ -195,7 +195,9 @@ Test(tenants, two_tenants_are_apart)
     cr_assert_eq(created, 1);
     put_cube(b, "b-cube", 1.0f, cube_b, &created);
     cr_assert_eq(memcmp(cube, cube_b, 32), 0, "the same content has the same id");
-    cr_assert_eq(created, 0, "bob's cube was stored already (by alice)");
+    cr_assert_eq(created, 1, "new to bob (that alice stored it is not his to learn)");
+    put_cube(b, "b-cube-again", 1.0f, cube_b, &created);
+    cr_assert_eq(created, 0, "bob's own cube again");
     put_cube(b, "b-big", 2.0f, big, &created);
     cr_assert_eq(created, 1);
     cr_assert_eq(count_files("meshes"), 3, "the shared cube is stored once: 3 mesh files");
@@ -249,7 +251,7 @@ Test(tenants, two_tenants_are_apart)
     put_scene(a, "shared-a", cube, cube, shared, &created);
     cr_assert_eq(created, 1);
     put_scene(b, "shared-b", cube_b, cube_b, shared_b, &created);
-    cr_assert_eq(created, 0);
+    cr_assert_eq(created, 1, "new to bob");
     cr_assert_eq(memcmp(shared, shared_b, 32), 0);
     cr_assert_eq(count_files("scenes"), 2, "alice's scene and the shared one");
     cr_assert_eq(tdm_scene_delete(a, shared), 0, "%s", tdm_client_errstr(a));
@@ -335,7 +337,7 @@ Test(tenants, ownership_survives_a_restart)
 
     put_cube(a, "a-cube", 1.0f, cube, &created);
     put_cube(b, "b-cube", 1.0f, cube, &created);
-    cr_assert_eq(created, 0);
+    cr_assert_eq(created, 1);
     put_bar(a, "a-bar", bar);
     tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
     memcpy(ref.mesh_id, bar, 32);
@@ -576,14 +578,14 @@ Test(tenants, shared_robot_and_robot_scene)
     cr_assert_eq(created, 1);
     cr_assert_eq(tdm_robot_put(b, "b-arm", urdf_text, srdf_text, &ref, 1, rid_b, &created, NULL), 0, "%s",
                  tdm_client_errstr(b));
-    cr_assert_eq(created, 0, "the same robot: stored already");
+    cr_assert_eq(created, 1, "the same robot: new to bob");
     cr_assert_eq(memcmp(rid, rid_b, 32), 0);
     cr_assert_eq(tdm_robot_scene_put(a, "a-world", rid, scene_text, rsid, &created, NULL), 0, "%s",
                  tdm_client_errstr(a));
     cr_assert_eq(created, 1);
     cr_assert_eq(tdm_robot_scene_put(b, "b-world", rid, scene_text, rsid_b, &created, NULL), 0, "%s",
                  tdm_client_errstr(b));
-    cr_assert_eq(created, 0);
+    cr_assert_eq(created, 1);
     cr_assert_eq(memcmp(rsid, rsid_b, 32), 0);
     cr_assert_eq(count_files("robots"), 1);
     cr_assert_eq(count_files("robot-scenes"), 1);
