@@ -46,19 +46,30 @@ nomem:
 
 static int cmp_rec(const void *a, const void *b) { return memcmp(a, b, TDM_ID_LEN); } /* id first */
 
-/* The loaded object e (its file named file_name) gets its owners: its record's, or
- * the default tenant alone when it has none (data directories from before tenants). */
+/* The loaded object e (its file named file_name, at path) gets its owners: its
+ * record's, or the default tenant alone when it has none (data directories from
+ * before tenants). An object whose record exists but cannot be read is not loaded
+ * (it stays on disk): handing it to anyone could hand one tenant's object to
+ * another. 0, or -1 after logging why. */
 static int set_owners(load_ctx *L, tdm_catalog_entry *e, const char *file_name, const char *path)
 {
     owner_rec *r = L->n ? bsearch(e->id, L->recs, L->n, sizeof *L->recs, cmp_rec) : NULL;
+    int rc;
     if (r) {
         r->used = 1;
-        int rc = tdm_owners_decode(r->buf, r->len, L->s->tenants, &e->owners);
-        if (rc == TDM_OK) return 0;
-        if (rc == TDM_ENOMEM) return -1;
-        tdm_log_error("%s: its owner record is malformed: it is given to the default tenant", path);
+        rc = tdm_owners_decode(r->buf, r->len, L->s->tenants, &e->owners);
+        if (rc == TDM_ECORRUPT) {
+            tdm_log_error("skipping %s: its owner record is malformed (kept on disk, as the object)", path);
+            return -1;
+        }
+    } else if (tdm_datadir_exists(L->s->datadir, TDM_DATADIR_OWNERS, e->id)) {
+        tdm_log_error("skipping %s: its owner record could not be read (see above; both kept on disk)", path);
+        return -1;
+    } else {
+        rc = tdm_owners_add(&e->owners, TDM_TENANT_DEFAULT, file_name);
     }
-    return tdm_owners_add(&e->owners, TDM_TENANT_DEFAULT, file_name);
+    if (rc != TDM_OK) tdm_log_error("skipping %s: out of memory", path);
+    return rc == TDM_OK ? 0 : -1;
 }
 
 static int load_mesh(void *ctx, const tdm_datadir_item *it)
@@ -167,12 +178,13 @@ static int load_scene(void *ctx, const tdm_datadir_item *it)
     }
     tdm_stored_scene *sc = tdm_stored_scene_new(it->id, it->name, scene, meshes, no);
     scene = NULL;
-    if (!sc || set_owners(L, &sc->entry, it->name, it->path) != 0) {
-        if (sc) {
-            tdm_stored_scene_retire(sc);
-            tdm_stored_scene_unref(sc);
-        }
+    if (!sc) {
         tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    if (set_owners(L, &sc->entry, it->name, it->path) != 0) {
+        tdm_stored_scene_retire(sc);
+        tdm_stored_scene_unref(sc);
         goto out;
     }
     tdm_catalog_scene_written(s->catalog, sc);
@@ -223,13 +235,13 @@ static int load_robot(void *ctx, const tdm_datadir_item *it)
     }
     tdm_stored_robot *r = tdm_stored_robot_new(it->id, it->name, robot, meshes, n);
     robot = NULL;
-    if (r && set_owners(L, &r->entry, it->name, it->path) != 0) {
-        tdm_stored_robot_retire(r);
-        tdm_stored_robot_unref(r);
-        r = NULL;
-    }
     if (!r) {
         tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    if (set_owners(L, &r->entry, it->name, it->path) != 0) {
+        tdm_stored_robot_retire(r);
+        tdm_stored_robot_unref(r);
         goto out;
     }
     tdm_catalog_robot_written(s->catalog, r);
@@ -279,7 +291,6 @@ static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
         return -1;
     }
     if (set_owners(L, &sc->entry, it->name, it->path) != 0) {
-        tdm_log_error("skipping %s: out of memory", it->path);
         tdm_stored_scene_unref(sc);
         return -1;
     }

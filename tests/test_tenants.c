@@ -16,6 +16,12 @@
  *                          client without a token is refused is checked
  *   wrong_tokens_block_*   wrong tokens from one address block its Hellos for
  *                          --auth-fail-block seconds, another address unaffected
+ *   shared_robot_*         a robot and its robot scene put by both tenants: stored once,
+ *                          deleted for one only; a second Hello cannot change tenant
+ *   refusals_and_closes_*  point 5: refused requests and client closes at their level,
+ *                          rate-limited with the count held back
+ *   orphan_and_*           owner records after crashes: an orphan removed, an unreadable
+ *                          one keeping its object unloaded (for nobody)
  *
  * Meshes are cubes made here; robots are tests/arm_fixture.h's arm. */
 #include <criterion/criterion.h>
@@ -712,4 +718,57 @@ Test(tenants, refusals_and_closes_are_logged_at_their_level)
     while (close_line > log && close_line[-1] != '\n') close_line--;
     cr_assert(strstr(close_line, " info  conn ") == strstr(close_line, " "), "the close is an info line:\n%s", log);
     free(log);
+}
+
+/* Owner records and crashes: a record whose object is gone (a crash between the two) is
+ * removed at start-up; an object whose record cannot be read is not loaded, for nobody
+ * (not the default tenant either), and both files stay. */
+Test(tenants, orphan_and_unreadable_owner_records)
+{
+    const char *flags[] = {"--tenants-file", tenants_file(), NULL};
+    dmn_start(&D, flags);
+    tdm_client *a = connect_as(D.tcp_addr, ALICE);
+    uint8_t x[32], y[32];
+    int created;
+    put_cube(a, "x", 1.0f, x, &created);
+    put_cube(a, "y", 2.0f, y, &created);
+    tdm_client_free(a);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    cr_assert_eq(count_files("owners"), 2);
+    char hx[65], hy[65], path[700];
+    hex(x, hx);
+    hex(y, hy);
+    snprintf(path, sizeof path, "%s/meshes/%s.mesh", D.data_dir, hx);
+    cr_assert_eq(unlink(path), 0, "%s: %s", path, strerror(errno)); /* x's record is now an orphan */
+    snprintf(path, sizeof path, "%s/owners/%s.owners", D.data_dir, hy);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, 70, SEEK_SET), 0);
+    int ch = fgetc(f);
+    cr_assert_eq(fseek(f, 70, SEEK_SET), 0);
+    fputc(ch ^ 0x20, f); /* the checksum no longer matches */
+    cr_assert_eq(fclose(f), 0);
+
+    dmn_start(&D, flags);
+    a = connect_as(D.tcp_addr, ALICE);
+    tdm_client *d = connect_as(D.tcp_addr, DFLT);
+    size_t n;
+    char *names = mesh_names(a, &n);
+    cr_assert_str_eq(names, "", "x is gone and y is not loaded");
+    free(names);
+    names = mesh_names(d, &n);
+    cr_assert_str_eq(names, "", "y is not the default tenant's either");
+    free(names);
+    tdm_client_free(a);
+    tdm_client_free(d);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    char *log = dmn_log(&D);
+    char want[200];
+    snprintf(want, sizeof want, "removed the owner record %s: its object is not stored", hx);
+    cr_assert(strstr(log, want), "%s", log);
+    snprintf(want, sizeof want, "meshes/%s.mesh: its owner record could not be read", hy);
+    cr_assert(strstr(log, want), "%s", log);
+    free(log);
+    cr_assert_eq(count_files("owners"), 1, "y's record stays");
+    cr_assert_eq(count_files("meshes"), 1, "y's mesh stays");
 }
