@@ -455,6 +455,7 @@ void tdm_config_free(tdm_config *c)
     free(c->gpu_traversal);
     free(c->auth_token);
     free(c->auth_token_file);
+    free(c->tenants_file);
     memset(c, 0, sizeof *c);
 }
 
