@@ -100,8 +100,7 @@ int tdm__put_again(tdm_conn *c, tdm_writer_op *op)
     op->rc = TDM_OK;
     op->exists = 0;
     op->field = "";
-    op->index = -1;
-    op->msg[0] = 0;
+    op->index = -1; /* msg stays: an over-budget MeshPut's was written by the loop */
     tdm_writer_submit(c->srv->writer, op);
     return 1;
 }
