@@ -22,6 +22,8 @@
  *                          rate-limited with the count held back
  *   orphan_and_*           owner records after crashes: an orphan removed, an unreadable
  *                          one keeping its object unloaded (for nobody)
+ *   put_racing_a_delete_*  a MeshPut answered "exists" by the writer while a delete
+ *                          pipelined after it unlists the mesh: stored again
  *
  * Meshes are cubes made here; robots are tests/arm_fixture.h's arm. */
 #include <criterion/criterion.h>
@@ -771,4 +773,109 @@ Test(tenants, orphan_and_unreadable_owner_records)
     free(log);
     cr_assert_eq(count_files("owners"), 1, "y's record stays");
     cr_assert_eq(count_files("meshes"), 1, "y's mesh stays");
+}
+
+/* Appends rq, framed, to buf at *len. */
+static void frame_into(uint8_t *buf, size_t cap, size_t *len, const Tandem__V1__Request *rq)
+{
+    size_t n;
+    uint8_t *b = raw_pack(rq, &n);
+    cr_assert(b && *len + 4 + n <= cap);
+    buf[*len] = (uint8_t)(n >> 24);
+    buf[*len + 1] = (uint8_t)(n >> 16);
+    buf[*len + 2] = (uint8_t)(n >> 8);
+    buf[*len + 3] = (uint8_t)n;
+    memcpy(buf + *len + 4, b, n);
+    *len += 4 + n;
+    free(b);
+}
+
+/* A MeshPut of a stored mesh pipelined with a MeshDelete of it, in one write: the put
+ * reaches the writer first and finds the file, the delete unlists the mesh and removes
+ * the file after. The put must not answer for a mesh about to vanish: it is stored
+ * again, and listed once both are answered. */
+Test(tenants, put_racing_a_delete_is_stored_again)
+{
+    const char *flags[] = {"--tenants-file", tenants_file(), NULL};
+    dmn_start(&D, flags);
+    tdm_client *a = connect_as(D.tcp_addr, ALICE);
+    uint8_t id[32];
+    int created;
+    put_cube(a, "cube", 1.0f, id, &created);
+    tdm_mesh_info *l;
+    size_t n;
+
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    Tandem__V1__Hello h = TANDEM__V1__HELLO__INIT;
+    h.protocol_version = 1;
+    h.auth_token = ALICE;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 1;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_HELLO;
+    rq.hello = &h;
+    Tandem__V1__Reply *rep = raw_call_or_fail(fd, &rq);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_HELLO);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+
+    float v[24];
+    for (int i = 0; i < 8; i++) {
+        v[3 * i] = i & 1 ? 0.5f : -0.5f;
+        v[3 * i + 1] = i & 2 ? 0.5f : -0.5f;
+        v[3 * i + 2] = i & 4 ? 0.5f : -0.5f;
+    }
+    uint32_t t[36] = {0, 2, 1, 1, 2, 3, 4, 5, 6, 5, 7, 6, 0, 1, 4, 1, 5, 4,
+                      2, 6, 3, 3, 6, 7, 0, 4, 2, 2, 4, 6, 1, 3, 5, 3, 7, 5};
+    Tandem__V1__MeshPut mp = TANDEM__V1__MESH_PUT__INIT;
+    mp.name = "cube";
+    mp.n_vertices = 24;
+    mp.vertices = v;
+    mp.n_triangles = 36;
+    mp.triangles = t;
+    Tandem__V1__MeshDelete md = TANDEM__V1__MESH_DELETE__INIT;
+    md.mesh_id.data = id;
+    md.mesh_id.len = 32;
+    uint8_t buf[4096];
+    size_t len = 0;
+    Tandem__V1__Request put = TANDEM__V1__REQUEST__INIT, del = TANDEM__V1__REQUEST__INIT;
+    put.id = 10;
+    put.body_case = TANDEM__V1__REQUEST__BODY_MESH_PUT;
+    put.mesh_put = &mp;
+    del.id = 11;
+    del.body_case = TANDEM__V1__REQUEST__BODY_MESH_DELETE;
+    del.mesh_delete = &md;
+    frame_into(buf, sizeof buf, &len, &put);
+    frame_into(buf, sizeof buf, &len, &del);
+    cr_assert_eq(raw_write_all(fd, buf, len), 0);
+    int got_put = 0, got_del = 0;
+    for (int i = 0; i < 2; i++) {
+        char err[256];
+        cr_assert_eq(raw_recv(fd, 10000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+        if (rep->id == 10) {
+            cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_MESH_PUT, "the put: %s",
+                         rep->body_case == TANDEM__V1__REPLY__BODY_ERROR ? rep->error->message : "");
+            cr_assert_eq(rep->mesh_put->created, 1, "stored again after the delete");
+            got_put = 1;
+        } else {
+            cr_assert_eq(rep->id, 11);
+            cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_MESH_DELETE);
+            got_del = 1;
+        }
+        tandem__v1__reply__free_unpacked(rep, NULL);
+    }
+    cr_assert(got_put && got_del);
+    close(fd);
+    cr_assert_eq(tdm_mesh_list(a, &l, &n), 0);
+    cr_assert_eq(n, 1, "the put came last: the mesh is stored");
+    tdm_mesh_list_free(l);
+    cr_assert_eq(count_files("meshes"), 1);
+    tdm_client_free(a);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    dmn_start(&D, flags); /* and it is on disk */
+    a = connect_as(D.tcp_addr, ALICE);
+    cr_assert_eq(tdm_mesh_list(a, &l, &n), 0);
+    cr_assert_eq(n, 1);
+    tdm_mesh_list_free(l);
+    tdm_client_free(a);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
