@@ -67,6 +67,9 @@ tdm_stored_robot *tdm__find_robot(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
 uint32_t tdm__mesh_scenes(tdm_conn *c, const tdm_stored_mesh *m);
 uint32_t tdm__mesh_robots(tdm_conn *c, const tdm_stored_mesh *m);
 uint32_t tdm__robot_scenes(tdm_conn *c, const tdm_stored_robot *r);
+/* The same counts for the tenant's meshes ms[0..n) at once (MeshList), in one pass
+ * over its scenes and robots: scenes[i], robots[i]. 0 or TDM_ENOMEM. */
+int tdm__mesh_uses(tdm_conn *c, tdm_stored_mesh *const *ms, uint32_t n, uint32_t *scenes, uint32_t *robots);
 
 /* A put's op: op->tenant set to the connection's, and the owner record the object
  * needs if the put creates it under `name` (writer.h). 0, or TDM_ENOMEM. */

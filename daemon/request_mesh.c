@@ -201,37 +201,41 @@ void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
 void tdm__mesh_list(tdm_conn *c, uint64_t id)
 {
     tdm_catalog *cat = c->srv->catalog;
-    uint32_t n = 0;
+    uint32_t n = 0, i = 0;
     for (tdm_stored_mesh *m = tdm_catalog_meshes(cat); m; m = m->next) n += tdm__owns(c, &m->entry);
     Tandem__V1__MeshInfo *infos = malloc(sizeof *infos * (n ? n : 1));
     Tandem__V1__MeshInfo **ptrs = malloc(sizeof *ptrs * (n ? n : 1));
-    if (!infos || !ptrs) {
-        free(infos);
-        free(ptrs);
-        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory listing %u meshes", n);
-        return;
-    }
-    uint32_t i = 0;
-    for (tdm_stored_mesh *m = tdm_catalog_meshes(cat); m; m = m->next) {
-        if (!tdm__owns(c, &m->entry)) continue;
+    tdm_stored_mesh **ms = malloc(sizeof *ms * (n ? n : 1));
+    uint32_t *uses = malloc(sizeof *uses * 2 * (n ? n : 1));
+    if (!infos || !ptrs || !ms || !uses) goto nomem;
+    for (tdm_stored_mesh *m = tdm_catalog_meshes(cat); m; m = m->next)
+        if (tdm__owns(c, &m->entry)) ms[i++] = m;
+    if (tdm__mesh_uses(c, ms, n, uses, uses + n) != 0) goto nomem;
+    for (i = 0; i < n; i++) {
+        const tdm_stored_mesh *m = ms[i];
         Tandem__V1__MeshInfo mi = TANDEM__V1__MESH_INFO__INIT;
-        mi.mesh_id.data = m->entry.id;
+        mi.mesh_id.data = (uint8_t *)m->entry.id;
         mi.mesh_id.len = TDM_ID_LEN;
         mi.name = (char *)tdm__owned_name(c, &m->entry);
         mi.n_vertices = m->n_verts;
         mi.n_triangles = m->n_tris;
-        mi.scenes = tdm__mesh_scenes(c, m);
-        mi.robots = tdm__mesh_robots(c, m);
+        mi.scenes = uses[i];
+        mi.robots = uses[n + i];
         infos[i] = mi;
         ptrs[i] = &infos[i];
-        i++;
     }
     Tandem__V1__MeshListReply r = TANDEM__V1__MESH_LIST_REPLY__INIT;
     r.n_meshes = n;
     r.meshes = ptrs;
     tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_MESH_LIST, &r);
+    goto out;
+nomem:
+    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory listing %u meshes", n);
+out:
     free(infos);
     free(ptrs);
+    free(ms);
+    free(uses);
 }
 
 static void mesh_delete_done(tdm_writer_op *op)

@@ -80,6 +80,60 @@ uint32_t tdm__robot_scenes(tdm_conn *c, const tdm_stored_robot *r)
     return n;
 }
 
+typedef struct mesh_slot {
+    const tdm_stored_mesh *m;
+    uint32_t i;
+} mesh_slot;
+
+static int cmp_slot(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const mesh_slot *)a)->m, y = (uintptr_t)((const mesh_slot *)b)->m;
+    return x < y ? -1 : x > y;
+}
+
+static void count_uses(const mesh_slot *slots, uint32_t n, tdm_stored_mesh *const *v, uint32_t nv, uint32_t *count)
+{
+    for (uint32_t k = 0; k < nv; k++) {
+        mesh_slot key = {v[k], 0};
+        const mesh_slot *s = bsearch(&key, slots, n, sizeof *slots, cmp_slot);
+        if (s) count[s->i]++;
+    }
+}
+
+int tdm__mesh_uses(tdm_conn *c, tdm_stored_mesh *const *ms, uint32_t n, uint32_t *scenes, uint32_t *robots)
+{
+    int shared = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        scenes[i] = ms[i]->scenes;
+        robots[i] = ms[i]->robots;
+        shared |= !sole_owner(c, &ms[i]->entry);
+    }
+    if (!shared) return 0;
+    mesh_slot *slots = malloc(sizeof *slots * n);
+    uint32_t *sc = calloc(n, sizeof *sc), *rb = calloc(n, sizeof *rb);
+    if (!slots || !sc || !rb) {
+        free(slots);
+        free(sc);
+        free(rb);
+        return TDM_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) slots[i] = (mesh_slot){ms[i], i};
+    qsort(slots, n, sizeof *slots, cmp_slot);
+    for (tdm_stored_scene *s = tdm_catalog_scenes(c->srv->catalog); s; s = s->next)
+        if (tdm__owns(c, &s->entry)) count_uses(slots, n, s->meshes, s->n_meshes, sc);
+    for (tdm_stored_robot *r = tdm_catalog_robots(c->srv->catalog); r; r = r->next)
+        if (tdm__owns(c, &r->entry)) count_uses(slots, n, r->meshes, r->n_meshes, rb);
+    for (uint32_t i = 0; i < n; i++)
+        if (!sole_owner(c, &ms[i]->entry)) {
+            scenes[i] = sc[i];
+            robots[i] = rb[i];
+        }
+    free(slots);
+    free(sc);
+    free(rb);
+    return 0;
+}
+
 int tdm__put_owner(tdm_conn *c, tdm_writer_op *op, const char *name)
 {
     op->tenant = c->tenant;

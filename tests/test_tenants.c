@@ -181,6 +181,20 @@ static char *mesh_names(tdm_client *c, size_t *n)
     return s;
 }
 
+/* MeshInfo.scenes of mesh id as c lists it (asserts it is listed). */
+static uint32_t scenes_using(tdm_client *c, const uint8_t id[32])
+{
+    tdm_mesh_info *l;
+    size_t n;
+    cr_assert_eq(tdm_mesh_list(c, &l, &n), 0, "%s", tdm_client_errstr(c));
+    uint32_t k = UINT32_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (!memcmp(l[i].mesh_id, id, 32)) k = l[i].scenes;
+    tdm_mesh_list_free(l);
+    cr_assert_neq(k, UINT32_MAX, "the mesh is not listed");
+    return k;
+}
+
 static size_t n_scenes(tdm_client *c)
 {
     tdm_scene_info *l;
@@ -262,6 +276,11 @@ Test(tenants, two_tenants_are_apart)
     cr_assert_eq(created, 1, "new to bob");
     cr_assert_eq(memcmp(shared, shared_b, 32), 0);
     cr_assert_eq(count_files("scenes"), 2, "alice's scene and the shared one");
+    /* MeshList's counts are the tenant's own scenes */
+    cr_assert_eq(scenes_using(a, cube), 2, "alice: a-scene and the shared scene use the cube");
+    cr_assert_eq(scenes_using(a, only_a), 1);
+    cr_assert_eq(scenes_using(b, cube), 1, "bob: only the shared scene is his");
+    cr_assert_eq(scenes_using(b, big), 0);
     cr_assert_eq(tdm_scene_delete(a, shared), 0, "%s", tdm_client_errstr(a));
     expect_server_error(a, tdm_query(a, shared, TDM_QUERY_BOOL, pose, 1, 1, 0, &r, NULL), "alice's deleted scene",
                         TDM_SERVER_UNKNOWN_SCENE, "scene_id", "no stored scene has this id");
