@@ -71,8 +71,9 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
         static tdm_log_limit blocked_log;
         if (tdm_log_limit_pass(&blocked_log, now, &held))
             tdm_log_warn("conn %llu (%s): Hello refused: too many wrong auth tokens from this address, %u s of "
-                         "auth-fail-block left (and %llu more such refusals since the last such line)",
-                         (unsigned long long)c->id, c->peer, left, held);
+                         "auth-fail-block left%s%.0llu%s",
+                         (unsigned long long)c->id, c->peer, left, held ? " (and " : "", held,
+                         held ? " more such refusals since the last such line)" : "");
         tdm_conn_send_error(c, id, E(UNAUTHENTICATED), "auth_token", -1,
                             "too many wrong auth tokens from this address: Hellos are refused for %u more seconds",
                             left);
