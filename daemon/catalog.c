@@ -174,6 +174,7 @@ void tdm_stored_mesh_unref(tdm_stored_mesh *m)
     /* no query still reads the tree: each holds a scene reference, which holds ours */
     if (m->engine) tdm_sched_mesh_remove(m->engine, m->bvh);
     tdm_bvh_free(m->bvh);
+    tdm_owners_clear(&m->entry.owners);
     free(m->name);
     free(m);
 }
@@ -249,6 +250,7 @@ void tdm_stored_scene_unref(tdm_stored_scene *sc)
     }
     for (uint32_t i = 0; i < sc->n_meshes; i++) tdm_stored_mesh_unref(sc->meshes[i]);
     free(sc->meshes);
+    tdm_owners_clear(&sc->entry.owners);
     free(sc->name);
     free(sc);
 }
@@ -325,6 +327,7 @@ void tdm_stored_robot_unref(tdm_stored_robot *r)
     tdm_robot_free(r->robot);
     for (uint32_t i = 0; i < r->n_meshes; i++) tdm_stored_mesh_unref(r->meshes[i]);
     free(r->meshes);
+    tdm_owners_clear(&r->entry.owners);
     free(r->name);
     free(r);
 }

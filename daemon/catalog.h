@@ -35,6 +35,13 @@
  *   robot.scenes robot scenes, listed or being stored, built on the robot:
  *               RobotDelete refuses while it is > 0; given back at retirement.
  *
+ * Ownership (owners.h): a listed object has a non-empty owner set; requests see
+ * only their tenant's objects (request_owner.c). An owner that deletes a shared
+ * object leaves the set and the object stays listed; the last owner's delete
+ * unlists it as above. Every scene or robot a tenant owns uses only objects that
+ * tenant owns: puts look their references up in the tenant's namespace, and a
+ * delete is refused while the tenant's own scenes or robots use the object.
+ *
  * Listing and unlisting transfer a reference: tdm_catalog_add_* takes the
  * caller's, tdm_catalog_remove_* hands the catalogue's to the caller. */
 #ifndef TDM_DAEMON_CATALOG_H
@@ -46,6 +53,7 @@
 #include "../workpile/scene.h"
 #include "../workpile/sched.h"
 #include "content_id.h"
+#include "owners.h"
 
 /* An object's id and its place in its table (catalog.c's). */
 typedef struct tdm_catalog_entry {
@@ -55,6 +63,7 @@ typedef struct tdm_catalog_entry {
     uint8_t in_table;                /* listed || on_disk */
     uint8_t listed;                  /* loop thread */
     uint8_t on_disk;                 /* writer thread */
+    tdm_owners owners;               /* loop thread: the tenants that own it (owners.h); freed with the object */
 } tdm_catalog_entry;
 
 typedef struct tdm_stored_mesh {

@@ -66,6 +66,22 @@ static const opt opts[] = {
      "in ps; prefer auth-token-file or $TANDEMD_AUTH_TOKEN (read when neither option gives one)."},
     {"auth-token-file", T_STR, OFF(auth_token_file), "", 0, 0, NULL, "FILE",
      "Read the auth token from the first line of FILE."},
+    {"tenants-file", T_STR, OFF(tenants_file), "", 0, 0, NULL, "FILE",
+     "Tenants, one a line: NAME TOKEN (# comments and blank lines skipped; names of letters, digits, '.', "
+     "'_', '-'; tokens of at least 22 characters, all distinct). A Hello's token selects its tenant, which "
+     "lists, uses and deletes only its own meshes, scenes and robots; Unix-socket clients that give no "
+     "token are the tenant uid:N of their user. A tenant named default owns what was stored without one. "
+     "Not with auth-token. Empty: every client is the one default tenant."},
+    {"auth-fail-max", T_U32, OFF(auth_fail_max), "10", 0, 1u << 20, NULL, "N",
+     "Wrong auth tokens from one address (one Unix user) within auth-fail-window seconds after which its "
+     "Hellos are refused for auth-fail-block seconds, with a right token too (0: never)."},
+    {"auth-fail-window", T_U32, OFF(auth_fail_window), "60", 1, 86400, NULL, "SECONDS",
+     "The window auth-fail-max counts wrong tokens in."},
+    {"auth-fail-block", T_U32, OFF(auth_fail_block), "60", 1, 86400, NULL, "SECONDS",
+     "How long an address that reached auth-fail-max is refused."},
+    {"auth-fail-addresses", T_U32, OFF(auth_fail_addresses), "4096", 1, 1u << 20, NULL, "N",
+     "Addresses whose wrong tokens are counted at once; when full, the one heard from longest ago is "
+     "forgotten."},
     {"insecure-listen", T_BOOL, OFF(insecure_listen), "0", 0, 1, "0|1", "BOOL",
      "Without an auth token, a TCP listen address other than loopback (127.0.0.0/8, ::1) is refused at "
      "start-up, since anyone who reaches it could use and delete everything; 1 accepts it."},
@@ -432,6 +448,10 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
                     "the auth token has %zu characters: at least %d are needed (128 bits, e.g. `openssl rand "
                     "-base64 16`)",
                     strlen(c->auth_token), TDM_AUTH_TOKEN_MIN);
+    if (c->auth_token[0] && c->tenants_file[0])
+        return errf(err, errlen,
+                    "an auth token (auth-token, auth-token-file or $TANDEMD_AUTH_TOKEN) and a tenants file were "
+                    "both given: give the default tenant a line `default TOKEN` in the tenants file instead");
     if (c->n_listen == 0) {
         size_t n = strlen(c->data_dir) + 32;
         char *sock = malloc(n);
@@ -465,6 +485,7 @@ void tdm_config_free(tdm_config *c)
     free(c->tls_cert);
     free(c->tls_key);
     free(c->tls_ca);
+    free(c->tenants_file);
     memset(c, 0, sizeof *c);
 }
 

@@ -29,6 +29,11 @@ typedef struct tdm_config {
     int engine_lanes;         /* engine runs in flight at once (pooler threads) */
     char *auth_token;         /* "" when none */
     char *auth_token_file;
+    char *tenants_file;       /* "" when none: one default tenant (tenants.h) */
+    uint32_t auth_fail_max;   /* wrong tokens from one address within auth_fail_window ... */
+    uint32_t auth_fail_window; /* ... seconds block it for auth_fail_block seconds (0: never) */
+    uint32_t auth_fail_block;
+    uint32_t auth_fail_addresses; /* addresses the count is kept for */
     int unix_socket_group;    /* Unix sockets 0660 rather than 0600 */
     int insecure_listen;      /* listen beyond loopback without an auth token */
     char *tls_cert;           /* PEM certificate chain: TCP listeners speak TLS; "" when none */

@@ -1,9 +1,11 @@
+#define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
 #include "conn.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "request.h"
@@ -378,6 +380,46 @@ void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
     }
 }
 
+/* How loud a refused request is (issue 14, point 5): protocol errors (undecodable
+ * frames, a frame before Hello, an unknown version) and refusals for limits or load
+ * at warn; requests refused for what they ask (unknown ids, bad geometry) at info;
+ * wrong tokens and over-capacity accepts at debug here, since request_hello.c and
+ * tdm_conn_accept log those themselves. */
+static tdm_log_level refusal_level(Tandem__V1__ErrorCode code, const char *field)
+{
+    switch (code) {
+    case TANDEM__V1__ERROR_CODE__ERROR_UNAUTHENTICATED:
+        return strcmp(field, "auth_token") ? TDM_LOG_WARN : TDM_LOG_DEBUG;
+    case TANDEM__V1__ERROR_CODE__ERROR_BUSY: return strcmp(field, "connections") ? TDM_LOG_WARN : TDM_LOG_DEBUG;
+    case TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST:
+        return !strcmp(field, "frame") || !strcmp(field, "body") ? TDM_LOG_WARN : TDM_LOG_INFO;
+    case TANDEM__V1__ERROR_CODE__ERROR_UNSUPPORTED_VERSION:
+    case TANDEM__V1__ERROR_CODE__ERROR_LIMIT:
+    case TANDEM__V1__ERROR_CODE__ERROR_NO_MEMORY:
+    case TANDEM__V1__ERROR_CODE__ERROR_STORAGE:
+    case TANDEM__V1__ERROR_CODE__ERROR_INTERNAL: return TDM_LOG_WARN;
+    default: return TDM_LOG_INFO;
+    }
+}
+
+/* One line per refused request, at its level, one a second at most per level (with
+ * a count of those held back): a client sending garbage cannot fill the log. */
+static void log_refusal(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,
+                        const char *msg)
+{
+    static tdm_log_limit limits[TDM_LOG_DEBUG + 1];
+    tdm_log_level level = refusal_level(code, field);
+    if (!tdm_log_enabled(level)) return;
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&tandem__v1__error_code__descriptor, (int)code);
+    char shown[600];
+    tdm_log_sanitize(msg, strlen(msg), shown, sizeof shown); /* it may quote what the client sent */
+    unsigned long long held = 0;
+    if (level < TDM_LOG_DEBUG && !tdm_log_limit_pass(&limits[level], uv_hrtime(), &held)) return;
+    tdm_log(level, "conn %llu (%s): request %llu refused: %s (%s[%lld]): %s%s%.0llu%s", (unsigned long long)c->id,
+            c->peer, (unsigned long long)id, v ? v->name : "?", field, (long long)index, shown,
+            held ? " (and " : "", held, held ? " more refusals at this level since the last such line)" : "");
+}
+
 void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, const char *field, int64_t index,
                          const char *fmt, ...)
 {
@@ -387,8 +429,7 @@ void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->srv->counters.errors++;
-    tdm_log_debug("conn %llu: request %llu: error %d (%s[%lld]): %s", (unsigned long long)c->id,
-                  (unsigned long long)id, (int)code, field, (long long)index, msg);
+    log_refusal(c, id, code, field, index, msg);
     Tandem__V1__Error e = TANDEM__V1__ERROR__INIT;
     e.code = code;
     e.message = msg;
@@ -459,7 +500,7 @@ static void broken_frame(tdm_conn *c, uint32_t len)
     else
         tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_LIMIT, "frame", -1,
                             "frame length %u is over max_frame_bytes %u", len, c->srv->cfg->max_frame_bytes);
-    tdm_log_info("conn %llu (%s): broken frame (length %u); closing", (unsigned long long)c->id, c->peer, len);
+    tdm_log_debug("conn %llu (%s): broken frame (length %u); closing", (unsigned long long)c->id, c->peer, len);
     tdm_conn_drain(c, "broken frame");
 }
 
@@ -486,7 +527,7 @@ static void process_input(tdm_conn *c)
                 tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_UNAUTHENTICATED, "frame", -1,
                                     "frame length %u before Hello: until then a frame holds at most %u bytes", len,
                                     (unsigned)STAGE_CAP);
-                tdm_log_info("conn %llu (%s): a %u-byte frame before Hello; closing", (unsigned long long)c->id,
+                tdm_log_debug("conn %llu (%s): a %u-byte frame before Hello; closing", (unsigned long long)c->id,
                              c->peer, len);
                 tdm_conn_drain(c, "large frame before Hello");
                 return;
@@ -528,6 +569,9 @@ static void process_input(tdm_conn *c)
 static void on_peer_end(tdm_conn *c)
 {
     int mid_frame = c->have_len || c->body || c->stage_end > c->stage_pos;
+    /* a client's own close: info once it said Hello, debug before (probes, health checks) */
+    tdm_log(c->authed ? TDM_LOG_INFO : TDM_LOG_DEBUG, "conn %llu (%s): the client closed the connection%s",
+            (unsigned long long)c->id, c->peer, mid_frame ? " inside a frame" : "");
     if (!mid_frame) tdm_conn_drain(c, "peer closed");
     else tdm_conn_close(c, "peer closed inside a frame");
 }
@@ -611,8 +655,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return; /* discarded */
     }
     if (nread < 0) {
-        if (nread == UV_EOF) on_peer_end(c);
-        else tdm_conn_close(c, uv_strerror((int)nread));
+        if (nread == UV_EOF) {
+            on_peer_end(c);
+            return;
+        }
+        tdm_log(c->authed ? TDM_LOG_INFO : TDM_LOG_DEBUG, "conn %llu (%s): read error, closing: %s",
+                (unsigned long long)c->id, c->peer, uv_strerror((int)nread));
+        tdm_conn_close(c, uv_strerror((int)nread));
         return;
     }
     if (!c->tls) {
@@ -657,8 +706,16 @@ void tdm_conn_shutdown(tdm_conn *c)
 
 static void peer_name(tdm_conn *c, int is_unix)
 {
+    c->peer_uid = -1;
     if (is_unix) {
-        snprintf(c->peer, sizeof c->peer, "unix");
+        c->is_unix = 1;
+        uv_os_fd_t fd;
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (uv_fileno(&c->h.handle, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            c->peer_uid = (long)cred.uid;
+        if (c->peer_uid >= 0) snprintf(c->peer, sizeof c->peer, "unix uid %ld", c->peer_uid);
+        else snprintf(c->peer, sizeof c->peer, "unix");
         return;
     }
     struct sockaddr_storage ss = {0};

@@ -90,6 +90,9 @@ struct tdm_conn {
     char addr[64];            /* the peer's IP address without the port; "" for a Unix socket */
     char client_name[80];     /* from Hello, sanitised */
     int authed;
+    uint32_t tenant;          /* tenants.h index, set by the first Hello */
+    int is_unix;
+    long peer_uid;            /* Unix sockets: the peer's uid (SO_PEERCRED), -1 when unknown */
     int unauth_counted;       /* counted in srv->n_unauth */
     int active;               /* counted in srv->n_active */
     int reading;              /* uv_read_start in effect */

@@ -26,10 +26,10 @@
 /* A file larger than this is not one we wrote (limits cap meshes far below). */
 #define MAX_FILE_BYTES ((uint64_t)1 << 40)
 
-#define N_KINDS 4
-static const char *const MAGIC[N_KINDS] = {"TDMMESH\0", "TDMSCENE", "TDMROBOT", "TDMRSCN\0"};
-static const char *const SUBDIR[N_KINDS] = {"meshes", "scenes", "robots", "robot-scenes"};
-static const char *const SUFFIX[N_KINDS] = {".mesh", ".scene", ".robot", ".rscene"};
+#define N_KINDS 5
+static const char *const MAGIC[N_KINDS] = {"TDMMESH\0", "TDMSCENE", "TDMROBOT", "TDMRSCN\0", "TDMOWNRS"};
+static const char *const SUBDIR[N_KINDS] = {"meshes", "scenes", "robots", "robot-scenes", "owners"};
+static const char *const SUFFIX[N_KINDS] = {".mesh", ".scene", ".robot", ".rscene", ".owners"};
 
 struct tdm_datadir {
     char *dir;
@@ -259,8 +259,10 @@ int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[T
     char final[128];
     file_name(kind, id, final, sizeof final);
     int dfd = p->kind_fd[kind];
-    if (unlinkat(dfd, final, 0) != 0 && errno != ENOENT)
+    if (unlinkat(dfd, final, 0) != 0) {
+        if (errno == ENOENT) return TDM_OK; /* nothing changed: nothing to make durable */
         return errf(err, errlen, "cannot remove %s/%s/%s: %s", p->dir, SUBDIR[kind], final, strerror(errno));
+    }
     if (fsync(dfd) != 0)
         return errf(err, errlen, "fsync of %s/%s/ failed: %s", p->dir, SUBDIR[kind], strerror(errno));
     return TDM_OK;
@@ -359,7 +361,8 @@ static int load_one(tdm_datadir *p, int kind, const char *fname, const uint8_t i
     it.blob = it.canon + canon_len;
     it.blob_len = (size_t)blob_len;
     uint8_t cid[TDM_ID_LEN];
-    if (tdm_sha256(it.canon, it.canon_len, cid) != 0 || memcmp(cid, id, TDM_ID_LEN) != 0) {
+    if (kind != TDM_DATADIR_OWNERS &&
+        (tdm_sha256(it.canon, it.canon_len, cid) != 0 || memcmp(cid, id, TDM_ID_LEN) != 0)) {
         why = "content does not hash to the id in its name";
         goto bad;
     }
@@ -418,4 +421,12 @@ int tdm_datadir_read(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM
     char fname[128];
     file_name(kind, id, fname, sizeof fname);
     return load_one(p, kind, fname, id, cb, ctx);
+}
+
+int tdm_datadir_exists(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN])
+{
+    char fname[128];
+    struct stat st;
+    file_name(kind, id, fname, sizeof fname);
+    return fstatat(p->kind_fd[kind], fname, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }

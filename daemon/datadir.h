@@ -6,11 +6,13 @@
  *   DIR/scenes/<hex id>.scene
  *   DIR/robots/<hex id>.robot
  *   DIR/robot-scenes/<hex id>.rscene
+ *   DIR/owners/<hex id>.owners  the owner record of the object with that id (owners.h),
+ *                              when it is not the default tenant's alone
  *
  * Every file is a 64-byte header then a payload:
  *
  *   offset size
- *   0      8    magic "TDMMESH\0", "TDMSCENE", "TDMROBOT" or "TDMRSCN\0"
+ *   0      8    magic "TDMMESH\0", "TDMSCENE", "TDMROBOT", "TDMRSCN\0" or "TDMOWNRS"
  *   8      4    format version (1), little-endian like every integer here
  *   12     4    zero
  *   16     8    payload length
@@ -22,7 +24,12 @@
  *               meshes, the tree blob of tdm_bvh_serialize.
  *
  * A file is written to a temporary name, fsync'd, renamed into place and the
- * directory fsync'd: only then is the request acknowledged. A crash leaves
+ * directory fsync'd: only then is the request acknowledged. An owner record's
+ * payload has an empty name and its record (owners.h) as the canonical part; its
+ * id is its object's, not a hash of the record. A new object's record is written
+ * (or a stale one removed) before the object's file, and removed after it: a crash
+ * in between leaves a record without an object, never an object whose owners are
+ * lost (loader.c removes such records at start-up). A crash leaves
  * either the old state or the new one (and perhaps a .tmp- file, removed at the
  * next start).
  *
@@ -43,7 +50,8 @@ typedef enum tdm_datadir_kind {
     TDM_DATADIR_MESH = 0,
     TDM_DATADIR_SCENE = 1,
     TDM_DATADIR_ROBOT = 2,
-    TDM_DATADIR_ROBOT_SCENE = 3
+    TDM_DATADIR_ROBOT_SCENE = 3,
+    TDM_DATADIR_OWNERS = 4
 } tdm_datadir_kind;
 
 typedef struct tdm_datadir tdm_datadir;
@@ -60,11 +68,13 @@ void tdm_datadir_close(tdm_datadir *p);
 int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
                       const struct iovec *parts, int n_parts, const void *blob, size_t blob_len, char *err,
                       size_t errlen);
-/* Durably removes a file; a missing file counts as removed. 0 or TDM_EIO. */
+/* Durably removes a file; a missing file counts as removed (and costs no fsync). 0 or TDM_EIO. */
 int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen);
+/* 1 when the file of this kind and id exists, else 0. Any thread. */
+int tdm_datadir_exists(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN]);
 
 /* A stored file, checked: header, checksum, lengths, and id == SHA-256 of the
- * canonical content. The pointers are into a buffer valid during the callback. */
+ * canonical content (but for owner records). The pointers are into a buffer valid during the callback. */
 typedef struct tdm_datadir_item {
     uint8_t id[TDM_ID_LEN];
     const char *name;    /* zero-terminated copy */

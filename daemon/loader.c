@@ -7,9 +7,75 @@
 #include "log.h"
 #include "robot_build.h"
 
+/* Owner records (owners.h) read first, by id, then handed to their objects. */
+typedef struct owner_rec {
+    uint8_t id[TDM_ID_LEN];
+    uint8_t *buf;
+    size_t len;
+    int used;
+} owner_rec;
+
+typedef struct load_ctx {
+    tdm_server *s;
+    owner_rec *recs; /* sorted by id once read */
+    size_t n, cap;
+} load_ctx;
+
+static int load_owner_rec(void *ctx, const tdm_datadir_item *it)
+{
+    load_ctx *L = ctx;
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? 2 * L->cap : 64;
+        owner_rec *v = realloc(L->recs, sizeof *v * cap);
+        if (!v) goto nomem;
+        L->recs = v;
+        L->cap = cap;
+    }
+    owner_rec *r = &L->recs[L->n];
+    if (!(r->buf = malloc(it->canon_len ? it->canon_len : 1))) goto nomem;
+    memcpy(r->buf, it->canon, it->canon_len);
+    memcpy(r->id, it->id, TDM_ID_LEN);
+    r->len = it->canon_len;
+    r->used = 0;
+    L->n++;
+    return 0;
+nomem:
+    tdm_log_error("skipping %s: out of memory", it->path);
+    return -1;
+}
+
+static int cmp_rec(const void *a, const void *b) { return memcmp(a, b, TDM_ID_LEN); } /* id first */
+
+/* The loaded object e (its file named file_name, at path) gets its owners: its
+ * record's, or the default tenant alone when it has none (data directories from
+ * before tenants). An object whose record exists but cannot be read is not loaded
+ * (it stays on disk): handing it to anyone could hand one tenant's object to
+ * another. 0, or -1 after logging why. */
+static int set_owners(load_ctx *L, tdm_catalog_entry *e, const char *file_name, const char *path)
+{
+    owner_rec *r = L->n ? bsearch(e->id, L->recs, L->n, sizeof *L->recs, cmp_rec) : NULL;
+    int rc;
+    if (r) {
+        r->used = 1;
+        rc = tdm_owners_decode(r->buf, r->len, L->s->tenants, &e->owners);
+        if (rc == TDM_ECORRUPT) {
+            tdm_log_error("skipping %s: its owner record is malformed (kept on disk, as the object)", path);
+            return -1;
+        }
+    } else if (tdm_datadir_exists(L->s->datadir, TDM_DATADIR_OWNERS, e->id)) {
+        tdm_log_error("skipping %s: its owner record could not be read (see above; both kept on disk)", path);
+        return -1;
+    } else {
+        rc = tdm_owners_add(&e->owners, TDM_TENANT_DEFAULT, file_name);
+    }
+    if (rc != TDM_OK) tdm_log_error("skipping %s: out of memory", path);
+    return rc == TDM_OK ? 0 : -1;
+}
+
 static int load_mesh(void *ctx, const tdm_datadir_item *it)
 {
-    tdm_server *s = ctx;
+    load_ctx *L = ctx;
+    tdm_server *s = L->s;
     uint32_t nv, nt;
     const float *verts;
     const uint32_t *tris;
@@ -36,8 +102,8 @@ static int load_mesh(void *ctx, const tdm_datadir_item *it)
         tdm_bvh_free(bvh);
         return -1;
     }
-    if (tdm_catalog_find_mesh(s->catalog, it->id)) { /* cannot happen: one file per id */
-        tdm_stored_mesh_unref(m);
+    if (tdm_catalog_find_mesh(s->catalog, it->id) || set_owners(L, &m->entry, it->name, it->path) != 0) {
+        tdm_stored_mesh_unref(m); /* listed already cannot happen (one file per id); else out of memory */
         return -1;
     }
     /* before the loop runs: tdm_sched_mesh_add may block, which is fine here */
@@ -56,7 +122,8 @@ static int load_mesh(void *ctx, const tdm_datadir_item *it)
 
 static int load_scene(void *ctx, const tdm_datadir_item *it)
 {
-    tdm_server *s = ctx;
+    load_ctx *L = ctx;
+    tdm_server *s = L->s;
     tdm_canon_object *co = NULL;
     tdm_canon_pair *cp = NULL;
     uint32_t no = 0, na = 0;
@@ -115,6 +182,11 @@ static int load_scene(void *ctx, const tdm_datadir_item *it)
         tdm_log_error("skipping %s: out of memory", it->path);
         goto out;
     }
+    if (set_owners(L, &sc->entry, it->name, it->path) != 0) {
+        tdm_stored_scene_retire(sc);
+        tdm_stored_scene_unref(sc);
+        goto out;
+    }
     tdm_catalog_scene_written(s->catalog, sc);
     tdm_catalog_add_scene(s->catalog, sc);
     rc = 0;
@@ -130,7 +202,8 @@ out:
 
 static int load_robot(void *ctx, const tdm_datadir_item *it)
 {
-    tdm_server *s = ctx;
+    load_ctx *L = ctx;
+    tdm_server *s = L->s;
     const char *urdf, *srdf;
     size_t ulen, slen;
     tdm_canon_mesh_ref *refs = NULL;
@@ -156,7 +229,7 @@ static int load_robot(void *ctx, const tdm_datadir_item *it)
         sr[slen] = 0;
     }
     tdm_robot_fail f;
-    if (tdm__robot_build(s->catalog, u, ulen, sr, slen, refs, n, meshes, &robot, &f) != TDM_OK) {
+    if (tdm__robot_build(s->catalog, -1, u, ulen, sr, slen, refs, n, meshes, &robot, &f) != TDM_OK) {
         tdm_log_error("skipping %s: %s", it->path, f.msg);
         goto out;
     }
@@ -164,6 +237,11 @@ static int load_robot(void *ctx, const tdm_datadir_item *it)
     robot = NULL;
     if (!r) {
         tdm_log_error("skipping %s: out of memory", it->path);
+        goto out;
+    }
+    if (set_owners(L, &r->entry, it->name, it->path) != 0) {
+        tdm_stored_robot_retire(r);
+        tdm_stored_robot_unref(r);
         goto out;
     }
     tdm_catalog_robot_written(s->catalog, r);
@@ -180,7 +258,8 @@ out:
 
 static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
 {
-    tdm_server *s = ctx;
+    load_ctx *L = ctx;
+    tdm_server *s = L->s;
     uint8_t rid[TDM_ID_LEN];
     const char *yaml;
     size_t len;
@@ -211,6 +290,10 @@ static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
         tdm_log_error("skipping %s: out of memory", it->path);
         return -1;
     }
+    if (set_owners(L, &sc->entry, it->name, it->path) != 0) {
+        tdm_stored_scene_unref(sc);
+        return -1;
+    }
     sc->engine = s->engine;
     for (; sc->n_resident < rs->n_objects; sc->n_resident++)
         if (tdm_sched_mesh_add(s->engine, rs->bvhs[sc->n_resident]) != TDM_OK) {
@@ -223,18 +306,45 @@ static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
     return 0;
 }
 
+/* Records whose object is on disk under no kind: left by a crash between the record
+ * and its object (datadir.h); removed. */
+static void remove_orphans(load_ctx *L)
+{
+    static const tdm_datadir_kind kinds[] = {TDM_DATADIR_MESH, TDM_DATADIR_SCENE, TDM_DATADIR_ROBOT,
+                                             TDM_DATADIR_ROBOT_SCENE};
+    for (size_t i = 0; i < L->n; i++) {
+        if (L->recs[i].used) continue;
+        int found = 0;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            found |= tdm_datadir_exists(L->s->datadir, kinds[k], L->recs[i].id);
+        if (found) continue; /* its object failed to load (logged): keep the record with it */
+        char hex[2 * TDM_ID_LEN + 1], err[300];
+        tdm_id_hex(L->recs[i].id, hex);
+        if (tdm_datadir_remove(L->s->datadir, TDM_DATADIR_OWNERS, L->recs[i].id, err, sizeof err) == 0)
+            tdm_log_info("removed the owner record %s: its object is not stored (an interrupted put or delete)", hex);
+        else
+            tdm_log_warn("%s", err);
+    }
+}
+
 size_t tdm_loader_run(tdm_server *s)
 {
-    size_t skipped = tdm_datadir_load(s->datadir, TDM_DATADIR_MESH, load_mesh, s);
+    load_ctx L = {.s = s};
+    size_t skipped = tdm_datadir_load(s->datadir, TDM_DATADIR_OWNERS, load_owner_rec, &L);
+    if (L.n) qsort(L.recs, L.n, sizeof *L.recs, cmp_rec);
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_MESH, load_mesh, &L);
     if (tdm_sched_backend(s->engine) != TDM_BACKEND_CPU && tdm_catalog_n_meshes(s->catalog) > 0) {
         tdm_sched_stats es;
         tdm_sched_get_stats(s->engine, &es);
         tdm_log_info("device: %u of %u stored meshes resident, %llu bytes of device memory held", es.device_meshes,
                      tdm_catalog_n_meshes(s->catalog), (unsigned long long)es.device_bytes);
     }
-    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_SCENE, load_scene, s);
-    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_ROBOT, load_robot, s);
-    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_ROBOT_SCENE, load_robot_scene, s);
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_SCENE, load_scene, &L);
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_ROBOT, load_robot, &L);
+    skipped += tdm_datadir_load(s->datadir, TDM_DATADIR_ROBOT_SCENE, load_robot_scene, &L);
+    remove_orphans(&L);
+    for (size_t i = 0; i < L.n; i++) free(L.recs[i].buf);
+    free(L.recs);
     if (tdm_catalog_bytes(s->catalog) > s->cfg->max_meshes_bytes)
         tdm_log_warn("stored meshes take %llu bytes, over max_meshes_bytes %llu: new meshes will be refused",
                      (unsigned long long)tdm_catalog_bytes(s->catalog), (unsigned long long)s->cfg->max_meshes_bytes);

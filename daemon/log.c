@@ -74,3 +74,15 @@ const char *tdm_log_name(const char *name, char buf[TDM_LOG_NAME_MAX])
     tdm_log_sanitize(name ? name : "", SIZE_MAX, buf, TDM_LOG_NAME_MAX);
     return buf;
 }
+
+int tdm_log_limit_pass(tdm_log_limit *l, unsigned long long now_ns, unsigned long long *held)
+{
+    if (l->last_ns != 0 && now_ns - l->last_ns < 1000000000ull) {
+        l->suppressed++;
+        return 0;
+    }
+    *held = l->suppressed;
+    l->suppressed = 0;
+    l->last_ns = now_ns;
+    return 1;
+}

@@ -42,4 +42,13 @@ void tdm_log_sanitize(const char *in, size_t in_len, char *out, size_t out_len);
 #define TDM_LOG_NAME_MAX 256
 const char *tdm_log_name(const char *name, char buf[TDM_LOG_NAME_MAX]);
 
+/* Rate limiting of a repeated warning: one line a second at most per limit, the
+ * next saying how many were held back. Loop thread (or one limit per thread). */
+typedef struct tdm_log_limit {
+    unsigned long long last_ns, suppressed;
+} tdm_log_limit;
+/* 1 when the line may go out at now_ns (*held: how many were held back since the
+ * last that did), else 0 (counted as held back). */
+int tdm_log_limit_pass(tdm_log_limit *l, unsigned long long now_ns, unsigned long long *held);
+
 #endif

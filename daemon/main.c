@@ -86,6 +86,19 @@ int main(int argc, char **argv)
     if (tdm_sched_backend(srv.engine) == TDM_BACKEND_CPU && ec.kind == TDM_BACKEND_AUTO)
         tdm_log_info("engine auto: no usable GPU in this build or machine (see above), queries run on the CPU engine");
 
+    if (!(srv.tenants = tdm_tenants_new()) ||
+        !(srv.auth_limit = tdm_auth_limit_new(cfg.auth_fail_max, cfg.auth_fail_window, cfg.auth_fail_block,
+                                              cfg.auth_fail_addresses))) {
+        tdm_log_error("out of memory");
+        goto out;
+    }
+    if (cfg.tenants_file[0]) {
+        if (tdm_tenants_load_file(srv.tenants, cfg.tenants_file, TDM_AUTH_TOKEN_MIN, err, sizeof err) != 0) {
+            tdm_log_error("%s", err);
+            goto out;
+        }
+        tdm_log_info("tenants read from %s", cfg.tenants_file);
+    }
     if (tdm_datadir_open(cfg.data_dir, &srv.datadir, err, sizeof err) != 0) {
         tdm_log_error("%s", err);
         goto out;
@@ -136,6 +149,8 @@ out:
     tdm_tls_ctx_free(srv.tls);
     tdm_sched_destroy(srv.engine);
     tdm_datadir_close(srv.datadir);
+    tdm_tenants_free(srv.tenants);
+    tdm_auth_limit_free(srv.auth_limit);
     tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
     tdm_config_free(&cfg);
     return status;

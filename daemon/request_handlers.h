@@ -56,4 +56,45 @@ ecode tdm__pose_xform(const double p[7], tdm_xform *x, double normalised[7]);
 /* The id in hex, into buf; returns buf. */
 const char *tdm__id_hex(const uint8_t *id, char buf[2 * TDM_ID_LEN + 1]);
 
+/* ---- ownership (request_owner.c): what a tenant sees, and changes to who owns what ---- */
+
+/* The connection's tenant owns e. */
+int tdm__owns(const tdm_conn *c, const tdm_catalog_entry *e);
+/* The tenant's name for an object it owns. */
+const char *tdm__owned_name(const tdm_conn *c, const tdm_catalog_entry *e);
+/* Listed objects of the connection's tenant: NULL for an unknown id and for another
+ * tenant's alike, so that the two get the same error. */
+tdm_stored_mesh *tdm__find_mesh(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
+tdm_stored_scene *tdm__find_scene(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
+tdm_stored_robot *tdm__find_robot(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
+/* Listed scenes and robots of the connection's tenant using m, robot scenes of it on
+ * r (when the tenant is the only owner, the counts of catalog.h, which include puts
+ * in progress). */
+uint32_t tdm__mesh_scenes(tdm_conn *c, const tdm_stored_mesh *m);
+uint32_t tdm__mesh_robots(tdm_conn *c, const tdm_stored_mesh *m);
+uint32_t tdm__robot_scenes(tdm_conn *c, const tdm_stored_robot *r);
+/* The same counts for the tenant's meshes ms[0..n) at once (MeshList), in one pass
+ * over its scenes and robots: scenes[i], robots[i]. 0 or TDM_ENOMEM. */
+int tdm__mesh_uses(tdm_conn *c, tdm_stored_mesh *const *ms, uint32_t n, uint32_t *scenes, uint32_t *robots);
+
+/* A put's op: op->tenant set to the connection's, and the owner record the object
+ * needs if the put creates it under `name` (writer.h). 0, or TDM_ENOMEM. */
+int tdm__put_owner(tdm_conn *c, tdm_writer_op *op, const char *name);
+/* A put's object is listed for the first time: its owner is (op->tenant, name). 0 or
+ * TDM_ENOMEM. */
+int tdm__first_owner(tdm_catalog_entry *e, const tdm_writer_op *op, const char *name);
+/* A put whose writer op found the object on disk while it is not listed (a delete
+ * unlisted it meanwhile, and has removed it by now): runs the op again, which stores
+ * it anew. 1 when resubmitted (the op is the writer's again), else 0. */
+int tdm__put_again(tdm_conn *c, tdm_writer_op *op);
+/* Changes who owns the listed object e at once, in memory: adds the connection's
+ * tenant under `name` (adding), or takes it out; and returns the OWNERS op that makes
+ * the change durable (file_name: the object file's name, owners.h), for the caller to
+ * give a `done`, a reference on the object, and to submit (tdm_conn_begin first).
+ * NULL after replying NO_MEMORY (nothing changed). */
+tdm_writer_op *tdm__owners_change(tdm_conn *c, uint64_t req, tdm_catalog_entry *e, const char *file_name, int adding,
+                                  const char *name);
+/* An OWNERS op failed: its change is undone on e. */
+void tdm__owners_undo(const tdm_writer_op *op, tdm_catalog_entry *e);
+
 #endif

@@ -126,7 +126,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     const tdm_config *cfg = srv->cfg;
     uint8_t sid[TDM_ID_LEN];
     if (tdm__get_id(c, id, &mc->scene_id, "scene_id", -1, sid) != 0) return;
-    tdm_stored_scene *sc = tdm_catalog_find_scene(srv->catalog, sid);
+    tdm_stored_scene *sc = tdm__find_scene(c, sid);
     if (!sc) {
         tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
         return;

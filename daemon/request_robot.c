@@ -119,12 +119,68 @@ static void send_robot_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scen
     free(jptrs);
 }
 
+/* ---- ownership: another tenant's put of a stored robot or robot scene, a delete by one of several owners ---- */
+
+static void robot_owners_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    char hex[2 * TDM_ID_LEN + 1];
+    tdm_catalog_entry *e = op->scene ? &op->scene->entry : &op->robot->entry;
+    if (op->rc != TDM_OK) {
+        tdm_log_error("%s %s: %s", op->owners_adding ? (op->scene ? "RobotScenePut" : "RobotPut") : "RobotDelete",
+                      tdm__id_hex(op->id, hex), op->msg);
+        tdm__owners_undo(op, e);
+        if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
+    } else if (!op->owners_adding) {
+        tdm_log_info("deleted robot %s for tenant %s (other tenants keep it)", tdm__id_hex(op->id, hex),
+                     tdm_tenants_name(c->srv->tenants, op->tenant));
+        if (tdm_conn_alive(c)) {
+            Tandem__V1__Deleted d = TANDEM__V1__DELETED__INIT;
+            tdm__send_body(c, op->request_id, TANDEM__V1__REPLY__BODY_ROBOT_DELETE, &d);
+        }
+    } else if (tdm_conn_alive(c)) {
+        /* created: new to this tenant, which so cannot tell what other tenants stored */
+        if (op->scene) send_robot_scene_put(c, op->request_id, op->scene, 1);
+        else send_robot_put(c, op->request_id, op->robot, 1);
+    }
+    if (op->scene) tdm_stored_scene_unref(op->scene);
+    else tdm_stored_robot_unref(op->robot);
+    free(op->owners_rec);
+    free(op->name);
+    free(op);
+    tdm_conn_end(c);
+}
+
+/* Another tenant's listed robot (r) or robot scene (sc) becomes the connection's
+ * tenant's too (adding), or the connection's tenant leaves a shared robot's owners:
+ * 1 when an op will answer, 0 when nothing changes (it owns it already). */
+static int robot_owners(tdm_conn *c, uint64_t req, tdm_stored_robot *r, tdm_stored_scene *sc, int adding,
+                        const char *name)
+{
+    tdm_catalog_entry *e = sc ? &sc->entry : &r->entry;
+    if (adding && tdm__owns(c, e)) return 0;
+    tdm_writer_op *op = tdm__owners_change(c, req, e, sc ? sc->name : r->name, adding, name);
+    if (!op) return 1;
+    op->done = robot_owners_done;
+    if (sc) {
+        op->scene = sc;
+        tdm_stored_scene_ref(sc);
+    } else {
+        op->robot = r;
+        tdm_stored_robot_ref(r);
+    }
+    tdm_conn_begin(c);
+    tdm_writer_submit(c->srv->writer, op);
+    return 1;
+}
+
 /* ---- RobotPut ---- */
 
 static void robot_put_done(tdm_writer_op *op)
 {
     tdm_conn *c = op->owner;
     tdm_server *srv = c->srv;
+    if (!tdm_catalog_find_robot(srv->catalog, op->id) && tdm__put_again(c, op)) return;
     tdm_stored_robot *sr = op->robot;
     char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     if (op->rc != TDM_OK) {
@@ -135,7 +191,16 @@ static void robot_put_done(tdm_writer_op *op)
         tdm_stored_robot_unref(sr);
     } else {
         tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, op->id);
-        int created = !have && !op->exists;
+        int created = !have && !op->exists, claimed = 0;
+        if (!have && (op->exists || tdm__first_owner(&sr->entry, op, sr->name) != 0)) {
+            /* exists: its file is being removed; listing it would lose it */
+            if (tdm_conn_alive(c))
+                tdm_conn_send_error(c, op->request_id, op->exists ? E(BUSY) : E(NO_MEMORY), "", -1, "%s",
+                                    op->exists ? "the robot was being deleted; retry" : "out of memory");
+            tdm_stored_robot_retire(sr);
+            tdm_stored_robot_unref(sr);
+            goto out;
+        }
         if (!have) {
             tdm_catalog_add_robot(srv->catalog, sr); /* takes our reference */
             if (created)
@@ -145,10 +210,13 @@ static void robot_put_done(tdm_writer_op *op)
             have = sr;
         } else {
             tdm_stored_robot_retire(sr);
+            if (tdm_conn_alive(c)) claimed = robot_owners(c, op->request_id, have, NULL, 1, sr->name);
         }
-        if (tdm_conn_alive(c)) send_robot_put(c, op->request_id, have, created);
+        if (tdm_conn_alive(c) && !claimed) send_robot_put(c, op->request_id, have, created);
         if (have != sr) tdm_stored_robot_unref(sr);
     }
+out:
+    free(op->owners_rec);
     free(op->canon);
     free(op);
     tdm_conn_end(c);
@@ -217,7 +285,7 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
             goto out;
         }
     tdm_robot_fail f;
-    int rc = tdm__robot_build(srv->catalog, urdf, ulen, srdf, slen, refs, (uint32_t)n, meshes, &robot, &f);
+    int rc = tdm__robot_build(srv->catalog, c->tenant, urdf, ulen, srdf, slen, refs, (uint32_t)n, meshes, &robot, &f);
     if (rc != TDM_OK) {
         if (f.index >= 0) /* an index into the sorted table: say the request's */
             for (size_t i = 0; i < n; i++)
@@ -233,11 +301,12 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
     if (tdm_sha256(canon, canon_len, rid) != 0) goto nomem;
     tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, rid);
     if (have) {
-        send_robot_put(c, id, have, 0);
+        if (!robot_owners(c, id, have, NULL, 1, p->name ? p->name : "")) send_robot_put(c, id, have, 0);
         goto out;
     }
     op = calloc(1, sizeof *op);
     if (!op) goto nomem;
+    if (tdm__put_owner(c, op, p->name ? p->name : "") != 0) goto nomem;
     tdm_stored_robot *sr = tdm_stored_robot_new(rid, p->name ? p->name : "", robot, meshes, (uint32_t)n);
     robot = NULL; /* owned by sr, or freed */
     if (!sr) goto nomem;
@@ -260,6 +329,7 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
 nomem:
     tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for a robot");
 out:
+    if (op) free(op->owners_rec);
     free(op);
     tdm_robot_free(robot);
     free(canon);
@@ -272,25 +342,28 @@ out:
 void tdm__robot_list(tdm_conn *c, uint64_t id)
 {
     tdm_catalog *cat = c->srv->catalog;
-    uint32_t n = tdm_catalog_n_robots(cat), i = 0;
+    uint32_t n = 0, i = 0;
+    for (tdm_stored_robot *r = tdm_catalog_robots(cat); r; r = r->next) n += tdm__owns(c, &r->entry);
     Tandem__V1__RobotInfo *infos = calloc(n ? n : 1, sizeof *infos);
     Tandem__V1__RobotInfo **ptrs = malloc(sizeof *ptrs * (n ? n : 1));
     Tandem__V1__RobotJoint **js = calloc(n ? n : 1, sizeof *js);
     Tandem__V1__RobotJoint ***jptrs = calloc(n ? n : 1, sizeof *jptrs);
     if (!infos || !ptrs || !js || !jptrs) goto nomem;
-    for (tdm_stored_robot *r = tdm_catalog_robots(cat); r; r = r->next, i++) {
+    for (tdm_stored_robot *r = tdm_catalog_robots(cat); r; r = r->next) {
+        if (!tdm__owns(c, &r->entry)) continue;
         Tandem__V1__RobotInfo ri = TANDEM__V1__ROBOT_INFO__INIT;
         if (joints_of(r->robot, &js[i], &jptrs[i]) != 0) goto nomem;
         ri.robot_id.data = r->entry.id;
         ri.robot_id.len = TDM_ID_LEN;
-        ri.name = r->name;
+        ri.name = (char *)tdm__owned_name(c, &r->entry);
         ri.n_joints = r->robot->n_active;
         ri.joints = jptrs[i];
         ri.n_links = r->robot->n_links;
         ri.n_elements = r->robot->n_collisions;
-        ri.scenes = r->scenes;
+        ri.scenes = tdm__robot_scenes(c, r);
         infos[i] = ri;
         ptrs[i] = &infos[i];
+        i++;
     }
     Tandem__V1__RobotListReply rep = TANDEM__V1__ROBOT_LIST_REPLY__INIT;
     rep.n_robots = n;
@@ -340,14 +413,19 @@ void tdm__robot_delete(tdm_conn *c, uint64_t id, const Tandem__V1__RobotDelete *
     tdm_server *srv = c->srv;
     uint8_t rid[TDM_ID_LEN];
     if (tdm__get_id(c, id, &d->robot_id, "robot_id", -1, rid) != 0) return;
-    tdm_stored_robot *r = tdm_catalog_find_robot(srv->catalog, rid);
+    tdm_stored_robot *r = tdm__find_robot(c, rid);
     if (!r) {
         tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
         return;
     }
-    if (r->scenes > 0) {
+    uint32_t scenes = tdm__robot_scenes(c, r);
+    if (scenes > 0) {
         tdm_conn_send_error(c, id, E(ROBOT_IN_USE), "robot_id", -1, "the robot is used by %u robot scene%s",
-                            r->scenes, r->scenes == 1 ? "" : "s");
+                            scenes, scenes == 1 ? "" : "s");
+        return;
+    }
+    if (r->entry.owners.n > 1) { /* others own it too: it stays theirs */
+        robot_owners(c, id, r, NULL, 0, NULL);
         return;
     }
     tdm_writer_op *op = calloc(1, sizeof *op);
@@ -374,6 +452,7 @@ static void robot_scene_put_done(tdm_writer_op *op)
 {
     tdm_conn *c = op->owner;
     tdm_server *srv = c->srv;
+    if (!tdm_catalog_find_scene(srv->catalog, op->id) && tdm__put_again(c, op)) return;
     tdm_stored_scene *sc = op->scene; /* NULL when it existed or was not built */
     tdm_stored_robot *robot = op->robot;
     char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
@@ -392,7 +471,14 @@ static void robot_scene_put_done(tdm_writer_op *op)
         tdm_stored_robot_unref(robot);
     } else {
         tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, op->id);
-        int created = !have && !op->exists;
+        int created = !have && !op->exists, claimed = 0;
+        if (!have && sc && tdm__first_owner(&sc->entry, op, sc->name) != 0) {
+            tdm_stored_robot_ref(robot); /* sc gives back the op's reference and count when freed */
+            robot->scenes++;
+            tdm_stored_scene_retire(sc);
+            tdm_stored_scene_unref(sc);
+            sc = NULL;
+        }
         if (!have && sc) {
             tdm_catalog_add_scene(srv->catalog, sc); /* takes sc, which took the op's robot reference */
             tdm_log_info("stored robot scene %s \"%s\": %u objects (%u robot elements), %u checked pairs",
@@ -410,12 +496,15 @@ static void robot_scene_put_done(tdm_writer_op *op)
             tdm_stored_scene_retire(sc);
             tdm_stored_scene_unref(sc);
         }
-        if (tdm_conn_alive(c)) {
+        if (have && have->rs && !created && tdm_conn_alive(c))
+            claimed = robot_owners(c, op->request_id, NULL, have, 1, op->name ? op->name : "");
+        if (tdm_conn_alive(c) && !claimed) {
             if (have && have->rs) send_robot_scene_put(c, op->request_id, have, created);
             else if (have) tdm_conn_send_error(c, op->request_id, E(INTERNAL), "", -1, "the scene id is a rigid scene's");
-            else tdm_conn_send_error(c, op->request_id, E(INTERNAL), "", -1, "the robot scene vanished");
+            else tdm_conn_send_error(c, op->request_id, E(BUSY), "", -1, "the robot scene was being deleted; retry");
         }
     }
+    free(op->owners_rec);
     free(op->name);
     free(op->canon);
     free(op);
@@ -429,7 +518,7 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
     if (tdm__check_name(c, id, p->name, "name") != 0) return;
     uint8_t rid[TDM_ID_LEN];
     if (tdm__get_id(c, id, &p->robot_id, "robot_id", -1, rid) != 0) return;
-    tdm_stored_robot *robot = tdm_catalog_find_robot(srv->catalog, rid);
+    tdm_stored_robot *robot = tdm__find_robot(c, rid);
     if (!robot) {
         tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
         return;
@@ -453,12 +542,19 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
     tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
     if (have && have->rs) {
         free(canon);
-        send_robot_scene_put(c, id, have, 0);
+        if (!robot_owners(c, id, NULL, have, 1, p->name ? p->name : "")) send_robot_scene_put(c, id, have, 0);
         return;
     }
     tdm_writer_op *op = calloc(1, sizeof *op);
     char *name = strdup(p->name ? p->name : "");
     if (!op || !name) {
+        free(op);
+        free(name);
+        free(canon);
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
+    if (tdm__put_owner(c, op, name) != 0) {
         free(op);
         free(name);
         free(canon);

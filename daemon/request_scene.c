@@ -25,10 +25,44 @@ static void send_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scene *sc,
     tdm__send_body(c, id, TANDEM__V1__REPLY__BODY_SCENE_PUT, &r);
 }
 
+/* A stored scene claimed by another tenant: its record is written. */
+static void scene_claim_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    if (op->rc != TDM_OK) {
+        tdm_log_error("ScenePut (a new owner of a stored scene): %s", op->msg);
+        tdm__owners_undo(op, &op->scene->entry);
+        if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
+    } else if (tdm_conn_alive(c)) {
+        send_scene_put(c, op->request_id, op->scene, 1); /* new to this tenant */
+    }
+    tdm_stored_scene_unref(op->scene);
+    free(op->owners_rec);
+    free(op->name);
+    free(op);
+    tdm_conn_end(c);
+}
+
+/* The listed scene sc becomes the connection's tenant's too: 1 when an op will
+ * answer, 0 when it owned it already. */
+static int claim_scene(tdm_conn *c, uint64_t req, tdm_stored_scene *sc, const char *name)
+{
+    if (tdm__owns(c, &sc->entry)) return 0;
+    tdm_writer_op *op = tdm__owners_change(c, req, &sc->entry, sc->name, 1, name);
+    if (!op) return 1;
+    op->done = scene_claim_done;
+    op->scene = sc;
+    tdm_stored_scene_ref(sc);
+    tdm_conn_begin(c);
+    tdm_writer_submit(c->srv->writer, op);
+    return 1;
+}
+
 static void scene_put_done(tdm_writer_op *op)
 {
     tdm_conn *c = op->owner;
     tdm_server *srv = c->srv;
+    if (!tdm_catalog_find_scene(srv->catalog, op->id) && tdm__put_again(c, op)) return;
     tdm_stored_scene *sc = op->scene;
     char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     if (op->rc != TDM_OK) {
@@ -39,7 +73,20 @@ static void scene_put_done(tdm_writer_op *op)
         tdm_stored_scene_unref(sc);
     } else {
         tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, op->id);
-        int created = !have && !op->exists;
+        int created = !have && !op->exists, claimed = 0;
+        if (!have && op->exists) { /* its file is being removed: not listed, or it would be lost */
+            if (tdm_conn_alive(c))
+                tdm_conn_send_error(c, op->request_id, E(BUSY), "", -1, "the scene was being deleted; retry");
+            tdm_stored_scene_retire(sc);
+            tdm_stored_scene_unref(sc);
+            goto out;
+        }
+        if (!have && tdm__first_owner(&sc->entry, op, sc->name) != 0) {
+            if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(NO_MEMORY), "", -1, "out of memory");
+            tdm_stored_scene_retire(sc);
+            tdm_stored_scene_unref(sc);
+            goto out;
+        }
         if (!have) {
             tdm_catalog_add_scene(srv->catalog, sc); /* takes our reference */
             if (created)
@@ -49,10 +96,14 @@ static void scene_put_done(tdm_writer_op *op)
             have = sc;
         } else {
             tdm_stored_scene_retire(sc);
+            /* stored meanwhile (perhaps by another tenant): the put makes it this tenant's too */
+            if (tdm_conn_alive(c)) claimed = claim_scene(c, op->request_id, have, sc->name);
         }
-        if (tdm_conn_alive(c)) send_scene_put(c, op->request_id, have, created);
+        if (tdm_conn_alive(c) && !claimed) send_scene_put(c, op->request_id, have, created);
         if (have != sc) tdm_stored_scene_unref(sc);
     }
+out:
+    free(op->owners_rec);
     free(op->canon);
     free(op);
     tdm_conn_end(c);
@@ -103,7 +154,7 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
         const Tandem__V1__SceneObject *o = p->objects[i];
         uint8_t mid[TDM_ID_LEN];
         if (tdm__get_id(c, id, &o->mesh_id, "objects", (int64_t)i, mid) != 0) goto out;
-        tdm_stored_mesh *m = tdm_catalog_find_mesh(srv->catalog, mid);
+        tdm_stored_mesh *m = tdm__find_mesh(c, mid);
         if (!m) {
             char hex[2 * TDM_ID_LEN + 1];
             tdm_conn_send_error(c, id, E(UNKNOWN_MESH), "objects", (int64_t)i, "object %zu: no stored mesh has id %s",
@@ -166,11 +217,12 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
 
     tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
     if (have) {
-        send_scene_put(c, id, have, 0);
+        if (!claim_scene(c, id, have, p->name ? p->name : "")) send_scene_put(c, id, have, 0);
         goto out;
     }
     op = calloc(1, sizeof *op);
     if (!op) goto nomem;
+    if (tdm__put_owner(c, op, p->name ? p->name : "") != 0) goto nomem;
     sc = tdm_stored_scene_new(sid, p->name ? p->name : "", scene, meshes, (uint32_t)n);
     scene = NULL; /* owned by sc, or freed */
     if (!sc) goto nomem;
@@ -193,6 +245,7 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
 nomem:
     tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for a scene of %zu objects", n);
 out:
+    if (op) free(op->owners_rec);
     free(op);
     tdm_scene_destroy(scene);
     free(canon);
@@ -206,7 +259,8 @@ out:
 void tdm__scene_list(tdm_conn *c, uint64_t id)
 {
     tdm_catalog *cat = c->srv->catalog;
-    uint32_t n = tdm_catalog_n_scenes(cat);
+    uint32_t n = 0;
+    for (tdm_stored_scene *s = tdm_catalog_scenes(cat); s; s = s->next) n += tdm__owns(c, &s->entry);
     Tandem__V1__SceneInfo *infos = malloc(sizeof *infos * (n ? n : 1));
     Tandem__V1__SceneInfo **ptrs = malloc(sizeof *ptrs * (n ? n : 1));
     if (!infos || !ptrs) {
@@ -216,11 +270,12 @@ void tdm__scene_list(tdm_conn *c, uint64_t id)
         return;
     }
     uint32_t i = 0;
-    for (tdm_stored_scene *s = tdm_catalog_scenes(cat); s; s = s->next, i++) {
+    for (tdm_stored_scene *s = tdm_catalog_scenes(cat); s; s = s->next) {
+        if (!tdm__owns(c, &s->entry)) continue;
         Tandem__V1__SceneInfo si = TANDEM__V1__SCENE_INFO__INIT;
         si.scene_id.data = s->entry.id;
         si.scene_id.len = TDM_ID_LEN;
-        si.name = s->name;
+        si.name = (char *)tdm__owned_name(c, &s->entry);
         si.n_objects = s->scene->n_objects;
         si.n_movable = s->scene->n_movable;
         si.movable = s->scene->movable;
@@ -230,6 +285,7 @@ void tdm__scene_list(tdm_conn *c, uint64_t id)
         }
         infos[i] = si;
         ptrs[i] = &infos[i];
+        i++;
     }
     Tandem__V1__SceneListReply r = TANDEM__V1__SCENE_LIST_REPLY__INIT;
     r.n_scenes = n;
@@ -262,14 +318,48 @@ static void scene_delete_done(tdm_writer_op *op)
     tdm_conn_end(c);
 }
 
+/* A delete by one of a shared scene's owners: its record is written without it. */
+static void scene_disown_done(tdm_writer_op *op)
+{
+    tdm_conn *c = op->owner;
+    char hex[2 * TDM_ID_LEN + 1];
+    if (op->rc != TDM_OK) {
+        tdm_log_error("SceneDelete %s: %s", tdm__id_hex(op->id, hex), op->msg);
+        tdm__owners_undo(op, &op->scene->entry);
+        if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
+    } else {
+        tdm_log_info("deleted scene %s for tenant %s (other tenants keep it)", tdm__id_hex(op->id, hex),
+                     tdm_tenants_name(c->srv->tenants, op->tenant));
+        if (tdm_conn_alive(c)) {
+            Tandem__V1__Deleted d = TANDEM__V1__DELETED__INIT;
+            tdm__send_body(c, op->request_id, TANDEM__V1__REPLY__BODY_SCENE_DELETE, &d);
+        }
+    }
+    tdm_stored_scene_unref(op->scene);
+    free(op->owners_rec);
+    free(op->name);
+    free(op);
+    tdm_conn_end(c);
+}
+
 void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d)
 {
     tdm_server *srv = c->srv;
     uint8_t sid[TDM_ID_LEN];
     if (tdm__get_id(c, id, &d->scene_id, "scene_id", -1, sid) != 0) return;
-    tdm_stored_scene *sc = tdm_catalog_find_scene(srv->catalog, sid);
+    tdm_stored_scene *sc = tdm__find_scene(c, sid);
     if (!sc) {
         tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return;
+    }
+    if (sc->entry.owners.n > 1) { /* others own it too: it stays theirs */
+        tdm_writer_op *op = tdm__owners_change(c, id, &sc->entry, sc->name, 0, NULL);
+        if (!op) return;
+        op->done = scene_disown_done;
+        op->scene = sc;
+        tdm_stored_scene_ref(sc);
+        tdm_conn_begin(c);
+        tdm_writer_submit(srv->writer, op);
         return;
     }
     tdm_writer_op *op = calloc(1, sizeof *op);

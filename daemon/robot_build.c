@@ -48,7 +48,7 @@ static int code_of(int rc)
     }
 }
 
-int tdm__robot_build(tdm_catalog *cat, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
                      const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
                      tdm_robot_fail *f)
 {
@@ -59,6 +59,8 @@ int tdm__robot_build(tdm_catalog *cat, const char *urdf, size_t urdf_len, const 
     char hex[2 * TDM_ID_LEN + 1];
     for (uint32_t i = 0; i < n; i++) {
         meshes[i] = tdm_catalog_find_mesh(cat, refs[i].mesh_id);
+        if (meshes[i] && tenant >= 0 && tdm_owners_find(&meshes[i]->entry.owners, (uint32_t)tenant) < 0)
+            meshes[i] = NULL; /* another tenant's: as unknown */
         if (!meshes[i]) {
             tdm_id_hex(refs[i].mesh_id, hex);
             f->code = E(UNKNOWN_MESH);

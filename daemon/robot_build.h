@@ -28,11 +28,12 @@ typedef struct tdm_robot_fail {
 
 /* Parses a robot's URDF (and SRDF, srdf NULL when none) with mesh filenames looked up
  * in refs[0..n) (sorted by tdm_canon_mesh_ref_cmp, distinct), each naming a mesh
- * listed in the catalogue: meshes[i] receives refs[i]'s (borrowed). Every reference
+ * listed in the catalogue and, unless tenant is -1, owned by that tenant (another
+ * tenant's mesh fails as an unknown one): meshes[i] receives refs[i]'s (borrowed). Every reference
  * must be used by the URDF. On success *out is the robot (the caller's). Loop
  * thread (catalogue lookups), or the loader before the loop runs. 0, or a negative
  * TDM_E* code with *f filled. */
-int tdm__robot_build(tdm_catalog *cat, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
                      const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
                      tdm_robot_fail *f);
 

@@ -149,11 +149,13 @@ static int listen_one(tdm_server *s, tdm_listener *l, char *err, size_t errlen)
             snprintf(err, errlen, "listen %s: %s", l->addr, gai_strerror(g));
             return TDM_EIO;
         }
-        if (!s->cfg->auth_token[0] && !s->cfg->insecure_listen && !is_loopback(ai->ai_addr)) {
+        if (!s->cfg->auth_token[0] && !s->cfg->tenants_file[0] && !s->cfg->insecure_listen &&
+            !is_loopback(ai->ai_addr)) {
             freeaddrinfo(ai);
             snprintf(err, errlen,
                      "listen %s: not a loopback address, and no auth token: anyone who reaches it could use and "
-                     "delete everything (give --auth-token-file FILE, or --insecure-listen 1 to accept)",
+                     "delete everything (give --auth-token-file FILE or --tenants-file FILE, or --insecure-listen 1 to "
+                     "accept)",
                      l->addr);
             return TDM_EIO;
         }

@@ -14,7 +14,9 @@
 #include "catalog.h"
 #include "config.h"
 #include "datadir.h"
+#include "auth_limit.h"
 #include "query_pool.h"
+#include "tenants.h"
 #include "writer.h"
 
 typedef struct tdm_conn tdm_conn;
@@ -48,6 +50,8 @@ typedef struct tdm_server {
     tdm_catalog *catalog;
     tdm_writer *writer;
     tdm_query_pool *query_pool;
+    tdm_tenants *tenants;     /* who may connect, and the namespaces that own objects */
+    tdm_auth_limit *auth_limit; /* wrong tokens by address */
 
     tdm_listener *listeners;
     size_t n_listeners;

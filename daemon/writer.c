@@ -81,6 +81,22 @@ static void upload_error(tdm_writer *st, tdm_writer_op *op, size_t tree_bytes)
     tdm_log_warn("MeshPut: %s", op->msg);
 }
 
+/* A put creates its object: its owner record first (or a stale one away), so that
+ * the object never stands on disk with the wrong owners. 0, or -1 with op's error set. */
+static int store_owners(tdm_writer *st, tdm_writer_op *op)
+{
+    char err[300];
+    int rc = op->owners_rec ? tdm_datadir_write(st->dir, TDM_DATADIR_OWNERS, op->id, "",
+                                                &(struct iovec){op->owners_rec, op->owners_len}, 1, NULL, 0, err,
+                                                sizeof err)
+                            : tdm_datadir_remove(st->dir, TDM_DATADIR_OWNERS, op->id, err, sizeof err);
+    if (rc != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        return -1;
+    }
+    return 0;
+}
+
 static void mesh_put(tdm_writer *st, tdm_writer_op *op)
 {
     const Tandem__V1__MeshPut *p = op->put;
@@ -146,6 +162,7 @@ static void mesh_put(tdm_writer *st, tdm_writer_op *op)
     tdm_mesh_canon_prefix(nv, nt, prefix);
     struct iovec parts[3] = {{prefix, sizeof prefix}, {mesh->verts, 12 * (size_t)nv}, {mesh->tris, 12 * (size_t)nt}};
     char err[300];
+    if (store_owners(st, op) != 0) goto out;
     if (tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, label, parts, 3, blob, blob_len, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
@@ -178,6 +195,7 @@ static void scene_put(tdm_writer *st, tdm_writer_op *op)
     }
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
+    if (store_owners(st, op) != 0) return;
     if (tdm_datadir_write(st->dir, TDM_DATADIR_SCENE, op->id, op->scene->name, &part, 1, NULL, 0, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
@@ -194,6 +212,7 @@ static void robot_put(tdm_writer *st, tdm_writer_op *op)
     }
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
+    if (store_owners(st, op) != 0) return;
     if (tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT, op->id, op->robot->name, &part, 1, NULL, 0, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
@@ -252,6 +271,7 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     }
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
+    if (store_owners(st, op) != 0) return;
     if (tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT_SCENE, op->id, sc->name, &part, 1, NULL, 0, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
@@ -270,6 +290,10 @@ static void remove_file(tdm_writer *st, tdm_writer_op *op, tdm_datadir_kind kind
     if (kind == TDM_DATADIR_MESH) tdm_catalog_mesh_removed(st->catalog, op->id);
     else if (kind == TDM_DATADIR_ROBOT) tdm_catalog_robot_removed(st->catalog, op->id);
     else tdm_catalog_scene_removed(st->catalog, op->id);
+    /* the object is gone: a record left by a failure here is stale, and harmless (a put
+     * that creates the object again replaces it; the next start removes it) */
+    if (tdm_datadir_remove(st->dir, TDM_DATADIR_OWNERS, op->id, err, sizeof err) != 0)
+        tdm_log_warn("after removing its object: %s", err);
 }
 
 static void run_op(tdm_writer *st, tdm_writer_op *op)
@@ -284,6 +308,7 @@ static void run_op(tdm_writer *st, tdm_writer_op *op)
     case TDM_WRITER_ROBOT_PUT: robot_put(st, op); break;
     case TDM_WRITER_ROBOT_DELETE: remove_file(st, op, TDM_DATADIR_ROBOT); break;
     case TDM_WRITER_ROBOT_SCENE_PUT: robot_scene_put(st, op); break;
+    case TDM_WRITER_OWNERS: store_owners(st, op); break;
     }
 }
 

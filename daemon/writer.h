@@ -1,7 +1,7 @@
 /* The writer thread: every change to the data directory, in arrival order.
  *
- * MeshPut (hash, validate, build the tree, write), ScenePut (write), and the
- * deletes run one at a time on one thread, first come first served. Running
+ * MeshPut (hash, validate, build the tree, write), ScenePut (write), owner
+ * record changes and the deletes run one at a time on one thread, first come first served. Running
  * them in order is what keeps the directory consistent with the replies: a
  * MeshDelete followed by a MeshPut of the same mesh can never have its unlink
  * land after the put's rename. The loop never waits on a disk.
@@ -34,7 +34,8 @@ typedef enum tdm_writer_kind {
     TDM_WRITER_SCENE_DELETE,
     TDM_WRITER_ROBOT_PUT,
     TDM_WRITER_ROBOT_DELETE,
-    TDM_WRITER_ROBOT_SCENE_PUT
+    TDM_WRITER_ROBOT_SCENE_PUT,
+    TDM_WRITER_OWNERS
 } tdm_writer_kind;
 
 typedef struct tdm_writer_op tdm_writer_op;
@@ -74,6 +75,17 @@ struct tdm_writer_op {
     char *name;
     int wire_code;       /* out: the Error code when not 0 (else from rc) */
     uint32_t max_objects; /* ROBOT_SCENE_PUT in: the server's max_objects */
+
+    /* Ownership (owners.h). Puts in: the new object's owner record (owned; NULL: none
+     * needed), written before the object's file when the put creates it (a stale
+     * record removed instead when NULL); untouched when the object exists. OWNERS
+     * in: the record of the object `id` now (NULL: remove it). Deletes remove the
+     * record after the object's file. `tenant` and `attempts` are the loop's. */
+    uint8_t *owners_rec;
+    size_t owners_len;
+    uint32_t tenant;
+    int owners_adding;   /* OWNERS: the change added `tenant` (else took it out), for undoing it */
+    int attempts;        /* puts answered "exists" for an object unlisted meanwhile, run again */
 
     /* out; the submitter zeroes them (field "", index -1) */
     int rc;              /* TDM_OK or a TDM_E* code (TDM_EIO: the directory could not be written) */
