@@ -104,6 +104,13 @@ struct tdm_conn {
     uint64_t out_bytes;       /* queued to libuv and not yet written */
     uint32_t out_writes;
     uint32_t inflight;        /* requests accepted and not yet answered */
+
+    /* memory (budget.h) */
+    uint64_t in_charged;      /* input bytes charged: the staging buffer and the large frame's buffer */
+    uint64_t promised;        /* bounds of the replies of its query jobs in flight */
+    tdm_query_job *jobs;      /* those jobs, for cancellation at the close */
+    uint64_t out_progress_ns; /* uv_hrtime of the last write completed, or of output starting to wait */
+    int mem_refused;          /* a large frame's buffer could not grow within the limits */
 };
 
 /* Accepts a pending connection on a listener. */
@@ -137,6 +144,10 @@ void tdm_conn_begin(tdm_conn *c);
 void tdm_conn_end(tdm_conn *c);
 /* 1 while replies are still wanted (not CLOSING). */
 int tdm_conn_alive(const tdm_conn *c);
+
+/* Closes the connection when replies have waited output_stall_timeout seconds with
+ * none written (budget.h); the server calls it once a second. */
+void tdm_conn_check_stall(tdm_conn *c, uint64_t now_ns);
 
 /* Stops reading; closes once everything in flight is answered and flushed. */
 void tdm_conn_drain(tdm_conn *c, const char *why);

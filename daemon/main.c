@@ -108,6 +108,10 @@ int main(int argc, char **argv)
         tdm_log_error("dispatcher thread: %s", tdm_strerror(rc));
         goto out;
     }
+    if ((rc = tdm_server_budget_start(&srv)) != 0) {
+        tdm_log_error("timer: %s", uv_strerror(rc));
+        goto out;
+    }
     if ((rc = tdm_server_signals(&srv)) != 0) {
         tdm_log_error("signals: %s", uv_strerror(rc));
         goto out;

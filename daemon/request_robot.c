@@ -149,6 +149,7 @@ static void robot_put_done(tdm_writer_op *op)
         if (tdm_conn_alive(c)) send_robot_put(c, op->request_id, have, created);
         if (have != sr) tdm_stored_robot_unref(sr);
     }
+    tdm_upload_release(srv, op);
     free(op->canon);
     free(op);
     tdm_conn_end(c);
@@ -236,6 +237,9 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
         send_robot_put(c, id, have, 0);
         goto out;
     }
+    /* waiting for the writer: the canonical texts and the parsed robot (about as large again) */
+    uint64_t upload = 2 * (uint64_t)canon_len;
+    if (tdm_conn_upload_admit(c, id, upload) != 0) goto out;
     op = calloc(1, sizeof *op);
     if (!op) goto nomem;
     tdm_stored_robot *sr = tdm_stored_robot_new(rid, p->name ? p->name : "", robot, meshes, (uint32_t)n);
@@ -253,6 +257,7 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
     op->field = "";
     op->index = -1;
     op->started = uv_hrtime();
+    tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     tdm_writer_submit(srv->writer, op);
     op = NULL;
@@ -416,6 +421,7 @@ static void robot_scene_put_done(tdm_writer_op *op)
             else tdm_conn_send_error(c, op->request_id, E(INTERNAL), "", -1, "the robot scene vanished");
         }
     }
+    tdm_upload_release(c->srv, op);
     free(op->name);
     free(op->canon);
     free(op);
@@ -456,6 +462,12 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
         send_robot_scene_put(c, id, have, 0);
         return;
     }
+    /* waiting for the writer: the YAML inside the canonical content (the scene is built there) */
+    uint64_t upload = canon_len;
+    if (tdm_conn_upload_admit(c, id, upload) != 0) {
+        free(canon);
+        return;
+    }
     tdm_writer_op *op = calloc(1, sizeof *op);
     char *name = strdup(p->name ? p->name : "");
     if (!op || !name) {
@@ -480,6 +492,7 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
     op->field = "";
     op->index = -1;
     op->started = uv_hrtime();
+    tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     tdm_writer_submit(srv->writer, op);
 }

@@ -53,6 +53,7 @@ static void scene_put_done(tdm_writer_op *op)
         if (tdm_conn_alive(c)) send_scene_put(c, op->request_id, have, created);
         if (have != sc) tdm_stored_scene_unref(sc);
     }
+    tdm_upload_release(srv, op);
     free(op->canon);
     free(op);
     tdm_conn_end(c);
@@ -169,6 +170,9 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
         send_scene_put(c, id, have, 0);
         goto out;
     }
+    /* waiting for the writer: the canonical content and the scene (its objects, tables and checks) */
+    uint64_t upload = 2 * (uint64_t)canon_len + (uint64_t)n * 256;
+    if (tdm_conn_upload_admit(c, id, upload) != 0) goto out;
     op = calloc(1, sizeof *op);
     if (!op) goto nomem;
     sc = tdm_stored_scene_new(sid, p->name ? p->name : "", scene, meshes, (uint32_t)n);
@@ -186,6 +190,7 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
     op->field = "";
     op->index = -1;
     op->started = uv_hrtime();
+    tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     tdm_writer_submit(srv->writer, op);
     op = NULL;

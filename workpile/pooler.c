@@ -128,11 +128,32 @@ static void *pooler_main(void *arg)
         double t_idle = p->trace ? now_ms() : 0;
         while (!p->head && !p->stopping) pthread_cond_wait(&p->wake, &p->lock);
         if (!p->head) break; /* stopping, and the queue is empty */
+        /* jobs cancelled while they waited at the head of the queue are finished unrun,
+           outside the lock (those further back, when they come to the head) */
+        if (tdm_pooler_job_cancelled(p->head)) {
+            tdm_pooler_job *dropped = p->head, *end = dropped;
+            size_t n_dropped = 1;
+            while (end->next && tdm_pooler_job_cancelled(end->next)) end = end->next, n_dropped++;
+            p->head = end->next;
+            if (!p->head) p->tail = NULL;
+            end->next = NULL;
+            p->stats.cancelled += n_dropped;
+            pthread_mutex_unlock(&p->lock);
+            for (tdm_pooler_job *j = dropped, *next; j; j = next) {
+                next = j->next;
+                j->next = NULL;
+                j->rc = TDM_ECANCELED;
+                p->finished(j, p->data);
+            }
+            pthread_mutex_lock(&p->lock);
+            p->pending -= n_dropped;
+            continue;
+        }
         /* take everything queued, up to the caps, first come first served */
         tdm_pooler_job *batch = p->head, *last = batch;
         tdm_pooler_batch b = {(int)(w - p->workers), 1, batch->n_queries, batch->n_tasks, weight(batch),
                               batch->pairs_reserved, TDM_OK};
-        while (last->next && b.weight + weight(last->next) <= p->max_tasks &&
+        while (last->next && !tdm_pooler_job_cancelled(last->next) && b.weight + weight(last->next) <= p->max_tasks &&
                b.pairs + last->next->pairs_reserved <= p->max_pairs) {
             last = last->next;
             b.weight += weight(last);

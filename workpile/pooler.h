@@ -32,6 +32,7 @@
 #ifndef TDM_WORKPILE_POOLER_H
 #define TDM_WORKPILE_POOLER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,8 +58,23 @@ struct tdm_pooler_job {
     tdm_sched_contact *pairs;  /* NULL, or n_queries x max_contacts: query i's pairs start at
                                   i x max_contacts */
     int rc;                    /* set before `finished`: TDM_OK, or the engine's error for the whole
-                                  batch (TDM_EINVAL, TDM_ENOMEM); results are then undefined */
+                                  batch (TDM_EINVAL, TDM_ENOMEM), or TDM_ECANCELED (below); results
+                                  are then undefined */
+    atomic_int cancel;         /* set (tdm_pooler_job_cancel, any thread) when nobody waits for the
+                                  answers any more: a job still queued is not run but finished at
+                                  once with TDM_ECANCELED; a job already in a run is finished
+                                  normally (an engine may read the flag to cut its run short).
+                                  The submitter zeroes it before the first submission; the pooler
+                                  never clears it. */
 };
+
+/* Marks a job cancelled (see `cancel`). Any thread, any time between submission and
+ * `finished`, or before submission. */
+static inline void tdm_pooler_job_cancel(tdm_pooler_job *j) { atomic_store_explicit(&j->cancel, 1, memory_order_relaxed); }
+static inline int tdm_pooler_job_cancelled(const tdm_pooler_job *j)
+{
+    return atomic_load_explicit(&((tdm_pooler_job *)j)->cancel, memory_order_relaxed);
+}
 
 /* One engine run, for the optional `ran` hook. */
 typedef struct tdm_pooler_batch {
@@ -73,6 +89,7 @@ typedef struct tdm_pooler_batch {
 
 typedef struct tdm_pooler_stats {
     uint64_t batches, jobs, queries, tasks; /* engine runs done, and what they held */
+    uint64_t cancelled;                     /* jobs finished unrun: cancelled while queued */
 } tdm_pooler_stats;
 
 typedef struct tdm_pooler tdm_pooler;
