@@ -6,6 +6,8 @@
  *   READ_LEN   --4 bytes-->           READ_BODY --body--> (request handled) READ_LEN
  *   READ_LEN/READ_BODY --max_pipelined in flight or output over max_output_bytes--> PAUSED
  *   PAUSED     --in flight < max_pipelined and output <= max_output_bytes / 2--> READ_LEN/READ_BODY
+ *   ("output": replies queued and not yet written, plus the bounds of the replies of its
+ *   query jobs in flight, budget.h)
  *   READ_LEN/READ_BODY/PAUSED --broken frame, peer EOF between frames, bad auth, shutdown--> DRAINING
  *   DRAINING   --nothing in flight, output flushed--> LINGER (FIN sent)
  *   LINGER     --peer EOF, or TDM_CONN_LINGER_MS--> CLOSING
@@ -21,7 +23,9 @@
  * (1..max_frame_bytes) before anything is allocated for it; a frame larger than
  * the staging buffer gets its own buffer, read into directly and grown (doubling,
  * up to the frame's length) as bytes arrive, so that a client announcing a large
- * frame and sending it slowly holds only what it has sent. Before Hello no frame may
+ * frame and sending it slowly holds only what it has sent; every buffer is charged to
+ * the server's budget (budget.h), and a frame whose buffer would pass max_input_bytes
+ * or max_memory gets ERROR_BUSY and the close. Before Hello no frame may
  * be larger than the staging buffer (a Hello is small), so an unauthenticated
  * connection holds 64 KiB at most.
  *
@@ -32,7 +36,9 @@
  *
  * A connection is freed once its handles are closed and no job or writer op
  * refers to it (`inflight` == 0): callbacks of work that finishes after the
- * close find the connection CLOSING, drop their reply and release it. */
+ * close find the connection CLOSING, drop their reply and release it. The close
+ * marks its query jobs cancelled (budget.h), so the pooler drops those still
+ * queued without running them. */
 #ifndef TDM_DAEMON_CONN_H
 #define TDM_DAEMON_CONN_H
 
