@@ -61,7 +61,7 @@ void tdm_conn_job_track(tdm_conn *c, tdm_query_job *j, uint64_t mem, uint64_t re
     j->mem_charged = mem;
     j->reply_bound = reply;
     tdm_budget_charge(&c->srv->mem, TDM_MEM_WORK, mem + reply);
-    c->promised += reply;
+    c->promised += mem + reply;
     j->conn_prev = NULL;
     j->conn_next = c->jobs;
     if (c->jobs) c->jobs->conn_prev = j;
@@ -74,8 +74,8 @@ void tdm_conn_job_untrack(tdm_conn *c, tdm_query_job *j)
     if (!j->tracked) return;
     j->tracked = 0;
     tdm_budget_release(&c->srv->mem, TDM_MEM_WORK, j->mem_charged + j->reply_bound);
-    assert(c->promised >= j->reply_bound);
-    c->promised -= j->reply_bound;
+    assert(c->promised >= j->mem_charged + j->reply_bound);
+    c->promised -= j->mem_charged + j->reply_bound;
     if (j->conn_prev) j->conn_prev->conn_next = j->conn_next;
     else c->jobs = j->conn_next;
     if (j->conn_next) j->conn_next->conn_prev = j->conn_prev;

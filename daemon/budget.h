@@ -21,8 +21,9 @@
  * being handled is not counted: it lives only while the loop handles that one frame
  * (a MeshPut's, handed to the writer, is counted as upload).
  *
- * Per connection, the reply queue is bounded by what is queued plus the reply bounds
- * of its jobs in flight (`tdm_conn.promised`): above --max-output-bytes the server
+ * Per connection, the reply queue is bounded by what is queued plus what its jobs in
+ * flight hold and the bounds of their replies (`tdm_conn.promised`): above
+ * --max-output-bytes the server
  * stops reading from it (so it starts no new work) until that sum is below half of it;
  * a connection with replies waiting that takes none of them for --output-stall-timeout
  * seconds is closed, and so is one whose queued replies pass --max-output-bytes-hard.
@@ -67,8 +68,8 @@ typedef struct tdm_query_job tdm_query_job;
 /* Can a query job of `mem` bytes whose reply is at most `reply` bytes be accepted
  * now? 0, or -1 after sending ERROR_BUSY (request `id`) naming what is held. */
 int tdm_conn_job_admit(tdm_conn *c, uint64_t id, uint64_t mem, uint64_t reply);
-/* The job is accepted: charged (work), its reply bound promised on the connection,
- * listed on it for cancellation. */
+/* The job is accepted: charged (work), its memory and reply bound promised on the
+ * connection (its output), listed on it for cancellation. */
 void tdm_conn_job_track(tdm_conn *c, tdm_query_job *j, uint64_t mem, uint64_t reply);
 /* The job is answered or dropped: uncharged and unlisted. Does nothing for a job not
  * tracked. (The caller then calls tdm_conn_end, which resumes reading if it may.) */

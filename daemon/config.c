@@ -94,9 +94,9 @@ static const opt opts[] = {
     {"max-meshes-bytes", T_U64, OFF(max_meshes_bytes), "8G", 0, UINT64_MAX, NULL, "BYTES",
      "Total size of stored meshes and their trees; a MeshPut over it gets ERROR_NO_MEMORY."},
     {"max-output-bytes", T_U64, OFF(max_output_bytes), "64M", 4096, UINT64_MAX, NULL, "BYTES",
-     "Reply bytes per connection: those queued and not yet written plus a bound on the replies of its "
-     "queries still being computed. Above it the server stops reading from the connection, so it starts "
-     "none of its new work, until the sum is below half of it (nothing is dropped)."},
+     "Reply bytes per connection: those queued and not yet written, plus what its queries still being "
+     "computed hold and a bound on their replies. Above it the server stops reading from the connection, "
+     "so it starts none of its new work, until the sum is below half of it (nothing is dropped)."},
     {"max-output-bytes-hard", T_U64, OFF(max_output_bytes_hard), "256M", 4096, UINT64_MAX, NULL, "BYTES",
      "Queued reply bytes per connection above which the connection is closed (as Redis's "
      "client-output-buffer-limit); max-output-bytes keeps well-behaved clients far below it, so only a "

@@ -6,8 +6,8 @@
  *   READ_LEN   --4 bytes-->           READ_BODY --body--> (request handled) READ_LEN
  *   READ_LEN/READ_BODY --max_pipelined in flight or output over max_output_bytes--> PAUSED
  *   PAUSED     --in flight < max_pipelined and output <= max_output_bytes / 2--> READ_LEN/READ_BODY
- *   ("output": replies queued and not yet written, plus the bounds of the replies of its
- *   query jobs in flight, budget.h)
+ *   ("output": replies queued and not yet written, plus the memory of its query jobs in
+ *   flight and the bounds of their replies, budget.h)
  *   READ_LEN/READ_BODY/PAUSED --broken frame, peer EOF between frames, bad auth, shutdown--> DRAINING
  *   DRAINING   --nothing in flight, output flushed--> LINGER (FIN sent)
  *   LINGER     --peer EOF, or TDM_CONN_LINGER_MS--> CLOSING
@@ -113,7 +113,7 @@ struct tdm_conn {
 
     /* memory (budget.h) */
     uint64_t in_charged;      /* input bytes charged: the staging buffer and the large frame's buffer */
-    uint64_t promised;        /* bounds of the replies of its query jobs in flight */
+    uint64_t promised;        /* its query jobs in flight: their memory and the bounds of their replies */
     tdm_query_job *jobs;      /* those jobs, for cancellation at the close */
     uint64_t out_progress_ns; /* uv_hrtime of the last write completed, or of output starting to wait */
     int mem_refused;          /* a large frame's buffer could not grow within the limits */
