@@ -106,8 +106,8 @@ static const opt opts[] = {
      "that stopped reading) is closed and its replies freed (0: never)."},
     {"max-upload-bytes", T_U64, OFF(max_upload_bytes), "1G", 0, UINT64_MAX, NULL, "BYTES",
      "Decoded MeshPut, ScenePut, RobotPut and RobotScenePut requests waiting to be validated and stored, "
-     "over all connections; one that would go over it gets ERROR_BUSY (one is always accepted when none "
-     "is waiting)."},
+     "over all connections, with a bound on a mesh tree's build memory; one that would go over it gets "
+     "ERROR_BUSY (one is always accepted when none is waiting)."},
     {"max-input-bytes", T_U64, OFF(max_input_bytes), "512M", 65536, UINT64_MAX, NULL, "BYTES",
      "Partial frames held for all connections together (each connection's 64 KiB staging buffer, and the "
      "buffer of a frame larger than that, growing as its bytes arrive). A frame whose buffer would go "

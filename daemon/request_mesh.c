@@ -97,7 +97,9 @@ void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
     }
     if (tdm__check_name(c, id, p->name, "name") != 0) return;
     /* the decoded request waits in memory for the writer thread: bound the sum */
-    uint64_t upload = tdm_arena_allocated(c->arena);
+    /* and so does the tree the writer builds from it: its working memory, about twice what
+       the stored mesh may take (a 1M-triangle mesh raised tandemd's RSS by 358 MB) */
+    uint64_t upload = tdm_arena_allocated(c->arena) + 2 * mesh_bytes_bound(nv, nt);
     if (tdm_conn_upload_admit(c, id, upload) != 0) return;
 
     tdm_writer_op *op = calloc(1, sizeof *op);
