@@ -572,3 +572,95 @@ Test(limits, sigterm_during_a_long_batch_exits_within_the_deadline)
     free(wire);
     stop_clean();
 }
+
+/* Issue 14: "a maximum-size mesh upload: ... 21.6 s during which another client's small
+ * MeshPut waited (one storage thread)". A large MeshPut's tree is built on the writer's
+ * builder thread: a small MeshPut sent while it builds is answered at once; a second put of
+ * the same large mesh waits for the first and is answered "exists"; both large puts give
+ * the mesh's canonical id, and every mesh is listed. */
+typedef struct big_put {
+    const tdm_mesh *m;
+    const char *addr;
+    uint8_t id[32];
+    int created, rc;
+    double secs;
+    char err[256];
+} big_put;
+
+static void *big_put_main(void *arg)
+{
+    big_put *b = arg;
+    tdm_connect_opts o = {.addr = b->addr, .timeout_ms = 5000, .io_timeout_ms = 120000};
+    tdm_client *c = tdm_client_connect_with(&o);
+    double t0 = mono_s();
+    b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->m->verts, b->m->n_verts, b->m->tris, b->m->n_tris,
+                                                   b->id, &b->created)
+                                    : -1;
+    b->secs = mono_s() - t0;
+    snprintf(b->err, sizeof b->err, "%s", c ? tdm_client_errstr(c) : "no client");
+    tdm_client_free(c);
+    return NULL;
+}
+
+Test(limits, a_small_upload_does_not_wait_for_a_large_one)
+{
+    gen_rng r = {seed ^ 0xb16};
+    const char *flags[] = {NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    tdm_mesh *big = gen_sphere(1.0, 640), *small = gen_box(0.3, 0.2, 0.1);
+    cr_assert(big && small && big->n_tris >= 4 * 65536, "the large mesh should take the builder");
+    uint8_t want_big[32], want_small[32];
+    canon_mesh_id(big->verts, big->n_verts, big->tris, big->n_tris, want_big);
+    canon_mesh_id(small->verts, small->n_verts, small->tris, small->n_tris, want_small);
+    big_put a = {.m = big, .addr = D.unix_addr}, b = {.m = big, .addr = D.unix_addr};
+    pthread_t ta, tb;
+    cr_assert_eq(pthread_create(&ta, NULL, big_put_main, &a), 0);
+    sleep_ms(300); /* sent and being built */
+    cr_assert_eq(pthread_create(&tb, NULL, big_put_main, &b), 0); /* the same mesh again */
+    sleep_ms(100);
+    double t0 = mono_s();
+    uint8_t id[32];
+    int created = -1;
+    cr_assert_eq(tdm_mesh_put(w.c, "small", small->verts, small->n_verts, small->tris, small->n_tris, id, &created), 0,
+                 "%s", tdm_client_errstr(w.c));
+    double t_small = mono_s() - t0;
+    cr_assert(!memcmp(id, want_small, 32) && created == 1, "the small mesh: wrong id or created=%d", created);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_log_info("large MeshPut (%u triangles) %.3f s; the same again %.3f s; a small one sent meanwhile %.3f s",
+                big->n_tris, a.secs, b.secs, t_small);
+    fprintf(stderr, "uploads: large %u triangles %.3f s, small sent meanwhile %.3f s\n", big->n_tris, a.secs, t_small);
+    cr_assert_eq(a.rc, 0, "the large MeshPut: %s", a.err);
+    cr_assert_eq(b.rc, 0, "the second large MeshPut: %s", b.err);
+    cr_assert(!memcmp(a.id, want_big, 32) && !memcmp(b.id, want_big, 32), "the large mesh's id");
+    cr_assert(a.created + b.created == 1, "one large put creates the mesh, the other finds it (%d, %d)", a.created,
+              b.created);
+    cr_assert(a.secs > 0.4, "the large MeshPut took %.3f s: too fast to tell", a.secs);
+    cr_assert(t_small < a.secs / 4, "the small MeshPut waited %.3f s behind a %.3f s build", t_small, a.secs);
+    tdm_mesh_info *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(tdm_mesh_list(w.c, &list, &n), 0);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += !memcmp(list[i].mesh_id, want_big, 32) + !memcmp(list[i].mesh_id, want_small, 32);
+    tdm_mesh_list_free(list);
+    cr_assert_eq(found, 2, "both meshes should be listed, once each");
+    /* and the large one is usable */
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, want_big, 32);
+    memcpy(objs[1].mesh_id, want_small, 32);
+    uint8_t sid[32];
+    cr_assert_eq(tdm_scene_put(w.c, "bigsmall", objs, 2, NULL, 0, sid, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(w.c));
+    double pose[7] = {0, 0, 0.95, 0, 0, 0, 1}; /* the box through the sphere's surface */
+    tdm_query_result res;
+    cr_assert_eq(tdm_query(w.c, sid, TDM_QUERY_BOOL, pose, 1, 1, 0, &res, NULL), 0, "%s", tdm_client_errstr(w.c));
+    cr_assert_eq(res.colliding, 1, "a box across the large sphere's surface must collide");
+    witness_ok(&w, "the uploads");
+    tdm_mesh_free(big);
+    tdm_mesh_free(small);
+    witness_free(&w);
+    stop_clean();
+}
