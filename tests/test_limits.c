@@ -16,6 +16,8 @@
  *                          the queued ones are dropped, never run (the Stats batch count)
  *   sigterm_*              SIGTERM during a long batch: exit 0 within --shutdown-timeout +
  *                          1 s, acknowledged meshes kept
+ *   a_small_upload_*       a small MeshPut sent while a large mesh's tree is built is
+ *                          answered at once (the writer's builder thread)
  *
  * Each test logs the daemon's resident memory (VmRSS before the attack, VmHWM after:
  * bench/results/issue14_memory.md quotes them). Every test ends by checking that the
@@ -488,7 +490,10 @@ Test(limits, disconnect_drops_queued_queries)
 {
     gen_rng r = {seed ^ 0xd15c};
     enum { K = 2048 };
-    const char *flags[] = {"--max-batch-tasks", "2048", "--engine-lanes", "1", NULL};
+    /* max-output-bytes far above the pipeline (at most 600 jobs of ~0.4 MB with their reply
+       bounds): reading never pauses, so the blocking sends below always complete */
+    const char *flags[] = {"--max-batch-tasks", "2048", "--engine-lanes", "1", "--max-output-bytes", "1G",
+                           "--max-output-bytes-hard", "2G", NULL};
     start_with(flags);
     witness w = {0};
     witness_start(&w, &r, 64, 32, 40);
