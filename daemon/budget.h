@@ -25,8 +25,9 @@
  * flight hold and the bounds of their replies (`tdm_conn.promised`): above
  * --max-output-bytes the server
  * stops reading from it (so it starts no new work) until that sum is below half of it;
- * a connection with replies waiting that takes none of them for --output-stall-timeout
- * seconds is closed, and so is one whose queued replies pass --max-output-bytes-hard.
+ * a connection with replies waiting that takes none of their bytes for
+ * --output-stall-timeout seconds is closed, and so is one whose queued replies pass
+ * --max-output-bytes-hard.
  *
  * Cancellation: the query jobs of a connection are listed on it; when it closes, each
  * is marked cancelled (tdm_pooler_job_cancel): jobs still queued in the pooler are

@@ -102,8 +102,8 @@ static const opt opts[] = {
      "client-output-buffer-limit); max-output-bytes keeps well-behaved clients far below it, so only a "
      "single reply larger than the difference can reach it."},
     {"output-stall-timeout", T_U32, OFF(output_stall_timeout), "60", 0, 1u << 30, NULL, "SECONDS",
-     "A connection with replies waiting to be written that takes none of them for this long (a client "
-     "that stopped reading) is closed and its replies freed (0: never)."},
+     "A connection with replies waiting to be written that takes none of their bytes for this long (a "
+     "client that stopped reading) is closed and its replies freed (0: never)."},
     {"max-upload-bytes", T_U64, OFF(max_upload_bytes), "1G", 0, UINT64_MAX, NULL, "BYTES",
      "Decoded MeshPut, ScenePut, RobotPut and RobotScenePut requests waiting to be validated and stored, "
      "over all connections, with a bound on a mesh tree's build memory; one that would go over it gets "

@@ -357,6 +357,10 @@ void tdm_conn_check_stall(tdm_conn *c, uint64_t now_ns)
 {
     uint32_t t = c->srv->cfg->output_stall_timeout;
     if (t == 0 || c->out_writes == 0 || c->state == CONN_CLOSING) return;
+    /* bytes taken count, not only whole replies: a slow reader of one large reply is not stalled */
+    size_t q = uv_stream_get_write_queue_size(&c->h.stream);
+    if (q < c->out_queue_seen) c->out_progress_ns = now_ns;
+    c->out_queue_seen = q;
     if (now_ns - c->out_progress_ns < (uint64_t)t * 1000000000u) return;
     tdm_log_warn("conn %llu (%s): %llu bytes of replies waiting, none taken for %u s (output-stall-timeout): closing",
                  (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes, t);

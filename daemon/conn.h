@@ -115,7 +115,9 @@ struct tdm_conn {
     uint64_t in_charged;      /* input bytes charged: the staging buffer and the large frame's buffer */
     uint64_t promised;        /* its query jobs in flight: their memory and the bounds of their replies */
     tdm_query_job *jobs;      /* those jobs, for cancellation at the close */
-    uint64_t out_progress_ns; /* uv_hrtime of the last write completed, or of output starting to wait */
+    uint64_t out_progress_ns; /* uv_hrtime of the last progress writing (a write completed or the
+                                 write queue shrank), or of output starting to wait */
+    size_t out_queue_seen;    /* libuv's write queue size at the last stall check */
     int mem_refused;          /* a large frame's buffer could not grow within the limits */
 };
 

@@ -18,6 +18,8 @@
  *                          1 s, acknowledged meshes kept
  *   a_small_upload_*       a small MeshPut sent while a large mesh's tree is built is
  *                          answered at once (the writer's builder thread)
+ *   a_slow_reader_*        a client reading one large reply slowly is not taken for a
+ *                          stalled one (the stall timeout counts bytes taken)
  *
  * Each test logs the daemon's resident memory (VmRSS before the attack, VmHWM after:
  * bench/results/issue14_memory.md quotes them). Every test ends by checking that the
@@ -667,5 +669,66 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
     tdm_mesh_free(big);
     tdm_mesh_free(small);
     witness_free(&w);
+    stop_clean();
+}
+
+/* --output-stall-timeout counts bytes taken, not whole replies: a client reading one large
+ * reply slowly (32 KiB every 40 ms, several seconds for its megabytes) with a 1 s stall
+ * timeout gets all of it, the connection open; the reply is whole and right in shape. */
+static int read_slowly(int fd, uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        size_t k = n < 32768 ? n : 32768;
+        ssize_t r = read(fd, p, k);
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+        sleep_ms(40);
+    }
+    return 0;
+}
+
+Test(limits, a_slow_reader_of_a_large_reply_is_not_stalled)
+{
+    gen_rng r = {seed ^ 0x510};
+    const char *flags[] = {"--output-stall-timeout", "1", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 48, 24, 32);
+    enum { K = 4000, CAP = 250 };
+    double *wire = random_wires(&r, K, 1.0);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    pipeliner p = {.fd = fd, .scene_id = w.scene_id, .wire = wire, .requests = 1, .k = K, .mode = 1, .want_pairs = 1,
+                   .max_contacts = CAP};
+    pipeline_main(&p);
+    cr_assert_eq(p.sent, 1);
+    uint8_t hdr[4];
+    cr_assert_eq(read_slowly(fd, hdr, 4), 0, "no reply");
+    size_t len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+    cr_assert(len > 3u << 19, "the reply is %zu bytes: too small to take over a second to read", len);
+    uint8_t *body = malloc(len);
+    cr_assert(body);
+    double t0 = mono_s();
+    cr_assert_eq(read_slowly(fd, body, len), 0, "the connection closed after %.1f s of a slow read", mono_s() - t0);
+    double t = mono_s() - t0;
+    cr_log_info("read a %zu-byte reply in %.1f s with output-stall-timeout 1", len, t);
+    cr_assert(t > 2.0, "read in %.1f s: not slow enough to test the stall timeout", t);
+    Tandem__V1__Reply *rep = tandem__v1__reply__unpack(NULL, len, body);
+    cr_assert(rep && rep->body_case == TANDEM__V1__REPLY__BODY_QUERY && rep->id == 1000, "not the QueryReply");
+    cr_assert_eq(rep->query->n_results, K);
+    for (int i = 0; i < K; i++) {
+        const Tandem__V1__QueryResult *q = rep->query->results[i];
+        cr_assert_eq(q->n_pairs, q->contacts < CAP ? q->contacts : CAP, "pose %d: %zu pairs for %u contacts", i,
+                     q->n_pairs, q->contacts);
+    }
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    free(body);
+    cr_assert(!log_has("output-stall-timeout): closing", 0), "a reader that reads was closed as stalled");
+    close(fd);
+    witness_ok(&w, "a slow reader");
+    witness_free(&w);
+    free(wire);
     stop_clean();
 }
