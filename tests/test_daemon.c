@@ -1565,6 +1565,9 @@ Test(daemon, malformed_input_gets_documented_errors)
         md.mesh_id.data = env_id;
         rd.id = 45;
         error_case(&w, fd, &rd, 11 /* MESH_IN_USE */, "mesh_id", -1, "MeshDelete of a mesh a scene uses");
+        uint8_t id33[33] = {0}; /* a readable 33rd byte (ASan: env_id holds 32) */
+        memcpy(id33, env_id, 32);
+        md.mesh_id.data = id33;
         md.mesh_id.len = 33;
         rd.id = 145;
         error_case(&w, fd, &rd, 1, "mesh_id", -1, "a mesh id of 33 bytes");
