@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -33,11 +34,29 @@ const char *tdm_budget_describe(const tdm_budget *b, char *buf, size_t len)
     return buf;
 }
 
+/* The cgroup v2 memory limit of this process's group (a container's), or 0 when none can
+ * be read ("max", no cgroup v2, another layout). */
+static uint64_t cgroup_limit(void)
+{
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (!f) return 0;
+    char line[64] = "";
+    uint64_t v = 0;
+    if (fgets(line, sizeof line, f)) {
+        char *end;
+        unsigned long long x = strtoull(line, &end, 10);
+        if (end != line && (*end == '\n' || *end == 0)) v = x;
+    }
+    fclose(f);
+    return v;
+}
+
 uint64_t tdm_budget_default_max(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || size <= 0) return 4ull << 30;
-    return (uint64_t)pages * (uint64_t)size / 2;
+    uint64_t phys = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 8ull << 30, cg = cgroup_limit();
+    if (cg && cg < phys) phys = cg;
+    return phys / 2;
 }
 
 /* ---- per connection ---- */

@@ -57,8 +57,9 @@ int tdm_budget_room(const tdm_budget *b, uint64_t n);
 /* "N bytes held (partial frames A, queued replies B, queries C, uploads D), max-memory M"
  * into buf; returns buf. */
 const char *tdm_budget_describe(const tdm_budget *b, char *buf, size_t len);
-/* --max-memory 0: half of the machine's physical memory (sysconf), or 4 GiB when
- * that cannot be read. */
+/* --max-memory 0: half of the machine's physical memory (sysconf; 8 GiB when it cannot
+ * be read), or of the cgroup v2 memory limit (/sys/fs/cgroup/memory.max: a container's)
+ * when that is lower. */
 uint64_t tdm_budget_default_max(void);
 
 /* ---- per connection (conn.h) ---- */

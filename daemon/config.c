@@ -117,7 +117,7 @@ static const opt opts[] = {
      "and not yet answered (their memory and a bound on their replies) and uploads waiting to be stored "
      "(stored meshes are bounded by max-meshes-bytes, not here). A Query, MotionCheck, upload or large "
      "frame that would pass it gets ERROR_BUSY; nothing accepted is dropped. 0: half of the machine's "
-     "physical memory."},
+     "physical memory, or of the cgroup's memory limit (a container's) when that is lower."},
     {"max-reply-pairs", T_U32, OFF(max_reply_pairs), "1000000", 0, U32MAX, NULL, "N",
      "Contact pairs one Query reply may carry: want_pairs needs queries x max_contacts <= N, else "
      "ERROR_LIMIT. Not in HelloReply.limits."},
