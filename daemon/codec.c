@@ -187,6 +187,11 @@ static size_t results_size(const tdm_sched_result *r, uint32_t n, const tdm_sche
 /* A result without pairs: tag, length, 2 + 6 + 6 + 6 + 2 bytes of fields. */
 #define RESULT_MAX 24u
 
+/* A contact pair: tag, length, four fields of at most 1 + 5 bytes. */
+#define PAIR_MAX 26u
+
+uint64_t tdm_query_reply_max(uint64_t n, uint64_t pairs) { return 4 + REPLY_HEAD_MAX + n * RESULT_MAX + pairs * PAIR_MAX; }
+
 size_t tdm_query_reply_bound(const tdm_sched_result *results, uint32_t n, const tdm_sched_contact *pairs, uint32_t stride)
 {
     return REPLY_HEAD_MAX + (pairs ? results_size(results, n, pairs, stride) : (size_t)n * RESULT_MAX);

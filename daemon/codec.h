@@ -46,6 +46,10 @@ Tandem__V1__Request *tdm_decode_request(tdm_arena *a, const uint8_t *buf, size_t
  * pairs + i x stride. tdm_query_reply_bound gives the room the writer needs
  * (without pairs, without a pass over the results); write fills out and
  * returns the Reply's size. */
+/* The most bytes a QueryReply frame (length prefix included) of n results with up to
+ * `pairs` contact pairs in all can take, known before the run: what a job promises on
+ * its connection (budget.h). */
+uint64_t tdm_query_reply_max(uint64_t n, uint64_t pairs);
 size_t tdm_query_reply_bound(const tdm_sched_result *results, uint32_t n, const tdm_sched_contact *pairs, uint32_t stride);
 size_t tdm_query_reply_write(uint8_t *out, uint64_t id, const tdm_sched_result *results, uint32_t n,
                              const tdm_sched_contact *pairs, uint32_t stride);

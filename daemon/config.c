@@ -118,15 +118,30 @@ static const opt opts[] = {
     {"max-meshes-bytes", T_U64, OFF(max_meshes_bytes), "8G", 0, UINT64_MAX, NULL, "BYTES",
      "Total size of stored meshes and their trees; a MeshPut over it gets ERROR_NO_MEMORY."},
     {"max-output-bytes", T_U64, OFF(max_output_bytes), "64M", 4096, UINT64_MAX, NULL, "BYTES",
-     "Unsent reply bytes per connection above which the server stops reading from it until the client "
-     "catches up (nothing is dropped)."},
+     "Reply bytes per connection: those queued and not yet written, plus what its queries still being "
+     "computed hold and a bound on their replies. Above it the server stops reading from the connection, "
+     "so it starts none of its new work, until the sum is below half of it (nothing is dropped)."},
     {"max-output-bytes-hard", T_U64, OFF(max_output_bytes_hard), "256M", 4096, UINT64_MAX, NULL, "BYTES",
-     "Unsent reply bytes per connection above which the connection is closed: replies to the requests "
-     "already in flight when reading stopped (up to max-pipelined of them) can pile past max-output-bytes "
-     "for a client that never reads; this bounds them (as Redis's client-output-buffer-limit)."},
+     "Queued reply bytes per connection above which the connection is closed (as Redis's "
+     "client-output-buffer-limit); max-output-bytes keeps well-behaved clients far below it, so only a "
+     "single reply larger than the difference can reach it."},
+    {"output-stall-timeout", T_U32, OFF(output_stall_timeout), "60", 0, 1u << 30, NULL, "SECONDS",
+     "A connection with replies waiting to be written that takes none of their bytes for this long (a "
+     "client that stopped reading) is closed and its replies freed (0: never)."},
     {"max-upload-bytes", T_U64, OFF(max_upload_bytes), "1G", 0, UINT64_MAX, NULL, "BYTES",
-     "Decoded MeshPut requests waiting to be validated and stored, over all connections; a MeshPut that "
-     "would go over it gets ERROR_BUSY (one is always accepted when none is waiting)."},
+     "Decoded MeshPut, ScenePut, RobotPut and RobotScenePut requests waiting to be validated and stored, "
+     "over all connections, with a bound on a mesh tree's build memory; one that would go over it gets "
+     "ERROR_BUSY (one is always accepted when none is waiting)."},
+    {"max-input-bytes", T_U64, OFF(max_input_bytes), "512M", 65536, UINT64_MAX, NULL, "BYTES",
+     "Partial frames held for all connections together (each connection's 64 KiB staging buffer, and the "
+     "buffer of a frame larger than that, growing as its bytes arrive). A frame whose buffer would go "
+     "over it gets ERROR_BUSY and its connection is closed."},
+    {"max-memory", T_U64, OFF(max_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
+     "Everything clients make the daemon hold, together: partial frames, queued replies, queries accepted "
+     "and not yet answered (their memory and a bound on their replies) and uploads waiting to be stored "
+     "(stored meshes are bounded by max-meshes-bytes, not here). A Query, MotionCheck, upload or large "
+     "frame that would pass it gets ERROR_BUSY; nothing accepted is dropped. 0: half of the machine's "
+     "physical memory, or of the cgroup's memory limit (a container's) when that is lower."},
     {"max-reply-pairs", T_U32, OFF(max_reply_pairs), "1000000", 0, U32MAX, NULL, "N",
      "Contact pairs one Query reply may carry: want_pairs needs queries x max_contacts <= N, else "
      "ERROR_LIMIT. Not in HelloReply.limits."},

@@ -69,6 +69,9 @@ typedef struct tdm_config {
     uint32_t max_unauthenticated; /* connections open before their Hello, at once */
     uint32_t max_per_address;  /* TCP connections from one address, at once (0: no limit) */
     uint32_t idle_timeout;     /* seconds an authenticated connection may do nothing (0: no limit) */
+    uint64_t max_memory;       /* bytes clients may make the daemon hold, all counters of budget.h (0: half of RAM) */
+    uint64_t max_input_bytes;  /* partial frames of all connections together */
+    uint32_t output_stall_timeout; /* seconds replies may wait with none taken before the close (0: no limit) */
 } tdm_config;
 
 /* Fills *c from the defaults, the config file named by --config (if any) and the

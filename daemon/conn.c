@@ -34,6 +34,40 @@ static void conn_set_state(tdm_conn *c, enum tdm_conn_state s)
 static int is_reading_state(const tdm_conn *c) { return c->state == CONN_READ_LEN || c->state == CONN_READ_BODY; }
 int tdm_conn_alive(const tdm_conn *c) { return c->state != CONN_CLOSING; }
 
+/* ---- memory (budget.h) ---- */
+
+static void input_charge(tdm_conn *c, size_t n)
+{
+    tdm_budget_charge(&c->srv->mem, TDM_MEM_INPUT, n);
+    c->in_charged += n;
+}
+
+static void input_release(tdm_conn *c, size_t n)
+{
+    tdm_budget_release(&c->srv->mem, TDM_MEM_INPUT, n);
+    c->in_charged -= n;
+}
+
+/* Room for n more bytes of a large frame's buffer, within max-input-bytes and max-memory? */
+static int input_room(const tdm_conn *c, size_t n)
+{
+    const tdm_server *s = c->srv;
+    uint64_t used = s->mem.used[TDM_MEM_INPUT], max = s->cfg->max_input_bytes;
+    return used <= max && n <= max - used && tdm_budget_room(&s->mem, n);
+}
+
+/* The large frame's buffer goes (handled, or the connection closing). */
+static void body_free(tdm_conn *c)
+{
+    if (!c->body) return;
+    free(c->body);
+    c->body = NULL;
+    input_release(c, c->body_cap);
+    c->body_cap = c->body_got = 0;
+}
+
+static int output_over(const tdm_conn *c) { return c->out_bytes + c->promised > c->srv->cfg->max_output_bytes; }
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void process_input(tdm_conn *c);
@@ -68,10 +102,12 @@ static void maybe_free(tdm_conn *c)
     srv->n_conns--;
     if (c->active) srv->n_active--;
     tdm_log_debug("conn %llu: freed", (unsigned long long)c->id);
+    body_free(c);
+    if (c->stage) input_release(c, STAGE_CAP);
     free(c->stage);
-    free(c->body);
     tdm_tls_free(c->tls);
     tdm_arena_free(c->arena);
+    assert(c->in_charged == 0 && c->promised == 0 && !c->jobs);
     free(c);
     tdm_server_conn_gone(srv);
 }
@@ -94,8 +130,8 @@ void tdm_conn_close(tdm_conn *c, const char *why)
         c->auth_hold = 0;
         c->inflight--;
     }
-    free(c->body);
-    c->body = NULL;
+    body_free(c);
+    tdm_conn_jobs_cancel(c); /* its queued work is dropped, its running work answered into the void */
     uv_close(&c->h.handle, on_closed);
     uv_close((uv_handle_t *)&c->linger, on_closed);
 }
@@ -192,13 +228,13 @@ static void update_flow(tdm_conn *c)
     switch (c->state) {
     case CONN_READ_LEN:
     case CONN_READ_BODY:
-        if (c->inflight >= cfg->max_pipelined || c->out_bytes > cfg->max_output_bytes) {
+        if (c->inflight >= cfg->max_pipelined || output_over(c)) {
             read_stop(c);
             conn_set_state(c, CONN_PAUSED);
         }
         break;
     case CONN_PAUSED:
-        if (c->inflight < cfg->max_pipelined && c->out_bytes <= cfg->max_output_bytes / 2) {
+        if (c->inflight < cfg->max_pipelined && c->out_bytes + c->promised <= cfg->max_output_bytes / 2) {
             conn_set_state(c, c->have_len ? CONN_READ_BODY : CONN_READ_LEN);
             process_input(c); /* frames received before the pause come first */
             if (c->tls) tls_pump(c); /* then the records still waiting in the input BIO */
@@ -220,7 +256,7 @@ static void update_flow(tdm_conn *c)
 static void pause_if_needed(tdm_conn *c)
 {
     const tdm_config *cfg = c->srv->cfg;
-    if (is_reading_state(c) && (c->inflight >= cfg->max_pipelined || c->out_bytes > cfg->max_output_bytes)) {
+    if (is_reading_state(c) && (c->inflight >= cfg->max_pipelined || output_over(c))) {
         read_stop(c);
         conn_set_state(c, CONN_PAUSED);
     }
@@ -253,6 +289,8 @@ static void on_write(uv_write_t *req, int status)
     tdm_conn *c = o->conn;
     c->out_bytes -= o->len;
     c->out_writes--;
+    c->out_progress_ns = uv_hrtime();
+    tdm_budget_release(&c->srv->mem, TDM_MEM_OUTPUT, o->len);
     free(o);
     if (status < 0) {
         if (status != UV_ECANCELED) tdm_conn_close(c, uv_strerror(status));
@@ -309,8 +347,10 @@ static void write_frame(tdm_conn *c, tdm_frame *o)
         tdm_conn_close(c, uv_strerror(rc));
         return;
     }
+    if (c->out_writes == 0) c->out_progress_ns = uv_hrtime(); /* the stall clock starts */
     c->out_bytes += o->len;
     c->out_writes++;
+    tdm_budget_charge(&c->srv->mem, TDM_MEM_OUTPUT, o->len);
     if (c->out_bytes > c->srv->cfg->max_output_bytes_hard) {
         tdm_log_warn("conn %llu (%s): %llu bytes of replies unread (max-output-bytes-hard %llu): closing",
                      (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes,
@@ -362,6 +402,20 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
         return;
     }
     write_frame(c, sealed);
+}
+
+void tdm_conn_check_stall(tdm_conn *c, uint64_t now_ns)
+{
+    uint32_t t = c->srv->cfg->output_stall_timeout;
+    if (t == 0 || c->out_writes == 0 || c->state == CONN_CLOSING) return;
+    /* bytes taken count, not only whole replies: a slow reader of one large reply is not stalled */
+    size_t q = uv_stream_get_write_queue_size(&c->h.stream);
+    if (q < c->out_queue_seen) c->out_progress_ns = now_ns;
+    c->out_queue_seen = q;
+    if (now_ns - c->out_progress_ns < (uint64_t)t * 1000000000u) return;
+    tdm_log_warn("conn %llu (%s): %llu bytes of replies waiting, none taken for %u s (output-stall-timeout): closing",
+                 (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes, t);
+    tdm_conn_close(c, "output-stall-timeout");
 }
 
 void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
@@ -451,20 +505,29 @@ static void plain_space(tdm_conn *c, uv_buf_t *buf)
     if (c->body) { /* a large frame: straight into its buffer */
         if (c->body_got == c->body_cap) {
             size_t cap = c->body_cap * 2 < c->body_len ? c->body_cap * 2 : c->body_len;
+            if (!input_room(c, cap - c->body_cap)) {
+                c->mem_refused = 1;
+                *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS and refuses the frame */
+                return;
+            }
             uint8_t *b = realloc(c->body, cap);
             if (!b) {
                 *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS and closes */
                 return;
             }
+            input_charge(c, cap - c->body_cap);
             c->body = b;
             c->body_cap = cap;
         }
         *buf = uv_buf_init((char *)c->body + c->body_got, (unsigned int)(c->body_cap - c->body_got));
         return;
     }
-    if (!c->stage && !(c->stage = malloc(STAGE_CAP))) {
-        *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS */
-        return;
+    if (!c->stage) {
+        if (!(c->stage = malloc(STAGE_CAP))) {
+            *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS */
+            return;
+        }
+        input_charge(c, STAGE_CAP); /* counted, never refused: max-connections x 64 KiB at most */
     }
     if (c->stage_pos > 0) { /* keep the partial frame at the front */
         memmove(c->stage, c->stage + c->stage_pos, c->stage_end - c->stage_pos);
@@ -502,6 +565,30 @@ static void broken_frame(tdm_conn *c, uint32_t len)
                             "frame length %u is over max_frame_bytes %u", len, c->srv->cfg->max_frame_bytes);
     tdm_log_debug("conn %llu (%s): broken frame (length %u); closing", (unsigned long long)c->id, c->peer, len);
     tdm_conn_drain(c, "broken frame");
+}
+
+/* A large frame does not fit max-input-bytes or max-memory: ERROR_BUSY, then the close
+ * (the rest of the frame is read and dropped while the connection lingers). */
+static void refuse_frame(tdm_conn *c)
+{
+    tdm_server *s = c->srv;
+    char held[256];
+    s->mem.refused++;
+    uint32_t len = c->body_len;
+    body_free(c);
+    c->have_len = 0;
+    c->mem_refused = 0;
+    tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "frame", -1,
+                        "no room for a frame of %u bytes: partial frames hold %llu bytes (max-input-bytes %llu); "
+                        "%s; retry later",
+                        len, (unsigned long long)s->mem.used[TDM_MEM_INPUT],
+                        (unsigned long long)s->cfg->max_input_bytes, tdm_budget_describe(&s->mem, held, sizeof held));
+    tdm_log_warn("conn %llu (%s): a %u-byte frame refused: partial frames hold %llu bytes (max-input-bytes %llu), "
+                 "%llu bytes held in all (max-memory %llu)",
+                 (unsigned long long)c->id, c->peer, len, (unsigned long long)s->mem.used[TDM_MEM_INPUT],
+                 (unsigned long long)s->cfg->max_input_bytes, (unsigned long long)s->mem.total,
+                 (unsigned long long)s->mem.max);
+    tdm_conn_drain(c, "no memory for a frame");
 }
 
 static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
@@ -548,10 +635,17 @@ static void process_input(tdm_conn *c)
             continue;
         }
         if (c->body_len > STAGE_CAP) { /* cannot fit: give the frame its own buffer (length checked above) */
-            c->body_cap = 4 * (size_t)STAGE_CAP;
-            if (c->body_cap > c->body_len) c->body_cap = c->body_len;
+            size_t cap = 4 * (size_t)STAGE_CAP;
+            if (cap > c->body_len) cap = c->body_len;
+            if (!input_room(c, cap)) {
+                refuse_frame(c);
+                return;
+            }
+            c->body_cap = cap;
             c->body = malloc(c->body_cap);
+            if (c->body) input_charge(c, c->body_cap);
             if (!c->body) {
+                c->body_cap = 0;
                 tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_NO_MEMORY, "frame", -1,
                                     "out of memory for a frame of %u bytes", c->body_len);
                 tdm_conn_drain(c, "out of memory for a frame");
@@ -584,11 +678,14 @@ static void on_plain(tdm_conn *c, size_t nread)
         c->body_got += (size_t)nread;
         if (c->body_got < c->body_len) return;
         uint8_t *frame = c->body;
+        size_t cap = c->body_cap;
         c->body = NULL;
+        c->body_cap = c->body_got = 0;
         c->have_len = 0;
         conn_set_state(c, CONN_READ_LEN);
         handle(c, frame, c->body_len);
         free(frame);
+        input_release(c, cap);
         pause_if_needed(c);
     } else {
         c->stage_end += (size_t)nread;
@@ -624,7 +721,8 @@ static void tls_pump(tdm_conn *c)
         uv_buf_t b;
         plain_space(c, &b);
         if (!b.base || b.len == 0) {
-            tdm_conn_close(c, "out of memory for input");
+            if (c->mem_refused) refuse_frame(c); /* over the memory budget: BUSY, as for plain connections */
+            else tdm_conn_close(c, "out of memory for input");
             return;
         }
         long n = tdm_tls_read(c->tls, b.base, b.len);
@@ -653,6 +751,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (c->state == CONN_LINGER) {
         if (nread < 0) tdm_conn_close(c, nread == UV_EOF ? "closed" : uv_strerror((int)nread));
         return; /* discarded */
+    }
+    if (nread == UV_ENOBUFS && c->mem_refused) { /* plain_space found no room in the memory budget */
+        refuse_frame(c);
+        return;
     }
     if (nread < 0) {
         if (nread == UV_EOF) {

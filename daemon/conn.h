@@ -6,6 +6,8 @@
  *   READ_LEN   --4 bytes-->           READ_BODY --body--> (request handled) READ_LEN
  *   READ_LEN/READ_BODY --max_pipelined in flight or output over max_output_bytes--> PAUSED
  *   PAUSED     --in flight < max_pipelined and output <= max_output_bytes / 2--> READ_LEN/READ_BODY
+ *   ("output": replies queued and not yet written, plus the memory of its query jobs in
+ *   flight and the bounds of their replies, budget.h)
  *   READ_LEN/READ_BODY/PAUSED --broken frame, peer EOF between frames, bad auth, shutdown--> DRAINING
  *   DRAINING   --nothing in flight, output flushed--> LINGER (FIN sent)
  *   LINGER     --peer EOF, or TDM_CONN_LINGER_MS--> CLOSING
@@ -21,7 +23,9 @@
  * (1..max_frame_bytes) before anything is allocated for it; a frame larger than
  * the staging buffer gets its own buffer, read into directly and grown (doubling,
  * up to the frame's length) as bytes arrive, so that a client announcing a large
- * frame and sending it slowly holds only what it has sent. Before Hello no frame may
+ * frame and sending it slowly holds only what it has sent; every buffer is charged to
+ * the server's budget (budget.h), and a frame whose buffer would pass max_input_bytes
+ * or max_memory gets ERROR_BUSY and the close. Before Hello no frame may
  * be larger than the staging buffer (a Hello is small), so an unauthenticated
  * connection holds 64 KiB at most.
  *
@@ -39,7 +43,9 @@
  *
  * A connection is freed once its handles are closed and no job or writer op
  * refers to it (`inflight` == 0): callbacks of work that finishes after the
- * close find the connection CLOSING, drop their reply and release it. */
+ * close find the connection CLOSING, drop their reply and release it. The close
+ * marks its query jobs cancelled (budget.h), so the pooler drops those still
+ * queued without running them. */
 #ifndef TDM_DAEMON_CONN_H
 #define TDM_DAEMON_CONN_H
 
@@ -120,6 +126,15 @@ struct tdm_conn {
     uint64_t out_bytes;       /* queued to libuv and not yet written */
     uint32_t out_writes;
     uint32_t inflight;        /* requests accepted and not yet answered */
+
+    /* memory (budget.h) */
+    uint64_t in_charged;      /* input bytes charged: the staging buffer and the large frame's buffer */
+    uint64_t promised;        /* its query jobs in flight: their memory and the bounds of their replies */
+    tdm_query_job *jobs;      /* those jobs, for cancellation at the close */
+    uint64_t out_progress_ns; /* uv_hrtime of the last progress writing (a write completed or the
+                                 write queue shrank), or of output starting to wait */
+    size_t out_queue_seen;    /* libuv's write queue size at the last stall check */
+    int mem_refused;          /* a large frame's buffer could not grow within the limits */
 };
 
 /* Accepts a pending connection on a listener. */
@@ -153,6 +168,10 @@ void tdm_conn_begin(tdm_conn *c);
 void tdm_conn_end(tdm_conn *c);
 /* 1 while replies are still wanted (not CLOSING). */
 int tdm_conn_alive(const tdm_conn *c);
+
+/* Closes the connection when replies have waited output_stall_timeout seconds with
+ * none written (budget.h); the server calls it once a second. */
+void tdm_conn_check_stall(tdm_conn *c, uint64_t now_ns);
 
 /* Stops reading; closes once everything in flight is answered and flushed. */
 void tdm_conn_drain(tdm_conn *c, const char *why);

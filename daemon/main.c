@@ -124,6 +124,10 @@ int main(int argc, char **argv)
     }
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
+    if ((rc = tdm_server_budget_start(&srv)) != 0) {
+        tdm_log_error("timer: %s", uv_strerror(rc));
+        goto out;
+    }
     if ((rc = tdm_server_signals(&srv)) != 0) {
         tdm_log_error("signals: %s", uv_strerror(rc));
         goto out;

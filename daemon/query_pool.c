@@ -46,6 +46,11 @@ static void on_finished(tdm_pooler_job *pj, void *data)
 {
     tdm_query_pool *qp = data;
     tdm_query_job *j = job_of(pj);
+    if (tdm_pooler_job_cancelled(pj)) { /* its connection closed: no next run, no reply to pack */
+        if (pj->rc == TDM_OK) pj->rc = TDM_ECANCELED;
+        hand_back(qp, j);
+        return;
+    }
     if (j->again && pj->rc == TDM_OK && j->again(j)) {
         if (tdm_pooler_submit(qp->pooler, pj) == TDM_OK) return; /* its next run, pooled with the others */
         pj->rc = TDM_ECANCELED;
@@ -120,7 +125,7 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s)
 {
     if (qp->pooler) tdm_pooler_get_stats(qp->pooler, s);
-    else *s = (tdm_pooler_stats){0, 0, 0, 0};
+    else *s = (tdm_pooler_stats){0, 0, 0, 0, 0};
 }
 
 static void on_closed(uv_handle_t *h)

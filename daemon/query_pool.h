@@ -48,6 +48,11 @@ struct tdm_query_job {
     int (*again)(tdm_query_job *job);
     struct tdm_frame *(*pack)(tdm_query_job *job, int *too_large);
     void (*cleanup)(tdm_query_job *job);
+    /* the connection's accounting (budget.h): its list of jobs in flight, what the job
+     * is charged (work) and the bound on its reply promised on the connection */
+    tdm_query_job *conn_prev, *conn_next;
+    uint64_t mem_charged, reply_bound;
+    int tracked;
 };
 
 typedef struct tdm_query_pool tdm_query_pool;

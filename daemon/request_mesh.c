@@ -71,7 +71,7 @@ static void mesh_put_done(tdm_writer_op *op)
     tdm_server *srv = c->srv;
     if (!tdm_catalog_find_mesh(srv->catalog, op->id) && tdm__put_again(c, op)) return;
     tdm_catalog_unreserve(srv->catalog, op->reserved);
-    srv->upload_bytes -= op->upload_bytes;
+    tdm_upload_release(srv, op);
     char hex[2 * TDM_ID_LEN + 1], nm[TDM_LOG_NAME_MAX];
     int created = 0;
     if (op->rc != TDM_OK) {
@@ -149,21 +149,17 @@ void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
     }
     if (tdm__check_name(c, id, p->name, "name") != 0) return;
     /* the decoded request waits in memory for the writer thread: bound the sum */
-    uint64_t upload = tdm_arena_allocated(c->arena), pending = srv->upload_bytes;
-    if (pending > 0 && (pending >= cfg->max_upload_bytes || upload > cfg->max_upload_bytes - pending)) {
-        tdm_conn_send_error(c, id, E(BUSY), "", -1,
-                            "%llu bytes of meshes are waiting to be stored (max_upload_bytes %llu); retry later",
-                            (unsigned long long)srv->upload_bytes, (unsigned long long)cfg->max_upload_bytes);
-        return;
-    }
+    /* and so does the tree the writer builds from it: its working memory, about twice what
+       the stored mesh may take (a 1M-triangle mesh raised tandemd's RSS by 358 MB) */
+    uint64_t upload = tdm_arena_allocated(c->arena) + 2 * mesh_bytes_bound(nv, nt);
+    if (tdm_conn_upload_admit(c, id, upload) != 0) return;
 
     tdm_writer_op *op = calloc(1, sizeof *op);
     if (!op) {
         tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
         return;
     }
-    op->upload_bytes = upload;
-    srv->upload_bytes += upload;
+    tdm_upload_charge(srv, op, upload);
     uint64_t need = mesh_bytes_bound(nv, nt);
     uint64_t used = tdm_catalog_bytes(srv->catalog) + tdm_catalog_reserved(srv->catalog);
     if (used > cfg->max_meshes_bytes || need > cfg->max_meshes_bytes - used) {

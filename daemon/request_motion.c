@@ -181,6 +181,13 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     if (cfg->max_queries < batch) batch = cfg->max_queries;
     if (batch == 0) batch = 1;
 
+    /* held until answered: the copy of the motions, a batch's configurations, poses and results
+     * (the rounds' own tables, about as large as the motions, counted once more); the reply:
+     * per motion two varints and the last free configuration */
+    uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
+                   (uint64_t)batch * (J * sizeof(double) + rs->n_elements * sizeof(tdm_xform) + sizeof(tdm_sched_result));
+    uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
+    if (tdm_conn_job_admit(c, id, mem, reply) != 0) return;
     motion_job *m = calloc(1, sizeof *m);
     if (!m) goto nomem;
     m->rs = rs;
@@ -218,6 +225,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     m->max_query_work = cfg->max_query_work;
     tdm_query_job *j = &m->q;
     j->owner = c;
+    tdm_conn_job_track(c, j, mem, reply);
     j->request_id = id;
     j->scene_ref = sc;
     j->again = again;

@@ -18,6 +18,7 @@
 
 static void free_job(tdm_query_job *j)
 {
+    tdm_conn_job_untrack(j->owner, j);
     if (j->cleanup) j->cleanup(j);
     tdm_stored_scene_unref(j->scene_ref);
     free(j->pool.pairs);
@@ -274,7 +275,12 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
     size_t roff = xoff + n * m * sizeof(tdm_xform);
     size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
-    tdm_query_job *j = malloc(poff + (offload ? n_numbers * sizeof(double) : 0));
+    size_t job_bytes = poff + (offload ? n_numbers * sizeof(double) : 0);
+    /* what the job holds until answered (the pairs' room is reserved, if not all touched) and its
+     * reply's bound: both counted against max-memory, the bound on the connection's output */
+    uint64_t mem = job_bytes + reserve * sizeof(tdm_sched_contact), reply = tdm_query_reply_max(n, reserve);
+    if (tdm_conn_job_admit(c, id, mem, reply) != 0) return;
+    tdm_query_job *j = malloc(job_bytes);
     if (!j) {
         tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu queries", n);
         return;
@@ -311,6 +317,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     j->owner = c;
     j->scene_ref = sc;
     tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
+    tdm_conn_job_track(c, j, mem, reply);
     pj->mode = contacts ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
     pj->max_contacts = max_contacts;
     pj->n_tasks = tasks;

@@ -217,6 +217,7 @@ static void robot_put_done(tdm_writer_op *op)
     }
 out:
     free(op->owners_rec);
+    tdm_upload_release(srv, op);
     free(op->canon);
     free(op);
     tdm_conn_end(c);
@@ -304,6 +305,9 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
         if (!robot_owners(c, id, have, NULL, 1, p->name ? p->name : "")) send_robot_put(c, id, have, 0);
         goto out;
     }
+    /* waiting for the writer: the canonical texts and the parsed robot (about as large again) */
+    uint64_t upload = 2 * (uint64_t)canon_len;
+    if (tdm_conn_upload_admit(c, id, upload) != 0) goto out;
     op = calloc(1, sizeof *op);
     if (!op) goto nomem;
     if (tdm__put_owner(c, op, p->name ? p->name : "") != 0) goto nomem;
@@ -322,6 +326,7 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
     op->field = "";
     op->index = -1;
     op->started = uv_hrtime();
+    tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     tdm_writer_submit(srv->writer, op);
     op = NULL;
@@ -505,6 +510,7 @@ static void robot_scene_put_done(tdm_writer_op *op)
         }
     }
     free(op->owners_rec);
+    tdm_upload_release(c->srv, op);
     free(op->name);
     free(op->canon);
     free(op);
@@ -545,6 +551,12 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
         if (!robot_owners(c, id, NULL, have, 1, p->name ? p->name : "")) send_robot_scene_put(c, id, have, 0);
         return;
     }
+    /* waiting for the writer: the YAML inside the canonical content (the scene is built there) */
+    uint64_t upload = canon_len;
+    if (tdm_conn_upload_admit(c, id, upload) != 0) {
+        free(canon);
+        return;
+    }
     tdm_writer_op *op = calloc(1, sizeof *op);
     char *name = strdup(p->name ? p->name : "");
     if (!op || !name) {
@@ -576,6 +588,7 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
     op->field = "";
     op->index = -1;
     op->started = uv_hrtime();
+    tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     tdm_writer_submit(srv->writer, op);
 }

@@ -104,6 +104,7 @@ static void scene_put_done(tdm_writer_op *op)
     }
 out:
     free(op->owners_rec);
+    tdm_upload_release(srv, op);
     free(op->canon);
     free(op);
     tdm_conn_end(c);
@@ -220,6 +221,9 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
         if (!claim_scene(c, id, have, p->name ? p->name : "")) send_scene_put(c, id, have, 0);
         goto out;
     }
+    /* waiting for the writer: the canonical content and the scene (its objects, tables and checks) */
+    uint64_t upload = 2 * (uint64_t)canon_len + (uint64_t)n * 256;
+    if (tdm_conn_upload_admit(c, id, upload) != 0) goto out;
     op = calloc(1, sizeof *op);
     if (!op) goto nomem;
     if (tdm__put_owner(c, op, p->name ? p->name : "") != 0) goto nomem;
@@ -238,6 +242,7 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
     op->field = "";
     op->index = -1;
     op->started = uv_hrtime();
+    tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     tdm_writer_submit(srv->writer, op);
     op = NULL;

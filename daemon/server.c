@@ -198,6 +198,30 @@ int tdm_server_listen(tdm_server *s, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- memory and stalls (budget.h) ---- */
+
+static void on_stall_tick(uv_timer_t *t)
+{
+    tdm_server *s = t->data;
+    uint64_t now = uv_hrtime();
+    /* a close never frees at once (its handles close later), so the list stays walkable */
+    for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_check_stall(c, now);
+}
+
+int tdm_server_budget_start(tdm_server *s)
+{
+    s->mem.max = s->cfg->max_memory ? s->cfg->max_memory : tdm_budget_default_max();
+    tdm_log_info("max-memory %llu bytes (partial frames, queued replies, queries, uploads)%s",
+                 (unsigned long long)s->mem.max, s->cfg->max_memory ? "" : ": half of physical memory");
+    if (s->cfg->output_stall_timeout == 0) return 0;
+    int rc = uv_timer_init(s->loop, &s->stall_timer);
+    if (rc != 0) return rc;
+    s->stall_timer_on = 1;
+    s->stall_timer.data = s;
+    uv_unref((uv_handle_t *)&s->stall_timer);
+    return uv_timer_start(&s->stall_timer, on_stall_tick, 1000, 1000);
+}
+
 /* ---- shutdown ---- */
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -241,6 +265,8 @@ static void maybe_finish(tdm_server *s)
     tdm_query_pool_stop(s->query_pool);
     s->query_pool = NULL;
     if (s->timer) uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
+    if (s->stall_timer_on) uv_close((uv_handle_t *)&s->stall_timer, NULL);
+    if (s->exit_timer_on) uv_close((uv_handle_t *)&s->exit_timer, NULL);
     if (s->signals) {
         uv_close((uv_handle_t *)&s->sig_int, NULL);
         uv_close((uv_handle_t *)&s->sig_term, NULL);
@@ -249,6 +275,20 @@ static void maybe_finish(tdm_server *s)
 }
 
 void tdm_server_conn_gone(tdm_server *s) { maybe_finish(s); }
+
+/* The forced shutdown closed every connection, cancelling their queued work, but runs
+ * already in the engine (or a writer op) still hold some: past this grace, exit without
+ * them. Nothing acknowledged is lost: a reply to an upload is sent once its files are
+ * durable, and the data directory's writes survive being cut short (as a kill -9). */
+static void on_exit_grace(uv_timer_t *t)
+{
+    tdm_server *s = t->data;
+    if (s->stopped) return;
+    tdm_log_warn("shutdown: %u connections still wait for engine runs or writes %u ms after they were closed; "
+                 "exiting without them", s->n_conns, TDM_SHUTDOWN_EXIT_GRACE_MS);
+    tdm_log_info("tandemd stopped");
+    _exit(0);
+}
 
 void tdm_server_shutdown(tdm_server *s, int force)
 {
@@ -277,6 +317,11 @@ void tdm_server_shutdown(tdm_server *s, int force)
         s->shutting_down = 2;
         if (s->conns) tdm_log_info("closing %u connections now", s->n_conns);
         for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_close(c, "forced shutdown");
+        if (s->conns && s->ready && !s->exit_timer_on && uv_timer_init(s->loop, &s->exit_timer) == 0) {
+            s->exit_timer_on = 1;
+            s->exit_timer.data = s;
+            uv_timer_start(&s->exit_timer, on_exit_grace, TDM_SHUTDOWN_EXIT_GRACE_MS, 0);
+        }
     }
     maybe_finish(s);
 }

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "../workpile/sched.h"
+#include "budget.h"
 #include "catalog.h"
 #include "config.h"
 #include "datadir.h"
@@ -72,6 +73,11 @@ typedef struct tdm_server {
     uint64_t started_ns;      /* uv_hrtime at start */
     tdm_counters counters;
     uint64_t upload_bytes;    /* decoded MeshPuts submitted to the writer thread, not yet done */
+    tdm_budget mem;           /* what clients make the daemon hold (budget.h) */
+    uv_timer_t stall_timer;   /* once a second: connections whose replies are not taken (output-stall-timeout) */
+    int stall_timer_on;
+    uv_timer_t exit_timer;    /* after a forced shutdown: exit even with engine runs in flight */
+    int exit_timer_on;
 } tdm_server;
 
 /* Binds every configured address and starts accepting. 0, or TDM_EIO with err. */
@@ -79,9 +85,14 @@ int tdm_server_listen(tdm_server *s, char *err, size_t errlen);
 /* Installs SIGINT/SIGTERM handlers that shut down gracefully (a second signal forces). */
 int tdm_server_signals(tdm_server *s);
 /* Stops accepting; lets connections finish what is in flight (force: closes them
- * now); once every connection is gone, stops the writer and the pooler threads
- * and closes every handle, so that uv_run returns. */
+ * now, which cancels their queued work); once every connection is gone, stops the
+ * writer and the pooler threads and closes every handle, so that uv_run returns.
+ * A forced shutdown whose connections still wait for running work
+ * TDM_SHUTDOWN_EXIT_GRACE_MS later exits the process (status 0) without them. */
+#define TDM_SHUTDOWN_EXIT_GRACE_MS 500
 void tdm_server_shutdown(tdm_server *s, int force);
+/* Resolves max-memory and starts the once-a-second output-stall check. 0 or a libuv error. */
+int tdm_server_budget_start(tdm_server *s);
 /* A connection was freed (conn.c). */
 void tdm_server_conn_gone(tdm_server *s);
 

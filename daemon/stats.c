@@ -57,6 +57,12 @@ void tdm_stats_log(tdm_server *srv)
                  r.uptime_s, (unsigned long long)r.requests, (unsigned long long)r.errors,
                  (unsigned long long)r.queries, (unsigned long long)r.batches, r.mean_batch_queries,
                  r.mean_batch_tasks, r.engine_seconds, r.meshes, (unsigned long long)r.meshes_bytes, r.scenes);
+    tdm_pooler_stats ds = {0};
+    if (srv->query_pool) tdm_query_pool_get_stats(srv->query_pool, &ds);
+    tdm_log_info("stats: memory for clients: peak %llu bytes of max-memory %llu, %llu requests or frames refused for "
+                 "it; %llu query jobs dropped unrun (their connection closed)",
+                 (unsigned long long)srv->mem.peak, (unsigned long long)srv->mem.max,
+                 (unsigned long long)srv->mem.refused, (unsigned long long)ds.cancelled);
     if (r.engine != TANDEM__V1__ENGINE__ENGINE_CPU)
         tdm_log_info("stats: queries cpu %llu, gpu %llu, hybrid %llu; tasks cpu %llu, gpu %llu, hybrid %llu; %llu GPU "
                      "workpiles of %.1f pairs, %.3f s on the GPU; %u meshes resident, %llu device bytes; dispatch "

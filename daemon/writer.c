@@ -13,6 +13,16 @@
 
 /* ---- the thread ---- */
 
+/* A MeshPut's tree, between its build and its storing. */
+typedef struct mesh_build {
+    tdm_mesh *mesh;
+    tdm_bvh *bvh;
+    void *blob;
+    size_t blob_len;
+    char *label;
+} mesh_build;
+
+
 struct tdm_writer {
     uv_async_t async; /* first: the close callback casts back */
     tdm_datadir *dir;
@@ -26,6 +36,15 @@ struct tdm_writer {
     tdm_writer_op *done_head, *done_tail;
     int stopping;
     size_t pending; /* loop thread */
+    /* the builder thread: one large MeshPut's tree at a time (under lock: building is the op
+     * handed to it, built says its phase is done; build is the builder's until built) */
+    pthread_t builder;
+    int builder_started;
+    pthread_cond_t build_wake;
+    tdm_writer_op *building;
+    int built;
+    mesh_build build;
+    tdm_writer_op *deferred; /* MeshPuts of the mesh being built: run again once it is stored */
 };
 
 static void set_err(tdm_writer_op *op, int rc, const char *field, int64_t index, const char *msg)
@@ -97,7 +116,9 @@ static int store_owners(tdm_writer *st, tdm_writer_op *op)
     return 0;
 }
 
-static void mesh_put(tdm_writer *st, tdm_writer_op *op)
+/* A MeshPut's first phase (writer thread): its id, and whether it needs building at all.
+ * 1: build it; 0: answered (exists, or over budget). */
+static int mesh_put_check(tdm_writer *st, tdm_writer_op *op)
 {
     const Tandem__V1__MeshPut *p = op->put;
     uint32_t nv = (uint32_t)(p->n_vertices / 3), nt = (uint32_t)(p->n_triangles / 3);
@@ -105,54 +126,71 @@ static void mesh_put(tdm_writer *st, tdm_writer_op *op)
     op->n_tris = nt;
     if (tdm_mesh_id(p->vertices, nv, p->triangles, nt, op->id) != 0) {
         set_err(op, TDM_ENOMEM, "", -1, "SHA-256 failed");
-        return;
+        return 0;
     }
     if (tdm_catalog_mesh_on_disk(st->catalog, op->id)) {
         op->exists = 1; /* stored meshes were validated when they were put */
-        return;
+        return 0;
     }
     if (op->over_budget) { /* op->msg was written by the loop */
         op->rc = TDM_ENOMEM;
         op->field = "";
-        return;
+        return 0;
     }
-    tdm_mesh *mesh = NULL;
-    tdm_bvh *bvh = NULL;
-    void *blob = NULL;
-    size_t blob_len = 0;
-    int resident = 0; /* bvh is added to the engine */
-    op->rc = tdm_mesh_create(p->vertices, nv, p->triangles, nt, &op->limits, &mesh, op->msg, sizeof op->msg);
+    return 1;
+}
+
+/* The second phase: validation, the tree and its blob. Touches nothing but the op and b,
+ * so it may run on the builder thread. On error op->rc is set. */
+static void mesh_put_build(tdm_writer_op *op, mesh_build *b)
+{
+    const Tandem__V1__MeshPut *p = op->put;
+    uint32_t nv = op->n_verts, nt = op->n_tris;
+    memset(b, 0, sizeof *b);
+    op->rc = tdm_mesh_create(p->vertices, nv, p->triangles, nt, &op->limits, &b->mesh, op->msg, sizeof op->msg);
     if (op->rc != TDM_OK) {
         locate_mesh_error(op, p->vertices, nv, p->triangles, nt);
         return;
     }
     /* the copy is made: keep the name, drop the request (it may be 64 MiB) */
-    char *label = strdup(p->name ? p->name : "");
+    b->label = strdup(p->name ? p->name : "");
     tdm_arena_free(op->arena);
     op->arena = NULL;
     op->put = NULL;
-    if (!label) {
+    if (!b->label) {
         set_err(op, TDM_ENOMEM, "", -1, "out of memory");
-        goto out;
+        return;
     }
-    if ((op->rc = tdm_bvh_build(mesh, &bvh)) != TDM_OK) {
+    if ((op->rc = tdm_bvh_build(b->mesh, &b->bvh)) != TDM_OK) {
         set_err(op, op->rc, "", -1, "out of memory building the tree");
-        goto out;
+        return;
     }
-    if ((op->rc = tdm_bvh_serialize(bvh, &blob, &blob_len)) != TDM_OK) {
+    if ((op->rc = tdm_bvh_serialize(b->bvh, &b->blob, &b->blob_len)) != TDM_OK)
         set_err(op, op->rc, "", -1, "out of memory serialising the tree");
+}
+
+/* The last phase (writer thread, in order with every other change to the directory):
+ * the device copy, the file, the catalogue's mark; frees what b holds. */
+static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
+{
+    uint32_t nv = op->n_verts, nt = op->n_tris;
+    int resident = 0; /* b->bvh is added to the engine */
+    if (op->rc != TDM_OK) goto out;
+    /* an identical mesh stored meanwhile (while this one was built on the builder thread) */
+    if (tdm_catalog_mesh_on_disk(st->catalog, op->id)) {
+        op->exists = 1;
         goto out;
     }
     /* device first: a tree the GPU cannot hold must leave nothing behind, on disk or elsewhere.
      * A device that fails (rather than being full) does not refuse the mesh: it is stored, and
      * queries on scenes using it run on the CPU engine, as after a failed load at start-up. */
     if (st->engine) {
-        int rc = tdm_sched_mesh_add(st->engine, bvh);
+        int rc = tdm_sched_mesh_add(st->engine, b->bvh);
         if (rc == TDM_EGPU) {
             tdm_log_warn("MeshPut: copying the tree to the GPU failed (%s): the mesh is stored and queries on "
                          "scenes using it run on the CPU engine", tdm_strerror(rc));
         } else if ((op->rc = rc) != TDM_OK) {
-            upload_error(st, op, blob_len);
+            upload_error(st, op, b->blob_len);
             goto out;
         } else {
             resident = 1;
@@ -160,16 +198,16 @@ static void mesh_put(tdm_writer *st, tdm_writer_op *op)
     }
     uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
     tdm_mesh_canon_prefix(nv, nt, prefix);
-    struct iovec parts[3] = {{prefix, sizeof prefix}, {mesh->verts, 12 * (size_t)nv}, {mesh->tris, 12 * (size_t)nt}};
+    struct iovec parts[3] = {{prefix, sizeof prefix}, {b->mesh->verts, 12 * (size_t)nv}, {b->mesh->tris, 12 * (size_t)nt}};
     char err[300];
     if (store_owners(st, op) != 0) goto out;
-    if (tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, label, parts, 3, blob, blob_len, err,
+    if (tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, b->label, parts, 3, b->blob, b->blob_len, err,
                           sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         goto out;
     }
-    uint64_t bytes = TDM_MESH_CANON_PREFIX_LEN + 12 * (uint64_t)nv + 12 * (uint64_t)nt + blob_len;
-    op->mesh = tdm_stored_mesh_new(op->id, label, nv, nt, bytes, bvh);
+    uint64_t bytes = TDM_MESH_CANON_PREFIX_LEN + 12 * (uint64_t)nv + 12 * (uint64_t)nt + b->blob_len;
+    op->mesh = tdm_stored_mesh_new(op->id, b->label, nv, nt, bytes, b->bvh);
     if (!op->mesh) {
         /* on disk but not in memory: it loads at the next start; say so */
         set_err(op, TDM_ENOMEM, "", -1, "out of memory after storing the mesh");
@@ -177,14 +215,23 @@ static void mesh_put(tdm_writer *st, tdm_writer_op *op)
     }
     op->mesh->engine = resident ? st->engine : NULL;
     resident = 0; /* the mesh removes it from the engine when it is freed */
-    bvh = NULL;
+    b->bvh = NULL;
     tdm_catalog_mesh_written(st->catalog, op->mesh);
 out:
-    if (resident) tdm_sched_mesh_remove(st->engine, bvh);
-    free(label);
-    free(blob);
-    tdm_bvh_free(bvh);
-    tdm_mesh_free(mesh);
+    if (resident) tdm_sched_mesh_remove(st->engine, b->bvh);
+    free(b->label);
+    free(b->blob);
+    tdm_bvh_free(b->bvh);
+    tdm_mesh_free(b->mesh);
+    memset(b, 0, sizeof *b);
+}
+
+static void mesh_put(tdm_writer *st, tdm_writer_op *op)
+{
+    if (!mesh_put_check(st, op)) return;
+    mesh_build b;
+    mesh_put_build(op, &b);
+    mesh_put_store(st, op, &b);
 }
 
 static void scene_put(tdm_writer *st, tdm_writer_op *op)
@@ -312,13 +359,88 @@ static void run_op(tdm_writer *st, tdm_writer_op *op)
     }
 }
 
+/* Under lock: hands a finished op to the loop. */
+static void finish_locked(tdm_writer *st, tdm_writer_op *op)
+{
+    op->next = NULL;
+    if (st->done_tail) st->done_tail->next = op;
+    else st->done_head = op;
+    st->done_tail = op;
+    uv_async_send(&st->async);
+}
+
+static int run_or_hand_off(tdm_writer *st, tdm_writer_op *op);
+
+/* Under lock, with st->built set: stores the large MeshPut the builder finished and
+ * hands it to the loop, then runs the puts of the same mesh that waited for it (the
+ * lock is dropped meanwhile). */
+static void store_built_locked(tdm_writer *st)
+{
+    tdm_writer_op *op = st->building, *later = st->deferred;
+    mesh_build b = st->build;
+    st->building = NULL;
+    st->built = 0;
+    st->deferred = NULL;
+    pthread_cond_broadcast(&st->build_wake); /* the builder is free again */
+    pthread_mutex_unlock(&st->lock);
+    mesh_put_store(st, op, &b);
+    pthread_mutex_lock(&st->lock);
+    finish_locked(st, op);
+    while (later) {
+        tdm_writer_op *d = later;
+        later = d->next;
+        d->next = NULL;
+        pthread_mutex_unlock(&st->lock);
+        int done = run_or_hand_off(st, d); /* it finds the mesh stored, unless storing it failed */
+        pthread_mutex_lock(&st->lock);
+        if (done) finish_locked(st, d);
+    }
+}
+
+/* Runs one op; a large MeshPut goes to the builder when it is free, so that the ops behind
+ * it need not wait for its tree. Called without the lock. 1: done (hand it back); 0: the
+ * builder has it. */
+static int run_or_hand_off(tdm_writer *st, tdm_writer_op *op)
+{
+    if (op->kind != TDM_WRITER_MESH_PUT) {
+        run_op(st, op);
+        return 1;
+    }
+    if (!mesh_put_check(st, op)) return 1;
+    pthread_mutex_lock(&st->lock);
+    /* the same mesh as the one being built: it runs again once that one is stored (and then
+     * finds it stored); the ops behind it need not wait */
+    if (st->building && !memcmp(st->building->id, op->id, TDM_ID_LEN)) {
+        op->next = st->deferred;
+        st->deferred = op;
+        pthread_mutex_unlock(&st->lock);
+        return 0;
+    }
+    if (st->builder_started && !st->building && op->n_tris >= TDM_WRITER_BUILDER_TRIS) {
+        st->building = op;
+        st->built = 0;
+        pthread_cond_broadcast(&st->build_wake);
+        pthread_mutex_unlock(&st->lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&st->lock);
+    mesh_build b;
+    mesh_put_build(op, &b);
+    mesh_put_store(st, op, &b);
+    return 1;
+}
+
 static void *writer_main(void *arg)
 {
     prctl(PR_SET_NAME, "tdm-storage"); /* top -H, /proc; the name bench/results profiles know */
     tdm_writer *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (!st->head && !st->stopping) pthread_cond_wait(&st->wake, &st->lock);
+        while (!st->head && !st->built && !(st->stopping && !st->building)) pthread_cond_wait(&st->wake, &st->lock);
+        if (st->built) {
+            store_built_locked(st);
+            continue;
+        }
         if (!st->head) break; /* stopping, and everything is done */
         tdm_writer_op *op = st->head;
         st->head = op->next;
@@ -326,13 +448,34 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&st->lock);
 
         op->next = NULL;
-        run_op(st, op);
+        int done = run_or_hand_off(st, op);
 
         pthread_mutex_lock(&st->lock);
-        if (st->done_tail) st->done_tail->next = op;
-        else st->done_head = op;
-        st->done_tail = op;
-        uv_async_send(&st->async);
+        if (done) finish_locked(st, op);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
+static void *builder_main(void *arg)
+{
+    prctl(PR_SET_NAME, "tdm-build");
+    tdm_writer *st = arg;
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (!(st->building && !st->built) && !st->stopping) pthread_cond_wait(&st->build_wake, &st->lock);
+        if (!st->building || st->built) break; /* stopping, nothing handed */
+        tdm_writer_op *op = st->building;
+        pthread_mutex_unlock(&st->lock);
+        mesh_build b;
+        mesh_put_build(op, &b);
+        pthread_mutex_lock(&st->lock);
+        st->build = b;
+        st->built = 1;
+        pthread_cond_broadcast(&st->wake);
+        /* wait until the writer took it, before looking for the next */
+        while (st->building == op && !st->stopping) pthread_cond_wait(&st->build_wake, &st->lock);
+        if (st->building == op) break; /* stopping: the writer stores it before it leaves */
     }
     pthread_mutex_unlock(&st->lock);
     return NULL;
@@ -370,12 +513,21 @@ int tdm_writer_create(uv_loop_t *loop, tdm_datadir *dir, tdm_catalog *catalog, t
         free(st);
         return TDM_ESYS;
     }
-    if (uv_async_init(loop, &st->async, on_async) != 0) {
+    if (pthread_cond_init(&st->build_wake, NULL) != 0) {
         pthread_cond_destroy(&st->wake);
         pthread_mutex_destroy(&st->lock);
         free(st);
         return TDM_ESYS;
     }
+    if (uv_async_init(loop, &st->async, on_async) != 0) {
+        pthread_cond_destroy(&st->build_wake);
+        pthread_cond_destroy(&st->wake);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+        return TDM_ESYS;
+    }
+    /* without the builder, large MeshPuts are built on the writer thread, as the others */
+    st->builder_started = pthread_create(&st->builder, NULL, builder_main, st) == 0;
     if (pthread_create(&st->thread, NULL, writer_main, st) != 0) {
         /* the handle is initialised: free through its close callback */
         st->started = 0;
@@ -405,6 +557,7 @@ static void on_closed(uv_handle_t *h)
 {
     tdm_writer *st = (tdm_writer *)h;
     pthread_cond_destroy(&st->wake);
+    pthread_cond_destroy(&st->build_wake);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
@@ -415,10 +568,19 @@ void tdm_writer_stop(tdm_writer *st)
     if (st->started) {
         pthread_mutex_lock(&st->lock);
         st->stopping = 1;
-        pthread_cond_signal(&st->wake);
+        pthread_cond_broadcast(&st->wake);
+        pthread_cond_broadcast(&st->build_wake);
         pthread_mutex_unlock(&st->lock);
         pthread_join(st->thread, NULL);
         st->started = 0;
+    }
+    if (st->builder_started) {
+        pthread_mutex_lock(&st->lock);
+        st->stopping = 1;
+        pthread_cond_broadcast(&st->build_wake);
+        pthread_mutex_unlock(&st->lock);
+        pthread_join(st->builder, NULL);
+        st->builder_started = 0;
     }
     on_async(&st->async); /* callbacks of ops finished after the last wakeup */
     uv_close((uv_handle_t *)&st->async, on_closed);

@@ -6,6 +6,16 @@
  * MeshDelete followed by a MeshPut of the same mesh can never have its unlink
  * land after the put's rename. The loop never waits on a disk.
  *
+ * One exception, so that a large upload does not hold every other one behind it
+ * (issue 14): a MeshPut of TDM_WRITER_BUILDER_TRIS triangles or more, once hashed
+ * and found not stored, has its validation and tree built on a second thread (the
+ * builder, one mesh at a time), while the writer goes on with the ops behind it;
+ * once built, the writer stores it (device copy, file, catalogue mark) between two
+ * ops. Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
+ * robots or deletable, only once its put is answered; a second MeshPut of the same
+ * mesh is set aside until it is stored, and then finds it stored. Their `done`
+ * therefore come after those of the ops they let pass.
+ *
  * A MeshPut also makes the new tree resident on the engine (tdm_sched_mesh_add,
  * which may wait for the engine's run in progress: never on the loop thread)
  * before anything is written: a tree the device cannot hold fails the put with
@@ -16,10 +26,12 @@
  * rebuilding anything; the writer reads nothing else of the catalogue.
  *
  * An op is submitted from the loop thread; its `done` callback runs later on the
- * loop thread, in submission order, exactly once (also when the writer is
- * stopped). */
+ * loop thread, in submission order but for large MeshPuts (above), exactly once
+ * (also when the writer is stopped). */
 #ifndef TDM_DAEMON_WRITER_H
 #define TDM_DAEMON_WRITER_H
+
+#define TDM_WRITER_BUILDER_TRIS 65536
 
 #include <uv.h>
 

@@ -112,13 +112,21 @@ static char *log_tail(const dmn *d, size_t max)
     return log;
 }
 
+/* TANDEMD_BIN, or $TDM_TEST_TANDEMD when set (to run a suite against another build,
+ * e.g. to see a test fail without the change it tests). */
+static const char *tandemd_bin(void)
+{
+    const char *b = getenv("TDM_TEST_TANDEMD");
+    return b && *b ? b : TANDEMD_BIN;
+}
+
 static pid_t spawn(dmn *d, const char *const *extra)
 {
     const char *argv[64];
     int n = 0;
     char listen_unix[300];
     snprintf(listen_unix, sizeof listen_unix, "unix:%s", d->sock_path);
-    argv[n++] = TANDEMD_BIN;
+    argv[n++] = tandemd_bin();
     argv[n++] = "--data-dir";
     argv[n++] = d->data_dir;
     argv[n++] = "--listen";
@@ -152,7 +160,7 @@ static pid_t spawn(dmn *d, const char *const *extra)
         /* the test's own sockets must not live on in the daemon */
         for (int fd = 3; fd < 4096; fd++) close(fd);
         signal(SIGPIPE, SIG_DFL);
-        execv(TANDEMD_BIN, (char *const *)argv);
+        execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     return pid;
@@ -572,4 +580,20 @@ void canon_scene_id(const canon_object *objs, uint32_t n, const uint32_t (*allow
     sha_end(&s, id);
     free(o);
     free(p);
+}
+
+long dmn_rss_kb(const dmn *d, long *peak_kb)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)d->pid);
+    FILE *f = fopen(path, "r");
+    long rss = -1, hwm = -1;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "VmRSS:", 6)) rss = strtol(line + 6, NULL, 10);
+        else if (!strncmp(line, "VmHWM:", 6)) hwm = strtol(line + 6, NULL, 10);
+    }
+    fclose(f);
+    if (peak_kb) *peak_kb = hwm;
+    return rss;
 }

@@ -37,7 +37,10 @@ typedef struct dmn {
 
 /* Creates the temporary folder (under $TMPDIR or /tmp); asserts. */
 void dmn_init(dmn *d, const char *tag);
-/* Starts tandemd on d's data directory with `extra` flags (NULL-terminated, may be
+/* dmn_pid_rss_kb: the daemon's resident memory (VmRSS) and its peak so far (VmHWM),
+ * from /proc/PID/status, in KiB; -1 when unreadable. */
+long dmn_rss_kb(const dmn *d, long *peak_kb);
+/* Starts tandemd (TANDEMD_BIN, or $TDM_TEST_TANDEMD when set) on d's data directory with `extra` flags (NULL-terminated, may be
  * NULL) after --data-dir, --listen (TCP and Unix) and --threads 2, and waits (up to
  * 60 s: the GPU engine calibrates itself at start-up) until both sockets accept. A port taken meanwhile by someone else is retried
  * with another. Asserts, with the end of the daemon's log on failure. */

@@ -414,6 +414,63 @@ Test(pooler, jobs_queued_while_a_batch_runs_are_pooled, .timeout = 120)
     world_free(&w);
 }
 
+/* Cancellation (issue 14): jobs cancelled while queued are finished unrun with
+ * TDM_ECANCELED, counted apart, and never enter a batch; the others run as before,
+ * right; a job cancelled during its run is finished normally. */
+Test(pooler, cancelled_queued_jobs_are_dropped_unrun, .timeout = 120)
+{
+    gen_rng r = {seed ^ 0xca9c};
+    world w;
+    world_make(&w, &r);
+    tdm_sched *e = cpu_engine(1);
+    enum { N = 20 };
+    job jobs[N];
+    uint64_t run_queries = 0;
+    for (int i = 0; i < N; i++) {
+        job_make(&jobs[i], i, w.scene[i % N_SCENES], (uint32_t)(1 + i % 5), i % 3, &r);
+        job_reference(&jobs[i], e);
+        if (i == 0 || i % 3 != 1) run_queries += jobs[i].pj.n_queries;
+    }
+    probe p;
+    probe_init(&p);
+    p.hold = &jobs[0];
+    tdm_pooler *pl = NULL;
+    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, on_finished, on_ran, &p, &pl), TDM_OK);
+    cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
+    probe_wait_holding(&p); /* job 0 ran; the only thread is held in its `finished` */
+    tdm_pooler_job_cancel(&jobs[0].pj); /* too late: it ran, and is answered */
+    for (int i = 1; i < N; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[i].pj), TDM_OK);
+    int cancelled = 0;
+    for (int i = 1; i < N; i++)
+        if (i % 3 == 1) { /* 1, 4, 7, ...: the first of the queue among them */
+            tdm_pooler_job_cancel(&jobs[i].pj);
+            cancelled++;
+        }
+    probe_open(&p);
+    probe_wait_finished(&p, N);
+    tdm_pooler_stop(pl);
+    for (int i = 0; i < N; i++) {
+        if (i > 0 && i % 3 == 1) {
+            cr_assert_eq(atomic_load(&jobs[i].finished), 1, "cancelled job %d: finished %d times", i,
+                         atomic_load(&jobs[i].finished));
+            cr_assert_eq(jobs[i].rc, TDM_ECANCELED, "cancelled job %d: rc %d", i, jobs[i].rc);
+        } else {
+            job_check(&jobs[i]);
+        }
+    }
+    tdm_pooler_stats st;
+    tdm_pooler_get_stats(pl, &st);
+    cr_assert_eq(st.cancelled, (uint64_t)cancelled);
+    cr_assert_eq(st.jobs, (uint64_t)(N - cancelled), "cancelled jobs must not be run");
+    cr_assert_eq(st.queries, run_queries);
+    cr_assert_eq(tdm_pooler_pending(pl), 0);
+    tdm_pooler_destroy(pl);
+    probe_fini(&p);
+    for (int i = 0; i < N; i++) job_free(&jobs[i]);
+    tdm_sched_destroy(e);
+    world_free(&w);
+}
+
 static uint64_t weight_of(const tdm_pooler_job *j) { return j->n_tasks > j->n_queries ? j->n_tasks : j->n_queries; }
 
 Test(pooler, batches_stay_within_the_caps, .timeout = 120)
@@ -682,7 +739,7 @@ Test(pooler, work_budget_and_cancellation, .timeout = 120)
     cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
     probe_wait_holding(&p);
     for (int i = 1; i < 4; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[i].pj), TDM_OK);
-    tdm_pooler_cancel(&jobs[3].pj);
+    tdm_pooler_job_cancel(&jobs[3].pj);
     probe_open(&p);
     probe_wait_finished(&p, 4);
     tdm_pooler_stop(pl);

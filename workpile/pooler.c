@@ -199,7 +199,7 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
  * (thread 0 of two or more) takes small jobs only; the others the older head
  * of the two queues. A batch is that job and the ones behind it on the same
  * queue, up to the caps; a job over the slice runs alone, one slice of it. A
- * job given up (tdm_pooler_cancel) is taken like any other and finished
+ * job given up (tdm_pooler_job_cancel) while queued is finished by the caller
  * without running. */
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 {
@@ -217,7 +217,8 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     *b = (tdm_pooler_batch){(int)(w - p->workers), 1, batch->turn, per * batch->turn,
                             weight(batch), batch->pairs_reserved, TDM_OK};
     if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
-        while (last->next && turn_of(p, last->next) == last->next->n_queries - last->next->done &&
+        while (last->next && !tdm_pooler_job_cancelled(last->next) &&
+               turn_of(p, last->next) == last->next->n_queries - last->next->done &&
                b->weight + weight(last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
             last = last->next;
             last->turn = last->n_queries - last->done;
@@ -232,6 +233,25 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     if (!q->head) q->tail = NULL;
     last->next = NULL;
     return batch;
+}
+
+/* The cancelled jobs at the heads of both queues, unlinked (lock held), or NULL. */
+static tdm_pooler_job *take_cancelled(tdm_pooler *p)
+{
+    tdm_pooler_job *out = NULL, **tail = &out;
+    queue *qs[2] = {&p->small, &p->large};
+    for (int k = 0; k < 2; k++) {
+        queue *q = qs[k];
+        while (q->head && tdm_pooler_job_cancelled(q->head)) {
+            tdm_pooler_job *j = q->head;
+            q->head = j->next;
+            if (!q->head) q->tail = NULL;
+            j->next = NULL;
+            *tail = j;
+            tail = &j->next;
+        }
+    }
+    return out;
 }
 
 /* Is there work for thread w? (lock held) */
@@ -251,6 +271,24 @@ static void *pooler_main(void *arg)
         double t_idle = p->trace ? now_ms() : 0;
         /* a slice may still come back to a queue while any job is pending */
         while (!has_work(p, w) && !(p->stopping && !p->pending)) pthread_cond_wait(&p->wake, &p->lock);
+        /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
+           the lock (those further back, when they come to the head) */
+        tdm_pooler_job *dropped = take_cancelled(p);
+        if (dropped) {
+            size_t n_dropped = 0;
+            pthread_mutex_unlock(&p->lock);
+            for (tdm_pooler_job *j = dropped, *next; j; j = next, n_dropped++) {
+                next = j->next;
+                j->next = NULL;
+                j->rc = TDM_ECANCELED;
+                p->finished(j, p->data);
+            }
+            pthread_mutex_lock(&p->lock);
+            p->stats.cancelled += n_dropped;
+            p->pending -= n_dropped;
+            if (p->stopping && !p->pending) pthread_cond_broadcast(&p->wake);
+            continue;
+        }
         tdm_pooler_batch b;
         tdm_pooler_job *batch = take(p, w, &b);
         if (!batch) break; /* stopping, and every job finished */
@@ -320,7 +358,8 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
 {
     job->next = NULL;
     job->rc = TDM_OK;
-    job->work = (tdm_work){job->max_work, 0, 0, 0};
+    int cancelled = tdm_pooler_job_cancelled(job);
+    job->work = (tdm_work){job->max_work, 0, cancelled, cancelled};
     job->done = job->turn = 0;
     job->demoted = job->latency_turn = 0;
     pthread_mutex_lock(&p->lock);
@@ -341,12 +380,6 @@ void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f)
     pthread_mutex_lock(&p->lock);
     p->fair = *f;
     pthread_mutex_unlock(&p->lock);
-}
-
-void tdm_pooler_cancel(tdm_pooler_job *job)
-{
-    __atomic_store_n(&job->work.stop, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&job->work.over, 1, __ATOMIC_RELEASE); /* the verdict, even for a job that never runs a step */
 }
 
 size_t tdm_pooler_pending(tdm_pooler *p)

@@ -32,6 +32,7 @@
 #ifndef TDM_WORKPILE_POOLER_H
 #define TDM_WORKPILE_POOLER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,8 +60,14 @@ struct tdm_pooler_job {
     uint64_t max_work;         /* box + triangle tests the job may cost, over all its runs (the CPU
                                   engine counts them, geom/query.h's tdm_work); 0: no limit */
     int rc;                    /* set before `finished`: TDM_OK; TDM_EBUDGET (over max_work),
-                                  TDM_ECANCELED (tdm_pooler_cancel); or the engine's error for the
-                                  whole batch (TDM_EINVAL, TDM_ENOMEM); results are then undefined */
+                                  TDM_ECANCELED (below); or the engine's error for the whole batch
+                                  (TDM_EINVAL, TDM_ENOMEM); results are then undefined */
+    atomic_int cancel;         /* set (tdm_pooler_job_cancel, any thread) when nobody waits for the
+                                  answers any more: a job still queued is not run but finished at
+                                  once with TDM_ECANCELED; a job in a run has its traversals stopped
+                                  at their next work step (the CPU engine; tdm_work.stop) and is
+                                  finished with TDM_ECANCELED. The submitter zeroes it before the
+                                  first submission; the pooler never clears it. */
     /* the pooler's, while submitted */
     tdm_work work;             /* the account every task of the job counts against */
     uint32_t done;             /* queries answered by earlier slices */
@@ -68,6 +75,19 @@ struct tdm_pooler_job {
     uint64_t seq;              /* submission order, across the two queues */
     int small, demoted, latency_turn;
 };
+
+/* Marks a job cancelled (see `cancel`). Any thread, any time between submission and
+ * `finished`, or before submission. */
+static inline void tdm_pooler_job_cancel(tdm_pooler_job *j)
+{
+    atomic_store_explicit(&j->cancel, 1, memory_order_relaxed);
+    __atomic_store_n(&j->work.stop, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&j->work.over, 1, __ATOMIC_RELEASE); /* the verdict, even if no traversal takes a step */
+}
+static inline int tdm_pooler_job_cancelled(const tdm_pooler_job *j)
+{
+    return atomic_load_explicit(&((tdm_pooler_job *)j)->cancel, memory_order_relaxed);
+}
 
 /* Fairness (issue 14): one client's large job must not hold a small one behind
  * it for long.
@@ -104,6 +124,7 @@ typedef struct tdm_pooler_batch {
 
 typedef struct tdm_pooler_stats {
     uint64_t batches, jobs, queries, tasks; /* engine runs done, and what they held */
+    uint64_t cancelled;                     /* jobs finished unrun: cancelled while queued */
 } tdm_pooler_stats;
 
 typedef struct tdm_pooler tdm_pooler;
@@ -125,11 +146,6 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
 void tdm_pooler_stop(tdm_pooler *p);
 /* Sets the fairness rules; before the first submit. */
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
-/* Gives a submitted job up (its client went away): a job still queued is not
- * run, a running one stops at its traversals' next work step; `finished` is
- * still called once, with rc TDM_ECANCELED. Any thread, while the job is
- * submitted (between tdm_pooler_submit and its `finished`). */
-void tdm_pooler_cancel(tdm_pooler_job *job);
 /* Stops (when not stopped yet) and frees. NULL is a no-op. */
 void tdm_pooler_destroy(tdm_pooler *p);
 

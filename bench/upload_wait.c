@@ -1,0 +1,110 @@
+/* How long a small MeshPut waits behind a large one (issue 14: "a maximum-size mesh
+ * upload: +686 MB RSS and 21.6 s during which another client's small MeshPut waited").
+ *
+ *   bench_upload_wait ADDR TRIANGLES [PID]
+ *
+ * Client A stores a generated mesh of about TRIANGLES triangles (a grid sphere with
+ * random jitter, so that its content id is new each run); 200 ms after A's request is
+ * sent, client B stores a 12-triangle box. Prints A's and B's times and, given tandemd's
+ * PID, its VmRSS before and its VmHWM after. tandemd stores meshes on one writer thread,
+ * in order: B waits for A's tree. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tandem/tandem.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long rss_kb(long pid, const char *key)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, strlen(key))) v = strtol(line + strlen(key), NULL, 10);
+    fclose(f);
+    return v;
+}
+
+typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; } big;
+
+static void *big_main(void *arg)
+{
+    big *b = arg;
+    tdm_connect_opts o = {.addr = b->addr, .timeout_ms = 5000, .io_timeout_ms = 600000};
+    tdm_client *c = tdm_client_connect_with(&o);
+    uint8_t id[32];
+    double t0 = now_s();
+    b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->v, b->nv, b->t, b->nt, id, NULL) : -1;
+    b->secs = now_s() - t0;
+    if (b->rc) fprintf(stderr, "big MeshPut: %s\n", c ? tdm_client_errstr(c) : "no client");
+    tdm_client_free(c);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench_upload_wait ADDR TRIANGLES [PID]\n");
+        return 2;
+    }
+    long want = atol(argv[2]), pid = argc > 3 ? atol(argv[3]) : 0;
+    uint32_t seg = (uint32_t)sqrt((double)want / 2) + 2; /* seg x seg quads on a sphere: 2 seg^2 triangles */
+    big b = {.addr = argv[1], .nv = seg * seg, .nt = 2 * (seg - 1) * seg};
+    b.v = malloc(sizeof *b.v * 3 * b.nv);
+    b.t = malloc(sizeof *b.t * 3 * b.nt);
+    if (!b.v || !b.t) return 1;
+    srand((unsigned)time(NULL));
+    for (uint32_t i = 0; i < seg; i++)
+        for (uint32_t j = 0; j < seg; j++) {
+            double th = M_PI * (i + 0.5) / seg, ph = 2 * M_PI * j / seg, r = 1 + 1e-3 * rand() / RAND_MAX;
+            float *p = b.v + 3 * (i * seg + j);
+            p[0] = (float)(r * sin(th) * cos(ph));
+            p[1] = (float)(r * sin(th) * sin(ph));
+            p[2] = (float)(r * cos(th));
+        }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i + 1 < seg; i++)
+        for (uint32_t j = 0; j < seg; j++) {
+            uint32_t a = i * seg + j, bb = i * seg + (j + 1) % seg, c = a + seg, d = bb + seg;
+            uint32_t *t = b.t + 3 * k;
+            t[0] = a, t[1] = bb, t[2] = c, t[3] = bb, t[4] = d, t[5] = c;
+            k += 2;
+        }
+    long before = pid ? rss_kb(pid, "VmRSS:") : -1;
+    pthread_t th;
+    pthread_create(&th, NULL, big_main, &b);
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    tdm_connect_opts o = {.addr = argv[1], .timeout_ms = 5000, .io_timeout_ms = 600000};
+    tdm_client *c = tdm_client_connect_with(&o);
+    float bv[24] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1};
+    for (int i = 0; i < 24; i++) bv[i] += (float)(rand() % 1000) * 1e-4f;
+    uint32_t bt[36] = {0, 2, 1, 0, 3, 2, 4, 5, 6, 4, 6, 7, 0, 1, 5, 0, 5, 4, 1, 2, 6, 1, 6, 5, 2, 3, 7, 2, 7, 6, 3, 0, 4, 3, 4, 7};
+    uint8_t id[32];
+    double t0 = now_s();
+    int rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "small", bv, 8, bt, 12, id, NULL) : -1;
+    double small = now_s() - t0;
+    tdm_client_free(c);
+    pthread_join(th, NULL);
+    long hwm = pid ? rss_kb(pid, "VmHWM:") : -1;
+    printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,
+           b.rc);
+    printf("small MeshPut sent 0.2 s after it: answered in %.3f s, rc %d\n", small, rc);
+    if (pid) printf("tandemd RSS before %ld KiB, peak %ld KiB (+%ld KiB)\n", before, hwm, hwm - before);
+    free(b.v);
+    free(b.t);
+    return rc || b.rc;
+}

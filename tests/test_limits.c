@@ -1,0 +1,734 @@
+/* Issue 14, memory and time: the attacks of the issue re-run against a real tandemd
+ * (daemon_util.h), each answered within its limit while a bystander ("witness", a
+ * libtandem client connected before the attack) keeps being served right.
+ *
+ *   unread_queries_*       a client pipelines queries and never reads: the daemon's
+ *                          resident memory grows by a bounded amount (--max-output-bytes
+ *                          counts the replies still being computed), and the connection
+ *                          is closed at --output-stall-timeout
+ *   unread_pair_replies_*  the same with contact-pair replies (want_pairs)
+ *   partial_frames_*       20 connections each send 8 MiB of a 60 MiB frame after Hello:
+ *                          past --max-input-bytes a frame gets ERROR_BUSY and its
+ *                          connection is closed; memory stays within the limit
+ *   max_memory_*           a Query that would pass --max-memory gets ERROR_BUSY; the next
+ *                          one that fits is answered
+ *   disconnect_*           a client that closes with a long pipeline of queries queued:
+ *                          the queued ones are dropped, never run (the Stats batch count)
+ *   sigterm_*              SIGTERM during a long batch: exit 0 within --shutdown-timeout +
+ *                          1 s, acknowledged meshes kept
+ *   a_small_upload_*       a small MeshPut sent while a large mesh's tree is built is
+ *                          answered at once (the writer's builder thread)
+ *   a_slow_reader_*        a client reading one large reply slowly is not taken for a
+ *                          stalled one (the stall timeout counts bytes taken)
+ *
+ * Each test logs the daemon's resident memory (VmRSS before the attack, VmHWM after:
+ * bench/results/issue14_memory.md quotes them). Every test ends by checking that the
+ * daemon's log has no sanitizer report (an ASan build runs them too). */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tandem/tandem.h>
+
+#include "daemon_util.h"
+#include "gen.h"
+#include "geom/bvh.h"
+#include "workpile/cpu_engine.h"
+
+static uint64_t seed;
+static dmn D;
+
+static void suite_init(void)
+{
+    seed = gen_seed(0x11a175ull);
+    cr_log_info("seed=%llu (set TDM_TEST_SEED to change)", (unsigned long long)seed);
+    dmn_init(&D, "limits");
+}
+
+static void suite_fini(void) { dmn_cleanup(&D); }
+
+TestSuite(limits, .init = suite_init, .fini = suite_fini, .timeout = 120);
+
+enum { ERR_BUSY = 14, NW = 8 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A pose in the ball whose quaternion normalises to itself bit for bit, so that the
+ * server and the reference below use the very same rotation. */
+static void stable_wire(gen_rng *r, double radius, double w[7])
+{
+    for (;;) {
+        gen_pose p = gen_pose_in_ball(r, tdm_d3(0, 0, 0), radius);
+        tdm_quat q = p.q;
+        double n = tdm_quat_norm(q);
+        tdm_quat u = {q.x / n, q.y / n, q.z / n, q.w / n};
+        if (memcmp(&u, &q, sizeof q)) continue;
+        double v[7] = {p.t.x, p.t.y, p.t.z, q.x, q.y, q.z, q.w};
+        memcpy(w, v, sizeof v);
+        return;
+    }
+}
+
+static tdm_client *lib_connect(const char *addr)
+{
+    tdm_connect_opts o = {.addr = addr, .timeout_ms = 5000, .io_timeout_ms = 60000, .client_name = "test_limits"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    cr_assert_not_null(c);
+    cr_assert_eq(tdm_client_err(c), 0, "connecting to %s: %s", addr, tdm_client_errstr(c));
+    return c;
+}
+
+/* The bystander: its own connection, a torus fixed at the origin and a movable sphere,
+ * NW poses whose contact counts the CPU engine gives (tdm_collide, uncapped). */
+typedef struct witness {
+    tdm_client *c;
+    tdm_mesh *env, *robot;
+    uint8_t env_id[32], robot_id[32], scene_id[32];
+    double wire[NW * 7];
+    uint32_t pairs[NW];
+} witness;
+
+static void witness_start(witness *w, gen_rng *r, int nu, int nv, int seg)
+{
+    w->c = lib_connect(D.unix_addr);
+    w->env = gen_torus(1.5, 0.5, nu, nv);
+    w->robot = gen_sphere(0.6, seg);
+    cr_assert(w->env && w->robot);
+    cr_assert_eq(tdm_mesh_put(w->c, "env", w->env->verts, w->env->n_verts, w->env->tris, w->env->n_tris, w->env_id,
+                              NULL), 0, "%s", tdm_client_errstr(w->c));
+    cr_assert_eq(tdm_mesh_put(w->c, "robot", w->robot->verts, w->robot->n_verts, w->robot->tris, w->robot->n_tris,
+                              w->robot_id, NULL), 0, "%s", tdm_client_errstr(w->c));
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, w->env_id, 32);
+    memcpy(objs[1].mesh_id, w->robot_id, 32);
+    cr_assert_eq(tdm_scene_put(w->c, "w", objs, 2, NULL, 0, w->scene_id, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(w->c));
+    tdm_bvh *a = NULL, *b = NULL;
+    cr_assert_eq(tdm_bvh_build(w->env, &a), TDM_OK);
+    cr_assert_eq(tdm_bvh_build(w->robot, &b), TDM_OK);
+    for (int i = 0; i < NW; i++) {
+        stable_wire(r, 2.3, w->wire + 7 * i);
+        const double *p = w->wire + 7 * i;
+        tdm_task t = {.a = a, .b = b, .mode = TDM_MODE_CONTACTS, .max_pairs = UINT32_MAX - 1};
+        t.b_in_a = tdm_xform_from_pose(tdm_d3(p[0], p[1], p[2]), (tdm_quat){p[3], p[4], p[5], p[6]});
+        tdm_collide_result res;
+        tdm_collide(&t, &res);
+        w->pairs[i] = res.n_pairs;
+    }
+    tdm_bvh_free(a);
+    tdm_bvh_free(b);
+}
+
+/* The witness's poses, both modes, answered right; returns the seconds it took. */
+static double witness_ok(witness *w, const char *during)
+{
+    double t0 = mono_s();
+    tdm_query_result res[NW];
+    for (int mode = 0; mode < 2; mode++) {
+        int rc = tdm_query(w->c, w->scene_id, mode ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL, w->wire, 1, NW, 0, res, NULL);
+        cr_assert_eq(rc, 0, "%s: the bystander's query failed: %s", during, tdm_client_errstr(w->c));
+        for (int i = 0; i < NW; i++)
+            cr_assert(res[i].colliding == (w->pairs[i] > 0) && res[i].contacts == (mode ? w->pairs[i] : (w->pairs[i] > 0)),
+                      "%s: the bystander's pose %d: colliding=%u contacts=%u, expected %u pairs", during, i,
+                      res[i].colliding, res[i].contacts, w->pairs[i]);
+    }
+    return mono_s() - t0;
+}
+
+static void witness_free(witness *w)
+{
+    tdm_client_free(w->c);
+    tdm_mesh_free(w->env);
+    tdm_mesh_free(w->robot);
+}
+
+/* dmn_start, but with $TDM_TEST_OLD_FLAGS set the options an older tandemd lacks are left
+ * out, so that the attacks can be run against it (TDM_TEST_TANDEMD) to see them fail. */
+static void start_with(const char *const *flags)
+{
+    static const char *const newer[] = {"--output-stall-timeout", "--max-input-bytes", "--max-memory"};
+    const char *kept[32];
+    int n = 0;
+    for (int i = 0; flags[i]; i += 2) {
+        int drop = 0;
+        for (size_t k = 0; getenv("TDM_TEST_OLD_FLAGS") && k < sizeof newer / sizeof *newer; k++)
+            drop |= !strcmp(flags[i], newer[k]);
+        if (drop) continue;
+        kept[n++] = flags[i];
+        kept[n++] = flags[i + 1];
+    }
+    kept[n] = NULL;
+    dmn_start(&D, kept);
+}
+
+/* The daemon's log has no sanitizer report (ASan builds); then it is stopped. */
+static void stop_clean(void)
+{
+    if (dmn_running(&D)) cr_assert_eq(dmn_stop(&D, SIGTERM), 0, "tandemd did not exit 0 on SIGTERM");
+    char *log = dmn_log(&D);
+    cr_assert(!strstr(log, "Sanitizer"), "a sanitizer report in tandemd's log:\n%s", log);
+    free(log);
+}
+
+/* Waits up to ms for `text` in the daemon's log. */
+static int log_has(const char *text, int ms)
+{
+    for (int t = 0;; t += 50) {
+        char *log = dmn_log(&D);
+        int found = strstr(log, text) != NULL;
+        free(log);
+        if (found || t >= ms) return found;
+        sleep_ms(50);
+    }
+}
+
+/* ---- a pipelining client that never reads ---- */
+
+typedef struct pipeliner {
+    int fd;
+    const uint8_t *scene_id;
+    const double *wire; /* k poses */
+    int requests, k, mode, want_pairs;
+    uint32_t max_contacts;
+    int sent, err;
+} pipeliner;
+
+static void *pipeline_main(void *arg)
+{
+    pipeliner *s = arg;
+    for (int j = 0; j < s->requests; j++) {
+        Tandem__V1__Query q = TANDEM__V1__QUERY__INIT;
+        q.scene_id.data = (uint8_t *)s->scene_id;
+        q.scene_id.len = 32;
+        q.mode = s->mode ? TANDEM__V1__MODE__MODE_CONTACTS : TANDEM__V1__MODE__MODE_BOOL;
+        q.max_contacts = s->max_contacts;
+        q.want_pairs = s->want_pairs;
+        q.n_poses = 7 * (size_t)s->k;
+        q.poses = (double *)s->wire;
+        Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+        rq.id = 1000 + (uint64_t)j;
+        rq.body_case = TANDEM__V1__REQUEST__BODY_QUERY;
+        rq.query = &q;
+        if (raw_send(s->fd, &rq) != 0) {
+            s->err = errno;
+            return NULL;
+        }
+        s->sent++;
+    }
+    return NULL;
+}
+
+static double *random_wires(gen_rng *r, int k, double radius)
+{
+    double *w = malloc(sizeof *w * 7 * (size_t)k);
+    cr_assert(w);
+    for (int i = 0; i < k; i++) stable_wire(r, radius, w + 7 * i);
+    return w;
+}
+
+/* RSS figures, KiB: before the attack (VmRSS) and the peak after (VmHWM). */
+typedef struct rss { long before, peak; } rss;
+
+static rss rss_begin(void)
+{
+    rss m = {dmn_rss_kb(&D, NULL), 0};
+    cr_assert(m.before > 0, "cannot read the daemon's VmRSS");
+    return m;
+}
+
+/* ASan's allocator (quarantine, shadow memory) makes resident memory say nothing of the
+ * daemon's own: under it the growth is logged, and reported as 0 to the bounds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_MEANINGFUL 0
+#else
+#define RSS_MEANINGFUL 1
+#endif
+
+static long rss_growth_kb(rss *m, const char *what)
+{
+    dmn_rss_kb(&D, &m->peak);
+    long g = m->peak - m->before;
+    if (!RSS_MEANINGFUL) {
+        cr_log_info("%s: RSS +%ld KiB under ASan, not checked", what, g);
+        return 0;
+    }
+    cr_log_info("%s: tandemd RSS before %ld KiB, peak %ld KiB: +%ld KiB", what, m->before, m->peak, g);
+    fprintf(stderr, "RSS %s: before %ld KiB, peak %ld KiB, growth %ld KiB\n", what, m->before, m->peak, g);
+    return g;
+}
+
+/* ---- tests ---- */
+
+/* Issue 14: "a client that sends queries and never reads: RSS 102 MB -> 1.36 GB in 30 s
+ * (the reply queue grows to max-pipelined x reply size)". 300 requests of 4096 poses
+ * (about 100 KB of reply and 700 KB of job each): with --max-output-bytes 1M, about ten
+ * are in flight at a time, not 300. */
+Test(limits, unread_queries_stay_within_max_output_bytes)
+{
+    gen_rng r = {seed ^ 0x0a7};
+    const char *flags[] = {"--max-output-bytes", "1M", "--output-stall-timeout", "3", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    enum { K = 4096, REQUESTS = 300 };
+    double *wire = random_wires(&r, K, 2.3);
+    rss m = rss_begin();
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    pipeliner p = {.fd = fd, .scene_id = w.scene_id, .wire = wire, .requests = REQUESTS, .k = K};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pipeline_main, &p), 0);
+    sleep_ms(1500);
+    double t = witness_ok(&w, "a client pipelining without reading");
+    cr_log_info("bystander answered in %.3f s", t);
+    int closed = log_has("(output-stall-timeout): closing", 15000);
+    shutdown(fd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(fd);
+    long g = rss_growth_kb(&m, "unread queries");
+    cr_assert(g < 64 * 1024, "tandemd grew by %ld KiB under a client that never reads (max-output-bytes 1M)", g);
+    cr_assert(closed, "the reader that never reads was not closed");
+    witness_ok(&w, "after the close");
+    witness_free(&w);
+    free(wire);
+    stop_clean();
+}
+
+/* Issue 14: "60 unread 1M-pair contact replies: +580 MB on one connection". Contact
+ * replies with their pairs (want_pairs, up to 1000 pairs a pose reserved): each reply's
+ * bound is far over --max-output-bytes, so one is computed at a time. */
+Test(limits, unread_pair_replies_stay_within_max_output_bytes)
+{
+    gen_rng r = {seed ^ 0x9a1};
+    const char *flags[] = {"--max-output-bytes", "4M", "--output-stall-timeout", "3", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 48, 24, 32);
+    enum { K = 1000, REQUESTS = 60 };
+    double *wire = random_wires(&r, K, 1.0); /* deep overlaps: many pairs each */
+    rss m = rss_begin();
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    pipeliner p = {.fd = fd, .scene_id = w.scene_id, .wire = wire, .requests = REQUESTS, .k = K, .mode = 1,
+                   .want_pairs = 1, .max_contacts = 1000};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pipeline_main, &p), 0);
+    sleep_ms(1000);
+    witness_ok(&w, "a client asking for pairs without reading");
+    int closed = log_has("(output-stall-timeout): closing", 20000);
+    shutdown(fd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(fd);
+    long g = rss_growth_kb(&m, "unread pair replies");
+    cr_assert(g < 96 * 1024, "tandemd grew by %ld KiB under unread pair replies (max-output-bytes 4M)", g);
+    cr_assert(closed, "the reader that never reads was not closed");
+    witness_ok(&w, "after the close");
+    witness_free(&w);
+    free(wire);
+    stop_clean();
+}
+
+/* Issue 14: "20 connections each sending a 60 MiB partial frame ... 1.2 GB, held until
+ * they close" (before Hello that is refused at once; here after Hello). Each sends 8 MiB of
+ * a 60 MiB frame; --max-input-bytes 32M lets about three of them hold theirs, the others
+ * get ERROR_BUSY (field "frame") and are closed. */
+enum { ATTACKERS = 20, SENT_BYTES = 8 << 20 };
+
+typedef struct partial { int fd, err; } partial;
+
+static void *partial_main(void *arg)
+{
+    partial *p = arg;
+    static const uint8_t head[4] = {0x03, 0xc0, 0x00, 0x00}; /* 60 MiB */
+    uint8_t *junk = calloc(1, 1 << 20);
+    if (!junk || raw_write_all(p->fd, head, 4) != 0) p->err = 1;
+    for (int i = 0; !p->err && i < SENT_BYTES >> 20; i++)
+        if (raw_write_all(p->fd, junk, 1 << 20) != 0) p->err = 1;
+    free(junk);
+    return NULL;
+}
+
+Test(limits, partial_frames_after_hello_stay_within_max_input_bytes)
+{
+    gen_rng r = {seed ^ 0xf4a};
+    const char *flags[] = {"--max-input-bytes", "32M", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    rss m = rss_begin();
+    partial p[ATTACKERS];
+    pthread_t th[ATTACKERS];
+    for (int i = 0; i < ATTACKERS; i++) {
+        p[i] = (partial){raw_connect(D.unix_addr), 0};
+        cr_assert(p[i].fd >= 0);
+        raw_hello_or_fail(p[i].fd, 1);
+        cr_assert_eq(pthread_create(&th[i], NULL, partial_main, &p[i]), 0);
+    }
+    for (int i = 0; i < ATTACKERS; i++) pthread_join(th[i], NULL);
+    sleep_ms(300);
+    witness_ok(&w, "20 partial frames");
+    int busy = 0, held = 0;
+    for (int i = 0; i < ATTACKERS; i++) {
+        Tandem__V1__Reply *rep = NULL;
+        char err[256];
+        int rc = raw_recv(p[i].fd, 200, &rep, err, sizeof err);
+        if (rc == RAW_REPLY) {
+            expect_error(rep, "a partial frame over max-input-bytes", 0, ERR_BUSY, "frame", -1);
+            cr_assert(strstr(rep->error->message, "max-input-bytes"), "the message should name the limit: %s",
+                      rep->error->message);
+            tandem__v1__reply__free_unpacked(rep, NULL);
+            busy++;
+        } else {
+            cr_assert_eq(rc, RAW_TIMEOUT, "attacker %d: %s", i, rc == RAW_EOF ? "closed without an Error" : err);
+            held++;
+        }
+    }
+    long g = rss_growth_kb(&m, "20 partial frames of 8 MiB");
+    cr_log_info("%d frames held, %d refused", held, busy);
+    cr_assert(held >= 1 && held <= 4, "%d connections hold their 8 MiB: max-input-bytes 32M allows 1 to 4", held);
+    cr_assert_eq(busy + held, ATTACKERS);
+    cr_assert(g < 64 * 1024, "tandemd grew by %ld KiB holding partial frames (max-input-bytes 32M)", g);
+    for (int i = 0; i < ATTACKERS; i++) close(p[i].fd);
+    /* the memory is back: a large frame (a 100 000-triangle mesh, 1.8 MB) goes through */
+    sleep_ms(200);
+    tdm_mesh *big = gen_sphere(1.0, 220);
+    uint8_t id[32];
+    cr_assert_eq(tdm_mesh_put(w.c, "big", big->verts, big->n_verts, big->tris, big->n_tris, id, NULL), 0, "%s",
+                 tdm_client_errstr(w.c));
+    tdm_mesh_free(big);
+    witness_ok(&w, "after the attackers closed");
+    witness_free(&w);
+    stop_clean();
+}
+
+/* --max-memory: a Query whose job and reply bound would pass it gets ERROR_BUSY naming
+ * the limit and what is held; a smaller one is answered, right. */
+Test(limits, max_memory_refuses_what_does_not_fit_with_busy)
+{
+    gen_rng r = {seed ^ 0x3e3};
+    const char *flags[] = {"--max-memory", "8M", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    enum { BIG = 65536 };
+    double *wire = random_wires(&r, BIG, 2.3);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    Tandem__V1__Query q = TANDEM__V1__QUERY__INIT;
+    q.scene_id.data = w.scene_id;
+    q.scene_id.len = 32;
+    q.n_poses = 7 * (size_t)BIG;
+    q.poses = wire;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 77;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_QUERY;
+    rq.query = &q;
+    Tandem__V1__Reply *rep = raw_call_or_fail(fd, &rq);
+    expect_error(rep, "a Query over max-memory", 77, ERR_BUSY, "", -1);
+    cr_assert(strstr(rep->error->message, "max-memory 8388608"), "the message should name the limit: %s",
+              rep->error->message);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    /* the same connection, 8 poses: fits, answered */
+    q.n_poses = 7 * NW;
+    q.poses = w.wire;
+    q.mode = TANDEM__V1__MODE__MODE_CONTACTS;
+    rq.id = 78;
+    rep = raw_call_or_fail(fd, &rq);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_QUERY, "a small Query after the refusal: body %d",
+                 (int)rep->body_case);
+    cr_assert_eq(rep->query->n_results, NW);
+    for (int i = 0; i < NW; i++)
+        cr_assert_eq(rep->query->results[i]->contacts, w.pairs[i], "pose %d", i);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
+    witness_ok(&w, "a refusal for memory");
+    witness_free(&w);
+    free(wire);
+    stop_clean();
+}
+
+/* Seconds one request of k poses takes on the witness's scene (contacts mode). */
+static double time_one(witness *w, const double *wire, int k)
+{
+    tdm_query_result *res = malloc(sizeof *res * (size_t)k);
+    cr_assert(res);
+    double t0 = mono_s();
+    cr_assert_eq(tdm_query(w->c, w->scene_id, TDM_QUERY_CONTACTS, wire, 1, (size_t)k, 0, res, NULL), 0, "%s",
+                 tdm_client_errstr(w->c));
+    double t = mono_s() - t0;
+    free(res);
+    return t;
+}
+
+/* Issue 14, cancellation: a client that pipelines several seconds of queries and hangs
+ * up: the queries still queued are dropped, never run (one request is one batch here:
+ * --max-batch-tasks K, one lane), and the bystander waits for one batch at most, not for
+ * the whole pipeline. */
+Test(limits, disconnect_drops_queued_queries)
+{
+    gen_rng r = {seed ^ 0xd15c};
+    enum { K = 2048 };
+    /* max-output-bytes far above the pipeline (at most 600 jobs of ~0.4 MB with their reply
+       bounds): reading never pauses, so the blocking sends below always complete */
+    const char *flags[] = {"--max-batch-tasks", "2048", "--engine-lanes", "1", "--max-output-bytes", "1G",
+                           "--max-output-bytes-hard", "2G", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 64, 32, 40);
+    double *wire = random_wires(&r, K, 1.2);
+    double t1 = time_one(&w, wire, K);
+    int n = (int)ceil(4.0 / (t1 > 1e-3 ? t1 : 1e-3));
+    if (n < 20) n = 20;
+    if (n > 600) n = 600;
+    cr_log_info("one request %.4f s: pipelining %d (about %.1f s of work)", t1, n, n * t1);
+    tdm_stats st0;
+    cr_assert_eq(tdm_stats_get(w.c, &st0), 0);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    pipeliner p = {.fd = fd, .scene_id = w.scene_id, .wire = wire, .requests = n, .k = K, .mode = 1};
+    pipeline_main(&p);
+    cr_assert_eq(p.sent, n, "pipelining: %s", strerror(p.err));
+    close(fd); /* everything sent: hang up */
+    double t = witness_ok(&w, "a client hung up with its queries queued");
+    tdm_stats st1;
+    cr_assert_eq(tdm_stats_get(w.c, &st1), 0);
+    uint64_t ran = st1.batches - st0.batches - 2; /* the bystander's two */
+    cr_log_info("bystander answered in %.3f s; %llu of %d batches ran", t, (unsigned long long)ran, n);
+    cr_assert(ran < (uint64_t)n / 2, "%llu of the %d queued requests ran after their client hung up",
+              (unsigned long long)ran, n);
+    cr_assert(t < n * t1 / 2, "the bystander waited %.2f s: the dropped pipeline was %.2f s of work", t, n * t1);
+    cr_assert(log_has("dropped unrun", 3000), "the drop should be logged");
+    witness_free(&w);
+    free(wire);
+    stop_clean();
+}
+
+/* Issue 14: "SIGTERM during it took 27 s with a 5 s shutdown timeout". A client keeps
+ * several seconds of work in flight (pooled into long batches); SIGTERM: tandemd exits 0
+ * within --shutdown-timeout (1 s) + 1 s, and a restart has the meshes it acknowledged. */
+Test(limits, sigterm_during_a_long_batch_exits_within_the_deadline)
+{
+    gen_rng r = {seed ^ 0x5167};
+    enum { K = 2048 };
+    const char *flags[] = {"--shutdown-timeout", "1", "--engine-lanes", "1", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 64, 32, 40);
+    double *wire = random_wires(&r, K, 1.2);
+    double t1 = time_one(&w, wire, K);
+    int n = (int)ceil(8.0 / (t1 > 1e-3 ? t1 : 1e-3));
+    if (n < 20) n = 20;
+    if (n > 600) n = 600;
+    cr_log_info("one request %.4f s: pipelining %d (about %.1f s of work)", t1, n, n * t1);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    pipeliner p = {.fd = fd, .scene_id = w.scene_id, .wire = wire, .requests = n, .k = K, .mode = 1};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pipeline_main, &p), 0);
+    sleep_ms(500);
+    double t0 = mono_s();
+    int status = dmn_stop(&D, SIGTERM);
+    double t = mono_s() - t0;
+    cr_log_info("SIGTERM with %.1f s of work queued: exited in %.3f s, status %d", n * t1, t, status);
+    fprintf(stderr, "SIGTERM: exited in %.3f s (shutdown-timeout 1 s), status %d\n", t, status);
+    shutdown(fd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(fd);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tandemd's exit status %d", status);
+    cr_assert(t < 2.0, "tandemd took %.2f s to exit after SIGTERM (shutdown-timeout 1 s)", t);
+    tdm_client_free(w.c);
+    /* the acknowledged meshes and scene are back */
+    dmn_start(&D, NULL);
+    w.c = lib_connect(D.unix_addr);
+    tdm_mesh_info *list = NULL;
+    size_t nm = 0;
+    cr_assert_eq(tdm_mesh_list(w.c, &list, &nm), 0);
+    int found = 0;
+    for (size_t i = 0; i < nm; i++)
+        found += !memcmp(list[i].mesh_id, w.env_id, 32) || !memcmp(list[i].mesh_id, w.robot_id, 32);
+    tdm_mesh_list_free(list);
+    cr_assert_eq(found, 2, "%d of the 2 acknowledged meshes after the restart", found);
+    witness_ok(&w, "the restart");
+    witness_free(&w);
+    free(wire);
+    stop_clean();
+}
+
+/* Issue 14: "a maximum-size mesh upload: ... 21.6 s during which another client's small
+ * MeshPut waited (one storage thread)". A large MeshPut's tree is built on the writer's
+ * builder thread: a small MeshPut sent while it builds is answered at once; a second put of
+ * the same large mesh waits for the first and is answered "exists"; both large puts give
+ * the mesh's canonical id, and every mesh is listed. */
+typedef struct big_put {
+    const tdm_mesh *m;
+    const char *addr;
+    uint8_t id[32];
+    int created, rc;
+    double secs;
+    char err[256];
+} big_put;
+
+static void *big_put_main(void *arg)
+{
+    big_put *b = arg;
+    tdm_connect_opts o = {.addr = b->addr, .timeout_ms = 5000, .io_timeout_ms = 120000};
+    tdm_client *c = tdm_client_connect_with(&o);
+    double t0 = mono_s();
+    b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->m->verts, b->m->n_verts, b->m->tris, b->m->n_tris,
+                                                   b->id, &b->created)
+                                    : -1;
+    b->secs = mono_s() - t0;
+    snprintf(b->err, sizeof b->err, "%s", c ? tdm_client_errstr(c) : "no client");
+    tdm_client_free(c);
+    return NULL;
+}
+
+Test(limits, a_small_upload_does_not_wait_for_a_large_one)
+{
+    gen_rng r = {seed ^ 0xb16};
+    const char *flags[] = {NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    tdm_mesh *big = gen_sphere(1.0, 640), *small = gen_box(0.3, 0.2, 0.1);
+    cr_assert(big && small && big->n_tris >= 4 * 65536, "the large mesh should take the builder");
+    uint8_t want_big[32], want_small[32];
+    canon_mesh_id(big->verts, big->n_verts, big->tris, big->n_tris, want_big);
+    canon_mesh_id(small->verts, small->n_verts, small->tris, small->n_tris, want_small);
+    big_put a = {.m = big, .addr = D.unix_addr}, b = {.m = big, .addr = D.unix_addr};
+    pthread_t ta, tb;
+    cr_assert_eq(pthread_create(&ta, NULL, big_put_main, &a), 0);
+    sleep_ms(300); /* sent and being built */
+    cr_assert_eq(pthread_create(&tb, NULL, big_put_main, &b), 0); /* the same mesh again */
+    sleep_ms(100);
+    double t0 = mono_s();
+    uint8_t id[32];
+    int created = -1;
+    cr_assert_eq(tdm_mesh_put(w.c, "small", small->verts, small->n_verts, small->tris, small->n_tris, id, &created), 0,
+                 "%s", tdm_client_errstr(w.c));
+    double t_small = mono_s() - t0;
+    cr_assert(!memcmp(id, want_small, 32) && created == 1, "the small mesh: wrong id or created=%d", created);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_log_info("large MeshPut (%u triangles) %.3f s; the same again %.3f s; a small one sent meanwhile %.3f s",
+                big->n_tris, a.secs, b.secs, t_small);
+    fprintf(stderr, "uploads: large %u triangles %.3f s, small sent meanwhile %.3f s\n", big->n_tris, a.secs, t_small);
+    cr_assert_eq(a.rc, 0, "the large MeshPut: %s", a.err);
+    cr_assert_eq(b.rc, 0, "the second large MeshPut: %s", b.err);
+    cr_assert(!memcmp(a.id, want_big, 32) && !memcmp(b.id, want_big, 32), "the large mesh's id");
+    cr_assert(a.created + b.created == 1, "one large put creates the mesh, the other finds it (%d, %d)", a.created,
+              b.created);
+    cr_assert(a.secs > 0.4, "the large MeshPut took %.3f s: too fast to tell", a.secs);
+    cr_assert(t_small < a.secs / 4, "the small MeshPut waited %.3f s behind a %.3f s build", t_small, a.secs);
+    tdm_mesh_info *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(tdm_mesh_list(w.c, &list, &n), 0);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += !memcmp(list[i].mesh_id, want_big, 32) + !memcmp(list[i].mesh_id, want_small, 32);
+    tdm_mesh_list_free(list);
+    cr_assert_eq(found, 2, "both meshes should be listed, once each");
+    /* and the large one is usable */
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, want_big, 32);
+    memcpy(objs[1].mesh_id, want_small, 32);
+    uint8_t sid[32];
+    cr_assert_eq(tdm_scene_put(w.c, "bigsmall", objs, 2, NULL, 0, sid, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(w.c));
+    double pose[7] = {0, 0, 0.95, 0, 0, 0, 1}; /* the box through the sphere's surface */
+    tdm_query_result res;
+    cr_assert_eq(tdm_query(w.c, sid, TDM_QUERY_BOOL, pose, 1, 1, 0, &res, NULL), 0, "%s", tdm_client_errstr(w.c));
+    cr_assert_eq(res.colliding, 1, "a box across the large sphere's surface must collide");
+    witness_ok(&w, "the uploads");
+    tdm_mesh_free(big);
+    tdm_mesh_free(small);
+    witness_free(&w);
+    stop_clean();
+}
+
+/* --output-stall-timeout counts bytes taken, not whole replies: a client reading one large
+ * reply slowly (32 KiB every 40 ms, several seconds for its megabytes) with a 1 s stall
+ * timeout gets all of it, the connection open; the reply is whole and right in shape. */
+static int read_slowly(int fd, uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        size_t k = n < 32768 ? n : 32768;
+        ssize_t r = read(fd, p, k);
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+        sleep_ms(40);
+    }
+    return 0;
+}
+
+Test(limits, a_slow_reader_of_a_large_reply_is_not_stalled)
+{
+    gen_rng r = {seed ^ 0x510};
+    const char *flags[] = {"--output-stall-timeout", "1", NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 48, 24, 32);
+    enum { K = 4000, CAP = 250 };
+    double *wire = random_wires(&r, K, 1.0);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    pipeliner p = {.fd = fd, .scene_id = w.scene_id, .wire = wire, .requests = 1, .k = K, .mode = 1, .want_pairs = 1,
+                   .max_contacts = CAP};
+    pipeline_main(&p);
+    cr_assert_eq(p.sent, 1);
+    uint8_t hdr[4];
+    cr_assert_eq(read_slowly(fd, hdr, 4), 0, "no reply");
+    size_t len = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+    cr_assert(len > 3u << 19, "the reply is %zu bytes: too small to take over a second to read", len);
+    uint8_t *body = malloc(len);
+    cr_assert(body);
+    double t0 = mono_s();
+    cr_assert_eq(read_slowly(fd, body, len), 0, "the connection closed after %.1f s of a slow read", mono_s() - t0);
+    double t = mono_s() - t0;
+    cr_log_info("read a %zu-byte reply in %.1f s with output-stall-timeout 1", len, t);
+    cr_assert(t > 2.0, "read in %.1f s: not slow enough to test the stall timeout", t);
+    Tandem__V1__Reply *rep = tandem__v1__reply__unpack(NULL, len, body);
+    cr_assert(rep && rep->body_case == TANDEM__V1__REPLY__BODY_QUERY && rep->id == 1000, "not the QueryReply");
+    cr_assert_eq(rep->query->n_results, K);
+    for (int i = 0; i < K; i++) {
+        const Tandem__V1__QueryResult *q = rep->query->results[i];
+        cr_assert_eq(q->n_pairs, q->contacts < CAP ? q->contacts : CAP, "pose %d: %zu pairs for %u contacts", i,
+                     q->n_pairs, q->contacts);
+    }
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    free(body);
+    cr_assert(!log_has("output-stall-timeout): closing", 0), "a reader that reads was closed as stalled");
+    close(fd);
+    witness_ok(&w, "a slow reader");
+    witness_free(&w);
+    free(wire);
+    stop_clean();
+}
