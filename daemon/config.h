@@ -58,6 +58,11 @@ typedef struct tdm_config {
     uint32_t max_unauthenticated; /* connections open before their Hello, at once */
     uint32_t max_per_address;  /* TCP connections from one address, at once (0: no limit) */
     uint32_t idle_timeout;     /* seconds an authenticated connection may do nothing (0: no limit) */
+    /* operations (http.h, heartbeat.h) */
+    char *metrics_listen;      /* HOST:PORT of the metrics and probes endpoint; "" off */
+    uint32_t metrics_interval; /* ms between the loop's heartbeats (gauges published, watchdog pinged) */
+    uint32_t health_loop_timeout; /* seconds without a heartbeat before /healthz fails */
+    int exit_on_gpu_failure;   /* exit 3 after a sticky CUDA error, for the supervisor to restart */
 } tdm_config;
 
 /* Fills *c from the defaults, the config file named by --config (if any) and the

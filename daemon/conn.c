@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "request.h"
 
 #define STAGE_CAP 65536u
@@ -293,6 +294,7 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
         free(o);
         return;
     }
+    tdm_metrics_reply();
     o->conn = c;
     uv_buf_t b = uv_buf_init((char *)o->data, (unsigned int)o->len);
     int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
@@ -338,6 +340,7 @@ void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->srv->counters.errors++;
+    tdm_metrics_error((int)code);
     tdm_log_debug("conn %llu: request %llu: error %d (%s[%lld]): %s", (unsigned long long)c->id,
                   (unsigned long long)id, (int)code, field, (long long)index, msg);
     Tandem__V1__Error e = TANDEM__V1__ERROR__INIT;
@@ -405,7 +408,9 @@ static void broken_frame(tdm_conn *c, uint32_t len)
 static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
 {
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
+    tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
     tdm_request_handle(c, frame, len);
+    tdm_metrics_leave(outer);
     if (c->arena) tdm_arena_reset(c->arena);
 }
 
@@ -601,12 +606,14 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
     srv->conns = c;
     srv->n_conns++;
     srv->counters.connections++;
+    tdm_metrics_accepted();
     if (!is_unix) uv_tcp_nodelay(&c->h.tcp, 1); /* replies are small: never wait for Nagle */
     peer_name(c, is_unix);
 
     if (srv->n_active >= srv->cfg->max_connections) {
         tdm_log_warn("conn %llu (%s): refused: %u connections open (max_connections)", (unsigned long long)c->id,
                      c->peer, srv->n_active);
+        tdm_metrics_refused();
         if (srv->n_conns > 2 * srv->cfg->max_connections) { /* a flood: not even an answer */
             tdm_conn_close(c, "connection flood");
             return;
@@ -624,6 +631,7 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
         busy = "connections from this address are at max_connections_per_address";
     if (busy) {
         tdm_log_warn("conn %llu (%s): refused: %s", (unsigned long long)c->id, c->peer, busy);
+        tdm_metrics_refused();
         tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "connections", -1, "%s; retry later", busy);
         tdm_conn_drain(c, busy);
         return;

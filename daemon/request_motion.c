@@ -216,6 +216,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     tdm_query_job *j = &m->q;
     j->owner = c;
     j->request_id = id;
+    tdm_metrics_mark_take(&j->mark);
     j->scene_ref = sc;
     j->again = again;
     j->pack = pack;

@@ -13,6 +13,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "conn.h"
 #include "log.h"
 #include "stats.h"
@@ -245,6 +247,7 @@ void tdm_server_shutdown(tdm_server *s, int force)
 {
     if (!s->shutting_down) {
         s->shutting_down = 1;
+        if (s->ready) sd_notify(0, "STOPPING=1");
         if (s->ready)
             tdm_log_info("shutting down: no new connections; answering what is in flight (%u connections)",
                          s->n_conns);
@@ -270,4 +273,9 @@ void tdm_server_shutdown(tdm_server *s, int force)
         for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_close(c, "forced shutdown");
     }
     maybe_finish(s);
+}
+
+int tdm_server_split_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+{
+    return split_host_port(addr, host, hostlen, port, portlen);
 }

@@ -66,6 +66,7 @@ typedef struct tdm_server {
     uint64_t started_ns;      /* uv_hrtime at start */
     tdm_counters counters;
     uint64_t upload_bytes;    /* decoded MeshPuts submitted to the writer thread, not yet done */
+    int exit_status;          /* tandemd's exit code once the loop returns (0; 3: the GPU failed) */
 } tdm_server;
 
 /* Binds every configured address and starts accepting. 0, or TDM_EIO with err. */
@@ -78,5 +79,7 @@ int tdm_server_signals(tdm_server *s);
 void tdm_server_shutdown(tdm_server *s, int force);
 /* A connection was freed (conn.c). */
 void tdm_server_conn_gone(tdm_server *s);
+/* "HOST:PORT" or "[IPV6]:PORT" into its parts (numeric port). 0, or -1 when malformed. */
+int tdm_server_split_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
 
 #endif

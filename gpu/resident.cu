@@ -1029,6 +1029,7 @@ extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
     *s = g->stats;
     pthread_mutex_lock(&g->bud->mu);
     s->mesh_bytes = g->bud->mesh_bytes;
+    s->budget_bytes = g->bud->limit;
     s->device_bytes = g->bud->mesh_bytes + g->bud->scratch_bytes + g->bud->other_bytes;
     pthread_mutex_unlock(&g->bud->mu);
 }
