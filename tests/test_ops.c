@@ -465,3 +465,121 @@ Test(ops, metrics_listen_is_checked)
     cr_expect(strstr(log, "metrics-listen localhost: expected HOST:PORT") != NULL, "log:\n%s", log);
     free(log);
 }
+
+/* ---- a GPU that fails for good ---- */
+
+static char *readyz(int port, int *status)
+{
+    char *body = NULL;
+    *status = http(port, "GET", "/readyz", &body);
+    return body;
+}
+
+/* Starts tandemd on the GPU engine (one lane) with TDM_GPU_FAULT_AFTER=fault (NULL:
+ * none): that lane's chunk number `fault` writes through a null pointer, a real sticky
+ * CUDA error. 0, or -1 where there is no GPU engine. */
+static int start_gpu(const char *fault, const char *exit_on_failure)
+{
+    if (fault) setenv("TDM_GPU_FAULT_AFTER", fault, 1);
+    int st;
+    int rc = dmn_try_start(&D, (const char *const[]){"--engine", "gpu", "--engine-lanes", "1", "--metrics-listen",
+                                                     "127.0.0.1:0", "--metrics-interval", "50",
+                                                     "--exit-on-gpu-failure", exit_on_failure, NULL},
+                           &st);
+    unsetenv("TDM_GPU_FAULT_AFTER");
+    return rc;
+}
+
+/* The three answers of query(.., 3): the first pose overlaps, the others are apart. */
+static void expect_right_answers(int fd, uint64_t id, const uint8_t scene_id[32], const char *what)
+{
+    Tandem__V1__Reply *rep = query(fd, id, scene_id, 3);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_QUERY, "%s: reply case %d (%s)", what, rep->body_case,
+                 rep->body_case == TANDEM__V1__REPLY__BODY_ERROR ? rep->error->message : "");
+    cr_assert_eq(rep->query->n_results, 3);
+    cr_expect(rep->query->results[0]->colliding && !rep->query->results[1]->colliding &&
+                  !rep->query->results[2]->colliding,
+              "%s: wrong answers", what);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+}
+
+/* The engine's second chunk hits a sticky error: the query is still answered right (on
+ * the CPU engine), /readyz turns 503 at once, and tandemd exits 3 after its graceful
+ * shutdown; a restart on the same directory loads everything and is ready, on the GPU.
+ * With --exit-on-gpu-failure 0 it keeps serving, not ready. Skipped without a GPU. */
+Test(ops, gpu_failure_unready_exit_3_restart_reloads)
+{
+    if (start_gpu("1", "1") != 0) cr_skip_test("no GPU engine here (--engine gpu does not start)");
+    int port = logged_metrics_port();
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    tdm_mesh *box = gen_box(0.5, 0.5, 0.5);
+    uint8_t mesh_id[32], scene_id[32];
+    put_mesh(fd, 2, box, mesh_id);
+    put_scene(fd, 3, mesh_id, scene_id);
+    expect_right_answers(fd, 4, scene_id, "before the fault");
+    int status;
+    char *body = readyz(port, &status);
+    cr_assert_eq(status, 200, "/readyz before the fault: %s", body ? body : "(no answer)");
+    free(body);
+
+    expect_right_answers(fd, 5, scene_id, "the chunk that faults");
+    double t0 = now_s();
+    for (;;) { /* the next heartbeat (50 ms); tandemd lingers for our connection meanwhile */
+        body = readyz(port, &status);
+        if (status == 503) break;
+        free(body);
+        cr_assert(now_s() - t0 < 2, "/readyz still answers %d after the GPU failed", status);
+        sleep_ms(10);
+    }
+    cr_expect(strstr(body, "the GPU failed") != NULL, "/readyz says: %s", body);
+    free(body);
+    close(fd);
+    int st = dmn_stop(&D, 0); /* it goes by itself: wait for it */
+    char *log = dmn_log(&D);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "exit status %d; log:\n%s", st, log);
+    cr_expect(strstr(log, "the GPU failed for good") != NULL, "log:\n%s", log);
+    free(log);
+
+    /* the supervisor's restart: everything loaded again, ready, on the GPU */
+    cr_assert_eq(start_gpu(NULL, "1"), 0);
+    port = logged_metrics_port();
+    body = readyz(port, &status);
+    cr_expect_eq(status, 200, "/readyz after the restart: %s", body ? body : "(no answer)");
+    free(body);
+    fd = raw_connect(D.tcp_addr);
+    raw_hello_or_fail(fd, 1);
+    expect_right_answers(fd, 2, scene_id, "after the restart");
+    cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+    cr_expect_eq(metric(body, "tandem_engine_queries_total{engine=\"gpu\"}"), 3, "%s", body);
+    free(body);
+    close(fd);
+    cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
+
+    /* without the exit: still serving (on the CPU), not ready, the failure in the metrics */
+    cr_assert_eq(start_gpu("0", "0"), 0);
+    port = logged_metrics_port();
+    fd = raw_connect(D.tcp_addr);
+    raw_hello_or_fail(fd, 1);
+    expect_right_answers(fd, 2, scene_id, "the first chunk, which faults");
+    t0 = now_s();
+    for (;;) {
+        body = readyz(port, &status);
+        if (status == 503) break;
+        free(body);
+        cr_assert(now_s() - t0 < 5, "/readyz still answers %d after the GPU failed", status);
+        sleep_ms(10);
+    }
+    free(body);
+    sleep_ms(300);
+    cr_assert(dmn_running(&D), "tandemd exited with --exit-on-gpu-failure 0");
+    expect_right_answers(fd, 3, scene_id, "after the fault");
+    cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+    cr_expect_eq(metric(body, "tandem_gpu_failed"), 1);
+    cr_expect_eq(metric(body, "tandem_ready"), 0);
+    free(body);
+    close(fd);
+    cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
+    tdm_mesh_free(box);
+}
