@@ -21,9 +21,9 @@
  * answers later carries a mark taken inside that scope (tdm_metrics_mark_take)
  * and re-enters it around its reply. The first reply queued in a scope records
  * the request's latency; every Error queued counts under the scope's type and
- * its code. An Error outside any scope (a refusal at accept, a broken frame
- * length, a wrong auth token answered after its delay) counts as type
- * "connection". */
+ * its code. An Error sent outside any request's handling (a refusal at accept, a
+ * broken frame length, a wrong auth token answered after its delay, a frame
+ * refused at shutdown) counts as type "connection". */
 #ifndef TDM_DAEMON_METRICS_H
 #define TDM_DAEMON_METRICS_H
 
@@ -35,7 +35,7 @@
 /* Request types: the Request oneof's case numbers (tandem.proto), below this. */
 #define TDM_METRICS_TYPES 64
 enum { TDM_METRICS_CONNECTION = 0, TDM_METRICS_UNDECODABLE = 1 };
-/* Error codes: the ErrorCode values, below this (larger ones count as ERROR_INTERNAL's neighbour "OTHER"). */
+/* Error codes: the ErrorCode values, below this (a larger one is counted as code "OTHER"). */
 #define TDM_METRICS_CODES 32
 
 /* Sets the start time (uptime); once, before anything else. */
