@@ -85,6 +85,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (strcmp(url, "/readyz") == 0) {
         const char *why;
+        double age = tdm_metrics_heartbeat_age();
+        if (age > (double)h->health_timeout_s) /* what the loop last said is stale */
+            return text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: the event loop has not run for %.1f s\n", age);
         if (tdm_metrics_ready(&why)) return text(conn, MHD_HTTP_OK, "ready\n");
         return text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready: %s\n", why);
     }

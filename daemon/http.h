@@ -8,8 +8,9 @@
  *                 directory loads); 503 with the heartbeat's age once it stalls
  *   GET /readyz   200 "ready" once the data directory is loaded and the listeners
  *                 accept; 503 with the reason while starting, while shutting down,
- *                 and after the GPU failed for good (a sticky CUDA error) until the
- *                 restart that follows has loaded everything again
+ *                 while the loop is stalled (as /healthz), and after the GPU failed
+ *                 for good (a sticky CUDA error) until the restart that follows has
+ *                 loaded everything again
  *
  * HEAD works for each; other paths are 404, other methods 405. The thread reads
  * only metrics.h's atomics and snapshot: it never touches the loop, the

@@ -11,6 +11,12 @@
  *                                   listeners accept and /readyz is 200; STOPPING=1
  *                                   comes on SIGTERM, and tandemd exits 0
  *   metrics_listen_is_checked       a malformed --metrics-listen fails start-up, naming it
+ *   healthz_fails_while_the_loop_is_stalled
+ *                                   the loop thread stopped (ptrace): /healthz and /readyz
+ *                                   503 after health-loop-timeout, 200 once it runs again
+ *   gpu_failure_unready_exit_3_restart_reloads
+ *                                   (GPU only) a real sticky CUDA error: /readyz 503, exit
+ *                                   3, the restart reloads; or, without the exit, serving
  *
  * The HTTP client is a plain socket speaking HTTP/1.0. */
 #include <criterion/criterion.h>
@@ -23,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -582,4 +589,52 @@ Test(ops, gpu_failure_unready_exit_3_restart_reloads)
     close(fd);
     cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
     tdm_mesh_free(box);
+}
+
+/* ---- a stalled event loop ---- */
+
+/* The loop thread alone is stopped (ptrace stops one thread; the HTTP thread goes on):
+ * once it has not published for health-loop-timeout, /healthz and /readyz answer 503;
+ * when it runs again, 200. Skipped where this process may not trace its child. */
+Test(ops, healthz_fails_while_the_loop_is_stalled)
+{
+    dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50",
+                                        "--health-loop-timeout", "1", "--engine", "cpu", NULL});
+    int port = logged_metrics_port();
+    char *body;
+    cr_assert_eq(http(port, "GET", "/healthz", &body), 200);
+    free(body);
+    pid_t loop_thread = D.pid; /* the main thread runs the loop */
+    if (ptrace(PTRACE_SEIZE, loop_thread, 0, 0) != 0) cr_skip_test("ptrace: %s", strerror(errno));
+    cr_assert_eq(ptrace(PTRACE_INTERRUPT, loop_thread, 0, 0), 0, "PTRACE_INTERRUPT: %s", strerror(errno));
+    int st;
+    cr_assert_eq(waitpid(loop_thread, &st, __WALL), loop_thread);
+    cr_assert(WIFSTOPPED(st), "the loop thread did not stop (status %d)", st);
+    double t0 = now_s();
+    int status;
+    for (;;) {
+        status = http(port, "GET", "/healthz", &body);
+        if (status == 503) break;
+        cr_assert_eq(status, 200, "/healthz answered %d while the loop was stopped", status);
+        free(body);
+        cr_assert(now_s() - t0 < 5, "/healthz still answers 200 %.1f s after the loop stopped", now_s() - t0);
+        sleep_ms(50);
+    }
+    double stalled = now_s() - t0;
+    cr_expect(stalled > 0.9, "/healthz failed after %.2f s, before health-loop-timeout (1 s)", stalled);
+    cr_expect(strstr(body, "the event loop has not run for") != NULL, "/healthz says: %s", body);
+    free(body);
+    cr_expect_eq(http(port, "GET", "/readyz", &body), 503);
+    free(body);
+    cr_assert_eq(ptrace(PTRACE_DETACH, loop_thread, 0, 0), 0, "PTRACE_DETACH: %s", strerror(errno));
+    t0 = now_s();
+    while ((status = http(port, "GET", "/healthz", &body)) != 200) {
+        free(body);
+        cr_assert(now_s() - t0 < 5, "/healthz still answers %d after the loop resumed", status);
+        sleep_ms(20);
+    }
+    free(body);
+    cr_expect_eq(http(port, "GET", "/readyz", &body), 200);
+    free(body);
+    cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
 }
