@@ -145,6 +145,14 @@ void tdm_metrics_publish(const tdm_metrics_snapshot *s, uint64_t now_ns)
     __atomic_store_n(&M.heartbeat_ns, now_ns, __ATOMIC_RELEASE);
 }
 
+void tdm_metrics_not_ready(const char *why)
+{
+    pthread_mutex_lock(&M.lock);
+    M.snap.ready = 0;
+    M.snap.not_ready = why;
+    pthread_mutex_unlock(&M.lock);
+}
+
 int tdm_metrics_ready(const char **why)
 {
     pthread_mutex_lock(&M.lock);

@@ -94,6 +94,9 @@ typedef struct tdm_metrics_snapshot {
 
 /* Copies *s in and stamps the heartbeat with now (monotonic ns). Loop thread. */
 void tdm_metrics_publish(const tdm_metrics_snapshot *s, uint64_t now_ns);
+/* Not ready from now on, for `why` (static text), until a publish says otherwise: a
+ * shutdown says so at once rather than at the next heartbeat. Loop thread. */
+void tdm_metrics_not_ready(const char *why);
 /* The last published readiness and the heartbeat's age in seconds (-1 before the
  * first heartbeat). Any thread. */
 int tdm_metrics_ready(const char **why);

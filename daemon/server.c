@@ -17,6 +17,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "stats.h"
 
 #define BACKLOG 511
@@ -248,6 +249,7 @@ void tdm_server_shutdown(tdm_server *s, int force)
     if (!s->shutting_down) {
         s->shutting_down = 1;
         if (s->ready) sd_notify(0, "STOPPING=1");
+        tdm_metrics_not_ready("shutting down");
         if (s->ready)
             tdm_log_info("shutting down: no new connections; answering what is in flight (%u connections)",
                          s->n_conns);

@@ -389,10 +389,22 @@ Test(ops, metrics_count_requests_exactly)
     expect_metric(body, "tandem_request_duration_seconds_count{type=\"stats\"}", 1);
     free(body);
 
+    /* SIGTERM: /readyz fails at once, while the open connections drain */
+    kill(D.pid, SIGTERM);
+    int status;
+    double t1 = now_s();
+    while ((status = http(port, "GET", "/readyz", &body)) == 200) {
+        free(body);
+        cr_assert(now_s() - t1 < 1.5, "/readyz still 200 after SIGTERM");
+        sleep_ms(5);
+    }
+    cr_expect_eq(status, 503);
+    cr_expect(body && strstr(body, "shutting down"), "/readyz during shutdown: %s", body ? body : "(no answer)");
+    free(body);
     close(a);
     close(b);
     tdm_mesh_free(box);
-    cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
+    cr_expect_eq(dmn_stop(&D, 0), 0); /* it goes by itself */
 }
 
 /* ---- systemd readiness ---- */
