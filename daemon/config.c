@@ -185,6 +185,22 @@ static const opt opts[] = {
     {"idle-timeout", T_U32, OFF(idle_timeout), "600", 0, 1u << 30, NULL, "SECONDS",
      "A connection that sends nothing this long, with no request in flight and no reply waiting to be "
      "written, is closed (0: no limit)."},
+    {"metrics-listen", T_STR, OFF(metrics_listen), "", 0, 0, NULL, "ADDR",
+     "Serve Prometheus metrics (GET /metrics) and the probes GET /healthz and GET /readyz over HTTP on "
+     "HOST:PORT or [IPV6]:PORT (port 0: any free one, logged); empty: off. Give a loopback address unless "
+     "something else must scrape it (a Kubernetes kubelet: the pod's address); it serves counts only, no "
+     "names, ids or tokens. deploy/README.md lists the metrics."},
+    {"metrics-interval", T_U32, OFF(metrics_interval), "1000", 10, 60000, NULL, "MS",
+     "How often the event loop publishes the gauges of /metrics and the readiness of /readyz, stamps the "
+     "heartbeat /healthz checks and pings systemd's watchdog (WatchdogSec), in milliseconds."},
+    {"health-loop-timeout", T_U32, OFF(health_loop_timeout), "10", 1, 3600, NULL, "SECONDS",
+     "GET /healthz fails (503) once the event loop has not published for this long: a loop stuck on "
+     "something is a dead server even if the process runs."},
+    {"exit-on-gpu-failure", T_BOOL, OFF(exit_on_gpu_failure), "1", 0, 1, "0|1", "BOOL",
+     "After a sticky CUDA error (the GPU context is lost; queries fall back to the CPU engine) /readyz "
+     "fails at once; 1: shut down gracefully and exit with status 3 for the supervisor (systemd, Kubernetes) "
+     "to restart tandemd with a fresh context; 0: keep serving on the CPU engine, not ready, until restarted "
+     "by hand."},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -501,6 +517,7 @@ void tdm_config_free(tdm_config *c)
     free(c->tls_key);
     free(c->tls_ca);
     free(c->tenants_file);
+    free(c->metrics_listen);
     memset(c, 0, sizeof *c);
 }
 

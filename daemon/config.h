@@ -72,6 +72,11 @@ typedef struct tdm_config {
     uint64_t max_memory;       /* bytes clients may make the daemon hold, all counters of budget.h (0: half of RAM) */
     uint64_t max_input_bytes;  /* partial frames of all connections together */
     uint32_t output_stall_timeout; /* seconds replies may wait with none taken before the close (0: no limit) */
+    /* operations (http.h, heartbeat.h) */
+    char *metrics_listen;      /* HOST:PORT of the metrics and probes endpoint; "" off */
+    uint32_t metrics_interval; /* ms between the loop's heartbeats (gauges published, watchdog pinged) */
+    uint32_t health_loop_timeout; /* seconds without a heartbeat before /healthz fails */
+    int exit_on_gpu_failure;   /* exit 3 after a sticky CUDA error, for the supervisor to restart */
 } tdm_config;
 
 /* Fills *c from the defaults, the config file named by --config (if any) and the

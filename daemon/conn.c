@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "request.h"
 
 #define STAGE_CAP 65536u
@@ -381,6 +382,7 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
         free(o);
         return;
     }
+    tdm_metrics_reply();
     if (!c->tls) {
         write_frame(c, o);
         return;
@@ -483,6 +485,7 @@ void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->srv->counters.errors++;
+    tdm_metrics_error((int)code);
     log_refusal(c, id, code, field, index, msg);
     Tandem__V1__Error e = TANDEM__V1__ERROR__INIT;
     e.code = code;
@@ -594,7 +597,9 @@ static void refuse_frame(tdm_conn *c)
 static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
 {
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
+    tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
     tdm_request_handle(c, frame, len);
+    tdm_metrics_leave(outer);
     if (c->arena) tdm_arena_reset(c->arena);
 }
 
@@ -892,6 +897,7 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
     srv->conns = c;
     srv->n_conns++;
     srv->counters.connections++;
+    tdm_metrics_accepted();
     if (!is_unix) uv_tcp_nodelay(&c->h.tcp, 1); /* replies are small: never wait for Nagle */
     peer_name(c, is_unix);
     if (!is_unix && srv->tls && !(c->tls = tdm_tls_new(srv->tls))) {
@@ -903,6 +909,7 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
     if (srv->n_active >= srv->cfg->max_connections) {
         tdm_log_warn("conn %llu (%s): refused: %u connections open (max_connections)", (unsigned long long)c->id,
                      c->peer, srv->n_active);
+        tdm_metrics_refused();
         if (srv->n_conns > 2 * srv->cfg->max_connections) { /* a flood: not even an answer */
             tdm_conn_close(c, "connection flood");
             return;
@@ -920,6 +927,7 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
         busy = "connections from this address are at max_connections_per_address";
     if (busy) {
         tdm_log_warn("conn %llu (%s): refused: %s", (unsigned long long)c->id, c->peer, busy);
+        tdm_metrics_refused();
         tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "connections", -1, "%s; retry later", busy);
         tdm_conn_drain(c, busy);
         return;

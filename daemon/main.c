@@ -15,8 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
+#include "heartbeat.h"
+#include "http.h"
 #include "loader.h"
 #include "log.h"
+#include "metrics.h"
 #include "request.h"
 #include "server.h"
 #include "stats.h"
@@ -52,15 +57,29 @@ int main(int argc, char **argv)
     int status = 1;
     uv_loop_t loop;
     tdm_server srv;
+    tdm_http *http = NULL;
+    tdm_heartbeat *heartbeat = NULL;
+    tdm_metrics_init(cfg.engine);
+    /* the probes answer from the start: /healthz "starting", /readyz not ready while the data loads */
+    if (cfg.metrics_listen[0] && tdm_http_start(cfg.metrics_listen, cfg.health_loop_timeout, &http, err, sizeof err)) {
+        tdm_log_error("%s", err);
+        tdm_config_free(&cfg);
+        return 1;
+    }
     memset(&srv, 0, sizeof srv);
     srv.cfg = &cfg;
     srv.started_ns = uv_hrtime();
     if ((rc = uv_loop_init(&loop)) != 0) {
         tdm_log_error("event loop: %s", uv_strerror(rc));
+        tdm_http_stop(http);
         tdm_config_free(&cfg);
         return 1;
     }
     srv.loop = &loop;
+    if ((rc = tdm_heartbeat_start(&srv, cfg.metrics_interval, &heartbeat)) != 0) {
+        tdm_log_error("heartbeat timer: %s", uv_strerror(rc));
+        goto out;
+    }
 
     tdm_sched_config ec = tdm_sched_config_default();
     /* config.c accepts only the names these parse */
@@ -137,15 +156,21 @@ int main(int argc, char **argv)
         goto out;
     }
     srv.ready = 1;
+    tdm_heartbeat_beat(heartbeat); /* /readyz says so at once */
+    /* systemd's Type=notify: loaded and accepting now */
+    sd_notifyf(0, "READY=1\nSTATUS=serving %u meshes, %u scenes", tdm_catalog_n_meshes(srv.catalog),
+               tdm_catalog_n_scenes(srv.catalog));
     tdm_log_info("ready");
     uv_run(&loop, UV_RUN_DEFAULT);
-    status = 0;
+    status = srv.exit_status;
 out:
     if (!srv.stopped) {
         /* a failed start: close whatever was opened through the same path */
         tdm_server_shutdown(&srv, 1);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
+    tdm_heartbeat_stop(heartbeat);
+    uv_run(&loop, UV_RUN_DEFAULT); /* its close */
     tdm_catalog_free(srv.catalog);
     if (uv_loop_close(&loop) != 0) tdm_log_warn("event loop closed with handles still open");
     for (size_t i = 0; i < srv.n_listeners; i++) free(srv.listeners[i].unix_path);
@@ -155,7 +180,9 @@ out:
     tdm_datadir_close(srv.datadir);
     tdm_tenants_free(srv.tenants);
     tdm_auth_limit_free(srv.auth_limit);
-    tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
+    tdm_http_stop(http);
+    if (status == TDM_EXIT_GPU_FAILED) tdm_log_info("tandemd stopped, exit status %d: restart it (the GPU failed)", status);
+    else tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
     tdm_config_free(&cfg);
     return status;
 }

@@ -26,6 +26,7 @@ static tdm_query_job *job_of(tdm_pooler_job *pj)
 static void on_batch(const tdm_pooler_batch *b, void *data)
 {
     (void)data;
+    tdm_metrics_batch(b->jobs, b->queries, b->tasks);
     if (b->rc != TDM_OK) tdm_log_error("engine run of %zu queries failed: %s", b->queries, tdm_strerror(b->rc));
 }
 
@@ -70,7 +71,9 @@ static void on_async(uv_async_t *h)
         tdm_query_job *next = j->next;
         j->next = NULL;
         qp->pending--;
+        tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
         qp->done(j, qp->data);
+        tdm_metrics_leave(outer);
         j = next;
     }
 }

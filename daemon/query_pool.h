@@ -17,6 +17,7 @@
 
 #include "../robot/robot_scene.h"
 #include "../workpile/pooler.h"
+#include "metrics.h"
 
 typedef struct tdm_query_job tdm_query_job;
 
@@ -27,6 +28,7 @@ struct tdm_query_job {
     void *owner;          /* the connection */
     void *scene_ref;      /* the stored scene, referenced while the job lives */
     uint64_t request_id;
+    tdm_metrics_mark mark; /* the request's metrics scope, taken by its handler */
     tdm_xform *poses;     /* == pool.poses, written by pose conversion before submission */
     uv_work_t work;       /* large jobs: pose conversion on libuv's thread pool */
     double *raw;          /* the pose (or configuration) numbers as sent, while they wait for conversion */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "request_handlers.h"
 
 /* ---- helpers for the handlers ---- */
@@ -107,6 +108,7 @@ void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len)
         return;
     }
     srv->counters.requests++;
+    tdm_metrics_request((int)req->body_case);
     uint64_t id = req->id;
     if (req->body_case == TANDEM__V1__REQUEST__BODY__NOT_SET) {
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "body", -1, "the request has no body (or one this server does not know)");

@@ -227,6 +227,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     j->owner = c;
     tdm_conn_job_track(c, j, mem, reply);
     j->request_id = id;
+    tdm_metrics_mark_take(&j->mark);
     j->scene_ref = sc;
     j->again = again;
     j->pack = pack;

@@ -180,7 +180,9 @@ static void convert_after(uv_work_t *w, int status)
         tdm_query_pool_submit(c->srv->query_pool, j);
         return;
     }
+    tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
     if (tdm_conn_alive(c)) send_bad_pose(c, j, (ecode)j->bad_code); /* else nobody waits for an answer */
+    tdm_metrics_leave(outer);
     free_job(j);
     tdm_conn_end(c);
 }
@@ -293,6 +295,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     pj->scene = s;
     pj->n_queries = (uint32_t)n;
     j->request_id = id;
+    tdm_metrics_mark_take(&j->mark);
     j->rs = rs;
     if (offload) {
         j->raw = (double *)(void *)((char *)j + poff);

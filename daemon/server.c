@@ -13,8 +13,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "stats.h"
 #include "tls.h"
 
@@ -294,6 +297,8 @@ void tdm_server_shutdown(tdm_server *s, int force)
 {
     if (!s->shutting_down) {
         s->shutting_down = 1;
+        if (s->ready) sd_notify(0, "STOPPING=1");
+        tdm_metrics_not_ready("shutting down");
         if (s->ready)
             tdm_log_info("shutting down: no new connections; answering what is in flight (%u connections)",
                          s->n_conns);
@@ -324,4 +329,9 @@ void tdm_server_shutdown(tdm_server *s, int force)
         }
     }
     maybe_finish(s);
+}
+
+int tdm_server_split_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+{
+    return split_host_port(addr, host, hostlen, port, portlen);
 }

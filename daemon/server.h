@@ -78,6 +78,7 @@ typedef struct tdm_server {
     int stall_timer_on;
     uv_timer_t exit_timer;    /* after a forced shutdown: exit even with engine runs in flight */
     int exit_timer_on;
+    int exit_status;          /* tandemd's exit code once the loop returns (0; 3: the GPU failed) */
 } tdm_server;
 
 /* Binds every configured address and starts accepting. 0, or TDM_EIO with err. */
@@ -95,5 +96,7 @@ void tdm_server_shutdown(tdm_server *s, int force);
 int tdm_server_budget_start(tdm_server *s);
 /* A connection was freed (conn.c). */
 void tdm_server_conn_gone(tdm_server *s);
+/* "HOST:PORT" or "[IPV6]:PORT" into its parts (numeric port). 0, or -1 when malformed. */
+int tdm_server_split_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
 
 #endif

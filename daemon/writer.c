@@ -491,7 +491,9 @@ static void on_async(uv_async_t *h)
     while (op) {
         tdm_writer_op *next = op->next;
         st->pending--;
+        tdm_metrics_mark outer = tdm_metrics_enter(&op->mark);
         op->done(op);
+        tdm_metrics_leave(outer);
         op = next;
     }
 }
@@ -542,6 +544,7 @@ int tdm_writer_create(uv_loop_t *loop, tdm_datadir *dir, tdm_catalog *catalog, t
 void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op)
 {
     op->next = NULL;
+    tdm_metrics_mark_take(&op->mark); /* submitted by the request's handler, inside its scope */
     st->pending++;
     pthread_mutex_lock(&st->lock);
     if (st->tail) st->tail->next = op;

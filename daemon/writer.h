@@ -38,6 +38,7 @@
 #include "catalog.h"
 #include "codec.h"
 #include "datadir.h"
+#include "metrics.h"
 
 typedef enum tdm_writer_kind {
     TDM_WRITER_MESH_PUT,
@@ -59,6 +60,7 @@ struct tdm_writer_op {
     void *owner;                      /* for `done` (the connection) */
     uint64_t request_id;
     double started;                   /* for the log */
+    tdm_metrics_mark mark;            /* the request's metrics scope (tdm_writer_submit takes it) */
 
     /* MESH_PUT in: the decoded request, owned through its arena (freed by the
      * writer thread as soon as the mesh is copied). */

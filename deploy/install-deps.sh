@@ -7,8 +7,10 @@ packages=(
   build-essential cmake pkg-config
   libuv1-dev libprotobuf-c-dev protobuf-c-compiler nanopb libnanopb-dev python3-protobuf protobuf-compiler
   libssl-dev openssl libjansson-dev libassimp-dev libxml2-dev libyaml-dev
+  libmicrohttpd-dev libsystemd-dev
   libcriterion-dev libfcl-dev libompl-dev
   python3-numpy python3-pytest python3-setuptools python3-wheel python3-venv python3-pip
+  python3-yaml
 )
 
 missing=()

@@ -164,6 +164,7 @@ void tdm_gpu_abort(tdm_gpu *g);
 typedef struct tdm_gpu_stats {
     uint64_t device_bytes;    /* device memory held: meshes + scratch, of g and all its lanes */
     uint64_t mesh_bytes;
+    uint64_t budget_bytes;    /* the memory budget (gpu-memory, or 80% of the device) */
     uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's; runs: chunks started,
                                                  reruns: of them after an overflow */
     uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */

@@ -126,9 +126,17 @@ struct tdm_gpu {
     slot slots[MAX_SLOTS];
     tdm_gpu_stats stats;
     int graphs; /* groups of levels launched as CUDA graphs (TDM_GPU_GRAPHS=0: one launch per kernel) */
+    long long fault_after; /* TDM_GPU_FAULT_AFTER (tests): the chunk this lane faults on, or -1 */
 };
 
 /* ---- kernels ------------------------------------------------------------------- */
+
+/* Fault injection for the tests of a lost context (tests/test_ops.c): with
+ * TDM_GPU_FAULT_AFTER=N in the environment, a lane's chunk number N (from 0) also
+ * launches this kernel, whose write through a null pointer is a real
+ * cudaErrorIllegalAddress: a sticky error, as a kernel bug or a hardware fault
+ * would give, reported by the slot's next CUDA call. */
+__global__ static void fault_kernel(int *p) { *p = 1; }
 
 #define BLOCK 256
 /* Iterations of one traversal: one per BVTT level, and a tree pair is at most
@@ -637,6 +645,8 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->grid = prop.multiProcessorCount * 8;
     const char *graphs = getenv("TDM_GPU_GRAPHS");
     g->graphs = !(graphs && strcmp(graphs, "0") == 0);
+    const char *fault = getenv("TDM_GPU_FAULT_AFTER");
+    g->fault_after = fault && *fault ? atoll(fault) : -1;
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -929,6 +939,7 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
     init_frontier_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+    if (g->fault_after >= 0 && g->stats.runs == (uint64_t)g->fault_after) fault_kernel<<<1, 1, 0, s->stream>>>(nullptr);
     s->n = n;
     s->it = 0;
     s->finishing = 0;
@@ -1029,6 +1040,7 @@ extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
     *s = g->stats;
     pthread_mutex_lock(&g->bud->mu);
     s->mesh_bytes = g->bud->mesh_bytes;
+    s->budget_bytes = g->bud->limit;
     s->device_bytes = g->bud->mesh_bytes + g->bud->scratch_bytes + g->bud->other_bytes;
     pthread_mutex_unlock(&g->bud->mu);
 }

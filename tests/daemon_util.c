@@ -212,6 +212,15 @@ static int start(dmn *d, const char *const *extra, int *exit_status)
 
 void dmn_start(dmn *d, const char *const *extra) { start(d, extra, NULL); }
 
+void dmn_spawn(dmn *d, const char *const *extra)
+{
+    cr_assert(d->root[0], "dmn_init first");
+    cr_assert_eq(d->pid, 0, "tandemd is already running");
+    d->port = free_port();
+    snprintf(d->tcp_addr, sizeof d->tcp_addr, "127.0.0.1:%d", d->port);
+    d->pid = spawn(d, extra);
+}
+
 int dmn_try_start(dmn *d, const char *const *extra, int *exit_status)
 {
     int st = 0;

@@ -48,6 +48,9 @@ void dmn_start(dmn *d, const char *const *extra);
 /* dmn_start for a start-up that may fail: returns 0 once both sockets accept, or -1
  * when the daemon exited first (*exit_status: its wait status; the log says why). */
 int dmn_try_start(dmn *d, const char *const *extra, int *exit_status);
+/* Starts tandemd as dmn_start does, on a port free now, without waiting for anything
+ * (a test that watches the start-up itself). */
+void dmn_spawn(dmn *d, const char *const *extra);
 /* Sends sig and waits for the daemon to exit; returns the wait status (-1 when it
  * was not running). */
 int dmn_stop(dmn *d, int sig);

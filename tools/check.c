@@ -177,7 +177,7 @@ int tdm_cmd_check(int argc, char **argv)
         goto done;
     }
     for (size_t i = 0; i < n; i++) xs[i] = tdm_xform_from_pose(poses[i].t, poses[i].q);
-    const tdm_sched_query proto = {scene, xs, mode, (uint32_t)max_contacts, NULL}; /* pose i: xs[i] */
+    const tdm_sched_query proto = {scene, xs, mode, (uint32_t)max_contacts, NULL, NULL}; /* pose i: xs[i] */
 
     /* Untimed preparation: touch the result array and let the GPU engines size
      * their buffers and load their kernels, so that the timed loop measures

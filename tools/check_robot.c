@@ -99,7 +99,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
         }
     }
     /* configuration i's poses: xs + i * m_el (m_el is the scene's movable count) */
-    const tdm_sched_query proto = {rs->scene, xs, mode, (uint32_t)max_contacts, NULL};
+    const tdm_sched_query proto = {rs->scene, xs, mode, (uint32_t)max_contacts, NULL, NULL};
     if (kind == TDM_BACKEND_HYBRID) {
         if (n && (rc = tdm_sched_run_poses(sched, &proto, n < chunk ? n : chunk, res)) != TDM_OK) {
             tdm_cli_error("the hybrid engine failed: %s", tdm_strerror(rc));

@@ -56,6 +56,7 @@ typedef struct tdm_backend_stats {
     uint64_t iterations; /* workpiles the GPU tested: BVTT levels (resident) or shipped workpiles (hybrid) */
     uint64_t pairs;      /* node and leaf pairs in them */
     uint64_t device_bytes, mesh_bytes; /* device memory held now, the whole device's budget */
+    uint64_t budget_bytes;             /* the budget itself */
 } tdm_backend_stats;
 
 typedef struct tdm_backend_ops {

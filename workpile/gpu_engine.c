@@ -423,6 +423,7 @@ static void gpu_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     s->pairs = gs.pairs;
     s->device_bytes = gs.device_bytes;
     s->mesh_bytes = gs.mesh_bytes;
+    s->budget_bytes = gs.budget_bytes;
 }
 
 static void gpu_destroy(tdm_backend *b)

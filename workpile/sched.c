@@ -189,7 +189,7 @@ static void lane_put(tdm_sched *e, lane *l)
 static void device_stats(tdm_sched *e, lane *l)
 {
     if (!e->engines[ON_GPU]) return;
-    uint64_t d_iters = 0, d_pairs = 0, dev = 0, mesh = 0;
+    uint64_t d_iters = 0, d_pairs = 0, dev = 0, mesh = 0, budget = 0;
     for (int w = ON_GPU; w <= ON_HYBRID; w++) {
         tdm_backend *b = e->engines[w];
         if (!b || l->index >= b->lanes) continue;
@@ -200,6 +200,7 @@ static void device_stats(tdm_sched *e, lane *l)
         l->seen[w] = s;
         dev = s.device_bytes;
         mesh = s.mesh_bytes;
+        budget = s.budget_bytes;
     }
     uint32_t n_dev = (uint32_t)tdm_registry_count(e->reg);
     uint64_t threshold = e->dispatch ? tdm_cost_model_threshold(&e->model) : 0;
@@ -208,6 +209,7 @@ static void device_stats(tdm_sched *e, lane *l)
     e->stats.gpu_pairs += d_pairs;
     e->stats.device_bytes = dev;
     e->stats.mesh_bytes = mesh;
+    e->stats.device_budget = budget;
     e->stats.device_meshes = n_dev;
     e->stats.dispatch_threshold = threshold;
     pthread_mutex_unlock(&e->stats_lock);
@@ -463,6 +465,7 @@ void tdm_sched_get_stats(tdm_sched *e, tdm_sched_stats *s)
     pthread_mutex_lock(&e->stats_lock);
     *s = e->stats;
     pthread_mutex_unlock(&e->stats_lock);
+    s->gpu_broken = __atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED);
 }
 
 /* ---- scratch --------------------------------------------------------------------- */

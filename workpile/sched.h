@@ -156,6 +156,9 @@ typedef struct tdm_sched_stats {
     uint64_t gpu_pairs;               /* node pairs and leaf pairs in them: gpu_pairs / gpu_iterations
                                          is the mean workpile size */
     uint64_t device_bytes, mesh_bytes; /* device memory held now */
+    uint64_t device_budget;           /* the device memory the engine may hold (0: no GPU engine) */
+    int gpu_broken;                   /* the GPU failed for good (TDM_EGPU: a sticky CUDA error);
+                                         everything runs on the CPU engine, and a restart is due */
     uint32_t device_meshes;           /* trees resident on the device */
     uint64_t dispatch_threshold;      /* AUTO: runs of fewer tasks go to the CPU engine */
     double seconds, gpu_seconds;      /* wall time inside tdm_sched_run, and in its GPU parts */
