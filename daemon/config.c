@@ -165,7 +165,7 @@ static const opt opts[] = {
     {"latency-lane-tasks", T_U64, OFF(latency_lane_tasks), "256", 0, UINT64_MAX, NULL, "N",
      "Requests of at most this many tasks are small: with two or more engine lanes, one lane runs only "
      "those, so a small request never waits behind large ones (0: no latency lane)."},
-    {"latency-lane-work", T_U64, OFF(latency_lane_work), "4194304", 0, UINT64_MAX, NULL, "N",
+    {"latency-lane-work", T_U64, OFF(latency_lane_work), "262144", 0, UINT64_MAX, NULL, "N",
      "Box and triangle tests a small request may cost on the latency lane; one that needs more is run "
      "again on the other lanes, so the small requests behind it wait no longer (0: no cut)."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",

@@ -54,7 +54,7 @@ struct tdm_pooler {
     tdm_pooler_stats stats;
 };
 
-tdm_pooler_fairness tdm_pooler_fairness_default(void) { return (tdm_pooler_fairness){0, 256, 4u << 20}; }
+tdm_pooler_fairness tdm_pooler_fairness_default(void) { return (tdm_pooler_fairness){0, 256, 1u << 18}; }
 
 static double now_ms(void)
 {
@@ -83,6 +83,34 @@ static uint32_t turn_of(const tdm_pooler *p, const tdm_pooler_job *j)
     if (per == 0 || (uint64_t)left * per <= slice) return left;
     uint64_t q = slice / per;
     return q < 1 ? 1 : (uint32_t)q;
+}
+
+/* What the job's scene has cost lately, per task (0: not known). The scene is
+ * the caller's and const to the pooler, but cost_hint is a learned figure the
+ * pooler owns, read and written atomically. */
+static uint64_t *cost_hint(const tdm_pooler_job *j) { return &((tdm_scene *)j->scene)->cost_hint; }
+
+/* Is the job small, for the latency lane: few tasks, and, from what its scene
+ * has cost lately, within the lane's budget? */
+static int is_small(const tdm_pooler *p, const tdm_pooler_job *j)
+{
+    uint64_t w = weight(j), c = __atomic_load_n(cost_hint(j), __ATOMIC_RELAXED);
+    if (p->fair.latency_tasks == 0 || w > p->fair.latency_tasks) return 0;
+    return !p->fair.latency_work || !c || w <= p->fair.latency_work / c;
+}
+
+/* Learns the scene's cost from a turn: the tests counted over its tasks (a
+ * turn the latency lane cut short cost at least the lane's budget), blended
+ * with what was known. */
+static void learn_cost(tdm_pooler_job *j, uint64_t used, int cut)
+{
+    uint64_t tasks = (uint64_t)j->turn * tasks_per_query(j);
+    if (!tasks || (!used && !cut)) return; /* not counted: a GPU engine ran it */
+    /* cut short, it would have cost more than it did: at least twice as much, so that
+       the same job is not small the next time */
+    uint64_t est = (cut ? 2 * used : used) / tasks + 1, *h = cost_hint(j), old = __atomic_load_n(h, __ATOMIC_RELAXED);
+    uint64_t next = cut ? (est > old ? est : old) : (old ? (3 * old + est) / 4 : est);
+    __atomic_store_n(h, next, __ATOMIC_RELAXED);
 }
 
 /* Queues a job (lock held): a small one where the latency lane looks, unless
@@ -120,8 +148,9 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
         return 1;
     }
     int verdict = tdm_work_verdict(&j->work);
-    if (verdict == TDM_EBUDGET && j->latency_turn &&
-        !(j->max_work && __atomic_load_n(&j->work.used, __ATOMIC_RELAXED) > j->max_work)) {
+    uint64_t used = __atomic_load_n(&j->work.used, __ATOMIC_RELAXED);
+    learn_cost(j, used, verdict == TDM_EBUDGET);
+    if (verdict == TDM_EBUDGET && j->latency_turn && !(j->max_work && used > j->max_work)) {
         /* over the latency lane's budget, not its own: again, on the other lanes, from the start of the turn */
         __atomic_store_n(&j->work.over, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&j->work.used, 0, __ATOMIC_RELAXED);
@@ -367,7 +396,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
-    job->small = p->fair.latency_tasks > 0 && weight(job) <= p->fair.latency_tasks;
+    job->small = is_small(p, job);
     enqueue(p, job);
     p->pending++;
     pthread_cond_broadcast(&p->wake); /* a signal could wake only the latency lane, which may not take it */

@@ -95,14 +95,18 @@ static inline int tdm_pooler_job_cancelled(const tdm_pooler_job *j)
  *   queries (at least one) per turn and then goes to the back of the queue, so
  *   large jobs take turns with each other and with everything queued after them.
  * - The latency lane: with two or more pooler threads, thread 0 runs only small
- *   jobs (at most latency_tasks tasks), each with a budget of latency_work tests
+ *   jobs (at most latency_tasks tasks, and, by what their scene's jobs cost lately
+ *   (tdm_scene.cost_hint, learned from the CPU engine's counts), within
+ *   latency_work), each with a budget of latency_work tests
  *   for that run; a small job that needs more is given up there and queued again
  *   for the other threads (its work so far is lost, its answer is not). So a small
  *   job waits at most for the small jobs ahead of it, each cut at latency_work,
  *   however large the other jobs are. The other threads take the oldest job of
  *   either kind.
  * Defaults (tdm_pooler_fairness_default): slice_tasks = max_batch_tasks,
- * latency_tasks 256, latency_work 4 Mi tests (~20-80 ms of one core). */
+ * latency_tasks 256, latency_work 256 Ki tests (~2-20 ms of one core: the batch of small jobs the lane
+ * runs holds each of them, on as little as one thread while the other lanes keep
+ * the pool busy). */
 typedef struct tdm_pooler_fairness {
     uint64_t slice_tasks;   /* 0: max_batch_tasks */
     uint64_t latency_tasks; /* 0: no latency lane */

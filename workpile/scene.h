@@ -87,6 +87,9 @@ typedef struct tdm_scene {
     uint32_t (*cull_pair)[2];  /* owned, by check */
     double *cull_rsum;         /* owned, by check */
     struct tdm_solids *solids; /* owned; NULL when no object is solid (then no pair pays anything) */
+    uint64_t cost_hint;        /* learned, not part of the scene's meaning: box and triangle tests per task
+                                  its recent jobs cost (the pooler's, __atomic; 0: not known yet), so that
+                                  jobs on a heavy scene skip the latency lane (workpile/pooler.h) */
 } tdm_scene;
 
 /* Copies the objects and the allowed list into a new scene and computes the
