@@ -410,8 +410,8 @@ typedef struct tdm_client tdm_client;
 
 typedef struct tdm_connect_opts {
     const char *addr;         /* "host:port", "host" (port 7450), "[v6addr]:port" or "unix:/path" */
-    int timeout_ms;           /* connect + Hello; 0: wait as long as the system does */
-    int io_timeout_ms;        /* each later blocking call; 0 (default): no limit */
+    int timeout_ms;           /* connect + Hello; 0 (default): wait as long as the system does */
+    int io_timeout_ms;        /* each later blocking call, or each async request; 0 (default): no limit */
     const char *auth_token;   /* NULL or "" when the server has none */
     const char *client_name;  /* for the server's log; NULL: "libtandem" */
     uint32_t max_reply_bytes; /* largest reply frame accepted; 0: TDM_DEFAULT_MAX_REPLY_BYTES */
@@ -577,7 +577,10 @@ typedef struct tdm_async tdm_async;
 
 /* Event-loop hooks, as in hiredis: the context calls them to say which readiness it needs.
  * add/del may be called repeatedly; cleanup is called once, when the context goes away, and
- * must stop the loop from calling tdm_async_handle_* for this context again. */
+ * must stop the loop from calling tdm_async_handle_* for this context again.
+ * set_timer (may be NULL: then no timeout is enforced) asks for one call of
+ * tdm_async_handle_timeout after ms milliseconds (0: as soon as possible), replacing the
+ * timer asked for before; ms < 0 cancels it. */
 typedef struct tdm_async_ev {
     void *data;
     void (*add_read)(void *data);
@@ -585,6 +588,7 @@ typedef struct tdm_async_ev {
     void (*add_write)(void *data);
     void (*del_write)(void *data);
     void (*cleanup)(void *data);
+    void (*set_timer)(void *data, int64_t ms);
 } tdm_async_ev;
 
 /* A reply callback. reply is borrowed: valid only during the call. reply->status is 0,
@@ -604,7 +608,15 @@ typedef void tdm_async_disconnect_cb(tdm_async *ac, int status);
 /* Starts a non-blocking connect (name resolution itself blocks, as in hiredis) and queues
  * Hello. Returns a context (NULL only when out of memory); if tdm_async_err is set it never
  * connected: free it with tdm_async_free (no callback is called). Otherwise attach it to a
- * loop (tdm_async_attach, or an adapter). opts->timeout_ms and io_timeout_ms are unused. */
+ * loop (tdm_async_attach, or an adapter).
+ * Timeouts, as the blocking client's (0, the default: none), enforced through the loop's
+ * set_timer hook: opts->timeout_ms bounds the TCP connect and the Hello handshake together
+ * (past it the connect callback gets TDM_CLIENT_ETIMEOUT); opts->io_timeout_ms bounds each
+ * request from its submission to its reply. A request past it gets its callback once with
+ * status TDM_CLIENT_ETIMEOUT (type TDM_REPLY_NONE), and the connection is closed, because
+ * a late reply could no longer be matched safely: the other pending requests get
+ * TDM_CLIENT_ECLOSED, the disconnect callback TDM_CLIENT_ETIMEOUT, and tdm_async_errstr
+ * names the request that timed out. */
 TDM_API tdm_async *tdm_async_connect(const tdm_connect_opts *opts);
 /* Installs the hooks; called by adapters. Returns TDM_CLIENT_EINVAL if already attached. */
 TDM_API int tdm_async_attach(tdm_async *ac, const tdm_async_ev *ev);
@@ -621,6 +633,8 @@ TDM_API const tdm_server_info *tdm_async_server_info(const tdm_async *ac);
 /* The loop calls these when the socket is readable / writable. */
 TDM_API void tdm_async_handle_read(tdm_async *ac);
 TDM_API void tdm_async_handle_write(tdm_async *ac);
+/* The loop calls this when the timer asked for by set_timer is due. */
+TDM_API void tdm_async_handle_timeout(tdm_async *ac);
 
 /* Graceful: no new requests are accepted; the connection closes once every pending reply
  * has been delivered, then the disconnect callback runs with status 0. */
