@@ -690,6 +690,66 @@ TDM_API int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, 
 /* Requests queued and not yet answered. */
 TDM_API size_t tdm_async_pending(const tdm_async *ac);
 
+/* ---- 4. several servers (blocking) ----------------------------------------------------- */
+
+/* One blocking context over several tandemd: uploads (meshes, scenes, robots, robot scenes)
+ * go to every server, and are kept (copied) by the context to be replayed, in order, to a
+ * server that reconnects, before it gets any query (content ids make that idempotent);
+ * batches of queries and motions are cut into parts spread over the usable servers, and
+ * answers land in the caller's arrays in order, each exactly once. A part whose server fails
+ * (connection lost, io_timeout_ms passed, BUSY) is re-sent to another server; a failed
+ * server is reconnected after a backoff (100 ms doubling to 5 s by default), or at once when
+ * none is usable. A call fails with TDM_CLIENT_ECONNECT when every server failed during it.
+ * Deletes and lists are not spread: use a tdm_client per server. One thread at a time. */
+typedef struct tdm_multi tdm_multi;
+
+/* Connects to n addresses (opts->addr is ignored), or, with addrs NULL, to the comma-
+ * separated list in opts->addr ("a:7450,b:7450,unix:/run/t.sock"); the other options
+ * (timeouts, token, name, max_reply_bytes) apply to each server. Returns once every server
+ * has connected or failed; a context always (NULL only when out of memory): when no server
+ * could be reached, tdm_multi_err is set and the context can only be freed. */
+TDM_API tdm_multi *tdm_multi_connect(const char *const *addrs, size_t n, const tdm_connect_opts *opts);
+TDM_API void tdm_multi_free(tdm_multi *m);
+TDM_API int tdm_multi_err(const tdm_multi *m);
+/* The text of the last failure (owned by m, valid until the next call on m). */
+TDM_API const char *tdm_multi_errstr(const tdm_multi *m);
+/* The server's Error behind the last TDM_CLIENT_ESERVER (its index made the call's), or NULL. */
+TDM_API const tdm_server_error *tdm_multi_server_error(const tdm_multi *m);
+/* Backoff before reconnecting a failed server: retry_min_ms doubling up to retry_max_ms. */
+TDM_API void tdm_multi_set_retry(tdm_multi *m, int retry_min_ms, int retry_max_ms);
+/* A batch is cut into parts of at least min_queries (default 1), one per usable server. */
+TDM_API void tdm_multi_set_min_part(tdm_multi *m, size_t min_queries);
+TDM_API size_t tdm_multi_servers(const tdm_multi *m);
+/* Server i: 1 when usable now, 0 otherwise (*errstr: why it is down, or ""); *addr its
+ * address. Both borrowed from m. TDM_CLIENT_EINVAL for i out of range. */
+TDM_API int tdm_multi_server_state(const tdm_multi *m, size_t i, const char **addr, const char **errstr);
+/* Parts re-sent to another server after a failure, over the context's life. */
+TDM_API size_t tdm_multi_resent(const tdm_multi *m);
+
+/* As tdm_mesh_put, tdm_scene_put, tdm_robot_put, tdm_robot_scene_put, on every server. A
+ * refusal by any server is the call's TDM_CLIENT_ESERVER (the upload is then not kept). */
+TDM_API int tdm_multi_mesh_put(tdm_multi *m, const char *name, const float *verts, uint32_t n_verts,
+                               const uint32_t *tris, uint32_t n_tris, uint8_t mesh_id[TDM_ID_BYTES], int *created);
+TDM_API int tdm_multi_scene_put(tdm_multi *m, const char *name, const tdm_scene_object *objects, size_t n_objects,
+                                const tdm_object_pair *allowed, size_t n_allowed, uint8_t scene_id[TDM_ID_BYTES],
+                                int *created, uint32_t *movable, size_t movable_cap, size_t *n_movable);
+TDM_API int tdm_multi_robot_put(tdm_multi *m, const char *name, const char *urdf, const char *srdf,
+                                const tdm_robot_mesh_ref *meshes, size_t n_meshes, uint8_t robot_id[TDM_ID_BYTES],
+                                int *created);
+TDM_API int tdm_multi_robot_scene_put(tdm_multi *m, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
+                                      const char *world_yaml, uint8_t scene_id[TDM_ID_BYTES], int *created);
+/* As tdm_query / tdm_query_configs / tdm_motion_check, spread over the servers. A server's
+ * refusal (TDM_CLIENT_ESERVER) ends the call; its error's index is the call's. */
+TDM_API int tdm_multi_query(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                            const double *poses, uint32_t n_movable, size_t n_queries, uint32_t max_contacts,
+                            tdm_query_result *results, tdm_pairs *pairs);
+TDM_API int tdm_multi_query_configs(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                                    const double *configs, uint32_t n_joints, size_t n_queries,
+                                    uint32_t max_contacts, tdm_query_result *results, tdm_pairs *pairs);
+TDM_API int tdm_multi_motion_check(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                   const double *motions, uint32_t n_joints, size_t n_motions,
+                                   int64_t *first_colliding, uint64_t *n_states, double *last_free);
+
 #ifdef __cplusplus
 }
 #endif

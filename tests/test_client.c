@@ -253,3 +253,201 @@ Test(client, async_no_timeout_by_default)
     uv_loop_close(&loop);
     fake_stop(&f);
 }
+
+/* ---- several servers ---------------------------------------------------------------------- *
+ *
+ *   multi_survives_a_kill      three tandemd on loopback, a torus and two spheres uploaded
+ *                              through tdm_multi (to all three), 40 batches of 600 contacts
+ *                              queries spread over them while a thread SIGKILLs one daemon
+ *                              mid-run: every answer equals the single-server answer (the
+ *                              result arrays are pre-filled with a sentinel, so a missing
+ *                              answer shows), parts were re-sent; then the dead daemon is
+ *                              started again on its port with an empty data directory: the
+ *                              context reconnects after its backoff, replays the uploads
+ *                              (the restarted daemon lists the scene) and uses it again
+ *   multi_all_down             every server gone: a call fails with TDM_CLIENT_ECONNECT
+ *                              naming each address, promptly */
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#include "daemon_util.h"
+#include "gen.h"
+#include "geom/mesh.h"
+
+#define N_BATCH 40
+#define BATCH 600
+
+static _Atomic int batches_done;
+
+typedef struct killer {
+    pid_t pid;
+    int after;
+    pthread_t th;
+} killer;
+
+static void *killer_main(void *arg)
+{
+    killer *k = arg;
+    while (atomic_load(&batches_done) < k->after) usleep(1000);
+    usleep(3000); /* into the next batch */
+    kill(k->pid, SIGKILL);
+    return NULL;
+}
+
+typedef struct world {
+    uint8_t torus[TDM_ID_BYTES], sphere[TDM_ID_BYTES], scene[TDM_ID_BYTES];
+    tdm_scene_object objs[3];
+    double *poses; /* N_BATCH * BATCH * 2 poses */
+} world;
+
+static void put_world(tdm_multi *m, world *w)
+{
+    tdm_mesh *torus = gen_torus(1.5, 0.5, 32, 16), *sphere = gen_sphere(0.6, 16);
+    int created = -1;
+    cr_assert_eq(tdm_multi_mesh_put(m, "torus", torus->verts, torus->n_verts, torus->tris, torus->n_tris, w->torus,
+                                    &created),
+                 0, "%s", tdm_multi_errstr(m));
+    cr_assert_eq(tdm_multi_mesh_put(m, "sphere", sphere->verts, sphere->n_verts, sphere->tris, sphere->n_tris,
+                                    w->sphere, NULL),
+                 0, "%s", tdm_multi_errstr(m));
+    memset(w->objs, 0, sizeof w->objs);
+    w->objs[0].object_id = 1;
+    memcpy(w->objs[0].mesh_id, w->torus, TDM_ID_BYTES);
+    for (int i = 1; i < 3; i++) {
+        w->objs[i].object_id = (uint32_t)i + 1;
+        memcpy(w->objs[i].mesh_id, w->sphere, TDM_ID_BYTES);
+        w->objs[i].movable = 1;
+    }
+    uint32_t movable[3];
+    size_t n_movable = 0;
+    cr_assert_eq(tdm_multi_scene_put(m, "two spheres", w->objs, 3, NULL, 0, w->scene, NULL, movable, 3, &n_movable), 0,
+                 "%s", tdm_multi_errstr(m));
+    cr_assert_eq(n_movable, 2);
+    tdm_mesh_free(torus);
+    tdm_mesh_free(sphere);
+    gen_rng r = {gen_seed(0x3e77)};
+    size_t n = (size_t)N_BATCH * BATCH * 2;
+    w->poses = malloc(n * 7 * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        gen_pose p = gen_pose_in_ball(&r, (tdm_dvec3){0, 0, 0}, 2.3);
+        double *d = w->poses + 7 * i;
+        d[0] = p.t.x, d[1] = p.t.y, d[2] = p.t.z, d[3] = p.q.x, d[4] = p.q.y, d[5] = p.q.z, d[6] = p.q.w;
+    }
+}
+
+Test(client, multi_survives_a_kill, .timeout = 240)
+{
+    dmn d[3];
+    const char *addrs[3];
+    for (int i = 0; i < 3; i++) {
+        dmn_init(&d[i], "multi");
+        dmn_start(&d[i], NULL);
+        addrs[i] = d[i].tcp_addr;
+    }
+    tdm_connect_opts o = {.timeout_ms = 5000, .client_name = "test-multi"};
+    tdm_multi *m = tdm_multi_connect(addrs, 3, &o);
+    cr_assert(m);
+    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
+    tdm_multi_set_retry(m, 50, 200);
+    world w;
+    put_world(m, &w);
+
+    /* the single-server answers, from daemon 0 alone */
+    tdm_client *c = tdm_client_connect(d[0].tcp_addr, 5000);
+    cr_assert_eq(tdm_client_err(c), 0, "%s", tdm_client_errstr(c));
+    tdm_query_result *want = malloc(sizeof *want * N_BATCH * BATCH), *got = malloc(sizeof *got * N_BATCH * BATCH);
+    for (int b = 0; b < N_BATCH; b++)
+        cr_assert_eq(tdm_query(c, w.scene, TDM_QUERY_CONTACTS, w.poses + (size_t)b * BATCH * 14, 2, BATCH, 0,
+                               want + (size_t)b * BATCH, NULL),
+                     0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    size_t colliding = 0;
+    for (size_t i = 0; i < (size_t)N_BATCH * BATCH; i++) colliding += want[i].colliding;
+    cr_assert(colliding > N_BATCH * BATCH / 10 && colliding < N_BATCH * BATCH * 9 / 10, "colliding %zu", colliding);
+
+    memset(got, 0xff, sizeof *got * N_BATCH * BATCH);
+    atomic_store(&batches_done, 0);
+    killer k = {d[1].pid, N_BATCH / 3, 0};
+    cr_assert_eq(pthread_create(&k.th, NULL, killer_main, &k), 0);
+    for (int b = 0; b < N_BATCH; b++) {
+        cr_assert_eq(tdm_multi_query(m, w.scene, TDM_QUERY_CONTACTS, w.poses + (size_t)b * BATCH * 14, 2, BATCH, 0,
+                                     got + (size_t)b * BATCH, NULL),
+                     0, "batch %d: %s", b, tdm_multi_errstr(m));
+        atomic_fetch_add(&batches_done, 1);
+    }
+    pthread_join(k.th, NULL);
+    int st;
+    cr_assert_eq(waitpid(d[1].pid, &st, 0), d[1].pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    d[1].pid = 0;
+    for (size_t i = 0; i < (size_t)N_BATCH * BATCH; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "query %zu", i);
+        cr_assert_eq(got[i].contacts, want[i].contacts, "query %zu", i);
+        cr_assert_eq(got[i].truncated, want[i].truncated, "query %zu", i);
+        cr_assert_eq(got[i].n_pairs, 0, "query %zu", i);
+    }
+    cr_assert_geq(tdm_multi_resent(m), 1, "no part was re-sent");
+    const char *addr, *why;
+    cr_assert_eq(tdm_multi_server_state(m, 1, &addr, &why), 0);
+    cr_assert_str_eq(addr, d[1].tcp_addr);
+    cr_assert(why[0], "a down server says why");
+
+    /* back on the same address with nothing stored: reconnected after the backoff, the
+     * uploads replayed before it gets queries */
+    remove_tree(d[1].data_dir);
+    d[1].fixed_port = d[1].port;
+    dmn_start(&d[1], NULL);
+    usleep(300 * 1000);
+    memset(got, 0xff, sizeof *got * BATCH);
+    for (int rep = 0; rep < 5; rep++)
+        cr_assert_eq(tdm_multi_query(m, w.scene, TDM_QUERY_CONTACTS, w.poses, 2, BATCH, 0, got, NULL), 0, "%s",
+                     tdm_multi_errstr(m));
+    cr_assert_eq(tdm_multi_server_state(m, 1, NULL, &why), 1, "server 1 not back: %s", why);
+    for (size_t i = 0; i < BATCH; i++) cr_assert_eq(got[i].contacts, want[i].contacts, "query %zu", i);
+    c = tdm_client_connect(d[1].tcp_addr, 5000);
+    cr_assert_eq(tdm_client_err(c), 0, "%s", tdm_client_errstr(c));
+    tdm_scene_info *scenes;
+    size_t n_scenes;
+    cr_assert_eq(tdm_scene_list(c, &scenes, &n_scenes), 0);
+    cr_assert_eq(n_scenes, 1);
+    cr_assert(!memcmp(scenes[0].scene_id, w.scene, TDM_ID_BYTES));
+    tdm_scene_list_free(scenes);
+    tdm_client_free(c);
+
+    tdm_multi_free(m);
+    free(want);
+    free(got);
+    free(w.poses);
+    for (int i = 0; i < 3; i++) dmn_cleanup(&d[i]);
+}
+
+Test(client, multi_all_down, .timeout = 60)
+{
+    dmn d[2];
+    const char *addrs[2];
+    for (int i = 0; i < 2; i++) {
+        dmn_init(&d[i], "multidown");
+        dmn_start(&d[i], NULL);
+        addrs[i] = d[i].tcp_addr;
+    }
+    char list[200];
+    snprintf(list, sizeof list, "%s,%s", addrs[0], addrs[1]);
+    tdm_connect_opts o = {.addr = list, .timeout_ms = 2000};
+    tdm_multi *m = tdm_multi_connect(NULL, 0, &o);
+    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
+    cr_assert_eq(tdm_multi_servers(m), 2);
+    world w;
+    put_world(m, &w);
+    for (int i = 0; i < 2; i++) dmn_stop(&d[i], SIGKILL);
+    tdm_query_result res[4];
+    double t0 = now_ms();
+    cr_assert_eq(tdm_multi_query(m, w.scene, TDM_QUERY_BOOL, w.poses, 2, 4, 0, res, NULL), TDM_CLIENT_ECONNECT);
+    cr_assert(now_ms() - t0 < 3000);
+    cr_assert(strstr(tdm_multi_errstr(m), addrs[0]) && strstr(tdm_multi_errstr(m), addrs[1]), "%s",
+              tdm_multi_errstr(m));
+    tdm_multi_free(m);
+    free(w.poses);
+    for (int i = 0; i < 2; i++) dmn_cleanup(&d[i]);
+}
