@@ -451,3 +451,104 @@ Test(client, multi_all_down, .timeout = 60)
     free(w.poses);
     for (int i = 0; i < 2; i++) dmn_cleanup(&d[i]);
 }
+
+/* ---- tandem bench load ---------------------------------------------------------------------- *
+ *
+ *   bench_load_counts_every_request  `tandem bench load` against a tandemd for 2 s at 300
+ *                              requests/s over 8 connections and 50 idle ones: the last line
+ *                              has the exact fields, requests = answered = 600 (the schedule's
+ *                              count), no error nor mismatch, exit 0; and again on two daemons
+ *                              (a list): the same
+ *   bench_load_fd_limit        1000 idle connections under a hard descriptor limit of 256:
+ *                              exit 1 and a message naming the limit */
+
+#include <sys/resource.h>
+
+#include "spawn.h"
+
+#ifndef TANDEM_BIN
+#error "TANDEM_BIN must be defined by the build"
+#endif
+
+/* Runs the tool (fd_limit > 0: under that descriptor limit, soft and hard); its output. */
+static char *run_bench(const char *const *argv, int *status, int fd_limit)
+{
+    char out_path[] = "/tmp/tandem-bench-XXXXXX";
+    int fd = mkstemp(out_path);
+    cr_assert_geq(fd, 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (fd_limit > 0) {
+            struct rlimit rl = {(rlim_t)fd_limit, (rlim_t)fd_limit};
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        execv(TANDEM_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    size_t len;
+    char *text = gen_read_file(out_path, &len);
+    close(fd);
+    unlink(out_path);
+    return text;
+}
+
+static void expect_line(const char *text, unsigned long long requests)
+{
+    const char *line = strstr(text, "\nrequests=");
+    cr_assert(line, "no result line in:\n%s", text);
+    unsigned long long n, a, e, m;
+    double s, r, p50, p99, p999;
+    cr_assert_eq(sscanf(line + 1,
+                        "requests=%llu answered=%llu errors=%llu mismatches=%llu seconds=%lf rps=%lf p50_ms=%lf "
+                        "p99_ms=%lf p999_ms=%lf",
+                        &n, &a, &e, &m, &s, &r, &p50, &p99, &p999),
+                 9, "%s", line);
+    cr_assert_eq(n, requests, "%s", text);
+    cr_assert_eq(a, requests, "%s", text);
+    cr_assert_eq(e, 0);
+    cr_assert_eq(m, 0);
+    cr_assert(s > 1.5 && s < 4, "%s", line);
+    cr_assert(p50 > 0 && p50 <= p99 && p99 <= p999, "%s", line);
+    cr_assert(strstr(text, "idle connections held to the end: 50 of 50"), "%s", text);
+}
+
+Test(client, bench_load_counts_every_request, .timeout = 120)
+{
+    dmn d[2];
+    for (int i = 0; i < 2; i++) {
+        dmn_init(&d[i], "bench");
+        dmn_start(&d[i], NULL);
+    }
+    int st;
+    const char *argv1[] = {TANDEM_BIN, "bench", "load", "--server", d[0].tcp_addr, "--connections", "8", "--rate",
+                           "300", "--duration", "2", "--idle", "50", "--mode", "contacts", NULL};
+    char *text = run_bench(argv1, &st, 0);
+    cr_assert_eq(st, 0, "%s", text);
+    expect_line(text, 600);
+    free(text);
+    char list[160];
+    snprintf(list, sizeof list, "%s,%s", d[0].tcp_addr, d[1].tcp_addr);
+    const char *argv2[] = {TANDEM_BIN, "bench", "load", "--server", list, "--connections", "8", "--rate", "300",
+                           "--duration", "2", "--idle", "50", NULL};
+    text = run_bench(argv2, &st, 0);
+    cr_assert_eq(st, 0, "%s", text);
+    expect_line(text, 600);
+    free(text);
+    for (int i = 0; i < 2; i++) dmn_cleanup(&d[i]);
+}
+
+Test(client, bench_load_fd_limit)
+{
+    int st;
+    const char *argv[] = {TANDEM_BIN, "bench", "load", "--server", "127.0.0.1:9", "--idle", "1000", NULL};
+    char *text = run_bench(argv, &st, 256);
+    cr_assert_eq(st, 1, "%s", text);
+    cr_assert(strstr(text, "file descriptors, but the limit is"), "%s", text);
+    free(text);
+}

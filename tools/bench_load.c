@@ -344,11 +344,10 @@ static void on_tick(uv_timer_t *t)
     }
     double el = (now - L->t0_ms) / 1e3;
     if (L->sending) {
-        if (el >= L->duration_s) {
-            L->sending = 0;
-            L->draining = 1;
-        } else {
-            uint64_t due = (uint64_t)(L->rate * el);
+        /* the schedule: rate * t requests by time t; the last tick sends up to rate * duration */
+        int last = el >= L->duration_s;
+        uint64_t due = (uint64_t)(L->rate * (last ? L->duration_s : el) + 1e-6);
+        {
             while (L->sent < due) {
                 lconn *c = NULL;
                 for (size_t k = 0; k < L->n_active; k++) {
@@ -370,6 +369,10 @@ static void on_tick(uv_timer_t *t)
                     break;
                 }
             }
+        }
+        if (last && (L->sent >= due || el >= L->duration_s + L->drain_s)) {
+            L->sending = 0;
+            L->draining = 1;
         }
     }
     if (L->progress && now >= L->next_progress_ms) {
