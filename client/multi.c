@@ -32,7 +32,8 @@ typedef struct server {
     double retry_at;  /* down: reconnect from then on */
     double failed_at; /* last failure */
     int backoff_ms;
-    size_t replays;   /* log entries sent and not yet answered */
+    size_t replay_next; /* replaying: the log entry in flight (one at a time: a server may finish
+                           pipelined puts out of order, and a scene needs its meshes stored) */
     size_t inflight;  /* parts in flight */
     int err;
     char errstr[640];
@@ -157,7 +158,7 @@ static void server_down(server *s, int err, const char *why)
     s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : m->retry_min_ms;
     if (s->backoff_ms > m->retry_max_ms) s->backoff_ms = m->retry_max_ms;
     s->retry_at = now + s->backoff_ms;
-    s->replays = 0;
+    s->replay_next = 0;
 }
 
 /* ---- sending one log entry or one part ------------------------------------------------------ */
@@ -179,6 +180,26 @@ static int send_entry(server *s, const log_entry *e, tdm_async_reply_cb *cb, voi
     }
 }
 
+static void on_replayed(tdm_async *ac, const tdm_reply *r, void *priv);
+
+/* Sends the next log entry to a replaying server, or makes it usable when none is left. */
+static void replay_next(server *s)
+{
+    tdm_multi *m = s->m;
+    if (s->replay_next >= m->log_len) {
+        s->state = S_UP;
+        s->backoff_ms = 0;
+        return;
+    }
+    int rc = send_entry(s, &m->log[s->replay_next], on_replayed, s);
+    if (rc) {
+        char why[700];
+        tdm__fmt(why, sizeof why, "%s: replaying an upload: %s", s->addr, tdm_client_strerror(rc));
+        server_down(s, rc, why);
+        tdm_async_free(s->ac); /* deferred when inside a callback */
+    }
+}
+
 static void on_replayed(tdm_async *ac, const tdm_reply *r, void *priv)
 {
     server *s = priv;
@@ -194,10 +215,8 @@ static void on_replayed(tdm_async *ac, const tdm_reply *r, void *priv)
         tdm_async_free(ac); /* deferred until this callback returns */
         return;
     }
-    if (--s->replays == 0) {
-        s->state = S_UP;
-        s->backoff_ms = 0;
-    }
+    s->replay_next++;
+    replay_next(s);
 }
 
 static void on_connected(tdm_async *ac, int status)
@@ -207,21 +226,9 @@ static void on_connected(tdm_async *ac, int status)
         server_down(s, status, tdm_async_errstr(ac));
         return;
     }
-    tdm_multi *m = s->m;
-    s->state = m->log_len ? S_REPLAYING : S_UP;
-    s->replays = 0;
-    for (size_t i = 0; i < m->log_len; i++) {
-        int rc = send_entry(s, &m->log[i], on_replayed, s);
-        if (rc) {
-            char why[700];
-            tdm__fmt(why, sizeof why, "%s: replaying an upload: %s", s->addr, tdm_client_strerror(rc));
-            server_down(s, rc, why);
-            tdm_async_free(ac);
-            return;
-        }
-        s->replays++;
-    }
-    if (s->state == S_UP) s->backoff_ms = 0;
+    s->state = S_REPLAYING;
+    s->replay_next = 0;
+    replay_next(s);
 }
 
 static void on_disconnected(tdm_async *ac, int status)
@@ -670,8 +677,8 @@ static int broadcast(tdm_multi *m, log_entry *e, op *o)
         /* wait until a server is usable (connecting ones finish, down ones are retried) */
         bool connected = false, pending = false;
         for (size_t i = 0; i < m->n; i++) {
-            connected |= m->servers[i].state == S_UP || m->servers[i].state == S_REPLAYING;
-            pending |= m->servers[i].state == S_CONNECTING;
+            connected |= m->servers[i].state == S_UP;
+            pending |= m->servers[i].state == S_CONNECTING || m->servers[i].state == S_REPLAYING;
         }
         if (connected) break;
         if (!pending && all_failed_since(m, o->t_start)) {
@@ -685,7 +692,7 @@ static int broadcast(tdm_multi *m, log_entry *e, op *o)
     const log_entry *le = &m->log[m->log_len - 1];
     for (size_t i = 0; i < m->n; i++) {
         server *s = &m->servers[i];
-        if (!(s->state == S_UP || s->state == S_REPLAYING) || !s->ac) continue;
+        if (s->state != S_UP || !s->ac) continue; /* a replaying server gets it from the log, in order */
         int rc = send_entry(s, le, on_broadcast, o);
         if (rc == TDM_CLIENT_ECLOSED) continue;
         if (rc) {
