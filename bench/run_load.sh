@@ -14,7 +14,8 @@
 # Every answer is checked against the CPU engine inside `tandem bench load`, which exits 1
 # unless every request was answered once and right.
 #
-# Environment: ACTIVE IDLE CAP_S IDLE_S SOAK_S SOAK_PCT SAMPLE_S BATCH MODE PORT THREADS
+# Environment: ACTIVE IDLE CAP_S IDLE_S SOAK_S SOAK_PCT SAMPLE_S BATCH (poses a request, 4) MODE
+# (bool) INFLIGHT (requests in flight per connection, 4) PORT THREADS
 # ENGINE (tandemd --engine; default: tandemd's own choice).
 set -euo pipefail
 
@@ -29,6 +30,7 @@ SOAK_PCT=${SOAK_PCT:-80}
 SAMPLE_S=${SAMPLE_S:-5}
 BATCH=${BATCH:-4}
 MODE=${MODE:-bool}
+INFLIGHT=${INFLIGHT:-4}
 PORT=${PORT:-17490}
 THREADS=${THREADS:-0}
 
@@ -46,7 +48,7 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$NEED" ]; then
          "(hard $(ulimit -Hn)): raise the hard limit" >&2
     exit 1
 fi
-echo "ulimit -n: $(ulimit -n)" | tee "$OUT/limits.txt"
+{ echo "ulimit -n: $(ulimit -n)"; echo "cores: $(nproc)"; uptime; } | tee "$OUT/limits.txt"
 
 ENGINE_FLAGS=()
 [ -n "${ENGINE:-}" ] && ENGINE_FLAGS=(--engine "$ENGINE")
@@ -64,14 +66,14 @@ SERVER=127.0.0.1:$PORT
 load() { # name, then bench load's options
     local name=$1
     shift
-    echo "+ tandem bench load --server $SERVER $*" | tee "$OUT/$name.txt"
-    "$TANDEM" bench load --server "$SERVER" --batch "$BATCH" --mode "$MODE" "$@" >>"$OUT/$name.txt" 2>&1
+    echo "+ tandem bench load --server $SERVER --batch $BATCH --mode $MODE --inflight $INFLIGHT $*" | tee "$OUT/$name.txt"
+    "$TANDEM" bench load --server "$SERVER" --batch "$BATCH" --mode "$MODE" --inflight "$INFLIGHT" "$@" >>"$OUT/$name.txt" 2>&1
     tail -1 "$OUT/$name.txt"
 }
 field() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" "$OUT/$1.txt" | tail -1; }
 
 # 1. capacity
-load capacity --connections "$ACTIVE" --rate 10000000 --duration "$CAP_S" --inflight 4
+load capacity --connections "$ACTIVE" --rate 10000000 --duration "$CAP_S"
 CAP=$(field capacity rps)
 CAP=${CAP%.*}
 echo "capacity: $CAP requests/s of $BATCH poses" | tee -a "$OUT/limits.txt"
@@ -98,5 +100,6 @@ printf 't_s\trss_kib\tgpu_mib\n' >"$OUT/rss.tsv"
 SAMPLER=$!
 load soak --connections "$ACTIVE" --rate "$RATE" --duration "$SOAK_S" --progress 1 || true
 kill $SAMPLER 2>/dev/null || true
+uptime | tee -a "$OUT/limits.txt"
 echo "soak: $RATE requests/s ($SOAK_PCT % of $CAP) for $SOAK_S s; RSS samples in $OUT/rss.tsv"
 grep -E "^requests=" "$OUT/capacity.txt" "$OUT/idle.txt" "$OUT/soak.txt"

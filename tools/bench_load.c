@@ -344,7 +344,8 @@ static void on_tick(uv_timer_t *t)
     }
     double el = (now - L->t0_ms) / 1e3;
     if (L->sending) {
-        /* the schedule: rate * t requests by time t; the last tick sends up to rate * duration */
+        /* the schedule: rate * t requests by time t; the last tick, at or past the duration, sends
+         * up to rate * duration where connections have room, then sending stops */
         int last = el >= L->duration_s;
         uint64_t due = (uint64_t)(L->rate * (last ? L->duration_s : el) + 1e-6);
         {
@@ -370,7 +371,7 @@ static void on_tick(uv_timer_t *t)
                 }
             }
         }
-        if (last && (L->sent >= due || el >= L->duration_s + L->drain_s)) {
+        if (last) { /* what could not be sent by now is not sent: behind schedule, said below */
             L->sending = 0;
             L->draining = 1;
         }
