@@ -554,3 +554,115 @@ Test(client, bench_load_fd_limit)
     cr_assert(strstr(text, "file descriptors, but the limit is"), "%s", text);
     free(text);
 }
+
+/* ---- several servers, robots ------------------------------------------------------------------ *
+ *
+ *   multi_robots               tests/arm_fixture.h's arm through tdm_multi on two daemons: the
+ *                              bar mesh, the robot and its planning scene stored on both (the
+ *                              same ids as one server gives); 12 batches of 250 configurations
+ *                              (contacts) and of 40 motions, daemon 1 SIGKILLed after batch 4:
+ *                              every answer (colliding, contacts, first colliding state, state
+ *                              count, last free state) equals daemon 0's alone */
+
+#include "arm_fixture.h"
+
+#define RB 12
+#define RQ 250
+#define RM 40
+
+static void rand_cfg(gen_rng *g, double *q)
+{
+    q[0] = gen_range(g, -3.14, 3.14);
+    q[1] = gen_range(g, -2.6, 2.6);
+    q[2] = gen_range(g, 0, 0.1);
+}
+
+Test(client, multi_robots, .timeout = 120)
+{
+    dmn d[2];
+    const char *addrs[2];
+    for (int i = 0; i < 2; i++) {
+        dmn_init(&d[i], "multirobot");
+        dmn_start(&d[i], NULL);
+        addrs[i] = d[i].tcp_addr;
+    }
+    tdm_connect_opts o = {.timeout_ms = 5000};
+    tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
+    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
+    /* bar.obj, read here: 8 vertices, 12 triangles (1-based in the file) */
+    float v[24];
+    uint32_t t[36];
+    size_t nv = 0, nt = 0;
+    for (const char *p = bar_obj; *p;) {
+        if (p[0] == 'v') {
+            cr_assert_eq(sscanf(p, "v %f %f %f", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]), 3);
+            nv++;
+        } else if (p[0] == 'f') {
+            cr_assert_eq(sscanf(p, "f %u %u %u", &t[3 * nt], &t[3 * nt + 1], &t[3 * nt + 2]), 3);
+            for (int k = 0; k < 3; k++) t[3 * nt + k]--;
+            nt++;
+        }
+        p = strchr(p, '\n') + 1;
+    }
+    tdm_robot_mesh_ref ref = {.filename = "meshes/bar.obj"};
+    cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, (uint32_t)nv, t, (uint32_t)nt, ref.mesh_id, NULL), 0, "%s",
+                 tdm_multi_errstr(m));
+    uint8_t robot[TDM_ID_BYTES], scene[TDM_ID_BYTES], robot1[TDM_ID_BYTES], scene1[TDM_ID_BYTES];
+    cr_assert_eq(tdm_multi_robot_put(m, "arm", urdf_text, srdf_text, &ref, 1, robot, NULL), 0, "%s",
+                 tdm_multi_errstr(m));
+    cr_assert_eq(tdm_multi_robot_scene_put(m, "test", robot, scene_text, scene, NULL), 0, "%s", tdm_multi_errstr(m));
+    /* daemon 0 alone: the same ids, and the reference answers */
+    tdm_client *c = tdm_client_connect(d[0].tcp_addr, 5000);
+    cr_assert_eq(tdm_client_err(c), 0);
+    cr_assert_eq(tdm_robot_put(c, "arm", urdf_text, srdf_text, &ref, 1, robot1, NULL, NULL), 0);
+    cr_assert_eq(tdm_robot_scene_put(c, "test", robot1, scene_text, scene1, NULL, NULL), 0);
+    cr_assert(!memcmp(robot, robot1, TDM_ID_BYTES) && !memcmp(scene, scene1, TDM_ID_BYTES));
+    gen_rng g = {gen_seed(0xa11)};
+    double *q = malloc(sizeof(double) * RB * RQ * 3), *mo = malloc(sizeof(double) * RB * RM * 6);
+    for (size_t i = 0; i < (size_t)RB * RQ; i++) rand_cfg(&g, q + 3 * i);
+    for (size_t i = 0; i < (size_t)RB * RM * 2; i++) rand_cfg(&g, mo + 3 * i);
+    tdm_query_result *want = malloc(sizeof *want * RB * RQ), *got = malloc(sizeof *got * RB * RQ);
+    int64_t wk[RB * RM], gk[RB * RM];
+    uint64_t wn[RB * RM], gn[RB * RM];
+    double *wl = calloc((size_t)RB * RM * 3, sizeof(double)), *gl = calloc((size_t)RB * RM * 3, sizeof(double));
+    for (int b = 0; b < RB; b++) {
+        cr_assert_eq(tdm_query_configs(c, scene, TDM_QUERY_CONTACTS, q + (size_t)b * RQ * 3, 3, RQ, 0,
+                                       want + (size_t)b * RQ, NULL),
+                     0, "%s", tdm_client_errstr(c));
+        cr_assert_eq(tdm_motion_check(c, scene, 0.05, mo + (size_t)b * RM * 6, 3, RM, wk + b * RM, wn + b * RM,
+                                      wl + (size_t)b * RM * 3),
+                     0, "%s", tdm_client_errstr(c));
+    }
+    tdm_client_free(c);
+    memset(got, 0xff, sizeof *got * RB * RQ);
+    memset(gk, 0x7f, sizeof gk);
+    for (int b = 0; b < RB; b++) {
+        if (b == 4) {
+            cr_assert(WIFSIGNALED(dmn_stop(&d[1], SIGKILL)));
+        }
+        cr_assert_eq(tdm_multi_query_configs(m, scene, TDM_QUERY_CONTACTS, q + (size_t)b * RQ * 3, 3, RQ, 0,
+                                             got + (size_t)b * RQ, NULL),
+                     0, "batch %d: %s", b, tdm_multi_errstr(m));
+        cr_assert_eq(tdm_multi_motion_check(m, scene, 0.05, mo + (size_t)b * RM * 6, 3, RM, gk + b * RM, gn + b * RM,
+                                            gl + (size_t)b * RM * 3),
+                     0, "batch %d: %s", b, tdm_multi_errstr(m));
+    }
+    size_t colliding = 0, hit = 0;
+    for (size_t i = 0; i < (size_t)RB * RQ; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "config %zu", i);
+        cr_assert_eq(got[i].contacts, want[i].contacts, "config %zu", i);
+        colliding += want[i].colliding;
+    }
+    for (size_t i = 0; i < (size_t)RB * RM; i++) {
+        cr_assert_eq(gk[i], wk[i], "motion %zu", i);
+        cr_assert_eq(gn[i], wn[i], "motion %zu", i);
+        hit += wk[i] > 0;
+        for (int k = 0; k < 3; k++) cr_assert_eq(gl[3 * i + k], wl[3 * i + k], "motion %zu", i);
+    }
+    cr_assert(colliding > 0 && colliding < (size_t)RB * RQ, "colliding %zu", colliding);
+    cr_assert(hit > 0, "no motion collides after its start");
+    cr_assert_geq(tdm_multi_resent(m), 1);
+    tdm_multi_free(m);
+    free(q), free(mo), free(want), free(got), free(wl), free(gl);
+    for (int i = 0; i < 2; i++) dmn_cleanup(&d[i]);
+}
