@@ -1,4 +1,5 @@
-"""MultiClient: three tandemd, one SIGKILLed in the middle of a run of batches (issue 14, point 9).
+"""MultiClient: three tandemd, one SIGKILLed in the middle of a run of batches (issue 14, point 9):
+stopped (SIGSTOP) before a batch and killed 200 ms into it, so that it holds a part of that batch.
 
 Every answer equals the one server's answer (Client on a server that stays up), none missing (the
 results are checked whole, batch by batch); uploads reached every server; a call with every server
@@ -44,26 +45,25 @@ def test_one_server_killed_mid_run(three):
         with tandem.Client(three[0].tcp) as c:
             want = c.query(scene, poses, "contacts")
         assert 0.05 < want.colliding.mean() < 0.95
-        done = [0]
+        victim = three[2].proc
 
-        def kill():
-            while done[0] < n_batches // 3:
-                time.sleep(0.001)
-            time.sleep(0.002)
-            three[2].proc.send_signal(signal.SIGKILL)
+        def kill():  # 200 ms into the batch the stopped daemon holds a part of
+            time.sleep(0.2)
+            victim.send_signal(signal.SIGKILL)
 
         t = threading.Thread(target=kill)
-        t.start()
         got_contacts = np.full(n_batches * size, -1, dtype=np.int64)
         got_colliding = np.zeros(n_batches * size, dtype=bool)
         for b in range(n_batches):
-            if b == 2 * n_batches // 3:
-                t.join()  # the kill has landed by now, however late the thread ran
+            if b == n_batches // 3:
+                victim.send_signal(signal.SIGSTOP)
+                t.start()
             r = mc.query(scene, poses[b * size : (b + 1) * size], "contacts")
             got_contacts[b * size : (b + 1) * size] = r.contacts
             got_colliding[b * size : (b + 1) * size] = r.colliding
-            done[0] += 1
-        three[2].proc.wait()
+            if b == n_batches // 3:
+                t.join()
+        victim.wait()
         np.testing.assert_array_equal(got_contacts, want.contacts)
         np.testing.assert_array_equal(got_colliding, want.colliding)
         assert mc.resent >= 1
