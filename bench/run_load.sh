@@ -15,7 +15,8 @@
 # unless every request was answered once and right.
 #
 # Environment: ACTIVE IDLE CAP_S IDLE_S SOAK_S SOAK_PCT SAMPLE_S BATCH (poses a request, 4) MODE
-# (bool) INFLIGHT (requests in flight per connection, 4) PORT THREADS
+# (bool) INFLIGHT (requests in flight per connection, 4) LOAD_THREADS (the load generator's
+# loops, nproc/4) PORT THREADS (tandemd's, 0: every core)
 # ENGINE (tandemd --engine; default: tandemd's own choice).
 set -euo pipefail
 
@@ -31,6 +32,8 @@ SAMPLE_S=${SAMPLE_S:-5}
 BATCH=${BATCH:-4}
 MODE=${MODE:-bool}
 INFLIGHT=${INFLIGHT:-4}
+# event loops of the load generator: a quarter of the cores (one loop tops out near one core)
+LOAD_THREADS=${LOAD_THREADS:-$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 ))}
 PORT=${PORT:-17490}
 THREADS=${THREADS:-0}
 
@@ -66,8 +69,8 @@ SERVER=127.0.0.1:$PORT
 load() { # name, then bench load's options
     local name=$1
     shift
-    echo "+ tandem bench load --server $SERVER --batch $BATCH --mode $MODE --inflight $INFLIGHT $*" | tee "$OUT/$name.txt"
-    "$TANDEM" bench load --server "$SERVER" --batch "$BATCH" --mode "$MODE" --inflight "$INFLIGHT" "$@" >>"$OUT/$name.txt" 2>&1
+    echo "+ tandem bench load --server $SERVER --batch $BATCH --mode $MODE --inflight $INFLIGHT --threads $LOAD_THREADS $*" | tee "$OUT/$name.txt"
+    "$TANDEM" bench load --server "$SERVER" --batch "$BATCH" --mode "$MODE" --inflight "$INFLIGHT" --threads "$LOAD_THREADS" "$@" >>"$OUT/$name.txt" 2>&1
     tail -1 "$OUT/$name.txt"
 }
 field() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" "$OUT/$1.txt" | tail -1; }

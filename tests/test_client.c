@@ -457,7 +457,7 @@ Test(client, multi_all_down, .timeout = 60)
  *                              requests/s over 8 connections and 50 idle ones: the last line
  *                              has the exact fields, requests = answered = 600 (the schedule's
  *                              count), no error nor mismatch, exit 0; and again on two daemons
- *                              (a list): the same
+ *                              (a list) from two event loops (--threads 2): the same
  *   bench_load_fd_limit        1000 idle connections under a hard descriptor limit of 256:
  *                              exit 1 and a message naming the limit */
 
@@ -534,7 +534,7 @@ Test(client, bench_load_counts_every_request, .timeout = 120)
     char list[160];
     snprintf(list, sizeof list, "%s,%s", d[0].tcp_addr, d[1].tcp_addr);
     const char *argv2[] = {TANDEM_BIN, "bench", "load", "--server", list, "--connections", "8", "--rate", "300",
-                           "--duration", "2", "--idle", "50", NULL};
+                           "--duration", "2", "--idle", "50", "--threads", "2", NULL};
     text = run_bench(argv2, &st, 0);
     cr_assert_eq(st, 0, "%s", text);
     expect_line(text, 600);

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,10 +156,9 @@ typedef struct load {
     uint64_t sent, answered, errors, mismatches, duplicates, wrong_answers;
     uint64_t behind; /* ticks where a due request found no connection with room */
     size_t idle_held; /* idle connections still open at the end */
-    int progress;
-    double next_progress_ms;
-    uint64_t last_answered;
+    int tid;          /* thread */
     int errors_shown;
+    int done;         /* the thread's loop has returned */
 } load;
 
 static double now_ms(void)
@@ -259,7 +259,7 @@ static void on_reply(tdm_async *ac, const tdm_reply *r, void *priv)
     if (r->status) {
         L->req_state[k] = 2;
         c->errors++;
-        L->errors++;
+        __atomic_fetch_add(&L->errors, 1, __ATOMIC_RELAXED);
         if (L->errors_shown++ < 5)
             tdm_cli_error("bench load: request %llu on connection %zu: %s%s%s", (unsigned long long)k, c->index,
                           tdm_client_strerror(r->status), r->status == TDM_CLIENT_ESERVER ? ": " : "",
@@ -268,7 +268,7 @@ static void on_reply(tdm_async *ac, const tdm_reply *r, void *priv)
     }
     L->req_state[k] = 1;
     c->answered++;
-    L->answered++;
+    __atomic_fetch_add(&L->answered, 1, __ATOMIC_RELAXED);
     L->lat[k] = (float)(t - L->t0_ms - L->t_send[k]);
     L->t_last_ms = t;
     /* the pool offset of request k: as chosen when it was sent (a function of k) */
@@ -282,7 +282,7 @@ static void on_reply(tdm_async *ac, const tdm_reply *r, void *priv)
         if (L->mode == TDM_QUERY_CONTACTS && (g->contacts != w->contacts || g->truncated != w->truncated)) wrong = 1;
     }
     if (wrong) {
-        L->mismatches++;
+        __atomic_fetch_add(&L->mismatches, 1, __ATOMIC_RELAXED);
         if (L->mismatches <= 5)
             tdm_cli_error("bench load: request %llu (poses %zu..%zu of the pool): the answers differ from the CPU "
                           "engine's",
@@ -304,7 +304,7 @@ static int send_one(load *L, lconn *c)
     L->req_conn[k] = (uint32_t)c->index;
     L->req_state[k] = 0;
     L->n_req++;
-    L->sent++;
+    __atomic_fetch_add(&L->sent, 1, __ATOMIC_RELAXED);
     c->sent++;
     c->inflight++;
     return 0;
@@ -334,11 +334,10 @@ static void on_tick(uv_timer_t *t)
                 return;
             }
             L->sending = 1;
-            L->t0_ms = now;
-            L->next_progress_ms = now + 1000;
-            tdm_cli_error("bench load: %zu active + %zu idle connections ready; sending for %.0f s at %.0f "
-                          "requests/s",
-                          L->n_active, L->n_idle, L->duration_s, L->rate);
+            __atomic_store(&L->t0_ms, &now, __ATOMIC_RELAXED);
+            tdm_cli_error("bench load: thread %d: %zu active + %zu idle connections ready; sending for %.0f s at "
+                          "%.0f requests/s",
+                          L->tid, L->n_active, L->n_idle, L->duration_s, L->rate);
         }
         return;
     }
@@ -376,14 +375,6 @@ static void on_tick(uv_timer_t *t)
             L->draining = 1;
         }
     }
-    if (L->progress && now >= L->next_progress_ms) {
-        fprintf(stderr, "t=%.0f sent=%llu answered=%llu errors=%llu mismatches=%llu rps=%llu inflight=%llu\n", el,
-                (unsigned long long)L->sent, (unsigned long long)L->answered, (unsigned long long)L->errors,
-                (unsigned long long)L->mismatches, (unsigned long long)(L->answered - L->last_answered),
-                (unsigned long long)(L->sent - L->answered - L->errors));
-        L->last_answered = L->answered;
-        L->next_progress_ms += 1000;
-    }
     if (L->draining && (L->answered + L->errors == L->sent || el >= L->duration_s + L->drain_s)) finish(L);
 }
 
@@ -414,17 +405,26 @@ static int raise_nofile(size_t need)
     return 0;
 }
 
+static void *load_main(void *arg)
+{
+    load *L = arg;
+    uv_run(L->loop, UV_RUN_DEFAULT);
+    uv_loop_close(L->loop);
+    __atomic_store_n(&L->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
 static int bench_load(int argc, char **argv)
 {
     const char *server = NULL, *conns_s = "16", *rate_s = "1000", *dur_s = "10", *batch_s = "4", *idle_s = "0",
                *pool_s = "4096", *mode_s = "bool", *seed_s = "1", *inflight_s = "8", *env = NULL, *robot = NULL,
-               *progress_s = "0", *drain_s = "10", *timeout_s = "10000", *burst_s = "128";
+               *progress_s = "0", *drain_s = "10", *timeout_s = "10000", *burst_s = "128", *threads_s = "1";
     const tdm_opt opts[] = {{"--server", &server},       {"--connections", &conns_s}, {"--rate", &rate_s},
                             {"--duration", &dur_s},      {"--batch", &batch_s},       {"--idle", &idle_s},
                             {"--pool", &pool_s},         {"--mode", &mode_s},         {"--seed", &seed_s},
                             {"--inflight", &inflight_s}, {"--env", &env},             {"--robot", &robot},
                             {"--progress", &progress_s}, {"--drain", &drain_s},       {"--timeout-ms", &timeout_s},
-                            {"--connect-burst", &burst_s}};
+                            {"--connect-burst", &burst_s}, {"--threads", &threads_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "bench load") < 0) return TDM_EXIT_USAGE;
     if (!env != !robot) {
         tdm_cli_error("bench load: --env and --robot go together (neither: a generated scene)");
@@ -433,7 +433,7 @@ static int bench_load(int argc, char **argv)
     static const char *const modes[] = {"bool", "contacts"};
     int mode_i = tdm_cli_choice("bench load", "--mode", mode_s, modes, 2);
     if (mode_i < 0) return TDM_EXIT_USAGE;
-    uint64_t conns, rate, dur, batch, idle, pool, seed, inflight, progress, drain, timeout_ms, burst;
+    uint64_t conns, rate, dur, batch, idle, pool, seed, inflight, progress, drain, timeout_ms, burst, threads;
     if (tdm_cli_u64("--connections", conns_s, 1, 100000, &conns) < 0 ||
         tdm_cli_u64("--rate", rate_s, 1, 100000000, &rate) < 0 || tdm_cli_u64("--duration", dur_s, 1, 86400, &dur) < 0 ||
         tdm_cli_u64("--batch", batch_s, 1, 65536, &batch) < 0 || tdm_cli_u64("--idle", idle_s, 0, 1000000, &idle) < 0 ||
@@ -441,8 +441,10 @@ static int bench_load(int argc, char **argv)
         tdm_cli_u64("--inflight", inflight_s, 1, 1024, &inflight) < 0 ||
         tdm_cli_u64("--progress", progress_s, 0, 1, &progress) < 0 || tdm_cli_u64("--drain", drain_s, 1, 3600, &drain) < 0 ||
         tdm_cli_u64("--timeout-ms", timeout_s, 0, 3600000, &timeout_ms) < 0 ||
-        tdm_cli_u64("--connect-burst", burst_s, 1, 100000, &burst) < 0)
+        tdm_cli_u64("--connect-burst", burst_s, 1, 100000, &burst) < 0 ||
+        tdm_cli_u64("--threads", threads_s, 1, 256, &threads) < 0)
         return TDM_EXIT_USAGE;
+    if (threads > conns) threads = conns;
     if (pool < batch) {
         tdm_cli_error("bench load: --pool %llu is smaller than --batch %llu", (unsigned long long)pool,
                       (unsigned long long)batch);
@@ -452,7 +454,10 @@ static int bench_load(int argc, char **argv)
     server = tdm_cli_server(server);
 
     int status = TDM_EXIT_FAIL;
-    load L = {0};
+    load L = {0}, *Ls = NULL;
+    uv_loop_t *loops = NULL;
+    pthread_t *tids = NULL;
+    size_t started = 0;
     tdm_mesh *em = NULL, *rm = NULL;
     tdm_bvh *eb = NULL, *rb = NULL;
     tdm_sched *sched = NULL;
@@ -575,45 +580,107 @@ static int bench_load(int argc, char **argv)
                   env ? "file" : "generated", em->n_tris, rm->n_tris, pool, colliding, (unsigned long long)batch,
                   modes[mode_i]);
 
-    /* the connections */
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    L.loop = &loop;
+    /* the connections: `threads` loops, each with its share of the connections and the rate */
     L.opts = (tdm_connect_opts){.timeout_ms = 10000, .io_timeout_ms = (int)timeout_ms, .client_name = "tandem-bench-load",
                                 .auth_token = getenv("TANDEM_AUTH_TOKEN")};
-    L.n_active = conns;
-    L.n_idle = idle;
-    L.n_conns = conns + idle;
-    L.connect_burst = burst;
-    L.rate = (double)rate;
     L.duration_s = (double)dur;
     L.drain_s = (double)drain;
     L.max_inflight = (uint32_t)inflight;
-    L.progress = (int)progress;
-    L.rng = splitmix(&rs);
-    L.conns = calloc(L.n_conns, sizeof *L.conns);
-    if (!L.conns || grow_requests(&L)) {
+    Ls = calloc(threads, sizeof *Ls);
+    loops = calloc(threads, sizeof *loops);
+    tids = calloc(threads, sizeof *tids);
+    if (!Ls || !loops || !tids) {
         tdm_cli_error("bench load: out of memory");
-        uv_loop_close(&loop);
         goto done;
     }
-    for (size_t i = 0; i < L.n_conns; i++) L.conns[i] = (lconn){.L = &L, .index = i, .idle = i >= conns};
-    uv_timer_init(&loop, &L.tick);
-    L.tick.data = &L;
-    uv_timer_start(&L.tick, on_tick, 1, 1);
-    start_connects(&L);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    for (size_t t = 0; t < threads; t++) {
+        load *T = &Ls[t];
+        *T = L;
+        T->tid = (int)t;
+        T->loop = &loops[t];
+        uv_loop_init(T->loop);
+        size_t a0 = conns * t / threads, a1 = conns * (t + 1) / threads;
+        size_t i0 = idle * t / threads, i1 = idle * (t + 1) / threads;
+        T->n_active = a1 - a0;
+        T->n_idle = i1 - i0;
+        T->n_conns = T->n_active + T->n_idle;
+        T->connect_burst = (burst + threads - 1) / threads;
+        T->rate = (double)rate * (double)T->n_active / (double)conns;
+        T->rng = splitmix(&rs);
+        T->conns = calloc(T->n_conns, sizeof *T->conns);
+        if (!T->conns || grow_requests(T)) {
+            tdm_cli_error("bench load: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < T->n_conns; i++)
+            T->conns[i] = (lconn){.L = T, .index = i < T->n_active ? a0 + i : conns + i0 + (i - T->n_active),
+                                  .idle = i >= T->n_active};
+        uv_timer_init(T->loop, &T->tick);
+        T->tick.data = T;
+        uv_timer_start(&T->tick, on_tick, 1, 1);
+        start_connects(T);
+    }
+    for (; started < threads; started++)
+        if (pthread_create(&tids[started], NULL, load_main, &Ls[started]) != 0) {
+            tdm_cli_error("bench load: cannot start a thread");
+            goto done;
+        }
+    /* progress: once a second, the sums over the threads */
+    {
+        double next = 0;
+        uint64_t last = 0;
+        for (;;) {
+            size_t n_done = 0;
+            uint64_t sent = 0, ans = 0, errs = 0, mis = 0;
+            double t0 = 0;
+            for (size_t t = 0; t < threads; t++) {
+                n_done += __atomic_load_n(&Ls[t].done, __ATOMIC_ACQUIRE) != 0;
+                sent += __atomic_load_n(&Ls[t].sent, __ATOMIC_RELAXED);
+                ans += __atomic_load_n(&Ls[t].answered, __ATOMIC_RELAXED);
+                errs += __atomic_load_n(&Ls[t].errors, __ATOMIC_RELAXED);
+                mis += __atomic_load_n(&Ls[t].mismatches, __ATOMIC_RELAXED);
+                double t0t;
+                __atomic_load(&Ls[t].t0_ms, &t0t, __ATOMIC_RELAXED);
+                if (t0t > 0 && (t0 == 0 || t0t < t0)) t0 = t0t;
+            }
+            if (n_done == threads) break;
+            if (progress && t0 > 0) {
+                if (next == 0) next = t0 + 1000;
+                if (now_ms() >= next) {
+                    fprintf(stderr, "t=%.0f sent=%llu answered=%llu errors=%llu mismatches=%llu rps=%llu inflight=%llu\n",
+                            (next - t0) / 1e3, (unsigned long long)sent, (unsigned long long)ans,
+                            (unsigned long long)errs, (unsigned long long)mis, (unsigned long long)(ans - last),
+                            (unsigned long long)(sent - ans - errs));
+                    last = ans;
+                    next += 1000;
+                }
+            }
+            uv_sleep(20);
+        }
+    }
+    for (size_t t = 0; t < started; t++) pthread_join(tids[t], NULL);
+    started = 0;
 
-    if (L.t0_ms == 0) goto done; /* the connections failed: said above */
-    size_t idle_held = L.idle_held;
-    uint64_t missing = L.sent - L.answered - L.errors;
-    double seconds = ((L.t_last_ms > 0 ? L.t_last_ms : now_ms()) - L.t0_ms) / 1e3;
+    /* the sums */
+    load S = {0};
+    double t0 = 0, t_last = 0;
+    size_t nl = 0, idle_held = 0;
+    for (size_t t = 0; t < threads; t++) {
+        load *T = &Ls[t];
+        if (T->t0_ms == 0) goto done; /* its connections failed: said above */
+        if (t0 == 0 || T->t0_ms < t0) t0 = T->t0_ms;
+        if (T->t_last_ms > t_last) t_last = T->t_last_ms;
+        S.sent += T->sent, S.answered += T->answered, S.errors += T->errors, S.mismatches += T->mismatches;
+        S.duplicates += T->duplicates, S.behind += T->behind;
+        idle_held += T->idle_held;
+    }
+    uint64_t missing = S.sent - S.answered - S.errors;
+    double seconds = ((t_last > 0 ? t_last : now_ms()) - t0) / 1e3;
     /* latencies of the answered requests */
-    float *lat = malloc((L.answered ? L.answered : 1) * sizeof *lat);
-    size_t nl = 0;
-    for (uint64_t k = 0; lat && k < L.n_req; k++)
-        if (L.req_state[k] == 1) lat[nl++] = L.lat[k];
+    float *lat = malloc((S.answered ? S.answered : 1) * sizeof *lat);
+    for (size_t t = 0; lat && t < threads; t++)
+        for (uint64_t k = 0; k < Ls[t].n_req; k++)
+            if (Ls[t].req_state[k] == 1) lat[nl++] = Ls[t].lat[k];
     double p50 = 0, p99 = 0, p999 = 0;
     if (lat && nl) {
         qsort(lat, nl, sizeof *lat, cmp_float);
@@ -624,32 +691,40 @@ static int bench_load(int argc, char **argv)
     free(lat);
     /* per connection: each request answered once */
     uint64_t sum_sent = 0, sum_ans = 0, sum_err = 0, min_ans = UINT64_MAX, max_ans = 0;
-    for (size_t i = 0; i < conns; i++) {
-        sum_sent += L.conns[i].sent;
-        sum_ans += L.conns[i].answered;
-        sum_err += L.conns[i].errors;
-        if (L.conns[i].answered < min_ans) min_ans = L.conns[i].answered;
-        if (L.conns[i].answered > max_ans) max_ans = L.conns[i].answered;
-    }
+    for (size_t t = 0; t < threads; t++)
+        for (size_t i = 0; i < Ls[t].n_active; i++) {
+            const lconn *c = &Ls[t].conns[i];
+            sum_sent += c->sent;
+            sum_ans += c->answered;
+            sum_err += c->errors;
+            if (c->answered < min_ans) min_ans = c->answered;
+            if (c->answered > max_ans) max_ans = c->answered;
+        }
     fprintf(stderr,
             "bench load: per connection: answered %llu..%llu requests; sent %llu = answered %llu + errors %llu + "
             "missing %llu; idle connections held to the end: %zu of %zu; duplicates %llu; ticks behind schedule "
             "%llu\n",
             (unsigned long long)min_ans, (unsigned long long)max_ans, (unsigned long long)sum_sent,
             (unsigned long long)sum_ans, (unsigned long long)sum_err, (unsigned long long)missing, idle_held,
-            (size_t)idle, (unsigned long long)L.duplicates, (unsigned long long)L.behind);
+            (size_t)idle, (unsigned long long)S.duplicates, (unsigned long long)S.behind);
     printf("requests=%llu answered=%llu errors=%llu mismatches=%llu seconds=%.3f rps=%.1f p50_ms=%.3f p99_ms=%.3f "
            "p999_ms=%.3f\n",
-           (unsigned long long)L.sent, (unsigned long long)L.answered, (unsigned long long)(L.errors + missing),
-           (unsigned long long)L.mismatches, seconds, seconds > 0 ? (double)L.answered / seconds : 0.0, p50, p99,
+           (unsigned long long)S.sent, (unsigned long long)S.answered, (unsigned long long)(S.errors + missing),
+           (unsigned long long)S.mismatches, seconds, seconds > 0 ? (double)S.answered / seconds : 0.0, p50, p99,
            p999);
-    status = (L.errors || missing || L.mismatches || idle_held != idle) ? TDM_EXIT_FAIL : 0;
+    status = (S.errors || missing || S.mismatches || idle_held != idle) ? TDM_EXIT_FAIL : 0;
 done:
-    free(L.conns);
-    free(L.t_send);
-    free(L.lat);
-    free(L.req_conn);
-    free(L.req_state);
+    for (size_t t = 0; t < started; t++) pthread_join(tids[t], NULL); /* only after a failed start */
+    for (size_t t = 0; Ls && t < threads; t++) {
+        free(Ls[t].conns);
+        free(Ls[t].t_send);
+        free(Ls[t].lat);
+        free(Ls[t].req_conn);
+        free(Ls[t].req_state);
+    }
+    free(Ls);
+    free(loops);
+    free(tids);
     free(L.scene_ids);
     free(L.addrs);
     free(L.poses);
