@@ -254,6 +254,35 @@ Test(client, async_no_timeout_by_default)
     fake_stop(&f);
 }
 
+/* The blocking client's two timeouts on the same fake servers, in the same words. */
+Test(client, blocking_timeouts_say_the_same)
+{
+    fake f;
+    fake_start(&f, 0);
+    double t0 = now_ms();
+    tdm_connect_opts o = {.addr = f.addr, .timeout_ms = 300};
+    tdm_client *c = tdm_client_connect_with(&o);
+    cr_assert_eq(tdm_client_err(c), TDM_CLIENT_ETIMEOUT, "%s", tdm_client_errstr(c));
+    cr_assert(now_ms() - t0 >= 290 && now_ms() - t0 < 2000);
+    cr_assert(strstr(tdm_client_errstr(c), "no Hello reply within 300 ms") && strstr(tdm_client_errstr(c), f.addr),
+              "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    fake_stop(&f);
+
+    fake_start(&f, 1);
+    o = (tdm_connect_opts){.addr = f.addr, .timeout_ms = 2000, .io_timeout_ms = 300};
+    c = tdm_client_connect_with(&o);
+    cr_assert_eq(tdm_client_err(c), 0, "%s", tdm_client_errstr(c));
+    tdm_stats st;
+    t0 = now_ms();
+    cr_assert_eq(tdm_stats_get(c, &st), TDM_CLIENT_ETIMEOUT);
+    cr_assert(now_ms() - t0 >= 290 && now_ms() - t0 < 2000);
+    cr_assert(strstr(tdm_client_errstr(c), "no answer from the server within 300 ms"), "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_client_err(c), TDM_CLIENT_ETIMEOUT);
+    tdm_client_free(c);
+    fake_stop(&f);
+}
+
 /* ---- several servers ---------------------------------------------------------------------- *
  *
  *   multi_survives_a_kill      three tandemd on loopback, a torus and two spheres uploaded
