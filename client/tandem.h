@@ -6,8 +6,10 @@
  *   2. A blocking client (tdm_client_*, tdm_mesh_*, tdm_scene_*, tdm_query*, tdm_stats_get):
  *      one call, one request, one reply; plus tdm_query_send / tdm_query_wait to keep several
  *      Query batches in flight on one connection.
- *   3. An asynchronous client (tdm_async_*) driven by an event loop through five hooks; a
+ *   3. An asynchronous client (tdm_async_*) driven by an event loop through six hooks; a
  *      header-only libuv adapter is in <tandem/adapters/libuv.h>.
+ *   4. A blocking client of several servers (tdm_multi_*): uploads to every server, batches
+ *      spread over them, a failed server's part re-sent to another.
  *
  * Errors: functions return 0 or a negative TDM_CLIENT_E* code (tdm_client_strerror gives
  * text). A context also keeps a message for its last failure (tdm_client_errstr), and for
