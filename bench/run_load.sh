@@ -3,6 +3,9 @@
 #
 #   bench/run_load.sh BUILD_DIR [OUT_DIR]
 #
+# BUILD_DIR: a build tree (daemon/tandemd, tools/tandem), or a bench/device_pack.sh folder
+# (bin/tandemd, bin/tandem; set LD_LIBRARY_PATH=PACK/lib) for the GPU machine.
+#
 # Steps (each one's stdout/stderr kept in OUT_DIR, default ./load-results):
 #   1. capacity: ACTIVE connections (default 1000) sending as fast as the server answers
 #      (a rate far above it) for CAP_S seconds (default 20): its rps is the capacity.
@@ -37,8 +40,14 @@ LOAD_THREADS=${LOAD_THREADS:-$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 ))}
 PORT=${PORT:-17490}
 THREADS=${THREADS:-0}
 
-TANDEMD=$BUILD/daemon/tandemd
-TANDEM=$BUILD/tools/tandem
+# a build tree, or a bench/device_pack.sh folder (bin/; run with LD_LIBRARY_PATH=PACK/lib)
+if [ -x "$BUILD/bin/tandemd" ]; then
+    TANDEMD=$BUILD/bin/tandemd
+    TANDEM=$BUILD/bin/tandem
+else
+    TANDEMD=$BUILD/daemon/tandemd
+    TANDEM=$BUILD/tools/tandem
+fi
 mkdir -p "$OUT"
 DATA=$(mktemp -d)
 trap 'kill $DPID 2>/dev/null || true; wait $DPID 2>/dev/null || true; rm -rf "$DATA"' EXIT
@@ -86,17 +95,19 @@ load idle --connections "$ACTIVE" --idle "$IDLE" --rate $((CAP / 2)) --duration 
 
 # 3. soak at SOAK_PCT % of capacity, RSS sampled
 RATE=$((CAP * SOAK_PCT / 100))
-printf 't_s\trss_kib\tgpu_mib\n' >"$OUT/rss.tsv"
+printf 't_s\trss_kib\tgpu_proc_mib\tgpu_total_mib\n' >"$OUT/rss.tsv"
 (
     t0=$(date +%s)
     while kill -0 $DPID 2>/dev/null; do
         rss=$(awk '/^VmRSS/ {print $2}' /proc/$DPID/status 2>/dev/null || echo "")
-        gpu=""
+        gpu="" total=""
         if command -v nvidia-smi >/dev/null 2>&1; then
+            # the process's own use (empty when the container's pids are not the driver's), and the device's
             gpu=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
                   awk -F', ' -v p=$DPID '$1 == p {print $2}')
+            total=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
         fi
-        printf '%s\t%s\t%s\n' $(($(date +%s) - t0)) "$rss" "$gpu" >>"$OUT/rss.tsv"
+        printf '%s\t%s\t%s\t%s\n' $(($(date +%s) - t0)) "$rss" "$gpu" "$total" >>"$OUT/rss.tsv"
         sleep "$SAMPLE_S"
     done
 ) &
