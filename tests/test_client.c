@@ -293,7 +293,8 @@ Test(client, blocking_timeouts_say_the_same)
  *                              answer shows), parts were re-sent; then the dead daemon is
  *                              started again on its port with an empty data directory: the
  *                              context reconnects after its backoff, replays the uploads
- *                              (the restarted daemon lists the scene) and uses it again
+ *                              (the restarted daemon lists the scene) and uses it again; a
+ *                              batch with pairs: the pairs joined in order equal one server's
  *   multi_all_down             every server gone: a call fails with TDM_CLIENT_ECONNECT
  *                              naming each address, promptly */
 
@@ -434,6 +435,26 @@ Test(client, multi_survives_a_kill, .timeout = 240)
                      tdm_multi_errstr(m));
     cr_assert_eq(tdm_multi_server_state(m, 1, NULL, &why), 1, "server 1 not back: %s", why);
     for (size_t i = 0; i < BATCH; i++) cr_assert_eq(got[i].contacts, want[i].contacts, "query %zu", i);
+    /* pairs: gathered per part and joined in query order, first_pair shifted */
+    {
+        size_t cap = 200000;
+        tdm_pairs pw = {malloc(cap * sizeof(tdm_contact)), cap, 0}, pg = {malloc(cap * sizeof(tdm_contact)), cap, 0};
+        tdm_query_result *rw = malloc(sizeof *rw * BATCH), *rg = malloc(sizeof *rg * BATCH);
+        c = tdm_client_connect(d[0].tcp_addr, 5000);
+        cr_assert_eq(tdm_query(c, w.scene, TDM_QUERY_CONTACTS, w.poses, 2, BATCH, 1000, rw, &pw), 0, "%s",
+                     tdm_client_errstr(c));
+        tdm_client_free(c);
+        cr_assert_eq(tdm_multi_query(m, w.scene, TDM_QUERY_CONTACTS, w.poses, 2, BATCH, 1000, rg, &pg), 0, "%s",
+                     tdm_multi_errstr(m));
+        cr_assert(pw.count > 0 && pw.count <= cap);
+        cr_assert_eq(pg.count, pw.count);
+        for (size_t i = 0; i < BATCH; i++) {
+            cr_assert_eq(rg[i].n_pairs, rw[i].n_pairs, "query %zu", i);
+            cr_assert_eq(rg[i].first_pair, rw[i].first_pair, "query %zu", i);
+        }
+        cr_assert(!memcmp(pg.data, pw.data, pw.count * sizeof(tdm_contact)), "the pairs differ");
+        free(pw.data), free(pg.data), free(rw), free(rg);
+    }
     c = tdm_client_connect(d[1].tcp_addr, 5000);
     cr_assert_eq(tdm_client_err(c), 0, "%s", tdm_client_errstr(c));
     tdm_scene_info *scenes;
