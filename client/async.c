@@ -30,6 +30,12 @@ enum {
     F_HANDSHAKE = 1 << 7      /* tls://: the TLS handshake is under way (after the TCP connect) */
 };
 
+/* Timeouts (tdm_connect_opts): timeout_ms bounds the TCP connect and the Hello handshake
+ * together, io_timeout_ms each later request from its submission to its reply. One timer
+ * of the loop's (ev.set_timer) is armed for the earliest deadline: the connect deadline
+ * before Hello is answered, then the oldest waiting request's (requests are submitted in id
+ * order with the same timeout, so the smallest waiting id has the earliest deadline). */
+
 struct tdm_async {
     int fd;
     tdm__tls *tls; /* tls:// addresses */
@@ -46,6 +52,11 @@ struct tdm_async {
     tdm_async_connect_cb *on_connect;
     tdm_async_disconnect_cb *on_disconnect;
     void *data;
+    int connect_timeout_ms, io_timeout_ms;
+    double connect_deadline; /* 0: none */
+    double timer_at;         /* when the armed timer fires; 0: not armed */
+    double expired_upto;     /* a request timeout: requests due by then get ETIMEOUT, the rest ECLOSED */
+    char addr[256];
     char errstr[640];
 };
 
@@ -93,6 +104,8 @@ static void teardown(tdm_async *ac)
         if (ac->reading && ac->ev.del_read) ac->ev.del_read(ac->ev.data);
         stop_write(ac);
         ac->reading = false;
+        if (ac->timer_at > 0 && ac->ev.set_timer) ac->ev.set_timer(ac->ev.data, -1);
+        ac->timer_at = 0;
     }
     tdm__tls_free(ac->tls);
     ac->tls = NULL;
@@ -108,6 +121,8 @@ static void teardown(tdm_async *ac)
         r.id = p->id;
         r.type = TDM_REPLY_NONE;
         r.status = status ? status : TDM_CLIENT_ECANCELED;
+        /* after a request timed out, the others on the connection did not: they are closed */
+        if (ac->expired_upto > 0 && !(p->deadline > 0 && p->deadline <= ac->expired_upto)) r.status = TDM_CLIENT_ECLOSED;
         r.error.message = r.error.field = "";
         r.error.index = -1;
         tdm__ptable_del(&ac->pending, p);
@@ -139,6 +154,79 @@ static int maybe_teardown(tdm_async *ac)
     return 0;
 }
 
+/* ---- timeouts ---------------------------------------------------------------------------------- */
+
+static void arm_timer(tdm_async *ac, double at)
+{
+    if (!ac->attached || !ac->ev.set_timer || at <= 0) return;
+    if (ac->timer_at > 0 && ac->timer_at <= at) return; /* an earlier one is armed */
+    ac->timer_at = at;
+    double left = at - tdm__now_ms();
+    ac->ev.set_timer(ac->ev.data, left > 0 ? (int64_t)left + 1 : 0);
+}
+
+/* Arms the timer for the earliest deadline left (none: disarms it). */
+static void rearm(tdm_async *ac)
+{
+    double at = 0;
+    if (!(ac->flags & F_CONNECTED)) at = ac->connect_deadline;
+    if (at <= 0 && ac->io_timeout_ms > 0) {
+        tdm__pending *p = tdm__ptable_min_waiting(&ac->pending);
+        if (p) at = p->deadline;
+    }
+    if (at > 0) {
+        arm_timer(ac, at);
+    } else if (ac->timer_at > 0) {
+        ac->timer_at = 0;
+        if (ac->attached && ac->ev.set_timer) ac->ev.set_timer(ac->ev.data, -1);
+    }
+}
+
+static const char *type_name(int type)
+{
+    switch (type) {
+    case TDM_REPLY_HELLO: return "Hello";
+    case TDM_REPLY_MESH_PUT: return "MeshPut";
+    case TDM_REPLY_MESH_LIST: return "MeshList";
+    case TDM_REPLY_MESH_DELETE: return "MeshDelete";
+    case TDM_REPLY_SCENE_PUT: return "ScenePut";
+    case TDM_REPLY_SCENE_LIST: return "SceneList";
+    case TDM_REPLY_SCENE_DELETE: return "SceneDelete";
+    case TDM_REPLY_QUERY: return "Query";
+    case TDM_REPLY_STATS: return "Stats";
+    case TDM_REPLY_ROBOT_PUT: return "RobotPut";
+    case TDM_REPLY_ROBOT_LIST: return "RobotList";
+    case TDM_REPLY_ROBOT_DELETE: return "RobotDelete";
+    case TDM_REPLY_ROBOT_SCENE_PUT: return "RobotScenePut";
+    case TDM_REPLY_MOTION_CHECK: return "MotionCheck";
+    default: return "request";
+    }
+}
+
+void tdm_async_handle_timeout(tdm_async *ac)
+{
+    if (!ac || ac->in_callback || (ac->flags & F_DEAD)) return;
+    ac->timer_at = 0;
+    double now = tdm__now_ms();
+    if (!(ac->flags & F_CONNECTED) && ac->connect_deadline > 0 && now >= ac->connect_deadline) {
+        if (ac->flags & F_CONNECTING)
+            async_fail(ac, TDM_CLIENT_ETIMEOUT, "%s: connect timed out after %d ms", ac->addr,
+                       ac->connect_timeout_ms);
+        else
+            async_fail(ac, TDM_CLIENT_ETIMEOUT, "%s: connected, but no Hello reply within %d ms", ac->addr,
+                       ac->connect_timeout_ms);
+    } else if ((ac->flags & F_CONNECTED) && ac->io_timeout_ms > 0) {
+        tdm__pending *p = tdm__ptable_min_waiting(&ac->pending);
+        if (p && p->deadline > 0 && p->deadline <= now) {
+            async_fail(ac, TDM_CLIENT_ETIMEOUT,
+                       "%s: request %llu (%s) got no reply within %d ms; the connection is closed", ac->addr,
+                       (unsigned long long)p->id, type_name(p->type), ac->io_timeout_ms);
+            ac->expired_upto = now;
+        }
+    }
+    if (!maybe_teardown(ac)) rearm(ac);
+}
+
 /* ---- requests ---------------------------------------------------------------------------------- */
 
 static int submit(tdm_async *ac, const tdm__req *rq, tdm_async_reply_cb *cb, void *privdata, size_t n_queries,
@@ -158,6 +246,9 @@ static int submit(tdm_async *ac, const tdm__req *rq, tdm_async_reply_cb *cb, voi
     p->cb = cb;
     p->privdata = privdata;
     p->qs = (tdm__qsink){NULL, n_queries, want_pairs, NULL};
+    if (rq->type == TDM_REPLY_HELLO) p->deadline = ac->connect_deadline;
+    else if (ac->io_timeout_ms > 0) p->deadline = tdm__now_ms() + ac->io_timeout_ms;
+    if (p->deadline > 0 && (ac->flags & F_CONNECTED)) arm_timer(ac, p->deadline);
     if (id) *id = ac->next_id;
     ac->next_id++;
     want_write(ac);
@@ -176,6 +267,8 @@ static void hello_done(tdm_async *ac, const tdm_reply *r, void *privdata)
         ac->info = r->u.hello;
         ac->flags |= F_CONNECTED;
         if (ac->on_connect) ac->on_connect(ac, 0);
+        /* requests queued before the handshake: their deadlines now count */
+        if (!(ac->flags & (F_TEARDOWN | F_FREEING))) rearm(ac);
     } else if (r->status == TDM_CLIENT_ESERVER) {
         async_fail(ac, r->error.code == TDM_SERVER_UNSUPPORTED_VERSION ? TDM_CLIENT_EVERSION : TDM_CLIENT_ESERVER,
                    "the server refused Hello: %s: %s", tdm_server_code_name(r->error.code), r->error.message);
@@ -200,6 +293,10 @@ tdm_async *tdm_async_connect(const tdm_connect_opts *opts)
         tdm__fmt(ac->errstr, sizeof ac->errstr, "no connect options");
         return ac;
     }
+    ac->connect_timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 0;
+    ac->io_timeout_ms = opts->io_timeout_ms > 0 ? opts->io_timeout_ms : 0;
+    tdm__fmt(ac->addr, sizeof ac->addr, "%s", opts->addr ? opts->addr : "");
+    if (ac->connect_timeout_ms) ac->connect_deadline = tdm__now_ms() + ac->connect_timeout_ms;
     int prog;
     const char *addr;
     int tls = tdm__tls_scheme(opts->addr, &addr);
@@ -242,6 +339,7 @@ int tdm_async_attach(tdm_async *ac, const tdm_async_ev *ev)
     ac->reading = true;
     if (ac->ev.add_read) ac->ev.add_read(ac->ev.data);
     if (ac->obuf.len > ac->obuf.off || (ac->flags & (F_CONNECTING | F_HANDSHAKE))) want_write(ac);
+    rearm(ac);
     return 0;
 }
 

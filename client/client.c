@@ -352,7 +352,9 @@ static int wait_fd(tdm_client *c, short events, double deadline, short *revents)
         int ms = -1;
         if (deadline > 0) {
             double left = deadline - tdm__now_ms();
-            if (left <= 0) return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server in time");
+            if (left <= 0)
+                return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server within %d ms; the connection is closed",
+                             c->io_timeout_ms);
             ms = (int)left + 1;
         }
         struct pollfd pf = {c->fd, events, 0};
@@ -575,6 +577,9 @@ tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts)
         tdm__fmt(why, sizeof why, "%s", c->errstr);
         fatal(c, c->serr.code == TDM_SERVER_UNSUPPORTED_VERSION ? TDM_CLIENT_EVERSION : TDM_CLIENT_ESERVER,
               "the server refused Hello: %s", why);
+    } else if (rc == TDM_CLIENT_ETIMEOUT) { /* as the async client says it */
+        tdm__fmt(c->errstr, sizeof c->errstr, "%s: connected, but no Hello reply within %d ms", opts->addr,
+                 opts->timeout_ms);
     } else if (rc == 0 && c->info.protocol_version != TDM_PROTOCOL_VERSION) {
         fatal(c, TDM_CLIENT_EVERSION, "the server speaks protocol version %u, this library %d",
               c->info.protocol_version, TDM_PROTOCOL_VERSION);

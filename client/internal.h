@@ -172,6 +172,7 @@ typedef struct tdm__pending {
     /* async */
     tdm_async_reply_cb *cb;
     void *privdata;
+    double deadline; /* async: tdm__now_ms() past which the request has timed out; 0: none */
 } tdm__pending;
 
 typedef struct tdm__ptable {

@@ -6,8 +6,10 @@
  *   2. A blocking client (tdm_client_*, tdm_mesh_*, tdm_scene_*, tdm_query*, tdm_stats_get):
  *      one call, one request, one reply; plus tdm_query_send / tdm_query_wait to keep several
  *      Query batches in flight on one connection.
- *   3. An asynchronous client (tdm_async_*) driven by an event loop through five hooks; a
+ *   3. An asynchronous client (tdm_async_*) driven by an event loop through six hooks; a
  *      header-only libuv adapter is in <tandem/adapters/libuv.h>.
+ *   4. A blocking client of several servers (tdm_multi_*): uploads to every server, batches
+ *      spread over them, a failed server's part re-sent to another.
  *
  * Errors: functions return 0 or a negative TDM_CLIENT_E* code (tdm_client_strerror gives
  * text). A context also keeps a message for its last failure (tdm_client_errstr), and for
@@ -414,8 +416,8 @@ typedef struct tdm_connect_opts {
     const char *addr;         /* "host:port", "host" (port 7450), "[v6addr]:port", "unix:/path", or
                                  "tls://" before a TCP form: TLS, the server's certificate checked
                                  against tls_ca_file and the host */
-    int timeout_ms;           /* connect + Hello; 0: wait as long as the system does */
-    int io_timeout_ms;        /* each later blocking call; 0 (default): no limit */
+    int timeout_ms;           /* connect + Hello; 0 (default): wait as long as the system does */
+    int io_timeout_ms;        /* each later blocking call, or each async request; 0 (default): no limit */
     const char *auth_token;   /* NULL or "" when the server has none */
     const char *client_name;  /* for the server's log; NULL: "libtandem" */
     uint32_t max_reply_bytes; /* largest reply frame accepted; 0: TDM_DEFAULT_MAX_REPLY_BYTES */
@@ -585,7 +587,10 @@ typedef struct tdm_async tdm_async;
 
 /* Event-loop hooks, as in hiredis: the context calls them to say which readiness it needs.
  * add/del may be called repeatedly; cleanup is called once, when the context goes away, and
- * must stop the loop from calling tdm_async_handle_* for this context again. */
+ * must stop the loop from calling tdm_async_handle_* for this context again.
+ * set_timer (may be NULL: then no timeout is enforced) asks for one call of
+ * tdm_async_handle_timeout after ms milliseconds (0: as soon as possible), replacing the
+ * timer asked for before; ms < 0 cancels it. */
 typedef struct tdm_async_ev {
     void *data;
     void (*add_read)(void *data);
@@ -593,6 +598,7 @@ typedef struct tdm_async_ev {
     void (*add_write)(void *data);
     void (*del_write)(void *data);
     void (*cleanup)(void *data);
+    void (*set_timer)(void *data, int64_t ms);
 } tdm_async_ev;
 
 /* A reply callback. reply is borrowed: valid only during the call. reply->status is 0,
@@ -612,7 +618,15 @@ typedef void tdm_async_disconnect_cb(tdm_async *ac, int status);
 /* Starts a non-blocking connect (name resolution itself blocks, as in hiredis) and queues
  * Hello. Returns a context (NULL only when out of memory); if tdm_async_err is set it never
  * connected: free it with tdm_async_free (no callback is called). Otherwise attach it to a
- * loop (tdm_async_attach, or an adapter). opts->timeout_ms and io_timeout_ms are unused. */
+ * loop (tdm_async_attach, or an adapter).
+ * Timeouts, as the blocking client's (0, the default: none), enforced through the loop's
+ * set_timer hook: opts->timeout_ms bounds the TCP connect and the Hello handshake together
+ * (past it the connect callback gets TDM_CLIENT_ETIMEOUT); opts->io_timeout_ms bounds each
+ * request from its submission to its reply. A request past it gets its callback once with
+ * status TDM_CLIENT_ETIMEOUT (type TDM_REPLY_NONE), and the connection is closed, because
+ * a late reply could no longer be matched safely: the other pending requests get
+ * TDM_CLIENT_ECLOSED, the disconnect callback TDM_CLIENT_ETIMEOUT, and tdm_async_errstr
+ * names the request that timed out. */
 TDM_API tdm_async *tdm_async_connect(const tdm_connect_opts *opts);
 /* Installs the hooks; called by adapters. Returns TDM_CLIENT_EINVAL if already attached. */
 TDM_API int tdm_async_attach(tdm_async *ac, const tdm_async_ev *ev);
@@ -629,6 +643,8 @@ TDM_API const tdm_server_info *tdm_async_server_info(const tdm_async *ac);
 /* The loop calls these when the socket is readable / writable. */
 TDM_API void tdm_async_handle_read(tdm_async *ac);
 TDM_API void tdm_async_handle_write(tdm_async *ac);
+/* The loop calls this when the timer asked for by set_timer is due. */
+TDM_API void tdm_async_handle_timeout(tdm_async *ac);
 
 /* Graceful: no new requests are accepted; the connection closes once every pending reply
  * has been delivered, then the disconnect callback runs with status 0. */
@@ -683,6 +699,66 @@ TDM_API int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, 
                                          size_t n_motions, uint64_t *id);
 /* Requests queued and not yet answered. */
 TDM_API size_t tdm_async_pending(const tdm_async *ac);
+
+/* ---- 4. several servers (blocking) ----------------------------------------------------- */
+
+/* One blocking context over several tandemd: uploads (meshes, scenes, robots, robot scenes)
+ * go to every server, and are kept (copied) by the context to be replayed, in order, to a
+ * server that reconnects, before it gets any query (content ids make that idempotent);
+ * batches of queries and motions are cut into parts spread over the usable servers, and
+ * answers land in the caller's arrays in order, each exactly once. A part whose server fails
+ * (connection lost, io_timeout_ms passed, BUSY) is re-sent to another server; a failed
+ * server is reconnected after a backoff (100 ms doubling to 5 s by default), or at once when
+ * none is usable. A call fails with TDM_CLIENT_ECONNECT when every server failed during it.
+ * Deletes and lists are not spread: use a tdm_client per server. One thread at a time. */
+typedef struct tdm_multi tdm_multi;
+
+/* Connects to n addresses (opts->addr is ignored), or, with addrs NULL, to the comma-
+ * separated list in opts->addr ("a:7450,b:7450,unix:/run/t.sock"); the other options
+ * (timeouts, token, name, max_reply_bytes) apply to each server. Returns once every server
+ * has connected or failed; a context always (NULL only when out of memory): when no server
+ * could be reached, tdm_multi_err is set and the context can only be freed. */
+TDM_API tdm_multi *tdm_multi_connect(const char *const *addrs, size_t n, const tdm_connect_opts *opts);
+TDM_API void tdm_multi_free(tdm_multi *m);
+TDM_API int tdm_multi_err(const tdm_multi *m);
+/* The text of the last failure (owned by m, valid until the next call on m). */
+TDM_API const char *tdm_multi_errstr(const tdm_multi *m);
+/* The server's Error behind the last TDM_CLIENT_ESERVER (its index made the call's), or NULL. */
+TDM_API const tdm_server_error *tdm_multi_server_error(const tdm_multi *m);
+/* Backoff before reconnecting a failed server: retry_min_ms doubling up to retry_max_ms. */
+TDM_API void tdm_multi_set_retry(tdm_multi *m, int retry_min_ms, int retry_max_ms);
+/* A batch is cut into parts of at least min_queries (default 1), one per usable server. */
+TDM_API void tdm_multi_set_min_part(tdm_multi *m, size_t min_queries);
+TDM_API size_t tdm_multi_servers(const tdm_multi *m);
+/* Server i: 1 when usable now, 0 otherwise (*errstr: why it is down, or ""); *addr its
+ * address. Both borrowed from m. TDM_CLIENT_EINVAL for i out of range. */
+TDM_API int tdm_multi_server_state(const tdm_multi *m, size_t i, const char **addr, const char **errstr);
+/* Parts re-sent to another server after a failure, over the context's life. */
+TDM_API size_t tdm_multi_resent(const tdm_multi *m);
+
+/* As tdm_mesh_put, tdm_scene_put, tdm_robot_put, tdm_robot_scene_put, on every server. A
+ * refusal by any server is the call's TDM_CLIENT_ESERVER (the upload is then not kept). */
+TDM_API int tdm_multi_mesh_put(tdm_multi *m, const char *name, const float *verts, uint32_t n_verts,
+                               const uint32_t *tris, uint32_t n_tris, uint8_t mesh_id[TDM_ID_BYTES], int *created);
+TDM_API int tdm_multi_scene_put(tdm_multi *m, const char *name, const tdm_scene_object *objects, size_t n_objects,
+                                const tdm_object_pair *allowed, size_t n_allowed, uint8_t scene_id[TDM_ID_BYTES],
+                                int *created, uint32_t *movable, size_t movable_cap, size_t *n_movable);
+TDM_API int tdm_multi_robot_put(tdm_multi *m, const char *name, const char *urdf, const char *srdf,
+                                const tdm_robot_mesh_ref *meshes, size_t n_meshes, uint8_t robot_id[TDM_ID_BYTES],
+                                int *created);
+TDM_API int tdm_multi_robot_scene_put(tdm_multi *m, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
+                                      const char *world_yaml, uint8_t scene_id[TDM_ID_BYTES], int *created);
+/* As tdm_query / tdm_query_configs / tdm_motion_check, spread over the servers. A server's
+ * refusal (TDM_CLIENT_ESERVER) ends the call; its error's index is the call's. */
+TDM_API int tdm_multi_query(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                            const double *poses, uint32_t n_movable, size_t n_queries, uint32_t max_contacts,
+                            tdm_query_result *results, tdm_pairs *pairs);
+TDM_API int tdm_multi_query_configs(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,
+                                    const double *configs, uint32_t n_joints, size_t n_queries,
+                                    uint32_t max_contacts, tdm_query_result *results, tdm_pairs *pairs);
+TDM_API int tdm_multi_motion_check(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                   const double *motions, uint32_t n_joints, size_t n_motions,
+                                   int64_t *first_colliding, uint64_t *n_states, double *last_free);
 
 #ifdef __cplusplus
 }

@@ -171,7 +171,7 @@ static int start(dmn *d, const char *const *extra, int *exit_status)
     cr_assert(d->root[0], "dmn_init first");
     cr_assert_eq(d->pid, 0, "tandemd is already running");
     for (int attempt = 0;; attempt++) {
-        d->port = free_port();
+        d->port = d->fixed_port ? d->fixed_port : free_port();
         snprintf(d->tcp_addr, sizeof d->tcp_addr, "127.0.0.1:%d", d->port);
         size_t log_start = 0;
         char *before = gen_read_file(d->log_path, &log_start);

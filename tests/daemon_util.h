@@ -33,6 +33,7 @@ typedef struct dmn {
     char tcp_addr[64];   /* "127.0.0.1:PORT" */
     char unix_addr[272]; /* "unix:PATH" */
     int port;
+    int fixed_port;      /* set before dmn_start: listen on this port (a restart on the same address) */
 } dmn;
 
 /* Creates the temporary folder (under $TMPDIR or /tmp); asserts. */

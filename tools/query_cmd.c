@@ -245,6 +245,87 @@ done:
     return status;
 }
 
+/* --server A,B,C: the meshes and the scene go to every server, and the poses are sent in
+ * chunks of batch * inflight queries per server, each chunk cut over the servers by
+ * tdm_multi_query (a server that fails has its part re-sent to another). The output is
+ * `check`'s, as with one server. 0, or -1 after printing why; out is closed here. */
+static int query_multi(const char *server, const char *env, const tdm_mesh *env_m, const char *robot,
+                       const tdm_mesh *robot_m, const tdm_pose *poses, size_t n, tdm_query_mode mode,
+                       uint64_t max_contacts, uint64_t batch, uint64_t inflight, FILE *out, const char *out_path)
+{
+    int rc = -1;
+    tdm_query_result *results = calloc(n ? n : 1, sizeof *results);
+    tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
+                          .auth_token = getenv("TANDEM_AUTH_TOKEN")};
+    tdm_multi *m = tdm_multi_connect(NULL, 0, &o);
+    if (!m || !results) {
+        tdm_cli_error("out of memory");
+        goto done;
+    }
+    if (tdm_multi_err(m)) {
+        tdm_cli_error("cannot connect: %s", tdm_multi_errstr(m));
+        goto done;
+    }
+    uint8_t env_id[TDM_ID_BYTES], robot_id[TDM_ID_BYTES];
+    const char *eb = strrchr(env, '/'), *rb = strrchr(robot, '/');
+    if (tdm_multi_mesh_put(m, eb ? eb + 1 : env, env_m->verts, env_m->n_verts, env_m->tris, env_m->n_tris, env_id,
+                           NULL)) {
+        tdm_cli_error("environment mesh %s: %s", env, tdm_multi_errstr(m));
+        goto done;
+    }
+    if (tdm_multi_mesh_put(m, rb ? rb + 1 : robot, robot_m->verts, robot_m->n_verts, robot_m->tris, robot_m->n_tris,
+                           robot_id, NULL)) {
+        tdm_cli_error("robot mesh %s: %s", robot, tdm_multi_errstr(m));
+        goto done;
+    }
+    tdm_scene_object objs[2] = {{.object_id = 0, .movable = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, env_id, TDM_ID_BYTES);
+    memcpy(objs[1].mesh_id, robot_id, TDM_ID_BYTES);
+    uint8_t scene_id[TDM_ID_BYTES];
+    uint32_t movable[2];
+    size_t n_movable = 0;
+    if (tdm_multi_scene_put(m, "tandem-query", objs, 2, NULL, 0, scene_id, NULL, movable, 2, &n_movable)) {
+        tdm_cli_error("scene: %s", tdm_multi_errstr(m));
+        goto done;
+    }
+    if (n_movable != 1 || movable[0] != 1) {
+        tdm_cli_error("scene: the server made %zu objects movable, expected the robot alone", n_movable);
+        goto done;
+    }
+    tdm_multi_set_min_part(m, batch);
+    size_t chunk = batch * inflight * tdm_multi_servers(m);
+    double t0 = tdm_cli_now();
+    for (size_t lo = 0; lo < n; lo += chunk) {
+        size_t k = n - lo < chunk ? n - lo : chunk;
+        if (tdm_multi_query(m, scene_id, mode, (const double *)(poses + lo), 1, k, (uint32_t)max_contacts,
+                            results + lo, NULL)) {
+            tdm_cli_error("query: %s", tdm_multi_errstr(m));
+            goto done;
+        }
+    }
+    double seconds = tdm_cli_now() - t0;
+    size_t colliding = 0, truncated = 0;
+    uint32_t *answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!answer) {
+        tdm_cli_error("out of memory for %zu answers", n);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        colliding += results[i].colliding != 0;
+        truncated += results[i].truncated != 0;
+        answer[i] = mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts;
+    }
+    FILE *f = out;
+    out = NULL; /* closed by tdm_cli_report */
+    rc = tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0 ? -1 : 0;
+    free(answer);
+done:
+    if (out) fclose(out);
+    tdm_multi_free(m);
+    free(results);
+    return rc;
+}
+
 int tdm_cmd_query(int argc, char **argv)
 {
     const char *server = NULL, *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *out_path = NULL,
@@ -293,6 +374,14 @@ int tdm_cmd_query(int argc, char **argv)
     }
     if (out_path && !(out = fopen(out_path, "w"))) {
         tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
+        goto done;
+    }
+    if (strchr(server, ',')) {
+        FILE *f = out;
+        out = NULL; /* closed by query_multi */
+        if (query_multi(server, env, env_m, robot, robot_m, poses, n, mode, max_contacts, batch, inflight, f,
+                        out_path) == 0)
+            status = 0;
         goto done;
     }
     results = calloc(n ? n : 1, sizeof *results);

@@ -1,6 +1,7 @@
 /* Shared by the remote subcommands: the server address and connecting. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "remote.h"
@@ -14,6 +15,12 @@ const char *tdm_cli_server(const char *opt)
 
 tdm_client *tdm_cli_connect(const char *server)
 {
+    if (strchr(server, ',')) {
+        tdm_cli_error("'%s': this command talks to one server; `tandem query --env ...` and `tandem bench load` "
+                      "take a comma-separated list",
+                      server);
+        return NULL;
+    }
     /* The token comes from the environment, not the command line, where ps would show it. */
     tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
                           .auth_token = getenv("TANDEM_AUTH_TOKEN")};

@@ -17,5 +17,7 @@ int tdm_cmd_query(int argc, char **argv);
 int tdm_cmd_mesh(int argc, char **argv);
 int tdm_cmd_scene(int argc, char **argv);
 int tdm_cmd_stats(int argc, char **argv);
+/* `tandem bench load` (bench_load.c). */
+int tdm_cmd_bench(int argc, char **argv);
 
 #endif

@@ -88,6 +88,10 @@ static const char usage[] =
     "      and streams the poses in batches of N (default 1024) over C connections\n"
     "      (default 1), K batches in flight on each (default 4). --out and the last\n"
     "      stdout line are as for check; S times the query streaming only.\n"
+    "      --server A,B,C (several servers, libtandem's tdm_multi): the meshes and the\n"
+    "      scene go to every server, and chunks of N*K queries per server are spread\n"
+    "      over them; a server that fails has its part re-sent to another one, and is\n"
+    "      retried later (--connections is then unused).\n"
     "  query --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE\n"
     "        --mode bool|contacts [--server ADDR] [--batch N] [--connections C]\n"
     "        [--inflight K] [--out FILE] [--max-contacts M]\n"
@@ -122,7 +126,29 @@ static const char usage[] =
     "      One line per scene: \"ID objects=N movable=I,J,... name=NAME\".\n"
     "  scene rm ID [--server ADDR]\n"
     "  stats [--server ADDR]\n"
-    "      The server's counters, one key=value per line.\n";
+    "      The server's counters, one key=value per line.\n"
+    "  bench load [--server ADDR[,ADDR...]] [--connections N] [--rate R] [--duration S]\n"
+    "        [--batch Q] [--idle M] [--mode bool|contacts] [--inflight K] [--pool P]\n"
+    "        [--env ENV --robot ROBOT] [--seed X] [--progress 0|1] [--drain D]\n"
+    "        [--timeout-ms T] [--connect-burst B] [--threads L]\n"
+    "      Load: N connections (default 16, spread over the addresses) send requests of\n"
+    "      Q poses (default 4) at R requests/s in all (default 1000) for S seconds\n"
+    "      (default 10), at most K in flight on each (default 8), on a generated scene\n"
+    "      (a torus around a pillar and a sphere) or ENV and ROBOT, uploaded to each\n"
+    "      server. Every answer is checked against this process's CPU engine (a pool\n"
+    "      of P poses, default 4096, answered first) and every request counted once:\n"
+    "      answered, failed, or missing after D seconds of draining (default 10).\n"
+    "      --idle M more connections say Hello and then nothing, and must still be\n"
+    "      open at the end; the file-descriptor limit is raised as far as the hard\n"
+    "      limit allows (a message says so when that is too low). T: a request's\n"
+    "      timeout (default 10000 ms, 0: none). At most B connections (default 128)\n"
+    "      are in their handshake at once. --progress 1: a line a second on stderr.\n"
+    "      --threads L (default 1): L event loops, each with its share of the\n"
+    "      connections and of the rate (one loop tops out near one core's worth).\n"
+    "      The last stdout line is \"requests=N answered=A errors=E mismatches=M\n"
+    "      seconds=S rps=R p50_ms=.. p99_ms=.. p999_ms=..\" (errors include missing\n"
+    "      answers; mismatches count requests whose answers differ); exit status 1\n"
+    "      unless every request was answered right and every idle connection held.\n";
 
 void tdm_cli_error(const char *fmt, ...)
 {
@@ -248,7 +274,8 @@ int main(int argc, char **argv)
         int (*run)(int argc, char **argv);
     } commands[] = {{"check", tdm_cmd_check}, {"poses", tdm_cmd_poses},     {"demo", tdm_cmd_demo},
                     {"robot", tdm_cmd_robot}, {"motions", tdm_cmd_motions}, {"query", tdm_cmd_query},
-                    {"mesh", tdm_cmd_mesh},   {"scene", tdm_cmd_scene},     {"stats", tdm_cmd_stats}};
+                    {"mesh", tdm_cmd_mesh},   {"scene", tdm_cmd_scene},     {"stats", tdm_cmd_stats},
+                    {"bench", tdm_cmd_bench}};
     for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
         if (strcmp(cmd, commands[c].name)) continue;
         for (int i = 2; i < argc; i++)

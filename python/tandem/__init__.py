@@ -12,6 +12,7 @@ the library is looked for, and python/README.md in the repository."""
 
 from ._library import LibraryNotFound, load_library
 from .client import Client
+from .multi import MultiClient
 from .errors import ClientCode, InvalidArgument, NotSupported, ServerCode, TandemError
 from .robots import Joint, MotionResult, Robot, RobotObject, RobotScene, motion_states
 from .types import (
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "MultiClient",
     "load_library",
     "LibraryNotFound",
     "TandemError",

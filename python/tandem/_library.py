@@ -346,6 +346,47 @@ _ROBOT_PROTOTYPES = {
 }
 
 
+_M = ctypes.c_void_p  # tdm_multi *
+_MULTI_PROTOTYPES = {
+    "tdm_multi_connect": (_M, [_c.c_void_p, _c.c_size_t, _c.POINTER(ConnectOptsStruct)]),
+    "tdm_multi_free": (None, [_M]),
+    "tdm_multi_err": (_c.c_int, [_M]),
+    "tdm_multi_errstr": (_c.c_char_p, [_M]),
+    "tdm_multi_server_error": (_c.POINTER(ServerErrorStruct), [_M]),
+    "tdm_multi_set_retry": (None, [_M, _c.c_int, _c.c_int]),
+    "tdm_multi_servers": (_c.c_size_t, [_M]),
+    "tdm_multi_server_state": (
+        _c.c_int,
+        [_M, _c.c_size_t, _c.POINTER(_c.c_char_p), _c.POINTER(_c.c_char_p)],
+    ),
+    "tdm_multi_resent": (_c.c_size_t, [_M]),
+    "tdm_multi_mesh_put": (
+        _c.c_int,
+        [_M, _c.c_char_p, _c.c_void_p, _c.c_uint32, _c.c_void_p, _c.c_uint32, _ID, _c.POINTER(_c.c_int)],
+    ),
+    "tdm_multi_scene_put": (
+        _c.c_int,
+        [
+            _M,
+            _c.c_char_p,
+            _c.POINTER(SceneObjectStruct),
+            _c.c_size_t,
+            _c.POINTER(ObjectPairStruct),
+            _c.c_size_t,
+            _ID,
+            _c.POINTER(_c.c_int),
+            _c.POINTER(_c.c_uint32),
+            _c.c_size_t,
+            _c.POINTER(_c.c_size_t),
+        ],
+    ),
+    "tdm_multi_query": (
+        _c.c_int,
+        [_M, _ID, _c.c_int, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint32, _c.c_void_p, _c.POINTER(PairsStruct)],
+    ),
+}
+
+
 class Library:
     """A loaded libtandem with its prototypes declared.
 
@@ -367,6 +408,14 @@ class Library:
         self.has_robots = all(hasattr(cdll, name) for name in ROBOT_SYMBOLS)
         if self.has_robots:
             for name, (restype, argtypes) in _ROBOT_PROTOTYPES.items():
+                fn = getattr(cdll, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+                setattr(self, name, fn)
+        # several servers (tdm_multi): absent from libraries before issue 14
+        self.has_multi = all(hasattr(cdll, name) for name in _MULTI_PROTOTYPES)
+        if self.has_multi:
+            for name, (restype, argtypes) in _MULTI_PROTOTYPES.items():
                 fn = getattr(cdll, name)
                 fn.restype = restype
                 fn.argtypes = argtypes

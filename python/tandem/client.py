@@ -276,31 +276,7 @@ class Client(RobotMixin):
         less the allowed pairs. Raises InvalidArgument for a malformed object (field "objects" and
         its index), TandemError from the server (UNKNOWN_MESH, BAD_INDEX, EMPTY...)."""
         objs = list(objects)
-        arr = (SceneObjectStruct * max(1, len(objs)))()
-        for i, o in enumerate(objs):
-            if not isinstance(o, SceneObject):
-                raise invalid(f"object {i} is a {type(o).__name__}, not a SceneObject", field="objects", index=i)
-            s = arr[i]
-            oid = i if o.object_id is None else o.object_id
-            if not isinstance(oid, (int, np.integer)) or not 0 <= oid <= 0xFFFFFFFF:
-                raise invalid(f"object {i}: object_id {oid!r} is not a uint32", field="objects", index=i)
-            s.object_id = int(oid)
-            try:
-                ctypes.memmove(s.mesh_id, MeshId(o.mesh), 32)
-            except TandemError as e:
-                raise invalid(f"object {i}: {e.message}", field="objects", index=i) from None
-            s.movable = 1 if o.movable else 0
-            if o.pose is not None:
-                if o.movable:
-                    raise invalid(f"object {i} is movable: its pose comes with each query", field="objects", index=i)
-                s.has_pose = 1
-                s.pose[:] = _arrays.fixed_pose(o.pose, i).tolist()
-        pairs = [tuple(p) for p in allowed]
-        parr = (ObjectPairStruct * max(1, len(pairs)))()
-        for i, p in enumerate(pairs):
-            if len(p) != 2 or not all(isinstance(x, (int, np.integer)) and 0 <= x <= 0xFFFFFFFF for x in p):
-                raise invalid(f"allowed pair {i} {p!r} is not two object ids", field="allowed", index=i)
-            parr[i].a, parr[i].b = int(p[0]), int(p[1])
+        arr, parr, pairs = _scene_args(objs, allowed)
         sid = IdBytes()
         created = ctypes.c_int()
         movable = (ctypes.c_uint32 * max(1, len(objs)))()
@@ -574,6 +550,36 @@ class Client(RobotMixin):
 
 
 # ---- helpers -------------------------------------------------------------------------------
+
+
+def _scene_args(objs: list, allowed: Iterable[tuple[int, int]]):
+    """The ctypes arrays of a ScenePut: the objects and the allowed pairs (and the pairs' list)."""
+    arr = (SceneObjectStruct * max(1, len(objs)))()
+    for i, o in enumerate(objs):
+        if not isinstance(o, SceneObject):
+            raise invalid(f"object {i} is a {type(o).__name__}, not a SceneObject", field="objects", index=i)
+        s = arr[i]
+        oid = i if o.object_id is None else o.object_id
+        if not isinstance(oid, (int, np.integer)) or not 0 <= oid <= 0xFFFFFFFF:
+            raise invalid(f"object {i}: object_id {oid!r} is not a uint32", field="objects", index=i)
+        s.object_id = int(oid)
+        try:
+            ctypes.memmove(s.mesh_id, MeshId(o.mesh), 32)
+        except TandemError as e:
+            raise invalid(f"object {i}: {e.message}", field="objects", index=i) from None
+        s.movable = 1 if o.movable else 0
+        if o.pose is not None:
+            if o.movable:
+                raise invalid(f"object {i} is movable: its pose comes with each query", field="objects", index=i)
+            s.has_pose = 1
+            s.pose[:] = _arrays.fixed_pose(o.pose, i).tolist()
+    pairs = [tuple(p) for p in allowed]
+    parr = (ObjectPairStruct * max(1, len(pairs)))()
+    for i, p in enumerate(pairs):
+        if len(p) != 2 or not all(isinstance(x, (int, np.integer)) and 0 <= x <= 0xFFFFFFFF for x in p):
+            raise invalid(f"allowed pair {i} {p!r} is not two object ids", field="allowed", index=i)
+        parr[i].a, parr[i].b = int(p[0]), int(p[1])
+    return arr, parr, pairs
 
 
 def _scene_id(scene) -> SceneId:

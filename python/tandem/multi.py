@@ -1,0 +1,202 @@
+"""MultiClient: several tandemd behind one object, over libtandem's tdm_multi.
+
+Uploads (meshes, scenes) go to every server, and libtandem keeps a copy of each to replay to a
+server that reconnects; query batches are cut into parts spread over the usable servers, and a
+server that fails (connection lost, io_timeout passed) has its parts re-sent to another one, so
+every answer comes back exactly once, in order. A failed server is retried after a backoff.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _arrays
+from ._library import ConnectOptsStruct, IdBytes, Library, load_library
+from .client import MODES, _id_arg, _ms, _result, _scene_args, _scene_id
+from .errors import ClientCode, NotSupported, ServerCode, TandemError, invalid, server_error
+from .types import MeshId, QueryResult, Scene, SceneId, SceneObject
+
+__all__ = ["MultiClient"]
+
+
+class MultiClient:
+    """Several tandemd servers used as one.
+
+    Args:
+        addresses: a list of addresses (each as ``Client`` takes it), or one string of
+            comma-separated addresses.
+        auth_token, timeout, io_timeout, client_name, library: as for ``Client``, for each server.
+        retry: (first, most) seconds to wait before reconnecting a failed server; the wait doubles
+            from the first to the most after each failure.
+
+    Raises TandemError (ECONNECT...) when no server can be reached; servers that cannot be reached
+    at first are retried later."""
+
+    def __init__(
+        self,
+        addresses: Union[str, Sequence[Union[str, os.PathLike]]],
+        auth_token: Optional[str] = None,
+        timeout: Optional[float] = 10.0,
+        io_timeout: Optional[float] = None,
+        *,
+        client_name: str = "tandem-python",
+        library: Optional[Union[str, os.PathLike]] = None,
+        retry: tuple[float, float] = (0.1, 5.0),
+    ):
+        self._m = None
+        self._lib: Library = load_library(library)
+        if not self._lib.has_multi:
+            raise NotSupported(f"{self._lib.path} has no tdm_multi (several servers): a libtandem from before issue 14")
+        if isinstance(addresses, str):
+            addrs = [a for a in addresses.split(",") if a]
+        else:
+            addrs = ["unix:" + os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in addresses]
+        if not addrs:
+            raise invalid("no server address", field="addresses")
+        self.addresses = addrs
+        self._scenes: dict[bytes, Scene] = {}
+        enc = [a.encode() for a in addrs]
+        arr = (ctypes.c_char_p * len(enc))(*enc)
+        opts = ConnectOptsStruct(
+            addr=None,
+            timeout_ms=_ms(timeout, "timeout"),
+            io_timeout_ms=_ms(io_timeout, "io_timeout"),
+            auth_token=(auth_token or "").encode(),
+            client_name=client_name.encode(),
+            max_reply_bytes=0,
+        )
+        m = self._lib.tdm_multi_connect(ctypes.cast(arr, ctypes.c_void_p), len(enc), ctypes.byref(opts))
+        if not m:
+            raise TandemError("out of memory", client_code=ClientCode.ENOMEM)
+        rc = self._lib.tdm_multi_err(m)
+        if rc != 0:
+            text = self._lib.tdm_multi_errstr(m).decode(errors="replace")
+            self._lib.tdm_multi_free(m)
+            raise TandemError(text, client_code=rc)
+        self._m = m
+        lo, hi = retry
+        self._lib.tdm_multi_set_retry(m, _ms(lo, "retry"), _ms(hi, "retry"))
+
+    def close(self) -> None:
+        if self._m is not None:
+            self._lib.tdm_multi_free(self._m)
+            self._m = None
+
+    def __enter__(self) -> "MultiClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _ctx(self):
+        if self._m is None:
+            raise TandemError("the client is closed", client_code=ClientCode.ECLOSED)
+        return self._m
+
+    def _check(self, rc: int) -> None:
+        if rc == 0:
+            return
+        if rc == ClientCode.ESERVER:
+            se = self._lib.tdm_multi_server_error(self._m)
+            if se:
+                e = se.contents
+                raise server_error(
+                    (e.message or b"").decode(errors="replace"),
+                    e.code,
+                    (e.field or b"").decode(errors="replace"),
+                    int(e.index),
+                )
+        raise TandemError(self._lib.tdm_multi_errstr(self._m).decode(errors="replace"), client_code=rc)
+
+    def servers(self) -> list[tuple[str, bool, str]]:
+        """Each server: (address, usable now, why it is down or "")."""
+        out = []
+        for i in range(self._lib.tdm_multi_servers(self._ctx())):
+            addr, why = ctypes.c_char_p(), ctypes.c_char_p()
+            up = self._lib.tdm_multi_server_state(self._m, i, ctypes.byref(addr), ctypes.byref(why))
+            out.append((addr.value.decode(), up == 1, (why.value or b"").decode(errors="replace")))
+        return out
+
+    @property
+    def resent(self) -> int:
+        """Parts re-sent to another server after a failure, so far."""
+        return int(self._lib.tdm_multi_resent(self._ctx()))
+
+    def put_mesh(self, vertices, triangles, name: str = "") -> MeshId:
+        """As ``Client.put_mesh``, on every server."""
+        v = _arrays.vertices(vertices)
+        t = _arrays.triangles(triangles, v.shape[0])
+        out = IdBytes()
+        created = ctypes.c_int()
+        self._check(
+            self._lib.tdm_multi_mesh_put(
+                self._ctx(), name.encode(), v.ctypes.data, v.shape[0], t.ctypes.data, t.shape[0], out,
+                ctypes.byref(created),
+            )
+        )  # fmt: skip
+        return MeshId(bytes(out))
+
+    def put_scene(self, objects: Sequence[SceneObject], allowed: Iterable[tuple[int, int]] = (), name: str = "") -> Scene:
+        """As ``Client.put_scene``, on every server."""
+        objs = list(objects)
+        arr, parr, pairs = _scene_args(objs, allowed)
+        sid = IdBytes()
+        created = ctypes.c_int()
+        movable = (ctypes.c_uint32 * max(1, len(objs)))()
+        n_movable = ctypes.c_size_t()
+        self._check(
+            self._lib.tdm_multi_scene_put(
+                self._ctx(), name.encode(), arr, len(objs), parr, len(pairs), sid, ctypes.byref(created), movable,
+                len(objs), ctypes.byref(n_movable),
+            )
+        )  # fmt: skip
+        scene = Scene(
+            SceneId(bytes(sid)),
+            tuple(int(movable[i]) for i in range(n_movable.value)),
+            name,
+            len(objs),
+            bool(created.value),
+        )
+        self._scenes[bytes(scene.id)] = scene
+        return scene
+
+    def query(self, scene: Scene, poses, mode: str = "bool", max_contacts: int = 0) -> QueryResult:
+        """As ``Client.query`` (without want_pairs), spread over the servers. ``scene`` is a Scene
+        from ``put_scene`` (its movable objects give the poses' shape)."""
+        if mode not in MODES:
+            raise invalid(f"mode must be 'bool' or 'contacts', not {mode!r}", field="mode")
+        if not isinstance(scene, Scene):
+            sid = bytes(_scene_id(scene))
+            if sid not in self._scenes:
+                raise server_error("a MultiClient queries scenes it stored (put_scene)", ServerCode.UNKNOWN_SCENE,
+                                   "scene_id", -1)  # fmt: skip
+            scene = self._scenes[sid]
+        max_contacts = int(max_contacts)
+        if not 0 <= max_contacts <= 0xFFFFFFFF:
+            raise invalid(f"max_contacts must be in 0..2^32-1, not {max_contacts}", field="max_contacts")
+        m = len(scene.movable)
+        p = _arrays.poses(poses, m)
+        n = p.shape[0]
+        results = np.zeros(n, dtype=_arrays.RESULT_DTYPE)
+        if n:
+            self._check(
+                self._lib.tdm_multi_query(
+                    self._ctx(), _id_arg(scene.id), MODES[mode], p.ctypes.data, m, n, max_contacts,
+                    results.ctypes.data, None,
+                )
+            )  # fmt: skip
+        return _result(results, None, [(0, n)], False)
+
+    def check(self, scene: Scene, poses) -> np.ndarray:
+        """(N,) bool: which queries collide."""
+        return self.query(scene, poses, "bool").colliding
