@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # Issue 14 on the device machine, in parts that each fit one device call (10 minutes):
-#   PART=tests    the suites that touch the GPU or the daemon (SUITES), from the pack, then
+#   STEP=tests    the suites that touch the GPU or the daemon (SUITES), from the pack, then
 #                 BEFORE=OLD AFTER=PACK bench/compare_builds.sh when OLD is given (speed and answers
 #                 against an older build: the exact box stage, the work accounts and the pooler's
 #                 fairness must cost nothing measurable)
-#   PART=soak     bench/run_load.sh on the pack (capacity, ACTIVE + IDLE connections, a soak of SOAK_S
+#   STEP=soak     bench/run_load.sh on the pack (capacity, ACTIVE + IDLE connections, a soak of SOAK_S
 #                 seconds with tandemd's RSS and GPU memory sampled)
 #
-#   PART=... bench/device_issue14.sh PACK OUTDIR [OLD]
+#   STEP=... bench/device_issue14.sh PACK OUTDIR [OLD]
 # PACK, OLD: bench/device_pack.sh folders. BUILD_ABS: the absolute path of the build the test
 # executables came from (they run tandem and tandemd from there; linked here to the pack's copies).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 pack=$(cd "${1:?PACK}" && pwd) out=${2:?OUTDIR} old=${3:-}
-PART=${PART:-tests}
+STEP=${STEP:-tests}
 export LD_LIBRARY_PATH=$pack/lib
 mkdir -p "$out"
 nvidia-smi -L
-case $PART in
+case $STEP in
 tests)
     if [[ -n ${BUILD_ABS:-} ]]; then
         mkdir -p "$BUILD_ABS/daemon" "$BUILD_ABS/tools"
@@ -31,8 +31,8 @@ tests)
         echo "test_$t exit $?: $(grep -E 'Synthesis' "$out/tests.txt" | tail -1)"
     done
     if [[ -n $old ]]; then
-        BEFORE=$old AFTER=$pack THREADS=$(nproc) ${COMPARE_ENV:-} bash bench/compare_builds.sh "$out/compare.md" \
-            > "$out/compare.log" 2>&1
+        # compare_builds.sh's own knobs (PART, SCENES, BACKENDS, REPEAT, ...) come from the environment
+        BEFORE=$old AFTER=$pack THREADS=$(nproc) bash bench/compare_builds.sh "$out/compare.md" > "$out/compare.log" 2>&1
         echo "compare_builds exit $?"
         tail -30 "$out/compare.md"
     fi
@@ -42,7 +42,7 @@ soak)
     echo "run_load exit $?"
     ;;
 *)
-    echo "device_issue14.sh: PART is tests or soak" >&2
+    echo "device_issue14.sh: STEP is tests or soak" >&2
     exit 2
     ;;
 esac
