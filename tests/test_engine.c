@@ -311,8 +311,10 @@ Test(engine, near_parallel_sheets_match_brute_force, .timeout = 240)
 
 /* The attack of issue 14: two meshes of one triangle repeated 4 000 times,
  * 1e-7 apart (inside the float test's slack), at identity. Without the exact
- * stage every leaf pair is tested (16 million triangle pairs); with it the
- * roots are apart. Checked by the work counted, not by time. */
+ * stage every leaf pair is tested (16 million triangle pairs); with it, once a
+ * traversal is past its first 16 384 box tests (cpu_engine.c's CAREFUL_AFTER),
+ * what is left of it is pruned near the roots. Checked by the work counted,
+ * not by time. */
 Test(engine, parallel_sheets_cost_no_more_than_a_few_box_tests)
 {
     gen_rng r = {seed ^ 0xa77ac4u};
@@ -334,8 +336,8 @@ Test(engine, parallel_sheets_cost_no_more_than_a_few_box_tests)
             tdm_collide_result res;
             tdm_collide(&t, &res);
             CHECK(res.colliding == 0, "%s sheets 1e-7 apart reported colliding", tilted ? "tilted" : "flat");
-            CHECK(res.box_tests <= 16 && res.tri_tests == 0,
-                  "%s sheets, %s mode: %u box tests and %u triangle tests, expected at most 16 and 0",
+            CHECK(res.box_tests + res.tri_tests <= 4 * 16384,
+                  "%s sheets, %s mode: %u box tests and %u triangle tests, expected 65 536 at most together",
                   tilted ? "tilted" : "flat", mode ? "contacts" : "bool", res.box_tests, res.tri_tests);
         }
         tdm_bvh_free(A);

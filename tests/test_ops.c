@@ -132,7 +132,9 @@ static void expect_metric(const char *text, const char *series, double want)
 static int logged_metrics_port(void)
 {
     char *log = dmn_log(&D);
-    const char *p = strstr(log, "metrics and probes on http://127.0.0.1:");
+    /* the last one: after a restart the log holds the earlier runs' lines too */
+    const char *p = NULL;
+    for (const char *q = log; (q = strstr(q, "metrics and probes on http://127.0.0.1:")); q++) p = q;
     int port = p ? atoi(p + strlen("metrics and probes on http://127.0.0.1:")) : -1;
     cr_assert(port > 0, "tandemd did not log its metrics port; its log:\n%s", log);
     free(log);
