@@ -23,6 +23,18 @@
 
 #define TDM_INLINE static inline
 
+/* A body shared by variants that differ in a constant argument (geom/bv.h's box
+ * test with and without its margin): inlined wherever it is called, so that the
+ * constant folds away. Left to itself GCC kept the 15-axis test out of line and
+ * the CPU engine lost a quarter of its speed. */
+#if defined(__CUDACC__)
+#define TDM_ALWAYS_INLINE static __forceinline__
+#elif defined(__GNUC__)
+#define TDM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define TDM_ALWAYS_INLINE static inline
+#endif
+
 /* For rarely taken slow paths (the exact arithmetic behind the predicates):
  * keeping them out of line keeps kernels small and nvcc's compile time sane. */
 #if defined(__CUDACC__)

@@ -104,7 +104,7 @@ TDM_INLINE TDM_HD float tdm__obb_margin(float r, float tol) { return r * (1 - 1e
  * (pass a constant: the extra compares compile away otherwise) an overlap
  * that needed the slack on some axis is MARGINAL. The comparisons are the
  * same either way, so both forms say APART for the same boxes. */
-TDM_INLINE TDM_HD int tdm__obb_sat(const tdm_bvh_node *a, const tdm_wbox *w, const float *eb, float tol, int margin)
+TDM_ALWAYS_INLINE TDM_HD int tdm__obb_sat(const tdm_bvh_node *a, const tdm_wbox *w, const float *eb, float tol, int margin)
 {
     float R[3][3], AR[3][3], T[3], cw[3];
     const float *ea = a->extent;
@@ -144,7 +144,7 @@ TDM_INLINE TDM_HD int tdm__obb_sat(const tdm_bvh_node *a, const tdm_wbox *w, con
 
 /* Does box a (frame A) overlap box b, given as w = b in frame A with half-lengths
  * eb? Conservative: may say 1 for boxes a hair apart, never 0 for boxes that meet. */
-TDM_INLINE TDM_HD int tdm_obb_overlap_w(const tdm_bvh_node *a, const tdm_wbox *w, const float *eb, float tol)
+TDM_ALWAYS_INLINE TDM_HD int tdm_obb_overlap_w(const tdm_bvh_node *a, const tdm_wbox *w, const float *eb, float tol)
 {
     return tdm__obb_sat(a, w, eb, tol, 0) != TDM_OBB_APART;
 }

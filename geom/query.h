@@ -27,8 +27,11 @@ typedef struct tdm_collide_result {
  * shared by every task made for it. The CPU engine adds each traversal's box
  * and triangle tests in steps of TDM_WORK_STEP and stops a traversal at its
  * next step once `used` passes `limit` or `stop` is set, setting `over`; the
- * caller then discards the request's answers (tdm_work_verdict). A request's
- * cost is thus bounded by its limit plus one step per thread. The GPU engines
+ * caller then discards the request's answers (tdm_work_verdict). A traversal
+ * charges nothing for its first 16 384 box tests (workpile/cpu_engine.c's
+ * CAREFUL_AFTER, and the triangle tests among them, four per leaf pair at
+ * most), then every TDM_WORK_STEP tests: a request's cost is bounded by its
+ * limit plus about 5 x 16 384 tests per traversal in flight. The GPU engines
  * run in bounded device buffers and do not count (a chunk over them falls back
  * to the CPU engine, which does). Fields are read and written with the
  * __atomic builtins (this header is also compiled as CUDA C++, which has no

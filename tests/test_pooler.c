@@ -744,7 +744,7 @@ Test(pooler, work_budget_and_cancellation, .timeout = 120)
     probe_wait_finished(&p, 4);
     tdm_pooler_stop(pl);
     for (int i = 0; i < 4; i++) job_check(&jobs[i]);
-    cr_assert(jobs[1].pj.work.used > 50000 && jobs[1].pj.work.used < 50000 + 3 * (16384 + 2 * TDM_WORK_STEP),
+    cr_assert(jobs[1].pj.work.used > 50000 && jobs[1].pj.work.used < 50000 + 3 * (5 * 16384 + TDM_WORK_STEP),
               "the job over its budget counted %llu tests: it should stop within a step of each traversal",
               (unsigned long long)jobs[1].pj.work.used);
     tdm_pooler_destroy(pl);

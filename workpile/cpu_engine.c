@@ -26,44 +26,18 @@ typedef struct traversal {
     double slack;   /* for the exact stage (tdm_obb_apart_exact) */
     tdm_collide_result *res;
     int done;
-    int careful;      /* past CAREFUL_AFTER box tests: marginal pairs go to the exact stage */
     uint64_t counted; /* box + triangle tests already added to task->work */
 } traversal;
 
-/* Box tests after which a traversal takes the exact stage for pairs the float
- * test keeps only by its slack (a power of two). Below it the float test alone
- * decides, as it always did: the margin's compares cost the CPU engine 15-20% on
- * the OMPL scenes when every pair paid them, and a traversal this short cannot
- * be the quadratic case the stage is for. Past it, what is left of the descent
- * is pruned where the slack alone kept pairs together (parallel sheets 1e-7
- * apart: 16 million triangle tests before, about this many box tests now). */
+/* Box tests after which a traversal is careful: it takes the exact stage for
+ * pairs the float test keeps only by its slack, and charges its task's work
+ * account. Below it the float test alone decides, as it always did, and nothing
+ * is counted: a traversal this short cannot be the quadratic case the stage is
+ * for, and it costs the budget at most this many box tests and four times as
+ * many triangle tests before its first charge. Past it, what is left of the
+ * descent is pruned where the slack alone kept pairs together (parallel sheets
+ * 1e-7 apart: 16 million triangle tests before, about this many box tests now). */
 #define CAREFUL_AFTER 16384u
-
-static void charge(traversal *t);
-
-/* Every CAREFUL_AFTER box tests: careful from then on, and the account charged. */
-static void step(traversal *t)
-{
-    t->careful = 1;
-    charge(t);
-}
-
-/* Adds the tests done since the last step to the task's account; ends the
- * traversal (done, and the account marked over) when the account is spent or
- * stopped. Called every CAREFUL_AFTER box tests (step) and at
- * leaves. */
-static void charge(traversal *t)
-{
-    tdm_work *w = t->task->work;
-    uint64_t n = (uint64_t)t->res->box_tests + t->res->tri_tests;
-    if (!w || n - t->counted < TDM_WORK_STEP) return;
-    uint64_t used = __atomic_add_fetch(&w->used, n - t->counted, __ATOMIC_RELAXED);
-    t->counted = n;
-    if ((w->limit && used > w->limit) || __atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&w->over, 1, __ATOMIC_RELEASE);
-        t->done = 1;
-    }
-}
 
 /* Tests a leaf pair (geom/leaf.h) and adds its intersecting pairs to the
  * result; sets t->done when the traversal can stop. Bool mode stops at the first
@@ -76,18 +50,32 @@ static void leaf_pair(traversal *t, const tdm_bvh_node *na, const tdm_bvh_node *
     t->res->tri_tests += tdm_result_add_leaf(t->res, k->mode, k->max_pairs, k->pairs, m, na, t->a->tri_ids, nb,
                                              t->b->tri_ids);
     t->done = tdm_result_done(t->res, k->mode);
-    if (!t->done) charge(t);
 }
 
-/* Do node a of A and node b of B (given as w, in A's frame) overlap? The
- * float test first; a pair it keeps only by grace of its slack goes to the
- * exact stage (bv.h), which separates what the slack cannot: parallel sheets
- * a hair apart would otherwise overlap down to every leaf pair. Rare on
- * ordinary scenes (boxes within ~1e-6 of touching). */
-static int overlap(const traversal *t, uint32_t a, const tdm_wbox *w, uint32_t b)
+/* Adds the tests done since the last charge to the task's account; ends the
+ * traversal (done, and the account marked over) when the account is spent or
+ * stopped. */
+TDM_COLD void charge(traversal *t)
+{
+    tdm_work *w = t->task->work;
+    uint64_t n = (uint64_t)t->res->box_tests + t->res->tri_tests;
+    if (!w || n <= t->counted) return;
+    uint64_t used = __atomic_add_fetch(&w->used, n - t->counted, __ATOMIC_RELAXED);
+    t->counted = n;
+    if ((w->limit && used > w->limit) || __atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&w->over, 1, __ATOMIC_RELEASE);
+        t->done = 1;
+    }
+}
+
+/* Do node a of A and node b of B (given as w, in A's frame) overlap, for a
+ * careful traversal: the float test first; a pair it keeps only by grace of its
+ * slack goes to the exact stage (bv.h), which separates what the slack cannot:
+ * parallel sheets a hair apart would otherwise overlap down to every leaf pair.
+ * Out of line: the fast loops below never call it. */
+TDM_COLD int overlap_careful(const traversal *t, uint32_t a, const tdm_wbox *w, uint32_t b)
 {
     const tdm_bvh_node *na = &t->a->nodes[a], *nb = &t->b->nodes[b];
-    if (!t->careful) return tdm_obb_overlap_w(na, w, nb->extent, t->tol);
     int r = tdm__obb_sat(na, w, nb->extent, t->tol, 1);
     if (r != TDM_OBB_MARGINAL) return r;
     if (!t->a->exact_extent || !t->b->exact_extent) return 1;
@@ -101,18 +89,24 @@ static int overlap(const traversal *t, uint32_t a, const tdm_wbox *w, uint32_t b
 /* Contacts mode visits every overlapping pair, so every child pair gets tested
  * anyway: children are tested before they are pushed, which moves each of B's
  * child boxes into A's frame once and tests it against both of A's children.
- * Invariant: every pair on the stack overlaps. */
+ * Invariant: every pair on the stack overlaps.
+ *
+ * Two loops over one stack. The first is the engine's hot loop as it always
+ * was, left after CAREFUL_AFTER box tests; the second, for what is left of a
+ * long traversal, tests boxes carefully and charges the task's account every
+ * TDM_WORK_STEP tests. (One loop with both, however the branches were arranged,
+ * cost the OMPL scenes 7-40% of their speed.) */
 static void traverse_eager(traversal *t)
 {
     const tdm_bvh_node *A = t->a->nodes, *B = t->b->nodes;
     tdm_wbox wb[2];
     tdm_wbox_of(&t->fx, &B[0], &wb[0]);
     t->res->box_tests = 1;
-    if (!overlap(t, 0, &wb[0], 0)) return;
+    if (!tdm_obb_overlap_w(&A[0], &wb[0], B[0].extent, t->tol)) return;
     node_pair stack[STACK_CAP];
     int sp = 0;
     stack[sp++] = (node_pair){0, 0};
-    while (sp > 0 && !t->done) {
+    while (sp > 0 && !t->done && t->res->box_tests < CAREFUL_AFTER) {
         node_pair p = stack[--sp];
         uint32_t ca[2], cb[2];
         int nca, ncb;
@@ -122,30 +116,47 @@ static void traverse_eager(traversal *t)
         }
         for (int j = 0; j < ncb; j++) tdm_wbox_of(&t->fx, &B[cb[j]], &wb[j]);
         t->res->box_tests += (uint32_t)(nca * ncb);
-        if ((t->res->box_tests & (CAREFUL_AFTER - 1)) < 4) step(t);
         /* pushed in reverse so that the first children are visited first */
         for (int i = nca - 1; i >= 0; i--)
             for (int j = ncb - 1; j >= 0; j--)
-                if (overlap(t, ca[i], &wb[j], cb[j]))
+                if (tdm_obb_overlap_w(&A[ca[i]], &wb[j], B[cb[j]].extent, t->tol))
                     stack[sp++] = (node_pair){ca[i], cb[j]};
+    }
+    if (sp == 0 || t->done) return;
+    charge(t);
+    while (sp > 0 && !t->done) {
+        node_pair p = stack[--sp];
+        uint32_t ca[2], cb[2];
+        int nca, ncb;
+        if (!tdm_bvtt_children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
+            leaf_pair(t, &A[p.a], &B[p.b]);
+        } else {
+            for (int j = 0; j < ncb; j++) tdm_wbox_of(&t->fx, &B[cb[j]], &wb[j]);
+            t->res->box_tests += (uint32_t)(nca * ncb);
+            for (int i = nca - 1; i >= 0; i--)
+                for (int j = ncb - 1; j >= 0; j--)
+                    if (overlap_careful(t, ca[i], &wb[j], cb[j])) stack[sp++] = (node_pair){ca[i], cb[j]};
+        }
+        if ((uint64_t)t->res->box_tests + t->res->tri_tests - t->counted >= TDM_WORK_STEP) charge(t);
     }
 }
 
 /* Bool mode stops at the first intersecting pair, so a child pair is tested only
  * when the traversal reaches it (depth first): the siblings still waiting when
- * the answer is found are never tested. Invariant: no pair on the stack is tested. */
+ * the answer is found are never tested. Invariant: no pair on the stack is tested.
+ * Two loops, as traverse_eager's. */
 static void traverse_lazy(traversal *t)
 {
     const tdm_bvh_node *A = t->a->nodes, *B = t->b->nodes;
     node_pair stack[STACK_CAP];
     int sp = 0;
     stack[sp++] = (node_pair){0, 0};
-    while (sp > 0 && !t->done) {
+    while (sp > 0 && !t->done && t->res->box_tests < CAREFUL_AFTER) {
         node_pair p = stack[--sp];
         tdm_wbox wb;
         tdm_wbox_of(&t->fx, &B[p.b], &wb);
-        if ((++t->res->box_tests & (CAREFUL_AFTER - 1)) == 0) step(t);
-        if (!overlap(t, p.a, &wb, p.b)) continue;
+        t->res->box_tests++;
+        if (!tdm_obb_overlap_w(&A[p.a], &wb, B[p.b].extent, t->tol)) continue;
         uint32_t ca[2], cb[2];
         int nca, ncb;
         if (!tdm_bvtt_children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
@@ -155,6 +166,25 @@ static void traverse_lazy(traversal *t)
         for (int i = nca - 1; i >= 0; i--)
             for (int j = ncb - 1; j >= 0; j--) stack[sp++] = (node_pair){ca[i], cb[j]};
     }
+    if (sp == 0 || t->done) return;
+    charge(t);
+    while (sp > 0 && !t->done) {
+        node_pair p = stack[--sp];
+        tdm_wbox wb;
+        tdm_wbox_of(&t->fx, &B[p.b], &wb);
+        t->res->box_tests++;
+        if (overlap_careful(t, p.a, &wb, p.b)) {
+            uint32_t ca[2], cb[2];
+            int nca, ncb;
+            if (!tdm_bvtt_children(&A[p.a], p.a, &B[p.b], p.b, ca, &nca, cb, &ncb)) {
+                leaf_pair(t, &A[p.a], &B[p.b]);
+            } else {
+                for (int i = nca - 1; i >= 0; i--)
+                    for (int j = ncb - 1; j >= 0; j--) stack[sp++] = (node_pair){ca[i], cb[j]};
+            }
+        }
+        if ((uint64_t)t->res->box_tests + t->res->tri_tests - t->counted >= TDM_WORK_STEP) charge(t);
+    }
 }
 
 void tdm_collide(const tdm_task *task, tdm_collide_result *res)
@@ -163,7 +193,7 @@ void tdm_collide(const tdm_task *task, tdm_collide_result *res)
     res->first.a_tri = res->first.b_tri = 0;
     if (task->mode == TDM_MODE_CONTACTS && task->max_pairs == 0) return;
 
-    traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, 0, res, 0, 0, 0};
+    traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, 0, res, 0, 0};
     t.tol = tdm_obb_tolerance(t.a->radius, t.b->radius, (float)tdm_d3_len(task->b_in_a.t));
     t.slack = tdm_obb_exact_slack(t.a->radius, t.b->radius, tdm_d3_len(task->b_in_a.t));
     if (task->mode == TDM_MODE_BOOL) traverse_lazy(&t);
