@@ -11,6 +11,7 @@
  *           wanted, bits 5-7: room for 0..7 pairs.
  * The reader's frame limit is 1 MiB. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +49,9 @@ static void touch_robot(const tdm_robot_info *r)
     touch_joints(r->joints, r->n_joints);
 }
 
-static void walk(const tdm_reply *rep)
+/* pair_cap: the caller's room for pairs (the blocking client's sink), which n_pairs
+ * may exceed (tdm_pairs: only the first cap are stored); SIZE_MAX: the reader's own. */
+static void walk(const tdm_reply *rep, size_t pair_cap)
 {
     touch_str(rep->error.message);
     touch_str(rep->error.field);
@@ -67,7 +70,8 @@ static void walk(const tdm_reply *rep)
     case TDM_REPLY_QUERY: {
         const tdm_query_result *q = rep->u.query.results;
         touch(q, rep->u.query.n * sizeof *q);
-        touch(rep->u.query.pairs, rep->u.query.n_pairs * sizeof *rep->u.query.pairs);
+        size_t np = rep->u.query.n_pairs < pair_cap ? rep->u.query.n_pairs : pair_cap;
+        touch(rep->u.query.pairs, np * sizeof *rep->u.query.pairs);
         break;
     }
     case TDM_REPLY_STATS:
@@ -130,8 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             if (tdm__frame_parse(&r, frame, len, &f) != 0) goto out;
             if (tdm__decode(&r, &f, qs) != 0) continue; /* a bad reply: the next one may still be read */
-            walk(&r.reply);
-            if (qs == &own && own.pairs) touch(pairs.data, (pairs.count < pairs.cap ? pairs.count : pairs.cap) * sizeof *pairs.data);
+            walk(&r.reply, qs == &own && own.pairs ? pairs.cap : SIZE_MAX);
         }
     }
 out:
