@@ -219,6 +219,11 @@ int main(int argc, char **argv)
     fuzz_req_motion(&b, 6, d.rscene_id, 0.2, motions, 8, NULL, 0);
     fuzz_req_id(&b, 7, TANDEM__V1__REQUEST__BODY_STATS, NULL);
     request_seed("pipelined", &b, 5, 0);
+    /* after the harness's large MeshPut (flag bit 1), a list in 3-byte writes (x 4096) */
+    fuzz_req_id(&b, 1, TANDEM__V1__REQUEST__BODY_MESH_LIST, NULL);
+    uint8_t head_large[2] = {3, 3};
+    put("daemon_requests", "large-frame", head_large, 2, b.data, b.len);
+    fuzz_bytes_free(&b);
     /* without the harness's Hello: the gate; a frame of length 0; a frame cut short */
     fuzz_req_id(&b, 1, TANDEM__V1__REQUEST__BODY_STATS, NULL);
     uint8_t head0[2] = {0, 0};
