@@ -7,7 +7,7 @@
  * those requests got; the data directory seeds are the files the writer wrote;
  * the tree blob seeds are the stored mesh's tree and a larger one. Every seed
  * is deterministic (ids are content hashes), so running it again rewrites the
- * same files. */
+ * same files (but for the figures of the Stats replies: uptime, counters). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -203,6 +203,18 @@ int main(int argc, char **argv)
     request_seed("query-configs", &b, 0, 3);
     fuzz_req_query(&b, 1, d.rscene_id, 1, NULL, 0, configs, 6, 8, 1);
     request_seed("query-configs-contacts", &b, 3, 3 | 1 << 4 | 2 << 5);
+    /* 64 queries and more: poses converted, and forward kinematics run, on libuv's pool */
+    double many[64 * 14], many_configs[64 * 2];
+    for (int i = 0; i < 64; i++) {
+        memcpy(many + 14 * i, poses, sizeof poses);
+        many[14 * i + 7] = 0.01 * i;
+        many_configs[2 * i] = -1.5 + 3.0 * i / 63;
+        many_configs[2 * i + 1] = 0.2 * i / 63;
+    }
+    fuzz_req_query(&b, 1, d.scene_id, 0, many, 64 * 14, NULL, 0, 0, 0);
+    request_seed("query-offload", &b, 0, 0);
+    fuzz_req_query(&b, 1, d.rscene_id, 1, NULL, 0, many_configs, 64 * 2, 2, 1);
+    request_seed("query-configs-offload", &b, 0, 0);
     double motions[8] = {-1.5, 0, 1.5, 0.2, 0, 0, 0.5, 0.1};
     fuzz_req_motion(&b, 1, d.rscene_id, 0.1, motions, 8, NULL, 0);
     request_seed("motion-check", &b, 0, 0);
