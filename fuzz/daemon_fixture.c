@@ -337,6 +337,15 @@ void fuzz_daemon_session(fuzz_daemon *d, const uint8_t *in, size_t len, size_t c
     }
     close(fd);
     while (d->srv.n_conns > 0) pump(d, -1, 0);
+    /* the connection is gone: nothing it did may still be counted or held */
+    const tdm_server *s = &d->srv;
+    if (s->n_active || s->n_unauth || s->upload_bytes || tdm_catalog_reserved(s->catalog) ||
+        tdm_writer_pending(s->writer) || tdm_query_pool_pending(s->query_pool))
+        DIE("after a session: %u active, %u before Hello, %llu upload bytes, %llu reserved, %zu writer ops, "
+            "%zu query jobs",
+            s->n_active, s->n_unauth, (unsigned long long)s->upload_bytes,
+            (unsigned long long)tdm_catalog_reserved(s->catalog), tdm_writer_pending(s->writer),
+            tdm_query_pool_pending(s->query_pool));
 }
 
 /* ---- restore ---- */
