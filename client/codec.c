@@ -1366,12 +1366,13 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
     } else if (f->type == TDM_REPLY_SCENE_LIST) {
         for (size_t i = 0; i < d.n_scenes; i++) {
             r->scenes[i].name = chars + (uintptr_t)r->scenes[i].name;
-            r->scenes[i].movable = r->u32s + (uintptr_t)r->scenes[i].movable;
+            /* NULL when none: the scratch may be unallocated (no pointer arithmetic on NULL) */
+            r->scenes[i].movable = r->scenes[i].n_movable ? r->u32s + (uintptr_t)r->scenes[i].movable : NULL;
         }
         rep->u.scene_list.scenes = r->scenes;
         rep->u.scene_list.n = d.n_scenes;
     } else if (f->type == TDM_REPLY_SCENE_PUT) {
-        rep->u.scene_put.movable = r->u32s + mov.off;
+        rep->u.scene_put.movable = mov.n ? r->u32s + mov.off : NULL;
     } else if (f->type == TDM_REPLY_MOTION_CHECK) {
         for (size_t i = 0; i < d.n_motions; i++)
             r->motions[i].last_free =

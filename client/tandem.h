@@ -144,7 +144,7 @@ typedef struct tdm_scene_info {
     uint8_t scene_id[TDM_ID_BYTES];
     const char *name; /* never NULL */
     uint32_t n_objects;
-    const uint32_t *movable; /* movable object ids, in the order Query poses use */
+    const uint32_t *movable; /* movable object ids, in the order Query poses use; NULL when none */
     size_t n_movable;
     int is_robot_scene;      /* a robot scene (RobotScenePut): robot_id is its robot */
     uint8_t robot_id[TDM_ID_BYTES];
@@ -325,7 +325,7 @@ typedef struct tdm_reply {
         struct {
             uint8_t scene_id[TDM_ID_BYTES];
             int created;
-            const uint32_t *movable;
+            const uint32_t *movable; /* NULL when n_movable is 0 */
             size_t n_movable;
         } scene_put;
         struct {

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  clang libclang-rt-dev
   libuv1-dev libprotobuf-c-dev protobuf-c-compiler nanopb libnanopb-dev python3-protobuf protobuf-compiler
   libssl-dev openssl libjansson-dev libassimp-dev libxml2-dev libyaml-dev
   libmicrohttpd-dev libsystemd-dev

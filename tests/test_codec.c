@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tandem/tandem.h>
+
 #include "check.h"
 #include "codec_reader.h"
 #include "daemon/codec.h"
@@ -415,4 +417,63 @@ Test(codec, a_foreign_server_is_named)
     char err[256] = "";
     cr_assert_eq(rd_decode(zeros, 4, &out, err, sizeof err), 0);
     cr_assert(strstr(err, "not a Tandem server: its first bytes were \"\\x00\\x00\\x00\\x00\"") != NULL, "'%s'", err);
+}
+
+/* Found by fuzz/'s client_replies harness: a ScenePutReply or SceneInfo without movable
+ * ids made the reader compute NULL + 0 from its unallocated scratch (undefined
+ * behaviour, reported by UBSan). Such a list reads as NULL and 0. The input is
+ * fuzz/corpus/client_replies/regress-empty-movable. */
+Test(codec, empty_movable_lists_read_as_null)
+{
+    uint8_t id[32] = {7};
+    Tandem__V1__ScenePutReply sp = TANDEM__V1__SCENE_PUT_REPLY__INIT;
+    sp.scene_id.data = id;
+    sp.scene_id.len = sizeof id;
+    sp.created = 1;
+    Tandem__V1__SceneInfo si = TANDEM__V1__SCENE_INFO__INIT, *sip = &si;
+    si.scene_id.data = id;
+    si.scene_id.len = sizeof id;
+    si.name = "none movable";
+    si.n_objects = 2;
+    Tandem__V1__SceneListReply sl = TANDEM__V1__SCENE_LIST_REPLY__INIT;
+    sl.n_scenes = 1;
+    sl.scenes = &sip;
+    Tandem__V1__Reply r[2] = {TANDEM__V1__REPLY__INIT, TANDEM__V1__REPLY__INIT};
+    r[0].id = 5;
+    r[0].body_case = TANDEM__V1__REPLY__BODY_SCENE_PUT;
+    r[0].scene_put = &sp;
+    r[1].id = 6;
+    r[1].body_case = TANDEM__V1__REPLY__BODY_SCENE_LIST;
+    r[1].scene_list = &sl;
+    tdm_reader *rd = tdm_reader_new(0);
+    cr_assert_not_null(rd);
+    for (int i = 0; i < 2; i++) { /* a fresh reader each time: its u32 scratch was never allocated */
+        uint8_t buf[256];
+        size_t n = tandem__v1__reply__get_packed_size(&r[i]);
+        cr_assert_leq(n, sizeof buf - 4);
+        buf[0] = buf[1] = 0;
+        buf[2] = (uint8_t)(n >> 8);
+        buf[3] = (uint8_t)n;
+        tandem__v1__reply__pack(&r[i], buf + 4);
+        tdm_reader_free(rd);
+        rd = tdm_reader_new(0);
+        cr_assert_eq(tdm_reader_feed(rd, buf, n + 4), 0);
+        const tdm_reply *out;
+        cr_assert_eq(tdm_reader_get_reply(rd, &out), 1, "%s", tdm_reader_errstr(rd));
+        cr_assert_eq(out->id, (uint64_t)(5 + i));
+        if (i == 0) {
+            cr_assert_eq(out->type, TDM_REPLY_SCENE_PUT);
+            cr_assert_eq(out->u.scene_put.n_movable, 0);
+            cr_assert_null(out->u.scene_put.movable);
+            cr_assert_eq(out->u.scene_put.created, 1);
+        } else {
+            cr_assert_eq(out->type, TDM_REPLY_SCENE_LIST);
+            cr_assert_eq(out->u.scene_list.n, 1);
+            cr_assert_eq(out->u.scene_list.scenes[0].n_movable, 0);
+            cr_assert_null(out->u.scene_list.scenes[0].movable);
+            cr_assert_eq(out->u.scene_list.scenes[0].n_objects, 2);
+            cr_assert_str_eq(out->u.scene_list.scenes[0].name, "none movable");
+        }
+    }
+    tdm_reader_free(rd);
 }
