@@ -670,6 +670,26 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     return TDM_OK;
 }
 
+extern "C" int tdm_gpu_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" uint64_t tdm_gpu_device_memory(int device)
+{
+    cudaDeviceProp prop;
+    if (device < 0 || device >= tdm_gpu_device_count() || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (uint64_t)prop.totalGlobalMem;
+}
+
 extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
 {
     *out = NULL;
