@@ -327,6 +327,15 @@ char *tdm_metrics_render(size_t *len)
           (double)e->device_budget);
     gauge(f, "tandem_gpu_failed", "1 once the GPU failed for good (a sticky CUDA error): queries run on the CPU.",
           e->gpu_broken);
+    gauge(f, "tandem_gpu_engines", "GPU-resident engines, one per gpu-devices entry (0: none).", e->gpu_engines);
+    gauge(f, "tandem_gpu_engines_failed", "GPU engines failed for good: their runs go to the others, or the CPU.",
+          e->gpu_engines_broken);
+    if (e->gpu_engines) {
+        head(f, "tandem_gpu_engine_tasks_total", "counter", "Tasks each GPU engine ran (engine: its gpu-devices entry).");
+        for (uint32_t k = 0; k < e->gpu_engines && k < TDM_SCHED_MAX_GPUS; k++)
+            fprintf(f, "tandem_gpu_engine_tasks_total{engine=\"%u\",device=\"%d\"} %llu\n", k, e->gpu_engine_device[k],
+                    (unsigned long long)e->gpu_engine_tasks[k]);
+    }
 
     if (fclose(f) != 0) {
         free(buf);

@@ -332,6 +332,7 @@ static void device_stats(tdm_sched *e, lane *l)
     e->dev_mem[l->dev].mesh = mesh;
     e->dev_mem[l->dev].budget = budget;
     e->stats.device_bytes = e->stats.mesh_bytes = e->stats.device_budget = 0;
+    e->stats.gpu_engine_bytes[l->dev] = dev;
     for (int d = 0; d < e->n_gpus; d++) {
         e->stats.device_bytes += e->dev_mem[d].device;
         e->stats.mesh_bytes += e->dev_mem[d].mesh;

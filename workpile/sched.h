@@ -201,7 +201,8 @@ typedef struct tdm_sched_stats {
     uint32_t gpu_engines_broken;      /* ... of them failed for good */
     int gpu_engine_device[TDM_SCHED_MAX_GPUS];      /* engine k's CUDA device */
     uint64_t gpu_engine_tasks[TDM_SCHED_MAX_GPUS];  /* tasks engine k ran (the hybrid's: engine 0's) */
-    uint64_t gpu_engine_runs[TDM_SCHED_MAX_GPUS];   /* runs whose lane was on engine k's device */
+    uint64_t gpu_engine_runs[TDM_SCHED_MAX_GPUS];   /* runs on engine k's lanes (their GPU chunks ran there) */
+    uint64_t gpu_engine_bytes[TDM_SCHED_MAX_GPUS];  /* device memory engine k holds: its copies and scratch */
 } tdm_sched_stats;
 
 /* A snapshot; safe to call from any thread. */
