@@ -301,7 +301,8 @@ char *tdm_metrics_render(size_t *len)
     size_histo_write(f, "tandem_batch_tasks", "(query, object pair) tasks in one engine run: its workpile.",
                      &M.batch_tasks);
 
-    gauge(f, "tandem_engine_lanes", "Engine runs that may be in flight at once (engine-lanes).", s.lanes);
+    gauge(f, "tandem_engine_lanes", "Engine runs that may be in flight at once (engine-lanes x GPU engines).",
+          s.lanes);
     head(f, "tandem_engine_queries_total", "counter", "Queries answered, by the engine that ran them.");
     fprintf(f, "tandem_engine_queries_total{engine=\"cpu\"} %llu\ntandem_engine_queries_total{engine=\"gpu\"} %llu\n"
                "tandem_engine_queries_total{engine=\"hybrid\"} %llu\n",
