@@ -50,9 +50,9 @@ static const opt opts[] = {
      "lanes (streams, buffers) and its own copy of every resident mesh; batches are spread over them. An "
      "index may repeat: 0,0 runs two engines on GPU 0 (testing the multi-GPU path on one GPU). The hybrid "
      "engine uses the first device only. Ignored by --engine cpu."},
-    {"gpu-device", T_INT, OFF(gpu_device), NULL, 0, 1024, NULL, "N",
+    {"gpu-device", T_INT, OFF(gpu_device), "none", 0, 1024, NULL, "N",
      "One CUDA device for the GPU engines: the same as --gpu-devices N (kept for older command lines); not "
-     "together with a gpu-devices list. Unset by default."},
+     "together with a gpu-devices list. none: unset, gpu-devices decides."},
     {"gpu-memory", T_U64, OFF(gpu_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
      "Device memory each GPU engine (one per gpu-devices entry) may hold, resident meshes and scratch "
      "together; 0: 80% of its device's memory (shared evenly by the engines of a device listed more than "
@@ -308,6 +308,10 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
     case T_U32:
     case T_U64:
     case T_INT: {
+        if (o->off == OFF(gpu_device) && strcmp(v, "none") == 0) { /* the one integer option that may be unset */
+            c->gpu_device = -1;
+            return 0;
+        }
         uint64_t x;
         if (parse_uint(v, &x) != 0 || x < o->min || x > o->max)
             return errf(err, errlen, "%s: %s must be an integer from %" PRIu64 " to %" PRIu64 " (K, M, G suffixes "
@@ -442,7 +446,6 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
     memset(c, 0, sizeof *c);
     for (size_t i = 0; i < N_OPTS; i++)
         if (opts[i].def && set_opt(c, &opts[i], opts[i].def, "default", err, errlen) != 0) return -1;
-    c->gpu_device = -1; /* unset: gpu-devices decides */
 
     /* First pass: --help, --version, --config; and every flag's syntax. */
     const char *config_path = NULL;
