@@ -68,17 +68,18 @@ for scene in $SCENES; do
         qps=$(f qps)
         [[ -z $base_qps ]] && base_qps=$qps
         ratio=$(awk -v a="$qps" -v b="$base_qps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-        engines=$(sed -n 's/^engine_detail=.*on CUDA devices\{0,1\} \([0-9, ]*\).*/\1/p' "$work/report" | head -1)
-        rows+=("| $scene | $list | ${engines:-?} | $qps | $ratio | $(f p50_us) | $(f p99_us) |")
+        engines=$(sed -n 's/^engine_detail=.*on CUDA devices\{0,1\} \([0-9, ]*[0-9]\).*/\1/p' "$work/report" | head -1)
+        rows+=("| $scene | $list | ${engines:-none (CPU engine)} | $qps | $ratio | $(f p50_us) | $(f p99_us) |")
         echo "${rows[-1]}" >&2
     done
 done
 
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | paste -sd, - || true)
 report() {
     echo "# tandemd on one GPU engine and on several (--gpu-devices)"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc); GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | paste -sd, - || echo unknown)"
+    echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), nproc $(nproc); GPUs: ${gpus:-none}"
     echo "- Code: commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     echo "- Command: \`DEVICE_LISTS=\"$DEVICE_LISTS\" SCENES=\"$SCENES\" MODE=$MODE N_POSES=$N_POSES CLIENTS=$CLIENTS BATCH=$BATCH INFLIGHT=$INFLIGHT DURATION=$DURATION THREADS=$THREADS ENGINE=$ENGINE${TANDEMD_ARGS:+ TANDEMD_ARGS=\"$TANDEMD_ARGS\"} bench/run_gpus.sh${out_file:+ $out_file}\`"
     echo "- Each row: bench/run_server.sh with tandemd --gpu-devices LIST, $CLIENTS clients each keeping $INFLIGHT"

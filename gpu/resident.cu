@@ -743,6 +743,8 @@ extern "C" int tdm_gpu_create_lane(tdm_gpu *g, tdm_gpu **out)
 extern "C" void tdm_gpu_destroy(tdm_gpu *g)
 {
     if (!g) return;
+    /* its device, whatever the calling thread last used (with several GPU engines, another one) */
+    if (cudaSetDevice(g->cfg.device) != cudaSuccess) cudaGetLastError();
     free_frontiers(g);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
