@@ -581,6 +581,11 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
         tdm_sched_destroy(e);
         return rc;
     }
+    for (int d = 0; d < e->n_gpus; d++) { /* every engine's memory and budget in the stats from the start */
+        lane *l = lane_get_dev(e, d);
+        device_stats(e, l);
+        lane_put(e, l);
+    }
     char devs[160];
     devices_text(e, devs, sizeof devs);
     if (!e->n_gpus) {
