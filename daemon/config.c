@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "log.h"
+#include "../workpile/sched.h"
 
 typedef enum opt_type { T_U32, T_U64, T_INT, T_BOOL, T_STR, T_LIST, T_LEVEL } opt_type;
 
@@ -43,11 +44,20 @@ static const opt opts[] = {
      "usable GPU."},
     {"threads", T_INT, OFF(threads), "0", 0, 4096, NULL, "N",
      "Engine threads working on a batch, the dispatcher's included; 0: one per online core."},
-    {"gpu-device", T_INT, OFF(gpu_device), "0", 0, 1024, NULL, "N", "CUDA device index the GPU engines use."},
+    {"gpu-devices", T_STR, OFF(gpu_devices), "all", 0, 0, NULL, "LIST",
+     "CUDA devices the GPU engines run on: all (every GPU of the host), or device indices separated by "
+     "commas, e.g. 0,1 (at most 8). One GPU-resident engine per entry, each with its own engine-lanes "
+     "lanes (streams, buffers) and its own copy of every resident mesh; batches are spread over them. An "
+     "index may repeat: 0,0 runs two engines on GPU 0 (testing the multi-GPU path on one GPU). The hybrid "
+     "engine uses the first device only. Ignored by --engine cpu."},
+    {"gpu-device", T_INT, OFF(gpu_device), "none", 0, 1024, NULL, "N",
+     "One CUDA device for the GPU engines: the same as --gpu-devices N (kept for older command lines); not "
+     "together with a gpu-devices list. none: unset, gpu-devices decides."},
     {"gpu-memory", T_U64, OFF(gpu_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
-     "Device memory the GPU engines may hold, resident meshes and scratch together; 0: 80% of the device's "
-     "memory. A MeshPut whose tree does not fit gets ERROR_NO_MEMORY; a stored mesh that does not fit at "
-     "start-up is kept and its scenes run on the CPU engine."},
+     "Device memory each GPU engine (one per gpu-devices entry) may hold, resident meshes and scratch "
+     "together; 0: 80% of its device's memory (shared evenly by the engines of a device listed more than "
+     "once). A MeshPut whose tree does not fit on every engine gets ERROR_NO_MEMORY and leaves nothing on "
+     "any; a stored mesh that does not fit at start-up is kept and its scenes run on the CPU engine."},
     {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 8, NULL, "N",
      "Batches in flight on the GPU at once, each on its own CUDA stream."},
     {"gpu-traversal", T_STR, OFF(gpu_traversal), "pairs", 0, 0, "pairs|blocks|wide", "HOW",
@@ -55,9 +65,9 @@ static const opt opts[] = {
      "on the scenes measured), blocks (four threads per pair of sibling blocks, sharing the node loads) or "
      "wide (the four-wide blocked hierarchy: sixteen threads per pair of blocks of four)."},
     {"engine-lanes", T_INT, OFF(engine_lanes), "3", 1, 8, NULL, "N",
-     "Engine runs in flight at once, each with its own dispatcher thread and (with a GPU) its own streams and "
-     "buffers: while one batch is on the GPU the next is being prepared and the last one's answers handed "
-     "back. 1: one batch at a time."},
+     "Engine runs in flight at once per GPU engine (per gpu-devices entry; in all without a GPU), each with "
+     "its own dispatcher thread and (with a GPU) its own streams and buffers: while one batch is on the GPU "
+     "the next is being prepared and the last one's answers handed back. 1: one batch at a time per GPU."},
     {"engine-calibrate", T_BOOL, OFF(engine_calibrate), "1", 0, 1, "0|1", "BOOL",
      "auto with a GPU: time both engines at start-up to set the batch size from which the GPU is used "
      "(takes a moment); 0 keeps the built-in threshold. Also true/false, yes/no, on/off."},
@@ -197,8 +207,8 @@ static const opt opts[] = {
      "GET /healthz fails (503) once the event loop has not published for this long: a loop stuck on "
      "something is a dead server even if the process runs."},
     {"exit-on-gpu-failure", T_BOOL, OFF(exit_on_gpu_failure), "1", 0, 1, "0|1", "BOOL",
-     "After a sticky CUDA error (the GPU context is lost; queries fall back to the CPU engine) /readyz "
-     "fails at once; 1: shut down gracefully and exit with status 3 for the supervisor (systemd, Kubernetes) "
+     "After a sticky CUDA error (the GPU context is lost; queries fall back to the CPU engine, or to the "
+     "other GPU engines with several gpu-devices) /readyz fails at once; 1: shut down gracefully and exit with status 3 for the supervisor (systemd, Kubernetes) "
      "to restart tandemd with a fresh context; 0: keep serving on the CPU engine, not ready, until restarted "
      "by hand."},
 };
@@ -298,6 +308,10 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
     case T_U32:
     case T_U64:
     case T_INT: {
+        if (o->off == OFF(gpu_device) && strcmp(v, "none") == 0) { /* the one integer option that may be unset */
+            c->gpu_device = -1;
+            return 0;
+        }
         uint64_t x;
         if (parse_uint(v, &x) != 0 || x < o->min || x > o->max)
             return errf(err, errlen, "%s: %s must be an integer from %" PRIu64 " to %" PRIu64 " (K, M, G suffixes "
@@ -498,6 +512,13 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
                     c->tls_cert[0] ? "tls-cert" : "tls-key", c->tls_cert[0] ? "tls-key" : "tls-cert");
     if (c->tls_ca[0] && !c->tls_cert[0])
         return errf(err, errlen, "tls-ca is set but tls-cert is not: client certificates need TLS");
+    int devices[TDM_SCHED_MAX_GPUS], n_devices = 0;
+    char why[200];
+    if (tdm_sched_devices_parse(c->gpu_devices, devices, &n_devices, why, sizeof why) != TDM_OK)
+        return errf(err, errlen, "gpu-devices: %s", why);
+    if (c->gpu_device >= 0 && n_devices > 0)
+        return errf(err, errlen, "gpu-device (%d) and gpu-devices (%s) were both given: give the one device as "
+                    "--gpu-devices %d", c->gpu_device, c->gpu_devices, c->gpu_device);
     if (c->max_output_bytes_hard < c->max_output_bytes)
         return errf(err, errlen, "max-output-bytes-hard (%llu) is below max-output-bytes (%llu)",
                     (unsigned long long)c->max_output_bytes_hard, (unsigned long long)c->max_output_bytes);
@@ -511,6 +532,7 @@ void tdm_config_free(tdm_config *c)
     free(c->config_file);
     free(c->engine);
     free(c->gpu_traversal);
+    free(c->gpu_devices);
     free(c->auth_token);
     free(c->auth_token_file);
     free(c->tls_cert);

@@ -21,7 +21,8 @@ typedef struct tdm_config {
     char *config_file;
     char *engine;             /* "auto", "cpu", "gpu", "hybrid" */
     int threads;              /* engine threads, 0: one per core */
-    int gpu_device;           /* CUDA device index */
+    int gpu_device;           /* one CUDA device index; -1 ("none", the default): gpu_devices decides */
+    char *gpu_devices;        /* "all", or CUDA device indices separated by commas (tdm_sched_devices_parse) */
     uint64_t gpu_memory;      /* device memory the engine may hold (meshes and scratch); 0: 80% of the device */
     int gpu_streams;          /* batches in flight on the GPU at once */
     int engine_calibrate;     /* auto: measure both engines at start-up to set the dispatch threshold */

@@ -87,6 +87,9 @@ int main(int argc, char **argv)
     ec.threads = cfg.threads;
     ec.chunk_tasks = cfg.max_batch_tasks;
     ec.gpu_device = cfg.gpu_device;
+    /* config.c has checked the list (and that it does not come with gpu-device) */
+    if (tdm_sched_devices_parse(cfg.gpu_devices, ec.gpu_devices, &ec.n_gpu_devices, NULL, 0) != TDM_OK)
+        ec.n_gpu_devices = 0;
     ec.gpu_memory = cfg.gpu_memory;
     ec.gpu_streams = cfg.gpu_streams;
     ec.calibrate = cfg.engine_calibrate;

@@ -301,7 +301,8 @@ char *tdm_metrics_render(size_t *len)
     size_histo_write(f, "tandem_batch_tasks", "(query, object pair) tasks in one engine run: its workpile.",
                      &M.batch_tasks);
 
-    gauge(f, "tandem_engine_lanes", "Engine runs that may be in flight at once (engine-lanes).", s.lanes);
+    gauge(f, "tandem_engine_lanes", "Engine runs that may be in flight at once (engine-lanes x GPU engines).",
+          s.lanes);
     head(f, "tandem_engine_queries_total", "counter", "Queries answered, by the engine that ran them.");
     fprintf(f, "tandem_engine_queries_total{engine=\"cpu\"} %llu\ntandem_engine_queries_total{engine=\"gpu\"} %llu\n"
                "tandem_engine_queries_total{engine=\"hybrid\"} %llu\n",
@@ -327,6 +328,15 @@ char *tdm_metrics_render(size_t *len)
           (double)e->device_budget);
     gauge(f, "tandem_gpu_failed", "1 once the GPU failed for good (a sticky CUDA error): queries run on the CPU.",
           e->gpu_broken);
+    gauge(f, "tandem_gpu_engines", "GPU-resident engines, one per gpu-devices entry (0: none).", e->gpu_engines);
+    gauge(f, "tandem_gpu_engines_failed", "GPU engines failed for good: their runs go to the others, or the CPU.",
+          e->gpu_engines_broken);
+    if (e->gpu_engines) {
+        head(f, "tandem_gpu_engine_tasks_total", "counter", "Tasks each GPU engine ran (engine: its gpu-devices entry).");
+        for (uint32_t k = 0; k < e->gpu_engines && k < TDM_SCHED_MAX_GPUS; k++)
+            fprintf(f, "tandem_gpu_engine_tasks_total{engine=\"%u\",device=\"%d\"} %llu\n", k, e->gpu_engine_device[k],
+                    (unsigned long long)e->gpu_engine_tasks[k]);
+    }
 
     if (fclose(f) != 0) {
         free(buf);

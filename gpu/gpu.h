@@ -73,7 +73,17 @@ tdm_gpu_config tdm_gpu_config_default(void);
 typedef struct tdm_gpu tdm_gpu;
 typedef struct tdm_gpu_mesh tdm_gpu_mesh;
 
-/* *why (optional) receives a static description when TDM_ENODEV is returned. */
+/* CUDA devices this machine has (0 without CUDA, a driver or a device); never
+ * fails. Device indices are 0 .. count - 1. */
+int tdm_gpu_device_count(void);
+/* Device `device`'s total memory in bytes; 0 when it cannot be read. */
+uint64_t tdm_gpu_device_memory(int device);
+
+/* *why (optional) receives a static description when TDM_ENODEV is returned.
+ * Each tdm_gpu_create makes an independent engine, with its own budget, slots
+ * and meshes, also when another one runs on the same device (the scheduler's
+ * device list may name a device twice: two engines sharing one GPU and its CUDA
+ * context, so that a sticky error on one is seen by both). */
 int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why);
 void tdm_gpu_destroy(tdm_gpu *g);
 

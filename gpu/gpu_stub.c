@@ -29,6 +29,14 @@ tdm_gpu_config tdm_gpu_config_default(void)
     return c;
 }
 
+int tdm_gpu_device_count(void) { return 0; }
+
+uint64_t tdm_gpu_device_memory(int device)
+{
+    (void)device;
+    return 0;
+}
+
 int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
 {
     (void)cfg;

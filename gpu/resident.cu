@@ -670,6 +670,26 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     return TDM_OK;
 }
 
+extern "C" int tdm_gpu_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" uint64_t tdm_gpu_device_memory(int device)
+{
+    cudaDeviceProp prop;
+    if (device < 0 || device >= tdm_gpu_device_count() || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (uint64_t)prop.totalGlobalMem;
+}
+
 extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const char **why)
 {
     *out = NULL;
@@ -723,6 +743,8 @@ extern "C" int tdm_gpu_create_lane(tdm_gpu *g, tdm_gpu **out)
 extern "C" void tdm_gpu_destroy(tdm_gpu *g)
 {
     if (!g) return;
+    /* its device, whatever the calling thread last used (with several GPU engines, another one) */
+    if (cudaSetDevice(g->cfg.device) != cudaSuccess) cudaGetLastError();
     free_frontiers(g);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];

@@ -2851,3 +2851,43 @@ Test(daemon, unauthenticated_and_per_address_caps)
     for (int i = 0; i < 3; i++) tdm_client_free(t[i]);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
+
+/* --gpu-devices (issue 14, point 9): a list that is not "all" or device indices is a
+ * usage error naming the bad entry, as is one given with --gpu-device; the CPU engine
+ * starts with any valid list and runs no GPU engine. */
+Test(daemon, gpu_devices_flag_is_checked_and_the_cpu_engine_ignores_it)
+{
+    static const struct { const char *value, *says; } bad[] = {
+        {"x", "gpu-devices: device list \"x\": entry 1 (\"x\") is not a device index 0..1024"},
+        {"0,,1", "gpu-devices: device list \"0,,1\": entry 2 (\"\") is not a device index"},
+        {"0,1,2,3,4,5,6,7,8", "gpu-devices: device list \"0,1,2,3,4,5,6,7,8\": more than 8 devices"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *flags[] = {"--gpu-devices", bad[i].value, NULL};
+        char *log = start_must_fail(flags, bad[i].value, 2);
+        cr_assert(strstr(log, bad[i].says), "--gpu-devices %s: the log should say '%s':\n%s", bad[i].value,
+                  bad[i].says, log);
+        free(log);
+    }
+    const char *both[] = {"--gpu-device", "1", "--gpu-devices", "0,1", NULL};
+    char *log = start_must_fail(both, "--gpu-device with --gpu-devices", 2);
+    cr_assert(strstr(log, "gpu-device (1) and gpu-devices (0,1) were both given: give the one device as --gpu-devices 1"),
+              "log:\n%s", log);
+    free(log);
+    /* --gpu-device alone, and "all" with it, are fine; the CPU engine ignores both */
+    const char *cpu[] = {"--engine", "cpu", "--gpu-devices", "0,0", NULL};
+    dmn_start(&D, cpu);
+    tdm_client *c = tdm_client_connect(D.unix_addr, 5000);
+    cr_assert(c && tdm_client_err(c) == 0, "connect: %s", c ? tdm_client_errstr(c) : "");
+    tdm_stats st;
+    cr_assert_eq(tdm_stats_get(c, &st), 0, "stats: %s", tdm_client_errstr(c));
+    cr_assert_eq(st.engine, TDM_ENGINE_CPU);
+    cr_assert(strstr(st.engine_detail, "CPU engine") && strstr(st.engine_detail, "(chosen by configuration)"),
+              "engine: %s", st.engine_detail);
+    cr_assert(st.device_meshes == 0 && st.device_bytes == 0, "the CPU engine holds nothing on a device");
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    const char *one[] = {"--engine", "cpu", "--gpu-device", "0", "--gpu-devices", "all", NULL};
+    dmn_start(&D, one);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+}

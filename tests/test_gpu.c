@@ -16,8 +16,16 @@
  *  - the hybrid engine (host traversal, device tests) gives the CPU engine's
  *    answers on the same scenes, with large and with tiny workpiles, and its
  *    `first` pair really intersects; its buffers are charged to the budget and
- *    given back. */
+ *    given back;
+ *  - a scheduler on the device list {0, 0} (two independent GPU-resident engines
+ *    on one GPU, the multi-GPU path as far as one GPU shows it) holds a copy of
+ *    every tree per engine, gives the CPU engine's (and a one-engine
+ *    scheduler's) answers to many threads at once, spreads their runs over both
+ *    engines and one caller's runs in turn; meshes removed while other meshes
+ *    are in use leave the others' answers alone and are freed on both engines;
+ *    an upload that one engine cannot hold leaves nothing on either. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <criterion/logging.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +39,7 @@
 #include "workpile/cpu_engine.h"
 #include "workpile/gpu_engine.h"
 #include "workpile/hybrid_engine.h"
+#include "workpile/sched.h"
 
 static uint64_t seed;
 
@@ -474,4 +483,436 @@ Test(gpu, hybrid_buffers_are_charged_to_the_budget)
     tdm_gpu_destroy(g);
     tdm_bvh_free(bs);
     tdm_mesh_free(box);
+}
+
+/* ---- several GPU engines in one scheduler (issue 14, point 9) ----------------------
+ *
+ * The scheduler's device list {0, 0}: two GPU-resident engines on one GPU, each with
+ * its own lanes (streams, buffers) and its own copy of every tree, which is what a
+ * two-GPU host gets, minus the second GPU's speed. */
+
+enum { MG_MESHES = 4, MG_POSES = 6000, MG_THREADS = 8, MG_ROUNDS = 6, MG_BATCH = 1500 };
+
+typedef struct mg_world {
+    tdm_bvh *bvh[MG_MESHES];
+    tdm_scene *scene;
+    tdm_xform *poses;                     /* MG_POSES x scene->n_movable */
+    tdm_sched_result want[2][MG_POSES];   /* the CPU engine's answers: bool, contacts (counted) */
+} mg_world;
+
+static tdm_bvh *mg_tree(tdm_mesh *m)
+{
+    cr_assert(m, "generating a mesh");
+    tdm_bvh *b = NULL;
+    cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK);
+    tdm_mesh_free(m);
+    return b;
+}
+
+static tdm_sched *mg_sched(const int *devices, int n, int lanes, uint64_t memory)
+{
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = n ? TDM_BACKEND_GPU : TDM_BACKEND_CPU;
+    c.calibrate = 0;
+    c.lanes = lanes;
+    c.gpu_memory = memory;
+    for (int k = 0; k < n; k++) c.gpu_devices[k] = devices[k];
+    c.n_gpu_devices = n;
+    tdm_sched *e = NULL;
+    char why[300];
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "creating the scheduler: %s", why);
+    return e;
+}
+
+/* queries [lo, lo + n) of poses (n_movable each) on scene s, in `mode` (0 bool, 1 contacts). */
+static int mg_run_on(tdm_sched *e, const tdm_scene *s, const tdm_xform *poses, size_t lo, size_t n, int mode,
+                     tdm_sched_result *out)
+{
+    tdm_sched_query *q = malloc(n * sizeof *q);
+    cr_assert(q);
+    for (size_t i = 0; i < n; i++)
+        q[i] = (tdm_sched_query){s, &poses[(lo + i) * s->n_movable], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
+                                 1000000, NULL, NULL};
+    int rc = tdm_sched_run(e, q, n, out);
+    free(q);
+    return rc;
+}
+
+static int mg_run(tdm_sched *e, const mg_world *w, size_t lo, size_t n, int mode, tdm_sched_result *out)
+{
+    return mg_run_on(e, w->scene, w->poses, lo, n, mode, out);
+}
+
+/* Answers that differ from want[0 .. n); the first one's index in *first. */
+static size_t mg_differences(const tdm_sched_result *got, const tdm_sched_result *want, size_t n, size_t *first)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tdm_sched_result *g = &got[i], *x = &want[i];
+        int same = g->colliding == x->colliding && g->contacts == x->contacts && g->truncated == x->truncated &&
+                   (!g->colliding || (g->object_a == x->object_a && g->object_b == x->object_b));
+        if (!same && d++ == 0 && first) *first = i;
+    }
+    return d;
+}
+
+/* Two fixed objects (a torus at the origin, a pile beside it) and two movable ones (a
+ * sphere, a box); the CPU engine's answers for every pose in both modes. */
+static mg_world *mg_world_make(uint64_t salt)
+{
+    mg_world *w = calloc(1, sizeof *w);
+    cr_assert(w);
+    gen_rng r = {seed ^ salt};
+    w->bvh[0] = mg_tree(gen_torus(1.5, 0.5, 48, 24));
+    w->bvh[1] = mg_tree(gen_pile(&r, 400, 0.8, 0.25));
+    w->bvh[2] = mg_tree(gen_sphere(0.5, 24));
+    w->bvh[3] = mg_tree(gen_box(0.3, 0.2, 0.6));
+    tdm_scene_obj objs[MG_MESHES] = {
+        {10, w->bvh[0], 0, tdm_xform_identity()},
+        {20, w->bvh[1], 0, tdm_xform_from_pose(tdm_d3(2.5, 0, 0), gen_rotation(&r))},
+        {30, w->bvh[2], 1, tdm_xform_identity()},
+        {40, w->bvh[3], 1, tdm_xform_identity()},
+    };
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(objs, MG_MESHES, NULL, 0, &w->scene, &err), TDM_OK, "%s", err.msg);
+    w->poses = malloc(sizeof *w->poses * MG_POSES * w->scene->n_movable);
+    cr_assert(w->poses);
+    for (size_t i = 0; i < (size_t)MG_POSES * w->scene->n_movable; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(1, 0, 0), 2.5);
+        w->poses[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+    tdm_sched *cpu = mg_sched(NULL, 0, 1, 0);
+    for (int mode = 0; mode < 2; mode++) {
+        cr_assert_eq(mg_run(cpu, w, 0, MG_POSES, mode, w->want[mode]), TDM_OK);
+        size_t colliding = 0;
+        for (size_t i = 0; i < MG_POSES; i++) colliding += w->want[mode][i].colliding;
+        cr_assert(colliding > MG_POSES / 10 && colliding < MG_POSES - MG_POSES / 10,
+                  "the poses should exercise both answers: %zu of %d colliding", colliding, MG_POSES);
+    }
+    tdm_sched_destroy(cpu);
+    return w;
+}
+
+static void mg_world_free(mg_world *w)
+{
+    tdm_scene_destroy(w->scene);
+    for (int i = 0; i < MG_MESHES; i++) tdm_bvh_free(w->bvh[i]);
+    free(w->poses);
+    free(w);
+}
+
+typedef struct mg_thread {
+    tdm_sched *e;
+    const mg_world *w;
+    int index, rounds;
+    int rc;
+    size_t queries, diffs, first_lo, first_at;
+    int first_mode;
+} mg_thread;
+
+/* rounds batches of MG_BATCH queries, alternating modes, from windows of its own;
+ * every answer checked against the CPU engine's. */
+static void *mg_worker(void *arg)
+{
+    mg_thread *t = arg;
+    tdm_sched_result *res = malloc(MG_BATCH * sizeof *res);
+    if (!res) {
+        t->rc = TDM_ENOMEM;
+        return NULL;
+    }
+    for (int r = 0; r < t->rounds && t->rc == TDM_OK; r++) {
+        int mode = (t->index + r) % 2;
+        size_t lo = ((size_t)(t->index * t->rounds + r) * 997) % (MG_POSES - MG_BATCH);
+        t->rc = mg_run(t->e, t->w, lo, MG_BATCH, mode, res);
+        if (t->rc != TDM_OK) break;
+        size_t at = 0, d = mg_differences(res, t->w->want[mode] + lo, MG_BATCH, &at);
+        if (d && !t->diffs) {
+            t->first_lo = lo;
+            t->first_at = at;
+            t->first_mode = mode;
+        }
+        t->diffs += d;
+        t->queries += MG_BATCH;
+    }
+    free(res);
+    return NULL;
+}
+
+static void mg_threads(mg_thread *t, int n, tdm_sched *e, const mg_world *w, int rounds, pthread_t *th)
+{
+    for (int k = 0; k < n; k++) {
+        t[k] = (mg_thread){e, w, k, rounds, TDM_OK, 0, 0, 0, 0, 0};
+        cr_assert_eq(pthread_create(&th[k], NULL, mg_worker, &t[k]), 0);
+    }
+}
+
+static size_t mg_join(mg_thread *t, int n, pthread_t *th, const char *what)
+{
+    size_t queries = 0;
+    for (int k = 0; k < n; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < n; k++) {
+        cr_assert_eq(t[k].rc, TDM_OK, "%s, thread %d: a run failed: %s", what, k, tdm_strerror(t[k].rc));
+        cr_assert_eq(t[k].diffs, 0,
+                     "%s, thread %d: %zu answers differ from the CPU engine's, the first: query %zu, mode %d (seed "
+                     "%llu)", what, k, t[k].diffs, t[k].first_lo + t[k].first_at, t[k].first_mode,
+                     (unsigned long long)seed);
+        queries += t[k].queries;
+    }
+    return queries;
+}
+
+static const int one_gpu[1] = {0}, two_on_one[2] = {0, 0};
+
+Test(gpu, two_engines_on_one_gpu_match_cpu_engine, .timeout = 300)
+{
+    require_gpu();
+    mg_world *w = mg_world_make(0x2e9);
+    tdm_sched *single = mg_sched(one_gpu, 1, 2, 1ull << 30);
+    tdm_sched *dual = mg_sched(two_on_one, 2, 2, 1ull << 30);
+    cr_assert_eq(tdm_sched_gpu_engines(single), 1);
+    cr_assert_eq(tdm_sched_gpu_engines(dual), 2);
+    cr_assert_eq(tdm_sched_lanes(dual), 4, "2 lanes x 2 engines: %d lanes", tdm_sched_lanes(dual));
+    cr_assert(strstr(tdm_sched_detail(dual), "CUDA devices 0, 0"), "detail: %s", tdm_sched_detail(dual));
+    cr_log_info("%s", tdm_sched_detail(dual));
+    for (int i = 0; i < MG_MESHES; i++) {
+        cr_assert_eq(tdm_sched_mesh_add(single, w->bvh[i]), TDM_OK);
+        cr_assert_eq(tdm_sched_mesh_add(dual, w->bvh[i]), TDM_OK);
+    }
+    tdm_sched_stats s1, s2;
+    tdm_sched_get_stats(single, &s1);
+    tdm_sched_get_stats(dual, &s2);
+    cr_assert_eq(s2.gpu_engines, 2);
+    cr_assert(s2.gpu_engine_device[0] == 0 && s2.gpu_engine_device[1] == 0);
+    cr_assert_eq(s2.device_meshes, MG_MESHES, "%u trees resident on each engine", s2.device_meshes);
+    cr_assert_gt(s1.mesh_bytes, 0);
+    cr_assert_eq(s2.mesh_bytes, 2 * s1.mesh_bytes, "each engine holds its own copies: %llu bytes, one engine %llu",
+                 (unsigned long long)s2.mesh_bytes, (unsigned long long)s1.mesh_bytes);
+    cr_assert_eq(s2.device_budget, 2ull << 30, "gpu-memory applies per engine");
+    cr_assert_eq(s2.gpu_engine_bytes[0] + s2.gpu_engine_bytes[1], s2.device_bytes);
+
+    /* the one-engine scheduler, a whole batch at a time: the CPU engine's answers */
+    tdm_sched_result *res = malloc(MG_POSES * sizeof *res);
+    cr_assert(res);
+    for (int mode = 0; mode < 2; mode++) {
+        cr_assert_eq(mg_run(single, w, 0, MG_POSES, mode, res), TDM_OK);
+        size_t at = 0, d = mg_differences(res, w->want[mode], MG_POSES, &at);
+        cr_assert_eq(d, 0, "one engine, mode %d: %zu answers differ, the first query %zu", mode, d, at);
+    }
+
+    /* one caller: its runs take turns on the two engines */
+    for (int r = 0; r < 2; r++) {
+        tdm_sched_stats before, after;
+        tdm_sched_get_stats(dual, &before);
+        cr_assert_eq(mg_run(dual, w, 0, MG_POSES, r, res), TDM_OK);
+        size_t at = 0, d = mg_differences(res, w->want[r], MG_POSES, &at);
+        cr_assert_eq(d, 0, "two engines, one caller, mode %d: %zu answers differ, the first query %zu", r, d, at);
+        tdm_sched_get_stats(dual, &after);
+        uint64_t d0 = after.gpu_engine_tasks[0] - before.gpu_engine_tasks[0],
+                 d1 = after.gpu_engine_tasks[1] - before.gpu_engine_tasks[1];
+        cr_assert_eq(d0 + d1, after.gpu_tasks - before.gpu_tasks);
+        cr_assert(r == 0 ? d0 > 0 && d1 == 0 : d0 == 0 && d1 > 0,
+                  "run %d of one caller should go to engine %d: tasks %llu and %llu", r, r, (unsigned long long)d0,
+                  (unsigned long long)d1);
+        cr_assert_eq(after.gpu_engine_runs[r] - before.gpu_engine_runs[r], 1);
+    }
+
+    /* MG_THREADS threads at once, more than the lanes */
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(dual, &before);
+    mg_thread t[MG_THREADS];
+    pthread_t th[MG_THREADS];
+    mg_threads(t, MG_THREADS, dual, w, MG_ROUNDS, th);
+    size_t queries = mg_join(t, MG_THREADS, th, "two engines, threads");
+    tdm_sched_get_stats(dual, &after);
+    uint64_t d0 = after.gpu_engine_tasks[0] - before.gpu_engine_tasks[0],
+             d1 = after.gpu_engine_tasks[1] - before.gpu_engine_tasks[1];
+    cr_log_info("%zu queries from %d threads: engine 0 ran %llu tasks in %llu runs, engine 1 %llu in %llu", queries,
+                MG_THREADS, (unsigned long long)d0,
+                (unsigned long long)(after.gpu_engine_runs[0] - before.gpu_engine_runs[0]), (unsigned long long)d1,
+                (unsigned long long)(after.gpu_engine_runs[1] - before.gpu_engine_runs[1]));
+    cr_assert_eq(after.queries - before.queries, queries);
+    cr_assert_eq(after.gpu_queries - before.gpu_queries, queries, "every query ran on a GPU engine");
+    cr_assert_eq(after.cpu_tasks, 0, "nothing ran on the CPU engine");
+    cr_assert_eq(d0 + d1, after.gpu_tasks - before.gpu_tasks);
+    cr_assert(d0 > 0 && d1 > 0, "both engines should have run tasks: %llu and %llu", (unsigned long long)d0,
+              (unsigned long long)d1);
+    cr_assert_eq(after.gpu_engine_runs[0] + after.gpu_engine_runs[1], after.runs);
+    cr_assert_eq(after.gpu_broken, 0);
+    cr_assert_eq(after.gpu_engines_broken, 0);
+
+    for (int i = 0; i < MG_MESHES; i++) {
+        tdm_sched_mesh_remove(single, w->bvh[i]);
+        tdm_sched_mesh_remove(dual, w->bvh[i]);
+    }
+    free(res);
+    tdm_sched_destroy(single);
+    tdm_sched_destroy(dual);
+    mg_world_free(w);
+}
+
+/* Meshes added and removed again and again while other threads run queries on other
+ * meshes: every answer right (the removed scene's on the CPU engine), and once every
+ * engine has started a run, the removed trees' memory is given back on both. */
+Test(gpu, two_engines_mesh_removal_while_others_run, .timeout = 300)
+{
+    require_gpu();
+    mg_world *w = mg_world_make(0x7e3);
+    gen_rng r = {seed ^ 0x51};
+    /* scene B: its own two trees, a pile fixed at the origin and a torus posed per query */
+    tdm_bvh *b0 = mg_tree(gen_pile(&r, 300, 0.7, 0.2)), *b1 = mg_tree(gen_torus(0.5, 0.15, 32, 16));
+    tdm_scene_obj objs[2] = {{100, b0, 0, tdm_xform_identity()}, {110, b1, 1, tdm_xform_identity()}};
+    tdm_scene *sb;
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(objs, 2, NULL, 0, &sb, &err), TDM_OK, "%s", err.msg);
+    tdm_xform *pb = malloc(MG_BATCH * sizeof *pb);
+    cr_assert(pb);
+    for (int i = 0; i < MG_BATCH; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(0, 0, 0), 1.5);
+        pb[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+    tdm_sched_result *want_b = malloc(MG_BATCH * sizeof *want_b), *got = malloc(MG_BATCH * sizeof *got);
+    cr_assert(want_b && got);
+    tdm_sched *cpu = mg_sched(NULL, 0, 1, 0);
+    cr_assert_eq(mg_run_on(cpu, sb, pb, 0, MG_BATCH, 1, want_b), TDM_OK);
+    tdm_sched_destroy(cpu);
+
+    tdm_sched *dual = mg_sched(two_on_one, 2, 2, 1ull << 30);
+    for (int i = 0; i < MG_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(dual, w->bvh[i]), TDM_OK);
+    tdm_sched_stats s0;
+    tdm_sched_get_stats(dual, &s0); /* the world's trees alone */
+
+    mg_thread t[MG_THREADS / 2];
+    pthread_t th[MG_THREADS / 2];
+    mg_threads(t, MG_THREADS / 2, dual, w, 2 * MG_ROUNDS, th);
+    for (int it = 0; it < 6; it++) {
+        cr_assert_eq(tdm_sched_mesh_add(dual, b0), TDM_OK);
+        cr_assert_eq(tdm_sched_mesh_add(dual, b1), TDM_OK);
+        cr_assert_eq(mg_run_on(dual, sb, pb, 0, MG_BATCH, 1, got), TDM_OK);
+        size_t at = 0, d = mg_differences(got, want_b, MG_BATCH, &at);
+        cr_assert_eq(d, 0, "round %d, scene B resident: %zu answers differ, the first query %zu", it, d, at);
+        tdm_sched_stats s;
+        tdm_sched_get_stats(dual, &s);
+        cr_assert_eq(s.device_meshes, MG_MESHES + 2);
+        tdm_sched_mesh_remove(dual, b0);
+        tdm_sched_mesh_remove(dual, b1);
+        tdm_sched_get_stats(dual, &s);
+        cr_assert_eq(s.device_meshes, MG_MESHES);
+        cr_assert_eq(mg_run_on(dual, sb, pb, 0, MG_BATCH, 1, got), TDM_OK);
+        d = mg_differences(got, want_b, MG_BATCH, &at);
+        cr_assert_eq(d, 0, "round %d, scene B removed: %zu answers differ, the first query %zu", it, d, at);
+    }
+    mg_join(t, MG_THREADS / 2, th, "threads on the world while scene B comes and goes");
+    /* two runs one after the other: one on each engine, each freeing its removed copies first */
+    for (int k = 0; k < 2; k++) cr_assert_eq(mg_run(dual, w, 0, MG_BATCH, 0, got), TDM_OK);
+    tdm_sched_stats s;
+    tdm_sched_get_stats(dual, &s);
+    cr_assert_eq(s.device_meshes, MG_MESHES);
+    cr_assert_eq(s.mesh_bytes, s0.mesh_bytes, "removed trees still held: %llu bytes of trees, %llu before scene B",
+                 (unsigned long long)s.mesh_bytes, (unsigned long long)s0.mesh_bytes);
+    for (int i = 0; i < MG_MESHES; i++) tdm_sched_mesh_remove(dual, w->bvh[i]);
+    tdm_sched_destroy(dual);
+    tdm_scene_destroy(sb);
+    tdm_bvh_free(b0);
+    tdm_bvh_free(b1);
+    free(pb);
+    free(want_b);
+    free(got);
+    mg_world_free(w);
+}
+
+/* All or nothing: engine 1's buffers grown by a large run, a tree that engine 0 can hold
+ * and engine 1 cannot is refused with TDM_EGPUMEM, and engine 0's copy is freed again:
+ * nothing is left on either engine, and both still answer. */
+Test(gpu, two_engines_upload_is_all_or_nothing, .timeout = 300)
+{
+    require_gpu();
+    enum { BIG = 200000 };
+    const uint64_t budget = 256ull << 20;
+    gen_rng r = {seed ^ 0xa11};
+    tdm_bvh *env = mg_tree(gen_torus(1.5, 0.5, 48, 24)), *rob = mg_tree(gen_sphere(0.5, 24));
+    tdm_scene_obj objs[2] = {{1, env, 0, tdm_xform_identity()}, {2, rob, 1, tdm_xform_identity()}};
+    tdm_scene *sc;
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(objs, 2, NULL, 0, &sc, &err), TDM_OK, "%s", err.msg);
+    tdm_xform *poses = malloc(BIG * sizeof *poses);
+    tdm_sched_result *res = malloc(BIG * sizeof *res), *want = malloc(100 * sizeof *want);
+    cr_assert(poses && res && want);
+    for (int i = 0; i < BIG; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(0, 0, 0), 2.5);
+        poses[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+    tdm_sched *cpu = mg_sched(NULL, 0, 1, 0);
+    cr_assert_eq(mg_run_on(cpu, sc, poses, 0, 100, 0, want), TDM_OK);
+    tdm_sched_destroy(cpu);
+
+    tdm_sched *dual = mg_sched(two_on_one, 2, 1, budget);
+    cr_assert_eq(tdm_sched_mesh_add(dual, env), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(dual, rob), TDM_OK);
+    /* a small run (engine 0, the round robin's first), then a large one (engine 1) */
+    cr_assert_eq(mg_run_on(dual, sc, poses, 0, 100, 0, res), TDM_OK);
+    cr_assert_eq(mg_run_on(dual, sc, poses, 0, BIG, 0, res), TDM_OK);
+    tdm_sched_stats s;
+    tdm_sched_get_stats(dual, &s);
+    cr_assert(s.gpu_engine_tasks[0] == 100 && s.gpu_engine_tasks[1] == BIG,
+              "the runs should have gone to engines 0 and 1 in turn: %llu and %llu tasks",
+              (unsigned long long)s.gpu_engine_tasks[0], (unsigned long long)s.gpu_engine_tasks[1]);
+    uint64_t free0 = budget - s.gpu_engine_bytes[0], free1 = budget - s.gpu_engine_bytes[1];
+    cr_log_info("engine 0 holds %llu bytes, engine 1 %llu, of %llu each", (unsigned long long)s.gpu_engine_bytes[0],
+                (unsigned long long)s.gpu_engine_bytes[1], (unsigned long long)budget);
+    cr_assert(free0 > free1 + (1u << 20), "engine 1's buffers should have grown past engine 0's: %llu and %llu free",
+              (unsigned long long)free0, (unsigned long long)free1);
+
+    /* a sphere whose tree takes more than engine 1 has free and no more than engine 0 has:
+     * sizes measured on a scheduler of its own */
+    tdm_sched *probe = mg_sched(one_gpu, 1, 1, 4ull << 30);
+    int lo = 4, hi = 1400;
+    tdm_bvh *fit = NULL;
+    uint64_t fit_bytes = 0;
+    while (lo <= hi && !fit) {
+        int k = (lo + hi) / 2;
+        tdm_bvh *b = mg_tree(gen_sphere(1.0, k));
+        cr_assert_eq(tdm_sched_mesh_add(probe, b), TDM_OK);
+        tdm_sched_stats ps;
+        tdm_sched_get_stats(probe, &ps); /* the only tree held: the last one's copy was freed by this upload */
+        tdm_sched_mesh_remove(probe, b);
+        uint64_t m = ps.mesh_bytes;
+        if (m <= free1) lo = k + 1;
+        else if (m > free0) hi = k - 1;
+        else {
+            fit = b;
+            fit_bytes = m;
+            continue;
+        }
+        tdm_bvh_free(b);
+    }
+    cr_assert(fit, "no sphere's tree takes between %llu and %llu bytes", (unsigned long long)free1,
+              (unsigned long long)free0);
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(dual, &before);
+    int rc = tdm_sched_mesh_add(dual, fit);
+    cr_assert_eq(rc, TDM_EGPUMEM, "a %llu-byte tree with %llu and %llu bytes free: %s", (unsigned long long)fit_bytes,
+                 (unsigned long long)free0, (unsigned long long)free1, tdm_strerror(rc));
+    tdm_sched_get_stats(dual, &after);
+    cr_assert_eq(after.device_meshes, before.device_meshes);
+    cr_assert_eq(after.mesh_bytes, before.mesh_bytes, "nothing left on any engine");
+    cr_assert_eq(after.gpu_engine_bytes[0], before.gpu_engine_bytes[0], "engine 0's copy freed again");
+    cr_assert_eq(after.gpu_engine_bytes[1], before.gpu_engine_bytes[1]);
+    tdm_sched_mesh_remove(dual, fit); /* never added: nothing happens */
+    /* both engines still answer */
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(mg_run_on(dual, sc, poses, 0, 100, 0, res), TDM_OK);
+        size_t at = 0, d = mg_differences(res, want, 100, &at);
+        cr_assert_eq(d, 0, "run %d after the refused upload: %zu answers differ, the first query %zu", k, d, at);
+    }
+    tdm_sched_get_stats(dual, &after);
+    cr_assert_eq(after.gpu_queries, 2 * 100 + BIG + 100);
+    tdm_sched_destroy(probe);
+    tdm_sched_destroy(dual);
+    tdm_bvh_free(fit);
+    tdm_scene_destroy(sc);
+    tdm_bvh_free(env);
+    tdm_bvh_free(rob);
+    free(poses);
+    free(res);
+    free(want);
 }

@@ -614,6 +614,66 @@ Test(ops, gpu_failure_unready_exit_3_restart_reloads)
     tdm_mesh_free(box);
 }
 
+/* Two GPU engines on one GPU (--gpu-devices 0,0), each lane's first chunk faulting: the
+ * first query's engine fails and its query is answered by the CPU engine; the next query
+ * goes to the other engine (which fails too: engines on one GPU share its CUDA context),
+ * and from then on the CPU engine answers. Every answer right, both engines counted as
+ * failed, not ready. Skipped without a GPU. */
+Test(ops, gpu_failure_of_one_engine_moves_runs_to_the_other)
+{
+    setenv("TDM_GPU_FAULT_AFTER", "0", 1);
+    int st;
+    int rc = dmn_try_start(&D, (const char *const[]){"--engine", "gpu", "--gpu-devices", "0,0", "--engine-lanes", "1",
+                                                     "--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50",
+                                                     "--exit-on-gpu-failure", "0", NULL},
+                           &st);
+    unsetenv("TDM_GPU_FAULT_AFTER");
+    if (rc != 0) cr_skip_test("no GPU engine here (--engine gpu does not start)");
+    int port = logged_metrics_port();
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    tdm_mesh *box = gen_box(0.5, 0.5, 0.5);
+    uint8_t mesh_id[32], scene_id[32];
+    put_mesh(fd, 2, box, mesh_id);
+    put_scene(fd, 3, mesh_id, scene_id);
+    char *body = NULL;
+    double t0 = now_s();
+    for (;;) { /* the gauges of the next heartbeat */
+        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+        if (metric(body, "tandem_gpu_engines") == 2) break;
+        cr_assert(now_s() - t0 < 2, "two GPU engines expected:\n%s", body);
+        free(body);
+        sleep_ms(20);
+    }
+    cr_expect_eq(metric(body, "tandem_gpu_engines_failed"), 0);
+    cr_expect_eq(metric(body, "tandem_ready"), 1);
+    free(body);
+    expect_right_answers(fd, 4, scene_id, "engine 0's faulting chunk");
+    expect_right_answers(fd, 5, scene_id, "engine 1, on the poisoned context");
+    expect_right_answers(fd, 6, scene_id, "no engine left: the CPU engine");
+    t0 = now_s();
+    for (;;) { /* the figures come with the next heartbeat */
+        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+        if (metric(body, "tandem_gpu_engines_failed") == 2) break;
+        cr_assert(now_s() - t0 < 2, "both engines should count as failed:\n%s", body);
+        free(body);
+        sleep_ms(20);
+    }
+    cr_expect_eq(metric(body, "tandem_gpu_failed"), 1);
+    cr_expect_eq(metric(body, "tandem_ready"), 0);
+    cr_expect_eq(metric(body, "tandem_engine_queries_total{engine=\"cpu\"}"), 9, "every query on the CPU engine");
+    free(body);
+    close(fd);
+    cr_assert(dmn_running(&D), "tandemd exited with --exit-on-gpu-failure 0");
+    cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
+    char *log = dmn_log(&D);
+    cr_expect(strstr(log, "later runs on the other GPU engines") != NULL, "the first failure should say where runs go:\n%s",
+              log);
+    free(log);
+    tdm_mesh_free(box);
+}
+
 /* ---- a stalled event loop ---- */
 
 /* The loop thread alone is stopped (ptrace stops one thread; the HTTP thread goes on):

@@ -12,7 +12,12 @@
  *  - several threads running at once on one engine (its lanes, and one thread
  *    more than it has) get the answers of runs one at a time, on every engine;
  *  - without a GPU, asking for a GPU engine fails with TDM_ENODEV and a reason,
- *    and AUTO falls back to the CPU engine and says why. */
+ *    and AUTO falls back to the CPU engine and says why;
+ *  - device lists (tdm_sched_devices_parse) are read exactly and bad ones named;
+ *    a list with gpu_device, or a device that does not exist, is refused; the
+ *    CPU engine ignores the list; the registry keeps one copy per device and
+ *    frees the removed ones device by device (tests/test_gpu.c runs two GPU
+ *    engines on one GPU). */
 #include <pthread.h>
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -24,6 +29,7 @@
 #include "geom/bvh.h"
 #include "gpu/gpu_geom.h"
 #include "workpile/cpu_engine.h"
+#include "workpile/registry.h"
 #include "workpile/sched.h"
 
 static uint64_t seed;
@@ -715,4 +721,156 @@ Test(scheduler, culling_mixed_scenes, .timeout = 240)
     tdm_scene_destroy(ss);
     tdm_bvh_free(ball);
     tdm_bvh_free(brick);
+}
+
+/* ---- device lists (issue 14, point 9) ---------------------------------------------- */
+
+Test(scheduler, device_lists_parse_exactly)
+{
+    int d[TDM_SCHED_MAX_GPUS], n = -1;
+    char why[256];
+    cr_assert_eq(tdm_sched_devices_parse("all", d, &n, why, sizeof why), TDM_OK);
+    cr_assert_eq(n, 0, "all: every device (0 entries)");
+    static const struct { const char *text; int n, dev[TDM_SCHED_MAX_GPUS]; } good[] = {
+        {"0", 1, {0}}, {"0,1", 2, {0, 1}}, {"0,0", 2, {0, 0}}, {"3,1,3", 3, {3, 1, 3}},
+        {"1024", 1, {1024}}, {"0,1,2,3,4,5,6,7", 8, {0, 1, 2, 3, 4, 5, 6, 7}},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cr_assert_eq(tdm_sched_devices_parse(good[i].text, d, &n, why, sizeof why), TDM_OK, "%s: %s", good[i].text,
+                     why);
+        cr_assert_eq(n, good[i].n, "%s: %d entries", good[i].text, n);
+        for (int k = 0; k < n; k++) cr_assert_eq(d[k], good[i].dev[k], "%s: entry %d", good[i].text, k);
+    }
+    static const struct { const char *text, *says; } bad[] = {
+        {"", "entry 1 (\"\")"},       {"x", "entry 1 (\"x\")"},        {"0,", "entry 2 (\"\")"},
+        {",0", "entry 1 (\"\")"},     {"0,,1", "entry 2 (\"\")"},      {"-1", "entry 1 (\"-1\")"},
+        {"1025", "entry 1 (\"1025\")"}, {"0, 1", "entry 2 (\" 1\")"},  {"ALL", "entry 1 (\"ALL\")"},
+        {"0,1,2,3,4,5,6,7,8", "more than 8 devices"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = 0;
+        n = 5;
+        cr_assert_eq(tdm_sched_devices_parse(bad[i].text, d, &n, why, sizeof why), TDM_EINVAL, "\"%s\" was accepted",
+                     bad[i].text);
+        cr_assert_eq(n, 0);
+        cr_assert(strstr(why, bad[i].says), "\"%s\": the reason should say %s: %s", bad[i].text, bad[i].says, why);
+    }
+}
+
+Test(scheduler, device_list_is_checked_and_ignored_by_the_cpu_engine)
+{
+    char why[300];
+    tdm_sched *e = (tdm_sched *)1;
+    /* gpu_device with a list */
+    tdm_sched_config c = tdm_sched_config_default();
+    cr_assert_eq(c.gpu_device, -1, "by default gpu_devices decides");
+    cr_assert_eq(c.n_gpu_devices, 0, "by default every device");
+    c.gpu_device = 0;
+    c.n_gpu_devices = 1;
+    c.gpu_devices[0] = 1;
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_EINVAL);
+    cr_assert_null(e);
+    cr_assert(strstr(why, "not together with gpu_device"), "why: %s", why);
+    /* too many, or a negative index */
+    c = tdm_sched_config_default();
+    c.n_gpu_devices = TDM_SCHED_MAX_GPUS + 1;
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_EINVAL);
+    c.n_gpu_devices = 2;
+    c.gpu_devices[0] = 0;
+    c.gpu_devices[1] = -1;
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_EINVAL);
+    /* the CPU engine ignores the list: its lanes are cfg.lanes, no GPU engine */
+    c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_CPU;
+    c.lanes = 3;
+    c.n_gpu_devices = 2;
+    c.gpu_devices[0] = c.gpu_devices[1] = 0;
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    cr_assert_eq(tdm_sched_lanes(e), 3);
+    cr_assert_eq(tdm_sched_gpu_engines(e), 0);
+    tdm_sched_stats st;
+    tdm_sched_get_stats(e, &st);
+    cr_assert(st.gpu_engines == 0 && st.device_budget == 0 && st.gpu_broken == 0);
+    tdm_sched_destroy(e);
+    /* a device that does not exist: a GPU engine is refused, naming it (without a GPU,
+       the first entry already fails); AUTO runs on the CPU engine and says why */
+    c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_GPU;
+    c.n_gpu_devices = 2;
+    c.gpu_devices[0] = 0;
+    c.gpu_devices[1] = 1000;
+    e = (tdm_sched *)1;
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_ENODEV, "%s", why);
+    cr_assert_null(e);
+    const char *gpu_why = NULL;
+    if (have_gpu(&gpu_why))
+        cr_assert(strstr(why, "CUDA device 1000 (entry 2 of the device list)"), "why: %s", why);
+    else
+        cr_assert(strstr(why, "CUDA device 0 (entry 1 of the device list)"), "why: %s", why);
+    c.kind = TDM_BACKEND_AUTO;
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    cr_assert_eq(tdm_sched_backend(e), TDM_BACKEND_CPU);
+    cr_assert_eq(tdm_sched_lanes(e), c.lanes, "no GPU engine: cfg.lanes lanes");
+    cr_assert(strstr(tdm_sched_detail(e), "no GPU engine: CUDA device"), "detail: %s", tdm_sched_detail(e));
+    tdm_sched_destroy(e);
+}
+
+/* The registry behind the device copies: one copy per device, one reference count,
+ * removed copies freed device by device. */
+typedef struct freed_log { int n; int device[8]; void *copy[8]; } freed_log;
+
+static void log_free(void *ctx, int device, void *copy)
+{
+    freed_log *f = ctx;
+    cr_assert_lt(f->n, 8);
+    f->device[f->n] = device;
+    f->copy[f->n++] = copy;
+}
+
+Test(scheduler, registry_keeps_a_copy_per_device)
+{
+    tdm_registry *r = NULL;
+    cr_assert_eq(tdm_registry_create(0, &r), TDM_EINVAL);
+    cr_assert_eq(tdm_registry_create(2, &r), TDM_OK);
+    cr_assert_eq(tdm_registry_devices(r), 2);
+    int a_key, b_key; /* the trees are only keys here */
+    const tdm_bvh *a = (const tdm_bvh *)&a_key, *b = (const tdm_bvh *)&b_key;
+    int copies[4];
+    void *ca[2] = {&copies[0], &copies[1]}, *cb[2] = {&copies[2], &copies[3]};
+    cr_assert_eq(tdm_registry_insert(r, a, ca), TDM_OK);
+    cr_assert_eq(tdm_registry_insert(r, b, cb), TDM_OK);
+    cr_assert_eq(tdm_registry_count(r), 2);
+    void *x, *y;
+    tdm_registry_find2(r, 1, a, b, &x, &y);
+    cr_assert(x == ca[1] && y == cb[1], "device 1's copies");
+    cr_assert_eq(tdm_registry_find(r, 0, b), cb[0]);
+    cr_assert_eq(tdm_registry_ref(r, a), 1);
+    tdm_registry_unref(r, a);
+    cr_assert_eq(tdm_registry_find(r, 0, a), ca[0], "one reference left");
+    tdm_registry_unref(r, a);
+    cr_assert_null(tdm_registry_find(r, 0, a));
+    cr_assert_null(tdm_registry_find(r, 1, a));
+    cr_assert_eq(tdm_registry_count(r), 1);
+    cr_assert(tdm_registry_removed(r, 0) == 1 && tdm_registry_removed(r, 1) == 1);
+    freed_log f = {0};
+    tdm_registry_free_removed(r, 1, log_free, &f);
+    cr_assert(f.n == 1 && f.device[0] == 1 && f.copy[0] == ca[1], "device 1's copy alone");
+    cr_assert(tdm_registry_removed(r, 0) == 1 && tdm_registry_removed(r, 1) == 0);
+    tdm_registry_free_removed(r, 1, log_free, &f);
+    cr_assert_eq(f.n, 1, "nothing more on device 1");
+    tdm_registry_free_removed(r, 0, log_free, &f);
+    cr_assert(f.n == 2 && f.device[1] == 0 && f.copy[1] == ca[0]);
+    cr_assert_eq(tdm_registry_removed(r, 0), 0);
+    /* a device without a copy (NULL: it had failed) */
+    int c_key;
+    const tdm_bvh *c = (const tdm_bvh *)&c_key;
+    void *cc[2] = {NULL, &copies[0]};
+    cr_assert_eq(tdm_registry_insert(r, c, cc), TDM_OK);
+    cr_assert_null(tdm_registry_find(r, 0, c));
+    tdm_registry_unref(r, c);
+    cr_assert(tdm_registry_removed(r, 0) == 0 && tdm_registry_removed(r, 1) == 1);
+    /* destroy frees what is left, registered or removed, by device */
+    f.n = 0;
+    tdm_registry_destroy(r, log_free, &f);
+    cr_assert_eq(f.n, 3, "b's two copies and c's one: %d freed", f.n);
 }

@@ -7,7 +7,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#define MAX_THREADS 8
+#define MAX_THREADS 64 /* tdm_sched_lanes: 8 lanes x 8 GPU engines at most */
 
 /* A pooler thread and its scratch (the batch's query list and, for batches of
  * several jobs, its results), kept between batches and grown when one needs more. */

@@ -12,8 +12,8 @@
  * requests from many clients into large runs is what keeps every core (or the
  * GPU) busy.
  *
- * There are as many pooler threads as the engine has lanes (tdm_sched_lanes,
- * at most 8): while one thread's batch is on the GPU, another takes the next
+ * There are as many pooler threads as the engine has lanes (tdm_sched_lanes:
+ * lanes per GPU engine x GPU engines, at most 64): while one thread's batch is on the GPU, another takes the next
  * batch and prepares it, so the host work around each run (gathering the
  * queries, building tasks, folding results, the `finished` callbacks) overlaps
  * the device's work. Jobs may therefore finish out of submission order.
@@ -161,7 +161,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job);
 size_t tdm_pooler_pending(tdm_pooler *p);
 /* A snapshot. Any thread. */
 void tdm_pooler_get_stats(tdm_pooler *p, tdm_pooler_stats *s);
-/* The pooler threads: tdm_sched_lanes(engine), at most 8. */
+/* The pooler threads: tdm_sched_lanes(engine), at most 64. */
 int tdm_pooler_threads(const tdm_pooler *p);
 
 #endif

@@ -19,6 +19,19 @@
  * A chunk runs on a GPU engine only when every tree it names is resident
  * (tdm_sched_mesh_add, the registry); otherwise on the CPU engine.
  *
+ * Several GPUs: one GPU-resident engine per listed device (gpus[]), each with
+ * cfg->lanes lanes; scheduler lane k is bound to engine k % n_gpus, on that
+ * engine's lane k / n_gpus, and a run's GPU chunks go to its lane's engine,
+ * with that engine's copies of the trees (the registry keeps one per engine).
+ * lane_get spreads runs over the engines (the one with the fewest runs in
+ * flight, round robin among equals) and avoids those that failed for good.
+ * Why bind lanes rather than split each run over the devices: tandemd's load
+ * is already cut into runs by the pooler, one per pooler thread, and as many
+ * threads as lanes keep every device fed with whole runs, each run's host work
+ * overlapping the others' device work as on one GPU; splitting one run would
+ * need a second thread per run to drive the second device and would halve each
+ * device's chunks, which on the light scenes is what keeps the kernels full.
+ *
  * Dispatch (kind AUTO with a GPU): the cost model of cost_model.h, set at
  * creation by calibrate() (or its built-in figures) and refined by every run.
  *
@@ -54,7 +67,9 @@ typedef struct hit { uint32_t query, check, n_pairs, room; } hit;
 /* Which engine a chunk ran on. */
 enum { ON_CPU, ON_GPU, ON_HYBRID };
 
-#define MAX_LANES 8
+/* lanes per engine (tdm_sched_config.lanes) x GPU engines */
+#define MAX_LANES_PER_ENGINE 8
+#define MAX_LANES (MAX_LANES_PER_ENGINE * TDM_SCHED_MAX_GPUS)
 
 /* One run in flight: what a tdm_sched_run uses and nobody else touches while
  * it lasts. Several lanes let several threads run at once (tdm_sched_config.
@@ -62,6 +77,8 @@ enum { ON_CPU, ON_GPU, ON_HYBRID };
  * scheduler on lane k of each engine. */
 typedef struct lane {
     int index;
+    int dev;   /* the GPU engine (index into gpus[]) it runs on; 0 without a GPU */
+    int elane; /* ... and the lane of that engine: index / n_gpus (the CPU engine's is index) */
     tdm_backend_stats seen[3]; /* the engines' counters of this lane already added to the stats */
 
     /* this run's figures, for the stats */
@@ -95,23 +112,30 @@ struct tdm_sched {
     tdm_backend_kind kind;
     int dispatch;          /* AUTO with a GPU: choose per chunk by the cost model */
     tdm_pool *pool;        /* the one thread pool, every engine's */
-    tdm_backend *engines[3]; /* ON_CPU always; ON_GPU with a GPU; ON_HYBRID when asked for */
+    tdm_backend *engines[3]; /* ON_CPU always; ON_GPU with a GPU (gpus[0]); ON_HYBRID when asked for */
+    tdm_backend *gpus[TDM_SCHED_MAX_GPUS]; /* one GPU-resident engine per listed device */
+    int gpu_dev[TDM_SCHED_MAX_GPUS];       /* ... its CUDA device */
+    int n_gpus;
+    int broken[TDM_SCHED_MAX_GPUS]; /* (atomic) engine k failed for good: its lanes take no run (unless all did) */
+    int n_broken;                   /* (atomic) */
     uint32_t chunk;
-    char detail[320];
+    char detail[400];
     pthread_mutex_t stats_lock;
     tdm_sched_stats stats;
+    struct { uint64_t device, mesh, budget; } dev_mem[TDM_SCHED_MAX_GPUS]; /* per engine, under stats_lock */
 
     int n_lanes;
     lane lanes[MAX_LANES];
-    pthread_mutex_t lane_lock;  /* guards free_lanes */
+    pthread_mutex_t lane_lock;  /* guards free_lanes, busy, next_dev */
     pthread_cond_t lane_freed;
-    unsigned free_lanes;        /* bit k: lanes[k] is not running */
+    uint64_t free_lanes;        /* bit k: lanes[k] is not running */
+    int busy[TDM_SCHED_MAX_GPUS]; /* runs in flight per GPU engine */
+    int next_dev;               /* the engine preferred among equally busy ones (round robin) */
     pthread_mutex_t upload_lock; /* one upload at a time: nobody inserts a tree being uploaded */
 
-    tdm_registry *reg;     /* resident trees: host tree -> the GPU engine's copy */
+    tdm_registry *reg;     /* resident trees: host tree -> each GPU engine's copy */
 
     tdm_cost_model model;  /* dispatch: every lane learns from its runs */
-    int gpu_broken;        /* (atomic) the device failed for good: everything runs on the CPU engine */
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
     int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
     int cull;              /* TDM_ENGINE_CULL=0 unset: skip checks whose bounding spheres are apart */
@@ -152,8 +176,45 @@ int tdm_traversal_parse(const char *name, tdm_traversal *out)
 
 tdm_sched_config tdm_sched_config_default(void)
 {
-    tdm_sched_config c = {TDM_BACKEND_AUTO, 0, 262144, 0, 0, 2, 1, TDM_TRAVERSAL_PAIRS, 3};
+    tdm_sched_config c = {.kind = TDM_BACKEND_AUTO, .threads = 0, .chunk_tasks = 262144, .gpu_device = -1,
+                          .gpu_memory = 0, .gpu_streams = 2, .calibrate = 1, .gpu_traversal = TDM_TRAVERSAL_PAIRS,
+                          .lanes = 3, .n_gpu_devices = 0};
     return c;
+}
+
+int tdm_sched_devices_parse(const char *text, int devices[TDM_SCHED_MAX_GPUS], int *n, char *why, size_t whylen)
+{
+    *n = 0;
+    if (strcmp(text, "all") == 0) return TDM_OK;
+    const char *p = text;
+    int count = 0;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        long v = -1;
+        int ok = len > 0 && len <= 4;
+        for (size_t i = 0; i < len && ok; i++) ok = p[i] >= '0' && p[i] <= '9';
+        if (ok) {
+            v = 0;
+            for (size_t i = 0; i < len; i++) v = 10 * v + (p[i] - '0');
+            ok = v <= 1024;
+        }
+        if (!ok) {
+            if (why)
+                snprintf(why, whylen, "device list \"%s\": entry %d (\"%.*s\") is not a device index 0..1024; give "
+                         "\"all\" or indices separated by commas, e.g. 0,1", text, count + 1, (int)(len > 16 ? 16 : len), p);
+            return TDM_EINVAL;
+        }
+        if (count == TDM_SCHED_MAX_GPUS) {
+            if (why)
+                snprintf(why, whylen, "device list \"%s\": more than %d devices", text, TDM_SCHED_MAX_GPUS);
+            return TDM_EINVAL;
+        }
+        devices[count++] = (int)v;
+        if (p[len] == 0) break;
+        p += len + 1;
+    }
+    *n = count;
+    return TDM_OK;
 }
 
 static double now_s(void)
@@ -165,22 +226,82 @@ static double now_s(void)
 
 /* ---- lanes, stats ---------------------------------------------------------------- */
 
-/* Takes a free lane, waiting for one. */
+static int engine_broken(const tdm_sched *e, int d) { return __atomic_load_n(&e->broken[d], __ATOMIC_RELAXED); }
+
+/* lane_lock held: marks lane k taken. */
+static lane *take_lane(tdm_sched *e, int k)
+{
+    e->free_lanes &= ~(1ull << k);
+    lane *l = &e->lanes[k];
+    e->busy[l->dev]++;
+    if (e->n_gpus > 1) e->next_dev = (l->dev + 1) % e->n_gpus;
+    return l;
+}
+
+/* Takes a free lane for a run, waiting for one: of the GPU engines that have
+ * not failed (any, once every one has), the one with the fewest runs in flight,
+ * the round robin's next among equals; its lowest free lane. */
 static lane *lane_get(tdm_sched *e)
 {
     pthread_mutex_lock(&e->lane_lock);
-    while (e->free_lanes == 0) pthread_cond_wait(&e->lane_freed, &e->lane_lock);
-    int k = __builtin_ctz(e->free_lanes);
-    e->free_lanes &= ~(1u << k);
-    pthread_mutex_unlock(&e->lane_lock);
-    return &e->lanes[k];
+    for (;;) {
+        int all_broken = e->n_gpus == 0 || __atomic_load_n(&e->n_broken, __ATOMIC_RELAXED) >= e->n_gpus;
+        int best = -1;
+        long best_key = 0;
+        for (int k = 0; k < e->n_lanes; k++) {
+            if (!(e->free_lanes >> k & 1)) continue;
+            int d = e->lanes[k].dev;
+            if (!all_broken && engine_broken(e, d)) continue;
+            int turn = e->n_gpus > 1 ? (d - e->next_dev + e->n_gpus) % e->n_gpus : 0;
+            long key = (long)e->busy[d] * TDM_SCHED_MAX_GPUS + turn;
+            if (best < 0 || key < best_key) {
+                best = k;
+                best_key = key;
+            }
+        }
+        if (best >= 0) {
+            lane *l = take_lane(e, best);
+            pthread_mutex_unlock(&e->lane_lock);
+            return l;
+        }
+        pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+    }
+}
+
+/* Takes a free lane of GPU engine d (uploads and frees on every engine), waiting for one. */
+static lane *lane_get_dev(tdm_sched *e, int d)
+{
+    pthread_mutex_lock(&e->lane_lock);
+    for (;;) {
+        for (int k = 0; k < e->n_lanes; k++)
+            if ((e->free_lanes >> k & 1) && e->lanes[k].dev == d) {
+                lane *l = take_lane(e, k);
+                pthread_mutex_unlock(&e->lane_lock);
+                return l;
+            }
+        pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+    }
 }
 
 static void lane_put(tdm_sched *e, lane *l)
 {
     pthread_mutex_lock(&e->lane_lock);
-    e->free_lanes |= 1u << (l - e->lanes);
-    pthread_cond_signal(&e->lane_freed);
+    e->free_lanes |= 1ull << (l - e->lanes);
+    e->busy[l->dev]--;
+    /* waiters want different lanes (any usable one, or one of a given engine) */
+    pthread_cond_broadcast(&e->lane_freed);
+    pthread_mutex_unlock(&e->lane_lock);
+}
+
+/* GPU engine d failed for good: later runs avoid its lanes. Its first report
+ * wakes the waiters (when it was the last engine standing, every lane becomes
+ * usable again, on the CPU engine). */
+static void engine_failed(tdm_sched *e, int d)
+{
+    if (__atomic_exchange_n(&e->broken[d], 1, __ATOMIC_RELAXED)) return;
+    __atomic_add_fetch(&e->n_broken, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&e->lane_lock);
+    pthread_cond_broadcast(&e->lane_freed);
     pthread_mutex_unlock(&e->lane_lock);
 }
 
@@ -188,13 +309,13 @@ static void lane_put(tdm_sched *e, lane *l)
  * thread holding l (the lane's counters are read by it only). */
 static void device_stats(tdm_sched *e, lane *l)
 {
-    if (!e->engines[ON_GPU]) return;
+    if (!e->n_gpus) return;
     uint64_t d_iters = 0, d_pairs = 0, dev = 0, mesh = 0, budget = 0;
     for (int w = ON_GPU; w <= ON_HYBRID; w++) {
-        tdm_backend *b = e->engines[w];
-        if (!b || l->index >= b->lanes) continue;
+        tdm_backend *b = w == ON_GPU ? e->gpus[l->dev] : e->engines[w];
+        if (!b || l->elane >= b->lanes) continue;
         tdm_backend_stats s;
-        b->ops->get_stats(b, l->index, &s);
+        b->ops->get_stats(b, l->elane, &s);
         d_iters += s.iterations - l->seen[w].iterations;
         d_pairs += s.pairs - l->seen[w].pairs;
         l->seen[w] = s;
@@ -207,9 +328,16 @@ static void device_stats(tdm_sched *e, lane *l)
     pthread_mutex_lock(&e->stats_lock);
     e->stats.gpu_iterations += d_iters;
     e->stats.gpu_pairs += d_pairs;
-    e->stats.device_bytes = dev;
-    e->stats.mesh_bytes = mesh;
-    e->stats.device_budget = budget;
+    e->dev_mem[l->dev].device = dev;
+    e->dev_mem[l->dev].mesh = mesh;
+    e->dev_mem[l->dev].budget = budget;
+    e->stats.device_bytes = e->stats.mesh_bytes = e->stats.device_budget = 0;
+    e->stats.gpu_engine_bytes[l->dev] = dev;
+    for (int d = 0; d < e->n_gpus; d++) {
+        e->stats.device_bytes += e->dev_mem[d].device;
+        e->stats.mesh_bytes += e->dev_mem[d].mesh;
+        e->stats.device_budget += e->dev_mem[d].budget;
+    }
     e->stats.device_meshes = n_dev;
     e->stats.dispatch_threshold = threshold;
     pthread_mutex_unlock(&e->stats_lock);
@@ -217,70 +345,150 @@ static void device_stats(tdm_sched *e, lane *l)
 
 /* ---- resident meshes ------------------------------------------------------------- */
 
-typedef struct freer { tdm_backend *b; int lane; } freer;
+typedef struct freer { tdm_sched *e; int elane; } freer;
 
-static void free_copy(void *ctx, void *copy)
+static void free_copy(void *ctx, int d, void *copy)
 {
     const freer *f = ctx;
-    f->b->ops->mesh_free(f->b, f->lane, copy);
+    tdm_backend *b = f->e->gpus[d];
+    b->ops->mesh_free(b, f->elane, copy);
 }
 
-/* Frees the device copies removed since the last call, on lane l (held). No
- * run can be using them: their last user dropped them after its runs, and a
+/* Frees the copies of l's engine removed since the last call, on lane l (held).
+ * No run can be using them: their last user dropped them after its runs, and a
  * run looks copies up only while it lasts. */
 static void free_removed(tdm_sched *e, lane *l)
 {
-    freer f = {e->engines[ON_GPU], l->index};
-    if (f.b) tdm_registry_free_removed(e->reg, free_copy, &f);
+    freer f = {e, l->elane};
+    if (e->n_gpus) tdm_registry_free_removed(e->reg, l->dev, free_copy, &f);
+}
+
+/* Frees copies[d] of every engine d that has one, each on a lane of its engine. */
+static void free_copies(tdm_sched *e, void **copies)
+{
+    for (int d = 0; d < e->n_gpus; d++) {
+        if (!copies[d]) continue;
+        lane *l = lane_get_dev(e, d);
+        e->gpus[d]->ops->mesh_free(e->gpus[d], l->elane, copies[d]);
+        device_stats(e, l);
+        lane_put(e, l);
+        copies[d] = NULL;
+    }
 }
 
 int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
 {
-    tdm_backend *g = e->engines[ON_GPU];
-    if (!g) return TDM_OK;
+    if (!e->n_gpus) return TDM_OK;
     pthread_mutex_lock(&e->upload_lock);
-    lane *l = lane_get(e); /* a lane no run is using */
-    free_removed(e, l);
     int rc = TDM_OK;
     if (!tdm_registry_ref(e->reg, bvh)) {
-        /* uploads are serialised by upload_lock, so nobody inserts this tree meanwhile */
-        void *copy = NULL;
-        rc = g->ops->mesh_add(g, l->index, bvh, &copy);
-        if (rc == TDM_OK && (rc = tdm_registry_insert(e->reg, bvh, copy)) != TDM_OK)
-            g->ops->mesh_free(g, l->index, copy);
+        /* uploads are serialised by upload_lock, so nobody inserts this tree meanwhile; every
+           engine gets its copy, each on a lane of its own that no run is using */
+        void *copies[TDM_SCHED_MAX_GPUS] = {0};
+        int held = 0;
+        for (int d = 0; d < e->n_gpus && rc == TDM_OK; d++) {
+            if (engine_broken(e, d)) continue; /* runs never go there: no copy needed */
+            lane *l = lane_get_dev(e, d);
+            free_removed(e, l);
+            rc = e->gpus[d]->ops->mesh_add(e->gpus[d], l->elane, bvh, &copies[d]);
+            if (rc != TDM_OK) copies[d] = NULL; /* the engine holds nothing of a failed upload */
+            else held++;
+            device_stats(e, l);
+            lane_put(e, l);
+        }
+        if (rc == TDM_OK && held == 0) rc = TDM_EGPU; /* every engine has failed */
+        if (rc == TDM_OK) rc = tdm_registry_insert(e->reg, bvh, copies);
+        if (rc != TDM_OK) free_copies(e, copies); /* all or nothing */
     }
-    device_stats(e, l);
-    lane_put(e, l);
     pthread_mutex_unlock(&e->upload_lock);
     return rc;
 }
 
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh)
 {
-    if (e->engines[ON_GPU]) tdm_registry_unref(e->reg, bvh);
+    if (e->n_gpus) tdm_registry_unref(e->reg, bvh);
 }
 
 /* ---- creation ----------------------------------------------------------------- */
 
 static int calibrate(tdm_sched *e);
 
-/* Starts the GPU-resident engine (and the hybrid when it is the kind). */
-static int start_gpu(tdm_sched *e, const tdm_sched_config *cfg, const char **why)
+/* The CUDA devices the GPU engines run on: gpu_device alone, the list, or
+ * every device present (device 0 when none is, so that starting it says why). */
+static int device_list(const tdm_sched_config *cfg, int *dev)
 {
-    tdm_gpu_engine_config gc = tdm_gpu_engine_config_default();
-    gc.gpu.device = cfg->gpu_device;
-    gc.gpu.memory_budget = cfg->gpu_memory;
-    gc.gpu.streams = cfg->gpu_streams;
-    gc.gpu.traversal = cfg->gpu_traversal == TDM_TRAVERSAL_BLOCKS ? TDM_GPU_TRAVERSE_BLOCKS
-                       : cfg->gpu_traversal == TDM_TRAVERSAL_WIDE ? TDM_GPU_TRAVERSE_WIDE
-                                                                  : TDM_GPU_TRAVERSE_PAIRS;
-    int rc = tdm_gpu_engine_create(&gc, e->pool, e->n_lanes, &e->engines[ON_GPU], why);
-    if (rc != TDM_OK) return rc;
-    if (cfg->kind == TDM_BACKEND_HYBRID &&
-        (rc = tdm_hybrid_engine_create(e->engines[ON_GPU], e->pool, NULL, &e->engines[ON_HYBRID])) != TDM_OK) {
-        if (why) *why = "the hybrid engine could not start";
-        e->engines[ON_GPU]->ops->destroy(e->engines[ON_GPU]);
+    if (cfg->gpu_device >= 0) {
+        dev[0] = cfg->gpu_device;
+        return 1;
+    }
+    if (cfg->n_gpu_devices > 0) {
+        memcpy(dev, cfg->gpu_devices, (size_t)cfg->n_gpu_devices * sizeof *dev);
+        return cfg->n_gpu_devices;
+    }
+    int n = tdm_gpu_device_count();
+    if (n > TDM_SCHED_MAX_GPUS) n = TDM_SCHED_MAX_GPUS;
+    if (n < 1) n = 1;
+    for (int k = 0; k < n; k++) dev[k] = k;
+    return n;
+}
+
+/* "device 0" or "devices 0, 1" into buf. */
+static void devices_text(const tdm_sched *e, char *buf, size_t len)
+{
+    int o = snprintf(buf, len, "CUDA device%s ", e->n_gpus > 1 ? "s" : "");
+    for (int d = 0; d < e->n_gpus && o > 0 && (size_t)o < len; d++)
+        o += snprintf(buf + o, len - (size_t)o, "%s%d", d ? ", " : "", e->gpu_dev[d]);
+}
+
+/* Starts the GPU-resident engines, one per listed device with `lanes` lanes
+ * each (only the first device for the hybrid, which runs on it), and the
+ * hybrid when it is the kind. On failure nothing is left started and why[]
+ * says which device and why. */
+static int start_gpu(tdm_sched *e, const tdm_sched_config *cfg, int lanes, char *why, size_t whylen)
+{
+    int dev[TDM_SCHED_MAX_GPUS];
+    int n = device_list(cfg, dev);
+    if (cfg->kind == TDM_BACKEND_HYBRID) n = 1;
+    int rc = TDM_OK;
+    for (int k = 0; k < n && rc == TDM_OK; k++) {
+        tdm_gpu_engine_config gc = tdm_gpu_engine_config_default();
+        gc.gpu.device = dev[k];
+        gc.gpu.memory_budget = cfg->gpu_memory;
+        gc.gpu.streams = cfg->gpu_streams;
+        gc.gpu.traversal = cfg->gpu_traversal == TDM_TRAVERSAL_BLOCKS ? TDM_GPU_TRAVERSE_BLOCKS
+                           : cfg->gpu_traversal == TDM_TRAVERSAL_WIDE ? TDM_GPU_TRAVERSE_WIDE
+                                                                      : TDM_GPU_TRAVERSE_PAIRS;
+        int same = 0;
+        for (int j = 0; j < n; j++) same += dev[j] == dev[k];
+        if (cfg->gpu_memory == 0 && same > 1) {
+            /* engines sharing a device share its default 80% */
+            uint64_t total = tdm_gpu_device_memory(dev[k]);
+            if (total) gc.gpu.memory_budget = (uint64_t)(0.8 * (double)total / same);
+        }
+        const char *w = NULL;
+        rc = tdm_gpu_engine_create(&gc, e->pool, lanes, &e->gpus[k], &w);
+        if (rc != TDM_OK) {
+            if (n > 1 || cfg->n_gpu_devices > 0)
+                snprintf(why, whylen, "CUDA device %d (entry %d of the device list): %s", dev[k], k + 1,
+                         w && *w ? w : tdm_strerror(rc));
+            else
+                snprintf(why, whylen, "%s", w && *w ? w : tdm_strerror(rc));
+            break;
+        }
+        e->gpu_dev[k] = dev[k];
+        e->n_gpus = k + 1;
+    }
+    if (rc == TDM_OK) {
+        e->engines[ON_GPU] = e->gpus[0];
+        if (cfg->kind == TDM_BACKEND_HYBRID &&
+            (rc = tdm_hybrid_engine_create(e->gpus[0], e->pool, NULL, &e->engines[ON_HYBRID])) != TDM_OK)
+            snprintf(why, whylen, "the hybrid engine could not start");
+    }
+    if (rc != TDM_OK) {
+        for (int k = e->n_gpus - 1; k >= 0; k--) e->gpus[k]->ops->destroy(e->gpus[k]);
+        memset(e->gpus, 0, sizeof e->gpus);
         e->engines[ON_GPU] = NULL;
+        e->n_gpus = 0;
     }
     return rc;
 }
@@ -296,13 +504,22 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
         if (why) snprintf(why, whylen, "unknown engine kind %d", (int)cfg->kind);
         return TDM_EINVAL;
     }
-    if (cfg->threads < 0 || cfg->chunk_tasks == 0 || cfg->gpu_device < 0 || cfg->gpu_streams < 1 ||
-        cfg->gpu_streams > 8 || cfg->lanes < 1 || cfg->lanes > MAX_LANES ||
+    if (cfg->threads < 0 || cfg->chunk_tasks == 0 || cfg->gpu_device < -1 || cfg->gpu_streams < 1 ||
+        cfg->gpu_streams > 8 || cfg->lanes < 1 || cfg->lanes > MAX_LANES_PER_ENGINE ||
         (cfg->gpu_traversal != TDM_TRAVERSAL_PAIRS && cfg->gpu_traversal != TDM_TRAVERSAL_BLOCKS &&
          cfg->gpu_traversal != TDM_TRAVERSAL_WIDE)) {
         if (why)
-            snprintf(why, whylen, "threads must be >= 0, chunk_tasks >= 1, gpu_device >= 0, gpu_streams 1..8, "
-                     "lanes 1..%d and the traversal pairs, blocks or wide", MAX_LANES);
+            snprintf(why, whylen, "threads must be >= 0, chunk_tasks >= 1, gpu_device >= -1, gpu_streams 1..8, "
+                     "lanes 1..%d and the traversal pairs, blocks or wide", MAX_LANES_PER_ENGINE);
+        return TDM_EINVAL;
+    }
+    int bad_dev = 0;
+    for (int k = 0; k < cfg->n_gpu_devices && k < TDM_SCHED_MAX_GPUS; k++) bad_dev |= cfg->gpu_devices[k] < 0;
+    if (cfg->n_gpu_devices < 0 || cfg->n_gpu_devices > TDM_SCHED_MAX_GPUS || bad_dev ||
+        (cfg->gpu_device >= 0 && cfg->n_gpu_devices > 0)) {
+        if (why)
+            snprintf(why, whylen, "gpu_devices: 0..%d device indices >= 0 (0: every device), and not together with "
+                     "gpu_device", TDM_SCHED_MAX_GPUS);
         return TDM_EINVAL;
     }
     tdm_sched *e = calloc(1, sizeof *e);
@@ -313,52 +530,71 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->fold_early = !(fe && strcmp(fe, "0") == 0);
     const char *cu = getenv("TDM_ENGINE_CULL");
     e->cull = !(cu && strcmp(cu, "0") == 0);
-    /* the hybrid engine is one object with one set of buffers: one run at a time */
-    e->n_lanes = cfg->kind == TDM_BACKEND_HYBRID ? 1 : cfg->lanes;
-    e->free_lanes = (1u << e->n_lanes) - 1;
-    for (int k = 0; k < e->n_lanes; k++) e->lanes[k].index = k;
     int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
-    locks += locks == 1 && tdm_registry_create(&e->reg) == TDM_OK;
-    locks += locks == 2 && pthread_mutex_init(&e->lane_lock, NULL) == 0;
-    locks += locks == 3 && pthread_cond_init(&e->lane_freed, NULL) == 0;
-    locks += locks == 4 && pthread_mutex_init(&e->upload_lock, NULL) == 0;
+    locks += locks == 1 && pthread_mutex_init(&e->lane_lock, NULL) == 0;
+    locks += locks == 2 && pthread_cond_init(&e->lane_freed, NULL) == 0;
+    locks += locks == 3 && pthread_mutex_init(&e->upload_lock, NULL) == 0;
     tdm_cost_figures none = {0, 0, 0, 0}; /* the GPU takes nothing until calibrated */
-    locks += locks == 5 && tdm_cost_model_init(&e->model, &none) == TDM_OK;
-    if (locks < 6) {
+    locks += locks == 4 && tdm_cost_model_init(&e->model, &none) == TDM_OK;
+    if (locks < 5) {
         if (locks > 0) pthread_mutex_destroy(&e->stats_lock);
-        if (locks > 1) tdm_registry_destroy(e->reg, free_copy, NULL);
-        if (locks > 2) pthread_mutex_destroy(&e->lane_lock);
-        if (locks > 3) pthread_cond_destroy(&e->lane_freed);
-        if (locks > 4) pthread_mutex_destroy(&e->upload_lock);
+        if (locks > 1) pthread_mutex_destroy(&e->lane_lock);
+        if (locks > 2) pthread_cond_destroy(&e->lane_freed);
+        if (locks > 3) pthread_mutex_destroy(&e->upload_lock);
         free(e);
         return TDM_ESYS;
     }
+    /* the hybrid engine is one object with one set of buffers: one run at a time */
+    int lanes = cfg->kind == TDM_BACKEND_HYBRID ? 1 : cfg->lanes;
+    e->n_lanes = lanes; /* until the GPU engines are counted (tdm_sched_destroy reads it) */
     int rc = tdm_pool_create(cfg->threads, "tdm-cpu", &e->pool);
-    if (rc == TDM_OK) rc = tdm_cpu_backend_create(e->pool, e->n_lanes, &e->engines[ON_CPU]);
     if (rc != TDM_OK) {
         if (why) snprintf(why, whylen, "CPU engine: %s", tdm_strerror(rc));
         tdm_sched_destroy(e);
         return rc;
     }
     int threads = tdm_pool_threads(e->pool);
-    const char *no_gpu = NULL;
+    char no_gpu[300] = "";
     if (cfg->kind != TDM_BACKEND_CPU) {
-        rc = start_gpu(e, cfg, &no_gpu);
+        rc = start_gpu(e, cfg, lanes, no_gpu, sizeof no_gpu);
         if (rc != TDM_OK && cfg->kind != TDM_BACKEND_AUTO) {
             if (why)
                 snprintf(why, whylen, "no %s engine: %s%s%s", tdm_backend_name(cfg->kind), tdm_strerror(rc),
-                         no_gpu && *no_gpu ? ": " : "", no_gpu ? no_gpu : "");
+                         no_gpu[0] ? ": " : "", no_gpu);
             tdm_sched_destroy(e);
             return rc == TDM_ENOMEM ? rc : TDM_ENODEV;
         }
     }
-    if (!e->engines[ON_GPU]) {
+    /* lane k runs on GPU engine k % n_gpus, on that engine's lane k / n_gpus */
+    e->n_lanes = lanes * (e->n_gpus ? e->n_gpus : 1);
+    e->free_lanes = e->n_lanes == 64 ? ~0ull : (1ull << e->n_lanes) - 1;
+    for (int k = 0; k < e->n_lanes; k++) {
+        e->lanes[k].index = k;
+        e->lanes[k].dev = e->n_gpus ? k % e->n_gpus : 0;
+        e->lanes[k].elane = e->n_gpus ? k / e->n_gpus : k;
+    }
+    e->stats.gpu_engines = (uint32_t)e->n_gpus;
+    for (int d = 0; d < e->n_gpus; d++) e->stats.gpu_engine_device[d] = e->gpu_dev[d];
+    if ((rc = tdm_registry_create(e->n_gpus ? e->n_gpus : 1, &e->reg)) != TDM_OK ||
+        (rc = tdm_cpu_backend_create(e->pool, e->n_lanes, &e->engines[ON_CPU])) != TDM_OK) {
+        if (why) snprintf(why, whylen, "CPU engine: %s", tdm_strerror(rc));
+        tdm_sched_destroy(e);
+        return rc;
+    }
+    for (int d = 0; d < e->n_gpus; d++) { /* every engine's memory and budget in the stats from the start */
+        lane *l = lane_get_dev(e, d);
+        device_stats(e, l);
+        lane_put(e, l);
+    }
+    char devs[160];
+    devices_text(e, devs, sizeof devs);
+    if (!e->n_gpus) {
         e->kind = TDM_BACKEND_CPU;
         if (cfg->kind == TDM_BACKEND_CPU)
             snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads (chosen by configuration)", threads);
         else
             snprintf(e->detail, sizeof e->detail, "CPU engine, %d threads; no GPU engine: %s", threads,
-                     no_gpu && *no_gpu ? no_gpu : "no usable GPU");
+                     no_gpu[0] ? no_gpu : "no usable GPU");
     } else if (cfg->kind == TDM_BACKEND_AUTO) {
         e->kind = TDM_BACKEND_GPU;
         e->dispatch = 1;
@@ -375,15 +611,15 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
         tdm_cost_figures f;
         tdm_cost_model_get(&e->model, &f, NULL);
         snprintf(e->detail, sizeof e->detail,
-                 "GPU-resident engine with CPU engine (%d threads) for small runs: runs of >= %llu tasks go to the "
-                 "GPU (cost model: CPU %.3g s + %.3g s/task, GPU %.3g s + %.3g s/task)",
-                 threads, (unsigned long long)tdm_cost_model_threshold(&e->model), f.c_off, f.c_cpu, f.g_off,
-                 f.c_gpu);
+                 "GPU-resident engine on %s (%d lanes%s) with CPU engine (%d threads) for small runs: runs of >= %llu "
+                 "tasks go to the GPU (cost model: CPU %.3g s + %.3g s/task, GPU %.3g s + %.3g s/task)",
+                 devs, lanes, e->n_gpus > 1 ? " each" : "", threads,
+                 (unsigned long long)tdm_cost_model_threshold(&e->model), f.c_off, f.c_cpu, f.g_off, f.c_gpu);
     } else {
         e->kind = cfg->kind;
-        snprintf(e->detail, sizeof e->detail, "%s engine (forced by configuration); CPU engine (%d threads) for "
+        snprintf(e->detail, sizeof e->detail, "%s engine on %s (forced by configuration); CPU engine (%d threads) for "
                  "scenes whose meshes are not on the GPU",
-                 cfg->kind == TDM_BACKEND_GPU ? "GPU-resident" : "hybrid (CPU traversal, GPU tests)", threads);
+                 cfg->kind == TDM_BACKEND_GPU ? "GPU-resident" : "hybrid (CPU traversal, GPU tests)", devs, threads);
     }
     *out = e;
     return TDM_OK;
@@ -393,13 +629,12 @@ void tdm_sched_destroy(tdm_sched *e)
 {
     if (!e) return;
     if (e->reg) {
-        freer f = {e->engines[ON_GPU], 0};
-        /* copies exist only with a GPU engine */
-        if (f.b) tdm_registry_destroy(e->reg, free_copy, &f);
-        else tdm_registry_destroy(e->reg, free_copy, NULL);
+        freer f = {e, 0};
+        tdm_registry_destroy(e->reg, free_copy, &f); /* copies exist only with a GPU engine */
     }
-    for (int w = ON_HYBRID; w >= ON_CPU; w--) /* the hybrid borrows the GPU engine */
-        if (e->engines[w]) e->engines[w]->ops->destroy(e->engines[w]);
+    if (e->engines[ON_HYBRID]) e->engines[ON_HYBRID]->ops->destroy(e->engines[ON_HYBRID]); /* borrows gpus[0] */
+    for (int d = e->n_gpus - 1; d >= 0; d--) e->gpus[d]->ops->destroy(e->gpus[d]);
+    if (e->engines[ON_CPU]) e->engines[ON_CPU]->ops->destroy(e->engines[ON_CPU]);
     for (int k = 0; k < e->n_lanes; k++) {
         lane *l = &e->lanes[k];
         free(l->tasks);
@@ -424,6 +659,7 @@ void tdm_sched_destroy(tdm_sched *e)
 }
 
 int tdm_sched_lanes(const tdm_sched *e) { return e->n_lanes; }
+int tdm_sched_gpu_engines(const tdm_sched *e) { return e->n_gpus; }
 
 static int reserve(void **p, size_t *cap, size_t need, size_t size);
 static int reserve_tasks(lane *l, size_t n);
@@ -431,8 +667,9 @@ static int reserve_tasks(lane *l, size_t n);
 int tdm_sched_prepare(tdm_sched *e, size_t max_tasks)
 {
     int rc = TDM_OK;
-    for (int w = ON_GPU; w <= ON_HYBRID && rc == TDM_OK; w++)
-        if (e->engines[w]) rc = e->engines[w]->ops->prepare(e->engines[w], max_tasks);
+    for (int d = 0; d < e->n_gpus && rc == TDM_OK; d++) rc = e->gpus[d]->ops->prepare(e->gpus[d], max_tasks);
+    if (rc == TDM_OK && e->engines[ON_HYBRID])
+        rc = e->engines[ON_HYBRID]->ops->prepare(e->engines[ON_HYBRID], max_tasks);
     /* every lane's scratch at full size and touched, so that no run pays its page faults */
     size_t n = max_tasks < e->chunk ? max_tasks : e->chunk;
     for (int k = 0; k < e->n_lanes && rc == TDM_OK; k++) { /* no run in progress: every lane is free */
@@ -465,7 +702,9 @@ void tdm_sched_get_stats(tdm_sched *e, tdm_sched_stats *s)
     pthread_mutex_lock(&e->stats_lock);
     *s = e->stats;
     pthread_mutex_unlock(&e->stats_lock);
-    s->gpu_broken = __atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED);
+    int broken = __atomic_load_n(&e->n_broken, __ATOMIC_RELAXED);
+    s->gpu_broken = broken > 0;
+    s->gpu_engines_broken = (uint32_t)broken;
 }
 
 /* ---- scratch --------------------------------------------------------------------- */
@@ -567,7 +806,8 @@ typedef struct ref_tasks {
     qset queries;
     const task_ref *refs; /* task t is refs[t]; or, when NULL, */
     uint32_t uniform;     /* ... query t / uniform's check t % uniform (every query has that many checks) */
-    tdm_registry *reg;    /* non-NULL: look up the device copies */
+    tdm_registry *reg;    /* non-NULL: look up the device copies ... */
+    int dev;              /* ... of this GPU engine */
     void *const *copies;  /* or, when every query is of one scene: check k's copies are
                              copies[2k], copies[2k + 1] (looked up once per chunk, so the
                              threads making tasks share no lock) */
@@ -623,7 +863,7 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
         /* an entry found stays valid for the run: removed copies are freed only
          * at the start of a run or upload (free_removed) */
         if (out->a != la || out->b != lb) {
-            tdm_registry_find2(c->reg, out->a, out->b, &da, &db);
+            tdm_registry_find2(c->reg, c->dev, out->a, out->b, &da, &db);
             la = out->a;
             lb = out->b;
         }
@@ -641,24 +881,24 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
  * where its first task runs) for that engine. A GPU failure re-runs the chunk
  * on the CPU engine (and a broken device is not used again), so that a query
  * never fails for the GPU's sake. */
-/* The device copies of every check of scene s into l->copies (two per check),
- * or NULL when there is no room for them. */
+/* l's GPU engine's copies of every check of scene s into l->copies (two per
+ * check), or NULL when there is no room for them. */
 static void *const *scene_copies(tdm_sched *e, lane *l, const tdm_scene *s)
 {
     if (reserve((void **)&l->copies, &l->copies_cap, 2 * (size_t)s->n_checks, sizeof *l->copies) != TDM_OK)
         return NULL;
     for (uint32_t k = 0; k < s->n_checks; k++)
-        tdm_registry_find2(e->reg, s->objects[s->checks[k].a].bvh, s->objects[s->checks[k].b].bvh,
+        tdm_registry_find2(e->reg, l->dev, s->objects[s->checks[k].a].bvh, s->objects[s->checks[k].b].bvh,
                            &l->copies[2 * (size_t)k], &l->copies[2 * (size_t)k + 1]);
     return l->copies;
 }
 
 /* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
-/* The engine the kind and the cost model pick for nt tasks. */
-static int pick_engine(tdm_sched *e, size_t nt)
+/* The engine the kind and the cost model pick for nt tasks on lane l: its GPU
+ * engine (or the hybrid, on GPU engine 0), unless that one has failed. */
+static int pick_engine(tdm_sched *e, const lane *l, size_t nt)
 {
-    if (e->engines[ON_GPU] && !__atomic_load_n(&e->gpu_broken, __ATOMIC_RELAXED) &&
-        (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
+    if (e->n_gpus && !engine_broken(e, l->dev) && (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
         return e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
     return ON_CPU;
 }
@@ -669,29 +909,34 @@ static int pick_engine(tdm_sched *e, size_t nt)
 static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform,
                      const tdm_scene *one_scene, tdm_sched_result *fold_into, size_t whole)
 {
-    int where = pick_engine(e, nt);
+    int where = pick_engine(e, l, nt);
     /* one lookup per check rather than one per batch of tasks made, when the
      * chunk has at least as many tasks as the scene has checks */
     void *const *copies = where != ON_CPU && one_scene && one_scene->n_checks <= nt ? scene_copies(e, l, one_scene)
                                                                                      : NULL;
-    ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, copies, fold_into};
+    ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, l->dev, copies,
+                   fold_into};
     tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL};
     double t0 = now_s();
     int rc = TDM_OK;
     if (where != ON_CPU) {
-        tdm_backend *b = e->engines[where];
+        tdm_backend *b = where == ON_GPU ? e->gpus[l->dev] : e->engines[where];
         /* an engine that hands every answer to the fold needs no results array */
-        rc = b->ops->run(b, l->index, &list, fold_into && b->answers_all ? NULL : l->res);
+        rc = b->ops->run(b, l->elane, &list, fold_into && b->answers_all ? NULL : l->res);
     }
     double dt = now_s() - t0;
     if (rc == TDM_ECANCELED || rc == TDM_ENOMEM) { /* a tree not resident, or no room for the tasks */
         where = ON_CPU;
         rc = TDM_OK;
     } else if (rc != TDM_OK) {
-        if (rc == TDM_EGPU) __atomic_store_n(&e->gpu_broken, 1, __ATOMIC_RELAXED);
-        fprintf(stderr, "tandem engine: the %s engine failed on %zu tasks (%s); they run on the CPU engine%s\n",
-                where == ON_GPU ? "GPU" : "hybrid", nt, tdm_strerror(rc),
-                rc == TDM_EGPU ? ", as will every later run" : "");
+        if (rc == TDM_EGPU) engine_failed(e, l->dev);
+        int left = e->n_gpus - __atomic_load_n(&e->n_broken, __ATOMIC_RELAXED);
+        fprintf(stderr, "tandem engine: the %s engine on CUDA device %d%s failed on %zu tasks (%s); they run on the "
+                "CPU engine%s\n", where == ON_GPU ? "GPU" : "hybrid", e->gpu_dev[l->dev],
+                e->n_gpus > 1 ? " (one of the GPU engines)" : "", nt, tdm_strerror(rc),
+                rc != TDM_EGPU ? ""
+                : left > 0     ? ", and later runs on the other GPU engines"
+                               : ", as will every later run");
         where = ON_CPU;
     }
     if (where == ON_CPU) {
@@ -1134,7 +1379,7 @@ static int cull_pass(tdm_sched *e, lane *l, qset qs, size_t n, const tdm_scene *
             *tri += f.tri;
         } else {
             /* every check culled: answered here, counted for the engine the window would have run on */
-            l->run_q[pick_engine(e, 0)] += q1 - q;
+            l->run_q[pick_engine(e, l, 0)] += q1 - q;
         }
         q = q1;
     }
@@ -1231,6 +1476,10 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
     e->stats.cpu_tasks += l->run_on[ON_CPU];
     e->stats.gpu_tasks += l->run_on[ON_GPU];
     e->stats.hybrid_tasks += l->run_on[ON_HYBRID];
+    if (e->n_gpus) {
+        e->stats.gpu_engine_tasks[l->dev] += l->run_on[ON_GPU] + l->run_on[ON_HYBRID];
+        e->stats.gpu_engine_runs[l->dev]++;
+    }
     e->stats.box_tests += box;
     e->stats.tri_tests += tri;
     e->stats.seconds += dt;
@@ -1299,10 +1548,11 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
  * is left out of the stats. */
 static int calibrate(tdm_sched *e)
 {
-    lane *l = lane_get(e);
-    /* every lane's buffers and the kernels' modules now, not in the first runs */
-    tdm_backend *g = e->engines[ON_GPU];
-    int rc = g->ops->prepare(g, TDM_CALIBRATE_TASKS);
+    lane *l = lane_get_dev(e, 0); /* lane 0: GPU engine 0's lane 0, the CPU engine's lane 0 */
+    /* every lane's buffers and the kernels' modules now, not in the first runs (every engine's) */
+    int rc = TDM_OK;
+    for (int d = 0; d < e->n_gpus && rc == TDM_OK; d++) rc = e->gpus[d]->ops->prepare(e->gpus[d], TDM_CALIBRATE_TASKS);
+    tdm_backend *g = e->gpus[0];
     tdm_cost_figures f;
     if (rc == TDM_OK) rc = tdm_calibrate(e->engines[ON_CPU], g, l->index, &f);
     device_stats(e, l);

@@ -18,7 +18,18 @@
  * (scratch, and its own lane of each engine: streams and buffers on the GPU),
  * so that one run's host work overlaps another's GPU work; a further caller
  * waits for a lane. Every engine's host work runs on the scheduler's one thread
- * pool (pool.h), shared by the lanes; nothing calls back into the caller. */
+ * pool (pool.h), shared by the lanes; nothing calls back into the caller.
+ *
+ * Several GPUs (gpu_devices): one GPU-resident engine per listed device, each
+ * with `lanes` lanes of its own (streams, buffers, its own copy of every
+ * resident tree), so the scheduler has lanes x devices lanes, each bound to
+ * one device. A run takes the free lane of the device with the fewest runs in
+ * flight (ties: the device after the last one chosen), so concurrent runs (the
+ * pooler's threads) spread over the devices and even one caller's runs take
+ * turns; a run's chunks all go to its lane's device (or the CPU engine). A
+ * device index may be listed twice: two independent engines on one GPU (the
+ * multi-device path tested on a one-GPU machine). The hybrid engine runs on
+ * the first listed device only. */
 #ifndef TDM_WORKPILE_SCHED_H
 #define TDM_WORKPILE_SCHED_H
 
@@ -73,23 +84,39 @@ typedef struct tdm_sched_result {
     uint32_t n_pairs;            /* pairs written to query.pairs (== contacts when pairs was given) */
 } tdm_sched_result;
 
+/* The most GPU devices (engines) one scheduler runs on. */
+#define TDM_SCHED_MAX_GPUS 8
+
 typedef struct tdm_sched_config {
     tdm_backend_kind kind; /* TDM_BACKEND_AUTO by default: the GPU engines with dispatch when a GPU is
                              present, else the CPU engine */
     int threads;          /* CPU threads working on a run, the caller's included; 0: one per core */
     uint32_t chunk_tasks; /* most tasks held at once: a larger run is done in pieces (default 262144,
                              ~45 MB of scratch) */
-    int gpu_device;           /* CUDA device index (default 0) */
-    uint64_t gpu_memory;      /* bytes of device memory the engine may hold, meshes plus scratch; 0: 80%
-                                 of the device's memory */
+    int gpu_device;           /* one CUDA device, for compatibility: >= 0 runs on that device alone (then
+                                 n_gpu_devices must be 0); -1 (the default): gpu_devices decides */
+    uint64_t gpu_memory;      /* bytes of device memory each GPU engine (one per listed device) may hold,
+                                 meshes plus scratch; 0: 80% of its device's memory, shared evenly by the
+                                 engines of a device listed more than once */
     int gpu_streams;          /* batches in flight at once on the GPU, each on its own stream (default 2) */
     int calibrate;            /* AUTO: measure both engines at creation to set the dispatch threshold
                                  (default 1); 0 keeps the built-in threshold */
     tdm_traversal gpu_traversal; /* how the GPU-resident traversal maps threads to node pairs */
-    int lanes;                /* runs in flight at once, 1..8 (default 3); the hybrid engine has one.
-                                 tandemd, 64 clients x 1024 poses on the H100 host, cubicles bool: 1
-                                 lane ~12M queries/s, 2 ~15M, 3 ~17M (bench/results/lanes.md) */
+    int lanes;                /* runs in flight at once per GPU device (per engine when there is no GPU),
+                                 1..8 (default 3); the hybrid engine has one. tandemd, 64 clients x 1024
+                                 poses on the H100 host, cubicles bool: 1 lane ~12M queries/s, 2 ~15M, 3
+                                 ~17M (bench/results/lanes.md) */
+    int gpu_devices[TDM_SCHED_MAX_GPUS]; /* the CUDA devices the GPU engines run on, one engine each, in
+                                 this order (the first also runs the hybrid engine and the calibration);
+                                 an index may repeat (one engine more on that GPU) */
+    int n_gpu_devices;        /* 0 (the default): every device of the machine, one engine each */
 } tdm_sched_config;
+
+/* Parses a device list: "all" (*n = 0: every device present), or device indices
+ * 0..1024 separated by commas, at most TDM_SCHED_MAX_GPUS of them, repeats
+ * allowed ("0,1", "0,0"). Returns 0, or TDM_EINVAL with one line in why naming
+ * the bad entry. */
+int tdm_sched_devices_parse(const char *text, int devices[TDM_SCHED_MAX_GPUS], int *n, char *why, size_t whylen);
 
 tdm_sched_config tdm_sched_config_default(void);
 
@@ -103,20 +130,27 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
 void tdm_sched_destroy(tdm_sched *e);
 
 tdm_backend_kind tdm_sched_backend(const tdm_sched *e); /* never AUTO */
-/* One line for logs and stats: which engine, how many threads, why no GPU. Owned
- * by the engine. */
+/* One line for logs and stats: which engine, how many threads, on which
+ * devices, why no GPU. Owned by the engine. */
 const char *tdm_sched_detail(const tdm_sched *e);
-/* How many threads may run at once (tdm_sched_config.lanes; 1 for the hybrid). */
+/* How many threads may run at once: tdm_sched_config.lanes x the GPU engines
+ * (x 1 without a GPU; 1 for the hybrid). */
 int tdm_sched_lanes(const tdm_sched *e);
+/* GPU-resident engines (listed devices started), 0 without a GPU engine. */
+int tdm_sched_gpu_engines(const tdm_sched *e);
 
 /* Device-resident trees (GPU and hybrid engines). tdm_sched_mesh_add copies a
  * tree to the device so that queries on scenes using it can run there; a scene
  * with a tree that is not resident runs on the CPU engine. Keyed by the tree's
  * address: the tree must stay alive and unchanged until tdm_sched_mesh_remove.
- * Adding a resident tree again counts a reference. Returns 0 (also on a CPU
- * engine, where it does nothing), TDM_EGPUMEM (over the memory budget, or the
- * device is full: nothing is held and nothing else changes), TDM_EGPU or
- * TDM_ENOMEM. May block for the run in progress. Any thread.
+ * Adding a resident tree again counts a reference. With several GPU engines the
+ * tree goes to every one (a device that failed for good is skipped), all or
+ * nothing: when one of them cannot hold it, the copies already made are freed
+ * and the add fails, leaving nothing on any device. Returns 0 (also on a CPU
+ * engine, where it does nothing), TDM_EGPUMEM (over a memory budget, or a
+ * device is full: nothing is held and nothing else changes), TDM_EGPU (a device
+ * failed, or every one has failed) or TDM_ENOMEM. May block for the runs in
+ * progress (it takes a lane of each device in turn). Any thread.
  *
  * tdm_sched_mesh_remove drops a reference; at zero the tree is no longer used
  * by later runs and its device memory is freed before the next run or upload
@@ -155,13 +189,20 @@ typedef struct tdm_sched_stats {
                                          (summed over its in-flight batches) plus the hybrid's workpiles */
     uint64_t gpu_pairs;               /* node pairs and leaf pairs in them: gpu_pairs / gpu_iterations
                                          is the mean workpile size */
-    uint64_t device_bytes, mesh_bytes; /* device memory held now */
-    uint64_t device_budget;           /* the device memory the engine may hold (0: no GPU engine) */
-    int gpu_broken;                   /* the GPU failed for good (TDM_EGPU: a sticky CUDA error);
-                                         everything runs on the CPU engine, and a restart is due */
-    uint32_t device_meshes;           /* trees resident on the device */
+    uint64_t device_bytes, mesh_bytes; /* device memory held now, summed over the GPU engines */
+    uint64_t device_budget;           /* the device memory the engines may hold, summed (0: no GPU engine) */
+    int gpu_broken;                   /* a GPU engine failed for good (TDM_EGPU: a sticky CUDA error): its
+                                         runs go to the other engines, or to the CPU engine when none is
+                                         left, and a restart is due to get it back */
+    uint32_t device_meshes;           /* trees resident on each device (every engine holds every one) */
     uint64_t dispatch_threshold;      /* AUTO: runs of fewer tasks go to the CPU engine */
     double seconds, gpu_seconds;      /* wall time inside tdm_sched_run, and in its GPU parts */
+    uint32_t gpu_engines;             /* GPU-resident engines, one per listed device (0: none) */
+    uint32_t gpu_engines_broken;      /* ... of them failed for good */
+    int gpu_engine_device[TDM_SCHED_MAX_GPUS];      /* engine k's CUDA device */
+    uint64_t gpu_engine_tasks[TDM_SCHED_MAX_GPUS];  /* tasks engine k ran (the hybrid's: engine 0's) */
+    uint64_t gpu_engine_runs[TDM_SCHED_MAX_GPUS];   /* runs on engine k's lanes (their GPU chunks ran there) */
+    uint64_t gpu_engine_bytes[TDM_SCHED_MAX_GPUS];  /* device memory engine k holds: its copies and scratch */
 } tdm_sched_stats;
 
 /* A snapshot; safe to call from any thread. */
