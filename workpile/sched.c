@@ -399,6 +399,11 @@ int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
         if (rc == TDM_OK && held == 0) rc = TDM_EGPU; /* every engine has failed */
         if (rc == TDM_OK) rc = tdm_registry_insert(e->reg, bvh, copies);
         if (rc != TDM_OK) free_copies(e, copies); /* all or nothing */
+        /* the count of resident trees, now that the registry has (or has not) the new one:
+           device_stats above read it before the insert */
+        pthread_mutex_lock(&e->stats_lock);
+        e->stats.device_meshes = (uint32_t)tdm_registry_count(e->reg);
+        pthread_mutex_unlock(&e->stats_lock);
     }
     pthread_mutex_unlock(&e->upload_lock);
     return rc;
