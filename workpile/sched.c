@@ -376,6 +376,15 @@ static void free_copies(tdm_sched *e, void **copies)
     }
 }
 
+/* The stats' count of resident trees, from the registry (any thread). */
+static void count_meshes(tdm_sched *e)
+{
+    uint32_t n = (uint32_t)tdm_registry_count(e->reg);
+    pthread_mutex_lock(&e->stats_lock);
+    e->stats.device_meshes = n;
+    pthread_mutex_unlock(&e->stats_lock);
+}
+
 int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
 {
     if (!e->n_gpus) return TDM_OK;
@@ -399,11 +408,7 @@ int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
         if (rc == TDM_OK && held == 0) rc = TDM_EGPU; /* every engine has failed */
         if (rc == TDM_OK) rc = tdm_registry_insert(e->reg, bvh, copies);
         if (rc != TDM_OK) free_copies(e, copies); /* all or nothing */
-        /* the count of resident trees, now that the registry has (or has not) the new one:
-           device_stats above read it before the insert */
-        pthread_mutex_lock(&e->stats_lock);
-        e->stats.device_meshes = (uint32_t)tdm_registry_count(e->reg);
-        pthread_mutex_unlock(&e->stats_lock);
+        count_meshes(e); /* now that the registry has (or has not) the new one: device_stats read it before */
     }
     pthread_mutex_unlock(&e->upload_lock);
     return rc;
@@ -411,7 +416,9 @@ int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
 
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh)
 {
-    if (e->n_gpus) tdm_registry_unref(e->reg, bvh);
+    if (!e->n_gpus) return;
+    tdm_registry_unref(e->reg, bvh);
+    count_meshes(e);
 }
 
 /* ---- creation ----------------------------------------------------------------- */
