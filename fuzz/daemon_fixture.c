@@ -13,7 +13,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/auth_limit.h"
 #include "daemon/loader.h"
+#include "daemon/metrics.h"
+#include "daemon/tenants.h"
 #include "daemon/log.h"
 #include "daemon/request.h"
 #include "fuzz/fixture.h"
@@ -265,6 +268,7 @@ void fuzz_daemon_start(fuzz_daemon *d)
     if (tdm_config_load(&d->cfg, (int)(sizeof argv / sizeof argv[0]), argv, err, sizeof err) != 0)
         DIE("config: %s", err);
     tdm_log_set_level((tdm_log_level)d->cfg.log_level);
+    tdm_metrics_init(d->cfg.engine);
     tdm_server *s = &d->srv;
     s->cfg = &d->cfg;
     s->started_ns = uv_hrtime();
@@ -277,6 +281,12 @@ void fuzz_daemon_start(fuzz_daemon *d)
     ec.calibrate = 0;
     ec.chunk_tasks = d->cfg.max_batch_tasks;
     if (tdm_sched_create(&ec, &s->engine, err, sizeof err) != TDM_OK) DIE("engine: %s", err);
+    /* as daemon/main.c starts it: the tenants (one, the default: no tenants file) and the
+       wrong-token table, before anything can say Hello */
+    if (!(s->tenants = tdm_tenants_new()) ||
+        !(s->auth_limit = tdm_auth_limit_new(d->cfg.auth_fail_max, d->cfg.auth_fail_window, d->cfg.auth_fail_block,
+                                             d->cfg.auth_fail_addresses)))
+        DIE("tenants");
     if (tdm_datadir_open(d->cfg.data_dir, &s->datadir, err, sizeof err) != 0) DIE("%s", err);
     if (!(s->catalog = tdm_catalog_new())) DIE("catalog");
     if (tdm_writer_create(&d->loop, s->datadir, s->catalog, s->engine, &s->writer) != TDM_OK) DIE("writer");
@@ -284,6 +294,9 @@ void fuzz_daemon_start(fuzz_daemon *d)
     if (tdm_query_pool_create(&d->loop, s->engine, d->cfg.max_batch_tasks, d->cfg.max_reply_pairs,
                               tdm_request_query_packed, tdm_request_query_done, s, &s->query_pool) != TDM_OK)
         DIE("query pool");
+    tdm_pooler_fairness fair = {d->cfg.slice_tasks, d->cfg.latency_lane_tasks, d->cfg.latency_lane_work};
+    tdm_query_pool_set_fairness(s->query_pool, &fair);
+    if (tdm_server_budget_start(s) != 0) DIE("budget timer");
     if (tdm_server_listen(s, err, sizeof err) != 0) DIE("%s", err);
     s->ready = 1;
     tdm_mesh_id(FIXTURE_MESH_VERTS, FIXTURE_MESH_NV, FIXTURE_MESH_TRIS, FIXTURE_MESH_NT, d->mesh_id);
