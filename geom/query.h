@@ -28,10 +28,13 @@ typedef struct tdm_collide_result {
  * and triangle tests in steps of TDM_WORK_STEP and stops a traversal at its
  * next step once `used` passes `limit` or `stop` is set, setting `over`; the
  * caller then discards the request's answers (tdm_work_verdict). A traversal
- * charges nothing for its first 16 384 box tests (workpile/cpu_engine.c's
+ * charges nothing itself for its first 16 384 box tests (workpile/cpu_engine.c's
  * CAREFUL_AFTER, and the triangle tests among them, four per leaf pair at
- * most), then every TDM_WORK_STEP tests: a request's cost is bounded by its
- * limit plus about 5 x 16 384 tests per traversal in flight. The GPU engines
+ * most), then every TDM_WORK_STEP tests; short traversals are added by the
+ * engine's threads in batches of at most 64 Ki tests or one chunk of tasks, and
+ * a task whose account is over is not run. A request's cost is thus bounded by
+ * its limit plus about 5 x 16 384 tests per traversal in flight and one batch
+ * per thread. The GPU engines
  * run in bounded device buffers and do not count (a chunk over them falls back
  * to the CPU engine, which does). Fields are read and written with the
  * __atomic builtins (this header is also compiled as CUDA C++, which has no

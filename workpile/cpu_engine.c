@@ -187,10 +187,20 @@ static void traverse_lazy(traversal *t)
     }
 }
 
-void tdm_collide(const tdm_task *task, tdm_collide_result *res)
+/* Adds n tests to an account; marks it over once past its limit. */
+static void account_add(tdm_work *w, uint64_t n)
+{
+    uint64_t used = __atomic_add_fetch(&w->used, n, __ATOMIC_RELAXED);
+    if (w->limit && used > w->limit) __atomic_store_n(&w->over, 1, __ATOMIC_RELEASE);
+}
+
+/* tdm_collide without the last charge: *uncharged receives the tests not yet
+ * added to task->work (all of a short traversal's). */
+static void collide_run(const tdm_task *task, tdm_collide_result *res, uint64_t *uncharged)
 {
     res->colliding = res->truncated = res->n_pairs = res->box_tests = res->tri_tests = 0;
     res->first.a_tri = res->first.b_tri = 0;
+    *uncharged = 0;
     if (task->mode == TDM_MODE_CONTACTS && task->max_pairs == 0) return;
 
     traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, 0, res, 0, 0};
@@ -198,10 +208,15 @@ void tdm_collide(const tdm_task *task, tdm_collide_result *res)
     t.slack = tdm_obb_exact_slack(t.a->radius, t.b->radius, tdm_d3_len(task->b_in_a.t));
     if (task->mode == TDM_MODE_BOOL) traverse_lazy(&t);
     else traverse_eager(&t);
-    if (task->work) { /* the rest of this traversal's count */
-        uint64_t n = (uint64_t)res->box_tests + res->tri_tests;
-        if (n > t.counted) __atomic_add_fetch(&task->work->used, n - t.counted, __ATOMIC_RELAXED);
-    }
+    uint64_t n = (uint64_t)res->box_tests + res->tri_tests;
+    *uncharged = n > t.counted ? n - t.counted : 0;
+}
+
+void tdm_collide(const tdm_task *task, tdm_collide_result *res)
+{
+    uint64_t u;
+    collide_run(task, res, &u);
+    if (task->work && u) account_add(task->work, u);
 }
 
 /* ---- running a batch on the pool -------------------------------------------- */
@@ -238,6 +253,38 @@ typedef struct list_run {
     atomic_size_t next;
 } list_run;
 
+/* Short traversals (most of them: below CAREFUL_AFTER box tests they charge
+ * nothing themselves) are added to their account here, a batch at a time: one
+ * atomic add per ACCOUNT_BATCH tests or per chunk, not per task. A task whose
+ * account is over (its limit passed, or stopped) is not run: its request's
+ * answers are discarded anyway. */
+#define ACCOUNT_BATCH 65536u
+
+typedef struct account { tdm_work *w; uint64_t acc; int skip; } account;
+
+static void account_flush(account *a)
+{
+    if (a->w && a->acc) account_add(a->w, a->acc);
+    a->acc = 0;
+    a->skip = a->w && __atomic_load_n(&a->w->over, __ATOMIC_ACQUIRE);
+}
+
+static void run_task(account *a, const tdm_task *task, tdm_collide_result *res)
+{
+    if (task->work != a->w) {
+        account_flush(a);
+        a->w = task->work;
+        a->skip = a->w && __atomic_load_n(&a->w->over, __ATOMIC_ACQUIRE);
+    }
+    if (a->skip) {
+        *res = (tdm_collide_result){0};
+        return;
+    }
+    uint64_t u;
+    collide_run(task, res, &u);
+    if (a->w && (a->acc += u) >= ACCOUNT_BATCH) account_flush(a);
+}
+
 static void list_share(void *arg, int k, int n_shares)
 {
     (void)k;
@@ -245,20 +292,23 @@ static void list_share(void *arg, int k, int n_shares)
     list_run *r = arg;
     const tdm_task_list *l = r->list;
     tdm_task buf[MAKE_CHUNK];
+    account a = {NULL, 0, 0};
     for (;;) {
         size_t lo = atomic_fetch_add_explicit(&r->next, r->chunk, memory_order_relaxed);
-        if (lo >= l->n) return;
+        if (lo >= l->n) break;
         size_t hi = lo + r->chunk < l->n ? lo + r->chunk : l->n;
         if (l->array) {
-            for (size_t i = lo; i < hi; i++) tdm_collide(&l->array[i], &r->results[i]);
-            continue;
+            for (size_t i = lo; i < hi; i++) run_task(&a, &l->array[i], &r->results[i]);
+        } else {
+            for (size_t b = lo; b < hi; b += MAKE_CHUNK) {
+                size_t e = b + MAKE_CHUNK < hi ? b + MAKE_CHUNK : hi;
+                l->make(l, b, e, buf); /* cannot fail: the CPU engine needs no device copies */
+                for (size_t i = b; i < e; i++) run_task(&a, &buf[i - b], &r->results[i]);
+            }
         }
-        for (size_t b = lo; b < hi; b += MAKE_CHUNK) {
-            size_t e = b + MAKE_CHUNK < hi ? b + MAKE_CHUNK : hi;
-            l->make(l, b, e, buf); /* cannot fail: the CPU engine needs no device copies */
-            for (size_t i = b; i < e; i++) tdm_collide(&buf[i - b], &r->results[i]);
-        }
+        account_flush(&a); /* each chunk's count in, and whether the account is over now */
     }
+    account_flush(&a);
 }
 
 typedef struct cpu_backend {
