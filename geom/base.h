@@ -25,8 +25,7 @@
 
 /* A body shared by variants that differ in a constant argument (geom/bv.h's box
  * test with and without its margin): inlined wherever it is called, so that the
- * constant folds away. Left to itself GCC kept the 15-axis test out of line and
- * the CPU engine lost a quarter of its speed. */
+ * constant folds away and the variant without it is the test it always was. */
 #if defined(__CUDACC__)
 #define TDM_ALWAYS_INLINE static __forceinline__
 #elif defined(__GNUC__)

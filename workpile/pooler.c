@@ -224,6 +224,12 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
     if (p->trace) bt->finished = now_ms() - t;
 }
 
+/* Is thread w the latency lane: thread 0 of two or more, with the lane on? */
+static int on_latency_lane(const tdm_pooler *p, const worker *w)
+{
+    return w == p->workers && p->n_threads > 1 && p->fair.latency_tasks > 0;
+}
+
 /* Takes the next batch for thread w (lock held), or NULL: the latency lane
  * (thread 0 of two or more) takes small jobs only; the others the older head
  * of the two queues. A batch is that job and the ones behind it on the same
@@ -232,7 +238,7 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
  * without running. */
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 {
-    int latency = w == p->workers && p->n_threads > 1 && p->fair.latency_tasks > 0;
+    int latency = on_latency_lane(p, w);
     queue *q;
     if (latency) q = &p->small;
     else if (!p->small.head) q = &p->large;
@@ -286,7 +292,7 @@ static tdm_pooler_job *take_cancelled(tdm_pooler *p)
 /* Is there work for thread w? (lock held) */
 static int has_work(const tdm_pooler *p, const worker *w)
 {
-    int latency = w == p->workers && p->n_threads > 1 && p->fair.latency_tasks > 0;
+    int latency = on_latency_lane(p, w);
     return p->small.head || (!latency && p->large.head);
 }
 
