@@ -12,7 +12,9 @@
 #   env: THREADS ($(nproc)), MODES ("bool contacts"), BACKENDS ("cpu hybrid gpu"), REPEAT (3: best of),
 #        SCENE (0001), SCENARIOS (every problems/*_panda folder), FCL1_MAX (20000: FCL on one thread
 #        checks the first FCL1_MAX configurations, enough for its rate), CULL (unset: tandem's default;
-#        0 or 1 sets TDM_ENGINE_CULL)
+#        0 or 1 sets TDM_ENGINE_CULL); a backend written gpu:host (or cpu:host) runs with
+#        TDM_ENGINE_DEVICE_CONFIGS=0: forward kinematics, culling, tasks and fold on the host, as before
+#        the device path (tdm_sched_run_configs)
 # Prints a Markdown table: configurations/s of each, and the ratios to FCL; "disagree" counts the
 # configurations whose colliding/free answer differs from FCL's (THREADS run, all configurations):
 # FCL-colliding but Tandem-free first, then the other way.
@@ -55,7 +57,8 @@ echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(nproc) cores, $(grep -m1
 command -v nvidia-smi > /dev/null && echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 echo "- Command: \`THREADS=$THREADS MODES=\"$MODES\" BACKENDS=\"$BACKENDS\" REPEAT=$REPEAT SCENE=$SCENE FCL1_MAX=$FCL1_MAX${CULL:+ CULL=$CULL} bench/run_robot_configs.sh BIN PANDA CONFIGS\`"
 echo "- $n configurations (FCL on one thread: the first $n1), scene$SCENE.yaml of each scenario; best of $REPEAT runs."
-echo "  configurations/s from each program's last line (\`queries=N seconds=S qps=Q\`: checking only, not loading)."
+echo "  configurations/s from each program's last line (\`queries=N seconds=S qps=Q\`: checking only, not loading;"
+echo "  Tandem's time includes its forward kinematics, FCL's does not: bench_robot computes the poses first)."
 echo "- disagree: configurations FCL calls colliding and Tandem free / Tandem colliding and FCL free."
 echo
 echo "| scenario | mode | FCL 1 thread | FCL $THREADS threads | backend | Tandem | × FCL 1 | × FCL $THREADS | disagree |"
@@ -70,8 +73,12 @@ for sc in $scenarios; do
         f1=$(best "$BIN/bench_robot" "${common[@]}" --configs "$work/fcl1.cfg" --threads 1)
         fn=$(best "$BIN/bench_robot" "${common[@]}" --configs "$CONFIGS" --threads "$THREADS" --out "$work/fcl.out")
         for b in $BACKENDS; do
-            t=$(best "$BIN/tandem" check "${common[@]}" --configs "$CONFIGS" --threads "$THREADS" --backend "$b" \
-                --out "$work/tdm.out")
+            # BACKEND:host: the poses made on the host (TDM_ENGINE_DEVICE_CONFIGS=0), for the A/B of the device path
+            dc=1
+            [[ $b == *:host ]] && dc=0
+            export TDM_ENGINE_DEVICE_CONFIGS=$dc
+            t=$(best "$BIN/tandem" check "${common[@]}" --configs "$CONFIGS" \
+                --threads "$THREADS" --backend "${b%:host}" --out "$work/tdm.out")
             [[ -s $work/tdm.out ]] || { echo "| $sc | $mode | $f1 | $fn | $b | failed | | | |"; continue; }
             line=$(awk -v sc="$sc" -v m="$mode" -v f1="$f1" -v fn="$fn" -v b="$b" -v t="$t" -v d="$(disagree "$work/fcl.out" "$work/tdm.out")" \
                 'BEGIN { printf "| %s | %s | %.0f | %.0f | %s | %.0f | %.1f | %.2f | %s |\n", sc, m, f1, fn, b, t, (f1 > 0 ? t / f1 : 0), (fn > 0 ? t / fn : 0), d }')

@@ -174,7 +174,7 @@ int tdm_primitive_contains(const tdm_primitive *p, tdm_dvec3 point);
  * `reach` (workpile/solid.h does). p must be valid (tdm_primitive_check) and
  * `reach` >= 0; nothing is checked: this is the hot-path test of solid
  * containment, one call per (checked pair, mesh component). */
-TDM_INLINE int tdm_primitive_contains_grown(const tdm_primitive *p, tdm_dvec3 q, double reach)
+TDM_INLINE TDM_HD int tdm_primitive_contains_grown(const tdm_primitive *p, tdm_dvec3 q, double reach)
 {
     const double *d = p->dims;
     double ax = q.x < 0 ? -q.x : q.x, ay = q.y < 0 ? -q.y : q.y, az = q.z < 0 ? -q.z : q.z;

@@ -38,6 +38,8 @@
 #define TDM_GPU_GPU_H
 
 #include "../geom/bvh.h"
+#include "../geom/kin.h"
+#include "../geom/solid.h"
 #include "../geom/query.h"
 
 #ifdef __cplusplus
@@ -165,6 +167,71 @@ int tdm_gpu_slot_step(tdm_gpu *g, int k);
  * not wait), 0 while it runs; a negative TDM_E* on an error. Does not wait. */
 int tdm_gpu_slot_ready(tdm_gpu *g, int k);
 const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
+/* ---- batches of robot configurations (issue 13) ----------------------------------
+ *
+ * A robot in a scene as the device runs it: its kinematics (geom/kin.h), its
+ * checked pairs with their culling spheres and their solid rule, the fixed
+ * objects' poses. A slot started on n configurations computes every movable
+ * object's pose (one thread per configuration: geom/kin.h's forward kinematics),
+ * culls every (configuration, check) on the bounding spheres (geom/cull.h), lists
+ * the kept ones as tasks with a prefix sum (CUB), traverses them like any chunk
+ * and folds each configuration's tasks in check order (the first colliding check,
+ * a free one with a solid partner tested for containment: geom/solid.h; contacts
+ * summed and capped), so that neither poses nor tasks cross the bus: n
+ * configurations in, n answers out. The tasks a run lists are capped by the
+ * slot's task room; a configuration whose tasks did not all fit comes back not
+ * done (always a suffix of the run's configurations) and is run again by the
+ * caller. The program's arrays are copied with every run (a few KB), so nothing
+ * of a scene is kept on the device between runs. */
+
+/* One checked pair. Pose entries: e < n_movable is movable slot e (its pose
+ * from the configuration), else fixed entry e - n_movable. */
+typedef struct tdm_gpu_check {
+    uint32_t a, b;        /* the task's A and B, as pose entries (culling uses the same entries) */
+    uint32_t oa, ob;      /* their object indices (the solids table) */
+    uint32_t a_at_origin; /* A is fixed at the identity: B's pose is B in A's frame */
+    uint32_t solid;       /* TDM_SOLID_A_IN_B | TDM_SOLID_B_IN_A (geom/solid.h), 0: surface only */
+    double rsum;          /* culling: the two spheres' radii, summed */
+} tdm_gpu_check;
+
+typedef struct tdm_gpu_robot {
+    const tdm_kin *kin;                /* n_elems movable objects, in slot order */
+    uint32_t n_fixed;
+    const tdm_xform *fixed_pose;       /* by fixed entry */
+    const double (*fixed_centre)[4];   /* culling: world centre and its L1 norm, by fixed entry */
+    const double (*slot_centre)[3];    /* culling: by movable slot, in the object's frame */
+    uint32_t n_checks;                 /* >= 1 */
+    const tdm_gpu_check *checks;       /* in check order */
+    const tdm_gpu_pair *pairs;         /* by check: its two meshes (tdm_gpu_pair_of) */
+    uint32_t n_objects;                /* solids: by object index; NULL when no object is solid */
+    const tdm_solid_obj *solids;
+    const tdm_dvec3 *reps;             /* the solids' representatives */
+    uint64_t n_reps;
+} tdm_gpu_robot;
+
+/* A configuration's answer. */
+typedef struct tdm_gpu_config_answer {
+    uint32_t check;     /* the first colliding check in check order, or UINT32_MAX (free) */
+    uint32_t contacts;  /* contacts mode: triangle pairs over its checks, capped at cap (bool: 0) */
+    uint32_t truncated; /* contacts mode: more than cap */
+    uint32_t done;      /* 0: its tasks did not fit the run: run it again */
+} tdm_gpu_config_answer;
+
+/* The most configurations one run of slot k may take for a robot of n_q values
+ * and n_checks checks (its scratch is sized for them). */
+size_t tdm_gpu_configs_max(const tdm_gpu *g, uint32_t n_q, uint32_t n_checks);
+/* Slot k's pinned room for n configurations of n_q values each (n at most
+ * tdm_gpu_configs_max), growing its scratch within the budget. TDM_EGPUMEM,
+ * TDM_EGPU. */
+int tdm_gpu_slot_configs(tdm_gpu *g, int k, size_t n, uint32_t n_q, double **configs);
+/* Starts slot k on the n configurations written to its room, of robot r, in
+ * mode (tdm_mode) with contacts cap `cap` (1 in bool mode); step it as any slot.
+ * TDM_EINVAL for an empty run or one past the room. */
+int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *r, size_t n, uint32_t mode, uint32_t cap);
+/* After TDM_GPU_SLOT_DONE of a configs run: its n answers, and in *tasks the
+ * tasks it traversed. */
+const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks);
+
 /* With no slot running: doubles the frontier buffers within the budget. 1 grown,
  * 0 at the budget, or TDM_EGPU. */
 int tdm_gpu_grow(tdm_gpu *g);

@@ -98,6 +98,28 @@ int tdm_gpu_slot_step(tdm_gpu *g, int k) { (void)g; (void)k; return TDM_ENODEV; 
 int tdm_gpu_slot_ready(tdm_gpu *g, int k) { (void)g; (void)k; return TDM_ENODEV; }
 const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k) { (void)g; (void)k; return NULL; }
 int tdm_gpu_grow(tdm_gpu *g) { (void)g; return TDM_ENODEV; }
+size_t tdm_gpu_configs_max(const tdm_gpu *g, uint32_t n_q, uint32_t n_checks)
+{
+    (void)g, (void)n_q, (void)n_checks;
+    return 1;
+}
+int tdm_gpu_slot_configs(tdm_gpu *g, int k, size_t n, uint32_t n_q, double **configs)
+{
+    (void)g, (void)k, (void)n, (void)n_q;
+    *configs = NULL;
+    return TDM_ENODEV;
+}
+int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *r, size_t n, uint32_t mode, uint32_t cap)
+{
+    (void)g, (void)k, (void)r, (void)n, (void)mode, (void)cap;
+    return TDM_ENODEV;
+}
+const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks)
+{
+    (void)g, (void)k;
+    *tasks = 0;
+    return NULL;
+}
 void tdm_gpu_abort(tdm_gpu *g) { (void)g; }
 
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)

@@ -12,86 +12,18 @@
 #include "../geom/leaf.h"
 #include "cuda_util.h"
 #include "internal.h"
+#include "resident.h"
 
 /* ---- errors ----------------------------------------------------------------- */
 
 /* CUDA calls are checked through cuda_util.h (TDM_CUDA_TRY, tdm_cuda_err), with
  * g->dead as the flag a sticky error sets. */
 
-#define OVERFLOW_RC 1 /* internal: the frontier outgrew what the budget allows */
-
-/* ---- device data ---------------------------------------------------------------- */
-
-/* struct tdm_gpu_mesh: internal.h */
-
-/* What the box tests need of a task, first and 16-byte aligned so that a
- * thread reads it in five 16-byte loads; the rest is read only by leaf tests. */
-typedef struct __align__(16) dhot {
-    tdm_fxform fx; /* b_in_a in float, for the boxes */
-    float tol;
-    uint32_t mode, cap, pad;
-    const tdm_bvh_node *an, *bn;
-} dhot;
-
-typedef struct __align__(16) dtask {
-    dhot h;
-    const float *at, *bt;
-    const uint32_t *aid, *bid;
-    tdm_xform x; /* b_in_a in double, for the triangles */
-} dtask;
-
-static_assert(sizeof(dhot) == 80, "dhot is read as five float4");
-
-/* What the host writes per task (gpu.h): the transform and an index into a
- * table of mesh pairs (one entry for a run of tasks on the same meshes). The
- * device derives everything else (prepare_tasks_kernel). */
-typedef tdm_gpu_input dinput;
-typedef tdm_gpu_pair dpair;
-typedef tdm_gpu_result dres;
-
-typedef struct fpair { uint32_t task, a, b; } fpair;
-
-/* One chunk in flight: a stream, its own frontier and task buffers. Several
- * slots run at once so that the host fills one chunk's tasks, the copies move
- * another's, and the kernels traverse a third (gpu.h). */
-typedef struct slot {
-    cudaStream_t stream;
-    cudaEvent_t ready;        /* recorded after each group of levels */
-    fpair *front[2], *leaves, *tris; /* tris: the triangle workpile, as many as leaves */
-    uint32_t *cnt;            /* CNT_N: 2 * MAX_ITERS level counters, the overflow flag, MAX_ITERS
-                                 triangle workpile sizes */
-    uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag, then (when finishing)
-                                 every level's counters, for the work statistics */
-    dtask *d_tasks;           /* derived on the device from d_in and d_pairs */
-    dinput *d_in, *h_in;      /* h_in pinned */
-    dpair *d_pairs, *h_pairs; /* h_pairs pinned */
-    dres *d_res, *h_res;      /* h_res pinned */
-    uint64_t cap_tasks;
-    size_t n;                 /* the tasks it runs */
-    int it, finishing;
-    /* each group of levels (launch_group) as a CUDA graph, made on first use: a level's
-     * three launches cost the host ~4 us each, ~0.5 ms a run, and under load (lanes
-     * launching at once) more than the kernels take */
-    cudaGraphExec_t *groups;
-} slot;
-
-#define MAX_SLOTS 8
-/* The device memory a tdm_gpu and its lanes hold together, against one budget.
- * Any thread: uploads, frees and the lanes' scratch growth may happen at once. */
-typedef struct gpu_budget {
-    pthread_mutex_t mu;
-    uint64_t limit;
-    uint64_t mesh_bytes;    /* resident trees */
-    uint64_t scratch_bytes; /* every lane's frontiers and task buffers */
-    uint64_t other_bytes;   /* scratch other engines took (tdm_gpu_account) */
-    int users;              /* the tdm_gpu and its lanes: the last one out frees it */
-} gpu_budget;
-
-enum { BUD_MESH, BUD_SCRATCH, BUD_OTHER };
+/* ---- the budget ---- */
 
 /* Adds `delta` bytes of one kind; a growth that would pass the limit is refused
  * (TDM_EGPUMEM) and changes nothing. */
-static int budget_add(gpu_budget *b, int kind, int64_t delta)
+int tdm__gpu_budget_add(gpu_budget *b, int kind, int64_t delta)
 {
     pthread_mutex_lock(&b->mu);
     uint64_t *x = kind == BUD_MESH ? &b->mesh_bytes : kind == BUD_SCRATCH ? &b->scratch_bytes : &b->other_bytes;
@@ -114,21 +46,6 @@ static void budget_release(gpu_budget *b)
     free(b);
 }
 
-struct tdm_gpu {
-    tdm_gpu_config cfg;
-    int dead;
-    int grid; /* blocks per launch: the kernels loop over their work */
-    int n_slots;
-    gpu_budget *bud;         /* shared with the lanes */
-
-    uint64_t scratch_bytes;  /* this lane's frontiers (counted in bud too) */
-    uint64_t cap_pairs, cap_leaves; /* per slot */
-    slot slots[MAX_SLOTS];
-    tdm_gpu_stats stats;
-    int graphs; /* groups of levels launched as CUDA graphs (TDM_GPU_GRAPHS=0: one launch per kernel) */
-    long long fault_after; /* TDM_GPU_FAULT_AFTER (tests): the chunk this lane faults on, or -1 */
-};
-
 /* ---- kernels ------------------------------------------------------------------- */
 
 /* Fault injection for the tests of a lost context (tests/test_ops.c): with
@@ -137,14 +54,6 @@ struct tdm_gpu {
  * cudaErrorIllegalAddress: a sticky error, as a kernel bug or a hardware fault
  * would give, reported by the slot's next CUDA call. */
 __global__ static void fault_kernel(int *p) { *p = 1; }
-
-#define BLOCK 256
-/* Iterations of one traversal: one per BVTT level, and a tree pair is at most
- * 2 * TDM_BVH_MAX_DEPTH levels deep. */
-#define MAX_ITERS (2 * TDM_BVH_MAX_DEPTH + 2)
-/* Iterations launched between two looks at the frontier's size from the host. */
-#define ITERS_PER_SYNC 8
-#define MAX_GROUPS ((MAX_ITERS + ITERS_PER_SYNC - 1) / ITERS_PER_SYNC)
 
 /* cnt[2 * it] is the frontier size of iteration it, cnt[2 * it + 1] the number of
  * leaf pairs it found. Both count past the buffers' capacities, so that an
@@ -402,8 +311,6 @@ __global__ void __launch_bounds__(BLOCK) traverse_kernel(const fpair *in, fpair 
  * registers, which held the single kernel that did both to 1 block of 256 threads
  * per SM, on pairs that were mostly rejected in a few dozen instructions; the
  * first pass now runs at full occupancy, the second only on the survivors. */
-#define TRI_CNT (2 * MAX_ITERS + 1) /* cnt[TRI_CNT + it]: the triangle workpile of iteration it */
-#define CNT_N (3 * MAX_ITERS + 1)
 
 __global__ void __launch_bounds__(BLOCK) tri_filter_kernel(const fpair *leaves, uint32_t *cnt, int it,
                                                            uint32_t cap_leaves, const dtask *tasks, const dres *res,
@@ -551,7 +458,7 @@ static void free_frontiers(tdm_gpu *g)
 {
     free_frontier_buffers(g);
     g->cap_pairs = g->cap_leaves = 0;
-    budget_add(g->bud, BUD_SCRATCH, -(int64_t)g->scratch_bytes);
+    tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)g->scratch_bytes);
     g->scratch_bytes = 0;
 }
 
@@ -566,7 +473,7 @@ static int reserve(tdm_gpu *g, uint64_t pairs, uint64_t leaves)
     if (pairs >= (1ull << 31) || leaves >= (1ull << 31)) return OVERFLOW_RC;
     uint64_t need = scratch_need(g, pairs, leaves);
     /* the growth is taken from the budget (shared with the other lanes) first */
-    if (budget_add(g->bud, BUD_SCRATCH, (int64_t)(need - g->scratch_bytes)) != TDM_OK) return OVERFLOW_RC;
+    if (tdm__gpu_budget_add(g->bud, BUD_SCRATCH, (int64_t)(need - g->scratch_bytes)) != TDM_OK) return OVERFLOW_RC;
     uint64_t old_p = g->cap_pairs, old_l = g->cap_leaves;
     g->scratch_bytes = need;
     free_frontier_buffers(g);
@@ -604,16 +511,16 @@ static void free_task_buffers(slot *s)
 static void free_tasks(tdm_gpu *g, slot *s)
 {
     free_task_buffers(s);
-    budget_add(g->bud, BUD_SCRATCH, -(int64_t)task_bytes(s->cap_tasks));
+    tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)task_bytes(s->cap_tasks));
     s->cap_tasks = 0;
 }
 
-static int reserve_tasks(tdm_gpu *g, slot *s, uint64_t n)
+int tdm__gpu_reserve_tasks(tdm_gpu *g, slot *s, uint64_t n)
 {
     if (n <= s->cap_tasks) return TDM_OK;
     uint64_t c = s->cap_tasks ? s->cap_tasks : 1024;
     while (c < n) c *= 2;
-    if (budget_add(g->bud, BUD_SCRATCH, (int64_t)(task_bytes(c) - task_bytes(s->cap_tasks))) != TDM_OK)
+    if (tdm__gpu_budget_add(g->bud, BUD_SCRATCH, (int64_t)(task_bytes(c) - task_bytes(s->cap_tasks))) != TDM_OK)
         return TDM_EGPUMEM;
     free_task_buffers(s);
     s->cap_tasks = c; /* counted at the new size: free_tasks gives that back if an allocation fails */
@@ -647,6 +554,8 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->graphs = !(graphs && strcmp(graphs, "0") == 0);
     const char *fault = getenv("TDM_GPU_FAULT_AFTER");
     g->fault_after = fault && *fault ? atoll(fault) : -1;
+    const char *room = getenv("TDM_GPU_CONFIG_ROOM");
+    g->config_room = room && *room ? strtoull(room, NULL, 10) : 0;
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -749,6 +658,7 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         cudaFree(s->cnt);
+        tdm__gpu_configs_free(g, s);
         free_tasks(g, s);
         drop_graphs(s);
         free(s->groups);
@@ -778,7 +688,7 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
         if (rc != TDM_OK) return rc;
         bytes += (uint64_t)n_wide * sizeof(tdm_bvh_node);
     }
-    if (budget_add(g->bud, BUD_MESH, (int64_t)bytes) != TDM_OK) {
+    if (tdm__gpu_budget_add(g->bud, BUD_MESH, (int64_t)bytes) != TDM_OK) {
         free(wide);
         return TDM_EGPUMEM;
     }
@@ -808,7 +718,7 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
             m->bytes = bytes;
             tdm_gpu_mesh_free(g, m); /* what was allocated, and the budget */
         } else {
-            budget_add(g->bud, BUD_MESH, -(int64_t)bytes);
+            tdm__gpu_budget_add(g->bud, BUD_MESH, -(int64_t)bytes);
         }
         return have ? tdm_cuda_err(e, &g->dead) : TDM_ENOMEM;
     }
@@ -829,11 +739,11 @@ extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
     cudaFree(m->blocked);
     cudaFree(m->tris);
     cudaFree(m->ids);
-    budget_add(g->bud, BUD_MESH, -(int64_t)m->bytes);
+    tdm__gpu_budget_add(g->bud, BUD_MESH, -(int64_t)m->bytes);
     free(m);
 }
 
-static unsigned blocks(uint64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
+unsigned tdm__gpu_blocks(uint64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
 
 
 /* The levels of the group that starts at level it0: ITERS_PER_SYNC, fewer for
@@ -899,7 +809,7 @@ static int group_graph(tdm_gpu *g, slot *s, int it0, cudaGraphExec_t *out)
 }
 
 /* Queues the slot's next group of levels and an event after it. */
-static int launch_group(tdm_gpu *g, slot *s)
+int tdm__gpu_launch_group(tdm_gpu *g, slot *s)
 {
     if (g->graphs) {
         cudaGraphExec_t exec;
@@ -940,7 +850,7 @@ extern "C" void tdm_gpu_pair_of(const tdm_gpu *g, const tdm_gpu_mesh *a, const t
 extern "C" int tdm_gpu_slot_buffers(tdm_gpu *g, int k, size_t n, tdm_gpu_input **in, tdm_gpu_pair **pairs)
 {
     slot *s = &g->slots[k];
-    int rc = reserve_tasks(g, s, n);
+    int rc = tdm__gpu_reserve_tasks(g, s, n);
     if (rc != TDM_OK) return rc;
     *in = s->h_in;
     *pairs = s->h_pairs;
@@ -955,19 +865,20 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
         TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->d_pairs + runs[r][0], s->h_pairs + runs[r][0],
                                                runs[r][1] * sizeof(dpair), cudaMemcpyHostToDevice, s->stream));
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->d_in, s->h_in, n * sizeof(dinput), cudaMemcpyHostToDevice, s->stream));
-    prepare_tasks_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, (uint32_t)n);
+    prepare_tasks_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->d_in, s->d_pairs, s->d_tasks, (uint32_t)n);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->d_res, 0, n * sizeof(dres), s->stream));
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
-    init_frontier_kernel<<<blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
+    init_frontier_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     if (g->fault_after >= 0 && g->stats.runs == (uint64_t)g->fault_after) fault_kernel<<<1, 1, 0, s->stream>>>(nullptr);
     s->n = n;
     s->it = 0;
     s->finishing = 0;
+    s->configs = 0;
     g->stats.runs++;
     g->stats.tasks += n;
-    return launch_group(g, s);
+    return tdm__gpu_launch_group(g, s);
 }
 
 extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
@@ -986,6 +897,12 @@ extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
     }
     if (s->h_cnt[0] == 0) { /* the frontier is empty: copy the results (and the level counts) back */
         s->finishing = 1;
+        if (s->configs) {
+            TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->h_cnt + 2, s->cnt, 2 * (size_t)s->it * sizeof(uint32_t),
+                                                   cudaMemcpyDeviceToHost, s->stream));
+            int rc = tdm__gpu_configs_finish(g, s);
+            return rc == TDM_OK ? TDM_GPU_SLOT_BUSY : rc;
+        }
         TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->h_res, s->d_res, s->n * sizeof(dres), cudaMemcpyDeviceToHost,
                                                s->stream));
         TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->h_cnt + 2, s->cnt, 2 * (size_t)s->it * sizeof(uint32_t),
@@ -994,7 +911,7 @@ extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
         return TDM_GPU_SLOT_BUSY;
     }
     if (s->it >= MAX_ITERS - 1) return TDM_EGPU; /* deeper than any valid tree pair */
-    int rc = launch_group(g, s);
+    int rc = tdm__gpu_launch_group(g, s);
     return rc == TDM_OK ? TDM_GPU_SLOT_BUSY : rc;
 }
 
@@ -1031,7 +948,7 @@ extern "C" int tdm_gpu_prepare(tdm_gpu *g, size_t tasks_per_slot)
     size_t chunk = tasks_per_slot ? tasks_per_slot : 1;
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
-        int rc = reserve_tasks(g, s, chunk);
+        int rc = tdm__gpu_reserve_tasks(g, s, chunk);
         if (rc != TDM_OK) return rc;
         /* the first launch of each kernel loads its module: do it now, with no work */
         TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
@@ -1069,4 +986,4 @@ extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 
 extern "C" int tdm_gpu_device(const tdm_gpu *g) { return g->cfg.device; }
 
-extern "C" int tdm_gpu_account(tdm_gpu *g, int64_t bytes) { return budget_add(g->bud, BUD_OTHER, bytes); }
+extern "C" int tdm_gpu_account(tdm_gpu *g, int64_t bytes) { return tdm__gpu_budget_add(g->bud, BUD_OTHER, bytes); }

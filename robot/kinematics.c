@@ -3,22 +3,14 @@
 
 #include <math.h>
 
-/* Rotation by angle about the unit axis k (Rodrigues): c I + s [k]x + (1 - c) k k^T. */
-static tdm_dmat3 axis_angle(tdm_dvec3 k, double angle)
-{
-    double c = cos(angle), s = sin(angle), t = 1 - c;
-    tdm_dmat3 m = {{{t * k.x * k.x + c, t * k.x * k.y - s * k.z, t * k.x * k.z + s * k.y},
-                    {t * k.x * k.y + s * k.z, t * k.y * k.y + c, t * k.y * k.z - s * k.x},
-                    {t * k.x * k.z - s * k.y, t * k.y * k.z + s * k.x, t * k.z * k.z + c}}};
-    return m;
-}
+#include "../geom/kin.h"
 
 tdm_xform tdm_robot_joint_motion(const tdm_robot_joint *j, double v)
 {
     tdm_xform m = tdm_xform_identity();
     switch (j->type) {
     case TDM_JOINT_REVOLUTE:
-    case TDM_JOINT_CONTINUOUS: m.r = axis_angle(j->axis, v); break;
+    case TDM_JOINT_CONTINUOUS: m.r = tdm_kin_axis_angle(j->axis, v); break;
     case TDM_JOINT_PRISMATIC: m.t = tdm_d3_scale(j->axis, v); break;
     case TDM_JOINT_FIXED: break;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../geom/kin.h"
 #include "../geom/primitive.h"
 #include "kinematics.h"
 
@@ -22,6 +23,31 @@ static int pair_push(pair_list *l, uint32_t a, uint32_t b)
         l->cap = cap;
     }
     l->v[l->n++] = (tdm_id_pair){a < b ? a : b, a < b ? b : a};
+    return TDM_OK;
+}
+
+/* rs->kin: the robot's joints and elements as geom/kin.h's table. */
+static int kin_build(tdm_robot_scene *rs, const tdm_robot *r)
+{
+    tdm_kin_joint *j = calloc(r->n_joints + 1, sizeof *j);
+    tdm_kin_elem *el = calloc(r->n_collisions + 1, sizeof *el);
+    if (!j || !el) {
+        free(j);
+        free(el);
+        return TDM_ENOMEM;
+    }
+    for (uint32_t k = 0; k < r->n_joints; k++) {
+        const tdm_robot_joint *rj = &r->joints[k];
+        uint32_t type = rj->type == TDM_JOINT_PRISMATIC ? TDM_KIN_SLIDE
+                        : rj->type == TDM_JOINT_FIXED   ? TDM_KIN_FIXED
+                                                        : TDM_KIN_ROTATE;
+        j[k] = (tdm_kin_joint){rj->parent, type, rj->active, rj->mimic_source, rj->mimic_multiplier,
+                               rj->mimic_offset, rj->origin, rj->axis};
+    }
+    for (uint32_t e = 0; e < r->n_collisions; e++) el[e] = (tdm_kin_elem){r->collisions[e].link, 0, r->collisions[e].origin};
+    rs->kin_joints = j;
+    rs->kin_elems = el;
+    rs->kin = (tdm_kin){r->n_links, r->n_collisions, r->n_active, j, el, rs->base};
     return TDM_OK;
 }
 
@@ -161,6 +187,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     rs->objs = calloc(n, sizeof *rs->objs);
     if (!rs->bvhs || !rs->objs) goto fail;
     rs->base = tdm_ps_robot_state_root(&ps->robot_state, NULL);
+    if ((rc = kin_build(rs, r)) != TDM_OK) goto fail;
 
     /* The scene's robot state, for world objects in a link's frame. */
     for (uint32_t k = 0; k < r->n_active; k++)
@@ -248,16 +275,20 @@ void tdm_robot_scene_destroy(tdm_robot_scene *rs)
         for (uint32_t i = 0; i < rs->n_objects; i++) tdm_bvh_free(rs->bvhs[i]);
     free(rs->bvhs);
     free(rs->objs);
+    free(rs->kin_joints);
+    free(rs->kin_elems);
     free(rs);
 }
 
 int tdm_robot_scene_poses(const tdm_robot_scene *rs, const double *q, size_t n_q, tdm_xform *link_world,
                           tdm_xform *poses)
 {
-    int rc = tdm_robot_fk(rs->robot, q, n_q, &rs->base, link_world);
-    if (rc != TDM_OK) return rc;
+    if (n_q != rs->kin.n_q) return TDM_EINVAL;
+    for (size_t i = 0; i < n_q; i++)
+        if (!isfinite(q[i])) return TDM_ENONFINITE;
     /* Movable ids are the element indices, so scene->movable order is element order. */
-    tdm_robot_collision_world(rs->robot, link_world, poses);
+    tdm_kin_links(&rs->kin, q, link_world);
+    tdm_kin_elems(&rs->kin, link_world, poses);
     return TDM_OK;
 }
 

@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include "../geom/bvh.h"
+#include "../geom/kin.h"
 #include "../geom/mesh.h"
 #include "../workpile/scene.h"
 #include "planning_scene.h"
@@ -79,6 +80,11 @@ typedef struct tdm_robot_scene {
     tdm_bvh **bvhs;            /* by id, owned */
     tdm_robot_scene_obj *objs; /* by id, owned */
     tdm_xform base;            /* the root link's transform */
+    tdm_kin kin;               /* the robot's kinematics at `base` (geom/kin.h): what tdm_robot_scene_poses
+                                  computes, and what the scheduler's tdm_sched_run_configs runs on the
+                                  device; its arrays are the two below */
+    tdm_kin_joint *kin_joints; /* owned */
+    tdm_kin_elem *kin_elems;   /* owned */
 } tdm_robot_scene;
 
 /* Builds the scene for robot r in planning scene ps (both only read; ps is not

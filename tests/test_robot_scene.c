@@ -418,6 +418,136 @@ Test(robot_scene, engine_matches_brute_force)
     tdm_robot_scene_destroy(rs);
 }
 
+/* ---- batches of configurations (tdm_sched_run_configs) ---- */
+
+#define N_BATCH 4000
+
+static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
+{
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = kind;
+    c.threads = 2;
+    c.calibrate = 0;
+    tdm_sched *e = NULL;
+    int rc = tdm_sched_create(&c, &e, why, whylen);
+    if (rc == TDM_ENODEV) return NULL;
+    cr_assert_eq(rc, TDM_OK, "%s", why);
+    return e;
+}
+
+/* n random configurations and the CPU engine's answers for them, from poses
+ * computed one configuration at a time (tdm_robot_scene_poses). */
+static double *batch(const tdm_robot_scene *rs, size_t n, uint64_t salt, tdm_mode mode, uint32_t cap,
+                     tdm_sched_result *want)
+{
+    gen_rng g = {seed ^ salt};
+    double *q = malloc(n * 3 * sizeof *q);
+    tdm_xform *x = malloc(n * N_EL * sizeof *x), links[4];
+    cr_assert(q && x);
+    for (size_t i = 0; i < n; i++) {
+        random_config(&g, q + 3 * i);
+        cr_assert_eq(tdm_robot_scene_poses(rs, q + 3 * i, 3, links, x + i * N_EL), TDM_OK);
+    }
+    char why[320];
+    tdm_sched *cpu = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    tdm_sched_query proto = {rs->scene, x, mode, cap, NULL, NULL};
+    cr_assert_eq(tdm_sched_run_poses(cpu, &proto, n, want), TDM_OK);
+    tdm_sched_destroy(cpu);
+    free(x);
+    return q;
+}
+
+static size_t differences(const tdm_sched_result *got, const tdm_sched_result *want, size_t n, size_t *first)
+{
+    size_t d = 0;
+    *first = n;
+    for (size_t i = 0; i < n; i++)
+        if (got[i].colliding != want[i].colliding || got[i].object_a != want[i].object_a ||
+            got[i].object_b != want[i].object_b || got[i].contacts != want[i].contacts ||
+            got[i].truncated != want[i].truncated) {
+            if (!d) *first = i;
+            d++;
+        }
+    return d;
+}
+
+/* The answers of tdm_sched_run_configs on engine e equal the CPU engine's on the
+ * poses, in bool mode and in contacts mode with a cap some configurations pass;
+ * on a GPU engine every configuration is answered by it. */
+static void check_configs(tdm_sched *e, const tdm_robot_scene *rs, size_t n, int on_gpu)
+{
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    cr_assert(want && got);
+    for (int m = 0; m < 2; m++) {
+        double *q = batch(rs, n, 0xc0f1ull + (uint64_t)m, modes[m], caps[m], want);
+        tdm_sched_stats before, after;
+        tdm_sched_get_stats(e, &before);
+        tdm_sched_query proto = {rs->scene, NULL, modes[m], caps[m], NULL, NULL};
+        memset(got, 0xab, n * sizeof *got);
+        cr_assert_eq(tdm_sched_run_configs(e, &proto, &rs->kin, q, n, got), TDM_OK);
+        tdm_sched_get_stats(e, &after);
+        size_t first, d = differences(got, want, n, &first);
+        size_t colliding = 0, truncated = 0;
+        for (size_t i = 0; i < n; i++) colliding += want[i].colliding, truncated += want[i].truncated;
+        cr_log_info("%s, %zu configurations: %zu colliding, %zu truncated; %zu differences", m ? "contacts" : "bool", n,
+                    colliding, truncated, d);
+        cr_assert_eq(d, 0, "seed=%llu %s: %zu of %zu differ, first %zu: got %u (%u,%u) %u/%u, want %u (%u,%u) %u/%u",
+                     (unsigned long long)seed, m ? "contacts" : "bool", d, n, first, got[first].colliding,
+                     got[first].object_a, got[first].object_b, got[first].contacts, got[first].truncated,
+                     want[first].colliding, want[first].object_a, want[first].object_b, want[first].contacts,
+                     want[first].truncated);
+        cr_assert(colliding > 0 && colliding < n, "the batch needs both answers");
+        if (m) cr_assert(truncated > 0, "the cap must be passed somewhere");
+        if (on_gpu) {
+            cr_assert_eq(after.gpu_queries - before.gpu_queries, n, "every configuration on the GPU engine");
+            cr_assert_eq(after.cpu_queries, before.cpu_queries);
+        }
+        free(q);
+    }
+    free(want);
+    free(got);
+}
+
+Test(robot_scene, configs_match_poses_on_cpu_engine)
+{
+    tdm_robot_scene *rs = make_scene();
+    char why[320];
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    check_configs(e, rs, N_BATCH, 0);
+    /* bad input: nothing computed */
+    double q[6] = {0.1, 0.2, 0.03, 0.1, NAN, 0.0};
+    tdm_sched_result r[2];
+    tdm_sched_query proto = {rs->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+    cr_assert_eq(tdm_sched_run_configs(e, &proto, &rs->kin, q, 2, r), TDM_ENONFINITE);
+    tdm_kin wrong = rs->kin;
+    wrong.n_elems--;
+    cr_assert_eq(tdm_sched_run_configs(e, &proto, &wrong, q, 1, r), TDM_EINVAL);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+}
+
+/* On the GPU engine, from end to end on the device; with TDM_GPU_CONFIG_ROOM a run
+ * lists at most that many tasks, so most runs leave configurations for the next. */
+static void configs_on_gpu(const char *room, size_t n)
+{
+    if (room) setenv("TDM_GPU_CONFIG_ROOM", room, 1);
+    char why[320] = "";
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (room) unsetenv("TDM_GPU_CONFIG_ROOM");
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    tdm_robot_scene *rs = make_scene();
+    for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
+    check_configs(e, rs, n, 1);
+    for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(e, rs->bvhs[i]);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+}
+
+Test(robot_scene, configs_on_gpu_match_cpu_engine) { configs_on_gpu(NULL, 50000); }
+Test(robot_scene, configs_on_gpu_with_a_small_room) { configs_on_gpu("40", N_BATCH); }
+
 /* ---- the CLI ---- */
 
 typedef tdm_run_result run_result;

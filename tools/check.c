@@ -42,8 +42,8 @@ static int load(const char *what, const char *path, tdm_origin origin, tdm_bvh *
 
 /* check.h */
 int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_s, const tdm_sched_query *proto,
-                   size_t n, size_t chunk, tdm_mode mode, tdm_sched_result *res, uint32_t *answer, FILE *out,
-                   const char *out_path, uint64_t max_contacts)
+                   const tdm_kin *kin, const double *configs, size_t n, size_t chunk, tdm_mode mode,
+                   tdm_sched_result *res, uint32_t *answer, FILE *out, const char *out_path, uint64_t max_contacts)
 {
     tdm_sched_stats before, after;
     tdm_sched_get_stats(sched, &before);
@@ -52,8 +52,13 @@ int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_
     for (size_t lo = 0; lo < n; lo += chunk) {
         size_t m = n - lo < chunk ? n - lo : chunk;
         tdm_sched_query q = *proto;
-        q.poses = proto->poses + lo * proto->scene->n_movable;
-        int rc = tdm_sched_run_poses(sched, &q, m, res);
+        int rc;
+        if (kin) {
+            rc = tdm_sched_run_configs(sched, &q, kin, configs + lo * kin->n_q, m, res);
+        } else {
+            q.poses = proto->poses + lo * proto->scene->n_movable;
+            rc = tdm_sched_run_poses(sched, &q, m, res);
+        }
         if (rc != TDM_OK) {
             tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));
             if (out) fclose(out);
@@ -197,7 +202,7 @@ int tdm_cmd_check(int argc, char **argv)
     }
     FILE *f = out;
     out = NULL; /* closed by tdm__check_run */
-    if (tdm__check_run(sched, kind, backend_s, &proto, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
+    if (tdm__check_run(sched, kind, backend_s, &proto, NULL, NULL, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
         goto done;
     status = 0;
 done:

@@ -16,7 +16,7 @@
  * not the asked-for engine's figures, so that is an error here. Returns 0, or -1
  * with a message printed. */
 int tdm__check_run(tdm_sched *sched, tdm_backend_kind kind, const char *backend_s, const tdm_sched_query *proto,
-                   size_t n, size_t chunk, tdm_mode mode, tdm_sched_result *res, uint32_t *answer, FILE *out,
-                   const char *out_path, uint64_t max_contacts);
+                   const tdm_kin *kin, const double *configs, size_t n, size_t chunk, tdm_mode mode,
+                   tdm_sched_result *res, uint32_t *answer, FILE *out, const char *out_path, uint64_t max_contacts);
 
 #endif

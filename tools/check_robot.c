@@ -1,8 +1,11 @@
 /* `tandem check --urdf`: joint-space queries of a URDF robot in a MoveIt planning
  * scene, offline, through the same scheduler as tandemd (workpile/sched.h). The
  * robot's collision elements are the scene's movable objects and the world's
- * shapes its fixed ones (robot/robot_scene.h); each configuration is one query,
- * its poses computed by forward kinematics before the timed loop. */
+ * shapes its fixed ones (robot/robot_scene.h); each configuration is one query.
+ * The timed loop runs the configurations themselves (tdm_sched_run_configs:
+ * forward kinematics included, on the device with a GPU engine); the poses
+ * computed before it check every configuration (an error names the line) and
+ * feed the hybrid engine, which takes poses. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +114,11 @@ int tdm_cmd_check_robot(int argc, char **argv)
     }
     FILE *f = out;
     out = NULL; /* closed by tdm__check_run */
-    if (tdm__check_run(sched, kind, backend_s, &proto, n, chunk, mode, res, answer, f, out_path, max_contacts) < 0)
+    /* timed: forward kinematics included (on the device with a GPU engine, tdm_sched_run_configs);
+     * the hybrid engine runs the poses computed above */
+    const tdm_kin *kin = kind == TDM_BACKEND_HYBRID ? NULL : &rs->kin;
+    if (tdm__check_run(sched, kind, backend_s, &proto, kin, cfg, n, chunk, mode, res, answer, f, out_path,
+                       max_contacts) < 0)
         goto done;
     status = 0;
 done:

@@ -6,10 +6,12 @@
  * Strategy (early exit, first to last, in rounds of batches of at most `batch`
  * states: about 1M tasks by default, so memory is bounded by the batch, whatever
  * the input): robot/motion_rounds.h, the implementation tandemd's MotionCheck
- * shares; each batch is run here through tdm_sched_run in bool mode.
+ * shares; each batch's states are run here through tdm_sched_run_configs in bool
+ * mode (the hybrid engine: their poses through tdm_sched_run).
  *
- * `seconds` times the scheduler runs only: reading, scene building and forward
- * kinematics (done per batch, before its run) are not counted. */
+ * `seconds` times the scheduler runs only, forward kinematics included (on the
+ * device with a GPU engine; the hybrid's poses are made before its runs):
+ * reading, scene building and cutting the motions into states are not counted. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -225,16 +227,25 @@ int tdm_cmd_motions(int argc, char **argv)
     tdm_sched_stats before, after;
     tdm_sched_get_stats(sched, &before);
     double seconds = 0;
+    /* the hybrid engine takes poses; the others run the states themselves (tdm_sched_run_configs:
+     * forward kinematics included in the time, on the device with a GPU engine) */
+    const tdm_sched_query proto = {rs->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
     for (size_t n_b; (n_b = tdm_motion_rounds_next(mc, q));) {
-        for (size_t i = 0; i < n_b; i++) {
-            if ((rc = tdm_robot_scene_poses(rs, q + i * n_q, n_q, links, xs + i * m_el)) != TDM_OK) {
-                tdm_cli_error("a motion state: %s", tdm_strerror(rc));
-                goto done;
+        double t0;
+        if (kind == TDM_BACKEND_HYBRID) {
+            for (size_t i = 0; i < n_b; i++) {
+                if ((rc = tdm_robot_scene_poses(rs, q + i * n_q, n_q, links, xs + i * m_el)) != TDM_OK) {
+                    tdm_cli_error("a motion state: %s", tdm_strerror(rc));
+                    goto done;
+                }
+                queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, TDM_MODE_BOOL, 1, NULL, NULL};
             }
-            queries[i] = (tdm_sched_query){rs->scene, xs + i * m_el, TDM_MODE_BOOL, 1, NULL, NULL};
+            t0 = tdm_cli_now();
+            rc = tdm_sched_run(sched, queries, n_b, res);
+        } else {
+            t0 = tdm_cli_now();
+            rc = tdm_sched_run_configs(sched, &proto, &rs->kin, q, n_b, res);
         }
-        double t0 = tdm_cli_now();
-        rc = tdm_sched_run(sched, queries, n_b, res);
         seconds += tdm_cli_now() - t0;
         if (rc != TDM_OK) {
             tdm_cli_error("the %s engine failed: %s", backend_s, tdm_strerror(rc));

@@ -388,6 +388,133 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
     return rc;
 }
 
+/* ---- batches of robot configurations ----------------------------------------------- */
+
+/* Tasks a configs run aims at: the slot's room is at least this (gpu/configs.cu). */
+#define CONFIG_TASK_AIM 196608
+#define CONFIG_RUN_MIN 256
+
+int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *r_in, void *const *copies,
+                               const double *configs, size_t n, uint32_t mode, uint32_t cap,
+                               tdm_gpu_config_answer *out, uint64_t *tasks)
+{
+    gpu_engine *e = (gpu_engine *)b;
+    gpu_lane *L = &e->lanes[lane];
+    if (n == 0) return TDM_OK;
+    uint32_t K = r_in->n_checks, J = r_in->kin->n_q;
+    int rc = tdm_gpu_begin(L->g);
+    if (rc != TDM_OK) return rc;
+    tdm_gpu_pair *pairs = malloc(sizeof *pairs * K);
+    if (!pairs) return TDM_ENOMEM;
+    for (uint32_t k = 0; k < K; k++) tdm_gpu_pair_of(L->g, copies[2 * (size_t)k], copies[2 * (size_t)k + 1], &pairs[k]);
+    tdm_gpu_robot r = *r_in;
+    r.pairs = pairs;
+    int n_slots = tdm_gpu_slots(L->g);
+    size_t most = tdm_gpu_configs_max(L->g, J, K);
+    /* the first run fits even if every check is kept; later ones from what was kept */
+    size_t per_run = CONFIG_TASK_AIM / K;
+    if (per_run < 1) per_run = 1;
+    if (per_run > most) per_run = most;
+    size_t next = 0, left = n;
+    L->todo.n = L->over.n = 0;
+    double t_run = now_s(), t_wait = 0;
+    size_t runs = 0, again = 0;
+    int rr = 0; /* the slot stepped next, round robin */
+    while (rc == TDM_OK && left > 0) {
+        int any = 0, idle = -1;
+        for (int k = 0; k < n_slots; k++) {
+            any |= L->slots[k].state == ACTIVE;
+            if (idle < 0 && L->slots[k].state == IDLE) idle = k;
+        }
+        if (idle >= 0 && L->over.n == 0 && (L->todo.n > 0 || next < n)) {
+            range g;
+            if (L->todo.n > 0) {
+                g = L->todo.r[--L->todo.n];
+            } else {
+                g = (range){next, next + per_run < n ? next + per_run : n};
+                next = g.hi;
+            }
+            if (g.hi - g.lo > most) { /* a range put back before per_run shrank */
+                rc = push_range(&L->todo, g.lo + most, g.hi);
+                g.hi = g.lo + most;
+                if (rc != TDM_OK) break;
+            }
+            double *room;
+            size_t m = g.hi - g.lo;
+            if ((rc = tdm_gpu_slot_configs(L->g, idle, m, J, &room)) != TDM_OK) break;
+            memcpy(room, configs + g.lo * J, m * J * sizeof *room);
+            if ((rc = tdm_gpu_slot_start_configs(L->g, idle, &r, m, mode, cap)) != TDM_OK) break;
+            L->slots[idle] = (slot_run){ACTIVE, g.lo, g.hi, NULL};
+            runs++;
+            continue;
+        }
+        if (!any) {
+            /* every slot idle with overflowed runs: larger frontiers, or halves */
+            int grown = tdm_gpu_grow(L->g);
+            if (grown < 0) {
+                rc = grown;
+                break;
+            }
+            for (size_t i = 0; i < L->over.n && rc == TDM_OK; i++) {
+                range g = L->over.r[i];
+                if (grown) rc = push_range(&L->todo, g.lo, g.hi);
+                else if (g.hi - g.lo == 1) rc = TDM_EGPUMEM;
+                else {
+                    size_t mid = g.lo + (g.hi - g.lo) / 2;
+                    rc = push_range(&L->todo, mid, g.hi);
+                    if (rc == TDM_OK) rc = push_range(&L->todo, g.lo, mid);
+                }
+            }
+            L->over.n = 0;
+            continue;
+        }
+        while (L->slots[rr].state != ACTIVE) rr = (rr + 1) % n_slots;
+        int k = rr;
+        rr = (rr + 1) % n_slots;
+        double t0 = now_s();
+        int st = tdm_gpu_slot_step(L->g, k);
+        t_wait += now_s() - t0;
+        slot_run *sr = &L->slots[k];
+        if (st < 0) {
+            rc = st;
+        } else if (st == TDM_GPU_SLOT_DONE) {
+            uint64_t t = 0;
+            const tdm_gpu_config_answer *a = tdm_gpu_slot_config_answers(L->g, k, &t);
+            size_t m = sr->hi - sr->lo, done = 0;
+            while (done < m && a[done].done) done++; /* the configurations that fit: a prefix */
+            memcpy(out + sr->lo, a, done * sizeof *a);
+            *tasks += t;
+            left -= done;
+            sr->state = IDLE;
+            if (done == 0) {
+                rc = TDM_ENOMEM; /* one configuration's tasks outgrow a run */
+                break;
+            }
+            if (done < m) {
+                again += m - done;
+                rc = push_range(&L->todo, sr->lo + done, sr->hi);
+            }
+            /* the next runs: about CONFIG_TASK_AIM tasks from this one's rate */
+            double rate = (double)t / (double)done;
+            size_t want = rate > 0 ? (size_t)(CONFIG_TASK_AIM / (rate * 1.25)) : most;
+            if (want < CONFIG_RUN_MIN) want = CONFIG_RUN_MIN;
+            per_run = want < most ? want : most;
+        } else if (st == TDM_GPU_SLOT_OVERFLOW) {
+            sr->state = IDLE;
+            rc = push_range(&L->over, sr->lo, sr->hi);
+        }
+    }
+    if (rc != TDM_OK) {
+        tdm_gpu_abort(L->g);
+        for (int k = 0; k < n_slots; k++) L->slots[k].state = IDLE;
+    }
+    if (e->trace)
+        fprintf(stderr, "gpu configs: %zu configurations, %u checks: %.3f ms, waiting %.3f ms, %zu runs, %zu "
+                "configurations again\n", n, K, 1e3 * (now_s() - t_run), 1e3 * t_wait, runs, again);
+    free(pairs);
+    return rc;
+}
+
 /* ---- the rest of the interface ----------------------------------------------------- */
 
 static int gpu_mesh_add(tdm_backend *b, int lane, const tdm_bvh *bvh, void **copy)

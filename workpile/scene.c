@@ -125,22 +125,15 @@ uint32_t tdm_scene_cull(const tdm_scene *s, const tdm_xform *poses, double (*C)[
 {
     for (uint32_t m = 0; m < s->n_movable; m++) {
         const double *c = s->slot_centre[m];
-        tdm_dvec3 w = tdm_xform_apply(&poses[m], tdm_d3(c[0], c[1], c[2]));
-        C[m][0] = w.x;
-        C[m][1] = w.y;
-        C[m][2] = w.z;
-        C[m][3] = fabs(w.x) + fabs(w.y) + fabs(w.z);
+        tdm_cull_centre(&poses[m], tdm_d3(c[0], c[1], c[2]), C[m]);
     }
     uint32_t kept = 0, nw = (s->n_checks + 63) / 64;
     for (uint32_t w = 0; w < nw; w++) {
         uint64_t word = 0;
         uint32_t hi = (w + 1) * 64 < s->n_checks ? (w + 1) * 64 : s->n_checks;
-        for (uint32_t k = w * 64; k < hi; k++) {
-            const double *a = C[s->cull_pair[k][0]], *b = C[s->cull_pair[k][1]];
-            double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2], r = s->cull_rsum[k];
-            double reach = r + TDM_SCENE_CULL_MARGIN * (r + a[3] + b[3]);
-            word |= (uint64_t)(dx * dx + dy * dy + dz * dz <= reach * reach) << (k - w * 64);
-        }
+        for (uint32_t k = w * 64; k < hi; k++)
+            word |= (uint64_t)tdm_cull_close(C[s->cull_pair[k][0]], C[s->cull_pair[k][1]], s->cull_rsum[k])
+                    << (k - w * 64);
         bits[w] = word;
         kept += (uint32_t)__builtin_popcountll(word);
     }

@@ -18,6 +18,7 @@
 #define TDM_WORKPILE_SCENE_H
 
 #include "../geom/bvh.h"
+#include "../geom/cull.h"
 #include "../geom/primitive.h"
 
 /* Most objects a scene may hold. The checked-pair list grows with the square of
@@ -120,7 +121,7 @@ void tdm_scene_destroy(tdm_scene *s);
  * the pair's extent from the origin (both radii plus the L1 norms of both centres)
  * cannot collide; far more than the rounding of the transforms and float coordinates
  * the engines test, so dropping it changes no answer (workpile/sched.c, "Culling"). */
-#define TDM_SCENE_CULL_MARGIN 1e-5
+#define TDM_SCENE_CULL_MARGIN TDM_CULL_MARGIN
 
 /* Writes the fixed objects' part of a centre list of s (n_movable + n_fixed entries);
  * it is the same for every query, so once per list does. */

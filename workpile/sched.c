@@ -139,6 +139,8 @@ struct tdm_sched {
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
     int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
     int cull;              /* TDM_ENGINE_CULL=0 unset: skip checks whose bounding spheres are apart */
+    int device_configs;    /* TDM_ENGINE_DEVICE_CONFIGS=0 unset: batches of configurations run on the
+                              device from end to end (tdm_sched_run_configs) */
 };
 
 const char *tdm_backend_name(tdm_backend_kind k)
@@ -542,6 +544,8 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->fold_early = !(fe && strcmp(fe, "0") == 0);
     const char *cu = getenv("TDM_ENGINE_CULL");
     e->cull = !(cu && strcmp(cu, "0") == 0);
+    const char *dcf = getenv("TDM_ENGINE_DEVICE_CONFIGS");
+    e->device_configs = !(dcf && strcmp(dcf, "0") == 0);
     int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
     locks += locks == 1 && pthread_mutex_init(&e->lane_lock, NULL) == 0;
     locks += locks == 2 && pthread_cond_init(&e->lane_freed, NULL) == 0;
@@ -1551,6 +1555,175 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
     }
     free(q);
     return rc;
+}
+
+/* ---- batches of configurations ---------------------------------------------------
+ *
+ * tdm_sched_run_configs: on a GPU engine the whole batch runs on the device
+ * (gpu/gpu.h, "batches of robot configurations": forward kinematics, culling,
+ * tasks, traversal and fold), with answers equal to the host path's: the same
+ * culling test, the same tasks, the same fold, geom/'s code on both sides (the
+ * forward kinematics' sin and cos aside: geom/kin.h). Otherwise, or when the
+ * device cannot take it, the poses are computed on the pool and the batch runs
+ * as tdm_sched_run_poses. */
+
+/* Configurations whose poses are made at a time on the host path. */
+#define CONFIG_PIECE 16384
+
+typedef struct kin_job {
+    const tdm_kin *kin;
+    const double *q;   /* the piece's configurations */
+    tdm_xform *poses;  /* the piece's poses, n_elems each */
+    size_t n;
+    int failed;        /* (atomic) no memory for a link scratch */
+} kin_job;
+
+static void kin_share(void *arg, int k, int nk)
+{
+    kin_job *j = arg;
+    size_t lo = share_lo(j->n, k, nk), hi = share_lo(j->n, k + 1, nk);
+    if (lo == hi) return;
+    tdm_xform *links = malloc(sizeof *links * j->kin->n_links);
+    if (!links) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (size_t i = lo; i < hi; i++) {
+        tdm_kin_links(j->kin, j->q + i * j->kin->n_q, links);
+        tdm_kin_elems(j->kin, links, j->poses + i * j->kin->n_elems);
+    }
+    free(links);
+}
+
+static int configs_on_host(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                           size_t n, tdm_sched_result *results)
+{
+    size_t piece = n < CONFIG_PIECE ? n : CONFIG_PIECE;
+    tdm_xform *poses = malloc(sizeof *poses * piece * (kin->n_elems ? kin->n_elems : 1));
+    if (!poses) return TDM_ENOMEM;
+    int rc = TDM_OK;
+    for (size_t lo = 0; lo < n && rc == TDM_OK; lo += piece) {
+        size_t m = n - lo < piece ? n - lo : piece;
+        kin_job j = {kin, configs + lo * kin->n_q, poses, m, 0};
+        tdm_pool_run(e->pool, kin_share, &j, m >= 1024 ? tdm_pool_threads(e->pool) : 1);
+        if (j.failed) {
+            rc = TDM_ENOMEM;
+            break;
+        }
+        tdm_sched_query q = *proto;
+        q.poses = poses;
+        rc = tdm_sched_run_poses(e, &q, m, results + lo);
+    }
+    free(poses);
+    return rc;
+}
+
+/* The whole batch on lane l's GPU engine: TDM_OK, or an error after which the
+ * host path answers (a tree not resident: TDM_ECANCELED). */
+static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_query *proto, const tdm_kin *kin,
+                             const double *configs, size_t n, tdm_sched_result *results)
+{
+    const tdm_scene *s = proto->scene;
+    void *const *copies = scene_copies(e, l, s);
+    if (!copies) return TDM_ENOMEM;
+    for (size_t k = 0; k < 2 * (size_t)s->n_checks; k++)
+        if (!copies[k]) return TDM_ECANCELED;
+    uint32_t K = s->n_checks, F = s->n_objects - s->n_movable;
+    tdm_gpu_check *checks = malloc(sizeof *checks * K);
+    tdm_xform *fixed = malloc(sizeof *fixed * (F ? F : 1));
+    uint32_t *entry = malloc(sizeof *entry * s->n_objects);
+    tdm_gpu_config_answer *ans = malloc(sizeof *ans * n);
+    int rc = TDM_ENOMEM;
+    if (!checks || !fixed || !entry || !ans) goto out;
+    /* pose entries: movable slots, then the fixed objects in index order (as culling's centres) */
+    for (uint32_t i = 0, f = 0; i < s->n_objects; i++) {
+        if (s->slot[i] != UINT32_MAX) {
+            entry[i] = s->slot[i];
+        } else {
+            fixed[f] = s->objects[i].pose;
+            entry[i] = s->n_movable + f++;
+        }
+    }
+    for (uint32_t k = 0; k < K; k++) {
+        const tdm_scene_check *c = &s->checks[k];
+        checks[k] = (tdm_gpu_check){entry[c->a], entry[c->b], c->a, c->b, c->a_at_origin,
+                                    s->solids ? s->solids->check[k] : 0u, s->cull_rsum[k]};
+    }
+    tdm_gpu_robot r = {kin, F, fixed, (const double (*)[4])s->fixed_centre, (const double (*)[3])s->slot_centre, K,
+                       checks, NULL, s->n_objects, s->solids ? s->solids->objs : NULL,
+                       s->solids ? s->solids->reps : NULL, s->solids ? s->solids->n_reps : 0};
+    uint32_t cap = proto->mode == TDM_MODE_CONTACTS ? proto->max_contacts : 1;
+    uint64_t tasks = 0;
+    double t0 = now_s();
+    rc = tdm_gpu_engine_run_configs(e->gpus[l->dev], l->elane, &r, copies, configs, n, proto->mode, cap, ans, &tasks);
+    double dt = now_s() - t0;
+    if (rc != TDM_OK) goto out;
+    for (size_t i = 0; i < n; i++) {
+        tdm_sched_result *R = &results[i];
+        *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
+        if (ans[i].check != UINT32_MAX) {
+            const tdm_scene_check *c = &s->checks[ans[i].check];
+            R->colliding = 1;
+            R->object_a = s->objects[c->lo].id;
+            R->object_b = s->objects[c->hi].id;
+            R->contacts = proto->mode == TDM_MODE_BOOL ? 1 : ans[i].contacts;
+        }
+        if (proto->mode == TDM_MODE_CONTACTS) {
+            R->contacts = ans[i].contacts;
+            R->truncated = ans[i].truncated;
+        }
+    }
+    pthread_mutex_lock(&e->stats_lock);
+    e->stats.runs++;
+    e->stats.queries += n;
+    e->stats.gpu_queries += n;
+    e->stats.tasks += tasks;
+    e->stats.gpu_tasks += tasks;
+    e->stats.gpu_engine_tasks[l->dev] += tasks;
+    e->stats.gpu_engine_runs[l->dev]++;
+    e->stats.seconds += dt;
+    e->stats.gpu_seconds += dt;
+    pthread_mutex_unlock(&e->stats_lock);
+    device_stats(e, l);
+    if (e->trace)
+        fprintf(stderr, "engine run: %zu configurations on the device, %llu tasks: %.3f ms\n", n,
+                (unsigned long long)tasks, 1e3 * dt);
+out:
+    free(checks);
+    free(fixed);
+    free(entry);
+    free(ans);
+    return rc;
+}
+
+int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                          size_t n, tdm_sched_result *results)
+{
+    const tdm_scene *s = proto->scene;
+    if (!s || !kin || kin->n_elems != s->n_movable || kin->n_links == 0 || n > UINT32_MAX || proto->pairs ||
+        (proto->mode != TDM_MODE_BOOL && proto->mode != TDM_MODE_CONTACTS) ||
+        (proto->mode == TDM_MODE_CONTACTS && proto->max_contacts == 0) || (n > 0 && kin->n_q > 0 && !configs))
+        return TDM_EINVAL;
+    for (size_t i = 0; i < n * kin->n_q; i++)
+        if (!isfinite(configs[i])) return TDM_ENONFINITE;
+    if (n == 0) return TDM_OK;
+    int device = e->device_configs && e->n_gpus > 0 && e->kind != TDM_BACKEND_HYBRID && s->n_checks > 0 &&
+                 (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, n * (size_t)s->n_checks / 4));
+    if (device) {
+        lane *l = lane_get(e);
+        int rc = TDM_ECANCELED;
+        if (!engine_broken(e, l->dev)) {
+            free_removed(e, l);
+            rc = configs_on_device(e, l, proto, kin, configs, n, results);
+            if (rc == TDM_EGPU) engine_failed(e, l->dev);
+            if (rc != TDM_OK && rc != TDM_ECANCELED)
+                fprintf(stderr, "tandem engine: the GPU engine on CUDA device %d failed on %zu configurations (%s); "
+                        "they run on the host's path\n", e->gpu_dev[l->dev], n, tdm_strerror(rc));
+        }
+        lane_put(e, l);
+        if (rc == TDM_OK) return TDM_OK;
+    }
+    return configs_on_host(e, proto, kin, configs, n, results);
 }
 
 /* ---- calibration ---------------------------------------------------------------- */

@@ -33,6 +33,7 @@
 #ifndef TDM_WORKPILE_SCHED_H
 #define TDM_WORKPILE_SCHED_H
 
+#include "../geom/kin.h"
 #include "../geom/query.h"
 #include "scene.h"
 
@@ -178,6 +179,20 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
  * check of the query instead of one per pose and no array of queries to read.
  * proto->pairs must be NULL (each query would need its own room): TDM_EINVAL. */
 int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, tdm_sched_result *results);
+
+/* The same for n configurations of a robot: proto->scene's movable objects are
+ * kin's elements (kin->n_elems == scene->n_movable, in slot order; geom/kin.h),
+ * configuration i is configs[i * kin->n_q ..], and query i's poses are
+ * tdm_kin_elems of it. proto->poses is ignored; proto->pairs must be NULL.
+ * With a GPU engine the batch runs on the device from end to end (forward
+ * kinematics, culling, tasks, traversal, fold: n configurations in, n answers
+ * out; TDM_ENGINE_DEVICE_CONFIGS=0 turns it off), else its poses are computed
+ * on the pool and it runs as tdm_sched_run_poses; the answers are the same.
+ * Returns 0, TDM_EINVAL (as tdm_sched_run_poses, or kin not matching the
+ * scene), TDM_ENONFINITE (a NaN or infinite value: nothing is computed) or
+ * TDM_ENOMEM. */
+int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                          size_t n, tdm_sched_result *results);
 
 typedef struct tdm_sched_stats {
     uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */

@@ -63,27 +63,13 @@
 
 #include "../geom/bvh.h"
 #include "../geom/primitive.h"
+#include "../geom/solid.h"
 #include "scene.h"
 
 /* Rounding slack added to every solid's margin (see above). */
 #define TDM_SOLID_SLACK 1e-6          /* m */
 #define TDM_SOLID_SLACK_RELATIVE 0x1p-20 /* of the shape's size (the sum of its dimensions) */
 
-/* What a check tests (tdm_solids.check[k]). */
-enum { TDM_SOLID_A_IN_B = 1, TDM_SOLID_B_IN_A = 2 };
-
-typedef struct tdm_solid_obj {
-    tdm_primitive shape;    /* type 0: not solid */
-    tdm_xform frame;        /* shape frame -> object frame */
-    int frame_identity;     /* frame is exactly the identity: not applied */
-    double reach;           /* margin + slack */
-    double bound;           /* solid: radius of a ball around the shape's centre (frame.t) that holds
-                               the shape grown by reach */
-    uint32_t rep_first, n_reps; /* its mesh's component representatives: reps[rep_first ..]
-                                   (0 when no solid partner needs them) */
-    tdm_dvec3 rep_centre;   /* a ball holding them (object frame) */
-    double rep_radius;
-} tdm_solid_obj;
 
 struct tdm_solids {
     uint8_t *check;         /* by check index: TDM_SOLID_* bits, 0 for a pair with no solid partner */
@@ -105,25 +91,6 @@ void tdm__solids_free(struct tdm_solids *v);
  * no triangles). 0 or TDM_ENOMEM. */
 int tdm_bvh_component_reps(const tdm_bvh *b, tdm_dvec3 **reps, uint32_t *n);
 
-/* Does any representative of object `o` (at world pose xo) lie within reach of
- * solid object `sv` (at world pose xs)? */
-static inline int tdm__solid_holds(const struct tdm_solids *v, uint32_t sv, const tdm_xform *xs, uint32_t o,
-                                   const tdm_xform *xo)
-{
-    const tdm_solid_obj *S = &v->objs[sv], *O = &v->objs[o];
-    /* the two balls first: most pairs of a scene are far apart */
-    tdm_dvec3 sc = S->frame_identity ? xs->t : tdm_xform_apply(xs, S->frame.t);
-    tdm_dvec3 d = tdm_d3_sub(tdm_xform_apply(xo, O->rep_centre), sc);
-    double lim = S->bound + O->rep_radius;
-    if (d.x * d.x + d.y * d.y + d.z * d.z > lim * lim) return 0;
-    tdm_xform shape_world = S->frame_identity ? *xs : tdm_xform_mul(xs, &S->frame);
-    tdm_xform t = tdm_xform_rel(&shape_world, xo); /* o's frame -> the shape's frame */
-    const tdm_dvec3 *p = v->reps + O->rep_first;
-    for (uint32_t i = 0; i < O->n_reps; i++)
-        if (tdm_primitive_contains_grown(&S->shape, tdm_xform_apply(&t, p[i]), S->reach)) return 1;
-    return 0;
-}
-
 /* The rule for query poses `poses` (scene->movable order) and check k, whose
  * triangles were found not to meet: 1 if the pair collides by containment. */
 static inline int tdm_solids_hit(const tdm_scene *s, const tdm_xform *poses, uint32_t k)
@@ -135,8 +102,8 @@ static inline int tdm_solids_hit(const tdm_scene *s, const tdm_xform *poses, uin
     const tdm_scene_obj *a = &s->objects[c->a], *b = &s->objects[c->b];
     const tdm_xform *xa = a->movable ? &poses[s->slot[c->a]] : &a->pose;
     const tdm_xform *xb = b->movable ? &poses[s->slot[c->b]] : &b->pose;
-    return ((what & TDM_SOLID_A_IN_B) && tdm__solid_holds(v, c->b, xb, c->a, xa)) ||
-           ((what & TDM_SOLID_B_IN_A) && tdm__solid_holds(v, c->a, xa, c->b, xb));
+    return ((what & TDM_SOLID_A_IN_B) && tdm_solid_holds(&v->objs[c->b], xb, &v->objs[c->a], v->reps, xa)) ||
+           ((what & TDM_SOLID_B_IN_A) && tdm_solid_holds(&v->objs[c->a], xa, &v->objs[c->b], v->reps, xb));
 }
 
 #endif

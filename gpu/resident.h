@@ -1,0 +1,134 @@
+/* The GPU-resident engine's private parts, shared by its sources: the device
+ * task and frontier entries, a slot (a stream and its buffers), the budget and
+ * the engine's state. resident.cu owns the traversal and the slot API;
+ * configs.cu runs batches of robot configurations on the same slots. Nothing
+ * outside gpu/ includes this. */
+#ifndef TDM_GPU_RESIDENT_H
+#define TDM_GPU_RESIDENT_H
+
+#include <pthread.h>
+
+#include <cuda_runtime.h>
+
+#include "internal.h"
+
+#define OVERFLOW_RC 1 /* internal: the frontier outgrew what the budget allows */
+
+/* ---- device data ---------------------------------------------------------------- */
+
+/* struct tdm_gpu_mesh: internal.h */
+
+/* What the box tests need of a task, first and 16-byte aligned so that a
+ * thread reads it in five 16-byte loads; the rest is read only by leaf tests. */
+typedef struct __align__(16) dhot {
+    tdm_fxform fx; /* b_in_a in float, for the boxes */
+    float tol;
+    uint32_t mode, cap, pad;
+    const tdm_bvh_node *an, *bn;
+} dhot;
+
+typedef struct __align__(16) dtask {
+    dhot h;
+    const float *at, *bt;
+    const uint32_t *aid, *bid;
+    tdm_xform x; /* b_in_a in double, for the triangles */
+} dtask;
+
+static_assert(sizeof(dhot) == 80, "dhot is read as five float4");
+
+/* What the host writes per task (gpu.h): the transform and an index into a
+ * table of mesh pairs (one entry for a run of tasks on the same meshes). The
+ * device derives everything else (prepare_tasks_kernel). */
+typedef tdm_gpu_input dinput;
+typedef tdm_gpu_pair dpair;
+typedef tdm_gpu_result dres;
+
+typedef struct fpair { uint32_t task, a, b; } fpair;
+
+/* One chunk in flight: a stream, its own frontier and task buffers. Several
+ * slots run at once so that the host fills one chunk's tasks, the copies move
+ * another's, and the kernels traverse a third (gpu.h). */
+struct cfg_slot; /* configs.cu: a slot's scratch for batches of configurations */
+
+typedef struct slot {
+    cudaStream_t stream;
+    cudaEvent_t ready;        /* recorded after each group of levels */
+    fpair *front[2], *leaves, *tris; /* tris: the triangle workpile, as many as leaves */
+    uint32_t *cnt;            /* CNT_N: 2 * MAX_ITERS level counters, the overflow flag, MAX_ITERS
+                                 triangle workpile sizes */
+    uint32_t *h_cnt;          /* pinned: one frontier size + the overflow flag, then (when finishing)
+                                 every level's counters, for the work statistics */
+    dtask *d_tasks;           /* derived on the device from d_in and d_pairs */
+    dinput *d_in, *h_in;      /* h_in pinned */
+    dpair *d_pairs, *h_pairs; /* h_pairs pinned */
+    dres *d_res, *h_res;      /* h_res pinned */
+    uint64_t cap_tasks;
+    size_t n;                 /* the tasks it runs */
+    int it, finishing;
+    /* each group of levels (launch_group) as a CUDA graph, made on first use: a level's
+     * three launches cost the host ~4 us each, ~0.5 ms a run, and under load (lanes
+     * launching at once) more than the kernels take */
+    cudaGraphExec_t *groups;
+    struct cfg_slot *cfg;     /* configs.cu's scratch, made on the first configs run */
+    int configs;              /* the run in flight is a batch of configurations (configs.cu) */
+} slot;
+
+#define MAX_SLOTS 8
+/* The device memory a tdm_gpu and its lanes hold together, against one budget.
+ * Any thread: uploads, frees and the lanes' scratch growth may happen at once. */
+typedef struct gpu_budget {
+    pthread_mutex_t mu;
+    uint64_t limit;
+    uint64_t mesh_bytes;    /* resident trees */
+    uint64_t scratch_bytes; /* every lane's frontiers and task buffers */
+    uint64_t other_bytes;   /* scratch other engines took (tdm_gpu_account) */
+    int users;              /* the tdm_gpu and its lanes: the last one out frees it */
+} gpu_budget;
+
+enum { BUD_MESH, BUD_SCRATCH, BUD_OTHER };
+
+struct tdm_gpu {
+    tdm_gpu_config cfg;
+    int dead;
+    int grid; /* blocks per launch: the kernels loop over their work */
+    int n_slots;
+    gpu_budget *bud;         /* shared with the lanes */
+
+    uint64_t scratch_bytes;  /* this lane's frontiers (counted in bud too) */
+    uint64_t cap_pairs, cap_leaves; /* per slot */
+    slot slots[MAX_SLOTS];
+    tdm_gpu_stats stats;
+    int graphs; /* groups of levels launched as CUDA graphs (TDM_GPU_GRAPHS=0: one launch per kernel) */
+    long long fault_after; /* TDM_GPU_FAULT_AFTER (tests): the chunk this lane faults on, or -1 */
+    uint64_t config_room;  /* TDM_GPU_CONFIG_ROOM (tests): most tasks a configs run lists (0: its slot's
+                              room), so that runs leave configurations for the next */
+};
+
+#define BLOCK 256
+/* Iterations of one traversal: one per BVTT level, and a tree pair is at most
+ * 2 * TDM_BVH_MAX_DEPTH levels deep. */
+#define MAX_ITERS (2 * TDM_BVH_MAX_DEPTH + 2)
+/* Iterations launched between two looks at the frontier's size from the host. */
+#define ITERS_PER_SYNC 8
+#define MAX_GROUPS ((MAX_ITERS + ITERS_PER_SYNC - 1) / ITERS_PER_SYNC)
+
+#define TRI_CNT (2 * MAX_ITERS + 1) /* cnt[TRI_CNT + it]: the triangle workpile of iteration it */
+#define CNT_N (3 * MAX_ITERS + 1)
+
+/* Takes (delta > 0) or gives back bytes of one kind against the shared budget:
+ * TDM_EGPUMEM when a growth would pass the limit (nothing changes then). */
+int tdm__gpu_budget_add(gpu_budget *b, int kind, int64_t delta);
+/* Queues the slot's next group of levels and an event after it. */
+int tdm__gpu_launch_group(tdm_gpu *g, slot *s);
+/* Blocks of BLOCK threads for n items. */
+unsigned tdm__gpu_blocks(uint64_t n);
+/* Sizes the slot's task buffers for n tasks (resident.cu). */
+int tdm__gpu_reserve_tasks(tdm_gpu *g, slot *s, uint64_t n);
+
+/* configs.cu: when a configs run's traversal has ended, queues its fold and the
+ * copies of its answers (and records the slot's event); frees a slot's configs
+ * scratch (giving its bytes back). */
+int tdm__gpu_configs_finish(tdm_gpu *g, slot *s);
+void tdm__gpu_configs_free(tdm_gpu *g, slot *s);
+
+#endif
