@@ -32,14 +32,21 @@ typedef struct motion_job {
     uint64_t max_query_work; /* the server's, per state */
 } motion_job;
 
-/* The next batch's poses; 0 when every motion is answered. Any thread (one at a time). */
+/* The next batch: its states as configurations (a large batch) or their poses; 0
+ * when every motion is answered. Any thread (one at a time). */
 static int prepare(motion_job *m)
 {
     size_t n_b = tdm_motion_rounds_next(m->mc, m->configs);
     if (!n_b) return 0;
     uint32_t el = m->rs->n_elements;
-    for (size_t i = 0; i < n_b; i++)
-        tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
+    if (n_b >= TDM_DEVICE_CONFIGS_MIN) { /* the scheduler runs the states themselves */
+        m->q.pool.configs = m->configs;
+        m->q.pool.kin = &m->rs->kin;
+    } else {
+        m->q.pool.configs = NULL;
+        for (size_t i = 0; i < n_b; i++)
+            tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
+    }
     m->q.pool.n_queries = (uint32_t)n_b;
     m->q.pool.n_tasks = (uint64_t)n_b * m->rs->scene->n_checks;
     m->q.pool.max_work = tdm__work_budget(m->max_query_work, n_b);

@@ -132,6 +132,7 @@ static ecode convert_configs(tdm_query_job *j, const double *q)
             j->bad_query = k / J;
             return E(NON_FINITE);
         }
+    if (j->pool.configs) return 0; /* the scheduler runs them (on the device with a GPU engine) */
     tdm_xform *links = malloc(sizeof *links * rs->robot->n_links);
     if (!links) return E(NO_MEMORY);
     for (size_t i = 0; i < j->pool.n_queries; i++)
@@ -270,12 +271,16 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
         return;
     }
 
-    /* one allocation: the job, the transforms, the results and, when they are
-     * converted off the loop, a copy of the numbers sent (the frame they are in
-     * is reused by the next request) */
-    int offload = n >= OFFLOAD_QUERIES;
+    /* a large batch of configurations (no pairs listed) goes to the scheduler as
+     * configurations: on a GPU engine they never cross the bus as poses */
+    int as_configs = rs && n >= TDM_DEVICE_CONFIGS_MIN && !(contacts && q->want_pairs);
+    /* one allocation: the job, the transforms (not for configurations), the
+     * results and, when they are converted off the loop or run as configurations,
+     * a copy of the numbers sent (the frame they are in is reused by the next
+     * request) */
+    int offload = n >= OFFLOAD_QUERIES || as_configs;
     size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
-    size_t roff = xoff + n * m * sizeof(tdm_xform);
+    size_t roff = xoff + (as_configs ? 0 : n * m * sizeof(tdm_xform));
     size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
     size_t job_bytes = poff + (offload ? n_numbers * sizeof(double) : 0);
     /* what the job holds until answered (the pairs' room is reserved, if not all touched) and its
@@ -300,6 +305,12 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     if (offload) {
         j->raw = (double *)(void *)((char *)j + poff);
         memcpy(j->raw, numbers, n_numbers * sizeof(double));
+        if (as_configs) {
+            j->poses = NULL;
+            pj->poses = NULL;
+            pj->configs = j->raw;
+            pj->kin = &rs->kin;
+        }
     } else {
         ecode e = rs ? convert_configs(j, numbers) : convert_poses(j, numbers);
         if (e != 0) {

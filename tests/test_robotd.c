@@ -548,6 +548,10 @@ Test(robotd, configs_equal_offline)
     expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, 200, 0, got, NULL),
                         "Inf (converted off the loop)", TDM_SERVER_NON_FINITE, "configs", 300, "query 100");
     q[100 * N_J] = 0;
+    q[300 * N_J + 1] = NAN;
+    expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, 400, 0, got, NULL),
+                        "NaN (a batch run as configurations)", TDM_SERVER_NON_FINITE, "configs", 901, "query 300");
+    q[300 * N_J + 1] = 0;
     expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, 2, 4, 0, got, NULL), "wrong joint count",
                         TDM_SERVER_BAD_REQUEST, "configs", -1, "multiple of 3");
     tdm_client_free(c);

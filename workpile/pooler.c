@@ -184,14 +184,20 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
             uint64_t limit = j->max_work;
             if (j->latency_turn && (!limit || p->fair.latency_work < limit)) limit = p->fair.latency_work;
             j->work.limit = limit;
-            for (uint32_t i = j->done; i < j->done + j->turn; i++, k++)
+            for (uint32_t i = j->done; i < j->done + j->turn && !j->configs; i++, k++)
                 w->queries[k] = (tdm_sched_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
                                                   j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL, &j->work};
         }
         /* a batch of one job writes its results in place */
         tdm_sched_result *res = batch->next ? w->results : batch->results + batch->done;
         if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
-        rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
+        if (batch->configs) { /* alone (take): its configurations, not poses */
+            tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
+            rc = tdm_sched_run_configs(p->engine, &proto, batch->kin,
+                                       batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
+        } else {
+            rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
+        }
         if (p->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
         if (rc == TDM_OK && batch->next) {
             k = 0;
@@ -251,8 +257,8 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     uint64_t per = tasks_per_query(batch);
     *b = (tdm_pooler_batch){(int)(w - p->workers), 1, batch->turn, per * batch->turn,
                             weight(batch), batch->pairs_reserved, TDM_OK};
-    if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
-        while (last->next && !tdm_pooler_job_cancelled(last->next) &&
+    if (batch->turn == batch->n_queries - batch->done && !batch->configs) /* whole: others may join it */
+        while (last->next && !tdm_pooler_job_cancelled(last->next) && !last->next->configs &&
                turn_of(p, last->next) == last->next->n_queries - last->next->done &&
                b->weight + weight(last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
             last = last->next;

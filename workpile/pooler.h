@@ -53,7 +53,13 @@ struct tdm_pooler_job {
     uint64_t n_tasks;          /* n_queries x scene->n_checks: what max_batch_tasks counts */
     uint64_t pairs_reserved;   /* n_queries x max_contacts when pairs are wanted, else 0: what
                                   max_batch_pairs counts */
-    const tdm_xform *poses;    /* n_queries x scene->n_movable, query-major */
+    const tdm_xform *poses;    /* n_queries x scene->n_movable, query-major (unused with configs) */
+    const double *configs;     /* NULL, or a batch of robot configurations instead of poses: n_queries x
+                                  kin->n_q joint values, query-major, finite; scene's movable objects are
+                                  kin's elements. Such a job runs alone (never pooled with another one)
+                                  through tdm_sched_run_configs (on the device from end to end with a GPU
+                                  engine); pairs must be NULL */
+    const tdm_kin *kin;        /* with configs: the robot's kinematics (borrowed) */
     tdm_sched_result *results; /* n_queries, written by the pooler */
     tdm_sched_contact *pairs;  /* NULL, or n_queries x max_contacts: query i's pairs start at
                                   i x max_contacts */
