@@ -8,7 +8,8 @@
 #     BIN, PANDA, CONFIGS: as bench/run_robot_configs.sh; motion i goes from configuration 2i to 2i + 1
 #   env: THREADS ($(nproc)), BACKENDS ("cpu gpu"), REPEAT (3: best of), SCENE (0001), SCENARIOS (every
 #        problems/*_panda folder), MOTIONS (10000), R (0.05), FCL1_MAX (1000: FCL on one thread checks
-#        the first FCL1_MAX motions)
+#        the first FCL1_MAX motions); a backend written gpu:host runs with TDM_ENGINE_DEVICE_CONFIGS=0
+#        (the states' poses, culling and tasks on the host, as before tdm_sched_run_configs)
 # Prints a Markdown table; "differ" counts motions whose answer differs from FCL's (THREADS run).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
@@ -50,7 +51,7 @@ command -v nvidia-smi > /dev/null && echo "- GPU: $(nvidia-smi --query-gpu=name,
 echo "- Command: \`THREADS=$THREADS BACKENDS=\"$BACKENDS\" REPEAT=$REPEAT SCENE=$SCENE MOTIONS=$MOTIONS R=$R FCL1_MAX=$FCL1_MAX bench/run_robot_motions.sh BIN PANDA CONFIGS\`"
 echo "- $m motions (motion i: configurations 2i and 2i+1 of CONFIGS; FCL on one thread: the first $m1) at resolution $R rad,"
 echo "  scene$SCENE.yaml of each scenario; best of $REPEAT runs; motions/s from each program's last line (checking only:"
-echo "  not loading, and not the states' forward kinematics, which both leave out)."
+echo "  not loading; Tandem's time includes its states' forward kinematics (tdm_sched_run_configs), FCL's does not)."
 echo "- differ: motions whose first colliding state (or -1) differs from FCL's."
 echo
 echo "| scenario | states | colliding | FCL 1 thread | FCL $THREADS threads | backend | Tandem | × FCL 1 | × FCL $THREADS | differ |"
@@ -66,8 +67,10 @@ for sc in $scenarios; do
     states=$(sed -n 's/.* states=\([0-9]*\).*/\1/p' "$work/run.log")
     col=$(awk '$1 >= 0' "$work/fcl.out" | wc -l)
     for b in $BACKENDS; do
+        # BACKEND:host: the states' poses made on the host (TDM_ENGINE_DEVICE_CONFIGS=0), for the A/B of the device path
+        if [[ $b == *:host ]]; then export TDM_ENGINE_DEVICE_CONFIGS=0; else export TDM_ENGINE_DEVICE_CONFIGS=1; fi
         t=$(best "$BIN/tandem" motions "${robot[@]}" --motions "$work/motions.txt" --resolution "$R" --threads "$THREADS" \
-            --backend "$b" --out "$work/tdm.out")
+            --backend "${b%:host}" --out "$work/tdm.out")
         d=$(paste "$work/fcl.out" "$work/tdm.out" | awk '$1 != $2' | wc -l)
         line=$(awk -v sc="$sc" -v st="$states" -v c="$col" -v f1="$f1" -v fn="$fn" -v b="$b" -v t="$t" -v d="$d" \
             'BEGIN { printf "| %s | %s | %s | %.0f | %.0f | %s | %.0f | %.1f | %.2f | %s |\n", sc, st, c, f1, fn, b, t, (f1 > 0 ? t / f1 : 0), (fn > 0 ? t / fn : 0), d }')
