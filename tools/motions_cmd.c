@@ -26,7 +26,11 @@
 #include "remote.h"
 #include "robot_run.h"
 
-#define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per scheduler run */
+#define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per scheduler run (the hybrid: poses made here) */
+/* States per run of configurations (tdm_sched_run_configs bounds its own memory by
+ * the piece it makes poses for, and on the device each run costs a few copies and
+ * launches whatever its size: fewer, larger runs) */
+#define BATCH_CONFIGS 65536
 
 /* The motions read so far: each one's number of states at resolution r. */
 typedef struct motion_lines { size_t n_q; double r; uint64_t *states; } motion_lines;
@@ -204,16 +208,20 @@ int tdm_cmd_motions(int argc, char **argv)
         goto done;
     }
     size_t per_state = rs->scene->n_checks ? rs->scene->n_checks : 1;
-    size_t batch = batch_opt ? (size_t)batch_opt : BATCH_TASKS / per_state ? BATCH_TASKS / per_state : 1;
+    size_t batch = batch_opt                    ? (size_t)batch_opt
+                   : kind != TDM_BACKEND_HYBRID ? BATCH_CONFIGS
+                   : BATCH_TASKS / per_state    ? BATCH_TASKS / per_state
+                                                : 1;
     if (tdm__robot_sched(&run, kind, (int)threads) < 0) goto done;
     tdm_sched *sched = run.sched;
-    if (kind != TDM_BACKEND_HYBRID && (rc = tdm_sched_prepare(sched, batch * per_state)) != TDM_OK) {
+    size_t prep = batch * per_state < BATCH_TASKS ? batch * per_state : BATCH_TASKS;
+    if (kind != TDM_BACKEND_HYBRID && (rc = tdm_sched_prepare(sched, prep)) != TDM_OK) {
         tdm_cli_error("preparing the engine failed: %s", tdm_strerror(rc));
         goto done;
     }
 
     size_t m_el = rs->n_elements;
-    xs = malloc(batch * m_el * sizeof *xs);
+    xs = malloc((kind == TDM_BACKEND_HYBRID ? batch : 1) * m_el * sizeof *xs);
     links = malloc(robot->n_links * sizeof *links);
     q = malloc(batch * (n_q ? n_q : 1) * sizeof *q);
     queries = malloc(batch * sizeof *queries);

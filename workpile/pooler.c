@@ -17,6 +17,8 @@ typedef struct worker {
     tdm_sched_query *queries;
     tdm_sched_result *results;
     size_t cap;
+    double *configs; /* pooled jobs of configurations, side by side */
+    size_t configs_cap;
 } worker;
 
 /* A queue of jobs, oldest first. */
@@ -44,6 +46,7 @@ struct tdm_pooler {
     int n_threads;               /* started */
     int stopped;                 /* joined */
     int trace;                   /* TDM_DISPATCH_TRACE set: a line per batch on stderr */
+    int configs_on_device;       /* the engine runs configurations on the device: pool jobs of them */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     /* under lock */
@@ -169,6 +172,39 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
     return 0;
 }
 
+/* Jobs of configurations pooled (take, joins): side by side in one device run,
+ * the answers copied back to each job; when it does not run on the device, each
+ * job alone, against its own work account. */
+static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
+{
+    size_t J = batch->kin->n_q;
+    if (n * J > w->configs_cap) {
+        double *c = realloc(w->configs, n * J * sizeof *c);
+        if (!c) return TDM_ENOMEM;
+        w->configs = c;
+        w->configs_cap = n * J;
+    }
+    size_t k = 0;
+    for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next)
+        memcpy(w->configs + k * J, j->configs + (size_t)j->done * J, (size_t)j->turn * J * sizeof *w->configs);
+    tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, NULL};
+    int rc = tdm_sched_run_configs_device(w->p->engine, &proto, batch->kin, w->configs, n, w->results);
+    if (rc == TDM_OK) {
+        k = 0;
+        for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next)
+            memcpy(j->results + j->done, w->results + k, j->turn * sizeof *w->results);
+        return TDM_OK;
+    }
+    if (rc != TDM_ENODEV) return rc;
+    for (tdm_pooler_job *j = batch; j; j = j->next) {
+        proto.work = &j->work;
+        rc = tdm_sched_run_configs(w->p->engine, &proto, j->kin, j->configs + (size_t)j->done * J, j->turn,
+                                   j->results + j->done);
+        if (rc != TDM_OK) return rc;
+    }
+    return TDM_OK;
+}
+
 /* Runs one batch (jobs linked through next, the last one's next NULL; each
  * job's `turn` queries from its `done` on) and counts it; then the hook, and
  * `finished` for the jobs that are done (the others are queued again). */
@@ -191,7 +227,10 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
         /* a batch of one job writes its results in place */
         tdm_sched_result *res = batch->next ? w->results : batch->results + batch->done;
         if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
-        if (batch->configs) { /* alone (take): its configurations, not poses */
+        if (batch->configs && batch->next) {
+            rc = run_configs_pooled(w, batch, b->queries);
+            res = NULL; /* answered in place */
+        } else if (batch->configs) { /* alone: its configurations, not poses */
             tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
             rc = tdm_sched_run_configs(p->engine, &proto, batch->kin,
                                        batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
@@ -199,7 +238,7 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
             rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
         }
         if (p->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
-        if (rc == TDM_OK && batch->next) {
+        if (rc == TDM_OK && batch->next && res) {
             k = 0;
             for (tdm_pooler_job *j = batch; j; j = j->next) {
                 memcpy(j->results + j->done, res + k, j->turn * sizeof *res);
@@ -242,6 +281,18 @@ static int on_latency_lane(const tdm_pooler *p, const worker *w)
  * queue, up to the caps; a job over the slice runs alone, one slice of it. A
  * job given up (tdm_pooler_job_cancel) while queued is finished by the caller
  * without running. */
+/* May job j join a batch that starts with `first`? Jobs of poses join each other;
+ * jobs of configurations join only jobs of configurations of the same scene,
+ * kinematics, mode and cap, and only when the engine runs them on the device (one
+ * device run for all: on the host each runs alone, against its own work
+ * account). */
+static int joins(const tdm_pooler *p, const tdm_pooler_job *first, const tdm_pooler_job *j)
+{
+    if (!first->configs) return !j->configs;
+    return j->configs && p->configs_on_device && j->scene == first->scene && j->kin == first->kin &&
+           j->mode == first->mode && j->max_contacts == first->max_contacts;
+}
+
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 {
     int latency = on_latency_lane(p, w);
@@ -257,8 +308,8 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     uint64_t per = tasks_per_query(batch);
     *b = (tdm_pooler_batch){(int)(w - p->workers), 1, batch->turn, per * batch->turn,
                             weight(batch), batch->pairs_reserved, TDM_OK};
-    if (batch->turn == batch->n_queries - batch->done && !batch->configs) /* whole: others may join it */
-        while (last->next && !tdm_pooler_job_cancelled(last->next) && !last->next->configs &&
+    if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
+        while (last->next && !tdm_pooler_job_cancelled(last->next) && joins(p, batch, last->next) &&
                turn_of(p, last->next) == last->next->n_queries - last->next->done &&
                b->weight + weight(last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
             last = last->next;
@@ -370,6 +421,7 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     p->ran = ran;
     p->data = data;
     p->trace = getenv("TDM_DISPATCH_TRACE") != NULL;
+    p->configs_on_device = tdm_sched_configs_on_device(engine);
     int locks = 0;
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
@@ -458,6 +510,7 @@ void tdm_pooler_destroy(tdm_pooler *p)
     for (int k = 0; k < MAX_THREADS; k++) {
         free(p->workers[k].queries);
         free(p->workers[k].results);
+        free(p->workers[k].configs);
     }
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);

@@ -1696,8 +1696,7 @@ out:
     return rc;
 }
 
-int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
-                          size_t n, tdm_sched_result *results)
+static int configs_check(const tdm_sched_query *proto, const tdm_kin *kin, const double *configs, size_t n)
 {
     const tdm_scene *s = proto->scene;
     if (!s || !kin || kin->n_elems != s->n_movable || kin->n_links == 0 || n > UINT32_MAX || proto->pairs ||
@@ -1706,24 +1705,52 @@ int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_
         return TDM_EINVAL;
     for (size_t i = 0; i < n * kin->n_q; i++)
         if (!isfinite(configs[i])) return TDM_ENONFINITE;
-    if (n == 0) return TDM_OK;
+    return TDM_OK;
+}
+
+/* The device path, when it applies: TDM_OK, or TDM_ENODEV (not taken, or failed:
+ * nothing written that counts). */
+static int configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                          size_t n, tdm_sched_result *results, int force)
+{
+    const tdm_scene *s = proto->scene;
     int device = e->device_configs && e->n_gpus > 0 && e->kind != TDM_BACKEND_HYBRID && s->n_checks > 0 &&
-                 (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, n * (size_t)s->n_checks / 4));
-    if (device) {
-        lane *l = lane_get(e);
-        int rc = TDM_ECANCELED;
-        if (!engine_broken(e, l->dev)) {
-            free_removed(e, l);
-            rc = configs_on_device(e, l, proto, kin, configs, n, results);
-            if (rc == TDM_EGPU) engine_failed(e, l->dev);
-            if (rc != TDM_OK && rc != TDM_ECANCELED)
-                fprintf(stderr, "tandem engine: the GPU engine on CUDA device %d failed on %zu configurations (%s); "
-                        "they run on the host's path\n", e->gpu_dev[l->dev], n, tdm_strerror(rc));
-        }
-        lane_put(e, l);
-        if (rc == TDM_OK) return TDM_OK;
+                 (force || !e->dispatch || tdm_cost_model_pick_gpu(&e->model, n * (size_t)s->n_checks / 4));
+    if (!device) return TDM_ENODEV;
+    lane *l = lane_get(e);
+    int rc = TDM_ECANCELED;
+    if (!engine_broken(e, l->dev)) {
+        free_removed(e, l);
+        rc = configs_on_device(e, l, proto, kin, configs, n, results);
+        if (rc == TDM_EGPU) engine_failed(e, l->dev);
+        if (rc != TDM_OK && rc != TDM_ECANCELED)
+            fprintf(stderr, "tandem engine: the GPU engine on CUDA device %d failed on %zu configurations (%s); "
+                    "they run on the host's path\n", e->gpu_dev[l->dev], n, tdm_strerror(rc));
     }
+    lane_put(e, l);
+    return rc == TDM_OK ? TDM_OK : TDM_ENODEV;
+}
+
+int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                          size_t n, tdm_sched_result *results)
+{
+    int rc = configs_check(proto, kin, configs, n);
+    if (rc != TDM_OK || n == 0) return rc;
+    if (configs_device(e, proto, kin, configs, n, results, 0) == TDM_OK) return TDM_OK;
     return configs_on_host(e, proto, kin, configs, n, results);
+}
+
+int tdm_sched_configs_on_device(const tdm_sched *e)
+{
+    return e->device_configs && e->n_gpus > 0 && e->kind != TDM_BACKEND_HYBRID;
+}
+
+int tdm_sched_run_configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin,
+                                 const double *configs, size_t n, tdm_sched_result *results)
+{
+    int rc = configs_check(proto, kin, configs, n);
+    if (rc != TDM_OK || n == 0) return rc;
+    return configs_device(e, proto, kin, configs, n, results, 1);
 }
 
 /* ---- calibration ---------------------------------------------------------------- */

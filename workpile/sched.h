@@ -193,6 +193,17 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
  * TDM_ENOMEM. */
 int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
                           size_t n, tdm_sched_result *results);
+/* The same on the device only: TDM_ENODEV, with nothing answered, when the batch
+ * does not run there (no GPU engine, the hybrid, the device path off, a tree not
+ * resident, or the device failed); it ignores proto->work (the GPU engines count
+ * no work). For callers that pool several clients' configurations into one run
+ * and, should it not run on the device, run each on its own with its own work
+ * account (workpile/pooler.c). Other errors as tdm_sched_run_configs. */
+int tdm_sched_run_configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin,
+                                 const double *configs, size_t n, tdm_sched_result *results);
+/* 1 when batches of configurations run on the device (a GPU-resident engine, the
+ * device path on), so that pooling them pays. */
+int tdm_sched_configs_on_device(const tdm_sched *e);
 
 typedef struct tdm_sched_stats {
     uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */
