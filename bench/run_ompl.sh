@@ -17,7 +17,8 @@
 #   OMPL_PLAN=$BUILD_DIR/examples/ompl/ompl_plan  TANDEMD=$BUILD_DIR/daemon/tandemd
 #                                   (a bench/device_pack.sh pack: its bin/ files, LD_LIBRARY_PATH=PACK/lib)
 #   PANDA=../shared/robots/panda    panda.urdf, panda.srdf, problems.tar.bz2
-#   ENGINES="cpu gpu"               tandemd --engine for the Tandem rows (one tandemd per engine)
+#   ENGINES="cpu gpu"               tandemd --engine for the Tandem rows (one tandemd per engine);
+#                                   ENGINE:poses runs tandemd --device-configs-min 0 (no request as configurations)
 #   THREADS=$(nproc)                tandemd --threads
 #   TIME_LIMIT=2                    seconds per RRTConnect problem (an unsolved problem costs it)
 #   SINGLE_PER_SCENARIO=10          problems per scenario for the 1-planner rows (0: all 100)
@@ -107,19 +108,25 @@ run_d "FCL in process, $FCL_THREADS threads" --checker fcl --fcl-threads "$FCL_T
 
 # ---- Tandem through tandemd, per engine ----
 engine_notes=()
-for engine in $ENGINES; do
-    sock=$work/tandemd-$engine.sock
-    "$tandemd" --listen "unix:$sock" --data-dir "$work/data-$engine" --threads "$THREADS" --engine "$engine" \
-        --log-level warn 2> "$work/tandemd-$engine.log" &
+for variant in $ENGINES; do
+    # ENGINE:poses: tandemd --device-configs-min 0 (every request's poses made by tandemd, as before
+    # batches of configurations ran on the device)
+    engine=${variant%:poses}
+    extra=()
+    [[ $variant == *:poses ]] && extra=(--device-configs-min 0)
+    sock=$work/tandemd-$variant.sock
+    "$tandemd" --listen "unix:$sock" --data-dir "$work/data-$variant" --threads "$THREADS" --engine "$engine" \
+        "${extra[@]}" --log-level warn 2> "$work/tandemd-$variant.log" &
     pid=$!
     for _ in $(seq 600); do
         [[ -S $sock ]] && break
-        kill -0 "$pid" 2>/dev/null || { echo "run_ompl.sh: tandemd --engine $engine did not start:" >&2; tail -5 "$work/tandemd-$engine.log" >&2; exit 1; }
+        kill -0 "$pid" 2>/dev/null || { echo "run_ompl.sh: tandemd --engine $engine did not start:" >&2; tail -5 "$work/tandemd-$variant.log" >&2; exit 1; }
         sleep 0.1
     done
-    run_c "Tandem, tandemd --engine $engine" 1 --checker tandem --server "unix:$sock" --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
-    run_c "Tandem, tandemd --engine $engine" "$MANY" --checker tandem --server "unix:$sock" --per-scenario "$MANY_PER_SCENARIO" "$problems"
-    run_d "Tandem, tandemd --engine $engine" --checker tandem --server "unix:$sock" "$problems"
+    label="Tandem, tandemd --engine $engine${extra[*]:+ ${extra[*]}}"
+    run_c "$label" 1 --checker tandem --server "unix:$sock" --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
+    run_c "$label" "$MANY" --checker tandem --server "unix:$sock" --per-scenario "$MANY_PER_SCENARIO" "$problems"
+    run_d "$label" --checker tandem --server "unix:$sock" "$problems"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 done
 t_total=$(( $(date +%s) - t_start ))
@@ -130,7 +137,7 @@ report() {
     echo
     echo "Command: \`$command\`"
     echo
-    echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); total run ${t_total} s."
+    echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; total run ${t_total} s."
     echo "- Robot: Franka Panda (collision meshes), 7 joints; problems: MBM's 7 scenarios x 100 (box and cylinder"
     echo "  worlds); motion check resolution $RESOLUTION rad (the largest joint step between checked states, both checkers"
     echo "  the same states); every path re-checked by FCL at 0.005 rad, a failing path counted unsolved."

@@ -169,6 +169,12 @@ static const opt opts[] = {
      "the CPU engine as it goes (0: no budget). A request of N queries may cost N times this; past it, "
      "its traversals stop and it is answered ERROR_WORK_BUDGET. 1e8 tests are ~1-3 s of one core. In "
      "HelloReply.limits."},
+    {"device-configs-min", T_U32, OFF(device_configs_min), "256", 0, 1u << 24, NULL, "N",
+     "A Query of at least this many robot configurations (without want_pairs), and a MotionCheck's batch of "
+     "at least this many states, goes to the engine as configurations: with a GPU engine their forward "
+     "kinematics, culling and tasks run on the device, and such jobs are pooled only with jobs of the same "
+     "robot scene. Smaller ones get their poses made here and pool with every other request (0: never "
+     "as configurations)."},
     {"slice-tasks", T_U64, OFF(slice_tasks), "0", 0, UINT64_MAX, NULL, "N",
      "A request of more tasks than this runs this many at a time, taking turns with the other requests "
      "queued (0: max-batch-tasks)."},

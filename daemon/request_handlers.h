@@ -15,12 +15,6 @@ typedef Tandem__V1__ErrorCode ecode;
 /* The wire's error codes, short: E(BAD_REQUEST). */
 #define E(x) TANDEM__V1__ERROR_CODE__ERROR_##x
 
-/* Configurations a Query (or a MotionCheck batch) needs before it is handed to the
- * scheduler as configurations (tdm_sched_run_configs: forward kinematics,
- * culling and tasks on the device with a GPU engine) rather than as poses made
- * here: a smaller one is pooled with other clients' queries, which a batch of
- * configurations is not (workpile/pooler.h). */
-#define TDM_DEVICE_CONFIGS_MIN 256
 
 /* ---- handlers: the request's id and its decoded body (valid during the call) ---- */
 

@@ -30,6 +30,7 @@ typedef struct motion_job {
     tdm_xform *links; /* scratch for FK */
     size_t n, J, batch;
     uint64_t max_query_work; /* the server's, per state */
+    uint32_t configs_min;    /* the server's device_configs_min */
 } motion_job;
 
 /* The next batch: its states as configurations (a large batch) or their poses; 0
@@ -39,7 +40,7 @@ static int prepare(motion_job *m)
     size_t n_b = tdm_motion_rounds_next(m->mc, m->configs);
     if (!n_b) return 0;
     uint32_t el = m->rs->n_elements;
-    if (n_b >= TDM_DEVICE_CONFIGS_MIN) { /* the scheduler runs the states themselves */
+    if (m->configs_min && n_b >= m->configs_min) { /* the scheduler runs the states themselves */
         m->q.pool.configs = m->configs;
         m->q.pool.kin = &m->rs->kin;
     } else {
@@ -230,6 +231,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
         goto fail;
     }
     m->max_query_work = cfg->max_query_work;
+    m->configs_min = cfg->device_configs_min;
     tdm_query_job *j = &m->q;
     j->owner = c;
     tdm_conn_job_track(c, j, mem, reply);

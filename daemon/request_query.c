@@ -273,7 +273,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
 
     /* a large batch of configurations (no pairs listed) goes to the scheduler as
      * configurations: on a GPU engine they never cross the bus as poses */
-    int as_configs = rs && n >= TDM_DEVICE_CONFIGS_MIN && !(contacts && q->want_pairs);
+    int as_configs = rs && cfg->device_configs_min && n >= cfg->device_configs_min && !(contacts && q->want_pairs);
     /* one allocation: the job, the transforms (not for configurations), the
      * results and, when they are converted off the loop or run as configurations,
      * a copy of the numbers sent (the frame they are in is reused by the next
