@@ -18,7 +18,8 @@
 #include "../robot/motions.h"
 #include "request_handlers.h"
 
-#define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per batch at most, as `tandem motions` */
+#define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per batch at most when its poses are made here */
+#define BATCH_CONFIGS 65536    /* states per batch run as configurations, as `tandem motions` */
 
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
@@ -188,12 +189,24 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     if (cfg->max_query_tasks / checks < batch) batch = (size_t)(cfg->max_query_tasks / checks);
     if (cfg->max_queries < batch) batch = cfg->max_queries;
     if (batch == 0) batch = 1;
+    /* batches of configurations (device_configs_min states or more) need no poses here: larger
+     * batches, fewer runs (each a device run, whatever its size); poses only for the smaller ones */
+    size_t pose_room = batch;
+    if (cfg->device_configs_min) {
+        size_t big = BATCH_CONFIGS;
+        if (cfg->max_query_tasks / checks < big) big = (size_t)(cfg->max_query_tasks / checks);
+        if (cfg->max_queries < big) big = cfg->max_queries;
+        if (big > batch) batch = big;
+        pose_room = cfg->device_configs_min - 1 < batch ? cfg->device_configs_min - 1 : batch;
+        if (pose_room == 0) pose_room = 1;
+    }
 
     /* held until answered: the copy of the motions, a batch's configurations, poses and results
      * (the rounds' own tables, about as large as the motions, counted once more); the reply:
      * per motion two varints and the last free configuration */
     uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
-                   (uint64_t)batch * (J * sizeof(double) + rs->n_elements * sizeof(tdm_xform) + sizeof(tdm_sched_result));
+                   (uint64_t)batch * (J * sizeof(double) + sizeof(tdm_sched_result)) +
+                   (uint64_t)pose_room * rs->n_elements * sizeof(tdm_xform);
     uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
     if (tdm_conn_job_admit(c, id, mem, reply) != 0) return;
     motion_job *m = calloc(1, sizeof *m);
@@ -205,7 +218,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     m->motions = malloc(mc->n_motions * sizeof *m->motions);
     m->configs = malloc(batch * J * sizeof *m->configs);
     m->links = malloc(rs->robot->n_links * sizeof *m->links);
-    m->q.poses = malloc(batch * rs->n_elements * sizeof *m->q.poses);
+    m->q.poses = malloc(pose_room * rs->n_elements * sizeof *m->q.poses);
     m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
     if (!m->motions || !m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
     memcpy(m->motions, mc->motions, mc->n_motions * sizeof *m->motions);

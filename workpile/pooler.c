@@ -72,9 +72,21 @@ static uint64_t tasks_per_query(const tdm_pooler_job *j) { return j->n_queries ?
 /* A job's weight against the batch cap: the tasks of the queries it has left,
  * or those queries for scenes without checked pairs (which cost nothing but
  * still take scratch). */
-static uint64_t weight(const tdm_pooler_job *j)
+/* What a query of the job weighs against the batch cap and the slice: its tasks;
+ * for configurations run on the device, an eighth of them, as culling there
+ * keeps about a tenth of a robot's checks before any task is listed
+ * (bench/results/robot_configs_gpu.md) and the device's runs size themselves by
+ * the tasks kept (workpile/gpu_engine.h). */
+#define DEVICE_CONFIG_SHARE 8
+static uint64_t load_per_query(const tdm_pooler *p, const tdm_pooler_job *j)
 {
-    uint64_t q = j->n_queries - j->done, t = q * tasks_per_query(j);
+    uint64_t per = tasks_per_query(j);
+    return j->configs && p->configs_on_device ? (per + DEVICE_CONFIG_SHARE - 1) / DEVICE_CONFIG_SHARE : per;
+}
+
+static uint64_t weight(const tdm_pooler *p, const tdm_pooler_job *j)
+{
+    uint64_t q = j->n_queries - j->done, t = q * load_per_query(p, j);
     return t > q ? t : q;
 }
 
@@ -82,7 +94,7 @@ static uint64_t weight(const tdm_pooler_job *j)
 static uint32_t turn_of(const tdm_pooler *p, const tdm_pooler_job *j)
 {
     uint32_t left = j->n_queries - j->done;
-    uint64_t per = tasks_per_query(j), slice = p->fair.slice_tasks ? p->fair.slice_tasks : p->max_tasks;
+    uint64_t per = load_per_query(p, j), slice = p->fair.slice_tasks ? p->fair.slice_tasks : p->max_tasks;
     if (per == 0 || (uint64_t)left * per <= slice) return left;
     uint64_t q = slice / per;
     return q < 1 ? 1 : (uint32_t)q;
@@ -97,7 +109,7 @@ static uint64_t *cost_hint(const tdm_pooler_job *j) { return &((tdm_scene *)j->s
  * has cost lately, within the lane's budget? */
 static int is_small(const tdm_pooler *p, const tdm_pooler_job *j)
 {
-    uint64_t w = weight(j), c = __atomic_load_n(cost_hint(j), __ATOMIC_RELAXED);
+    uint64_t w = weight(p, j), c = __atomic_load_n(cost_hint(j), __ATOMIC_RELAXED);
     if (p->fair.latency_tasks == 0 || w > p->fair.latency_tasks) return 0;
     return !p->fair.latency_work || !c || w <= p->fair.latency_work / c;
 }
@@ -307,15 +319,15 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     batch->latency_turn = latency;
     uint64_t per = tasks_per_query(batch);
     *b = (tdm_pooler_batch){(int)(w - p->workers), 1, batch->turn, per * batch->turn,
-                            weight(batch), batch->pairs_reserved, TDM_OK};
+                            weight(p, batch), batch->pairs_reserved, TDM_OK};
     if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
         while (last->next && !tdm_pooler_job_cancelled(last->next) && joins(p, batch, last->next) &&
                turn_of(p, last->next) == last->next->n_queries - last->next->done &&
-               b->weight + weight(last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
+               b->weight + weight(p, last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
             last = last->next;
             last->turn = last->n_queries - last->done;
             last->latency_turn = latency;
-            b->weight += weight(last);
+            b->weight += weight(p, last);
             b->pairs += last->pairs_reserved;
             b->tasks += tasks_per_query(last) * last->turn;
             b->queries += last->turn;
