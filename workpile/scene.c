@@ -138,8 +138,13 @@ uint32_t tdm_scene_cull(const tdm_scene *s, const tdm_xform *poses, double (*C)[
         for (uint32_t k = w * 64; k < hi; k++) {
             const double *a = C[s->cull_pair[k][0]], *b = C[s->cull_pair[k][1]];
             double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2], r = s->cull_rsum[k];
-            double reach = r + TDM_SCENE_CULL_MARGIN * (r + a[3] + b[3]);
-            word |= (uint64_t)(dx * dx + dy * dy + dz * dz <= reach * reach) << (k - w * 64);
+            double reach = r + TDM_SCENE_CULL_MARGIN * (r + a[3] + b[3]), r2 = reach * reach;
+            int near = dx * dx + dy * dy + dz * dz <= r2;
+            /* past 1e154 the squares overflow (inf <= inf would keep any pair): a
+               coordinate apart by more than the reach decides instead (NaN keeps) */
+            if (__builtin_expect(r2 == INFINITY, 0))
+                near = !(fabs(dx) > reach) && !(fabs(dy) > reach) && !(fabs(dz) > reach);
+            word |= (uint64_t)near << (k - w * 64);
         }
         bits[w] = word;
         kept += (uint32_t)__builtin_popcountll(word);
