@@ -70,6 +70,45 @@ TDM_INLINE TDM_HD float tdm_obb_tolerance(float radius_a, float radius_b, float 
     return 16.0f * FLT_EPSILON * (radius_a + radius_b + t_len);
 }
 
+/* Are two meshes apart for certain, B placed in A's frame by x, each within the
+ * cube of half-size radius about its own origin (tdm_bvh.radius: the largest
+ * |coordinate| of a vertex)? B's vertices then lie within |R| radius_b of t on
+ * every axis (|R| the largest absolute row sum of x's matrix), so a |t_i| past
+ * radius_a plus that leaves no point in common; the factor 1 + 1e-9 covers the
+ * rounding of the moved vertices (~1e-16 of these magnitudes). In double and
+ * without squares, so that any finite x is answered: a translation past float's
+ * range (a pose or a joint value of 1e200, say) would turn the float box tests
+ * into inf and NaN (never apart: every leaf pair tested) and overflow the
+ * predicates' products. */
+TDM_INLINE TDM_HD int tdm_bounds_apart(const tdm_xform *x, float radius_a, float radius_b)
+{
+    double n = 0;
+    for (int i = 0; i < 3; i++) {
+        double s = fabs(x->r.m[i][0]) + fabs(x->r.m[i][1]) + fabs(x->r.m[i][2]);
+        n = s > n ? s : n;
+    }
+    double reach = ((double)radius_a + n * (double)radius_b) * (1 + 1e-9);
+    return fabs(x->t.x) > reach || fabs(x->t.y) > reach || fabs(x->t.z) > reach;
+}
+
+/* The placement a traversal that starts with the root box test uses for x (the
+ * GPU engines'): x itself, or for meshes apart for certain (tdm_bounds_apart)
+ * B unrotated at 8 (radius_a + radius_b) + 1 along A's x axis, finite in float
+ * for meshes within 1/8 of float's range. A root box lies within 5 radii of its
+ * mesh's origin (its centre within sqrt(3) radius, its corners within 3 radius
+ * of that), so one of A's face axes then separates the root boxes by about
+ * (radius_a + radius_b + 1) / sqrt(3), far past the float test's slack: the
+ * answer (apart) comes from the first test, where x's own translation, past
+ * float's range, would be inf and NaN in the box tests and would overflow the
+ * leaf tests' products. (The CPU engine answers such a task without a box test.) */
+TDM_INLINE TDM_HD tdm_xform tdm_bounds_placement(const tdm_xform *x, float radius_a, float radius_b)
+{
+    if (!tdm_bounds_apart(x, radius_a, radius_b)) return *x;
+    tdm_xform f = tdm_xform_identity();
+    f.t.x = 8 * ((double)radius_a + (double)radius_b) + 1;
+    return f;
+}
+
 /* Box b's axes (rows) and center expressed in frame A: computed once per node and
  * reused against every box of A it meets (the traversal tests both children of
  * a node pair against the same transformed box). */

@@ -154,8 +154,9 @@ int tdm_bvh_deserialize(const void *blob, size_t len, tdm_bvh **out)
     b->n_tris = n_tris;
     b->radius = radius;
     int rc = check_tree(b);
+    /* the radius bounds every vertex: the box tests' slack and tdm_bounds_apart (bv.h) rely on it */
     for (uint32_t i = 0; rc == TDM_OK && i < 9 * n_tris; i++)
-        if (!isfinite(b->tri_verts[i])) rc = TDM_ECORRUPT;
+        if (!isfinite(b->tri_verts[i]) || !(fabsf(b->tri_verts[i]) <= radius)) rc = TDM_ECORRUPT;
     for (uint32_t i = 0; rc == TDM_OK && i < n_tris; i++)
         if (b->tri_ids[i] >= n_tris) rc = TDM_ECORRUPT;
     if (rc != TDM_OK) {

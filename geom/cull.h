@@ -28,8 +28,11 @@ TDM_INLINE TDM_HD void tdm_cull_centre(const tdm_xform *x, tdm_dvec3 local, doub
 TDM_INLINE TDM_HD int tdm_cull_close(const double *a, const double *b, double rsum)
 {
     double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
-    double reach = rsum + TDM_CULL_MARGIN * (rsum + a[3] + b[3]);
-    return dx * dx + dy * dy + dz * dz <= reach * reach;
+    double reach = rsum + TDM_CULL_MARGIN * (rsum + a[3] + b[3]), r2 = reach * reach;
+    /* past 1e154 the squares overflow (inf <= inf would keep any pair): a coordinate
+       apart by more than the reach decides instead (NaN keeps) */
+    if (r2 == INFINITY) return !(fabs(dx) > reach) && !(fabs(dy) > reach) && !(fabs(dz) > reach);
+    return dx * dx + dy * dy + dz * dz <= r2;
 }
 
 #endif

@@ -231,13 +231,15 @@ static int collect(worker *w, hslot *s)
 static void task_row(const tdm_task *t, htask *row)
 {
     memset(row, 0, sizeof *row);
-    row->h.fx = tdm_fxform_of(&t->b_in_a);
-    row->h.tol = tdm_obb_tolerance(t->a->radius, t->b->radius, (float)tdm_d3_len(t->b_in_a.t));
+    /* far apart: separated by the root test (geom/bv.h) */
+    tdm_xform x = tdm_bounds_placement(&t->b_in_a, t->a->radius, t->b->radius);
+    row->h.fx = tdm_fxform_of(&x);
+    row->h.tol = tdm_obb_tolerance(t->a->radius, t->b->radius, (float)tdm_d3_len(x.t));
     row->h.an = t->ga->nodes;
     row->h.bn = t->gb->nodes;
     row->at = t->ga->tris;
     row->bt = t->gb->tris;
-    row->x = t->b_in_a;
+    row->x = x;
 }
 
 /* Fills a slot from the pending leaf and box pairs, admitting new tasks once

@@ -72,6 +72,7 @@ __global__ void prepare_tasks_kernel(const dinput *in, const dpair *pairs, dtask
     dinput d = in[i];
     dpair p = pairs[d.pair];
     dtask t;
+    d.x = tdm_bounds_placement(&d.x, p.ra, p.rb); /* far apart: separated by the root test (geom/bv.h) */
     t.h.fx = tdm_fxform_of(&d.x);
     t.h.tol = tdm_obb_tolerance(p.ra, p.rb, (float)tdm_d3_len(d.x.t));
     t.h.mode = d.mode;

@@ -527,6 +527,16 @@ Test(bvh, broken_structure_is_refused)
     small_tree(&h);
     h.b.radius = NAN;
     cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "NaN radius");
+
+    /* the radius bounds every vertex (the engines' tdm_bounds_apart trusts it) */
+    small_tree(&h);
+    h.b.radius = 0.99f;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "radius below a vertex's coordinate 1");
+    small_tree(&h);
+    h.verts[9 * 2 + 7] = -1.0f;
+    cr_assert_eq(round_trip(&h), TDM_OK, "a coordinate of -1, radius 1");
+    h.verts[9 * 2 + 7] = -1.01f;
+    cr_assert_eq(round_trip(&h), TDM_ECORRUPT, "a coordinate of -1.01, radius 1");
 }
 
 Test(bvh, depth_limit)

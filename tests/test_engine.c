@@ -9,6 +9,7 @@
  * against truncation. Zero disagreements allowed. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,6 +388,135 @@ Test(engine, roles_swapped, .timeout = 60)
     tdm_bvh_free(B);
     tdm_mesh_free(a);
     tdm_mesh_free(b);
+}
+
+/* ---- placements far apart (tdm_bounds_apart) ------------------------------------ */
+
+/* Translations past float's range (a pose or a joint value of 1e200 sent by a
+ * client): answered "apart" by one test, in every mode. Before, the float box
+ * tests turned them into inf and NaN, never apart, and every leaf pair was
+ * tested (the fuzzer's daemon_requests spent ~99% of its time there). */
+Test(engine, far_placements_take_one_test)
+{
+    gen_rng r = {seed ^ 0xfa2};
+    tdm_mesh *a = gen_torus(1.5, 0.5, 32, 16), *b = gen_sphere(0.6, 16);
+    tdm_bvh *A, *B;
+    cr_assert_eq(tdm_bvh_build(a, &A), TDM_OK);
+    cr_assert_eq(tdm_bvh_build(b, &B), TDM_OK);
+    static const double far[] = {3.5e38, 1e39, 1e100, 1e154, 1e200, 1.7e308};
+    tdm_pair buf[64];
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++)
+        for (int d = 0; d < 8; d++) {
+            /* along each axis, either sign, and along random directions */
+            tdm_dvec3 u = d < 6 ? tdm_d3(d / 2 == 0, d / 2 == 1, d / 2 == 2) : random_unit(&r);
+            double m = d < 6 && (d & 1) ? -far[i] : far[i];
+            tdm_xform x = tdm_xform_from_pose(tdm_d3(u.x * m, u.y * m, u.z * m), gen_rotation(&r));
+            for (int mode = 0; mode < 3; mode++) {
+                tdm_task t = {A, B, NULL, NULL, x, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 64, mode == 1 ? buf : NULL,
+                              NULL};
+                tdm_collide_result res;
+                tdm_collide(&t, &res);
+                CHECK(!res.colliding && !res.n_pairs && !res.truncated && res.box_tests == 1 && res.tri_tests == 0,
+                      "t = %.17g %.17g %.17g, mode %d: colliding %u, %u pairs, %u box tests, %u triangle tests", x.t.x,
+                      x.t.y, x.t.z, mode, res.colliding, res.n_pairs, res.box_tests, res.tri_tests);
+            }
+        }
+    tdm_bvh_free(A);
+    tdm_bvh_free(B);
+    tdm_mesh_free(a);
+    tdm_mesh_free(b);
+}
+
+/* What the GPU engines do with such a task (tdm_bounds_placement): a placement
+ * whose root boxes the float test separates, on meshes off their origins and
+ * thin ones, at random far placements; and any placement that is not apart
+ * for certain is kept as it is. */
+Test(engine, far_placements_root_boxes_apart)
+{
+    gen_rng r = {seed ^ 0xb0c5};
+    tdm_mesh *torus = gen_torus(1.5, 0.5, 32, 16);
+    tdm_mesh *m[4] = {gen_translated(torus, 500, -300, 200), gen_sphere(0.6, 16), gen_slivers(&r, 40, 1, 0.8, 1e-3),
+                      gen_translated(torus, -0.2, 3, -40)};
+    tdm_mesh_free(torus);
+    tdm_bvh *T[4];
+    for (int i = 0; i < 4; i++) {
+        cr_assert(m[i]);
+        cr_assert_eq(tdm_bvh_build(m[i], &T[i]), TDM_OK);
+    }
+    int kept = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 200; k++) {
+                double mag = k % 2 ? pow(10, gen_range(&r, 0, 308)) : gen_range(&r, 0, 2000);
+                tdm_dvec3 u = random_unit(&r);
+                tdm_xform x = tdm_xform_from_pose(tdm_d3(u.x * mag, u.y * mag, u.z * mag), gen_rotation(&r));
+                tdm_xform p = tdm_bounds_placement(&x, T[i]->radius, T[j]->radius);
+                if (!tdm_bounds_apart(&x, T[i]->radius, T[j]->radius)) {
+                    CHECK(memcmp(&p, &x, sizeof x) == 0, "meshes %d, %d, pose %d: a placement not apart was changed",
+                          i, j, k);
+                    kept++;
+                    continue;
+                }
+                tdm_fxform fx = tdm_fxform_of(&p);
+                float tol = tdm_obb_tolerance(T[i]->radius, T[j]->radius, (float)tdm_d3_len(p.t));
+                CHECK(isfinite(fx.t[0]) && !tdm_obb_overlap(&T[i]->nodes[0], &T[j]->nodes[0], &fx, tol),
+                      "meshes %d, %d, pose %d (|t| %g): the root boxes of the far placement overlap", i, j, k, mag);
+            }
+    cr_assert(kept > 200 && kept < 16 * 200 - 200, "%d of %d placements not apart: the test needs both", kept,
+              16 * 200);
+    for (int i = 0; i < 4; i++) {
+        tdm_bvh_free(T[i]);
+        tdm_mesh_free(m[i]);
+    }
+}
+
+/* At the edge of that test: cubes whose faces touch exactly (|t_i| = radius_a +
+ * radius_b, half-turn rotations) or are apart by 1e-15 to 1e-6 of it, and
+ * random rotations at the same distances, all against the brute force: the
+ * test says "apart" only where no pair intersects, and takes over from the
+ * traversal from ~1e-9 of the distance on. */
+Test(engine, far_placements_edge_matches_brute_force, .timeout = 60)
+{
+    gen_rng r = {seed ^ 0xed9e};
+    scenario s = {"boxes at the edge of tdm_bounds_apart", gen_box(1, 1, 1), gen_box(0.5, 0.5, 0.5), POSE_BALL,
+                  {0, 0, 0}, 0, 0, 0, 0};
+    cr_assert(s.env && s.robot);
+    tdm_bvh *A, *B;
+    cr_assert_eq(tdm_bvh_build(s.env, &A), TDM_OK);
+    cr_assert_eq(tdm_bvh_build(s.robot, &B), TDM_OK);
+    cr_assert(A->radius == 1 && B->radius == 0.5f, "radii %g and %g", A->radius, B->radius);
+    brute bf;
+    cr_assert_eq(brute_init(&bf, s.env, s.robot), 0);
+    static const double gap[] = {-1e-6, -1e-12, 0, 1e-15, 1e-12, 1e-10, 1e-9, 2e-9, 1e-8, 1e-6};
+    tdm_pair buf[256];
+    int pose = 0, touching = 0, at_once = 0;
+    for (size_t g = 0; g < sizeof gap / sizeof gap[0]; g++)
+        for (int axis = 0; axis < 3; axis++)
+            for (int sign = -1; sign <= 1; sign += 2)
+                for (int k = 0; k < 8; k++, pose++) {
+                    /* the other two coordinates small: the boxes' faces overlap in projection */
+                    double c[3] = {gen_range(&r, -0.2, 0.2), gen_range(&r, -0.2, 0.2), gen_range(&r, -0.2, 0.2)};
+                    c[axis] = sign * 1.5 * (1 + gap[g]);
+                    tdm_quat q = k < 4 ? half_turns[k] : gen_rotation(&r);
+                    tdm_xform x = tdm_xform_from_pose(tdm_d3(c[0], c[1], c[2]), q);
+                    check_pose(&s, A, B, &bf, &x, pose, buf, 256);
+                    tdm_task t = {A, B, NULL, NULL, x, TDM_MODE_BOOL, 1, NULL, NULL};
+                    tdm_collide_result res;
+                    tdm_collide(&t, &res);
+                    touching += k < 4 && res.colliding;
+                    at_once += res.box_tests == 1 && !res.colliding;
+                    if (k < 4 && gap[g] >= 1e-8)
+                        CHECK(res.box_tests == 1, "gap %g, pose %d: %u box tests, expected the one test", gap[g], pose,
+                              res.box_tests);
+                }
+    /* half-turn poses touch or overlap for every gap <= 0 (3 gaps, 6 sides, 4 rotations) */
+    cr_assert(touching == 3 * 6 * 4, "%d half-turn poses collide, expected %d", touching, 3 * 6 * 4);
+    cr_log_info("%d poses, %d answered by the one test", pose, at_once);
+    brute_free(&bf);
+    tdm_bvh_free(A);
+    tdm_bvh_free(B);
+    tdm_mesh_free(s.env);
+    tdm_mesh_free(s.robot);
 }
 
 /* ---- the thread pool ----------------------------------------------------------- */

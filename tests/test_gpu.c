@@ -262,6 +262,77 @@ Test(gpu, blocks_traversal_frontier_overflow_is_rerun) { check_traversal(TDM_GPU
 Test(gpu, wide_traversal_matches_cpu_engine) { check_traversal(TDM_GPU_TRAVERSE_WIDE, 0); }
 Test(gpu, wide_traversal_frontier_overflow_is_rerun) { check_traversal(TDM_GPU_TRAVERSE_WIDE, 1); }
 
+/* Placements past float's range (a client's pose of 1e200) among ordinary ones:
+ * answered "apart", as the CPU engine answers them, by every traversal and the
+ * hybrid engine (tdm_bounds_placement: the root box test separates them). Their
+ * float boxes were inf and NaN before: never apart, every leaf pair tested in
+ * overflowing predicates. */
+static void far_scene(scene *s, gen_rng *r)
+{
+    scene_make(s, gen_torus(2.0, 0.5, 64, 32), gen_sphere(0.6, 32), 3.0, 2000, r);
+    static const double far[] = {3.5e38, 1e39, 1e100, 1e200, 1e300, 1.7e308};
+    for (size_t i = 1; i < s->n; i += 2) {
+        double m = far[(i / 2) % 6] * ((i / 12) % 2 ? -1 : 1);
+        int axis = (int)((i / 2) % 3);
+        s->poses[i].t = tdm_d3(axis == 0 ? m : 0.5, axis == 1 ? m : 0.5, axis == 2 ? m : 0.5);
+    }
+}
+
+static void expect_far_apart(tdm_backend *b, const scene *s, const char *what)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        void *ga, *gb;
+        cr_assert_eq(b->ops->mesh_add(b, 0, s->a, &ga), TDM_OK);
+        cr_assert_eq(b->ops->mesh_add(b, 0, s->b, &gb), TDM_OK);
+        tdm_task *t = scene_tasks(s, ga, gb, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, mode ? 1000000 : 1);
+        tdm_collide_result *res = malloc(s->n * sizeof *res);
+        cr_assert(res);
+        tdm_task_list list = tdm_task_list_array(t, s->n);
+        cr_assert_eq(b->ops->run(b, 0, &list, res), TDM_OK);
+        size_t diff = 0, colliding = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            tdm_collide_result c;
+            tdm_collide(&t[i], &c);
+            colliding += c.colliding;
+            if (i % 2) cr_assert(!c.colliding, "%s: the CPU engine says pose %zu collides", what, i);
+            diff += c.colliding != res[i].colliding || c.n_pairs != res[i].n_pairs || c.truncated != res[i].truncated;
+        }
+        cr_assert(colliding > 0, "%s: the near poses should collide sometimes", what);
+        cr_expect_eq(diff, 0, "%s, mode %d: %zu answers differ from the CPU engine's", what, mode, diff);
+        b->ops->mesh_free(b, 0, ga);
+        b->ops->mesh_free(b, 0, gb);
+        free(t);
+        free(res);
+    }
+}
+
+Test(gpu, far_placements_are_apart)
+{
+    require_gpu();
+    gen_rng r = {seed ^ 0xfa2};
+    scene s;
+    far_scene(&s, &r);
+    static const int traversals[] = {TDM_GPU_TRAVERSE_PAIRS, TDM_GPU_TRAVERSE_BLOCKS, TDM_GPU_TRAVERSE_WIDE};
+    for (int k = 0; k < 3; k++) {
+        tdm_gpu_config cfg = tdm_gpu_config_default();
+        cfg.traversal = traversals[k];
+        tdm_pool *pool;
+        tdm_backend *g = gpu_engine(&cfg, &pool);
+        expect_far_apart(g, &s, k == 0 ? "pairs traversal" : k == 1 ? "blocks traversal" : "wide traversal");
+        if (k == 0) {
+            tdm_hybrid_config hc = tdm_hybrid_config_default();
+            hc.workers = 4;
+            tdm_backend *h;
+            cr_assert_eq(tdm_hybrid_engine_create(g, pool, &hc, &h), TDM_OK);
+            expect_far_apart(h, &s, "hybrid");
+            h->ops->destroy(h);
+        }
+        g->ops->destroy(g);
+        tdm_pool_destroy(pool);
+    }
+    scene_free(&s);
+}
+
 Test(gpu, unknown_traversal_is_refused)
 {
     require_gpu();

@@ -723,6 +723,63 @@ Test(scheduler, culling_mixed_scenes, .timeout = 240)
     tdm_bvh_free(brick);
 }
 
+/* Culling with a movable object placed absurdly far (a client's pose of 1e200):
+ * the squared distance and reach overflow to inf past 1e154, and inf <= inf
+ * kept every such check for the engine. Now they are dropped, and the runs
+ * answer "not colliding" with culling on or off. */
+Test(scheduler, culling_far_placements)
+{
+    gen_rng r = {seed ^ 0xfa2};
+    tdm_bvh *ball = tree(gen_sphere(0.3, 8)), *brick = tree(gen_box(0.4, 0.2, 0.3));
+    tdm_scene_obj objs[3] = {{1, ball, 0, tdm_xform_identity()},
+                             {2, ball, 0, tdm_xform_from_pose(tdm_d3(1.6, 0.8, 0), gen_rotation(&r))},
+                             {3, brick, 1, tdm_xform_identity()}};
+    tdm_scene *sc = NULL;
+    tdm_scene_error err;
+    cr_assert_eq(tdm_scene_create(objs, 3, NULL, 0, &sc, &err), TDM_OK, "%s", err.msg);
+    cr_assert_eq(sc->n_checks, 2);
+    double C[3][4];
+    uint64_t bits[1];
+    tdm_scene_cull_fixed(sc, C);
+    tdm_xform near = tdm_xform_from_pose(tdm_d3(0.25, 0, 0), gen_rotation(&r));
+    cr_assert_eq(tdm_scene_cull(sc, &near, C, bits), 1, "the brick at 0.25 from the first ball");
+    cr_assert_eq(bits[0], 1u);
+    static const double far[] = {1e100, 1e155, 1e160, 1e200, 1e300, 1.7e308};
+    tdm_xform poses[2 * 6];
+    for (int i = 0; i < 6; i++) {
+        tdm_dvec3 t = i % 2 ? tdm_d3(-far[i], 0.3, 0) : tdm_d3(far[i], far[i], -far[i]);
+        poses[i] = tdm_xform_from_pose(t, gen_rotation(&r));
+        cr_assert_eq(tdm_scene_cull(sc, &poses[i], C, bits), 0, "brick at %g: %#llx kept", far[i],
+                     (unsigned long long)bits[0]);
+        poses[6 + i] = near;
+    }
+    for (int cull = 1; cull >= 0; cull--) {
+        if (!cull) setenv("TDM_ENGINE_CULL", "0", 1);
+        tdm_sched_config cfg = tdm_sched_config_default();
+        cfg.kind = TDM_BACKEND_CPU;
+        cfg.calibrate = 0;
+        cfg.threads = 2;
+        tdm_sched *e = NULL;
+        char msg[256];
+        cr_assert_eq(tdm_sched_create(&cfg, &e, msg, sizeof msg), TDM_OK, "%s", msg);
+        unsetenv("TDM_ENGINE_CULL");
+        for (int mode = 0; mode < 2; mode++) {
+            tdm_sched_query q[12];
+            tdm_sched_result res[12];
+            for (int i = 0; i < 12; i++)
+                q[i] = (tdm_sched_query){sc, &poses[i], mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000, NULL, NULL};
+            cr_assert_eq(tdm_sched_run(e, q, 12, res), TDM_OK);
+            for (int i = 0; i < 12; i++)
+                cr_assert_eq(res[i].colliding, i >= 6, "cull %d, mode %d, query %d: colliding %u", cull, mode, i,
+                             res[i].colliding);
+        }
+        tdm_sched_destroy(e);
+    }
+    tdm_scene_destroy(sc);
+    tdm_bvh_free(ball);
+    tdm_bvh_free(brick);
+}
+
 /* ---- device lists (issue 14, point 9) ---------------------------------------------- */
 
 Test(scheduler, device_lists_parse_exactly)

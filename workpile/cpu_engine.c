@@ -202,6 +202,13 @@ static void collide_run(const tdm_task *task, tdm_collide_result *res, uint64_t 
     res->first.a_tri = res->first.b_tri = 0;
     *uncharged = 0;
     if (task->mode == TDM_MODE_CONTACTS && task->max_pairs == 0) return;
+    /* meshes far apart (geom/bv.h): one test, in double, instead of a root box
+       test that a translation past float's range would make never apart */
+    if (tdm_bounds_apart(&task->b_in_a, task->a->radius, task->b->radius)) {
+        res->box_tests = 1;
+        *uncharged = 1;
+        return;
+    }
 
     traversal t = {task->a, task->b, task, tdm_fxform_of(&task->b_in_a), 0, 0, res, 0, 0};
     t.tol = tdm_obb_tolerance(t.a->radius, t.b->radius, (float)tdm_d3_len(task->b_in_a.t));
