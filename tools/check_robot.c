@@ -36,10 +36,11 @@ static int read_configs(const char *path, size_t n_q, double **out, size_t *n_ou
 int tdm_cmd_check_robot(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs_path = NULL, *mode_s = NULL, *threads_s = "0",
-               *out_path = NULL, *max_s = "1000000", *backend_s = "cpu";
+               *out_path = NULL, *max_s = "1000000", *backend_s = "cpu", *streams_s = "2";
     const tdm_opt opts[] = {{"--urdf", &urdf},       {"--srdf", &srdf},         {"--world", &world},
                             {"--configs", &configs_path}, {"--mode", &mode_s},  {"--threads", &threads_s},
-                            {"--out", &out_path},    {"--max-contacts", &max_s}, {"--backend", &backend_s}};
+                            {"--out", &out_path},    {"--max-contacts", &max_s}, {"--backend", &backend_s},
+                            {"--gpu-streams", &streams_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "check") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !configs_path || !mode_s) {
         tdm_cli_error("check: --urdf, --world, --configs and --mode are required");
@@ -56,6 +57,8 @@ int tdm_cmd_check_robot(int argc, char **argv)
     tdm_backend_kind kind = backend_kind[backend];
     uint64_t threads, max_contacts;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
+    uint64_t streams;
+    if (tdm_cli_u64("--gpu-streams", streams_s, 1, 8, &streams) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--max-contacts", max_s, 1, UINT32_MAX, &max_contacts) < 0) return TDM_EXIT_USAGE;
 
     int status = TDM_EXIT_FAIL, rc;
@@ -83,7 +86,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
     size_t limit = (kind == TDM_BACKEND_CPU ? CHUNK : GPU_CHUNK);
     size_t chunk = CONFIGS_PER_RUN;
     if (n < chunk) chunk = n ? n : 1;
-    if (tdm__robot_sched(&run, kind, (int)threads) < 0) goto done;
+    if (tdm__robot_sched(&run, kind, (int)threads, (int)streams) < 0) goto done;
     tdm_sched *sched = run.sched;
 
     size_t n_alloc = n ? n : 1, m_el = rs->n_elements;

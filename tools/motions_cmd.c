@@ -158,11 +158,12 @@ done:
 int tdm_cmd_motions(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *motions_path = NULL, *res_s = NULL, *mode_s = "bool",
-               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0", *server = NULL;
+               *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0", *server = NULL,
+               *streams_s = "2";
     const tdm_opt opts[] = {{"--urdf", &urdf},         {"--srdf", &srdf},         {"--world", &world},
                             {"--motions", &motions_path}, {"--resolution", &res_s}, {"--mode", &mode_s},
                             {"--threads", &threads_s}, {"--out", &out_path},      {"--backend", &backend_s},
-                            {"--batch", &batch_s},     {"--server", &server}};
+                            {"--batch", &batch_s},     {"--server", &server},     {"--gpu-streams", &streams_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "motions") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !motions_path || !res_s) {
         tdm_cli_error("motions: --urdf, --world, --motions and --resolution are required");
@@ -178,6 +179,8 @@ int tdm_cmd_motions(int argc, char **argv)
     uint64_t threads, batch_opt;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--batch", batch_s, 0, 1u << 24, &batch_opt) < 0) return TDM_EXIT_USAGE;
+    uint64_t streams;
+    if (tdm_cli_u64("--gpu-streams", streams_s, 1, 8, &streams) < 0) return TDM_EXIT_USAGE;
     char *end;
     double resolution = strtod(res_s, &end);
     if (end == res_s || *end || !isfinite(resolution) || !(resolution > 0)) {
@@ -212,7 +215,7 @@ int tdm_cmd_motions(int argc, char **argv)
                    : kind != TDM_BACKEND_HYBRID ? BATCH_CONFIGS
                    : BATCH_TASKS / per_state    ? BATCH_TASKS / per_state
                                                 : 1;
-    if (tdm__robot_sched(&run, kind, (int)threads) < 0) goto done;
+    if (tdm__robot_sched(&run, kind, (int)threads, (int)streams) < 0) goto done;
     tdm_sched *sched = run.sched;
     size_t prep = batch * per_state < BATCH_TASKS ? batch * per_state : BATCH_TASKS;
     if (kind != TDM_BACKEND_HYBRID && (rc = tdm_sched_prepare(sched, prep)) != TDM_OK) {

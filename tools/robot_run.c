@@ -115,9 +115,10 @@ int tdm__robot_scene(tdm__robot_run *run, const char *what)
     return 0;
 }
 
-int tdm__robot_sched(tdm__robot_run *run, tdm_backend_kind kind, int threads)
+int tdm__robot_sched(tdm__robot_run *run, tdm_backend_kind kind, int threads, int gpu_streams)
 {
     tdm_sched_config sc = tdm_sched_config_default();
+    sc.gpu_streams = gpu_streams;
     sc.kind = kind;
     sc.threads = threads;
     sc.calibrate = 0;

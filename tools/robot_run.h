@@ -67,10 +67,10 @@ int tdm__robot_open(tdm__robot_run *run, const char *urdf, const char *srdf, con
  * Error: "WHAT: ..." (WHAT the command: "check", "motions"). */
 int tdm__robot_scene(tdm__robot_run *run, const char *what);
 
-/* Creates the scheduler (kind, threads; no calibration, one lane) and adds the
+/* Creates the scheduler (kind, threads, GPU streams; no calibration, one lane) and adds the
  * robot scene's trees. Errors: "cannot start the CPU|GPU|hybrid engine: ...",
  * "uploading the meshes to the GPU failed: ...". */
-int tdm__robot_sched(tdm__robot_run *run, tdm_backend_kind kind, int threads);
+int tdm__robot_sched(tdm__robot_run *run, tdm_backend_kind kind, int threads, int gpu_streams);
 
 /* Removes the added trees, destroys the scheduler, the robot scene, the planning
  * scene and the robot; leaves *run zeroed. */
