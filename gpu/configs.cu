@@ -280,7 +280,9 @@ extern "C" int tdm_gpu_slot_configs(tdm_gpu *g, int k, size_t n, uint32_t n_q, d
     cfg_slot *c;
     int rc = cfg_of(g, &g->slots[k], &c);
     if (rc != TDM_OK) return rc;
-    size_t bytes = (n ? n : 1) * (n_q ? n_q : 1) * sizeof(double);
+    /* room for the largest run (see tdm_gpu_slot_start_configs) */
+    size_t bytes = (n ? n : 1) * (n_q ? n_q : 1) * sizeof(double), big = MAX_CONFIGS * (size_t)(n_q ? n_q : 1) * sizeof(double);
+    if (bytes < big) bytes = big;
     if ((rc = grow(g, c, &c->h_q, bytes, 1)) != TDM_OK || (rc = grow(g, c, &c->q, bytes, 0)) != TDM_OK) return rc;
     *configs = (double *)c->h_q.p;
     return TDM_OK;
@@ -327,9 +329,13 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         return TDM_EINVAL;
     uint32_t K = r->n_checks, M = kin->n_elems;
     size_t entries = n * K;
+    /* scratch for the largest run this robot may make, so that runs of other sizes reuse it:
+     * growing it frees and allocates device memory, which waits for the whole device */
+    size_t most = tdm_gpu_configs_max(g, kin->n_q, K), sized = n > most ? n : most;
     prog_layout l = layout_of(r);
     size_t temp_bytes = 0;
-    cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr, (int)entries);
+    cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
+                                  (int)(sized * K));
     int rc;
     uint64_t room = s->cap_tasks > MIN_TASK_ROOM ? s->cap_tasks : MIN_TASK_ROOM;
     if ((rc = tdm__gpu_reserve_tasks(g, s, room)) != TDM_OK) return rc;
@@ -337,15 +343,15 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     if (g->config_room && room > g->config_room) room = g->config_room;
     if (room > UINT32_MAX) room = UINT32_MAX;
     if ((rc = grow(g, c, &c->h_prog, l.end, 1)) != TDM_OK || (rc = grow(g, c, &c->prog, l.end, 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->links, n * kin->n_links * sizeof(tdm_xform), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->pose, n * (M ? M : 1) * sizeof(tdm_xform), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->centre, n * (M ? M : 1) * 4 * sizeof(double), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->flag, entries * sizeof(uint32_t), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->off, entries * sizeof(uint32_t), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->links, sized * kin->n_links * sizeof(tdm_xform), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->pose, sized * (M ? M : 1) * sizeof(tdm_xform), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->centre, sized * (M ? M : 1) * 4 * sizeof(double), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->flag, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->off, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->map, room * sizeof(uint2), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->temp, temp_bytes ? temp_bytes : 16, 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->ans, n * sizeof(tdm_gpu_config_answer), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->h_ans, n * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
+        (rc = grow(g, c, &c->ans, sized * sizeof(tdm_gpu_config_answer), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->h_ans, sized * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
         return rc;
 
     /* the program, packed (the staging is free: the slot's last run has finished) */

@@ -235,6 +235,17 @@ int tdm_cmd_motions(int argc, char **argv)
         goto done;
     }
 
+    /* untimed: one run of the motions' start configurations sizes the device's scratch for runs of
+     * configurations (as prepare does for the engine's chunks) */
+    if (kind == TDM_BACKEND_GPU && n) {
+        size_t w = n < batch ? n : batch;
+        for (size_t i = 0; i < w; i++) memcpy(q + i * n_q, mot + i * 2 * n_q, n_q * sizeof *q);
+        const tdm_sched_query warm = {rs->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+        if ((rc = tdm_sched_run_configs(sched, &warm, &rs->kin, q, w, res)) != TDM_OK) {
+            tdm_cli_error("the gpu engine failed: %s", tdm_strerror(rc));
+            goto done;
+        }
+    }
     tdm_sched_stats before, after;
     tdm_sched_get_stats(sched, &before);
     double seconds = 0;
