@@ -97,7 +97,7 @@ run_d() {
         { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
     local n=$(field "$log" problems) checks=$(field "$log" checks)
     local total=$(awk 'NF == 6 { s += $4 } END { printf "%.3f", s }' "$log")
-    rows_d+=("| $label | $n | $(field "$log" roadmap_median_s) | $total | $checks | $(awk -v c="$checks" -v t="$total" 'BEGIN { printf "%.0f", (t > 0 ? c / t : 0) }') | $(field "$log" solved) |")
+    rows_d+=("| $label | $n | $(field "$log" roadmap_median_s) | $(field "$log" roadmap_states_s) | $(field "$log" roadmap_neighbours_s) | $(field "$log" roadmap_motions_s) | $total | $checks | $(awk -v c="$checks" -v t="$total" 'BEGIN { printf "%.0f", (t > 0 ? c / t : 0) }') | $(field "$log" solved) |")
     echo "${rows_d[-1]}" >&2
 }
 
@@ -163,11 +163,12 @@ report() {
     echo
     echo "One round per problem: $PRM_SAMPLES configurations sampled and checked in one batch, then each free one's"
     echo "$PRM_K nearest neighbours as motions checked in one batch; $PRM_PER_SCENARIO problem(s) per scenario. Build s: per"
-    echo "roadmap (median) and summed; checks/s: configurations (states and motion states) over the summed build time;"
+    echo "roadmap (median) and summed, and the medians of its parts (the state batch's check, the neighbour search, the"
+    echo "motion batch's check); checks/s: configurations (states and motion states) over the summed build time;"
     echo "solved: start and goal connected by that one round."
     echo
-    echo "| checker | roadmaps | median build s | total build s | checks | checks/s | solved |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
+    echo "| checker | roadmaps | median build s | states s | neighbours s | motions s | total build s | checks | checks/s | solved |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows_d[@]}"
 }
 report | tee "$out_file"

@@ -152,7 +152,7 @@ struct local_scene {
 
 struct outcome {
     bool ran = false, solved = false, recheck_failed = false;
-    double seconds = 0, build_s = 0;
+    double seconds = 0, build_s = 0, states_s = 0, neighbours_s = 0, motions_s = 0;
     size_t path_states = 0;
     uint64_t checks = 0, requests = 0;
     std::vector<double> start, goal, path;
@@ -178,6 +178,9 @@ void plan(shared_ctx &sh, plan_checker *c, const std::vector<double> &start, con
             out->path = rr.path;
             out->seconds = rr.seconds;
             out->build_s = rr.build_s;
+            out->states_s = rr.states_s;
+            out->neighbours_s = rr.neighbours_s;
+            out->motions_s = rr.motions_s;
         }
         return;
     }
@@ -498,7 +501,7 @@ int main(int argc, char **argv)
 
     size_t solved = 0, failed_recheck = 0, errors = 0;
     uint64_t checks = 0, requests = 0;
-    std::vector<double> secs, builds;
+    std::vector<double> secs, builds, b_states, b_nn, b_motions; /* roadmaps: medians of the first round and its parts */
     for (size_t i = 0; i < probs.size(); i++) {
         const outcome &r = res[i];
         if (!r.error.empty())
@@ -509,7 +512,12 @@ int main(int argc, char **argv)
         checks += r.checks;
         requests += r.requests;
         secs.push_back(r.seconds);
-        if (o.prm && r.build_s > 0) builds.push_back(r.build_s);
+        if (o.prm && r.build_s > 0) {
+            builds.push_back(r.build_s);
+            b_states.push_back(r.states_s);
+            b_nn.push_back(r.neighbours_s);
+            b_motions.push_back(r.motions_s);
+        }
         printf("%s %s %d %.6f %zu %llu\n", probs[i].scenario.c_str(), probs[i].name.c_str(), r.solved ? 1 : 0,
                r.seconds, r.solved ? r.path_states : (size_t)0, (unsigned long long)r.checks);
         if (o.path_out && r.solved && write_path(o.path_out, probs[i], r) < 0) {
@@ -521,7 +529,9 @@ int main(int argc, char **argv)
            "problems_per_s=%.2f checks=%llu requests=%llu",
            probs.size(), solved, failed_recheck, errors, quantile(secs, 0.5), quantile(secs, 0.95), wall,
            wall > 0 ? (double)probs.size() / wall : 0.0, (unsigned long long)checks, (unsigned long long)requests);
-    if (o.prm) printf(" roadmap_median_s=%.6f", quantile(builds, 0.5));
+    if (o.prm)
+        printf(" roadmap_median_s=%.6f roadmap_states_s=%.6f roadmap_neighbours_s=%.6f roadmap_motions_s=%.6f",
+               quantile(builds, 0.5), quantile(b_states, 0.5), quantile(b_nn, 0.5), quantile(b_motions, 0.5));
     printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : "rrtconnect", o.fcl ? "fcl" : "tandem",
            o.planners);
     return errors ? 1 : 0;

@@ -64,7 +64,10 @@ int roadmap_solve(plan_checker *c, const std::vector<double> &lo, const std::vec
             for (size_t x = 0; x < j; x++) batch.push_back(std::uniform_real_distribution<double>(lo[x], hi[x])(rng));
         size_t nb = batch.size() / j;
         std::vector<uint8_t> valid(nb);
+        double t_states = now();
         if (c->states(batch.data(), nb, valid.data()) < 0) return -1;
+        if (round == 0) r.states_s = now() - t_states;
+        double t_nn = now();
         if (round == 0) {
             start_ok = valid[0];
             goal_ok = valid[1];
@@ -91,6 +94,7 @@ int roadmap_solve(plan_checker *c, const std::vector<double> &lo, const std::vec
                 if (tried.insert(e).second) cand.push_back(e);
             }
         }
+        if (round == 0) r.neighbours_s = now() - t_nn;
         std::vector<double> ab(cand.size() * 2 * j);
         for (size_t e = 0; e < cand.size(); e++) {
             std::copy(nodes.begin() + cand[e].first * j, nodes.begin() + (cand[e].first + 1) * j, ab.begin() + e * 2 * j);
@@ -98,7 +102,9 @@ int roadmap_solve(plan_checker *c, const std::vector<double> &lo, const std::vec
                       ab.begin() + e * 2 * j + j);
         }
         std::vector<int64_t> first(cand.size());
+        double t_motions = now();
         if (!cand.empty() && c->motions(ab.data(), cand.size(), o.resolution, false, first.data(), NULL) < 0) return -1;
+        if (round == 0) r.motions_s = now() - t_motions;
         for (size_t e = 0; e < cand.size(); e++) {
             if (first[e] >= 0) continue;
             double w = dist(cand[e].first, cand[e].second);

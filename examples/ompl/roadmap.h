@@ -32,6 +32,8 @@ struct roadmap_result {
     bool solved = false;
     std::vector<double> path; /* J values per state, start first */
     double build_s = 0;       /* the first round */
+    double states_s = 0, neighbours_s = 0, motions_s = 0; /* ... of it: the state batch's check, the
+                                                             neighbour search, the motion batch's check */
     double seconds = 0;       /* all rounds and the path search */
     size_t nodes = 0, edges = 0, candidate_edges = 0, rounds = 0;
 };
