@@ -121,22 +121,7 @@ __global__ void emit_kernel(dprog p, const tdm_xform *pose, const uint32_t *flag
     const tdm_gpu_check *c = &p.checks[k];
     const tdm_xform *xb = pose_of(p, pose, i, c->b);
     tdm_xform x = c->a_at_origin ? *xb : tdm_xform_rel(pose_of(p, pose, i, c->a), xb);
-    tdm_gpu_pair pr = p.pairs[k];
-    x = tdm_bounds_placement(&x, pr.ra, pr.rb); /* far apart: separated by the root test (geom/bv.h) */
-    dtask d;
-    d.h.fx = tdm_fxform_of(&x);
-    d.h.tol = tdm_obb_tolerance(pr.ra, pr.rb, (float)tdm_d3_len(x.t));
-    d.h.mode = mode;
-    d.h.cap = cap;
-    d.h.pad = 0;
-    d.h.an = pr.an;
-    d.h.bn = pr.bn;
-    d.at = pr.at;
-    d.bt = pr.bt;
-    d.aid = pr.aid;
-    d.bid = pr.bid;
-    d.x = x;
-    tasks[t] = d;
+    tasks[t] = tdm__dtask_of(x, p.pairs[k], mode, cap);
     res[t] = dres{0, 0, 0, 0, 0, 0};
     front[t] = fpair{t, 0, 0};
     map[t] = make_uint2(i, k);

@@ -70,22 +70,7 @@ __global__ void prepare_tasks_kernel(const dinput *in, const dpair *pairs, dtask
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     dinput d = in[i];
-    dpair p = pairs[d.pair];
-    dtask t;
-    d.x = tdm_bounds_placement(&d.x, p.ra, p.rb); /* far apart: separated by the root test (geom/bv.h) */
-    t.h.fx = tdm_fxform_of(&d.x);
-    t.h.tol = tdm_obb_tolerance(p.ra, p.rb, (float)tdm_d3_len(d.x.t));
-    t.h.mode = d.mode;
-    t.h.cap = d.cap;
-    t.h.pad = 0;
-    t.h.an = p.an;
-    t.h.bn = p.bn;
-    t.at = p.at;
-    t.bt = p.bt;
-    t.aid = p.aid;
-    t.bid = p.bid;
-    t.x = d.x;
-    tasks[i] = t;
+    tasks[i] = tdm__dtask_of(d.x, pairs[d.pair], d.mode, d.cap);
 }
 
 /* A traversal tile's output room: a block prefix sum of each thread's packed

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../geom/bv.h"
 #include "internal.h"
 
 #define OVERFLOW_RC 1 /* internal: the frontier outgrew what the budget allows */
@@ -114,6 +115,27 @@ struct tdm_gpu {
 
 #define TRI_CNT (2 * MAX_ITERS + 1) /* cnt[TRI_CNT + it]: the triangle workpile of iteration it */
 #define CNT_N (3 * MAX_ITERS + 1)
+
+/* The device task for B placed at x in A's frame on mesh pair p (a placement far
+ * apart moved to one the root test separates: geom/bv.h). */
+__device__ static __forceinline__ dtask tdm__dtask_of(tdm_xform x, const dpair &p, uint32_t mode, uint32_t cap)
+{
+    x = tdm_bounds_placement(&x, p.ra, p.rb);
+    dtask t;
+    t.h.fx = tdm_fxform_of(&x);
+    t.h.tol = tdm_obb_tolerance(p.ra, p.rb, (float)tdm_d3_len(x.t));
+    t.h.mode = mode;
+    t.h.cap = cap;
+    t.h.pad = 0;
+    t.h.an = p.an;
+    t.h.bn = p.bn;
+    t.at = p.at;
+    t.bt = p.bt;
+    t.aid = p.aid;
+    t.bid = p.bid;
+    t.x = x;
+    return t;
+}
 
 /* Takes (delta > 0) or gives back bytes of one kind against the shared budget:
  * TDM_EGPUMEM when a growth would pass the limit (nothing changes then). */

@@ -265,6 +265,29 @@ static int fill_end(gpu_engine *e, gpu_lane *L, int k, int posted)
     return rc;
 }
 
+/* After every slot drained: the frontiers grow within the budget, and the ranges
+ * that overflowed go back on the to-do list, whole when they grew, else in halves
+ * (a range of one that cannot grow: TDM_EGPUMEM, its frontier alone outgrows the
+ * budget). */
+static int requeue_overflowed(gpu_lane *L)
+{
+    int grown = tdm_gpu_grow(L->g);
+    if (grown < 0) return grown;
+    int rc = TDM_OK;
+    for (size_t i = 0; i < L->over.n && rc == TDM_OK; i++) {
+        range r = L->over.r[i];
+        if (grown) rc = push_range(&L->todo, r.lo, r.hi);
+        else if (r.hi - r.lo == 1) rc = TDM_EGPUMEM;
+        else {
+            size_t mid = r.lo + (r.hi - r.lo) / 2;
+            rc = push_range(&L->todo, mid, r.hi);
+            if (rc == TDM_OK) rc = push_range(&L->todo, r.lo, mid);
+        }
+    }
+    L->over.n = 0;
+    return rc;
+}
+
 static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_collide_result *results)
 {
     gpu_engine *e = (gpu_engine *)b;
@@ -321,22 +344,7 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
             /* every slot is idle: grow the frontiers within the budget and re-run the
              * ranges that overflowed, or split them */
             reruns += L->over.n;
-            int grown = tdm_gpu_grow(L->g);
-            if (grown < 0) {
-                rc = grown;
-                break;
-            }
-            for (size_t i = 0; i < L->over.n && rc == TDM_OK; i++) {
-                range r = L->over.r[i];
-                if (grown) rc = push_range(&L->todo, r.lo, r.hi);
-                else if (r.hi - r.lo == 1) rc = TDM_EGPUMEM; /* one task's frontier alone outgrows the budget */
-                else {
-                    size_t mid = r.lo + (r.hi - r.lo) / 2;
-                    rc = push_range(&L->todo, mid, r.hi);
-                    if (rc == TDM_OK) rc = push_range(&L->todo, r.lo, mid);
-                }
-            }
-            L->over.n = 0;
+            rc = requeue_overflowed(L);
             continue;
         }
         while (L->slots[next].state != ACTIVE) next = (next + 1) % n_slots;
@@ -450,22 +458,7 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *r_
         }
         if (!any) {
             /* every slot idle with overflowed runs: larger frontiers, or halves */
-            int grown = tdm_gpu_grow(L->g);
-            if (grown < 0) {
-                rc = grown;
-                break;
-            }
-            for (size_t i = 0; i < L->over.n && rc == TDM_OK; i++) {
-                range g = L->over.r[i];
-                if (grown) rc = push_range(&L->todo, g.lo, g.hi);
-                else if (g.hi - g.lo == 1) rc = TDM_EGPUMEM;
-                else {
-                    size_t mid = g.lo + (g.hi - g.lo) / 2;
-                    rc = push_range(&L->todo, mid, g.hi);
-                    if (rc == TDM_OK) rc = push_range(&L->todo, g.lo, mid);
-                }
-            }
-            L->over.n = 0;
+            rc = requeue_overflowed(L);
             continue;
         }
         while (L->slots[rr].state != ACTIVE) rr = (rr + 1) % n_slots;
