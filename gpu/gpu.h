@@ -182,7 +182,11 @@ const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
  * slot's task room; a configuration whose tasks did not all fit comes back not
  * done (always a suffix of the run's configurations) and is run again by the
  * caller. The program's arrays are copied with every run (a few KB), so nothing
- * of a scene is kept on the device between runs. */
+ * of a scene is kept on the device between runs. A slot's scratch for these runs
+ * is sized at its first one for the largest run the robot may make
+ * (tdm_gpu_configs_max: about 4M (configuration, check) entries, tens of MB) and
+ * kept: growing it would free and allocate device memory, which waits for the
+ * whole device. */
 
 /* One checked pair. Pose entries: e < n_movable is movable slot e (its pose
  * from the configuration), else fixed entry e - n_movable. */
