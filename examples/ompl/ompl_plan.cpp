@@ -153,6 +153,7 @@ struct local_scene {
 struct outcome {
     bool ran = false, solved = false, recheck_failed = false;
     double seconds = 0, build_s = 0;
+    double setup_s = 0; /* Tandem: the scene's put and delete, waits for the scenes' lock included */
     size_t path_states = 0;
     uint64_t checks = 0, requests = 0;
     std::vector<double> start, goal, path;
@@ -238,6 +239,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         uint8_t scene_id[TDM_ID_BYTES];
         int created = 0;
         std::string key;
+        double t_setup = now();
         {
             /* put under the lock, so that a delete of the same id cannot come between */
             std::lock_guard<std::mutex> lock(sh.scenes.mu);
@@ -251,11 +253,13 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
             u.first++;
             u.second = u.second || created;
         }
+        out->setup_s = now() - t_setup;
         tandem_checker tc(c, scene_id, sh.robot->n_active);
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
         out->error = tc.error();
+        t_setup = now();
         {
             std::lock_guard<std::mutex> lock(sh.scenes.mu);
             auto it = sh.scenes.users.find(key);
@@ -266,6 +270,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
                     out->error = std::string("tandemd scene delete: ") + tdm_client_errstr(c);
             }
         }
+        out->setup_s += now() - t_setup;
     }
     if (!out->error.empty()) {
         out->solved = false;
@@ -498,6 +503,7 @@ int main(int argc, char **argv)
 
     size_t solved = 0, failed_recheck = 0, errors = 0;
     uint64_t checks = 0, requests = 0;
+    double setup_s = 0, solve_s = 0;
     std::vector<double> secs, builds;
     for (size_t i = 0; i < probs.size(); i++) {
         const outcome &r = res[i];
@@ -508,6 +514,8 @@ int main(int argc, char **argv)
         failed_recheck += r.recheck_failed;
         checks += r.checks;
         requests += r.requests;
+        setup_s += r.setup_s;
+        solve_s += r.seconds;
         secs.push_back(r.seconds);
         if (o.prm && r.build_s > 0) builds.push_back(r.build_s);
         printf("%s %s %d %.6f %zu %llu\n", probs[i].scenario.c_str(), probs[i].name.c_str(), r.solved ? 1 : 0,
@@ -522,6 +530,8 @@ int main(int argc, char **argv)
            probs.size(), solved, failed_recheck, errors, quantile(secs, 0.5), quantile(secs, 0.95), wall,
            wall > 0 ? (double)probs.size() / wall : 0.0, (unsigned long long)checks, (unsigned long long)requests);
     if (o.prm) printf(" roadmap_median_s=%.6f", quantile(builds, 0.5));
+    if (!o.fcl) printf(" setup_s=%.3f", setup_s);
+    printf(" solve_s=%.3f", solve_s);
     printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : "rrtconnect", o.fcl ? "fcl" : "tandem",
            o.planners);
     return errors ? 1 : 0;
