@@ -84,7 +84,7 @@ run_c() {
         { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
     local n s
     n=$(field "$log" problems) s=$(field "$log" solved)
-    rows_c+=("| $label | $planners | $n | $s ($(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.1f%%", 100 * s / n }')) | $(field "$log" recheck_failed) | $(awk -v x="$(field "$log" median_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$(field "$log" p95_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(field "$log" wall_s) | $(field "$log" problems_per_s) | $(field "$log" checks) | $(field "$log" requests) |")
+    rows_c+=("| $label | $planners | $n | $s ($(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.1f%%", 100 * s / n }')) | $(field "$log" recheck_failed) | $(awk -v x="$(field "$log" median_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$(field "$log" p95_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(field "$log" wall_s) | $(field "$log" problems_per_s) | $(field "$log" checks) | $(field "$log" requests) | $(s=$(field "$log" setup_s); echo "${s:--}") |")
     echo "${rows_c[-1]}" >&2
 }
 run_d() {
@@ -150,10 +150,12 @@ report() {
     echo "are per problem, the planner's solve only (median and 95th percentile over every problem run, an unsolved one"
     echo "counted at its time); problems/s is problems over the wall time of the run, set-up (scene upload or FCL"
     echo "model) included. checks: configurations the planners asked about (a motion counts its states);"
-    echo "requests: batches sent (round trips for Tandem)."
+    echo "requests: batches sent (round trips for Tandem); set-up s: the planners' time in the scene's put and"
+    echo "delete, summed over problems (ompl_plan serialises them under one lock, so with many planners they bound"
+    echo "the wall time)."
     echo
-    echo "| checker | planners | problems | solved | re-check failed | median ms | p95 ms | wall s | problems/s | checks | requests |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| checker | planners | problems | solved | re-check failed | median ms | p95 ms | wall s | problems/s | checks | requests | set-up s |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows_c[@]}"
     echo
     echo "Anchor: VAMP's published Panda figure on MBM is a median of about 99 µs per problem (sphere approximations"

@@ -92,6 +92,11 @@ typedef struct tdm_stored_robot {
     uint32_t scenes;           /* robot scenes, listed or being stored: RobotDelete refuses while > 0 */
     int retired;
     struct tdm_stored_robot *prev, *next; /* listed, in insertion order */
+    /* NULL, or the element trees its robot scenes share (owned; robot_build.c's
+     * tdm__robot_scene_build makes them with the first scene, on the writer's or the
+     * loader's thread, and publishes them atomically; freed with the robot, after
+     * every scene, each of which holds a reference to the robot) */
+    struct tdm_robot_elems *elems;
 } tdm_stored_robot;
 
 typedef struct tdm_stored_scene {

@@ -154,7 +154,7 @@ static int load_stored_mesh(void *ctx, const char *path, tdm_mesh **out, char *e
     return TDM_OK;
 }
 
-int tdm__robot_scene_build(tdm_datadir *dir, const tdm_robot *robot, const char *yaml, size_t len,
+int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
                            tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f)
 {
     *rs = NULL;
@@ -167,8 +167,19 @@ int tdm__robot_scene_build(tdm_datadir *dir, const tdm_robot *robot, const char 
         f->code = code_of(rc);
         return rc;
     }
-    rc = tdm_robot_scene_create(robot, *ps, load_stored_mesh, dir, TDM_PRIMITIVE_TOLERANCE, rs, f->msg,
-                                sizeof f->msg);
+    tdm_robot_elems *el = __atomic_load_n(&robot->elems, __ATOMIC_ACQUIRE);
+    if (!el) {
+        rc = tdm_robot_elems_create(robot->robot, load_stored_mesh, dir, TDM_PRIMITIVE_TOLERANCE, &el, f->msg,
+                                    sizeof f->msg);
+        if (rc == TDM_OK) {
+            tdm_robot_elems *none = NULL;
+            if (!__atomic_compare_exchange_n(&robot->elems, &none, el, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                tdm_robot_elems_destroy(el); /* another thread's were published first */
+                el = none;
+            }
+        }
+    }
+    if (rc == TDM_OK) rc = tdm_robot_scene_create_shared(el, *ps, rs, f->msg, sizeof f->msg);
     if (rc != TDM_OK) {
         f->code = code_of(rc);
         tdm_planning_scene_free(*ps);

@@ -37,11 +37,16 @@ int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t 
                      const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
                      tdm_robot_fail *f);
 
-/* Reads the planning scene in yaml[0..len) and builds robot's scene in it, mesh
- * elements read from dir. On success *rs and *ps are the caller's. Any thread (the
- * writer's, the loader's): reads only files and the robot. 0, or a negative TDM_E*
- * code with *f filled. */
-int tdm__robot_scene_build(tdm_datadir *dir, const tdm_robot *robot, const char *yaml, size_t len,
+/* Reads the planning scene in yaml[0..len) and builds robot's scene in it. The
+ * robot's element trees are built once, by its first scene (mesh elements read
+ * from dir), kept in robot->elems and shared by its later scenes, which then
+ * build only their world's trees (tdm_robot_scene_create_shared): *rs borrows
+ * them, so robot must outlive it (a stored scene holds a reference to its robot).
+ * On success *rs and *ps are the caller's. Any thread (the writer's, the
+ * loader's): reads only files and the robot, and publishes robot->elems with an
+ * atomic compare-and-swap (two threads building at once: one set is kept). 0, or
+ * a negative TDM_E* code with *f filled. */
+int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
                            tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);
 
 #endif

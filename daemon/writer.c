@@ -284,7 +284,7 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     tdm_robot_fail f;
     tdm_robot_scene *rs;
     tdm_planning_scene *ps;
-    int rc = tdm__robot_scene_build(st->dir, op->robot->robot, yaml, len, &rs, &ps, &f);
+    int rc = tdm__robot_scene_build(st->dir, op->robot, yaml, len, &rs, &ps, &f);
     if (rc != TDM_OK) {
         set_err(op, rc, f.field, f.index, f.msg);
         op->wire_code = f.code;

@@ -362,18 +362,23 @@ int tdm_bvh_exact_extents(tdm_bvh *b)
         uint32_t first = tdm_leaf_first(n), count = tdm_leaf_count(n);
         for (uint32_t d = 0; d <= depth; d++) {
             const tdm_bvh_node *a = &b->nodes[path[d]];
+            double ax[3][3], c[3] = {a->center[0], a->center[1], a->center[2]}, m[3] = {0, 0, 0};
+            for (int k = 0; k < 3; k++)
+                for (int j = 0; j < 3; j++) ax[k][j] = a->axis[k][j];
             for (uint32_t t = first; t < first + count; t++)
                 for (int v = 0; v < 3; v++) {
                     const float *p = &b->tri_verts[9 * (size_t)t + 3 * v];
+                    double q[3] = {(double)p[0] - c[0], (double)p[1] - c[1], (double)p[2] - c[2]};
                     for (int k = 0; k < 3; k++) {
-                        double s = (double)a->axis[k][0] * ((double)p[0] - a->center[0]) +
-                                   (double)a->axis[k][1] * ((double)p[1] - a->center[1]) +
-                                   (double)a->axis[k][2] * ((double)p[2] - a->center[2]);
-                        float e = round_up(fabs(s));
-                        float *dst = &ext[3 * (size_t)path[d] + k];
-                        if (e > *dst) *dst = e;
+                        double s = fabs(ax[k][0] * q[0] + ax[k][1] * q[1] + ax[k][2] * q[2]);
+                        m[k] = s > m[k] ? s : m[k];
                     }
                 }
+            /* rounding up is monotone: the rounded maximum is the maximum of the rounded */
+            for (int k = 0; k < 3; k++) {
+                float e = round_up(m[k]), *dst = &ext[3 * (size_t)path[d] + k];
+                if (e > *dst) *dst = e;
+            }
         }
     }
     free(b->exact_extent);

@@ -155,24 +155,76 @@ static int build_tree(tdm_mesh *m, tdm_bvh **out, const char *what, char *err, s
     return rc;
 }
 
-int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
-                           void *ctx, double tolerance, tdm_robot_scene **out, char *err, size_t errlen)
+int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
+                           tdm_robot_elems **out, char *err, size_t errlen)
 {
     if (errlen) err[0] = 0;
     *out = NULL;
-    if (!r || !ps) return TDM_EINVAL;
+    if (!r) return TDM_EINVAL;
     if (r->n_collisions == 0) {
         snprintf(err, errlen, "%s: the robot has no collision element", r->urdf_path);
         return TDM_EEMPTY;
     }
     int rc = TDM_ENOMEM;
+    tdm_robot_elems *el = calloc(1, sizeof *el);
+    if (!el) goto fail;
+    el->robot = r;
+    el->n = r->n_collisions;
+    el->tolerance = tolerance;
+    el->bvhs = calloc(el->n, sizeof *el->bvhs);
+    el->solids = calloc(el->n, sizeof *el->solids); /* all-zero: not solid */
+    if (!el->bvhs || !el->solids) goto fail;
+    char what[TDM_ROBOT_MAX_NAME + 64];
+    for (uint32_t e = 0; e < r->n_collisions; e++) {
+        tdm_mesh *m = NULL;
+        if ((rc = element_mesh(r, e, load, ctx, tolerance, &m, &el->solids[e], err, errlen)) != TDM_OK) goto fail;
+        snprintf(what, sizeof what, "%s:%u: link '%s'", r->urdf_path, r->collisions[e].line,
+                 r->links[r->collisions[e].link].name);
+        if ((rc = build_tree(m, &el->bvhs[e], what, err, errlen)) != TDM_OK) goto fail;
+    }
+    *out = el;
+    return TDM_OK;
+fail:
+    if (rc == TDM_ENOMEM && errlen && !err[0]) snprintf(err, errlen, "out of memory");
+    tdm_robot_elems_destroy(el);
+    return rc;
+}
+
+void tdm_robot_elems_destroy(tdm_robot_elems *el)
+{
+    if (!el) return;
+    if (el->bvhs)
+        for (uint32_t i = 0; i < el->n; i++) tdm_bvh_free(el->bvhs[i]);
+    free(el->bvhs);
+    free(el->solids);
+    free(el);
+}
+
+/* The world's shapes counted against TDM_SCENE_MAX_OBJECTS with the robot's elements. */
+static int count_objects(const tdm_robot *r, const tdm_planning_scene *ps, size_t *n, char *err, size_t errlen)
+{
     size_t n_world = 0;
     for (uint32_t i = 0; i < ps->n_objects; i++) n_world += ps->objects[i].n_primitives + ps->objects[i].n_meshes;
-    size_t n = r->n_collisions + n_world;
-    if (n > TDM_SCENE_MAX_OBJECTS) {
-        snprintf(err, errlen, "%zu robot elements and world shapes: at most %u objects", n, TDM_SCENE_MAX_OBJECTS);
+    *n = r->n_collisions + n_world;
+    if (*n > TDM_SCENE_MAX_OBJECTS) {
+        snprintf(err, errlen, "%zu robot elements and world shapes: at most %u objects", *n, TDM_SCENE_MAX_OBJECTS);
         return TDM_ERANGE;
     }
+    return TDM_OK;
+}
+
+int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
+                                  char *err, size_t errlen)
+{
+    if (errlen) err[0] = 0;
+    *out = NULL;
+    if (!el || !ps) return TDM_EINVAL;
+    const tdm_robot *r = el->robot;
+    double tolerance = el->tolerance;
+    size_t n;
+    int rc = count_objects(r, ps, &n, err, errlen);
+    if (rc != TDM_OK) return rc;
+    rc = TDM_ENOMEM;
     tdm_robot_scene *rs = calloc(1, sizeof *rs);
     tdm_scene_obj *objs = calloc(n, sizeof *objs);
     tdm_scene_solid *solids = calloc(n, sizeof *solids); /* all-zero: not solid */
@@ -181,6 +233,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     pair_list allowed = {0};
     if (!rs || !objs || !solids || !links || !q0) goto fail;
     rs->robot = r;
+    rs->elems = el;
     rs->n_objects = (uint32_t)n;
     rs->n_elements = r->n_collisions;
     rs->bvhs = calloc(n, sizeof *rs->bvhs);
@@ -197,16 +250,13 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
         goto fail;
     }
 
-    char what[TDM_ROBOT_MAX_NAME + 64];
-    for (uint32_t e = 0; e < r->n_collisions; e++) {
-        tdm_mesh *m = NULL;
-        if ((rc = element_mesh(r, e, load, ctx, tolerance, &m, &solids[e], err, errlen)) != TDM_OK) goto fail;
-        snprintf(what, sizeof what, "%s:%u: link '%s'", r->urdf_path, r->collisions[e].line,
-                 r->links[r->collisions[e].link].name);
-        if ((rc = build_tree(m, &rs->bvhs[e], what, err, errlen)) != TDM_OK) goto fail;
+    for (uint32_t e = 0; e < r->n_collisions; e++) { /* the elements' trees, borrowed */
+        rs->bvhs[e] = el->bvhs[e];
+        solids[e] = el->solids[e];
         objs[e] = (tdm_scene_obj){e, rs->bvhs[e], 1, tdm_xform_identity()};
         rs->objs[e] = (tdm_robot_scene_obj){1, e, 0};
     }
+    char what[TDM_ROBOT_MAX_NAME + 64];
     uint32_t id = r->n_collisions;
     for (uint32_t i = 0; i < ps->n_objects; i++) {
         const tdm_ps_object *o = &ps->objects[i];
@@ -267,12 +317,36 @@ fail:
     return rc;
 }
 
+int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
+                           void *ctx, double tolerance, tdm_robot_scene **out, char *err, size_t errlen)
+{
+    if (errlen) err[0] = 0;
+    *out = NULL;
+    if (!r || !ps) return TDM_EINVAL;
+    if (r->n_collisions == 0) {
+        snprintf(err, errlen, "%s: the robot has no collision element", r->urdf_path);
+        return TDM_EEMPTY;
+    }
+    size_t n;
+    int rc = count_objects(r, ps, &n, err, errlen);
+    if (rc != TDM_OK) return rc;
+    tdm_robot_elems *el;
+    if ((rc = tdm_robot_elems_create(r, load, ctx, tolerance, &el, err, errlen)) != TDM_OK) return rc;
+    rc = tdm_robot_scene_create_shared(el, ps, out, err, errlen);
+    if (rc == TDM_OK) { /* the elements' trees become the scene's own */
+        (*out)->elems = NULL;
+        for (uint32_t e = 0; e < el->n; e++) el->bvhs[e] = NULL;
+    }
+    tdm_robot_elems_destroy(el);
+    return rc;
+}
+
 void tdm_robot_scene_destroy(tdm_robot_scene *rs)
 {
     if (!rs) return;
     tdm_scene_destroy(rs->scene);
-    if (rs->bvhs)
-        for (uint32_t i = 0; i < rs->n_objects; i++) tdm_bvh_free(rs->bvhs[i]);
+    if (rs->bvhs) /* the elements' trees are the scene's own unless borrowed */
+        for (uint32_t i = rs->elems ? rs->n_elements : 0; i < rs->n_objects; i++) tdm_bvh_free(rs->bvhs[i]);
     free(rs->bvhs);
     free(rs->objs);
     free(rs->kin_joints);

@@ -77,7 +77,10 @@ typedef struct tdm_robot_scene {
     tdm_scene *scene;          /* owned; borrows `bvhs` */
     uint32_t n_objects;        /* n_elements + n_world; ids 0 .. n_objects - 1 */
     uint32_t n_elements;       /* == robot->n_collisions: movable ids 0 .. n_elements - 1 */
-    tdm_bvh **bvhs;            /* by id, owned */
+    tdm_bvh **bvhs;            /* by id, owned; the elements' (ids < n_elements) borrowed from `elems` when
+                                  it is not NULL */
+    const struct tdm_robot_elems *elems; /* NULL, or the shared element trees it was made from
+                                  (tdm_robot_scene_create_shared; borrowed: must outlive this) */
     tdm_robot_scene_obj *objs; /* by id, owned */
     tdm_xform base;            /* the root link's transform */
     tdm_kin kin;               /* the robot's kinematics at `base` (geom/kin.h): what tdm_robot_scene_poses
@@ -98,8 +101,37 @@ typedef struct tdm_robot_scene {
  * line, or the world object's id and shape) and sets *out to NULL. */
 int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
                            void *ctx, double tolerance, tdm_robot_scene **out, char *err, size_t errlen);
-/* Frees rs and everything it owns; NULL is ignored. Its trees must no longer be
- * resident in a scheduler (tdm_sched_mesh_remove first). */
+/* A robot's collision elements as trees (and their true shapes, for primitives),
+ * built once and shared by every robot scene made from them with
+ * tdm_robot_scene_create_shared: a scene then builds only its world's trees, and
+ * the element trees, one set per robot, stay the same objects from scene to
+ * scene (a scheduler that keeps them resident keeps them once). Elements are
+ * built as tdm_robot_scene_create builds them, with the same errors; `tolerance`
+ * is used for the world's curved shapes of the scenes made from them too. Only
+ * read once built: any number of threads may make scenes from one at once. */
+typedef struct tdm_robot_elems {
+    const tdm_robot *robot;   /* borrowed: must outlive this */
+    uint32_t n;               /* robot->n_collisions */
+    double tolerance;
+    tdm_bvh **bvhs;           /* by element, owned */
+    tdm_scene_solid *solids;  /* by element: a primitive's true shape, all-zero for a mesh */
+} tdm_robot_elems;
+
+/* Builds robot r's element trees (load and tolerance as for tdm_robot_scene_create).
+ * On success *out is freed with tdm_robot_elems_destroy, after every scene made
+ * from it; on failure a negative TDM_E* code (TDM_EEMPTY: no collision element)
+ * with one line in err naming the element. */
+int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
+                           tdm_robot_elems **out, char *err, size_t errlen);
+void tdm_robot_elems_destroy(tdm_robot_elems *el);
+/* tdm_robot_scene_create for el's robot, its element trees borrowed from el (which
+ * must outlive the scene): the same scene, answers and errors, less the elements'
+ * building. */
+int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
+                                  char *err, size_t errlen);
+
+/* Frees rs and everything it owns (not borrowed element trees); NULL is ignored.
+ * Its trees must no longer be resident in a scheduler (tdm_sched_mesh_remove first). */
 void tdm_robot_scene_destroy(tdm_robot_scene *rs);
 
 /* The movable objects' poses for configuration q[0..n_q) (the active joints'

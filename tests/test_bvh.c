@@ -240,6 +240,55 @@ Test(bvh, structure_invariants, .timeout = 120)
     }
 }
 
+/* The largest |axis_k . (p - center)| over the vertices of node i's subtree, in double
+ * (the oracle for exact_extent: a recursive walk, not the build's path walk). */
+static void subtree_extent(const tdm_bvh *b, const tdm_bvh_node *a, uint32_t i, double m[3])
+{
+    const tdm_bvh_node *n = &b->nodes[i];
+    if (!tdm_node_is_leaf(n)) {
+        subtree_extent(b, a, i + 1, m);
+        subtree_extent(b, a, (uint32_t)n->link, m);
+        return;
+    }
+    for (uint32_t t = tdm_leaf_first(n); t < tdm_leaf_first(n) + tdm_leaf_count(n); t++)
+        for (int v = 0; v < 3; v++) {
+            const float *p = &b->tri_verts[9 * (size_t)t + 3 * v];
+            for (int k = 0; k < 3; k++) {
+                double s = fabs((double)a->axis[k][0] * ((double)p[0] - a->center[0]) +
+                                (double)a->axis[k][1] * ((double)p[1] - a->center[1]) +
+                                (double)a->axis[k][2] * ((double)p[2] - a->center[2]));
+                if (s > m[k]) m[k] = s;
+            }
+        }
+}
+
+/* exact_extent is, per node and axis, the smallest float at or above the largest
+ * distance of its subtree's vertices along the axis. */
+Test(bvh, exact_extents_are_the_rounded_up_maxima, .timeout = 120)
+{
+    gen_rng r = {seed ^ 5};
+    for (int w = 0; w < M__N; w++) {
+        tdm_mesh *m = make_mesh(w, &r);
+        cr_assert_not_null(m, "generating %s", mesh_name[w]);
+        tdm_bvh *b;
+        cr_assert_eq(tdm_bvh_build(m, &b), TDM_OK, "%s: build failed", mesh_name[w]);
+        cr_assert_not_null(b->exact_extent);
+        uint32_t step = b->n_nodes > 4000 ? b->n_nodes / 4000 : 1, checked = 0; /* the large meshes: a sample */
+        for (uint32_t i = 0; i < b->n_nodes; i += step, checked++) {
+            double x[3] = {0, 0, 0};
+            subtree_extent(b, &b->nodes[i], i, x);
+            for (int k = 0; k < 3; k++) {
+                float e = b->exact_extent[3 * (size_t)i + k];
+                cr_assert((double)e >= x[k] && (e == 0 || (double)nextafterf(e, 0) < x[k]),
+                          "%s node %u axis %d: extent %.9g, largest distance %.17g", mesh_name[w], i, k, e, x[k]);
+            }
+        }
+        cr_log_info("%-26s %u of %u nodes checked", mesh_name[w], checked, b->n_nodes);
+        tdm_bvh_free(b);
+        tdm_mesh_free(m);
+    }
+}
+
 Test(bvh, build_rejects_bad_input)
 {
     tdm_bvh *b = (tdm_bvh *)(uintptr_t)1;

@@ -418,6 +418,74 @@ Test(robot_scene, engine_matches_brute_force)
     tdm_robot_scene_destroy(rs);
 }
 
+/* Scenes made from one set of element trees (tdm_robot_elems, what tandemd keeps per
+ * robot): the elements are loaded and built once, every scene borrows the same trees
+ * and builds only its world's, and answers as the oracle says. */
+Test(robot_scene, shared_elements_answer_as_the_oracle)
+{
+    char err[512];
+    int loads = 0;
+    tdm_robot_elems *el;
+    cr_assert_eq(tdm_robot_elems_create(robot, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
+                 "%s", err);
+    cr_assert_eq(el->n, N_EL);
+    tdm_robot_scene *a, *b;
+    cr_assert_eq(tdm_robot_scene_create_shared(el, ps, &a, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create_shared(el, ps, &b, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(loads, 1, "one mesh element, loaded once for both scenes");
+    cr_assert_eq(a->n_objects, N_OBJ);
+    cr_assert_eq(b->n_objects, N_OBJ);
+    for (uint32_t i = 0; i < N_OBJ; i++) {
+        if (i < N_EL) {
+            cr_assert(a->bvhs[i] == el->bvhs[i] && b->bvhs[i] == el->bvhs[i], "element %u's tree is shared", i);
+        } else {
+            cr_assert(a->bvhs[i] && b->bvhs[i] && a->bvhs[i] != b->bvhs[i], "world shape %u is each scene's own", i);
+            cr_assert_eq(a->bvhs[i]->n_tris, b->bvhs[i]->n_tris);
+        }
+    }
+    tdm_robot_scene *own = make_scene();
+    cr_assert_eq(a->scene->n_checks, own->scene->n_checks);
+    tdm_robot_scene_destroy(own);
+    tdm_robot_scene_destroy(b); /* the shared trees stay: a still uses them */
+
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_CPU;
+    c.threads = 2;
+    c.calibrate = 0;
+    tdm_sched *e;
+    char why[320];
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    gen_rng g = {seed ^ 0x5bd1e995ull};
+    tdm_xform links[4], poses[N_EL];
+    size_t colliding = 0;
+    for (int it = 0; it < N_CFG; it++) {
+        double q[3];
+        random_config(&g, q);
+        uint32_t count[N_OBJ][N_OBJ];
+        uint8_t inside[N_OBJ][N_OBJ];
+        oracle(q, count, inside);
+        uint32_t total = 0;
+        int contained = 0;
+        for (int i = 0; i < N_EL; i++)
+            for (int j = i + 1; j < N_OBJ; j++)
+                if (oracle_checked(i, j)) total += count[i][j], contained |= inside[i][j];
+        cr_assert_eq(tdm_robot_scene_poses(a, q, 3, links, poses), TDM_OK);
+        tdm_sched_query qs[2] = {{a->scene, poses, TDM_MODE_BOOL, 1, NULL, NULL},
+                                 {a->scene, poses, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
+        tdm_sched_result res[2];
+        cr_assert_eq(tdm_sched_run(e, qs, 2, res), TDM_OK);
+        cr_assert_eq(res[0].colliding, total > 0 || contained, "seed=%llu config %d: bool %u, oracle %u pairs, contained %d",
+                     (unsigned long long)seed, it, res[0].colliding, total, contained);
+        cr_assert_eq(res[1].contacts, total, "seed=%llu config %d: contacts %u, oracle %u", (unsigned long long)seed, it,
+                     res[1].contacts, total);
+        colliding += res[0].colliding;
+    }
+    cr_assert(colliding > 0 && colliding < N_CFG);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(a);
+    tdm_robot_elems_destroy(el);
+}
+
 /* ---- batches of configurations (tdm_sched_run_configs) ---- */
 
 #define N_BATCH 4000

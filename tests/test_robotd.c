@@ -562,6 +562,83 @@ Test(robotd, configs_equal_offline)
     offline_close(&o);
 }
 
+/* Answers of scene sid equal the offline reference's (contacts mode). */
+static void expect_offline(tdm_client *c, const uint8_t *sid, const double *q, int n, const tdm_sched_result *want,
+                           const char *what)
+{
+    tdm_query_result *got = calloc((size_t)n, sizeof *got);
+    cr_assert_not_null(got);
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, (size_t)n, 0, got, NULL), 0, "%s: %s", what,
+                 tdm_client_errstr(c));
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "%s, configuration %d", what, i);
+        cr_assert_eq(got[i].contacts, want[i].contacts, "%s, configuration %d: %u, offline %u", what, i,
+                     got[i].contacts, want[i].contacts);
+        if (want[i].colliding) {
+            cr_assert_eq(got[i].object_a, want[i].object_a, "%s, configuration %d", what, i);
+            cr_assert_eq(got[i].object_b, want[i].object_b, "%s, configuration %d", what, i);
+        }
+    }
+    free(got);
+}
+
+/* The robot scenes of one robot share its element trees (built by the first scene,
+ * kept with the robot): a scene answers right after another one of the robot is
+ * deleted, a scene put again after that too, and both after a restart (the
+ * loader builds them the same way). */
+Test(robotd, scenes_of_one_robot_share_its_trees)
+{
+    enum { N = 300 };
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x33};
+    double *q = malloc(sizeof *q * N * N_J);
+    tdm_sched_result *want = calloc(N, sizeof *want);
+    cr_assert(q && want);
+    for (int i = 0; i < N; i++) random_config(&g, q + i * N_J);
+    offline_run(&o, q, N, TDM_MODE_CONTACTS, 1000000, want, NULL);
+    size_t colliding = 0;
+    for (int i = 0; i < N; i++) colliding += want[i].colliding != 0;
+    cr_assert(colliding > 0 && colliding < N, "%zu of %d colliding: the test needs both", colliding, N);
+
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.tcp_addr);
+    uint8_t rid[32], a[32], b[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    /* the same world in two texts: two scenes */
+    size_t len = strlen(scene_text);
+    char *other = malloc(len + 32);
+    cr_assert_not_null(other);
+    snprintf(other, len + 32, "%s\n# the same world again\n", scene_text);
+    cr_assert_eq(tdm_robot_scene_put(c, "a", rid, scene_text, a, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put(c, "b", rid, other, b, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert_neq(memcmp(a, b, 32), 0, "two texts, two scenes");
+    expect_offline(c, a, q, N, want, "scene a");
+    expect_offline(c, b, q, N, want, "scene b");
+    cr_assert_eq(tdm_scene_delete(c, a), 0, "%s", tdm_client_errstr(c));
+    expect_offline(c, b, q, N, want, "scene b after a's delete");
+    cr_assert_eq(tdm_robot_scene_put(c, "a", rid, scene_text, a, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    expect_offline(c, a, q, N, want, "scene a put again");
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+
+    dmn_start(&D, NULL); /* both loaded from the data directory */
+    c = lib_connect(D.tcp_addr);
+    expect_offline(c, a, q, N, want, "scene a after a restart");
+    expect_offline(c, b, q, N, want, "scene b after a restart");
+    cr_assert_eq(tdm_scene_delete(c, b), 0, "%s", tdm_client_errstr(c));
+    expect_offline(c, a, q, N, want, "scene a after b's delete");
+    cr_assert_eq(tdm_scene_delete(c, a), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_delete(c, rid), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    free(other);
+    free(q);
+    free(want);
+    offline_close(&o);
+}
+
 /* ---- the CLI ---- */
 
 static tdm_run_result run(const char *const *args)

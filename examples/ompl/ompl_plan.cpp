@@ -153,6 +153,7 @@ struct local_scene {
 struct outcome {
     bool ran = false, solved = false, recheck_failed = false;
     double seconds = 0, build_s = 0, states_s = 0, neighbours_s = 0, motions_s = 0;
+    double setup_s = 0; /* Tandem: the scene's put and delete, waits for the scenes' lock included */
     size_t path_states = 0;
     uint64_t checks = 0, requests = 0;
     std::vector<double> start, goal, path;
@@ -241,6 +242,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         uint8_t scene_id[TDM_ID_BYTES];
         int created = 0;
         std::string key;
+        double t_setup = now();
         {
             /* put under the lock, so that a delete of the same id cannot come between */
             std::lock_guard<std::mutex> lock(sh.scenes.mu);
@@ -254,11 +256,13 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
             u.first++;
             u.second = u.second || created;
         }
+        out->setup_s = now() - t_setup;
         tandem_checker tc(c, scene_id, sh.robot->n_active);
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
         out->error = tc.error();
+        t_setup = now();
         {
             std::lock_guard<std::mutex> lock(sh.scenes.mu);
             auto it = sh.scenes.users.find(key);
@@ -269,6 +273,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
                     out->error = std::string("tandemd scene delete: ") + tdm_client_errstr(c);
             }
         }
+        out->setup_s += now() - t_setup;
     }
     if (!out->error.empty()) {
         out->solved = false;
@@ -501,6 +506,7 @@ int main(int argc, char **argv)
 
     size_t solved = 0, failed_recheck = 0, errors = 0;
     uint64_t checks = 0, requests = 0;
+    double setup_s = 0, solve_s = 0;
     std::vector<double> secs, builds, b_states, b_nn, b_motions; /* roadmaps: medians of the first round and its parts */
     for (size_t i = 0; i < probs.size(); i++) {
         const outcome &r = res[i];
@@ -511,6 +517,8 @@ int main(int argc, char **argv)
         failed_recheck += r.recheck_failed;
         checks += r.checks;
         requests += r.requests;
+        setup_s += r.setup_s;
+        solve_s += r.seconds;
         secs.push_back(r.seconds);
         if (o.prm && r.build_s > 0) {
             builds.push_back(r.build_s);
@@ -532,6 +540,8 @@ int main(int argc, char **argv)
     if (o.prm)
         printf(" roadmap_median_s=%.6f roadmap_states_s=%.6f roadmap_neighbours_s=%.6f roadmap_motions_s=%.6f",
                quantile(builds, 0.5), quantile(b_states, 0.5), quantile(b_nn, 0.5), quantile(b_motions, 0.5));
+    if (!o.fcl) printf(" setup_s=%.3f", setup_s);
+    printf(" solve_s=%.3f", solve_s);
     printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : "rrtconnect", o.fcl ? "fcl" : "tandem",
            o.planners);
     return errors ? 1 : 0;
