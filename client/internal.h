@@ -237,6 +237,8 @@ TDM__HIDDEN const char *tdm__io_strerror(const tdm__tls *t, int err);
 /* Records a failure that happened before anything was sent (c stays usable): code and
  * msg become tdm_client_errstr's. Returns code. */
 TDM__HIDDEN int tdm__client_local_error(tdm_client *c, int code, const char *msg);
+/* The same for a tdm_multi (multi.c): sets its error and message, returns code. */
+TDM__HIDDEN int tdm__multi_local_error(tdm_multi *m, int code, const char *msg);
 
 /* ---- misc --------------------------------------------------------------------------------- */
 

@@ -620,6 +620,16 @@ static int begin(tdm_multi *m)
     return 0;
 }
 
+/* A call's own error (a file that cannot be read, say): its message for tdm_multi_errstr; the
+ * context stays usable (m->err is for a context that never connected). */
+int tdm__multi_local_error(tdm_multi *m, int code, const char *msg)
+{
+    if (!m) return code;
+    m->has_serr = 0;
+    tdm__fmt(m->errstr, sizeof m->errstr, "%s", msg);
+    return code;
+}
+
 /* ---- uploads: every server ------------------------------------------------------------------- */
 
 static void on_broadcast(tdm_async *ac, const tdm_reply *r, void *priv)

@@ -1,5 +1,6 @@
 /* The robot file helpers of tandem.h: a URDF (+ SRDF) and its mesh files, or a
- * MoveIt planning-scene YAML, read from disk and stored through the blocking client.
+ * MoveIt planning-scene YAML, read from disk and stored through the blocking client, or on
+ * every server of a tdm_multi.
  *
  * They live in libtandem, not in the CLI, so that C and Python programs get the
  * same upload as `tandem robot put` and `tandem query --urdf`. The URDF is read with
@@ -53,8 +54,54 @@ static char *read_text(const char *path, char *err, size_t errlen)
     return buf;
 }
 
-int tdm_robot_put_files(tdm_client *c, const char *name, const char *urdf_path, const char *srdf_path,
-                        uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info)
+/* Where the file helpers store: one blocking client, or every server of a tdm_multi. */
+typedef struct store {
+    tdm_client *c;
+    tdm_multi *m;
+} store;
+
+static int store_mesh(const store *st, const char *name, const tdm_mesh *mesh, uint8_t id[TDM_ID_BYTES])
+{
+    if (st->c) return tdm_mesh_put(st->c, name, mesh->verts, mesh->n_verts, mesh->tris, mesh->n_tris, id, NULL);
+    return tdm_multi_mesh_put(st->m, name, mesh->verts, mesh->n_verts, mesh->tris, mesh->n_tris, id, NULL);
+}
+
+static int store_error(const store *st, int code, const char *msg)
+{
+    return st->c ? tdm__client_local_error(st->c, code, msg) : tdm__multi_local_error(st->m, code, msg);
+}
+
+/* The robot as parsed here, as a put's tdm_robot_info (one allocation, freed with
+ * tdm_robot_info_free): what a tdm_multi put answers, its servers' replies not kept. */
+static tdm_robot_info *local_info(const tdm_robot *r, const uint8_t id[TDM_ID_BYTES], int created)
+{
+    size_t text = 1;
+    for (uint32_t k = 0; k < r->n_active; k++) text += strlen(r->joints[r->active[k]].name) + 1;
+    size_t head = (sizeof(tdm_robot_info) + 15) & ~(size_t)15;
+    tdm_robot_info *info = calloc(1, head + r->n_active * sizeof(tdm_joint_info) + text);
+    if (!info) return NULL;
+    tdm_joint_info *j = (tdm_joint_info *)(void *)((char *)info + head);
+    char *at = (char *)(j + r->n_active);
+    memcpy(info->robot_id, id, TDM_ID_BYTES);
+    info->name = at++; /* "" as in a put's answer */
+    for (uint32_t k = 0; k < r->n_active; k++) {
+        const tdm_robot_joint *rj = &r->joints[r->active[k]];
+        size_t len = strlen(rj->name) + 1;
+        memcpy(at, rj->name, len);
+        j[k] = (tdm_joint_info){at, rj->lower, rj->upper};
+        at += len;
+    }
+    info->joints = j;
+    info->n_joints = r->n_active;
+    info->n_links = r->n_links;
+    info->n_elements = r->n_collisions;
+    info->created = created;
+    return info;
+}
+
+/* Reads the robot's files and stores its meshes; then `put` with the texts and the table. */
+static int put_files(const store *st, const char *name, const char *urdf_path, const char *srdf_path,
+                     uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info)
 {
     char err[1024];
     if (!urdf_path || !robot_id) {
@@ -87,20 +134,31 @@ int tdm_robot_put_files(tdm_client *c, const char *name, const char *urdf_path, 
             goto fail;
         }
         const char *base = strrchr(k->mesh_path, '/');
-        rc = tdm_mesh_put(c, base ? base + 1 : k->mesh_path, m->verts, m->n_verts, m->tris, m->n_tris,
-                          refs[n].mesh_id, NULL);
+        rc = store_mesh(st, base ? base + 1 : k->mesh_path, m, refs[n].mesh_id);
         tdm_mesh_free(m);
-        if (rc != 0) goto out; /* c's error says why */
+        if (rc != 0) goto out; /* the client's error says why */
         refs[n++].filename = k->mesh_uri;
     }
-    rc = tdm_robot_put(c, name ? name : r->name, urdf, srdf, refs, n, robot_id, created, info);
+    const char *robot_name = name ? name : r->name;
+    if (st->c) {
+        rc = tdm_robot_put(st->c, robot_name, urdf, srdf, refs, n, robot_id, created, info);
+    } else {
+        int made = 0;
+        rc = tdm_multi_robot_put(st->m, robot_name, urdf, srdf, refs, n, robot_id, &made);
+        if (created) *created = made;
+        if (rc == 0 && info && !(*info = local_info(r, robot_id, made))) {
+            rc = TDM_CLIENT_ENOMEM;
+            tdm__fmt(err, sizeof err, "out of memory");
+            goto fail;
+        }
+    }
     goto out;
 fail:
     free(urdf);
     free(srdf);
     free(refs);
     tdm_robot_free(r);
-    return tdm__client_local_error(c, rc, err);
+    return store_error(st, rc, err);
 out:
     free(urdf);
     free(srdf);
@@ -108,7 +166,22 @@ out:
     tdm_robot_free(r);
     return rc;
 local:
-    return tdm__client_local_error(c, TDM_CLIENT_EINVAL, err);
+    return store_error(st, TDM_CLIENT_EINVAL, err);
+}
+
+int tdm_robot_put_files(tdm_client *c, const char *name, const char *urdf_path, const char *srdf_path,
+                        uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info)
+{
+    store st = {c, NULL};
+    return put_files(&st, name, urdf_path, srdf_path, robot_id, created, info);
+}
+
+int tdm_multi_robot_put_files(tdm_multi *m, const char *name, const char *urdf_path, const char *srdf_path,
+                              uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info)
+{
+    store st = {NULL, m};
+    if (info) *info = NULL;
+    return put_files(&st, name, urdf_path, srdf_path, robot_id, created, info);
 }
 
 int tdm_robot_scene_put_file(tdm_client *c, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
@@ -120,6 +193,18 @@ int tdm_robot_scene_put_file(tdm_client *c, const char *name, const uint8_t robo
     char *yaml = read_text(yaml_path, err, sizeof err);
     if (!yaml) return tdm__client_local_error(c, TDM_CLIENT_EINVAL, err);
     int rc = tdm_robot_scene_put(c, name, robot_id, yaml, scene_id, created, info);
+    free(yaml);
+    return rc;
+}
+
+int tdm_multi_robot_scene_put_file(tdm_multi *m, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
+                                   const char *yaml_path, uint8_t scene_id[TDM_ID_BYTES], int *created)
+{
+    char err[512];
+    if (!yaml_path) return tdm__multi_local_error(m, TDM_CLIENT_EINVAL, "yaml_path is NULL");
+    char *yaml = read_text(yaml_path, err, sizeof err);
+    if (!yaml) return tdm__multi_local_error(m, TDM_CLIENT_EINVAL, err);
+    int rc = tdm_multi_robot_scene_put(m, name, robot_id, yaml, scene_id, created);
     free(yaml);
     return rc;
 }

@@ -748,6 +748,13 @@ TDM_API int tdm_multi_robot_put(tdm_multi *m, const char *name, const char *urdf
                                 int *created);
 TDM_API int tdm_multi_robot_scene_put(tdm_multi *m, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
                                       const char *world_yaml, uint8_t scene_id[TDM_ID_BYTES], int *created);
+/* The file helpers (tdm_robot_put_files, tdm_robot_scene_put_file) on every server.
+ * tdm_multi_robot_put_files' info (may be NULL) describes the robot as parsed here (the
+ * joints in configuration order, links, elements; name ""), freed with tdm_robot_info_free. */
+TDM_API int tdm_multi_robot_put_files(tdm_multi *m, const char *name, const char *urdf_path, const char *srdf_path,
+                                      uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info);
+TDM_API int tdm_multi_robot_scene_put_file(tdm_multi *m, const char *name, const uint8_t robot_id[TDM_ID_BYTES],
+                                           const char *yaml_path, uint8_t scene_id[TDM_ID_BYTES], int *created);
 /* As tdm_query / tdm_query_configs / tdm_motion_check, spread over the servers. A server's
  * refusal (TDM_CLIENT_ESERVER) ends the call; its error's index is the call's. */
 TDM_API int tdm_multi_query(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode,

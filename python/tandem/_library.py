@@ -386,6 +386,26 @@ _MULTI_PROTOTYPES = {
     ),
 }
 
+# robots on several servers: absent from libraries before issue 13's device path
+_MULTI_ROBOT_PROTOTYPES = {
+    "tdm_multi_robot_put_files": (
+        _c.c_int,
+        [_M, _c.c_char_p, _c.c_char_p, _c.c_char_p, _ID, _c.POINTER(_c.c_int), _c.POINTER(_c.POINTER(RobotInfoStruct))],
+    ),
+    "tdm_multi_robot_scene_put_file": (
+        _c.c_int,
+        [_M, _c.c_char_p, _ID, _c.c_char_p, _ID, _c.POINTER(_c.c_int)],
+    ),
+    "tdm_multi_query_configs": (
+        _c.c_int,
+        [_M, _ID, _c.c_int, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint32, _c.c_void_p, _c.POINTER(PairsStruct)],
+    ),
+    "tdm_multi_motion_check": (
+        _c.c_int,
+        [_M, _ID, _c.c_double, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_void_p, _c.c_void_p, _c.c_void_p],
+    ),
+}
+
 
 class Library:
     """A loaded libtandem with its prototypes declared.
@@ -416,6 +436,15 @@ class Library:
         self.has_multi = all(hasattr(cdll, name) for name in _MULTI_PROTOTYPES)
         if self.has_multi:
             for name, (restype, argtypes) in _MULTI_PROTOTYPES.items():
+                fn = getattr(cdll, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+                setattr(self, name, fn)
+        self.has_multi_robots = (
+            self.has_multi and self.has_robots and all(hasattr(cdll, name) for name in _MULTI_ROBOT_PROTOTYPES)
+        )
+        if self.has_multi_robots:
+            for name, (restype, argtypes) in _MULTI_ROBOT_PROTOTYPES.items():
                 fn = getattr(cdll, name)
                 fn.restype = restype
                 fn.argtypes = argtypes

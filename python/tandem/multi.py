@@ -1,7 +1,7 @@
 """MultiClient: several tandemd behind one object, over libtandem's tdm_multi.
 
-Uploads (meshes, scenes) go to every server, and libtandem keeps a copy of each to replay to a
-server that reconnects; query batches are cut into parts spread over the usable servers, and a
+Uploads (meshes, scenes, robots and robot scenes) go to every server, and libtandem keeps a copy of each to replay to a
+server that reconnects; query batches (poses, configurations, motions) are cut into parts spread over the usable servers, and a
 server that fails (connection lost, io_timeout passed) has its parts re-sent to another one, so
 every answer comes back exactly once, in order. A failed server is retried after a backoff.
 """
@@ -15,9 +15,10 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 
 from . import _arrays
-from ._library import ConnectOptsStruct, IdBytes, Library, load_library
+from ._library import ConnectOptsStruct, IdBytes, Library, RobotInfoStruct, load_library
 from .client import MODES, _id_arg, _ms, _result, _scene_args, _scene_id
 from .errors import ClientCode, NotSupported, ServerCode, TandemError, invalid, server_error
+from .robots import MotionResult, Robot, RobotScene, _file, _resolution, _robot, _robot_scene
 from .types import MeshId, QueryResult, Scene, SceneId, SceneObject
 
 __all__ = ["MultiClient"]
@@ -200,3 +201,99 @@ class MultiClient:
     def check(self, scene: Scene, poses) -> np.ndarray:
         """(N,) bool: which queries collide."""
         return self.query(scene, poses, "bool").colliding
+
+    # ---- robots (issue 13) on every server ----
+
+    def _robots(self, what: str) -> None:
+        if not self._lib.has_multi_robots:
+            raise NotSupported(f"{what}: this libtandem has no robots on several servers ({self._lib.path})")
+
+    def put_robot(self, urdf_path, srdf_path=None, name: str = "") -> Robot:
+        """As ``Client.put_robot``, on every server. The Robot's joints are those of the URDF
+        as read here (``name`` is the one given)."""
+        self._robots("put_robot")
+        urdf = _file(urdf_path, "urdf")
+        srdf = _file(srdf_path, "srdf") if srdf_path is not None else None
+        rid = IdBytes()
+        created = ctypes.c_int()
+        info = ctypes.POINTER(RobotInfoStruct)()
+        self._check(
+            self._lib.tdm_multi_robot_put_files(
+                self._ctx(), name.encode(), os.fsencode(urdf), os.fsencode(srdf) if srdf else None, rid,
+                ctypes.byref(created), ctypes.byref(info),
+            )
+        )  # fmt: skip
+        try:
+            r = _robot(info.contents)
+        finally:
+            self._lib.tdm_robot_info_free(info)
+        return Robot(r.id, r.joints, name, r.n_links, r.n_elements, 0, bool(created.value))
+
+    def put_robot_scene(self, robot: Robot, world_yaml_path, name: str = "") -> RobotScene:
+        """As ``Client.put_robot_scene``, on every server. The RobotScene has no ``objects``
+        table and ``n_checks`` 0 (a MultiClient does not read the servers' descriptions)."""
+        self._robots("put_robot_scene")
+        if not isinstance(robot, Robot):
+            raise invalid(f"robot must be a Robot (from put_robot), not {type(robot).__name__}", field="robot")
+        world = _file(world_yaml_path, "world")
+        sid = IdBytes()
+        created = ctypes.c_int()
+        self._check(
+            self._lib.tdm_multi_robot_scene_put_file(
+                self._ctx(), name.encode(), (ctypes.c_uint8 * 32).from_buffer_copy(robot.id), os.fsencode(world), sid,
+                ctypes.byref(created),
+            )
+        )  # fmt: skip
+        return RobotScene(SceneId(bytes(sid)), robot, name, (), 0, bool(created.value))
+
+    def query_configs(self, scene: RobotScene, configs, mode: str = "bool", max_contacts: int = 0) -> QueryResult:
+        """As ``Client.query_configs`` (without want_pairs), spread over the servers."""
+        self._robots("query_configs")
+        _robot_scene(scene)
+        if mode not in MODES:
+            raise invalid(f"mode must be 'bool' or 'contacts', not {mode!r}", field="mode")
+        max_contacts = int(max_contacts)
+        if not 0 <= max_contacts <= 0xFFFFFFFF:
+            raise invalid(f"max_contacts must be in 0..2^32-1, not {max_contacts}", field="max_contacts")
+        q = _arrays.configurations(configs, scene.n_joints, "configs")
+        n, j = q.shape
+        results = np.zeros(n, dtype=_arrays.RESULT_DTYPE)
+        if n:
+            self._check(
+                self._lib.tdm_multi_query_configs(
+                    self._ctx(), _id_arg(scene.id), MODES[mode], q.ctypes.data, j, n, max_contacts,
+                    results.ctypes.data, None,
+                )
+            )  # fmt: skip
+        return _result(results, None, [(0, n)], False)
+
+    def check_configs(self, scene: RobotScene, configs) -> np.ndarray:
+        """(N,) bool: which configurations (N, J) collide."""
+        return self.query_configs(scene, configs, "bool").colliding
+
+    def motion_check(self, scene: RobotScene, starts, ends, resolution: float) -> MotionResult:
+        """As ``Client.motion_check``, spread over the servers."""
+        self._robots("motions")
+        _robot_scene(scene)
+        a = _arrays.configurations(starts, scene.n_joints, "starts")
+        b = _arrays.configurations(ends, scene.n_joints, "ends")
+        if a.shape != b.shape:
+            raise invalid(f"starts {a.shape} and ends {b.shape} must have the same shape", field="ends")
+        r = _resolution(resolution)
+        m, j = a.shape
+        motions = np.ascontiguousarray(np.concatenate([a, b], axis=1))
+        first = np.full(m, -1, dtype=np.int64)
+        n_states = np.zeros(m, dtype=np.uint64)
+        last_free = np.full((m, j), np.nan)
+        if m:
+            self._check(
+                self._lib.tdm_multi_motion_check(
+                    self._ctx(), _id_arg(scene.id), r, motions.ctypes.data, j, m, first.ctypes.data,
+                    n_states.ctypes.data, last_free.ctypes.data,
+                )
+            )  # fmt: skip
+        return MotionResult(first, n_states, last_free)
+
+    def motions(self, scene: RobotScene, starts, ends, resolution: float) -> np.ndarray:
+        """(M,) int64: each motion's first colliding state, or -1."""
+        return self.motion_check(scene, starts, ends, resolution).first_colliding

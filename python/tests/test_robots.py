@@ -342,3 +342,50 @@ def test_bad_robot_files(client, files, tmp_path):
     with pytest.raises(TandemError) as e:
         client.put_robot(urdf)
     assert "tip.obj" in str(e.value)
+
+
+def test_multi_client_robots_match_one_server(files):
+    """Robots on several servers: MultiClient stores the robot and its scene on each, spreads
+    configurations and motions over them, and answers as one server does (and as the oracle)."""
+    from conftest import Daemon
+
+    ds = [Daemon() for _ in range(2)]
+    try:
+        urdf, world = files
+        with tandem.MultiClient([d.tcp for d in ds]) as mc:
+            if not mc._lib.has_multi_robots:
+                pytest.skip("this libtandem has no robots on several servers")
+            robot = mc.put_robot(urdf, urdf.with_suffix(".srdf"), name="stick")
+            assert robot.joints == (tandem.Joint("j1", -1.5, 1.5), tandem.Joint("j2", 0.0, 0.3))
+            assert (robot.n_links, robot.n_elements) == (3, 3)
+            scene = mc.put_robot_scene(robot, world, name="wall")
+            for d in ds:  # every server holds the robot and the scene
+                with tandem.Client(d.tcp) as c:
+                    assert [r.id for r in c.list_robots()] == [robot.id]
+                    assert scene.id in [s.id for s in c.list_scenes()]
+            rng = np.random.default_rng(77)
+            n = 3000
+            configs = np.stack([rng.uniform(-1.2, 1.2, n), rng.uniform(0, 0.3, n)], axis=1)
+            got = mc.check_configs(scene, configs)
+            with tandem.Client(ds[0].tcp) as c:
+                one_scene = c.put_robot_scene(c.put_robot(urdf, urdf.with_suffix(".srdf")), world)
+                assert one_scene.id == scene.id  # content ids: the same scene
+                want = c.check(one_scene, configs)
+                starts, ends = configs[:500], configs[500:1000]
+                want_m = c.motions(one_scene, starts, ends, 0.02)
+            np.testing.assert_array_equal(got, want)
+            answers = [collides(q) for q in configs[:300]]
+            keep = ~np.array([t for _, t in answers])
+            expect = np.array([a for a, _ in answers])
+            assert (got[:300][keep] == expect[keep]).all()
+            assert 0.1 * n < got.sum() < 0.9 * n
+            contacts = mc.query_configs(scene, configs[:400], mode="contacts", max_contacts=50)
+            np.testing.assert_array_equal(contacts.colliding, got[:400])
+            np.testing.assert_array_equal(mc.motions(scene, starts, ends, 0.02), want_m)
+            assert (want_m >= 0).any() and (want_m < 0).any()
+            with pytest.raises(TandemError) as e:
+                mc.put_robot(urdf.with_name("missing.urdf"))
+            assert e.value.field == "urdf"
+    finally:
+        for d in ds:
+            d.cleanup()
