@@ -18,7 +18,7 @@ from . import _arrays
 from ._library import ConnectOptsStruct, IdBytes, Library, RobotInfoStruct, load_library
 from .client import MODES, _id_arg, _ms, _result, _scene_args, _scene_id
 from .errors import ClientCode, NotSupported, ServerCode, TandemError, invalid, server_error
-from .robots import MotionResult, Robot, RobotScene, _file, _resolution, _robot, _robot_scene
+from .robots import MotionResult, Robot, RobotScene, _file, _motion_args, _robot, _robot_scene
 from .types import MeshId, QueryResult, Scene, SceneId, SceneObject
 
 __all__ = ["MultiClient"]
@@ -274,17 +274,8 @@ class MultiClient:
     def motion_check(self, scene: RobotScene, starts, ends, resolution: float) -> MotionResult:
         """As ``Client.motion_check``, spread over the servers."""
         self._robots("motions")
-        _robot_scene(scene)
-        a = _arrays.configurations(starts, scene.n_joints, "starts")
-        b = _arrays.configurations(ends, scene.n_joints, "ends")
-        if a.shape != b.shape:
-            raise invalid(f"starts {a.shape} and ends {b.shape} must have the same shape", field="ends")
-        r = _resolution(resolution)
+        a, _, r, motions, first, n_states, last_free = _motion_args(scene, starts, ends, resolution)
         m, j = a.shape
-        motions = np.ascontiguousarray(np.concatenate([a, b], axis=1))
-        first = np.full(m, -1, dtype=np.int64)
-        n_states = np.zeros(m, dtype=np.uint64)
-        last_free = np.full((m, j), np.nan)
         if m:
             self._check(
                 self._lib.tdm_multi_motion_check(

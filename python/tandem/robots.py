@@ -258,19 +258,10 @@ class RobotMixin:
         states, and the last free state before the first colliding one."""
         from .client import _id_arg
 
-        _robot_scene(scene)
-        a = _arrays.configurations(starts, scene.n_joints, "starts")
-        b = _arrays.configurations(ends, scene.n_joints, "ends")
-        if a.shape != b.shape:
-            raise invalid(f"starts {a.shape} and ends {b.shape} must have the same shape", field="ends")
-        r = _resolution(resolution)
+        a, b, r, motions, first, n_states, last_free = _motion_args(scene, starts, ends, resolution)
         m, j = a.shape
         states = _state_counts(a, b, r)
         lib = self._robot_call("motions")
-        motions = np.ascontiguousarray(np.concatenate([a, b], axis=1))  # (M, 2J): start, then end
-        first = np.full(m, -1, dtype=np.int64)
-        n_states = np.zeros(m, dtype=np.uint64)
-        last_free = np.full((m, j), np.nan)
         sid = _id_arg(scene.id)
         for s, e in self._motion_batches(states, j):
             rc = lib.tdm_motion_check(
@@ -329,6 +320,20 @@ def _robot(r: RobotInfoStruct) -> Robot:
         int(r.scenes),
         bool(r.created),
     )
+
+
+def _motion_args(scene, starts, ends, resolution):
+    """A motion check's checked arguments and its answers' arrays: starts and ends (M, J), the
+    resolution, the motions (M, 2J: start, then end), first_colliding (-1), n_states, last_free."""
+    _robot_scene(scene)
+    a = _arrays.configurations(starts, scene.n_joints, "starts")
+    b = _arrays.configurations(ends, scene.n_joints, "ends")
+    if a.shape != b.shape:
+        raise invalid(f"starts {a.shape} and ends {b.shape} must have the same shape", field="ends")
+    r = _resolution(resolution)
+    m, j = a.shape
+    motions = np.ascontiguousarray(np.concatenate([a, b], axis=1))
+    return a, b, r, motions, np.full(m, -1, dtype=np.int64), np.zeros(m, dtype=np.uint64), np.full((m, j), np.nan)
 
 
 def _state_counts(a: np.ndarray, b: np.ndarray, r: float) -> np.ndarray:
