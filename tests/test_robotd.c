@@ -707,6 +707,24 @@ Test(robotd, cli_robot_and_query)
         char *a = gen_read_file(in_root("check_out.txt"), NULL), *b = gen_read_file(in_root("query_out.txt"), NULL);
         cr_assert(a && b);
         cr_assert_str_eq(b, a, "%s: tandem query --urdf's --out differs from tandem check --urdf's", modes[m]);
+        free(b);
+        /* several servers (tdm_multi): the same daemon over its two listeners */
+        char servers[600];
+        snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
+        const char *multi[] = {"query", "--server", servers, "--urdf", in_root("arm.urdf"), "--srdf",
+                               in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
+                               in_root("configs.txt"), "--mode", modes[m], "--out", in_root("multi_out.txt"),
+                               "--batch", "37", NULL};
+        r = run(multi);
+        cr_assert_eq(r.status, 0, "query --urdf --server A,B: %s", r.err);
+        cr_assert(strstr(r.out, "queries=300 seconds=") == r.out, "%s", r.out);
+        cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
+        free(r.out);
+        free(r.err);
+        b = gen_read_file(in_root("multi_out.txt"), NULL);
+        cr_assert_not_null(b);
+        cr_assert_str_eq(b, a, "%s: tandem query --urdf --server A,B's --out differs from tandem check --urdf's",
+                         modes[m]);
         free(a);
         free(b);
     }

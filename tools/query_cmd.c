@@ -156,6 +156,106 @@ fail:
     return -1;
 }
 
+/* --out and the summary line from n answers (check's output); out is closed here. 0 or -1. */
+static int report_results(const tdm_query_result *results, size_t n, tdm_query_mode mode, double seconds,
+                          uint64_t max_contacts, FILE *out, const char *out_path)
+{
+    size_t colliding = 0, truncated = 0;
+    uint32_t *answer = malloc((n ? n : 1) * sizeof *answer);
+    if (!answer) {
+        tdm_cli_error("out of memory for %zu answers", n);
+        if (out) fclose(out);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        colliding += results[i].colliding != 0;
+        truncated += results[i].truncated != 0;
+        answer[i] = mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts;
+    }
+    int rc = tdm_cli_report(out, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0 ? -1 : 0;
+    free(answer);
+    return rc;
+}
+
+/* A tdm_multi over the comma-separated servers, or NULL after printing why. */
+static tdm_multi *multi_connect(const char *server)
+{
+    tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
+                          .auth_token = getenv("TANDEM_AUTH_TOKEN")};
+    tdm_multi *m = tdm_multi_connect(NULL, 0, &o);
+    if (!m) {
+        tdm_cli_error("out of memory");
+        return NULL;
+    }
+    if (tdm_multi_err(m)) {
+        tdm_cli_error("cannot connect: %s", tdm_multi_errstr(m));
+        tdm_multi_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* `tandem query --urdf --server A,B,C`: the robot and its scene stored on every server
+ * (tdm_multi_robot_put_files, tdm_multi_robot_scene_put_file), the configurations sent in
+ * chunks of batch * inflight per server, each cut over the servers by
+ * tdm_multi_query_configs. The output is check --urdf's, as with one server. */
+static int query_robot_multi(const char *server, const char *urdf, const char *srdf, const char *world,
+                             const char *configs_path, tdm_query_mode mode, uint64_t max_contacts, uint64_t batch,
+                             uint64_t inflight, const char *out_path)
+{
+    int rc = -1;
+    double *cfg = NULL;
+    size_t n = 0;
+    tdm_query_result *results = NULL;
+    tdm_robot_info *ri = NULL;
+    FILE *out = NULL;
+    tdm_multi *m = multi_connect(server);
+    if (!m) return -1;
+    uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
+    if (tdm_multi_robot_put_files(m, NULL, urdf, srdf, robot_id, NULL, &ri)) {
+        tdm_cli_error("robot: %s", tdm_multi_errstr(m));
+        goto done;
+    }
+    size_t n_q = ri->n_joints;
+    char expect[96];
+    snprintf(expect, sizeof expect, "the robot has %zu active joints", n_q);
+    const tdm__robot_lines spec = {"configs", n_q, expect, NULL, NULL, NULL};
+    if (tdm__robot_read_lines(configs_path, &spec, &cfg, &n) < 0) goto done;
+    if (tdm_multi_robot_scene_put_file(m, "tandem-query", robot_id, world, scene_id, NULL)) {
+        tdm_cli_error("world: %s", tdm_multi_errstr(m));
+        goto done;
+    }
+    if (out_path && !(out = fopen(out_path, "w"))) {
+        tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
+        goto done;
+    }
+    if (!(results = calloc(n ? n : 1, sizeof *results))) {
+        tdm_cli_error("out of memory for %zu configurations", n);
+        goto done;
+    }
+    tdm_multi_set_min_part(m, batch);
+    size_t chunk = batch * inflight * tdm_multi_servers(m);
+    double t0 = tdm_cli_now();
+    for (size_t lo = 0; lo < n; lo += chunk) {
+        size_t k = n - lo < chunk ? n - lo : chunk;
+        if (tdm_multi_query_configs(m, scene_id, mode, cfg + lo * n_q, (uint32_t)n_q, k, (uint32_t)max_contacts,
+                                    results + lo, NULL)) {
+            tdm_cli_error("query: %s", tdm_multi_errstr(m));
+            goto done;
+        }
+    }
+    FILE *f = out;
+    out = NULL; /* closed by report_results */
+    rc = report_results(results, n, mode, tdm_cli_now() - t0, max_contacts, f, out_path);
+done:
+    if (out) fclose(out);
+    tdm_robot_info_free(ri);
+    tdm_multi_free(m);
+    free(results);
+    free(cfg);
+    return rc;
+}
+
 /* `tandem query --urdf`: `tandem check --urdf`, answered by a server. The robot (its
  * URDF, SRDF and meshes: tdm_robot_put_files) and the planning scene
  * (tdm_robot_scene_put_file) are stored, then the configurations stream in batches
@@ -183,6 +283,11 @@ static int query_robot(int argc, char **argv)
         tdm_cli_u64("--inflight", inflight_s, 1, 1024, &inflight) < 0)
         return TDM_EXIT_USAGE;
     server = tdm_cli_server(server);
+    if (strchr(server, ','))
+        return query_robot_multi(server, urdf, srdf, world, configs_path, mode_i ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL,
+                                 max_contacts, batch, inflight, out_path) < 0
+                   ? TDM_EXIT_FAIL
+                   : 0;
 
     int status = TDM_EXIT_FAIL;
     double *cfg = NULL;
@@ -255,17 +360,9 @@ static int query_multi(const char *server, const char *env, const tdm_mesh *env_
 {
     int rc = -1;
     tdm_query_result *results = calloc(n ? n : 1, sizeof *results);
-    tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
-                          .auth_token = getenv("TANDEM_AUTH_TOKEN")};
-    tdm_multi *m = tdm_multi_connect(NULL, 0, &o);
-    if (!m || !results) {
-        tdm_cli_error("out of memory");
-        goto done;
-    }
-    if (tdm_multi_err(m)) {
-        tdm_cli_error("cannot connect: %s", tdm_multi_errstr(m));
-        goto done;
-    }
+    tdm_multi *m = results ? multi_connect(server) : NULL;
+    if (!results) tdm_cli_error("out of memory");
+    if (!m) goto done;
     uint8_t env_id[TDM_ID_BYTES], robot_id[TDM_ID_BYTES];
     const char *eb = strrchr(env, '/'), *rb = strrchr(robot, '/');
     if (tdm_multi_mesh_put(m, eb ? eb + 1 : env, env_m->verts, env_m->n_verts, env_m->tris, env_m->n_tris, env_id,
@@ -303,22 +400,9 @@ static int query_multi(const char *server, const char *env, const tdm_mesh *env_
             goto done;
         }
     }
-    double seconds = tdm_cli_now() - t0;
-    size_t colliding = 0, truncated = 0;
-    uint32_t *answer = malloc((n ? n : 1) * sizeof *answer);
-    if (!answer) {
-        tdm_cli_error("out of memory for %zu answers", n);
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        colliding += results[i].colliding != 0;
-        truncated += results[i].truncated != 0;
-        answer[i] = mode == TDM_QUERY_BOOL ? (results[i].colliding != 0) : results[i].contacts;
-    }
     FILE *f = out;
-    out = NULL; /* closed by tdm_cli_report */
-    rc = tdm_cli_report(f, out_path, answer, n, seconds, colliding, truncated, max_contacts) < 0 ? -1 : 0;
-    free(answer);
+    out = NULL; /* closed by report_results */
+    rc = report_results(results, n, mode, tdm_cli_now() - t0, max_contacts, f, out_path);
 done:
     if (out) fclose(out);
     tdm_multi_free(m);

@@ -103,6 +103,8 @@ static const char usage[] =
     "      check --urdf, answered by the server: stores the robot (its meshes, URDF and\n"
     "      SRDF, as robot put does) and the planning scene, then streams the\n"
     "      configurations as above. --out and the last stdout line are check --urdf's.\n"
+    "      --server A,B,C: the robot and the scene on every server, the configurations\n"
+    "      spread over them as the poses above.\n"
     "  motions --server ADDR --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE\n"
     "        --resolution R [--out FILE]\n"
     "      motions, answered by the server (MotionCheck: the same rounds, pooled with\n"
