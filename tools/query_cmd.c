@@ -177,6 +177,31 @@ static int report_results(const tdm_query_result *results, size_t n, tdm_query_m
     return rc;
 }
 
+/* Streams n queries over the servers of m in chunks of batch * inflight per server, each
+ * cut by libtandem (tdm_multi_query, or tdm_multi_query_configs when n_joints > 0: per
+ * numbers a query either way), then reports as check does; out is closed here. 0 or -1. */
+static int stream_multi(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_query_mode mode, const double *numbers,
+                        uint32_t n_joints, size_t per, size_t n, uint64_t max_contacts, uint64_t batch,
+                        uint64_t inflight, tdm_query_result *results, FILE *out, const char *out_path)
+{
+    tdm_multi_set_min_part(m, batch);
+    size_t chunk = batch * inflight * tdm_multi_servers(m);
+    double t0 = tdm_cli_now();
+    for (size_t lo = 0; lo < n; lo += chunk) {
+        size_t k = n - lo < chunk ? n - lo : chunk;
+        int rc = n_joints ? tdm_multi_query_configs(m, scene_id, mode, numbers + lo * per, n_joints, k,
+                                                    (uint32_t)max_contacts, results + lo, NULL)
+                          : tdm_multi_query(m, scene_id, mode, numbers + lo * per, 1, k, (uint32_t)max_contacts,
+                                            results + lo, NULL);
+        if (rc) {
+            tdm_cli_error("query: %s", tdm_multi_errstr(m));
+            if (out) fclose(out);
+            return -1;
+        }
+    }
+    return report_results(results, n, mode, tdm_cli_now() - t0, max_contacts, out, out_path);
+}
+
 /* A tdm_multi over the comma-separated servers, or NULL after printing why. */
 static tdm_multi *multi_connect(const char *server)
 {
@@ -233,20 +258,10 @@ static int query_robot_multi(const char *server, const char *urdf, const char *s
         tdm_cli_error("out of memory for %zu configurations", n);
         goto done;
     }
-    tdm_multi_set_min_part(m, batch);
-    size_t chunk = batch * inflight * tdm_multi_servers(m);
-    double t0 = tdm_cli_now();
-    for (size_t lo = 0; lo < n; lo += chunk) {
-        size_t k = n - lo < chunk ? n - lo : chunk;
-        if (tdm_multi_query_configs(m, scene_id, mode, cfg + lo * n_q, (uint32_t)n_q, k, (uint32_t)max_contacts,
-                                    results + lo, NULL)) {
-            tdm_cli_error("query: %s", tdm_multi_errstr(m));
-            goto done;
-        }
-    }
     FILE *f = out;
-    out = NULL; /* closed by report_results */
-    rc = report_results(results, n, mode, tdm_cli_now() - t0, max_contacts, f, out_path);
+    out = NULL; /* closed by stream_multi */
+    rc = stream_multi(m, scene_id, mode, cfg, (uint32_t)n_q, n_q, n, max_contacts, batch, inflight, results, f,
+                      out_path);
 done:
     if (out) fclose(out);
     tdm_robot_info_free(ri);
@@ -389,20 +404,10 @@ static int query_multi(const char *server, const char *env, const tdm_mesh *env_
         tdm_cli_error("scene: the server made %zu objects movable, expected the robot alone", n_movable);
         goto done;
     }
-    tdm_multi_set_min_part(m, batch);
-    size_t chunk = batch * inflight * tdm_multi_servers(m);
-    double t0 = tdm_cli_now();
-    for (size_t lo = 0; lo < n; lo += chunk) {
-        size_t k = n - lo < chunk ? n - lo : chunk;
-        if (tdm_multi_query(m, scene_id, mode, (const double *)(poses + lo), 1, k, (uint32_t)max_contacts,
-                            results + lo, NULL)) {
-            tdm_cli_error("query: %s", tdm_multi_errstr(m));
-            goto done;
-        }
-    }
     FILE *f = out;
-    out = NULL; /* closed by report_results */
-    rc = report_results(results, n, mode, tdm_cli_now() - t0, max_contacts, f, out_path);
+    out = NULL; /* closed by stream_multi */
+    rc = stream_multi(m, scene_id, mode, (const double *)poses, 0, 7, n, max_contacts, batch, inflight, results, f,
+                      out_path);
 done:
     if (out) fclose(out);
     tdm_multi_free(m);
