@@ -16,7 +16,7 @@ const char *tdm_cli_server(const char *opt)
 tdm_client *tdm_cli_connect(const char *server)
 {
     if (strchr(server, ',')) {
-        tdm_cli_error("'%s': this command talks to one server; `tandem query --env ...` and `tandem bench load` "
+        tdm_cli_error("'%s': this command talks to one server; `tandem query` (--env or --urdf) and `tandem bench load` "
                       "take a comma-separated list",
                       server);
         return NULL;
