@@ -252,6 +252,20 @@ int dmn_stop(dmn *d, int sig)
     return st;
 }
 
+int dmn_count_files(const dmn *d, const char *sub)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", d->data_dir, sub);
+    DIR *dir = opendir(p);
+    if (!dir) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)))
+        if (e->d_name[0] != '.') n++;
+    closedir(dir);
+    return n;
+}
+
 void dmn_cleanup(dmn *d)
 {
     if (d->pid > 0) dmn_stop(d, SIGKILL);

@@ -61,6 +61,9 @@ int dmn_running(dmn *d);
 void dmn_cleanup(dmn *d);
 /* The daemon's log so far (malloc'd, NUL-terminated; "" if none). */
 char *dmn_log(const dmn *d);
+/* Files (not hidden) in the daemon's data directory's subfolder `sub` (robots/,
+ * owners/...); -1 when it cannot be read. */
+int dmn_count_files(const dmn *d, const char *sub);
 /* rm -rf, for folders the tests made. */
 void remove_tree(const char *path);
 

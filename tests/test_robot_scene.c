@@ -344,16 +344,26 @@ Test(robot_scene, poses_match_the_oracle)
 #define N_CFG 1000
 #define MAXC 100000
 
+/* A scheduler of two threads without calibration; NULL when this build or machine has no
+ * such engine (why says why). */
+static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
+{
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = kind;
+    c.threads = 2;
+    c.calibrate = 0;
+    tdm_sched *e = NULL;
+    int rc = tdm_sched_create(&c, &e, why, whylen);
+    if (rc == TDM_ENODEV) return NULL;
+    cr_assert_eq(rc, TDM_OK, "%s", why);
+    return e;
+}
+
 Test(robot_scene, engine_matches_brute_force)
 {
     tdm_robot_scene *rs = make_scene();
-    tdm_sched_config c = tdm_sched_config_default();
-    c.kind = TDM_BACKEND_CPU;
-    c.threads = 2;
-    c.calibrate = 0;
-    tdm_sched *e;
     char why[320];
-    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
     gen_rng g = {seed ^ 0x9e3779b97f4a7c15ull};
     tdm_xform links[4], poses[N_EL];
     tdm_sched_contact *pairs = malloc(MAXC * sizeof *pairs);
@@ -489,19 +499,6 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
 /* ---- batches of configurations (tdm_sched_run_configs) ---- */
 
 #define N_BATCH 4000
-
-static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
-{
-    tdm_sched_config c = tdm_sched_config_default();
-    c.kind = kind;
-    c.threads = 2;
-    c.calibrate = 0;
-    tdm_sched *e = NULL;
-    int rc = tdm_sched_create(&c, &e, why, whylen);
-    if (rc == TDM_ENODEV) return NULL;
-    cr_assert_eq(rc, TDM_OK, "%s", why);
-    return e;
-}
 
 /* n random configurations and the CPU engine's answers for them, from poses
  * computed one configuration at a time (tdm_robot_scene_poses). */

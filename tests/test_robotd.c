@@ -128,21 +128,6 @@ static void put_bar(tdm_client *c, uint8_t id[32])
     tdm_mesh_free(m);
 }
 
-/* Files in a data directory's subfolder (robots/, robot-scenes/...). */
-static int count_files(const char *sub)
-{
-    char p[600];
-    snprintf(p, sizeof p, "%s/%s", D.data_dir, sub);
-    DIR *d = opendir(p);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
-
 static void expect_server_error(tdm_client *c, int rc, const char *what, int code, const char *field, int64_t index,
                                 const char *needle)
 {
@@ -270,7 +255,7 @@ Test(robotd, store_list_delete_persist)
     cr_assert_str_eq(list[0].joints[2].name, "j3");
     cr_assert_eq(list[0].scenes, 0);
     tdm_robot_info_free(list);
-    cr_assert_eq(count_files("robots"), 2);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 2);
 
     /* the mesh is pinned by the robots */
     expect_server_error(c, tdm_mesh_delete(c, bar), "MeshDelete of a robot's mesh", TDM_SERVER_MESH_IN_USE,
@@ -303,7 +288,7 @@ Test(robotd, store_list_delete_persist)
     cr_assert_eq(rsi->objects[7].shape, 0);
     uint32_t n_checks = rsi->n_checks;
     tdm_robot_scene_info_free(rsi);
-    cr_assert_eq(count_files("robot-scenes"), 1);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
     expect_server_error(c, tdm_robot_delete(c, rid), "RobotDelete of a used robot", TDM_SERVER_ROBOT_IN_USE,
                         "robot_id", -1, "1 robot scene");
 
@@ -363,8 +348,8 @@ Test(robotd, store_list_delete_persist)
                         NULL);
     cr_assert_eq(tdm_robot_delete(c, rid2), 0, "%s", tdm_client_errstr(c));
     cr_assert_eq(tdm_mesh_delete(c, bar), 0, "%s", tdm_client_errstr(c));
-    cr_assert_eq(count_files("robots"), 0);
-    cr_assert_eq(count_files("robot-scenes"), 0);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 0);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 0);
     cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
     cr_assert_eq(n, 0);
     tdm_client_free(c);
@@ -443,7 +428,7 @@ Test(robotd, bad_robot_stores_nothing)
     size_t n;
     cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
     cr_assert_eq(n, 0, "%zu robots stored after refused puts", n);
-    cr_assert_eq(count_files("robots"), 0);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 0);
 
     /* robot scenes: an unknown robot, a bad planning scene */
     expect_server_error(c, tdm_robot_scene_put(c, "x", nowhere, scene_text, sid, NULL, NULL), "unknown robot",
@@ -460,7 +445,7 @@ Test(robotd, bad_robot_stores_nothing)
     cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
     cr_assert_eq(n, 0);
     tdm_scene_list_free(sl);
-    cr_assert_eq(count_files("robot-scenes"), 0);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 0);
     cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
     cr_assert_eq(n, 1);
     cr_assert_eq(list[0].scenes, 0, "a refused scene must not keep its count on the robot");

@@ -84,21 +84,6 @@ static const char *tenants_file(void)
     return write_file("tenants", "# who may connect\n\nalice " ALICE "\n  bob\t" BOB "  \ndefault " DFLT "\n");
 }
 
-/* Files in a data directory's subfolder. */
-static int count_files(const char *sub)
-{
-    char p[600];
-    snprintf(p, sizeof p, "%s/%s", D.data_dir, sub);
-    DIR *d = opendir(p);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
-
 static tdm_client *connect_as(const char *addr, const char *token)
 {
     tdm_connect_opts o = {.addr = addr, .timeout_ms = 5000, .io_timeout_ms = 30000, .auth_token = token,
@@ -222,7 +207,7 @@ Test(tenants, two_tenants_are_apart)
     cr_assert_eq(created, 0, "bob's own cube again");
     put_cube(b, "b-big", 2.0f, big, &created);
     cr_assert_eq(created, 1);
-    cr_assert_eq(count_files("meshes"), 3, "the shared cube is stored once: 3 mesh files");
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 3, "the shared cube is stored once: 3 mesh files");
 
     /* listing: each its own, under its own names */
     size_t n;
@@ -275,7 +260,7 @@ Test(tenants, two_tenants_are_apart)
     put_scene(b, "shared-b", cube_b, cube_b, shared_b, &created);
     cr_assert_eq(created, 1, "new to bob");
     cr_assert_eq(memcmp(shared, shared_b, 32), 0);
-    cr_assert_eq(count_files("scenes"), 2, "alice's scene and the shared one");
+    cr_assert_eq(dmn_count_files(&D, "scenes"), 2, "alice's scene and the shared one");
     /* MeshList's counts are the tenant's own scenes */
     cr_assert_eq(scenes_using(a, cube), 2, "alice: a-scene and the shared scene use the cube");
     cr_assert_eq(scenes_using(a, only_a), 1);
@@ -286,7 +271,7 @@ Test(tenants, two_tenants_are_apart)
                         TDM_SERVER_UNKNOWN_SCENE, "scene_id", "no stored scene has this id");
     cr_assert_eq(query_at(b, shared, 0.5), 1, "bob's copy of the shared scene still answers");
     cr_assert_eq(query_at(b, shared, 5.0), 0);
-    cr_assert_eq(count_files("scenes"), 2, "the shared scene's file stays for bob");
+    cr_assert_eq(dmn_count_files(&D, "scenes"), 2, "the shared scene's file stays for bob");
 
     /* alice's cube: in use by her own scene, then deleted for her; bob keeps it */
     expect_server_error(a, tdm_mesh_delete(a, cube), "alice's cube in her scene", TDM_SERVER_MESH_IN_USE, "mesh_id",
@@ -300,7 +285,7 @@ Test(tenants, two_tenants_are_apart)
     cr_assert_str_eq(names, "b-big,b-cube");
     free(names);
     cr_assert_eq(query_at(b, shared, 0.5), 1, "bob's scene on the cube still answers");
-    cr_assert_eq(count_files("meshes"), 3, "the cube's file stays for bob");
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 3, "the cube's file stays for bob");
     expect_server_error(a, tdm_mesh_delete(a, cube), "alice deletes the cube again", TDM_SERVER_UNKNOWN_MESH,
                         "mesh_id", "no stored mesh has this id");
 
@@ -309,9 +294,9 @@ Test(tenants, two_tenants_are_apart)
                         "the mesh is used by 1 scene");
     cr_assert_eq(tdm_scene_delete(b, shared), 0, "%s", tdm_client_errstr(b));
     cr_assert_eq(tdm_mesh_delete(b, cube), 0, "%s", tdm_client_errstr(b));
-    cr_assert_eq(count_files("scenes"), 0);
-    cr_assert_eq(count_files("meshes"), 2, "alice's a-only and bob's b-big");
-    cr_assert_eq(count_files("owners"), 2, "one owner record each for a-only and b-big");
+    cr_assert_eq(dmn_count_files(&D, "scenes"), 0);
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 2, "alice's a-only and bob's b-big");
+    cr_assert_eq(dmn_count_files(&D, "owners"), 2, "one owner record each for a-only and b-big");
     tdm_client_free(a);
     tdm_client_free(b);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
@@ -348,7 +333,7 @@ Test(tenants, ownership_survives_a_restart)
     put_cube(d, "legacy", 1.5f, legacy, &created);
     tdm_client_free(d);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
-    cr_assert_eq(count_files("owners"), 0, "a single-tenant server writes no owner records");
+    cr_assert_eq(dmn_count_files(&D, "owners"), 0, "a single-tenant server writes no owner records");
 
     const char *flags[] = {"--tenants-file", tenants_file(), NULL};
     dmn_start(&D, flags);
@@ -614,8 +599,8 @@ Test(tenants, shared_robot_and_robot_scene)
                  tdm_client_errstr(b));
     cr_assert_eq(created, 1);
     cr_assert_eq(memcmp(rsid, rsid_b, 32), 0);
-    cr_assert_eq(count_files("robots"), 1);
-    cr_assert_eq(count_files("robot-scenes"), 1);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 1);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
     tdm_robot_info *l;
     size_t n;
     cr_assert_eq(tdm_robot_list(b, &l, &n), 0);
@@ -639,9 +624,9 @@ Test(tenants, shared_robot_and_robot_scene)
     /* bob: everything still there and answering */
     cr_assert_eq(tdm_query_configs(b, rsid, TDM_QUERY_BOOL, cfg, 3, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(b));
     cr_assert_eq(n_robots(b), 1);
-    cr_assert_eq(count_files("robots"), 1);
-    cr_assert_eq(count_files("robot-scenes"), 1);
-    cr_assert_eq(count_files("meshes"), 1);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 1);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 1);
 
     /* a second Hello with alice's token on bob's connection: refused, still bob */
     int fd = raw_connect(D.tcp_addr);
@@ -676,10 +661,10 @@ Test(tenants, shared_robot_and_robot_scene)
     cr_assert_eq(tdm_scene_delete(b, rsid), 0, "%s", tdm_client_errstr(b));
     cr_assert_eq(tdm_robot_delete(b, rid), 0, "%s", tdm_client_errstr(b));
     cr_assert_eq(tdm_mesh_delete(b, bar), 0, "%s", tdm_client_errstr(b));
-    cr_assert_eq(count_files("robots"), 0);
-    cr_assert_eq(count_files("robot-scenes"), 0);
-    cr_assert_eq(count_files("meshes"), 0);
-    cr_assert_eq(count_files("owners"), 0);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 0);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 0);
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 0);
+    cr_assert_eq(dmn_count_files(&D, "owners"), 0);
     tdm_client_free(a);
     tdm_client_free(b);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
@@ -755,7 +740,7 @@ Test(tenants, orphan_and_unreadable_owner_records)
     put_cube(a, "y", 2.0f, y, &created);
     tdm_client_free(a);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
-    cr_assert_eq(count_files("owners"), 2);
+    cr_assert_eq(dmn_count_files(&D, "owners"), 2);
     char hx[65], hy[65], path[700];
     hex(x, hx);
     hex(y, hy);
@@ -790,8 +775,8 @@ Test(tenants, orphan_and_unreadable_owner_records)
     snprintf(want, sizeof want, "meshes/%s.mesh: its owner record could not be read", hy);
     cr_assert(strstr(log, want), "%s", log);
     free(log);
-    cr_assert_eq(count_files("owners"), 1, "y's record stays");
-    cr_assert_eq(count_files("meshes"), 1, "y's mesh stays");
+    cr_assert_eq(dmn_count_files(&D, "owners"), 1, "y's record stays");
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 1, "y's mesh stays");
 }
 
 /* Appends rq, framed, to buf at *len. */
@@ -887,7 +872,7 @@ Test(tenants, put_racing_a_delete_is_stored_again)
     cr_assert_eq(tdm_mesh_list(a, &l, &n), 0);
     cr_assert_eq(n, 1, "the put came last: the mesh is stored");
     tdm_mesh_list_free(l);
-    cr_assert_eq(count_files("meshes"), 1);
+    cr_assert_eq(dmn_count_files(&D, "meshes"), 1);
     tdm_client_free(a);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
     dmn_start(&D, flags); /* and it is on disk */

@@ -202,6 +202,15 @@ static int stream_multi(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], tdm_
     return report_results(results, n, mode, tdm_cli_now() - t0, max_contacts, out, out_path);
 }
 
+/* The configurations file for a robot of n_q active joints (check --urdf's reader and messages). */
+static int read_configs(const char *path, size_t n_q, double **cfg, size_t *n)
+{
+    char expect[96];
+    snprintf(expect, sizeof expect, "the robot has %zu active joints", n_q);
+    const tdm__robot_lines spec = {"configs", n_q, expect, NULL, NULL, NULL};
+    return tdm__robot_read_lines(path, &spec, cfg, n);
+}
+
 /* A tdm_multi over the comma-separated servers, or NULL after printing why. */
 static tdm_multi *multi_connect(const char *server)
 {
@@ -242,10 +251,7 @@ static int query_robot_multi(const char *server, const char *urdf, const char *s
         goto done;
     }
     size_t n_q = ri->n_joints;
-    char expect[96];
-    snprintf(expect, sizeof expect, "the robot has %zu active joints", n_q);
-    const tdm__robot_lines spec = {"configs", n_q, expect, NULL, NULL, NULL};
-    if (tdm__robot_read_lines(configs_path, &spec, &cfg, &n) < 0) goto done;
+    if (read_configs(configs_path, n_q, &cfg, &n) < 0) goto done;
     if (tdm_multi_robot_scene_put_file(m, "tandem-query", robot_id, world, scene_id, NULL)) {
         tdm_cli_error("world: %s", tdm_multi_errstr(m));
         goto done;
@@ -330,10 +336,7 @@ static int query_robot(int argc, char **argv)
         goto done;
     }
     size_t n_q = ri->n_joints;
-    char expect[96];
-    snprintf(expect, sizeof expect, "the robot has %zu active joints", n_q);
-    const tdm__robot_lines spec = {"configs", n_q, expect, NULL, NULL, NULL};
-    if (tdm__robot_read_lines(configs_path, &spec, &cfg, &n) < 0) goto done;
+    if (read_configs(configs_path, n_q, &cfg, &n) < 0) goto done;
     if (tdm_robot_scene_put_file(c, "tandem-query", robot_id, world, j.scene_id, NULL, NULL)) {
         tdm_cli_error("world: %s", tdm_client_errstr(c));
         goto done;

@@ -420,39 +420,31 @@ class Library:
         missing = [name for name in _PROTOTYPES if not hasattr(cdll, name)]
         if missing:
             raise LibraryNotFound(f"{path} is not a usable libtandem: it lacks {', '.join(missing)}")
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            fn = getattr(cdll, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
-            setattr(self, name, fn)
+        self._declare(_PROTOTYPES)
         self.has_robots = all(hasattr(cdll, name) for name in ROBOT_SYMBOLS)
         if self.has_robots:
-            for name, (restype, argtypes) in _ROBOT_PROTOTYPES.items():
-                fn = getattr(cdll, name)
-                fn.restype = restype
-                fn.argtypes = argtypes
-                setattr(self, name, fn)
+            self._declare(_ROBOT_PROTOTYPES)
         # several servers (tdm_multi): absent from libraries before issue 14
         self.has_multi = all(hasattr(cdll, name) for name in _MULTI_PROTOTYPES)
         if self.has_multi:
-            for name, (restype, argtypes) in _MULTI_PROTOTYPES.items():
-                fn = getattr(cdll, name)
-                fn.restype = restype
-                fn.argtypes = argtypes
-                setattr(self, name, fn)
+            self._declare(_MULTI_PROTOTYPES)
         self.has_multi_robots = (
             self.has_multi and self.has_robots and all(hasattr(cdll, name) for name in _MULTI_ROBOT_PROTOTYPES)
         )
         if self.has_multi_robots:
-            for name, (restype, argtypes) in _MULTI_ROBOT_PROTOTYPES.items():
-                fn = getattr(cdll, name)
-                fn.restype = restype
-                fn.argtypes = argtypes
-                setattr(self, name, fn)
+            self._declare(_MULTI_ROBOT_PROTOTYPES)
         # the structs of this library's version
         self.MeshInfo = MeshInfoRobotStruct if self.has_robots else MeshInfoStruct
         self.SceneInfo = SceneInfoRobotStruct if self.has_robots else SceneInfoStruct
         self.ServerInfo = ServerInfoRobotStruct if self.has_robots else ServerInfoStruct
+
+    def _declare(self, prototypes) -> None:
+        """Sets each call's result and argument types and makes it an attribute."""
+        for name, (restype, argtypes) in prototypes.items():
+            fn = getattr(self.cdll, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name, fn)
 
     def strerror(self, code: int) -> str:
         return self.tdm_client_strerror(code).decode()
