@@ -175,6 +175,12 @@ static const opt opts[] = {
      "kinematics, culling and tasks run on the device, and such jobs are pooled only with jobs of the same "
      "robot scene. Smaller ones get their poses made here and pool with every other request (0: never "
      "as configurations)."},
+    {"motion-window", T_U32, OFF(motion_window), "0", 0, 1u << 20, NULL, "N",
+     "States each motion of a MotionCheck gives to its first batch, in order from its start; a motion "
+     "not answered by then gives twice as many in the next, and so on (early exit: states past the "
+     "first collision are mostly never checked). Larger windows answer a motion in fewer dependent "
+     "engine runs, smaller ones check fewer states past its first collision. 0: 16 with the CPU engine, "
+     "64 with a GPU engine (a GPU run costs about the same for tens or hundreds of states)."},
     {"slice-tasks", T_U64, OFF(slice_tasks), "0", 0, UINT64_MAX, NULL, "N",
      "A request of more tasks than this runs this many at a time, taking turns with the other requests "
      "queued (0: max-batch-tasks)."},

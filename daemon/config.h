@@ -64,6 +64,7 @@ typedef struct tdm_config {
     uint32_t device_configs_min; /* configurations (or motion states) from which a request runs as
                                     configurations (tdm_sched_run_configs); 0: never */
     uint64_t max_query_work;   /* box + triangle tests per query (0: none), the request's budget per query */
+    uint32_t motion_window;    /* a MotionCheck's first round: states per open motion (0: by engine) */
     uint64_t slice_tasks;      /* a larger request runs this many tasks per turn (0: max_batch_tasks) */
     uint64_t latency_lane_tasks, latency_lane_work; /* the pooler's latency lane (workpile/pooler.h) */
     uint32_t max_name_bytes;   /* mesh and scene names, client names */

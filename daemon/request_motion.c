@@ -20,6 +20,10 @@
 
 #define BATCH_TASKS (1u << 20) /* (state, checked pair) tasks per batch at most when its poses are made here */
 #define BATCH_CONFIGS 65536    /* states per batch run as configurations, as `tandem motions` */
+/* motion-window 0 with a GPU engine: the first round's window (robot/motion_rounds.h). A GPU
+ * run's time hardly depends on its size below thousands of states, so one round per typical
+ * planner motion (tens of states) answers in one run instead of two or three dependent ones */
+#define TDM_MOTION_GPU_WINDOW 64
 
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
@@ -235,6 +239,9 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
         goto fail;
     }
     if (rc != TDM_OK) goto nomem;
+    tdm_motion_rounds_set_window(m->mc, cfg->motion_window ? cfg->motion_window
+                                        : tdm_sched_gpu_engines(srv->engine) ? TDM_MOTION_GPU_WINDOW
+                                                                             : TDM_MOTION_FIRST_WINDOW);
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += tdm_motion_rounds_states(m->mc, i);
     if (total > cfg->max_motion_states) {

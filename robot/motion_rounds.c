@@ -7,7 +7,6 @@
 #include "../geom/base.h"
 #include "motions.h"
 
-#define MIN_WINDOW 16 /* states a motion gives per round, at least */
 
 /* A run of consecutive states of one motion in a batch: k0 .. k0 + count - 1. */
 typedef struct segment { size_t motion; uint64_t k0, count; } segment;
@@ -29,8 +28,14 @@ struct tdm_motion_rounds {
     unsigned round;
     size_t i;     /* the next open motion of this round */
     uint64_t w;   /* this round's window */
+    uint64_t first; /* the first round's window, and the least one */
     int in_round;
 };
+
+void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first)
+{
+    mc->first = first ? first : TDM_MOTION_FIRST_WINDOW;
+}
 
 void tdm_motion_rounds_free(tdm_motion_rounds *mc)
 {
@@ -74,6 +79,7 @@ int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_point
     mc->n = n;
     mc->n_q = n_q;
     mc->batch = batch;
+    mc->first = TDM_MOTION_FIRST_WINDOW;
     mc->first_point = malloc(na * sizeof *mc->first_point);
     mc->first_seg = malloc(na * sizeof *mc->first_seg);
     mc->n_points = malloc(na * sizeof *mc->n_points);
@@ -145,9 +151,10 @@ size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs)
     }
     if (!mc->n_open) return 0;
     if (!mc->in_round) {
-        uint64_t w = batch / mc->n_open, grow = mc->round < 40 ? (uint64_t)MIN_WINDOW << mc->round : UINT64_MAX;
+        uint64_t w = batch / mc->n_open, grow = mc->round < 40 && mc->first <= (UINT64_MAX >> mc->round)
+                                                      ? mc->first << mc->round : UINT64_MAX;
         if (w > grow) w = grow;
-        if (w < MIN_WINDOW) w = MIN_WINDOW;
+        if (w < mc->first) w = mc->first;
         mc->w = w;
         mc->i = 0;
         mc->in_round = 1;

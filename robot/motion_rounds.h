@@ -9,8 +9,9 @@
  * Strategy (first to last). Every motion keeps a cursor, the first state not yet
  * checked. The checks go in rounds over the motions still open; in a round each
  * open motion gives its next w states (w = the batch shared among the open
- * motions, but at most MIN_WINDOW << round, so that the first rounds stay short
- * when few motions are open; at least MIN_WINDOW = 16), in order from its cursor,
+ * motions, but at most first << round, so that the first rounds stay short
+ * when few motions are open; at least first, which is TDM_MOTION_FIRST_WINDOW = 16
+ * unless tdm_motion_rounds_set_window says otherwise), in order from its cursor,
  * and the states are cut into batches of at most `batch` states. After a batch, a
  * motion whose states in it collide is answered with the smallest such k and
  * closed: all its states before them were found free in earlier batches, so that
@@ -27,6 +28,8 @@
 #include <stdint.h>
 
 typedef struct tdm_motion_rounds tdm_motion_rounds;
+
+#define TDM_MOTION_FIRST_WINDOW 16 /* the first round's window, by default (and the least one) */
 
 /* n motions of 2 * n_q values each (start, then end: motions + i * 2 * n_q;
  * borrowed, must outlive mc), finite; resolution finite and > 0; batch >= 1. On
@@ -45,6 +48,12 @@ int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double
 int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_points, size_t n, size_t n_q,
                                   double resolution, size_t batch, tdm_motion_rounds **out, size_t *bad);
 void tdm_motion_rounds_free(tdm_motion_rounds *mc);
+/* The window of the first round: states each open motion gives in it (later rounds
+ * double it); TDM_MOTION_FIRST_WINDOW by default. Larger windows take fewer
+ * dependent runs per motion (what a GPU engine's latency wants) at the price of
+ * states checked past the first collision (what a busy CPU engine pays for).
+ * Before the first tdm_motion_rounds_next; 0 keeps the default. */
+void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first);
 /* State k of motion i, into q[0..n_q). */
 void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, double *q);
 

@@ -26,6 +26,7 @@
 #include "geom/primitive.h"
 #include "robot/robot_scene.h"
 #include "tools/io.h"
+#include "robot/motion_rounds.h"
 #include "robot/motions.h"
 #include "workpile/sched.h"
 
@@ -372,4 +373,67 @@ Test(motions, errors)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert_not_null(strstr(r.out, "queries=1 "));
     run_free(&r);
+}
+
+/* ---- the rounds on their own (robot/motion_rounds.h), against a known answer ---- */
+
+/* Runs rounds over motions whose states k >= first[i] collide (first[i] -1: none;
+ * states past the first collision collide or not at random, as a real motion's
+ * may) and returns the batches it took; the answers must be first[i]. */
+static size_t rounds_against(const double *mot, size_t n, size_t batch, uint64_t window, const int64_t *first,
+                             gen_rng *rng)
+{
+    tdm_motion_rounds *mc = NULL;
+    size_t bad = 0;
+    cr_assert_eq(tdm_motion_rounds_create(mot, n, 1, 1.0, batch, &mc, &bad), TDM_OK);
+    tdm_motion_rounds_set_window(mc, window);
+    double *q = malloc(batch * sizeof *q);
+    uint32_t *col = malloc(batch * sizeof *col);
+    size_t batches = 0, got;
+    while ((got = tdm_motion_rounds_next(mc, q)) > 0) {
+        cr_assert_leq(got, batch);
+        batches++;
+        for (size_t b = 0; b < got; b++) {
+            /* motion i's state k is q = start + k (unit steps from 0 at resolution 1): recover (i, k) */
+            size_t i = (size_t)(q[b] / 1000.0);
+            int64_t k = (int64_t)llround(q[b] - 1000.0 * (double)i);
+            col[b] = first[i] >= 0 && k >= first[i] && (k == first[i] || (gen_next(rng) & 1));
+        }
+        tdm_motion_rounds_take(mc, col, sizeof *col);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(tdm_motion_rounds_answer(mc, i), first[i], "motion %zu (window %llu, batch %zu): %lld, not %lld",
+                     i, (unsigned long long)window, batch, (long long)tdm_motion_rounds_answer(mc, i),
+                     (long long)first[i]);
+    free(q);
+    free(col);
+    tdm_motion_rounds_free(mc);
+    return batches;
+}
+
+Test(motions, rounds_answer_the_first_collision_whatever_the_window)
+{
+    gen_rng rng = {seed ^ 0x51ed};
+    enum { N = 40 };
+    double mot[2 * N];
+    int64_t first[N];
+    for (int trial = 0; trial < 30; trial++) {
+        size_t n = 1 + gen_next(&rng) % N;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t states = 2 + gen_next(&rng) % 300; /* from 1000 i to 1000 i + states - 1 */
+            mot[2 * i] = 1000.0 * (double)i;
+            mot[2 * i + 1] = mot[2 * i] + (double)(states - 1);
+            first[i] = gen_next(&rng) % 3 == 0 ? -1 : (int64_t)(gen_next(&rng) % states);
+        }
+        size_t batch = 1 + gen_next(&rng) % 700;
+        uint64_t windows[] = {0, 1, 16, 64, 1000};
+        for (size_t w = 0; w < sizeof windows / sizeof *windows; w++)
+            rounds_against(mot, n, batch, windows[w], first, &rng);
+    }
+    /* one free motion of 50 states alone: 16 + 32 + 2 states in three runs by default, one run with a
+       window of 64 */
+    double one[2] = {0, 49};
+    int64_t none = -1;
+    cr_assert_eq(rounds_against(one, 1, 4096, 0, &none, &rng), 3);
+    cr_assert_eq(rounds_against(one, 1, 4096, 64, &none, &rng), 1);
 }
