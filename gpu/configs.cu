@@ -392,6 +392,7 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     s->it = 0;
     s->finishing = 0;
     s->configs = 1;
+    s->small = 0;
     g->stats.runs++;
     return tdm__gpu_launch_group(g, s);
 }

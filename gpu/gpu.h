@@ -52,7 +52,26 @@ typedef struct tdm_gpu_config {
     uint64_t frontier_pairs; /* initial frontier capacity per stream, in node pairs; grows within the budget */
     int streams;             /* batches in flight at once, each on its own CUDA stream (1..8) */
     int traversal;           /* TDM_GPU_TRAVERSE_PAIRS (default), _BLOCKS or _WIDE, below */
+    uint32_t small_tasks;    /* a run of at most this many tasks (PAIRS traversal) starts depth first: one
+                                thread per task, one launch, the levels only for what it hands over
+                                (0: never; default TDM_GPU_SMALL_TASKS) */
+    uint32_t small_budget;   /* node pairs each thread of such a run tests before it hands the rest of
+                                its task over to the levels (default TDM_GPU_SMALL_BUDGET; 0 hands every
+                                task over untested) */
 } tdm_gpu_config;
+
+/* Small runs: a run of a few tasks (a planner's one state) level by level costs a
+ * launch of every kernel per BVTT level and a look from the host every few
+ * levels, most of its time; depth first it is one launch and one look. The
+ * budget bounds what one thread may take (a task with much work goes on in the
+ * levels, in parallel). One thread walking a task alone waits on each node's
+ * load in turn, so from some hundreds of tasks the levels are faster: with 64
+ * RRTConnect planners on the H100 (bench/results/ompl_rrt_batches.md), runs of
+ * ~30 tasks took 0.066 ms on the device depth first against 0.107 level by
+ * level, runs of ~1 300 tasks 0.334 against 0.197, of ~6 500 0.94 against
+ * 0.26. */
+#define TDM_GPU_SMALL_TASKS 256
+#define TDM_GPU_SMALL_BUDGET 512
 
 /* How the traversal kernel maps threads to node pairs; all give the same
  * answers. PAIRS and BLOCKS run on the blocked node layout: each tree is copied
@@ -249,6 +268,8 @@ typedef struct tdm_gpu_stats {
     uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's; runs: chunks started,
                                                  reruns: of them after an overflow */
     uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */
+    uint64_t small_runs;      /* runs started depth first (small_tasks) */
+    uint64_t small_handovers; /* ... of them that handed pairs over to the levels */
 } tdm_gpu_stats;
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s);
 

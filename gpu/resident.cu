@@ -397,6 +397,100 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
     }
 }
 
+/* Small runs (tdm_gpu_config.small_tasks): one thread per task, depth first,
+ * in one launch. A run of a few thousand tasks (a planner's state or motion)
+ * mostly stops at the root pairs; level by level it costs a launch of every
+ * kernel per level and a wait for the host every ITERS_PER_SYNC levels, which
+ * is most of its time. Here each thread walks its own task's BVTT on a small
+ * stack with the same box test, descent rule and triangle tests as the levels
+ * (so the same answers), for at most `budget` node pairs; what is left when
+ * the budget or the stack runs out is handed to the level path as its first
+ * frontier (cnt[0]), which goes on from there. */
+#define SMALL_STACK 32
+
+/* A found intersecting pair, by tri_exact_kernel's rule, for a task no other
+ * thread touches during this kernel. Returns 1 when the task is done. */
+__device__ static __forceinline__ int small_hit(const dtask *t, dres *r, uint32_t a_slot, uint32_t b_slot)
+{
+    if (!r->colliding) {
+        r->colliding = 1;
+        r->first_a = t->aid[a_slot];
+        r->first_b = t->bid[b_slot];
+    }
+    if (t->h.mode == TDM_MODE_BOOL) {
+        r->done = 1;
+        return 1;
+    }
+    uint32_t before = r->count;
+    r->count = before + 1;
+    if (tdm_contacts_past_cap(before, 1, t->h.cap)) {
+        r->truncated = 1;
+        r->done = 1;
+        return 1;
+    }
+    return 0;
+}
+
+__global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dres *res, uint32_t n, fpair *front,
+                                                          uint32_t *cnt, uint32_t cap_pairs, uint32_t budget,
+                                                          uint32_t *overflow)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const dtask *t = &tasks[i];
+    dres *r = &res[i];
+    dhot h;
+    tdm_load16(&h, &t->h, 5);
+    uint32_t sa[SMALL_STACK], sb[SMALL_STACK];
+    int top = 1, done = 0;
+    sa[0] = sb[0] = 0;
+    for (uint32_t tested = 0; top > 0 && tested < budget; tested++) {
+        top--;
+        uint32_t a = sa[top], b = sb[top];
+        tdm_bvh_node na, nb;
+        tdm_load16(&na, &h.an[a], 4);
+        tdm_load16(&nb, &h.bn[b], 4);
+        tdm_wbox w;
+        tdm_wbox_of(&h.fx, &nb, &w);
+        if (!tdm_obb_overlap_w(&na, &w, nb.extent, h.tol)) continue;
+        uint32_t ca[2] = {0, 0}, cb[2] = {0, 0};
+        int nca = 0, ncb = 0;
+        if (blocked_children(&na, a, &nb, b, ca, &nca, cb, &ncb)) {
+            if (top + nca * ncb > SMALL_STACK) { /* no room: this pair goes to the levels as it is */
+                sa[top] = a;
+                sb[top] = b;
+                top++;
+                break;
+            }
+            for (int x = nca; x-- > 0;) /* pushed last first: the first child pair is walked first */
+                for (int y = ncb; y-- > 0;) {
+                    sa[top] = ca[x];
+                    sb[top] = cb[y];
+                    top++;
+                }
+            continue;
+        }
+        /* a leaf pair: the filter and the exact test of the levels' two passes */
+        uint32_t fa = tdm_leaf_first(&na), fb = tdm_leaf_first(&nb), cta = tdm_leaf_count(&na);
+        tdm_dvec3 tb[2][3], ta[3];
+        uint32_t ctb = tdm_leaf_load_moved(&nb, t->bt, &t->x, tb);
+        for (uint32_t x = 0; x < cta && !done; x++) {
+            tdm_tri_load(&t->at[9 * (size_t)(fa + x)], ta);
+            for (uint32_t y = 0; y < ctb && !done; y++)
+                if (!tdm_tri_planes_separate(ta, tb[y]) && tdm_tri_tri_intersect(ta, tb[y]))
+                    done = small_hit(t, r, fa + x, fb + y);
+        }
+        if (done) break;
+    }
+    if (done || top == 0) return;
+    /* over the budget or the stack: the pairs not yet tested go on in the levels */
+    uint32_t o = atomicAdd(&cnt[0], (uint32_t)top);
+    for (int x = 0; x < top; x++, o++) {
+        if (o < cap_pairs) front[o] = fpair{i, sa[x], sb[x]};
+        else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
+    }
+}
+
 /* ---- host side ------------------------------------------------------------------- */
 
 
@@ -408,6 +502,8 @@ extern "C" tdm_gpu_config tdm_gpu_config_default(void)
     c.frontier_pairs = 1u << 26; /* per stream; clamped to an eighth of the budget */
     c.streams = 2;
     c.traversal = TDM_GPU_TRAVERSE_PAIRS;
+    c.small_tasks = TDM_GPU_SMALL_TASKS;
+    c.small_budget = TDM_GPU_SMALL_BUDGET;
     return c;
 }
 
@@ -542,6 +638,10 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->fault_after = fault && *fault ? atoll(fault) : -1;
     const char *room = getenv("TDM_GPU_CONFIG_ROOM");
     g->config_room = room && *room ? strtoull(room, NULL, 10) : 0;
+    /* A/B runs and tests: TDM_GPU_SMALL_TASKS (0: never depth first), TDM_GPU_SMALL_BUDGET */
+    const char *small = getenv("TDM_GPU_SMALL_TASKS"), *budget = getenv("TDM_GPU_SMALL_BUDGET");
+    if (small && *small) g->cfg.small_tasks = (uint32_t)strtoul(small, NULL, 10);
+    if (budget && *budget) g->cfg.small_budget = (uint32_t)strtoul(budget, NULL, 10);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -855,15 +955,35 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->d_res, 0, n * sizeof(dres), s->stream));
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
-    init_frontier_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
+    int small = g->cfg.small_tasks && n <= g->cfg.small_tasks && g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS;
+    if (small) /* depth first in one launch; the levels only for what it hands over (slot_step) */
+        small_run_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, (uint32_t)n, s->front[0],
+                                                                       s->cnt, (uint32_t)g->cap_pairs,
+                                                                       g->cfg.small_budget, s->cnt + 2 * MAX_ITERS);
+    else
+        init_frontier_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     if (g->fault_after >= 0 && g->stats.runs == (uint64_t)g->fault_after) fault_kernel<<<1, 1, 0, s->stream>>>(nullptr);
     s->n = n;
     s->it = 0;
     s->finishing = 0;
     s->configs = 0;
+    s->small = small;
     g->stats.runs++;
     g->stats.tasks += n;
+    if (small) {
+        /* the hand-over's size and the overflow flag, and the answers at once: most small runs
+           hand nothing over and are done at the first look */
+        g->stats.small_runs++;
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                               s->stream));
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
+                                               cudaMemcpyDeviceToHost, s->stream));
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->h_res, s->d_res, n * sizeof(dres), cudaMemcpyDeviceToHost,
+                                               s->stream));
+        TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, s->stream));
+        return TDM_OK;
+    }
     return tdm__gpu_launch_group(g, s);
 }
 
@@ -879,7 +999,15 @@ extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
     }
     if (s->h_cnt[1]) {
         g->stats.reruns++;
+        s->small = 0;
         return TDM_GPU_SLOT_OVERFLOW;
+    }
+    if (s->small) { /* a small run's first look: its answers are here unless it handed pairs over */
+        s->small = 0;
+        if (s->h_cnt[0] == 0) return TDM_GPU_SLOT_DONE;
+        g->stats.small_handovers++;
+        int rc = tdm__gpu_launch_group(g, s);
+        return rc == TDM_OK ? TDM_GPU_SLOT_BUSY : rc;
     }
     if (s->h_cnt[0] == 0) { /* the frontier is empty: copy the results (and the level counts) back */
         s->finishing = 1;

@@ -72,6 +72,8 @@ typedef struct slot {
     cudaGraphExec_t *groups;
     struct cfg_slot *cfg;     /* configs.cu's scratch, made on the first configs run */
     int configs;              /* the run in flight is a batch of configurations (configs.cu) */
+    int small;                /* the run in flight started depth first (small_run_kernel) and has not
+                                 been looked at yet */
 } slot;
 
 #define MAX_SLOTS 8

@@ -222,6 +222,12 @@ static void check_scenes(const tdm_gpu_config *cfg)
     cr_log_info("chunks %llu, levels %llu, re-runs after overflow %llu", (unsigned long long)st.runs,
                 (unsigned long long)st.iterations, (unsigned long long)st.reruns);
     if (cfg && cfg->frontier_pairs <= 1024) cr_expect_gt(st.reruns, 0, "a 1024-pair frontier never overflowed");
+    cr_log_info("small runs %llu, of them handing pairs over %llu", (unsigned long long)st.small_runs,
+                (unsigned long long)st.small_handovers);
+    if (cfg && cfg->small_tasks >= 4000 && cfg->traversal == TDM_GPU_TRAVERSE_PAIRS) cr_expect_gt(st.small_runs, 0, "no run went depth first");
+    if (cfg && cfg->small_tasks >= 4000 && cfg->traversal == TDM_GPU_TRAVERSE_PAIRS && cfg->small_budget <= 3)
+        cr_expect_gt(st.small_handovers, 0, "no depth-first run handed pairs over");
+    if (cfg && cfg->small_tasks == 0) cr_expect_eq(st.small_runs, 0, "small_tasks 0, yet runs went depth first");
     g->ops->destroy(g);
     tdm_pool_destroy(pool);
 }
@@ -256,6 +262,29 @@ static void check_traversal(int traversal, int small_frontier)
     }
     check_scenes(&cfg);
 }
+
+/* Small runs (gpu.h's small_tasks): every run depth first, with the default
+ * budget, with a budget so small that most tasks are handed over to the levels
+ * part way, with none (every task handed over untested), through overflowing
+ * hand-overs; and no run depth first. The same answers as the CPU engine. */
+static void check_small(uint32_t small_tasks, uint32_t budget, int small_frontier)
+{
+    require_gpu();
+    tdm_gpu_config cfg = tdm_gpu_config_default();
+    cfg.small_tasks = small_tasks;
+    cfg.small_budget = budget;
+    if (small_frontier) {
+        cfg.frontier_pairs = 1024;
+        cfg.memory_budget = 64u << 20;
+    }
+    check_scenes(&cfg);
+}
+
+Test(gpu, small_runs_match_cpu_engine) { check_small(1u << 20, TDM_GPU_SMALL_BUDGET, 0); }
+Test(gpu, small_runs_handing_over_match_cpu_engine) { check_small(1u << 20, 3, 0); }
+Test(gpu, small_runs_handing_everything_over_match_cpu_engine) { check_small(1u << 20, 0, 0); }
+Test(gpu, small_runs_overflowing_hand_overs_are_rerun) { check_small(1u << 20, 2, 1); }
+Test(gpu, levels_only_match_cpu_engine) { check_small(0, TDM_GPU_SMALL_BUDGET, 0); }
 
 Test(gpu, blocks_traversal_matches_cpu_engine) { check_traversal(TDM_GPU_TRAVERSE_BLOCKS, 0); }
 Test(gpu, blocks_traversal_frontier_overflow_is_rerun) { check_traversal(TDM_GPU_TRAVERSE_BLOCKS, 1); }

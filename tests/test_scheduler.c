@@ -931,3 +931,70 @@ Test(scheduler, registry_keeps_a_copy_per_device)
     tdm_registry_destroy(r, log_free, &f);
     cr_assert_eq(f.n, 3, "b's two copies and c's one: %d freed", f.n);
 }
+
+/* A batch pooled from several clients holds several scenes, in blocks (one
+ * request each), and the GPU engine looks each scene's device copies up once per
+ * chunk (or, for a chunk of fewer tasks than its scenes have checks, task by
+ * task): the same answers as the CPU engine, in both modes, for batches large
+ * and small. */
+Test(scheduler, gpu_mixed_scenes_match_cpu_engine, .timeout = 240)
+{
+    require_gpu();
+    gen_rng r = {seed ^ 0x5ce7e5};
+    enum { SCENES = 5, FIXED = 6, MOVING = 3, NQ = 6000 };
+    tdm_bvh *ball = tree(gen_sphere(0.3, 8)), *brick = tree(gen_box(0.4, 0.2, 0.3)), *ring = tree(gen_torus(0.4, 0.1, 16, 8));
+    tdm_bvh *trees[3] = {ball, brick, ring};
+    tdm_scene *sc[SCENES];
+    for (int s = 0; s < SCENES; s++) {
+        tdm_scene_obj o[FIXED + MOVING];
+        for (int i = 0; i < FIXED; i++)
+            o[i] = (tdm_scene_obj){(uint32_t)(10 * s + i), trees[(s + i) % 3], 0,
+                                   tdm_xform_from_pose(tdm_d3(0.7 * (i % 3), 0.7 * (i / 3), 0.1 * s), gen_rotation(&r))};
+        for (int i = 0; i < MOVING; i++)
+            o[FIXED + i] = (tdm_scene_obj){(uint32_t)(100 + i), trees[(s + i + 1) % 3], 1, tdm_xform_identity()};
+        tdm_scene_error err;
+        cr_assert_eq(tdm_scene_create(o, FIXED + MOVING, NULL, 0, &sc[s], &err), TDM_OK, "%s", err.msg);
+    }
+    tdm_xform *poses = malloc(sizeof *poses * NQ * MOVING);
+    cr_assert(poses);
+    for (size_t i = 0; i < (size_t)NQ * MOVING; i++) {
+        gen_pose p = gen_pose_in_ball(&r, tdm_d3(0.7, 0.35, 0), 2.5);
+        poses[i] = tdm_xform_from_pose(p.t, p.q);
+    }
+    tdm_sched *cpu = engine(TDM_BACKEND_CPU, 0), *gpu = engine(TDM_BACKEND_GPU, 0);
+    cr_assert_eq(tdm_sched_mesh_add(gpu, ball), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(gpu, brick), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(gpu, ring), TDM_OK);
+    static tdm_sched_query q[NQ];
+    static tdm_sched_result got[NQ], want[NQ];
+    size_t sizes[3] = {NQ, 40, 3}; /* many tasks a scene; about as many as checks; fewer */
+    for (int mode = 0; mode < 2; mode++)
+        for (int z = 0; z < 3; z++) {
+            size_t n = sizes[z], colliding = 0;
+            for (size_t i = 0; i < n; i++) /* requests of 1 to 25 queries, each of one scene */
+                q[i] = (tdm_sched_query){sc[(i / (1 + i % 25)) % SCENES], &poses[i * MOVING],
+                                         mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000000, NULL, NULL};
+            memset(got, 0, sizeof got);
+            memset(want, 0, sizeof want);
+            cr_assert_eq(tdm_sched_run(cpu, q, n, want), TDM_OK);
+            cr_assert_eq(tdm_sched_run(gpu, q, n, got), TDM_OK);
+            for (size_t i = 0; i < n; i++) {
+                cr_assert(got[i].colliding == want[i].colliding && got[i].contacts == want[i].contacts &&
+                              got[i].truncated == want[i].truncated && got[i].object_a == want[i].object_a &&
+                              got[i].object_b == want[i].object_b,
+                          "mode %d, %zu queries, query %zu: GPU (%u, %u, %u-%u) against CPU (%u, %u, %u-%u)", mode,
+                          n, i, got[i].colliding, got[i].contacts, got[i].object_a, got[i].object_b,
+                          want[i].colliding, want[i].contacts, want[i].object_a, want[i].object_b);
+                colliding += got[i].colliding;
+            }
+            if (n == NQ)
+                cr_assert(colliding > n / 10 && colliding < n - n / 10, "mode %d: %zu of %zu colliding", mode, colliding, n);
+        }
+    tdm_sched_destroy(cpu);
+    tdm_sched_destroy(gpu);
+    free(poses);
+    for (int s = 0; s < SCENES; s++) tdm_scene_destroy(sc[s]);
+    tdm_bvh_free(ball);
+    tdm_bvh_free(brick);
+    tdm_bvh_free(ring);
+}

@@ -18,7 +18,7 @@
 /* Shares a chunk's fill and read-back are cut into, and the chunk size below
  * which the caller does them alone (waking helpers costs more). */
 #define FILL_SHARES 8
-#define FILL_PARALLEL_MIN 8192
+#define FILL_PARALLEL_MIN 2048
 /* Tasks made at a time while filling: they stay in cache until written. */
 #define MAKE_BATCH 64
 /* Mesh pairs a share remembers (direct-mapped) to reuse their pair-table entries. */

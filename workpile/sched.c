@@ -102,6 +102,12 @@ typedef struct lane {
     size_t pairs_cap;
     void **copies;  /* a one-scene chunk's device copies, two per check (ref_tasks.copies) */
     size_t copies_cap;
+    /* a chunk of several scenes (planners' requests pooled): each scene's copies looked up once
+       per chunk, scene i's at mcopies + mscene[i].at (ref_tasks.scenes) */
+    void **mcopies;
+    size_t mcopies_cap;
+    struct scene_copies_at { const tdm_scene *scene; size_t at; } *mscene;
+    size_t mscene_cap;
     uint32_t *kept; /* culling: checks kept per query */
     size_t *first;  /* ... and the first ref of each query in its window (one more entry) */
     uint64_t *bits; /* ... and which, a bit a check */
@@ -661,6 +667,8 @@ void tdm_sched_destroy(tdm_sched *e)
         free(l->hits);
         free(l->pairs);
         free(l->copies);
+        free(l->mcopies);
+        free(l->mscene);
         free(l->kept);
         free(l->first);
         free(l->bits);
@@ -827,6 +835,11 @@ typedef struct ref_tasks {
     void *const *copies;  /* or, when every query is of one scene: check k's copies are
                              copies[2k], copies[2k + 1] (looked up once per chunk, so the
                              threads making tasks share no lock) */
+    const struct scene_copies_at *scenes; /* or, for a chunk of several scenes: scene i's check k's
+                                             copies at mcopies[scenes[i].at + 2k], looked up once
+                                             per scene and chunk (n_scenes of them) */
+    size_t n_scenes;
+    void *const *mcopies;
     tdm_sched_result *results; /* uniform, one check a query: fold answers into these as they come */
 } ref_tasks;
 
@@ -856,6 +869,8 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
     const ref_tasks *c = l->ctx;
     const tdm_bvh *la = NULL, *lb = NULL; /* the last trees looked up, and their copies */
     void *da = NULL, *db = NULL;
+    const tdm_scene *last_scene = NULL; /* with c->scenes: the last query's scene, and its copies */
+    void *const *base = NULL;
     /* uniform: task i is query i / c's check i % c, stepped without dividing */
     size_t uq = c->refs ? 0 : lo / c->uniform;
     uint32_t uk = c->refs ? 0 : (uint32_t)(lo % c->uniform);
@@ -869,6 +884,19 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
         tdm_sched_query tmp;
         const tdm_sched_query *Q = qat(&c->queries, qi, &tmp);
         make_task(Q, ki, out, Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
+        if (c->scenes) {
+            if (Q->scene != last_scene) { /* the refs of one query (one scene) come together */
+                size_t i = 0;
+                while (i < c->n_scenes && c->scenes[i].scene != Q->scene) i++;
+                if (i == c->n_scenes) return -1; /* cannot happen: every scene of the chunk is listed */
+                last_scene = Q->scene;
+                base = c->mcopies + c->scenes[i].at;
+            }
+            out->ga = base[2 * (size_t)ki];
+            out->gb = base[2 * (size_t)ki + 1];
+            if (!out->ga || !out->gb) return -1;
+            continue;
+        }
         if (c->copies) {
             out->ga = c->copies[2 * (size_t)ki];
             out->gb = c->copies[2 * (size_t)ki + 1];
@@ -909,6 +937,43 @@ static void *const *scene_copies(tdm_sched *e, lane *l, const tdm_scene *s)
     return l->copies;
 }
 
+/* Most scenes of one chunk given their own copies table (more: per-task lookups). */
+#define CHUNK_SCENES_MAX 256
+
+/* For a chunk of nt tasks over several scenes: every scene's copies, looked up
+ * once (a batch pooled from many planners holds a few scenes, each with a
+ * hundred checks or more, and its tasks would otherwise each take the
+ * registry's lock). Returns the number of scenes, or 0 when there are too many
+ * (or no memory): the tasks then look their copies up one by one. */
+static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform)
+{
+    size_t n = 0, total = 0;
+    const tdm_scene *last = NULL;
+    for (size_t t = 0; t < nt; t += uniform ? uniform : 1) {
+        tdm_sched_query tmp;
+        const tdm_scene *s = qat(&queries, uniform ? t / uniform : l->refs[t].query, &tmp)->scene;
+        if (s == last) continue;
+        last = s;
+        size_t i = 0;
+        while (i < n && l->mscene[i].scene != s) i++;
+        if (i < n) continue;
+        if (n == CHUNK_SCENES_MAX) return 0;
+        if (reserve((void **)&l->mscene, &l->mscene_cap, n + 1, sizeof *l->mscene) != TDM_OK) return 0;
+        l->mscene[n++] = (struct scene_copies_at){s, total};
+        total += 2 * (size_t)s->n_checks;
+    }
+    if (total / 2 > nt) return 0; /* more checks than tasks: one lookup per task costs less */
+    if (reserve((void **)&l->mcopies, &l->mcopies_cap, total ? total : 1, sizeof *l->mcopies) != TDM_OK) return 0;
+    for (size_t i = 0; i < n; i++) {
+        const tdm_scene *s = l->mscene[i].scene;
+        void **c = l->mcopies + l->mscene[i].at;
+        for (uint32_t k = 0; k < s->n_checks; k++)
+            tdm_registry_find2(e->reg, l->dev, s->objects[s->checks[k].a].bvh, s->objects[s->checks[k].b].bvh,
+                               &c[2 * (size_t)k], &c[2 * (size_t)k + 1]);
+    }
+    return n;
+}
+
 /* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
 /* The engine the kind and the cost model pick for nt tasks on lane l: its GPU
  * engine (or the hybrid, on GPU engine 0), unless that one has failed. */
@@ -930,8 +995,10 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
      * chunk has at least as many tasks as the scene has checks */
     void *const *copies = where != ON_CPU && one_scene && one_scene->n_checks <= nt ? scene_copies(e, l, one_scene)
                                                                                      : NULL;
+    /* several scenes (one_scene NULL): a table per scene */
+    size_t n_scenes = where != ON_CPU && !one_scene ? chunk_scene_copies(e, l, queries, nt, uniform) : 0;
     ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, l->dev, copies,
-                   fold_into};
+                   n_scenes ? l->mscene : NULL, n_scenes, l->mcopies, fold_into};
     tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL};
     double t0 = now_s();
     int rc = TDM_OK;
@@ -958,6 +1025,7 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
     if (where == ON_CPU) {
         c.reg = NULL;
         c.copies = NULL;
+        c.scenes = NULL;
         tdm_backend *b = e->engines[ON_CPU];
         t0 = now_s();
         b->ops->run(b, l->index, &list, l->res); /* cannot fail: the CPU engine needs no copies */
