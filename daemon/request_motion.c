@@ -24,6 +24,9 @@
  * run's time hardly depends on its size below thousands of states, so one round per typical
  * planner motion (tens of states) answers in one run instead of two or three dependent ones */
 #define TDM_MOTION_GPU_WINDOW 64
+/* A first batch of at most this many states has its forward kinematics made on the loop, as a
+ * Query of fewer than 64 configurations (request_query.c) */
+#define INLINE_STATES 64
 
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
@@ -205,26 +208,16 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
         if (pose_room == 0) pose_room = 1;
     }
 
-    /* held until answered: the copy of the motions, a batch's configurations, poses and results
-     * (the rounds' own tables, about as large as the motions, counted once more); the reply:
-     * per motion two varints and the last free configuration */
-    uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
-                   (uint64_t)batch * (J * sizeof(double) + sizeof(tdm_sched_result)) +
-                   (uint64_t)pose_room * rs->n_elements * sizeof(tdm_xform);
-    uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
-    if (tdm_conn_job_admit(c, id, mem, reply) != 0) return;
+    /* the motions and their rounds first: a batch never holds more than their states, so that a
+     * planner's motion of tens of states holds (and zeroes) buffers of tens of states, not of a
+     * whole batch */
     motion_job *m = calloc(1, sizeof *m);
     if (!m) goto nomem;
     m->rs = rs;
     m->n = n;
     m->J = J;
-    m->batch = batch;
     m->motions = malloc(mc->n_motions * sizeof *m->motions);
-    m->configs = malloc(batch * J * sizeof *m->configs);
-    m->links = malloc(rs->robot->n_links * sizeof *m->links);
-    m->q.poses = malloc(pose_room * rs->n_elements * sizeof *m->q.poses);
-    m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
-    if (!m->motions || !m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
+    if (!m->motions) goto nomem;
     memcpy(m->motions, mc->motions, mc->n_motions * sizeof *m->motions);
     if (mc->n_points) {
         if (!(m->points = malloc(n * sizeof *m->points))) goto nomem;
@@ -239,9 +232,10 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
         goto fail;
     }
     if (rc != TDM_OK) goto nomem;
-    tdm_motion_rounds_set_window(m->mc, cfg->motion_window ? cfg->motion_window
-                                        : tdm_sched_gpu_engines(srv->engine) ? TDM_MOTION_GPU_WINDOW
-                                                                             : TDM_MOTION_FIRST_WINDOW);
+    uint64_t window = cfg->motion_window ? cfg->motion_window
+                      : tdm_sched_gpu_engines(srv->engine) ? TDM_MOTION_GPU_WINDOW
+                                                           : TDM_MOTION_FIRST_WINDOW;
+    tdm_motion_rounds_set_window(m->mc, window);
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += tdm_motion_rounds_states(m->mc, i);
     if (total > cfg->max_motion_states) {
@@ -250,6 +244,23 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
                             (unsigned long long)total, mc->resolution, (unsigned long long)cfg->max_motion_states);
         goto fail;
     }
+    batch = tdm_motion_rounds_batch(m->mc);
+    if (pose_room > batch) pose_room = batch;
+
+    /* held until answered: the copy of the motions, a batch's configurations, poses and results
+     * (the rounds' own tables, about as large as the motions, counted once more); the reply:
+     * per motion two varints and the last free configuration */
+    uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
+                   (uint64_t)batch * (J * sizeof(double) + sizeof(tdm_sched_result)) +
+                   (uint64_t)pose_room * rs->n_elements * sizeof(tdm_xform);
+    uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
+    if (tdm_conn_job_admit(c, id, mem, reply) != 0) goto fail;
+    m->batch = batch;
+    m->configs = malloc(batch * J * sizeof *m->configs);
+    m->links = malloc(rs->robot->n_links * sizeof *m->links);
+    m->q.poses = malloc(pose_room * rs->n_elements * sizeof *m->q.poses);
+    m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
+    if (!m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
     m->max_query_work = cfg->max_query_work;
     m->configs_min = cfg->device_configs_min;
     tdm_query_job *j = &m->q;
@@ -269,7 +280,10 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
     tdm_conn_begin(c);
     j->work.data = m;
-    if (uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* cannot happen: it fails only without a callback */
+    /* a first batch of a few states (a planner's one motion) is made here: a hand-off to the
+       thread pool and back would cost more latency than its forward kinematics */
+    if ((total < window * n ? total : window * n) <= INLINE_STATES ||
+        uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
         first_work(&j->work);
         first_after(&j->work, 0);
     }

@@ -88,13 +88,13 @@ int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_point
     mc->cursor = calloc(na, sizeof *mc->cursor);
     mc->answer = malloc(na * sizeof *mc->answer);
     mc->open = malloc(na * sizeof *mc->open);
-    mc->segs = malloc(batch * sizeof *mc->segs); /* a segment has at least one state */
     if (!mc->first_point || !mc->first_seg || !mc->n_points || !mc->seg_states || !mc->n_states || !mc->cursor ||
-        !mc->answer || !mc->open || !mc->segs) {
+        !mc->answer || !mc->open) {
         tdm_motion_rounds_free(mc);
         return TDM_ENOMEM;
     }
     size_t pt = 0, sg = 0;
+    uint64_t all = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t p = n_points ? n_points[i] : 2;
         mc->first_point[i] = pt;
@@ -117,8 +117,16 @@ int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_point
         sg += p - 1;
         mc->answer[i] = -2;
         mc->open[i] = i;
+        all += total;
     }
     mc->n_open = n;
+    /* no batch holds more than every state */
+    if (mc->batch > all) mc->batch = all ? (size_t)all : 1;
+    mc->segs = malloc(mc->batch * sizeof *mc->segs); /* a segment has at least one state */
+    if (!mc->segs) {
+        tdm_motion_rounds_free(mc);
+        return TDM_ENOMEM;
+    }
     *out = mc;
     return TDM_OK;
 }
@@ -200,4 +208,5 @@ void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, si
 
 int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i) { return mc->answer[i]; }
 uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i) { return mc->n_states[i]; }
+size_t tdm_motion_rounds_batch(const tdm_motion_rounds *mc) { return mc->batch; }
 size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc) { return mc->colliding; }

@@ -71,6 +71,9 @@ void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, si
 int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i);
 /* Motion i's number of states. */
 uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i);
+/* The most states a batch holds: the `batch` given, or the motions' states when
+ * they are fewer (what the caller's batch buffers need). */
+size_t tdm_motion_rounds_batch(const tdm_motion_rounds *mc);
 /* Motions answered with a colliding state so far. */
 size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc);
 
