@@ -24,9 +24,21 @@
  * run's time hardly depends on its size below thousands of states, so one round per typical
  * planner motion (tens of states) answers in one run instead of two or three dependent ones */
 #define TDM_MOTION_GPU_WINDOW 64
-/* A first batch of at most this many states has its forward kinematics made on the loop, as a
- * Query of fewer than 64 configurations (request_query.c) */
-#define INLINE_STATES 64
+/* A first batch of at most this many states has its forward kinematics made on the loop (a
+ * planner's single state); a larger one on libuv's thread pool, as the loop is what bounds
+ * tandemd with many planners (bench/results/ompl_rrt_batches.md). TDM_MOTION_INLINE_STATES
+ * overrides it (A/B runs). */
+#define INLINE_STATES 16
+
+static uint64_t inline_states(void)
+{
+    static uint64_t v = UINT64_MAX;
+    if (v == UINT64_MAX) {
+        const char *e = getenv("TDM_MOTION_INLINE_STATES");
+        v = e && *e ? strtoull(e, NULL, 10) : INLINE_STATES;
+    }
+    return v;
+}
 
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
@@ -282,7 +294,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     j->work.data = m;
     /* a first batch of a few states (a planner's one motion) is made here: a hand-off to the
        thread pool and back would cost more latency than its forward kinematics */
-    if ((total < window * n ? total : window * n) <= INLINE_STATES ||
+    if ((total < window * n ? total : window * n) <= inline_states() ||
         uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
         first_work(&j->work);
         first_after(&j->work, 0);
