@@ -40,7 +40,11 @@ void knn_tree::build(const double *pts, size_t n, size_t dim, size_t leaf)
     if (leaf < 1) leaf = 1;
     if (n) build_node(0, n, leaf);
     pts_.resize(n * dim);
-    for (size_t i = 0; i < n; i++) std::copy(pts + perm_[i] * dim, pts + (perm_[i] + 1) * dim, pts_.begin() + i * dim);
+    place_.resize(n);
+    for (size_t i = 0; i < n; i++) {
+        place_[perm_[i]] = i;
+        std::copy(pts + perm_[i] * dim, pts + (perm_[i] + 1) * dim, pts_.begin() + i * dim);
+    }
 }
 
 size_t knn_tree::build_node(size_t lo, size_t hi, size_t leaf)
@@ -87,19 +91,14 @@ void knn_tree::search(size_t nd, const double *q, size_t self, size_t m, double 
     const node &N = nodes_[nd];
     if (N.left == 0) {
         for (size_t i = N.lo; i < N.hi; i++) {
-            size_t idx = perm_[i];
-            if (idx == self) continue;
+            const size_t idx = perm_[i];
             const double *p = &pts_[i * dim_];
-            const bool full = heap.size() == m;
-            const double worst = full ? heap.front().first : INFINITY;
             double s = 0;
-            size_t x = 0;
-            for (; x < dim_; x++) {
+            for (size_t x = 0; x < dim_; x++) {
                 double t = q[x] - p[x];
                 s += t * t;
-                if (s > worst) break; /* the partial sum only grows */
             }
-            if (x == dim_) offer(heap, m, s, idx);
+            if (idx != self && (heap.size() < m || !(s > heap.front().first))) offer(heap, m, s, idx);
         }
         return;
     }
@@ -143,6 +142,11 @@ size_t knn_batch(const double *pts, size_t n, size_t dim, const size_t *queries,
     if (m == 0 || nq == 0) return m;
     knn_tree t;
     t.build(pts, n, dim);
+    /* the queries in the tree's order (neighbouring queries visit the same leaves),
+     * each answer in its own slot */
+    std::vector<size_t> order(nq);
+    for (size_t i = 0; i < nq; i++) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.place(queries[a]) < t.place(queries[b]); });
     const size_t chunk = 64;
     std::atomic<size_t> next(0);
     auto work = [&]() {
@@ -150,7 +154,8 @@ size_t knn_batch(const double *pts, size_t n, size_t dim, const size_t *queries,
         for (;;) {
             size_t b = next.fetch_add(chunk);
             if (b >= nq) break;
-            for (size_t i = b; i < std::min(nq, b + chunk); i++) t.nearest(queries[i], k, out->data() + i * m, heap);
+            for (size_t i = b; i < std::min(nq, b + chunk); i++)
+                t.nearest(queries[order[i]], k, out->data() + order[i] * m, heap);
         }
     };
     size_t nt = std::min<size_t>(threads ? threads : 1, (nq + chunk - 1) / chunk);

@@ -27,8 +27,11 @@ class knn_tree {
 public:
     /* Builds the tree over n points of dim coordinates each, point i at pts[i * dim]
      * (copied). leaf: the most points in a leaf. */
-    void build(const double *pts, size_t n, size_t dim, size_t leaf = 8);
+    void build(const double *pts, size_t n, size_t dim, size_t leaf = 32);
     size_t size() const { return n_; }
+    /* Point i's place in the tree's order (points of one leaf are consecutive): asking
+     * for points in this order keeps the tree's nearby parts in cache. */
+    size_t place(size_t i) const { return place_[i]; }
     /* The m = min(k, n - 1) nearest points to point self (an index below n), itself
      * excluded, nearest first (ties: smaller index first), into out[0..m). heap:
      * the caller's scratch (one per thread). Returns m. */
@@ -45,9 +48,10 @@ private:
     void search(size_t nd, const double *q, size_t self, size_t m, double *off,
                 std::vector<std::pair<double, size_t>> &heap) const;
     size_t n_ = 0, dim_ = 0;
-    std::vector<double> pts_;   /* the points in perm_ order (a leaf's points contiguous) */
+    std::vector<double> pts_;   /* the points in tree order (a leaf's points contiguous) */
     std::vector<double> orig_;  /* the points in index order (the queries) */
     std::vector<size_t> perm_;  /* perm_[i]: the index of the i-th point in tree order */
+    std::vector<size_t> place_; /* its inverse */
     std::vector<node> nodes_;   /* nodes_[0]: the root */
 };
 
