@@ -230,7 +230,7 @@ Test(ompl, batched_roadmap_through_tandemd)
 Test(ompl, batched_roadmap_fcl_threads)
 {
     const char *const extra[] = {"--checker", "fcl", "--fcl-threads", "2", "--planner", "prm", "--prm-samples",
-                                 "300", NULL};
+                                 "300", "--nn-threads", "3", NULL};
     solve_and_check(extra);
 }
 
@@ -244,6 +244,11 @@ Test(ompl, bad_input)
     r = run(bad_planner);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--planner") != NULL, "stderr: %s", r.err);
+    tdm_run_free(&r);
+    const char *const bad_nn[] = {"--urdf", path("arm.urdf"), "--nn-threads", "0", path("arm_problems"), NULL};
+    r = run(bad_nn);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "bad value for --nn-threads: '0'") != NULL, "stderr: %s", r.err);
     tdm_run_free(&r);
     const char *const missing[] = {"--urdf", path("arm.urdf"), "--checker", "fcl", path("nowhere"), NULL};
     r = run(missing);
