@@ -33,12 +33,11 @@ void knn_tree::build(const double *pts, size_t n, size_t dim, size_t leaf)
 {
     n_ = n;
     dim_ = dim;
-    orig_.assign(pts, pts + n * dim);
     perm_.resize(n);
     for (size_t i = 0; i < n; i++) perm_[i] = i;
     nodes_.clear();
     if (leaf < 1) leaf = 1;
-    if (n) build_node(0, n, leaf);
+    if (n) build_node(pts, 0, n, leaf);
     pts_.resize(n * dim);
     place_.resize(n);
     for (size_t i = 0; i < n; i++) {
@@ -47,7 +46,7 @@ void knn_tree::build(const double *pts, size_t n, size_t dim, size_t leaf)
     }
 }
 
-size_t knn_tree::build_node(size_t lo, size_t hi, size_t leaf)
+size_t knn_tree::build_node(const double *pts, size_t lo, size_t hi, size_t leaf)
 {
     size_t id = nodes_.size();
     nodes_.push_back(node{lo, hi, 0, 0, 0, 0});
@@ -58,7 +57,7 @@ size_t knn_tree::build_node(size_t lo, size_t hi, size_t leaf)
     for (size_t x = 0; x < dim_; x++) {
         double mn = INFINITY, mx = -INFINITY;
         for (size_t i = lo; i < hi; i++) {
-            double v = orig_[perm_[i] * dim_ + x];
+            double v = pts[perm_[i] * dim_ + x];
             mn = std::min(mn, v);
             mx = std::max(mx, v);
         }
@@ -69,13 +68,12 @@ size_t knn_tree::build_node(size_t lo, size_t hi, size_t leaf)
     }
     if (!(spread > 0)) return id; /* every point at one place (or NaN): a leaf */
     size_t mid = lo + (hi - lo) / 2;
-    const double *o = orig_.data();
     const size_t d = dim_;
     std::nth_element(perm_.begin() + lo, perm_.begin() + mid, perm_.begin() + hi,
-                     [o, d, best](size_t a, size_t b) { return o[a * d + best] < o[b * d + best]; });
-    double split = o[perm_[mid] * d + best];
-    size_t l = build_node(lo, mid, leaf);
-    size_t r = build_node(mid, hi, leaf);
+                     [pts, d, best](size_t a, size_t b) { return pts[a * d + best] < pts[b * d + best]; });
+    double split = pts[perm_[mid] * d + best];
+    size_t l = build_node(pts, lo, mid, leaf);
+    size_t r = build_node(pts, mid, hi, leaf);
     nodes_[id].left = l;
     nodes_[id].right = r;
     nodes_[id].dim = best;
@@ -128,7 +126,7 @@ size_t knn_tree::nearest(size_t self, size_t k, size_t *out, std::vector<cand> &
         off = big.data();
     }
     std::fill(off, off + dim_, 0.0);
-    search(0, &orig_[self * dim_], self, m, off, heap);
+    search(0, &pts_[place_[self] * dim_], self, m, off, heap);
     std::sort_heap(heap.begin(), heap.end()); /* ascending: nearest first, ties by index */
     for (size_t i = 0; i < m; i++) out[i] = heap[i].second;
     return m;
@@ -146,7 +144,8 @@ size_t knn_batch(const double *pts, size_t n, size_t dim, const size_t *queries,
      * each answer in its own slot */
     std::vector<size_t> order(nq);
     for (size_t i = 0; i < nq; i++) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.place(queries[a]) < t.place(queries[b]); });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return t.place(queries[a]) < t.place(queries[b]); });
     const size_t chunk = 64;
     std::atomic<size_t> next(0);
     auto work = [&]() {

@@ -18,7 +18,6 @@
 #define TDM_OMPL_KNN_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include <utility>
 #include <vector>
@@ -44,12 +43,11 @@ private:
         size_t dim;           /* the splitting coordinate */
         double split;         /* left's points have it <= split, right's >= split */
     };
-    size_t build_node(size_t lo, size_t hi, size_t leaf);
+    size_t build_node(const double *pts, size_t lo, size_t hi, size_t leaf);
     void search(size_t nd, const double *q, size_t self, size_t m, double *off,
                 std::vector<std::pair<double, size_t>> &heap) const;
     size_t n_ = 0, dim_ = 0;
     std::vector<double> pts_;   /* the points in tree order (a leaf's points contiguous) */
-    std::vector<double> orig_;  /* the points in index order (the queries) */
     std::vector<size_t> perm_;  /* perm_[i]: the index of the i-th point in tree order */
     std::vector<size_t> place_; /* its inverse */
     std::vector<node> nodes_;   /* nodes_[0]: the root */

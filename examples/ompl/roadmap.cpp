@@ -4,7 +4,6 @@
 #include <math.h>
 
 #include <algorithm>
-
 #include <chrono>
 #include <functional>
 #include <numeric>
