@@ -27,6 +27,8 @@
 #   RESOLUTION=0.02                 motion check resolution (radians), both checkers (locally, on 35 MBM
 #                                   problems, 4 paths failed the 0.005 rad re-check at 0.05, 2 at 0.02)
 #   PRM_SAMPLES=10000 PRM_K=10 PRM_PER_SCENARIO=1 FCL_THREADS=16
+#   NN_THREADS=                     ompl_plan --nn-threads for the roadmap rows (empty: its default, the
+#                                   host's hardware threads)
 #   SEED=1
 # Time: on a 16-core host with a GPU, estimated at 4 to 8 minutes with the defaults from 2-core smoke
 # runs (not yet measured there): the 1-planner rows run 70 problems, the others all 700; an unsolved
@@ -48,6 +50,8 @@ PRM_SAMPLES=${PRM_SAMPLES:-10000}
 PRM_K=${PRM_K:-10}
 PRM_PER_SCENARIO=${PRM_PER_SCENARIO:-1}
 FCL_THREADS=${FCL_THREADS:-16}
+NN_THREADS=${NN_THREADS:-}
+nn_desc=${NN_THREADS:-all $(nproc)}
 SEED=${SEED:-1}
 plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
@@ -59,7 +63,7 @@ command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TAND
     TIME_LIMIT="$TIME_LIMIT" SINGLE_PER_SCENARIO="$SINGLE_PER_SCENARIO" MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" \
     MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
     RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
-    FCL_THREADS="$FCL_THREADS" SEED="$SEED" bench/run_ompl.sh "$out_file")"
+    FCL_THREADS="$FCL_THREADS" ${NN_THREADS:+NN_THREADS="$NN_THREADS"} SEED="$SEED" bench/run_ompl.sh "$out_file")"
 
 work=$(mktemp -d)
 pid=""
@@ -93,7 +97,7 @@ run_d() {
     echo "run_ompl.sh: (d) $label" >&2
     # --time-limit below one round: exactly one round, the roadmap build
     "$plan" "${base[@]}" --planner prm --prm-samples "$PRM_SAMPLES" --prm-k "$PRM_K" --time-limit 0.001 \
-        --per-scenario "$PRM_PER_SCENARIO" "$@" > "$log" 2> "$log.err" ||
+        --per-scenario "$PRM_PER_SCENARIO" ${NN_THREADS:+--nn-threads "$NN_THREADS"} "$@" > "$log" 2> "$log.err" ||
         { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
     local n=$(field "$log" problems) checks=$(field "$log" checks)
     local total=$(awk 'NF == 6 { s += $4 } END { printf "%.3f", s }' "$log")
@@ -151,8 +155,7 @@ report() {
     echo "counted at its time); problems/s is problems over the wall time of the run, set-up (scene upload or FCL"
     echo "model) included. checks: configurations the planners asked about (a motion counts its states);"
     echo "requests: batches sent (round trips for Tandem); set-up s: the planners' time in the scene's put and"
-    echo "delete, summed over problems (ompl_plan serialises them under one lock, so with many planners they bound"
-    echo "the wall time)."
+    echo "delete, summed over problems (only planners whose scene files are identical wait for each other)."
     echo
     echo "| checker | planners | problems | solved | re-check failed | median ms | p95 ms | wall s | problems/s | checks | requests | set-up s |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -166,7 +169,8 @@ report() {
     echo "One round per problem: $PRM_SAMPLES configurations sampled and checked in one batch, then each free one's"
     echo "$PRM_K nearest neighbours as motions checked in one batch; $PRM_PER_SCENARIO problem(s) per scenario. Build s: per"
     echo "roadmap (median) and summed, and the medians of its parts (the state batch's check, the neighbour search, the"
-    echo "motion batch's check); checks/s: configurations (states and motion states) over the summed build time;"
+    echo "motion batch's check); the neighbour search is an exact kd-tree kNN on $nn_desc threads,"
+    echo "the same for both checkers; checks/s: configurations (states and motion states) over the summed build time;"
     echo "solved: start and goal connected by that one round."
     echo
     echo "| checker | roadmaps | median build s | states s | neighbours s | motions s | total build s | checks | checks/s | solved |"

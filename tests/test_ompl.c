@@ -10,7 +10,14 @@
  * robot/, the engines and FCL (tests/arm_oracle.h); every segment is cut into
  * states with the issue's formula (n = max(2, ceil(max_j |b_j - a_j| / R) + 1)) at
  * the resolution the planner used, so that planner and oracle check the same
- * states. Built only when OMPL is present (tests/CMakeLists.txt). */
+ * states.
+ *
+ * Shared scenes: problems whose scene files are identical share one stored robot
+ * scene (one content id); run by several planners at once, each problem is solved or
+ * not exactly as with one planner, and afterwards tandemd holds no scene but one
+ * stored before the run (this run did not create it, so it must stay). A scene the
+ * server refuses fails its problems alone. Built only when OMPL is present
+ * (tests/CMakeLists.txt). */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -22,6 +29,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <tandem/tandem.h>
 
 #include "arm_oracle.h"
 #include "daemon_util.h"
@@ -221,7 +230,7 @@ Test(ompl, batched_roadmap_through_tandemd)
 Test(ompl, batched_roadmap_fcl_threads)
 {
     const char *const extra[] = {"--checker", "fcl", "--fcl-threads", "2", "--planner", "prm", "--prm-samples",
-                                 "300", NULL};
+                                 "300", "--nn-threads", "3", NULL};
     solve_and_check(extra);
 }
 
@@ -235,6 +244,11 @@ Test(ompl, bad_input)
     r = run(bad_planner);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "--planner") != NULL, "stderr: %s", r.err);
+    tdm_run_free(&r);
+    const char *const bad_nn[] = {"--urdf", path("arm.urdf"), "--nn-threads", "0", path("arm_problems"), NULL};
+    r = run(bad_nn);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "bad value for --nn-threads: '0'") != NULL, "stderr: %s", r.err);
     tdm_run_free(&r);
     const char *const missing[] = {"--urdf", path("arm.urdf"), "--checker", "fcl", path("nowhere"), NULL};
     r = run(missing);
@@ -273,4 +287,133 @@ Test(ompl, bad_input)
     cr_assert_eq(r.status, 1);
     cr_assert(strstr(r.err, "cannot connect to unix:/nonexistent/tandemd.sock") != NULL, "stderr: %s", r.err);
     tdm_run_free(&r);
+}
+
+/* ---- shared scenes ---- */
+
+/* The scenes tandemd holds now. */
+static size_t scene_list(const char *addr, uint8_t first_id[TDM_ID_BYTES])
+{
+    tdm_client *c = tdm_client_connect(addr, 10000);
+    cr_assert(c && !tdm_client_err(c), "connect: %s", c ? tdm_client_errstr(c) : "out of memory");
+    tdm_scene_info *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(tdm_scene_list(c, &list, &n), 0, "scene list: %s", tdm_client_errstr(c));
+    if (n && first_id) memcpy(first_id, list[0].scene_id, TDM_ID_BYTES);
+    tdm_scene_list_free(list);
+    tdm_client_free(c);
+    return n;
+}
+
+/* Runs ompl_plan (RRTConnect through tandemd) with P planners on folder; returns the
+ * solved column of its n problem lines as a string of 0s and 1s (out: room for n + 1),
+ * and its exit status. */
+static int run_planners(const char *folder, const char *planners, size_t n, char *out, char *summary, size_t cap)
+{
+    const char *const args[] = {"--urdf", path("arm.urdf"), "--srdf", path("arm.srdf"), "--resolution", RES_S,
+                                "--recheck-resolution", RES_S, "--time-limit", "30", "--checker", "tandem",
+                                "--server", D.unix_addr, "--planners", planners, path(folder), NULL};
+    tdm_run_result r = run(args);
+    char **lines;
+    size_t k = gen_split_lines(r.out, &lines);
+    cr_assert_eq(k, n + 1, "%s planners: stdout: %s\nstderr: %s", planners, r.out, r.err);
+    for (size_t i = 0; i < n; i++) {
+        char scen[64], prob[16], want[16];
+        int solved;
+        cr_assert_eq(sscanf(lines[i], "%63s %15s %d", scen, prob, &solved), 3, "line %zu: %s", i + 1, lines[i]);
+        snprintf(want, sizeof want, "%04zu", i + 1);
+        cr_assert_str_eq(prob, want, "line %zu: %s", i + 1, lines[i]);
+        out[i] = solved ? '1' : '0';
+    }
+    out[n] = 0;
+    snprintf(summary, cap, "%s", lines[n]);
+    int status = r.status;
+    free(lines);
+    tdm_run_free(&r);
+    return status;
+}
+
+Test(ompl, planners_share_identical_scenes)
+{
+    /* eight problems: 1-5 one scene file's bytes, 6-8 another's (the same world with a
+     * comment: other bytes, another id); odd ones solvable, even ones start in collision */
+    cr_assert_eq(mkdir(path("shared"), 0700), 0, "%s", strerror(errno));
+    const size_t n = 8;
+    char other[4096];
+    snprintf(other, sizeof other, "%s# the same world, other bytes\n", arm_scene_text);
+    for (size_t i = 1; i <= n; i++) {
+        char sc[64], rq[64];
+        snprintf(sc, sizeof sc, "shared/scene%04zu.yaml", i);
+        snprintf(rq, sizeof rq, "shared/request%04zu.yaml", i);
+        write_file(sc, i <= 5 ? arm_scene_text : other);
+        write_file(rq, i % 2 ? request1 : request2);
+    }
+    const char *const flags[] = {"--engine", "cpu", NULL};
+    dmn_start(&D, flags);
+    char one[16], many[16], summary[512];
+    cr_assert_eq(run_planners("shared", "1", n, one, summary, sizeof summary), 0, "%s", summary);
+    cr_assert_str_eq(one, "10101010", "one planner: solved %s", one);
+    cr_assert(strstr(summary, "problems=8 solved=4 recheck_failed=0 errors=0 ") == summary, "%s", summary);
+    cr_assert_eq(scene_list(D.unix_addr, NULL), 0, "one planner: scenes left in tandemd");
+    const char *const counts[] = {"3", "8", "16"};
+    for (size_t c = 0; c < 3; c++) {
+        cr_assert_eq(run_planners("shared", counts[c], n, many, summary, sizeof summary), 0, "%s", summary);
+        cr_assert_str_eq(many, one, "%s planners: solved %s, one planner %s", counts[c], many, one);
+        cr_assert(strstr(summary, "problems=8 solved=4 recheck_failed=0 errors=0 ") == summary, "%s", summary);
+        cr_assert_eq(scene_list(D.unix_addr, NULL), 0, "%s planners: scenes left in tandemd", counts[c]);
+    }
+    /* a scene stored before the run is this run's to use, not to delete */
+    tdm_client *c = tdm_client_connect(D.unix_addr, 10000);
+    cr_assert(c && !tdm_client_err(c));
+    uint8_t robot_id[TDM_ID_BYTES], kept[TDM_ID_BYTES], listed[TDM_ID_BYTES];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, path("arm.urdf"), path("arm.srdf"), robot_id, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    int created = 0;
+    cr_assert_eq(tdm_robot_scene_put_file(c, "kept", robot_id, path("shared/scene0006.yaml"), kept, &created, NULL), 0,
+                 "%s", tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    cr_assert_eq(run_planners("shared", "8", n, many, summary, sizeof summary), 0, "%s", summary);
+    cr_assert_str_eq(many, one);
+    cr_assert_eq(scene_list(D.unix_addr, listed), 1, "the scene stored before the run, alone");
+    cr_assert_eq(memcmp(listed, kept, TDM_ID_BYTES), 0, "the scene left is not the one stored before the run");
+    cr_assert_eq(tdm_scene_delete(c, kept), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+}
+
+Test(ompl, refused_scene_fails_its_problems_alone)
+{
+    /* problems 2, 3 and 5 share a scene over the server's max_robot_text_bytes (a long
+     * comment): each of their planners' puts fails; the others solve; nothing is left */
+    cr_assert_eq(mkdir(path("refused"), 0700), 0, "%s", strerror(errno));
+    const size_t n = 6;
+    size_t big_len = strlen(arm_scene_text) + 20000;
+    char *big = malloc(big_len + 8);
+    cr_assert_not_null(big);
+    strcpy(big, arm_scene_text);
+    strcat(big, "# ");
+    memset(big + strlen(big), 'x', 20000);
+    strcpy(big + strlen(arm_scene_text) + 2 + 20000, "\n");
+    for (size_t i = 1; i <= n; i++) {
+        char sc[64], rq[64];
+        snprintf(sc, sizeof sc, "refused/scene%04zu.yaml", i);
+        snprintf(rq, sizeof rq, "refused/request%04zu.yaml", i);
+        write_file(sc, i == 2 || i == 3 || i == 5 ? big : arm_scene_text);
+        write_file(rq, request1);
+    }
+    free(big);
+    const char *const flags[] = {"--engine", "cpu", "--max-robot-text-bytes", "16384", NULL};
+    dmn_start(&D, flags);
+    char solved[16], summary[512];
+    cr_assert_eq(run_planners("refused", "6", n, solved, summary, sizeof summary), 1, "%s", summary);
+    cr_assert_str_eq(solved, "100101");
+    cr_assert(strstr(summary, "problems=6 solved=3 recheck_failed=0 errors=3 ") == summary, "%s", summary);
+    cr_assert_eq(scene_list(D.unix_addr, NULL), 0, "scenes left in tandemd");
+    char *log = gen_read_file(path("stderr"), NULL);
+    cr_assert_not_null(log);
+    for (size_t i = 2; i <= 5; i += i == 3 ? 2 : 1) {
+        char want[200];
+        snprintf(want, sizeof want, "refused/scene%04zu.yaml: tandemd: ", i);
+        cr_assert(strstr(log, want) && strstr(log, "max_robot_text_bytes"), "no error for scene %zu: %s", i, log);
+    }
+    free(log);
 }

@@ -6,7 +6,7 @@
  *
  *   ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|prm]
  *             [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]
- *             [--fcl-threads T] [--resolution R] [--recheck-resolution R]
+ *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR]
  *             PROBLEM...
  *
@@ -47,6 +47,7 @@ extern "C" {
 #include "fcl_checker.h"
 #include "problems.h"
 #include "roadmap.h"
+#include "scene_leases.h"
 #include <tandem/tandem.h>
 #include "tandem_checker.h"
 
@@ -65,7 +66,7 @@ void usage()
     fprintf(stderr,
             "usage: ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|prm]\n"
             "                 [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]\n"
-            "                 [--fcl-threads T] [--resolution R] [--recheck-resolution R]\n"
+            "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
@@ -76,6 +77,7 @@ struct options {
     double time_limit = 10, resolution = 0.05, recheck = 0.005;
     uint64_t seed = 1;
     long planners = 1, fcl_threads = 1;
+    unsigned nn_threads = 0; /* the roadmap's neighbour search (0: std::thread::hardware_concurrency()) */
     size_t per_scenario = 0, prm_samples = 2000, prm_k = 10;
 };
 
@@ -104,17 +106,9 @@ int cached_load(void *ctx, const char *path, tdm_mesh **out, char *err, size_t e
     return tdm_mesh_create(m->verts, m->n_verts, m->tris, m->n_tris, NULL, out, err, errlen);
 }
 
-/* Robot scenes this run stored, by id, with the planners using each: identical
- * scene files get one id (content ids), so a scene is deleted only when the last
- * planner of this run that uses it is done, and only if this run created it. */
-struct scene_users {
-    std::mutex mu;
-    std::map<std::string, std::pair<int, bool>> users; /* id -> (planners, created by this run) */
-};
-
 /* What the whole run shares, read only once set up. */
 struct shared_ctx {
-    scene_users scenes;
+    scene_leases scenes; /* Tandem: the robot scenes this run stores, shared by its planners */
     options o;
     tdm_robot *robot = NULL;
     std::vector<tdm_fcl_geom> robot_geoms;
@@ -153,7 +147,7 @@ struct local_scene {
 struct outcome {
     bool ran = false, solved = false, recheck_failed = false;
     double seconds = 0, build_s = 0, states_s = 0, neighbours_s = 0, motions_s = 0;
-    double setup_s = 0; /* Tandem: the scene's put and delete, waits for the scenes' lock included */
+    double setup_s = 0; /* Tandem: the scene's put and delete, waits for planners of the same scene included */
     size_t path_states = 0;
     uint64_t checks = 0, requests = 0;
     std::vector<double> start, goal, path;
@@ -173,6 +167,7 @@ void plan(shared_ctx &sh, plan_checker *c, const std::vector<double> &start, con
         ro.resolution = o.resolution;
         ro.time_limit = o.time_limit;
         ro.seed = seed;
+        ro.nn_threads = o.nn_threads;
         roadmap_result rr;
         if (roadmap_solve(c, sh.lo, sh.hi, start, goal, ro, &rr) == 0) {
             out->solved = rr.solved;
@@ -239,40 +234,21 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         out->requests = fc.requests;
         out->error = fc.error();
     } else {
-        uint8_t scene_id[TDM_ID_BYTES];
-        int created = 0;
-        std::string key;
+        /* the scene stored, or shared with the planners of this run that use the same
+         * scene file (scene_leases.h); only those wait for each other */
+        scene_leases::lease lease;
         double t_setup = now();
-        {
-            /* put under the lock, so that a delete of the same id cannot come between */
-            std::lock_guard<std::mutex> lock(sh.scenes.mu);
-            if (tdm_robot_scene_put_file(c, pf.scenario.c_str(), sh.robot_id, pf.scene.c_str(), scene_id, &created,
-                                         NULL)) {
-                out->error = pf.scene + ": tandemd: " + tdm_client_errstr(c);
-                return;
-            }
-            key.assign((const char *)scene_id, TDM_ID_BYTES);
-            auto &u = sh.scenes.users[key];
-            u.first++;
-            u.second = u.second || created;
-        }
+        int rc = sh.scenes.acquire(c, pf.scenario.c_str(), sh.robot_id, pf.scene.c_str(), &lease, &out->error);
         out->setup_s = now() - t_setup;
-        tandem_checker tc(c, scene_id, sh.robot->n_active);
+        if (rc < 0) return;
+        tandem_checker tc(c, lease.id, sh.robot->n_active);
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
         out->error = tc.error();
         t_setup = now();
-        {
-            std::lock_guard<std::mutex> lock(sh.scenes.mu);
-            auto it = sh.scenes.users.find(key);
-            if (--it->second.first == 0) {
-                bool ours = it->second.second;
-                sh.scenes.users.erase(it);
-                if (ours && tdm_scene_delete(c, scene_id) && out->error.empty())
-                    out->error = std::string("tandemd scene delete: ") + tdm_client_errstr(c);
-            }
-        }
+        std::string del_err;
+        if (sh.scenes.release(c, &lease, &del_err) < 0 && out->error.empty()) out->error = del_err;
         out->setup_s += now() - t_setup;
     }
     if (!out->error.empty()) {
@@ -391,6 +367,7 @@ int main(int argc, char **argv)
         else if (a == "--seed") ok = parse_num(v, 0, 9007199254740992.0, &d), o.seed = (uint64_t)d;
         else if (a == "--planners") ok = parse_num(v, 1, 4096, &d) && d == floor(d), o.planners = (long)d;
         else if (a == "--fcl-threads") ok = parse_num(v, 1, 4096, &d) && d == floor(d), o.fcl_threads = (long)d;
+        else if (a == "--nn-threads") ok = parse_num(v, 1, 4096, &d) && d == floor(d), o.nn_threads = (unsigned)d;
         else if (a == "--per-scenario") ok = parse_num(v, 0, 1e9, &d) && d == floor(d), o.per_scenario = (size_t)d;
         else if (a == "--prm-samples") ok = parse_num(v, 1, 1e8, &d) && d == floor(d), o.prm_samples = (size_t)d;
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;

@@ -3,14 +3,15 @@
 
 #include <math.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <numeric>
 #include <queue>
 #include <random>
-#include <set>
+#include <thread>
 
-#include <ompl/datastructures/NearestNeighborsGNAT.h>
+#include "knn.h"
 
 static double now()
 {
@@ -47,9 +48,8 @@ int roadmap_solve(plan_checker *c, const std::vector<double> &lo, const std::vec
         }
         return sqrt(s);
     };
-    ompl::NearestNeighborsGNAT<size_t> nn;
-    nn.setDistanceFunction(dist);
-    std::set<std::pair<size_t, size_t>> tried;
+    const unsigned nn_threads = o.nn_threads ? o.nn_threads : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<size_t> near;
     roadmap_result r;
     bool start_ok = false, goal_ok = false;
     for (size_t round = 0;; round++) {
@@ -73,6 +73,7 @@ int roadmap_solve(plan_checker *c, const std::vector<double> &lo, const std::vec
             goal_ok = valid[1];
             if (!start_ok || !goal_ok) break; /* no path can start or end there */
         }
+        const size_t first_fresh = nodes.size() / j; /* this round's nodes: first_fresh, first_fresh + 1, ... */
         std::vector<size_t> fresh;
         for (size_t i = 0; i < nb; i++) {
             if (!valid[i]) continue;
@@ -82,16 +83,23 @@ int roadmap_solve(plan_checker *c, const std::vector<double> &lo, const std::vec
             comp.p.push_back(id);
             fresh.push_back(id);
         }
-        for (size_t id : fresh) nn.add(id);
-        /* candidate edges: each new node to its k nearest */
+        /* candidate edges: each new node to its k nearest among all nodes (knn.h: exact,
+         * nearest first, ties by the smaller index), over a tree built for this round */
+        const size_t m = knn_batch(nodes.data(), nodes.size() / j, j, fresh.data(), fresh.size(), o.k, nn_threads,
+                                   &near);
         std::vector<std::pair<size_t, size_t>> cand;
-        std::vector<size_t> near;
-        for (size_t id : fresh) {
-            nn.nearestK(id, o.k + 1, near);
-            for (size_t m : near) {
-                if (m == id) continue;
-                std::pair<size_t, size_t> e(std::min(id, m), std::max(id, m));
-                if (tried.insert(e).second) cand.push_back(e);
+        for (size_t f = 0; f < fresh.size(); f++) {
+            const size_t id = fresh[f];
+            for (size_t t = 0; t < m; t++) {
+                const size_t nb_id = near[f * m + t];
+                /* every edge has a new node, so no earlier round tried it; within this round
+                 * an edge between two new nodes was listed already when the smaller one
+                 * (listed first) had the larger among its neighbours */
+                if (nb_id >= first_fresh && nb_id < id) {
+                    const size_t *other = &near[(nb_id - first_fresh) * m];
+                    if (std::find(other, other + m, id) != other + m) continue;
+                }
+                cand.emplace_back(std::min(id, nb_id), std::max(id, nb_id));
             }
         }
         if (round == 0) r.neighbours_s = now() - t_nn;

@@ -2,7 +2,9 @@
  * batched collision service wants to be asked: each round samples `samples`
  * configurations uniformly within the joint limits and checks them all in one
  * states() batch; every new free configuration is joined to its k nearest
- * roadmap nodes (Euclidean in joint space, OMPL's NearestNeighborsGNAT), and all
+ * roadmap nodes (Euclidean in joint space, exact, ties broken by the smaller node
+ * index: knn.h's kd-tree, built once per round over every node and queried for the
+ * round's new nodes on nn_threads threads), and all
  * the round's candidate edges are checked in one motions() batch (many motions
  * per request; yes/no answers). Rounds go on until start and goal (nodes of the
  * first round, checked with its samples) are in one component of the free edges,
@@ -26,6 +28,7 @@ struct roadmap_opts {
     double resolution = 0.05; /* motion check resolution (radians) */
     double time_limit = 10;   /* seconds, all rounds */
     uint64_t seed = 1;
+    unsigned nn_threads = 0;  /* threads of the neighbour search (0: std::thread::hardware_concurrency()) */
 };
 
 struct roadmap_result {
