@@ -295,12 +295,14 @@ static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
         return -1;
     }
     sc->engine = s->engine;
-    for (; sc->n_resident < rs->n_objects; sc->n_resident++)
-        if (tdm_sched_mesh_add(s->engine, rs->bvhs[sc->n_resident]) != TDM_OK) {
-            tdm_log_error("skipping %s: the engine cannot hold its trees", it->path);
-            tdm_stored_scene_unref(sc);
-            return -1;
-        }
+    size_t added = 0;
+    int rc_add = tdm_sched_meshes_add(s->engine, (const tdm_bvh *const *)rs->bvhs, rs->n_objects, &added);
+    sc->n_resident = (uint32_t)added;
+    if (rc_add != TDM_OK) {
+        tdm_log_error("skipping %s: the engine cannot hold its trees", it->path);
+        tdm_stored_scene_unref(sc);
+        return -1;
+    }
     tdm_catalog_scene_written(s->catalog, sc);
     tdm_catalog_add_scene(s->catalog, sc);
     return 0;

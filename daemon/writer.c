@@ -307,14 +307,16 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     op->scene = sc;
     if (st->engine) {
         sc->engine = st->engine;
-        for (; sc->n_resident < rs->n_objects; sc->n_resident++)
-            if ((rc = tdm_sched_mesh_add(st->engine, rs->bvhs[sc->n_resident])) != TDM_OK) {
-                set_err(op, rc, "", -1,
-                        rc == TDM_EGPUMEM ? "the robot scene's trees do not fit in device memory (or the gpu-memory "
-                                            "budget)"
-                                          : "adding the robot scene's trees to the engine failed");
-                return;
-            }
+        size_t added = 0;
+        rc = tdm_sched_meshes_add(st->engine, (const tdm_bvh *const *)rs->bvhs, rs->n_objects, &added);
+        sc->n_resident = (uint32_t)added;
+        if (rc != TDM_OK) {
+            set_err(op, rc, "", -1,
+                    rc == TDM_EGPUMEM ? "the robot scene's trees do not fit in device memory (or the gpu-memory "
+                                        "budget)"
+                                      : "adding the robot scene's trees to the engine failed");
+            return;
+        }
     }
     struct iovec part = {op->canon, op->canon_len};
     char err[300];

@@ -492,6 +492,44 @@ Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
     world_free(&w);
 }
 
+/* Many trees at once (a planning scene's): one already resident, one listed twice;
+ * each counts a reference per listing, the runs go to the GPU with the CPU
+ * engine's answers, and removing every listing frees them. */
+Test(scheduler, meshes_added_together, .timeout = 240)
+{
+    require_gpu();
+    world w;
+    world_and_cpu_answers(&w, 1);
+    tdm_sched *e = engine(TDM_BACKEND_GPU, 0);
+    cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[2]), TDM_OK);
+    const tdm_bvh *list[N_MESHES + 1] = {w.bvh[0], w.bvh[1], w.bvh[2], w.bvh[3], w.bvh[1], w.bvh[4]};
+    size_t added = 99;
+    cr_assert_eq(tdm_sched_meshes_add(e, list, N_MESHES + 1, &added), TDM_OK);
+    cr_assert_eq(added, N_MESHES + 1);
+    tdm_sched_stats st;
+    tdm_sched_get_stats(e, &st);
+    cr_assert_eq(st.device_meshes, N_MESHES);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    expect_same(&got, &want[1], 1, "trees added together");
+    tdm_sched_get_stats(e, &st);
+    cr_assert_eq(st.gpu_queries, N_QUERIES);
+    /* the listing's references and the single add's: tree 1 twice, tree 2 twice (once alone) */
+    for (int i = 0; i < N_MESHES + 1; i++) tdm_sched_mesh_remove(e, list[i]);
+    tdm_sched_get_stats(e, &st);
+    cr_assert_eq(st.device_meshes, 1, "tree 2 keeps its first reference");
+    tdm_sched_mesh_remove(e, w.bvh[2]);
+    tdm_sched_get_stats(e, &st);
+    cr_assert_eq(st.device_meshes, 0);
+    /* the CPU engine: nothing to do, every tree counts as added */
+    tdm_sched *cpu = engine(TDM_BACKEND_CPU, 0);
+    added = 0;
+    cr_assert_eq(tdm_sched_meshes_add(cpu, list, N_MESHES + 1, &added), TDM_OK);
+    cr_assert_eq(added, N_MESHES + 1);
+    tdm_sched_destroy(cpu);
+    tdm_sched_destroy(e);
+    world_free(&w);
+}
+
 Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
 {
     require_gpu();
@@ -516,6 +554,26 @@ Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
     expect_same(&got, &want[0], 0, "after a failed upload");
     tdm_sched_get_stats(e, &after);
     cr_assert_eq(after.gpu_queries, N_QUERIES);
+    /* the same tree among others added together: those before it added (the caller removes
+       them), none after, nothing held of it */
+    const tdm_bvh *list[4] = {w.bvh[0], w.bvh[1], big, w.bvh[2]};
+    size_t added = 99;
+    cr_assert_eq(tdm_sched_meshes_add(e, list, 4, &added), TDM_EGPUMEM);
+    cr_assert_eq(added, 2);
+    tdm_sched_mesh_remove(e, w.bvh[0]);
+    tdm_sched_mesh_remove(e, w.bvh[1]);
+    tdm_sched_get_stats(e, &after);
+    cr_assert_eq(after.device_meshes, before.device_meshes);
+    cr_assert_eq(after.mesh_bytes, before.mesh_bytes);
+    cr_assert_eq(run(e, &w, 0, &got), TDM_OK);
+    expect_same(&got, &want[0], 0, "after a failed upload of several");
+    tdm_sched_get_stats(e, &after);
+    cr_assert_eq(after.gpu_queries, 2 * N_QUERIES, "every tree still resident once");
+    /* and each tree has exactly its one reference left */
+    for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+    tdm_sched_get_stats(e, &after);
+    cr_assert_eq(after.device_meshes, 0);
+    for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
     tdm_sched_mesh_remove(e, big); /* never added: nothing happens */
     tdm_bvh_free(big);
     for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);

@@ -422,6 +422,86 @@ int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
     return rc;
 }
 
+int tdm_sched_meshes_add(tdm_sched *e, const tdm_bvh *const *bvhs, size_t n, size_t *added)
+{
+    *added = 0;
+    if (!e->n_gpus) {
+        *added = n;
+        return TDM_OK;
+    }
+    if (n == 0) return TDM_OK;
+    /* per tree: 0 resident before (referenced in pass 1), 1 to upload, 2 a repeat of an earlier one
+       to upload (referenced once that one is in) */
+    unsigned char *what = calloc(n, 1);
+    void **copies = calloc(n * (size_t)TDM_SCHED_MAX_GPUS, sizeof *copies);
+    int *failed = calloc(n, sizeof *failed);
+    if (!what || !copies || !failed) {
+        free(what);
+        free(copies);
+        free(failed);
+        return TDM_ENOMEM;
+    }
+    pthread_mutex_lock(&e->upload_lock);
+    /* 1: the resident ones referenced now (so that a removal meanwhile cannot drop them) */
+    for (size_t i = 0; i < n; i++) {
+        if (tdm_registry_ref(e->reg, bvhs[i])) continue;
+        what[i] = 1;
+        for (size_t j = 0; j < i; j++)
+            if (what[j] == 1 && bvhs[j] == bvhs[i]) {
+                what[i] = 2;
+                break;
+            }
+    }
+    /* 2: every engine's copies, on one lane of it for all the trees (uploads are serialised by
+       upload_lock, so nobody inserts these meanwhile) */
+    for (int d = 0; d < e->n_gpus; d++) {
+        if (engine_broken(e, d)) continue; /* runs never go there: no copy needed */
+        lane *l = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (what[i] != 1 || failed[i]) continue;
+            if (!l) {
+                l = lane_get_dev(e, d);
+                free_removed(e, l);
+            }
+            void **c = &copies[i * TDM_SCHED_MAX_GPUS + (size_t)d];
+            int rc = e->gpus[d]->ops->mesh_add(e->gpus[d], l->elane, bvhs[i], c);
+            if (rc != TDM_OK) {
+                *c = NULL; /* the engine holds nothing of a failed upload */
+                failed[i] = rc;
+            }
+        }
+        if (l) {
+            device_stats(e, l);
+            lane_put(e, l);
+        }
+    }
+    /* 3: in order, each tree in the registry (all or nothing per tree) until the first that failed */
+    int rc = TDM_OK;
+    size_t i = 0;
+    for (; i < n && rc == TDM_OK; i++) {
+        if (what[i] == 2 && !tdm_registry_ref(e->reg, bvhs[i])) rc = TDM_EGPU; /* its first did not get in */
+        if (what[i] != 1 || rc != TDM_OK) continue;
+        void **c = &copies[i * TDM_SCHED_MAX_GPUS];
+        int held = 0;
+        for (int d = 0; d < e->n_gpus; d++) held += c[d] != NULL;
+        rc = failed[i] ? failed[i] : held == 0 ? TDM_EGPU : TDM_OK; /* held 0: every engine has failed */
+        if (rc == TDM_OK) rc = tdm_registry_insert(e->reg, bvhs[i], c);
+        if (rc == TDM_OK) memset(c, 0, TDM_SCHED_MAX_GPUS * sizeof *c); /* the registry's now */
+    }
+    *added = rc == TDM_OK ? n : i - 1;
+    if (rc != TDM_OK)
+        for (size_t j = i - 1; j < n; j++) {
+            if (what[j] == 0 && j > i - 1) tdm_registry_unref(e->reg, bvhs[j]); /* referenced in pass 1 */
+            free_copies(e, &copies[j * TDM_SCHED_MAX_GPUS]);
+        }
+    count_meshes(e); /* now that the registry has (or has not) the new ones */
+    pthread_mutex_unlock(&e->upload_lock);
+    free(what);
+    free(copies);
+    free(failed);
+    return rc;
+}
+
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh)
 {
     if (!e->n_gpus) return;

@@ -158,6 +158,14 @@ int tdm_sched_gpu_engines(const tdm_sched *e);
  * (no run in progress may still use it: the caller's reference counting sees
  * to that). Never blocks on a run. Any thread. */
 int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh);
+/* n trees at once (a scene's): as tdm_sched_mesh_add on each in order, but a
+ * lane of each device is taken once for all of them, not once per tree (under
+ * load each take waits for a run to end: a planning scene of tens of objects
+ * then waited tens of runs). *added: how many of bvhs[0 ..) are now resident
+ * (referenced once more each): n on success; on failure those before the tree
+ * that failed, which the caller removes as usual. A tree listed twice counts two
+ * references. Returns as tdm_sched_mesh_add. */
+int tdm_sched_meshes_add(tdm_sched *e, const tdm_bvh *const *bvhs, size_t n, size_t *added);
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh);
 
 /* Sizes every lane's scratch (touched, so that no run pays its page faults)
