@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# RRTConnect planners through tandemd, one tandemd per variant, with where its time goes: the
+# ompl_plan summary line, tandemd's CPU by thread (bench/thread_cpu.sh, 1.5 s in the middle of the
+# run) and its pooler threads' batches (TDM_DISPATCH_TRACE). What bench/results/ompl_rrt_batches.md
+# was measured with (in session scripts of the same steps).
+#
+#   bench/run_rrt_variants.sh BIN PANDA [VARIANT...]
+#
+# BIN: a folder with tandemd and ompl_plan (a bench/device_pack.sh pack's bin/, with LD_LIBRARY_PATH
+# set to its lib/). PANDA: panda.urdf, panda.srdf, problems.tar.bz2 (../shared/robots/panda).
+# VARIANT: ENGINE[:flag...] with ENGINE cpu|gpu|auto|hybrid and flags
+#   levels    TDM_GPU_SMALL_TASKS=0 (no small run depth first)
+#   inl64     TDM_MOTION_INLINE_STATES=64 (MotionCheck first batches up to 64 states on the loop)
+#   wN        --motion-window N
+#   lanesN    --engine-lanes N
+#   shm       the data directory on /dev/shm
+# (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
+# more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=$(cd "${1:?BIN}" && pwd) panda=$(cd "${2:?PANDA}" && pwd)
+shift 2
+variants=("$@")
+(( ${#variants[@]} )) || variants=(gpu)
+work=$(mktemp -d)
+pid=""
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work" /dev/shm/tandem-rrt-variants; }
+trap cleanup EXIT
+tar xjf "$panda/problems.tar.bz2" -C "$work"
+base=(--urdf "$panda/panda.urdf" --srdf "$panda/panda.srdf" --resolution "${RESOLUTION:-0.02}" --seed "${SEED:-1}"
+      --planner rrtconnect --time-limit "${TIME_LIMIT:-2}")
+for v in "${variants[@]}"; do
+    eng=${v%%:*} extra=() envs=()
+    [[ $v == *:levels* ]] && envs+=(TDM_GPU_SMALL_TASKS=0)
+    [[ $v == *:inl64* ]] && envs+=(TDM_MOTION_INLINE_STATES=64)
+    [[ $v =~ :w([0-9]+) ]] && extra+=(--motion-window "${BASH_REMATCH[1]}")
+    [[ $v =~ :lanes([0-9]+) ]] && extra+=(--engine-lanes "${BASH_REMATCH[1]}")
+    dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
+    rm -rf "$dd"
+    sock=$work/tandemd.sock
+    rm -f "$sock"
+    env "${envs[@]}" TDM_DISPATCH_TRACE=1 "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
+        "${extra[@]}" --log-level warn 2> "$work/trace.txt" &
+    pid=$!
+    for _ in $(seq 600); do [[ -S $sock ]] && break; sleep 0.1; done
+    for pl in ${PLANNERS:-1 64}; do
+        per=${PER:-40}
+        [[ $pl == 1 ]] && per=2
+        : > "$work/trace.txt"
+        ( sleep 2; bash bench/thread_cpu.sh "$pid" 1.5 > "$work/threads.txt" ) &
+        sampler=$!
+        "$bin/ompl_plan" "${base[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
+            "$work/problems" > "$work/plan.txt" 2> "$work/plan.err"
+        wait "$sampler"
+        echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
+        echo "  tandemd $(cat "$work/threads.txt")"
+        awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; w[t] += $4 }
+             END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f waited=%.3f\n",
+                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], w[t] / n[t] }' "$work/trace.txt"
+    done
+    kill "$pid"
+    wait "$pid" 2>/dev/null
+    pid=""
+done
