@@ -69,9 +69,14 @@ typedef struct tdm_gpu_config {
  * RRTConnect planners on the H100 (bench/results/ompl_rrt_batches.md), runs of
  * ~30 tasks took 0.066 ms on the device depth first against 0.107 level by
  * level, runs of ~1 300 tasks 0.334 against 0.197, of ~6 500 0.94 against
- * 0.26. */
+ * 0.26 (budget 512). The budget is what a heavy task (two dense meshes in
+ * near contact, thousands of node pairs) may add to a small run before the
+ * levels take it over in parallel: each node pair is a dependent load of one
+ * thread, ~0.5-1 us, so 64 pairs bound that to some tens of microseconds, while
+ * a Panda link against a box mostly needs far fewer (not yet measured at 64:
+ * TDM_GPU_SMALL_BUDGET to compare). */
 #define TDM_GPU_SMALL_TASKS 256
-#define TDM_GPU_SMALL_BUDGET 512
+#define TDM_GPU_SMALL_BUDGET 64
 
 /* How the traversal kernel maps threads to node pairs; all give the same
  * answers. PAIRS and BLOCKS run on the blocked node layout: each tree is copied
