@@ -1020,18 +1020,20 @@ static void *const *scene_copies(tdm_sched *e, lane *l, const tdm_scene *s)
 /* Most scenes of one chunk given their own copies table (more: per-task lookups). */
 #define CHUNK_SCENES_MAX 256
 
-/* For a chunk of nt tasks over several scenes: every scene's copies, looked up
+/* For a chunk of nt task references over several scenes: every scene's copies, looked up
  * once (a batch pooled from many planners holds a few scenes, each with a
  * hundred checks or more, and its tasks would otherwise each take the
  * registry's lock). Returns the number of scenes, or 0 when there are too many
  * (or no memory): the tasks then look their copies up one by one. */
-static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t uniform)
+static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt)
 {
-    size_t n = 0, total = 0;
+    size_t n = 0, total = 0, last_query = SIZE_MAX;
     const tdm_scene *last = NULL;
-    for (size_t t = 0; t < nt; t += uniform ? uniform : 1) {
+    for (size_t t = 0; t < nt; t++) {
+        if (l->refs[t].query == last_query) continue; /* a query's refs come together */
+        last_query = l->refs[t].query;
         tdm_sched_query tmp;
-        const tdm_scene *s = qat(&queries, uniform ? t / uniform : l->refs[t].query, &tmp)->scene;
+        const tdm_scene *s = qat(&queries, last_query, &tmp)->scene;
         if (s == last) continue;
         last = s;
         size_t i = 0;
@@ -1075,8 +1077,10 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
      * chunk has at least as many tasks as the scene has checks */
     void *const *copies = where != ON_CPU && one_scene && one_scene->n_checks <= nt ? scene_copies(e, l, one_scene)
                                                                                      : NULL;
-    /* several scenes (one_scene NULL): a table per scene */
-    size_t n_scenes = where != ON_CPU && !one_scene ? chunk_scene_copies(e, l, queries, nt, uniform) : 0;
+    /* several scenes (one_scene NULL) of culled checks (task references): a table per scene. A
+       uniform chunk (rigid scenes of a check or two: consecutive tasks of one request share their
+       trees) keeps the lookups by tree pair, which then happen once per request */
+    size_t n_scenes = where != ON_CPU && !one_scene && !uniform ? chunk_scene_copies(e, l, queries, nt) : 0;
     ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, l->dev, copies,
                    n_scenes ? l->mscene : NULL, n_scenes, l->mcopies, fold_into};
     tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL};
