@@ -387,6 +387,9 @@ static size_t rounds_against(const double *mot, size_t n, size_t batch, uint64_t
     size_t bad = 0;
     cr_assert_eq(tdm_motion_rounds_create(mot, n, 1, 1.0, batch, &mc, &bad), TDM_OK);
     tdm_motion_rounds_set_window(mc, window);
+    uint64_t all = 0;
+    for (size_t i = 0; i < n; i++) all += tdm_motion_rounds_states(mc, i);
+    cr_assert_eq(tdm_motion_rounds_batch(mc), batch < all ? batch : all, "no batch larger than every state");
     double *q = malloc(batch * sizeof *q);
     uint32_t *col = malloc(batch * sizeof *col);
     size_t batches = 0, got;

@@ -1060,6 +1060,42 @@ static void on_async_disconnect(tdm_async *ac, int status)
     (void)status;
 }
 
+/* A MotionCheck holds (and is admitted for) buffers of its own states, not of a
+ * whole batch: under a memory budget of 1 MiB, where a 65 536-state batch's
+ * buffers (2 MiB and more for this arm) would be refused with ERROR_BUSY, a
+ * planner's motion is answered, and as the reference answers it. */
+Test(robotd, small_motion_checks_hold_little)
+{
+    offline o;
+    offline_open(&o);
+    const char *flags[] = {"--max-memory", "1M", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    gen_rng g = {seed ^ 0x5a11};
+    for (int k = 0; k < 20; k++) {
+        double m[2 * N_J];
+        random_config(&g, m);
+        random_config(&g, m + N_J);
+        int64_t first = -2;
+        uint64_t states = 0;
+        cr_assert_eq(tdm_motion_check(c, sid, 0.05, m, N_J, 1, &first, &states, NULL), 0, "motion %d: %s", k,
+                     tdm_client_errstr(c));
+        uint64_t n;
+        double last[N_J];
+        long want = motion_reference(&o, m, m + N_J, 0.05, &n, last);
+        cr_assert_eq(first, want, "motion %d: %lld, reference %ld", k, (long long)first, want);
+        cr_assert_eq(states, n);
+    }
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    offline_close(&o);
+}
+
 Test(robotd, async_calls_equal_blocking)
 {
     char err[256];
