@@ -1,5 +1,6 @@
 /* A robot in a planning scene as one tdm_scene: see robot_scene.h. */
 #include "robot_scene.h"
+#include "shape_cache.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -104,20 +105,27 @@ static int element_mesh(const tdm_robot *r, uint32_t e, tdm_robot_mesh_loader lo
     return rc;
 }
 
-/* A world primitive's mesh, in its own frame, and its true shape in *solid. */
-static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
-                                tdm_scene_solid *solid, char *err, size_t errlen)
+/* A world primitive as Tandem's primitive. */
+static int world_primitive(const tdm_ps_object *o, uint32_t k, tdm_primitive *p, char *err, size_t errlen)
 {
     const tdm_ps_primitive *q = &o->primitives[k];
-    tdm_primitive p;
     switch (q->type) {
-    case TDM_PS_BOX: p = tdm_primitive_box(q->dims[0], q->dims[1], q->dims[2]); break;
-    case TDM_PS_SPHERE: p = tdm_primitive_sphere(q->dims[0]); break;
-    case TDM_PS_CYLINDER: p = tdm_primitive_cylinder(q->dims[0], q->dims[1]); break; /* MoveIt: height, radius */
+    case TDM_PS_BOX: *p = tdm_primitive_box(q->dims[0], q->dims[1], q->dims[2]); return TDM_OK;
+    case TDM_PS_SPHERE: *p = tdm_primitive_sphere(q->dims[0]); return TDM_OK;
+    case TDM_PS_CYLINDER: *p = tdm_primitive_cylinder(q->dims[0], q->dims[1]); return TDM_OK; /* MoveIt: height, radius */
     default:
         snprintf(err, errlen, "world object '%s' primitive %u: unknown type %d", o->id, k, (int)q->type);
         return TDM_EINVAL;
     }
+}
+
+/* A world primitive's mesh, in its own frame, and its true shape in *solid. */
+static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
+                                tdm_scene_solid *solid, char *err, size_t errlen)
+{
+    tdm_primitive p;
+    int prc = world_primitive(o, k, &p, err, errlen);
+    if (prc != TDM_OK) return prc;
     char why[400];
     double dev = 0;
     int rc = tdm_primitive_mesh(&p, tol, out, &dev, why, sizeof why);
@@ -173,7 +181,7 @@ int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void 
     el->tolerance = tolerance;
     el->bvhs = calloc(el->n, sizeof *el->bvhs);
     el->solids = calloc(el->n, sizeof *el->solids); /* all-zero: not solid */
-    if (!el->bvhs || !el->solids) goto fail;
+    if (!el->bvhs || !el->solids || tdm_shape_cache_create(&el->shapes) != TDM_OK) goto fail;
     char what[TDM_ROBOT_MAX_NAME + 64];
     for (uint32_t e = 0; e < r->n_collisions; e++) {
         tdm_mesh *m = NULL;
@@ -197,6 +205,7 @@ void tdm_robot_elems_destroy(tdm_robot_elems *el)
         for (uint32_t i = 0; i < el->n; i++) tdm_bvh_free(el->bvhs[i]);
     free(el->bvhs);
     free(el->solids);
+    tdm_shape_cache_destroy(el->shapes);
     free(el);
 }
 
@@ -213,8 +222,10 @@ static int count_objects(const tdm_robot *r, const tdm_planning_scene *ps, size_
     return TDM_OK;
 }
 
-int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
-                                  char *err, size_t errlen)
+/* tdm_robot_scene_create_shared, with the world primitives' trees from el's shape
+ * cache (use_cache) or the scene's own. */
+static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, int use_cache, tdm_robot_scene **out,
+                       char *err, size_t errlen)
 {
     if (errlen) err[0] = 0;
     *out = NULL;
@@ -254,7 +265,7 @@ int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_
         rs->bvhs[e] = el->bvhs[e];
         solids[e] = el->solids[e];
         objs[e] = (tdm_scene_obj){e, rs->bvhs[e], 1, tdm_xform_identity()};
-        rs->objs[e] = (tdm_robot_scene_obj){1, e, 0};
+        rs->objs[e] = (tdm_robot_scene_obj){1, e, 0, 0, {0, {0, 0, 0}}};
     }
     char what[TDM_ROBOT_MAX_NAME + 64];
     uint32_t id = r->n_collisions;
@@ -262,16 +273,31 @@ int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_
         const tdm_ps_object *o = &ps->objects[i];
         tdm_xform frame = object_frame(r, links, o);
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
-            tdm_mesh *m = NULL;
             int prim = k < o->n_primitives;
-            rc = prim ? world_primitive_mesh(o, k, tolerance, &m, &solids[id], err, errlen)
-                      : world_mesh(o, k - o->n_primitives, &m, err, errlen);
-            if (rc != TDM_OK) goto fail;
-            snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
-            if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
+            rs->objs[id] = (tdm_robot_scene_obj){0, i, k, 0, {0, {0, 0, 0}}};
+            if (prim && use_cache) { /* the shape's tree, built by the first scene that holds it */
+                tdm_primitive p;
+                double dev = 0;
+                char why[400];
+                if ((rc = world_primitive(o, k, &p, err, errlen)) != TDM_OK) goto fail;
+                if ((rc = tdm_shape_cache_get(el->shapes, &p, tolerance, &rs->bvhs[id], &dev, why, sizeof why)) !=
+                    TDM_OK) {
+                    snprintf(err, errlen, "world object '%s' primitive %u: %s", o->id, k, why);
+                    goto fail;
+                }
+                rs->objs[id].cached = 1;
+                rs->objs[id].prim = p;
+                solids[id] = (tdm_scene_solid){p, tdm_xform_identity(), dev};
+            } else {
+                tdm_mesh *m = NULL;
+                rc = prim ? world_primitive_mesh(o, k, tolerance, &m, &solids[id], err, errlen)
+                          : world_mesh(o, k - o->n_primitives, &m, err, errlen);
+                if (rc != TDM_OK) goto fail;
+                snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
+                if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
+            }
             const tdm_xform *pose = prim ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
-            rs->objs[id] = (tdm_robot_scene_obj){0, i, k};
         }
     }
 
@@ -317,6 +343,12 @@ fail:
     return rc;
 }
 
+int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
+                                  char *err, size_t errlen)
+{
+    return create_from(el, ps, 1, out, err, errlen);
+}
+
 int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
                            void *ctx, double tolerance, tdm_robot_scene **out, char *err, size_t errlen)
 {
@@ -332,7 +364,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     if (rc != TDM_OK) return rc;
     tdm_robot_elems *el;
     if ((rc = tdm_robot_elems_create(r, load, ctx, tolerance, &el, err, errlen)) != TDM_OK) return rc;
-    rc = tdm_robot_scene_create_shared(el, ps, out, err, errlen);
+    rc = create_from(el, ps, 0, out, err, errlen); /* every tree its own: el goes now */
     if (rc == TDM_OK) { /* the elements' trees become the scene's own */
         (*out)->elems = NULL;
         for (uint32_t e = 0; e < el->n; e++) el->bvhs[e] = NULL;
@@ -345,8 +377,12 @@ void tdm_robot_scene_destroy(tdm_robot_scene *rs)
 {
     if (!rs) return;
     tdm_scene_destroy(rs->scene);
-    if (rs->bvhs) /* the elements' trees are the scene's own unless borrowed */
-        for (uint32_t i = rs->elems ? rs->n_elements : 0; i < rs->n_objects; i++) tdm_bvh_free(rs->bvhs[i]);
+    if (rs->bvhs) /* the elements' trees are the scene's own unless borrowed; cached shapes are released */
+        for (uint32_t i = rs->elems ? rs->n_elements : 0; i < rs->n_objects; i++) {
+            if (rs->objs && rs->objs[i].cached) tdm_shape_cache_release(rs->elems->shapes, &rs->objs[i].prim,
+                                                                        rs->elems->tolerance);
+            else tdm_bvh_free(rs->bvhs[i]);
+        }
     free(rs->bvhs);
     free(rs->objs);
     free(rs->kin_joints);

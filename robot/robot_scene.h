@@ -70,6 +70,9 @@ typedef struct tdm_robot_scene_obj {
     uint32_t index;     /* movable: the element's index in tdm_robot.collisions (== the id);
                            fixed: the world object's index in tdm_planning_scene.objects */
     uint32_t shape;     /* fixed: the shape's index in that object, primitives first then meshes */
+    int cached;         /* fixed: its tree is `prim`'s, held from the elements' shape cache
+                           (tdm_robot_elems.shapes) rather than owned */
+    tdm_primitive prim;
 } tdm_robot_scene_obj;
 
 typedef struct tdm_robot_scene {
@@ -78,7 +81,7 @@ typedef struct tdm_robot_scene {
     uint32_t n_objects;        /* n_elements + n_world; ids 0 .. n_objects - 1 */
     uint32_t n_elements;       /* == robot->n_collisions: movable ids 0 .. n_elements - 1 */
     tdm_bvh **bvhs;            /* by id, owned; the elements' (ids < n_elements) borrowed from `elems` when
-                                  it is not NULL */
+                                  it is not NULL, and the world primitives' held from its shape cache */
     const struct tdm_robot_elems *elems; /* NULL, or the shared element trees it was made from
                                   (tdm_robot_scene_create_shared; borrowed: must outlive this) */
     tdm_robot_scene_obj *objs; /* by id, owned */
@@ -115,6 +118,8 @@ typedef struct tdm_robot_elems {
     double tolerance;
     tdm_bvh **bvhs;           /* by element, owned */
     tdm_scene_solid *solids;  /* by element: a primitive's true shape, all-zero for a mesh */
+    struct tdm_shape_cache *shapes; /* owned: the world primitives' trees of the scenes made from this
+                                       (robot/shape_cache.h), each built once while a scene holds it */
 } tdm_robot_elems;
 
 /* Builds robot r's element trees (load and tolerance as for tdm_robot_scene_create).
@@ -125,8 +130,9 @@ int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void 
                            tdm_robot_elems **out, char *err, size_t errlen);
 void tdm_robot_elems_destroy(tdm_robot_elems *el);
 /* tdm_robot_scene_create for el's robot, its element trees borrowed from el (which
- * must outlive the scene): the same scene, answers and errors, less the elements'
- * building. */
+ * must outlive the scene), its world primitives' trees held from el's shape cache:
+ * the same scene, answers and errors, less the elements' building and the building
+ * of any primitive shape a scene of el holds already. */
 int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
                                   char *err, size_t errlen);
 

@@ -34,6 +34,7 @@
 #include "geom/primitive.h"
 #include "geom/tri.h"
 #include "robot/robot_scene.h"
+#include "robot/shape_cache.h"
 #include "tools/io.h"
 #include "workpile/sched.h"
 #include "arm_fixture.h"
@@ -448,15 +449,20 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
     for (uint32_t i = 0; i < N_OBJ; i++) {
         if (i < N_EL) {
             cr_assert(a->bvhs[i] == el->bvhs[i] && b->bvhs[i] == el->bvhs[i], "element %u's tree is shared", i);
-        } else {
-            cr_assert(a->bvhs[i] && b->bvhs[i] && a->bvhs[i] != b->bvhs[i], "world shape %u is each scene's own", i);
+        } else if (a->objs[i].cached) { /* a primitive: one tree for both, from the shape cache */
+            cr_assert(b->objs[i].cached && a->bvhs[i] && a->bvhs[i] == b->bvhs[i], "world primitive %u is shared", i);
+        } else { /* a mesh */
+            cr_assert(a->bvhs[i] && b->bvhs[i] && a->bvhs[i] != b->bvhs[i], "world mesh %u is each scene's own", i);
             cr_assert_eq(a->bvhs[i]->n_tris, b->bvhs[i]->n_tris);
         }
     }
+    size_t shapes = tdm_shape_cache_count(el->shapes);
+    cr_assert(shapes > 0, "the world's primitives are in the shape cache");
     tdm_robot_scene *own = make_scene();
     cr_assert_eq(a->scene->n_checks, own->scene->n_checks);
     tdm_robot_scene_destroy(own);
     tdm_robot_scene_destroy(b); /* the shared trees stay: a still uses them */
+    cr_assert_eq(tdm_shape_cache_count(el->shapes), shapes);
 
     tdm_sched_config c = tdm_sched_config_default();
     c.kind = TDM_BACKEND_CPU;
@@ -493,7 +499,85 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
     cr_assert(colliding > 0 && colliding < N_CFG);
     tdm_sched_destroy(e);
     tdm_robot_scene_destroy(a);
+    cr_assert_eq(tdm_shape_cache_count(el->shapes), 0, "the last scene gone, its shapes are freed");
     tdm_robot_elems_destroy(el);
+}
+
+/* Repeated primitives (two boxes of one size in two objects, two cylinders of one
+ * size in one object) share one tree from the elements' shape cache, and the scene
+ * answers exactly as the same scene with a tree of its own per shape. */
+Test(robot_scene, repeated_primitives_share_one_tree)
+{
+    static const char yaml[] =
+        "world:\n"
+        "  collision_objects:\n"
+        "    - id: box_a\n"
+        "      primitives: [{type: box, dimensions: [0.25, 0.25, 0.8]}]\n"
+        "      primitive_poses: [{position: [0.3, 0.15, 0.55], orientation: [0, 0, 0, 1]}]\n"
+        "    - id: box_b\n"
+        "      primitives: [{type: box, dimensions: [0.25, 0.25, 0.8]}]\n"
+        "      primitive_poses: [{position: [-0.35, 0.25, 0.6], orientation: [0, 0, 0, 1]}]\n"
+        "    - id: posts\n"
+        "      primitives: [{type: cylinder, dimensions: [0.8, 0.05]}, {type: cylinder, dimensions: [0.8, 0.05]},\n"
+        "                   {type: sphere, dimensions: [0.1]}]\n"
+        "      primitive_poses: [{position: [0.0, -0.3, 0.6], orientation: [0, 0, 0, 1]},\n"
+        "                        {position: [0.2, -0.35, 0.6], orientation: [0, 0, 0, 1]},\n"
+        "                        {position: [-0.2, 0.3, 0.6], orientation: [0, 0, 0, 1]}]\n";
+    char err[512];
+    tdm_planning_scene *world = NULL;
+    cr_assert_eq(tdm_planning_scene_parse(yaml, sizeof yaml - 1, "world", &world, err, sizeof err), TDM_OK, "%s", err);
+    int loads = 0;
+    tdm_robot_elems *el;
+    cr_assert_eq(tdm_robot_elems_create(robot, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
+                 "%s", err);
+    tdm_robot_scene *shared, *own;
+    cr_assert_eq(tdm_robot_scene_create_shared(el, world, &shared, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create(robot, world, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &own, err, sizeof err),
+                 TDM_OK, "%s", err);
+    cr_assert_eq(shared->n_objects, N_EL + 5);
+    tdm_bvh **t = shared->bvhs + N_EL; /* box_a, box_b, post, post, sphere */
+    cr_assert(t[0] == t[1], "the two boxes of one size share a tree");
+    cr_assert(t[2] == t[3], "the two cylinders of one size share a tree");
+    cr_assert(t[0] != t[2] && t[2] != t[4] && t[0] != t[4]);
+    cr_assert_eq(tdm_shape_cache_count(el->shapes), 3);
+    for (int i = 0; i < 5; i++) cr_assert(own->bvhs[N_EL + i] != t[i], "the scene of its own trees owns them");
+
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_CPU;
+    c.threads = 2;
+    c.calibrate = 0;
+    tdm_sched *e;
+    char why[320];
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    gen_rng g = {seed ^ 0x5a3e7ull};
+    tdm_xform links[4], pa[N_EL], pb[N_EL];
+    size_t colliding = 0;
+    for (int it = 0; it < N_CFG; it++) {
+        double q[3];
+        random_config(&g, q);
+        cr_assert_eq(tdm_robot_scene_poses(shared, q, 3, links, pa), TDM_OK);
+        cr_assert_eq(tdm_robot_scene_poses(own, q, 3, links, pb), TDM_OK);
+        tdm_sched_query qs[4] = {{shared->scene, pa, TDM_MODE_BOOL, 1, NULL, NULL},
+                                 {own->scene, pb, TDM_MODE_BOOL, 1, NULL, NULL},
+                                 {shared->scene, pa, TDM_MODE_CONTACTS, MAXC, NULL, NULL},
+                                 {own->scene, pb, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
+        tdm_sched_result r[4];
+        cr_assert_eq(tdm_sched_run(e, qs, 4, r), TDM_OK);
+        for (int m = 0; m < 4; m += 2)
+            cr_assert(r[m].colliding == r[m + 1].colliding && r[m].contacts == r[m + 1].contacts &&
+                          r[m].object_a == r[m + 1].object_a && r[m].object_b == r[m + 1].object_b,
+                      "seed=%llu config %d, mode %d: shared trees (%u, %u, %u-%u), own (%u, %u, %u-%u)",
+                      (unsigned long long)seed, it, m / 2, r[m].colliding, r[m].contacts, r[m].object_a,
+                      r[m].object_b, r[m + 1].colliding, r[m + 1].contacts, r[m + 1].object_a, r[m + 1].object_b);
+        colliding += r[0].colliding;
+    }
+    cr_assert(colliding > 0 && colliding < N_CFG, "%zu of %d colliding", colliding, N_CFG);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(own);
+    tdm_robot_scene_destroy(shared);
+    cr_assert_eq(tdm_shape_cache_count(el->shapes), 0);
+    tdm_robot_elems_destroy(el);
+    tdm_planning_scene_free(world);
 }
 
 /* ---- batches of configurations (tdm_sched_run_configs) ---- */
