@@ -390,6 +390,7 @@ void tdm_bvh_free(tdm_bvh *bvh)
 {
     if (!bvh) return;
     free(bvh->exact_extent);
+    free(bvh->reps);
     free(bvh->nodes);
     free(bvh->tri_verts);
     free(bvh->tri_ids);

@@ -78,6 +78,10 @@ typedef struct tdm_bvh {
                              for tdm_obb_apart_exact (bv.h), every triangle below it inside
                              { p : |axis_k . (p - center)| <= exact_extent_k } exactly; NULL when the
                              tree has none (the CPU engine then never takes the exact stage) */
+    void *reps;           /* owned, host only, not serialised: workpile/solid.c's representatives of the
+                             tree's connected components, made on first use and kept (read and set
+                             atomically: a shared tree's first scenes may ask at once); one malloc'd
+                             block, freed with the tree */
 } tdm_bvh;
 
 /* Builds the tree of a validated mesh. Returns 0 or TDM_ENOMEM. The caller frees

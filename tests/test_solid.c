@@ -140,6 +140,14 @@ Test(solid, component_representatives)
                         cases[c]->verts[3 * v + 2] == (float)reps[i].z;
             cr_assert(found, "case %d: representative %u is no vertex", c, i);
         }
+        /* kept with the tree: asked again, the same ones (from the memo) */
+        cr_assert_not_null(b->reps, "case %d: the representatives are kept with the tree", c);
+        tdm_dvec3 *again = NULL;
+        uint32_t n2 = 0;
+        cr_assert_eq(tdm_bvh_component_reps(b, &again, &n2), TDM_OK);
+        cr_assert_eq(n2, n);
+        cr_assert(n == 0 || memcmp(again, reps, n * sizeof *reps) == 0, "case %d: asked again, other ones", c);
+        free(again);
         free(reps);
         tdm_bvh_free(b);
     }

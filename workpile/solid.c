@@ -27,7 +27,52 @@ static uint32_t find(uint32_t *parent, uint32_t i)
     return i;
 }
 
+/* The representatives kept with a tree (tdm_bvh.reps): their count, then them. */
+typedef struct kept_reps {
+    uint32_t n;
+    tdm_dvec3 v[];
+} kept_reps;
+
+static int component_reps(const tdm_bvh *b, tdm_dvec3 **reps, uint32_t *n);
+
+/* Made once per tree and kept with it: every robot scene of a robot asks for its
+ * element trees' (sorting each mesh's vertices was most of a scene's set-up). */
 int tdm_bvh_component_reps(const tdm_bvh *b, tdm_dvec3 **reps, uint32_t *n)
+{
+    *reps = NULL;
+    *n = 0;
+    kept_reps *k = __atomic_load_n((kept_reps *const *)&b->reps, __ATOMIC_ACQUIRE);
+    if (!k) {
+        tdm_dvec3 *r = NULL;
+        uint32_t m = 0;
+        int rc = component_reps(b, &r, &m);
+        if (rc != TDM_OK) return rc;
+        k = malloc(sizeof *k + (size_t)m * sizeof *r);
+        if (!k) {
+            free(r);
+            return TDM_ENOMEM;
+        }
+        k->n = m;
+        if (m) memcpy(k->v, r, (size_t)m * sizeof *r);
+        free(r);
+        void *none = NULL;
+        /* a logically const memo: the tree's triangles are what it is made from */
+        if (!__atomic_compare_exchange_n((void **)&((tdm_bvh *)b)->reps, &none, k, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            free(k); /* another thread's was kept first: the same values */
+            k = none;
+        }
+    }
+    if (k->n == 0) return TDM_OK;
+    tdm_dvec3 *out = malloc((size_t)k->n * sizeof *out);
+    if (!out) return TDM_ENOMEM;
+    memcpy(out, k->v, (size_t)k->n * sizeof *out);
+    *reps = out;
+    *n = k->n;
+    return TDM_OK;
+}
+
+static int component_reps(const tdm_bvh *b, tdm_dvec3 **reps, uint32_t *n)
 {
     *reps = NULL;
     *n = 0;
