@@ -22,13 +22,28 @@ typedef struct entry {
     tdm_bvh *bvh;
     double deviation;
     uint64_t refs;
+    uint64_t bytes;     /* the tree's */
+    uint64_t idle_since; /* refs 0: when it was last released (the idle clock), for dropping the oldest */
 } entry;
 
 struct tdm_shape_cache {
     pthread_mutex_t mu;
     entry **bucket;
     size_t n_buckets, n;
+    size_t n_idle;      /* entries no scene holds, kept for the next scene */
+    uint64_t idle_bytes, clock;
 };
+
+/* Shapes no scene holds are kept for the next scene (a planner's put after its
+ * delete, problem after problem), at most this many and this many bytes of trees:
+ * past either, the one released longest ago is freed. */
+#define IDLE_MAX 256
+#define IDLE_MAX_BYTES (32ull << 20)
+
+static uint64_t tree_bytes(const tdm_bvh *b)
+{
+    return (uint64_t)b->n_nodes * sizeof *b->nodes + (uint64_t)b->n_tris * (9 * sizeof(float) + sizeof(uint32_t));
+}
 
 static key key_of(const tdm_primitive *p, double tolerance)
 {
@@ -115,7 +130,10 @@ int tdm_shape_cache_get(tdm_shape_cache *c, const tdm_primitive *p, double toler
     pthread_mutex_lock(&c->mu);
     entry *e = find(c, &k);
     if (e) {
-        e->refs++;
+        if (e->refs++ == 0) { /* held again */
+            c->n_idle--;
+            c->idle_bytes -= e->bytes;
+        }
         *out = e->bvh;
         *deviation = e->deviation;
         pthread_mutex_unlock(&c->mu);
@@ -144,7 +162,10 @@ int tdm_shape_cache_get(tdm_shape_cache *c, const tdm_primitive *p, double toler
 
     pthread_mutex_lock(&c->mu);
     if ((e = find(c, &k)) != NULL) { /* another thread built it meanwhile: theirs */
-        e->refs++;
+        if (e->refs++ == 0) {
+            c->n_idle--;
+            c->idle_bytes -= e->bytes;
+        }
         *out = e->bvh;
         *deviation = e->deviation;
         pthread_mutex_unlock(&c->mu);
@@ -156,6 +177,7 @@ int tdm_shape_cache_get(tdm_shape_cache *c, const tdm_primitive *p, double toler
     made->bvh = bvh;
     made->deviation = dev;
     made->refs = 1;
+    made->bytes = tree_bytes(bvh);
     size_t h = hash_of(&k) % c->n_buckets;
     made->next = c->bucket[h];
     c->bucket[h] = made;
@@ -167,28 +189,66 @@ int tdm_shape_cache_get(tdm_shape_cache *c, const tdm_primitive *p, double toler
     return TDM_OK;
 }
 
+/* mu held: unlinks the idle entry released longest ago (or NULL when none). */
+static entry *unlink_oldest_idle(tdm_shape_cache *c)
+{
+    entry **best = NULL;
+    for (size_t b = 0; b < c->n_buckets; b++)
+        for (entry **pe = &c->bucket[b]; *pe; pe = &(*pe)->next)
+            if ((*pe)->refs == 0 && (!best || (*pe)->idle_since < (*best)->idle_since)) best = pe;
+    if (!best) return NULL;
+    entry *e = *best;
+    *best = e->next;
+    c->n--;
+    c->n_idle--;
+    c->idle_bytes -= e->bytes;
+    return e;
+}
+
 void tdm_shape_cache_release(tdm_shape_cache *c, const tdm_primitive *p, double tolerance)
 {
     key k = key_of(p, tolerance);
+    entry *drop = NULL;
     pthread_mutex_lock(&c->mu);
-    for (entry **pe = &c->bucket[hash_of(&k) % c->n_buckets]; *pe; pe = &(*pe)->next) {
-        entry *e = *pe;
-        if (memcmp(&e->k, &k, sizeof k) != 0) continue;
-        if (--e->refs > 0) break;
-        *pe = e->next;
-        c->n--;
-        pthread_mutex_unlock(&c->mu);
-        tdm_bvh_free(e->bvh);
-        free(e);
-        return;
+    entry *e = find(c, &k);
+    if (e && --e->refs == 0) { /* kept idle, for the next scene; the oldest idle one goes past the bounds */
+        e->idle_since = ++c->clock;
+        c->n_idle++;
+        c->idle_bytes += e->bytes;
+        if (c->n_idle > IDLE_MAX || c->idle_bytes > IDLE_MAX_BYTES) drop = unlink_oldest_idle(c);
     }
     pthread_mutex_unlock(&c->mu);
+    if (drop) {
+        tdm_bvh_free(drop->bvh);
+        free(drop);
+    }
+}
+
+/* Shapes no scene holds are freed (tests; and a way to give the memory back). */
+void tdm_shape_cache_trim(tdm_shape_cache *c)
+{
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        entry *e = unlink_oldest_idle(c);
+        pthread_mutex_unlock(&c->mu);
+        if (!e) return;
+        tdm_bvh_free(e->bvh);
+        free(e);
+    }
 }
 
 size_t tdm_shape_cache_count(tdm_shape_cache *c)
 {
     pthread_mutex_lock(&c->mu);
-    size_t n = c->n;
+    size_t n = c->n - c->n_idle;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+size_t tdm_shape_cache_idle(tdm_shape_cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->n_idle;
     pthread_mutex_unlock(&c->mu);
     return n;
 }

@@ -5,8 +5,8 @@
  * shapes per scenario. A robot's scenes (tdm_robot_scene_create_shared) take
  * their world primitives' trees from the cache kept with the robot's element
  * trees (tdm_robot_elems): a shape (type, dimensions, tolerance) is tessellated
- * and built once, while some scene holds it, and a scheduler that keeps trees
- * resident by address (workpile/sched.h) keeps it once.
+ * and built once, and a scheduler that keeps trees resident by address
+ * (workpile/sched.h) keeps it once while scenes hold it.
  *
  * Threads: any, at once (one lock; a tree is built outside it, and a second
  * build of the same shape meanwhile is dropped for the first). The trees are
@@ -32,10 +32,15 @@ void tdm_shape_cache_destroy(tdm_shape_cache *c);
  * why; nothing is then held. */
 int tdm_shape_cache_get(tdm_shape_cache *c, const tdm_primitive *p, double tolerance, tdm_bvh **out,
                         double *deviation, char *why, size_t whylen);
-/* Drops one reference of the tree tdm_shape_cache_get gave for (p, tolerance); the
- * last one frees it. */
+/* Drops one reference of the tree tdm_shape_cache_get gave for (p, tolerance). A
+ * shape no scene holds any more is kept, idle, for the next scene that asks (a
+ * planner deletes its scene before it stores the next one): at most 256 idle
+ * shapes and 32 MiB of their trees; past either, the one idle longest is freed. */
 void tdm_shape_cache_release(tdm_shape_cache *c, const tdm_primitive *p, double tolerance);
-/* Distinct shapes held now. */
+/* Frees every idle shape. */
+void tdm_shape_cache_trim(tdm_shape_cache *c);
+/* Distinct shapes some scene holds now, and idle ones. */
 size_t tdm_shape_cache_count(tdm_shape_cache *c);
+size_t tdm_shape_cache_idle(tdm_shape_cache *c);
 
 #endif

@@ -574,10 +574,63 @@ Test(robot_scene, repeated_primitives_share_one_tree)
     cr_assert(colliding > 0 && colliding < N_CFG, "%zu of %d colliding", colliding, N_CFG);
     tdm_sched_destroy(e);
     tdm_robot_scene_destroy(own);
+    tdm_bvh *box = t[0];
     tdm_robot_scene_destroy(shared);
     cr_assert_eq(tdm_shape_cache_count(el->shapes), 0);
+    /* kept idle for the next scene, which takes them again */
+    cr_assert_eq(tdm_shape_cache_idle(el->shapes), 3);
+    cr_assert_eq(tdm_robot_scene_create_shared(el, world, &shared, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert(shared->bvhs[N_EL] == box, "the idle box's tree is taken again");
+    cr_assert_eq(tdm_shape_cache_idle(el->shapes), 0);
+    cr_assert_eq(tdm_shape_cache_count(el->shapes), 3);
+    tdm_robot_scene_destroy(shared);
+    tdm_shape_cache_trim(el->shapes);
+    cr_assert_eq(tdm_shape_cache_idle(el->shapes), 0);
     tdm_robot_elems_destroy(el);
     tdm_planning_scene_free(world);
+}
+
+/* The shape cache on its own: one tree per shape and tolerance, shared while held,
+ * kept idle within its bounds once released (the oldest freed first). */
+Test(robot_scene, shape_cache_holds_and_bounds)
+{
+    tdm_shape_cache *c;
+    cr_assert_eq(tdm_shape_cache_create(&c), TDM_OK);
+    char why[256];
+    double dev, dev2;
+    tdm_bvh *a, *b, *d;
+    tdm_primitive s1 = tdm_primitive_sphere(0.1), s2 = tdm_primitive_sphere(0.2);
+    cr_assert_eq(tdm_shape_cache_get(c, &s1, TDM_PRIMITIVE_TOLERANCE, &a, &dev, why, sizeof why), TDM_OK, "%s", why);
+    cr_assert_eq(tdm_shape_cache_get(c, &s1, TDM_PRIMITIVE_TOLERANCE, &b, &dev2, why, sizeof why), TDM_OK, "%s", why);
+    cr_assert(a == b && dev == dev2, "one shape, one tree");
+    cr_assert_eq(tdm_shape_cache_get(c, &s1, 2 * TDM_PRIMITIVE_TOLERANCE, &d, &dev2, why, sizeof why), TDM_OK);
+    cr_assert(d != a, "another tolerance, another tree");
+    cr_assert_eq(tdm_shape_cache_get(c, &s2, TDM_PRIMITIVE_TOLERANCE, &b, &dev2, why, sizeof why), TDM_OK);
+    cr_assert(b != a);
+    cr_assert_eq(tdm_shape_cache_count(c), 3);
+    tdm_shape_cache_release(c, &s1, TDM_PRIMITIVE_TOLERANCE);
+    cr_assert_eq(tdm_shape_cache_count(c), 3, "s1 is still held once");
+    tdm_shape_cache_release(c, &s1, TDM_PRIMITIVE_TOLERANCE);
+    tdm_shape_cache_release(c, &s1, 2 * TDM_PRIMITIVE_TOLERANCE);
+    tdm_shape_cache_release(c, &s2, TDM_PRIMITIVE_TOLERANCE);
+    cr_assert_eq(tdm_shape_cache_count(c), 0);
+    cr_assert_eq(tdm_shape_cache_idle(c), 3);
+    /* a bad shape: its error, nothing held */
+    tdm_primitive bad = tdm_primitive_sphere(-1);
+    cr_assert_neq(tdm_shape_cache_get(c, &bad, TDM_PRIMITIVE_TOLERANCE, &d, &dev, why, sizeof why), TDM_OK);
+    cr_assert_null(d);
+    cr_assert_eq(tdm_shape_cache_count(c) + tdm_shape_cache_idle(c), 3);
+    /* 300 more shapes released: at most 256 idle */
+    for (int i = 0; i < 300; i++) {
+        tdm_primitive p = tdm_primitive_box(0.01 * (i + 1), 0.02, 0.03);
+        cr_assert_eq(tdm_shape_cache_get(c, &p, TDM_PRIMITIVE_TOLERANCE, &d, &dev, why, sizeof why), TDM_OK, "%s", why);
+        tdm_shape_cache_release(c, &p, TDM_PRIMITIVE_TOLERANCE);
+    }
+    cr_assert_eq(tdm_shape_cache_idle(c), 256);
+    cr_assert_eq(tdm_shape_cache_count(c), 0);
+    tdm_shape_cache_trim(c);
+    cr_assert_eq(tdm_shape_cache_idle(c), 0);
+    tdm_shape_cache_destroy(c);
 }
 
 /* ---- batches of configurations (tdm_sched_run_configs) ---- */
