@@ -464,13 +464,8 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
     tdm_robot_scene_destroy(b); /* the shared trees stay: a still uses them */
     cr_assert_eq(tdm_shape_cache_count(el->shapes), shapes);
 
-    tdm_sched_config c = tdm_sched_config_default();
-    c.kind = TDM_BACKEND_CPU;
-    c.threads = 2;
-    c.calibrate = 0;
-    tdm_sched *e;
     char why[320];
-    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
     gen_rng g = {seed ^ 0x5bd1e995ull};
     tdm_xform links[4], poses[N_EL];
     size_t colliding = 0;
@@ -542,13 +537,8 @@ Test(robot_scene, repeated_primitives_share_one_tree)
     cr_assert_eq(tdm_shape_cache_count(el->shapes), 3);
     for (int i = 0; i < 5; i++) cr_assert(own->bvhs[N_EL + i] != t[i], "the scene of its own trees owns them");
 
-    tdm_sched_config c = tdm_sched_config_default();
-    c.kind = TDM_BACKEND_CPU;
-    c.threads = 2;
-    c.calibrate = 0;
-    tdm_sched *e;
     char why[320];
-    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
     gen_rng g = {seed ^ 0x5a3e7ull};
     tdm_xform links[4], pa[N_EL], pb[N_EL];
     size_t colliding = 0;
