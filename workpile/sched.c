@@ -395,31 +395,8 @@ static void count_meshes(tdm_sched *e)
 
 int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh)
 {
-    if (!e->n_gpus) return TDM_OK;
-    pthread_mutex_lock(&e->upload_lock);
-    int rc = TDM_OK;
-    if (!tdm_registry_ref(e->reg, bvh)) {
-        /* uploads are serialised by upload_lock, so nobody inserts this tree meanwhile; every
-           engine gets its copy, each on a lane of its own that no run is using */
-        void *copies[TDM_SCHED_MAX_GPUS] = {0};
-        int held = 0;
-        for (int d = 0; d < e->n_gpus && rc == TDM_OK; d++) {
-            if (engine_broken(e, d)) continue; /* runs never go there: no copy needed */
-            lane *l = lane_get_dev(e, d);
-            free_removed(e, l);
-            rc = e->gpus[d]->ops->mesh_add(e->gpus[d], l->elane, bvh, &copies[d]);
-            if (rc != TDM_OK) copies[d] = NULL; /* the engine holds nothing of a failed upload */
-            else held++;
-            device_stats(e, l);
-            lane_put(e, l);
-        }
-        if (rc == TDM_OK && held == 0) rc = TDM_EGPU; /* every engine has failed */
-        if (rc == TDM_OK) rc = tdm_registry_insert(e->reg, bvh, copies);
-        if (rc != TDM_OK) free_copies(e, copies); /* all or nothing */
-        count_meshes(e); /* now that the registry has (or has not) the new one: device_stats read it before */
-    }
-    pthread_mutex_unlock(&e->upload_lock);
-    return rc;
+    size_t added;
+    return tdm_sched_meshes_add(e, &bvh, 1, &added);
 }
 
 int tdm_sched_meshes_add(tdm_sched *e, const tdm_bvh *const *bvhs, size_t n, size_t *added)

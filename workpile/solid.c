@@ -35,34 +35,40 @@ typedef struct kept_reps {
 
 static int component_reps(const tdm_bvh *b, tdm_dvec3 **reps, uint32_t *n);
 
-/* Made once per tree and kept with it: every robot scene of a robot asks for its
- * element trees' (sorting each mesh's vertices was most of a scene's set-up). */
+/* b's representatives, made on first use and kept with the tree (every robot
+ * scene of a robot asks for its element trees': sorting each mesh's vertices was
+ * most of a scene's set-up); NULL when out of memory. */
+static const kept_reps *kept_of(const tdm_bvh *b)
+{
+    kept_reps *k = __atomic_load_n((kept_reps *const *)&b->reps, __ATOMIC_ACQUIRE);
+    if (k) return k;
+    tdm_dvec3 *r = NULL;
+    uint32_t m = 0;
+    if (component_reps(b, &r, &m) != TDM_OK) return NULL;
+    k = malloc(sizeof *k + (size_t)m * sizeof *r);
+    if (!k) {
+        free(r);
+        return NULL;
+    }
+    k->n = m;
+    if (m) memcpy(k->v, r, (size_t)m * sizeof *r);
+    free(r);
+    void *none = NULL;
+    /* a logically const memo: the tree's triangles are what it is made from */
+    if (!__atomic_compare_exchange_n((void **)&((tdm_bvh *)b)->reps, &none, k, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(k); /* another thread's was kept first: the same values */
+        k = none;
+    }
+    return k;
+}
+
 int tdm_bvh_component_reps(const tdm_bvh *b, tdm_dvec3 **reps, uint32_t *n)
 {
     *reps = NULL;
     *n = 0;
-    kept_reps *k = __atomic_load_n((kept_reps *const *)&b->reps, __ATOMIC_ACQUIRE);
-    if (!k) {
-        tdm_dvec3 *r = NULL;
-        uint32_t m = 0;
-        int rc = component_reps(b, &r, &m);
-        if (rc != TDM_OK) return rc;
-        k = malloc(sizeof *k + (size_t)m * sizeof *r);
-        if (!k) {
-            free(r);
-            return TDM_ENOMEM;
-        }
-        k->n = m;
-        if (m) memcpy(k->v, r, (size_t)m * sizeof *r);
-        free(r);
-        void *none = NULL;
-        /* a logically const memo: the tree's triangles are what it is made from */
-        if (!__atomic_compare_exchange_n((void **)&((tdm_bvh *)b)->reps, &none, k, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE)) {
-            free(k); /* another thread's was kept first: the same values */
-            k = none;
-        }
-    }
+    const kept_reps *k = kept_of(b);
+    if (!k) return TDM_ENOMEM;
     if (k->n == 0) return TDM_OK;
     tdm_dvec3 *out = malloc((size_t)k->n * sizeof *out);
     if (!out) return TDM_ENOMEM;
@@ -219,22 +225,15 @@ int tdm__solids_build(tdm_scene *s, const tdm_scene_solid *solids)
             v->objs[i].rep_radius = v->objs[j].rep_radius;
             continue;
         }
-        tdm_dvec3 *r = NULL;
-        uint32_t n = 0;
-        if (tdm_bvh_component_reps(s->objects[i].bvh, &r, &n) != TDM_OK) goto nomem;
-        if (v->n_reps + n > UINT32_MAX) {
-            free(r);
-            goto nomem;
-        }
+        const kept_reps *k = kept_of(s->objects[i].bvh); /* borrowed from the tree */
+        if (!k) goto nomem;
+        uint32_t n = k->n;
+        if (v->n_reps + n > UINT32_MAX) goto nomem;
         tdm_dvec3 *all = realloc(v->reps, (size_t)(v->n_reps + n + 1) * sizeof *all);
-        if (!all) {
-            free(r);
-            goto nomem;
-        }
+        if (!all) goto nomem;
         v->reps = all;
-        if (n) memcpy(all + v->n_reps, r, n * sizeof *r);
-        rep_ball(r, n, &v->objs[i].rep_centre, &v->objs[i].rep_radius);
-        free(r);
+        if (n) memcpy(all + v->n_reps, k->v, n * sizeof *k->v);
+        rep_ball(k->v, n, &v->objs[i].rep_centre, &v->objs[i].rep_radius);
         v->objs[i].rep_first = (uint32_t)v->n_reps;
         v->objs[i].n_reps = n;
         v->n_reps += n;
