@@ -634,6 +634,23 @@ static tdm_run_result run(const char *const *args)
     return r;
 }
 
+/* `tandem query` (args, writing --out to out): 300 queries, the summary's tail
+ * (from "colliding=") as check's, and the --out text equal to check's `want`. */
+static void expect_as_check(const char *const *args, const char *out, const char *check_tail, const char *want,
+                            const char *what, const char *mode)
+{
+    tdm_run_result r = run(args);
+    cr_assert_eq(r.status, 0, "%s: %s", what, r.err);
+    cr_assert(strstr(r.out, "queries=300 seconds=") == r.out, "%s", r.out);
+    cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
+    free(r.out);
+    free(r.err);
+    char *b = gen_read_file(in_root(out), NULL);
+    cr_assert_not_null(b);
+    cr_assert_str_eq(b, want, "%s: %s's --out differs from tandem check --urdf's", mode, what);
+    free(b);
+}
+
 Test(robotd, cli_robot_and_query)
 {
     gen_rng g = {seed ^ 0x33};
@@ -683,16 +700,9 @@ Test(robotd, cli_robot_and_query)
                                in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
                                in_root("configs.txt"), "--mode", modes[m], "--out", in_root("query_out.txt"),
                                "--batch", "37", "--connections", "2", NULL};
-        r = run(query);
-        cr_assert_eq(r.status, 0, "query --urdf: %s", r.err);
-        cr_assert(strstr(r.out, "queries=300 seconds=") == r.out, "%s", r.out);
-        cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
-        free(r.out);
-        free(r.err);
-        char *a = gen_read_file(in_root("check_out.txt"), NULL), *b = gen_read_file(in_root("query_out.txt"), NULL);
-        cr_assert(a && b);
-        cr_assert_str_eq(b, a, "%s: tandem query --urdf's --out differs from tandem check --urdf's", modes[m]);
-        free(b);
+        char *a = gen_read_file(in_root("check_out.txt"), NULL);
+        cr_assert_not_null(a);
+        expect_as_check(query, "query_out.txt", check_tail, a, "tandem query --urdf", modes[m]);
         /* several servers (tdm_multi): the same daemon over its two listeners */
         char servers[600];
         snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
@@ -700,18 +710,8 @@ Test(robotd, cli_robot_and_query)
                                in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
                                in_root("configs.txt"), "--mode", modes[m], "--out", in_root("multi_out.txt"),
                                "--batch", "37", NULL};
-        r = run(multi);
-        cr_assert_eq(r.status, 0, "query --urdf --server A,B: %s", r.err);
-        cr_assert(strstr(r.out, "queries=300 seconds=") == r.out, "%s", r.out);
-        cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
-        free(r.out);
-        free(r.err);
-        b = gen_read_file(in_root("multi_out.txt"), NULL);
-        cr_assert_not_null(b);
-        cr_assert_str_eq(b, a, "%s: tandem query --urdf --server A,B's --out differs from tandem check --urdf's",
-                         modes[m]);
+        expect_as_check(multi, "multi_out.txt", check_tail, a, "tandem query --urdf --server A,B", modes[m]);
         free(a);
-        free(b);
     }
     /* a configuration line with a wrong count: check's message */
     write_file("bad.txt", "0 0 0\n0.1 0.2\n");

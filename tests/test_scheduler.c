@@ -530,6 +530,18 @@ Test(scheduler, meshes_added_together, .timeout = 240)
     world_free(&w);
 }
 
+/* After a failed upload: the device holds what it held `before`, and a run answers
+ * as the CPU engine did (bool mode). */
+static void expect_upload_undone(tdm_sched *e, const world *w, const tdm_sched_stats *before, const char *what)
+{
+    tdm_sched_stats after;
+    tdm_sched_get_stats(e, &after);
+    cr_assert_eq(after.device_meshes, before->device_meshes, "%s", what);
+    cr_assert_eq(after.mesh_bytes, before->mesh_bytes, "%s", what);
+    cr_assert_eq(run(e, w, 0, &got), TDM_OK);
+    expect_same(&got, &want[0], 0, what);
+}
+
 Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
 {
     require_gpu();
@@ -547,11 +559,7 @@ Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
     tdm_sched_get_stats(e, &before);
     tdm_bvh *big = tree(gen_sphere(1, 800)); /* ~1.3M triangles: ~150 MB on the device */
     cr_assert_eq(tdm_sched_mesh_add(e, big), TDM_EGPUMEM);
-    tdm_sched_get_stats(e, &after);
-    cr_assert_eq(after.device_meshes, before.device_meshes);
-    cr_assert_eq(after.mesh_bytes, before.mesh_bytes);
-    cr_assert_eq(run(e, &w, 0, &got), TDM_OK);
-    expect_same(&got, &want[0], 0, "after a failed upload");
+    expect_upload_undone(e, &w, &before, "after a failed upload");
     tdm_sched_get_stats(e, &after);
     cr_assert_eq(after.gpu_queries, N_QUERIES);
     /* the same tree among others added together: those before it added (the caller removes
@@ -562,11 +570,7 @@ Test(scheduler, upload_over_budget_changes_nothing, .timeout = 240)
     cr_assert_eq(added, 2);
     tdm_sched_mesh_remove(e, w.bvh[0]);
     tdm_sched_mesh_remove(e, w.bvh[1]);
-    tdm_sched_get_stats(e, &after);
-    cr_assert_eq(after.device_meshes, before.device_meshes);
-    cr_assert_eq(after.mesh_bytes, before.mesh_bytes);
-    cr_assert_eq(run(e, &w, 0, &got), TDM_OK);
-    expect_same(&got, &want[0], 0, "after a failed upload of several");
+    expect_upload_undone(e, &w, &before, "after a failed upload of several");
     tdm_sched_get_stats(e, &after);
     cr_assert_eq(after.gpu_queries, 2 * N_QUERIES, "every tree still resident once");
     /* and each tree has exactly its one reference left */
