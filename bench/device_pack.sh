@@ -5,7 +5,7 @@
 #
 #   bench/device_pack.sh BUILD_DIR DEST
 #
-# DEST/bin: tools/tandem, daemon/tandemd, bench/bench_server, bench/bench_cpu, examples/ompl/ompl_plan
+# DEST/bin: tools/tandem, daemon/tandemd, bench/bench_server, bench/bench_cpu, bench/bench_config_latency, examples/ompl/ompl_plan
 #   (bench/run_ompl.sh: OMPL_PLAN=DEST/bin/ompl_plan TANDEMD=DEST/bin/tandemd) and the tests/test_*
 #   executables that exist in BUILD_DIR, stripped (strip --strip-unneeded, on the copies).
 # DEST/lib: every shared library they load (ldd) except glibc's, libstdc++ and libgcc_s
@@ -18,7 +18,8 @@
 # searched before the executables' RUNPATH, which points into BUILD_DIR).
 # Knobs: MINIMAL=1 packs only what compare_builds.sh runs (tandem, tandemd, bench_server), which
 # leaves out bench_cpu's FCL and the tests' criterion (and its libgit2, krb5, mbedtls, nanomsg):
-# about 28 MB instead of 51 for a CUDA build. OMPL=1 packs only what bench/run_ompl.sh runs (tandem,
+# about 28 MB instead of 51 for a CUDA build. TESTS="gpu scheduler ..." packs only those test suites
+# (test_gpu, test_scheduler, ...; TESTS="" none). OMPL=1 packs only what bench/run_ompl.sh runs (tandem,
 # tandemd, ompl_plan). ARCHIVE=1 also writes DEST.tar.gz (DEST's content,
 # about a third of its size), which compare_builds.sh takes in place of the folder: two full
 # folders would not fit in the 64 MiB that travel to the device machine.
@@ -37,11 +38,14 @@ OMPL=${OMPL:-0}
 command -v strip > /dev/null || { echo "device_pack.sh: strip (binutils) is missing" >&2; exit 1; }
 
 exes=()
-for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu \
+for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu "$build"/bench/bench_config_latency \
          "$build"/examples/ompl/ompl_plan "$build"/tests/test_*; do
     [[ -f $f && -x $f ]] || continue
     [[ $MINIMAL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */bench/bench_server ]] && continue
     [[ $OMPL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */examples/ompl/ompl_plan ]] && continue
+    if [[ -n ${TESTS+x} && $f == */tests/test_* ]]; then
+        [[ " $TESTS " == *" ${f##*/test_} "* ]] || continue
+    fi
     exes+=("$f")
 done
 for need in tools/tandem daemon/tandemd bench/bench_server; do

@@ -13,6 +13,11 @@
 #   inl64     TDM_MOTION_INLINE_STATES=64 (MotionCheck first batches up to 64 states on the loop)
 #   wN        --motion-window N
 #   lanesN    --engine-lanes N
+#   dcmN      --device-configs-min N
+#   dcs0      --device-configs-small 0 (planners' small requests get their poses made on the host)
+#   block     TDM_GPU_BLOCKING_SYNC=1 (lanes sleep while they wait for the GPU)
+#   sceN      TDM_GPU_SMALL_CONFIG_ENTRIES=N (configs runs of at most N entries depth first; 0: never)
+#   bceN      TDM_GPU_BLOCK_CONFIG_ENTRIES=N (configs runs of at most N entries in block runs; 0: never)
 #   shm       the data directory on /dev/shm
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1.
@@ -35,6 +40,11 @@ for v in "${variants[@]}"; do
     [[ $v == *:inl64* ]] && envs+=(TDM_MOTION_INLINE_STATES=64)
     [[ $v =~ :w([0-9]+) ]] && extra+=(--motion-window "${BASH_REMATCH[1]}")
     [[ $v =~ :lanes([0-9]+) ]] && extra+=(--engine-lanes "${BASH_REMATCH[1]}")
+    [[ $v =~ :dcm([0-9]+) ]] && extra+=(--device-configs-min "${BASH_REMATCH[1]}")
+    [[ $v == *:dcs0* ]] && extra+=(--device-configs-small 0)
+    [[ $v == *:block* ]] && envs+=(TDM_GPU_BLOCKING_SYNC=1)
+    [[ $v =~ :sce([0-9]+) ]] && envs+=(TDM_GPU_SMALL_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
+    [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
     sock=$work/tandemd.sock
@@ -47,13 +57,18 @@ for v in "${variants[@]}"; do
         per=${PER:-40}
         [[ $pl == 1 ]] && per=2
         : > "$work/trace.txt"
+        "$bin/ompl_plan" "${base[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
+            "$work/problems" > "$work/plan.txt" 2> "$work/plan.err" &
+        plan=$!
         ( sleep 2; bash bench/thread_cpu.sh "$pid" 1.5 > "$work/threads.txt" ) &
         sampler=$!
-        "$bin/ompl_plan" "${base[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
-            "$work/problems" > "$work/plan.txt" 2> "$work/plan.err"
-        wait "$sampler"
+        ( sleep 2; bash bench/thread_cpu.sh "$plan" 1.5 > "$work/plan_threads.txt" ) &
+        sampler2=$!
+        wait "$plan"
+        wait "$sampler" "$sampler2"
         echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
         echo "  tandemd $(cat "$work/threads.txt")"
+        echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
         awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; w[t] += $4 }
              END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f waited=%.3f\n",
                    t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], w[t] / n[t] }' "$work/trace.txt"

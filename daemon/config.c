@@ -172,9 +172,16 @@ static const opt opts[] = {
     {"device-configs-min", T_U32, OFF(device_configs_min), "256", 0, 1u << 24, NULL, "N",
      "A Query of at least this many robot configurations (without want_pairs), and a MotionCheck's batch of "
      "at least this many states, goes to the engine as configurations: with a GPU engine their forward "
-     "kinematics, culling and tasks run on the device, and such jobs are pooled only with jobs of the same "
-     "robot scene. Smaller ones get their poses made here and pool with every other request (0: never "
-     "as configurations)."},
+     "kinematics, culling and tasks run on the device, and jobs of configurations are pooled with each "
+     "other (any robot scenes with as many joints: one device run). Smaller ones get their poses made "
+     "here and pool with every other request (0: never as configurations; see also "
+     "--device-configs-small)."},
+    {"device-configs-small", T_U32, OFF(device_configs_small), "1", 0, 1, NULL, "0|1",
+     "1: when the engine runs configurations on the device (a GPU engine), every Query of robot "
+     "configurations (without want_pairs) and every MotionCheck batch goes as configurations, whatever "
+     "--device-configs-min says, so that planners' small requests of many robot scenes pool into one "
+     "device run (forward kinematics, culling and task listing on the device, not on this host's "
+     "threads). 0: only from --device-configs-min on. Without such an engine it changes nothing."},
     {"motion-window", T_U32, OFF(motion_window), "0", 0, 1u << 20, NULL, "N",
      "States each motion of a MotionCheck gives to its first batch, in order from its start; a motion "
      "not answered by then gives twice as many in the next, and so on (early exit: states past the "

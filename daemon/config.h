@@ -63,6 +63,8 @@ typedef struct tdm_config {
     uint32_t max_batch_tasks;  /* tasks per engine run: pooling cap and engine scratch bound */
     uint32_t device_configs_min; /* configurations (or motion states) from which a request runs as
                                     configurations (tdm_sched_run_configs); 0: never */
+    uint32_t device_configs_small; /* 1: with an engine that runs configurations on the device, every
+                                      request of configurations goes as configurations (tdm_configs_min) */
     uint64_t max_query_work;   /* box + triangle tests per query (0: none), the request's budget per query */
     uint32_t motion_window;    /* a MotionCheck's first round: states per open motion (0: by engine) */
     uint64_t slice_tasks;      /* a larger request runs this many tasks per turn (0: max_batch_tasks) */

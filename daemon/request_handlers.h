@@ -35,6 +35,17 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
 
 /* ---- helpers (request.c) ---- */
 
+/* Configurations (or a MotionCheck batch's states) from which a request goes to
+ * the engine as configurations, 0: never (--device-configs-min; 1 with
+ * --device-configs-small when the engine runs them on the device, where jobs of
+ * configurations of any robot scenes pool into one device run). */
+static inline uint32_t tdm__configs_min(const tdm_server *srv)
+{
+    const tdm_config *cfg = srv->cfg;
+    if (cfg->device_configs_small && tdm_sched_configs_on_device(srv->engine)) return 1;
+    return cfg->device_configs_min;
+}
+
 /* TDM_E* (geom, workpile, writer) to the wire's error codes. */
 /* A request's work budget: n queries at per_query tests each (0: none), saturating. */
 static inline uint64_t tdm__work_budget(uint64_t per_query, uint64_t n)

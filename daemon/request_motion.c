@@ -29,6 +29,9 @@
  * tandemd with many planners (bench/results/ompl_rrt_batches.md). TDM_MOTION_INLINE_STATES
  * overrides it (A/B runs). */
 #define INLINE_STATES 16
+/* A first batch that goes as configurations is made on the loop up to this many states (its
+ * states interpolated, about J numbers each: a planner's motion is tens of states) */
+#define BATCH_INLINE_CONFIGS 4096
 
 static uint64_t inline_states(void)
 {
@@ -50,7 +53,7 @@ typedef struct motion_job {
     tdm_xform *links; /* scratch for FK */
     size_t n, J, batch;
     uint64_t max_query_work; /* the server's, per state */
-    uint32_t configs_min;    /* the server's device_configs_min */
+    uint32_t configs_min;    /* the server's tdm__configs_min */
 } motion_job;
 
 /* The next batch: its states as configurations (a large batch) or their poses; 0
@@ -211,12 +214,13 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     /* batches of configurations (device_configs_min states or more) need no poses here: larger
      * batches, fewer runs (each a device run, whatever its size); poses only for the smaller ones */
     size_t pose_room = batch;
-    if (cfg->device_configs_min) {
+    uint32_t configs_min = tdm__configs_min(srv);
+    if (configs_min) {
         size_t big = BATCH_CONFIGS;
         if (cfg->max_query_tasks / checks < big) big = (size_t)(cfg->max_query_tasks / checks);
         if (cfg->max_queries < big) big = cfg->max_queries;
         if (big > batch) batch = big;
-        pose_room = cfg->device_configs_min - 1 < batch ? cfg->device_configs_min - 1 : batch;
+        pose_room = configs_min - 1 < batch ? configs_min - 1 : batch;
         if (pose_room == 0) pose_room = 1;
     }
 
@@ -274,7 +278,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
     if (!m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
     m->max_query_work = cfg->max_query_work;
-    m->configs_min = cfg->device_configs_min;
+    m->configs_min = configs_min;
     tdm_query_job *j = &m->q;
     j->owner = c;
     tdm_conn_job_track(c, j, mem, reply);
@@ -293,8 +297,10 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     tdm_conn_begin(c);
     j->work.data = m;
     /* a first batch of a few states (a planner's one motion) is made here: a hand-off to the
-       thread pool and back would cost more latency than its forward kinematics */
-    if ((total < window * n ? total : window * n) <= inline_states() ||
+       thread pool and back would cost more latency than its forward kinematics; so is any first
+       batch that goes as configurations (its states interpolated, no forward kinematics here) */
+    size_t first = total < window * n ? total : window * n;
+    if (first <= inline_states() || (configs_min && first >= configs_min && first <= BATCH_INLINE_CONFIGS) ||
         uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
         first_work(&j->work);
         first_after(&j->work, 0);

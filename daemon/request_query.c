@@ -273,16 +273,17 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
 
     /* a large batch of configurations (no pairs listed) goes to the scheduler as
      * configurations: on a GPU engine they never cross the bus as poses */
-    int as_configs = rs && cfg->device_configs_min && n >= cfg->device_configs_min && !(contacts && q->want_pairs);
+    uint32_t configs_min = tdm__configs_min(srv);
+    int as_configs = rs && configs_min && n >= configs_min && !(contacts && q->want_pairs);
     /* one allocation: the job, the transforms (not for configurations), the
      * results and, when they are converted off the loop or run as configurations,
      * a copy of the numbers sent (the frame they are in is reused by the next
      * request) */
-    int offload = n >= OFFLOAD_QUERIES || as_configs;
+    int offload = n >= OFFLOAD_QUERIES, copy = offload || as_configs;
     size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
     size_t roff = xoff + (as_configs ? 0 : n * m * sizeof(tdm_xform));
     size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
-    size_t job_bytes = poff + (offload ? n_numbers * sizeof(double) : 0);
+    size_t job_bytes = poff + (copy ? n_numbers * sizeof(double) : 0);
     /* what the job holds until answered (the pairs' room is reserved, if not all touched) and its
      * reply's bound: both counted against max-memory, the bound on the connection's output */
     uint64_t mem = job_bytes + reserve * sizeof(tdm_sched_contact), reply = tdm_query_reply_max(n, reserve);
@@ -302,7 +303,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     j->request_id = id;
     tdm_metrics_mark_take(&j->mark);
     j->rs = rs;
-    if (offload) {
+    if (copy) {
         j->raw = (double *)(void *)((char *)j + poff);
         memcpy(j->raw, numbers, n_numbers * sizeof(double));
         if (as_configs) {
@@ -311,8 +312,9 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
             pj->configs = j->raw;
             pj->kin = &rs->kin;
         }
-    } else {
-        ecode e = rs ? convert_configs(j, numbers) : convert_poses(j, numbers);
+    }
+    if (!offload) { /* a small one (a planner's state): checked or converted here, no hop to a thread */
+        ecode e = rs ? convert_configs(j, copy ? j->raw : numbers) : convert_poses(j, numbers);
         if (e != 0) {
             send_bad_pose(c, j, e);
             free(j);

@@ -37,6 +37,13 @@ typedef struct dprog {
     const tdm_dvec3 *reps;
 } dprog;
 
+/* What every kernel of a run shares: its programs and its strides. */
+typedef struct drun {
+    const dprog *progs;
+    const uint32_t *prog_of; /* by configuration */
+    uint32_t L, M, K, n_q;   /* strides: links, movable objects, checks, values */
+} drun;
+
 /* A buffer that grows: on the device (counted against the budget) or pinned. */
 typedef struct dbuf {
     void *p;
@@ -52,61 +59,75 @@ struct cfg_slot {
     dbuf map;              /* per task: (configuration, check) */
     dbuf temp;             /* CUB's scan */
     dbuf ans, h_ans;       /* answers */
+    dbuf blocks;           /* block runs: each block's two frontier buffers */
     uint32_t *d_total, *h_total;
     uint64_t device_bytes; /* counted in the budget */
     /* the run in flight */
-    dprog run;
+    drun run;
     size_t n;
     uint32_t mode, cap, task_room;
 };
 
-/* ---- kernels ------------------------------------------------------------------- */
+/* ---- kernels -------------------------------------------------------------------
+ *
+ * A run may hold the configurations of several programs (robot scenes: pooled
+ * planners' requests): configuration i runs program progs[prog_of[i]]. Per
+ * configuration the scratch is laid out for the largest program of the run (P.L
+ * links, P.M movable objects, P.K checks): a smaller program's entries past its
+ * own checks are never kept, so the prefix sum skips them. */
 
-__device__ static __forceinline__ const tdm_xform *pose_of(const dprog &p, const tdm_xform *pose, size_t i, uint32_t e)
+__device__ static __forceinline__ const tdm_xform *pose_of(const dprog &p, uint32_t M, const tdm_xform *pose, size_t i,
+                                                          uint32_t e)
 {
-    return e < p.n_movable ? &pose[i * p.n_movable + e] : &p.fixed_pose[e - p.n_movable];
+    return e < p.n_movable ? &pose[i * M + e] : &p.fixed_pose[e - p.n_movable];
 }
 
-__device__ static __forceinline__ const double *centre_of(const dprog &p, const double (*centre)[4], size_t i,
-                                                         uint32_t e)
+__device__ static __forceinline__ const double *centre_of(const dprog &p, uint32_t M, const double (*centre)[4],
+                                                         size_t i, uint32_t e)
 {
-    return e < p.n_movable ? centre[i * p.n_movable + e] : p.fixed_centre[e - p.n_movable];
+    return e < p.n_movable ? centre[i * M + e] : p.fixed_centre[e - p.n_movable];
 }
 
 /* One thread per configuration: its links, its movable objects' poses and
  * culling centres. */
-__global__ void fk_kernel(dprog p, const double *q, uint32_t n, tdm_xform *links, tdm_xform *pose,
+__global__ void fk_kernel(drun P, const double *q, uint32_t n, tdm_xform *links, tdm_xform *pose,
                           double (*centre)[4])
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    tdm_xform *lw = links + (size_t)i * p.kin.n_links;
-    tdm_xform *x = pose + (size_t)i * p.n_movable;
-    tdm_kin_links(&p.kin, q + (size_t)i * p.n_q, lw);
+    const dprog &p = P.progs[P.prog_of[i]];
+    tdm_xform *lw = links + (size_t)i * P.L;
+    tdm_xform *x = pose + (size_t)i * P.M;
+    tdm_kin_links(&p.kin, q + (size_t)i * P.n_q, lw);
     tdm_kin_elems(&p.kin, lw, x);
     for (uint32_t m = 0; m < p.n_movable; m++) {
         const double *c = p.slot_centre[m];
-        tdm_cull_centre(&x[m], tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * p.n_movable + m]);
+        tdm_cull_centre(&x[m], tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * P.M + m]);
     }
 }
 
 /* One thread per (configuration, check): may its pair collide? */
-__global__ void cull_kernel(dprog p, const double (*centre)[4], uint32_t n_entries, uint32_t *flag)
+__global__ void cull_kernel(drun P, const double (*centre)[4], uint32_t n_entries, uint32_t *flag)
 {
     uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_entries) return;
-    uint32_t i = e / p.n_checks, k = e - i * p.n_checks;
+    uint32_t i = e / P.K, k = e - i * P.K;
+    const dprog &p = P.progs[P.prog_of[i]];
+    if (k >= p.n_checks) {
+        flag[e] = 0;
+        return;
+    }
     const tdm_gpu_check *c = &p.checks[k];
-    flag[e] = tdm_cull_close(centre_of(p, centre, i, c->a), centre_of(p, centre, i, c->b), c->rsum);
+    flag[e] = tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
 }
 
 /* One thread per kept (configuration, check) whose task index fits the room:
  * the task (as resident.cu's prepare_tasks_kernel makes it), its root pair in
  * the frontier, its cleared result and its place in the map. The last entry's
  * thread writes the frontier size and the total. */
-__global__ void emit_kernel(dprog p, const tdm_xform *pose, const uint32_t *flag, const uint32_t *off,
-                            uint32_t n_entries, uint32_t room, uint32_t mode, uint32_t cap, dtask *tasks,
-                            dres *res, fpair *front, uint2 *map, uint32_t *cnt, uint32_t *total)
+__global__ void emit_kernel(drun P, const tdm_xform *pose, const uint32_t *flag, const uint32_t *off,
+                            uint32_t n_entries, uint32_t room, uint32_t mode, uint32_t cap, uint32_t small,
+                            dtask *tasks, dres *res, fpair *front, uint2 *map, uint32_t *cnt, uint32_t *total)
 {
     uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_entries) return;
@@ -114,13 +135,14 @@ __global__ void emit_kernel(dprog p, const tdm_xform *pose, const uint32_t *flag
     if (e == n_entries - 1) {
         uint32_t all = t + flag[e];
         *total = all;
-        cnt[0] = all < room ? all : room;
+        if (!small) cnt[0] = all < room ? all : room; /* a small run's frontier is what it hands over */
     }
     if (!flag[e] || t >= room) return;
-    uint32_t i = e / p.n_checks, k = e - i * p.n_checks;
+    uint32_t i = e / P.K, k = e - i * P.K;
+    const dprog &p = P.progs[P.prog_of[i]];
     const tdm_gpu_check *c = &p.checks[k];
-    const tdm_xform *xb = pose_of(p, pose, i, c->b);
-    tdm_xform x = c->a_at_origin ? *xb : tdm_xform_rel(pose_of(p, pose, i, c->a), xb);
+    const tdm_xform *xb = pose_of(p, P.M, pose, i, c->b);
+    tdm_xform x = c->a_at_origin ? *xb : tdm_xform_rel(pose_of(p, P.M, pose, i, c->a), xb);
     tasks[t] = tdm__dtask_of(x, p.pairs[k], mode, cap);
     res[t] = dres{0, 0, 0, 0, 0, 0};
     front[t] = fpair{t, 0, 0};
@@ -131,14 +153,15 @@ __global__ void emit_kernel(dprog p, const tdm_xform *pose, const uint32_t *flag
  * scheduler folds them (workpile/sched.c: the first colliding check, a free
  * check with a solid partner tested for containment, contacts summed and
  * capped). A configuration whose tasks passed the room is not done. */
-__global__ void fold_kernel(dprog p, const tdm_xform *pose, const uint32_t *off, const uint32_t *total, uint32_t n,
+__global__ void fold_kernel(drun P, const tdm_xform *pose, const uint32_t *off, const uint32_t *total, uint32_t n,
                             uint32_t room, uint32_t mode, uint32_t cap, const dres *res, const uint2 *map,
                             tdm_gpu_config_answer *ans)
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    uint32_t t0 = off[(size_t)i * p.n_checks];
-    uint32_t t1 = i + 1 < n ? off[(size_t)(i + 1) * p.n_checks] : *total;
+    const dprog &p = P.progs[P.prog_of[i]];
+    uint32_t t0 = off[(size_t)i * P.K];
+    uint32_t t1 = i + 1 < n ? off[(size_t)(i + 1) * P.K] : *total;
     tdm_gpu_config_answer a = {UINT32_MAX, 0, 0, 1};
     if (t1 > room) {
         a.done = 0;
@@ -157,7 +180,7 @@ __global__ void fold_kernel(dprog p, const tdm_xform *pose, const uint32_t *off,
         } else if (p.solids && a.check == UINT32_MAX) {
             const tdm_gpu_check *c = &p.checks[k];
             if (!c->solid) continue;
-            const tdm_xform *xa = pose_of(p, pose, i, c->a), *xb = pose_of(p, pose, i, c->b);
+            const tdm_xform *xa = pose_of(p, P.M, pose, i, c->a), *xb = pose_of(p, P.M, pose, i, c->b);
             if (((c->solid & TDM_SOLID_A_IN_B) && tdm_solid_holds(&p.solids[c->ob], xb, &p.solids[c->oa], p.reps, xa)) ||
                 ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb))) {
                 a.check = k;
@@ -219,7 +242,8 @@ void tdm__gpu_configs_free(tdm_gpu *g, slot *s)
 {
     cfg_slot *c = s->cfg;
     if (!c) return;
-    dbuf *dev[] = {&c->prog, &c->q, &c->links, &c->pose, &c->centre, &c->flag, &c->off, &c->map, &c->temp, &c->ans};
+    dbuf *dev[] = {&c->prog, &c->q, &c->links, &c->pose, &c->centre, &c->flag, &c->off, &c->map, &c->temp, &c->ans,
+                   &c->blocks};
     for (dbuf *b : dev) drop(b, 0);
     drop(&c->h_prog, 1);
     drop(&c->h_q, 1);
@@ -303,21 +327,51 @@ static void put(unsigned char *base, size_t at, const void *src, size_t bytes)
     if (bytes) memcpy(base + at, src, bytes);
 }
 
-extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *r, size_t n, uint32_t mode,
-                                          uint32_t cap)
+/* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
+ * run's upper bound on tasks; the device spreads the tasks it listed over the blocks),
+ * the most blocks, and each block's frontier room in pairs. */
+#define BLOCK_RUN_TASKS 4u
+#define BLOCK_RUN_MAX 1024u
+#define BLOCK_RUN_ROOM 1024u
+
+/* Room the programs' buffers start with, so that runs of a few more scenes than
+ * the last seldom grow them (growing the device buffer waits for the device). */
+#define PROG_ROOM_MIN (256u << 10)
+
+extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of,
+                                          size_t n, uint32_t mode, uint32_t cap)
 {
     slot *s = &g->slots[k];
     cfg_slot *c = s->cfg;
-    const tdm_kin *kin = r->kin;
-    if (!c || n == 0 || r->n_checks == 0 || kin->n_links == 0 || n > tdm_gpu_configs_max(g, kin->n_q, r->n_checks) ||
-        n * (kin->n_q ? kin->n_q : 1) * sizeof(double) > c->h_q.cap)
-        return TDM_EINVAL;
-    uint32_t K = r->n_checks, M = kin->n_elems;
+    if (!c || n == 0 || n > UINT32_MAX) return TDM_EINVAL;
+    /* the programs this run uses, robots[lo .. hi], and the strides of the largest */
+    uint32_t lo = 0, hi = 0;
+    if (robot_of) {
+        lo = UINT32_MAX;
+        for (size_t i = 0; i < n; i++) {
+            if (robot_of[i] < lo) lo = robot_of[i];
+            if (robot_of[i] > hi) hi = robot_of[i];
+        }
+    }
+    uint32_t n_prog = hi - lo + 1, n_q = robots[lo].kin->n_q, L = 0, M = 0, K = 0;
+    for (uint32_t r = lo; r <= hi; r++) {
+        const tdm_kin *kin = robots[r].kin;
+        if (robots[r].n_checks == 0 || kin->n_links == 0 || kin->n_q != n_q) return TDM_EINVAL;
+        if (kin->n_links > L) L = kin->n_links;
+        if (kin->n_elems > M) M = kin->n_elems;
+        if (robots[r].n_checks > K) K = robots[r].n_checks;
+    }
+    if (M == 0) M = 1;
+    if (n > tdm_gpu_configs_max(g, n_q, K) || n * (n_q ? n_q : 1) * sizeof(double) > c->h_q.cap) return TDM_EINVAL;
     size_t entries = n * K;
-    /* scratch for the largest run this robot may make, so that runs of other sizes reuse it:
+    /* scratch for the largest run of such programs, so that runs of other sizes reuse it:
      * growing it frees and allocates device memory, which waits for the whole device */
-    size_t most = tdm_gpu_configs_max(g, kin->n_q, K), sized = n > most ? n : most;
-    prog_layout l = layout_of(r);
+    size_t most = tdm_gpu_configs_max(g, n_q, K), sized = n > most ? n : most;
+    /* the programs' arrays one after the other, then their dprogs, then each configuration's program */
+    size_t at = 0;
+    for (uint32_t r = lo; r <= hi; r++) at += layout_of(&robots[r]).end;
+    size_t progs_at = at, of_at = up16(progs_at + n_prog * sizeof(dprog)), prog_bytes = of_at + n * sizeof(uint32_t);
+    if (prog_bytes < PROG_ROOM_MIN) prog_bytes = PROG_ROOM_MIN;
     size_t temp_bytes = 0;
     cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
                                   (int)(sized * K));
@@ -327,10 +381,10 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     room = s->cap_tasks < g->cap_pairs ? s->cap_tasks : g->cap_pairs;
     if (g->config_room && room > g->config_room) room = g->config_room;
     if (room > UINT32_MAX) room = UINT32_MAX;
-    if ((rc = grow(g, c, &c->h_prog, l.end, 1)) != TDM_OK || (rc = grow(g, c, &c->prog, l.end, 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->links, sized * kin->n_links * sizeof(tdm_xform), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->pose, sized * (M ? M : 1) * sizeof(tdm_xform), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->centre, sized * (M ? M : 1) * 4 * sizeof(double), 0)) != TDM_OK ||
+    if ((rc = grow(g, c, &c->h_prog, prog_bytes, 1)) != TDM_OK || (rc = grow(g, c, &c->prog, prog_bytes, 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->links, sized * L * sizeof(tdm_xform), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->pose, sized * M * sizeof(tdm_xform), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->centre, sized * M * 4 * sizeof(double), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->flag, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->off, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->map, room * sizeof(uint2), 0)) != TDM_OK ||
@@ -339,51 +393,88 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         (rc = grow(g, c, &c->h_ans, sized * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
         return rc;
 
-    /* the program, packed (the staging is free: the slot's last run has finished) */
+    /* the programs, packed (the staging is free: the slot's last run has finished) */
     unsigned char *h = (unsigned char *)c->h_prog.p, *d = (unsigned char *)c->prog.p;
-    put(h, l.joints, kin->joints, (kin->n_links - 1) * sizeof(tdm_kin_joint));
-    put(h, l.elems, kin->elems, M * sizeof(tdm_kin_elem));
-    put(h, l.fixed_pose, r->fixed_pose, r->n_fixed * sizeof(tdm_xform));
-    put(h, l.fixed_centre, r->fixed_centre, r->n_fixed * 4 * sizeof(double));
-    put(h, l.slot_centre, r->slot_centre, M * 3 * sizeof(double));
-    put(h, l.checks, r->checks, K * sizeof(tdm_gpu_check));
-    put(h, l.pairs, r->pairs, K * sizeof(tdm_gpu_pair));
-    if (r->solids) {
-        put(h, l.solids, r->solids, r->n_objects * sizeof(tdm_solid_obj));
-        put(h, l.reps, r->reps, r->n_reps * sizeof(tdm_dvec3));
+    dprog *hp = (dprog *)(h + progs_at);
+    at = 0;
+    for (uint32_t r = lo; r <= hi; r++) {
+        const tdm_gpu_robot *R = &robots[r];
+        const tdm_kin *kin = R->kin;
+        uint32_t KR = R->n_checks, MR = kin->n_elems;
+        prog_layout l = layout_of(R);
+        unsigned char *hb = h + at, *db = d + at;
+        put(hb, l.joints, kin->joints, (kin->n_links - 1) * sizeof(tdm_kin_joint));
+        put(hb, l.elems, kin->elems, MR * sizeof(tdm_kin_elem));
+        put(hb, l.fixed_pose, R->fixed_pose, R->n_fixed * sizeof(tdm_xform));
+        put(hb, l.fixed_centre, R->fixed_centre, R->n_fixed * 4 * sizeof(double));
+        put(hb, l.slot_centre, R->slot_centre, MR * 3 * sizeof(double));
+        put(hb, l.checks, R->checks, KR * sizeof(tdm_gpu_check));
+        put(hb, l.pairs, R->pairs, KR * sizeof(tdm_gpu_pair));
+        if (R->solids) {
+            put(hb, l.solids, R->solids, R->n_objects * sizeof(tdm_solid_obj));
+            put(hb, l.reps, R->reps, R->n_reps * sizeof(tdm_dvec3));
+        }
+        dprog p;
+        p.kin = *kin;
+        p.kin.joints = (const tdm_kin_joint *)(db + l.joints);
+        p.kin.elems = (const tdm_kin_elem *)(db + l.elems);
+        p.n_movable = MR;
+        p.n_checks = KR;
+        p.n_q = n_q;
+        p.fixed_pose = (const tdm_xform *)(db + l.fixed_pose);
+        p.fixed_centre = (const double (*)[4])(db + l.fixed_centre);
+        p.slot_centre = (const double (*)[3])(db + l.slot_centre);
+        p.checks = (const tdm_gpu_check *)(db + l.checks);
+        p.pairs = (const tdm_gpu_pair *)(db + l.pairs);
+        p.solids = R->solids ? (const tdm_solid_obj *)(db + l.solids) : NULL;
+        p.reps = R->solids ? (const tdm_dvec3 *)(db + l.reps) : NULL;
+        memcpy(&hp[r - lo], &p, sizeof p);
+        at += l.end;
     }
-    dprog p;
-    p.kin = *kin;
-    p.kin.joints = (const tdm_kin_joint *)(d + l.joints);
-    p.kin.elems = (const tdm_kin_elem *)(d + l.elems);
-    p.n_movable = M;
-    p.n_checks = K;
-    p.n_q = kin->n_q;
-    p.fixed_pose = (const tdm_xform *)(d + l.fixed_pose);
-    p.fixed_centre = (const double (*)[4])(d + l.fixed_centre);
-    p.slot_centre = (const double (*)[3])(d + l.slot_centre);
-    p.checks = (const tdm_gpu_check *)(d + l.checks);
-    p.pairs = (const tdm_gpu_pair *)(d + l.pairs);
-    p.solids = r->solids ? (const tdm_solid_obj *)(d + l.solids) : NULL;
-    p.reps = r->solids ? (const tdm_dvec3 *)(d + l.reps) : NULL;
+    uint32_t *of = (uint32_t *)(h + of_at);
+    for (size_t i = 0; i < n; i++) of[i] = robot_of ? robot_of[i] - lo : 0;
+    drun P;
+    P.progs = (const dprog *)(d + progs_at);
+    P.prog_of = (const uint32_t *)(d + of_at);
+    P.L = L;
+    P.M = M;
+    P.K = K;
+    P.n_q = n_q;
 
     cudaStream_t st = s->stream;
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, l.end, cudaMemcpyHostToDevice, st));
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->q.p, c->h_q.p, n * kin->n_q * sizeof(double), cudaMemcpyHostToDevice, st));
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, of_at + n * sizeof(uint32_t),
+                                           cudaMemcpyHostToDevice, st));
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->q.p, c->h_q.p, n * n_q * sizeof(double), cudaMemcpyHostToDevice, st));
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), st));
-    fk_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, st>>>(p, (const double *)c->q.p, (uint32_t)n, (tdm_xform *)c->links.p,
+    fk_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, st>>>(P, (const double *)c->q.p, (uint32_t)n, (tdm_xform *)c->links.p,
                                                     (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p);
-    cull_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(p, (const double (*)[4])c->centre.p, (uint32_t)entries,
+    cull_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(P, (const double (*)[4])c->centre.p, (uint32_t)entries,
                                                             (uint32_t *)c->flag.p);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     size_t tb = c->temp.cap;
     TDM_CUDA_TRY(&g->dead, cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p,
                                                          (uint32_t *)c->off.p, (int)entries, st));
+    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu):
+     * depth first, a thread a task, up to small_config_entries; in blocks, level by level inside
+     * each block, up to block_config_entries; then its fold, and one look from the host when
+     * nothing is handed over to the levels */
+    int pairs = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS;
+    int small = pairs && g->small_config_entries && entries <= g->small_config_entries;
+    int block = pairs && !small && g->block_config_entries && entries <= g->block_config_entries;
+    uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
+    if (block) {
+        n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
+        if (n_blocks > BLOCK_RUN_MAX) n_blocks = BLOCK_RUN_MAX;
+        /* sized once for the most blocks: growing waits for the device */
+        if ((rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * TDM_GPU_FPAIR_BYTES, 0)) != TDM_OK)
+            return rc;
+    }
     emit_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(
-        p, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p, (const uint32_t *)c->off.p, (uint32_t)entries,
-        (uint32_t)room, mode, cap, s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p, s->cnt, c->d_total);
+        P, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p, (const uint32_t *)c->off.p, (uint32_t)entries,
+        (uint32_t)room, mode, cap, (uint32_t)(small || block), s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p, s->cnt,
+        c->d_total);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    c->run = p;
+    c->run = P;
     c->n = n;
     c->mode = mode;
     c->cap = cap;
@@ -392,8 +483,19 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     s->it = 0;
     s->finishing = 0;
     s->configs = 1;
-    s->small = 0;
+    s->small = small || block;
     g->stats.runs++;
+    if (small || block) {
+        /* the answers too, at once: they stand unless the run hands pairs over to the levels,
+           whose end folds again (tdm__gpu_configs_finish) */
+        rc = small ? tdm__gpu_small_configs(g, s, upper, c->d_total)
+                   : tdm__gpu_block_configs(g, s, upper, c->d_total, c->blocks.p,
+                                            g->block_room && g->block_room < BLOCK_RUN_ROOM ? g->block_room
+                                                                                            : BLOCK_RUN_ROOM,
+                                            n_blocks);
+        if (rc != TDM_OK) return rc;
+        return tdm__gpu_configs_finish(g, s);
+    }
     return tdm__gpu_launch_group(g, s);
 }
 

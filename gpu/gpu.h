@@ -252,10 +252,16 @@ size_t tdm_gpu_configs_max(const tdm_gpu *g, uint32_t n_q, uint32_t n_checks);
  * tdm_gpu_configs_max), growing its scratch within the budget. TDM_EGPUMEM,
  * TDM_EGPU. */
 int tdm_gpu_slot_configs(tdm_gpu *g, int k, size_t n, uint32_t n_q, double **configs);
-/* Starts slot k on the n configurations written to its room, of robot r, in
- * mode (tdm_mode) with contacts cap `cap` (1 in bool mode); step it as any slot.
- * TDM_EINVAL for an empty run or one past the room. */
-int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *r, size_t n, uint32_t mode, uint32_t cap);
+/* Starts slot k on the n configurations written to its room, configuration i of
+ * robot robots[robot_of[i]] (robot_of NULL: every one of robots[0]; several
+ * robots: the robot scenes of several clients' requests in one run, every one
+ * with the same n_q), in mode (tdm_mode) with contacts cap `cap` (1 in bool
+ * mode); step it as any slot. The run's scratch is laid out for the largest of
+ * the robots it uses (links, movable objects, checks): n must be at most
+ * tdm_gpu_configs_max for those checks. TDM_EINVAL for an empty run, one past
+ * the room, or robots of different n_q. */
+int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of, size_t n,
+                               uint32_t mode, uint32_t cap);
 /* After TDM_GPU_SLOT_DONE of a configs run: its n answers, and in *tasks the
  * tasks it traversed. */
 const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks);

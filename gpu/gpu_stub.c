@@ -110,9 +110,10 @@ int tdm_gpu_slot_configs(tdm_gpu *g, int k, size_t n, uint32_t n_q, double **con
     *configs = NULL;
     return TDM_ENODEV;
 }
-int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *r, size_t n, uint32_t mode, uint32_t cap)
+int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of, size_t n,
+                               uint32_t mode, uint32_t cap)
 {
-    (void)g, (void)k, (void)r, (void)n, (void)mode, (void)cap;
+    (void)g, (void)k, (void)robots, (void)robot_of, (void)n, (void)mode, (void)cap;
     return TDM_ENODEV;
 }
 const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks)

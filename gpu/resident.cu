@@ -407,6 +407,9 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
  * the budget or the stack runs out is handed to the level path as its first
  * frontier (cnt[0]), which goes on from there. */
 #define SMALL_STACK 32
+/* Configs runs of at most this many (configuration, check) entries run in block runs
+ * (resident.h block_config_entries): about 6 500 tasks after culling */
+#define BLOCK_CONFIG_ENTRIES 65536
 
 /* A found intersecting pair, by tri_exact_kernel's rule, for a task no other
  * thread touches during this kernel. Returns 1 when the task is done. */
@@ -431,11 +434,13 @@ __device__ static __forceinline__ int small_hit(const dtask *t, dres *r, uint32_
     return 0;
 }
 
-__global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dres *res, uint32_t n, fpair *front,
-                                                          uint32_t *cnt, uint32_t cap_pairs, uint32_t budget,
-                                                          uint32_t *overflow)
+/* n_dev (a configs run: the tasks it listed, known only on the device) lowers n. */
+__global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dres *res, uint32_t n,
+                                                          const uint32_t *n_dev, fpair *front, uint32_t *cnt,
+                                                          uint32_t cap_pairs, uint32_t budget, uint32_t *overflow)
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n_dev && *n_dev < n) n = *n_dev;
     if (i >= n) return;
     const dtask *t = &tasks[i];
     dres *r = &res[i];
@@ -488,6 +493,109 @@ __global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dr
     for (int x = 0; x < top; x++, o++) {
         if (o < cap_pairs) front[o] = fpair{i, sa[x], sb[x]};
         else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
+    }
+}
+
+/* Block runs (a configs run of few entries, configs.cu): each block takes its
+ * share of the tasks (contiguous, at most a few) and walks their BVTTs level by
+ * level in its own two frontier buffers of `room` pairs (`scratch`, per block),
+ * a __syncthreads between levels: the levels' breadth within a task without a
+ * launch or a host look per level, which is most of a small run's time on the
+ * level path (bench/results/ompl_rrt_small.md). Each pair gets the box test,
+ * descent rule and leaf test of small_run_kernel (so the same answers); a hit is
+ * recorded as tri_exact_kernel records it, atomically (a task's pairs are on
+ * several threads). Children that do not fit the block's buffer are handed to
+ * the level path as its first frontier (cnt[0]), which goes on from there. */
+__device__ static __forceinline__ int block_hit(const dtask *t, dres *r, uint32_t a_slot, uint32_t b_slot)
+{
+    if (!*(volatile uint32_t *)&r->colliding && atomicCAS(&r->colliding, 0u, 1u) == 0u) {
+        r->first_a = t->aid[a_slot];
+        r->first_b = t->bid[b_slot];
+    }
+    if (t->h.mode == TDM_MODE_BOOL) {
+        r->done = 1;
+        return 1;
+    }
+    uint32_t old = atomicAdd(&r->count, 1u);
+    if (tdm_contacts_past_cap(old, 1, t->h.cap)) {
+        r->truncated = 1;
+        r->done = 1;
+        return 1;
+    }
+    return 0;
+}
+
+__device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, uint32_t *cnt, uint32_t cap_pairs,
+                                                       uint32_t *overflow)
+{
+    uint32_t o = atomicAdd(&cnt[0], 1u);
+    if (o < cap_pairs) front[o] = p;
+    else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
+}
+
+__global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dres *res, uint32_t n,
+                                                          const uint32_t *n_dev, fpair *scratch, uint32_t room,
+                                                          fpair *front, uint32_t *cnt, uint32_t cap_pairs,
+                                                          uint32_t *overflow)
+{
+    __shared__ uint32_t n_cur, n_next;
+    if (n_dev && *n_dev < n) n = *n_dev;
+    uint32_t per = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n, lo + per);
+    if (lo >= hi) return;
+    fpair *cur = scratch + (size_t)blockIdx.x * 2 * room, *next = cur + room;
+    for (uint32_t i = threadIdx.x; i < hi - lo; i += BLOCK) {
+        fpair p = {lo + i, 0, 0};
+        if (i < room) cur[i] = p;
+        else block_hand_over(p, front, cnt, cap_pairs, overflow);
+    }
+    if (threadIdx.x == 0) n_cur = min(hi - lo, room);
+    __syncthreads();
+    while (n_cur > 0) {
+        if (threadIdx.x == 0) n_next = 0;
+        __syncthreads();
+        for (uint32_t e = threadIdx.x; e < n_cur; e += BLOCK) {
+            fpair p = cur[e];
+            dres *r = &res[p.task];
+            if (*(volatile const uint32_t *)&r->done) continue;
+            const dtask *t = &tasks[p.task];
+            dhot h;
+            tdm_load16(&h, &t->h, 5);
+            tdm_bvh_node na, nb;
+            tdm_load16(&na, &h.an[p.a], 4);
+            tdm_load16(&nb, &h.bn[p.b], 4);
+            tdm_wbox w;
+            tdm_wbox_of(&h.fx, &nb, &w);
+            if (!tdm_obb_overlap_w(&na, &w, nb.extent, h.tol)) continue;
+            uint32_t ca[2] = {0, 0}, cb[2] = {0, 0};
+            int nca = 0, ncb = 0;
+            if (blocked_children(&na, p.a, &nb, p.b, ca, &nca, cb, &ncb)) {
+                uint32_t o = atomicAdd(&n_next, (uint32_t)(nca * ncb));
+                for (int x = 0; x < nca; x++)
+                    for (int y = 0; y < ncb; y++, o++) {
+                        fpair c = {p.task, ca[x], cb[y]};
+                        if (o < room) next[o] = c;
+                        else block_hand_over(c, front, cnt, cap_pairs, overflow);
+                    }
+                continue;
+            }
+            /* a leaf pair: the filter and the exact test of the levels' two passes */
+            uint32_t fa = tdm_leaf_first(&na), fb = tdm_leaf_first(&nb), cta = tdm_leaf_count(&na);
+            tdm_dvec3 tb[2][3], ta[3];
+            uint32_t ctb = tdm_leaf_load_moved(&nb, t->bt, &t->x, tb);
+            int done = 0;
+            for (uint32_t x = 0; x < cta && !done; x++) {
+                tdm_tri_load(&t->at[9 * (size_t)(fa + x)], ta);
+                for (uint32_t y = 0; y < ctb && !done; y++)
+                    if (!tdm_tri_planes_separate(ta, tb[y]) && tdm_tri_tri_intersect(ta, tb[y]))
+                        done = block_hit(t, r, fa + x, fb + y);
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) n_cur = min(n_next, room);
+        fpair *tmp = cur;
+        cur = next;
+        next = tmp;
+        __syncthreads();
     }
 }
 
@@ -642,10 +750,20 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     const char *small = getenv("TDM_GPU_SMALL_TASKS"), *budget = getenv("TDM_GPU_SMALL_BUDGET");
     if (small && *small) g->cfg.small_tasks = (uint32_t)strtoul(small, NULL, 10);
     if (budget && *budget) g->cfg.small_budget = (uint32_t)strtoul(budget, NULL, 10);
+    /* configs runs in one launch (configs.cu): depth first (off unless set) or in blocks */
+    const char *sce = getenv("TDM_GPU_SMALL_CONFIG_ENTRIES"), *bce = getenv("TDM_GPU_BLOCK_CONFIG_ENTRIES");
+    g->small_config_entries = sce && *sce ? strtoull(sce, NULL, 10) : 0;
+    g->block_config_entries = bce && *bce ? strtoull(bce, NULL, 10) : BLOCK_CONFIG_ENTRIES;
+    const char *br = getenv("TDM_GPU_BLOCK_ROOM");
+    g->block_room = br && *br ? (uint32_t)strtoul(br, NULL, 10) : 0;
+    /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
+     * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
+    const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
+    unsigned ev_flags = cudaEventDisableTiming | (blocking && strcmp(blocking, "1") == 0 ? cudaEventBlockingSync : 0);
     for (int k = 0; k < g->n_slots; k++) {
         slot *s = &g->slots[k];
         if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
-            cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming) != cudaSuccess ||
+            cudaEventCreateWithFlags(&s->ready, ev_flags) != cudaSuccess ||
             cudaMalloc(&s->cnt, CNT_N * sizeof(uint32_t)) != cudaSuccess ||
             cudaMallocHost(&s->h_cnt, (2 + 2 * MAX_ITERS) * sizeof(uint32_t)) != cudaSuccess) {
             cudaGetLastError();
@@ -957,8 +1075,8 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
     int small = g->cfg.small_tasks && n <= g->cfg.small_tasks && g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS;
     if (small) /* depth first in one launch; the levels only for what it hands over (slot_step) */
-        small_run_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, (uint32_t)n, s->front[0],
-                                                                       s->cnt, (uint32_t)g->cap_pairs,
+        small_run_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, (uint32_t)n, nullptr,
+                                                                       s->front[0], s->cnt, (uint32_t)g->cap_pairs,
                                                                        g->cfg.small_budget, s->cnt + 2 * MAX_ITERS);
     else
         init_frontier_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
@@ -985,6 +1103,33 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
         return TDM_OK;
     }
     return tdm__gpu_launch_group(g, s);
+}
+
+int tdm__gpu_small_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed)
+{
+    small_run_kernel<<<tdm__gpu_blocks(most), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed,
+                                                                      s->front[0], s->cnt, (uint32_t)g->cap_pairs,
+                                                                      g->cfg.small_budget, s->cnt + 2 * MAX_ITERS);
+    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+    g->stats.small_runs++;
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
+                                           cudaMemcpyDeviceToHost, s->stream));
+    return TDM_OK;
+}
+
+int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
+                           uint32_t room, uint32_t blocks)
+{
+    block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
+                                                       room, s->front[0], s->cnt, (uint32_t)g->cap_pairs,
+                                                       s->cnt + 2 * MAX_ITERS);
+    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+    g->stats.small_runs++;
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
+                                           cudaMemcpyDeviceToHost, s->stream));
+    return TDM_OK;
 }
 
 extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)

@@ -64,4 +64,32 @@ static const char *scene_text =
     "      primitives: [{type: cylinder, dimensions: [0.8, 0.12]}]\n"
     "      primitive_poses: [{position: [-0.25, -0.25, 0.55], orientation: [0, 0, 0, 1]}]\n";
 
+/* Two more worlds for the arm: other objects, and so other checked pairs, than scene_text's
+ * (several robot scenes of one robot at once). */
+static const char *const world_variants[] = {
+    /* one box elsewhere, no ACM: more checks than the fixture's (no allowed link-object pair) */
+    "name: v1\n"
+    "world:\n"
+    "  collision_objects:\n"
+    "    - id: wall\n"
+    "      primitives: [{type: box, dimensions: [0.05, 0.9, 0.9]}]\n"
+    "      primitive_poses: [{position: [0.35, 0.0, 0.3], orientation: [0, 0, 0, 1]}]\n",
+    /* three objects: a sphere, a cylinder lying down, a box */
+    "name: v2\n"
+    "robot_state:\n"
+    "  joint_state: {name: [j1], position: [-0.3]}\n"
+    "world:\n"
+    "  collision_objects:\n"
+    "    - id: ball\n"
+    "      primitives: [{type: sphere, dimensions: [0.15]}]\n"
+    "      primitive_poses: [{position: [0.0, 0.35, 0.4], orientation: [0, 0, 0, 1]}]\n"
+    "    - id: log\n"
+    "      primitives: [{type: cylinder, dimensions: [0.7, 0.06]}]\n"
+    "      primitive_poses: [{position: [-0.3, 0.0, 0.25], orientation: [0.7071067811865476, 0, 0, "
+    "0.7071067811865476]}]\n"
+    "    - id: block\n"
+    "      primitives: [{type: box, dimensions: [0.2, 0.2, 0.2]}]\n"
+    "      primitive_poses: [{position: [0.2, -0.3, 0.6], orientation: [0, 0, 0, 1]}]\n",
+};
+
 #endif

@@ -353,6 +353,8 @@ static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
     c.kind = kind;
     c.threads = 2;
     c.calibrate = 0;
+    /* criterion runs the tests at once, each its own engine: not 80% of the device each */
+    c.gpu_memory = 2ull << 30;
     tdm_sched *e = NULL;
     int rc = tdm_sched_create(&c, &e, why, whylen);
     if (rc == TDM_ENODEV) return NULL;
@@ -739,6 +741,244 @@ static void configs_on_gpu(const char *room, size_t n)
 
 Test(robot_scene, configs_on_gpu_match_cpu_engine) { configs_on_gpu(NULL, 50000); }
 Test(robot_scene, configs_on_gpu_with_a_small_room) { configs_on_gpu("40", N_BATCH); }
+
+/* Small batches (a planner's states) on the GPU engine, one run each: with few
+ * (configuration, check) entries a run goes in one launch, in block runs (each block
+ * its tasks' levels) or depth first (a thread a task), handing what passes its room or
+ * budget over to the levels; every answer equal to the CPU engine's whatever the
+ * room or budget, and with both paths off. `env` ("VAR=VALUE ...") is set while the
+ * engine is made. */
+static void configs_in_small_runs(const char *env, int expect_small, int expect_handovers)
+{
+    char vars[4][64];
+    int n_vars = 0;
+    for (const char *p = env; p && *p && n_vars < 4;) {
+        size_t len = strcspn(p, " ");
+        snprintf(vars[n_vars], sizeof vars[n_vars], "%.*s", (int)len, p);
+        char *eq = strchr(vars[n_vars], '=');
+        cr_assert_not_null(eq);
+        *eq = 0;
+        setenv(vars[n_vars], eq + 1, 1);
+        n_vars++;
+        p += len;
+        p += strspn(p, " ");
+    }
+    char why[320] = "";
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    for (int k = 0; k < n_vars; k++) unsetenv(vars[k]);
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    tdm_robot_scene *rs = make_scene();
+    for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    enum { N = 1500 };
+    tdm_sched_result *want = malloc(N * sizeof *want), *got = malloc(N * sizeof *got);
+    cr_assert(want && got);
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(e, &before);
+    for (int m = 0; m < 2; m++) {
+        double *q = batch(rs, N, 0x5a11ull + (uint64_t)m, modes[m], caps[m], want);
+        tdm_sched_query proto = {rs->scene, NULL, modes[m], caps[m], NULL, NULL};
+        memset(got, 0xab, N * sizeof *got);
+        for (size_t lo = 0, k = 0; lo < N; k++) { /* runs of 1 to 12 configurations, and of 100 */
+            size_t n = k % 13 == 12 ? 100 : 1 + k % 13;
+            if (n > N - lo) n = N - lo;
+            cr_assert_eq(tdm_sched_run_configs_device(e, &proto, &rs->kin, q + 3 * lo, n, got + lo), TDM_OK);
+            lo += n;
+        }
+        size_t first, d = differences(got, want, N, &first);
+        cr_assert_eq(d, 0, "seed=%llu [%s] %s: %zu of %d differ, first %zu: got %u (%u,%u) %u, want %u (%u,%u) %u",
+                     (unsigned long long)seed, env ? env : "", m ? "contacts" : "bool", d, N, first,
+                     got[first].colliding, got[first].object_a, got[first].object_b, got[first].contacts,
+                     want[first].colliding, want[first].object_a, want[first].object_b, want[first].contacts);
+        free(q);
+    }
+    tdm_sched_get_stats(e, &after);
+    uint64_t small = after.gpu_small_runs - before.gpu_small_runs,
+             handovers = after.gpu_small_handovers - before.gpu_small_handovers;
+    cr_log_info("[%s]: %llu runs in one launch, %llu of them handing pairs over", env ? env : "",
+                (unsigned long long)small, (unsigned long long)handovers);
+    if (expect_small) cr_assert_gt(small, 0, "no run went in one launch");
+    else cr_assert_eq(small, 0, "runs went in one launch with both paths off");
+    if (expect_handovers) cr_assert_gt(handovers, 0, "no run handed pairs over");
+    for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(e, rs->bvhs[i]);
+    free(want);
+    free(got);
+    tdm_robot_scene_destroy(rs);
+    tdm_sched_destroy(e);
+}
+
+Test(robot_scene, configs_in_block_runs_match_cpu_engine) { configs_in_small_runs(NULL, 1, 0); }
+Test(robot_scene, configs_in_block_runs_handing_over_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_BLOCK_ROOM=2", 1, 1);
+}
+Test(robot_scene, configs_depth_first_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000", 1, 0);
+}
+Test(robot_scene, configs_depth_first_handing_over_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000 TDM_GPU_SMALL_BUDGET=1", 1, 1);
+}
+Test(robot_scene, configs_depth_first_handing_everything_over_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000 TDM_GPU_SMALL_BUDGET=0", 1, 1);
+}
+Test(robot_scene, configs_on_the_levels_only_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=0 TDM_GPU_BLOCK_CONFIG_ENTRIES=0", 0, 0);
+}
+
+/* Several robot scenes of the robot in one device run (tdm_sched_run_configs_groups_device,
+ * what the pooler does with planners' requests on different worlds): scenes of other
+ * checks and fixed objects than the fixture's (arm_fixture.h's world_variants), groups of
+ * uneven sizes (one of a single configuration), each configuration answered as its own
+ * scene's CPU engine answers it. */
+
+enum { N_SCENES = 4, N_GROUPS = 6 };
+
+/* The scenes of the test below: the fixture's world twice (two scenes, one world) and the
+ * two variants, each with its trees on e (NULL: none). */
+typedef struct scene_set {
+    tdm_planning_scene *ps[2];
+    tdm_robot_scene *rs[N_SCENES];
+} scene_set;
+
+static void scene_set_make(scene_set *set, tdm_sched *e)
+{
+    char err[512];
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(tdm_planning_scene_parse(world_variants[k], strlen(world_variants[k]), "variant", &set->ps[k],
+                                              err, sizeof err),
+                     TDM_OK, "%s", err);
+    const tdm_planning_scene *use[N_SCENES] = {ps, set->ps[0], set->ps[1], ps};
+    for (int k = 0; k < N_SCENES; k++) {
+        int loads = 0;
+        cr_assert_eq(tdm_robot_scene_create(robot, use[k], loader, &loads, TDM_PRIMITIVE_TOLERANCE, &set->rs[k], err,
+                                            sizeof err),
+                     TDM_OK, "%s", err);
+        for (uint32_t i = 0; e && i < set->rs[k]->n_objects; i++)
+            cr_assert_eq(tdm_sched_mesh_add(e, set->rs[k]->bvhs[i]), TDM_OK);
+    }
+    cr_assert_neq(set->rs[1]->scene->n_checks, set->rs[0]->scene->n_checks, "the variants must differ in checks");
+    cr_assert_neq(set->rs[2]->scene->n_checks, set->rs[1]->scene->n_checks, "the variants must differ in checks");
+}
+
+static void scene_set_free(scene_set *set, tdm_sched *e)
+{
+    for (int k = 0; k < N_SCENES; k++) {
+        for (uint32_t i = 0; e && i < set->rs[k]->n_objects; i++) tdm_sched_mesh_remove(e, set->rs[k]->bvhs[i]);
+        tdm_robot_scene_destroy(set->rs[k]);
+    }
+    for (int k = 0; k < 2; k++) tdm_planning_scene_free(set->ps[k]);
+}
+
+/* Groups in an order that is not the scenes' (the same scene twice, apart), one of a
+ * single configuration. */
+static const int group_scene[N_GROUPS] = {1, 0, 2, 1, 3, 2};
+static const size_t group_size[N_GROUPS] = {700, 1, 1500, 300, 900, 64};
+#define GROUPS_TOTAL 3465
+
+/* Mode m's groups: their configurations side by side in q, the CPU engine's answers in want. */
+static void groups_make(const scene_set *set, int m, tdm_sched_configs_group *groups, double *q,
+                        tdm_sched_result *want)
+{
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    size_t at = 0, colliding[N_SCENES] = {0};
+    for (int g = 0; g < N_GROUPS; g++) {
+        const tdm_robot_scene *rs = set->rs[group_scene[g]];
+        double *qg = batch(rs, group_size[g], 0x9a0ull + 16 * (uint64_t)g + (uint64_t)m, modes[m], caps[m], want + at);
+        memcpy(q + 3 * at, qg, group_size[g] * 3 * sizeof *q);
+        free(qg);
+        for (size_t i = 0; i < group_size[g]; i++) colliding[group_scene[g]] += want[at + i].colliding;
+        groups[g] = (tdm_sched_configs_group){rs->scene, &rs->kin, group_size[g]};
+        at += group_size[g];
+    }
+    cr_assert_eq(at, GROUPS_TOTAL);
+    for (int k = 0; k < N_SCENES; k++)
+        cr_assert(colliding[k] > 0, "%s: scene %d needs colliding configurations", m ? "contacts" : "bool", k);
+}
+
+/* Bad groups are refused before any device is asked: groups of different joint
+ * counts, a non-finite value in a later group. */
+static void groups_refused(tdm_sched *e, const scene_set *set, double *q, tdm_sched_result *got)
+{
+    tdm_kin other = set->rs[0]->kin;
+    other.n_q = 2;
+    tdm_sched_configs_group bad[2] = {{set->rs[0]->scene, &set->rs[0]->kin, 1}, {set->rs[1]->scene, &other, 1}};
+    cr_assert_eq(tdm_sched_run_configs_groups_device(e, bad, 2, TDM_MODE_BOOL, 1, q, got), TDM_EINVAL);
+    double keep = q[3 * 701 + 1];
+    q[3 * 701 + 1] = NAN;
+    tdm_sched_configs_group two[2] = {{set->rs[1]->scene, &set->rs[1]->kin, 700},
+                                      {set->rs[0]->scene, &set->rs[0]->kin, 2}};
+    cr_assert_eq(tdm_sched_run_configs_groups_device(e, two, 2, TDM_MODE_BOOL, 1, q, got), TDM_ENONFINITE);
+    q[3 * 701 + 1] = keep;
+}
+
+/* Without a device the groups are not run (TDM_ENODEV: the pooler then runs each job
+ * alone), after the same checks. */
+Test(robot_scene, configs_groups_on_cpu_engine)
+{
+    char why[320];
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    scene_set set;
+    scene_set_make(&set, NULL);
+    double *q = malloc(GROUPS_TOTAL * 3 * sizeof *q);
+    tdm_sched_result *want = malloc(GROUPS_TOTAL * sizeof *want), *got = malloc(GROUPS_TOTAL * sizeof *got);
+    cr_assert(q && want && got);
+    tdm_sched_configs_group groups[N_GROUPS];
+    groups_make(&set, 0, groups, q, want);
+    cr_assert_eq(tdm_sched_run_configs_groups_device(e, groups, N_GROUPS, TDM_MODE_BOOL, 1, q, got), TDM_ENODEV);
+    groups_refused(e, &set, q, got);
+    scene_set_free(&set, NULL);
+    free(q);
+    free(want);
+    free(got);
+    tdm_sched_destroy(e);
+}
+
+Test(robot_scene, configs_of_several_scenes_in_one_device_run)
+{
+    char why[320] = "";
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    scene_set set;
+    scene_set_make(&set, e);
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    double *q = malloc(GROUPS_TOTAL * 3 * sizeof *q);
+    tdm_sched_result *want = malloc(GROUPS_TOTAL * sizeof *want), *got = malloc(GROUPS_TOTAL * sizeof *got);
+    cr_assert(q && want && got);
+    for (int m = 0; m < 2; m++) {
+        tdm_sched_configs_group groups[N_GROUPS];
+        groups_make(&set, m, groups, q, want);
+        tdm_sched_stats before, after;
+        tdm_sched_get_stats(e, &before);
+        memset(got, 0xab, GROUPS_TOTAL * sizeof *got);
+        cr_assert_eq(tdm_sched_run_configs_groups_device(e, groups, N_GROUPS, modes[m], caps[m], q, got), TDM_OK);
+        tdm_sched_get_stats(e, &after);
+        cr_assert_eq(after.gpu_queries - before.gpu_queries, GROUPS_TOTAL, "every configuration on the GPU engine");
+        cr_assert_eq(after.runs - before.runs, 1, "one run for every scene");
+        size_t at = 0;
+        for (int g = 0; g < N_GROUPS; g++) {
+            size_t first, d = differences(got + at, want + at, group_size[g], &first);
+            const tdm_sched_result *G = got + at + first, *W = want + at + first;
+            cr_assert_eq(d, 0, "seed=%llu %s, group %d (scene %d): %zu of %zu differ, first %zu: got %u (%u,%u) %u, "
+                         "want %u (%u,%u) %u", (unsigned long long)seed, m ? "contacts" : "bool", g, group_scene[g],
+                         d, group_size[g], first, G->colliding, G->object_a, G->object_b, G->contacts, W->colliding,
+                         W->object_a, W->object_b, W->contacts);
+            at += group_size[g];
+        }
+    }
+    groups_refused(e, &set, q, got);
+    scene_set_free(&set, e);
+    free(q);
+    free(want);
+    free(got);
+    tdm_sched_destroy(e);
+}
 
 /* ---- the CLI ---- */
 

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,8 @@ static void suite_init(void)
     write_file("arm.srdf", srdf_text);
     write_file("meshes/bar.obj", bar_obj);
     write_file("scene.yaml", scene_text);
+    write_file("world1.yaml", world_variants[0]);
+    write_file("world2.yaml", world_variants[1]);
 }
 
 static void suite_fini(void) { dmn_cleanup(&D); }
@@ -158,12 +161,13 @@ typedef struct offline {
     tdm_sched *sched;
 } offline;
 
-static void offline_open(offline *o)
+/* The arm in the world of file `world` (in the daemon's root). */
+static void offline_open_world(offline *o, const char *world)
 {
     char err[512];
     cr_assert_eq(tdm_robot_load(in_root("arm.urdf"), in_root("arm.srdf"), &o->robot, err, sizeof err), TDM_OK, "%s",
                  err);
-    cr_assert_eq(tdm_planning_scene_read(in_root("scene.yaml"), &o->ps, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_planning_scene_read(in_root(world), &o->ps, err, sizeof err), TDM_OK, "%s", err);
     cr_assert_eq(tdm_robot_scene_create(o->robot, o->ps, file_loader, NULL, TDM_PRIMITIVE_TOLERANCE, &o->rs, err,
                                         sizeof err),
                  TDM_OK, "%s", err);
@@ -175,6 +179,8 @@ static void offline_open(offline *o)
     cr_assert_eq(tdm_sched_create(&sc, &o->sched, err, sizeof err), TDM_OK, "%s", err);
     for (uint32_t i = 0; i < o->rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(o->sched, o->rs->bvhs[i]), TDM_OK);
 }
+
+static void offline_open(offline *o) { offline_open_world(o, "scene.yaml"); }
 
 static void offline_close(offline *o)
 {
@@ -1094,6 +1100,129 @@ Test(robotd, small_motion_checks_hold_little)
     tdm_client_free(c);
     dmn_stop(&D, SIGTERM);
     offline_close(&o);
+}
+
+/* ---- planners on several worlds at once ---- */
+
+#define N_PLANNERS 6
+#define N_ROUNDS 25
+#define MOST_STATES 5
+#define MOST_MOTIONS 2
+
+/* One planner: its connection, its scene, and per round a few states and one or two
+ * motions, with the server's answers (checked against the reference afterwards, on the
+ * test's thread). */
+typedef struct planner {
+    const char *addr;
+    uint8_t sid[32];
+    double q[N_ROUNDS][MOST_STATES * N_J];
+    size_t nq[N_ROUNDS];
+    double m[N_ROUNDS][MOST_MOTIONS * 2 * N_J];
+    size_t nm[N_ROUNDS];
+    tdm_query_result got[N_ROUNDS][MOST_STATES];
+    int64_t first[N_ROUNDS][MOST_MOTIONS];
+    uint64_t states[N_ROUNDS][MOST_MOTIONS];
+    double last[N_ROUNDS][MOST_MOTIONS * N_J];
+    int rc;
+    char err[300];
+} planner;
+
+#define PLANNER_RES 0.05
+
+static void *planner_run(void *arg)
+{
+    planner *p = arg;
+    tdm_connect_opts o = {.addr = p->addr, .timeout_ms = 5000, .io_timeout_ms = 30000, .client_name = "planner"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    if (!c || tdm_client_err(c)) {
+        p->rc = -1;
+        snprintf(p->err, sizeof p->err, "connect: %s", c ? tdm_client_errstr(c) : "no memory");
+        tdm_client_free(c);
+        return NULL;
+    }
+    for (int r = 0; r < N_ROUNDS && !p->rc; r++) {
+        p->rc = tdm_query_configs(c, p->sid, TDM_QUERY_BOOL, p->q[r], N_J, p->nq[r], 0, p->got[r], NULL);
+        if (!p->rc)
+            p->rc = tdm_motion_check(c, p->sid, PLANNER_RES, p->m[r], N_J, p->nm[r], p->first[r], p->states[r],
+                                     p->last[r]);
+        if (p->rc) snprintf(p->err, sizeof p->err, "round %d: %s", r, tdm_client_errstr(c));
+    }
+    tdm_client_free(c);
+    return NULL;
+}
+
+/* Planners on three worlds at once, each on its own connection with a planner's small
+ * requests (one to five states, one or two motions): every answer as the reference's for
+ * its own world. With a GPU engine (and --device-configs-small, the default) the requests
+ * of every scene go as configurations and pool into device runs of several robot scenes. */
+Test(robotd, planners_on_several_worlds_answer_as_reference)
+{
+    static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
+    offline o[3];
+    for (int w = 0; w < 3; w++) offline_open_world(&o[w], worlds[w]);
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sids[3][32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    for (int w = 0; w < 3; w++) {
+        tdm_robot_scene_info *si;
+        cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root(worlds[w]), sids[w], NULL, &si), 0, "%s",
+                     tdm_client_errstr(c));
+        cr_assert_eq(si->n_checks, o[w].rs->scene->n_checks, "world %d: checked pairs", w);
+        tdm_robot_scene_info_free(si);
+    }
+    planner *ps = calloc(N_PLANNERS, sizeof *ps);
+    cr_assert_not_null(ps);
+    gen_rng g = {seed ^ 0x9a};
+    for (int k = 0; k < N_PLANNERS; k++) {
+        planner *p = &ps[k];
+        p->addr = k % 2 ? D.unix_addr : D.tcp_addr;
+        memcpy(p->sid, sids[k % 3], 32);
+        for (int r = 0; r < N_ROUNDS; r++) {
+            p->nq[r] = 1 + (size_t)((k + r) % MOST_STATES);
+            p->nm[r] = 1 + (size_t)(r % MOST_MOTIONS);
+            for (size_t i = 0; i < p->nq[r]; i++) random_config(&g, p->q[r] + i * N_J);
+            for (size_t i = 0; i < 2 * p->nm[r]; i++) random_config(&g, p->m[r] + i * N_J);
+        }
+    }
+    pthread_t th[N_PLANNERS];
+    for (int k = 0; k < N_PLANNERS; k++) cr_assert_eq(pthread_create(&th[k], NULL, planner_run, &ps[k]), 0);
+    for (int k = 0; k < N_PLANNERS; k++) pthread_join(th[k], NULL);
+    size_t colliding = 0, states = 0, motions_hit = 0, motions = 0;
+    for (int k = 0; k < N_PLANNERS; k++) {
+        planner *p = &ps[k];
+        offline *ref = &o[k % 3];
+        cr_assert_eq(p->rc, 0, "planner %d: %s", k, p->err);
+        for (int r = 0; r < N_ROUNDS; r++) {
+            tdm_sched_result want[MOST_STATES];
+            offline_run(ref, p->q[r], p->nq[r], TDM_MODE_BOOL, 1, want, NULL);
+            for (size_t i = 0; i < p->nq[r]; i++) {
+                cr_assert_eq(p->got[r][i].colliding, want[i].colliding != 0,
+                             "planner %d (world %d), round %d, state %zu", k, k % 3, r, i);
+                colliding += want[i].colliding != 0;
+                states++;
+            }
+            for (size_t i = 0; i < p->nm[r]; i++) {
+                uint64_t n;
+                double want_last[N_J];
+                const double *a = p->m[r] + 2 * i * N_J;
+                long first = motion_reference(ref, a, a + N_J, PLANNER_RES, &n, want_last);
+                cr_assert_eq(p->first[r][i], first, "planner %d (world %d), round %d, motion %zu: %lld, reference %ld",
+                             k, k % 3, r, i, (long long)p->first[r][i], first);
+                cr_assert_eq(p->states[r][i], n);
+                motions_hit += first >= 0;
+                motions++;
+            }
+        }
+    }
+    cr_log_info("%zu of %zu states colliding, %zu of %zu motions", colliding, states, motions_hit, motions);
+    cr_assert(colliding > 0 && colliding < states, "the states need both answers");
+    cr_assert(motions_hit > 0 && motions_hit < motions, "the motions need both answers");
+    free(ps);
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    for (int w = 0; w < 3; w++) offline_close(&o[w]);
 }
 
 Test(robotd, async_calls_equal_blocking)

@@ -57,6 +57,8 @@ typedef struct tdm_backend_stats {
     uint64_t pairs;      /* node and leaf pairs in them */
     uint64_t device_bytes, mesh_bytes; /* device memory held now, the whole device's budget */
     uint64_t budget_bytes;             /* the budget itself */
+    uint64_t small_runs, small_handovers; /* GPU-resident: runs started depth first, and of them those
+                                             that handed pairs over to the levels */
 } tdm_backend_stats;
 
 typedef struct tdm_backend_ops {

@@ -402,21 +402,35 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
 #define CONFIG_TASK_AIM 196608
 #define CONFIG_RUN_MIN 256
 
-int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *r_in, void *const *copies,
-                               const double *configs, size_t n, uint32_t mode, uint32_t cap,
-                               tdm_gpu_config_answer *out, uint64_t *tasks)
+int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
+                               const uint32_t *robot_of, void *const *const *copies, const double *configs, size_t n,
+                               uint32_t mode, uint32_t cap, tdm_gpu_config_answer *out, uint64_t *tasks)
 {
     gpu_engine *e = (gpu_engine *)b;
     gpu_lane *L = &e->lanes[lane];
     if (n == 0) return TDM_OK;
-    uint32_t K = r_in->n_checks, J = r_in->kin->n_q;
+    if (n_robots == 0) return TDM_EINVAL;
+    uint32_t K = 0, J = robots[0].kin->n_q;
+    size_t all_checks = 0;
+    for (uint32_t r = 0; r < n_robots; r++) {
+        if (robots[r].n_checks > K) K = robots[r].n_checks;
+        all_checks += robots[r].n_checks;
+    }
     int rc = tdm_gpu_begin(L->g);
     if (rc != TDM_OK) return rc;
-    tdm_gpu_pair *pairs = malloc(sizeof *pairs * K);
-    if (!pairs) return TDM_ENOMEM;
-    for (uint32_t k = 0; k < K; k++) tdm_gpu_pair_of(L->g, copies[2 * (size_t)k], copies[2 * (size_t)k + 1], &pairs[k]);
-    tdm_gpu_robot r = *r_in;
-    r.pairs = pairs;
+    tdm_gpu_pair *pairs = malloc(sizeof *pairs * (all_checks ? all_checks : 1));
+    tdm_gpu_robot *rs = malloc(sizeof *rs * n_robots);
+    if (!pairs || !rs) {
+        free(pairs);
+        free(rs);
+        return TDM_ENOMEM;
+    }
+    for (uint32_t r = 0, at = 0; r < n_robots; at += robots[r].n_checks, r++) {
+        for (uint32_t k = 0; k < robots[r].n_checks; k++)
+            tdm_gpu_pair_of(L->g, copies[r][2 * (size_t)k], copies[r][2 * (size_t)k + 1], &pairs[at + k]);
+        rs[r] = robots[r];
+        rs[r].pairs = pairs + at;
+    }
     int n_slots = tdm_gpu_slots(L->g);
     size_t most = tdm_gpu_configs_max(L->g, J, K);
     /* the first run fits even if every check is kept; later ones from what was kept */
@@ -451,7 +465,9 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *r_
             size_t m = g.hi - g.lo;
             if ((rc = tdm_gpu_slot_configs(L->g, idle, m, J, &room)) != TDM_OK) break;
             memcpy(room, configs + g.lo * J, m * J * sizeof *room);
-            if ((rc = tdm_gpu_slot_start_configs(L->g, idle, &r, m, mode, cap)) != TDM_OK) break;
+            if ((rc = tdm_gpu_slot_start_configs(L->g, idle, rs, robot_of ? robot_of + g.lo : NULL, m, mode, cap)) !=
+                TDM_OK)
+                break;
             L->slots[idle] = (slot_run){ACTIVE, g.lo, g.hi, NULL};
             runs++;
             continue;
@@ -502,9 +518,11 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *r_
         for (int k = 0; k < n_slots; k++) L->slots[k].state = IDLE;
     }
     if (e->trace)
-        fprintf(stderr, "gpu configs: %zu configurations, %u checks: %.3f ms, waiting %.3f ms, %zu runs, %zu "
-                "configurations again\n", n, K, 1e3 * (now_s() - t_run), 1e3 * t_wait, runs, again);
+        fprintf(stderr, "gpu configs: %zu configurations of %u robot scenes, %u checks at most: %.3f ms, waiting "
+                "%.3f ms, %zu runs, %zu configurations again\n", n, n_robots, K, 1e3 * (now_s() - t_run),
+                1e3 * t_wait, runs, again);
     free(pairs);
+    free(rs);
     return rc;
 }
 
@@ -544,6 +562,8 @@ static void gpu_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     s->device_bytes = gs.device_bytes;
     s->mesh_bytes = gs.mesh_bytes;
     s->budget_bytes = gs.budget_bytes;
+    s->small_runs = gs.small_runs;
+    s->small_handovers = gs.small_handovers;
 }
 
 static void gpu_destroy(tdm_backend *b)

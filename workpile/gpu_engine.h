@@ -26,16 +26,18 @@ int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int 
                           const char **why);
 
 /* Batches of robot configurations, on the device from end to end (gpu/gpu.h,
- * "batches of robot configurations"): runs configs[0 .. n * kin->n_q) of robot r
- * on lane `lane`'s slots, r->pairs made here from `copies` (two per check: this
+ * "batches of robot configurations"): runs configs[0 .. n * J) on lane `lane`'s
+ * slots, configuration i of robot robots[robot_of[i]] (robot_of NULL: all of
+ * robots[0]; every robot of n_q J: pooled requests of several robot scenes run
+ * together), robots[r].pairs made here from copies[r] (two per check: this
  * engine's copies of the check's A and B trees), answers into out[0 .. n), the
  * tasks traversed added to *tasks. Runs are sized from the tasks the previous
  * ones kept per configuration; configurations that did not fit a run go again.
  * Returns 0, TDM_ENOMEM (no host memory, or one configuration's tasks alone
  * outgrow a run: the caller runs them on the host), TDM_EGPUMEM or TDM_EGPU. */
-int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *r, void *const *copies,
-                               const double *configs, size_t n, uint32_t mode, uint32_t cap,
-                               tdm_gpu_config_answer *out, uint64_t *tasks);
+int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
+                               const uint32_t *robot_of, void *const *const *copies, const double *configs, size_t n,
+                               uint32_t mode, uint32_t cap, tdm_gpu_config_answer *out, uint64_t *tasks);
 
 /* Lane k's tdm_gpu (the hybrid engine runs on lane 0's device and budget). */
 tdm_gpu *tdm_gpu_engine_lane(tdm_backend *b, int k);

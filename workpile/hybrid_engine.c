@@ -91,6 +91,7 @@ static void hyb_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     tdm_hybrid_get_stats(e->h, &hs);
     s->iterations = hs.workpiles;
     s->pairs = hs.box_entries + hs.tri_entries;
+    s->small_runs = s->small_handovers = 0; /* the GPU engine's own, counted there */
 }
 
 static void hyb_destroy(tdm_backend *b)

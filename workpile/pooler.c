@@ -19,6 +19,8 @@ typedef struct worker {
     size_t cap;
     double *configs; /* pooled jobs of configurations, side by side */
     size_t configs_cap;
+    tdm_sched_configs_group *groups; /* ... by robot scene */
+    size_t groups_cap;
 } worker;
 
 /* A queue of jobs, oldest first. */
@@ -185,22 +187,35 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
 }
 
 /* Jobs of configurations pooled (take, joins): side by side in one device run,
- * the answers copied back to each job; when it does not run on the device, each
- * job alone, against its own work account. */
+ * a group per run of jobs on the same scene (several planners' robot scenes in
+ * one run), the answers copied back to each job; when it does not run on the
+ * device, each job alone, against its own work account. */
 static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
 {
-    size_t J = batch->kin->n_q;
+    size_t J = batch->kin->n_q, n_jobs = 0;
+    for (tdm_pooler_job *j = batch; j; j = j->next) n_jobs++;
     if (n * J > w->configs_cap) {
         double *c = realloc(w->configs, n * J * sizeof *c);
         if (!c) return TDM_ENOMEM;
         w->configs = c;
         w->configs_cap = n * J;
     }
-    size_t k = 0;
-    for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next)
+    if (n_jobs > w->groups_cap) {
+        tdm_sched_configs_group *g = realloc(w->groups, n_jobs * sizeof *g);
+        if (!g) return TDM_ENOMEM;
+        w->groups = g;
+        w->groups_cap = n_jobs;
+    }
+    size_t k = 0, n_groups = 0;
+    for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next) {
         memcpy(w->configs + k * J, j->configs + (size_t)j->done * J, (size_t)j->turn * J * sizeof *w->configs);
-    tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, NULL};
-    int rc = tdm_sched_run_configs_device(w->p->engine, &proto, batch->kin, w->configs, n, w->results);
+        if (n_groups && w->groups[n_groups - 1].scene == j->scene && w->groups[n_groups - 1].kin == j->kin)
+            w->groups[n_groups - 1].n += j->turn;
+        else
+            w->groups[n_groups++] = (tdm_sched_configs_group){j->scene, j->kin, j->turn};
+    }
+    int rc = tdm_sched_run_configs_groups_device(w->p->engine, w->groups, n_groups, batch->mode, batch->max_contacts,
+                                                 w->configs, w->results);
     if (rc == TDM_OK) {
         k = 0;
         for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next)
@@ -208,7 +223,9 @@ static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
         return TDM_OK;
     }
     if (rc != TDM_ENODEV) return rc;
+    tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, NULL};
     for (tdm_pooler_job *j = batch; j; j = j->next) {
+        proto.scene = j->scene;
         proto.work = &j->work;
         rc = tdm_sched_run_configs(w->p->engine, &proto, j->kin, j->configs + (size_t)j->done * J, j->turn,
                                    j->results + j->done);
@@ -294,15 +311,15 @@ static int on_latency_lane(const tdm_pooler *p, const worker *w)
  * job given up (tdm_pooler_job_cancel) while queued is finished by the caller
  * without running. */
 /* May job j join a batch that starts with `first`? Jobs of poses join each other;
- * jobs of configurations join only jobs of configurations of the same scene,
- * kinematics, mode and cap, and only when the engine runs them on the device (one
- * device run for all: on the host each runs alone, against its own work
- * account). */
+ * jobs of configurations join only jobs of configurations with as many values
+ * (any robot scene: each its own program in the device run), of the same mode
+ * and cap, and only when the engine runs them on the device (one device run for
+ * all: on the host each runs alone, against its own work account). */
 static int joins(const tdm_pooler *p, const tdm_pooler_job *first, const tdm_pooler_job *j)
 {
     if (!first->configs) return !j->configs;
-    return j->configs && p->configs_on_device && j->scene == first->scene && j->kin == first->kin &&
-           j->mode == first->mode && j->max_contacts == first->max_contacts;
+    return j->configs && p->configs_on_device && j->kin->n_q == first->kin->n_q && j->mode == first->mode &&
+           j->max_contacts == first->max_contacts;
 }
 
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
@@ -523,6 +540,7 @@ void tdm_pooler_destroy(tdm_pooler *p)
         free(p->workers[k].queries);
         free(p->workers[k].results);
         free(p->workers[k].configs);
+        free(p->workers[k].groups);
     }
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);

@@ -110,6 +110,16 @@ void tdm_registry_find2(tdm_registry *r, int dev, const tdm_bvh *a, const tdm_bv
     pthread_mutex_unlock(&r->lock);
 }
 
+void tdm_registry_find_n(tdm_registry *r, int dev, const tdm_bvh *const *bvhs, size_t n, void **copies)
+{
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        entry *d = find(r, bvhs[i]);
+        copies[i] = d ? d->copy[dev] : NULL;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 int tdm_registry_ref(tdm_registry *r, const tdm_bvh *bvh)
 {
     pthread_mutex_lock(&r->lock);

@@ -43,6 +43,9 @@ int tdm_registry_devices(const tdm_registry *r);
 void *tdm_registry_find(tdm_registry *r, int d, const tdm_bvh *bvh);
 /* Two lookups under one lock (the feeders' hot path): *ca and *cb, NULL where missing. */
 void tdm_registry_find2(tdm_registry *r, int d, const tdm_bvh *a, const tdm_bvh *b, void **ca, void **cb);
+/* The copies of n trees on device d under one take of the lock (a scene's
+ * objects): copies[i] for bvhs[i], NULL where not resident. */
+void tdm_registry_find_n(tdm_registry *r, int d, const tdm_bvh *const *bvhs, size_t n, void **copies);
 /* Counts one more reference to a registered tree: 1, or 0 when it is not registered. */
 int tdm_registry_ref(tdm_registry *r, const tdm_bvh *bvh);
 /* Registers bvh's copies (copies[d] for each device d) with one reference. The

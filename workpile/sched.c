@@ -318,7 +318,7 @@ static void engine_failed(tdm_sched *e, int d)
 static void device_stats(tdm_sched *e, lane *l)
 {
     if (!e->n_gpus) return;
-    uint64_t d_iters = 0, d_pairs = 0, dev = 0, mesh = 0, budget = 0;
+    uint64_t d_iters = 0, d_pairs = 0, d_small = 0, d_handovers = 0, dev = 0, mesh = 0, budget = 0;
     for (int w = ON_GPU; w <= ON_HYBRID; w++) {
         tdm_backend *b = w == ON_GPU ? e->gpus[l->dev] : e->engines[w];
         if (!b || l->elane >= b->lanes) continue;
@@ -326,6 +326,8 @@ static void device_stats(tdm_sched *e, lane *l)
         b->ops->get_stats(b, l->elane, &s);
         d_iters += s.iterations - l->seen[w].iterations;
         d_pairs += s.pairs - l->seen[w].pairs;
+        d_small += s.small_runs - l->seen[w].small_runs;
+        d_handovers += s.small_handovers - l->seen[w].small_handovers;
         l->seen[w] = s;
         dev = s.device_bytes;
         mesh = s.mesh_bytes;
@@ -336,6 +338,8 @@ static void device_stats(tdm_sched *e, lane *l)
     pthread_mutex_lock(&e->stats_lock);
     e->stats.gpu_iterations += d_iters;
     e->stats.gpu_pairs += d_pairs;
+    e->stats.gpu_small_runs += d_small;
+    e->stats.gpu_small_handovers += d_handovers;
     e->dev_mem[l->dev].device = dev;
     e->dev_mem[l->dev].mesh = mesh;
     e->dev_mem[l->dev].budget = budget;
@@ -1747,59 +1751,95 @@ static int configs_on_host(tdm_sched *e, const tdm_sched_query *proto, const tdm
     return rc;
 }
 
-/* The whole batch on lane l's GPU engine: TDM_OK, or an error after which the
- * host path answers (a tree not resident: TDM_ECANCELED). */
-static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_query *proto, const tdm_kin *kin,
-                             const double *configs, size_t n, tdm_sched_result *results)
+/* The whole batch on lane l's GPU engine, configuration i of groups[g] for the
+ * g whose configurations hold it (side by side, in group order): TDM_OK, or an
+ * error after which the host path answers (a tree not resident: TDM_ECANCELED).
+ * Each group's scene is looked up in the registry once (its objects' copies
+ * under one take of the lock), whatever its checks. */
+static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_group *groups, size_t n_groups,
+                             uint32_t mode, uint32_t max_contacts, const double *configs, size_t n,
+                             tdm_sched_result *results)
 {
-    const tdm_scene *s = proto->scene;
-    void *const *copies = scene_copies(e, l, s);
-    if (!copies) return TDM_ENOMEM;
-    for (size_t k = 0; k < 2 * (size_t)s->n_checks; k++)
-        if (!copies[k]) return TDM_ECANCELED;
-    uint32_t K = s->n_checks, F = s->n_objects - s->n_movable;
-    tdm_gpu_check *checks = malloc(sizeof *checks * K);
-    tdm_xform *fixed = malloc(sizeof *fixed * (F ? F : 1));
-    uint32_t *entry = malloc(sizeof *entry * s->n_objects);
+    size_t all_checks = 0, all_objects = 0;
+    for (size_t g = 0; g < n_groups; g++) {
+        all_checks += groups[g].scene->n_checks;
+        all_objects += groups[g].scene->n_objects;
+    }
+    tdm_gpu_robot *robots = malloc(sizeof *robots * n_groups);
+    void ***copies = malloc(sizeof *copies * n_groups);
+    void **check_copies = malloc(sizeof *check_copies * 2 * (all_checks ? all_checks : 1));
+    void **obj_copies = malloc(sizeof *obj_copies * (all_objects ? all_objects : 1));
+    const tdm_bvh **bvhs = malloc(sizeof *bvhs * (all_objects ? all_objects : 1));
+    tdm_gpu_check *checks = malloc(sizeof *checks * (all_checks ? all_checks : 1));
+    tdm_xform *fixed = malloc(sizeof *fixed * (all_objects ? all_objects : 1));
+    uint32_t *entry = malloc(sizeof *entry * (all_objects ? all_objects : 1));
+    uint32_t *robot_of = n_groups > 1 ? malloc(sizeof *robot_of * n) : NULL;
     tdm_gpu_config_answer *ans = malloc(sizeof *ans * n);
     int rc = TDM_ENOMEM;
-    if (!checks || !fixed || !entry || !ans) goto out;
-    /* pose entries: movable slots, then the fixed objects in index order (as culling's centres) */
-    for (uint32_t i = 0, f = 0; i < s->n_objects; i++) {
-        if (s->slot[i] != UINT32_MAX) {
-            entry[i] = s->slot[i];
-        } else {
-            fixed[f] = s->objects[i].pose;
-            entry[i] = s->n_movable + f++;
+    if (!robots || !copies || !check_copies || !obj_copies || !bvhs || !checks || !fixed || !entry || !ans ||
+        (n_groups > 1 && !robot_of))
+        goto out;
+    rc = TDM_OK;
+    for (size_t g = 0, at_c = 0, at_o = 0, at_q = 0; g < n_groups; g++) {
+        const tdm_scene *s = groups[g].scene;
+        uint32_t K = s->n_checks, F = s->n_objects - s->n_movable;
+        for (uint32_t i = 0; i < s->n_objects; i++) bvhs[at_o + i] = s->objects[i].bvh;
+        tdm_registry_find_n(e->reg, l->dev, bvhs + at_o, s->n_objects, obj_copies + at_o);
+        /* pose entries: movable slots, then the fixed objects in index order (as culling's centres) */
+        tdm_xform *fx = fixed + at_o;
+        uint32_t *en = entry + at_o;
+        for (uint32_t i = 0, f = 0; i < s->n_objects; i++) {
+            if (s->slot[i] != UINT32_MAX) {
+                en[i] = s->slot[i];
+            } else {
+                fx[f] = s->objects[i].pose;
+                en[i] = s->n_movable + f++;
+            }
         }
+        void **cc = check_copies + 2 * at_c;
+        for (uint32_t k = 0; k < K; k++) {
+            const tdm_scene_check *c = &s->checks[k];
+            cc[2 * (size_t)k] = obj_copies[at_o + c->a];
+            cc[2 * (size_t)k + 1] = obj_copies[at_o + c->b];
+            if (!cc[2 * (size_t)k] || !cc[2 * (size_t)k + 1]) rc = TDM_ECANCELED;
+            checks[at_c + k] = (tdm_gpu_check){en[c->a], en[c->b], c->a, c->b, c->a_at_origin,
+                                               s->solids ? s->solids->check[k] : 0u, s->cull_rsum[k]};
+        }
+        copies[g] = cc;
+        robots[g] = (tdm_gpu_robot){groups[g].kin, F, fx, (const double (*)[4])s->fixed_centre,
+                                    (const double (*)[3])s->slot_centre, K, checks + at_c, NULL, s->n_objects,
+                                    s->solids ? s->solids->objs : NULL, s->solids ? s->solids->reps : NULL,
+                                    s->solids ? s->solids->n_reps : 0};
+        if (robot_of)
+            for (size_t i = 0; i < groups[g].n; i++) robot_of[at_q + i] = (uint32_t)g;
+        at_c += K;
+        at_o += s->n_objects;
+        at_q += groups[g].n;
     }
-    for (uint32_t k = 0; k < K; k++) {
-        const tdm_scene_check *c = &s->checks[k];
-        checks[k] = (tdm_gpu_check){entry[c->a], entry[c->b], c->a, c->b, c->a_at_origin,
-                                    s->solids ? s->solids->check[k] : 0u, s->cull_rsum[k]};
-    }
-    tdm_gpu_robot r = {kin, F, fixed, (const double (*)[4])s->fixed_centre, (const double (*)[3])s->slot_centre, K,
-                       checks, NULL, s->n_objects, s->solids ? s->solids->objs : NULL,
-                       s->solids ? s->solids->reps : NULL, s->solids ? s->solids->n_reps : 0};
-    uint32_t cap = proto->mode == TDM_MODE_CONTACTS ? proto->max_contacts : 1;
+    if (rc != TDM_OK) goto out;
+    uint32_t cap = mode == TDM_MODE_CONTACTS ? max_contacts : 1;
     uint64_t tasks = 0;
     double t0 = now_s();
-    rc = tdm_gpu_engine_run_configs(e->gpus[l->dev], l->elane, &r, copies, configs, n, proto->mode, cap, ans, &tasks);
+    rc = tdm_gpu_engine_run_configs(e->gpus[l->dev], l->elane, robots, (uint32_t)n_groups, robot_of,
+                                    (void *const *const *)copies, configs, n, mode, cap, ans, &tasks);
     double dt = now_s() - t0;
     if (rc != TDM_OK) goto out;
-    for (size_t i = 0; i < n; i++) {
-        tdm_sched_result *R = &results[i];
-        *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
-        if (ans[i].check != UINT32_MAX) {
-            const tdm_scene_check *c = &s->checks[ans[i].check];
-            R->colliding = 1;
-            R->object_a = s->objects[c->lo].id;
-            R->object_b = s->objects[c->hi].id;
-            R->contacts = proto->mode == TDM_MODE_BOOL ? 1 : ans[i].contacts;
-        }
-        if (proto->mode == TDM_MODE_CONTACTS) {
-            R->contacts = ans[i].contacts;
-            R->truncated = ans[i].truncated;
+    for (size_t g = 0, i = 0; g < n_groups; g++) {
+        const tdm_scene *s = groups[g].scene;
+        for (size_t end = i + groups[g].n; i < end; i++) {
+            tdm_sched_result *R = &results[i];
+            *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
+            if (ans[i].check != UINT32_MAX) {
+                const tdm_scene_check *c = &s->checks[ans[i].check];
+                R->colliding = 1;
+                R->object_a = s->objects[c->lo].id;
+                R->object_b = s->objects[c->hi].id;
+                R->contacts = mode == TDM_MODE_BOOL ? 1 : ans[i].contacts;
+            }
+            if (mode == TDM_MODE_CONTACTS) {
+                R->contacts = ans[i].contacts;
+                R->truncated = ans[i].truncated;
+            }
         }
     }
     pthread_mutex_lock(&e->stats_lock);
@@ -1815,22 +1855,31 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_query *proto
     pthread_mutex_unlock(&e->stats_lock);
     device_stats(e, l);
     if (e->trace)
-        fprintf(stderr, "engine run: %zu configurations on the device, %llu tasks: %.3f ms\n", n,
-                (unsigned long long)tasks, 1e3 * dt);
+        fprintf(stderr, "engine run: %zu configurations of %zu robot scenes on the device, %llu tasks: %.3f ms\n", n,
+                n_groups, (unsigned long long)tasks, 1e3 * dt);
 out:
+    free(robots);
+    free(copies);
+    free(check_copies);
+    free(obj_copies);
+    free(bvhs);
     free(checks);
     free(fixed);
     free(entry);
+    free(robot_of);
     free(ans);
     return rc;
 }
 
-static int configs_check(const tdm_sched_query *proto, const tdm_kin *kin, const double *configs, size_t n)
+static int configs_check(const tdm_sched_configs_group *g, uint32_t mode, uint32_t max_contacts,
+                         const double *configs)
 {
-    const tdm_scene *s = proto->scene;
-    if (!s || !kin || kin->n_elems != s->n_movable || kin->n_links == 0 || n > UINT32_MAX || proto->pairs ||
-        (proto->mode != TDM_MODE_BOOL && proto->mode != TDM_MODE_CONTACTS) ||
-        (proto->mode == TDM_MODE_CONTACTS && proto->max_contacts == 0) || (n > 0 && kin->n_q > 0 && !configs))
+    const tdm_scene *s = g->scene;
+    const tdm_kin *kin = g->kin;
+    size_t n = g->n;
+    if (!s || !kin || kin->n_elems != s->n_movable || kin->n_links == 0 || n > UINT32_MAX ||
+        (mode != TDM_MODE_BOOL && mode != TDM_MODE_CONTACTS) || (mode == TDM_MODE_CONTACTS && max_contacts == 0) ||
+        (n > 0 && kin->n_q > 0 && !configs))
         return TDM_EINVAL;
     for (size_t i = 0; i < n * kin->n_q; i++)
         if (!isfinite(configs[i])) return TDM_ENONFINITE;
@@ -1839,18 +1888,19 @@ static int configs_check(const tdm_sched_query *proto, const tdm_kin *kin, const
 
 /* The device path, when it applies: TDM_OK, or TDM_ENODEV (not taken, or failed:
  * nothing written that counts). */
-static int configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
-                          size_t n, tdm_sched_result *results, int force)
+static int configs_device(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n_groups, uint32_t mode,
+                          uint32_t max_contacts, const double *configs, size_t n, tdm_sched_result *results, int force)
 {
-    const tdm_scene *s = proto->scene;
-    int device = e->device_configs && e->n_gpus > 0 && e->kind != TDM_BACKEND_HYBRID && s->n_checks > 0 &&
-                 (force || !e->dispatch || tdm_cost_model_pick_gpu(&e->model, n * (size_t)s->n_checks / 4));
+    int device = e->device_configs && e->n_gpus > 0 && e->kind != TDM_BACKEND_HYBRID;
+    for (size_t g = 0; g < n_groups && device; g++) device = groups[g].scene->n_checks > 0;
+    if (device && !force && e->dispatch)
+        device = tdm_cost_model_pick_gpu(&e->model, n * (size_t)groups[0].scene->n_checks / 4);
     if (!device) return TDM_ENODEV;
     lane *l = lane_get(e);
     int rc = TDM_ECANCELED;
     if (!engine_broken(e, l->dev)) {
         free_removed(e, l);
-        rc = configs_on_device(e, l, proto, kin, configs, n, results);
+        rc = configs_on_device(e, l, groups, n_groups, mode, max_contacts, configs, n, results);
         if (rc == TDM_EGPU) engine_failed(e, l->dev);
         if (rc != TDM_OK && rc != TDM_ECANCELED)
             fprintf(stderr, "tandem engine: the GPU engine on CUDA device %d failed on %zu configurations (%s); "
@@ -1863,9 +1913,10 @@ static int configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_
 int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
                           size_t n, tdm_sched_result *results)
 {
-    int rc = configs_check(proto, kin, configs, n);
+    tdm_sched_configs_group g = {proto->scene, kin, n};
+    int rc = proto->pairs ? TDM_EINVAL : configs_check(&g, proto->mode, proto->max_contacts, configs);
     if (rc != TDM_OK || n == 0) return rc;
-    if (configs_device(e, proto, kin, configs, n, results, 0) == TDM_OK) return TDM_OK;
+    if (configs_device(e, &g, 1, proto->mode, proto->max_contacts, configs, n, results, 0) == TDM_OK) return TDM_OK;
     return configs_on_host(e, proto, kin, configs, n, results);
 }
 
@@ -1877,9 +1928,26 @@ int tdm_sched_configs_on_device(const tdm_sched *e)
 int tdm_sched_run_configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin,
                                  const double *configs, size_t n, tdm_sched_result *results)
 {
-    int rc = configs_check(proto, kin, configs, n);
-    if (rc != TDM_OK || n == 0) return rc;
-    return configs_device(e, proto, kin, configs, n, results, 1);
+    if (proto->pairs) return TDM_EINVAL;
+    tdm_sched_configs_group g = {proto->scene, kin, n};
+    return tdm_sched_run_configs_groups_device(e, &g, 1, proto->mode, proto->max_contacts, configs, results);
+}
+
+int tdm_sched_run_configs_groups_device(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n_groups,
+                                        uint32_t mode, uint32_t max_contacts, const double *configs,
+                                        tdm_sched_result *results)
+{
+    if (n_groups == 0) return TDM_OK;
+    size_t n = 0, J = groups[0].kin ? groups[0].kin->n_q : 0;
+    for (size_t g = 0; g < n_groups; g++) {
+        if (groups[g].kin && groups[g].kin->n_q != J) return TDM_EINVAL;
+        int rc = configs_check(&groups[g], mode, max_contacts, configs ? configs + n * J : NULL);
+        if (rc != TDM_OK) return rc;
+        n += groups[g].n;
+    }
+    if (n == 0) return TDM_OK;
+    if (n > UINT32_MAX) return TDM_EINVAL;
+    return configs_device(e, groups, n_groups, mode, max_contacts, configs, n, results, 1);
 }
 
 /* ---- calibration ---------------------------------------------------------------- */
@@ -1899,6 +1967,8 @@ static int calibrate(tdm_sched *e)
     device_stats(e, l);
     pthread_mutex_lock(&e->stats_lock); /* the calibration's workpiles are not the users' */
     e->stats.gpu_iterations = 0;
+    e->stats.gpu_small_runs = 0;
+    e->stats.gpu_small_handovers = 0;
     e->stats.gpu_pairs = 0;
     pthread_mutex_unlock(&e->stats_lock);
     lane_put(e, l);

@@ -209,6 +209,21 @@ int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_
  * account (workpile/pooler.c). Other errors as tdm_sched_run_configs. */
 int tdm_sched_run_configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin,
                                  const double *configs, size_t n, tdm_sched_result *results);
+/* Several robot scenes' configurations in one device run (pooled planners'
+ * requests): groups[g] holds groups[g].n configurations, side by side in
+ * configs in group order (every kin of the same n_q), answered in results in the
+ * same order; mode and max_contacts as a query's, for all. As
+ * tdm_sched_run_configs_device otherwise (TDM_ENODEV: nothing answered; a scene
+ * with a tree not resident fails the whole run so). TDM_EINVAL for groups of
+ * different n_q. */
+typedef struct tdm_sched_configs_group {
+    const tdm_scene *scene;
+    const tdm_kin *kin;
+    size_t n;
+} tdm_sched_configs_group;
+int tdm_sched_run_configs_groups_device(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n_groups,
+                                        uint32_t mode, uint32_t max_contacts, const double *configs,
+                                        tdm_sched_result *results);
 /* 1 when batches of configurations run on the device (a GPU-resident engine, the
  * device path on), so that pooling them pays. */
 int tdm_sched_configs_on_device(const tdm_sched *e);
@@ -223,6 +238,9 @@ typedef struct tdm_sched_stats {
                                          (summed over its in-flight batches) plus the hybrid's workpiles */
     uint64_t gpu_pairs;               /* node pairs and leaf pairs in them: gpu_pairs / gpu_iterations
                                          is the mean workpile size */
+    uint64_t gpu_small_runs;          /* GPU-resident runs started depth first (gpu.h small_tasks; configs
+                                         runs of few entries), and of them those that handed pairs over */
+    uint64_t gpu_small_handovers;
     uint64_t device_bytes, mesh_bytes; /* device memory held now, summed over the GPU engines */
     uint64_t device_budget;           /* the device memory the engines may hold, summed (0: no GPU engine) */
     int gpu_broken;                   /* a GPU engine failed for good (TDM_EGPU: a sticky CUDA error): its

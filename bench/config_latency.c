@@ -1,0 +1,191 @@
+/* How long one device run of a few robot configurations takes (issue 13: what a
+ * planner's request waits for inside tandemd), without the daemon: robot scenes of
+ * one robot on several worlds, batches of `groups` scenes x `per` configurations
+ * run through tdm_sched_run_configs_groups_device (what the pooler runs), by T
+ * threads at once (the pooler's lanes).
+ *
+ *   bench_config_latency --urdf URDF [--srdf SRDF] [--engine gpu] [--threads T] [--lanes L]
+ *                        [--repeat R] [--shapes G:P,G:P...] WORLD.yaml...
+ *
+ * Prints, per shape, one Markdown table row: groups, configurations per group,
+ * threads, runs, the run's median, 10th and 90th percentile in microseconds,
+ * runs per second over all threads, and per run: tasks and runs that went depth
+ * first (TDM_GPU_SMALL_CONFIG_ENTRIES moves that threshold). Random
+ * configurations uniform in the joint limits (seed 1). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "geom/primitive.h"
+#include "robot/planning_scene.h"
+#include "robot/robot_scene.h"
+#include "robot/urdf.h"
+#include "tools/io.h"
+#include "workpile/sched.h"
+
+#define MAX_WORLDS 64
+#define MAX_THREADS 16
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "bench_config_latency: %s: %s\n", what, why);
+    exit(1);
+}
+
+static int load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, size_t errlen)
+{
+    (void)ctx;
+    return tdm_mesh_load_file(path, TDM_ORIGIN_RAW, out, err, errlen);
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct job {
+    tdm_sched *e;
+    tdm_robot_scene **rs;
+    int n_worlds, groups, per, repeat, offset;
+    const double *q; /* a pool of configurations */
+    size_t n_pool, J;
+    double *lat;     /* repeat latencies, us */
+    int rc;
+} job;
+
+static void *run(void *arg)
+{
+    job *j = arg;
+    size_t n = (size_t)j->groups * (size_t)j->per;
+    tdm_sched_configs_group *g = malloc(sizeof *g * (size_t)j->groups);
+    tdm_sched_result *res = malloc(sizeof *res * n);
+    double *q = malloc(sizeof *q * n * j->J);
+    if (!g || !res || !q) {
+        j->rc = TDM_ENOMEM;
+        return NULL;
+    }
+    size_t at = (size_t)j->offset * 7919;
+    for (int r = 0; r < j->repeat && !j->rc; r++) {
+        for (int k = 0; k < j->groups; k++) {
+            tdm_robot_scene *rs = j->rs[(j->offset + r + k) % j->n_worlds];
+            g[k] = (tdm_sched_configs_group){rs->scene, &rs->kin, (size_t)j->per};
+        }
+        for (size_t i = 0; i < n; i++, at++) memcpy(q + i * j->J, j->q + (at % j->n_pool) * j->J, j->J * sizeof *q);
+        double t0 = now_us();
+        j->rc = tdm_sched_run_configs_groups_device(j->e, g, (size_t)j->groups, TDM_MODE_BOOL, 1, q, res);
+        j->lat[r] = now_us() - t0;
+    }
+    free(g);
+    free(res);
+    free(q);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *urdf = NULL, *srdf = NULL, *engine = "gpu", *shapes = "1:1,4:2,8:8,8:32,32:10,16:64";
+    int threads = 1, lanes = 0, repeat = 2000, n_worlds = 0;
+    const char *worlds[MAX_WORLDS];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--urdf") && v) urdf = v, i++;
+        else if (!strcmp(a, "--srdf") && v) srdf = v, i++;
+        else if (!strcmp(a, "--engine") && v) engine = v, i++;
+        else if (!strcmp(a, "--threads") && v) threads = atoi(v), i++;
+        else if (!strcmp(a, "--lanes") && v) lanes = atoi(v), i++;
+        else if (!strcmp(a, "--repeat") && v) repeat = atoi(v), i++;
+        else if (!strcmp(a, "--shapes") && v) shapes = v, i++;
+        else if (a[0] != '-' && n_worlds < MAX_WORLDS) worlds[n_worlds++] = a;
+        else die("usage", "--urdf URDF [--srdf SRDF] [--engine gpu] [--threads T] [--lanes L] [--repeat R] "
+                          "[--shapes G:P,...] WORLD.yaml...");
+    }
+    if (!urdf || !n_worlds || threads < 1 || threads > MAX_THREADS || repeat < 10) die("usage", "see the top of the file");
+    char err[512];
+    tdm_robot *robot;
+    if (tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) die(urdf, err);
+    tdm_sched_config c = tdm_sched_config_default();
+    if (tdm_backend_parse(engine, &c.kind) != TDM_OK) die("--engine", engine);
+    c.calibrate = 0;
+    if (lanes) c.lanes = lanes;
+    tdm_sched *e;
+    if (tdm_sched_create(&c, &e, err, sizeof err)) die("engine", err);
+    tdm_robot_scene *rs[MAX_WORLDS];
+    for (int w = 0; w < n_worlds; w++) {
+        tdm_planning_scene *ps;
+        if (tdm_planning_scene_read(worlds[w], &ps, err, sizeof err)) die(worlds[w], err);
+        if (tdm_robot_scene_create(robot, ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &rs[w], err, sizeof err))
+            die(worlds[w], err);
+        tdm_planning_scene_free(ps);
+        size_t added = 0;
+        if (tdm_sched_meshes_add(e, (const tdm_bvh *const *)rs[w]->bvhs, rs[w]->n_objects, &added)) die(worlds[w], "upload failed");
+    }
+    size_t J = robot->n_active, n_pool = 1 << 16;
+    double *pool = malloc(sizeof *pool * n_pool * J);
+    uint64_t x = 1;
+    for (size_t i = 0; i < n_pool * J; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const tdm_robot_joint *jt = &robot->joints[robot->active[i % J]];
+        pool[i] = jt->lower + (jt->upper - jt->lower) * (double)(x >> 11) / 9007199254740992.0;
+    }
+    printf("| groups | per group | threads | runs | median us | p10 us | p90 us | runs/s | tasks/run | depth first/run |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const char *s = shapes; *s;) {
+        int G = 0, P = 0;
+        if (sscanf(s, "%d:%d", &G, &P) != 2 || G < 1 || P < 1) die("--shapes", s);
+        const char *comma = strchr(s, ',');
+        s = comma ? comma + 1 : s + strlen(s);
+        job jobs[MAX_THREADS];
+        pthread_t th[MAX_THREADS];
+        int warm = repeat / 10;
+        for (int pass = 0; pass < 2; pass++) { /* a warm-up pass, then the timed one */
+            tdm_sched_stats before, after;
+            tdm_sched_get_stats(e, &before);
+            double t0 = now_us();
+            for (int t = 0; t < threads; t++) {
+                jobs[t] = (job){e, rs, n_worlds, G, P, pass ? repeat : warm, t, pool, n_pool, J, NULL, 0};
+                jobs[t].lat = malloc(sizeof(double) * (size_t)jobs[t].repeat);
+                pthread_create(&th[t], NULL, run, &jobs[t]);
+            }
+            for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+            double wall = now_us() - t0;
+            tdm_sched_get_stats(e, &after);
+            size_t n = 0;
+            double *all = malloc(sizeof *all * (size_t)threads * (size_t)repeat);
+            for (int t = 0; t < threads; t++) {
+                if (jobs[t].rc) die("run", tdm_strerror(jobs[t].rc));
+                memcpy(all + n, jobs[t].lat, sizeof *all * (size_t)jobs[t].repeat);
+                n += (size_t)jobs[t].repeat;
+                free(jobs[t].lat);
+            }
+            if (pass) {
+                qsort(all, n, sizeof *all, cmp_double);
+                double runs = (double)(after.runs - before.runs);
+                printf("| %d | %d | %d | %zu | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f |\n", G, P, threads, n,
+                       all[n / 2], all[n / 10], all[n * 9 / 10], 1e6 * (double)n / wall,
+                       (double)(after.gpu_tasks - before.gpu_tasks) / runs,
+                       (double)(after.gpu_small_runs - before.gpu_small_runs) / runs);
+                fflush(stdout);
+            }
+            free(all);
+        }
+    }
+    for (int w = 0; w < n_worlds; w++) {
+        for (uint32_t i = 0; i < rs[w]->n_objects; i++) tdm_sched_mesh_remove(e, rs[w]->bvhs[i]);
+        tdm_robot_scene_destroy(rs[w]);
+    }
+    tdm_sched_destroy(e);
+    tdm_robot_free(robot);
+    free(pool);
+    return 0;
+}
