@@ -407,9 +407,12 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
  * the budget or the stack runs out is handed to the level path as its first
  * frontier (cnt[0]), which goes on from there. */
 #define SMALL_STACK 32
-/* Configs runs of at most this many (configuration, check) entries run in block runs
- * (resident.h block_config_entries): about 6 500 tasks after culling */
+/* Configs runs of at most this many (configuration, check) entries start as block runs
+ * (resident.h block_config_entries), and those that list more than BLOCK_MAX_TASKS tasks hand
+ * them all to the levels: on the H100 block runs took 0.16 ms for ~100 tasks (levels 0.29),
+ * 0.33 ms for ~780 (0.49), but 0.71 ms for ~3 100 (0.60) (bench/results/ompl_rrt_small.md) */
 #define BLOCK_CONFIG_ENTRIES 65536
+#define BLOCK_MAX_TASKS 2048
 
 /* A found intersecting pair, by tri_exact_kernel's rule, for a task no other
  * thread touches during this kernel. Returns 1 when the task is done. */
@@ -534,14 +537,23 @@ __device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, ui
 }
 
 __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dres *res, uint32_t n,
-                                                          const uint32_t *n_dev, fpair *scratch, uint32_t room,
-                                                          fpair *front, uint32_t *cnt, uint32_t cap_pairs,
-                                                          uint32_t *overflow)
+                                                          const uint32_t *n_dev, uint32_t max_tasks, fpair *scratch,
+                                                          uint32_t room, fpair *front, uint32_t *cnt,
+                                                          uint32_t cap_pairs, uint32_t *overflow)
 {
-    __shared__ uint32_t n_cur, n_next;
+    __shared__ uint32_t n_cur, n_next, at;
     if (n_dev && *n_dev < n) n = *n_dev;
     uint32_t per = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n, lo + per);
     if (lo >= hi) return;
+    if (n > max_tasks) { /* more tasks than block runs beat the levels at: every root pair to the levels */
+        if (threadIdx.x == 0) at = atomicAdd(&cnt[0], hi - lo);
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < hi - lo; i += BLOCK) {
+            if (at + i < cap_pairs) front[at + i] = fpair{lo + i, 0, 0};
+            else *overflow = 1;
+        }
+        return;
+    }
     fpair *cur = scratch + (size_t)blockIdx.x * 2 * room, *next = cur + room;
     for (uint32_t i = threadIdx.x; i < hi - lo; i += BLOCK) {
         fpair p = {lo + i, 0, 0};
@@ -754,8 +766,9 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     const char *sce = getenv("TDM_GPU_SMALL_CONFIG_ENTRIES"), *bce = getenv("TDM_GPU_BLOCK_CONFIG_ENTRIES");
     g->small_config_entries = sce && *sce ? strtoull(sce, NULL, 10) : 0;
     g->block_config_entries = bce && *bce ? strtoull(bce, NULL, 10) : BLOCK_CONFIG_ENTRIES;
-    const char *br = getenv("TDM_GPU_BLOCK_ROOM");
+    const char *br = getenv("TDM_GPU_BLOCK_ROOM"), *bmt = getenv("TDM_GPU_BLOCK_MAX_TASKS");
     g->block_room = br && *br ? (uint32_t)strtoul(br, NULL, 10) : 0;
+    g->block_max_tasks = bmt && *bmt ? (uint32_t)strtoul(bmt, NULL, 10) : BLOCK_MAX_TASKS;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
      * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
     const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
@@ -1121,9 +1134,9 @@ int tdm__gpu_small_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks)
 {
-    block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
-                                                       room, s->front[0], s->cnt, (uint32_t)g->cap_pairs,
-                                                       s->cnt + 2 * MAX_ITERS);
+    block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed,
+                                                       g->block_max_tasks, (fpair *)scratch, room, s->front[0],
+                                                       s->cnt, (uint32_t)g->cap_pairs, s->cnt + 2 * MAX_ITERS);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     g->stats.small_runs++;
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));

@@ -111,6 +111,8 @@ struct tdm_gpu {
                                       (TDM_GPU_BLOCK_CONFIG_ENTRIES; 0: never) */
     uint32_t block_room;           /* a block run's frontier room per block (TDM_GPU_BLOCK_ROOM, tests:
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
+    uint32_t block_max_tasks;      /* a block run that listed more tasks hands them all to the levels
+                                      (TDM_GPU_BLOCK_MAX_TASKS) */
 };
 
 #define BLOCK 256

@@ -813,6 +813,10 @@ Test(robot_scene, configs_in_block_runs_handing_over_match_cpu_engine)
 {
     configs_in_small_runs("TDM_GPU_BLOCK_ROOM=2", 1, 1);
 }
+Test(robot_scene, configs_in_block_runs_over_their_tasks_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_BLOCK_MAX_TASKS=1", 1, 1);
+}
 Test(robot_scene, configs_depth_first_match_cpu_engine)
 {
     configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000", 1, 0);
