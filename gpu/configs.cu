@@ -331,8 +331,8 @@ static void put(unsigned char *base, size_t at, const void *src, size_t bytes)
  * run's upper bound on tasks; the device spreads the tasks it listed over the blocks),
  * the most blocks, and each block's frontier room in pairs. */
 #define BLOCK_RUN_TASKS 4u
-#define BLOCK_RUN_MAX 1024u
-#define BLOCK_RUN_ROOM 1024u
+#define BLOCK_RUN_MAX 256u
+#define BLOCK_RUN_ROOM 8192u
 
 /* Room the programs' buffers start with, so that runs of a few more scenes than
  * the last seldom grow them (growing the device buffer waits for the device). */

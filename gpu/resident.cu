@@ -412,7 +412,7 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
  * them all to the levels: on the H100 block runs took 0.16 ms for ~100 tasks (levels 0.29),
  * 0.33 ms for ~780 (0.49), but 0.71 ms for ~3 100 (0.60) (bench/results/ompl_rrt_small.md) */
 #define BLOCK_CONFIG_ENTRIES 65536
-#define BLOCK_MAX_TASKS 2048
+#define BLOCK_MAX_TASKS UINT32_MAX
 
 /* A found intersecting pair, by tri_exact_kernel's rule, for a task no other
  * thread touches during this kernel. Returns 1 when the task is done. */
