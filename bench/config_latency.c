@@ -5,7 +5,12 @@
  * threads at once (the pooler's lanes).
  *
  *   bench_config_latency --urdf URDF [--srdf SRDF] [--engine gpu] [--threads T] [--lanes L]
- *                        [--repeat R] [--shapes G:P,G:P...] WORLD.yaml...
+ *                        [--repeat R] [--shapes G:P,G:P...] [--verify] WORLD.yaml...
+ *
+ * --verify also answers every configuration on the CPU engine (its own scheduler,
+ * the host's path, scene by scene) and counts the answers that differ (colliding
+ * or the pair named), the exactness check of the pooled device path on real
+ * robots and worlds; its time is not counted in the latencies.
  *
  * Prints, per shape, one Markdown table row: groups, configurations per group,
  * threads, runs, the run's median, 10th and 90th percentile in microseconds,
@@ -26,8 +31,9 @@
 #include "tools/io.h"
 #include "workpile/sched.h"
 
-#define MAX_WORLDS 64
+#define MAX_WORLDS 4096
 #define MAX_THREADS 16
+#define MAX_PER 4096 /* configurations per group */
 
 static void die(const char *what, const char *why)
 {
@@ -61,6 +67,8 @@ typedef struct job {
     const double *q; /* a pool of configurations */
     size_t n_pool, J;
     double *lat;     /* repeat latencies, us */
+    tdm_sched *cpu;  /* --verify: the reference, else NULL */
+    uint64_t checked, colliding, differ;
     int rc;
 } job;
 
@@ -85,6 +93,19 @@ static void *run(void *arg)
         double t0 = now_us();
         j->rc = tdm_sched_run_configs_groups_device(j->e, g, (size_t)j->groups, TDM_MODE_BOOL, 1, q, res);
         j->lat[r] = now_us() - t0;
+        for (int k = 0; j->cpu && !j->rc && k < j->groups; k++) {
+            tdm_sched_result want[MAX_PER];
+            tdm_sched_query proto = {g[k].scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+            size_t at0 = (size_t)k * (size_t)j->per;
+            j->rc = tdm_sched_run_configs(j->cpu, &proto, g[k].kin, q + at0 * j->J, (size_t)j->per, want);
+            for (int i = 0; !j->rc && i < j->per; i++) {
+                const tdm_sched_result *a = &res[at0 + (size_t)i], *b = &want[i];
+                j->checked++;
+                j->colliding += b->colliding != 0;
+                j->differ += a->colliding != b->colliding ||
+                             (b->colliding && (a->object_a != b->object_a || a->object_b != b->object_b));
+            }
+        }
     }
     free(g);
     free(res);
@@ -95,8 +116,8 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *engine = "gpu", *shapes = "1:1,4:2,8:8,8:32,32:10,16:64";
-    int threads = 1, lanes = 0, repeat = 2000, n_worlds = 0;
-    const char *worlds[MAX_WORLDS];
+    int threads = 1, lanes = 0, repeat = 2000, n_worlds = 0, verify = 0;
+    static const char *worlds[MAX_WORLDS];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--urdf") && v) urdf = v, i++;
@@ -106,6 +127,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--lanes") && v) lanes = atoi(v), i++;
         else if (!strcmp(a, "--repeat") && v) repeat = atoi(v), i++;
         else if (!strcmp(a, "--shapes") && v) shapes = v, i++;
+        else if (!strcmp(a, "--verify")) verify = 1;
         else if (a[0] != '-' && n_worlds < MAX_WORLDS) worlds[n_worlds++] = a;
         else die("usage", "--urdf URDF [--srdf SRDF] [--engine gpu] [--threads T] [--lanes L] [--repeat R] "
                           "[--shapes G:P,...] WORLD.yaml...");
@@ -120,15 +142,26 @@ int main(int argc, char **argv)
     if (lanes) c.lanes = lanes;
     tdm_sched *e;
     if (tdm_sched_create(&c, &e, err, sizeof err)) die("engine", err);
-    tdm_robot_scene *rs[MAX_WORLDS];
+    /* the robot's element trees built once and shared by its scenes, as tandemd does */
+    tdm_robot_elems *el;
+    if (tdm_robot_elems_create(robot, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err)) die(urdf, err);
+    tdm_sched *cpu = NULL;
+    if (verify) {
+        tdm_sched_config cc = tdm_sched_config_default();
+        cc.kind = TDM_BACKEND_CPU;
+        cc.calibrate = 0;
+        if (tdm_sched_create(&cc, &cpu, err, sizeof err)) die("cpu engine", err);
+    }
+    static tdm_robot_scene *rs[MAX_WORLDS];
     for (int w = 0; w < n_worlds; w++) {
         tdm_planning_scene *ps;
         if (tdm_planning_scene_read(worlds[w], &ps, err, sizeof err)) die(worlds[w], err);
-        if (tdm_robot_scene_create(robot, ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &rs[w], err, sizeof err))
-            die(worlds[w], err);
+        if (tdm_robot_scene_create_shared(el, ps, &rs[w], err, sizeof err)) die(worlds[w], err);
         tdm_planning_scene_free(ps);
         size_t added = 0;
-        if (tdm_sched_meshes_add(e, (const tdm_bvh *const *)rs[w]->bvhs, rs[w]->n_objects, &added)) die(worlds[w], "upload failed");
+        const tdm_bvh *const *bv = (const tdm_bvh *const *)rs[w]->bvhs;
+        if (tdm_sched_meshes_add(e, bv, rs[w]->n_objects, &added)) die(worlds[w], "upload failed");
+        if (cpu && tdm_sched_meshes_add(cpu, bv, rs[w]->n_objects, &added)) die(worlds[w], "cpu engine");
     }
     size_t J = robot->n_active, n_pool = 1 << 16;
     double *pool = malloc(sizeof *pool * n_pool * J);
@@ -142,7 +175,7 @@ int main(int argc, char **argv)
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const char *s = shapes; *s;) {
         int G = 0, P = 0;
-        if (sscanf(s, "%d:%d", &G, &P) != 2 || G < 1 || P < 1) die("--shapes", s);
+        if (sscanf(s, "%d:%d", &G, &P) != 2 || G < 1 || P < 1 || P > MAX_PER) die("--shapes", s);
         const char *comma = strchr(s, ',');
         s = comma ? comma + 1 : s + strlen(s);
         job jobs[MAX_THREADS];
@@ -153,7 +186,7 @@ int main(int argc, char **argv)
             tdm_sched_get_stats(e, &before);
             double t0 = now_us();
             for (int t = 0; t < threads; t++) {
-                jobs[t] = (job){e, rs, n_worlds, G, P, pass ? repeat : warm, t, pool, n_pool, J, NULL, 0};
+                jobs[t] = (job){e, rs, n_worlds, G, P, pass ? repeat : warm, t, pool, n_pool, J, NULL, cpu, 0, 0, 0, 0};
                 jobs[t].lat = malloc(sizeof(double) * (size_t)jobs[t].repeat);
                 pthread_create(&th[t], NULL, run, &jobs[t]);
             }
@@ -161,10 +194,12 @@ int main(int argc, char **argv)
             double wall = now_us() - t0;
             tdm_sched_get_stats(e, &after);
             size_t n = 0;
+            uint64_t checked = 0, colliding = 0, differ = 0;
             double *all = malloc(sizeof *all * (size_t)threads * (size_t)repeat);
             for (int t = 0; t < threads; t++) {
                 if (jobs[t].rc) die("run", tdm_strerror(jobs[t].rc));
                 memcpy(all + n, jobs[t].lat, sizeof *all * (size_t)jobs[t].repeat);
+                checked += jobs[t].checked, colliding += jobs[t].colliding, differ += jobs[t].differ;
                 n += (size_t)jobs[t].repeat;
                 free(jobs[t].lat);
             }
@@ -175,16 +210,25 @@ int main(int argc, char **argv)
                        all[n / 2], all[n / 10], all[n * 9 / 10], 1e6 * (double)n / wall,
                        (double)(after.gpu_tasks - before.gpu_tasks) / runs,
                        (double)(after.gpu_small_runs - before.gpu_small_runs) / runs);
+                if (cpu)
+                    fprintf(stderr, "verify %d:%d: %llu configurations against the CPU engine, %llu colliding, "
+                            "%llu differ\n", G, P, (unsigned long long)checked, (unsigned long long)colliding,
+                            (unsigned long long)differ);
                 fflush(stdout);
             }
             free(all);
         }
     }
     for (int w = 0; w < n_worlds; w++) {
-        for (uint32_t i = 0; i < rs[w]->n_objects; i++) tdm_sched_mesh_remove(e, rs[w]->bvhs[i]);
+        for (uint32_t i = 0; i < rs[w]->n_objects; i++) {
+            tdm_sched_mesh_remove(e, rs[w]->bvhs[i]);
+            if (cpu) tdm_sched_mesh_remove(cpu, rs[w]->bvhs[i]);
+        }
         tdm_robot_scene_destroy(rs[w]);
     }
     tdm_sched_destroy(e);
+    if (cpu) tdm_sched_destroy(cpu);
+    tdm_robot_elems_destroy(el);
     tdm_robot_free(robot);
     free(pool);
     return 0;

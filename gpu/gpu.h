@@ -205,8 +205,14 @@ const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
  * configurations in, n answers out. The tasks a run lists are capped by the
  * slot's task room; a configuration whose tasks did not all fit comes back not
  * done (always a suffix of the run's configurations) and is run again by the
- * caller. The program's arrays are copied with every run (a few KB), so nothing
- * of a scene is kept on the device between runs. A slot's scratch for these runs
+ * caller. A run may hold the configurations of several robots (robot scenes:
+ * many planners' requests on their own worlds), each configuration naming its
+ * robot. The programs' arrays are copied with every run (tens of KB a robot
+ * scene), so nothing of a scene is kept on the device between runs. A run of few
+ * (configuration, check) entries traverses in one launch (block runs: each block
+ * its tasks' levels in its own buffers; or depth first, TDM_GPU_SMALL_CONFIG_ENTRIES),
+ * handing what outgrows it to the levels, and folds at once: one look from the
+ * host when nothing was handed over. A slot's scratch for these runs
  * is sized at its first one for the largest run the robot may make
  * (tdm_gpu_configs_max: about 4M (configuration, check) entries, tens of MB) and
  * kept: growing it would free and allocate device memory, which waits for the

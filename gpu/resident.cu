@@ -407,10 +407,12 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
  * the budget or the stack runs out is handed to the level path as its first
  * frontier (cnt[0]), which goes on from there. */
 #define SMALL_STACK 32
-/* Configs runs of at most this many (configuration, check) entries start as block runs
- * (resident.h block_config_entries), and those that list more than BLOCK_MAX_TASKS tasks hand
- * them all to the levels: on the H100 block runs took 0.16 ms for ~100 tasks (levels 0.29),
- * 0.33 ms for ~780 (0.49), but 0.71 ms for ~3 100 (0.60) (bench/results/ompl_rrt_small.md) */
+/* Configs runs of at most this many (configuration, check) entries run as block runs
+ * (resident.h block_config_entries): on the H100 one run took 0.16 ms for ~100 tasks (levels
+ * 0.29), 0.32 ms for ~780 (0.45), 0.45 ms for ~3 100 (0.59) (bench/results/ompl_rrt_small.md).
+ * A block run that lists more than BLOCK_MAX_TASKS tasks hands them all to the levels: no cap
+ * by default (a cap of 2 048 cost a host look and lost, 0.87 ms for ~3 100 tasks); the tests
+ * set one (TDM_GPU_BLOCK_MAX_TASKS) to run that path. */
 #define BLOCK_CONFIG_ENTRIES 65536
 #define BLOCK_MAX_TASKS UINT32_MAX
 
