@@ -1076,6 +1076,18 @@ extern "C" int tdm_gpu_slot_buffers(tdm_gpu *g, int k, size_t n, tdm_gpu_input *
     return TDM_OK;
 }
 
+/* After a run's one launch (depth first or in blocks): counts it, and queues the
+ * copies of its hand-over's size and its overflow flag for the host's look. */
+static int one_launch_look(tdm_gpu *g, slot *s)
+{
+    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+    g->stats.small_runs++;
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
+                                           cudaMemcpyDeviceToHost, s->stream));
+    return TDM_OK;
+}
+
 extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*runs)[2], int n_runs)
 {
     slot *s = &g->slots[k];
@@ -1107,11 +1119,8 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     if (small) {
         /* the hand-over's size and the overflow flag, and the answers at once: most small runs
            hand nothing over and are done at the first look */
-        g->stats.small_runs++;
-        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                                               s->stream));
-        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
-                                               cudaMemcpyDeviceToHost, s->stream));
+        int rc = one_launch_look(g, s);
+        if (rc != TDM_OK) return rc;
         TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->h_res, s->d_res, n * sizeof(dres), cudaMemcpyDeviceToHost,
                                                s->stream));
         TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, s->stream));
@@ -1125,12 +1134,7 @@ int tdm__gpu_small_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
     small_run_kernel<<<tdm__gpu_blocks(most), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed,
                                                                       s->front[0], s->cnt, (uint32_t)g->cap_pairs,
                                                                       g->cfg.small_budget, s->cnt + 2 * MAX_ITERS);
-    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    g->stats.small_runs++;
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
-                                           cudaMemcpyDeviceToHost, s->stream));
-    return TDM_OK;
+    return one_launch_look(g, s);
 }
 
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
@@ -1139,12 +1143,7 @@ int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
     block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed,
                                                        g->block_max_tasks, (fpair *)scratch, room, s->front[0],
                                                        s->cnt, (uint32_t)g->cap_pairs, s->cnt + 2 * MAX_ITERS);
-    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    g->stats.small_runs++;
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
-                                           cudaMemcpyDeviceToHost, s->stream));
-    return TDM_OK;
+    return one_launch_look(g, s);
 }
 
 extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
