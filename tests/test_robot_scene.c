@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #include "robot/robot_scene.h"
 #include "robot/shape_cache.h"
 #include "tools/io.h"
+#include "workpile/pooler.h"
 #include "workpile/sched.h"
 #include "arm_fixture.h"
 
@@ -981,6 +983,90 @@ Test(robot_scene, configs_of_several_scenes_in_one_device_run)
     free(q);
     free(want);
     free(got);
+    tdm_sched_destroy(e);
+}
+
+/* The pooler with jobs of configurations on several robot scenes (what tandemd submits
+ * for planners): jobs of every scene pool into device runs, each job gets its own
+ * scene's answers, and a job with a non-finite value fails alone with TDM_ENONFINITE
+ * while the jobs pooled with it are answered. */
+typedef struct pool_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t finished, multi;
+} pool_watch;
+
+static void pool_finished(tdm_pooler_job *j, void *data)
+{
+    (void)j;
+    pool_watch *w = data;
+    pthread_mutex_lock(&w->mu);
+    w->finished++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void pool_ran(const tdm_pooler_batch *b, void *data)
+{
+    pool_watch *w = data;
+    pthread_mutex_lock(&w->mu);
+    w->multi += b->jobs > 1;
+    pthread_mutex_unlock(&w->mu);
+}
+
+Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
+{
+    char why[320] = "";
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    scene_set set;
+    scene_set_make(&set, e);
+    enum { ROUNDS = 40, PER_ROUND = 4, N_JOB = 5, JOBS = ROUNDS * PER_ROUND };
+    tdm_pooler_job *jobs = calloc(JOBS, sizeof *jobs);
+    double *q = malloc(sizeof *q * JOBS * N_JOB * 3);
+    tdm_sched_result *got = calloc(JOBS * N_JOB, sizeof *got), *want = malloc(sizeof *want * JOBS * N_JOB);
+    cr_assert(jobs && q && got && want);
+    for (int k = 0; k < JOBS; k++) { /* the job's configurations and its scene's CPU answers */
+        const tdm_robot_scene *rs = set.rs[k % N_SCENES];
+        double *qk = batch(rs, N_JOB, 0x700ull + (uint64_t)k, TDM_MODE_BOOL, 1, want + k * N_JOB);
+        memcpy(q + k * N_JOB * 3, qk, sizeof *q * N_JOB * 3);
+        free(qk);
+        if (k % PER_ROUND == 2) q[k * N_JOB * 3 + 4] = NAN; /* one bad job a round */
+        jobs[k] = (tdm_pooler_job){.scene = rs->scene, .mode = TDM_MODE_BOOL, .max_contacts = 1,
+                                   .n_queries = N_JOB, .n_tasks = (uint64_t)N_JOB * rs->scene->n_checks,
+                                   .configs = q + k * N_JOB * 3, .kin = &rs->kin, .results = got + k * N_JOB};
+    }
+    pool_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    tdm_pooler *pl;
+    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, pool_finished, pool_ran, &w, &pl), TDM_OK);
+    for (int r = 0; r < ROUNDS; r++) /* a round's jobs at once, queued behind the runs in flight */
+        for (int i = 0; i < PER_ROUND; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[r * PER_ROUND + i]), TDM_OK);
+    pthread_mutex_lock(&w.mu);
+    while (w.finished < JOBS) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    tdm_pooler_stop(pl);
+    tdm_pooler_destroy(pl);
+    size_t colliding = 0;
+    for (int k = 0; k < JOBS; k++) {
+        if (k % PER_ROUND == 2) {
+            cr_assert_eq(jobs[k].rc, TDM_ENONFINITE, "job %d: rc %d (%s), not its own error", k, jobs[k].rc,
+                         tdm_strerror(jobs[k].rc));
+            continue;
+        }
+        cr_assert_eq(jobs[k].rc, TDM_OK, "job %d: %s", k, tdm_strerror(jobs[k].rc));
+        size_t first, d = differences(got + k * N_JOB, want + k * N_JOB, N_JOB, &first);
+        cr_assert_eq(d, 0, "seed=%llu job %d (scene %d): %zu differ, first %zu", (unsigned long long)seed, k,
+                     k % N_SCENES, d, first);
+        for (int i = 0; i < N_JOB; i++) colliding += want[k * N_JOB + i].colliding;
+    }
+    cr_log_info("%zu batches of several jobs, %zu colliding configurations", w.multi, colliding);
+    cr_assert_gt(w.multi, 0, "no batch pooled several jobs");
+    cr_assert(colliding > 0, "the jobs need colliding configurations");
+    scene_set_free(&set, e);
+    free(jobs);
+    free(q);
+    free(got);
+    free(want);
     tdm_sched_destroy(e);
 }
 

@@ -164,6 +164,7 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
         j->rc = rc;
         return 1;
     }
+    if (j->rc != TDM_OK) return 1; /* its own error in a batch that ran (run_configs_pooled) */
     int verdict = tdm_work_verdict(&j->work);
     uint64_t used = __atomic_load_n(&j->work.used, __ATOMIC_RELAXED);
     learn_cost(j, used, verdict == TDM_EBUDGET);
@@ -222,14 +223,17 @@ static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
             memcpy(j->results + j->done, w->results + k, j->turn * sizeof *w->results);
         return TDM_OK;
     }
-    if (rc != TDM_ENODEV) return rc;
+    if (rc != TDM_ENODEV && rc != TDM_EINVAL && rc != TDM_ENONFINITE) return rc;
+    /* not on the device, or a job's input refused: each job alone, its error its own (the batch's
+       rc stays TDM_OK for the others; after_turn finishes a job whose rc is set) */
     tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, NULL};
     for (tdm_pooler_job *j = batch; j; j = j->next) {
         proto.scene = j->scene;
         proto.work = &j->work;
         rc = tdm_sched_run_configs(w->p->engine, &proto, j->kin, j->configs + (size_t)j->done * J, j->turn,
                                    j->results + j->done);
-        if (rc != TDM_OK) return rc;
+        if (rc == TDM_ENOMEM) return rc;
+        if (rc != TDM_OK) j->rc = rc;
     }
     return TDM_OK;
 }

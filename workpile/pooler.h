@@ -56,11 +56,13 @@ struct tdm_pooler_job {
     const tdm_xform *poses;    /* n_queries x scene->n_movable, query-major (unused with configs) */
     const double *configs;     /* NULL, or a batch of robot configurations instead of poses: n_queries x
                                   kin->n_q joint values, query-major, finite; scene's movable objects are
-                                  kin's elements. Such a job is pooled only with jobs of configurations of
-                                  the same scene, kinematics, mode and cap, and only when the engine runs
-                                  them on the device (tdm_sched_run_configs_device: one device run for
-                                  all); otherwise it runs alone through tdm_sched_run_configs, against its
-                                  own work account. On the device a query weighs an eighth of its tasks
+                                  kin's elements. Such a job is pooled only with jobs of configurations
+                                  with as many joint values (any robot scene), of the same mode and cap,
+                                  and only when the engine runs them on the device
+                                  (tdm_sched_run_configs_groups_device: one device run for all; should it
+                                  refuse the input, say a job's non-finite value, each job runs alone and
+                                  gets its own error); otherwise it runs alone through
+                                  tdm_sched_run_configs, against its own work account. On the device a query weighs an eighth of its tasks
                                   against max_tasks and the slice (culling there keeps about a tenth).
                                   pairs must be NULL */
     const tdm_kin *kin;        /* with configs: the robot's kinematics (borrowed) */
