@@ -141,7 +141,10 @@ report() {
     echo
     echo "Command: \`$command\`"
     echo
-    echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}; total run ${t_total} s."
+    # the build that ran: a pack's PACK_INFO beside tandemd (bench/device_pack.sh), else this checkout
+    pack_info=$(dirname "$tandemd")/../PACK_INFO
+    built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s PACK_INFO)/p' "$pack_info")
+    echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; total run ${t_total} s."
     echo "- Robot: Franka Panda (collision meshes), 7 joints; problems: MBM's 7 scenarios x 100 (box and cylinder"
     echo "  worlds); motion check resolution $RESOLUTION rad (the largest joint step between checked states, both checkers"
     echo "  the same states); every path re-checked by FCL at 0.005 rad, a failing path counted unsolved."
