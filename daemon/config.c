@@ -179,7 +179,8 @@ static const opt opts[] = {
     {"device-configs-small", T_U32, OFF(device_configs_small), "1", 0, 1, NULL, "0|1",
      "1: when the engine runs configurations on the device (a GPU engine), every Query of robot "
      "configurations (without want_pairs) and every MotionCheck batch goes as configurations, whatever "
-     "--device-configs-min says, so that planners' small requests of many robot scenes pool into one "
+     "its size (--device-configs-min 0 still turns them off), so that planners' small requests of many "
+     "robot scenes pool into one "
      "device run (forward kinematics, culling and task listing on the device, not on this host's "
      "threads). 0: only from --device-configs-min on. Without such an engine it changes nothing."},
     {"motion-window", T_U32, OFF(motion_window), "0", 0, 1u << 20, NULL, "N",

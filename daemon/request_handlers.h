@@ -36,13 +36,13 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
 /* ---- helpers (request.c) ---- */
 
 /* Configurations (or a MotionCheck batch's states) from which a request goes to
- * the engine as configurations, 0: never (--device-configs-min; 1 with
- * --device-configs-small when the engine runs them on the device, where jobs of
- * configurations of any robot scenes pool into one device run). */
+ * the engine as configurations, 0: never (--device-configs-min, 0 turning them
+ * off; 1 with --device-configs-small when the engine runs them on the device,
+ * where jobs of configurations of any robot scenes pool into one device run). */
 static inline uint32_t tdm__configs_min(const tdm_server *srv)
 {
     const tdm_config *cfg = srv->cfg;
-    if (cfg->device_configs_small && tdm_sched_configs_on_device(srv->engine)) return 1;
+    if (cfg->device_configs_min && cfg->device_configs_small && tdm_sched_configs_on_device(srv->engine)) return 1;
     return cfg->device_configs_min;
 }
 
