@@ -14,8 +14,8 @@
  *
  * Prints, per shape, one Markdown table row: groups, configurations per group,
  * threads, runs, the run's median, 10th and 90th percentile in microseconds,
- * runs per second over all threads, and per run: tasks and runs that went depth
- * first (TDM_GPU_SMALL_CONFIG_ENTRIES moves that threshold). Random
+ * runs per second over all threads, and per run: tasks and runs that went in one
+ * launch (block runs; TDM_GPU_BLOCK_CONFIG_ENTRIES moves that threshold). Random
  * configurations uniform in the joint limits (seed 1). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
         const tdm_robot_joint *jt = &robot->joints[robot->active[i % J]];
         pool[i] = jt->lower + (jt->upper - jt->lower) * (double)(x >> 11) / 9007199254740992.0;
     }
-    printf("| groups | per group | threads | runs | median us | p10 us | p90 us | runs/s | tasks/run | depth first/run |\n");
+    printf("| groups | per group | threads | runs | median us | p10 us | p90 us | runs/s | tasks/run | one launch/run |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const char *s = shapes; *s;) {
         int G = 0, P = 0;

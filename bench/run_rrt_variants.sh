@@ -16,7 +16,6 @@
 #   dcmN      --device-configs-min N
 #   dcs0      --device-configs-small 0 (planners' small requests get their poses made on the host)
 #   block     TDM_GPU_BLOCKING_SYNC=1 (lanes sleep while they wait for the GPU)
-#   sceN      TDM_GPU_SMALL_CONFIG_ENTRIES=N (configs runs of at most N entries depth first; 0: never)
 #   bceN      TDM_GPU_BLOCK_CONFIG_ENTRIES=N (configs runs of at most N entries in block runs; 0: never)
 #   shm       the data directory on /dev/shm
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
@@ -43,7 +42,6 @@ for v in "${variants[@]}"; do
     [[ $v =~ :dcm([0-9]+) ]] && extra+=(--device-configs-min "${BASH_REMATCH[1]}")
     [[ $v == *:dcs0* ]] && extra+=(--device-configs-small 0)
     [[ $v == *:block* ]] && envs+=(TDM_GPU_BLOCKING_SYNC=1)
-    [[ $v =~ :sce([0-9]+) ]] && envs+=(TDM_GPU_SMALL_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"

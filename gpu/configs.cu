@@ -126,7 +126,7 @@ __global__ void cull_kernel(drun P, const double (*centre)[4], uint32_t n_entrie
  * the frontier, its cleared result and its place in the map. The last entry's
  * thread writes the frontier size and the total. */
 __global__ void emit_kernel(drun P, const tdm_xform *pose, const uint32_t *flag, const uint32_t *off,
-                            uint32_t n_entries, uint32_t room, uint32_t mode, uint32_t cap, uint32_t small,
+                            uint32_t n_entries, uint32_t room, uint32_t mode, uint32_t cap, uint32_t one_launch,
                             dtask *tasks, dres *res, fpair *front, uint2 *map, uint32_t *cnt, uint32_t *total)
 {
     uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
@@ -135,7 +135,7 @@ __global__ void emit_kernel(drun P, const tdm_xform *pose, const uint32_t *flag,
     if (e == n_entries - 1) {
         uint32_t all = t + flag[e];
         *total = all;
-        if (!small) cnt[0] = all < room ? all : room; /* a small run's frontier is what it hands over */
+        if (!one_launch) cnt[0] = all < room ? all : room; /* a block run's frontier is what it hands over */
     }
     if (!flag[e] || t >= room) return;
     uint32_t i = e / P.K, k = e - i * P.K;
@@ -454,13 +454,11 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     size_t tb = c->temp.cap;
     TDM_CUDA_TRY(&g->dead, cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p,
                                                          (uint32_t *)c->off.p, (int)entries, st));
-    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu):
-     * depth first, a thread a task, up to small_config_entries; in blocks, level by level inside
-     * each block, up to block_config_entries; then its fold, and one look from the host when
-     * nothing is handed over to the levels */
-    int pairs = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS;
-    int small = pairs && g->small_config_entries && entries <= g->small_config_entries;
-    int block = pairs && !small && g->block_config_entries && entries <= g->block_config_entries;
+    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu's
+     * block runs: level by level inside each block), then its fold, and one look from the host
+     * when nothing is handed over to the levels */
+    int block = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS && g->block_config_entries &&
+                entries <= g->block_config_entries;
     uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
     if (block) {
         n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
@@ -471,7 +469,7 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     }
     emit_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(
         P, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p, (const uint32_t *)c->off.p, (uint32_t)entries,
-        (uint32_t)room, mode, cap, (uint32_t)(small || block), s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p, s->cnt,
+        (uint32_t)room, mode, cap, (uint32_t)block, s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p, s->cnt,
         c->d_total);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     c->run = P;
@@ -483,17 +481,14 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     s->it = 0;
     s->finishing = 0;
     s->configs = 1;
-    s->small = small || block;
+    s->small = block;
     g->stats.runs++;
-    if (small || block) {
+    if (block) {
         /* the answers too, at once: they stand unless the run hands pairs over to the levels,
            whose end folds again (tdm__gpu_configs_finish) */
-        rc = small ? tdm__gpu_small_configs(g, s, upper, c->d_total)
-                   : tdm__gpu_block_configs(g, s, upper, c->d_total, c->blocks.p,
-                                            g->block_room && g->block_room < BLOCK_RUN_ROOM ? g->block_room
-                                                                                            : BLOCK_RUN_ROOM,
-                                            n_blocks);
-        if (rc != TDM_OK) return rc;
+        uint32_t room_pairs = g->block_room && g->block_room < BLOCK_RUN_ROOM ? g->block_room : BLOCK_RUN_ROOM;
+        if ((rc = tdm__gpu_block_configs(g, s, upper, c->d_total, c->blocks.p, room_pairs, n_blocks)) != TDM_OK)
+            return rc;
         return tdm__gpu_configs_finish(g, s);
     }
     return tdm__gpu_launch_group(g, s);

@@ -210,9 +210,8 @@ const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
  * robot. The programs' arrays are copied with every run (tens of KB a robot
  * scene), so nothing of a scene is kept on the device between runs. A run of few
  * (configuration, check) entries traverses in one launch (block runs: each block
- * its tasks' levels in its own buffers; or depth first, TDM_GPU_SMALL_CONFIG_ENTRIES),
- * handing what outgrows it to the levels, and folds at once: one look from the
- * host when nothing was handed over. A slot's scratch for these runs
+ * its tasks' levels in its own buffers), handing what outgrows it to the levels,
+ * and folds at once: one look from the host when nothing was handed over. A slot's scratch for these runs
  * is sized at its first one for the largest run the robot may make
  * (tdm_gpu_configs_max: about 4M (configuration, check) entries, tens of MB) and
  * kept: growing it would free and allocate device memory, which waits for the

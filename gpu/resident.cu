@@ -409,12 +409,10 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
 #define SMALL_STACK 32
 /* Configs runs of at most this many (configuration, check) entries run as block runs
  * (resident.h block_config_entries): on the H100 one run took 0.16 ms for ~100 tasks (levels
- * 0.29), 0.32 ms for ~780 (0.45), 0.45 ms for ~3 100 (0.59) (bench/results/ompl_rrt_small.md).
- * A block run that lists more than BLOCK_MAX_TASKS tasks hands them all to the levels: no cap
- * by default (a cap of 2 048 cost a host look and lost, 0.87 ms for ~3 100 tasks); the tests
- * set one (TDM_GPU_BLOCK_MAX_TASKS) to run that path. */
+ * 0.29), 0.32 ms for ~780 (0.45), 0.45 ms for ~3 100 (0.59) (bench/results/ompl_rrt_small.md;
+ * configs runs depth first, a thread a task, were slower from ~100 tasks on, and a cap on a
+ * block run's tasks past which it handed them all to the levels cost a host look and lost). */
 #define BLOCK_CONFIG_ENTRIES 65536
-#define BLOCK_MAX_TASKS UINT32_MAX
 
 /* A found intersecting pair, by tri_exact_kernel's rule, for a task no other
  * thread touches during this kernel. Returns 1 when the task is done. */
@@ -439,13 +437,11 @@ __device__ static __forceinline__ int small_hit(const dtask *t, dres *r, uint32_
     return 0;
 }
 
-/* n_dev (a configs run: the tasks it listed, known only on the device) lowers n. */
-__global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dres *res, uint32_t n,
-                                                          const uint32_t *n_dev, fpair *front, uint32_t *cnt,
-                                                          uint32_t cap_pairs, uint32_t budget, uint32_t *overflow)
+__global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dres *res, uint32_t n, fpair *front,
+                                                          uint32_t *cnt, uint32_t cap_pairs, uint32_t budget,
+                                                          uint32_t *overflow)
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n_dev && *n_dev < n) n = *n_dev;
     if (i >= n) return;
     const dtask *t = &tasks[i];
     dres *r = &res[i];
@@ -538,24 +534,16 @@ __device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, ui
     else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
 }
 
+/* n_dev (the tasks the run listed, known only on the device) lowers n. */
 __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dres *res, uint32_t n,
-                                                          const uint32_t *n_dev, uint32_t max_tasks, fpair *scratch,
-                                                          uint32_t room, fpair *front, uint32_t *cnt,
-                                                          uint32_t cap_pairs, uint32_t *overflow)
+                                                          const uint32_t *n_dev, fpair *scratch, uint32_t room,
+                                                          fpair *front, uint32_t *cnt, uint32_t cap_pairs,
+                                                          uint32_t *overflow)
 {
-    __shared__ uint32_t n_cur, n_next, at;
+    __shared__ uint32_t n_cur, n_next;
     if (n_dev && *n_dev < n) n = *n_dev;
     uint32_t per = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n, lo + per);
     if (lo >= hi) return;
-    if (n > max_tasks) { /* more tasks than block runs beat the levels at: every root pair to the levels */
-        if (threadIdx.x == 0) at = atomicAdd(&cnt[0], hi - lo);
-        __syncthreads();
-        for (uint32_t i = threadIdx.x; i < hi - lo; i += BLOCK) {
-            if (at + i < cap_pairs) front[at + i] = fpair{lo + i, 0, 0};
-            else *overflow = 1;
-        }
-        return;
-    }
     fpair *cur = scratch + (size_t)blockIdx.x * 2 * room, *next = cur + room;
     for (uint32_t i = threadIdx.x; i < hi - lo; i += BLOCK) {
         fpair p = {lo + i, 0, 0};
@@ -764,13 +752,10 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     const char *small = getenv("TDM_GPU_SMALL_TASKS"), *budget = getenv("TDM_GPU_SMALL_BUDGET");
     if (small && *small) g->cfg.small_tasks = (uint32_t)strtoul(small, NULL, 10);
     if (budget && *budget) g->cfg.small_budget = (uint32_t)strtoul(budget, NULL, 10);
-    /* configs runs in one launch (configs.cu): depth first (off unless set) or in blocks */
-    const char *sce = getenv("TDM_GPU_SMALL_CONFIG_ENTRIES"), *bce = getenv("TDM_GPU_BLOCK_CONFIG_ENTRIES");
-    g->small_config_entries = sce && *sce ? strtoull(sce, NULL, 10) : 0;
+    /* configs runs of few entries in one launch (configs.cu, block runs) */
+    const char *bce = getenv("TDM_GPU_BLOCK_CONFIG_ENTRIES"), *br = getenv("TDM_GPU_BLOCK_ROOM");
     g->block_config_entries = bce && *bce ? strtoull(bce, NULL, 10) : BLOCK_CONFIG_ENTRIES;
-    const char *br = getenv("TDM_GPU_BLOCK_ROOM"), *bmt = getenv("TDM_GPU_BLOCK_MAX_TASKS");
     g->block_room = br && *br ? (uint32_t)strtoul(br, NULL, 10) : 0;
-    g->block_max_tasks = bmt && *bmt ? (uint32_t)strtoul(bmt, NULL, 10) : BLOCK_MAX_TASKS;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
      * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
     const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
@@ -1102,8 +1087,8 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), s->stream));
     int small = g->cfg.small_tasks && n <= g->cfg.small_tasks && g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS;
     if (small) /* depth first in one launch; the levels only for what it hands over (slot_step) */
-        small_run_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, (uint32_t)n, nullptr,
-                                                                       s->front[0], s->cnt, (uint32_t)g->cap_pairs,
+        small_run_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, (uint32_t)n, s->front[0],
+                                                                       s->cnt, (uint32_t)g->cap_pairs,
                                                                        g->cfg.small_budget, s->cnt + 2 * MAX_ITERS);
     else
         init_frontier_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, s->stream>>>(s->front[0], (uint32_t)n, s->cnt);
@@ -1129,20 +1114,12 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     return tdm__gpu_launch_group(g, s);
 }
 
-int tdm__gpu_small_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed)
-{
-    small_run_kernel<<<tdm__gpu_blocks(most), BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed,
-                                                                      s->front[0], s->cnt, (uint32_t)g->cap_pairs,
-                                                                      g->cfg.small_budget, s->cnt + 2 * MAX_ITERS);
-    return one_launch_look(g, s);
-}
-
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks)
 {
-    block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed,
-                                                       g->block_max_tasks, (fpair *)scratch, room, s->front[0],
-                                                       s->cnt, (uint32_t)g->cap_pairs, s->cnt + 2 * MAX_ITERS);
+    block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
+                                                       room, s->front[0], s->cnt, (uint32_t)g->cap_pairs,
+                                                       s->cnt + 2 * MAX_ITERS);
     return one_launch_look(g, s);
 }
 

@@ -105,14 +105,10 @@ struct tdm_gpu {
     long long fault_after; /* TDM_GPU_FAULT_AFTER (tests): the chunk this lane faults on, or -1 */
     uint64_t config_room;  /* TDM_GPU_CONFIG_ROOM (tests): most tasks a configs run lists (0: its slot's
                               room), so that runs leave configurations for the next */
-    uint64_t small_config_entries; /* a configs run of at most this many (configuration, check) entries
-                                      runs depth first (TDM_GPU_SMALL_CONFIG_ENTRIES; 0: never) */
-    uint64_t block_config_entries; /* ... else, of at most this many, in block runs
-                                      (TDM_GPU_BLOCK_CONFIG_ENTRIES; 0: never) */
+    uint64_t block_config_entries; /* a configs run of at most this many (configuration, check) entries
+                                      runs in block runs (TDM_GPU_BLOCK_CONFIG_ENTRIES; 0: never) */
     uint32_t block_room;           /* a block run's frontier room per block (TDM_GPU_BLOCK_ROOM, tests:
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
-    uint32_t block_max_tasks;      /* a block run that listed more tasks hands them all to the levels
-                                      (TDM_GPU_BLOCK_MAX_TASKS) */
 };
 
 #define BLOCK 256
@@ -157,13 +153,10 @@ unsigned tdm__gpu_blocks(uint64_t n);
 /* Sizes the slot's task buffers for n tasks (resident.cu). */
 int tdm__gpu_reserve_tasks(tdm_gpu *g, slot *s, uint64_t n);
 
-/* A configs run depth first (small_run_kernel): at most `most` tasks, as many as
- * *d_tasks_listed says; queues the copies of the hand-over's size and the overflow
- * flag (the caller queues the fold and the event). */
-int tdm__gpu_small_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed);
-
-/* The same as block runs (block_run_kernel): `blocks` blocks, each with two
- * frontier buffers of `room` pairs in `scratch` (2 x room x blocks pairs). */
+/* A configs run in block runs (block_run_kernel): at most `most` tasks, as many as
+ * *d_tasks_listed says, on `blocks` blocks, each with two frontier buffers of `room`
+ * pairs in `scratch` (2 x room x blocks pairs); queues the copies of the hand-over's
+ * size and the overflow flag (the caller queues the fold and the event). */
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks);
 /* The size of a frontier pair (the block runs' scratch). */

@@ -746,10 +746,9 @@ Test(robot_scene, configs_on_gpu_with_a_small_room) { configs_on_gpu("40", N_BAT
 
 /* Small batches (a planner's states) on the GPU engine, one run each: with few
  * (configuration, check) entries a run goes in one launch, in block runs (each block
- * its tasks' levels) or depth first (a thread a task), handing what passes its room or
- * budget over to the levels; every answer equal to the CPU engine's whatever the
- * room or budget, and with both paths off. `env` ("VAR=VALUE ...") is set while the
- * engine is made. */
+ * its tasks' levels), handing what outgrows a block's room over to the levels; every
+ * answer equal to the CPU engine's whatever the room, and with block runs off. `env`
+ * ("VAR=VALUE ...") is set while the engine is made. */
 static void configs_in_small_runs(const char *env, int expect_small, int expect_handovers)
 {
     char vars[4][64];
@@ -801,7 +800,7 @@ static void configs_in_small_runs(const char *env, int expect_small, int expect_
     cr_log_info("[%s]: %llu runs in one launch, %llu of them handing pairs over", env ? env : "",
                 (unsigned long long)small, (unsigned long long)handovers);
     if (expect_small) cr_assert_gt(small, 0, "no run went in one launch");
-    else cr_assert_eq(small, 0, "runs went in one launch with both paths off");
+    else cr_assert_eq(small, 0, "runs went in one launch with block runs off");
     if (expect_handovers) cr_assert_gt(handovers, 0, "no run handed pairs over");
     for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(e, rs->bvhs[i]);
     free(want);
@@ -815,25 +814,9 @@ Test(robot_scene, configs_in_block_runs_handing_over_match_cpu_engine)
 {
     configs_in_small_runs("TDM_GPU_BLOCK_ROOM=2", 1, 1);
 }
-Test(robot_scene, configs_in_block_runs_over_their_tasks_match_cpu_engine)
-{
-    configs_in_small_runs("TDM_GPU_BLOCK_MAX_TASKS=1", 1, 1);
-}
-Test(robot_scene, configs_depth_first_match_cpu_engine)
-{
-    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000", 1, 0);
-}
-Test(robot_scene, configs_depth_first_handing_over_match_cpu_engine)
-{
-    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000 TDM_GPU_SMALL_BUDGET=1", 1, 1);
-}
-Test(robot_scene, configs_depth_first_handing_everything_over_match_cpu_engine)
-{
-    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=100000 TDM_GPU_SMALL_BUDGET=0", 1, 1);
-}
 Test(robot_scene, configs_on_the_levels_only_match_cpu_engine)
 {
-    configs_in_small_runs("TDM_GPU_SMALL_CONFIG_ENTRIES=0 TDM_GPU_BLOCK_CONFIG_ENTRIES=0", 0, 0);
+    configs_in_small_runs("TDM_GPU_BLOCK_CONFIG_ENTRIES=0", 0, 0);
 }
 
 /* Several robot scenes of the robot in one device run (tdm_sched_run_configs_groups_device,
