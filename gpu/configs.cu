@@ -393,6 +393,20 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         (rc = grow(g, c, &c->h_ans, sized * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
         return rc;
 
+    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu's
+     * block runs: level by level inside each block), then its fold, and one look from the host
+     * when nothing is handed over to the levels */
+    int block = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS && g->block_config_entries &&
+                entries <= g->block_config_entries;
+    uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
+    if (block) {
+        n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
+        if (n_blocks > BLOCK_RUN_MAX) n_blocks = BLOCK_RUN_MAX;
+        /* sized once for the most blocks: growing waits for the device */
+        if ((rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * TDM_GPU_FPAIR_BYTES, 0)) != TDM_OK)
+            return rc;
+    }
+
     /* the programs, packed (the staging is free: the slot's last run has finished) */
     unsigned char *h = (unsigned char *)c->h_prog.p, *d = (unsigned char *)c->prog.p;
     dprog *hp = (dprog *)(h + progs_at);
@@ -454,19 +468,6 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     size_t tb = c->temp.cap;
     TDM_CUDA_TRY(&g->dead, cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p,
                                                          (uint32_t *)c->off.p, (int)entries, st));
-    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu's
-     * block runs: level by level inside each block), then its fold, and one look from the host
-     * when nothing is handed over to the levels */
-    int block = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS && g->block_config_entries &&
-                entries <= g->block_config_entries;
-    uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
-    if (block) {
-        n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
-        if (n_blocks > BLOCK_RUN_MAX) n_blocks = BLOCK_RUN_MAX;
-        /* sized once for the most blocks: growing waits for the device */
-        if ((rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * TDM_GPU_FPAIR_BYTES, 0)) != TDM_OK)
-            return rc;
-    }
     emit_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(
         P, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p, (const uint32_t *)c->off.p, (uint32_t)entries,
         (uint32_t)room, mode, cap, (uint32_t)block, s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p, s->cnt,
