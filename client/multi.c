@@ -603,6 +603,14 @@ int tdm_multi_server_state(const tdm_multi *m, size_t i, const char **addr, cons
     return s->state == S_UP;
 }
 
+const tdm_limits *tdm_multi_server_limits(const tdm_multi *m, size_t i)
+{
+    if (!m || i >= m->n) return NULL;
+    const server *s = &m->servers[i];
+    if (!s->ac || (s->state != S_UP && s->state != S_REPLAYING)) return NULL;
+    return &tdm_async_server_info(s->ac)->limits;
+}
+
 void tdm_multi_set_retry(tdm_multi *m, int retry_min_ms, int retry_max_ms)
 {
     m->retry_min_ms = retry_min_ms > 0 ? retry_min_ms : 1;

@@ -733,6 +733,9 @@ TDM_API size_t tdm_multi_servers(const tdm_multi *m);
 /* Server i: 1 when usable now, 0 otherwise (*errstr: why it is down, or ""); *addr its
  * address. Both borrowed from m. TDM_CLIENT_EINVAL for i out of range. */
 TDM_API int tdm_multi_server_state(const tdm_multi *m, size_t i, const char **addr, const char **errstr);
+/* Server i's limits (its HelloReply's) while it is connected, else NULL (borrowed from m,
+ * valid until the next call on m). */
+TDM_API const tdm_limits *tdm_multi_server_limits(const tdm_multi *m, size_t i);
 /* Parts re-sent to another server after a failure, over the context's life. */
 TDM_API size_t tdm_multi_resent(const tdm_multi *m);
 

@@ -920,11 +920,26 @@ Test(robotd, motions_equal_reference)
     cr_assert_str_eq(strrchr(r.out, 'c'), tail);
     free(r.out);
     free(r.err);
-    char *a = gen_read_file(in_root("m_off.txt"), NULL), *b = gen_read_file(in_root("m_srv.txt"), NULL);
-    cr_assert(a && b);
+    /* several servers (tdm_multi): the same daemon over its two listeners */
+    char servers[600];
+    snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
+    const char *on_two[] = {"motions", "--server", servers, "--urdf", in_root("arm.urdf"), "--srdf",
+                           in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"),
+                           "--resolution", "0.05", "--out", in_root("m_multi.txt"), NULL};
+    r = run(on_two);
+    cr_assert_eq(r.status, 0, "motions --server A,B: %s", r.err);
+    cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
+    cr_assert_str_eq(strrchr(r.out, 'c'), tail);
+    free(r.out);
+    free(r.err);
+    char *a = gen_read_file(in_root("m_off.txt"), NULL), *b = gen_read_file(in_root("m_srv.txt"), NULL),
+         *b2 = gen_read_file(in_root("m_multi.txt"), NULL);
+    cr_assert(a && b && b2);
     cr_assert_str_eq(b, a, "tandem motions --server's --out differs from tandem motions'");
+    cr_assert_str_eq(b2, a, "tandem motions --server A,B's --out differs from tandem motions'");
     free(a);
     free(b);
+    free(b2);
     dmn_stop(&D, SIGTERM);
     free(m);
     free(last);

@@ -78,14 +78,20 @@ static int read_motions(const char *path, size_t n_q, double r, double **out, ui
 /* `tandem motions --server`: the same motions answered by tandemd (MotionCheck,
  * the same rounds, run as pooled query jobs). The robot and the planning scene are
  * stored as `tandem query --urdf` stores them; the motions go in requests of at most
- * max_queries motions and max_motion_states states. --out and the summary line are
- * as offline; `seconds` times the requests. */
+ * max_queries motions and max_motion_states states. With several servers (A,B,C:
+ * tdm_multi) the robot and the scene go to each, and each request's motions are cut
+ * over them, a request holding at most the smallest max_motion_states any of them
+ * reported. --out and the summary line are as offline; `seconds` times the requests. */
 static int motions_remote(const char *server, const char *urdf, const char *srdf, const char *world,
                           const char *motions_path, double resolution, const char *out_path)
 {
     int status = TDM_EXIT_FAIL;
-    tdm_client *c = tdm_cli_connect(tdm_cli_server(server));
-    if (!c) return TDM_EXIT_FAIL;
+    tdm_client *c = NULL;
+    tdm_multi *m = NULL;
+    if (strchr(server, ',')) m = tdm_cli_multi_connect(server);
+    else c = tdm_cli_connect(tdm_cli_server(server));
+    if (!c && !m) return TDM_EXIT_FAIL;
+#define ERRSTR() (m ? tdm_multi_errstr(m) : tdm_client_errstr(c))
     tdm_robot_info *ri = NULL;
     double *mot = NULL;
     uint64_t *n_states = NULL;
@@ -93,14 +99,16 @@ static int motions_remote(const char *server, const char *urdf, const char *srdf
     FILE *out = NULL;
     size_t n = 0;
     uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
-    if (tdm_robot_put_files(c, NULL, urdf, srdf, robot_id, NULL, &ri)) {
-        tdm_cli_error("robot: %s", tdm_client_errstr(c));
+    if (m ? tdm_multi_robot_put_files(m, NULL, urdf, srdf, robot_id, NULL, &ri)
+          : tdm_robot_put_files(c, NULL, urdf, srdf, robot_id, NULL, &ri)) {
+        tdm_cli_error("robot: %s", ERRSTR());
         goto done;
     }
     size_t n_q = ri->n_joints;
     if (read_motions(motions_path, n_q, resolution, &mot, &n_states, &n) < 0) goto done;
-    if (tdm_robot_scene_put_file(c, "tandem-motions", robot_id, world, scene_id, NULL, NULL)) {
-        tdm_cli_error("world: %s", tdm_client_errstr(c));
+    if (m ? tdm_multi_robot_scene_put_file(m, "tandem-motions", robot_id, world, scene_id, NULL)
+          : tdm_robot_scene_put_file(c, "tandem-motions", robot_id, world, scene_id, NULL, NULL)) {
+        tdm_cli_error("world: %s", ERRSTR());
         goto done;
     }
     if (out_path && !(out = fopen(out_path, "w"))) {
@@ -112,9 +120,15 @@ static int motions_remote(const char *server, const char *urdf, const char *srdf
         tdm_cli_error("out of memory for %zu motions", n);
         goto done;
     }
-    const tdm_limits *l = &tdm_client_server_info(c)->limits;
-    uint64_t max_states = l->max_motion_states ? l->max_motion_states : UINT64_MAX;
-    size_t max_motions = l->max_queries ? l->max_queries : SIZE_MAX;
+    /* one server's limits; with several, the smallest states (tdm_multi cuts by max_queries itself) */
+    uint64_t max_states = UINT64_MAX;
+    size_t max_motions = SIZE_MAX;
+    for (size_t i = 0; i < (m ? tdm_multi_servers(m) : 1); i++) {
+        const tdm_limits *l = m ? tdm_multi_server_limits(m, i) : &tdm_client_server_info(c)->limits;
+        if (!l) continue;
+        if (l->max_motion_states && l->max_motion_states < max_states) max_states = l->max_motion_states;
+        if (!m && l->max_queries) max_motions = l->max_queries;
+    }
     double seconds = 0;
     for (size_t lo = 0; lo < n;) {
         size_t hi = lo;
@@ -122,19 +136,22 @@ static int motions_remote(const char *server, const char *urdf, const char *srdf
         while (hi < n && hi - lo < max_motions && (hi == lo || states + n_states[hi] <= max_states))
             states += n_states[hi++];
         double t0 = tdm_cli_now();
-        int rc = tdm_motion_check(c, scene_id, resolution, mot + lo * 2 * n_q, (uint32_t)n_q, hi - lo, answer + lo,
-                                  NULL, NULL);
+        const double *part = mot + lo * 2 * n_q;
+        int rc = m ? tdm_multi_motion_check(m, scene_id, resolution, part, (uint32_t)n_q, hi - lo, answer + lo, NULL,
+                                            NULL)
+                   : tdm_motion_check(c, scene_id, resolution, part, (uint32_t)n_q, hi - lo, answer + lo, NULL, NULL);
         seconds += tdm_cli_now() - t0;
         if (rc) {
-            tdm_cli_error("motions: %s", tdm_client_errstr(c));
+            tdm_cli_error("motions: %s", ERRSTR());
             goto done;
         }
         lo = hi;
     }
+#undef ERRSTR
     size_t colliding = 0;
-    for (size_t m = 0; m < n; m++) colliding += answer[m] >= 0;
+    for (size_t k = 0; k < n; k++) colliding += answer[k] >= 0;
     if (out) {
-        for (size_t m = 0; m < n; m++) fprintf(out, "%lld\n", (long long)answer[m]);
+        for (size_t k = 0; k < n; k++) fprintf(out, "%lld\n", (long long)answer[k]);
         FILE *f = out;
         out = NULL;
         if (fclose(f) != 0) {
@@ -152,6 +169,7 @@ done:
     free(mot);
     tdm_robot_info_free(ri);
     tdm_client_free(c);
+    tdm_multi_free(m);
     return status;
 }
 

@@ -211,24 +211,6 @@ static int read_configs(const char *path, size_t n_q, double **cfg, size_t *n)
     return tdm__robot_read_lines(path, &spec, cfg, n);
 }
 
-/* A tdm_multi over the comma-separated servers, or NULL after printing why. */
-static tdm_multi *multi_connect(const char *server)
-{
-    tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
-                          .auth_token = getenv("TANDEM_AUTH_TOKEN")};
-    tdm_multi *m = tdm_multi_connect(NULL, 0, &o);
-    if (!m) {
-        tdm_cli_error("out of memory");
-        return NULL;
-    }
-    if (tdm_multi_err(m)) {
-        tdm_cli_error("cannot connect: %s", tdm_multi_errstr(m));
-        tdm_multi_free(m);
-        return NULL;
-    }
-    return m;
-}
-
 /* `tandem query --urdf --server A,B,C`: the robot and its scene stored on every server
  * (tdm_multi_robot_put_files, tdm_multi_robot_scene_put_file), the configurations sent in
  * chunks of batch * inflight per server, each cut over the servers by
@@ -243,7 +225,7 @@ static int query_robot_multi(const char *server, const char *urdf, const char *s
     tdm_query_result *results = NULL;
     tdm_robot_info *ri = NULL;
     FILE *out = NULL;
-    tdm_multi *m = multi_connect(server);
+    tdm_multi *m = tdm_cli_multi_connect(server);
     if (!m) return -1;
     uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
     if (tdm_multi_robot_put_files(m, NULL, urdf, srdf, robot_id, NULL, &ri)) {
@@ -378,7 +360,7 @@ static int query_multi(const char *server, const char *env, const tdm_mesh *env_
 {
     int rc = -1;
     tdm_query_result *results = calloc(n ? n : 1, sizeof *results);
-    tdm_multi *m = results ? multi_connect(server) : NULL;
+    tdm_multi *m = results ? tdm_cli_multi_connect(server) : NULL;
     if (!results) tdm_cli_error("out of memory");
     if (!m) goto done;
     uint8_t env_id[TDM_ID_BYTES], robot_id[TDM_ID_BYTES];

@@ -43,3 +43,21 @@ int tdm_cli_id(const char *opt, const char *hex, uint8_t id[TDM_ID_BYTES])
     tdm_cli_error("%s must be 64 hex digits (an id from `tandem mesh put` or `tandem scene put`), not '%s'", opt, hex);
     return -1;
 }
+
+/* A tdm_multi over the comma-separated servers, or NULL after printing why. */
+tdm_multi *tdm_cli_multi_connect(const char *server)
+{
+    tdm_connect_opts o = {.addr = server, .timeout_ms = 5000, .client_name = "tandem-cli",
+                          .auth_token = getenv("TANDEM_AUTH_TOKEN")};
+    tdm_multi *m = tdm_multi_connect(NULL, 0, &o);
+    if (!m) {
+        tdm_cli_error("out of memory");
+        return NULL;
+    }
+    if (tdm_multi_err(m)) {
+        tdm_cli_error("cannot connect: %s", tdm_multi_errstr(m));
+        tdm_multi_free(m);
+        return NULL;
+    }
+    return m;
+}

@@ -10,6 +10,9 @@ const char *tdm_cli_server(const char *opt);
 /* Connects (5 s timeout) and says hello as "tandem-cli" with $TANDEM_AUTH_TOKEN; prints the reason and returns NULL
  * on failure. The caller frees the client with tdm_client_free. */
 tdm_client *tdm_cli_connect(const char *server);
+/* A tdm_multi over the comma-separated servers (as tdm_cli_connect, one connection each),
+ * or NULL after printing why. */
+tdm_multi *tdm_cli_multi_connect(const char *server);
 /* Parses a 64-hex-digit id given for opt; prints an error and returns -1 otherwise. */
 int tdm_cli_id(const char *opt, const char *hex, uint8_t id[TDM_ID_BYTES]);
 
