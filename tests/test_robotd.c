@@ -911,35 +911,28 @@ Test(robotd, motions_equal_reference)
     snprintf(tail, sizeof tail, "%s", strrchr(r.out, 'c'));
     free(r.out);
     free(r.err);
-    const char *on[] = {"motions", "--server", D.tcp_addr, "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"),
-                        "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05",
-                        "--out", in_root("m_srv.txt"), NULL};
-    r = run(on);
-    cr_assert_eq(r.status, 0, "motions --server: %s", r.err);
-    cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
-    cr_assert_str_eq(strrchr(r.out, 'c'), tail);
-    free(r.out);
-    free(r.err);
-    /* several servers (tdm_multi): the same daemon over its two listeners */
+    char *a = gen_read_file(in_root("m_off.txt"), NULL);
+    cr_assert_not_null(a);
+    /* one server, and several (tdm_multi: the same daemon over its two listeners) */
     char servers[600];
     snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
-    const char *on_two[] = {"motions", "--server", servers, "--urdf", in_root("arm.urdf"), "--srdf",
-                           in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"),
-                           "--resolution", "0.05", "--out", in_root("m_multi.txt"), NULL};
-    r = run(on_two);
-    cr_assert_eq(r.status, 0, "motions --server A,B: %s", r.err);
-    cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
-    cr_assert_str_eq(strrchr(r.out, 'c'), tail);
-    free(r.out);
-    free(r.err);
-    char *a = gen_read_file(in_root("m_off.txt"), NULL), *b = gen_read_file(in_root("m_srv.txt"), NULL),
-         *b2 = gen_read_file(in_root("m_multi.txt"), NULL);
-    cr_assert(a && b && b2);
-    cr_assert_str_eq(b, a, "tandem motions --server's --out differs from tandem motions'");
-    cr_assert_str_eq(b2, a, "tandem motions --server A,B's --out differs from tandem motions'");
+    const char *const server_of[2] = {D.tcp_addr, servers};
+    for (int k = 0; k < 2; k++) {
+        const char *on[] = {"motions", "--server", server_of[k], "--urdf", in_root("arm.urdf"), "--srdf",
+                            in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"),
+                            "--resolution", "0.05", "--out", in_root("m_srv.txt"), NULL};
+        r = run(on);
+        cr_assert_eq(r.status, 0, "motions --server %s: %s", server_of[k], r.err);
+        cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
+        cr_assert_str_eq(strrchr(r.out, 'c'), tail);
+        free(r.out);
+        free(r.err);
+        char *b = gen_read_file(in_root("m_srv.txt"), NULL);
+        cr_assert_not_null(b);
+        cr_assert_str_eq(b, a, "tandem motions --server %s: --out differs from tandem motions'", server_of[k]);
+        free(b);
+    }
     free(a);
-    free(b);
-    free(b2);
     dmn_stop(&D, SIGTERM);
     free(m);
     free(last);
