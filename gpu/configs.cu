@@ -27,7 +27,7 @@
  * these pointers into it. Passed to the kernels by value. */
 typedef struct dprog {
     tdm_kin kin;
-    uint32_t n_movable, n_checks, n_q;
+    uint32_t n_movable, n_checks;
     const tdm_xform *fixed_pose;
     const double (*fixed_centre)[4];
     const double (*slot_centre)[3];
@@ -403,7 +403,7 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
         if (n_blocks > BLOCK_RUN_MAX) n_blocks = BLOCK_RUN_MAX;
         /* sized once for the most blocks: growing waits for the device */
-        if ((rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * TDM_GPU_FPAIR_BYTES, 0)) != TDM_OK)
+        if ((rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * sizeof(fpair), 0)) != TDM_OK)
             return rc;
     }
 
@@ -434,7 +434,6 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         p.kin.elems = (const tdm_kin_elem *)(db + l.elems);
         p.n_movable = MR;
         p.n_checks = KR;
-        p.n_q = n_q;
         p.fixed_pose = (const tdm_xform *)(db + l.fixed_pose);
         p.fixed_centre = (const double (*)[4])(db + l.fixed_centre);
         p.slot_centre = (const double (*)[3])(db + l.slot_centre);

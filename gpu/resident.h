@@ -159,8 +159,6 @@ int tdm__gpu_reserve_tasks(tdm_gpu *g, slot *s, uint64_t n);
  * size and the overflow flag (the caller queues the fold and the event). */
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks);
-/* The size of a frontier pair (the block runs' scratch). */
-#define TDM_GPU_FPAIR_BYTES 12
 
 /* configs.cu: when a configs run's traversal has ended, queues its fold and the
  * copies of its answers (and records the slot's event); frees a slot's configs
