@@ -3,6 +3,8 @@
  * and the fold on the device, around the same traversal as any chunk. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
@@ -53,14 +55,15 @@ typedef struct dbuf {
 struct cfg_slot {
     dbuf prog, h_prog;     /* the program, and its pinned staging */
     dbuf q, h_q;           /* configurations */
-    dbuf links, pose;      /* per configuration: link and movable-object transforms */
+    dbuf links, pose;      /* per configuration: its joints' local motions and its links' world transforms
+                              (fk_kernel), its movable objects' transforms */
     dbuf centre;           /* per configuration: movable objects' culling centres */
     dbuf flag, off;        /* per (configuration, check): kept, and its task index */
     dbuf map;              /* per task: (configuration, check) */
     dbuf temp;             /* CUB's scan */
     dbuf ans, h_ans;       /* answers */
     dbuf blocks;           /* block runs: each block's two frontier buffers */
-    uint32_t *d_total, *h_total;
+    uint32_t *d_total;     /* the tasks listed (emit_kernel) */
     uint64_t device_bytes; /* counted in the budget */
     /* the run in flight */
     drun run;
@@ -88,21 +91,44 @@ __device__ static __forceinline__ const double *centre_of(const dprog &p, uint32
     return e < p.n_movable ? centre[i * M + e] : p.fixed_centre[e - p.n_movable];
 }
 
-/* One thread per configuration: its links, its movable objects' poses and
- * culling centres. */
-__global__ void fk_kernel(drun P, const double *q, uint32_t n, tdm_xform *links, tdm_xform *pose,
-                          double (*centre)[4])
+/* A warp per configuration (FK_WARPS to a block): its links, its movable objects'
+ * poses and culling centres. Each lane makes joints' local motions (the sines and
+ * cosines, most of the work) into the first half of the configuration's link
+ * scratch, lane 0 chains them from the root into the second half with the very
+ * products of tdm_kin_links (so the same bits as the host), then each lane makes
+ * elements' poses and centres. One thread alone took ~27 us for a Panda and a block
+ * of them ~120 us for 256 configurations (bench/results/ompl_rrt_small.md). Block 0
+ * also clears the slot's counters (what a memset did). */
+#define FK_WARPS 4
+__global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(drun P, const double *q, uint32_t n, tdm_xform *links,
+                                                          tdm_xform *pose, double (*centre)[4], uint32_t *cnt)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (blockIdx.x == 0)
+        for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
+    uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (i >= n) return;
     const dprog &p = P.progs[P.prog_of[i]];
-    tdm_xform *lw = links + (size_t)i * P.L;
-    tdm_xform *x = pose + (size_t)i * P.M;
-    tdm_kin_links(&p.kin, q + (size_t)i * P.n_q, lw);
-    tdm_kin_elems(&p.kin, lw, x);
-    for (uint32_t m = 0; m < p.n_movable; m++) {
-        const double *c = p.slot_centre[m];
-        tdm_cull_centre(&x[m], tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * P.M + m]);
+    const tdm_kin &k = p.kin;
+    const double *qi = q + (size_t)i * P.n_q;
+    tdm_xform *local = links + (size_t)i * 2 * P.L, *world = local + P.L;
+    for (uint32_t j = lane; j + 1 < k.n_links; j += 32) {
+        const tdm_kin_joint *jt = &k.joints[j];
+        tdm_xform m = tdm_kin_motion(jt->type, jt->axis, tdm_kin_value(jt, qi));
+        local[j + 1] = tdm_xform_mul(&jt->origin, &m);
+    }
+    __syncwarp();
+    if (lane == 0) {
+        world[0] = k.base;
+        for (uint32_t j = 0; j + 1 < k.n_links; j++) world[j + 1] = tdm_xform_mul(&world[k.joints[j].parent], &local[j + 1]);
+    }
+    __syncwarp();
+    for (uint32_t e = lane; e < k.n_elems; e += 32) {
+        tdm_xform x = tdm_xform_mul(&world[k.elems[e].link], &k.elems[e].origin);
+        pose[(size_t)i * P.M + e] = x;
+        if (e < p.n_movable) {
+            const double *c = p.slot_centre[e];
+            tdm_cull_centre(&x, tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * P.M + e]);
+        }
     }
 }
 
@@ -149,54 +175,62 @@ __global__ void emit_kernel(drun P, const tdm_xform *pose, const uint32_t *flag,
     map[t] = make_uint2(i, k);
 }
 
-/* One thread per configuration: its tasks in check order, folded as the host's
- * scheduler folds them (workpile/sched.c: the first colliding check, a free
- * check with a solid partner tested for containment, contacts summed and
- * capped). A configuration whose tasks passed the room is not done. */
-__global__ void fold_kernel(drun P, const tdm_xform *pose, const uint32_t *off, const uint32_t *total, uint32_t n,
-                            uint32_t room, uint32_t mode, uint32_t cap, const dres *res, const uint2 *map,
-                            tdm_gpu_config_answer *ans)
+/* A warp per configuration (its tasks are few: ~12 for a Panda in a box world),
+ * folded as the host's scheduler folds them (workpile/sched.c): the first check in
+ * check order that collides or, free with a solid partner, holds one inside the
+ * other; contacts summed over the colliding checks and capped. The lanes take the
+ * tasks in turn and the warp takes the least check, so the answer is the host's
+ * serial one (one thread a configuration, ~120 registers, took ~17 us for one and
+ * ~210 us for 256 configurations). A configuration whose tasks passed the room is
+ * not done. Thread 0 also writes the run's tail (answers[n]: the hand-over's size,
+ * the overflow flag, the tasks listed), so that one copy brings everything back. */
+__global__ void __launch_bounds__(BLOCK) fold_kernel(drun P, const tdm_xform *pose, const uint32_t *off,
+                                                     const uint32_t *total, uint32_t n, uint32_t room, uint32_t mode,
+                                                     uint32_t cap, const dres *res, const uint2 *map,
+                                                     const uint32_t *cnt, tdm_gpu_config_answer *ans)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t i = blockIdx.x * (BLOCK / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (blockIdx.x == 0 && threadIdx.x == 0) ans[n] = tdm_gpu_config_answer{cnt[0], cnt[2 * MAX_ITERS], *total, 0};
     if (i >= n) return;
     const dprog &p = P.progs[P.prog_of[i]];
     uint32_t t0 = off[(size_t)i * P.K];
     uint32_t t1 = i + 1 < n ? off[(size_t)(i + 1) * P.K] : *total;
-    tdm_gpu_config_answer a = {UINT32_MAX, 0, 0, 1};
     if (t1 > room) {
-        a.done = 0;
-        ans[i] = a;
+        if (lane == 0) ans[i] = tdm_gpu_config_answer{UINT32_MAX, 0, 0, 0};
         return;
     }
+    uint32_t first = UINT32_MAX, trunc = 0;
     uint64_t sum = 0;
-    for (uint32_t t = t0; t < t1; t++) {
+    for (uint32_t t = t0 + lane; t < t1; t += 32) {
         uint32_t k = map[t].y;
         const dres *r = &res[t];
         if (r->colliding) {
-            if (a.check == UINT32_MAX) a.check = k;
-            if (mode == TDM_MODE_BOOL) break;
+            if (k < first) first = k;
             sum += tdm_contacts_counted(r->count, cap);
-            if (r->truncated) a.truncated = 1;
-        } else if (p.solids && a.check == UINT32_MAX) {
+            if (r->truncated) trunc = 1;
+        } else if (p.solids && k < first) {
             const tdm_gpu_check *c = &p.checks[k];
             if (!c->solid) continue;
             const tdm_xform *xa = pose_of(p, P.M, pose, i, c->a), *xb = pose_of(p, P.M, pose, i, c->b);
             if (((c->solid & TDM_SOLID_A_IN_B) && tdm_solid_holds(&p.solids[c->ob], xb, &p.solids[c->oa], p.reps, xa)) ||
-                ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb))) {
-                a.check = k;
-                if (mode == TDM_MODE_BOOL) break;
-            }
+                ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb)))
+                first = k;
         }
     }
+    first = __reduce_min_sync(0xffffffffu, first);
+    tdm_gpu_config_answer a = {first, 0, 0, 1};
     if (mode != TDM_MODE_BOOL) {
+        for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
+        trunc = __any_sync(0xffffffffu, trunc);
         if (sum > cap) {
             a.contacts = cap;
             a.truncated = 1;
         } else {
             a.contacts = (uint32_t)sum;
+            a.truncated = trunc;
         }
     }
-    ans[i] = a;
+    if (lane == 0) ans[i] = a;
 }
 
 /* ---- scratch ------------------------------------------------------------------- */
@@ -249,7 +283,6 @@ void tdm__gpu_configs_free(tdm_gpu *g, slot *s)
     drop(&c->h_q, 1);
     drop(&c->h_ans, 1);
     cudaFree(c->d_total);
-    cudaFreeHost(c->h_total);
     tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)c->device_bytes);
     free(c);
     s->cfg = NULL;
@@ -260,8 +293,7 @@ static int cfg_of(tdm_gpu *g, slot *s, cfg_slot **out)
     if (!s->cfg) {
         cfg_slot *c = (cfg_slot *)calloc(1, sizeof *c);
         if (!c) return TDM_ENOMEM;
-        if (cudaMalloc(&c->d_total, sizeof(uint32_t)) != cudaSuccess ||
-            cudaMallocHost(&c->h_total, sizeof(uint32_t)) != cudaSuccess) {
+        if (cudaMalloc(&c->d_total, sizeof(uint32_t)) != cudaSuccess) {
             cudaError_t e = cudaGetLastError();
             cudaFree(c->d_total);
             free(c);
@@ -271,6 +303,65 @@ static int cfg_of(tdm_gpu *g, slot *s, cfg_slot **out)
     }
     *out = s->cfg;
     return TDM_OK;
+}
+
+/* ---- TDM_GPU_PROFILE (measurements only) --------------------------------------------- */
+
+static int prof_of(tdm_gpu *g, slot *s, slot_prof **out)
+{
+    if (!s->prof) {
+        slot_prof *p = (slot_prof *)calloc(1, sizeof *p);
+        if (!p) return TDM_ENOMEM;
+        for (cudaEvent_t &e : p->ev) cudaEventCreate(&e);
+        cudaMalloc(&p->d_stat, 256 * 8 * sizeof(uint32_t));
+        cudaMallocHost(&p->h_stat, 256 * 8 * sizeof(uint32_t));
+        if (cudaGetLastError() != cudaSuccess) return TDM_EGPU;
+        s->prof = p;
+    }
+    (void)g;
+    *out = s->prof;
+    return TDM_OK;
+}
+
+/* One line per block run: configurations, programs, entries, tasks, blocks; device us of the
+ * set-up (copies, kinematics, culling, scan, listing), the block run, the fold and copies; host
+ * us from the start to the answers; then over the blocks: max and mean cycles, max and sum of box
+ * tests, leaf pairs and triangle tests, max levels, max widest level, and the cycles of the block
+ * with the most box tests. */
+static void prof_write(tdm_gpu *g, slot *s, uint32_t tasks)
+{
+    slot_prof *p = s->prof;
+    float t01 = 0, t12 = 0, t23 = 0;
+    cudaEventElapsedTime(&t01, p->ev[0], p->ev[1]);
+    cudaEventElapsedTime(&t12, p->ev[1], p->ev[2]);
+    cudaEventElapsedTime(&t23, p->ev[2], p->ev[3]);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double host_us = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - p->t0_ns) / 1e3;
+    uint64_t sum[8] = {0}, mx[8] = {0}, heavy_cyc = 0;
+    for (uint32_t b = 0; b < p->blocks; b++) {
+        const uint32_t *o = p->h_stat + b * 8;
+        for (int i = 0; i < 8; i++) {
+            sum[i] += o[i];
+            if (o[i] > mx[i]) {
+                mx[i] = o[i];
+                if (i == 2) heavy_cyc = o[0];
+            }
+        }
+    }
+    char line[512];
+    int len = snprintf(line, sizeof line,
+                       "n=%zu progs=%u entries=%zu tasks=%u blocks=%u setup_us=%.1f block_us=%.1f fold_us=%.1f "
+                       "host_us=%.1f cyc_max=%llu cyc_mean=%llu box_max=%llu box_sum=%llu leaf_max=%llu "
+                       "leaf_sum=%llu tri_max=%llu tri_sum=%llu levels_max=%llu wide_max=%llu heavy_cyc=%llu\n",
+                       p->n, p->progs, p->entries, tasks, p->blocks, t01 * 1e3, t12 * 1e3, t23 * 1e3, host_us,
+                       (unsigned long long)mx[0], (unsigned long long)(p->blocks ? sum[0] / p->blocks : 0),
+                       (unsigned long long)mx[2], (unsigned long long)sum[2], (unsigned long long)mx[3],
+                       (unsigned long long)sum[3], (unsigned long long)mx[4], (unsigned long long)sum[4],
+                       (unsigned long long)mx[5], (unsigned long long)mx[6], (unsigned long long)heavy_cyc);
+    if (len > 0 && write(g->prof_fd, line, (size_t)len) < 0) { /* measurements only: nothing to do */
+    }
+    p->n = 0;
 }
 
 /* ---- the API (gpu.h) --------------------------------------------------------------- */
@@ -382,15 +473,15 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     if (g->config_room && room > g->config_room) room = g->config_room;
     if (room > UINT32_MAX) room = UINT32_MAX;
     if ((rc = grow(g, c, &c->h_prog, prog_bytes, 1)) != TDM_OK || (rc = grow(g, c, &c->prog, prog_bytes, 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->links, sized * L * sizeof(tdm_xform), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->links, sized * 2 * L * sizeof(tdm_xform), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->pose, sized * M * sizeof(tdm_xform), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->centre, sized * M * 4 * sizeof(double), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->flag, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->off, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->map, room * sizeof(uint2), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->temp, temp_bytes ? temp_bytes : 16, 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->ans, sized * sizeof(tdm_gpu_config_answer), 0)) != TDM_OK ||
-        (rc = grow(g, c, &c->h_ans, sized * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
+        (rc = grow(g, c, &c->ans, (sized + 1) * sizeof(tdm_gpu_config_answer), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->h_ans, (sized + 1) * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
         return rc;
 
     /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu's
@@ -455,12 +546,24 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     P.n_q = n_q;
 
     cudaStream_t st = s->stream;
+    slot_prof *pf = NULL;
+    if (g->prof_fd >= 0 && block && (rc = prof_of(g, s, &pf)) != TDM_OK) return rc;
+    if (pf) {
+        pf->blocks = n_blocks;
+        pf->progs = n_prog;
+        pf->n = n;
+        pf->entries = entries;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        pf->t0_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        cudaEventRecord(pf->ev[0], st);
+    }
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, of_at + n * sizeof(uint32_t),
                                            cudaMemcpyHostToDevice, st));
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->q.p, c->h_q.p, n * n_q * sizeof(double), cudaMemcpyHostToDevice, st));
-    TDM_CUDA_TRY(&g->dead, cudaMemsetAsync(s->cnt, 0, CNT_N * sizeof(uint32_t), st));
-    fk_kernel<<<tdm__gpu_blocks(n), BLOCK, 0, st>>>(P, (const double *)c->q.p, (uint32_t)n, (tdm_xform *)c->links.p,
-                                                    (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p);
+    fk_kernel<<<(unsigned)((n + FK_WARPS - 1) / FK_WARPS), 32 * FK_WARPS, 0, st>>>(
+        P, (const double *)c->q.p, (uint32_t)n, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p,
+        (double (*)[4])c->centre.p, s->cnt);
     cull_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(P, (const double (*)[4])c->centre.p, (uint32_t)entries,
                                                             (uint32_t *)c->flag.p);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
@@ -487,8 +590,14 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         /* the answers too, at once: they stand unless the run hands pairs over to the levels,
            whose end folds again (tdm__gpu_configs_finish) */
         uint32_t room_pairs = g->block_room && g->block_room < BLOCK_RUN_ROOM ? g->block_room : BLOCK_RUN_ROOM;
+        if (pf) cudaEventRecord(pf->ev[1], st);
         if ((rc = tdm__gpu_block_configs(g, s, upper, c->d_total, c->blocks.p, room_pairs, n_blocks)) != TDM_OK)
             return rc;
+        if (pf) {
+            cudaEventRecord(pf->ev[2], st);
+            cudaMemcpyAsync(pf->h_stat, pf->d_stat, (size_t)n_blocks * 8 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                            st);
+        }
         return tdm__gpu_configs_finish(g, s);
     }
     return tdm__gpu_launch_group(g, s);
@@ -498,23 +607,32 @@ int tdm__gpu_configs_finish(tdm_gpu *g, slot *s)
 {
     cfg_slot *c = s->cfg;
     cudaStream_t st = s->stream;
-    fold_kernel<<<tdm__gpu_blocks(c->n), BLOCK, 0, st>>>(c->run, (const tdm_xform *)c->pose.p,
-                                                         (const uint32_t *)c->off.p, c->d_total, (uint32_t)c->n,
-                                                         c->task_room, c->mode, c->cap, s->d_res,
-                                                         (const uint2 *)c->map.p, (tdm_gpu_config_answer *)c->ans.p);
+    fold_kernel<<<(unsigned)((c->n + BLOCK / 32 - 1) / (BLOCK / 32)), BLOCK, 0, st>>>(
+        c->run, (const tdm_xform *)c->pose.p, (const uint32_t *)c->off.p, c->d_total, (uint32_t)c->n, c->task_room,
+        c->mode, c->cap, s->d_res, (const uint2 *)c->map.p, s->cnt, (tdm_gpu_config_answer *)c->ans.p);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->h_ans.p, c->ans.p, c->n * sizeof(tdm_gpu_config_answer),
+    /* the answers and the run's tail (fold_kernel) in one copy */
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->h_ans.p, c->ans.p, (c->n + 1) * sizeof(tdm_gpu_config_answer),
                                            cudaMemcpyDeviceToHost, st));
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->h_total, c->d_total, sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+    if (s->prof) cudaEventRecord(s->prof->ev[3], st);
     TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, st));
     return TDM_OK;
+}
+
+void tdm__gpu_configs_look(slot *s)
+{
+    const cfg_slot *c = s->cfg;
+    const tdm_gpu_config_answer *tail = (const tdm_gpu_config_answer *)c->h_ans.p + c->n;
+    s->h_cnt[0] = tail->check;    /* pairs handed over to the levels */
+    s->h_cnt[1] = tail->contacts; /* the overflow flag */
 }
 
 extern "C" const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks)
 {
     const cfg_slot *c = g->slots[k].cfg;
-    uint32_t total = *c->h_total;
+    uint32_t total = ((const tdm_gpu_config_answer *)c->h_ans.p)[c->n].truncated; /* the tail's tasks listed */
     *tasks = total < c->task_room ? total : c->task_room;
     g->stats.tasks += *tasks;
+    if (g->prof_fd >= 0 && g->slots[k].prof && g->slots[k].prof->n == c->n) prof_write(g, &g->slots[k], total);
     return (const tdm_gpu_config_answer *)c->h_ans.p;
 }

@@ -1,9 +1,11 @@
 /* The GPU-resident engine; gpu.h describes the method. Kernels are thin: index
  * math, then the geom/ functions the CPU engine calls too. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
@@ -498,7 +500,7 @@ __global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dr
 }
 
 /* Block runs (a configs run of few entries, configs.cu): each block takes its
- * share of the tasks (contiguous, at most a few) and walks their BVTTs level by
+ * share of the tasks (every gridDim.x-th, at most a few) and walks their BVTTs level by
  * level in its own two frontier buffers of `room` pairs (`scratch`, per block),
  * a __syncthreads between levels: the levels' breadth within a task without a
  * launch or a host look per level, which is most of a small run's time on the
@@ -538,19 +540,28 @@ __device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, ui
 __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dres *res, uint32_t n,
                                                           const uint32_t *n_dev, fpair *scratch, uint32_t room,
                                                           fpair *front, uint32_t *cnt, uint32_t cap_pairs,
-                                                          uint32_t *overflow)
+                                                          uint32_t *overflow, uint32_t *stat)
 {
     __shared__ uint32_t n_cur, n_next;
+    __shared__ uint32_t st_box, st_leaf, st_tri; /* profiling (stat != NULL, TDM_GPU_PROFILE) */
+    long long t_start = stat ? clock64() : 0;
+    uint32_t my_box = 0, my_leaf = 0, my_tri = 0, levels = 0, widest = 0;
     if (n_dev && *n_dev < n) n = *n_dev;
-    uint32_t per = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n, lo + per);
-    if (lo >= hi) return;
+    /* tasks blockIdx.x, + gridDim.x, ...: a configuration's tasks (listed together, and often
+       heavy together: a hand near a shelf) go to different blocks */
+    uint32_t mine = blockIdx.x < n ? (n - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    if (stat && threadIdx.x == 0) {
+        st_box = st_leaf = st_tri = 0;
+        for (int i = 0; i < 8; i++) stat[blockIdx.x * 8 + i] = 0;
+    }
+    if (mine == 0) return;
     fpair *cur = scratch + (size_t)blockIdx.x * 2 * room, *next = cur + room;
-    for (uint32_t i = threadIdx.x; i < hi - lo; i += BLOCK) {
-        fpair p = {lo + i, 0, 0};
+    for (uint32_t i = threadIdx.x; i < mine; i += BLOCK) {
+        fpair p = {blockIdx.x + i * gridDim.x, 0, 0};
         if (i < room) cur[i] = p;
         else block_hand_over(p, front, cnt, cap_pairs, overflow);
     }
-    if (threadIdx.x == 0) n_cur = min(hi - lo, room);
+    if (threadIdx.x == 0) n_cur = min(mine, room);
     __syncthreads();
     while (n_cur > 0) {
         if (threadIdx.x == 0) n_next = 0;
@@ -567,6 +578,7 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
             tdm_load16(&nb, &h.bn[p.b], 4);
             tdm_wbox w;
             tdm_wbox_of(&h.fx, &nb, &w);
+            my_box++;
             if (!tdm_obb_overlap_w(&na, &w, nb.extent, h.tol)) continue;
             uint32_t ca[2] = {0, 0}, cb[2] = {0, 0};
             int nca = 0, ncb = 0;
@@ -585,19 +597,40 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
             tdm_dvec3 tb[2][3], ta[3];
             uint32_t ctb = tdm_leaf_load_moved(&nb, t->bt, &t->x, tb);
             int done = 0;
+            my_leaf++;
             for (uint32_t x = 0; x < cta && !done; x++) {
                 tdm_tri_load(&t->at[9 * (size_t)(fa + x)], ta);
-                for (uint32_t y = 0; y < ctb && !done; y++)
+                for (uint32_t y = 0; y < ctb && !done; y++) {
+                    my_tri++;
                     if (!tdm_tri_planes_separate(ta, tb[y]) && tdm_tri_tri_intersect(ta, tb[y]))
                         done = block_hit(t, r, fa + x, fb + y);
+                }
             }
         }
         __syncthreads();
+        levels++;
+        if (n_cur > widest) widest = n_cur;
         if (threadIdx.x == 0) n_cur = min(n_next, room);
         fpair *tmp = cur;
         cur = next;
         next = tmp;
         __syncthreads();
+    }
+    if (stat) {
+        atomicAdd(&st_box, my_box);
+        atomicAdd(&st_leaf, my_leaf);
+        atomicAdd(&st_tri, my_tri);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            uint32_t *o = stat + blockIdx.x * 8;
+            o[0] = (uint32_t)(clock64() - t_start);
+            o[1] = mine;
+            o[2] = st_box;
+            o[3] = st_leaf;
+            o[4] = st_tri;
+            o[5] = levels;
+            o[6] = widest;
+        }
     }
 }
 
@@ -740,6 +773,7 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     }
     g->cfg = c;
     g->bud = bud;
+    g->prof_fd = -1;
     g->n_slots = c.streams;
     g->grid = prop.multiProcessorCount * 8;
     const char *graphs = getenv("TDM_GPU_GRAPHS");
@@ -758,6 +792,8 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->block_room = br && *br ? (uint32_t)strtoul(br, NULL, 10) : 0;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
      * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
+    const char *prof = getenv("TDM_GPU_PROFILE");
+    g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
     unsigned ev_flags = cudaEventDisableTiming | (blocking && strcmp(blocking, "1") == 0 ? cudaEventBlockingSync : 0);
     for (int k = 0; k < g->n_slots; k++) {
@@ -867,10 +903,17 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
         drop_graphs(s);
         free(s->groups);
         cudaFreeHost(s->h_cnt);
+        if (s->prof) {
+            for (cudaEvent_t e : s->prof->ev) cudaEventDestroy(e);
+            cudaFree(s->prof->d_stat);
+            cudaFreeHost(s->prof->h_stat);
+            free(s->prof);
+        }
         if (s->ready) cudaEventDestroy(s->ready);
         if (s->stream) cudaStreamDestroy(s->stream);
     }
     budget_release(g->bud);
+    if (g->prof_fd >= 0) close(g->prof_fd);
     free(g);
 }
 
@@ -1119,8 +1162,10 @@ int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
 {
     block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
                                                        room, s->front[0], s->cnt, (uint32_t)g->cap_pairs,
-                                                       s->cnt + 2 * MAX_ITERS);
-    return one_launch_look(g, s);
+                                                       s->cnt + 2 * MAX_ITERS, s->prof ? s->prof->d_stat : NULL);
+    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+    g->stats.small_runs++;
+    return TDM_OK;
 }
 
 extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
@@ -1128,6 +1173,7 @@ extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
     slot *s = &g->slots[k];
     cudaError_t e = cudaEventSynchronize(s->ready);
     if (e != cudaSuccess) return tdm_cuda_err(e, &g->dead);
+    if (s->configs && s->small) tdm__gpu_configs_look(s); /* a block run's look came back with its answers */
     if (s->finishing) {
         g->stats.iterations += (uint64_t)s->it;
         for (int i = 0; i < s->it; i++) g->stats.pairs += (uint64_t)s->h_cnt[2 + 2 * i] + s->h_cnt[3 + 2 * i];

@@ -51,6 +51,17 @@ typedef struct fpair { uint32_t task, a, b; } fpair;
  * another's, and the kernels traverse a third (gpu.h). */
 struct cfg_slot; /* configs.cu: a slot's scratch for batches of configurations */
 
+/* TDM_GPU_PROFILE=FILE (measurements only): each configs run in block runs appends
+ * one line to FILE with its stages' device times and its blocks' work (configs.cu). */
+typedef struct slot_prof {
+    cudaEvent_t ev[4];        /* before the copies, before the block run, after it, after the fold's copies */
+    uint32_t *d_stat, *h_stat; /* per block: cycles, tasks, box tests, leaf pairs, triangle tests, levels,
+                                  widest level, 0 */
+    uint32_t blocks, progs;
+    size_t n, entries;
+    uint64_t t0_ns;
+} slot_prof;
+
 typedef struct slot {
     cudaStream_t stream;
     cudaEvent_t ready;        /* recorded after each group of levels */
@@ -74,6 +85,7 @@ typedef struct slot {
     int configs;              /* the run in flight is a batch of configurations (configs.cu) */
     int small;                /* the run in flight started depth first (small_run_kernel) and has not
                                  been looked at yet */
+    slot_prof *prof;          /* TDM_GPU_PROFILE only */
 } slot;
 
 #define MAX_SLOTS 8
@@ -109,6 +121,7 @@ struct tdm_gpu {
                                       runs in block runs (TDM_GPU_BLOCK_CONFIG_ENTRIES; 0: never) */
     uint32_t block_room;           /* a block run's frontier room per block (TDM_GPU_BLOCK_ROOM, tests:
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
+    int prof_fd;                   /* TDM_GPU_PROFILE's file, or -1 */
 };
 
 #define BLOCK 256
@@ -155,8 +168,8 @@ int tdm__gpu_reserve_tasks(tdm_gpu *g, slot *s, uint64_t n);
 
 /* A configs run in block runs (block_run_kernel): at most `most` tasks, as many as
  * *d_tasks_listed says, on `blocks` blocks, each with two frontier buffers of `room`
- * pairs in `scratch` (2 x room x blocks pairs); queues the copies of the hand-over's
- * size and the overflow flag (the caller queues the fold and the event). */
+ * pairs in `scratch` (2 x room x blocks pairs). The caller queues the fold, whose one
+ * copy brings back the hand-over's size and the overflow flag, and the event. */
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks);
 
@@ -164,6 +177,9 @@ int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
  * copies of its answers (and records the slot's event); frees a slot's configs
  * scratch (giving its bytes back). */
 int tdm__gpu_configs_finish(tdm_gpu *g, slot *s);
+/* After a block run's event: the hand-over's size and the overflow flag (h_cnt[0], [1])
+ * from the run's tail, which came back with its answers. */
+void tdm__gpu_configs_look(slot *s);
 void tdm__gpu_configs_free(tdm_gpu *g, slot *s);
 
 #endif
