@@ -18,6 +18,9 @@
 #   block     TDM_GPU_BLOCKING_SYNC=1 (lanes sleep while they wait for the GPU)
 #   bceN      TDM_GPU_BLOCK_CONFIG_ENTRIES=N (configs runs of at most N entries in block runs; 0: never)
 #   shm       the data directory on /dev/shm
+#   dup       --gpu-devices 0,0 (two GPU engines on device 0: twice the lanes, each with its own trees)
+#   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
+#   spinN     TDM_POOLER_SPIN_US=N (idle pooler threads poll N us for work before they sleep)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1.
 set -uo pipefail
@@ -43,6 +46,9 @@ for v in "${variants[@]}"; do
     [[ $v == *:dcs0* ]] && extra+=(--device-configs-small 0)
     [[ $v == *:block* ]] && envs+=(TDM_GPU_BLOCKING_SYNC=1)
     [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
+    [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
+    [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
+    [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
     sock=$work/tandemd.sock

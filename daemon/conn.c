@@ -20,6 +20,8 @@ struct tdm_frame {
     uv_write_t req;
     tdm_conn *conn;
     size_t len;
+    size_t off;  /* bytes already written by tdm_conn_reply_direct */
+    int gated;   /* counted in conn->out_gate by tdm_conn_reply_direct */
     uint8_t data[];
 };
 
@@ -30,6 +32,12 @@ static void conn_set_state(tdm_conn *c, enum tdm_conn_state s)
     if (c->state == s) return;
     tdm_log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_text[c->state], state_text[s]);
     c->state = s;
+    if ((s == CONN_DRAINING || s == CONN_LINGER || s == CONN_CLOSING) && c->out_fd >= 0) {
+        /* from here on every byte goes through the loop (the FIN after the last reply) */
+        pthread_mutex_lock(&c->out_mu);
+        c->out_fd = -1;
+        pthread_mutex_unlock(&c->out_mu);
+    }
 }
 
 static int is_reading_state(const tdm_conn *c) { return c->state == CONN_READ_LEN || c->state == CONN_READ_BODY; }
@@ -109,6 +117,7 @@ static void maybe_free(tdm_conn *c)
     tdm_tls_free(c->tls);
     tdm_arena_free(c->arena);
     assert(c->in_charged == 0 && c->promised == 0 && !c->jobs);
+    pthread_mutex_destroy(&c->out_mu);
     free(c);
     tdm_server_conn_gone(srv);
 }
@@ -284,15 +293,25 @@ void tdm_conn_end(tdm_conn *c)
 
 /* ---- output ---- */
 
+/* A frame leaves the loop's write path (written, failed or dropped). */
+static void ungate(tdm_conn *c)
+{
+    pthread_mutex_lock(&c->out_mu);
+    c->out_gate--;
+    pthread_mutex_unlock(&c->out_mu);
+}
+
 static void on_write(uv_write_t *req, int status)
 {
     tdm_frame *o = (tdm_frame *)req;
     tdm_conn *c = o->conn;
-    c->out_bytes -= o->len;
+    size_t n = o->len - o->off;
+    c->out_bytes -= n;
     c->out_writes--;
     c->out_progress_ns = uv_hrtime();
-    tdm_budget_release(&c->srv->mem, TDM_MEM_OUTPUT, o->len);
+    tdm_budget_release(&c->srv->mem, TDM_MEM_OUTPUT, n);
     free(o);
+    ungate(c);
     if (status < 0) {
         if (status != UV_ECANCELED) tdm_conn_close(c, uv_strerror(status));
         return;
@@ -306,6 +325,8 @@ tdm_frame *tdm_frame_new(size_t n, uint8_t **body)
     tdm_frame *o = malloc(sizeof *o + 4 + n);
     if (!o) return NULL;
     o->conn = NULL;
+    o->off = 0;
+    o->gated = 0;
     o->len = 4 + n;
     o->data[0] = (uint8_t)(n >> 24);
     o->data[1] = (uint8_t)(n >> 16);
@@ -337,21 +358,30 @@ tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large)
 
 void tdm_frame_free(tdm_frame *f) { free(f); }
 
-/* Queues o's bytes as they are (a plain frame, or TLS ciphertext) and takes o. */
+/* Queues o's bytes as they are (a plain frame, or TLS ciphertext; past what a direct
+ * write took) and takes o. */
 static void write_frame(tdm_conn *c, tdm_frame *o)
 {
     o->conn = c;
-    uv_buf_t b = uv_buf_init((char *)o->data, (unsigned int)o->len);
+    size_t n = o->len - o->off;
+    if (!o->gated) { /* on the loop's write path from now until on_write: no direct write overtakes it */
+        pthread_mutex_lock(&c->out_mu);
+        c->out_gate++;
+        pthread_mutex_unlock(&c->out_mu);
+        o->gated = 1;
+    }
+    uv_buf_t b = uv_buf_init((char *)o->data + o->off, (unsigned int)n);
     int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
     if (rc != 0) {
         free(o);
+        ungate(c);
         tdm_conn_close(c, uv_strerror(rc));
         return;
     }
     if (c->out_writes == 0) c->out_progress_ns = uv_hrtime(); /* the stall clock starts */
-    c->out_bytes += o->len;
+    c->out_bytes += n;
     c->out_writes++;
-    tdm_budget_charge(&c->srv->mem, TDM_MEM_OUTPUT, o->len);
+    tdm_budget_charge(&c->srv->mem, TDM_MEM_OUTPUT, n);
     if (c->out_bytes > c->srv->cfg->max_output_bytes_hard) {
         tdm_log_warn("conn %llu (%s): %llu bytes of replies unread (max-output-bytes-hard %llu): closing",
                      (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes,
@@ -372,14 +402,49 @@ static void tls_flush(tdm_conn *c)
         tdm_conn_close(c, "out of memory for TLS output");
         return;
     }
+    o->off = 0;
+    o->gated = 0;
     o->len = tdm_tls_take(c->tls, o->data, n);
     write_frame(c, o);
+}
+
+void tdm_conn_drop_frame(tdm_conn *c, tdm_frame *o)
+{
+    if (!o) return;
+    if (o->gated) ungate(c);
+    free(o);
+}
+
+void tdm_conn_sent_direct(tdm_conn *c)
+{
+    (void)c;
+    tdm_metrics_reply();
+}
+
+int tdm_conn_reply_direct(tdm_conn *c, tdm_frame *o)
+{
+    int done = 0;
+    pthread_mutex_lock(&c->out_mu);
+    if (c->out_fd >= 0) {
+        if (c->out_gate == 0) {
+            ssize_t n = send(c->out_fd, o->data, o->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n == (ssize_t)o->len) done = 1;
+            else if (n > 0) o->off = (size_t)n; /* the socket is full: the loop writes the rest */
+            /* an error (the peer gone) is the loop's to meet when it writes */
+        }
+        if (!done) { /* the loop's from here: what comes later waits behind it */
+            c->out_gate++;
+            o->gated = 1;
+        }
+    }
+    pthread_mutex_unlock(&c->out_mu);
+    return done;
 }
 
 void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
 {
     if (c->state == CONN_CLOSING || c->state == CONN_LINGER) { /* nobody waits for it */
-        free(o);
+        tdm_conn_drop_frame(c, o);
         return;
     }
     tdm_metrics_reply();
@@ -389,11 +454,12 @@ void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
     }
     if (!tdm_tls_ready(c->tls)) { /* an answer at accept (ERROR_BUSY): no session to carry it yet */
         tdm_log_debug("conn %llu: reply dropped: the TLS handshake is not done", (unsigned long long)c->id);
-        free(o);
+        tdm_conn_drop_frame(c, o);
         return;
     }
     size_t cap = tdm_tls_seal_bound(c->tls, o->len);
     tdm_frame *sealed = malloc(sizeof *sealed + cap);
+    if (sealed) sealed->off = sealed->gated = 0;
     int rc = sealed ? tdm_tls_seal(c->tls, o->data, o->len, sealed->data, cap, &sealed->len) : TDM_ENOMEM;
     free(o);
     if (rc != 0) {
@@ -597,6 +663,9 @@ static void refuse_frame(tdm_conn *c)
 static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
 {
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
+    /* jobs whose replies went out from a pooler thread (tdm_conn_reply_direct) are accounted
+       before any request their clients may have sent on seeing them (stats, in-flight limits) */
+    if (c->srv->query_pool) tdm_query_pool_collect(c->srv->query_pool);
     tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
     tdm_request_handle(c, frame, len);
     tdm_metrics_leave(outer);
@@ -861,7 +930,10 @@ void tdm_conn_leave_unauth(tdm_conn *c)
 static void on_closed_unaccepted(uv_handle_t *h)
 {
     tdm_conn *c = h->data;
-    if (--c->handles_open == 0) free(c);
+    if (--c->handles_open == 0) {
+        pthread_mutex_destroy(&c->out_mu);
+        free(c);
+    }
 }
 
 void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
@@ -873,6 +945,8 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
         tdm_log_error("out of memory accepting a connection");
         return;
     }
+    c->out_fd = -1;
+    pthread_mutex_init(&c->out_mu, NULL); /* default attributes: cannot fail */
     int rc = is_unix ? uv_pipe_init(srv->loop, &c->h.pipe, 0) : uv_tcp_init(srv->loop, &c->h.tcp);
     if (rc != 0) {
         tdm_log_error("accept: %s", uv_strerror(rc));
@@ -939,4 +1013,10 @@ void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
     tdm_log_debug("conn %llu (%s): accepted", (unsigned long long)c->id, c->peer);
     tdm_conn_deadline(c);
     read_start(c);
+    uv_os_fd_t fd;
+    if (!c->tls && is_reading_state(c) && uv_fileno(&c->h.handle, &fd) == 0) {
+        pthread_mutex_lock(&c->out_mu);
+        c->out_fd = fd;
+        pthread_mutex_unlock(&c->out_mu);
+    }
 }

@@ -49,6 +49,7 @@
 #ifndef TDM_DAEMON_CONN_H
 #define TDM_DAEMON_CONN_H
 
+#include <pthread.h>
 #include <stdarg.h>
 
 #include "codec.h"
@@ -135,6 +136,16 @@ struct tdm_conn {
                                  write queue shrank), or of output starting to wait */
     size_t out_queue_seen;    /* libuv's write queue size at the last stall check */
     int mem_refused;          /* a large frame's buffer could not grow within the limits */
+
+    /* direct replies (tdm_conn_reply_direct): the pooler thread that packed a query's reply
+       writes it to the socket itself, which spares the loop a write (the system call that
+       wakes the client) and the reply a hop through the loop. Under out_mu, any thread: */
+    pthread_mutex_t out_mu;
+    int out_fd;               /* a plain connection's socket while it reads or pauses; -1 otherwise
+                                 (TLS, before accept's checks pass, draining, lingering, closing) */
+    uint32_t out_gate;        /* frames on the loop's write path (queued to libuv, or handed to the
+                                 loop unwritten by a pooler thread): no direct write while > 0, so
+                                 replies keep the order the loop gives them */
 };
 
 /* Accepts a pending connection on a listener. */
@@ -152,6 +163,17 @@ tdm_frame *tdm_frame_pack(const Tandem__V1__Reply *reply, int *too_large);
 /* Queues the frame and takes it (freed when written, or now when the connection
  * is closing). */
 void tdm_conn_send_frame(tdm_conn *c, tdm_frame *f);
+/* Any thread (a pooler thread, with the reply it packed): writes the frame to the
+ * socket now when the connection is plain, open and has nothing on the loop's write
+ * path. Returns 1 when all of it was written (the caller frees it; the loop then only
+ * counts it: tdm_conn_sent_direct). Otherwise returns 0 with the frame marked as on
+ * the loop's write path (gated) and the bytes written, if any, skipped: the loop must
+ * send it with tdm_conn_send_frame, or drop it with tdm_conn_drop_frame. */
+int tdm_conn_reply_direct(tdm_conn *c, tdm_frame *f);
+/* Loop thread: a reply written by tdm_conn_reply_direct, counted as sent. */
+void tdm_conn_sent_direct(tdm_conn *c);
+/* Loop thread: lets a frame go unsent (its connection is closing). */
+void tdm_conn_drop_frame(tdm_conn *c, tdm_frame *f);
 /* A frame with room for an n-byte body (*body), length prefix written; NULL
  * when out of memory or n does not fit the 4-byte length. Any thread. */
 tdm_frame *tdm_frame_new(size_t n, uint8_t **body);

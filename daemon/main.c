@@ -146,6 +146,10 @@ int main(int argc, char **argv)
     }
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
+    /* replies written by the pooler thread that packed them (conn.h); TDM_DIRECT_REPLIES=0: by
+       the loop (A/B runs) */
+    const char *direct = getenv("TDM_DIRECT_REPLIES");
+    if (!(direct && !strcmp(direct, "0"))) tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
     if ((rc = tdm_server_budget_start(&srv)) != 0) {
         tdm_log_error("timer: %s", uv_strerror(rc));
         goto out;

@@ -9,7 +9,9 @@
  * the job.
  *
  * The pooler's threads touch only the job and this module's queue; never a
- * libuv handle, a connection or the catalogue. */
+ * libuv handle or the catalogue, and of a connection only what
+ * tdm_conn_reply_direct guards with its own lock (`ran` may write the reply to the
+ * socket itself: conn.h). */
 #ifndef TDM_DAEMON_QUERY_POOL_H
 #define TDM_DAEMON_QUERY_POOL_H
 
@@ -41,6 +43,9 @@ struct tdm_query_job {
     double bad_norm;      /* ... its quaternion's norm */
     struct tdm_frame *frame; /* the packed reply (by `ran`, on the pooler thread) */
     int frame_too_large;
+    int sending;          /* the pool's sender is writing `frame` (atomic; query_pool.c): the loop
+                             leaves the job queued until it has */
+    int sent_direct;      /* the sender wrote all of `frame` to the socket itself */
     /* Optional hooks of jobs that are more than one run (MotionCheck): `again`, on the
      * pooler thread after each successful run, reads the results and sets up the next
      * run (pool.n_queries, n_tasks, poses) and returns 1, or returns 0 when the job is
@@ -68,6 +73,15 @@ typedef struct tdm_query_pool tdm_query_pool;
 int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                           void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
                           void *data, tdm_query_pool **out);
+/* Before the first submit: send (on the pooler thread, for a job whose `ran` left a
+ * frame) writes the reply itself, after the job has been queued for the loop and before
+ * the loop may take it, so that whatever the client does on seeing the reply, the loop
+ * finds the job to account first (tdm_query_pool_collect; the one window left is between
+ * the write's return and the mark that it is done, far shorter than any client's turn). */
+void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data));
+/* Loop thread: hands every finished job to `done` now (what the async wake-up does),
+ * so that a request is handled after the jobs whose replies its client may have seen. */
+void tdm_query_pool_collect(tdm_query_pool *qp);
 /* Loop thread. The job is the pool's until `done` gets it back. */
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job);
 /* The pooler's fairness rules (workpile/pooler.h); before the first submit. */

@@ -25,6 +25,9 @@ void tdm_request_refuse(tdm_conn *c, const uint8_t *frame, size_t len);
  * on the pooler thread that ran the job (it packs the reply), done on the loop
  * (it sends it). */
 void tdm_request_query_packed(tdm_query_job *job, void *data);
+/* Pooler thread, after the job is handed back (query_pool.h's sender): writes the packed
+ * reply to the socket when the connection lets it (tdm_conn_reply_direct). */
+void tdm_request_query_send(tdm_query_job *job, void *data);
 void tdm_request_query_done(tdm_query_job *job, void *data);
 
 #endif

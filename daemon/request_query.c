@@ -48,8 +48,11 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
 {
     tdm_conn *c = j->owner;
     int rc = j->pool.rc;
-    if (!tdm_conn_alive(c)) {
+    if (j->sent_direct) {
+        tdm_conn_sent_direct(c);
         tdm_frame_free(f);
+    } else if (!tdm_conn_alive(c)) {
+        tdm_conn_drop_frame(c, f);
     } else if (rc == TDM_EBUDGET) {
         tdm_conn_send_error(c, j->request_id, E(WORK_BUDGET), "", -1,
                             "%u queries cost more than their work budget of %llu box and triangle tests "
@@ -90,6 +93,12 @@ void tdm_request_query_packed(tdm_query_job *j, void *data)
 {
     (void)data;
     if (j->pool.rc == TDM_OK) j->frame = pack_query_reply(j, &j->frame_too_large);
+}
+
+void tdm_request_query_send(tdm_query_job *j, void *data)
+{
+    (void)data;
+    j->sent_direct = tdm_conn_reply_direct(j->owner, j->frame);
 }
 
 void tdm_request_query_done(tdm_query_job *j, void *data)

@@ -296,6 +296,7 @@ void fuzz_daemon_start(fuzz_daemon *d)
         DIE("query pool");
     tdm_pooler_fairness fair = {d->cfg.slice_tasks, d->cfg.latency_lane_tasks, d->cfg.latency_lane_work};
     tdm_query_pool_set_fairness(s->query_pool, &fair);
+    tdm_query_pool_set_sender(s->query_pool, tdm_request_query_send);
     if (tdm_server_budget_start(s) != 0) DIE("budget timer");
     if (tdm_server_listen(s, err, sizeof err) != 0) DIE("%s", err);
     s->ready = 1;

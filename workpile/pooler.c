@@ -43,6 +43,7 @@ struct tdm_pooler {
     tdm_pooler_fairness fair;
     void (*finished)(tdm_pooler_job *, void *);
     void (*ran)(const tdm_pooler_batch *, void *);
+    void (*batch_end)(void *);
     void *data;
     worker workers[MAX_THREADS]; /* one per engine lane: that many batches run at once */
     int n_threads;               /* started */
@@ -51,13 +52,19 @@ struct tdm_pooler {
     int configs_on_device;       /* the engine runs configurations on the device: pool jobs of them */
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
+    uint64_t queued_gen;         /* bumped (atomically, under lock) whenever a job is queued */
     /* under lock */
+    int sleepers;                /* threads in pthread_cond_wait */
     queue small, large;          /* small: jobs the latency lane may take (fairness) */
     uint64_t seq;
     int stopping;
     size_t pending;
     tdm_pooler_stats stats;
 };
+
+/* How long an idle pooler thread polls for work before it sleeps, with a device engine. */
+#define POOLER_SPIN_NS 200000u
 
 tdm_pooler_fairness tdm_pooler_fairness_default(void) { return (tdm_pooler_fairness){0, 256, 1u << 18}; }
 
@@ -134,6 +141,7 @@ static void learn_cost(tdm_pooler_job *j, uint64_t used, int cut)
  * it already failed there. */
 static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
 {
+    __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE);
     j->seq = p->seq++;
     queue_push(j->small && !j->demoted ? &p->small : &p->large, j);
 }
@@ -182,7 +190,7 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
     }
     pthread_mutex_lock(&p->lock);
     enqueue(p, j);
-    pthread_cond_broadcast(&p->wake);
+    if (p->sleepers) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -298,6 +306,7 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
         finished++;
         p->finished(j, p->data);
     }
+    if (p->batch_end) p->batch_end(p->data);
     b->jobs = finished; /* what leaves `pending` */
     if (p->trace) bt->finished = now_ms() - t;
 }
@@ -386,6 +395,39 @@ static int has_work(const tdm_pooler *p, const worker *w)
     return p->small.head || (!latency && p->large.head);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* With the lock held and no work for the caller: polls, without the lock, for a job
+ * to be queued, for at most spin_ns, and takes the lock again. A thread that sleeps
+ * costs whoever queues the next job a wake-up (a system call on tandemd's loop thread,
+ * per request when planners' requests come one by one); a device engine's threads
+ * spin on the device anyway. Returns 1 when a job was queued meanwhile. */
+static int spin_for_work(tdm_pooler *p)
+{
+    uint64_t gen = __atomic_load_n(&p->queued_gen, __ATOMIC_ACQUIRE);
+    if (p->stopping) return 0;
+    pthread_mutex_unlock(&p->lock);
+    double until = now_ms() + 1e-6 * (double)p->spin_ns;
+    int queued = 0;
+    for (unsigned i = 0;; i++) {
+        if (__atomic_load_n(&p->queued_gen, __ATOMIC_ACQUIRE) != gen) {
+            queued = 1;
+            break;
+        }
+        if ((i & 63) == 63 && now_ms() > until) break;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->lock);
+    return queued;
+}
+
 static void *pooler_main(void *arg)
 {
     prctl(PR_SET_NAME, "tdm-dispatch"); /* shown by top -H and in /proc */
@@ -395,7 +437,18 @@ static void *pooler_main(void *arg)
     for (;;) {
         double t_idle = p->trace ? now_ms() : 0;
         /* a slice may still come back to a queue while any job is pending */
-        while (!has_work(p, w) && !(p->stopping && !p->pending)) pthread_cond_wait(&p->wake, &p->lock);
+        int spun = 0;
+        while (!has_work(p, w) && !(p->stopping && !p->pending)) {
+            if (p->spin_ns && !spun) { /* once per wait, then the condition again under the lock: a job
+                                          queued as the spin ended found no sleeper to wake */
+                spun = 1;
+                spin_for_work(p);
+                continue;
+            }
+            p->sleepers++;
+            pthread_cond_wait(&p->wake, &p->lock);
+            p->sleepers--;
+        }
         /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
            the lock (those further back, when they come to the head) */
         tdm_pooler_job *dropped = take_cancelled(p);
@@ -417,7 +470,8 @@ static void *pooler_main(void *arg)
         tdm_pooler_batch b;
         tdm_pooler_job *batch = take(p, w, &b);
         if (!batch) break; /* stopping, and every job finished */
-        if (p->small.head || p->large.head) pthread_cond_broadcast(&p->wake); /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
+        if ((p->small.head || p->large.head) && p->sleepers)
+            pthread_cond_broadcast(&p->wake); /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
         pthread_mutex_unlock(&p->lock);
 
         double t0 = p->trace ? now_ms() : 0;
@@ -455,6 +509,10 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     p->data = data;
     p->trace = getenv("TDM_DISPATCH_TRACE") != NULL;
     p->configs_on_device = tdm_sched_configs_on_device(engine);
+    /* idle threads poll for work before they sleep when the engine runs on the device (its lanes
+       spin on the device anyway, and the cores are there); TDM_POOLER_SPIN_US overrides (0: never) */
+    const char *spin = getenv("TDM_POOLER_SPIN_US");
+    p->spin_ns = spin && *spin ? 1000 * strtoull(spin, NULL, 10) : p->configs_on_device ? POOLER_SPIN_NS : 0;
     int locks = 0;
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
@@ -496,10 +554,12 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     job->small = is_small(p, job);
     enqueue(p, job);
     p->pending++;
-    pthread_cond_broadcast(&p->wake); /* a signal could wake only the latency lane, which may not take it */
+    if (p->sleepers) pthread_cond_broadcast(&p->wake); /* a signal could wake only the latency lane, which may not take it */
     pthread_mutex_unlock(&p->lock);
     return TDM_OK;
 }
+
+void tdm_pooler_set_batch_end(tdm_pooler *p, void (*end)(void *data)) { p->batch_end = end; }
 
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f)
 {

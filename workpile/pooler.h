@@ -162,6 +162,9 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
 void tdm_pooler_stop(tdm_pooler *p);
 /* Sets the fairness rules; before the first submit. */
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
+/* Before the first submit: `end` (with the create's data) is called on the pooler thread
+ * after the `finished` calls of each batch, e.g. to wake a loop once for all of them. */
+void tdm_pooler_set_batch_end(tdm_pooler *p, void (*end)(void *data));
 /* Stops (when not stopped yet) and frees. NULL is a no-op. */
 void tdm_pooler_destroy(tdm_pooler *p);
 
