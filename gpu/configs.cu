@@ -39,12 +39,35 @@ typedef struct dprog {
     const tdm_dvec3 *reps;
 } dprog;
 
-/* What every kernel of a run shares: its programs and its strides. */
-typedef struct drun {
+/* What every kernel of a run shares: its programs, its strides and its sizes. It
+ * lives on the device, first in the run's upload (the programs' buffer), and the
+ * kernels read it there, so that their launch arguments are the same for every run
+ * of a slot: a small run is one CUDA graph (configs_graph), launched as it was
+ * captured. */
+typedef struct __align__(16) drun {
     const dprog *progs;
     const uint32_t *prog_of; /* by configuration */
+    const double *q;         /* the configurations */
     uint32_t L, M, K, n_q;   /* strides: links, movable objects, checks, values */
+    uint32_t n, entries;     /* configurations, (configuration, check) entries */
+    uint32_t room, mode, cap, one_launch; /* tasks listed at most; block run (1) or levels */
 } drun;
+
+/* Small runs as one CUDA graph (configs_graph): at most this many configurations and
+ * (configuration, check) entries. Its kernels are launched for these most (a block's
+ * threads past the run's sizes, read from its drun, return at once) and its scan and
+ * read-back cover them. */
+#define GRAPH_CONFIGS 1024u
+#define GRAPH_ENTRIES 65536u
+
+/* What a slot's graph was captured with: the buffers and sizes its launches name. */
+typedef struct graph_key {
+    const void *prog, *links, *pose, *centre, *flag, *off, *map, *temp, *ans, *h_ans, *blocks;
+    const void *tasks, *res, *front, *cnt, *total;
+    size_t temp_bytes;
+    uint64_t cap_pairs;
+    uint32_t room, block_room;
+} graph_key;
 
 /* A buffer that grows: on the device (counted against the budget) or pinned. */
 typedef struct dbuf {
@@ -65,8 +88,9 @@ struct cfg_slot {
     dbuf blocks;           /* block runs: each block's two frontier buffers */
     uint32_t *d_total;     /* the tasks listed (emit_kernel) */
     uint64_t device_bytes; /* counted in the budget */
+    cudaGraphExec_t graph; /* configs_graph: a small run after its upload, as captured for ... */
+    graph_key graph_key;   /* ... these buffers */
     /* the run in flight */
-    drun run;
     size_t n;
     uint32_t mode, cap, task_room;
 };
@@ -100,16 +124,17 @@ __device__ static __forceinline__ const double *centre_of(const dprog &p, uint32
  * of them ~120 us for 256 configurations (bench/results/ompl_rrt_small.md). Block 0
  * also clears the slot's counters (what a memset did). */
 #define FK_WARPS 4
-__global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(drun P, const double *q, uint32_t n, tdm_xform *links,
-                                                          tdm_xform *pose, double (*centre)[4], uint32_t *cnt)
+__global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
+                                                          double (*centre)[4], uint32_t *cnt)
 {
     if (blockIdx.x == 0)
         for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
+    const drun P = *R;
     uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (i >= n) return;
+    if (i >= P.n) return;
     const dprog &p = P.progs[P.prog_of[i]];
     const tdm_kin &k = p.kin;
-    const double *qi = q + (size_t)i * P.n_q;
+    const double *qi = P.q + (size_t)i * P.n_q;
     tdm_xform *local = links + (size_t)i * 2 * P.L, *world = local + P.L;
     for (uint32_t j = lane; j + 1 < k.n_links; j += 32) {
         const tdm_kin_joint *jt = &k.joints[j];
@@ -132,11 +157,16 @@ __global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(drun P, const double 
     }
 }
 
-/* One thread per (configuration, check): may its pair collide? */
-__global__ void cull_kernel(drun P, const double (*centre)[4], uint32_t n_entries, uint32_t *flag)
+/* One thread per (configuration, check): may its pair collide? Entries past the
+ * run's up to `fill` are cleared (a graph's scan covers the most entries). */
+__global__ void cull_kernel(const drun *R, const double (*centre)[4], uint32_t fill, uint32_t *flag)
 {
     uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n_entries) return;
+    const drun P = *R;
+    if (e >= P.entries) {
+        if (e < fill) flag[e] = 0;
+        return;
+    }
     uint32_t i = e / P.K, k = e - i * P.K;
     const dprog &p = P.progs[P.prog_of[i]];
     if (k >= p.n_checks) {
@@ -151,17 +181,18 @@ __global__ void cull_kernel(drun P, const double (*centre)[4], uint32_t n_entrie
  * the task (as resident.cu's prepare_tasks_kernel makes it), its root pair in
  * the frontier, its cleared result and its place in the map. The last entry's
  * thread writes the frontier size and the total. */
-__global__ void emit_kernel(drun P, const tdm_xform *pose, const uint32_t *flag, const uint32_t *off,
-                            uint32_t n_entries, uint32_t room, uint32_t mode, uint32_t cap, uint32_t one_launch,
+__global__ void emit_kernel(const drun *R, const tdm_xform *pose, const uint32_t *flag, const uint32_t *off,
                             dtask *tasks, dres *res, fpair *front, uint2 *map, uint32_t *cnt, uint32_t *total)
 {
     uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= n_entries) return;
+    const drun P = *R;
+    uint32_t room = P.room, mode = P.mode, cap = P.cap;
+    if (e >= P.entries) return;
     uint32_t t = off[e];
-    if (e == n_entries - 1) {
+    if (e == P.entries - 1) {
         uint32_t all = t + flag[e];
         *total = all;
-        if (!one_launch) cnt[0] = all < room ? all : room; /* a block run's frontier is what it hands over */
+        if (!P.one_launch) cnt[0] = all < room ? all : room; /* a block run's frontier is what it hands over */
     }
     if (!flag[e] || t >= room) return;
     uint32_t i = e / P.K, k = e - i * P.K;
@@ -184,11 +215,12 @@ __global__ void emit_kernel(drun P, const tdm_xform *pose, const uint32_t *flag,
  * ~210 us for 256 configurations). A configuration whose tasks passed the room is
  * not done. Thread 0 also writes the run's tail (answers[n]: the hand-over's size,
  * the overflow flag, the tasks listed), so that one copy brings everything back. */
-__global__ void __launch_bounds__(BLOCK) fold_kernel(drun P, const tdm_xform *pose, const uint32_t *off,
-                                                     const uint32_t *total, uint32_t n, uint32_t room, uint32_t mode,
-                                                     uint32_t cap, const dres *res, const uint2 *map,
+__global__ void __launch_bounds__(BLOCK) fold_kernel(const drun *R, const tdm_xform *pose, const uint32_t *off,
+                                                     const uint32_t *total, const dres *res, const uint2 *map,
                                                      const uint32_t *cnt, tdm_gpu_config_answer *ans)
 {
+    const drun P = *R;
+    uint32_t n = P.n, room = P.room, mode = P.mode, cap = P.cap;
     uint32_t i = blockIdx.x * (BLOCK / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (blockIdx.x == 0 && threadIdx.x == 0) ans[n] = tdm_gpu_config_answer{cnt[0], cnt[2 * MAX_ITERS], *total, 0};
     if (i >= n) return;
@@ -283,6 +315,7 @@ void tdm__gpu_configs_free(tdm_gpu *g, slot *s)
     drop(&c->h_q, 1);
     drop(&c->h_ans, 1);
     cudaFree(c->d_total);
+    if (c->graph) cudaGraphExecDestroy(c->graph);
     tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)c->device_bytes);
     free(c);
     s->cfg = NULL;
@@ -429,6 +462,65 @@ static void put(unsigned char *base, size_t at, const void *src, size_t bytes)
  * the last seldom grow them (growing the device buffer waits for the device). */
 #define PROG_ROOM_MIN (256u << 10)
 
+/* A block run's frontier room per block (TDM_GPU_BLOCK_ROOM in tests, else BLOCK_RUN_ROOM). */
+static uint32_t block_room(const tdm_gpu *g)
+{
+    return g->block_room && g->block_room < BLOCK_RUN_ROOM ? g->block_room : BLOCK_RUN_ROOM;
+}
+
+/* The slot's small-run graph, (re)captured when a buffer it names has moved: kinematics,
+ * culling, the scan, the listing, the block run, the fold and the read-back of the answers
+ * and the tail, for GRAPH_CONFIGS configurations and GRAPH_ENTRIES entries at most, all
+ * reading the run's sizes from its drun on the device. A run of ten launches and copies
+ * from the host cost each lane ~10 driver calls, and under load (five lanes launching at
+ * once) most of a small run's time went between them (bench/results/ompl_rrt_fast.md). */
+static int configs_graph(tdm_gpu *g, slot *s, uint32_t room)
+{
+    cfg_slot *c = s->cfg;
+    graph_key k;
+    memset(&k, 0, sizeof k);
+    k.prog = c->prog.p, k.links = c->links.p, k.pose = c->pose.p, k.centre = c->centre.p, k.flag = c->flag.p;
+    k.off = c->off.p, k.map = c->map.p, k.temp = c->temp.p, k.ans = c->ans.p, k.h_ans = c->h_ans.p;
+    k.blocks = c->blocks.p, k.tasks = s->d_tasks, k.res = s->d_res, k.front = s->front[0], k.cnt = s->cnt;
+    k.total = c->d_total, k.temp_bytes = c->temp.cap, k.cap_pairs = g->cap_pairs, k.room = room;
+    k.block_room = block_room(g);
+    if (c->graph && !memcmp(&k, &c->graph_key, sizeof k)) return TDM_OK;
+    if (c->graph) cudaGraphExecDestroy(c->graph);
+    c->graph = NULL;
+    const drun *R = (const drun *)c->prog.p;
+    cudaStream_t st = s->stream;
+    cudaGraph_t gr = NULL;
+    TDM_CUDA_TRY(&g->dead, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    fk_kernel<<<GRAPH_CONFIGS / FK_WARPS, 32 * FK_WARPS, 0, st>>>(R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p,
+                                                                   (double (*)[4])c->centre.p, s->cnt);
+    cull_kernel<<<GRAPH_ENTRIES / BLOCK, BLOCK, 0, st>>>(R, (const double (*)[4])c->centre.p, GRAPH_ENTRIES,
+                                                         (uint32_t *)c->flag.p);
+    size_t tb = c->temp.cap;
+    cudaError_t e = cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p, (uint32_t *)c->off.p,
+                                                  (int)GRAPH_ENTRIES, st);
+    emit_kernel<<<GRAPH_ENTRIES / BLOCK, BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p,
+                                                         (const uint32_t *)c->off.p, s->d_tasks, s->d_res, s->front[0],
+                                                         (uint2 *)c->map.p, s->cnt, c->d_total);
+    tdm__gpu_block_configs(g, s, room, c->d_total, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
+    fold_kernel<<<GRAPH_CONFIGS / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p,
+                                                                (const uint32_t *)c->off.p, c->d_total, s->d_res,
+                                                                (const uint2 *)c->map.p, s->cnt,
+                                                                (tdm_gpu_config_answer *)c->ans.p);
+    cudaMemcpyAsync(c->h_ans.p, c->ans.p, (GRAPH_CONFIGS + 1) * sizeof(tdm_gpu_config_answer), cudaMemcpyDeviceToHost,
+                    st);
+    cudaError_t end = cudaStreamEndCapture(st, &gr);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e == cudaSuccess) e = end;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&c->graph, gr, 0);
+    if (gr) cudaGraphDestroy(gr);
+    if (e != cudaSuccess) {
+        c->graph = NULL;
+        return tdm_cuda_err(e, &g->dead);
+    }
+    c->graph_key = k;
+    return TDM_OK;
+}
+
 extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of,
                                           size_t n, uint32_t mode, uint32_t cap)
 {
@@ -458,11 +550,6 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     /* scratch for the largest run of such programs, so that runs of other sizes reuse it:
      * growing it frees and allocates device memory, which waits for the whole device */
     size_t most = tdm_gpu_configs_max(g, n_q, K), sized = n > most ? n : most;
-    /* the programs' arrays one after the other, then their dprogs, then each configuration's program */
-    size_t at = 0;
-    for (uint32_t r = lo; r <= hi; r++) at += layout_of(&robots[r]).end;
-    size_t progs_at = at, of_at = up16(progs_at + n_prog * sizeof(dprog)), prog_bytes = of_at + n * sizeof(uint32_t);
-    if (prog_bytes < PROG_ROOM_MIN) prog_bytes = PROG_ROOM_MIN;
     size_t temp_bytes = 0;
     cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
                                   (int)(sized * K));
@@ -472,6 +559,28 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     room = s->cap_tasks < g->cap_pairs ? s->cap_tasks : g->cap_pairs;
     if (g->config_room && room > g->config_room) room = g->config_room;
     if (room > UINT32_MAX) room = UINT32_MAX;
+
+    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu's
+     * block runs: level by level inside each block), then its fold, and one look from the host
+     * when nothing is handed over to the levels; when it is small enough, as the slot's CUDA
+     * graph of the whole run (configs_graph) */
+    int block = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS && g->block_config_entries &&
+                entries <= g->block_config_entries;
+    int graph = block && g->config_graphs && n <= GRAPH_CONFIGS && entries <= GRAPH_ENTRIES && sized >= GRAPH_CONFIGS &&
+                g->prof_fd < 0; /* (sized: the answers' buffers hold the graph's read-back) */
+    uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
+    if (block) {
+        n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
+        if (n_blocks > BLOCK_RUN_MAX) n_blocks = BLOCK_RUN_MAX;
+    }
+
+    /* the upload: the run (drun) first, the programs' arrays one after the other, their dprogs,
+     * each configuration's program, and in a graph run the configurations (one copy) */
+    size_t at = up16(sizeof(drun));
+    for (uint32_t r = lo; r <= hi; r++) at += layout_of(&robots[r]).end;
+    size_t progs_at = at, of_at = up16(progs_at + n_prog * sizeof(dprog)), q_at = up16(of_at + n * sizeof(uint32_t));
+    size_t up_bytes = graph ? q_at + n * n_q * sizeof(double) : of_at + n * sizeof(uint32_t);
+    size_t prog_bytes = up_bytes > PROG_ROOM_MIN ? up_bytes : PROG_ROOM_MIN;
     if ((rc = grow(g, c, &c->h_prog, prog_bytes, 1)) != TDM_OK || (rc = grow(g, c, &c->prog, prog_bytes, 0)) != TDM_OK ||
         (rc = grow(g, c, &c->links, sized * 2 * L * sizeof(tdm_xform), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->pose, sized * M * sizeof(tdm_xform), 0)) != TDM_OK ||
@@ -483,25 +592,14 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         (rc = grow(g, c, &c->ans, (sized + 1) * sizeof(tdm_gpu_config_answer), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->h_ans, (sized + 1) * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
         return rc;
-
-    /* a run of few (configuration, check) entries, so few tasks, goes in one launch (resident.cu's
-     * block runs: level by level inside each block), then its fold, and one look from the host
-     * when nothing is handed over to the levels */
-    int block = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS && g->block_config_entries &&
-                entries <= g->block_config_entries;
-    uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
-    if (block) {
-        n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
-        if (n_blocks > BLOCK_RUN_MAX) n_blocks = BLOCK_RUN_MAX;
-        /* sized once for the most blocks: growing waits for the device */
-        if ((rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * sizeof(fpair), 0)) != TDM_OK)
-            return rc;
-    }
+    /* sized once for the most blocks: growing waits for the device */
+    if (block && (rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * sizeof(fpair), 0)) != TDM_OK)
+        return rc;
 
     /* the programs, packed (the staging is free: the slot's last run has finished) */
     unsigned char *h = (unsigned char *)c->h_prog.p, *d = (unsigned char *)c->prog.p;
     dprog *hp = (dprog *)(h + progs_at);
-    at = 0;
+    at = up16(sizeof(drun));
     for (uint32_t r = lo; r <= hi; r++) {
         const tdm_gpu_robot *R = &robots[r];
         const tdm_kin *kin = R->kin;
@@ -537,15 +635,45 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     }
     uint32_t *of = (uint32_t *)(h + of_at);
     for (size_t i = 0; i < n; i++) of[i] = robot_of ? robot_of[i] - lo : 0;
+    if (graph) memcpy(h + q_at, c->h_q.p, n * n_q * sizeof(double));
     drun P;
+    memset(&P, 0, sizeof P);
     P.progs = (const dprog *)(d + progs_at);
     P.prog_of = (const uint32_t *)(d + of_at);
+    P.q = graph ? (const double *)(d + q_at) : (const double *)c->q.p;
     P.L = L;
     P.M = M;
     P.K = K;
     P.n_q = n_q;
+    P.n = (uint32_t)n;
+    P.entries = (uint32_t)entries;
+    P.room = (uint32_t)room;
+    P.mode = mode;
+    P.cap = cap;
+    P.one_launch = (uint32_t)block;
+    memcpy(h, &P, sizeof P);
+    const drun *R = (const drun *)d;
 
     cudaStream_t st = s->stream;
+    c->n = n;
+    c->mode = mode;
+    c->cap = cap;
+    c->task_room = (uint32_t)room;
+    s->n = 0;
+    s->it = 0;
+    s->finishing = 0;
+    s->configs = 1;
+    s->small = block;
+    g->stats.runs++;
+    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, up_bytes, cudaMemcpyHostToDevice, st));
+    if (graph) { /* the rest of the run: one launch of the slot's graph, and the ready event */
+        if ((rc = configs_graph(g, s, (uint32_t)room)) != TDM_OK) return rc;
+        TDM_CUDA_TRY(&g->dead, cudaGraphLaunch(c->graph, st));
+        TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, st));
+        g->stats.small_runs++;
+        return TDM_OK;
+    }
+
     slot_prof *pf = NULL;
     if (g->prof_fd >= 0 && block && (rc = prof_of(g, s, &pf)) != TDM_OK) return rc;
     if (pf) {
@@ -558,41 +686,28 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         pf->t0_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         cudaEventRecord(pf->ev[0], st);
     }
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, of_at + n * sizeof(uint32_t),
-                                           cudaMemcpyHostToDevice, st));
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->q.p, c->h_q.p, n * n_q * sizeof(double), cudaMemcpyHostToDevice, st));
     fk_kernel<<<(unsigned)((n + FK_WARPS - 1) / FK_WARPS), 32 * FK_WARPS, 0, st>>>(
-        P, (const double *)c->q.p, (uint32_t)n, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p,
-        (double (*)[4])c->centre.p, s->cnt);
-    cull_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(P, (const double (*)[4])c->centre.p, (uint32_t)entries,
+        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt);
+    cull_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(R, (const double (*)[4])c->centre.p, (uint32_t)entries,
                                                             (uint32_t *)c->flag.p);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     size_t tb = c->temp.cap;
     TDM_CUDA_TRY(&g->dead, cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p,
                                                          (uint32_t *)c->off.p, (int)entries, st));
-    emit_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(
-        P, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p, (const uint32_t *)c->off.p, (uint32_t)entries,
-        (uint32_t)room, mode, cap, (uint32_t)block, s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p, s->cnt,
-        c->d_total);
+    emit_kernel<<<tdm__gpu_blocks(entries), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p,
+                                                            (const uint32_t *)c->flag.p, (const uint32_t *)c->off.p,
+                                                            s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p,
+                                                            s->cnt, c->d_total);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    c->run = P;
-    c->n = n;
-    c->mode = mode;
-    c->cap = cap;
-    c->task_room = (uint32_t)room;
-    s->n = 0;
-    s->it = 0;
-    s->finishing = 0;
-    s->configs = 1;
-    s->small = block;
-    g->stats.runs++;
     if (block) {
         /* the answers too, at once: they stand unless the run hands pairs over to the levels,
            whose end folds again (tdm__gpu_configs_finish) */
-        uint32_t room_pairs = g->block_room && g->block_room < BLOCK_RUN_ROOM ? g->block_room : BLOCK_RUN_ROOM;
         if (pf) cudaEventRecord(pf->ev[1], st);
-        if ((rc = tdm__gpu_block_configs(g, s, upper, c->d_total, c->blocks.p, room_pairs, n_blocks)) != TDM_OK)
+        if ((rc = tdm__gpu_block_configs(g, s, upper, c->d_total, c->blocks.p, block_room(g), n_blocks)) != TDM_OK)
             return rc;
+        TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+        g->stats.small_runs++;
         if (pf) {
             cudaEventRecord(pf->ev[2], st);
             cudaMemcpyAsync(pf->h_stat, pf->d_stat, (size_t)n_blocks * 8 * sizeof(uint32_t), cudaMemcpyDeviceToHost,
@@ -608,8 +723,8 @@ int tdm__gpu_configs_finish(tdm_gpu *g, slot *s)
     cfg_slot *c = s->cfg;
     cudaStream_t st = s->stream;
     fold_kernel<<<(unsigned)((c->n + BLOCK / 32 - 1) / (BLOCK / 32)), BLOCK, 0, st>>>(
-        c->run, (const tdm_xform *)c->pose.p, (const uint32_t *)c->off.p, c->d_total, (uint32_t)c->n, c->task_room,
-        c->mode, c->cap, s->d_res, (const uint2 *)c->map.p, s->cnt, (tdm_gpu_config_answer *)c->ans.p);
+        (const drun *)c->prog.p, (const tdm_xform *)c->pose.p, (const uint32_t *)c->off.p, c->d_total, s->d_res,
+        (const uint2 *)c->map.p, s->cnt, (tdm_gpu_config_answer *)c->ans.p);
     TDM_CUDA_TRY(&g->dead, cudaGetLastError());
     /* the answers and the run's tail (fold_kernel) in one copy */
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->h_ans.p, c->ans.p, (c->n + 1) * sizeof(tdm_gpu_config_answer),

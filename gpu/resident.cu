@@ -790,6 +790,9 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     const char *bce = getenv("TDM_GPU_BLOCK_CONFIG_ENTRIES"), *br = getenv("TDM_GPU_BLOCK_ROOM");
     g->block_config_entries = bce && *bce ? strtoull(bce, NULL, 10) : BLOCK_CONFIG_ENTRIES;
     g->block_room = br && *br ? (uint32_t)strtoul(br, NULL, 10) : 0;
+    /* small configs runs as one CUDA graph each (configs.cu; TDM_GPU_CONFIG_GRAPHS=0: launch by launch) */
+    const char *cg = getenv("TDM_GPU_CONFIG_GRAPHS");
+    g->config_graphs = !(cg && strcmp(cg, "0") == 0);
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
      * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
     const char *prof = getenv("TDM_GPU_PROFILE");
@@ -1162,9 +1165,8 @@ int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
 {
     block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
                                                        room, s->front[0], s->cnt, (uint32_t)g->cap_pairs,
-                                                       s->cnt + 2 * MAX_ITERS, s->prof ? s->prof->d_stat : NULL);
-    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    g->stats.small_runs++;
+                                                       s->cnt + 2 * MAX_ITERS,
+                                                       s->prof && g->prof_fd >= 0 ? s->prof->d_stat : NULL);
     return TDM_OK;
 }
 

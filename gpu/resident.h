@@ -122,6 +122,7 @@ struct tdm_gpu {
     uint32_t block_room;           /* a block run's frontier room per block (TDM_GPU_BLOCK_ROOM, tests:
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
     int prof_fd;                   /* TDM_GPU_PROFILE's file, or -1 */
+    int config_graphs;             /* small configs runs as one CUDA graph (TDM_GPU_CONFIG_GRAPHS=0: not) */
 };
 
 #define BLOCK 256
@@ -166,10 +167,11 @@ unsigned tdm__gpu_blocks(uint64_t n);
 /* Sizes the slot's task buffers for n tasks (resident.cu). */
 int tdm__gpu_reserve_tasks(tdm_gpu *g, slot *s, uint64_t n);
 
-/* A configs run in block runs (block_run_kernel): at most `most` tasks, as many as
+/* Queues a configs run's block run (block_run_kernel): at most `most` tasks, as many as
  * *d_tasks_listed says, on `blocks` blocks, each with two frontier buffers of `room`
- * pairs in `scratch` (2 x room x blocks pairs). The caller queues the fold, whose one
- * copy brings back the hand-over's size and the overflow flag, and the event. */
+ * pairs in `scratch` (2 x room x blocks pairs). The caller checks the launch, queues the
+ * fold, whose one copy brings back the hand-over's size and the overflow flag, and the
+ * event (configs.cu; also inside a stream capture there). */
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks);
 
