@@ -65,6 +65,11 @@ int tdm_conn_job_admit(tdm_conn *c, uint64_t id, uint64_t mem, uint64_t reply)
 {
     tdm_budget *b = &c->srv->mem;
     if (tdm_budget_room(b, mem + reply)) return 0;
+    /* jobs answered from a pooler thread may still hold their memory: let them go first */
+    if (c->srv->query_pool) {
+        tdm_query_pool_settle(c->srv->query_pool);
+        if (tdm_budget_room(b, mem + reply)) return 0;
+    }
     char held[256];
     b->refused++;
     tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "", -1,

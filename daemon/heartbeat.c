@@ -47,7 +47,7 @@ static void beat(tdm_heartbeat *hb)
     s.pooler_jobs = srv->query_pool ? tdm_query_pool_pending(srv->query_pool) : 0;
     s.writer_ops = srv->writer ? tdm_writer_pending(srv->writer) : 0;
     s.upload_bytes = srv->upload_bytes;
-    s.queries = srv->counters.queries;
+    s.queries = __atomic_load_n(&srv->counters.queries, __ATOMIC_RELAXED);
     if (srv->engine) {
         s.backend = tdm_sched_backend(srv->engine);
         s.lanes = tdm_sched_lanes(srv->engine);

@@ -1,6 +1,7 @@
 #include "query_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -117,7 +118,15 @@ static int sent(tdm_query_job *j)
     return expect == 0; /* else put back already, and still sending */
 }
 
-void tdm_query_pool_collect(tdm_query_pool *qp)
+/* Waits out the sender's write of j's reply (a few microseconds, unless its thread
+ * was preempted). */
+static void wait_sent(tdm_query_job *j)
+{
+    for (unsigned i = 0; __atomic_load_n(&j->sending, __ATOMIC_ACQUIRE); i++)
+        if (i >= 1000) sched_yield();
+}
+
+static void collect(tdm_query_pool *qp, int wait)
 {
     if (!__atomic_load_n(&qp->done_head, __ATOMIC_RELAXED)) return; /* the usual case: nothing finished */
     pthread_mutex_lock(&qp->lock);
@@ -128,7 +137,8 @@ void tdm_query_pool_collect(tdm_query_pool *qp)
     while (j) {
         tdm_query_job *next = j->next;
         j->next = NULL;
-        if (!sent(j)) { /* its sender comes back through the queue */
+        if (wait) wait_sent(j);
+        else if (!sent(j)) { /* its sender comes back through the queue */
             j->next = back;
             back = j;
             j = next;
@@ -146,6 +156,10 @@ void tdm_query_pool_collect(tdm_query_pool *qp)
         back = next;
     }
 }
+
+void tdm_query_pool_collect(tdm_query_pool *qp) { collect(qp, 0); }
+
+void tdm_query_pool_settle(tdm_query_pool *qp) { collect(qp, 1); }
 
 static void on_async(uv_async_t *h) { tdm_query_pool_collect((tdm_query_pool *)h); }
 

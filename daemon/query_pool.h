@@ -46,6 +46,7 @@ struct tdm_query_job {
     int sending;          /* the pool's sender is writing `frame` (atomic; query_pool.c): the loop
                              leaves the job queued until it has */
     int sent_direct;      /* the sender wrote all of `frame` to the socket itself */
+    int counted;          /* the sender counted its queries in the server's counters */
     /* Optional hooks of jobs that are more than one run (MotionCheck): `again`, on the
      * pooler thread after each successful run, reads the results and sets up the next
      * run (pool.n_queries, n_tasks, poses) and returns 1, or returns 0 when the job is
@@ -80,8 +81,12 @@ int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch
  * the write's return and the mark that it is done, far shorter than any client's turn). */
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data));
 /* Loop thread: hands every finished job to `done` now (what the async wake-up does),
- * so that a request is handled after the jobs whose replies its client may have seen. */
+ * so that a request is handled after the jobs whose replies its client may have seen;
+ * a job whose reply is still being written stays queued (its writer wakes the loop). */
 void tdm_query_pool_collect(tdm_query_pool *qp);
+/* Loop thread: the same, waiting for replies being written, so that every job whose
+ * reply a client may have seen is let go (before a refusal for memory). */
+void tdm_query_pool_settle(tdm_query_pool *qp);
 /* Loop thread. The job is the pool's until `done` gets it back. */
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job);
 /* The pooler's fairness rules (workpile/pooler.h); before the first submit. */

@@ -67,7 +67,7 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
     } else {
         tdm_conn_send_error(c, j->request_id, E(NO_MEMORY), "", -1, "out of memory for the reply");
     }
-    if (rc == TDM_OK) c->srv->counters.queries += j->pool.n_queries;
+    if (rc == TDM_OK && !j->counted) __atomic_add_fetch(&c->srv->counters.queries, j->pool.n_queries, __ATOMIC_RELAXED);
     free_job(j);
     tdm_conn_end(c);
 }
@@ -97,7 +97,11 @@ void tdm_request_query_packed(tdm_query_job *j, void *data)
 
 void tdm_request_query_send(tdm_query_job *j, void *data)
 {
-    (void)data;
+    tdm_server *srv = data;
+    /* counted before the client can see the reply: its next StatsRequest may be handled before
+       the loop takes this job (the job may still be being written, query_pool.c) */
+    __atomic_add_fetch(&srv->counters.queries, j->pool.n_queries, __ATOMIC_RELAXED);
+    j->counted = 1;
     j->sent_direct = tdm_conn_reply_direct(j->owner, j->frame);
 }
 

@@ -39,7 +39,7 @@ typedef struct tdm_listener {
 typedef struct tdm_counters {
     uint64_t requests;    /* frames decoded into a request */
     uint64_t errors;      /* Error replies sent */
-    uint64_t queries;     /* poses answered */
+    uint64_t queries;     /* poses answered (atomic: replies written by pooler threads count there) */
     uint64_t connections; /* accepted since start */
 } tdm_counters;
 

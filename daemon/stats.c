@@ -21,7 +21,7 @@ void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, si
     r->connections = srv->n_active;
     r->requests = srv->counters.requests;
     r->errors = srv->counters.errors;
-    r->queries = srv->counters.queries;
+    r->queries = __atomic_load_n(&srv->counters.queries, __ATOMIC_RELAXED);
     r->batches = ds.batches;
     r->mean_batch_queries = ds.batches ? (double)ds.queries / (double)ds.batches : 0;
     r->mean_batch_tasks = ds.batches ? (double)ds.tasks / (double)ds.batches : 0;
