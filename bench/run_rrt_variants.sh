@@ -73,9 +73,10 @@ for v in "${variants[@]}"; do
         echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
         echo "  tandemd $(cat "$work/threads.txt")"
         echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
-        awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; w[t] += $4 }
-             END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f waited=%.3f\n",
-                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], w[t] / n[t] }' "$work/trace.txt"
+        awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; w[t] += $4
+                           if ($(NF - 1) == "queued") { qd[t] += $NF * $6; nj[t] += $6 } }
+             END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f waited=%.3f queued=%.3f\n",
+                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0 }' "$work/trace.txt"
     done
     kill "$pid"
     wait "$pid" 2>/dev/null

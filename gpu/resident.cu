@@ -500,33 +500,21 @@ __global__ void __launch_bounds__(BLOCK) small_run_kernel(const dtask *tasks, dr
 }
 
 /* Block runs (a configs run of few entries, configs.cu): each block takes its
- * share of the tasks (every gridDim.x-th, at most a few) and walks their BVTTs level by
- * level in its own two frontier buffers of `room` pairs (`scratch`, per block),
- * a __syncthreads between levels: the levels' breadth within a task without a
- * launch or a host look per level, which is most of a small run's time on the
- * level path (bench/results/ompl_rrt_small.md). Each pair gets the box test,
- * descent rule and leaf test of small_run_kernel (so the same answers); a hit is
- * recorded as tri_exact_kernel records it, atomically (a task's pairs are on
- * several threads). Children that do not fit the block's buffer are handed to
- * the level path as its first frontier (cnt[0]), which goes on from there. */
-__device__ static __forceinline__ int block_hit(const dtask *t, dres *r, uint32_t a_slot, uint32_t b_slot)
-{
-    if (!*(volatile uint32_t *)&r->colliding && atomicCAS(&r->colliding, 0u, 1u) == 0u) {
-        r->first_a = t->aid[a_slot];
-        r->first_b = t->bid[b_slot];
-    }
-    if (t->h.mode == TDM_MODE_BOOL) {
-        r->done = 1;
-        return 1;
-    }
-    uint32_t old = atomicAdd(&r->count, 1u);
-    if (tdm_contacts_past_cap(old, 1, t->h.cap)) {
-        r->truncated = 1;
-        r->done = 1;
-        return 1;
-    }
-    return 0;
-}
+ * share of the tasks (every gridDim.x-th, at most a few) and walks their BVTTs
+ * level by level in its own two frontier buffers of `room` pairs (`scratch`, per
+ * block), a __syncthreads between levels: the levels' breadth within a task
+ * without a launch or a host look per level, which is most of a small run's time
+ * on the level path (bench/results/ompl_rrt_small.md). Each pair gets the box test
+ * and descent rule of the levels; leaf pairs go to a workpile (the counters of the
+ * last level, BLOCK_LEAF_CNT) that the levels' two triangle passes test after the
+ * kernel. With the exact triangle test inside it, the kernel took 255 registers and
+ * a 3 KB stack: one block per SM, so that five runs at once queued behind each
+ * other's blocks (bench/results/ompl_rrt_fast.md). Children that do not fit the
+ * block's buffer are handed to the level path as its first frontier (cnt[0]),
+ * which goes on from there. */
+#define BLOCK_LEAF_CNT (2 * (MAX_ITERS - 1) + 1)
+/* Blocks of the triangle passes after a block run (they loop over their work). */
+#define BLOCK_LEAF_GRID 128
 
 __device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, uint32_t *cnt, uint32_t cap_pairs,
                                                        uint32_t *overflow)
@@ -540,7 +528,8 @@ __device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, ui
 __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dres *res, uint32_t n,
                                                           const uint32_t *n_dev, fpair *scratch, uint32_t room,
                                                           fpair *front, uint32_t *cnt, uint32_t cap_pairs,
-                                                          uint32_t *overflow, uint32_t *stat)
+                                                          fpair *leaves, uint32_t cap_leaves, uint32_t *overflow,
+                                                          uint32_t *stat)
 {
     __shared__ uint32_t n_cur, n_next;
     __shared__ uint32_t st_box, st_leaf, st_tri; /* profiling (stat != NULL, TDM_GPU_PROFILE) */
@@ -592,20 +581,12 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
                     }
                 continue;
             }
-            /* a leaf pair: the filter and the exact test of the levels' two passes */
-            uint32_t fa = tdm_leaf_first(&na), fb = tdm_leaf_first(&nb), cta = tdm_leaf_count(&na);
-            tdm_dvec3 tb[2][3], ta[3];
-            uint32_t ctb = tdm_leaf_load_moved(&nb, t->bt, &t->x, tb);
-            int done = 0;
+            /* a leaf pair: to the run's leaf workpile, which the levels' two triangle passes test
+               after this kernel (tdm__gpu_block_configs) */
             my_leaf++;
-            for (uint32_t x = 0; x < cta && !done; x++) {
-                tdm_tri_load(&t->at[9 * (size_t)(fa + x)], ta);
-                for (uint32_t y = 0; y < ctb && !done; y++) {
-                    my_tri++;
-                    if (!tdm_tri_planes_separate(ta, tb[y]) && tdm_tri_tri_intersect(ta, tb[y]))
-                        done = block_hit(t, r, fa + x, fb + y);
-                }
-            }
+            uint32_t o = atomicAdd(&cnt[BLOCK_LEAF_CNT], 1u);
+            if (o < cap_leaves) leaves[o] = p;
+            else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
         }
         __syncthreads();
         levels++;
@@ -1164,9 +1145,16 @@ int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
                            uint32_t room, uint32_t blocks)
 {
     block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
-                                                       room, s->front[0], s->cnt, (uint32_t)g->cap_pairs,
-                                                       s->cnt + 2 * MAX_ITERS,
+                                                       room, s->front[0], s->cnt, (uint32_t)g->cap_pairs, s->leaves,
+                                                       (uint32_t)g->cap_leaves, s->cnt + 2 * MAX_ITERS,
                                                        s->prof && g->prof_fd >= 0 ? s->prof->d_stat : NULL);
+    /* its leaf pairs: the filter at full occupancy, the exact test on the survivors (the levels'
+       passes, on the counters of the last level, which the levels never reach) */
+    tri_filter_kernel<<<BLOCK_LEAF_GRID, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, MAX_ITERS - 1,
+                                                                (uint32_t)g->cap_leaves, s->d_tasks, s->d_res, s->tris,
+                                                                s->cnt + 2 * MAX_ITERS);
+    tri_exact_kernel<<<BLOCK_LEAF_GRID, BLOCK, 0, s->stream>>>(s->tris, s->cnt, MAX_ITERS - 1, (uint32_t)g->cap_leaves,
+                                                               s->d_tasks, s->d_res);
     return TDM_OK;
 }
 

@@ -142,6 +142,7 @@ static void learn_cost(tdm_pooler_job *j, uint64_t used, int cut)
 static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
 {
     __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE);
+    if (p->trace) j->queued_ms = now_ms();
     j->seq = p->seq++;
     queue_push(j->small && !j->demoted ? &p->small : &p->large, j);
 }
@@ -474,15 +475,19 @@ static void *pooler_main(void *arg)
             pthread_cond_broadcast(&p->wake); /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
         pthread_mutex_unlock(&p->lock);
 
-        double t0 = p->trace ? now_ms() : 0;
+        double t0 = p->trace ? now_ms() : 0, queued = 0; /* the batch's jobs' mean wait in the queue */
+        if (p->trace) {
+            for (tdm_pooler_job *j = batch; j; j = j->next) queued += t0 - j->queued_ms;
+            queued /= b.jobs ? (double)b.jobs : 1;
+        }
         batch_times bt = {0, 0, 0, 0};
         run_batch(w, batch, &b, &bt);
         if (p->trace)
             fprintf(stderr,
                     "dispatch %d: waited %.3f ms, %zu jobs, %zu queries, ran %.3f ms, at %.3f (gather %.3f, engine "
-                    "%.3f, results %.3f, replies %.3f)\n",
+                    "%.3f, results %.3f, replies %.3f, queued %.3f)\n",
                     b.thread, t0 - t_idle, b.jobs, b.queries, now_ms() - t0, t0, bt.gather, bt.engine, bt.fold,
-                    bt.finished);
+                    bt.finished, queued);
 
         pthread_mutex_lock(&p->lock);
         p->pending -= b.jobs;

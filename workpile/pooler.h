@@ -85,6 +85,7 @@ struct tdm_pooler_job {
     uint32_t done;             /* queries answered by earlier slices */
     uint32_t turn;             /* queries in the run being made */
     uint64_t seq;              /* submission order, across the two queues */
+    double queued_ms;          /* TDM_DISPATCH_TRACE: when it was last queued (ms, CLOCK_MONOTONIC) */
     int small, demoted, latency_turn;
 };
 
