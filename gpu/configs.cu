@@ -59,6 +59,11 @@ typedef struct __align__(16) drun {
  * read-back cover them. */
 #define GRAPH_CONFIGS 1024u
 #define GRAPH_ENTRIES 65536u
+/* Two sizes of graph per slot: a planner's state or motion (the latency lane's runs) launches
+ * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS and GRAPH_ENTRIES. */
+#define GRAPH_SIZES 2
+static const uint32_t graph_configs[GRAPH_SIZES] = {64u, GRAPH_CONFIGS};
+static const uint32_t graph_entries[GRAPH_SIZES] = {8192u, GRAPH_ENTRIES};
 
 /* What a slot's graph was captured with: the buffers and sizes its launches name. */
 typedef struct graph_key {
@@ -88,8 +93,8 @@ struct cfg_slot {
     dbuf blocks;           /* block runs: each block's two frontier buffers */
     uint32_t *d_total;     /* the tasks listed (emit_kernel) */
     uint64_t device_bytes; /* counted in the budget */
-    cudaGraphExec_t graph; /* configs_graph: a small run after its upload, as captured for ... */
-    graph_key graph_key;   /* ... these buffers */
+    cudaGraphExec_t graph[GRAPH_SIZES]; /* configs_graph: a small run after its upload, as captured for ... */
+    graph_key graph_key[GRAPH_SIZES];   /* ... these buffers */
     /* the run in flight */
     size_t n;
     uint32_t mode, cap, task_room;
@@ -315,7 +320,8 @@ void tdm__gpu_configs_free(tdm_gpu *g, slot *s)
     drop(&c->h_q, 1);
     drop(&c->h_ans, 1);
     cudaFree(c->d_total);
-    if (c->graph) cudaGraphExecDestroy(c->graph);
+    for (cudaGraphExec_t x : c->graph)
+        if (x) cudaGraphExecDestroy(x);
     tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)c->device_bytes);
     free(c);
     s->cfg = NULL;
@@ -470,12 +476,13 @@ static uint32_t block_room(const tdm_gpu *g)
 
 /* The slot's small-run graph, (re)captured when a buffer it names has moved: kinematics,
  * culling, the scan, the listing, the block run, the fold and the read-back of the answers
- * and the tail, for GRAPH_CONFIGS configurations and GRAPH_ENTRIES entries at most, all
- * reading the run's sizes from its drun on the device. A run of ten launches and copies
+ * and the tail, for graph_configs[size] configurations and graph_entries[size] entries at
+ * most, all reading the run's sizes from its drun on the device. A run of ten launches and copies
  * from the host cost each lane ~10 driver calls, and under load (five lanes launching at
  * once) most of a small run's time went between them (bench/results/ompl_rrt_fast.md). */
-static int configs_graph(tdm_gpu *g, slot *s, uint32_t room)
+static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
 {
+    const uint32_t most_configs = graph_configs[size], most_entries = graph_entries[size];
     cfg_slot *c = s->cfg;
     graph_key k;
     memset(&k, 0, sizeof k);
@@ -484,40 +491,41 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room)
     k.blocks = c->blocks.p, k.tasks = s->d_tasks, k.res = s->d_res, k.front = s->front[0], k.cnt = s->cnt;
     k.total = c->d_total, k.temp_bytes = c->temp.cap, k.cap_pairs = g->cap_pairs, k.room = room;
     k.block_room = block_room(g);
-    if (c->graph && !memcmp(&k, &c->graph_key, sizeof k)) return TDM_OK;
-    if (c->graph) cudaGraphExecDestroy(c->graph);
-    c->graph = NULL;
+    cudaGraphExec_t *x = &c->graph[size];
+    if (*x && !memcmp(&k, &c->graph_key[size], sizeof k)) return TDM_OK;
+    if (*x) cudaGraphExecDestroy(*x);
+    *x = NULL;
     const drun *R = (const drun *)c->prog.p;
     cudaStream_t st = s->stream;
     cudaGraph_t gr = NULL;
     TDM_CUDA_TRY(&g->dead, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    fk_kernel<<<GRAPH_CONFIGS / FK_WARPS, 32 * FK_WARPS, 0, st>>>(R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p,
+    fk_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p,
                                                                    (double (*)[4])c->centre.p, s->cnt);
-    cull_kernel<<<GRAPH_ENTRIES / BLOCK, BLOCK, 0, st>>>(R, (const double (*)[4])c->centre.p, GRAPH_ENTRIES,
+    cull_kernel<<<most_entries / BLOCK, BLOCK, 0, st>>>(R, (const double (*)[4])c->centre.p, most_entries,
                                                          (uint32_t *)c->flag.p);
     size_t tb = c->temp.cap;
     cudaError_t e = cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p, (uint32_t *)c->off.p,
-                                                  (int)GRAPH_ENTRIES, st);
-    emit_kernel<<<GRAPH_ENTRIES / BLOCK, BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p,
+                                                  (int)most_entries, st);
+    emit_kernel<<<most_entries / BLOCK, BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p,
                                                          (const uint32_t *)c->off.p, s->d_tasks, s->d_res, s->front[0],
                                                          (uint2 *)c->map.p, s->cnt, c->d_total);
     tdm__gpu_block_configs(g, s, room, c->d_total, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
-    fold_kernel<<<GRAPH_CONFIGS / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p,
+    fold_kernel<<<most_configs / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p,
                                                                 (const uint32_t *)c->off.p, c->d_total, s->d_res,
                                                                 (const uint2 *)c->map.p, s->cnt,
                                                                 (tdm_gpu_config_answer *)c->ans.p);
-    cudaMemcpyAsync(c->h_ans.p, c->ans.p, (GRAPH_CONFIGS + 1) * sizeof(tdm_gpu_config_answer), cudaMemcpyDeviceToHost,
+    cudaMemcpyAsync(c->h_ans.p, c->ans.p, (most_configs + 1) * sizeof(tdm_gpu_config_answer), cudaMemcpyDeviceToHost,
                     st);
     cudaError_t end = cudaStreamEndCapture(st, &gr);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e == cudaSuccess) e = end;
-    if (e == cudaSuccess) e = cudaGraphInstantiate(&c->graph, gr, 0);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(x, gr, 0);
     if (gr) cudaGraphDestroy(gr);
     if (e != cudaSuccess) {
-        c->graph = NULL;
+        *x = NULL;
         return tdm_cuda_err(e, &g->dead);
     }
-    c->graph_key = k;
+    c->graph_key[size] = k;
     return TDM_OK;
 }
 
@@ -667,8 +675,9 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     g->stats.runs++;
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, up_bytes, cudaMemcpyHostToDevice, st));
     if (graph) { /* the rest of the run: one launch of the slot's graph, and the ready event */
-        if ((rc = configs_graph(g, s, (uint32_t)room)) != TDM_OK) return rc;
-        TDM_CUDA_TRY(&g->dead, cudaGraphLaunch(c->graph, st));
+        int size = n <= graph_configs[0] && entries <= graph_entries[0] ? 0 : 1;
+        if ((rc = configs_graph(g, s, (uint32_t)room, size)) != TDM_OK) return rc;
+        TDM_CUDA_TRY(&g->dead, cudaGraphLaunch(c->graph[size], st));
         TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, st));
         g->stats.small_runs++;
         return TDM_OK;
