@@ -53,6 +53,13 @@ typedef struct __align__(16) drun {
     uint32_t room, mode, cap, one_launch; /* tasks listed at most; block run (1) or levels */
 } drun;
 
+/* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
+ * run's upper bound on tasks; the device spreads the tasks it listed over the blocks),
+ * the most blocks, and each block's frontier room in pairs. */
+#define BLOCK_RUN_TASKS 4u
+#define BLOCK_RUN_MAX 256u
+#define BLOCK_RUN_ROOM 8192u
+
 /* Small runs as one CUDA graph (configs_graph): at most this many configurations and
  * (configuration, check) entries. Its kernels are launched for these most (a block's
  * threads past the run's sizes, read from its drun, return at once) and its scan and
@@ -97,7 +104,7 @@ struct cfg_slot {
     graph_key graph_key[GRAPH_SIZES];   /* ... these buffers */
     /* the run in flight */
     size_t n;
-    uint32_t mode, cap, task_room;
+    uint32_t task_room;
 };
 
 /* ---- kernels -------------------------------------------------------------------
@@ -346,27 +353,26 @@ static int cfg_of(tdm_gpu *g, slot *s, cfg_slot **out)
 
 /* ---- TDM_GPU_PROFILE (measurements only) --------------------------------------------- */
 
-static int prof_of(tdm_gpu *g, slot *s, slot_prof **out)
+static int prof_of(slot *s, slot_prof **out)
 {
     if (!s->prof) {
         slot_prof *p = (slot_prof *)calloc(1, sizeof *p);
         if (!p) return TDM_ENOMEM;
+        s->prof = p; /* freed with the slot (tdm_gpu_destroy), whatever was made */
         for (cudaEvent_t &e : p->ev) cudaEventCreate(&e);
-        cudaMalloc(&p->d_stat, 256 * 8 * sizeof(uint32_t));
-        cudaMallocHost(&p->h_stat, 256 * 8 * sizeof(uint32_t));
+        cudaMalloc(&p->d_stat, BLOCK_RUN_MAX * 8 * sizeof(uint32_t));
+        cudaMallocHost(&p->h_stat, BLOCK_RUN_MAX * 8 * sizeof(uint32_t));
         if (cudaGetLastError() != cudaSuccess) return TDM_EGPU;
-        s->prof = p;
     }
-    (void)g;
     *out = s->prof;
     return TDM_OK;
 }
 
 /* One line per block run: configurations, programs, entries, tasks, blocks; device us of the
- * set-up (copies, kinematics, culling, scan, listing), the block run, the fold and copies; host
- * us from the start to the answers; then over the blocks: max and mean cycles, max and sum of box
- * tests, leaf pairs and triangle tests, max levels, max widest level, and the cycles of the block
- * with the most box tests. */
+ * set-up (copies, kinematics, culling, scan, listing), the block run with its leaf passes, the
+ * fold and copies; host us from the start to the answers; then over the blocks: max and mean
+ * cycles, max and sum of box tests and leaf pairs, max levels, max widest level, and the cycles
+ * of the block with the most box tests. */
 static void prof_write(tdm_gpu *g, slot *s, uint32_t tasks)
 {
     slot_prof *p = s->prof;
@@ -392,12 +398,12 @@ static void prof_write(tdm_gpu *g, slot *s, uint32_t tasks)
     int len = snprintf(line, sizeof line,
                        "n=%zu progs=%u entries=%zu tasks=%u blocks=%u setup_us=%.1f block_us=%.1f fold_us=%.1f "
                        "host_us=%.1f cyc_max=%llu cyc_mean=%llu box_max=%llu box_sum=%llu leaf_max=%llu "
-                       "leaf_sum=%llu tri_max=%llu tri_sum=%llu levels_max=%llu wide_max=%llu heavy_cyc=%llu\n",
+                       "leaf_sum=%llu levels_max=%llu wide_max=%llu heavy_cyc=%llu\n",
                        p->n, p->progs, p->entries, tasks, p->blocks, t01 * 1e3, t12 * 1e3, t23 * 1e3, host_us,
                        (unsigned long long)mx[0], (unsigned long long)(p->blocks ? sum[0] / p->blocks : 0),
                        (unsigned long long)mx[2], (unsigned long long)sum[2], (unsigned long long)mx[3],
-                       (unsigned long long)sum[3], (unsigned long long)mx[4], (unsigned long long)sum[4],
-                       (unsigned long long)mx[5], (unsigned long long)mx[6], (unsigned long long)heavy_cyc);
+                       (unsigned long long)sum[3], (unsigned long long)mx[4], (unsigned long long)mx[5],
+                       (unsigned long long)heavy_cyc);
     if (len > 0 && write(g->prof_fd, line, (size_t)len) < 0) { /* measurements only: nothing to do */
     }
     p->n = 0;
@@ -456,13 +462,6 @@ static void put(unsigned char *base, size_t at, const void *src, size_t bytes)
 {
     if (bytes) memcpy(base + at, src, bytes);
 }
-
-/* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
- * run's upper bound on tasks; the device spreads the tasks it listed over the blocks),
- * the most blocks, and each block's frontier room in pairs. */
-#define BLOCK_RUN_TASKS 4u
-#define BLOCK_RUN_MAX 256u
-#define BLOCK_RUN_ROOM 8192u
 
 /* Room the programs' buffers start with, so that runs of a few more scenes than
  * the last seldom grow them (growing the device buffer waits for the device). */
@@ -553,11 +552,11 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         if (robots[r].n_checks > K) K = robots[r].n_checks;
     }
     if (M == 0) M = 1;
-    if (n > tdm_gpu_configs_max(g, n_q, K) || n * (n_q ? n_q : 1) * sizeof(double) > c->h_q.cap) return TDM_EINVAL;
-    size_t entries = n * K;
     /* scratch for the largest run of such programs, so that runs of other sizes reuse it:
      * growing it frees and allocates device memory, which waits for the whole device */
-    size_t most = tdm_gpu_configs_max(g, n_q, K), sized = n > most ? n : most;
+    size_t most = tdm_gpu_configs_max(g, n_q, K);
+    if (n > most || n * (n_q ? n_q : 1) * sizeof(double) > c->h_q.cap) return TDM_EINVAL;
+    size_t entries = n * K, sized = most;
     size_t temp_bytes = 0;
     cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, (const uint32_t *)nullptr, (uint32_t *)nullptr,
                                   (int)(sized * K));
@@ -664,8 +663,6 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
 
     cudaStream_t st = s->stream;
     c->n = n;
-    c->mode = mode;
-    c->cap = cap;
     c->task_room = (uint32_t)room;
     s->n = 0;
     s->it = 0;
@@ -684,7 +681,7 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     }
 
     slot_prof *pf = NULL;
-    if (g->prof_fd >= 0 && block && (rc = prof_of(g, s, &pf)) != TDM_OK) return rc;
+    if (g->prof_fd >= 0 && block && (rc = prof_of(s, &pf)) != TDM_OK) return rc;
     if (pf) {
         pf->blocks = n_blocks;
         pf->progs = n_prog;

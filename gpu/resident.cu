@@ -532,15 +532,15 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
                                                           uint32_t *stat)
 {
     __shared__ uint32_t n_cur, n_next;
-    __shared__ uint32_t st_box, st_leaf, st_tri; /* profiling (stat != NULL, TDM_GPU_PROFILE) */
+    __shared__ uint32_t st_box, st_leaf; /* profiling (stat != NULL, TDM_GPU_PROFILE) */
     long long t_start = stat ? clock64() : 0;
-    uint32_t my_box = 0, my_leaf = 0, my_tri = 0, levels = 0, widest = 0;
+    uint32_t my_box = 0, my_leaf = 0, levels = 0, widest = 0;
     if (n_dev && *n_dev < n) n = *n_dev;
     /* tasks blockIdx.x, + gridDim.x, ...: a configuration's tasks (listed together, and often
        heavy together: a hand near a shelf) go to different blocks */
     uint32_t mine = blockIdx.x < n ? (n - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
     if (stat && threadIdx.x == 0) {
-        st_box = st_leaf = st_tri = 0;
+        st_box = st_leaf = 0;
         for (int i = 0; i < 8; i++) stat[blockIdx.x * 8 + i] = 0;
     }
     if (mine == 0) return;
@@ -600,7 +600,6 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
     if (stat) {
         atomicAdd(&st_box, my_box);
         atomicAdd(&st_leaf, my_leaf);
-        atomicAdd(&st_tri, my_tri);
         __syncthreads();
         if (threadIdx.x == 0) {
             uint32_t *o = stat + blockIdx.x * 8;
@@ -608,9 +607,8 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
             o[1] = mine;
             o[2] = st_box;
             o[3] = st_leaf;
-            o[4] = st_tri;
-            o[5] = levels;
-            o[6] = widest;
+            o[4] = levels;
+            o[5] = widest;
         }
     }
 }
@@ -774,10 +772,10 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     /* small configs runs as one CUDA graph each (configs.cu; TDM_GPU_CONFIG_GRAPHS=0: launch by launch) */
     const char *cg = getenv("TDM_GPU_CONFIG_GRAPHS");
     g->config_graphs = !(cg && strcmp(cg, "0") == 0);
-    /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
-     * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
     const char *prof = getenv("TDM_GPU_PROFILE");
     g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
+     * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
     const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
     unsigned ev_flags = cudaEventDisableTiming | (blocking && strcmp(blocking, "1") == 0 ? cudaEventBlockingSync : 0);
     for (int k = 0; k < g->n_slots; k++) {
@@ -1088,18 +1086,6 @@ extern "C" int tdm_gpu_slot_buffers(tdm_gpu *g, int k, size_t n, tdm_gpu_input *
     return TDM_OK;
 }
 
-/* After a run's one launch (depth first or in blocks): counts it, and queues the
- * copies of its hand-over's size and its overflow flag for the host's look. */
-static int one_launch_look(tdm_gpu *g, slot *s)
-{
-    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    g->stats.small_runs++;
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost, s->stream));
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
-                                           cudaMemcpyDeviceToHost, s->stream));
-    return TDM_OK;
-}
-
 extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*runs)[2], int n_runs)
 {
     slot *s = &g->slots[k];
@@ -1131,8 +1117,11 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
     if (small) {
         /* the hand-over's size and the overflow flag, and the answers at once: most small runs
            hand nothing over and are done at the first look */
-        int rc = one_launch_look(g, s);
-        if (rc != TDM_OK) return rc;
+        g->stats.small_runs++;
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[0], s->cnt, sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                               s->stream));
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(&s->h_cnt[1], s->cnt + 2 * MAX_ITERS, sizeof(uint32_t),
+                                               cudaMemcpyDeviceToHost, s->stream));
         TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(s->h_res, s->d_res, n * sizeof(dres), cudaMemcpyDeviceToHost,
                                                s->stream));
         TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, s->stream));

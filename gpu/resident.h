@@ -55,8 +55,8 @@ struct cfg_slot; /* configs.cu: a slot's scratch for batches of configurations *
  * one line to FILE with its stages' device times and its blocks' work (configs.cu). */
 typedef struct slot_prof {
     cudaEvent_t ev[4];        /* before the copies, before the block run, after it, after the fold's copies */
-    uint32_t *d_stat, *h_stat; /* per block: cycles, tasks, box tests, leaf pairs, triangle tests, levels,
-                                  widest level, 0 */
+    uint32_t *d_stat, *h_stat; /* per block (8 words): cycles, tasks, box tests, leaf pairs, levels,
+                                  widest level */
     uint32_t blocks, progs;
     size_t n, entries;
     uint64_t t0_ns;
