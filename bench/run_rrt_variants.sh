@@ -21,6 +21,7 @@
 #   dup       --gpu-devices 0,0 (two GPU engines on device 0: twice the lanes, each with its own trees)
 #   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
 #   spinN     TDM_POOLER_SPIN_US=N (idle pooler threads poll N us for work before they sleep)
+#   ioN       --io-threads N (N event loops on threads of their own take the connections)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1.
 set -uo pipefail
@@ -49,6 +50,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
     [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
+    [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
     sock=$work/tandemd.sock

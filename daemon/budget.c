@@ -66,8 +66,8 @@ int tdm_conn_job_admit(tdm_conn *c, uint64_t id, uint64_t mem, uint64_t reply)
     tdm_budget *b = &c->srv->mem;
     if (tdm_budget_room(b, mem + reply)) return 0;
     /* jobs answered from a pooler thread may still hold their memory: let them go first */
-    if (c->srv->query_pool) {
-        tdm_query_pool_settle(c->srv->query_pool);
+    if (c->io->sink) { /* its own loop's: other loops' connections are theirs to account */
+        tdm_query_sink_settle(c->io->sink);
         if (tdm_budget_room(b, mem + reply)) return 0;
     }
     char held[256];
@@ -82,6 +82,7 @@ void tdm_conn_job_track(tdm_conn *c, tdm_query_job *j, uint64_t mem, uint64_t re
 {
     assert(!j->tracked);
     j->tracked = 1;
+    j->sink = c->io->sink;
     j->mem_charged = mem;
     j->reply_bound = reply;
     tdm_budget_charge(&c->srv->mem, TDM_MEM_WORK, mem + reply);

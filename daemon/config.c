@@ -121,6 +121,11 @@ static const opt opts[] = {
      "Bytes of text in a RobotPut's urdf and in its srdf, and in a RobotScenePut's world (each)."},
     {"max-motion-states", T_U64, OFF(max_motion_states), "268435456", 1, UINT64_MAX, NULL, "N",
      "States of all the motions of one MotionCheck together (each motion's count by its resolution)."},
+    {"io-threads", T_U32, OFF(io_threads), "0", 0, 64, NULL, "N",
+     "Event loops on threads of their own that take the client connections (round robin), each reading, "
+     "decoding and answering its connections' requests; the main loop keeps the listeners and the rest. "
+     "0: the main loop serves every connection. With many clients sending small requests (planners) one "
+     "loop is the daemon's bound: give it a few (daemon/README.md)."},
     {"max-pipelined", T_U32, OFF(max_pipelined), "1024", 1, 1u << 20, NULL, "N",
      "Requests in flight per connection before the server stops reading from it."},
     {"max-connections", T_U32, OFF(max_connections), "1024", 1, 1u << 20, NULL, "N",

@@ -48,6 +48,7 @@ typedef struct tdm_config {
     uint32_t max_objects;
     uint32_t max_queries;
     uint32_t max_contacts;
+    uint32_t io_threads;      /* event loops besides the main one, taking the connections (io.h) */
     uint32_t max_pipelined;
     uint32_t max_connections;
     uint64_t max_meshes_bytes;

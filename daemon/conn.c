@@ -2,10 +2,13 @@
 #include "conn.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "metrics.h"
@@ -101,10 +104,21 @@ static void read_stop(tdm_conn *c)
     c->reading = 0;
 }
 
+/* Every libuv callback here holds the server's lock (io.h) for what it does; `c` may be
+ * freed by then, so the server is read first. */
+#define LOCKED(c, body)                                                                                                \
+    do {                                                                                                               \
+        tdm_server *srv_ = (c)->srv;                                                                                   \
+        tdm_srv_lock(srv_);                                                                                            \
+        body;                                                                                                          \
+        tdm_srv_unlock(srv_);                                                                                          \
+    } while (0)
+
 static void maybe_free(tdm_conn *c)
 {
     if (c->handles_open > 0 || c->inflight > 0) return;
     tdm_server *srv = c->srv;
+    tdm_io *io = c->io;
     if (c->prev) c->prev->next = c->next;
     else srv->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -119,14 +133,16 @@ static void maybe_free(tdm_conn *c)
     assert(c->in_charged == 0 && c->promised == 0 && !c->jobs);
     pthread_mutex_destroy(&c->out_mu);
     free(c);
-    tdm_server_conn_gone(srv);
+    tdm_server_conn_gone(srv, io);
 }
 
 static void on_closed(uv_handle_t *h)
 {
     tdm_conn *c = h->data;
-    c->handles_open--;
-    maybe_free(c);
+    LOCKED(c, {
+        c->handles_open--;
+        maybe_free(c);
+    });
 }
 
 void tdm_conn_close(tdm_conn *c, const char *why)
@@ -148,12 +164,12 @@ void tdm_conn_close(tdm_conn *c, const char *why)
 
 static void on_linger_timeout(uv_timer_t *t)
 {
-    tdm_conn_close(t->data, "the client did not close in time");
+    tdm_conn *c = t->data;
+    LOCKED(c, tdm_conn_close(c, "the client did not close in time"));
 }
 
-static void on_deadline(uv_timer_t *t)
+static void deadline_passed(tdm_conn *c)
 {
-    tdm_conn *c = t->data;
     const tdm_config *cfg = c->srv->cfg;
     if (c->state == CONN_LINGER || c->state == CONN_CLOSING) return;
     if (!c->authed) {
@@ -171,14 +187,25 @@ static void on_deadline(uv_timer_t *t)
     tdm_conn_close(c, "idle-timeout");
 }
 
-static void on_auth_delay(uv_timer_t *t)
+static void on_deadline(uv_timer_t *t)
 {
     tdm_conn *c = t->data;
+    LOCKED(c, deadline_passed(c));
+}
+
+static void auth_delay_passed(tdm_conn *c)
+{
     if (!c->auth_hold) return;
     c->auth_hold = 0;
     tdm_conn_send_error(c, c->refused_id, TANDEM__V1__ERROR_CODE__ERROR_UNAUTHENTICATED, "auth_token", -1,
                         "wrong or missing auth token");
     tdm_conn_end(c); /* the delay's hold: the drain goes on */
+}
+
+static void on_auth_delay(uv_timer_t *t)
+{
+    tdm_conn *c = t->data;
+    LOCKED(c, auth_delay_passed(c));
 }
 
 void tdm_conn_refuse_auth(tdm_conn *c, uint64_t id)
@@ -206,7 +233,7 @@ void tdm_conn_deadline(tdm_conn *c)
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     tdm_conn *c = req->data;
-    if (status < 0 && status != UV_ECANCELED) tdm_conn_close(c, uv_strerror(status));
+    if (status < 0 && status != UV_ECANCELED) LOCKED(c, tdm_conn_close(c, uv_strerror(status)));
 }
 
 /* Everything is answered and flushed: send FIN, then read and discard until the
@@ -301,9 +328,8 @@ static void ungate(tdm_conn *c)
     pthread_mutex_unlock(&c->out_mu);
 }
 
-static void on_write(uv_write_t *req, int status)
+static void wrote(tdm_frame *o, int status)
 {
-    tdm_frame *o = (tdm_frame *)req;
     tdm_conn *c = o->conn;
     size_t n = o->len - o->off;
     c->out_bytes -= n;
@@ -317,6 +343,13 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     update_flow(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    tdm_frame *o = (tdm_frame *)req;
+    tdm_conn *c = o->conn;
+    LOCKED(c, wrote(o, status));
 }
 
 tdm_frame *tdm_frame_new(size_t n, uint8_t **body)
@@ -608,15 +641,14 @@ static void plain_space(tdm_conn *c, uv_buf_t *buf)
 
 /* Ciphertext read by any TLS connection: libuv calls on_read (with 0 bytes when nothing
  * came) before it asks for the next buffer, and on_read hands the bytes to the session at
- * once, so one buffer serves the whole loop and an idle TLS connection holds none. */
-static uint8_t tls_read_buf[TDM_TLS_READ_CAP];
-
+ * once, so one buffer serves the whole loop (its io->tls_buf) and an idle TLS connection
+ * holds none. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     tdm_conn *c = h->data;
-    if (c->tls) *buf = uv_buf_init((char *)tls_read_buf, sizeof tls_read_buf);
-    else plain_space(c, buf);
+    if (c->tls) *buf = uv_buf_init((char *)c->io->tls_buf, TDM_TLS_READ_CAP);
+    else LOCKED(c, plain_space(c, buf));
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -665,7 +697,7 @@ static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
     /* jobs whose replies went out from a pooler thread (tdm_conn_reply_direct) are accounted
        before any request their clients may have sent on seeing them (stats, in-flight limits) */
-    if (c->srv->query_pool) tdm_query_pool_collect(c->srv->query_pool);
+    if (c->io->sink) tdm_query_sink_collect(c->io->sink);
     tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
     tdm_request_handle(c, frame, len);
     tdm_metrics_leave(outer);
@@ -818,10 +850,8 @@ static void tls_pump(tdm_conn *c)
     tls_flush(c);
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void read_done(tdm_conn *c, ssize_t nread, const uv_buf_t *buf)
 {
-    tdm_conn *c = s->data;
-    if (nread == 0) return;
     if (c->state == CONN_LINGER) {
         if (nread < 0) tdm_conn_close(c, nread == UV_EOF ? "closed" : uv_strerror((int)nread));
         return; /* discarded */
@@ -850,6 +880,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     tls_pump(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    tdm_conn *c = s->data;
+    if (nread == 0) return;
+    LOCKED(c, read_done(c, nread, buf));
 }
 
 void tdm_conn_shutdown(tdm_conn *c)
@@ -936,34 +973,143 @@ static void on_closed_unaccepted(uv_handle_t *h)
     }
 }
 
-void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
+/* A connection's handles on io's loop, not yet open; NULL when out of memory or libuv
+ * refuses (logged). */
+static tdm_conn *conn_new(tdm_server *srv, tdm_io *io, int is_unix)
 {
     tdm_conn *c = calloc(1, sizeof *c);
     if (!c) {
-        /* libuv stops watching the listener until a uv_accept: accepting stalls
-         * while memory is short, which beats crashing */
         tdm_log_error("out of memory accepting a connection");
-        return;
+        return NULL;
     }
     c->out_fd = -1;
     pthread_mutex_init(&c->out_mu, NULL); /* default attributes: cannot fail */
-    int rc = is_unix ? uv_pipe_init(srv->loop, &c->h.pipe, 0) : uv_tcp_init(srv->loop, &c->h.tcp);
+    c->srv = srv;
+    c->io = io;
+    int rc = is_unix ? uv_pipe_init(io->loop, &c->h.pipe, 0) : uv_tcp_init(io->loop, &c->h.tcp);
     if (rc != 0) {
         tdm_log_error("accept: %s", uv_strerror(rc));
+        pthread_mutex_destroy(&c->out_mu);
         free(c);
-        return;
+        return NULL;
     }
     c->h.handle.data = c;
-    uv_timer_init(srv->loop, &c->linger); /* cannot fail */
+    uv_timer_init(io->loop, &c->linger); /* cannot fail */
     c->linger.data = c;
     c->handles_open = 2;
-    if ((rc = uv_accept(listener, &c->h.stream)) != 0) {
-        tdm_log_warn("accept: %s", uv_strerror(rc));
-        uv_close(&c->h.handle, on_closed_unaccepted);
-        uv_close((uv_handle_t *)&c->linger, on_closed_unaccepted);
+    return c;
+}
+
+static void conn_unaccepted(tdm_conn *c)
+{
+    uv_close(&c->h.handle, on_closed_unaccepted);
+    uv_close((uv_handle_t *)&c->linger, on_closed_unaccepted);
+}
+
+static void conn_opened(tdm_conn *c, int is_unix);
+
+/* A connection accepted on the main loop, on its way to an I/O thread's: the socket (a
+ * duplicate; the main loop's handle closes the original) and its kind. */
+typedef struct handoff {
+    tdm_io_task task;
+    int fd;
+    int is_unix;
+} handoff;
+
+static void free_handle(uv_handle_t *h) { free(h); }
+
+/* On the I/O thread, holding the lock: the connection is opened on its loop. */
+static void take_over(tdm_io *io, void *arg)
+{
+    handoff *h = arg;
+    tdm_server *srv = io->srv;
+    int fd = h->fd, is_unix = h->is_unix;
+    free(h);
+    if (srv->stopped || srv->shutting_down) { /* accepted as the listeners closed */
+        close(fd);
         return;
     }
-    c->srv = srv;
+    tdm_conn *c = conn_new(srv, io, is_unix);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    int rc = is_unix ? uv_pipe_open(&c->h.pipe, fd) : uv_tcp_open(&c->h.tcp, fd);
+    if (rc != 0) {
+        tdm_log_warn("accept: %s", uv_strerror(rc));
+        close(fd);
+        conn_unaccepted(c);
+        return;
+    }
+    conn_opened(c, is_unix);
+}
+
+/* Accepts on the main loop and hands the socket to the next I/O thread. */
+static void hand_off(tdm_server *srv, uv_stream_t *listener, int is_unix)
+{
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } *t = malloc(sizeof *t);
+    handoff *h = malloc(sizeof *h);
+    if (!t || !h) {
+        /* libuv stops watching the listener until a uv_accept: accepting stalls while memory
+           is short, which beats crashing */
+        free(t);
+        free(h);
+        tdm_log_error("out of memory accepting a connection");
+        return;
+    }
+    int rc = is_unix ? uv_pipe_init(srv->loop, &t->pipe, 0) : uv_tcp_init(srv->loop, &t->tcp);
+    if (rc != 0) {
+        tdm_log_error("accept: %s", uv_strerror(rc));
+        free(t);
+        free(h);
+        return;
+    }
+    uv_os_fd_t fd = -1;
+    if ((rc = uv_accept(listener, &t->stream)) != 0 || (rc = uv_fileno(&t->handle, &fd)) != 0) {
+        tdm_log_warn("accept: %s", uv_strerror(rc));
+        uv_close(&t->handle, free_handle);
+        free(h);
+        return;
+    }
+    h->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the I/O thread's; this handle's copy closes with it */
+    uv_close(&t->handle, free_handle);
+    if (h->fd < 0) {
+        tdm_log_warn("accept: cannot duplicate the socket: %s", strerror(errno));
+        free(h);
+        return;
+    }
+    h->is_unix = is_unix;
+    h->task.fn = take_over;
+    h->task.arg = h;
+    tdm_io_post(tdm_io_next(srv), &h->task);
+}
+
+void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix)
+{
+    if (srv->n_io > 0) {
+        hand_off(srv, listener, is_unix);
+        return;
+    }
+    tdm_conn *c = conn_new(srv, &srv->io[0], is_unix);
+    if (!c) return; /* libuv stops watching the listener until a uv_accept (see hand_off) */
+    int rc = uv_accept(listener, &c->h.stream);
+    if (rc != 0) {
+        tdm_log_warn("accept: %s", uv_strerror(rc));
+        conn_unaccepted(c);
+        return;
+    }
+    conn_opened(c, is_unix);
+}
+
+/* The connection's socket is open on its loop: counted, checked against the limits, read. */
+static void conn_opened(tdm_conn *c, int is_unix)
+{
+    tdm_server *srv = c->srv;
     c->id = ++srv->next_conn_id;
     c->state = CONN_READ_LEN;
     c->next = srv->conns;

@@ -90,6 +90,7 @@ struct tdm_conn {
         uv_pipe_t pipe;
     } h;
     tdm_server *srv;
+    tdm_io *io;               /* the loop it lives on (io.h), from its accept to its free */
     tdm_conn *prev, *next;    /* srv->conns */
     uint64_t id;
     enum tdm_conn_state state;
@@ -148,7 +149,9 @@ struct tdm_conn {
                                  replies keep the order the loop gives them */
 };
 
-/* Accepts a pending connection on a listener. */
+/* Accepts a pending connection on a listener (the main loop, holding the server's lock):
+ * the connection lives on the main loop without I/O threads, else on the next of them
+ * (io.h), which takes it over. */
 void tdm_conn_accept(tdm_server *srv, uv_stream_t *listener, int is_unix);
 
 /* Queues one reply (a Tandem__V1__Reply). Dropped when the connection is closing. */

@@ -65,7 +65,14 @@ static void beat(tdm_heartbeat *hb)
     if (hb->watchdog) sd_notify(0, "WATCHDOG=1");
 }
 
-static void on_timer(uv_timer_t *t) { beat((tdm_heartbeat *)t); }
+static void locked_beat(tdm_heartbeat *hb)
+{
+    tdm_srv_lock(hb->srv);
+    beat(hb);
+    tdm_srv_unlock(hb->srv);
+}
+
+static void on_timer(uv_timer_t *t) { locked_beat((tdm_heartbeat *)t); }
 
 int tdm_heartbeat_start(tdm_server *srv, uint32_t interval_ms, tdm_heartbeat **out)
 {
@@ -94,7 +101,7 @@ int tdm_heartbeat_start(tdm_server *srv, uint32_t interval_ms, tdm_heartbeat **o
 
 void tdm_heartbeat_beat(tdm_heartbeat *hb)
 {
-    if (hb) beat(hb);
+    if (hb) locked_beat(hb);
 }
 
 static void on_closed(uv_handle_t *h) { free(h); }

@@ -68,6 +68,12 @@ int main(int argc, char **argv)
     }
     memset(&srv, 0, sizeof srv);
     srv.cfg = &cfg;
+    if ((rc = tdm_srv_lock_init(&srv)) != 0) {
+        tdm_log_error("server lock: %s", strerror(rc));
+        tdm_http_stop(http);
+        tdm_config_free(&cfg);
+        return 1;
+    }
     srv.started_ns = uv_hrtime();
     if ((rc = uv_loop_init(&loop)) != 0) {
         tdm_log_error("event loop: %s", uv_strerror(rc));
@@ -129,7 +135,7 @@ int main(int argc, char **argv)
         tdm_log_error("out of memory");
         goto out;
     }
-    if ((rc = tdm_writer_create(&loop, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
+    if ((rc = tdm_writer_create(&loop, &srv.mu, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
         tdm_log_error("storage thread: %s", tdm_strerror(rc));
         goto out;
     }
@@ -138,7 +144,7 @@ int main(int argc, char **argv)
                  (unsigned long long)tdm_catalog_bytes(srv.catalog), tdm_catalog_n_scenes(srv.catalog), cfg.data_dir,
                  skipped ? "; some files were skipped (see above)" : "");
     /* a want_pairs request may reserve up to max_reply_pairs: a batch holds at least that much */
-    if ((rc = tdm_query_pool_create(&loop, srv.engine, cfg.max_batch_tasks, cfg.max_reply_pairs,
+    if ((rc = tdm_query_pool_create(srv.engine, cfg.max_batch_tasks, cfg.max_reply_pairs,
                                     tdm_request_query_packed, tdm_request_query_done, &srv, &srv.query_pool)) !=
         TDM_OK) {
         tdm_log_error("dispatcher thread: %s", tdm_strerror(rc));
@@ -150,6 +156,10 @@ int main(int argc, char **argv)
        the loop (A/B runs) */
     const char *direct = getenv("TDM_DIRECT_REPLIES");
     if (!(direct && !strcmp(direct, "0"))) tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
+    if (tdm_io_create(&srv, cfg.io_threads, err, sizeof err) != 0 || tdm_io_start(&srv, err, sizeof err) != 0) {
+        tdm_log_error("%s", err);
+        goto out;
+    }
     if ((rc = tdm_server_budget_start(&srv)) != 0) {
         tdm_log_error("timer: %s", uv_strerror(rc));
         goto out;
@@ -173,9 +183,12 @@ int main(int argc, char **argv)
 out:
     if (!srv.stopped) {
         /* a failed start: close whatever was opened through the same path */
+        tdm_srv_lock(&srv);
         tdm_server_shutdown(&srv, 1);
+        tdm_srv_unlock(&srv);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
+    tdm_io_join(&srv); /* the I/O threads end once the server stopped (tdm_io_stop_all) */
     tdm_heartbeat_stop(heartbeat);
     uv_run(&loop, UV_RUN_DEFAULT); /* its close */
     tdm_catalog_free(srv.catalog);

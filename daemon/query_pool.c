@@ -7,16 +7,15 @@
 
 #include "log.h"
 
-struct tdm_query_pool {
+/* Where a loop's finished jobs wait for it (query_pool.h). */
+struct tdm_query_sink {
     uv_async_t async; /* first: on_async casts back */
-    tdm_pooler *pooler;
-    void (*ran)(tdm_query_job *, void *);
-    void (*send)(tdm_query_job *, void *);
-    void (*done)(tdm_query_job *, void *);
+    void (*done)(tdm_query_job *, void *); /* the pool's, kept for the jobs after it stopped */
     void *data;
+    pthread_mutex_t *srv_lock;            /* the server's lock (io.h), taken by this sink's callbacks */
     pthread_mutex_t lock;
     tdm_query_job *done_head, *done_tail; /* finished, under lock */
-    size_t pending;                       /* loop thread */
+    size_t pending;                       /* under the server's lock */
     /* the loop is woken (async) only when it may be about to sleep: between its prepare
        (which collects, then sets `idle`) and its check (which clears it); otherwise it collects
        at its next prepare, and on every frame it handles. Every uv_async_send costs a system
@@ -25,6 +24,16 @@ struct tdm_query_pool {
     uv_check_t check;
     int idle;                             /* atomic */
     int handles_open;
+    tdm_query_sink *next;                 /* qp->sinks */
+};
+
+struct tdm_query_pool {
+    tdm_pooler *pooler;
+    void (*ran)(tdm_query_job *, void *);
+    void (*send)(tdm_query_job *, void *);
+    void (*done)(tdm_query_job *, void *);
+    void *data;
+    tdm_query_sink *sinks; /* every loop's; the first made is the main loop's */
 };
 
 static tdm_query_job *job_of(tdm_pooler_job *pj)
@@ -43,42 +52,60 @@ static void on_batch(const tdm_pooler_batch *b, void *data)
 /* query_job.sending */
 enum { SENDING = 1, SENDING_PUT_BACK = 2 };
 
-/* This pooler thread handed jobs back quietly in its batch: on_batch_end wakes the loop. */
-static _Thread_local int owe_wake;
+/* The sinks this pooler thread handed jobs back to quietly in its batch: on_batch_end wakes
+ * their loops, once each (a batch's jobs come from a few loops; more than this many different
+ * ones are woken at once). */
+#define OWED_MAX 16
+static _Thread_local tdm_query_sink *owed[OWED_MAX];
+static _Thread_local unsigned n_owed;
 
-/* Any thread: queues a finished job for the loop (without waking it). */
-static void hand_back_quiet(tdm_query_pool *qp, tdm_query_job *j)
+static void wake(tdm_query_sink *s);
+
+static void owe_wake(tdm_query_sink *s)
 {
+    for (unsigned i = 0; i < n_owed; i++)
+        if (owed[i] == s) return;
+    if (n_owed == OWED_MAX) {
+        wake(s);
+        return;
+    }
+    owed[n_owed++] = s;
+}
+
+/* Any thread: queues a finished job for its loop (without waking it). */
+static void hand_back_quiet(tdm_query_job *j)
+{
+    tdm_query_sink *s = j->sink;
     j->next = NULL;
-    pthread_mutex_lock(&qp->lock);
-    if (qp->done_tail) qp->done_tail->next = j;
-    else __atomic_store_n(&qp->done_head, j, __ATOMIC_RELAXED); /* read unlocked by tdm_query_pool_collect */
-    qp->done_tail = j;
-    pthread_mutex_unlock(&qp->lock);
+    pthread_mutex_lock(&s->lock);
+    if (s->done_tail) s->done_tail->next = j;
+    else __atomic_store_n(&s->done_head, j, __ATOMIC_RELAXED); /* read unlocked by collect */
+    s->done_tail = j;
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* Any thread, after queueing: wakes the loop if it may be sleeping. */
-static void wake(tdm_query_pool *qp)
+static void wake(tdm_query_sink *s)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the queueing before the look at `idle` (see on_prepare) */
-    if (__atomic_load_n(&qp->idle, __ATOMIC_RELAXED)) uv_async_send(&qp->async);
+    if (__atomic_load_n(&s->idle, __ATOMIC_RELAXED)) uv_async_send(&s->async);
 }
 
-/* Any thread: queues a finished job for the loop and wakes it. */
-static void hand_back(tdm_query_pool *qp, tdm_query_job *j)
+/* Any thread: queues a finished job for its loop and wakes it. */
+static void hand_back(tdm_query_job *j)
 {
-    hand_back_quiet(qp, j);
-    wake(qp);
+    hand_back_quiet(j);
+    wake(j->sink);
 }
 
-/* Pooler thread: pack the reply, then hand the job to the loop. */
+/* Pooler thread: pack the reply, then hand the job to its loop. */
 static void on_finished(tdm_pooler_job *pj, void *data)
 {
     tdm_query_pool *qp = data;
     tdm_query_job *j = job_of(pj);
     if (tdm_pooler_job_cancelled(pj)) { /* its connection closed: no next run, no reply to pack */
         if (pj->rc == TDM_OK) pj->rc = TDM_ECANCELED;
-        hand_back(qp, j);
+        hand_back(j);
         return;
     }
     if (j->again && pj->rc == TDM_OK && j->again(j)) {
@@ -88,24 +115,24 @@ static void on_finished(tdm_pooler_job *pj, void *data)
     if (qp->ran) qp->ran(j, qp->data);
     int send = qp->send && j->frame;
     if (send) j->sending = SENDING; /* published by hand_back's lock */
+    tdm_query_sink *s = j->sink;
     /* the loop is woken once for the batch (on_batch_end): every wake-up it meets while a
        thread is still in uv_async_send costs it a spin */
-    hand_back_quiet(qp, j);
-    owe_wake = 1;
+    hand_back_quiet(j);
+    owe_wake(s);
     if (send) {
         qp->send(j, qp->data);
         /* the loop met the job while it was sending and put it back: wake it again */
-        if (__atomic_exchange_n(&j->sending, 0, __ATOMIC_ACQ_REL) == SENDING_PUT_BACK) wake(qp);
+        if (__atomic_exchange_n(&j->sending, 0, __ATOMIC_ACQ_REL) == SENDING_PUT_BACK) wake(s);
     }
 }
 
-/* Pooler thread, after a batch's jobs are finished: wakes the loop once for those
- * handed back. */
+/* Pooler thread, after a batch's jobs are finished: wakes each loop they went to, once. */
 static void on_batch_end(void *data)
 {
-    if (!owe_wake) return;
-    owe_wake = 0;
-    wake(data);
+    (void)data;
+    for (unsigned i = 0; i < n_owed; i++) wake(owed[i]);
+    n_owed = 0;
 }
 
 /* Loop thread: may the job go to `done`? Not while its sender writes its reply
@@ -126,14 +153,17 @@ static void wait_sent(tdm_query_job *j)
         if (i >= 1000) sched_yield();
 }
 
-static void collect(tdm_query_pool *qp, int wait)
+static int has_done(tdm_query_sink *s) { return __atomic_load_n(&s->done_head, __ATOMIC_RELAXED) != NULL; }
+
+/* The sink's loop, holding the server's lock. */
+static void collect(tdm_query_sink *s, int wait)
 {
-    if (!__atomic_load_n(&qp->done_head, __ATOMIC_RELAXED)) return; /* the usual case: nothing finished */
-    pthread_mutex_lock(&qp->lock);
-    tdm_query_job *j = qp->done_head, *back = NULL;
-    __atomic_store_n(&qp->done_head, NULL, __ATOMIC_RELAXED);
-    qp->done_tail = NULL;
-    pthread_mutex_unlock(&qp->lock);
+    if (!has_done(s)) return; /* the usual case: nothing finished */
+    pthread_mutex_lock(&s->lock);
+    tdm_query_job *j = s->done_head, *back = NULL;
+    __atomic_store_n(&s->done_head, NULL, __ATOMIC_RELAXED);
+    s->done_tail = NULL;
+    pthread_mutex_unlock(&s->lock);
     while (j) {
         tdm_query_job *next = j->next;
         j->next = NULL;
@@ -144,44 +174,100 @@ static void collect(tdm_query_pool *qp, int wait)
             j = next;
             continue;
         }
-        qp->pending--;
+        s->pending--;
         tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
-        qp->done(j, qp->data);
+        s->done(j, s->data);
         tdm_metrics_leave(outer);
         j = next;
     }
     while (back) {
         tdm_query_job *next = back->next;
-        hand_back_quiet(qp, back);
+        hand_back_quiet(back);
         back = next;
     }
 }
 
-void tdm_query_pool_collect(tdm_query_pool *qp) { collect(qp, 0); }
+void tdm_query_sink_collect(tdm_query_sink *s) { collect(s, 0); }
 
-void tdm_query_pool_settle(tdm_query_pool *qp) { collect(qp, 1); }
+void tdm_query_sink_settle(tdm_query_sink *s) { collect(s, 1); }
 
-static void on_async(uv_async_t *h) { tdm_query_pool_collect((tdm_query_pool *)h); }
+static void on_async(uv_async_t *h)
+{
+    tdm_query_sink *s = (tdm_query_sink *)h;
+    pthread_mutex_lock(s->srv_lock);
+    collect(s, 0);
+    pthread_mutex_unlock(s->srv_lock);
+}
 
 /* Before the loop polls: from here until its check, a thread that queues a job wakes it
  * (the store of `idle` before the look at the queue, as wake() queues before it looks). */
 static void on_prepare(uv_prepare_t *h)
 {
-    tdm_query_pool *qp = h->data;
-    __atomic_store_n(&qp->idle, 1, __ATOMIC_RELAXED);
+    tdm_query_sink *s = h->data;
+    __atomic_store_n(&s->idle, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    tdm_query_pool_collect(qp);
+    if (!has_done(s)) return;
+    pthread_mutex_lock(s->srv_lock);
+    collect(s, 0);
+    pthread_mutex_unlock(s->srv_lock);
 }
 
 static void on_check(uv_check_t *h)
 {
-    tdm_query_pool *qp = h->data;
-    __atomic_store_n(&qp->idle, 0, __ATOMIC_RELAXED);
+    tdm_query_sink *s = h->data;
+    __atomic_store_n(&s->idle, 0, __ATOMIC_RELAXED);
 }
 
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data)) { qp->send = send; }
 
-int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+static void on_sink_closed(uv_handle_t *h)
+{
+    tdm_query_sink *s = h->data;
+    if (--s->handles_open) return;
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_query_sink **out)
+{
+    *out = NULL;
+    tdm_query_sink *s = calloc(1, sizeof *s);
+    if (!s) return TDM_ENOMEM;
+    s->done = qp->done;
+    s->data = qp->data;
+    s->srv_lock = srv_lock;
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        return TDM_ESYS;
+    }
+    if (uv_async_init(loop, &s->async, on_async) != 0) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return TDM_ESYS;
+    }
+    uv_prepare_init(loop, &s->prepare); /* cannot fail */
+    uv_check_init(loop, &s->check);
+    s->async.data = s->prepare.data = s->check.data = s;
+    s->handles_open = 3;
+    uv_prepare_start(&s->prepare, on_prepare);
+    uv_check_start(&s->check, on_check);
+    uv_unref((uv_handle_t *)&s->prepare); /* they keep no loop running */
+    uv_unref((uv_handle_t *)&s->check);
+    s->next = qp->sinks;
+    qp->sinks = s;
+    *out = s;
+    return TDM_OK;
+}
+
+void tdm_query_sink_close(tdm_query_sink *s)
+{
+    collect(s, 1);
+    uv_close((uv_handle_t *)&s->async, on_sink_closed);
+    uv_close((uv_handle_t *)&s->prepare, on_sink_closed);
+    uv_close((uv_handle_t *)&s->check, on_sink_closed);
+}
+
+int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                           void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
                           void *data, tdm_query_pool **out)
 {
@@ -191,26 +277,9 @@ int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch
     qp->ran = ran;
     qp->done = done;
     qp->data = data;
-    if (pthread_mutex_init(&qp->lock, NULL) != 0) {
-        free(qp);
-        return TDM_ESYS;
-    }
-    if (uv_async_init(loop, &qp->async, on_async) != 0) {
-        pthread_mutex_destroy(&qp->lock);
-        free(qp);
-        return TDM_ESYS;
-    }
-    uv_prepare_init(loop, &qp->prepare); /* cannot fail */
-    uv_check_init(loop, &qp->check);
-    qp->async.data = qp->prepare.data = qp->check.data = qp;
-    qp->handles_open = 3;
-    uv_prepare_start(&qp->prepare, on_prepare);
-    uv_check_start(&qp->check, on_check);
-    uv_unref((uv_handle_t *)&qp->prepare); /* they keep no loop running */
-    uv_unref((uv_handle_t *)&qp->check);
     int rc = tdm_pooler_create(engine, max_batch_tasks, max_batch_pairs, on_finished, on_batch, qp, &qp->pooler);
     if (rc != TDM_OK) {
-        tdm_query_pool_stop(qp); /* frees through the close callback */
+        free(qp);
         return rc;
     }
     tdm_pooler_set_batch_end(qp->pooler, on_batch_end);
@@ -220,17 +289,22 @@ int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch
 
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job)
 {
-    qp->pending++;
+    job->sink->pending++;
     /* the pooler refuses jobs only once stopped, which the server does after its last connection
      * is gone; should one come anyway, it is answered as an engine failure */
     int rc = tdm_pooler_submit(qp->pooler, &job->pool);
     if (rc != TDM_OK) {
         job->pool.rc = TDM_ECANCELED;
-        hand_back(qp, job);
+        hand_back(job);
     }
 }
 
-size_t tdm_query_pool_pending(const tdm_query_pool *qp) { return qp->pending; }
+size_t tdm_query_pool_pending(const tdm_query_pool *qp)
+{
+    size_t n = 0;
+    for (const tdm_query_sink *s = qp->sinks; s; s = s->next) n += s->pending;
+    return n;
+}
 
 void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *f)
 {
@@ -243,21 +317,9 @@ void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s)
     else *s = (tdm_pooler_stats){0, 0, 0, 0, 0};
 }
 
-static void on_closed(uv_handle_t *h)
-{
-    tdm_query_pool *qp = h->data;
-    if (--qp->handles_open) return;
-    pthread_mutex_destroy(&qp->lock);
-    free(qp);
-}
-
 void tdm_query_pool_stop(tdm_query_pool *qp)
 {
     if (!qp) return;
     tdm_pooler_destroy(qp->pooler); /* runs and finishes what is queued, joins */
-    qp->pooler = NULL;
-    on_async(&qp->async);
-    uv_close((uv_handle_t *)&qp->async, on_closed);
-    uv_close((uv_handle_t *)&qp->prepare, on_closed);
-    uv_close((uv_handle_t *)&qp->check, on_closed);
+    free(qp);
 }

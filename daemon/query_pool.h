@@ -5,8 +5,8 @@
  * it. The loop submits it here; the pooler pools it with every other query
  * waiting, from every connection, into an engine run on one of its threads;
  * there `ran` packs the reply (off the loop), then the job is queued for the
- * loop and uv_async_send wakes it; on the loop `done` sends the reply and frees
- * the job.
+ * loop of its connection (its sink: each of tandemd's loops has one, io.h) and
+ * uv_async_send wakes it; on that loop `done` sends the reply and frees the job.
  *
  * The pooler's threads touch only the job and this module's queue; never a
  * libuv handle or the catalogue, and of a connection only what
@@ -22,11 +22,13 @@
 #include "metrics.h"
 
 typedef struct tdm_query_job tdm_query_job;
+typedef struct tdm_query_sink tdm_query_sink;
 
 struct tdm_query_job {
     tdm_pooler_job pool;  /* the engine side: the pooler's from submission to `ran` */
     /* loop side; the pooler never reads these */
     tdm_query_job *next;  /* this module's queue of finished jobs */
+    tdm_query_sink *sink; /* its connection's loop's, where it goes back when finished */
     void *owner;          /* the connection */
     void *scene_ref;      /* the stored scene, referenced while the job lives */
     uint64_t request_id;
@@ -68,36 +70,44 @@ typedef struct tdm_query_pool tdm_query_pool;
 /* Starts the pooler on engine (borrowed, must outlive it) with its batch caps.
  * ran (may be NULL): called on a pooler thread for each job once the engine
  * has run it (pool.rc and results set), e.g. to pack its reply off the loop; it
- * must not touch loop-side state. done: called on the loop thread for every
- * finished job (which it then owns). Both get `data`. Returns 0, TDM_ENOMEM or
- * TDM_ESYS. */
-int tdm_query_pool_create(uv_loop_t *loop, tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
+ * must not touch loop-side state. done: called on the job's loop (its sink's) for
+ * every finished job (which it then owns), holding the server's lock. Both get
+ * `data`. Returns 0, TDM_ENOMEM or TDM_ESYS. */
+int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                           void (*ran)(tdm_query_job *job, void *data), void (*done)(tdm_query_job *job, void *data),
                           void *data, tdm_query_pool **out);
+/* A loop's sink (io.h): the finished jobs of that loop's connections wait there for it
+ * (job->sink, set before submission), and it is woken for them. Made before the loop
+ * runs; its callbacks take srv_lock. 0, TDM_ENOMEM or TDM_ESYS. */
+int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_query_sink **out);
+/* The sink's loop, once no job of it is in flight: hands back what is left, closes its
+ * handles (freed in their close callbacks). It outlives the pool. */
+void tdm_query_sink_close(tdm_query_sink *s);
 /* Before the first submit: send (on the pooler thread, for a job whose `ran` left a
  * frame) writes the reply itself, after the job has been queued for the loop and before
  * the loop may take it, so that whatever the client does on seeing the reply, the loop
- * finds the job to account first (tdm_query_pool_collect; the one window left is between
+ * finds the job to account first (tdm_query_sink_collect; the one window left is between
  * the write's return and the mark that it is done, far shorter than any client's turn). */
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data));
-/* Loop thread: hands every finished job to `done` now (what the async wake-up does),
- * so that a request is handled after the jobs whose replies its client may have seen;
- * a job whose reply is still being written stays queued (its writer wakes the loop). */
-void tdm_query_pool_collect(tdm_query_pool *qp);
-/* Loop thread: the same, waiting for replies being written, so that every job whose
- * reply a client may have seen is let go (before a refusal for memory). */
-void tdm_query_pool_settle(tdm_query_pool *qp);
-/* Loop thread. The job is the pool's until `done` gets it back. */
+/* The sink's loop, holding the server's lock: hands every finished job to `done` now
+ * (what the async wake-up does), so that a request is handled after the jobs whose
+ * replies its client may have seen; a job whose reply is still being written stays
+ * queued (its writer wakes the loop). */
+void tdm_query_sink_collect(tdm_query_sink *s);
+/* The same, waiting for replies being written, so that every job whose reply a client
+ * may have seen is let go (before a refusal for memory). */
+void tdm_query_sink_settle(tdm_query_sink *s);
+/* Holding the server's lock. The job is the pool's until `done` gets it back, on the loop
+ * of job->sink. */
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job);
 /* The pooler's fairness rules (workpile/pooler.h); before the first submit. */
 void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *f);
-/* Jobs submitted and not yet handed back (loop thread). */
+/* Jobs submitted and not yet handed back, over every sink (holding the server's lock). */
 size_t tdm_query_pool_pending(const tdm_query_pool *qp);
 /* Batches, jobs, queries and tasks the pooler ran. Any thread. */
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s);
-/* Runs what is queued, joins the pooler's threads, hands every job back,
- * closes the async handle; freed in its close callback. The engine is not
- * destroyed. Loop thread. */
+/* Runs what is queued, joins the pooler's threads (every job is handed back to its
+ * sink) and frees the pool; the sinks stay until closed. The engine is not destroyed. */
 void tdm_query_pool_stop(tdm_query_pool *qp);
 
 #endif

@@ -136,7 +136,9 @@ static void first_after(uv_work_t *w, int status)
     (void)status;
     motion_job *m = w->data;
     tdm_conn *c = m->q.owner;
+    tdm_srv_lock(c->srv);
     tdm_query_pool_submit(c->srv->query_pool, &m->q); /* answered (or failed) through the pool, alive or not */
+    tdm_srv_unlock(c->srv);
 }
 
 static void cleanup(tdm_query_job *j)
@@ -301,9 +303,9 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
        batch that goes as configurations (its states interpolated, no forward kinematics here) */
     size_t first = total < window * n ? total : window * n;
     if (first <= inline_states() || (configs_min && first >= configs_min && first <= BATCH_INLINE_CONFIGS) ||
-        uv_queue_work(srv->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
+        uv_queue_work(c->io->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
         first_work(&j->work);
-        first_after(&j->work, 0);
+        tdm_query_pool_submit(srv->query_pool, &m->q);
     }
     return;
 nomem:

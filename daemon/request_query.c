@@ -185,10 +185,8 @@ static void convert_work(uv_work_t *w)
     j->bad_code = j->rs ? convert_configs(j, j->raw) : convert_poses(j, j->raw);
 }
 
-static void convert_after(uv_work_t *w, int status)
+static void converted(tdm_query_job *j)
 {
-    (void)status;
-    tdm_query_job *j = w->data;
     tdm_conn *c = j->owner;
     if (j->bad_code == 0 && tdm_conn_alive(c)) {
         tdm_query_pool_submit(c->srv->query_pool, j);
@@ -199,6 +197,16 @@ static void convert_after(uv_work_t *w, int status)
     tdm_metrics_leave(outer);
     free_job(j);
     tdm_conn_end(c);
+}
+
+static void convert_after(uv_work_t *w, int status)
+{
+    (void)status;
+    tdm_query_job *j = w->data;
+    tdm_server *srv = ((tdm_conn *)j->owner)->srv;
+    tdm_srv_lock(srv);
+    converted(j);
+    tdm_srv_unlock(srv);
 }
 
 void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
@@ -356,9 +364,9 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     tdm_conn_begin(c);
     if (offload) {
         j->work.data = j;
-        if (uv_queue_work(srv->loop, &j->work, convert_work, convert_after) == 0) return;
+        if (uv_queue_work(c->io->loop, &j->work, convert_work, convert_after) == 0) return;
         j->bad_code = rs ? convert_configs(j, j->raw) : convert_poses(j, j->raw); /* cannot happen: uv_queue_work fails only without a callback */
-        convert_after(&j->work, 0);
+        converted(j);
         return;
     }
     tdm_query_pool_submit(srv->query_pool, j);

@@ -30,7 +30,9 @@ static void on_connection(uv_stream_t *l, int status)
         tdm_log_warn("listener %s: %s", li->addr, uv_strerror(status));
         return;
     }
+    tdm_srv_lock(li->srv);
     tdm_conn_accept(li->srv, l, li->unix_path != NULL);
+    tdm_srv_unlock(li->srv);
 }
 
 /* "host:port", "[v6]:port". 0 or -1. */
@@ -206,9 +208,13 @@ int tdm_server_listen(tdm_server *s, char *err, size_t errlen)
 static void on_stall_tick(uv_timer_t *t)
 {
     tdm_server *s = t->data;
+    tdm_srv_lock(s);
     uint64_t now = uv_hrtime();
-    /* a close never frees at once (its handles close later), so the list stays walkable */
-    for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_check_stall(c, now);
+    /* a close never frees at once (its handles close later), so the list stays walkable; the I/O
+       threads check their own connections (io.c) */
+    for (tdm_conn *c = s->conns; c; c = c->next)
+        if (c->io == &s->io[0]) tdm_conn_check_stall(c, now);
+    tdm_srv_unlock(s);
 }
 
 int tdm_server_budget_start(tdm_server *s)
@@ -231,7 +237,9 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     tdm_server *s = h->data;
     tdm_log_info("received %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    tdm_srv_lock(s);
     tdm_server_shutdown(s, s->shutting_down != 0);
+    tdm_srv_unlock(s);
 }
 
 int tdm_server_signals(tdm_server *s)
@@ -252,9 +260,11 @@ int tdm_server_signals(tdm_server *s)
 static void on_timeout(uv_timer_t *t)
 {
     tdm_server *s = t->data;
+    tdm_srv_lock(s);
     tdm_log_warn("shutdown-timeout (%u s) passed with %u connections open: closing them", s->cfg->shutdown_timeout,
                  s->n_conns);
     tdm_server_shutdown(s, 1);
+    tdm_srv_unlock(s);
 }
 
 static void maybe_finish(tdm_server *s)
@@ -267,6 +277,7 @@ static void maybe_finish(tdm_server *s)
     s->writer = NULL;
     tdm_query_pool_stop(s->query_pool);
     s->query_pool = NULL;
+    tdm_io_stop_all(s); /* the loops' sinks and wake-ups; the I/O threads end */
     if (s->timer) uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
     if (s->stall_timer_on) uv_close((uv_handle_t *)&s->stall_timer, NULL);
     if (s->exit_timer_on) uv_close((uv_handle_t *)&s->exit_timer, NULL);
@@ -277,7 +288,27 @@ static void maybe_finish(tdm_server *s)
     if (s->ready) tdm_log_info("all connections closed; stopping");
 }
 
-void tdm_server_conn_gone(tdm_server *s) { maybe_finish(s); }
+static void finish_task(tdm_io *io, void *arg)
+{
+    (void)io;
+    tdm_server *s = arg;
+    s->finish_posted = 0;
+    maybe_finish(s);
+}
+
+void tdm_server_conn_gone(tdm_server *s, tdm_io *io)
+{
+    if (io == &s->io[0]) {
+        maybe_finish(s);
+        return;
+    }
+    /* the main loop's handles are the main loop's to close */
+    if (!s->shutting_down || s->conns || s->finish_posted) return;
+    s->finish_posted = 1;
+    s->finish_task.fn = finish_task;
+    s->finish_task.arg = s;
+    tdm_io_post(&s->io[0], &s->finish_task);
+}
 
 /* The forced shutdown closed every connection, cancelling their queued work, but runs
  * already in the engine (or a writer op) still hold some: past this grace, exit without
@@ -286,7 +317,11 @@ void tdm_server_conn_gone(tdm_server *s) { maybe_finish(s); }
 static void on_exit_grace(uv_timer_t *t)
 {
     tdm_server *s = t->data;
-    if (s->stopped) return;
+    tdm_srv_lock(s); /* never released when it exits */
+    if (s->stopped) {
+        tdm_srv_unlock(s);
+        return;
+    }
     tdm_log_warn("shutdown: %u connections still wait for engine runs or writes %u ms after they were closed; "
                  "exiting without them", s->n_conns, TDM_SHUTDOWN_EXIT_GRACE_MS);
     tdm_log_info("tandemd stopped");
@@ -309,8 +344,11 @@ void tdm_server_shutdown(tdm_server *s, int force)
             if (l->unix_path && unlink(l->unix_path) != 0 && errno != ENOENT)
                 tdm_log_warn("cannot remove %s: %s", l->unix_path, strerror(errno));
         }
-        /* conn_shutdown never frees synchronously, so the list stays walkable */
-        for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_shutdown(c);
+        /* conn_shutdown never frees synchronously, so the list stays walkable; the I/O threads
+           shut their own connections down */
+        for (tdm_conn *c = s->conns; c; c = c->next)
+            if (c->io == &s->io[0]) tdm_conn_shutdown(c);
+        for (unsigned i = 1; s->io && i <= s->n_io; i++) tdm_io_request(&s->io[i], TDM_IO_WANT_SHUTDOWN);
         if (!force && s->cfg->shutdown_timeout > 0 && uv_timer_init(s->loop, &s->shutdown_timer) == 0) {
             s->timer = 1;
             s->shutdown_timer.data = s;
@@ -321,7 +359,9 @@ void tdm_server_shutdown(tdm_server *s, int force)
     if (force && s->shutting_down < 2) {
         s->shutting_down = 2;
         if (s->conns) tdm_log_info("closing %u connections now", s->n_conns);
-        for (tdm_conn *c = s->conns; c; c = c->next) tdm_conn_close(c, "forced shutdown");
+        for (tdm_conn *c = s->conns; c; c = c->next)
+            if (c->io == &s->io[0]) tdm_conn_close(c, "forced shutdown");
+        for (unsigned i = 1; s->io && i <= s->n_io; i++) tdm_io_request(&s->io[i], TDM_IO_WANT_CLOSE);
         if (s->conns && s->ready && !s->exit_timer_on && uv_timer_init(s->loop, &s->exit_timer) == 0) {
             s->exit_timer_on = 1;
             s->exit_timer.data = s;

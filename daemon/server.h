@@ -1,13 +1,15 @@
 /* The server: what every part of tandemd shares, and its lifecycle on the loop.
  *
- * Threads: the libuv loop (connections, decoding, validation, the catalogue,
- * sending replies), libuv's thread pool (pose conversion of large queries), the
- * pooler's threads (engine runs and reply packing, query_pool.h), the engine's
- * workers, and the writer thread (data directory writes, writer.h). Only the
- * loop thread touches libuv handles and connections. */
+ * Threads: the libuv loops (the main one, and --io-threads more: io.h; connections,
+ * decoding, validation, the catalogue, sending replies), libuv's thread pool (pose
+ * conversion of large queries), the pooler's threads (engine runs and reply packing,
+ * query_pool.h), the engine's workers, and the writer thread (data directory writes,
+ * writer.h). Only a loop touches its libuv handles, and only holding `mu` the state
+ * below and the connections. */
 #ifndef TDM_DAEMON_SERVER_H
 #define TDM_DAEMON_SERVER_H
 
+#include <pthread.h>
 #include <uv.h>
 
 #include "../workpile/sched.h"
@@ -16,6 +18,7 @@
 #include "config.h"
 #include "datadir.h"
 #include "auth_limit.h"
+#include "io.h"
 #include "query_pool.h"
 #include "tenants.h"
 #include "writer.h"
@@ -44,7 +47,13 @@ typedef struct tdm_counters {
 } tdm_counters;
 
 typedef struct tdm_server {
-    uv_loop_t *loop;
+    uv_loop_t *loop;          /* the main loop (listeners, signals, the writer's completions) */
+    pthread_mutex_t mu;       /* the daemon's state: held by every loop callback (io.h) */
+    tdm_io *io;               /* io[0]: the main loop; io[1..n_io]: the I/O threads' */
+    unsigned n_io;
+    unsigned next_io;         /* tdm_io_next's round robin */
+    tdm_io_task finish_task;  /* maybe_finish, posted to the main loop by the loop freeing the last connection */
+    int finish_posted;
     const tdm_config *cfg;
     tdm_sched *engine;
     tdm_datadir *datadir;
@@ -94,8 +103,8 @@ int tdm_server_signals(tdm_server *s);
 void tdm_server_shutdown(tdm_server *s, int force);
 /* Resolves max-memory and starts the once-a-second output-stall check. 0 or a libuv error. */
 int tdm_server_budget_start(tdm_server *s);
-/* A connection was freed (conn.c). */
-void tdm_server_conn_gone(tdm_server *s);
+/* A connection of loop io was freed (conn.c). */
+void tdm_server_conn_gone(tdm_server *s, tdm_io *io);
 /* "HOST:PORT" or "[IPV6]:PORT" into its parts (numeric port). 0, or -1 when malformed. */
 int tdm_server_split_addr(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
 

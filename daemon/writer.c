@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "log.h"
 #include "robot_build.h"
 
@@ -25,6 +26,7 @@ typedef struct mesh_build {
 
 struct tdm_writer {
     uv_async_t async; /* first: the close callback casts back */
+    pthread_mutex_t *srv_lock; /* the server's (io.h), held for the ops' `done` */
     tdm_datadir *dir;
     tdm_catalog *catalog; /* on-disk marks only */
     tdm_sched *engine;
@@ -483,9 +485,24 @@ static void *builder_main(void *arg)
     return NULL;
 }
 
-static void on_async(uv_async_t *h)
+/* On the op's own loop, holding the server's lock. */
+static void run_done(tdm_writer_op *op)
 {
-    tdm_writer *st = (tdm_writer *)h;
+    tdm_metrics_mark outer = tdm_metrics_enter(&op->mark);
+    op->done(op);
+    tdm_metrics_leave(outer);
+}
+
+static void posted_done(tdm_io *io, void *arg)
+{
+    (void)io;
+    run_done(arg);
+}
+
+/* The main loop, holding the server's lock: every finished op's `done`, here or posted to
+ * its connection's loop. */
+static void deliver(tdm_writer *st)
+{
     pthread_mutex_lock(&st->lock);
     tdm_writer_op *op = st->done_head;
     st->done_head = st->done_tail = NULL;
@@ -493,18 +510,33 @@ static void on_async(uv_async_t *h)
     while (op) {
         tdm_writer_op *next = op->next;
         st->pending--;
-        tdm_metrics_mark outer = tdm_metrics_enter(&op->mark);
-        op->done(op);
-        tdm_metrics_leave(outer);
+        tdm_io *io = op->owner ? ((tdm_conn *)op->owner)->io : NULL;
+        if (io && io->index != 0) {
+            op->task.fn = posted_done;
+            op->task.arg = op;
+            tdm_io_post(io, &op->task);
+        } else {
+            run_done(op);
+        }
         op = next;
     }
 }
 
-int tdm_writer_create(uv_loop_t *loop, tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out)
+static void on_async(uv_async_t *h)
+{
+    tdm_writer *st = (tdm_writer *)h;
+    pthread_mutex_lock(st->srv_lock);
+    deliver(st);
+    pthread_mutex_unlock(st->srv_lock);
+}
+
+int tdm_writer_create(uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_datadir *dir, tdm_catalog *catalog,
+                      tdm_sched *engine, tdm_writer **out)
 {
     *out = NULL;
     tdm_writer *st = calloc(1, sizeof *st);
     if (!st) return TDM_ENOMEM;
+    st->srv_lock = srv_lock;
     st->dir = dir;
     st->catalog = catalog;
     st->engine = engine;
@@ -587,6 +619,6 @@ void tdm_writer_stop(tdm_writer *st)
         pthread_join(st->builder, NULL);
         st->builder_started = 0;
     }
-    on_async(&st->async); /* callbacks of ops finished after the last wakeup */
+    deliver(st); /* callbacks of ops finished after the last wakeup */
     uv_close((uv_handle_t *)&st->async, on_closed);
 }

@@ -25,9 +25,10 @@
  * so a MeshPut of a mesh already on disk is answered "exists" without
  * rebuilding anything; the writer reads nothing else of the catalogue.
  *
- * An op is submitted from the loop thread; its `done` callback runs later on the
- * loop thread, in submission order but for large MeshPuts (above), exactly once
- * (also when the writer is stopped). */
+ * An op is submitted from a loop; its `done` callback runs later on the loop of its
+ * owner (the connection), in submission order but for large MeshPuts (above), exactly
+ * once (also when the writer is stopped): the main loop takes the writer's completions
+ * and posts those of I/O threads' connections to their loops (io.h). */
 #ifndef TDM_DAEMON_WRITER_H
 #define TDM_DAEMON_WRITER_H
 
@@ -38,6 +39,7 @@
 #include "catalog.h"
 #include "codec.h"
 #include "datadir.h"
+#include "io.h"
 #include "metrics.h"
 
 typedef enum tdm_writer_kind {
@@ -56,8 +58,9 @@ typedef struct tdm_writer_op tdm_writer_op;
 struct tdm_writer_op {
     tdm_writer_op *next;
     tdm_writer_kind kind;
-    void (*done)(tdm_writer_op *op);  /* loop thread; frees the op */
-    void *owner;                      /* for `done` (the connection) */
+    void (*done)(tdm_writer_op *op);  /* the owner's loop, holding the server's lock; frees the op */
+    void *owner;                      /* for `done` (the connection: its loop runs `done`, io.h) */
+    tdm_io_task task;                 /* `done`'s trip to an I/O thread's loop */
     uint64_t request_id;
     double started;                   /* for the log */
     tdm_metrics_mark mark;            /* the request's metrics scope (tdm_writer_submit takes it) */
@@ -114,8 +117,10 @@ struct tdm_writer_op {
 typedef struct tdm_writer tdm_writer;
 
 /* dir and catalog (borrowed) must outlive the writer; so must engine (borrowed,
- * may be NULL: trees are then not added anywhere). */
-int tdm_writer_create(uv_loop_t *loop, tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out);
+ * may be NULL: trees are then not added anywhere). loop: where completions are taken
+ * (the main loop), holding srv_lock. */
+int tdm_writer_create(uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_datadir *dir, tdm_catalog *catalog,
+                      tdm_sched *engine, tdm_writer **out);
 void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op);
 /* Ops submitted and not yet completed (loop thread). */
 size_t tdm_writer_pending(const tdm_writer *st);

@@ -272,6 +272,7 @@ void fuzz_daemon_start(fuzz_daemon *d)
     tdm_server *s = &d->srv;
     s->cfg = &d->cfg;
     s->started_ns = uv_hrtime();
+    if (tdm_srv_lock_init(s) != 0) DIE("server lock");
     if (uv_loop_init(&d->loop) != 0) DIE("uv_loop_init");
     s->loop = &d->loop;
     tdm_sched_config ec = tdm_sched_config_default();
@@ -289,14 +290,16 @@ void fuzz_daemon_start(fuzz_daemon *d)
         DIE("tenants");
     if (tdm_datadir_open(d->cfg.data_dir, &s->datadir, err, sizeof err) != 0) DIE("%s", err);
     if (!(s->catalog = tdm_catalog_new())) DIE("catalog");
-    if (tdm_writer_create(&d->loop, s->datadir, s->catalog, s->engine, &s->writer) != TDM_OK) DIE("writer");
+    if (tdm_writer_create(&d->loop, &s->mu, s->datadir, s->catalog, s->engine, &s->writer) != TDM_OK) DIE("writer");
     tdm_loader_run(s);
-    if (tdm_query_pool_create(&d->loop, s->engine, d->cfg.max_batch_tasks, d->cfg.max_reply_pairs,
+    if (tdm_query_pool_create(s->engine, d->cfg.max_batch_tasks, d->cfg.max_reply_pairs,
                               tdm_request_query_packed, tdm_request_query_done, s, &s->query_pool) != TDM_OK)
         DIE("query pool");
     tdm_pooler_fairness fair = {d->cfg.slice_tasks, d->cfg.latency_lane_tasks, d->cfg.latency_lane_work};
     tdm_query_pool_set_fairness(s->query_pool, &fair);
     tdm_query_pool_set_sender(s->query_pool, tdm_request_query_send);
+    /* the main loop alone serves the connections: the fuzzer drives it with uv_run */
+    if (tdm_io_create(s, 0, err, sizeof err) != 0 || tdm_io_start(s, err, sizeof err) != 0) DIE("%s", err);
     if (tdm_server_budget_start(s) != 0) DIE("budget timer");
     if (tdm_server_listen(s, err, sizeof err) != 0) DIE("%s", err);
     s->ready = 1;

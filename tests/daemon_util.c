@@ -139,6 +139,12 @@ static pid_t spawn(dmn *d, const char *const *extra)
        default 80 % of it (a second daemon's calibration then found no device memory) */
     argv[n++] = "--gpu-memory";
     argv[n++] = "2147483648";
+    /* TDM_TEST_IO_THREADS=N: every daemon with N I/O threads (io.h), unless the test says */
+    const char *io = getenv("TDM_TEST_IO_THREADS");
+    if (io && *io) {
+        argv[n++] = "--io-threads";
+        argv[n++] = io;
+    }
     for (; extra && *extra; extra++) {
         cr_assert(n < 62, "too many flags");
         argv[n++] = *extra;
