@@ -22,6 +22,8 @@
 #   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
 #   spinN     TDM_POOLER_SPIN_US=N (idle pooler threads poll N us for work before they sleep)
 #   ioN       --io-threads N (N event loops on threads of their own take the connections)
+#   nograph   TDM_GPU_CONFIG_GRAPHS=0 (small configs runs launched kernel by kernel, not as the slot's graph)
+#   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1.
 set -uo pipefail
@@ -51,6 +53,8 @@ for v in "${variants[@]}"; do
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
     [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")
+    [[ $v == *:prof* ]] && envs+=(TDM_GPU_PROFILE="$work/gpu_prof.txt")
+    [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
     sock=$work/tandemd.sock
@@ -83,4 +87,14 @@ for v in "${variants[@]}"; do
     kill "$pid"
     wait "$pid" 2>/dev/null
     pid=""
+    # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
+    grep -v '^dispatch' "$work/trace.txt" | sed 's/^/  /' | tail -3
+    if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
+        awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+               n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"
+               c[b]++; su[b] += f["setup_us"]; bl[b] += f["block_us"]; fo[b] += f["fold_us"]; ho[b] += f["host_us"]; q[b] += n }
+             END { for (b in c) printf "  gpu runs of %s configurations: %d, mean %.0f configs, device us: set-up %.1f block %.1f fold %.1f; host us %.1f\n",
+                   b, c[b], q[b] / c[b], su[b] / c[b], bl[b] / c[b], fo[b] / c[b], ho[b] / c[b] }' "$work/gpu_prof.txt"
+        rm -f "$work/gpu_prof.txt"
+    fi
 done

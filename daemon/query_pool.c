@@ -3,7 +3,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -29,12 +32,26 @@ struct tdm_query_sink {
 
 struct tdm_query_pool {
     tdm_pooler *pooler;
+    /* TDM_DISPATCH_TRACE: replies written by their pooler thread, and the time from their
+       request's frame to the write summed (atomics), printed at the stop */
+    int trace;
+    uint64_t traced, traced_ns, traced_runs;
+    double traced_submit_ms, traced_wait_ms, traced_run_ms; /* under trace_mu */
+    pthread_mutex_t trace_mu;
     void (*ran)(tdm_query_job *, void *);
     void (*send)(tdm_query_job *, void *);
     void (*done)(tdm_query_job *, void *);
     void *data;
     tdm_query_sink *sinks; /* every loop's; the first made is the main loop's */
 };
+
+/* The pooler's clock (CLOCK_MONOTONIC, as uv_hrtime), in ms. */
+static double trace_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
 
 static tdm_query_job *job_of(tdm_pooler_job *pj)
 {
@@ -103,6 +120,12 @@ static void on_finished(tdm_pooler_job *pj, void *data)
 {
     tdm_query_pool *qp = data;
     tdm_query_job *j = job_of(pj);
+    if (qp->trace) {
+        double now = trace_now_ms();
+        j->trace_wait_ms += pj->taken_ms - pj->queued_ms;
+        j->trace_run_ms += now - pj->taken_ms;
+        j->trace_runs++;
+    }
     if (tdm_pooler_job_cancelled(pj)) { /* its connection closed: no next run, no reply to pack */
         if (pj->rc == TDM_OK) pj->rc = TDM_ECANCELED;
         hand_back(j);
@@ -121,7 +144,21 @@ static void on_finished(tdm_pooler_job *pj, void *data)
     hand_back_quiet(j);
     owe_wake(s);
     if (send) {
+        uint64_t t0 = j->mark.t0;
+        double submit = j->trace_submit_ms - 1e-6 * (double)t0, wait = j->trace_wait_ms, run = j->trace_run_ms;
+        uint32_t runs = j->trace_runs;
         qp->send(j, qp->data);
+        if (qp->trace) { /* j may be gone once `sending` is cleared below */
+            uint64_t ns = uv_hrtime() - t0;
+            pthread_mutex_lock(&qp->trace_mu);
+            qp->traced++;
+            qp->traced_ns += ns;
+            qp->traced_runs += runs;
+            qp->traced_submit_ms += submit;
+            qp->traced_wait_ms += wait;
+            qp->traced_run_ms += run;
+            pthread_mutex_unlock(&qp->trace_mu);
+        }
         /* the loop met the job while it was sending and put it back: wake it again */
         if (__atomic_exchange_n(&j->sending, 0, __ATOMIC_ACQ_REL) == SENDING_PUT_BACK) wake(s);
     }
@@ -277,8 +314,12 @@ int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t 
     qp->ran = ran;
     qp->done = done;
     qp->data = data;
+    const char *trace = getenv("TDM_DISPATCH_TRACE");
+    qp->trace = trace != NULL; /* as the pooler's */
+    pthread_mutex_init(&qp->trace_mu, NULL);
     int rc = tdm_pooler_create(engine, max_batch_tasks, max_batch_pairs, on_finished, on_batch, qp, &qp->pooler);
     if (rc != TDM_OK) {
+        pthread_mutex_destroy(&qp->trace_mu);
         free(qp);
         return rc;
     }
@@ -290,6 +331,7 @@ int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t 
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job)
 {
     job->sink->pending++;
+    if (qp->trace) job->trace_submit_ms = trace_now_ms();
     /* the pooler refuses jobs only once stopped, which the server does after its last connection
      * is gone; should one come anyway, it is answered as an engine failure */
     int rc = tdm_pooler_submit(qp->pooler, &job->pool);
@@ -321,5 +363,15 @@ void tdm_query_pool_stop(tdm_query_pool *qp)
 {
     if (!qp) return;
     tdm_pooler_destroy(qp->pooler); /* runs and finishes what is queued, joins */
+    if (qp->trace && qp->traced) {
+        double n = (double)qp->traced;
+        fprintf(stderr,
+                "replies written by pooler threads: %llu, %.3f ms on average from the request's frame (to the first "
+                "submission %.3f; %.3f runs, each %.3f waiting in the queue and %.3f from its batch's take to its end)\n",
+                (unsigned long long)qp->traced, 1e-6 * (double)qp->traced_ns / n, qp->traced_submit_ms / n,
+                (double)qp->traced_runs / n, qp->traced_wait_ms / (double)qp->traced_runs,
+                qp->traced_run_ms / (double)qp->traced_runs);
+    }
+    pthread_mutex_destroy(&qp->trace_mu);
     free(qp);
 }

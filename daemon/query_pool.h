@@ -49,6 +49,10 @@ struct tdm_query_job {
                              leaves the job queued until it has */
     int sent_direct;      /* the sender wrote all of `frame` to the socket itself */
     int counted;          /* the sender counted its queries in the server's counters */
+    /* TDM_DISPATCH_TRACE: when it was first submitted (ms, CLOCK_MONOTONIC), its runs, and their
+       waits in the pooler's queue and times from their batch's take to their end, summed */
+    double trace_submit_ms, trace_wait_ms, trace_run_ms;
+    uint32_t trace_runs;
     /* Optional hooks of jobs that are more than one run (MotionCheck): `again`, on the
      * pooler thread after each successful run, reads the results and sets up the next
      * run (pool.n_queries, n_tasks, poses) and returns 1, or returns 0 when the job is

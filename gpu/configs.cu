@@ -51,6 +51,7 @@ typedef struct __align__(16) drun {
     uint32_t L, M, K, n_q;   /* strides: links, movable objects, checks, values */
     uint32_t n, entries;     /* configurations, (configuration, check) entries */
     uint32_t room, mode, cap, one_launch; /* tasks listed at most; block run (1) or levels */
+    uint32_t listed;         /* graph runs: tasks listed (list_kernel's counter; uploaded as 0) */
 } drun;
 
 /* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
@@ -60,23 +61,19 @@ typedef struct __align__(16) drun {
 #define BLOCK_RUN_MAX 256u
 #define BLOCK_RUN_ROOM 8192u
 
-/* Small runs as one CUDA graph (configs_graph): at most this many configurations and
- * (configuration, check) entries. Its kernels are launched for these most (a block's
- * threads past the run's sizes, read from its drun, return at once) and its scan and
- * read-back cover them. */
+/* Small runs as one CUDA graph (configs_graph): at most this many configurations. Its
+ * kernels are launched for these most (a block's threads past the run's sizes, read
+ * from its drun, return at once). */
 #define GRAPH_CONFIGS 1024u
-#define GRAPH_ENTRIES 65536u
 /* Two sizes of graph per slot: a planner's state or motion (the latency lane's runs) launches
- * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS and GRAPH_ENTRIES. */
+ * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS. */
 #define GRAPH_SIZES 2
 static const uint32_t graph_configs[GRAPH_SIZES] = {64u, GRAPH_CONFIGS};
-static const uint32_t graph_entries[GRAPH_SIZES] = {8192u, GRAPH_ENTRIES};
 
 /* What a slot's graph was captured with: the buffers and sizes its launches name. */
 typedef struct graph_key {
-    const void *prog, *links, *pose, *centre, *flag, *off, *map, *temp, *ans, *h_ans, *blocks;
-    const void *tasks, *res, *front, *cnt, *total;
-    size_t temp_bytes;
+    const void *prog, *links, *pose, *centre, *map, *span, *h_ans, *blocks;
+    const void *tasks, *res, *front, *cnt;
     uint64_t cap_pairs;
     uint32_t room, block_room;
 } graph_key;
@@ -95,6 +92,7 @@ struct cfg_slot {
     dbuf centre;           /* per configuration: movable objects' culling centres */
     dbuf flag, off;        /* per (configuration, check): kept, and its task index */
     dbuf map;              /* per task: (configuration, check) */
+    dbuf span;             /* graph runs: per configuration, its first task and its tasks (list_kernel) */
     dbuf temp;             /* CUB's scan */
     dbuf ans, h_ans;       /* answers */
     dbuf blocks;           /* block runs: each block's two frontier buffers */
@@ -105,6 +103,7 @@ struct cfg_slot {
     /* the run in flight */
     size_t n;
     uint32_t task_room;
+    int spans; /* a graph run: its tasks listed by list_kernel (span, drun.listed), its answers folded into h_ans */
 };
 
 /* ---- kernels -------------------------------------------------------------------
@@ -136,15 +135,10 @@ __device__ static __forceinline__ const double *centre_of(const dprog &p, uint32
  * of them ~120 us for 256 configurations (bench/results/ompl_rrt_small.md). Block 0
  * also clears the slot's counters (what a memset did). */
 #define FK_WARPS 4
-__global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
-                                                          double (*centre)[4], uint32_t *cnt)
+/* fk_kernel's work for configuration i, by its warp. */
+__device__ static __forceinline__ void fk_warp(const drun &P, const dprog &p, uint32_t i, uint32_t lane,
+                                               tdm_xform *links, tdm_xform *pose, double (*centre)[4])
 {
-    if (blockIdx.x == 0)
-        for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
-    const drun P = *R;
-    uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (i >= P.n) return;
-    const dprog &p = P.progs[P.prog_of[i]];
     const tdm_kin &k = p.kin;
     const double *qi = P.q + (size_t)i * P.n_q;
     tdm_xform *local = links + (size_t)i * 2 * P.L, *world = local + P.L;
@@ -167,6 +161,81 @@ __global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(const drun *R, tdm_xf
             tdm_cull_centre(&x, tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * P.M + e]);
         }
     }
+}
+
+__global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
+                                                          double (*centre)[4], uint32_t *cnt)
+{
+    if (blockIdx.x == 0)
+        for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
+    const drun P = *R;
+    uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (i >= P.n) return;
+    fk_warp(P, P.progs[P.prog_of[i]], i, lane, links, pose, centre);
+}
+
+/* The task of kept entry (i, k) at index t, as emit_kernel makes it. */
+__device__ static __forceinline__ void emit_one(const drun &P, const dprog &p, const tdm_xform *pose, uint32_t i,
+                                                uint32_t k, uint32_t t, dtask *tasks, dres *res, fpair *front,
+                                                uint2 *map)
+{
+    const tdm_gpu_check *c = &p.checks[k];
+    const tdm_xform *xb = pose_of(p, P.M, pose, i, c->b);
+    tdm_xform x = c->a_at_origin ? *xb : tdm_xform_rel(pose_of(p, P.M, pose, i, c->a), xb);
+    tasks[t] = tdm__dtask_of(x, p.pairs[k], P.mode, P.cap);
+    res[t] = dres{0, 0, 0, 0, 0, 0};
+    front[t] = fpair{t, 0, 0};
+    map[t] = make_uint2(i, k);
+}
+
+/* Graph runs: kinematics, culling and listing in one launch, where a run of launches had
+ * fk, cull, CUB's scan (two kernels) and emit: under load each launch of a small run cost
+ * ~8 us whatever its work (bench/results/ompl_rrt_fast.md, section 7). A warp per
+ * configuration makes its kinematics (fk_warp), then its lanes cull its checks in turn,
+ * count the kept ones, reserve their range of task indices with one atomicAdd on the run's
+ * counter (drun.listed, uploaded as 0), and write them there in check order (those past the
+ * room are counted, not written). Ranges come in whatever order the warps reach the
+ * counter, so each configuration's is kept in span[i] for the fold; no answer depends on
+ * where a configuration's tasks lie. */
+__global__ void __launch_bounds__(32 * FK_WARPS) list_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
+                                                            double (*centre)[4], uint32_t *cnt, dtask *tasks,
+                                                            dres *res, fpair *front, uint2 *map, uint2 *span)
+{
+    if (blockIdx.x == 0)
+        for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
+    const drun P = *R;
+    uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (i >= P.n) return;
+    const dprog &p = P.progs[P.prog_of[i]];
+    fk_warp(P, p, i, lane, links, pose, centre);
+    __syncwarp(); /* the warp's poses and centres, seen by all its lanes */
+    uint32_t kept = 0;
+    for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32) {
+        uint32_t k = k0 + lane;
+        int keep = 0;
+        if (k < p.n_checks) {
+            const tdm_gpu_check *c = &p.checks[k];
+            keep = tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
+        }
+        kept += __popc(__ballot_sync(0xffffffffu, keep));
+    }
+    uint32_t base = 0;
+    if (lane == 0) base = atomicAdd((uint32_t *)&R->listed, kept);
+    base = __shfl_sync(0xffffffffu, base, 0);
+    uint32_t at = base;
+    for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32) {
+        uint32_t k = k0 + lane;
+        int keep = 0;
+        if (k < p.n_checks) {
+            const tdm_gpu_check *c = &p.checks[k];
+            keep = tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
+        }
+        uint32_t mask = __ballot_sync(0xffffffffu, keep);
+        uint32_t t = at + __popc(mask & ((1u << lane) - 1u));
+        if (keep && t < P.room) emit_one(P, p, pose, i, k, t, tasks, res, front, map);
+        at += __popc(mask);
+    }
+    if (lane == 0) span[i] = make_uint2(base, kept);
 }
 
 /* One thread per (configuration, check): may its pair collide? Entries past the
@@ -198,7 +267,7 @@ __global__ void emit_kernel(const drun *R, const tdm_xform *pose, const uint32_t
 {
     uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
     const drun P = *R;
-    uint32_t room = P.room, mode = P.mode, cap = P.cap;
+    uint32_t room = P.room;
     if (e >= P.entries) return;
     uint32_t t = off[e];
     if (e == P.entries - 1) {
@@ -208,14 +277,7 @@ __global__ void emit_kernel(const drun *R, const tdm_xform *pose, const uint32_t
     }
     if (!flag[e] || t >= room) return;
     uint32_t i = e / P.K, k = e - i * P.K;
-    const dprog &p = P.progs[P.prog_of[i]];
-    const tdm_gpu_check *c = &p.checks[k];
-    const tdm_xform *xb = pose_of(p, P.M, pose, i, c->b);
-    tdm_xform x = c->a_at_origin ? *xb : tdm_xform_rel(pose_of(p, P.M, pose, i, c->a), xb);
-    tasks[t] = tdm__dtask_of(x, p.pairs[k], mode, cap);
-    res[t] = dres{0, 0, 0, 0, 0, 0};
-    front[t] = fpair{t, 0, 0};
-    map[t] = make_uint2(i, k);
+    emit_one(P, P.progs[P.prog_of[i]], pose, i, k, t, tasks, res, front, map);
 }
 
 /* A warp per configuration (its tasks are few: ~12 for a Panda in a box world),
@@ -226,10 +288,11 @@ __global__ void emit_kernel(const drun *R, const tdm_xform *pose, const uint32_t
  * serial one (one thread a configuration, ~120 registers, took ~17 us for one and
  * ~210 us for 256 configurations). A configuration whose tasks passed the room is
  * not done. Thread 0 also writes the run's tail (answers[n]: the hand-over's size,
- * the overflow flag, the tasks listed), so that one copy brings everything back. */
+ * the overflow flag, the tasks listed), so that one copy brings everything back (a
+ * graph run's answers are written straight into the pinned host buffer: no copy). */
 __global__ void __launch_bounds__(BLOCK) fold_kernel(const drun *R, const tdm_xform *pose, const uint32_t *off,
-                                                     const uint32_t *total, const dres *res, const uint2 *map,
-                                                     const uint32_t *cnt, tdm_gpu_config_answer *ans)
+                                                     const uint2 *span, const uint32_t *total, const dres *res,
+                                                     const uint2 *map, const uint32_t *cnt, tdm_gpu_config_answer *ans)
 {
     const drun P = *R;
     uint32_t n = P.n, room = P.room, mode = P.mode, cap = P.cap;
@@ -237,8 +300,15 @@ __global__ void __launch_bounds__(BLOCK) fold_kernel(const drun *R, const tdm_xf
     if (blockIdx.x == 0 && threadIdx.x == 0) ans[n] = tdm_gpu_config_answer{cnt[0], cnt[2 * MAX_ITERS], *total, 0};
     if (i >= n) return;
     const dprog &p = P.progs[P.prog_of[i]];
-    uint32_t t0 = off[(size_t)i * P.K];
-    uint32_t t1 = i + 1 < n ? off[(size_t)(i + 1) * P.K] : *total;
+    uint32_t t0, t1; /* its tasks: listed in order of entries (off), or where list_kernel put them (span) */
+    if (span) {
+        uint2 sp = span[i];
+        t0 = sp.x;
+        t1 = sp.x + sp.y;
+    } else {
+        t0 = off[(size_t)i * P.K];
+        t1 = i + 1 < n ? off[(size_t)(i + 1) * P.K] : *total;
+    }
     if (t1 > room) {
         if (lane == 0) ans[i] = tdm_gpu_config_answer{UINT32_MAX, 0, 0, 0};
         return;
@@ -320,8 +390,8 @@ void tdm__gpu_configs_free(tdm_gpu *g, slot *s)
 {
     cfg_slot *c = s->cfg;
     if (!c) return;
-    dbuf *dev[] = {&c->prog, &c->q, &c->links, &c->pose, &c->centre, &c->flag, &c->off, &c->map, &c->temp, &c->ans,
-                   &c->blocks};
+    dbuf *dev[] = {&c->prog, &c->q, &c->links, &c->pose, &c->centre, &c->flag, &c->off, &c->map, &c->span, &c->temp,
+                   &c->ans, &c->blocks};
     for (dbuf *b : dev) drop(b, 0);
     drop(&c->h_prog, 1);
     drop(&c->h_q, 1);
@@ -474,21 +544,20 @@ static uint32_t block_room(const tdm_gpu *g)
 }
 
 /* The slot's small-run graph, (re)captured when a buffer it names has moved: kinematics,
- * culling, the scan, the listing, the block run, the fold and the read-back of the answers
- * and the tail, for graph_configs[size] configurations and graph_entries[size] entries at
- * most, all reading the run's sizes from its drun on the device. A run of ten launches and copies
+ * culling and listing (list_kernel), the block run with its leaf passes, and the fold into
+ * the pinned answers, for graph_configs[size] configurations at most, all reading the run's
+ * sizes from its drun on the device. A run of ten launches and copies
  * from the host cost each lane ~10 driver calls, and under load (five lanes launching at
  * once) most of a small run's time went between them (bench/results/ompl_rrt_fast.md). */
 static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
 {
-    const uint32_t most_configs = graph_configs[size], most_entries = graph_entries[size];
+    const uint32_t most_configs = graph_configs[size];
     cfg_slot *c = s->cfg;
     graph_key k;
     memset(&k, 0, sizeof k);
-    k.prog = c->prog.p, k.links = c->links.p, k.pose = c->pose.p, k.centre = c->centre.p, k.flag = c->flag.p;
-    k.off = c->off.p, k.map = c->map.p, k.temp = c->temp.p, k.ans = c->ans.p, k.h_ans = c->h_ans.p;
-    k.blocks = c->blocks.p, k.tasks = s->d_tasks, k.res = s->d_res, k.front = s->front[0], k.cnt = s->cnt;
-    k.total = c->d_total, k.temp_bytes = c->temp.cap, k.cap_pairs = g->cap_pairs, k.room = room;
+    k.prog = c->prog.p, k.links = c->links.p, k.pose = c->pose.p, k.centre = c->centre.p, k.map = c->map.p;
+    k.span = c->span.p, k.h_ans = c->h_ans.p, k.blocks = c->blocks.p, k.tasks = s->d_tasks, k.res = s->d_res;
+    k.front = s->front[0], k.cnt = s->cnt, k.cap_pairs = g->cap_pairs, k.room = room;
     k.block_room = block_room(g);
     cudaGraphExec_t *x = &c->graph[size];
     if (*x && !memcmp(&k, &c->graph_key[size], sizeof k)) return TDM_OK;
@@ -498,25 +567,19 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
     cudaStream_t st = s->stream;
     cudaGraph_t gr = NULL;
     TDM_CUDA_TRY(&g->dead, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    fk_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p,
-                                                                   (double (*)[4])c->centre.p, s->cnt);
-    cull_kernel<<<most_entries / BLOCK, BLOCK, 0, st>>>(R, (const double (*)[4])c->centre.p, most_entries,
-                                                         (uint32_t *)c->flag.p);
-    size_t tb = c->temp.cap;
-    cudaError_t e = cub::DeviceScan::ExclusiveSum(c->temp.p, tb, (const uint32_t *)c->flag.p, (uint32_t *)c->off.p,
-                                                  (int)most_entries, st);
-    emit_kernel<<<most_entries / BLOCK, BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, (const uint32_t *)c->flag.p,
-                                                         (const uint32_t *)c->off.p, s->d_tasks, s->d_res, s->front[0],
-                                                         (uint2 *)c->map.p, s->cnt, c->d_total);
-    tdm__gpu_block_configs(g, s, room, c->d_total, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
-    fold_kernel<<<most_configs / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p,
-                                                                (const uint32_t *)c->off.p, c->d_total, s->d_res,
+    const uint32_t *listed = &R->listed; /* the run's tasks listed: its counter, in the upload */
+    list_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
+        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt, s->d_tasks, s->d_res,
+        s->front[0], (uint2 *)c->map.p, (uint2 *)c->span.p);
+    tdm__gpu_block_configs(g, s, room, listed, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
+    /* the answers and the tail into the pinned buffer itself (mapped: unified addressing), read
+       by the host once the run's event is done: no copy back */
+    fold_kernel<<<most_configs / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, NULL,
+                                                                (const uint2 *)c->span.p, listed, s->d_res,
                                                                 (const uint2 *)c->map.p, s->cnt,
-                                                                (tdm_gpu_config_answer *)c->ans.p);
-    cudaMemcpyAsync(c->h_ans.p, c->ans.p, (most_configs + 1) * sizeof(tdm_gpu_config_answer), cudaMemcpyDeviceToHost,
-                    st);
+                                                                (tdm_gpu_config_answer *)c->h_ans.p);
     cudaError_t end = cudaStreamEndCapture(st, &gr);
-    if (e == cudaSuccess) e = cudaGetLastError();
+    cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = end;
     if (e == cudaSuccess) e = cudaGraphInstantiate(x, gr, 0);
     if (gr) cudaGraphDestroy(gr);
@@ -573,7 +636,7 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
      * graph of the whole run (configs_graph) */
     int block = g->cfg.traversal == TDM_GPU_TRAVERSE_PAIRS && g->block_config_entries &&
                 entries <= g->block_config_entries;
-    int graph = block && g->config_graphs && n <= GRAPH_CONFIGS && entries <= GRAPH_ENTRIES && sized >= GRAPH_CONFIGS &&
+    int graph = block && g->config_graphs && n <= GRAPH_CONFIGS && sized >= GRAPH_CONFIGS &&
                 g->prof_fd < 0; /* (sized: the answers' buffers hold the graph's read-back) */
     uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
     if (block) {
@@ -595,6 +658,7 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         (rc = grow(g, c, &c->flag, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->off, sized * K * sizeof(uint32_t), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->map, room * sizeof(uint2), 0)) != TDM_OK ||
+        (rc = grow(g, c, &c->span, sized * sizeof(uint2), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->temp, temp_bytes ? temp_bytes : 16, 0)) != TDM_OK ||
         (rc = grow(g, c, &c->ans, (sized + 1) * sizeof(tdm_gpu_config_answer), 0)) != TDM_OK ||
         (rc = grow(g, c, &c->h_ans, (sized + 1) * sizeof(tdm_gpu_config_answer), 1)) != TDM_OK)
@@ -670,9 +734,10 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     s->configs = 1;
     s->small = block;
     g->stats.runs++;
+    c->spans = graph;
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, up_bytes, cudaMemcpyHostToDevice, st));
     if (graph) { /* the rest of the run: one launch of the slot's graph, and the ready event */
-        int size = n <= graph_configs[0] && entries <= graph_entries[0] ? 0 : 1;
+        int size = n <= graph_configs[0] ? 0 : 1;
         if ((rc = configs_graph(g, s, (uint32_t)room, size)) != TDM_OK) return rc;
         TDM_CUDA_TRY(&g->dead, cudaGraphLaunch(c->graph[size], st));
         TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, st));
@@ -728,13 +793,22 @@ int tdm__gpu_configs_finish(tdm_gpu *g, slot *s)
 {
     cfg_slot *c = s->cfg;
     cudaStream_t st = s->stream;
-    fold_kernel<<<(unsigned)((c->n + BLOCK / 32 - 1) / (BLOCK / 32)), BLOCK, 0, st>>>(
-        (const drun *)c->prog.p, (const tdm_xform *)c->pose.p, (const uint32_t *)c->off.p, c->d_total, s->d_res,
-        (const uint2 *)c->map.p, s->cnt, (tdm_gpu_config_answer *)c->ans.p);
-    TDM_CUDA_TRY(&g->dead, cudaGetLastError());
-    /* the answers and the run's tail (fold_kernel) in one copy */
-    TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->h_ans.p, c->ans.p, (c->n + 1) * sizeof(tdm_gpu_config_answer),
-                                           cudaMemcpyDeviceToHost, st));
+    const drun *R = (const drun *)c->prog.p;
+    unsigned blocks = (unsigned)((c->n + BLOCK / 32 - 1) / (BLOCK / 32));
+    if (c->spans) { /* a graph run that handed pairs over to the levels: folded again, as its graph folds */
+        fold_kernel<<<blocks, BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, NULL, (const uint2 *)c->span.p,
+                                              &R->listed, s->d_res, (const uint2 *)c->map.p, s->cnt,
+                                              (tdm_gpu_config_answer *)c->h_ans.p);
+        TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+    } else {
+        fold_kernel<<<blocks, BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, (const uint32_t *)c->off.p, NULL,
+                                              c->d_total, s->d_res, (const uint2 *)c->map.p, s->cnt,
+                                              (tdm_gpu_config_answer *)c->ans.p);
+        TDM_CUDA_TRY(&g->dead, cudaGetLastError());
+        /* the answers and the run's tail (fold_kernel) in one copy */
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->h_ans.p, c->ans.p, (c->n + 1) * sizeof(tdm_gpu_config_answer),
+                                               cudaMemcpyDeviceToHost, st));
+    }
     if (s->prof) cudaEventRecord(s->prof->ev[3], st);
     TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, st));
     return TDM_OK;

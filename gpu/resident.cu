@@ -771,7 +771,9 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->block_room = br && *br ? (uint32_t)strtoul(br, NULL, 10) : 0;
     /* small configs runs as one CUDA graph each (configs.cu; TDM_GPU_CONFIG_GRAPHS=0: launch by launch) */
     const char *cg = getenv("TDM_GPU_CONFIG_GRAPHS");
-    g->config_graphs = !(cg && strcmp(cg, "0") == 0);
+    /* a graph run's fold writes the answers into pinned host memory, device-addressable where
+       addressing is unified (every 64-bit Linux host of a supported GPU) */
+    g->config_graphs = !(cg && strcmp(cg, "0") == 0) && prop.unifiedAddressing;
     const char *prof = getenv("TDM_GPU_PROFILE");
     g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver

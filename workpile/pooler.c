@@ -477,7 +477,10 @@ static void *pooler_main(void *arg)
 
         double t0 = p->trace ? now_ms() : 0, queued = 0; /* the batch's jobs' mean wait in the queue */
         if (p->trace) {
-            for (tdm_pooler_job *j = batch; j; j = j->next) queued += t0 - j->queued_ms;
+            for (tdm_pooler_job *j = batch; j; j = j->next) {
+                queued += t0 - j->queued_ms;
+                j->taken_ms = t0;
+            }
             queued /= b.jobs ? (double)b.jobs : 1;
         }
         batch_times bt = {0, 0, 0, 0};

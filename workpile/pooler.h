@@ -86,6 +86,7 @@ struct tdm_pooler_job {
     uint32_t turn;             /* queries in the run being made */
     uint64_t seq;              /* submission order, across the two queues */
     double queued_ms;          /* TDM_DISPATCH_TRACE: when it was last queued (ms, CLOCK_MONOTONIC) */
+    double taken_ms;           /* ... and when its batch was taken */
     int small, demoted, latency_turn;
 };
 

@@ -1,6 +1,7 @@
 /* OMPL's faces of a plan_checker (checker.h). */
 #include "checker.h"
 
+#include <chrono>
 #include <vector>
 
 #include <ompl/base/spaces/RealVectorStateSpace.h>
@@ -17,8 +18,19 @@ static void values_of(const ob::State *s, size_t j, double *out)
     for (size_t i = 0; i < j; i++) out[i] = v[i];
 }
 
+/* Adds the scope's time to a checker's check_s. */
+namespace {
+struct timed {
+    explicit timed(plan_checker *c) : c_(c), t0_(std::chrono::steady_clock::now()) {}
+    ~timed() { c_->check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+    plan_checker *c_;
+    std::chrono::steady_clock::time_point t0_;
+};
+} // namespace
+
 bool checker_validity::isValid(const ob::State *s) const
 {
+    timed t(c_);
     std::vector<double> q(c_->n_joints);
     values_of(s, q.size(), q.data());
     uint8_t ok = 0;
@@ -28,6 +40,7 @@ bool checker_validity::isValid(const ob::State *s) const
 
 bool checker_motion::checkMotion(const ob::State *s1, const ob::State *s2) const
 {
+    timed t(c_);
     const size_t j = c_->n_joints;
     std::vector<double> ab(2 * j);
     values_of(s1, j, ab.data());
@@ -42,6 +55,7 @@ bool checker_motion::checkMotion(const ob::State *s1, const ob::State *s2) const
 bool checker_motion::checkMotion(const ob::State *s1, const ob::State *s2,
                                  std::pair<ob::State *, double> &lastValid) const
 {
+    timed t(c_);
     const size_t j = c_->n_joints;
     std::vector<double> ab(2 * j), last(j);
     values_of(s1, j, ab.data());

@@ -45,6 +45,7 @@ public:
     const std::string &error() const { return error_; }
     uint64_t checks = 0;   /* configurations asked about (see the top) */
     uint64_t requests = 0; /* batches answered (round trips for Tandem) */
+    double check_s = 0;    /* time inside the OMPL faces below (the planner waiting for its answers) */
     size_t n_joints = 0;
 
 protected:

@@ -148,6 +148,7 @@ struct outcome {
     bool ran = false, solved = false, recheck_failed = false;
     double seconds = 0, build_s = 0, states_s = 0, neighbours_s = 0, motions_s = 0;
     double setup_s = 0; /* Tandem: the scene's put and delete, waits for planners of the same scene included */
+    double check_s = 0; /* RRTConnect: time inside the OMPL validity checker and motion validator */
     size_t path_states = 0;
     uint64_t checks = 0, requests = 0;
     std::vector<double> start, goal, path;
@@ -232,6 +233,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         plan(sh, &fc, out->start, out->goal, seed, out);
         out->checks = fc.checks;
         out->requests = fc.requests;
+        out->check_s = fc.check_s;
         out->error = fc.error();
     } else {
         /* the scene stored, or shared with the planners of this run that use the same
@@ -245,6 +247,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
+        out->check_s = tc.check_s;
         out->error = tc.error();
         t_setup = now();
         std::string del_err;
@@ -483,7 +486,7 @@ int main(int argc, char **argv)
 
     size_t solved = 0, failed_recheck = 0, errors = 0;
     uint64_t checks = 0, requests = 0;
-    double setup_s = 0, solve_s = 0;
+    double setup_s = 0, solve_s = 0, check_s = 0;
     std::vector<double> secs, builds, b_states, b_nn, b_motions; /* roadmaps: medians of the first round and its parts */
     for (size_t i = 0; i < probs.size(); i++) {
         const outcome &r = res[i];
@@ -496,6 +499,7 @@ int main(int argc, char **argv)
         requests += r.requests;
         setup_s += r.setup_s;
         solve_s += r.seconds;
+        check_s += r.check_s;
         secs.push_back(r.seconds);
         if (o.prm && r.build_s > 0) {
             builds.push_back(r.build_s);
@@ -519,6 +523,7 @@ int main(int argc, char **argv)
                quantile(builds, 0.5), quantile(b_states, 0.5), quantile(b_nn, 0.5), quantile(b_motions, 0.5));
     if (!o.fcl) printf(" setup_s=%.3f", setup_s);
     printf(" solve_s=%.3f", solve_s);
+    if (!o.prm) printf(" check_s=%.3f", check_s);
     printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : "rrtconnect", o.fcl ? "fcl" : "tandem",
            o.planners);
     return errors ? 1 : 0;
