@@ -25,7 +25,8 @@
 #   nograph   TDM_GPU_CONFIG_GRAPHS=0 (small configs runs launched kernel by kernel, not as the slot's graph)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
-# more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1.
+# more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, SAVE_DIR (each run's
+# ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_').
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=$(cd "${1:?BIN}" && pwd) panda=$(cd "${2:?PANDA}" && pwd)
@@ -77,6 +78,7 @@ for v in "${variants[@]}"; do
         wait "$plan"
         wait "$sampler" "$sampler2"
         echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
+        [[ -n ${SAVE_DIR:-} ]] && cp "$work/plan.txt" "$SAVE_DIR/plan_${v//:/_}_$pl.txt"
         echo "  tandemd $(cat "$work/threads.txt")"
         echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
         awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; w[t] += $4
