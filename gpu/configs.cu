@@ -51,7 +51,7 @@ typedef struct __align__(16) drun {
     uint32_t L, M, K, n_q;   /* strides: links, movable objects, checks, values */
     uint32_t n, entries;     /* configurations, (configuration, check) entries */
     uint32_t room, mode, cap, one_launch; /* tasks listed at most; block run (1) or levels */
-    uint32_t listed;         /* graph runs: tasks listed (list_kernel's counter; uploaded as 0) */
+    uint32_t listed;         /* graph runs: tasks listed (list_emit_kernel) */
 } drun;
 
 /* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
@@ -92,7 +92,7 @@ struct cfg_slot {
     dbuf centre;           /* per configuration: movable objects' culling centres */
     dbuf flag, off;        /* per (configuration, check): kept, and its task index */
     dbuf map;              /* per task: (configuration, check) */
-    dbuf span;             /* graph runs: per configuration, its first task and its tasks (list_kernel) */
+    dbuf span;             /* graph runs: per configuration, its first task and its tasks (list_*_kernel) */
     dbuf temp;             /* CUB's scan */
     dbuf ans, h_ans;       /* answers */
     dbuf blocks;           /* block runs: each block's two frontier buffers */
@@ -103,7 +103,7 @@ struct cfg_slot {
     /* the run in flight */
     size_t n;
     uint32_t task_room;
-    int spans; /* a graph run: its tasks listed by list_kernel (span, drun.listed), its answers folded into h_ans */
+    int spans; /* a graph run: its tasks listed by list_*_kernel (span, drun.listed), its answers folded into h_ans */
 };
 
 /* ---- kernels -------------------------------------------------------------------
@@ -188,18 +188,26 @@ __device__ static __forceinline__ void emit_one(const drun &P, const dprog &p, c
     map[t] = make_uint2(i, k);
 }
 
-/* Graph runs: kinematics, culling and listing in one launch, where a run of launches had
+/* May check k of configuration i collide (its culling spheres meet)? */
+__device__ static __forceinline__ int kept(const drun &P, const dprog &p, const double (*centre)[4], uint32_t i,
+                                          uint32_t k)
+{
+    if (k >= p.n_checks) return 0;
+    const tdm_gpu_check *c = &p.checks[k];
+    return tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
+}
+
+/* Graph runs: kinematics, culling and listing in two launches, where a run of launches had
  * fk, cull, CUB's scan (two kernels) and emit: under load each launch of a small run cost
- * ~8 us whatever its work (bench/results/ompl_rrt_fast.md, section 7). A warp per
- * configuration makes its kinematics (fk_warp), then its lanes cull its checks in turn,
- * count the kept ones, reserve their range of task indices with one atomicAdd on the run's
- * counter (drun.listed, uploaded as 0), and write them there in check order (those past the
- * room are counted, not written). Ranges come in whatever order the warps reach the
- * counter, so each configuration's is kept in span[i] for the fold; no answer depends on
- * where a configuration's tasks lie. */
-__global__ void __launch_bounds__(32 * FK_WARPS) list_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
-                                                            double (*centre)[4], uint32_t *cnt, dtask *tasks,
-                                                            dres *res, fpair *front, uint2 *map, uint2 *span)
+ * ~8 us whatever its work (bench/results/ompl_rrt_loops.md). list_count_kernel: a warp per
+ * configuration makes its kinematics (fk_warp), then its lanes cull its checks in turn and
+ * count the kept ones (span[i].y). list_emit_kernel: the warp of configuration i sums the
+ * counts of those before it (at most GRAPH_CONFIGS: a few coalesced loads a lane), culls
+ * again and writes its tasks there in check order, as cull, the scan and emit list them:
+ * configuration by configuration, so that those whose tasks fit the room are a prefix (the
+ * engine runs the rest again). The last one writes the run's total (drun.listed). */
+__global__ void __launch_bounds__(32 * FK_WARPS) list_count_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
+                                                                  double (*centre)[4], uint32_t *cnt, uint2 *span)
 {
     if (blockIdx.x == 0)
         for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
@@ -208,34 +216,37 @@ __global__ void __launch_bounds__(32 * FK_WARPS) list_kernel(const drun *R, tdm_
     if (i >= P.n) return;
     const dprog &p = P.progs[P.prog_of[i]];
     fk_warp(P, p, i, lane, links, pose, centre);
-    __syncwarp(); /* the warp's poses and centres, seen by all its lanes */
-    uint32_t kept = 0;
-    for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32) {
-        uint32_t k = k0 + lane;
-        int keep = 0;
-        if (k < p.n_checks) {
-            const tdm_gpu_check *c = &p.checks[k];
-            keep = tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
-        }
-        kept += __popc(__ballot_sync(0xffffffffu, keep));
-    }
+    __syncwarp(); /* the warp's centres, seen by all its lanes */
+    uint32_t n_kept = 0;
+    for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32)
+        n_kept += __popc(__ballot_sync(0xffffffffu, kept(P, p, centre, i, k0 + lane)));
+    if (lane == 0) span[i] = make_uint2(0, n_kept);
+}
+
+__global__ void __launch_bounds__(32 * FK_WARPS) list_emit_kernel(const drun *R, const tdm_xform *pose,
+                                                                 const double (*centre)[4], dtask *tasks, dres *res,
+                                                                 fpair *front, uint2 *map, uint2 *span)
+{
+    const drun P = *R;
+    uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (i >= P.n) return;
     uint32_t base = 0;
-    if (lane == 0) base = atomicAdd((uint32_t *)&R->listed, kept);
-    base = __shfl_sync(0xffffffffu, base, 0);
+    for (uint32_t j = lane; j < i; j += 32) base += span[j].y;
+    base = __reduce_add_sync(0xffffffffu, base);
+    const dprog &p = P.progs[P.prog_of[i]];
     uint32_t at = base;
     for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32) {
         uint32_t k = k0 + lane;
-        int keep = 0;
-        if (k < p.n_checks) {
-            const tdm_gpu_check *c = &p.checks[k];
-            keep = tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
-        }
+        int keep = kept(P, p, centre, i, k);
         uint32_t mask = __ballot_sync(0xffffffffu, keep);
         uint32_t t = at + __popc(mask & ((1u << lane) - 1u));
         if (keep && t < P.room) emit_one(P, p, pose, i, k, t, tasks, res, front, map);
         at += __popc(mask);
     }
-    if (lane == 0) span[i] = make_uint2(base, kept);
+    if (lane == 0) {
+        span[i].x = base;
+        if (i == P.n - 1) *(uint32_t *)&R->listed = at;
+    }
 }
 
 /* One thread per (configuration, check): may its pair collide? Entries past the
@@ -300,7 +311,7 @@ __global__ void __launch_bounds__(BLOCK) fold_kernel(const drun *R, const tdm_xf
     if (blockIdx.x == 0 && threadIdx.x == 0) ans[n] = tdm_gpu_config_answer{cnt[0], cnt[2 * MAX_ITERS], *total, 0};
     if (i >= n) return;
     const dprog &p = P.progs[P.prog_of[i]];
-    uint32_t t0, t1; /* its tasks: listed in order of entries (off), or where list_kernel put them (span) */
+    uint32_t t0, t1; /* its tasks: where the scan (off) or list_emit_kernel (span) put them */
     if (span) {
         uint2 sp = span[i];
         t0 = sp.x;
@@ -544,7 +555,7 @@ static uint32_t block_room(const tdm_gpu *g)
 }
 
 /* The slot's small-run graph, (re)captured when a buffer it names has moved: kinematics,
- * culling and listing (list_kernel), the block run with its leaf passes, and the fold into
+ * culling and listing (list_count_kernel, list_emit_kernel), the block run with its leaf passes, and the fold into
  * the pinned answers, for graph_configs[size] configurations at most, all reading the run's
  * sizes from its drun on the device. A run of ten launches and copies
  * from the host cost each lane ~10 driver calls, and under load (five lanes launching at
@@ -567,10 +578,12 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
     cudaStream_t st = s->stream;
     cudaGraph_t gr = NULL;
     TDM_CUDA_TRY(&g->dead, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    const uint32_t *listed = &R->listed; /* the run's tasks listed: its counter, in the upload */
-    list_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
-        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt, s->d_tasks, s->d_res,
-        s->front[0], (uint2 *)c->map.p, (uint2 *)c->span.p);
+    const uint32_t *listed = &R->listed; /* the run's tasks listed (list_emit_kernel), in the upload */
+    list_count_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
+        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt, (uint2 *)c->span.p);
+    list_emit_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
+        R, (const tdm_xform *)c->pose.p, (const double (*)[4])c->centre.p, s->d_tasks, s->d_res, s->front[0],
+        (uint2 *)c->map.p, (uint2 *)c->span.p);
     tdm__gpu_block_configs(g, s, room, listed, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
     /* the answers and the tail into the pinned buffer itself (mapped: unified addressing), read
        by the host once the run's event is done: no copy back */
