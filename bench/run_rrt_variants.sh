@@ -22,6 +22,7 @@
 #   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
 #   spinN     TDM_POOLER_SPIN_US=N (idle pooler threads poll N us for work before they sleep)
 #   ioN       --io-threads N (N event loops on threads of their own take the connections)
+#   connsN    CUDA_DEVICE_MAX_CONNECTIONS=N (the device's hardware queues the streams map onto; CUDA's default 8)
 #   nograph   TDM_GPU_CONFIG_GRAPHS=0 (small configs runs launched kernel by kernel, not as the slot's graph)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
@@ -56,6 +57,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")
     [[ $v == *:prof* ]] && envs+=(TDM_GPU_PROFILE="$work/gpu_prof.txt")
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
+    [[ $v =~ :conns([0-9]+) ]] && envs+=(CUDA_DEVICE_MAX_CONNECTIONS="${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
     sock=$work/tandemd.sock
