@@ -532,7 +532,9 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     for (int k = 0; k < n; k++) {
         p->workers[k].p = p;
         if (pthread_create(&p->workers[k].thread, NULL, pooler_main, &p->workers[k]) != 0) goto fail;
+        pthread_mutex_lock(&p->lock); /* the started threads read it (on_latency_lane), under the lock */
         p->n_threads = k + 1;
+        pthread_mutex_unlock(&p->lock);
     }
     *out = p;
     return TDM_OK;
