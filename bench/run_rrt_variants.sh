@@ -26,7 +26,7 @@
 #   nograph   TDM_GPU_CONFIG_GRAPHS=0 (small configs runs launched kernel by kernel, not as the slot's graph)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
-# more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, SAVE_DIR (each run's
+# more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
 # ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_').
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +40,7 @@ cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 tar xjf "$panda/problems.tar.bz2" -C "$work"
 base=(--urdf "$panda/panda.urdf" --srdf "$panda/panda.srdf" --resolution "${RESOLUTION:-0.02}" --seed "${SEED:-1}"
-      --planner rrtconnect --time-limit "${TIME_LIMIT:-2}")
+      --planner "${PLANNER:-rrtconnect}" --time-limit "${TIME_LIMIT:-2}")
 for v in "${variants[@]}"; do
     eng=${v%%:*} extra=() envs=()
     [[ $v == *:levels* ]] && envs+=(TDM_GPU_SMALL_TASKS=0)

@@ -218,6 +218,19 @@ Test(ompl, rrtconnect_fcl_in_process)
     solve_and_check(extra);
 }
 
+/* rrt_fused.h: one motion check per goal-tree extension; the same problems, the same checks of
+   the path and of the start in collision, with either checker */
+Test(ompl, rrtconnect_fused_through_tandemd_and_fcl)
+{
+    const char *const flags[] = {"--engine", "cpu", NULL};
+    dmn_start(&D, flags);
+    const char *const tandem[] = {"--checker", "tandem", "--server", D.unix_addr, "--planner", "rrtconnect-fused",
+                                  NULL};
+    solve_and_check(tandem);
+    const char *const fcl[] = {"--checker", "fcl", "--planner", "rrtconnect-fused", NULL};
+    solve_and_check(fcl);
+}
+
 Test(ompl, batched_roadmap_through_tandemd)
 {
     const char *const flags[] = {"--engine", "cpu", NULL};

@@ -4,7 +4,7 @@
  * checker in process; every returned path re-checked by FCL at a fine
  * resolution. README.md says how to build and run it, and what each flag does.
  *
- *   ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|prm]
+ *   ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|rrtconnect-fused|prm]
  *             [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR]
@@ -47,6 +47,7 @@ extern "C" {
 #include "fcl_checker.h"
 #include "problems.h"
 #include "roadmap.h"
+#include "rrt_fused.h"
 #include "scene_leases.h"
 #include <tandem/tandem.h>
 #include "tandem_checker.h"
@@ -64,7 +65,7 @@ double now()
 void usage()
 {
     fprintf(stderr,
-            "usage: ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|prm]\n"
+            "usage: ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|rrtconnect-fused|prm]\n"
             "                 [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]\n"
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] PROBLEM...\n"
@@ -73,7 +74,7 @@ void usage()
 
 struct options {
     const char *urdf = NULL, *srdf = NULL, *server = NULL, *path_out = NULL;
-    bool prm = false, fcl = false;
+    bool prm = false, fcl = false, fused = false; /* fused: rrt_fused.h's RRTConnect */
     double time_limit = 10, resolution = 0.05, recheck = 0.005;
     uint64_t seed = 1;
     long planners = 1, fcl_threads = 1;
@@ -194,7 +195,8 @@ void plan(shared_ctx &sh, plan_checker *c, const std::vector<double> &start, con
     si->setMotionValidator(std::make_shared<checker_motion>(si, c, o.resolution));
     /* OMPL's own notion of the resolution: a fraction of the space's extent */
     si->setStateValidityCheckingResolution(std::min(1.0, o.resolution / space->getMaximumExtent()));
-    ss.setPlanner(std::make_shared<og::RRTConnect>(si));
+    if (o.fused) ss.setPlanner(std::make_shared<rrt_fused>(si));
+    else ss.setPlanner(std::make_shared<og::RRTConnect>(si));
     ob::ScopedState<> s(space), g(space);
     for (size_t i = 0; i < j; i++) {
         s[(unsigned)i] = start[i];
@@ -359,8 +361,9 @@ int main(int argc, char **argv)
         else if (a == "--server") o.server = v;
         else if (a == "--path-out") o.path_out = v;
         else if (a == "--planner") {
-            ok = !strcmp(v, "rrtconnect") || !strcmp(v, "prm");
+            ok = !strcmp(v, "rrtconnect") || !strcmp(v, "rrtconnect-fused") || !strcmp(v, "prm");
             o.prm = !strcmp(v, "prm");
+            o.fused = !strcmp(v, "rrtconnect-fused");
         } else if (a == "--checker") {
             ok = !strcmp(v, "tandem") || !strcmp(v, "fcl");
             o.fcl = !strcmp(v, "fcl");
@@ -524,7 +527,8 @@ int main(int argc, char **argv)
     if (!o.fcl) printf(" setup_s=%.3f", setup_s);
     printf(" solve_s=%.3f", solve_s);
     if (!o.prm) printf(" check_s=%.3f", check_s);
-    printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : "rrtconnect", o.fcl ? "fcl" : "tandem",
+    printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
+           o.fcl ? "fcl" : "tandem",
            o.planners);
     return errors ? 1 : 0;
 }
