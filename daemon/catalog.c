@@ -24,7 +24,7 @@ typedef struct table {
 struct tdm_catalog {
     pthread_mutex_t lock; /* the tables */
     table meshes, scenes, robots;
-    /* loop thread */
+    /* the loops, under the server's lock */
     tdm_stored_mesh *mesh_head, *mesh_tail;
     tdm_stored_scene *scene_head, *scene_tail;
     tdm_stored_robot *robot_head, *robot_tail;

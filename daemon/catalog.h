@@ -13,7 +13,7 @@
  * the writer's ops (a delete queued before a put has removed the file by then).
  *
  * Threads: listing, the insertion-ordered lists, the counters and the reference
- * counts are the loop thread's; on-disk marks are the writer thread's (the
+ * counts are the loops' (under the server's lock, io.h); on-disk marks are the writer thread's (the
  * loader's at start-up); the tables are shared, under the catalogue's lock. What
  * a query job or writer op reads through a reference it holds (a scene's
  * tdm_scene, the meshes' trees) never changes. An object on disk and not listed
@@ -61,9 +61,9 @@ typedef struct tdm_catalog_entry {
     struct tdm_catalog_entry *hnext; /* its table's chain */
     struct tdm_catalog *catalog;     /* set when it first enters a table */
     uint8_t in_table;                /* listed || on_disk */
-    uint8_t listed;                  /* loop thread */
+    uint8_t listed;                  /* the loops (server's lock) */
     uint8_t on_disk;                 /* writer thread */
-    tdm_owners owners;               /* loop thread: the tenants that own it (owners.h); freed with the object */
+    tdm_owners owners;               /* the loops: the tenants that own it (owners.h); freed with the object */
 } tdm_catalog_entry;
 
 typedef struct tdm_stored_mesh {
@@ -164,7 +164,7 @@ void tdm_stored_robot_retire(tdm_stored_robot *r);
 tdm_stored_scene *tdm_stored_scene_new_robot(const uint8_t id[TDM_ID_LEN], const char *name, tdm_robot_scene *rs,
                                              tdm_planning_scene *ps, tdm_stored_robot *robot);
 
-/* ---- listed: loop thread ---- */
+/* ---- listed: the loops, holding the server's lock ---- */
 
 tdm_stored_mesh *tdm_catalog_find_mesh(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);
 tdm_stored_scene *tdm_catalog_find_scene(tdm_catalog *c, const uint8_t id[TDM_ID_LEN]);

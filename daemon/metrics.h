@@ -13,7 +13,7 @@
  * So a scrape never blocks the loop, and a stalled loop shows as a stale
  * heartbeat (GET /healthz) rather than as a hung scrape.
  *
- * Request scopes (loop thread). Latency and error counts are per request type,
+ * Request scopes (the loops, holding the server's lock: one scope open at a time). Latency and error counts are per request type,
  * but replies are sent from many places (handlers, the writer's and the query
  * pool's completions, libuv's after-work callbacks). The type and start time of
  * the request being answered travel as a scope: conn.c opens one around each
@@ -41,7 +41,7 @@ enum { TDM_METRICS_CONNECTION = 0, TDM_METRICS_UNDECODABLE = 1 };
 /* Sets the start time (uptime); once, before anything else. */
 void tdm_metrics_init(const char *configured_engine);
 
-/* ---- scopes (loop thread) ---- */
+/* ---- scopes (the loops, holding the server's lock) ---- */
 
 typedef struct tdm_metrics_mark {
     int type;      /* request type (case number or TDM_METRICS_*) */
@@ -74,7 +74,7 @@ void tdm_metrics_batch(uint64_t jobs, uint64_t queries, uint64_t tasks);
 void tdm_metrics_accepted(void);
 void tdm_metrics_refused(void);
 
-/* ---- gauges (loop thread, on each heartbeat) ---- */
+/* ---- gauges (the main loop, on each heartbeat) ---- */
 
 typedef struct tdm_metrics_snapshot {
     uint32_t conns_open;            /* counted in max-connections */

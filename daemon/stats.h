@@ -7,7 +7,7 @@
 #include "server.h"
 #include "tandem.pb-c.h"
 
-/* Fills r (loop thread). Strings point into `detail` and static storage: r is
+/* Fills r (a loop, holding the server's lock). Strings point into `detail` and static storage: r is
  * valid while detail is. */
 void tdm_stats_fill(tdm_server *srv, Tandem__V1__StatsReply *r, char *detail, size_t detail_len);
 

@@ -37,7 +37,7 @@ struct tdm_writer {
     tdm_writer_op *head, *tail; /* submitted */
     tdm_writer_op *done_head, *done_tail;
     int stopping;
-    size_t pending; /* loop thread */
+    size_t pending; /* under the server's lock */
     /* the builder thread: one large MeshPut's tree at a time (under lock: building is the op
      * handed to it, built says its phase is done; build is the builder's until built) */
     pthread_t builder;

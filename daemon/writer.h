@@ -122,7 +122,7 @@ typedef struct tdm_writer tdm_writer;
 int tdm_writer_create(uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_datadir *dir, tdm_catalog *catalog,
                       tdm_sched *engine, tdm_writer **out);
 void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op);
-/* Ops submitted and not yet completed (loop thread). */
+/* Ops submitted and not yet completed (holding the server's lock). */
 size_t tdm_writer_pending(const tdm_writer *st);
 /* Finishes the queued ops, joins the thread, runs the remaining callbacks and
  * closes the async handle; the writer is freed in its close callback. */
