@@ -14,10 +14,32 @@
 void tdm_srv_lock(tdm_server *s) { pthread_mutex_lock(&s->mu); }
 void tdm_srv_unlock(tdm_server *s) { pthread_mutex_unlock(&s->mu); }
 
+void tdm_io_shutdown_conns(tdm_io *io, int force)
+{
+    /* a close never frees at once (its handles close later), so the list stays walkable */
+    for (tdm_conn *c = io->srv->conns; c; c = c->next)
+        if (c->io == io) {
+            if (force) tdm_conn_close(c, "forced shutdown");
+            else tdm_conn_shutdown(c);
+        }
+}
+
+/* Closes the loop's own handles (its sink, its stall timer, its async), on that loop or before
+ * it runs: no connection is left anywhere, so no job of this loop is in flight. */
+static void close_handles(tdm_io *io)
+{
+    if (!io->async_open) return;
+    if (io->sink) tdm_query_sink_close(io->sink);
+    io->sink = NULL;
+    if (io->stall_on) uv_close((uv_handle_t *)&io->stall, NULL);
+    io->stall_on = 0;
+    uv_close((uv_handle_t *)&io->async, NULL);
+    io->async_open = 0;
+}
+
 /* The loop's posted tasks and requests, holding the server's lock. */
 static void run_posted(tdm_io *io)
 {
-    tdm_server *s = io->srv;
     pthread_mutex_lock(&io->post_mu);
     tdm_io_task *t = io->head;
     io->head = io->tail = NULL;
@@ -30,22 +52,9 @@ static void run_posted(tdm_io *io)
         t->fn(io, t->arg);
         t = next;
     }
-    /* a close never frees at once (its handles close later), so the list stays walkable */
-    if (want & TDM_IO_WANT_SHUTDOWN)
-        for (tdm_conn *c = s->conns; c; c = c->next)
-            if (c->io == io) tdm_conn_shutdown(c);
-    if (want & TDM_IO_WANT_CLOSE)
-        for (tdm_conn *c = s->conns; c; c = c->next)
-            if (c->io == io) tdm_conn_close(c, "forced shutdown");
-    if ((want & TDM_IO_WANT_STOP) && io->async_open) {
-        /* no connection is left anywhere, so no job of this loop is in flight */
-        if (io->sink) tdm_query_sink_close(io->sink);
-        io->sink = NULL;
-        if (io->stall_on) uv_close((uv_handle_t *)&io->stall, NULL);
-        io->stall_on = 0;
-        uv_close((uv_handle_t *)&io->async, NULL);
-        io->async_open = 0;
-    }
+    if (want & TDM_IO_WANT_SHUTDOWN) tdm_io_shutdown_conns(io, 0);
+    if (want & TDM_IO_WANT_CLOSE) tdm_io_shutdown_conns(io, 1);
+    if (want & TDM_IO_WANT_STOP) close_handles(io);
 }
 
 static void on_async(uv_async_t *h)
@@ -134,13 +143,14 @@ int tdm_io_start(tdm_server *s, char *err, size_t errlen)
             snprintf(err, errlen, "loop %u: %s", i, tdm_strerror(rc));
             return rc;
         }
-        if (i == 0) continue;
-        if (s->cfg->output_stall_timeout) {
+        if (s->cfg->output_stall_timeout) { /* once a second: connections whose replies are not taken (budget.h) */
             uv_timer_init(io->loop, &io->stall); /* cannot fail */
             io->stall.data = io;
             io->stall_on = 1;
+            uv_unref((uv_handle_t *)&io->stall); /* it keeps no loop running */
             uv_timer_start(&io->stall, on_stall_tick, 1000, 1000);
         }
+        if (i == 0) continue;
         if ((rc = pthread_create(&io->thread, NULL, io_main, io)) != 0) {
             snprintf(err, errlen, "I/O thread %u: %s", i, strerror(rc));
             return TDM_ESYS;
@@ -176,20 +186,10 @@ tdm_io *tdm_io_next(tdm_server *s)
     return &s->io[1 + s->next_io++ % s->n_io];
 }
 
-/* io[0]'s handles, on the main loop. */
-static void close_main(tdm_io *io)
-{
-    if (!io->async_open) return;
-    if (io->sink) tdm_query_sink_close(io->sink);
-    io->sink = NULL;
-    uv_close((uv_handle_t *)&io->async, NULL);
-    io->async_open = 0;
-}
-
 void tdm_io_stop_all(tdm_server *s)
 {
     if (!s->io) return;
-    close_main(&s->io[0]);
+    close_handles(&s->io[0]);
     for (unsigned i = 1; i <= s->n_io; i++)
         if (s->io[i].thread_started && !s->io[i].stop_sent) {
             s->io[i].stop_sent = 1;
@@ -200,16 +200,15 @@ void tdm_io_stop_all(tdm_server *s)
 void tdm_io_join(tdm_server *s)
 {
     if (!s->io) return;
-    close_main(&s->io[0]); /* the caller's uv_run closes it */
+    close_handles(&s->io[0]); /* the caller's uv_run closes them */
     for (unsigned i = 1; i <= s->n_io; i++) {
         tdm_io *io = &s->io[i];
         if (io->thread_started) {
             if (!io->stop_sent) tdm_io_request(io, TDM_IO_WANT_STOP);
             io->stop_sent = 1;
             pthread_join(io->thread, NULL);
-        } else if (io->async_open) { /* never run: close its handles here */
-            if (io->sink) tdm_query_sink_close(io->sink);
-            uv_close((uv_handle_t *)&io->async, NULL);
+        } else { /* never run: its handles are closed here */
+            close_handles(io);
             uv_run(io->loop, UV_RUN_DEFAULT);
         }
         if (uv_loop_close(&io->own) != 0) tdm_log_warn("I/O thread %u: loop closed with handles still open", i);

@@ -50,7 +50,7 @@ struct tdm_io {
     pthread_mutex_t post_mu;   /* guards the three below */
     tdm_io_task *head, *tail;
     unsigned want;             /* TDM_IO_WANT_* to do on this loop */
-    uv_timer_t stall;          /* its connections' output-stall check (I/O threads; the main loop's is the server's) */
+    uv_timer_t stall;          /* its connections' output-stall check, once a second (output-stall-timeout) */
     int stall_on;
     tdm_query_sink *sink;      /* its connections' finished query jobs */
     uint8_t *tls_buf;          /* TLS ciphertext reads of its connections (conn.c), with a TLS listener */
@@ -77,6 +77,8 @@ int tdm_io_start(tdm_server *s, char *err, size_t errlen);
 void tdm_io_post(tdm_io *io, tdm_io_task *t);
 /* Any thread: asks io's loop to do what `want` says (TDM_IO_WANT_*), soon. */
 void tdm_io_request(tdm_io *io, unsigned want);
+/* On io's loop, holding the lock: shuts down (force: closes) every connection of that loop. */
+void tdm_io_shutdown_conns(tdm_io *io, int force);
 /* The loop a new connection goes to (round robin over the I/O threads; the main loop
  * without them). Holding the lock. */
 tdm_io *tdm_io_next(tdm_server *s);

@@ -32,11 +32,11 @@ struct tdm_query_sink {
 
 struct tdm_query_pool {
     tdm_pooler *pooler;
-    /* TDM_DISPATCH_TRACE: replies written by their pooler thread, and the time from their
-       request's frame to the write summed (atomics), printed at the stop */
+    /* TDM_DISPATCH_TRACE: replies written by their pooler thread, their time from their
+       request's frame to the write and its parts, summed under trace_mu, printed at the stop */
     int trace;
     uint64_t traced, traced_ns, traced_runs;
-    double traced_submit_ms, traced_wait_ms, traced_run_ms; /* under trace_mu */
+    double traced_submit_ms, traced_wait_ms, traced_run_ms;
     pthread_mutex_t trace_mu;
     void (*ran)(tdm_query_job *, void *);
     void (*send)(tdm_query_job *, void *);
@@ -144,11 +144,16 @@ static void on_finished(tdm_pooler_job *pj, void *data)
     hand_back_quiet(j);
     owe_wake(s);
     if (send) {
-        uint64_t t0 = j->mark.t0;
-        double submit = j->trace_submit_ms - 1e-6 * (double)t0, wait = j->trace_wait_ms, run = j->trace_run_ms;
-        uint32_t runs = j->trace_runs;
+        uint64_t t0 = 0;
+        double submit = 0, wait = 0, run = 0;
+        uint32_t runs = 0;
+        if (qp->trace) { /* read before the send: j may be gone once `sending` is cleared below */
+            t0 = j->mark.t0;
+            submit = j->trace_submit_ms - 1e-6 * (double)t0, wait = j->trace_wait_ms, run = j->trace_run_ms;
+            runs = j->trace_runs;
+        }
         qp->send(j, qp->data);
-        if (qp->trace) { /* j may be gone once `sending` is cleared below */
+        if (qp->trace) {
             uint64_t ns = uv_hrtime() - t0;
             pthread_mutex_lock(&qp->trace_mu);
             qp->traced++;

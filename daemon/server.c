@@ -203,32 +203,14 @@ int tdm_server_listen(tdm_server *s, char *err, size_t errlen)
     return 0;
 }
 
-/* ---- memory and stalls (budget.h) ---- */
-
-static void on_stall_tick(uv_timer_t *t)
-{
-    tdm_server *s = t->data;
-    tdm_srv_lock(s);
-    uint64_t now = uv_hrtime();
-    /* a close never frees at once (its handles close later), so the list stays walkable; the I/O
-       threads check their own connections (io.c) */
-    for (tdm_conn *c = s->conns; c; c = c->next)
-        if (c->io == &s->io[0]) tdm_conn_check_stall(c, now);
-    tdm_srv_unlock(s);
-}
+/* ---- memory (budget.h) ---- */
 
 int tdm_server_budget_start(tdm_server *s)
 {
     s->mem.max = s->cfg->max_memory ? s->cfg->max_memory : tdm_budget_default_max();
     tdm_log_info("max-memory %llu bytes (partial frames, queued replies, queries, uploads)%s",
                  (unsigned long long)s->mem.max, s->cfg->max_memory ? "" : ": half of physical memory");
-    if (s->cfg->output_stall_timeout == 0) return 0;
-    int rc = uv_timer_init(s->loop, &s->stall_timer);
-    if (rc != 0) return rc;
-    s->stall_timer_on = 1;
-    s->stall_timer.data = s;
-    uv_unref((uv_handle_t *)&s->stall_timer);
-    return uv_timer_start(&s->stall_timer, on_stall_tick, 1000, 1000);
+    return 0;
 }
 
 /* ---- shutdown ---- */
@@ -279,7 +261,6 @@ static void maybe_finish(tdm_server *s)
     s->query_pool = NULL;
     tdm_io_stop_all(s); /* the loops' sinks and wake-ups; the I/O threads end */
     if (s->timer) uv_close((uv_handle_t *)&s->shutdown_timer, NULL);
-    if (s->stall_timer_on) uv_close((uv_handle_t *)&s->stall_timer, NULL);
     if (s->exit_timer_on) uv_close((uv_handle_t *)&s->exit_timer, NULL);
     if (s->signals) {
         uv_close((uv_handle_t *)&s->sig_int, NULL);
@@ -344,10 +325,8 @@ void tdm_server_shutdown(tdm_server *s, int force)
             if (l->unix_path && unlink(l->unix_path) != 0 && errno != ENOENT)
                 tdm_log_warn("cannot remove %s: %s", l->unix_path, strerror(errno));
         }
-        /* conn_shutdown never frees synchronously, so the list stays walkable; the I/O threads
-           shut their own connections down */
-        for (tdm_conn *c = s->conns; c; c = c->next)
-            if (c->io == &s->io[0]) tdm_conn_shutdown(c);
+        /* the I/O threads shut their own connections down */
+        if (s->io) tdm_io_shutdown_conns(&s->io[0], 0);
         for (unsigned i = 1; s->io && i <= s->n_io; i++) tdm_io_request(&s->io[i], TDM_IO_WANT_SHUTDOWN);
         if (!force && s->cfg->shutdown_timeout > 0 && uv_timer_init(s->loop, &s->shutdown_timer) == 0) {
             s->timer = 1;
@@ -359,8 +338,7 @@ void tdm_server_shutdown(tdm_server *s, int force)
     if (force && s->shutting_down < 2) {
         s->shutting_down = 2;
         if (s->conns) tdm_log_info("closing %u connections now", s->n_conns);
-        for (tdm_conn *c = s->conns; c; c = c->next)
-            if (c->io == &s->io[0]) tdm_conn_close(c, "forced shutdown");
+        if (s->io) tdm_io_shutdown_conns(&s->io[0], 1);
         for (unsigned i = 1; s->io && i <= s->n_io; i++) tdm_io_request(&s->io[i], TDM_IO_WANT_CLOSE);
         if (s->conns && s->ready && !s->exit_timer_on && uv_timer_init(s->loop, &s->exit_timer) == 0) {
             s->exit_timer_on = 1;

@@ -83,8 +83,6 @@ typedef struct tdm_server {
     tdm_counters counters;
     uint64_t upload_bytes;    /* decoded MeshPuts submitted to the writer thread, not yet done */
     tdm_budget mem;           /* what clients make the daemon hold (budget.h) */
-    uv_timer_t stall_timer;   /* once a second: connections whose replies are not taken (output-stall-timeout) */
-    int stall_timer_on;
     uv_timer_t exit_timer;    /* after a forced shutdown: exit even with engine runs in flight */
     int exit_timer_on;
     int exit_status;          /* tandemd's exit code once the loop returns (0; 3: the GPU failed) */
@@ -101,7 +99,7 @@ int tdm_server_signals(tdm_server *s);
  * TDM_SHUTDOWN_EXIT_GRACE_MS later exits the process (status 0) without them. */
 #define TDM_SHUTDOWN_EXIT_GRACE_MS 500
 void tdm_server_shutdown(tdm_server *s, int force);
-/* Resolves max-memory and starts the once-a-second output-stall check. 0 or a libuv error. */
+/* Resolves max-memory (each loop checks its connections' output stalls: io.h). 0. */
 int tdm_server_budget_start(tdm_server *s);
 /* A connection of loop io was freed (conn.c). */
 void tdm_server_conn_gone(tdm_server *s, tdm_io *io);

@@ -260,13 +260,7 @@ __global__ void cull_kernel(const drun *R, const double (*centre)[4], uint32_t f
         return;
     }
     uint32_t i = e / P.K, k = e - i * P.K;
-    const dprog &p = P.progs[P.prog_of[i]];
-    if (k >= p.n_checks) {
-        flag[e] = 0;
-        return;
-    }
-    const tdm_gpu_check *c = &p.checks[k];
-    flag[e] = tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
+    flag[e] = kept(P, P.progs[P.prog_of[i]], centre, i, k);
 }
 
 /* One thread per kept (configuration, check) whose task index fits the room:
