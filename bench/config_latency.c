@@ -14,8 +14,11 @@
  *
  * Prints, per shape, one Markdown table row: groups, configurations per group,
  * threads, runs, the run's median, 10th and 90th percentile in microseconds,
- * runs per second over all threads, and per run: tasks and runs that went in one
- * launch (block runs; TDM_GPU_BLOCK_CONFIG_ENTRIES moves that threshold). Random
+ * runs per second over all threads, and per run: tasks, runs that went in one
+ * launch (block runs; TDM_GPU_BLOCK_CONFIG_ENTRIES moves that threshold), and the
+ * host's time preparing the run's robot scenes (tdm_sched_stats config_prep_seconds)
+ * and starting it (config_start_seconds), and its robot scenes whose programs the lane
+ * held (gpu/gpu.h, "resident programs"; TDM_GPU_PROGRAM_CACHE_KB=0: none). Random
  * configurations uniform in the joint limits (seed 1). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -171,8 +174,9 @@ int main(int argc, char **argv)
         const tdm_robot_joint *jt = &robot->joints[robot->active[i % J]];
         pool[i] = jt->lower + (jt->upper - jt->lower) * (double)(x >> 11) / 9007199254740992.0;
     }
-    printf("| groups | per group | threads | runs | median us | p10 us | p90 us | runs/s | tasks/run | one launch/run |\n");
-    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| groups | per group | threads | runs | median us | p10 us | p90 us | runs/s | tasks/run | one launch/run "
+           "| host prep us/run | host start us/run | resident programs/run |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const char *s = shapes; *s;) {
         int G = 0, P = 0;
         if (sscanf(s, "%d:%d", &G, &P) != 2 || G < 1 || P < 1 || P > MAX_PER) die("--shapes", s);
@@ -206,10 +210,13 @@ int main(int argc, char **argv)
             if (pass) {
                 qsort(all, n, sizeof *all, cmp_double);
                 double runs = (double)(after.runs - before.runs);
-                printf("| %d | %d | %d | %zu | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f |\n", G, P, threads, n,
-                       all[n / 2], all[n / 10], all[n * 9 / 10], 1e6 * (double)n / wall,
+                printf("| %d | %d | %d | %zu | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f |\n", G, P,
+                       threads, n, all[n / 2], all[n / 10], all[n * 9 / 10], 1e6 * (double)n / wall,
                        (double)(after.gpu_tasks - before.gpu_tasks) / runs,
-                       (double)(after.gpu_small_runs - before.gpu_small_runs) / runs);
+                       (double)(after.gpu_small_runs - before.gpu_small_runs) / runs,
+                       1e6 * (after.config_prep_seconds - before.config_prep_seconds) / runs,
+                       1e6 * (after.config_start_seconds - before.config_start_seconds) / runs,
+                       (double)(after.gpu_programs_reused - before.gpu_programs_reused) / runs);
                 if (cpu)
                     fprintf(stderr, "verify %d:%d: %llu configurations against the CPU engine, %llu colliding, "
                             "%llu differ\n", G, P, (unsigned long long)checked, (unsigned long long)colliding,

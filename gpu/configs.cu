@@ -538,6 +538,268 @@ static void put(unsigned char *base, size_t at, const void *src, size_t bytes)
     if (bytes) memcpy(base + at, src, bytes);
 }
 
+/* R's arrays packed at hb (host) by layout_of(R), and its dprog pointing at the same
+ * layout at db (device), where the caller copies them. */
+static dprog pack_program(const tdm_gpu_robot *R, unsigned char *hb, unsigned char *db)
+{
+    const tdm_kin *kin = R->kin;
+    uint32_t KR = R->n_checks, MR = kin->n_elems;
+    prog_layout l = layout_of(R);
+    put(hb, l.joints, kin->joints, (kin->n_links - 1) * sizeof(tdm_kin_joint));
+    put(hb, l.elems, kin->elems, MR * sizeof(tdm_kin_elem));
+    put(hb, l.fixed_pose, R->fixed_pose, R->n_fixed * sizeof(tdm_xform));
+    put(hb, l.fixed_centre, R->fixed_centre, R->n_fixed * 4 * sizeof(double));
+    put(hb, l.slot_centre, R->slot_centre, MR * 3 * sizeof(double));
+    put(hb, l.checks, R->checks, KR * sizeof(tdm_gpu_check));
+    put(hb, l.pairs, R->pairs, KR * sizeof(tdm_gpu_pair));
+    if (R->solids) {
+        put(hb, l.solids, R->solids, R->n_objects * sizeof(tdm_solid_obj));
+        put(hb, l.reps, R->reps, R->n_reps * sizeof(tdm_dvec3));
+    }
+    dprog p;
+    p.kin = *kin;
+    p.kin.joints = (const tdm_kin_joint *)(db + l.joints);
+    p.kin.elems = (const tdm_kin_elem *)(db + l.elems);
+    p.n_movable = MR;
+    p.n_checks = KR;
+    p.fixed_pose = (const tdm_xform *)(db + l.fixed_pose);
+    p.fixed_centre = (const double (*)[4])(db + l.fixed_centre);
+    p.slot_centre = (const double (*)[3])(db + l.slot_centre);
+    p.checks = (const tdm_gpu_check *)(db + l.checks);
+    p.pairs = (const tdm_gpu_pair *)(db + l.pairs);
+    p.solids = R->solids ? (const tdm_solid_obj *)(db + l.solids) : NULL;
+    p.reps = R->solids ? (const tdm_dvec3 *)(db + l.reps) : NULL;
+    return p;
+}
+
+/* ---- resident programs (gpu.h) -------------------------------------------------------
+ *
+ * One device arena per lane, allocated at the first keyed robot (program_cache_bytes,
+ * counted against the budget), holding programs at 16-byte aligned offsets; entries in
+ * offset order, placed first fit in the gaps, the least recently used (never one this
+ * call uses) dropped until a program fits. Entries are few (hundreds: tens of KB each),
+ * so lookups scan them. New programs are packed into a pinned staging buffer and
+ * copied on slot 0's stream; every slot waits for that copy (an event) before its run. */
+
+typedef struct prog_cache prog_cache;
+
+typedef struct prog_entry {
+    uint64_t key, epoch, used; /* used: the call that last named it */
+    size_t at, bytes;          /* in the arena */
+    dprog dp;                  /* pointing into the arena */
+    tdm_kin kin;               /* what it was made for, compared whole on lookup: */
+    void *kin_copy;            /* ... its joints then its elements (host) */
+} prog_entry;
+
+struct prog_cache {
+    unsigned char *arena;  /* device, `cap` bytes */
+    size_t cap;
+    prog_entry **e;        /* by offset */
+    uint32_t n, room;
+    uint64_t call;         /* tdm_gpu_configs_programs calls */
+    dbuf stage;            /* pinned: the programs uploaded by the last call */
+    cudaEvent_t ready;     /* ... their copy done */
+    int pending;           /* this call uploaded: slots wait for `ready` */
+    int staged;            /* the last call that uploaded: `stage` is free once `ready` is */
+};
+
+static size_t kin_bytes(const tdm_kin *k)
+{
+    return (k->n_links ? k->n_links - 1 : 0) * sizeof(tdm_kin_joint) + k->n_elems * sizeof(tdm_kin_elem);
+}
+
+static int same_kin(const prog_entry *x, const tdm_kin *k)
+{
+    if (x->kin.n_links != k->n_links || x->kin.n_elems != k->n_elems || x->kin.n_q != k->n_q ||
+        memcmp(&x->kin.base, &k->base, sizeof k->base) != 0)
+        return 0;
+    size_t jb = (k->n_links ? k->n_links - 1 : 0) * sizeof(tdm_kin_joint);
+    const unsigned char *c = (const unsigned char *)x->kin_copy;
+    return memcmp(c, k->joints, jb) == 0 && memcmp(c + jb, k->elems, k->n_elems * sizeof(tdm_kin_elem)) == 0;
+}
+
+static prog_entry *prog_find(prog_cache *pc, uint64_t key, uint64_t epoch, const tdm_kin *kin)
+{
+    for (uint32_t i = 0; i < pc->n; i++) {
+        prog_entry *x = pc->e[i];
+        if (x->key == key) return x->epoch == epoch && same_kin(x, kin) ? x : NULL;
+    }
+    return NULL;
+}
+
+static void prog_drop(tdm_gpu *g, prog_cache *pc, uint32_t i)
+{
+    g->stats.program_bytes -= pc->e[i]->bytes;
+    free(pc->e[i]->kin_copy);
+    free(pc->e[i]);
+    memmove(&pc->e[i], &pc->e[i + 1], (pc->n - i - 1) * sizeof *pc->e);
+    pc->n--;
+}
+
+/* An offset for `bytes` in the arena, first fit, dropping the least recently used
+ * entries not named by this call; SIZE_MAX when even that leaves no room. *slot:
+ * where the entry goes in offset order. */
+static size_t prog_place(tdm_gpu *g, prog_cache *pc, size_t bytes, uint32_t *slot)
+{
+    if (bytes > pc->cap) return SIZE_MAX;
+    for (;;) {
+        size_t from = 0;
+        for (uint32_t i = 0; i <= pc->n; i++) {
+            size_t to = i < pc->n ? pc->e[i]->at : pc->cap;
+            if (to - from >= bytes) {
+                *slot = i;
+                return from;
+            }
+            if (i < pc->n) from = up16(pc->e[i]->at + pc->e[i]->bytes);
+        }
+        uint32_t old = UINT32_MAX;
+        for (uint32_t i = 0; i < pc->n; i++)
+            if (pc->e[i]->used != pc->call && (old == UINT32_MAX || pc->e[i]->used < pc->e[old]->used)) old = i;
+        if (old == UINT32_MAX) return SIZE_MAX;
+        prog_drop(g, pc, old);
+    }
+}
+
+static int prog_cache_of(tdm_gpu *g, prog_cache **out)
+{
+    *out = g->progs;
+    if (g->progs || g->program_cache_bytes == 0) return TDM_OK;
+    prog_cache *pc = (prog_cache *)calloc(1, sizeof *pc);
+    if (!pc) return TDM_ENOMEM;
+    size_t cap = g->program_cache_bytes;
+    if (tdm__gpu_budget_add(g->bud, BUD_SCRATCH, (int64_t)cap) != TDM_OK) {
+        free(pc);
+        g->program_cache_bytes = 0; /* over the budget: programs go with each run */
+        return TDM_OK;
+    }
+    cudaError_t e = cudaMalloc(&pc->arena, cap);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&pc->ready, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        cudaFree(pc->arena);
+        free(pc);
+        tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)cap);
+        return tdm_cuda_err(e, &g->dead);
+    }
+    pc->cap = cap;
+    g->progs = *out = pc;
+    return TDM_OK;
+}
+
+void tdm__gpu_programs_free(tdm_gpu *g)
+{
+    prog_cache *pc = g->progs;
+    if (!pc) return;
+    while (pc->n) prog_drop(g, pc, pc->n - 1);
+    free(pc->e);
+    cudaFree(pc->arena);
+    drop(&pc->stage, 1);
+    if (pc->ready) cudaEventDestroy(pc->ready);
+    tdm__gpu_budget_add(g->bud, BUD_SCRATCH, -(int64_t)pc->cap);
+    free(pc);
+    g->progs = NULL;
+}
+
+extern "C" int tdm_gpu_program_resident(tdm_gpu *g, uint64_t key, uint64_t epoch, const tdm_kin *kin)
+{
+    return key && g->progs && prog_find(g->progs, key, epoch, kin) != NULL;
+}
+
+extern "C" int tdm_gpu_configs_programs(tdm_gpu *g, tdm_gpu_robot *robots, uint32_t n)
+{
+    prog_cache *pc = NULL;
+    int any = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        robots[r].program = NULL;
+        any |= robots[r].key != 0;
+    }
+    if (!any) return TDM_OK;
+    int rc = prog_cache_of(g, &pc);
+    if (rc != TDM_OK) return rc;
+    for (uint32_t r = 0; r < n; r++) /* without a cache every robot must come whole */
+        if (!pc && !robots[r].checks) return TDM_ECANCELED;
+    if (!pc) return TDM_OK;
+    pc->call++;
+    pc->pending = 0;
+    if (pc->staged) { /* the last uploads are done (every slot waited for them), unless it failed */
+        TDM_CUDA_TRY(&g->dead, cudaEventSynchronize(pc->ready));
+        pc->staged = 0;
+    }
+    /* first the programs the lane holds, so that no placement below drops them */
+    for (uint32_t r = 0; r < n; r++) {
+        tdm_gpu_robot *R = &robots[r];
+        prog_entry *x = R->key ? prog_find(pc, R->key, R->epoch, R->kin) : NULL;
+        if (!x && R->key && !R->checks) return TDM_ECANCELED;
+        if (!x) continue;
+        x->used = pc->call;
+        R->program = &x->dp;
+        if (!R->checks) g->stats.programs_reused++;
+    }
+    /* then the new ones: packed one after the other into the staging, each copied to its place */
+    size_t stage = 0;
+    for (uint32_t r = 0; r < n; r++)
+        if (robots[r].key && !robots[r].program) stage += layout_of(&robots[r]).end;
+    if (stage == 0) return TDM_OK;
+    if ((rc = grow(g, NULL, &pc->stage, stage, 1)) != TDM_OK) return rc;
+    cudaStream_t st = g->slots[0].stream;
+    size_t s_at = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        tdm_gpu_robot *R = &robots[r];
+        if (!R->key || R->program) continue;
+        /* one of the same key made earlier in this call, or a stale copy to replace */
+        prog_entry *x = NULL;
+        for (uint32_t i = 0; i < pc->n; i++)
+            if (pc->e[i]->key == R->key) {
+                if (pc->e[i]->used == pc->call && pc->e[i]->epoch == R->epoch && same_kin(pc->e[i], R->kin))
+                    x = pc->e[i];
+                else if (pc->e[i]->used != pc->call)
+                    prog_drop(g, pc, i);
+                break;
+            }
+        if (x) {
+            R->program = &x->dp;
+            continue;
+        }
+        size_t bytes = layout_of(R).end;
+        uint32_t slot = 0;
+        size_t at = prog_place(g, pc, bytes, &slot);
+        if (at == SIZE_MAX) continue; /* no room: it goes with each run */
+        if (pc->n == pc->room) {
+            uint32_t room = pc->room ? 2 * pc->room : 64;
+            prog_entry **e = (prog_entry **)realloc(pc->e, room * sizeof *e);
+            if (!e) return TDM_ENOMEM;
+            pc->e = e;
+            pc->room = room;
+        }
+        x = (prog_entry *)calloc(1, sizeof *x);
+        size_t kb = kin_bytes(R->kin);
+        void *kc = malloc(kb ? kb : 1);
+        if (!x || !kc) {
+            free(x);
+            free(kc);
+            return TDM_ENOMEM;
+        }
+        size_t jb = (R->kin->n_links - 1) * sizeof(tdm_kin_joint);
+        memcpy(kc, R->kin->joints, jb);
+        memcpy((unsigned char *)kc + jb, R->kin->elems, R->kin->n_elems * sizeof(tdm_kin_elem));
+        unsigned char *hb = (unsigned char *)pc->stage.p + s_at;
+        *x = (prog_entry){R->key, R->epoch, pc->call, at, bytes, pack_program(R, hb, pc->arena + at), *R->kin, kc};
+        TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(pc->arena + at, hb, bytes, cudaMemcpyHostToDevice, st));
+        s_at += bytes;
+        memmove(&pc->e[slot + 1], &pc->e[slot], (pc->n - slot) * sizeof *pc->e);
+        pc->e[slot] = x;
+        pc->n++;
+        R->program = &x->dp;
+        g->stats.programs_uploaded++;
+        g->stats.program_bytes += bytes;
+        pc->pending = 1;
+    }
+    if (pc->pending) {
+        TDM_CUDA_TRY(&g->dead, cudaEventRecord(pc->ready, st));
+        pc->staged = 1;
+    }
+    return TDM_OK;
+}
+
 /* Room the programs' buffers start with, so that runs of a few more scenes than
  * the last seldom grow them (growing the device buffer waits for the device). */
 #define PROG_ROOM_MIN (256u << 10)
@@ -598,8 +860,8 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
     return TDM_OK;
 }
 
-extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of,
-                                          size_t n, uint32_t mode, uint32_t cap)
+static int start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of, size_t n,
+                         uint32_t mode, uint32_t cap)
 {
     slot *s = &g->slots[k];
     cfg_slot *c = s->cfg;
@@ -654,7 +916,8 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     /* the upload: the run (drun) first, the programs' arrays one after the other, their dprogs,
      * each configuration's program, and in a graph run the configurations (one copy) */
     size_t at = up16(sizeof(drun));
-    for (uint32_t r = lo; r <= hi; r++) at += layout_of(&robots[r]).end;
+    for (uint32_t r = lo; r <= hi; r++)
+        if (!robots[r].program) at += layout_of(&robots[r]).end;
     size_t progs_at = at, of_at = up16(progs_at + n_prog * sizeof(dprog)), q_at = up16(of_at + n * sizeof(uint32_t));
     size_t up_bytes = graph ? q_at + n * n_q * sizeof(double) : of_at + n * sizeof(uint32_t);
     size_t prog_bytes = up_bytes > PROG_ROOM_MIN ? up_bytes : PROG_ROOM_MIN;
@@ -674,42 +937,20 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     if (block && (rc = grow(g, c, &c->blocks, (size_t)BLOCK_RUN_MAX * 2 * BLOCK_RUN_ROOM * sizeof(fpair), 0)) != TDM_OK)
         return rc;
 
-    /* the programs, packed (the staging is free: the slot's last run has finished) */
+    /* the programs, packed (the staging is free: the slot's last run has finished); a
+       resident one is only named */
     unsigned char *h = (unsigned char *)c->h_prog.p, *d = (unsigned char *)c->prog.p;
     dprog *hp = (dprog *)(h + progs_at);
     at = up16(sizeof(drun));
     for (uint32_t r = lo; r <= hi; r++) {
         const tdm_gpu_robot *R = &robots[r];
-        const tdm_kin *kin = R->kin;
-        uint32_t KR = R->n_checks, MR = kin->n_elems;
-        prog_layout l = layout_of(R);
-        unsigned char *hb = h + at, *db = d + at;
-        put(hb, l.joints, kin->joints, (kin->n_links - 1) * sizeof(tdm_kin_joint));
-        put(hb, l.elems, kin->elems, MR * sizeof(tdm_kin_elem));
-        put(hb, l.fixed_pose, R->fixed_pose, R->n_fixed * sizeof(tdm_xform));
-        put(hb, l.fixed_centre, R->fixed_centre, R->n_fixed * 4 * sizeof(double));
-        put(hb, l.slot_centre, R->slot_centre, MR * 3 * sizeof(double));
-        put(hb, l.checks, R->checks, KR * sizeof(tdm_gpu_check));
-        put(hb, l.pairs, R->pairs, KR * sizeof(tdm_gpu_pair));
-        if (R->solids) {
-            put(hb, l.solids, R->solids, R->n_objects * sizeof(tdm_solid_obj));
-            put(hb, l.reps, R->reps, R->n_reps * sizeof(tdm_dvec3));
+        if (R->program) {
+            memcpy(&hp[r - lo], R->program, sizeof(dprog));
+            continue;
         }
-        dprog p;
-        p.kin = *kin;
-        p.kin.joints = (const tdm_kin_joint *)(db + l.joints);
-        p.kin.elems = (const tdm_kin_elem *)(db + l.elems);
-        p.n_movable = MR;
-        p.n_checks = KR;
-        p.fixed_pose = (const tdm_xform *)(db + l.fixed_pose);
-        p.fixed_centre = (const double (*)[4])(db + l.fixed_centre);
-        p.slot_centre = (const double (*)[3])(db + l.slot_centre);
-        p.checks = (const tdm_gpu_check *)(db + l.checks);
-        p.pairs = (const tdm_gpu_pair *)(db + l.pairs);
-        p.solids = R->solids ? (const tdm_solid_obj *)(db + l.solids) : NULL;
-        p.reps = R->solids ? (const tdm_dvec3 *)(db + l.reps) : NULL;
+        dprog p = pack_program(R, h + at, d + at);
         memcpy(&hp[r - lo], &p, sizeof p);
-        at += l.end;
+        at += layout_of(R).end;
     }
     uint32_t *of = (uint32_t *)(h + of_at);
     for (size_t i = 0; i < n; i++) of[i] = robot_of ? robot_of[i] - lo : 0;
@@ -742,6 +983,8 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
     s->small = block;
     g->stats.runs++;
     c->spans = graph;
+    if (g->progs && g->progs->pending && k != 0) /* programs this call uploaded on slot 0's stream */
+        TDM_CUDA_TRY(&g->dead, cudaStreamWaitEvent(st, g->progs->ready, 0));
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, up_bytes, cudaMemcpyHostToDevice, st));
     if (graph) { /* the rest of the run: one launch of the slot's graph, and the ready event */
         int size = n <= graph_configs[0] ? 0 : 1;
@@ -794,6 +1037,22 @@ extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot
         return tdm__gpu_configs_finish(g, s);
     }
     return tdm__gpu_launch_group(g, s);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+extern "C" int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const uint32_t *robot_of,
+                                          size_t n, uint32_t mode, uint32_t cap)
+{
+    uint64_t t0 = mono_ns();
+    int rc = start_configs(g, k, robots, robot_of, n, mode, cap);
+    g->stats.config_start_ns += mono_ns() - t0;
+    return rc;
 }
 
 int tdm__gpu_configs_finish(tdm_gpu *g, slot *s)

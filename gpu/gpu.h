@@ -207,8 +207,10 @@ const tdm_gpu_result *tdm_gpu_slot_results(const tdm_gpu *g, int k);
  * done (always a suffix of the run's configurations) and is run again by the
  * caller. A run may hold the configurations of several robots (robot scenes:
  * many planners' requests on their own worlds), each configuration naming its
- * robot. The programs' arrays are copied with every run (tens of KB a robot
- * scene), so nothing of a scene is kept on the device between runs. A run of few
+ * robot. A robot's program (its arrays: tens of KB a robot scene) is either
+ * copied with each run or, when the robot has a key, kept on the lane
+ * (tdm_gpu_configs_programs: "resident programs" below) and named by the runs
+ * that use it. A run of few
  * (configuration, check) entries traverses in one launch (block runs: each block
  * its tasks' levels in its own buffers), handing what outgrows it to the levels,
  * and folds at once: one look from the host when nothing was handed over. A slot's scratch for these runs
@@ -240,7 +242,31 @@ typedef struct tdm_gpu_robot {
     const tdm_solid_obj *solids;
     const tdm_dvec3 *reps;             /* the solids' representatives */
     uint64_t n_reps;
+    /* resident programs (tdm_gpu_configs_programs); all 0 / NULL: the program goes with each run */
+    uint64_t key;        /* the program's identity, never reused for another (the scheduler: the scene's
+                            serial); 0: not kept */
+    uint64_t epoch;      /* the state of the world its arrays were made in (the scheduler: the registry's
+                            epoch when the pairs' trees were looked up); it stays valid while that holds */
+    const void *program; /* set by tdm_gpu_configs_programs: the lane's copy this run uses */
 } tdm_gpu_robot;
+
+/* Resident programs. A lane keeps the programs of keyed robots on the device, up
+ * to TDM_GPU_PROGRAM_CACHE_KB kilobytes (16384 by default; 0: none kept), in memory
+ * counted against the budget; the least recently used make room. A copy is used
+ * only for the same key, the same epoch and the same kinematics (compared whole),
+ * so a scene deleted or a tree that left the device is never run from a stale
+ * copy.
+ *
+ * tdm_gpu_program_resident: 1 when the lane holds a valid copy for (key, epoch,
+ * kin): the caller may then pass the robot with its key, epoch, kin and n_checks
+ * alone (checks NULL), and no pairs. */
+int tdm_gpu_program_resident(tdm_gpu *g, uint64_t key, uint64_t epoch, const tdm_kin *kin);
+/* Before a call's runs, with no slot of the lane running: sets robots[r].program
+ * for each keyed robot, uploading the programs the lane does not hold (those
+ * given whole); a robot given whole that does not fit the cache is copied with
+ * each run as before. TDM_ECANCELED when a robot given without its arrays has
+ * no copy (the caller did not check tdm_gpu_program_resident), TDM_EGPU. */
+int tdm_gpu_configs_programs(tdm_gpu *g, tdm_gpu_robot *robots, uint32_t n);
 
 /* A configuration's answer. */
 typedef struct tdm_gpu_config_answer {
@@ -286,6 +312,11 @@ typedef struct tdm_gpu_stats {
     uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */
     uint64_t small_runs;      /* runs started depth first (small_tasks) */
     uint64_t small_handovers; /* ... of them that handed pairs over to the levels */
+    uint64_t config_start_ns; /* host time in tdm_gpu_slot_start_configs: packing the run's programs,
+                                 queueing its upload and launches */
+    uint64_t programs_uploaded, programs_reused; /* tdm_gpu_configs_programs: robots whose program it
+                                                    uploaded to the lane, and those it found there */
+    uint64_t program_bytes;   /* the lane's resident programs' bytes now */
 } tdm_gpu_stats;
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s);
 

@@ -116,6 +116,16 @@ int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, c
     (void)g, (void)k, (void)robots, (void)robot_of, (void)n, (void)mode, (void)cap;
     return TDM_ENODEV;
 }
+int tdm_gpu_program_resident(tdm_gpu *g, uint64_t key, uint64_t epoch, const tdm_kin *kin)
+{
+    (void)g, (void)key, (void)epoch, (void)kin;
+    return 0;
+}
+int tdm_gpu_configs_programs(tdm_gpu *g, tdm_gpu_robot *robots, uint32_t n)
+{
+    (void)g, (void)robots, (void)n;
+    return TDM_ENODEV;
+}
 const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks)
 {
     (void)g, (void)k;

@@ -774,6 +774,9 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     /* a graph run's fold writes the answers into pinned host memory, device-addressable where
        addressing is unified (every 64-bit Linux host of a supported GPU) */
     g->config_graphs = !(cg && strcmp(cg, "0") == 0) && prop.unifiedAddressing;
+    /* robot scene programs kept on the lane (configs.cu), at most this many KB */
+    const char *pck = getenv("TDM_GPU_PROGRAM_CACHE_KB");
+    g->program_cache_bytes = (pck && *pck ? strtoull(pck, NULL, 10) : 16384) << 10;
     const char *prof = getenv("TDM_GPU_PROFILE");
     g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
@@ -896,6 +899,7 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
         if (s->ready) cudaEventDestroy(s->ready);
         if (s->stream) cudaStreamDestroy(s->stream);
     }
+    tdm__gpu_programs_free(g);
     budget_release(g->bud);
     if (g->prof_fd >= 0) close(g->prof_fd);
     free(g);

@@ -123,6 +123,8 @@ struct tdm_gpu {
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
     int prof_fd;                   /* TDM_GPU_PROFILE's file, or -1 */
     int config_graphs;             /* small configs runs as one CUDA graph (TDM_GPU_CONFIG_GRAPHS=0: not) */
+    struct prog_cache *progs;      /* configs.cu: the resident robot scene programs (NULL until the first) */
+    uint64_t program_cache_bytes;  /* their most bytes (TDM_GPU_PROGRAM_CACHE_KB; 0: none kept) */
 };
 
 #define BLOCK 256
@@ -183,5 +185,7 @@ int tdm__gpu_configs_finish(tdm_gpu *g, slot *s);
  * from the run's tail, which came back with its answers. */
 void tdm__gpu_configs_look(slot *s);
 void tdm__gpu_configs_free(tdm_gpu *g, slot *s);
+/* Frees the lane's resident programs (configs.cu) and gives their bytes back. */
+void tdm__gpu_programs_free(tdm_gpu *g);
 
 #endif

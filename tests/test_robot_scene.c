@@ -975,6 +975,157 @@ Test(robot_scene, configs_of_several_scenes_in_one_device_run)
     tdm_sched_destroy(e);
 }
 
+/* Resident programs (gpu/gpu.h): a lane keeps each robot scene's program after its first
+ * run and later runs name it, until a tree leaves the registry (the epoch), for the same
+ * kinematics only; a small cache drops the least recently used, none is kept with the cache
+ * off; every answer is the CPU engine's. One lane, so that the counts are the lane's. */
+static tdm_sched *one_lane_gpu(const char *cache_kb, char *why, size_t whylen)
+{
+    if (cache_kb) setenv("TDM_GPU_PROGRAM_CACHE_KB", cache_kb, 1);
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_GPU;
+    c.threads = 2;
+    c.calibrate = 0;
+    c.lanes = 1;
+    c.gpu_memory = 2ull << 30;
+    tdm_sched *e = NULL;
+    int rc = tdm_sched_create(&c, &e, why, whylen);
+    if (cache_kb) unsetenv("TDM_GPU_PROGRAM_CACHE_KB");
+    if (rc == TDM_ENODEV) return NULL;
+    cr_assert_eq(rc, TDM_OK, "%s", why);
+    return e;
+}
+
+/* Runs groups[0 .. n) (configurations q, answers want) in mode m: every answer right; adds
+ * the uploads and reuses to *up and *reused. */
+static void resident_run(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n, int m, const double *q,
+                         const tdm_sched_result *want, size_t total, uint64_t *up, uint64_t *reused,
+                         const char *what)
+{
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    tdm_sched_result *got = malloc(total * sizeof *got);
+    cr_assert_not_null(got);
+    memset(got, 0xab, total * sizeof *got);
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(e, &before);
+    cr_assert_eq(tdm_sched_run_configs_groups_device(e, groups, n, modes[m], caps[m], q, got), TDM_OK, "%s", what);
+    tdm_sched_get_stats(e, &after);
+    cr_assert_eq(after.gpu_queries - before.gpu_queries, total, "%s: every configuration on the GPU engine", what);
+    size_t first, d = differences(got, want, total, &first);
+    cr_assert_eq(d, 0, "seed=%llu %s: %zu of %zu differ, first %zu: got %u (%u,%u), want %u (%u,%u)",
+                 (unsigned long long)seed, what, d, total, first, got[first].colliding, got[first].object_a,
+                 got[first].object_b, want[first].colliding, want[first].object_a, want[first].object_b);
+    *up = after.gpu_programs_uploaded - before.gpu_programs_uploaded;
+    *reused = after.gpu_programs_reused - before.gpu_programs_reused;
+    free(got);
+}
+
+Test(robot_scene, resident_programs_follow_their_scenes)
+{
+    char why[320] = "";
+    tdm_sched *e = one_lane_gpu(NULL, why, sizeof why);
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    scene_set set;
+    scene_set_make(&set, e);
+    double *q = malloc(GROUPS_TOTAL * 3 * sizeof *q);
+    tdm_sched_result *want = malloc(GROUPS_TOTAL * sizeof *want);
+    cr_assert(q && want);
+    tdm_sched_configs_group groups[N_GROUPS];
+    uint64_t up, reused;
+    /* the first run uploads the four scenes' programs (scene 1 twice in the run: once), the next
+       names all six groups' */
+    groups_make(&set, 0, groups, q, want);
+    resident_run(e, groups, N_GROUPS, 0, q, want, GROUPS_TOTAL, &up, &reused, "first run");
+    cr_assert_eq(up, N_SCENES, "first run: %llu uploaded", (unsigned long long)up);
+    cr_assert_eq(reused, 0);
+    groups_make(&set, 1, groups, q, want);
+    resident_run(e, groups, N_GROUPS, 1, q, want, GROUPS_TOTAL, &up, &reused, "second run");
+    cr_assert_eq(up, 0, "second run: %llu uploaded", (unsigned long long)up);
+    cr_assert_eq(reused, N_GROUPS);
+    tdm_sched_stats st;
+    tdm_sched_get_stats(e, &st);
+    uint64_t four = st.gpu_program_bytes;
+    cr_assert_gt(four, 0);
+
+    /* other kinematics on a held scene: not its program (the CPU engine answers with them too) */
+    tdm_kin moved = set.rs[0]->kin;
+    moved.base.t.x += 0.05;
+    {
+        enum { N = 400 };
+        gen_rng g = {seed ^ 0x6e5ull};
+        double mq[3 * N];
+        tdm_sched_result mwant[N];
+        for (size_t i = 0; i < N; i++) random_config(&g, mq + 3 * i);
+        tdm_sched *cpu = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+        tdm_sched_query proto = {set.rs[0]->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+        cr_assert_eq(tdm_sched_run_configs(cpu, &proto, &moved, mq, N, mwant), TDM_OK);
+        tdm_sched_destroy(cpu);
+        tdm_sched_configs_group one = {set.rs[0]->scene, &moved, N};
+        resident_run(e, &one, 1, 0, mq, mwant, N, &up, &reused, "moved base");
+        cr_assert_eq(up, 1, "moved base: %llu uploaded", (unsigned long long)up);
+        cr_assert_eq(reused, 0);
+    }
+
+    /* a tree leaving the registry: every program is made again */
+    tdm_primitive box = {TDM_PRIMITIVE_BOX, {0.1, 0.2, 0.3}};
+    tdm_mesh *m;
+    tdm_bvh *extra;
+    char err[256];
+    cr_assert_eq(tdm_primitive_mesh(&box, TDM_PRIMITIVE_TOLERANCE, &m, NULL, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_bvh_build(m, &extra), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(e, extra), TDM_OK);
+    tdm_sched_mesh_remove(e, extra);
+    groups_make(&set, 0, groups, q, want);
+    resident_run(e, groups, N_GROUPS, 0, q, want, GROUPS_TOTAL, &up, &reused, "after a tree left");
+    cr_assert_eq(up, N_SCENES, "after a tree left: %llu uploaded", (unsigned long long)up);
+    cr_assert_eq(reused, 0);
+    tdm_sched_destroy(e);
+
+    /* a cache of about two programs: scene by scene, round and round, the oldest make room */
+    char kb[32];
+    snprintf(kb, sizeof kb, "%llu", (unsigned long long)(four / 2 / 1024 + 1));
+    e = one_lane_gpu(kb, why, sizeof why);
+    cr_assert_not_null(e, "%s", why);
+    for (int k = 0; k < N_SCENES; k++)
+        for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, set.rs[k]->bvhs[i]), TDM_OK);
+    uint64_t ups = 0;
+    for (int round = 0; round < 3; round++)
+        for (int k = 0; k < N_SCENES; k++) {
+            int gi = k == 0 ? 1 : k == 1 ? 0 : k == 2 ? 2 : 4; /* a group of scene k */
+            size_t at = 0;
+            for (int g = 0; g < gi; g++) at += group_size[g];
+            char what[64];
+            snprintf(what, sizeof what, "cache of %s KB, round %d, scene %d", kb, round, k);
+            resident_run(e, &groups[gi], 1, 0, q + 3 * at, want + at, group_size[gi], &up, &reused, what);
+            ups += up;
+            tdm_sched_get_stats(e, &st);
+            cr_assert_leq(st.gpu_program_bytes, four / 2 / 1024 * 1024 + 1024, "%s: over the cache", what);
+        }
+    cr_log_info("cache of %s KB: %llu uploads in 12 runs of 4 scenes", kb, (unsigned long long)ups);
+    cr_assert_gt(ups, N_SCENES, "a cache of two programs must make room for the others again");
+    for (int k = 0; k < N_SCENES; k++)
+        for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) tdm_sched_mesh_remove(e, set.rs[k]->bvhs[i]);
+    tdm_sched_destroy(e);
+
+    /* no cache: every run carries its programs */
+    e = one_lane_gpu("0", why, sizeof why);
+    cr_assert_not_null(e, "%s", why);
+    for (int k = 0; k < N_SCENES; k++)
+        for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, set.rs[k]->bvhs[i]), TDM_OK);
+    for (int r = 0; r < 2; r++) {
+        resident_run(e, groups, N_GROUPS, 0, q, want, GROUPS_TOTAL, &up, &reused, "no cache");
+        cr_assert_eq(up + reused, 0, "no cache: %llu uploaded, %llu reused", (unsigned long long)up,
+                     (unsigned long long)reused);
+    }
+    scene_set_free(&set, e);
+    tdm_sched_destroy(e);
+    tdm_bvh_free(extra);
+    tdm_mesh_free(m);
+    free(q);
+    free(want);
+}
+
 /* The pooler with jobs of configurations on several robot scenes (what tandemd submits
  * for planners): jobs of every scene pool into device runs, each job gets its own
  * scene's answers, and a job with a non-finite value fails alone with TDM_ENONFINITE

@@ -426,10 +426,17 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *ro
         return TDM_ENOMEM;
     }
     for (uint32_t r = 0, at = 0; r < n_robots; at += robots[r].n_checks, r++) {
+        rs[r] = robots[r];
+        if (!robots[r].checks) continue; /* resident on the lane (tdm_gpu_configs_programs) */
         for (uint32_t k = 0; k < robots[r].n_checks; k++)
             tdm_gpu_pair_of(L->g, copies[r][2 * (size_t)k], copies[r][2 * (size_t)k + 1], &pairs[at + k]);
-        rs[r] = robots[r];
         rs[r].pairs = pairs + at;
+    }
+    rc = tdm_gpu_configs_programs(L->g, rs, n_robots);
+    if (rc != TDM_OK) {
+        free(pairs);
+        free(rs);
+        return rc;
     }
     int n_slots = tdm_gpu_slots(L->g);
     size_t most = tdm_gpu_configs_max(L->g, J, K);
@@ -564,6 +571,15 @@ static void gpu_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     s->budget_bytes = gs.budget_bytes;
     s->small_runs = gs.small_runs;
     s->small_handovers = gs.small_handovers;
+    s->config_start_ns = gs.config_start_ns;
+    s->programs_uploaded = gs.programs_uploaded;
+    s->programs_reused = gs.programs_reused;
+    s->program_bytes = gs.program_bytes;
+}
+
+int tdm_gpu_engine_program_resident(tdm_backend *b, int lane, uint64_t key, uint64_t epoch, const tdm_kin *kin)
+{
+    return tdm_gpu_program_resident(((gpu_engine *)b)->lanes[lane].g, key, epoch, kin);
 }
 
 static void gpu_destroy(tdm_backend *b)

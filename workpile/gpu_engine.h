@@ -35,6 +35,10 @@ int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int 
  * ones kept per configuration; configurations that did not fit a run go again.
  * Returns 0, TDM_ENOMEM (no host memory, or one configuration's tasks alone
  * outgrow a run: the caller runs them on the host), TDM_EGPUMEM or TDM_EGPU. */
+/* 1 when lane `lane` holds the program of the robot scene keyed (key, epoch) for
+ * kin (gpu/gpu.h, "resident programs"): the caller may then pass that robot with
+ * its key, epoch, kin and n_checks alone, and no copies. */
+int tdm_gpu_engine_program_resident(tdm_backend *b, int lane, uint64_t key, uint64_t epoch, const tdm_kin *kin);
 int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
                                const uint32_t *robot_of, void *const *const *copies, const double *configs, size_t n,
                                uint32_t mode, uint32_t cap, tdm_gpu_config_answer *out, uint64_t *tasks);

@@ -91,7 +91,9 @@ static void hyb_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     tdm_hybrid_get_stats(e->h, &hs);
     s->iterations = hs.workpiles;
     s->pairs = hs.box_entries + hs.tri_entries;
-    s->small_runs = s->small_handovers = 0; /* the GPU engine's own, counted there */
+    /* the GPU engine's own, counted there */
+    s->small_runs = s->small_handovers = s->config_start_ns = s->programs_uploaded = s->programs_reused = 0;
+    s->program_bytes = 0;
 }
 
 static void hyb_destroy(tdm_backend *b)

@@ -25,6 +25,7 @@ struct tdm_registry {
     int devices;
     pthread_mutex_t removed_lock;
     entry *removed;
+    uint64_t epoch; /* trees that left (tdm_registry_epoch): written under lock, read atomically */
 };
 
 static size_t hash_ptr(const void *p, size_t size)
@@ -110,14 +111,21 @@ void tdm_registry_find2(tdm_registry *r, int dev, const tdm_bvh *a, const tdm_bv
     pthread_mutex_unlock(&r->lock);
 }
 
-void tdm_registry_find_n(tdm_registry *r, int dev, const tdm_bvh *const *bvhs, size_t n, void **copies)
+uint64_t tdm_registry_find_n(tdm_registry *r, int dev, const tdm_bvh *const *bvhs, size_t n, void **copies)
 {
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         entry *d = find(r, bvhs[i]);
         copies[i] = d ? d->copy[dev] : NULL;
     }
+    uint64_t epoch = r->epoch;
     pthread_mutex_unlock(&r->lock);
+    return epoch;
+}
+
+uint64_t tdm_registry_epoch(tdm_registry *r)
+{
+    return __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
 }
 
 int tdm_registry_ref(tdm_registry *r, const tdm_bvh *bvh)
@@ -177,6 +185,7 @@ void tdm_registry_unref(tdm_registry *r, const tdm_bvh *bvh)
                 *pp = d->next;
                 r->n--;
                 gone = d;
+                __atomic_store_n(&r->epoch, r->epoch + 1, __ATOMIC_RELEASE);
             }
             break;
         }

@@ -24,6 +24,7 @@
 #define TDM_WORKPILE_REGISTRY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../geom/bvh.h"
 
@@ -44,8 +45,14 @@ void *tdm_registry_find(tdm_registry *r, int d, const tdm_bvh *bvh);
 /* Two lookups under one lock (the feeders' hot path): *ca and *cb, NULL where missing. */
 void tdm_registry_find2(tdm_registry *r, int d, const tdm_bvh *a, const tdm_bvh *b, void **ca, void **cb);
 /* The copies of n trees on device d under one take of the lock (a scene's
- * objects): copies[i] for bvhs[i], NULL where not resident. */
-void tdm_registry_find_n(tdm_registry *r, int d, const tdm_bvh *const *bvhs, size_t n, void **copies);
+ * objects): copies[i] for bvhs[i], NULL where not resident. Returns the
+ * registry's epoch at the lookup (tdm_registry_epoch). */
+uint64_t tdm_registry_find_n(tdm_registry *r, int d, const tdm_bvh *const *bvhs, size_t n, void **copies);
+/* How many times a tree has left the registry (its last reference dropped). Copies
+ * found at epoch E are all still registered, so not freed, while the epoch is
+ * still E: what lets a GPU engine keep what it built from them (a robot scene's
+ * program, gpu.h) without looking them up again. */
+uint64_t tdm_registry_epoch(tdm_registry *r);
 /* Counts one more reference to a registered tree: 1, or 0 when it is not registered. */
 int tdm_registry_ref(tdm_registry *r, const tdm_bvh *bvh);
 /* Registers bvh's copies (copies[d] for each device d) with one reference. The

@@ -215,6 +215,8 @@ int tdm_scene_create_solids(const tdm_scene_obj *objects, uint32_t n_objects, co
     keyed *order = NULL;
     tdm_scene *s = calloc(1, sizeof *s);
     if (!s) goto nomem;
+    static uint64_t serials;
+    s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
     order = malloc(sizeof *order * (n_objects ? n_objects : 1));
     if (!order) goto nomem;
     for (uint32_t i = 0; i < n_objects; i++) order[i] = (keyed){objects[i].id, i};

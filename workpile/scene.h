@@ -88,6 +88,8 @@ typedef struct tdm_scene {
     uint32_t (*cull_pair)[2];  /* owned, by check */
     double *cull_rsum;         /* owned, by check */
     struct tdm_solids *solids; /* owned; NULL when no object is solid (then no pair pays anything) */
+    uint64_t serial;           /* this scene's number in the process, never given to another (from 1): what
+                                  a GPU engine keys the scene's resident program by (gpu.h) */
     uint64_t cost_hint;        /* learned, not part of the scene's meaning: box and triangle tests per task
                                   its recent jobs cost (the pooler's, __atomic; 0: not known yet), so that
                                   jobs on a heavy scene skip the latency lane (workpile/pooler.h) */

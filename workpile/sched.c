@@ -318,7 +318,9 @@ static void engine_failed(tdm_sched *e, int d)
 static void device_stats(tdm_sched *e, lane *l)
 {
     if (!e->n_gpus) return;
-    uint64_t d_iters = 0, d_pairs = 0, d_small = 0, d_handovers = 0, dev = 0, mesh = 0, budget = 0;
+    uint64_t d_iters = 0, d_pairs = 0, d_small = 0, d_handovers = 0, d_start = 0, d_up = 0, d_reuse = 0;
+    uint64_t dev = 0, mesh = 0, budget = 0;
+    int64_t d_bytes = 0;
     for (int w = ON_GPU; w <= ON_HYBRID; w++) {
         tdm_backend *b = w == ON_GPU ? e->gpus[l->dev] : e->engines[w];
         if (!b || l->elane >= b->lanes) continue;
@@ -328,6 +330,10 @@ static void device_stats(tdm_sched *e, lane *l)
         d_pairs += s.pairs - l->seen[w].pairs;
         d_small += s.small_runs - l->seen[w].small_runs;
         d_handovers += s.small_handovers - l->seen[w].small_handovers;
+        d_start += s.config_start_ns - l->seen[w].config_start_ns;
+        d_up += s.programs_uploaded - l->seen[w].programs_uploaded;
+        d_reuse += s.programs_reused - l->seen[w].programs_reused;
+        d_bytes += (int64_t)s.program_bytes - (int64_t)l->seen[w].program_bytes;
         l->seen[w] = s;
         dev = s.device_bytes;
         mesh = s.mesh_bytes;
@@ -340,6 +346,10 @@ static void device_stats(tdm_sched *e, lane *l)
     e->stats.gpu_pairs += d_pairs;
     e->stats.gpu_small_runs += d_small;
     e->stats.gpu_small_handovers += d_handovers;
+    e->stats.config_start_seconds += 1e-9 * (double)d_start;
+    e->stats.gpu_programs_uploaded += d_up;
+    e->stats.gpu_programs_reused += d_reuse;
+    e->stats.gpu_program_bytes += (uint64_t)d_bytes;
     e->dev_mem[l->dev].device = dev;
     e->dev_mem[l->dev].mesh = mesh;
     e->dev_mem[l->dev].budget = budget;
@@ -1760,6 +1770,7 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
                              uint32_t mode, uint32_t max_contacts, const double *configs, size_t n,
                              tdm_sched_result *results)
 {
+    double t_prep = now_s();
     size_t all_checks = 0, all_objects = 0;
     for (size_t g = 0; g < n_groups; g++) {
         all_checks += groups[g].scene->n_checks;
@@ -1780,11 +1791,22 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
         (n_groups > 1 && !robot_of))
         goto out;
     rc = TDM_OK;
+    /* a scene whose program the lane holds (made while no tree has left the registry since)
+       goes by its key alone; the others are made here, keyed, and kept by the lane */
+    uint64_t epoch = tdm_registry_epoch(e->reg);
     for (size_t g = 0, at_c = 0, at_o = 0, at_q = 0; g < n_groups; g++) {
         const tdm_scene *s = groups[g].scene;
         uint32_t K = s->n_checks, F = s->n_objects - s->n_movable;
+        if (robot_of)
+            for (size_t i = 0; i < groups[g].n; i++) robot_of[at_q + i] = (uint32_t)g;
+        at_q += groups[g].n;
+        if (tdm_gpu_engine_program_resident(e->gpus[l->dev], l->elane, s->serial, epoch, groups[g].kin)) {
+            robots[g] = (tdm_gpu_robot){.kin = groups[g].kin, .n_checks = K, .key = s->serial, .epoch = epoch};
+            copies[g] = NULL;
+            continue;
+        }
         for (uint32_t i = 0; i < s->n_objects; i++) bvhs[at_o + i] = s->objects[i].bvh;
-        tdm_registry_find_n(e->reg, l->dev, bvhs + at_o, s->n_objects, obj_copies + at_o);
+        uint64_t made = tdm_registry_find_n(e->reg, l->dev, bvhs + at_o, s->n_objects, obj_copies + at_o);
         /* pose entries: movable slots, then the fixed objects in index order (as culling's centres) */
         tdm_xform *fx = fixed + at_o;
         uint32_t *en = entry + at_o;
@@ -1809,17 +1831,15 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
         robots[g] = (tdm_gpu_robot){groups[g].kin, F, fx, (const double (*)[4])s->fixed_centre,
                                     (const double (*)[3])s->slot_centre, K, checks + at_c, NULL, s->n_objects,
                                     s->solids ? s->solids->objs : NULL, s->solids ? s->solids->reps : NULL,
-                                    s->solids ? s->solids->n_reps : 0};
-        if (robot_of)
-            for (size_t i = 0; i < groups[g].n; i++) robot_of[at_q + i] = (uint32_t)g;
+                                    s->solids ? s->solids->n_reps : 0, s->serial, made, NULL};
         at_c += K;
         at_o += s->n_objects;
-        at_q += groups[g].n;
     }
     if (rc != TDM_OK) goto out;
     uint32_t cap = mode == TDM_MODE_CONTACTS ? max_contacts : 1;
     uint64_t tasks = 0;
     double t0 = now_s();
+    t_prep = t0 - t_prep;
     rc = tdm_gpu_engine_run_configs(e->gpus[l->dev], l->elane, robots, (uint32_t)n_groups, robot_of,
                                     (void *const *const *)copies, configs, n, mode, cap, ans, &tasks);
     double dt = now_s() - t0;
@@ -1852,6 +1872,7 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
     e->stats.gpu_engine_runs[l->dev]++;
     e->stats.seconds += dt;
     e->stats.gpu_seconds += dt;
+    e->stats.config_prep_seconds += t_prep;
     pthread_mutex_unlock(&e->stats_lock);
     device_stats(e, l);
     if (e->trace)

@@ -249,6 +249,14 @@ typedef struct tdm_sched_stats {
     uint32_t device_meshes;           /* trees resident on each device (every engine holds every one) */
     uint64_t dispatch_threshold;      /* AUTO: runs of fewer tasks go to the CPU engine */
     double seconds, gpu_seconds;      /* wall time inside tdm_sched_run, and in its GPU parts */
+    double config_prep_seconds;       /* configuration runs on the device: the host's time preparing their
+                                         robot scenes' programs (lookups, checks, pairs), and starting them
+                                         (packing and queueing the upload and launches) */
+    double config_start_seconds;
+    uint64_t gpu_programs_uploaded;   /* robot scenes' programs a GPU engine's lane uploaded to keep (gpu/gpu.h,
+                                         "resident programs"), and runs' robot scenes it found there */
+    uint64_t gpu_programs_reused;
+    uint64_t gpu_program_bytes;       /* ... the bytes the lanes hold now */
     uint32_t gpu_engines;             /* GPU-resident engines, one per listed device (0: none) */
     uint32_t gpu_engines_broken;      /* ... of them failed for good */
     int gpu_engine_device[TDM_SCHED_MAX_GPUS];      /* engine k's CUDA device */
