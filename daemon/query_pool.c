@@ -1,28 +1,36 @@
 #include "query_pool.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
 /* Where a loop's finished jobs wait for it (query_pool.h). */
 struct tdm_query_sink {
-    uv_async_t async; /* first: on_async casts back */
+    /* the wake-up: an eventfd the loop polls. Not a uv_async_t: a loop woken by
+       uv_async_send spins until the sender is back from its write (libuv's
+       uv__async_spin), which under load took ~18% of the loop's time, a busy loop whose
+       frames wait for it */
+    uv_poll_t poll;
+    int efd;
+    int woken;                            /* atomic: a wake-up is written and not yet handled */
     void (*done)(tdm_query_job *, void *); /* the pool's, kept for the jobs after it stopped */
     void *data;
     pthread_mutex_t *srv_lock;            /* the server's lock (io.h), taken by this sink's callbacks */
     pthread_mutex_t lock;
     tdm_query_job *done_head, *done_tail; /* finished, under lock */
     size_t pending;                       /* under the server's lock */
-    /* the loop is woken (async) only when it may be about to sleep: between its prepare
-       (which collects, then sets `idle`) and its check (which clears it); otherwise it collects
-       at its next prepare, and on every frame it handles. Every uv_async_send costs a system
-       call, and the loop a spin when it meets a thread inside one. */
+    /* the loop is woken only when it may be about to sleep: between its prepare (which
+       collects, then sets `idle`) and its check (which clears it); otherwise it collects at its
+       next prepare, and on every frame it handles. Every wake-up costs a system call. */
     uv_prepare_t prepare;
     uv_check_t check;
     int idle;                             /* atomic */
@@ -101,11 +109,15 @@ static void hand_back_quiet(tdm_query_job *j)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Any thread, after queueing: wakes the loop if it may be sleeping. */
+/* Any thread, after queueing: wakes the loop if it may be sleeping (once until it
+ * has handled the wake-up: on_wake clears `woken` before it collects). */
 static void wake(tdm_query_sink *s)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the queueing before the look at `idle` (see on_prepare) */
-    if (__atomic_load_n(&s->idle, __ATOMIC_RELAXED)) uv_async_send(&s->async);
+    if (!__atomic_load_n(&s->idle, __ATOMIC_RELAXED) || __atomic_exchange_n(&s->woken, 1, __ATOMIC_SEQ_CST)) return;
+    uint64_t one = 1;
+    while (write(s->efd, &one, sizeof one) < 0 && errno == EINTR) {
+    }
 }
 
 /* Any thread: queues a finished job for its loop and wakes it. */
@@ -139,8 +151,7 @@ static void on_finished(tdm_pooler_job *pj, void *data)
     int send = qp->send && j->frame;
     if (send) j->sending = SENDING; /* published by hand_back's lock */
     tdm_query_sink *s = j->sink;
-    /* the loop is woken once for the batch (on_batch_end): every wake-up it meets while a
-       thread is still in uv_async_send costs it a spin */
+    /* the loop is woken once for the batch (on_batch_end): each wake-up is a system call */
     hand_back_quiet(j);
     owe_wake(s);
     if (send) {
@@ -233,9 +244,14 @@ void tdm_query_sink_collect(tdm_query_sink *s) { collect(s, 0); }
 
 void tdm_query_sink_settle(tdm_query_sink *s) { collect(s, 1); }
 
-static void on_async(uv_async_t *h)
+static void on_wake(uv_poll_t *h, int status, int events)
 {
-    tdm_query_sink *s = (tdm_query_sink *)h;
+    (void)status, (void)events;
+    tdm_query_sink *s = h->data;
+    __atomic_store_n(&s->woken, 0, __ATOMIC_SEQ_CST); /* before the collect: a later queueing wakes again */
+    uint64_t n;
+    while (read(s->efd, &n, sizeof n) < 0 && errno == EINTR) {
+    }
     pthread_mutex_lock(s->srv_lock);
     collect(s, 0);
     pthread_mutex_unlock(s->srv_lock);
@@ -266,6 +282,7 @@ static void on_sink_closed(uv_handle_t *h)
 {
     tdm_query_sink *s = h->data;
     if (--s->handles_open) return;
+    close(s->efd);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -282,14 +299,17 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *sr
         free(s);
         return TDM_ESYS;
     }
-    if (uv_async_init(loop, &s->async, on_async) != 0) {
+    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->efd < 0 || uv_poll_init(loop, &s->poll, s->efd) != 0) {
+        if (s->efd >= 0) close(s->efd);
         pthread_mutex_destroy(&s->lock);
         free(s);
         return TDM_ESYS;
     }
-    uv_prepare_init(loop, &s->prepare); /* cannot fail */
+    uv_poll_start(&s->poll, UV_READABLE, on_wake); /* cannot fail on an initialised handle */
+    uv_prepare_init(loop, &s->prepare);            /* cannot fail */
     uv_check_init(loop, &s->check);
-    s->async.data = s->prepare.data = s->check.data = s;
+    s->poll.data = s->prepare.data = s->check.data = s;
     s->handles_open = 3;
     uv_prepare_start(&s->prepare, on_prepare);
     uv_check_start(&s->check, on_check);
@@ -304,7 +324,7 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *sr
 void tdm_query_sink_close(tdm_query_sink *s)
 {
     collect(s, 1);
-    uv_close((uv_handle_t *)&s->async, on_sink_closed);
+    uv_close((uv_handle_t *)&s->poll, on_sink_closed);
     uv_close((uv_handle_t *)&s->prepare, on_sink_closed);
     uv_close((uv_handle_t *)&s->check, on_sink_closed);
 }

@@ -6,7 +6,8 @@
  * waiting, from every connection, into an engine run on one of its threads;
  * there `ran` packs the reply (off the loop), then the job is queued for the
  * loop of its connection (its sink: each of tandemd's loops has one, io.h) and
- * uv_async_send wakes it; on that loop `done` sends the reply and frees the job.
+ * a write to its eventfd wakes it; on that loop `done` sends the reply and frees
+ * the job.
  *
  * The pooler's threads touch only the job and this module's queue; never a
  * libuv handle or the catalogue, and of a connection only what
@@ -94,7 +95,7 @@ void tdm_query_sink_close(tdm_query_sink *s);
  * the write's return and the mark that it is done, far shorter than any client's turn). */
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data));
 /* The sink's loop, holding the server's lock: hands every finished job to `done` now
- * (what the async wake-up does), so that a request is handled after the jobs whose
+ * (what the wake-up does), so that a request is handled after the jobs whose
  * replies its client may have seen; a job whose reply is still being written stays
  * queued (its writer wakes the loop). */
 void tdm_query_sink_collect(tdm_query_sink *s);
