@@ -20,6 +20,7 @@
 #   ENGINES="cpu gpu"               tandemd --engine for the Tandem rows (one tandemd per engine);
 #                                   ENGINE:poses runs tandemd --device-configs-min 0 (no request as configurations)
 #   THREADS=$(nproc)                tandemd --threads
+#   TANDEMD_ARGS=                   more tandemd flags for every Tandem row (e.g. "--engine-lanes 5"), named in the rows
 #   TIME_LIMIT=2                    seconds per RRTConnect problem (an unsolved problem costs it)
 #   SINGLE_PER_SCENARIO=10          problems per scenario for the 1-planner rows (0: all 100)
 #   MANY=64  FCL_PLANNERS=16        planners at once: Tandem rows, FCL row
@@ -40,6 +41,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 PANDA=${PANDA:-../shared/robots/panda}
 ENGINES=${ENGINES:-cpu gpu}
 THREADS=${THREADS:-$(nproc)}
+TANDEMD_ARGS=${TANDEMD_ARGS:-}
 TIME_LIMIT=${TIME_LIMIT:-2}
 SINGLE_PER_SCENARIO=${SINGLE_PER_SCENARIO:-10}
 MANY=${MANY:-64}
@@ -60,6 +62,7 @@ for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
 done
 command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
     ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ENGINES="$ENGINES" THREADS="$THREADS" \
+    ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} \
     TIME_LIMIT="$TIME_LIMIT" SINGLE_PER_SCENARIO="$SINGLE_PER_SCENARIO" MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" \
     MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
     RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
@@ -118,6 +121,8 @@ for variant in $ENGINES; do
     engine=${variant%:poses}
     extra=()
     [[ $variant == *:poses ]] && extra=(--device-configs-min 0)
+    read -r -a more <<< "$TANDEMD_ARGS"
+    extra+=("${more[@]}")
     sock=$work/tandemd-$variant.sock
     "$tandemd" --listen "unix:$sock" --data-dir "$work/data-$variant" --threads "$THREADS" --engine "$engine" \
         "${extra[@]}" --log-level warn 2> "$work/tandemd-$variant.log" &
@@ -143,7 +148,7 @@ report() {
     echo
     # the build that ran: a pack's PACK_INFO beside tandemd (bench/device_pack.sh), else this checkout
     pack_info=$(dirname "$tandemd")/../PACK_INFO
-    built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s PACK_INFO)/p' "$pack_info")
+    built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s PACK_INFO)/p' "$pack_info" || true)
     echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; total run ${t_total} s."
     echo "- Robot: Franka Panda (collision meshes), 7 joints; problems: MBM's 7 scenarios x 100 (box and cylinder"
     echo "  worlds); motion check resolution $RESOLUTION rad (the largest joint step between checked states, both checkers"
