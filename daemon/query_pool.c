@@ -110,7 +110,8 @@ static void hand_back_quiet(tdm_query_job *j)
 }
 
 /* Any thread, after queueing: wakes the loop if it may be sleeping (once until it
- * has handled the wake-up: on_wake clears `woken` before it collects). */
+ * has handled the wake-up: on_wake clears `woken` after draining the eventfd and
+ * before it collects). */
 static void wake(tdm_query_sink *s)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the queueing before the look at `idle` (see on_prepare) */
@@ -248,10 +249,14 @@ static void on_wake(uv_poll_t *h, int status, int events)
 {
     (void)status, (void)events;
     tdm_query_sink *s = h->data;
-    __atomic_store_n(&s->woken, 0, __ATOMIC_SEQ_CST); /* before the collect: a later queueing wakes again */
     uint64_t n;
     while (read(s->efd, &n, sizeof n) < 0 && errno == EINTR) {
     }
+    /* after the read, before the collect: a thread that saw `woken` set queued its job before
+       this store, so the collect below finds it; one that sees it clear writes again. (Cleared
+       before the read, a write made in between was drained with `woken` left set, and every
+       later wake-up skipped: the loop slept on finished jobs until something else woke it.) */
+    __atomic_store_n(&s->woken, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(s->srv_lock);
     collect(s, 0);
     pthread_mutex_unlock(s->srv_lock);
