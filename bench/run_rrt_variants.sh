@@ -24,6 +24,7 @@
 #   ioN       --io-threads N (N event loops on threads of their own take the connections)
 #   connsN    CUDA_DEVICE_MAX_CONNECTIONS=N (the device's hardware queues the streams map onto; CUDA's default 8)
 #   nograph   TDM_GPU_CONFIG_GRAPHS=0 (small configs runs launched kernel by kernel, not as the slot's graph)
+#   mbtN      --max-batch-tasks N (a pooled batch's cap; a configuration weighs an eighth of its checks)
 #   nopc      TDM_GPU_PROGRAM_CACHE_KB=0 (robot scene programs go with every run, none kept on the lanes)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
@@ -59,6 +60,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:prof* ]] && envs+=(TDM_GPU_PROFILE="$work/gpu_prof.txt")
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)
+    [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :conns([0-9]+) ]] && envs+=(CUDA_DEVICE_MAX_CONNECTIONS="${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
