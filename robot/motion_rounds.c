@@ -2,6 +2,7 @@
 #include "motion_rounds.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "../geom/base.h"
@@ -40,16 +41,8 @@ void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first)
 void tdm_motion_rounds_free(tdm_motion_rounds *mc)
 {
     if (!mc) return;
-    free(mc->first_point);
-    free(mc->first_seg);
-    free(mc->n_points);
-    free(mc->seg_states);
-    free(mc->n_states);
-    free(mc->cursor);
-    free(mc->answer);
-    free(mc->open);
     free(mc->segs);
-    free(mc);
+    free(mc); /* and its per-motion arrays, in the same block */
 }
 
 int tdm_motion_rounds_create(const double *motions, size_t n, size_t n_q, double resolution, size_t batch,
@@ -72,27 +65,28 @@ int tdm_motion_rounds_create_paths(const double *points, const uint32_t *n_point
         }
         n_segs += p - 1;
     }
-    tdm_motion_rounds *mc = calloc(1, sizeof *mc);
+    _Static_assert(sizeof(size_t) == 8, "the block's arrays are laid out at 8 bytes an element");
+    /* one block for the rounds and their per-motion arrays (a planner's request: one
+       allocation on the loop, not nine); every array's elements are 8 bytes but n_points',
+       which comes last */
+    size_t na = n ? n : 1, ns = n_segs ? n_segs : 1;
+    if (na > (SIZE_MAX - sizeof(tdm_motion_rounds)) / 64 - ns) return TDM_ENOMEM;
+    tdm_motion_rounds *mc = calloc(1, sizeof *mc + 6 * na * 8 + ns * 8 + na * sizeof(uint32_t));
     if (!mc) return TDM_ENOMEM;
-    size_t na = n ? n : 1;
     mc->mot = points;
     mc->n = n;
     mc->n_q = n_q;
     mc->batch = batch;
     mc->first = TDM_MOTION_FIRST_WINDOW;
-    mc->first_point = malloc(na * sizeof *mc->first_point);
-    mc->first_seg = malloc(na * sizeof *mc->first_seg);
-    mc->n_points = malloc(na * sizeof *mc->n_points);
-    mc->seg_states = malloc((n_segs ? n_segs : 1) * sizeof *mc->seg_states);
-    mc->n_states = malloc(na * sizeof *mc->n_states);
-    mc->cursor = calloc(na, sizeof *mc->cursor);
-    mc->answer = malloc(na * sizeof *mc->answer);
-    mc->open = malloc(na * sizeof *mc->open);
-    if (!mc->first_point || !mc->first_seg || !mc->n_points || !mc->seg_states || !mc->n_states || !mc->cursor ||
-        !mc->answer || !mc->open) {
-        tdm_motion_rounds_free(mc);
-        return TDM_ENOMEM;
-    }
+    unsigned char *at = (unsigned char *)(mc + 1);
+    mc->first_point = (size_t *)at, at += na * 8;
+    mc->first_seg = (size_t *)at, at += na * 8;
+    mc->n_states = (uint64_t *)at, at += na * 8;
+    mc->cursor = (uint64_t *)at, at += na * 8;
+    mc->answer = (int64_t *)at, at += na * 8;
+    mc->open = (size_t *)at, at += na * 8;
+    mc->seg_states = (uint64_t *)at, at += ns * 8;
+    mc->n_points = (uint32_t *)at;
     size_t pt = 0, sg = 0;
     uint64_t all = 0;
     for (size_t i = 0; i < n; i++) {
