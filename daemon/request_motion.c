@@ -47,9 +47,9 @@ typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
     const tdm_robot_scene *rs;
     tdm_motion_rounds *mc;
-    double *motions;  /* the points, a copy */
+    double *motions;  /* the points, a copy (one block with `points`) */
     uint32_t *points; /* points per motion, a copy; NULL: 2 each */
-    double *configs;  /* batch x J */
+    double *configs;  /* batch x J (one block with links, the job's poses and its results) */
     tdm_xform *links; /* scratch for FK */
     size_t n, J, batch;
     uint64_t max_query_work; /* the server's, per state */
@@ -145,12 +145,8 @@ static void cleanup(tdm_query_job *j)
 {
     motion_job *m = (motion_job *)j;
     tdm_motion_rounds_free(m->mc);
-    free(m->motions);
-    free(m->points);
-    free(m->configs);
-    free(m->links);
-    free(j->poses);
-    free(j->pool.results);
+    free(m->motions); /* and the points */
+    free(m->configs); /* and the links, the poses and the results */
 }
 
 void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc)
@@ -234,11 +230,13 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     m->rs = rs;
     m->n = n;
     m->J = J;
-    m->motions = malloc(mc->n_motions * sizeof *m->motions);
+    /* the copies in one block, and below the batch's buffers in another: a planner's request
+       allocates a few blocks on the loop, not a dozen */
+    m->motions = malloc(mc->n_motions * sizeof *m->motions + (mc->n_points ? n * sizeof *m->points : 0) + 1);
     if (!m->motions) goto nomem;
     memcpy(m->motions, mc->motions, mc->n_motions * sizeof *m->motions);
     if (mc->n_points) {
-        if (!(m->points = malloc(n * sizeof *m->points))) goto nomem;
+        m->points = (uint32_t *)(m->motions + mc->n_motions);
         memcpy(m->points, mc->points, n * sizeof *m->points);
     }
     size_t bad = 0;
@@ -274,11 +272,17 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
     if (tdm_conn_job_admit(c, id, mem, reply) != 0) goto fail;
     m->batch = batch;
-    m->configs = malloc(batch * J * sizeof *m->configs);
-    m->links = malloc(rs->robot->n_links * sizeof *m->links);
-    m->q.poses = malloc(pose_room * rs->n_elements * sizeof *m->q.poses);
-    m->q.pool.results = calloc(batch, sizeof *m->q.pool.results);
-    if (!m->configs || !m->links || !m->q.poses || !m->q.pool.results) goto nomem;
+    {
+        size_t cb = batch * J * sizeof *m->configs, lb = rs->robot->n_links * sizeof *m->links,
+               pb = pose_room * rs->n_elements * sizeof *m->q.poses, rb = batch * sizeof *m->q.pool.results;
+        unsigned char *b = malloc(cb + lb + pb + rb + 1); /* each piece's size a multiple of 8 bytes */
+        if (!b) goto nomem;
+        m->configs = (double *)b;
+        m->links = (tdm_xform *)(b + cb);
+        m->q.poses = (tdm_xform *)(b + cb + lb);
+        m->q.pool.results = (tdm_sched_result *)(b + cb + lb + pb);
+        memset(m->q.pool.results, 0, rb);
+    }
     m->max_query_work = cfg->max_query_work;
     m->configs_min = configs_min;
     tdm_query_job *j = &m->q;
