@@ -1,0 +1,13 @@
+set -uo pipefail
+P=/tmp/p9; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+head -3 $P/new/PACK_INFO
+W=/tmp/w; mkdir -p $W; [[ -d $W/problems ]] || tar xjf .panda/problems.tar.bz2 -C $W
+B=/work/main/build; mkdir -p $B/daemon $B/tools; ln -sf $P/new/bin/tandem $B/tools/tandem; ln -sf $P/new/bin/tandemd $B/daemon/tandemd
+for t in robot_scene gpu robotd daemon; do echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 200 $P/new/bin/test_$t >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt; done
+echo "## TDM_TEST_IO_THREADS=2 test_robotd" >> $OUT/tests.txt; TDM_TEST_IO_THREADS=2 timeout 200 $P/new/bin/test_robotd >> $OUT/tests.txt 2>&1; echo "## TDM_TEST_IO_THREADS=2 test_robotd exit $?" >> $OUT/tests.txt
+grep -E "Synthesis|^## .*exit" $OUT/tests.txt
+SAVE_DIR=$OUT PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu:lanes5 gpu 2>&1 | tee $OUT/rrt_final.txt | grep -E '^==|replies|tandemd THREADS'
+common="OMPL_PLAN=$P/new/bin/ompl_plan TANDEMD=$P/new/bin/tandemd BUILD_DIR=build PANDA=/work/main/.panda ENGINES=gpu THREADS=16 TIME_LIMIT=2 SINGLE_PER_SCENARIO=3 MANY=64 FCL_PLANNERS=16 MANY_PER_SCENARIO=0 RESOLUTION=0.02 PRM_SAMPLES=10000 PRM_K=10 PRM_PER_SCENARIO=1 FCL_THREADS=16 SEED=1"
+env $common bash bench/run_ompl.sh $OUT/ompl_final.md > /dev/null 2>$OUT/ompl_final.err; grep -E '^\| (FCL|Tandem)' $OUT/ompl_final.md
