@@ -576,9 +576,11 @@ static dprog pack_program(const tdm_gpu_robot *R, unsigned char *hb, unsigned ch
  *
  * One device arena per lane, allocated at the first keyed robot (program_cache_bytes,
  * counted against the budget), holding programs at 16-byte aligned offsets; entries in
- * offset order, placed first fit in the gaps, the least recently used (never one this
- * call uses) dropped until a program fits. Entries are few (hundreds: tens of KB each),
- * so lookups scan them. New programs are packed into a pinned staging buffer and
+ * offset order, placed first fit in the gaps. When a program does not fit, the least
+ * recently used entries (never one this call uses) are dropped a few at a time, then,
+ * if it still does not fit, every entry this call does not use: a placement costs a few
+ * passes over the entries at most, however many tiny programs a client made. Lookups go
+ * through a hash of the keys. New programs are packed into a pinned staging buffer and
  * copied on slot 0's stream; every slot waits for that copy (an event) before its run. */
 
 typedef struct prog_cache prog_cache;
@@ -589,6 +591,7 @@ typedef struct prog_entry {
     dprog dp;                  /* pointing into the arena */
     tdm_kin kin;               /* what it was made for, compared whole on lookup: */
     void *kin_copy;            /* ... its joints then its elements (host) */
+    struct prog_entry *hnext;  /* its hash bucket's chain */
 } prog_entry;
 
 struct prog_cache {
@@ -596,6 +599,8 @@ struct prog_cache {
     size_t cap;
     prog_entry **e;        /* by offset */
     uint32_t n, room;
+    prog_entry **bucket;   /* by key: n_bucket chains (a power of two, at least n) */
+    uint32_t n_bucket;
     uint64_t call;         /* tdm_gpu_configs_programs calls */
     dbuf stage;            /* pinned: the programs uploaded by the last call */
     cudaEvent_t ready;     /* ... their copy done */
@@ -618,20 +623,68 @@ static int same_kin(const prog_entry *x, const tdm_kin *k)
     return memcmp(c, k->joints, jb) == 0 && memcmp(c + jb, k->elems, k->n_elems * sizeof(tdm_kin_elem)) == 0;
 }
 
+static prog_entry **bucket_of(prog_cache *pc, uint64_t key)
+{
+    uint64_t h = key * 0x9e3779b97f4a7c15ull;
+    return &pc->bucket[(h >> 32) & (pc->n_bucket - 1)];
+}
+
+/* The entry of `key`, valid or not (keys are unique in the cache). */
+static prog_entry *prog_key(prog_cache *pc, uint64_t key)
+{
+    if (!pc->n_bucket) return NULL;
+    for (prog_entry *x = *bucket_of(pc, key); x; x = x->hnext)
+        if (x->key == key) return x;
+    return NULL;
+}
+
 static prog_entry *prog_find(prog_cache *pc, uint64_t key, uint64_t epoch, const tdm_kin *kin)
 {
-    for (uint32_t i = 0; i < pc->n; i++) {
-        prog_entry *x = pc->e[i];
-        if (x->key == key) return x->epoch == epoch && same_kin(x, kin) ? x : NULL;
+    prog_entry *x = prog_key(pc, key);
+    return x && x->epoch == epoch && same_kin(x, kin) ? x : NULL;
+}
+
+/* Room for one more entry: the offset array and the hash (rehashed at twice the entries). */
+static int prog_room(prog_cache *pc)
+{
+    if (pc->n == pc->room) {
+        uint32_t room = pc->room ? 2 * pc->room : 64;
+        prog_entry **e = (prog_entry **)realloc(pc->e, room * sizeof *e);
+        if (!e) return TDM_ENOMEM;
+        pc->e = e;
+        pc->room = room;
     }
-    return NULL;
+    if (pc->n + 1 > pc->n_bucket) {
+        uint32_t nb = pc->n_bucket ? 2 * pc->n_bucket : 64;
+        prog_entry **b = (prog_entry **)calloc(nb, sizeof *b);
+        if (!b) return TDM_ENOMEM;
+        prog_entry **old = pc->bucket;
+        uint32_t n_old = pc->n_bucket;
+        pc->bucket = b;
+        pc->n_bucket = nb;
+        for (uint32_t i = 0; i < n_old; i++)
+            for (prog_entry *x = old[i], *next; x; x = next) {
+                next = x->hnext;
+                prog_entry **h = bucket_of(pc, x->key);
+                x->hnext = *h;
+                *h = x;
+            }
+        free(old);
+    }
+    return TDM_OK;
 }
 
 static void prog_drop(tdm_gpu *g, prog_cache *pc, uint32_t i)
 {
-    g->stats.program_bytes -= pc->e[i]->bytes;
-    free(pc->e[i]->kin_copy);
-    free(pc->e[i]);
+    prog_entry *x = pc->e[i];
+    for (prog_entry **h = bucket_of(pc, x->key); *h; h = &(*h)->hnext)
+        if (*h == x) {
+            *h = x->hnext;
+            break;
+        }
+    g->stats.program_bytes -= x->bytes;
+    free(x->kin_copy);
+    free(x);
     memmove(&pc->e[i], &pc->e[i + 1], (pc->n - i - 1) * sizeof *pc->e);
     pc->n--;
 }
@@ -639,10 +692,14 @@ static void prog_drop(tdm_gpu *g, prog_cache *pc, uint32_t i)
 /* An offset for `bytes` in the arena, first fit, dropping the least recently used
  * entries not named by this call; SIZE_MAX when even that leaves no room. *slot:
  * where the entry goes in offset order. */
+/* How many least recently used entries a placement drops one by one before it drops
+ * every entry the call does not use. */
+#define PLACE_LRU_TRIES 8
+
 static size_t prog_place(tdm_gpu *g, prog_cache *pc, size_t bytes, uint32_t *slot)
 {
     if (bytes > pc->cap) return SIZE_MAX;
-    for (;;) {
+    for (int tries = 0;; tries++) {
         size_t from = 0;
         for (uint32_t i = 0; i <= pc->n; i++) {
             size_t to = i < pc->n ? pc->e[i]->at : pc->cap;
@@ -652,6 +709,14 @@ static size_t prog_place(tdm_gpu *g, prog_cache *pc, size_t bytes, uint32_t *slo
             }
             if (i < pc->n) from = up16(pc->e[i]->at + pc->e[i]->bytes);
         }
+        if (tries == PLACE_LRU_TRIES) { /* every entry this call does not use, in one pass */
+            uint32_t kept = pc->n;
+            for (uint32_t i = pc->n; i-- > 0;)
+                if (pc->e[i]->used != pc->call) prog_drop(g, pc, i);
+            if (pc->n == kept) return SIZE_MAX;
+            continue;
+        }
+        if (tries > PLACE_LRU_TRIES) return SIZE_MAX;
         uint32_t old = UINT32_MAX;
         for (uint32_t i = 0; i < pc->n; i++)
             if (pc->e[i]->used != pc->call && (old == UINT32_MAX || pc->e[i]->used < pc->e[old]->used)) old = i;
@@ -691,6 +756,7 @@ void tdm__gpu_programs_free(tdm_gpu *g)
     if (!pc) return;
     while (pc->n) prog_drop(g, pc, pc->n - 1);
     free(pc->e);
+    free(pc->bucket);
     cudaFree(pc->arena);
     drop(&pc->stage, 1);
     if (pc->ready) cudaEventDestroy(pc->ready);
@@ -745,31 +811,23 @@ extern "C" int tdm_gpu_configs_programs(tdm_gpu *g, tdm_gpu_robot *robots, uint3
     for (uint32_t r = 0; r < n; r++) {
         tdm_gpu_robot *R = &robots[r];
         if (!R->key || R->program) continue;
-        /* one of the same key made earlier in this call, or a stale copy to replace */
-        prog_entry *x = NULL;
-        for (uint32_t i = 0; i < pc->n; i++)
-            if (pc->e[i]->key == R->key) {
-                if (pc->e[i]->used == pc->call && pc->e[i]->epoch == R->epoch && same_kin(pc->e[i], R->kin))
-                    x = pc->e[i];
-                else if (pc->e[i]->used != pc->call)
-                    prog_drop(g, pc, i);
-                break;
-            }
-        if (x) {
-            R->program = &x->dp;
+        /* one of the same key made earlier in this call, or a stale copy to replace (one this
+           call uses with other kinematics stays, and this robot goes with each run) */
+        prog_entry *x = prog_key(pc, R->key);
+        if (x && x->used == pc->call) {
+            if (x->epoch == R->epoch && same_kin(x, R->kin)) R->program = &x->dp;
             continue;
+        }
+        if (x) {
+            uint32_t i = 0;
+            while (pc->e[i] != x) i++;
+            prog_drop(g, pc, i);
         }
         size_t bytes = layout_of(R).end;
         uint32_t slot = 0;
         size_t at = prog_place(g, pc, bytes, &slot);
         if (at == SIZE_MAX) continue; /* no room: it goes with each run */
-        if (pc->n == pc->room) {
-            uint32_t room = pc->room ? 2 * pc->room : 64;
-            prog_entry **e = (prog_entry **)realloc(pc->e, room * sizeof *e);
-            if (!e) return TDM_ENOMEM;
-            pc->e = e;
-            pc->room = room;
-        }
+        if ((rc = prog_room(pc)) != TDM_OK) return rc;
         x = (prog_entry *)calloc(1, sizeof *x);
         size_t kb = kin_bytes(R->kin);
         void *kc = malloc(kb ? kb : 1);
@@ -782,12 +840,16 @@ extern "C" int tdm_gpu_configs_programs(tdm_gpu *g, tdm_gpu_robot *robots, uint3
         memcpy(kc, R->kin->joints, jb);
         memcpy((unsigned char *)kc + jb, R->kin->elems, R->kin->n_elems * sizeof(tdm_kin_elem));
         unsigned char *hb = (unsigned char *)pc->stage.p + s_at;
-        *x = (prog_entry){R->key, R->epoch, pc->call, at, bytes, pack_program(R, hb, pc->arena + at), *R->kin, kc};
+        *x = (prog_entry){R->key, R->epoch, pc->call, at, bytes, pack_program(R, hb, pc->arena + at), *R->kin, kc,
+                          NULL};
         TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(pc->arena + at, hb, bytes, cudaMemcpyHostToDevice, st));
         s_at += bytes;
         memmove(&pc->e[slot + 1], &pc->e[slot], (pc->n - slot) * sizeof *pc->e);
         pc->e[slot] = x;
         pc->n++;
+        prog_entry **h = bucket_of(pc, x->key);
+        x->hnext = *h;
+        *h = x;
         R->program = &x->dp;
         g->stats.programs_uploaded++;
         g->stats.program_bytes += bytes;

@@ -1104,6 +1104,11 @@ Test(robot_scene, resident_programs_follow_their_scenes)
         }
     cr_log_info("cache of %s KB: %llu uploads in 12 runs of 4 scenes", kb, (unsigned long long)ups);
     cr_assert_gt(ups, N_SCENES, "a cache of two programs must make room for the others again");
+    /* a run of all four scenes in that cache: those that do not fit go with the run */
+    resident_run(e, groups, N_GROUPS, 0, q, want, GROUPS_TOTAL, &up, &reused, "four scenes in a cache of two");
+    cr_log_info("four scenes in a cache of two: %llu uploaded, %llu reused", (unsigned long long)up,
+                (unsigned long long)reused);
+    cr_assert_lt(up + reused, N_GROUPS, "some scene must have gone with the run");
     for (int k = 0; k < N_SCENES; k++)
         for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) tdm_sched_mesh_remove(e, set.rs[k]->bvhs[i]);
     tdm_sched_destroy(e);
