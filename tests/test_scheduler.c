@@ -729,6 +729,8 @@ Test(scheduler, culling_mixed_scenes, .timeout = 240)
     cr_assert_eq(tdm_scene_create(big, BIG_FIXED + BIG_MOVING, NULL, 0, &sb, &err), TDM_OK, "%s", err.msg);
     cr_assert_eq(tdm_scene_create(small, 3, NULL, 0, &ss, &err), TDM_OK, "%s", err.msg);
     cr_assert(sb->n_checks > ss->n_checks + 64, "%u and %u checks", sb->n_checks, ss->n_checks);
+    cr_assert(sb->serial && ss->serial > sb->serial, "serials %llu, %llu: a new scene gets a new one",
+              (unsigned long long)sb->serial, (unsigned long long)ss->serial);
     tdm_xform *poses = malloc(sizeof *poses * NQ * BIG_MOVING);
     cr_assert(poses);
     for (size_t i = 0; i < (size_t)NQ * BIG_MOVING; i++) {
@@ -935,7 +937,8 @@ Test(scheduler, device_list_is_checked_and_ignored_by_the_cpu_engine)
 }
 
 /* The registry behind the device copies: one copy per device, one reference count,
- * removed copies freed device by device. */
+ * removed copies freed device by device; its epoch counts the trees that left (what a
+ * lane's resident robot scene programs are valid for), and find_n reports it. */
 typedef struct freed_log { int n; int device[8]; void *copy[8]; } freed_log;
 
 static void log_free(void *ctx, int device, void *copy)
@@ -963,11 +966,20 @@ Test(scheduler, registry_keeps_a_copy_per_device)
     tdm_registry_find2(r, 1, a, b, &x, &y);
     cr_assert(x == ca[1] && y == cb[1], "device 1's copies");
     cr_assert_eq(tdm_registry_find(r, 0, b), cb[0]);
+    uint64_t e0 = tdm_registry_epoch(r);
+    const tdm_bvh *both[2] = {a, b};
+    void *found[2];
+    cr_assert_eq(tdm_registry_find_n(r, 1, both, 2, found), e0);
+    cr_assert(found[0] == ca[1] && found[1] == cb[1]);
     cr_assert_eq(tdm_registry_ref(r, a), 1);
     tdm_registry_unref(r, a);
     cr_assert_eq(tdm_registry_find(r, 0, a), ca[0], "one reference left");
+    cr_assert_eq(tdm_registry_epoch(r), e0, "no tree left: the same epoch");
     tdm_registry_unref(r, a);
     cr_assert_null(tdm_registry_find(r, 0, a));
+    cr_assert_eq(tdm_registry_epoch(r), e0 + 1, "a tree left");
+    cr_assert_eq(tdm_registry_find_n(r, 0, both, 2, found), e0 + 1);
+    cr_assert(found[0] == NULL && found[1] == cb[0]);
     cr_assert_null(tdm_registry_find(r, 1, a));
     cr_assert_eq(tdm_registry_count(r), 1);
     cr_assert(tdm_registry_removed(r, 0) == 1 && tdm_registry_removed(r, 1) == 1);
@@ -985,8 +997,10 @@ Test(scheduler, registry_keeps_a_copy_per_device)
     const tdm_bvh *c = (const tdm_bvh *)&c_key;
     void *cc[2] = {NULL, &copies[0]};
     cr_assert_eq(tdm_registry_insert(r, c, cc), TDM_OK);
+    cr_assert_eq(tdm_registry_epoch(r), e0 + 1, "a tree arriving leaves the epoch");
     cr_assert_null(tdm_registry_find(r, 0, c));
     tdm_registry_unref(r, c);
+    cr_assert_eq(tdm_registry_epoch(r), e0 + 2);
     cr_assert(tdm_registry_removed(r, 0) == 0 && tdm_registry_removed(r, 1) == 1);
     /* destroy frees what is left, registered or removed, by device */
     f.n = 0;
