@@ -58,6 +58,10 @@ static const opt opts[] = {
      "together; 0: 80% of its device's memory (shared evenly by the engines of a device listed more than "
      "once). A MeshPut whose tree does not fit on every engine gets ERROR_NO_MEMORY and leaves nothing on "
      "any; a stored mesh that does not fit at start-up is kept and its scenes run on the CPU engine."},
+    {"gpu-program-cache", T_U64, OFF(gpu_program_cache), "16777216", 0, UINT64_MAX, NULL, "BYTES",
+     "Device memory each GPU engine lane keeps for robot scenes' programs between runs (the scenes it ran "
+     "last, the least recently used out first; counted in gpu-memory), so that a planner's request names "
+     "its scene's program instead of carrying it; 0: none kept, every run carries its programs."},
     {"gpu-streams", T_INT, OFF(gpu_streams), "2", 1, 8, NULL, "N",
      "Batches in flight on the GPU at once, each on its own CUDA stream."},
     {"gpu-traversal", T_STR, OFF(gpu_traversal), "pairs", 0, 0, "pairs|blocks|wide", "HOW",

@@ -25,6 +25,7 @@ typedef struct tdm_config {
     char *gpu_devices;        /* "all", or CUDA device indices separated by commas (tdm_sched_devices_parse) */
     uint64_t gpu_memory;      /* device memory the engine may hold (meshes and scratch); 0: 80% of the device */
     int gpu_streams;          /* batches in flight on the GPU at once */
+    uint64_t gpu_program_cache; /* device memory a GPU lane keeps for robot scenes' programs (0: none) */
     int engine_calibrate;     /* auto: measure both engines at start-up to set the dispatch threshold */
     char *gpu_traversal;      /* "pairs", "blocks" or "wide" */
     int engine_lanes;         /* engine runs in flight at once (pooler threads) */

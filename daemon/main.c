@@ -98,6 +98,7 @@ int main(int argc, char **argv)
         ec.n_gpu_devices = 0;
     ec.gpu_memory = cfg.gpu_memory;
     ec.gpu_streams = cfg.gpu_streams;
+    ec.gpu_program_cache = cfg.gpu_program_cache;
     ec.calibrate = cfg.engine_calibrate;
     ec.lanes = cfg.engine_lanes;
     if (tdm_traversal_parse(cfg.gpu_traversal, &ec.gpu_traversal) != TDM_OK) ec.gpu_traversal = TDM_TRAVERSAL_PAIRS;

@@ -58,7 +58,11 @@ typedef struct tdm_gpu_config {
     uint32_t small_budget;   /* node pairs each thread of such a run tests before it hands the rest of
                                 its task over to the levels (default TDM_GPU_SMALL_BUDGET; 0 hands every
                                 task over untested) */
+    uint64_t program_cache;  /* bytes each lane keeps for robot scenes' programs ("resident programs"
+                                below; default TDM_GPU_PROGRAM_CACHE; 0: none kept) */
 } tdm_gpu_config;
+
+#define TDM_GPU_PROGRAM_CACHE (16ull << 20)
 
 /* Small runs: a run of a few tasks (a planner's one state) level by level costs a
  * launch of every kernel per BVTT level and a look from the host every few
@@ -251,8 +255,9 @@ typedef struct tdm_gpu_robot {
 } tdm_gpu_robot;
 
 /* Resident programs. A lane keeps the programs of keyed robots on the device, up
- * to TDM_GPU_PROGRAM_CACHE_KB kilobytes (16384 by default; 0: none kept), in memory
- * counted against the budget; the least recently used make room. A copy is used
+ * to tdm_gpu_config.program_cache bytes (tandemd's --gpu-program-cache; the
+ * environment's TDM_GPU_PROGRAM_CACHE_KB, when set, overrides it: A/B runs and
+ * tests), in memory counted against the budget; the least recently used make room. A copy is used
  * only for the same key, the same epoch and the same kinematics (compared whole),
  * so a scene deleted or a tree that left the device is never run from a stale
  * copy.

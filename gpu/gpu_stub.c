@@ -26,7 +26,7 @@ tdm_gpu_config tdm_gpu_config_default(void)
     /* designated, so that fields added to the config read as 0 (their default) here */
     tdm_gpu_config c = {.device = 0, .memory_budget = 0, .frontier_pairs = 1u << 26, .streams = 2,
                          .traversal = TDM_GPU_TRAVERSE_PAIRS, .small_tasks = TDM_GPU_SMALL_TASKS,
-                         .small_budget = TDM_GPU_SMALL_BUDGET};
+                         .small_budget = TDM_GPU_SMALL_BUDGET, .program_cache = TDM_GPU_PROGRAM_CACHE};
     return c;
 }
 

@@ -626,6 +626,7 @@ extern "C" tdm_gpu_config tdm_gpu_config_default(void)
     c.traversal = TDM_GPU_TRAVERSE_PAIRS;
     c.small_tasks = TDM_GPU_SMALL_TASKS;
     c.small_budget = TDM_GPU_SMALL_BUDGET;
+    c.program_cache = TDM_GPU_PROGRAM_CACHE;
     return c;
 }
 
@@ -774,9 +775,10 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     /* a graph run's fold writes the answers into pinned host memory, device-addressable where
        addressing is unified (every 64-bit Linux host of a supported GPU) */
     g->config_graphs = !(cg && strcmp(cg, "0") == 0) && prop.unifiedAddressing;
-    /* robot scene programs kept on the lane (configs.cu), at most this many KB */
+    /* robot scene programs kept on the lane (configs.cu); TDM_GPU_PROGRAM_CACHE_KB (A/B runs, tests)
+       overrides the config */
     const char *pck = getenv("TDM_GPU_PROGRAM_CACHE_KB");
-    g->program_cache_bytes = (pck && *pck ? strtoull(pck, NULL, 10) : 16384) << 10;
+    g->program_cache_bytes = pck && *pck ? strtoull(pck, NULL, 10) << 10 : c.program_cache;
     const char *prof = getenv("TDM_GPU_PROFILE");
     g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver

@@ -124,7 +124,7 @@ struct tdm_gpu {
     int prof_fd;                   /* TDM_GPU_PROFILE's file, or -1 */
     int config_graphs;             /* small configs runs as one CUDA graph (TDM_GPU_CONFIG_GRAPHS=0: not) */
     struct prog_cache *progs;      /* configs.cu: the resident robot scene programs (NULL until the first) */
-    uint64_t program_cache_bytes;  /* their most bytes (TDM_GPU_PROGRAM_CACHE_KB; 0: none kept) */
+    uint64_t program_cache_bytes;  /* their most bytes (cfg.program_cache, or TDM_GPU_PROGRAM_CACHE_KB; 0: none) */
 };
 
 #define BLOCK 256

@@ -186,7 +186,7 @@ tdm_sched_config tdm_sched_config_default(void)
 {
     tdm_sched_config c = {.kind = TDM_BACKEND_AUTO, .threads = 0, .chunk_tasks = 262144, .gpu_device = -1,
                           .gpu_memory = 0, .gpu_streams = 2, .calibrate = 1, .gpu_traversal = TDM_TRAVERSAL_PAIRS,
-                          .lanes = 3, .n_gpu_devices = 0};
+                          .lanes = 3, .n_gpu_devices = 0, .gpu_program_cache = TDM_GPU_PROGRAM_CACHE};
     return c;
 }
 
@@ -546,6 +546,7 @@ static int start_gpu(tdm_sched *e, const tdm_sched_config *cfg, int lanes, char 
         gc.gpu.device = dev[k];
         gc.gpu.memory_budget = cfg->gpu_memory;
         gc.gpu.streams = cfg->gpu_streams;
+        gc.gpu.program_cache = cfg->gpu_program_cache;
         gc.gpu.traversal = cfg->gpu_traversal == TDM_TRAVERSAL_BLOCKS ? TDM_GPU_TRAVERSE_BLOCKS
                            : cfg->gpu_traversal == TDM_TRAVERSAL_WIDE ? TDM_GPU_TRAVERSE_WIDE
                                                                       : TDM_GPU_TRAVERSE_PAIRS;

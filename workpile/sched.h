@@ -100,6 +100,8 @@ typedef struct tdm_sched_config {
                                  meshes plus scratch; 0: 80% of its device's memory, shared evenly by the
                                  engines of a device listed more than once */
     int gpu_streams;          /* batches in flight at once on the GPU, each on its own stream (default 2) */
+    uint64_t gpu_program_cache; /* bytes of device memory each GPU lane keeps for robot scenes' programs
+                                   between runs (gpu/gpu.h, "resident programs"; default 16 MiB; 0: none) */
     int calibrate;            /* AUTO: measure both engines at creation to set the dispatch threshold
                                  (default 1); 0 keeps the built-in threshold */
     tdm_traversal gpu_traversal; /* how the GPU-resident traversal maps threads to node pairs */
