@@ -25,8 +25,9 @@ struct tdm_query_sink {
     void (*done)(tdm_query_job *, void *); /* the pool's, kept for the jobs after it stopped */
     void *data;
     pthread_mutex_t *srv_lock;            /* the server's lock (io.h), taken by this sink's callbacks */
-    pthread_mutex_t lock;
-    tdm_query_job *done_head, *done_tail; /* finished, under lock */
+    /* finished jobs, newest first: a lock-free stack the pooler threads push onto and the loop
+       takes whole (a lock here met the loop at every collect: a futex call a side) */
+    tdm_query_job *done_head;             /* atomic */
     size_t pending;                       /* under the server's lock */
     /* the loop is woken only when it may be about to sleep: between its prepare (which
        collects, then sets `idle`) and its check (which clears it); otherwise it collects at its
@@ -101,12 +102,9 @@ static void owe_wake(tdm_query_sink *s)
 static void hand_back_quiet(tdm_query_job *j)
 {
     tdm_query_sink *s = j->sink;
-    j->next = NULL;
-    pthread_mutex_lock(&s->lock);
-    if (s->done_tail) s->done_tail->next = j;
-    else __atomic_store_n(&s->done_head, j, __ATOMIC_RELAXED); /* read unlocked by collect */
-    s->done_tail = j;
-    pthread_mutex_unlock(&s->lock);
+    tdm_query_job *head = __atomic_load_n(&s->done_head, __ATOMIC_RELAXED);
+    do j->next = head; /* the push publishes the job (its `sending` too) to collect's acquire */
+    while (!__atomic_compare_exchange_n(&s->done_head, &head, j, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 }
 
 /* Any thread, after queueing: wakes the loop if it may be sleeping (once until it
@@ -150,7 +148,7 @@ static void on_finished(tdm_pooler_job *pj, void *data)
     }
     if (qp->ran) qp->ran(j, qp->data);
     int send = qp->send && j->frame;
-    if (send) j->sending = SENDING; /* published by hand_back's lock */
+    if (send) j->sending = SENDING; /* published by hand_back_quiet's push (release) */
     tdm_query_sink *s = j->sink;
     /* the loop is woken once for the batch (on_batch_end): each wake-up is a system call */
     hand_back_quiet(j);
@@ -213,11 +211,13 @@ static int has_done(tdm_query_sink *s) { return __atomic_load_n(&s->done_head, _
 static void collect(tdm_query_sink *s, int wait)
 {
     if (!has_done(s)) return; /* the usual case: nothing finished */
-    pthread_mutex_lock(&s->lock);
-    tdm_query_job *j = s->done_head, *back = NULL;
-    __atomic_store_n(&s->done_head, NULL, __ATOMIC_RELAXED);
-    s->done_tail = NULL;
-    pthread_mutex_unlock(&s->lock);
+    tdm_query_job *top = __atomic_exchange_n(&s->done_head, NULL, __ATOMIC_ACQUIRE), *j = NULL, *back = NULL;
+    while (top) { /* newest first: reversed, so that jobs are done in the order they finished */
+        tdm_query_job *next = top->next;
+        top->next = j;
+        j = top;
+        top = next;
+    }
     while (j) {
         tdm_query_job *next = j->next;
         j->next = NULL;
@@ -288,7 +288,6 @@ static void on_sink_closed(uv_handle_t *h)
     tdm_query_sink *s = h->data;
     if (--s->handles_open) return;
     close(s->efd);
-    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
@@ -300,14 +299,9 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *sr
     s->done = qp->done;
     s->data = qp->data;
     s->srv_lock = srv_lock;
-    if (pthread_mutex_init(&s->lock, NULL) != 0) {
-        free(s);
-        return TDM_ESYS;
-    }
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->efd < 0 || uv_poll_init(loop, &s->poll, s->efd) != 0) {
         if (s->efd >= 0) close(s->efd);
-        pthread_mutex_destroy(&s->lock);
         free(s);
         return TDM_ESYS;
     }

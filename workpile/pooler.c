@@ -34,9 +34,16 @@ static void queue_push(queue *q, tdm_pooler_job *j)
     q->tail = j;
 }
 
-/* Invariant: every job submitted is on a queue, in a batch being run, or
- * finished; `pending` counts the first two. Once `stopping` is set nothing is
- * queued any more, and the threads leave when the queues are empty. */
+/* Invariant: every job submitted is in the inbox, on a queue, in a batch being
+ * run, or finished; `pending` counts the first three. Once `stopping` is set
+ * nothing is submitted any more, and the threads leave when nothing is pending.
+ *
+ * Submitting takes no lock: a job is pushed onto the inbox (a lock-free stack),
+ * which the threads move onto the queues, in submission order, under the lock.
+ * The submitter (tandemd's loop thread, for every request) would otherwise meet
+ * the threads on the lock as they take batches and as they stop spinning for
+ * work, and each such meeting is a system call on each side (on the H100 host,
+ * two futex calls a request on the loop: bench/results/ompl_resident.md). */
 struct tdm_pooler {
     tdm_sched *engine;
     uint64_t max_tasks, max_pairs;
@@ -53,13 +60,15 @@ struct tdm_pooler {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
-    uint64_t queued_gen;         /* bumped (atomically, under lock) whenever a job is queued */
-    /* under lock */
+    uint64_t queued_gen;         /* bumped (atomically) whenever a job is submitted or queued */
+    tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
+    /* written under lock; read atomically by tdm_pooler_submit */
     int sleepers;                /* threads in pthread_cond_wait */
+    int stopping;
+    size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
+    /* under lock */
     queue small, large;          /* small: jobs the latency lane may take (fairness) */
     uint64_t seq;
-    int stopping;
-    size_t pending;
     tdm_pooler_stats stats;
 };
 
@@ -146,6 +155,28 @@ static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
     j->seq = p->seq++;
     queue_push(j->small && !j->demoted ? &p->small : &p->large, j);
 }
+
+/* Moves the inbox onto the queues, oldest first (lock held). */
+static void drain_inbox(tdm_pooler *p)
+{
+    tdm_pooler_job *j = __atomic_exchange_n(&p->inbox, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
+    while (j) { /* newest first: reversed */
+        tdm_pooler_job *next = j->next;
+        j->next = fifo;
+        fifo = j;
+        j = next;
+    }
+    while (fifo) {
+        tdm_pooler_job *next = fifo->next;
+        fifo->small = is_small(p, fifo);
+        enqueue(p, fifo);
+        fifo = next;
+    }
+}
+
+static int inbox_empty(tdm_pooler *p) { return __atomic_load_n(&p->inbox, __ATOMIC_SEQ_CST) == NULL; }
+
+static size_t pending_of(tdm_pooler *p) { return __atomic_load_n(&p->pending, __ATOMIC_SEQ_CST); }
 
 static int reserve(worker *w, size_t n)
 {
@@ -406,13 +437,14 @@ static inline void cpu_relax(void)
 }
 
 /* With the lock held and no work for the caller: polls, without the lock, for a job
- * to be queued, for at most spin_ns, and takes the lock again. A thread that sleeps
+ * to be submitted or queued, for at most spin_ns, and takes the lock again. A thread that sleeps
  * costs whoever queues the next job a wake-up (a system call on tandemd's loop thread,
  * per request when planners' requests come one by one); a device engine's threads
  * spin on the device anyway. Returns 1 when a job was queued meanwhile. */
 static int spin_for_work(tdm_pooler *p)
 {
     uint64_t gen = __atomic_load_n(&p->queued_gen, __ATOMIC_ACQUIRE);
+    if (!inbox_empty(p)) return 1; /* submitted since the caller's drain */
     if (p->stopping) return 0;
     pthread_mutex_unlock(&p->lock);
     double until = now_ms() + 1e-6 * (double)p->spin_ns;
@@ -439,16 +471,20 @@ static void *pooler_main(void *arg)
         double t_idle = p->trace ? now_ms() : 0;
         /* a slice may still come back to a queue while any job is pending */
         int spun = 0;
-        while (!has_work(p, w) && !(p->stopping && !p->pending)) {
+        for (;;) {
+            drain_inbox(p);
+            if (has_work(p, w) || (p->stopping && !pending_of(p))) break;
             if (p->spin_ns && !spun) { /* once per wait, then the condition again under the lock: a job
                                           queued as the spin ended found no sleeper to wake */
                 spun = 1;
                 spin_for_work(p);
                 continue;
             }
-            p->sleepers++;
-            pthread_cond_wait(&p->wake, &p->lock);
-            p->sleepers--;
+            /* a sleeper first, then one more look at the inbox: a submitter that pushed after
+               that look sees the sleeper and wakes it (tdm_pooler_submit) */
+            __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+            if (inbox_empty(p)) pthread_cond_wait(&p->wake, &p->lock);
+            __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
         }
         /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
            the lock (those further back, when they come to the head) */
@@ -464,8 +500,8 @@ static void *pooler_main(void *arg)
             }
             pthread_mutex_lock(&p->lock);
             p->stats.cancelled += n_dropped;
-            p->pending -= n_dropped;
-            if (p->stopping && !p->pending) pthread_cond_broadcast(&p->wake);
+            if (__atomic_sub_fetch(&p->pending, n_dropped, __ATOMIC_SEQ_CST) == 0 && p->stopping)
+                pthread_cond_broadcast(&p->wake);
             continue;
         }
         tdm_pooler_batch b;
@@ -493,8 +529,8 @@ static void *pooler_main(void *arg)
                     bt.finished, queued);
 
         pthread_mutex_lock(&p->lock);
-        p->pending -= b.jobs;
-        if (p->stopping && !p->pending) pthread_cond_broadcast(&p->wake);
+        if (__atomic_sub_fetch(&p->pending, b.jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping)
+            pthread_cond_broadcast(&p->wake);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -556,16 +592,26 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     job->work = (tdm_work){job->max_work, 0, cancelled, cancelled};
     job->done = job->turn = 0;
     job->demoted = job->latency_turn = 0;
-    pthread_mutex_lock(&p->lock);
-    if (p->stopping) {
+    /* pending first: a thread leaves only when nothing is pending after `stopping` */
+    __atomic_add_fetch(&p->pending, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&p->lock); /* rare: wake the threads that wait for nothing pending */
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0) pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
-    job->small = is_small(p, job);
-    enqueue(p, job);
-    p->pending++;
-    if (p->sleepers) pthread_cond_broadcast(&p->wake); /* a signal could wake only the latency lane, which may not take it */
-    pthread_mutex_unlock(&p->lock);
+    tdm_pooler_job *head = __atomic_load_n(&p->inbox, __ATOMIC_RELAXED);
+    do job->next = head;
+    while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+    __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE); /* for the threads spinning for work */
+    /* a sleeping thread (it looked at the inbox after it counted itself: see pooler_main) is
+       woken under the lock, which it holds until it waits; a signal could wake only the
+       latency lane, which may not take the job */
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+    }
     return TDM_OK;
 }
 
@@ -580,10 +626,7 @@ void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f)
 
 size_t tdm_pooler_pending(tdm_pooler *p)
 {
-    pthread_mutex_lock(&p->lock);
-    size_t n = p->pending;
-    pthread_mutex_unlock(&p->lock);
-    return n;
+    return pending_of(p);
 }
 
 void tdm_pooler_get_stats(tdm_pooler *p, tdm_pooler_stats *s)
@@ -599,7 +642,7 @@ void tdm_pooler_stop(tdm_pooler *p)
 {
     if (!p || p->stopped) return;
     pthread_mutex_lock(&p->lock);
-    p->stopping = 1;
+    __atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     for (int k = 0; k < p->n_threads; k++) pthread_join(p->workers[k].thread, NULL);

@@ -152,7 +152,8 @@ typedef struct tdm_pooler tdm_pooler;
  * thread once per job, after its batch ran (job->rc and results set; the job is
  * the caller's again from then on); ran (optional) is called on that thread once
  * per batch, before its jobs' `finished`. Both get `data`, may run on several
- * pooler threads at once, and must not submit to this pooler or stop it. A
+ * pooler threads at once, and must not stop this pooler (they may submit: the
+ * daemon submits a motion's next round from `finished`). A
  * batch is counted in the stats before its jobs are finished. Returns 0,
  * TDM_EINVAL (no engine or no `finished`), TDM_ENOMEM or TDM_ESYS; on failure
  * nothing is started and neither callback is ever called. */
@@ -170,7 +171,8 @@ void tdm_pooler_set_batch_end(tdm_pooler *p, void (*end)(void *data));
 /* Stops (when not stopped yet) and frees. NULL is a no-op. */
 void tdm_pooler_destroy(tdm_pooler *p);
 
-/* Queues a job (its `next` and `rc` are overwritten). Any thread. Returns 0, or
+/* Queues a job (its `next` and `rc` are overwritten). Any thread; takes no lock
+ * (a lock-free push, and the lock only to wake a sleeping thread). Returns 0, or
  * TDM_EINVAL once the pooler is stopping: the job is then not taken and
  * `finished` is not called for it. */
 int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job);
