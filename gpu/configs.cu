@@ -608,19 +608,17 @@ struct prog_cache {
     int staged;            /* the last call that uploaded: `stage` is free once `ready` is */
 };
 
-static size_t kin_bytes(const tdm_kin *k)
-{
-    return (k->n_links ? k->n_links - 1 : 0) * sizeof(tdm_kin_joint) + k->n_elems * sizeof(tdm_kin_elem);
-}
+/* The bytes of a kinematics' joints, then of its elements (an entry's kin_copy). */
+static size_t joint_bytes(const tdm_kin *k) { return (k->n_links ? k->n_links - 1 : 0) * sizeof(tdm_kin_joint); }
+static size_t elem_bytes(const tdm_kin *k) { return k->n_elems * sizeof(tdm_kin_elem); }
 
 static int same_kin(const prog_entry *x, const tdm_kin *k)
 {
     if (x->kin.n_links != k->n_links || x->kin.n_elems != k->n_elems || x->kin.n_q != k->n_q ||
         memcmp(&x->kin.base, &k->base, sizeof k->base) != 0)
         return 0;
-    size_t jb = (k->n_links ? k->n_links - 1 : 0) * sizeof(tdm_kin_joint);
     const unsigned char *c = (const unsigned char *)x->kin_copy;
-    return memcmp(c, k->joints, jb) == 0 && memcmp(c + jb, k->elems, k->n_elems * sizeof(tdm_kin_elem)) == 0;
+    return memcmp(c, k->joints, joint_bytes(k)) == 0 && memcmp(c + joint_bytes(k), k->elems, elem_bytes(k)) == 0;
 }
 
 static prog_entry **bucket_of(prog_cache *pc, uint64_t key)
@@ -689,13 +687,13 @@ static void prog_drop(tdm_gpu *g, prog_cache *pc, uint32_t i)
     pc->n--;
 }
 
-/* An offset for `bytes` in the arena, first fit, dropping the least recently used
- * entries not named by this call; SIZE_MAX when even that leaves no room. *slot:
- * where the entry goes in offset order. */
 /* How many least recently used entries a placement drops one by one before it drops
  * every entry the call does not use. */
 #define PLACE_LRU_TRIES 8
 
+/* An offset for `bytes` in the arena, first fit, dropping entries not named by this
+ * call (the least recently used first); SIZE_MAX when even that leaves no room. *slot:
+ * where the entry goes in offset order. */
 static size_t prog_place(tdm_gpu *g, prog_cache *pc, size_t bytes, uint32_t *slot)
 {
     if (bytes > pc->cap) return SIZE_MAX;
@@ -829,16 +827,15 @@ extern "C" int tdm_gpu_configs_programs(tdm_gpu *g, tdm_gpu_robot *robots, uint3
         if (at == SIZE_MAX) continue; /* no room: it goes with each run */
         if ((rc = prog_room(pc)) != TDM_OK) return rc;
         x = (prog_entry *)calloc(1, sizeof *x);
-        size_t kb = kin_bytes(R->kin);
-        void *kc = malloc(kb ? kb : 1);
+        size_t jb = joint_bytes(R->kin), eb = elem_bytes(R->kin);
+        unsigned char *kc = (unsigned char *)malloc(jb + eb + 1);
         if (!x || !kc) {
             free(x);
             free(kc);
             return TDM_ENOMEM;
         }
-        size_t jb = (R->kin->n_links - 1) * sizeof(tdm_kin_joint);
         memcpy(kc, R->kin->joints, jb);
-        memcpy((unsigned char *)kc + jb, R->kin->elems, R->kin->n_elems * sizeof(tdm_kin_elem));
+        memcpy(kc + jb, R->kin->elems, eb);
         unsigned char *hb = (unsigned char *)pc->stage.p + s_at;
         *x = (prog_entry){R->key, R->epoch, pc->call, at, bytes, pack_program(R, hb, pc->arena + at), *R->kin, kc,
                           NULL};

@@ -256,8 +256,8 @@ typedef struct tdm_gpu_robot {
 
 /* Resident programs. A lane keeps the programs of keyed robots on the device, up
  * to tdm_gpu_config.program_cache bytes (tandemd's --gpu-program-cache; the
- * environment's TDM_GPU_PROGRAM_CACHE_KB, when set, overrides it: A/B runs and
- * tests), in memory counted against the budget; the least recently used make room. A copy is used
+ * environment's TDM_GPU_PROGRAM_CACHE_KB, when set, overrides it: A/B runs), in
+ * memory counted against the budget; the least recently used make room. A copy is used
  * only for the same key, the same epoch and the same kinematics (compared whole),
  * so a scene deleted or a tree that left the device is never run from a stale
  * copy.

@@ -775,7 +775,7 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     /* a graph run's fold writes the answers into pinned host memory, device-addressable where
        addressing is unified (every 64-bit Linux host of a supported GPU) */
     g->config_graphs = !(cg && strcmp(cg, "0") == 0) && prop.unifiedAddressing;
-    /* robot scene programs kept on the lane (configs.cu); TDM_GPU_PROGRAM_CACHE_KB (A/B runs, tests)
+    /* robot scene programs kept on the lane (configs.cu); TDM_GPU_PROGRAM_CACHE_KB (A/B runs)
        overrides the config */
     const char *pck = getenv("TDM_GPU_PROGRAM_CACHE_KB");
     g->program_cache_bytes = pck && *pck ? strtoull(pck, NULL, 10) << 10 : c.program_cache;

@@ -349,12 +349,16 @@ Test(robot_scene, poses_match_the_oracle)
 
 /* A scheduler of two threads without calibration; NULL when this build or machine has no
  * such engine (why says why). */
-static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
+/* An engine of `lanes` lanes (0: the default) whose GPU lanes keep program_cache bytes of
+ * robot scene programs; NULL without a GPU for a GPU kind. */
+static tdm_sched *sched_with(tdm_backend_kind kind, int lanes, uint64_t program_cache, char *why, size_t whylen)
 {
     tdm_sched_config c = tdm_sched_config_default();
     c.kind = kind;
     c.threads = 2;
     c.calibrate = 0;
+    if (lanes) c.lanes = lanes;
+    c.gpu_program_cache = program_cache;
     /* criterion runs the tests at once, each its own engine: not 80% of the device each */
     c.gpu_memory = 2ull << 30;
     tdm_sched *e = NULL;
@@ -362,6 +366,11 @@ static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
     if (rc == TDM_ENODEV) return NULL;
     cr_assert_eq(rc, TDM_OK, "%s", why);
     return e;
+}
+
+static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
+{
+    return sched_with(kind, 0, tdm_sched_config_default().gpu_program_cache, why, whylen);
 }
 
 Test(robot_scene, engine_matches_brute_force)
@@ -840,6 +849,16 @@ typedef struct scene_set {
     tdm_robot_scene *rs[N_SCENES];
 } scene_set;
 
+/* The set's trees onto e (add), or off it. */
+static void scene_set_trees(const scene_set *set, tdm_sched *e, int add)
+{
+    for (int k = 0; k < N_SCENES; k++)
+        for (uint32_t i = 0; i < set->rs[k]->n_objects; i++) {
+            if (add) cr_assert_eq(tdm_sched_mesh_add(e, set->rs[k]->bvhs[i]), TDM_OK);
+            else tdm_sched_mesh_remove(e, set->rs[k]->bvhs[i]);
+        }
+}
+
 static void scene_set_make(scene_set *set, tdm_sched *e)
 {
     char err[512];
@@ -853,19 +872,16 @@ static void scene_set_make(scene_set *set, tdm_sched *e)
         cr_assert_eq(tdm_robot_scene_create(robot, use[k], loader, &loads, TDM_PRIMITIVE_TOLERANCE, &set->rs[k], err,
                                             sizeof err),
                      TDM_OK, "%s", err);
-        for (uint32_t i = 0; e && i < set->rs[k]->n_objects; i++)
-            cr_assert_eq(tdm_sched_mesh_add(e, set->rs[k]->bvhs[i]), TDM_OK);
     }
+    if (e) scene_set_trees(set, e, 1);
     cr_assert_neq(set->rs[1]->scene->n_checks, set->rs[0]->scene->n_checks, "the variants must differ in checks");
     cr_assert_neq(set->rs[2]->scene->n_checks, set->rs[1]->scene->n_checks, "the variants must differ in checks");
 }
 
 static void scene_set_free(scene_set *set, tdm_sched *e)
 {
-    for (int k = 0; k < N_SCENES; k++) {
-        for (uint32_t i = 0; e && i < set->rs[k]->n_objects; i++) tdm_sched_mesh_remove(e, set->rs[k]->bvhs[i]);
-        tdm_robot_scene_destroy(set->rs[k]);
-    }
+    if (e) scene_set_trees(set, e, 0);
+    for (int k = 0; k < N_SCENES; k++) tdm_robot_scene_destroy(set->rs[k]);
     for (int k = 0; k < 2; k++) tdm_planning_scene_free(set->ps[k]);
 }
 
@@ -979,22 +995,6 @@ Test(robot_scene, configs_of_several_scenes_in_one_device_run)
  * run and later runs name it, until a tree leaves the registry (the epoch), for the same
  * kinematics only; a small cache drops the least recently used, none is kept with the cache
  * off; every answer is the CPU engine's. One lane, so that the counts are the lane's. */
-static tdm_sched *one_lane_gpu(const char *cache_kb, char *why, size_t whylen)
-{
-    if (cache_kb) setenv("TDM_GPU_PROGRAM_CACHE_KB", cache_kb, 1);
-    tdm_sched_config c = tdm_sched_config_default();
-    c.kind = TDM_BACKEND_GPU;
-    c.threads = 2;
-    c.calibrate = 0;
-    c.lanes = 1;
-    c.gpu_memory = 2ull << 30;
-    tdm_sched *e = NULL;
-    int rc = tdm_sched_create(&c, &e, why, whylen);
-    if (cache_kb) unsetenv("TDM_GPU_PROGRAM_CACHE_KB");
-    if (rc == TDM_ENODEV) return NULL;
-    cr_assert_eq(rc, TDM_OK, "%s", why);
-    return e;
-}
 
 /* Runs groups[0 .. n) (configurations q, answers want) in mode m: every answer right; adds
  * the uploads and reuses to *up and *reused. */
@@ -1024,7 +1024,7 @@ static void resident_run(tdm_sched *e, const tdm_sched_configs_group *groups, si
 Test(robot_scene, resident_programs_follow_their_scenes)
 {
     char why[320] = "";
-    tdm_sched *e = one_lane_gpu(NULL, why, sizeof why);
+    tdm_sched *e = sched_with(TDM_BACKEND_GPU, 1, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
     if (!e) cr_skip_test("no GPU engine: %s", why);
     scene_set set;
     scene_set_make(&set, e);
@@ -1083,12 +1083,10 @@ Test(robot_scene, resident_programs_follow_their_scenes)
     tdm_sched_destroy(e);
 
     /* a cache of about two programs: scene by scene, round and round, the oldest make room */
-    char kb[32];
-    snprintf(kb, sizeof kb, "%llu", (unsigned long long)(four / 2 / 1024 + 1));
-    e = one_lane_gpu(kb, why, sizeof why);
+    unsigned long long kb = four / 2 / 1024 + 1;
+    e = sched_with(TDM_BACKEND_GPU, 1, kb << 10, why, sizeof why);
     cr_assert_not_null(e, "%s", why);
-    for (int k = 0; k < N_SCENES; k++)
-        for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, set.rs[k]->bvhs[i]), TDM_OK);
+    scene_set_trees(&set, e, 1);
     uint64_t ups = 0;
     for (int round = 0; round < 3; round++)
         for (int k = 0; k < N_SCENES; k++) {
@@ -1096,28 +1094,26 @@ Test(robot_scene, resident_programs_follow_their_scenes)
             size_t at = 0;
             for (int g = 0; g < gi; g++) at += group_size[g];
             char what[64];
-            snprintf(what, sizeof what, "cache of %s KB, round %d, scene %d", kb, round, k);
+            snprintf(what, sizeof what, "cache of %llu KB, round %d, scene %d", kb, round, k);
             resident_run(e, &groups[gi], 1, 0, q + 3 * at, want + at, group_size[gi], &up, &reused, what);
             ups += up;
             tdm_sched_get_stats(e, &st);
-            cr_assert_leq(st.gpu_program_bytes, four / 2 / 1024 * 1024 + 1024, "%s: over the cache", what);
+            cr_assert_leq(st.gpu_program_bytes, kb << 10, "%s: over the cache", what);
         }
-    cr_log_info("cache of %s KB: %llu uploads in 12 runs of 4 scenes", kb, (unsigned long long)ups);
+    cr_log_info("cache of %llu KB: %llu uploads in 12 runs of 4 scenes", kb, (unsigned long long)ups);
     cr_assert_gt(ups, N_SCENES, "a cache of two programs must make room for the others again");
     /* a run of all four scenes in that cache: those that do not fit go with the run */
     resident_run(e, groups, N_GROUPS, 0, q, want, GROUPS_TOTAL, &up, &reused, "four scenes in a cache of two");
     cr_log_info("four scenes in a cache of two: %llu uploaded, %llu reused", (unsigned long long)up,
                 (unsigned long long)reused);
     cr_assert_lt(up + reused, N_GROUPS, "some scene must have gone with the run");
-    for (int k = 0; k < N_SCENES; k++)
-        for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) tdm_sched_mesh_remove(e, set.rs[k]->bvhs[i]);
+    scene_set_trees(&set, e, 0);
     tdm_sched_destroy(e);
 
     /* no cache: every run carries its programs */
-    e = one_lane_gpu("0", why, sizeof why);
+    e = sched_with(TDM_BACKEND_GPU, 1, 0, why, sizeof why);
     cr_assert_not_null(e, "%s", why);
-    for (int k = 0; k < N_SCENES; k++)
-        for (uint32_t i = 0; i < set.rs[k]->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, set.rs[k]->bvhs[i]), TDM_OK);
+    scene_set_trees(&set, e, 1);
     for (int r = 0; r < 2; r++) {
         resident_run(e, groups, N_GROUPS, 0, q, want, GROUPS_TOTAL, &up, &reused, "no cache");
         cr_assert_eq(up + reused, 0, "no cache: %llu uploaded, %llu reused", (unsigned long long)up,
