@@ -584,8 +584,10 @@ void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op)
     if (st->tail) st->tail->next = op;
     else st->head = op;
     st->tail = op;
-    pthread_cond_signal(&st->wake);
     pthread_mutex_unlock(&st->lock);
+    /* after the unlock: the woken writer does not meet this (the loop's) thread on the lock, a
+       second system call here (the writer lives until tdm_writer_stop, on this thread) */
+    pthread_cond_signal(&st->wake);
 }
 
 size_t tdm_writer_pending(const tdm_writer *st) { return st->pending; }

@@ -64,6 +64,8 @@ struct tdm_pooler {
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
     /* written under lock; read atomically by tdm_pooler_submit */
     int sleepers;                /* threads in pthread_cond_wait */
+    int spinners;                /* atomic: threads polling for work that take any job (spin_for_work) */
+    int waking;                  /* atomic: a submitter's broadcast not yet seen by such a sleeper */
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
     /* under lock */
@@ -441,11 +443,17 @@ static inline void cpu_relax(void)
  * costs whoever queues the next job a wake-up (a system call on tandemd's loop thread,
  * per request when planners' requests come one by one); a device engine's threads
  * spin on the device anyway. Returns 1 when a job was queued meanwhile. */
-static int spin_for_work(tdm_pooler *p)
+static int spin_for_work(tdm_pooler *p, const worker *w)
 {
     uint64_t gen = __atomic_load_n(&p->queued_gen, __ATOMIC_ACQUIRE);
     if (!inbox_empty(p)) return 1; /* submitted since the caller's drain */
     if (p->stopping) return 0;
+    /* counted while it polls, so that a submitter need not wake anyone (tdm_pooler_submit); not
+       the latency lane, which may not take the job. The caller looks at the inbox after this
+       thread stops counting itself (pooler_main drains it under the lock before it sleeps): a
+       submitter that saw the count pushed its job before that look. */
+    int counted = !on_latency_lane(p, w);
+    if (counted) __atomic_add_fetch(&p->spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&p->lock);
     double until = now_ms() + 1e-6 * (double)p->spin_ns;
     int queued = 0;
@@ -457,6 +465,7 @@ static int spin_for_work(tdm_pooler *p)
         if ((i & 63) == 63 && now_ms() > until) break;
         cpu_relax();
     }
+    if (counted) __atomic_sub_fetch(&p->spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&p->lock);
     return queued;
 }
@@ -477,14 +486,20 @@ static void *pooler_main(void *arg)
             if (p->spin_ns && !spun) { /* once per wait, then the condition again under the lock: a job
                                           queued as the spin ended found no sleeper to wake */
                 spun = 1;
-                spin_for_work(p);
+                spin_for_work(p, w);
                 continue;
             }
             /* a sleeper first, then one more look at the inbox: a submitter that pushed after
-               that look sees the sleeper and wakes it (tdm_pooler_submit) */
+               that look sees the sleeper and wakes it (tdm_pooler_submit). A thread that takes
+               any job clears `waking` before each look (here, and on waking up, before the drain
+               above): a submitter that finds it set skips its wake-up only while a broadcast is
+               on its way to every such sleeper, each of which looks after that submitter pushed. */
+            int any = !on_latency_lane(p, w);
             __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+            if (any) __atomic_store_n(&p->waking, 0, __ATOMIC_SEQ_CST);
             if (inbox_empty(p)) pthread_cond_wait(&p->wake, &p->lock);
             __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+            if (any) __atomic_store_n(&p->waking, 0, __ATOMIC_SEQ_CST);
         }
         /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
            the lock (those further back, when they come to the head) */
@@ -604,13 +619,19 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     do job->next = head;
     while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
     __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE); /* for the threads spinning for work */
-    /* a sleeping thread (it looked at the inbox after it counted itself: see pooler_main) is
-       woken under the lock, which it holds until it waits; a signal could wake only the
-       latency lane, which may not take the job */
-    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) {
+    /* No wake-up while a thread that takes any job polls for one (spin_for_work): it looks at
+       the inbox after it stops counting itself. Else a sleeping thread (it looked at the inbox
+       after it counted itself: see pooler_main) is woken: once this thread has had the lock,
+       which a sleeper holds from its look until it waits, every such sleeper waits on the
+       condition, and the broadcast after the unlock reaches it without it meeting this thread
+       on the lock (a second system call here each time). A signal could wake only the latency
+       lane, which may not take the job. One broadcast until a sleeper that takes any job runs
+       (`waking`, see pooler_main): the loop may submit several requests before it does. */
+    if (!__atomic_load_n(&p->spinners, __ATOMIC_SEQ_CST) && __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) &&
+        !__atomic_exchange_n(&p->waking, 1, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&p->lock);
-        pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
+        pthread_cond_broadcast(&p->wake);
     }
     return TDM_OK;
 }
