@@ -21,16 +21,25 @@ static void values_of(const ob::State *s, size_t j, double *out)
 /* Adds the scope's time to a checker's check_s. */
 namespace {
 struct timed {
-    explicit timed(plan_checker *c) : c_(c), t0_(std::chrono::steady_clock::now()) {}
-    ~timed() { c_->check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+    explicit timed(plan_checker *c, bool state = false) : c_(c), state_(state), t0_(std::chrono::steady_clock::now()) {}
+    ~timed()
+    {
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+        c_->check_s += s;
+        if (state_) {
+            c_->state_s += s;
+            c_->state_calls++;
+        }
+    }
     plan_checker *c_;
+    bool state_;
     std::chrono::steady_clock::time_point t0_;
 };
 } // namespace
 
 bool checker_validity::isValid(const ob::State *s) const
 {
-    timed t(c_);
+    timed t(c_, true);
     std::vector<double> q(c_->n_joints);
     values_of(s, q.size(), q.data());
     uint8_t ok = 0;

@@ -46,6 +46,8 @@ public:
     uint64_t checks = 0;   /* configurations asked about (see the top) */
     uint64_t requests = 0; /* batches answered (round trips for Tandem) */
     double check_s = 0;    /* time inside the OMPL faces below (the planner waiting for its answers) */
+    uint64_t state_calls = 0; /* isValid calls (one configuration each), and their part of check_s */
+    double state_s = 0;
     size_t n_joints = 0;
 
 protected:

@@ -150,6 +150,8 @@ struct outcome {
     double seconds = 0, build_s = 0, states_s = 0, neighbours_s = 0, motions_s = 0;
     double setup_s = 0; /* Tandem: the scene's put and delete, waits for planners of the same scene included */
     double check_s = 0; /* RRTConnect: time inside the OMPL validity checker and motion validator */
+    uint64_t state_calls = 0; /* ... of it, the validity checker's calls and time */
+    double state_s = 0;
     size_t path_states = 0;
     uint64_t checks = 0, requests = 0;
     std::vector<double> start, goal, path;
@@ -236,6 +238,8 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         out->checks = fc.checks;
         out->requests = fc.requests;
         out->check_s = fc.check_s;
+        out->state_calls = fc.state_calls;
+        out->state_s = fc.state_s;
         out->error = fc.error();
     } else {
         /* the scene stored, or shared with the planners of this run that use the same
@@ -250,6 +254,8 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         out->checks = tc.checks;
         out->requests = tc.requests;
         out->check_s = tc.check_s;
+        out->state_calls = tc.state_calls;
+        out->state_s = tc.state_s;
         out->error = tc.error();
         t_setup = now();
         std::string del_err;
@@ -489,7 +495,8 @@ int main(int argc, char **argv)
 
     size_t solved = 0, failed_recheck = 0, errors = 0;
     uint64_t checks = 0, requests = 0;
-    double setup_s = 0, solve_s = 0, check_s = 0;
+    double setup_s = 0, solve_s = 0, check_s = 0, state_s = 0;
+    uint64_t state_calls = 0;
     std::vector<double> secs, builds, b_states, b_nn, b_motions; /* roadmaps: medians of the first round and its parts */
     for (size_t i = 0; i < probs.size(); i++) {
         const outcome &r = res[i];
@@ -503,6 +510,8 @@ int main(int argc, char **argv)
         setup_s += r.setup_s;
         solve_s += r.seconds;
         check_s += r.check_s;
+        state_s += r.state_s;
+        state_calls += r.state_calls;
         secs.push_back(r.seconds);
         if (o.prm && r.build_s > 0) {
             builds.push_back(r.build_s);
@@ -526,7 +535,7 @@ int main(int argc, char **argv)
                quantile(builds, 0.5), quantile(b_states, 0.5), quantile(b_nn, 0.5), quantile(b_motions, 0.5));
     if (!o.fcl) printf(" setup_s=%.3f", setup_s);
     printf(" solve_s=%.3f", solve_s);
-    if (!o.prm) printf(" check_s=%.3f", check_s);
+    if (!o.prm) printf(" check_s=%.3f state_calls=%llu state_s=%.3f", check_s, (unsigned long long)state_calls, state_s);
     printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
            o.fcl ? "fcl" : "tandem",
            o.planners);
