@@ -207,6 +207,14 @@ static const opt opts[] = {
     {"latency-lane-work", T_U64, OFF(latency_lane_work), "262144", 0, UINT64_MAX, NULL, "N",
      "Box and triangle tests a small request may cost on the latency lane; one that needs more is run "
      "again on the other lanes, so the small requests behind it wait no longer (0: no cut)."},
+    {"host-lanes", T_INT, OFF(host_lanes), "2", 0, 8, NULL, "N",
+     "Threads beside the engine lanes that answer requests of at most host-configs robot configurations "
+     "(a planner's state, a short motion's states) on the CPU engine, each request alone and at once on "
+     "one thread, whatever the engine: there it costs tens of microseconds a configuration, less than a "
+     "GPU run takes to start, and it waits for no GPU run. 0: none (such requests pool with the others)."},
+    {"host-configs", T_U32, OFF(host_configs), "8", 0, 65536, NULL, "N",
+     "The largest request (in configurations: a Query's, or a MotionCheck round's states) the host-lanes "
+     "threads take; 0: none."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
      "Longest mesh, scene or client name (UTF-8)."},
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",

@@ -101,6 +101,7 @@ int main(int argc, char **argv)
     ec.gpu_program_cache = cfg.gpu_program_cache;
     ec.calibrate = cfg.engine_calibrate;
     ec.lanes = cfg.engine_lanes;
+    ec.host_lanes = cfg.host_configs ? cfg.host_lanes : 0;
     if (tdm_traversal_parse(cfg.gpu_traversal, &ec.gpu_traversal) != TDM_OK) ec.gpu_traversal = TDM_TRAVERSAL_PAIRS;
     char why[256] = "";
     if ((rc = tdm_sched_create(&ec, &srv.engine, why, sizeof why)) != TDM_OK) {
@@ -153,6 +154,7 @@ int main(int argc, char **argv)
     }
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
+    tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
     /* replies written by the pooler thread that packed them (conn.h); TDM_DIRECT_REPLIES=0: by
        the loop (A/B runs) */
     const char *direct = getenv("TDM_DIRECT_REPLIES");

@@ -377,6 +377,8 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
     tdm_pooler_set_fairness(qp->pooler, f);
 }
 
+void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs) { tdm_pooler_set_host(qp->pooler, max_configs); }
+
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s)
 {
     if (qp->pooler) tdm_pooler_get_stats(qp->pooler, s);

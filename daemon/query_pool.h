@@ -107,6 +107,9 @@ void tdm_query_sink_settle(tdm_query_sink *s);
 void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job);
 /* The pooler's fairness rules (workpile/pooler.h); before the first submit. */
 void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *f);
+/* The pooler's host threads take requests of at most max_configs configurations
+ * (tdm_pooler_set_host); before the first request. */
+void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs);
 /* Jobs submitted and not yet handed back, over every sink (holding the server's lock). */
 size_t tdm_query_pool_pending(const tdm_query_pool *qp);
 /* Batches, jobs, queries and tasks the pooler ran. Any thread. */

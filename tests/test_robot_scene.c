@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -349,15 +350,17 @@ Test(robot_scene, poses_match_the_oracle)
 
 /* A scheduler of two threads without calibration; NULL when this build or machine has no
  * such engine (why says why). */
-/* An engine of `lanes` lanes (0: the default) whose GPU lanes keep program_cache bytes of
- * robot scene programs; NULL without a GPU for a GPU kind. */
-static tdm_sched *sched_with(tdm_backend_kind kind, int lanes, uint64_t program_cache, char *why, size_t whylen)
+/* An engine of `lanes` lanes (0: the default) and host_lanes host lanes whose GPU lanes keep
+ * program_cache bytes of robot scene programs; NULL without a GPU for a GPU kind. */
+static tdm_sched *sched_with(tdm_backend_kind kind, int lanes, int host_lanes, uint64_t program_cache, char *why,
+                             size_t whylen)
 {
     tdm_sched_config c = tdm_sched_config_default();
     c.kind = kind;
     c.threads = 2;
     c.calibrate = 0;
     if (lanes) c.lanes = lanes;
+    c.host_lanes = host_lanes;
     c.gpu_program_cache = program_cache;
     /* criterion runs the tests at once, each its own engine: not 80% of the device each */
     c.gpu_memory = 2ull << 30;
@@ -370,7 +373,7 @@ static tdm_sched *sched_with(tdm_backend_kind kind, int lanes, uint64_t program_
 
 static tdm_sched *sched_of(tdm_backend_kind kind, char *why, size_t whylen)
 {
-    return sched_with(kind, 0, tdm_sched_config_default().gpu_program_cache, why, whylen);
+    return sched_with(kind, 0, 0, tdm_sched_config_default().gpu_program_cache, why, whylen);
 }
 
 Test(robot_scene, engine_matches_brute_force)
@@ -1024,7 +1027,7 @@ static void resident_run(tdm_sched *e, const tdm_sched_configs_group *groups, si
 Test(robot_scene, resident_programs_follow_their_scenes)
 {
     char why[320] = "";
-    tdm_sched *e = sched_with(TDM_BACKEND_GPU, 1, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
+    tdm_sched *e = sched_with(TDM_BACKEND_GPU, 1, 0, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
     if (!e) cr_skip_test("no GPU engine: %s", why);
     scene_set set;
     scene_set_make(&set, e);
@@ -1084,7 +1087,7 @@ Test(robot_scene, resident_programs_follow_their_scenes)
 
     /* a cache of about two programs: scene by scene, round and round, the oldest make room */
     unsigned long long kb = four / 2 / 1024 + 1;
-    e = sched_with(TDM_BACKEND_GPU, 1, kb << 10, why, sizeof why);
+    e = sched_with(TDM_BACKEND_GPU, 1, 0, kb << 10, why, sizeof why);
     cr_assert_not_null(e, "%s", why);
     scene_set_trees(&set, e, 1);
     uint64_t ups = 0;
@@ -1111,7 +1114,7 @@ Test(robot_scene, resident_programs_follow_their_scenes)
     tdm_sched_destroy(e);
 
     /* no cache: every run carries its programs */
-    e = sched_with(TDM_BACKEND_GPU, 1, 0, why, sizeof why);
+    e = sched_with(TDM_BACKEND_GPU, 1, 0, 0, why, sizeof why);
     cr_assert_not_null(e, "%s", why);
     scene_set_trees(&set, e, 1);
     for (int r = 0; r < 2; r++) {
@@ -1210,6 +1213,104 @@ Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
     free(want);
     tdm_sched_destroy(e);
 }
+
+/* Host lanes (tdm_pooler_set_host): jobs of at most HOST_MAX configurations run alone on a host
+ * thread, on the CPU engine, the others on the engine's lanes; every job gets its own scene's
+ * answers, a bad job fails alone, and a host job counts against its own work account. On the
+ * CPU engine, and on the GPU engine where there is one. */
+enum { HOST_MAX = 8, HOST_JOBS = 96 };
+static const uint32_t host_sizes[] = {1, 1, 2, 5, 8, 9, 40, 1};
+
+typedef struct host_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t finished;
+    unsigned char *on_host; /* per job: finished on a "tdm-host" thread */
+    const tdm_pooler_job *jobs;
+} host_watch;
+
+static void host_finished(tdm_pooler_job *j, void *data)
+{
+    host_watch *w = data;
+    char name[16] = "";
+    prctl(PR_GET_NAME, name);
+    pthread_mutex_lock(&w->mu);
+    w->on_host[j - w->jobs] = strcmp(name, "tdm-host") == 0;
+    w->finished++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void host_lanes_run(tdm_backend_kind kind)
+{
+    char why[320] = "";
+    tdm_sched *e = sched_with(kind, 2, 2, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    cr_assert_eq(tdm_sched_host_lanes(e), 2);
+    scene_set set;
+    scene_set_make(&set, kind == TDM_BACKEND_CPU ? NULL : e);
+    enum { N_SIZES = sizeof host_sizes / sizeof host_sizes[0] };
+    size_t at[HOST_JOBS + 1];
+    at[0] = 0;
+    for (int k = 0; k < HOST_JOBS; k++) at[k + 1] = at[k] + host_sizes[k % N_SIZES];
+    tdm_pooler_job *jobs = calloc(HOST_JOBS, sizeof *jobs);
+    double *q = malloc(sizeof *q * at[HOST_JOBS] * 3);
+    tdm_sched_result *got = calloc(at[HOST_JOBS], sizeof *got), *want = malloc(sizeof *want * at[HOST_JOBS]);
+    unsigned char *on_host = calloc(HOST_JOBS, 1);
+    cr_assert(jobs && q && got && want && on_host);
+    for (int k = 0; k < HOST_JOBS; k++) {
+        const tdm_robot_scene *rs = set.rs[k % N_SCENES];
+        uint32_t n = host_sizes[k % N_SIZES];
+        double *qk = batch(rs, n, 0x4057ull + (uint64_t)k, TDM_MODE_BOOL, 1, want + at[k]);
+        memcpy(q + at[k] * 3, qk, sizeof *q * n * 3);
+        free(qk);
+        jobs[k] = (tdm_pooler_job){.scene = rs->scene, .mode = TDM_MODE_BOOL, .max_contacts = 1, .n_queries = n,
+                                   .n_tasks = (uint64_t)n * rs->scene->n_checks, .configs = q + at[k] * 3,
+                                   .kin = &rs->kin, .results = got + at[k]};
+    }
+    q[at[10] * 3 + 1] = NAN;   /* job 10: 2 configurations, on a host thread, refused alone */
+    jobs[17].max_work = 1;     /* job 17: 1 configuration, on a host thread, over its budget */
+    host_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, on_host, jobs};
+    tdm_pooler *pl;
+    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, host_finished, NULL, &w, &pl), TDM_OK);
+    cr_assert_eq(tdm_pooler_host_threads(pl), 2);
+    tdm_pooler_set_host(pl, HOST_MAX);
+    for (int k = 0; k < HOST_JOBS; k++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[k]), TDM_OK);
+    pthread_mutex_lock(&w.mu);
+    while (w.finished < HOST_JOBS) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    tdm_pooler_destroy(pl);
+    size_t hosted = 0, colliding = 0;
+    for (int k = 0; k < HOST_JOBS; k++) {
+        uint32_t n = jobs[k].n_queries;
+        cr_assert_eq(on_host[k], n <= HOST_MAX, "job %d of %u configurations %s on a host thread", k, n,
+                     on_host[k] ? "ran" : "did not run");
+        hosted += on_host[k];
+        if (k == 10 || k == 17) {
+            int rc = k == 10 ? TDM_ENONFINITE : TDM_EBUDGET;
+            cr_assert_eq(jobs[k].rc, rc, "job %d: rc %d (%s), want %s", k, jobs[k].rc, tdm_strerror(jobs[k].rc),
+                         tdm_strerror(rc));
+            continue;
+        }
+        cr_assert_eq(jobs[k].rc, TDM_OK, "job %d: %s", k, tdm_strerror(jobs[k].rc));
+        size_t first, d = differences(got + at[k], want + at[k], n, &first);
+        cr_assert_eq(d, 0, "seed=%llu job %d (scene %d, %u configurations): %zu differ, first %zu",
+                     (unsigned long long)seed, k, k % N_SCENES, n, d, first);
+        for (uint32_t i = 0; i < n; i++) colliding += want[at[k] + i].colliding;
+    }
+    cr_log_info("%zu of %d jobs on the host threads, %zu colliding configurations", hosted, HOST_JOBS, colliding);
+    cr_assert(colliding > 0 && colliding < at[HOST_JOBS], "the jobs need both answers");
+    scene_set_free(&set, kind == TDM_BACKEND_CPU ? NULL : e);
+    free(jobs);
+    free(q);
+    free(got);
+    free(want);
+    free(on_host);
+    tdm_sched_destroy(e);
+}
+
+Test(robot_scene, host_lanes_answer_small_jobs_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU); }
+Test(robot_scene, host_lanes_answer_small_jobs_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU); }
 
 /* ---- the CLI ---- */
 

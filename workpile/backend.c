@@ -11,6 +11,6 @@ static int copy_array(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *ou
 
 tdm_task_list tdm_task_list_array(const tdm_task *tasks, size_t n)
 {
-    tdm_task_list l = {n, copy_array, NULL, tasks, NULL};
+    tdm_task_list l = {n, copy_array, NULL, tasks, NULL, 0};
     return l;
 }

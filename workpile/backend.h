@@ -45,6 +45,9 @@ struct tdm_task_list {
      * GPU-resident engine does, from its read-back). The caller cannot rely on
      * it being called: it is a head start, and folding again must be harmless. */
     void (*answered)(const tdm_task_list *l, size_t lo, size_t hi, const tdm_collide_result *res);
+    /* The CPU engine runs the list on the caller's thread alone (a few tasks, where waking
+     * the pool's threads costs more than they would save). */
+    int one_thread;
 };
 
 /* A list over tasks already made (calibration, the pair pass, tests). */

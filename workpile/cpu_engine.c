@@ -356,7 +356,7 @@ static void run_list(tdm_cpu_engine *e, const tdm_task_list *tasks, tdm_collide_
     size_t chunk = tasks->n / ((size_t)threads * 32);
     list_run r = {tasks, results, chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk), 0};
     atomic_init(&r.next, 0);
-    tdm_pool_run(e->pool, list_share, &r, tasks->n > 1 ? threads : 1);
+    tdm_pool_run(e->pool, list_share, &r, tasks->n > 1 && !tasks->one_thread ? threads : 1);
 }
 
 int tdm_cpu_engine_run(tdm_cpu_engine *e, const tdm_task *tasks, size_t n, tdm_collide_result *results)

@@ -8,12 +8,14 @@
 #include <time.h>
 
 #define MAX_THREADS 64 /* tdm_sched_lanes: 8 lanes x 8 GPU engines at most */
+#define MAX_HOST 8      /* tdm_sched_host_lanes */
 
 /* A pooler thread and its scratch (the batch's query list and, for batches of
  * several jobs, its results), kept between batches and grown when one needs more. */
 typedef struct worker {
     struct tdm_pooler *p;
     pthread_t thread;
+    int host;        /* a host thread: host jobs only, each alone (tdm_pooler_set_host) */
     tdm_sched_query *queries;
     tdm_sched_result *results;
     size_t cap;
@@ -52,13 +54,17 @@ struct tdm_pooler {
     void (*ran)(const tdm_pooler_batch *, void *);
     void (*batch_end)(void *);
     void *data;
-    worker workers[MAX_THREADS]; /* one per engine lane: that many batches run at once */
-    int n_threads;               /* started */
+    worker workers[MAX_THREADS + MAX_HOST]; /* one per engine lane (that many batches run at once), then
+                                               the host threads */
+    int n_threads;               /* started, of the first kind */
+    int n_host;                  /* host threads started (workers[MAX_THREADS ..]) */
+    uint32_t host_configs;       /* jobs of at most this many configurations go to them (0: none) */
     int stopped;                 /* joined */
     int trace;                   /* TDM_DISPATCH_TRACE set: a line per batch on stderr */
     int configs_on_device;       /* the engine runs configurations on the device: pool jobs of them */
     pthread_mutex_t lock;
-    pthread_cond_t wake;
+    pthread_cond_t wake;         /* the lanes' threads */
+    pthread_cond_t host_wake;    /* the host threads */
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
     uint64_t queued_gen;         /* bumped (atomically) whenever a job is submitted or queued */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
@@ -66,10 +72,12 @@ struct tdm_pooler {
     int sleepers;                /* threads in pthread_cond_wait */
     int spinners;                /* atomic: threads polling for work that take any job (spin_for_work) */
     int waking;                  /* atomic: a submitter's broadcast not yet seen by such a sleeper */
+    int host_sleepers, host_spinners, host_waking; /* the same for the host threads (atomic) */
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
     /* under lock */
     queue small, large;          /* small: jobs the latency lane may take (fairness) */
+    queue host;                  /* jobs for the host threads */
     uint64_t seq;
     tdm_pooler_stats stats;
 };
@@ -155,7 +163,7 @@ static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
     __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE);
     if (p->trace) j->queued_ms = now_ms();
     j->seq = p->seq++;
-    queue_push(j->small && !j->demoted ? &p->small : &p->large, j);
+    queue_push(j->host ? &p->host : j->small && !j->demoted ? &p->small : &p->large, j);
 }
 
 /* Moves the inbox onto the queues, oldest first (lock held). */
@@ -224,7 +232,7 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
     }
     pthread_mutex_lock(&p->lock);
     enqueue(p, j);
-    if (p->sleepers) pthread_cond_broadcast(&p->wake);
+    if (j->host ? p->host_sleepers : p->sleepers) pthread_cond_broadcast(j->host ? &p->host_wake : &p->wake);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -302,7 +310,11 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
         /* a batch of one job writes its results in place */
         tdm_sched_result *res = batch->next ? w->results : batch->results + batch->done;
         if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
-        if (batch->configs && batch->next) {
+        if (w->host) { /* a host job: alone, on the CPU engine, on this thread */
+            tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
+            rc = tdm_sched_run_configs_host(p->engine, &proto, batch->kin,
+                                            batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
+        } else if (batch->configs && batch->next) {
             rc = run_configs_pooled(w, batch, b->queries);
             res = NULL; /* answered in place */
         } else if (batch->configs) { /* alone: its configurations, not poses */
@@ -369,8 +381,26 @@ static int joins(const tdm_pooler *p, const tdm_pooler_job *first, const tdm_poo
            j->max_contacts == first->max_contacts;
 }
 
+/* The index a batch of worker w reports: the lanes' threads 0 .., then the host threads. */
+static int thread_index(const tdm_pooler *p, const worker *w)
+{
+    return w->host ? p->n_threads + (int)(w - &p->workers[MAX_THREADS]) : (int)(w - p->workers);
+}
+
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 {
+    if (w->host) { /* the oldest host job, alone and whole (a few configurations) */
+        tdm_pooler_job *j = p->host.head;
+        if (!j) return NULL;
+        p->host.head = j->next;
+        if (!p->host.head) p->host.tail = NULL;
+        j->next = NULL;
+        j->turn = j->n_queries - j->done;
+        j->latency_turn = 0;
+        *b = (tdm_pooler_batch){thread_index(p, w), 1, j->turn, tasks_per_query(j) * j->turn, weight(p, j),
+                                j->pairs_reserved, TDM_OK};
+        return j;
+    }
     int latency = on_latency_lane(p, w);
     queue *q;
     if (latency) q = &p->small;
@@ -382,7 +412,7 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     batch->turn = turn_of(p, batch);
     batch->latency_turn = latency;
     uint64_t per = tasks_per_query(batch);
-    *b = (tdm_pooler_batch){(int)(w - p->workers), 1, batch->turn, per * batch->turn,
+    *b = (tdm_pooler_batch){thread_index(p, w), 1, batch->turn, per * batch->turn,
                             weight(p, batch), batch->pairs_reserved, TDM_OK};
     if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
         while (last->next && !tdm_pooler_job_cancelled(last->next) && joins(p, batch, last->next) &&
@@ -407,8 +437,8 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 static tdm_pooler_job *take_cancelled(tdm_pooler *p)
 {
     tdm_pooler_job *out = NULL, **tail = &out;
-    queue *qs[2] = {&p->small, &p->large};
-    for (int k = 0; k < 2; k++) {
+    queue *qs[3] = {&p->small, &p->large, &p->host};
+    for (int k = 0; k < 3; k++) {
         queue *q = qs[k];
         while (q->head && tdm_pooler_job_cancelled(q->head)) {
             tdm_pooler_job *j = q->head;
@@ -425,6 +455,7 @@ static tdm_pooler_job *take_cancelled(tdm_pooler *p)
 /* Is there work for thread w? (lock held) */
 static int has_work(const tdm_pooler *p, const worker *w)
 {
+    if (w->host) return p->host.head != NULL;
     int latency = on_latency_lane(p, w);
     return p->small.head || (!latency && p->large.head);
 }
@@ -452,8 +483,8 @@ static int spin_for_work(tdm_pooler *p, const worker *w)
        the latency lane, which may not take the job. The caller looks at the inbox after this
        thread stops counting itself (pooler_main drains it under the lock before it sleeps): a
        submitter that saw the count pushed its job before that look. */
-    int counted = !on_latency_lane(p, w);
-    if (counted) __atomic_add_fetch(&p->spinners, 1, __ATOMIC_SEQ_CST);
+    int *spinners = w->host ? &p->host_spinners : &p->spinners, counted = !on_latency_lane(p, w);
+    if (counted) __atomic_add_fetch(spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&p->lock);
     double until = now_ms() + 1e-6 * (double)p->spin_ns;
     int queued = 0;
@@ -465,15 +496,15 @@ static int spin_for_work(tdm_pooler *p, const worker *w)
         if ((i & 63) == 63 && now_ms() > until) break;
         cpu_relax();
     }
-    if (counted) __atomic_sub_fetch(&p->spinners, 1, __ATOMIC_SEQ_CST);
+    if (counted) __atomic_sub_fetch(spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&p->lock);
     return queued;
 }
 
 static void *pooler_main(void *arg)
 {
-    prctl(PR_SET_NAME, "tdm-dispatch"); /* shown by top -H and in /proc */
     worker *w = arg;
+    prctl(PR_SET_NAME, w->host ? "tdm-host" : "tdm-dispatch"); /* shown by top -H and in /proc */
     tdm_pooler *p = w->p;
     pthread_mutex_lock(&p->lock);
     for (;;) {
@@ -490,16 +521,17 @@ static void *pooler_main(void *arg)
                 continue;
             }
             /* a sleeper first, then one more look at the inbox: a submitter that pushed after
-               that look sees the sleeper and wakes it (tdm_pooler_submit). A thread that takes
-               any job clears `waking` before each look (here, and on waking up, before the drain
-               above): a submitter that finds it set skips its wake-up only while a broadcast is
-               on its way to every such sleeper, each of which looks after that submitter pushed. */
-            int any = !on_latency_lane(p, w);
-            __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-            if (any) __atomic_store_n(&p->waking, 0, __ATOMIC_SEQ_CST);
-            if (inbox_empty(p)) pthread_cond_wait(&p->wake, &p->lock);
-            __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-            if (any) __atomic_store_n(&p->waking, 0, __ATOMIC_SEQ_CST);
+               that look sees the sleeper and wakes it (tdm_pooler_submit). Every sleeper clears
+               `waking` before each look (here, and on waking up, before the drain above): a
+               submitter that finds it set skips its wake-up only while a broadcast is on its way
+               to every thread then asleep, each of which looks after that submitter pushed (the
+               latency lane too, which a small job needs awake). */
+            int *sleepers = w->host ? &p->host_sleepers : &p->sleepers, *waking = w->host ? &p->host_waking : &p->waking;
+            __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+            __atomic_store_n(waking, 0, __ATOMIC_SEQ_CST);
+            if (inbox_empty(p)) pthread_cond_wait(w->host ? &p->host_wake : &p->wake, &p->lock);
+            __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+            __atomic_store_n(waking, 0, __ATOMIC_SEQ_CST);
         }
         /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
            the lock (those further back, when they come to the head) */
@@ -515,14 +547,17 @@ static void *pooler_main(void *arg)
             }
             pthread_mutex_lock(&p->lock);
             p->stats.cancelled += n_dropped;
-            if (__atomic_sub_fetch(&p->pending, n_dropped, __ATOMIC_SEQ_CST) == 0 && p->stopping)
+            if (__atomic_sub_fetch(&p->pending, n_dropped, __ATOMIC_SEQ_CST) == 0 && p->stopping) {
                 pthread_cond_broadcast(&p->wake);
+                pthread_cond_broadcast(&p->host_wake);
+            }
             continue;
         }
         tdm_pooler_batch b;
         tdm_pooler_job *batch = take(p, w, &b);
         if (!batch) break; /* stopping, and every job finished */
-        if ((p->small.head || p->large.head) && p->sleepers)
+        if (w->host && p->host.head && p->host_sleepers) pthread_cond_broadcast(&p->host_wake);
+        if (!w->host && (p->small.head || p->large.head) && p->sleepers)
             pthread_cond_broadcast(&p->wake); /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
         pthread_mutex_unlock(&p->lock);
 
@@ -544,8 +579,10 @@ static void *pooler_main(void *arg)
                     bt.finished, queued);
 
         pthread_mutex_lock(&p->lock);
-        if (__atomic_sub_fetch(&p->pending, b.jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping)
-            pthread_cond_broadcast(&p->wake);
+        if (__atomic_sub_fetch(&p->pending, b.jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping) {
+            pthread_cond_broadcast(&p->wake); /* the threads of both kinds wait for nothing pending */
+            pthread_cond_broadcast(&p->host_wake);
+        }
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -576,6 +613,10 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
     if (pthread_cond_init(&p->wake, NULL) != 0) goto fail;
+    if (pthread_cond_init(&p->host_wake, NULL) != 0) {
+        pthread_cond_destroy(&p->wake);
+        goto fail;
+    }
     locks = 2;
     int n = tdm_sched_lanes(engine);
     if (n > MAX_THREADS) n = MAX_THREADS;
@@ -585,6 +626,16 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
         if (pthread_create(&p->workers[k].thread, NULL, pooler_main, &p->workers[k]) != 0) goto fail;
         pthread_mutex_lock(&p->lock); /* the started threads read it (on_latency_lane), under the lock */
         p->n_threads = k + 1;
+        pthread_mutex_unlock(&p->lock);
+    }
+    int h = tdm_sched_host_lanes(engine);
+    for (int k = 0; k < h && k < MAX_HOST; k++) {
+        worker *w = &p->workers[MAX_THREADS + k];
+        w->p = p;
+        w->host = 1;
+        if (pthread_create(&w->thread, NULL, pooler_main, w) != 0) goto fail;
+        pthread_mutex_lock(&p->lock);
+        p->n_host = k + 1;
         pthread_mutex_unlock(&p->lock);
     }
     *out = p;
@@ -607,11 +658,16 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     job->work = (tdm_work){job->max_work, 0, cancelled, cancelled};
     job->done = job->turn = 0;
     job->demoted = job->latency_turn = 0;
+    /* read without the lock: set before the first submit, the threads started at create */
+    job->host = p->host_configs && p->n_host && job->configs && job->n_queries <= p->host_configs;
     /* pending first: a thread leaves only when nothing is pending after `stopping` */
     __atomic_add_fetch(&p->pending, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&p->lock); /* rare: wake the threads that wait for nothing pending */
-        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0) pthread_cond_broadcast(&p->wake);
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0) {
+            pthread_cond_broadcast(&p->wake);
+            pthread_cond_broadcast(&p->host_wake);
+        }
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
@@ -619,19 +675,22 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     do job->next = head;
     while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
     __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE); /* for the threads spinning for work */
-    /* No wake-up while a thread that takes any job polls for one (spin_for_work): it looks at
-       the inbox after it stops counting itself. Else a sleeping thread (it looked at the inbox
+    /* No wake-up while a thread that takes any job of its kind polls for one (spin_for_work):
+       it looks at the inbox after it stops counting itself (a polling latency lane, which may
+       not take the job, does not count). Else a sleeping thread (it looked at the inbox
        after it counted itself: see pooler_main) is woken: once this thread has had the lock,
        which a sleeper holds from its look until it waits, every such sleeper waits on the
        condition, and the broadcast after the unlock reaches it without it meeting this thread
        on the lock (a second system call here each time). A signal could wake only the latency
-       lane, which may not take the job. One broadcast until a sleeper that takes any job runs
+       lane, which may not take the job. One broadcast until a sleeper runs
        (`waking`, see pooler_main): the loop may submit several requests before it does. */
-    if (!__atomic_load_n(&p->spinners, __ATOMIC_SEQ_CST) && __atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) &&
-        !__atomic_exchange_n(&p->waking, 1, __ATOMIC_SEQ_CST)) {
+    int h = job->host;
+    if (!__atomic_load_n(h ? &p->host_spinners : &p->spinners, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(h ? &p->host_sleepers : &p->sleepers, __ATOMIC_SEQ_CST) &&
+        !__atomic_exchange_n(h ? &p->host_waking : &p->waking, 1, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&p->lock);
         pthread_mutex_unlock(&p->lock);
-        pthread_cond_broadcast(&p->wake);
+        pthread_cond_broadcast(h ? &p->host_wake : &p->wake);
     }
     return TDM_OK;
 }
@@ -658,6 +717,14 @@ void tdm_pooler_get_stats(tdm_pooler *p, tdm_pooler_stats *s)
 }
 
 int tdm_pooler_threads(const tdm_pooler *p) { return p->n_threads; }
+int tdm_pooler_host_threads(const tdm_pooler *p) { return p->n_host; }
+
+void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs)
+{
+    pthread_mutex_lock(&p->lock);
+    p->host_configs = max_configs;
+    pthread_mutex_unlock(&p->lock);
+}
 
 void tdm_pooler_stop(tdm_pooler *p)
 {
@@ -665,8 +732,10 @@ void tdm_pooler_stop(tdm_pooler *p)
     pthread_mutex_lock(&p->lock);
     __atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&p->wake);
+    pthread_cond_broadcast(&p->host_wake);
     pthread_mutex_unlock(&p->lock);
     for (int k = 0; k < p->n_threads; k++) pthread_join(p->workers[k].thread, NULL);
+    for (int k = 0; k < p->n_host; k++) pthread_join(p->workers[MAX_THREADS + k].thread, NULL);
     p->stopped = 1;
 }
 
@@ -674,13 +743,14 @@ void tdm_pooler_destroy(tdm_pooler *p)
 {
     if (!p) return;
     tdm_pooler_stop(p);
-    for (int k = 0; k < MAX_THREADS; k++) {
+    for (int k = 0; k < MAX_THREADS + MAX_HOST; k++) {
         free(p->workers[k].queries);
         free(p->workers[k].results);
         free(p->workers[k].configs);
         free(p->workers[k].groups);
     }
     pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->host_wake);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }

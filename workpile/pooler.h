@@ -87,7 +87,7 @@ struct tdm_pooler_job {
     uint64_t seq;              /* submission order, across the two queues */
     double queued_ms;          /* TDM_DISPATCH_TRACE: when it was last queued (ms, CLOCK_MONOTONIC) */
     double taken_ms;           /* ... and when its batch was taken */
-    int small, demoted, latency_turn;
+    int small, demoted, latency_turn, host;
 };
 
 /* Marks a job cancelled (see `cancel`). Any thread, any time between submission and
@@ -131,7 +131,7 @@ tdm_pooler_fairness tdm_pooler_fairness_default(void);
 
 /* One engine run, for the optional `ran` hook. */
 typedef struct tdm_pooler_batch {
-    int thread;        /* which pooler thread ran it, 0 .. lanes - 1 */
+    int thread;        /* which pooler thread ran it, 0 .. lanes - 1, then the host threads (lanes + k) */
     size_t jobs;
     size_t queries;
     uint64_t tasks;    /* sum of n_tasks */
@@ -163,6 +163,16 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
 /* Runs what is still queued, finishes it, joins the threads. Idempotent. Not
  * from a callback. */
 void tdm_pooler_stop(tdm_pooler *p);
+/* Host threads (the scheduler's host lanes, tdm_sched_host_lanes: one thread each,
+ * named "tdm-host"): a job of configurations of at most max_configs queries (0,
+ * the default: none) goes to them instead, and one of them runs it alone and at
+ * once on the CPU engine, on its own thread (tdm_sched_run_configs_host), against
+ * its own work account. A planner's single state costs the CPU engine tens of
+ * microseconds, less than a device run takes to start, and it no longer waits for
+ * one (bench/results/ompl_resident.md). Before the first submit. */
+void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs);
+/* The host threads started: tdm_sched_host_lanes(engine), at most 8. */
+int tdm_pooler_host_threads(const tdm_pooler *p);
 /* Sets the fairness rules; before the first submit. */
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
 /* Before the first submit: `end` (with the create's data) is called on the pooler thread

@@ -70,6 +70,8 @@ enum { ON_CPU, ON_GPU, ON_HYBRID };
 /* lanes per engine (tdm_sched_config.lanes) x GPU engines */
 #define MAX_LANES_PER_ENGINE 8
 #define MAX_LANES (MAX_LANES_PER_ENGINE * TDM_SCHED_MAX_GPUS)
+/* host lanes (tdm_sched_config.host_lanes): the CPU engine's alone, after the engines' lanes */
+#define MAX_HOST_LANES 8
 
 /* One run in flight: what a tdm_sched_run uses and nobody else touches while
  * it lasts. Several lanes let several threads run at once (tdm_sched_config.
@@ -77,6 +79,8 @@ enum { ON_CPU, ON_GPU, ON_HYBRID };
  * scheduler on lane k of each engine. */
 typedef struct lane {
     int index;
+    int host;  /* a host lane: its runs go to the CPU engine, on the caller's thread (tdm_sched_run_configs_host) */
+    int cpu_only; /* this run: every chunk on the CPU engine, on the caller's thread */
     int dev;   /* the GPU engine (index into gpus[]) it runs on; 0 without a GPU */
     int elane; /* ... and the lane of that engine: index / n_gpus (the CPU engine's is index) */
     tdm_backend_stats seen[3]; /* the engines' counters of this lane already added to the stats */
@@ -131,7 +135,9 @@ struct tdm_sched {
     struct { uint64_t device, mesh, budget; } dev_mem[TDM_SCHED_MAX_GPUS]; /* per engine, under stats_lock */
 
     int n_lanes;
-    lane lanes[MAX_LANES];
+    lane lanes[MAX_LANES + MAX_HOST_LANES]; /* the engines' n_lanes, then n_host host lanes */
+    int n_host;
+    uint32_t free_host;         /* bit k: lanes[n_lanes + k] is not running (under lane_lock) */
     pthread_mutex_t lane_lock;  /* guards free_lanes, busy, next_dev */
     pthread_cond_t lane_freed;
     uint64_t free_lanes;        /* bit k: lanes[k] is not running */
@@ -291,9 +297,26 @@ static lane *lane_get_dev(tdm_sched *e, int d)
     }
 }
 
+/* Takes a free host lane, waiting for one (there is one at least). */
+static lane *lane_get_host(tdm_sched *e)
+{
+    pthread_mutex_lock(&e->lane_lock);
+    while (!e->free_host) pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+    int k = __builtin_ctz(e->free_host);
+    e->free_host &= ~(1u << k);
+    pthread_mutex_unlock(&e->lane_lock);
+    return &e->lanes[e->n_lanes + k];
+}
+
 static void lane_put(tdm_sched *e, lane *l)
 {
     pthread_mutex_lock(&e->lane_lock);
+    if (l->host) {
+        e->free_host |= 1u << (l->index - e->n_lanes);
+        pthread_cond_broadcast(&e->lane_freed);
+        pthread_mutex_unlock(&e->lane_lock);
+        return;
+    }
     e->free_lanes |= 1ull << (l - e->lanes);
     e->busy[l->dev]--;
     /* waiters want different lanes (any usable one, or one of a given engine) */
@@ -317,7 +340,7 @@ static void engine_failed(tdm_sched *e, int d)
  * thread holding l (the lane's counters are read by it only). */
 static void device_stats(tdm_sched *e, lane *l)
 {
-    if (!e->n_gpus) return;
+    if (!e->n_gpus || l->host) return;
     uint64_t d_iters = 0, d_pairs = 0, d_small = 0, d_handovers = 0, d_start = 0, d_up = 0, d_reuse = 0;
     uint64_t dev = 0, mesh = 0, budget = 0;
     int64_t d_bytes = 0;
@@ -382,7 +405,7 @@ static void free_copy(void *ctx, int d, void *copy)
 static void free_removed(tdm_sched *e, lane *l)
 {
     freer f = {e, l->elane};
-    if (e->n_gpus) tdm_registry_free_removed(e->reg, l->dev, free_copy, &f);
+    if (e->n_gpus && !l->host) tdm_registry_free_removed(e->reg, l->dev, free_copy, &f);
 }
 
 /* Frees copies[d] of every engine d that has one, each on a lane of its engine. */
@@ -597,12 +620,14 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
         return TDM_EINVAL;
     }
     if (cfg->threads < 0 || cfg->chunk_tasks == 0 || cfg->gpu_device < -1 || cfg->gpu_streams < 1 ||
-        cfg->gpu_streams > 8 || cfg->lanes < 1 || cfg->lanes > MAX_LANES_PER_ENGINE ||
+        cfg->gpu_streams > 8 || cfg->lanes < 1 || cfg->lanes > MAX_LANES_PER_ENGINE || cfg->host_lanes < 0 ||
+        cfg->host_lanes > MAX_HOST_LANES ||
         (cfg->gpu_traversal != TDM_TRAVERSAL_PAIRS && cfg->gpu_traversal != TDM_TRAVERSAL_BLOCKS &&
          cfg->gpu_traversal != TDM_TRAVERSAL_WIDE)) {
         if (why)
             snprintf(why, whylen, "threads must be >= 0, chunk_tasks >= 1, gpu_device >= -1, gpu_streams 1..8, "
-                     "lanes 1..%d and the traversal pairs, blocks or wide", MAX_LANES_PER_ENGINE);
+                     "lanes 1..%d, host_lanes 0..%d and the traversal pairs, blocks or wide", MAX_LANES_PER_ENGINE,
+                     MAX_HOST_LANES);
         return TDM_EINVAL;
     }
     int bad_dev = 0;
@@ -667,10 +692,17 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
         e->lanes[k].dev = e->n_gpus ? k % e->n_gpus : 0;
         e->lanes[k].elane = e->n_gpus ? k / e->n_gpus : k;
     }
+    e->n_host = cfg->host_lanes;
+    e->free_host = (1u << e->n_host) - 1;
+    for (int k = e->n_lanes; k < e->n_lanes + e->n_host; k++) {
+        e->lanes[k].index = k;
+        e->lanes[k].host = 1;
+        e->lanes[k].cpu_only = 1;
+    }
     e->stats.gpu_engines = (uint32_t)e->n_gpus;
     for (int d = 0; d < e->n_gpus; d++) e->stats.gpu_engine_device[d] = e->gpu_dev[d];
     if ((rc = tdm_registry_create(e->n_gpus ? e->n_gpus : 1, &e->reg)) != TDM_OK ||
-        (rc = tdm_cpu_backend_create(e->pool, e->n_lanes, &e->engines[ON_CPU])) != TDM_OK) {
+        (rc = tdm_cpu_backend_create(e->pool, e->n_lanes + e->n_host, &e->engines[ON_CPU])) != TDM_OK) {
         if (why) snprintf(why, whylen, "CPU engine: %s", tdm_strerror(rc));
         tdm_sched_destroy(e);
         return rc;
@@ -729,7 +761,7 @@ void tdm_sched_destroy(tdm_sched *e)
     if (e->engines[ON_HYBRID]) e->engines[ON_HYBRID]->ops->destroy(e->engines[ON_HYBRID]); /* borrows gpus[0] */
     for (int d = e->n_gpus - 1; d >= 0; d--) e->gpus[d]->ops->destroy(e->gpus[d]);
     if (e->engines[ON_CPU]) e->engines[ON_CPU]->ops->destroy(e->engines[ON_CPU]);
-    for (int k = 0; k < e->n_lanes; k++) {
+    for (int k = 0; k < e->n_lanes + e->n_host; k++) {
         lane *l = &e->lanes[k];
         free(l->tasks);
         free(l->res);
@@ -755,6 +787,7 @@ void tdm_sched_destroy(tdm_sched *e)
 }
 
 int tdm_sched_lanes(const tdm_sched *e) { return e->n_lanes; }
+int tdm_sched_host_lanes(const tdm_sched *e) { return e->n_host; }
 int tdm_sched_gpu_engines(const tdm_sched *e) { return e->n_gpus; }
 
 static int reserve(void **p, size_t *cap, size_t need, size_t size);
@@ -1053,6 +1086,7 @@ static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt)
  * engine (or the hybrid, on GPU engine 0), unless that one has failed. */
 static int pick_engine(tdm_sched *e, const lane *l, size_t nt)
 {
+    if (l->cpu_only) return ON_CPU;
     if (e->n_gpus && !engine_broken(e, l->dev) && (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
         return e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
     return ON_CPU;
@@ -1075,7 +1109,7 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
     size_t n_scenes = where != ON_CPU && !one_scene && !uniform ? chunk_scene_copies(e, l, queries, nt) : 0;
     ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, l->dev, copies,
                    n_scenes ? l->mscene : NULL, n_scenes, l->mcopies, fold_into};
-    tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL};
+    tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL, l->cpu_only};
     double t0 = now_s();
     int rc = TDM_OK;
     if (where != ON_CPU) {
@@ -1217,6 +1251,7 @@ static int pairs_pass(tdm_sched *e, lane *l, const tdm_sched_query *queries, tdm
         }
         if (nt > 0) {
             tdm_task_list list = tdm_task_list_array(l->tasks, nt);
+            list.one_thread = l->cpu_only;
             e->engines[ON_CPU]->ops->run(e->engines[ON_CPU], l->index, &list, l->res);
         }
         *n_tasks += nt;
@@ -1567,11 +1602,14 @@ static void run_uniform(tdm_sched *e, lane *l, qset queries, size_t n, uint32_t 
 
 /* A checked batch: uniform (its check count) runs as one chunk with no refs;
  * otherwise qs.a is the array. */
+/* ... host: every chunk on the CPU engine, on the caller's thread, on a host lane when
+ * there are any (tdm_sched_run_configs_host). */
 static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results, uint32_t uniform, int cull,
-                     const tdm_scene *one_scene, double t_scan)
+                     const tdm_scene *one_scene, double t_scan, int host)
 {
     const tdm_sched_query *queries = qs.a; /* NULL for tdm_sched_run_poses: uniform or cull then */
-    lane *l = lane_get(e);
+    lane *l = host && e->n_host ? lane_get_host(e) : lane_get(e);
+    l->cpu_only = l->host || host;
     double t0 = now_s();
     int rc = TDM_OK;
     size_t qcap = l->queries_cap, qcap2 = l->queries_cap;
@@ -1636,7 +1674,7 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
     e->stats.cpu_tasks += l->run_on[ON_CPU];
     e->stats.gpu_tasks += l->run_on[ON_GPU];
     e->stats.hybrid_tasks += l->run_on[ON_HYBRID];
-    if (e->n_gpus) {
+    if (e->n_gpus && !l->cpu_only) {
         e->stats.gpu_engine_tasks[l->dev] += l->run_on[ON_GPU] + l->run_on[ON_HYBRID];
         e->stats.gpu_engine_runs[l->dev]++;
     }
@@ -1647,11 +1685,12 @@ static int run_batch(tdm_sched *e, qset qs, size_t n, tdm_sched_result *results,
     pthread_mutex_unlock(&e->stats_lock);
     device_stats(e, l);
 out:
+    l->cpu_only = l->host;
     lane_put(e, l);
     return rc;
 }
 
-int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
+static int sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results, int host)
 {
     if (n > UINT32_MAX) return TDM_EINVAL;
     if (n > 0 && !queries[0].scene) return TDM_EINVAL;
@@ -1665,11 +1704,16 @@ int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sc
                            ? sj.checks
                            : 0;
     if (e->trace) t_scan = now_s() - t_scan;
-    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, cull, one_scene, t_scan);
+    return run_batch(e, (qset){queries, NULL, 0}, n, results, uniform, cull, one_scene, t_scan, host);
+}
+
+int tdm_sched_run(tdm_sched *e, const tdm_sched_query *queries, size_t n, tdm_sched_result *results)
+{
+    return sched_run(e, queries, n, results, 0);
 }
 
 /* The poses of one scene: checked once, not per query. */
-int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, tdm_sched_result *results)
+static int run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, tdm_sched_result *results, int host)
 {
     const tdm_scene *s = proto->scene;
     if (n > UINT32_MAX || !s || (!proto->poses && s->n_movable > 0) ||
@@ -1678,9 +1722,9 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
         return TDM_EINVAL;
     if (n == 0) return TDM_OK;
     if (e->cull && s->n_checks >= 2 && s->n_checks <= e->chunk)
-        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, 0, 1, s, 0);
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, 0, 1, s, 0, host);
     if (s->n_checks > 0 && (uint64_t)n * s->n_checks <= e->chunk)
-        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, 0, s, 0);
+        return run_batch(e, (qset){NULL, proto, s->n_movable}, n, results, s->n_checks, 0, s, 0, host);
     /* more than one chunk's tasks (or nothing to check): as queries, a piece at a time */
     size_t piece = s->n_checks ? e->chunk / s->n_checks : n;
     if (piece == 0) piece = 1;
@@ -1695,10 +1739,15 @@ int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, td
             q[i] = *proto;
             q[i].poses = proto->poses + (lo + i) * s->n_movable;
         }
-        rc = tdm_sched_run(e, q, m, results + lo);
+        rc = sched_run(e, q, m, results + lo, host);
     }
     free(q);
     return rc;
+}
+
+int tdm_sched_run_poses(tdm_sched *e, const tdm_sched_query *proto, size_t n, tdm_sched_result *results)
+{
+    return run_poses(e, proto, n, results, 0);
 }
 
 /* ---- batches of configurations ---------------------------------------------------
@@ -1740,7 +1789,7 @@ static void kin_share(void *arg, int k, int nk)
 }
 
 static int configs_on_host(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
-                           size_t n, tdm_sched_result *results)
+                           size_t n, tdm_sched_result *results, int host)
 {
     size_t piece = n < CONFIG_PIECE ? n : CONFIG_PIECE;
     tdm_xform *poses = malloc(sizeof *poses * piece * (kin->n_elems ? kin->n_elems : 1));
@@ -1749,14 +1798,14 @@ static int configs_on_host(tdm_sched *e, const tdm_sched_query *proto, const tdm
     for (size_t lo = 0; lo < n && rc == TDM_OK; lo += piece) {
         size_t m = n - lo < piece ? n - lo : piece;
         kin_job j = {kin, configs + lo * kin->n_q, poses, m, 0};
-        tdm_pool_run(e->pool, kin_share, &j, m >= 1024 ? tdm_pool_threads(e->pool) : 1);
+        tdm_pool_run(e->pool, kin_share, &j, m >= 1024 && !host ? tdm_pool_threads(e->pool) : 1);
         if (j.failed) {
             rc = TDM_ENOMEM;
             break;
         }
         tdm_sched_query q = *proto;
         q.poses = poses;
-        rc = tdm_sched_run_poses(e, &q, m, results + lo);
+        rc = run_poses(e, &q, m, results + lo, host);
     }
     free(poses);
     return rc;
@@ -1939,7 +1988,16 @@ int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_
     int rc = proto->pairs ? TDM_EINVAL : configs_check(&g, proto->mode, proto->max_contacts, configs);
     if (rc != TDM_OK || n == 0) return rc;
     if (configs_device(e, &g, 1, proto->mode, proto->max_contacts, configs, n, results, 0) == TDM_OK) return TDM_OK;
-    return configs_on_host(e, proto, kin, configs, n, results);
+    return configs_on_host(e, proto, kin, configs, n, results, 0);
+}
+
+int tdm_sched_run_configs_host(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                               size_t n, tdm_sched_result *results)
+{
+    tdm_sched_configs_group g = {proto->scene, kin, n};
+    int rc = proto->pairs ? TDM_EINVAL : configs_check(&g, proto->mode, proto->max_contacts, configs);
+    if (rc != TDM_OK || n == 0) return rc;
+    return configs_on_host(e, proto, kin, configs, n, results, 1);
 }
 
 int tdm_sched_configs_on_device(const tdm_sched *e)

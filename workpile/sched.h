@@ -113,6 +113,8 @@ typedef struct tdm_sched_config {
                                  this order (the first also runs the hybrid engine and the calibration);
                                  an index may repeat (one engine more on that GPU) */
     int n_gpu_devices;        /* 0 (the default): every device of the machine, one engine each */
+    int host_lanes;           /* 0..8 (default 0): lanes of the CPU engine alone, beside the lanes above, for
+                                 tdm_sched_run_configs_host: its runs never wait for a device run's lane */
 } tdm_sched_config;
 
 /* Parses a device list: "all" (*n = 0: every device present), or device indices
@@ -139,6 +141,9 @@ const char *tdm_sched_detail(const tdm_sched *e);
 /* How many threads may run at once: tdm_sched_config.lanes x the GPU engines
  * (x 1 without a GPU; 1 for the hybrid). */
 int tdm_sched_lanes(const tdm_sched *e);
+/* Host lanes (tdm_sched_config.host_lanes): that many more threads may call
+ * tdm_sched_run_configs_host at once without waiting for the others' runs. */
+int tdm_sched_host_lanes(const tdm_sched *e);
 /* GPU-resident engines (listed devices started), 0 without a GPU engine. */
 int tdm_sched_gpu_engines(const tdm_sched *e);
 
@@ -226,6 +231,14 @@ typedef struct tdm_sched_configs_group {
 int tdm_sched_run_configs_groups_device(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n_groups,
                                         uint32_t mode, uint32_t max_contacts, const double *configs,
                                         tdm_sched_result *results);
+/* The same on the CPU engine, whatever the engines, on the caller's thread alone
+ * (forward kinematics, culling, traversal; no pool thread woken), on a host lane
+ * when the scheduler has any (else on one of the engines' lanes). For a few
+ * configurations (a planner's single state), which it answers in the time a
+ * device run takes to start (workpile/pooler.h, host lanes). Counts against
+ * proto->work as the CPU engine does. Errors as tdm_sched_run_configs. */
+int tdm_sched_run_configs_host(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                               size_t n, tdm_sched_result *results);
 /* 1 when batches of configurations run on the device (a GPU-resident engine, the
  * device path on), so that pooling them pays. */
 int tdm_sched_configs_on_device(const tdm_sched *e);
