@@ -66,7 +66,8 @@ struct tdm_pooler {
     pthread_cond_t wake;         /* the lanes' threads */
     pthread_cond_t host_wake;    /* the host threads */
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
-    uint64_t queued_gen;         /* bumped (atomically) whenever a job is submitted or queued */
+    uint64_t queued_gen[2];      /* bumped (atomically) whenever a job is submitted or queued: [0] the
+                                    lanes' jobs, [1] the host threads' (each kind polls its own) */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
     /* written under lock; read atomically by tdm_pooler_submit */
     int sleepers;                /* threads in pthread_cond_wait */
@@ -160,7 +161,7 @@ static void learn_cost(tdm_pooler_job *j, uint64_t used, int cut)
  * it already failed there. */
 static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
 {
-    __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->queued_gen[j->host], 1, __ATOMIC_RELEASE);
     if (p->trace) j->queued_ms = now_ms();
     j->seq = p->seq++;
     queue_push(j->host ? &p->host : j->small && !j->demoted ? &p->small : &p->large, j);
@@ -469,14 +470,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* With the lock held and no work for the caller: polls, without the lock, for a job
- * to be submitted or queued, for at most spin_ns, and takes the lock again. A thread that sleeps
- * costs whoever queues the next job a wake-up (a system call on tandemd's loop thread,
- * per request when planners' requests come one by one); a device engine's threads
- * spin on the device anyway. Returns 1 when a job was queued meanwhile. */
-static int spin_for_work(tdm_pooler *p, const worker *w)
+/* With the lock held and no work for the caller: polls, without the lock, for a job of its
+ * kind to be submitted or queued, until `until` (ms), and takes the lock again. A thread that
+ * sleeps costs whoever queues the next job a wake-up (a system call on tandemd's loop thread,
+ * per request when planners' requests come one by one); a device engine's threads spin on
+ * the device anyway. Returns 1 when a job of its kind was queued meanwhile, or the inbox
+ * holds one of any kind (the caller drains it and polls again until `until`). */
+static int spin_for_work(tdm_pooler *p, const worker *w, double until)
 {
-    uint64_t gen = __atomic_load_n(&p->queued_gen, __ATOMIC_ACQUIRE);
+    uint64_t *gen_at = &p->queued_gen[w->host], gen = __atomic_load_n(gen_at, __ATOMIC_ACQUIRE);
     if (!inbox_empty(p)) return 1; /* submitted since the caller's drain */
     if (p->stopping) return 0;
     /* counted while it polls, so that a submitter need not wake anyone (tdm_pooler_submit); not
@@ -486,10 +488,9 @@ static int spin_for_work(tdm_pooler *p, const worker *w)
     int *spinners = w->host ? &p->host_spinners : &p->spinners, counted = !on_latency_lane(p, w);
     if (counted) __atomic_add_fetch(spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&p->lock);
-    double until = now_ms() + 1e-6 * (double)p->spin_ns;
     int queued = 0;
     for (unsigned i = 0;; i++) {
-        if (__atomic_load_n(&p->queued_gen, __ATOMIC_ACQUIRE) != gen) {
+        if (__atomic_load_n(gen_at, __ATOMIC_ACQUIRE) != gen) {
             queued = 1;
             break;
         }
@@ -510,15 +511,20 @@ static void *pooler_main(void *arg)
     for (;;) {
         double t_idle = p->trace ? now_ms() : 0;
         /* a slice may still come back to a queue while any job is pending */
-        int spun = 0;
+        double until = 0; /* this wait's polling ends (ms), once it polls */
         for (;;) {
             drain_inbox(p);
             if (has_work(p, w) || (p->stopping && !pending_of(p))) break;
-            if (p->spin_ns && !spun) { /* once per wait, then the condition again under the lock: a job
-                                          queued as the spin ended found no sleeper to wake */
-                spun = 1;
-                spin_for_work(p, w);
-                continue;
+            if (p->spin_ns) { /* until the wait's polling time is spent (jobs of the other kind end
+                                 a poll early: drained, polled again), then the condition again
+                                 under the lock: a job queued as the polling ended found no
+                                 sleeper to wake */
+                double now = now_ms();
+                if (until == 0) until = now + 1e-6 * (double)p->spin_ns;
+                if (now < until) {
+                    spin_for_work(p, w, until);
+                    continue;
+                }
             }
             /* a sleeper first, then one more look at the inbox: a submitter that pushed after
                that look sees the sleeper and wakes it (tdm_pooler_submit). Every sleeper clears
@@ -532,6 +538,7 @@ static void *pooler_main(void *arg)
             if (inbox_empty(p)) pthread_cond_wait(w->host ? &p->host_wake : &p->wake, &p->lock);
             __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
             __atomic_store_n(waking, 0, __ATOMIC_SEQ_CST);
+            until = 0; /* woken: polls again before it sleeps again */
         }
         /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
            the lock (those further back, when they come to the head) */
@@ -674,7 +681,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     tdm_pooler_job *head = __atomic_load_n(&p->inbox, __ATOMIC_RELAXED);
     do job->next = head;
     while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-    __atomic_add_fetch(&p->queued_gen, 1, __ATOMIC_RELEASE); /* for the threads spinning for work */
+    __atomic_add_fetch(&p->queued_gen[job->host], 1, __ATOMIC_RELEASE); /* for the threads polling for work */
     /* No wake-up while a thread that takes any job of its kind polls for one (spin_for_work):
        it looks at the inbox after it stops counting itself (a polling latency lane, which may
        not take the job, does not count). Else a sleeping thread (it looked at the inbox
