@@ -665,8 +665,10 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     job->work = (tdm_work){job->max_work, 0, cancelled, cancelled};
     job->done = job->turn = 0;
     job->demoted = job->latency_turn = 0;
-    /* read without the lock: set before the first submit, the threads started at create */
-    job->host = p->host_configs && p->n_host && job->configs && job->n_queries <= p->host_configs;
+    /* read without the lock: set before the first submit, the threads started at create; kept
+       here too, as the job is not ours to read once pushed (it may be run, finished and
+       submitted again meanwhile) */
+    int h = job->host = p->host_configs && p->n_host && job->configs && job->n_queries <= p->host_configs;
     /* pending first: a thread leaves only when nothing is pending after `stopping` */
     __atomic_add_fetch(&p->pending, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
@@ -681,7 +683,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     tdm_pooler_job *head = __atomic_load_n(&p->inbox, __ATOMIC_RELAXED);
     do job->next = head;
     while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-    __atomic_add_fetch(&p->queued_gen[job->host], 1, __ATOMIC_RELEASE); /* for the threads polling for work */
+    __atomic_add_fetch(&p->queued_gen[h], 1, __ATOMIC_RELEASE); /* for the threads polling for work */
     /* No wake-up while a thread that takes any job of its kind polls for one (spin_for_work):
        it looks at the inbox after it stops counting itself (a polling latency lane, which may
        not take the job, does not count). Else a sleeping thread (it looked at the inbox
@@ -691,7 +693,6 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
        on the lock (a second system call here each time). A signal could wake only the latency
        lane, which may not take the job. One broadcast until a sleeper runs
        (`waking`, see pooler_main): the loop may submit several requests before it does. */
-    int h = job->host;
     if (!__atomic_load_n(h ? &p->host_spinners : &p->spinners, __ATOMIC_SEQ_CST) &&
         __atomic_load_n(h ? &p->host_sleepers : &p->sleepers, __ATOMIC_SEQ_CST) &&
         !__atomic_exchange_n(h ? &p->host_waking : &p->waking, 1, __ATOMIC_SEQ_CST)) {
