@@ -1,5 +1,5 @@
 set -uo pipefail
-# Call 17: host lanes polling for their own jobs (96fd0fc..HEAD): the row with 0, 2 and 4 host lanes,
+# Call 17: host lanes polling for their own jobs (1278cf1): the row with 0, 2 and 4 host lanes,
 # at 5 and 3 engine lanes; FCL 16; test_robot_scene; run_ompl.sh in the time left.
 P=/tmp/p17; mkdir -p $P/new
 tar xzf .packs/new.tar.gz -C $P/new
