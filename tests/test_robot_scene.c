@@ -1216,8 +1216,10 @@ Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
 
 /* Host lanes (tdm_pooler_set_host): jobs of at most HOST_MAX configurations run alone on a host
  * thread, on the CPU engine, the others on the engine's lanes; every job gets its own scene's
- * answers, a bad job fails alone, and a host job counts against its own work account. On the
- * CPU engine, and on the GPU engine where there is one. */
+ * answers, a bad job fails alone, and a host job counts against its own work account. With
+ * `cut`, the small jobs' budget (the latency lane's) is one test: a host job that needs more is
+ * run again on the lanes (its answer unchanged), and once its scene's cost is learned the next
+ * ones go there at once. On the CPU engine, and on the GPU engine where there is one. */
 enum { HOST_MAX = 8, HOST_JOBS = 96 };
 static const uint32_t host_sizes[] = {1, 1, 2, 5, 8, 9, 40, 1};
 
@@ -1241,7 +1243,7 @@ static void host_finished(tdm_pooler_job *j, void *data)
     pthread_mutex_unlock(&w->mu);
 }
 
-static void host_lanes_run(tdm_backend_kind kind)
+static void host_lanes_run(tdm_backend_kind kind, int cut)
 {
     char why[320] = "";
     tdm_sched *e = sched_with(kind, 2, 2, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
@@ -1275,17 +1277,31 @@ static void host_lanes_run(tdm_backend_kind kind)
     cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, host_finished, NULL, &w, &pl), TDM_OK);
     cr_assert_eq(tdm_pooler_host_threads(pl), 2);
     tdm_pooler_set_host(pl, HOST_MAX);
+    if (cut) {
+        tdm_pooler_fairness f = tdm_pooler_fairness_default();
+        f.latency_work = 1;
+        tdm_pooler_set_fairness(pl, &f);
+    }
     for (int k = 0; k < HOST_JOBS; k++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[k]), TDM_OK);
     pthread_mutex_lock(&w.mu);
     while (w.finished < HOST_JOBS) pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
+    tdm_pooler_stats st;
+    tdm_pooler_get_stats(pl, &st);
     tdm_pooler_destroy(pl);
-    size_t hosted = 0, colliding = 0;
+    /* a job cut on a host thread runs again on the lanes: two runs (no job here is sliced) */
+    if (cut) cr_assert_gt(st.jobs, HOST_JOBS, "no host job was cut and run again on the lanes");
+    else cr_assert_eq(st.jobs, HOST_JOBS, "a job ran twice");
+    size_t hosted = 0, moved = 0, colliding = 0;
     for (int k = 0; k < HOST_JOBS; k++) {
         uint32_t n = jobs[k].n_queries;
-        cr_assert_eq(on_host[k], n <= HOST_MAX, "job %d of %u configurations %s on a host thread", k, n,
-                     on_host[k] ? "ran" : "did not run");
+        if (cut) cr_assert(!on_host[k] || n <= HOST_MAX, "job %d of %u configurations ran on a host thread", k, n);
+        else
+            cr_assert_eq(on_host[k], n <= HOST_MAX, "job %d of %u configurations %s on a host thread", k, n,
+                         on_host[k] ? "ran" : "did not run");
         hosted += on_host[k];
+        moved += !on_host[k] && n <= HOST_MAX;
+        if (cut && k == 17) continue; /* its own budget: on the lanes of a GPU engine, which counts no work */
         if (k == 10 || k == 17) {
             int rc = k == 10 ? TDM_ENONFINITE : TDM_EBUDGET;
             cr_assert_eq(jobs[k].rc, rc, "job %d: rc %d (%s), want %s", k, jobs[k].rc, tdm_strerror(jobs[k].rc),
@@ -1298,7 +1314,9 @@ static void host_lanes_run(tdm_backend_kind kind)
                      (unsigned long long)seed, k, k % N_SCENES, n, d, first);
         for (uint32_t i = 0; i < n; i++) colliding += want[at[k] + i].colliding;
     }
-    cr_log_info("%zu of %d jobs on the host threads, %zu colliding configurations", hosted, HOST_JOBS, colliding);
+    cr_log_info("%zu of %d jobs on the host threads, %zu small ones on the lanes, %zu colliding configurations",
+                hosted, HOST_JOBS, moved, colliding);
+    if (cut) cr_assert_gt(moved, 0, "no small job went to the lanes over the small jobs' budget");
     cr_assert(colliding > 0 && colliding < at[HOST_JOBS], "the jobs need both answers");
     scene_set_free(&set, kind == TDM_BACKEND_CPU ? NULL : e);
     free(jobs);
@@ -1309,8 +1327,10 @@ static void host_lanes_run(tdm_backend_kind kind)
     tdm_sched_destroy(e);
 }
 
-Test(robot_scene, host_lanes_answer_small_jobs_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU); }
-Test(robot_scene, host_lanes_answer_small_jobs_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU); }
+Test(robot_scene, host_lanes_answer_small_jobs_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, 0); }
+Test(robot_scene, host_lanes_answer_small_jobs_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, 0); }
+Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, 1); }
+Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, 1); }
 
 /* ---- the CLI ---- */
 

@@ -134,6 +134,14 @@ static uint32_t turn_of(const tdm_pooler *p, const tdm_pooler_job *j)
  * pooler owns, read and written atomically. */
 static uint64_t *cost_hint(const tdm_pooler_job *j) { return &((tdm_scene *)j->scene)->cost_hint; }
 
+/* Within the latency lane's budget, by what the job's scene has cost lately (so for
+ * all we know when that is not known)? */
+static int within_small_work(const tdm_pooler *p, const tdm_pooler_job *j)
+{
+    uint64_t c = __atomic_load_n(cost_hint(j), __ATOMIC_RELAXED), t = (uint64_t)j->n_queries * tasks_per_query(j);
+    return !p->fair.latency_work || !c || !t || t <= p->fair.latency_work / c;
+}
+
 /* Is the job small, for the latency lane: few tasks, and, from what its scene
  * has cost lately, within the lane's budget? */
 static int is_small(const tdm_pooler *p, const tdm_pooler_job *j)
@@ -220,10 +228,12 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
     uint64_t used = __atomic_load_n(&j->work.used, __ATOMIC_RELAXED);
     learn_cost(j, used, verdict == TDM_EBUDGET);
     if (verdict == TDM_EBUDGET && j->latency_turn && !(j->max_work && used > j->max_work)) {
-        /* over the latency lane's budget, not its own: again, on the other lanes, from the start of the turn */
+        /* over the latency lane's budget (or a host thread's), not its own: again, on the other
+           lanes, from the start of the turn */
         __atomic_store_n(&j->work.over, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&j->work.used, 0, __ATOMIC_RELAXED);
         j->demoted = 1;
+        j->host = 0;
     } else if (verdict != TDM_OK) {
         j->rc = verdict;
         return 1;
@@ -397,7 +407,7 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
         if (!p->host.head) p->host.tail = NULL;
         j->next = NULL;
         j->turn = j->n_queries - j->done;
-        j->latency_turn = 0;
+        j->latency_turn = 1; /* cut at the latency lane's budget, then the lanes' (after_turn) */
         *b = (tdm_pooler_batch){thread_index(p, w), 1, j->turn, tasks_per_query(j) * j->turn, weight(p, j),
                                 j->pairs_reserved, TDM_OK};
         return j;
@@ -668,7 +678,8 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     /* read without the lock: set before the first submit, the threads started at create; kept
        here too, as the job is not ours to read once pushed (it may be run, finished and
        submitted again meanwhile) */
-    int h = job->host = p->host_configs && p->n_host && job->configs && job->n_queries <= p->host_configs;
+    int h = job->host = p->host_configs && p->n_host && job->configs && job->n_queries <= p->host_configs &&
+                        within_small_work(p, job);
     /* pending first: a thread leaves only when nothing is pending after `stopping` */
     __atomic_add_fetch(&p->pending, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
