@@ -16,7 +16,9 @@
  * lanes per GPU engine x GPU engines, at most 64): while one thread's batch is on the GPU, another takes the next
  * batch and prepares it, so the host work around each run (gathering the
  * queries, building tasks, folding results, the `finished` callbacks) overlaps
- * the device's work. Jobs may therefore finish out of submission order.
+ * the device's work. Jobs may therefore finish out of submission order. Beside
+ * them, one host thread per host lane of the scheduler (tdm_sched_host_lanes)
+ * takes the jobs of a few configurations alone (tdm_pooler_set_host).
  *
  * A job is weighed against max_batch_tasks by its tasks (n_queries x the
  * scene's checked pairs), or by its queries when that is more (a scene with no
