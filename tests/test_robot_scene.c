@@ -1216,10 +1216,13 @@ Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
 
 /* Host lanes (tdm_pooler_set_host): jobs of at most HOST_MAX configurations run alone on a host
  * thread, on the CPU engine, the others on the engine's lanes; every job gets its own scene's
- * answers, a bad job fails alone, and a host job counts against its own work account. With
- * `cut`, the small jobs' budget (the latency lane's) is one test: a host job that needs more is
- * run again on the lanes (its answer unchanged), and once its scene's cost is learned the next
- * ones go there at once. On the CPU engine, and on the GPU engine where there is one. */
+ * answers, a bad job fails alone, and a host job counts against its own work account. HOST_ONE:
+ * one job at a time, so a host thread is free for each small one. HOST_CUT: the same, with the
+ * small jobs' budget (the latency lane's) at one test: a host job that needs more is run again on
+ * the lanes (its answer unchanged), and once its scene's cost is learned the next ones go there
+ * at once. HOST_BURST: every job at once: a small job finding both host threads taken goes to the
+ * lanes. On the CPU engine, and on the GPU engine where there is one. */
+enum { HOST_ONE, HOST_CUT, HOST_BURST };
 enum { HOST_MAX = 8, HOST_JOBS = 96 };
 static const uint32_t host_sizes[] = {1, 1, 2, 5, 8, 9, 40, 1};
 
@@ -1243,8 +1246,9 @@ static void host_finished(tdm_pooler_job *j, void *data)
     pthread_mutex_unlock(&w->mu);
 }
 
-static void host_lanes_run(tdm_backend_kind kind, int cut)
+static void host_lanes_run(tdm_backend_kind kind, int mode)
 {
+    int cut = mode == HOST_CUT;
     char why[320] = "";
     tdm_sched *e = sched_with(kind, 2, 2, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
     if (!e) cr_skip_test("no GPU engine: %s", why);
@@ -1282,7 +1286,12 @@ static void host_lanes_run(tdm_backend_kind kind, int cut)
         f.latency_work = 1;
         tdm_pooler_set_fairness(pl, &f);
     }
-    for (int k = 0; k < HOST_JOBS; k++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[k]), TDM_OK);
+    for (int k = 0; k < HOST_JOBS; k++) {
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[k]), TDM_OK);
+        pthread_mutex_lock(&w.mu);
+        while (mode != HOST_BURST && w.finished < (size_t)k + 1) pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+    }
     pthread_mutex_lock(&w.mu);
     while (w.finished < HOST_JOBS) pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
@@ -1295,13 +1304,14 @@ static void host_lanes_run(tdm_backend_kind kind, int cut)
     size_t hosted = 0, moved = 0, colliding = 0;
     for (int k = 0; k < HOST_JOBS; k++) {
         uint32_t n = jobs[k].n_queries;
-        if (cut) cr_assert(!on_host[k] || n <= HOST_MAX, "job %d of %u configurations ran on a host thread", k, n);
+        if (mode != HOST_ONE)
+            cr_assert(!on_host[k] || n <= HOST_MAX, "job %d of %u configurations ran on a host thread", k, n);
         else
             cr_assert_eq(on_host[k], n <= HOST_MAX, "job %d of %u configurations %s on a host thread", k, n,
                          on_host[k] ? "ran" : "did not run");
         hosted += on_host[k];
         moved += !on_host[k] && n <= HOST_MAX;
-        if (cut && k == 17) continue; /* its own budget: on the lanes of a GPU engine, which counts no work */
+        if (k == 17 && !on_host[k]) continue; /* its own budget: on a GPU engine's lanes, which count no work */
         if (k == 10 || k == 17) {
             int rc = k == 10 ? TDM_ENONFINITE : TDM_EBUDGET;
             cr_assert_eq(jobs[k].rc, rc, "job %d: rc %d (%s), want %s", k, jobs[k].rc, tdm_strerror(jobs[k].rc),
@@ -1316,7 +1326,8 @@ static void host_lanes_run(tdm_backend_kind kind, int cut)
     }
     cr_log_info("%zu of %d jobs on the host threads, %zu small ones on the lanes, %zu colliding configurations",
                 hosted, HOST_JOBS, moved, colliding);
-    if (cut) cr_assert_gt(moved, 0, "no small job went to the lanes over the small jobs' budget");
+    if (mode != HOST_ONE) cr_assert_gt(moved, 0, "no small job went to the lanes");
+    if (mode == HOST_BURST) cr_assert_gt(hosted, 0, "no job ran on a host thread");
     cr_assert(colliding > 0 && colliding < at[HOST_JOBS], "the jobs need both answers");
     scene_set_free(&set, kind == TDM_BACKEND_CPU ? NULL : e);
     free(jobs);
@@ -1327,10 +1338,12 @@ static void host_lanes_run(tdm_backend_kind kind, int cut)
     tdm_sched_destroy(e);
 }
 
-Test(robot_scene, host_lanes_answer_small_jobs_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, 0); }
-Test(robot_scene, host_lanes_answer_small_jobs_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, 0); }
-Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, 1); }
-Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, 1); }
+Test(robot_scene, host_lanes_answer_small_jobs_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, HOST_ONE); }
+Test(robot_scene, host_lanes_answer_small_jobs_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, HOST_ONE); }
+Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, HOST_CUT); }
+Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, HOST_CUT); }
+Test(robot_scene, host_lanes_pass_a_burst_on_to_the_lanes_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, HOST_BURST); }
+Test(robot_scene, host_lanes_pass_a_burst_on_to_the_lanes_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, HOST_BURST); }
 
 /* ---- the CLI ---- */
 
