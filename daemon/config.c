@@ -207,6 +207,10 @@ static const opt opts[] = {
     {"latency-lane-work", T_U64, OFF(latency_lane_work), "262144", 0, UINT64_MAX, NULL, "N",
      "Box and triangle tests a small request may cost on the latency lane; one that needs more is run "
      "again on the other lanes, so the small requests behind it wait no longer (0: no cut)."},
+    {"dispatch-poll-us", T_INT, OFF(dispatch_poll_us), "auto", 0, 1000000, NULL, "US",
+     "How long an idle dispatcher or host thread polls for work before it sleeps (a sleeping one costs "
+     "the next request a wake-up, a system call on the loop); while it polls it holds a core. auto: 200 "
+     "with a GPU engine (its lanes spin on the device anyway), 0 without; 0: sleep at once."},
     {"host-lanes", T_INT, OFF(host_lanes), "2", 0, 8, NULL, "N",
      "Threads beside the engine lanes that answer requests of at most host-configs robot configurations "
      "(a planner's state, a short motion's states) on the CPU engine, each request alone and at once on "
@@ -345,8 +349,12 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
     case T_U32:
     case T_U64:
     case T_INT: {
-        if (o->off == OFF(gpu_device) && strcmp(v, "none") == 0) { /* the one integer option that may be unset */
+        if (o->off == OFF(gpu_device) && strcmp(v, "none") == 0) { /* integer options that may be unset */
             c->gpu_device = -1;
+            return 0;
+        }
+        if (o->off == OFF(dispatch_poll_us) && strcmp(v, "auto") == 0) {
+            c->dispatch_poll_us = -1;
             return 0;
         }
         uint64_t x;

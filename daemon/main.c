@@ -155,6 +155,7 @@ int main(int argc, char **argv)
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
     tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
+    if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
     /* replies written by the pooler thread that packed them (conn.h); TDM_DIRECT_REPLIES=0: by
        the loop (A/B runs) */
     const char *direct = getenv("TDM_DIRECT_REPLIES");

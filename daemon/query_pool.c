@@ -379,6 +379,8 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
 
 void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs) { tdm_pooler_set_host(qp->pooler, max_configs); }
 
+void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us) { tdm_pooler_set_poll(qp->pooler, us); }
+
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s)
 {
     if (qp->pooler) tdm_pooler_get_stats(qp->pooler, s);

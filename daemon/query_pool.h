@@ -110,6 +110,8 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
 /* The pooler's host threads take requests of at most max_configs configurations
  * (tdm_pooler_set_host); before the first request. */
 void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs);
+/* The pooler's threads' polling when idle (tdm_pooler_set_poll); before the first request. */
+void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us);
 /* Jobs submitted and not yet handed back, over every sink (holding the server's lock). */
 size_t tdm_query_pool_pending(const tdm_query_pool *qp);
 /* Batches, jobs, queries and tasks the pooler ran. Any thread. */

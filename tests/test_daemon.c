@@ -2897,3 +2897,28 @@ Test(daemon, gpu_devices_flag_is_checked_and_the_cpu_engine_ignores_it)
     dmn_start(&D, one);
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
+
+/* --dispatch-poll-us: auto or 0..1000000 µs; anything else is a usage error naming the flag. */
+Test(daemon, dispatch_poll_flag_is_checked)
+{
+    static const char *const bad[] = {"x", "-5", "1000001", "autox"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *flags[] = {"--dispatch-poll-us", bad[i], NULL};
+        char *log = start_must_fail(flags, bad[i], 2);
+        cr_assert(strstr(log, "dispatch-poll-us must be an integer from 0 to 1000000"),
+                  "--dispatch-poll-us %s: the log should name the flag and its range:\n%s", bad[i], log);
+        free(log);
+    }
+    static const char *const good[] = {"auto", "0", "500"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const char *flags[] = {"--engine", "cpu", "--dispatch-poll-us", good[i], NULL};
+        dmn_start(&D, flags);
+        tdm_client *c = tdm_client_connect(D.unix_addr, 5000);
+        cr_assert(c && tdm_client_err(c) == 0, "--dispatch-poll-us %s: connect: %s", good[i],
+                  c ? tdm_client_errstr(c) : "");
+        tdm_stats st;
+        cr_assert_eq(tdm_stats_get(c, &st), 0, "stats: %s", tdm_client_errstr(c));
+        tdm_client_free(c);
+        cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    }
+}

@@ -749,6 +749,13 @@ void tdm_pooler_get_stats(tdm_pooler *p, tdm_pooler_stats *s)
 int tdm_pooler_threads(const tdm_pooler *p) { return p->n_threads; }
 int tdm_pooler_host_threads(const tdm_pooler *p) { return p->n_host; }
 
+void tdm_pooler_set_poll(tdm_pooler *p, uint64_t us)
+{
+    pthread_mutex_lock(&p->lock);
+    p->spin_ns = 1000 * us;
+    pthread_mutex_unlock(&p->lock);
+}
+
 void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs)
 {
     pthread_mutex_lock(&p->lock);

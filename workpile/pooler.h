@@ -175,6 +175,11 @@ void tdm_pooler_stop(tdm_pooler *p);
 void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs);
 /* The host threads started: tdm_sched_host_lanes(engine), at most 8. */
 int tdm_pooler_host_threads(const tdm_pooler *p);
+/* How long an idle thread polls for work before it sleeps, in µs (0: it sleeps at
+ * once). The default: 200 when the engine runs configurations on the device, else 0;
+ * TDM_POOLER_SPIN_US in the environment, read at create, sets it too. Before the
+ * first submit. */
+void tdm_pooler_set_poll(tdm_pooler *p, uint64_t us);
 /* Sets the fairness rules; before the first submit. */
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
 /* Before the first submit: `end` (with the create's data) is called on the pooler thread
