@@ -25,6 +25,18 @@ typedef struct worker {
     size_t groups_cap;
 } worker;
 
+/* How the threads of one kind (kind[0]: the lanes', kind[1]: the host threads'; a job's
+ * `host` says which kind takes it) wait for work and are woken. */
+typedef struct waiters {
+    pthread_cond_t wake;
+    uint64_t queued_gen; /* atomic: bumped whenever a job of this kind is submitted or queued (what
+                            polling threads watch) */
+    int sleepers;        /* threads in pthread_cond_wait: written under the lock, read atomically by
+                            tdm_pooler_submit */
+    int spinners;        /* atomic: threads polling for work that take any job of the kind (spin_for_work) */
+    int waking;          /* atomic: a submitter's broadcast not yet seen by a sleeper */
+} waiters;
+
 /* A queue of jobs, oldest first. */
 typedef struct queue { tdm_pooler_job *head, *tail; } queue;
 
@@ -63,17 +75,9 @@ struct tdm_pooler {
     int trace;                   /* TDM_DISPATCH_TRACE set: a line per batch on stderr */
     int configs_on_device;       /* the engine runs configurations on the device: pool jobs of them */
     pthread_mutex_t lock;
-    pthread_cond_t wake;         /* the lanes' threads */
-    pthread_cond_t host_wake;    /* the host threads */
+    waiters kind[2];             /* the lanes' threads, the host threads */
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
-    uint64_t queued_gen[2];      /* bumped (atomically) whenever a job is submitted or queued: [0] the
-                                    lanes' jobs, [1] the host threads' (each kind polls its own) */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
-    /* written under lock; read atomically by tdm_pooler_submit */
-    int sleepers;                /* threads in pthread_cond_wait */
-    int spinners;                /* atomic: threads polling for work that take any job (spin_for_work) */
-    int waking;                  /* atomic: a submitter's broadcast not yet seen by such a sleeper */
-    int host_sleepers, host_spinners, host_waking; /* the same for the host threads (atomic) */
     int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host) */
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
@@ -170,7 +174,7 @@ static void learn_cost(tdm_pooler_job *j, uint64_t used, int cut)
  * it already failed there. */
 static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
 {
-    __atomic_add_fetch(&p->queued_gen[j->host], 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->kind[j->host].queued_gen, 1, __ATOMIC_RELEASE);
     if (p->trace) j->queued_ms = now_ms();
     j->seq = p->seq++;
     queue_push(j->host ? &p->host : j->small && !j->demoted ? &p->small : &p->large, j);
@@ -197,6 +201,14 @@ static void drain_inbox(tdm_pooler *p)
 static int inbox_empty(tdm_pooler *p) { return __atomic_load_n(&p->inbox, __ATOMIC_SEQ_CST) == NULL; }
 
 static size_t pending_of(tdm_pooler *p) { return __atomic_load_n(&p->pending, __ATOMIC_SEQ_CST); }
+
+/* Wakes every sleeping thread of both kinds (lock held): stopping, or nothing pending once
+ * stopping, which is what they wait for then. */
+static void wake_all(tdm_pooler *p)
+{
+    pthread_cond_broadcast(&p->kind[0].wake);
+    pthread_cond_broadcast(&p->kind[1].wake);
+}
 
 static int reserve(worker *w, size_t n)
 {
@@ -244,7 +256,7 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
     }
     pthread_mutex_lock(&p->lock);
     enqueue(p, j);
-    if (j->host ? p->host_sleepers : p->sleepers) pthread_cond_broadcast(j->host ? &p->host_wake : &p->wake);
+    if (p->kind[j->host].sleepers) pthread_cond_broadcast(&p->kind[j->host].wake);
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -491,26 +503,27 @@ static inline void cpu_relax(void)
  * holds one of any kind (the caller drains it and polls again until `until`). */
 static int spin_for_work(tdm_pooler *p, const worker *w, double until)
 {
-    uint64_t *gen_at = &p->queued_gen[w->host], gen = __atomic_load_n(gen_at, __ATOMIC_ACQUIRE);
+    waiters *k = &p->kind[w->host];
+    uint64_t gen = __atomic_load_n(&k->queued_gen, __ATOMIC_ACQUIRE);
     if (!inbox_empty(p)) return 1; /* submitted since the caller's drain */
     if (p->stopping) return 0;
     /* counted while it polls, so that a submitter need not wake anyone (tdm_pooler_submit); not
        the latency lane, which may not take the job. The caller looks at the inbox after this
        thread stops counting itself (pooler_main drains it under the lock before it sleeps): a
        submitter that saw the count pushed its job before that look. */
-    int *spinners = w->host ? &p->host_spinners : &p->spinners, counted = !on_latency_lane(p, w);
-    if (counted) __atomic_add_fetch(spinners, 1, __ATOMIC_SEQ_CST);
+    int counted = !on_latency_lane(p, w);
+    if (counted) __atomic_add_fetch(&k->spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&p->lock);
     int queued = 0;
     for (unsigned i = 0;; i++) {
-        if (__atomic_load_n(gen_at, __ATOMIC_ACQUIRE) != gen) {
+        if (__atomic_load_n(&k->queued_gen, __ATOMIC_ACQUIRE) != gen) {
             queued = 1;
             break;
         }
         if ((i & 63) == 63 && now_ms() > until) break;
         cpu_relax();
     }
-    if (counted) __atomic_sub_fetch(spinners, 1, __ATOMIC_SEQ_CST);
+    if (counted) __atomic_sub_fetch(&k->spinners, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&p->lock);
     return queued;
 }
@@ -545,12 +558,12 @@ static void *pooler_main(void *arg)
                submitter that finds it set skips its wake-up only while a broadcast is on its way
                to every thread then asleep, each of which looks after that submitter pushed (the
                latency lane too, which a small job needs awake). */
-            int *sleepers = w->host ? &p->host_sleepers : &p->sleepers, *waking = w->host ? &p->host_waking : &p->waking;
-            __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
-            __atomic_store_n(waking, 0, __ATOMIC_SEQ_CST);
-            if (inbox_empty(p)) pthread_cond_wait(w->host ? &p->host_wake : &p->wake, &p->lock);
-            __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
-            __atomic_store_n(waking, 0, __ATOMIC_SEQ_CST);
+            waiters *k = &p->kind[w->host];
+            __atomic_add_fetch(&k->sleepers, 1, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&k->waking, 0, __ATOMIC_SEQ_CST);
+            if (inbox_empty(p)) pthread_cond_wait(&k->wake, &p->lock);
+            __atomic_sub_fetch(&k->sleepers, 1, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&k->waking, 0, __ATOMIC_SEQ_CST);
             until = 0; /* woken: polls again before it sleeps again */
         }
         /* jobs cancelled while they waited at the head of a queue are finished unrun, outside
@@ -567,18 +580,15 @@ static void *pooler_main(void *arg)
             }
             pthread_mutex_lock(&p->lock);
             p->stats.cancelled += n_dropped;
-            if (__atomic_sub_fetch(&p->pending, n_dropped, __ATOMIC_SEQ_CST) == 0 && p->stopping) {
-                pthread_cond_broadcast(&p->wake);
-                pthread_cond_broadcast(&p->host_wake);
-            }
+            if (__atomic_sub_fetch(&p->pending, n_dropped, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
             continue;
         }
         tdm_pooler_batch b;
         tdm_pooler_job *batch = take(p, w, &b);
         if (!batch) break; /* stopping, and every job finished */
-        if (w->host && p->host.head && p->host_sleepers) pthread_cond_broadcast(&p->host_wake);
-        if (!w->host && (p->small.head || p->large.head) && p->sleepers)
-            pthread_cond_broadcast(&p->wake); /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
+        /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
+        if ((w->host ? p->host.head != NULL : p->small.head || p->large.head) && p->kind[w->host].sleepers)
+            pthread_cond_broadcast(&p->kind[w->host].wake);
         pthread_mutex_unlock(&p->lock);
 
         double t0 = p->trace ? now_ms() : 0, queued = 0; /* the batch's jobs' mean wait in the queue */
@@ -599,10 +609,7 @@ static void *pooler_main(void *arg)
                     bt.finished, queued);
 
         pthread_mutex_lock(&p->lock);
-        if (__atomic_sub_fetch(&p->pending, b.jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping) {
-            pthread_cond_broadcast(&p->wake); /* the threads of both kinds wait for nothing pending */
-            pthread_cond_broadcast(&p->host_wake);
-        }
+        if (__atomic_sub_fetch(&p->pending, b.jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -632,9 +639,9 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     int locks = 0;
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
-    if (pthread_cond_init(&p->wake, NULL) != 0) goto fail;
-    if (pthread_cond_init(&p->host_wake, NULL) != 0) {
-        pthread_cond_destroy(&p->wake);
+    if (pthread_cond_init(&p->kind[0].wake, NULL) != 0) goto fail;
+    if (pthread_cond_init(&p->kind[1].wake, NULL) != 0) {
+        pthread_cond_destroy(&p->kind[0].wake);
         goto fail;
     }
     locks = 2;
@@ -695,17 +702,15 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     if (__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
         if (h) __atomic_sub_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&p->lock); /* rare: wake the threads that wait for nothing pending */
-        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0) {
-            pthread_cond_broadcast(&p->wake);
-            pthread_cond_broadcast(&p->host_wake);
-        }
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0) wake_all(p);
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
     tdm_pooler_job *head = __atomic_load_n(&p->inbox, __ATOMIC_RELAXED);
     do job->next = head;
     while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-    __atomic_add_fetch(&p->queued_gen[h], 1, __ATOMIC_RELEASE); /* for the threads polling for work */
+    waiters *k = &p->kind[h];
+    __atomic_add_fetch(&k->queued_gen, 1, __ATOMIC_RELEASE); /* for the threads polling for work */
     /* No wake-up while a thread that takes any job of its kind polls for one (spin_for_work):
        it looks at the inbox after it stops counting itself (a polling latency lane, which may
        not take the job, does not count). Else a sleeping thread (it looked at the inbox
@@ -715,12 +720,11 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
        on the lock (a second system call here each time). A signal could wake only the latency
        lane, which may not take the job. One broadcast until a sleeper runs
        (`waking`, see pooler_main): the loop may submit several requests before it does. */
-    if (!__atomic_load_n(h ? &p->host_spinners : &p->spinners, __ATOMIC_SEQ_CST) &&
-        __atomic_load_n(h ? &p->host_sleepers : &p->sleepers, __ATOMIC_SEQ_CST) &&
-        !__atomic_exchange_n(h ? &p->host_waking : &p->waking, 1, __ATOMIC_SEQ_CST)) {
+    if (!__atomic_load_n(&k->spinners, __ATOMIC_SEQ_CST) && __atomic_load_n(&k->sleepers, __ATOMIC_SEQ_CST) &&
+        !__atomic_exchange_n(&k->waking, 1, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&p->lock);
         pthread_mutex_unlock(&p->lock);
-        pthread_cond_broadcast(h ? &p->host_wake : &p->wake);
+        pthread_cond_broadcast(&k->wake);
     }
     return TDM_OK;
 }
@@ -768,8 +772,7 @@ void tdm_pooler_stop(tdm_pooler *p)
     if (!p || p->stopped) return;
     pthread_mutex_lock(&p->lock);
     __atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
-    pthread_cond_broadcast(&p->wake);
-    pthread_cond_broadcast(&p->host_wake);
+    wake_all(p);
     pthread_mutex_unlock(&p->lock);
     for (int k = 0; k < p->n_threads; k++) pthread_join(p->workers[k].thread, NULL);
     for (int k = 0; k < p->n_host; k++) pthread_join(p->workers[MAX_THREADS + k].thread, NULL);
@@ -786,8 +789,8 @@ void tdm_pooler_destroy(tdm_pooler *p)
         free(p->workers[k].configs);
         free(p->workers[k].groups);
     }
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->host_wake);
+    pthread_cond_destroy(&p->kind[0].wake);
+    pthread_cond_destroy(&p->kind[1].wake);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }

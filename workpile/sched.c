@@ -1981,23 +1981,29 @@ static int configs_device(tdm_sched *e, const tdm_sched_configs_group *groups, s
     return rc == TDM_OK ? TDM_OK : TDM_ENODEV;
 }
 
-int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
-                          size_t n, tdm_sched_result *results)
+/* tdm_sched_run_configs (the device first, when it applies), or with `host` on the CPU engine
+ * alone (tdm_sched_run_configs_host). */
+static int run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                       size_t n, tdm_sched_result *results, int host)
 {
     tdm_sched_configs_group g = {proto->scene, kin, n};
     int rc = proto->pairs ? TDM_EINVAL : configs_check(&g, proto->mode, proto->max_contacts, configs);
     if (rc != TDM_OK || n == 0) return rc;
-    if (configs_device(e, &g, 1, proto->mode, proto->max_contacts, configs, n, results, 0) == TDM_OK) return TDM_OK;
-    return configs_on_host(e, proto, kin, configs, n, results, 0);
+    if (!host && configs_device(e, &g, 1, proto->mode, proto->max_contacts, configs, n, results, 0) == TDM_OK)
+        return TDM_OK;
+    return configs_on_host(e, proto, kin, configs, n, results, host);
+}
+
+int tdm_sched_run_configs(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
+                          size_t n, tdm_sched_result *results)
+{
+    return run_configs(e, proto, kin, configs, n, results, 0);
 }
 
 int tdm_sched_run_configs_host(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin, const double *configs,
                                size_t n, tdm_sched_result *results)
 {
-    tdm_sched_configs_group g = {proto->scene, kin, n};
-    int rc = proto->pairs ? TDM_EINVAL : configs_check(&g, proto->mode, proto->max_contacts, configs);
-    if (rc != TDM_OK || n == 0) return rc;
-    return configs_on_host(e, proto, kin, configs, n, results, 1);
+    return run_configs(e, proto, kin, configs, n, results, 1);
 }
 
 int tdm_sched_configs_on_device(const tdm_sched *e)
