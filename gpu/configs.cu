@@ -51,7 +51,9 @@ typedef struct __align__(16) drun {
     uint32_t L, M, K, n_q;   /* strides: links, movable objects, checks, values */
     uint32_t n, entries;     /* configurations, (configuration, check) entries */
     uint32_t room, mode, cap, one_launch; /* tasks listed at most; block run (1) or levels */
-    uint32_t listed;         /* graph runs: tasks listed (list_emit_kernel) */
+    uint32_t listed;         /* graph runs: tasks listed (list_emit_kernel, or list_count_kernel's
+                                one pass) */
+    uint32_t lean;           /* tdm_gpu.config_lean */
 } drun;
 
 /* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
@@ -135,12 +137,63 @@ __device__ static __forceinline__ const double *centre_of(const dprog &p, uint32
  * of them ~120 us for 256 configurations (bench/results/ompl_rrt_small.md). Block 0
  * also clears the slot's counters (what a memset did). */
 #define FK_WARPS 4
-/* fk_kernel's work for configuration i, by its warp. */
+/* A transform from lane `src` of the warp. */
+__device__ static __forceinline__ tdm_xform shfl_xform(const tdm_xform &x, uint32_t src)
+{
+    tdm_xform y;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) y.r.m[r][c] = __shfl_sync(0xffffffffu, x.r.m[r][c], src);
+    y.t.x = __shfl_sync(0xffffffffu, x.t.x, src);
+    y.t.y = __shfl_sync(0xffffffffu, x.t.y, src);
+    y.t.z = __shfl_sync(0xffffffffu, x.t.z, src);
+    return y;
+}
+
+/* fk_warp's elements: the pose of element e (of link `link`, whose world transform is w) and,
+ * when it is movable, its culling centre. */
+__device__ static __forceinline__ void fk_elem(const drun &P, const dprog &p, uint32_t i, uint32_t e,
+                                               const tdm_xform *w, tdm_xform *pose, double (*centre)[4])
+{
+    tdm_xform x = tdm_xform_mul(w, &p.kin.elems[e].origin);
+    pose[(size_t)i * P.M + e] = x;
+    if (e < p.n_movable) {
+        const double *c = p.slot_centre[e];
+        tdm_cull_centre(&x, tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * P.M + e]);
+    }
+}
+
+/* fk_kernel's work for configuration i, by its warp. A robot of at most 32 links in a lean
+ * run (drun.lean) chains its links in registers: lane l makes link l's local motion and,
+ * in turn, its world transform, every lane taking the parent's and the link's through
+ * shuffles; through memory (the links scratch), each link of the chain waited for a store
+ * and two loads: ~15 us of a one-configuration run (ncu, H100). Same products in the same
+ * order either way, so the same bits. */
 __device__ static __forceinline__ void fk_warp(const drun &P, const dprog &p, uint32_t i, uint32_t lane,
                                                tdm_xform *links, tdm_xform *pose, double (*centre)[4])
 {
     const tdm_kin &k = p.kin;
     const double *qi = P.q + (size_t)i * P.n_q;
+    if (P.lean && k.n_links <= 32) {
+        tdm_xform local = k.base, world = k.base; /* lane l: link l's (lane 0: the root's world) */
+        uint32_t parent = 0;
+        if (lane >= 1 && lane < k.n_links) {
+            const tdm_kin_joint *jt = &k.joints[lane - 1];
+            tdm_xform m = tdm_kin_motion(jt->type, jt->axis, tdm_kin_value(jt, qi));
+            local = tdm_xform_mul(&jt->origin, &m);
+            parent = jt->parent;
+        }
+        for (uint32_t l = 1; l < k.n_links; l++) {
+            tdm_xform wp = shfl_xform(world, __shfl_sync(0xffffffffu, parent, l)), ll = shfl_xform(local, l);
+            tdm_xform x = tdm_xform_mul(&wp, &ll);
+            if (lane == l) world = x;
+        }
+        for (uint32_t e0 = 0; e0 < k.n_elems; e0 += 32) {
+            uint32_t e = e0 + lane, link = e < k.n_elems ? k.elems[e].link : 0;
+            tdm_xform w = shfl_xform(world, link);
+            if (e < k.n_elems) fk_elem(P, p, i, e, &w, pose, centre);
+        }
+        return;
+    }
     tdm_xform *local = links + (size_t)i * 2 * P.L, *world = local + P.L;
     for (uint32_t j = lane; j + 1 < k.n_links; j += 32) {
         const tdm_kin_joint *jt = &k.joints[j];
@@ -153,14 +206,7 @@ __device__ static __forceinline__ void fk_warp(const drun &P, const dprog &p, ui
         for (uint32_t j = 0; j + 1 < k.n_links; j++) world[j + 1] = tdm_xform_mul(&world[k.joints[j].parent], &local[j + 1]);
     }
     __syncwarp();
-    for (uint32_t e = lane; e < k.n_elems; e += 32) {
-        tdm_xform x = tdm_xform_mul(&world[k.elems[e].link], &k.elems[e].origin);
-        pose[(size_t)i * P.M + e] = x;
-        if (e < p.n_movable) {
-            const double *c = p.slot_centre[e];
-            tdm_cull_centre(&x, tdm_d3(c[0], c[1], c[2]), centre[(size_t)i * P.M + e]);
-        }
-    }
+    for (uint32_t e = lane; e < k.n_elems; e += 32) fk_elem(P, p, i, e, &world[k.elems[e].link], pose, centre);
 }
 
 __global__ void __launch_bounds__(32 * FK_WARPS) fk_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
@@ -197,6 +243,23 @@ __device__ static __forceinline__ int kept(const drun &P, const dprog &p, const 
     return tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
 }
 
+/* The warp of configuration i lists its kept checks' tasks from index `at` on, in check
+ * order (those past the room are counted, not written); returns the index past them. */
+__device__ static __forceinline__ uint32_t emit_tasks(const drun &P, const dprog &p, const tdm_xform *pose,
+                                                      const double (*centre)[4], uint32_t i, uint32_t lane,
+                                                      uint32_t at, dtask *tasks, dres *res, fpair *front, uint2 *map)
+{
+    for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32) {
+        uint32_t k = k0 + lane;
+        int keep = kept(P, p, centre, i, k);
+        uint32_t mask = __ballot_sync(0xffffffffu, keep);
+        uint32_t t = at + __popc(mask & ((1u << lane) - 1u));
+        if (keep && t < P.room) emit_one(P, p, pose, i, k, t, tasks, res, front, map);
+        at += __popc(mask);
+    }
+    return at;
+}
+
 /* Graph runs: kinematics, culling and listing in two launches, where a run of launches had
  * fk, cull, CUB's scan (two kernels) and emit: under load each launch of a small run cost
  * ~8 us whatever its work (bench/results/ompl_rrt_loops.md). list_count_kernel: a warp per
@@ -205,9 +268,13 @@ __device__ static __forceinline__ int kept(const drun &P, const dprog &p, const 
  * counts of those before it (at most GRAPH_CONFIGS: a few coalesced loads a lane), culls
  * again and writes its tasks there in check order, as cull, the scan and emit list them:
  * configuration by configuration, so that those whose tasks fit the room are a prefix (the
- * engine runs the rest again). The last one writes the run's total (drun.listed). */
+ * engine runs the rest again). The last one writes the run's total (drun.listed). In a lean
+ * run (drun.lean) whose entries all fit the room, list_count_kernel lists them itself, each
+ * configuration's in a range it takes with an atomic (list_emit_kernel: ~11-18 us of a run,
+ * ncu, H100), and list_emit_kernel returns at once. */
 __global__ void __launch_bounds__(32 * FK_WARPS) list_count_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
-                                                                  double (*centre)[4], uint32_t *cnt, uint2 *span)
+                                                                  double (*centre)[4], uint32_t *cnt, uint2 *span,
+                                                                  dtask *tasks, dres *res, fpair *front, uint2 *map)
 {
     if (blockIdx.x == 0)
         for (uint32_t c = threadIdx.x; c < CNT_N; c += blockDim.x) cnt[c] = 0;
@@ -220,6 +287,17 @@ __global__ void __launch_bounds__(32 * FK_WARPS) list_count_kernel(const drun *R
     uint32_t n_kept = 0;
     for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32)
         n_kept += __popc(__ballot_sync(0xffffffffu, kept(P, p, centre, i, k0 + lane)));
+    if (P.lean && P.entries <= P.room) {
+        /* every task fits the room, so no configuration is left for a re-run, and its tasks
+           need not follow those before it: the warp takes its range at once and lists them
+           there (list_emit_kernel has nothing left to do) */
+        uint32_t base = 0;
+        if (lane == 0) base = atomicAdd((uint32_t *)&R->listed, n_kept);
+        base = __shfl_sync(0xffffffffu, base, 0);
+        emit_tasks(P, p, pose, centre, i, lane, base, tasks, res, front, map);
+        if (lane == 0) span[i] = make_uint2(base, n_kept);
+        return;
+    }
     if (lane == 0) span[i] = make_uint2(0, n_kept);
 }
 
@@ -229,20 +307,12 @@ __global__ void __launch_bounds__(32 * FK_WARPS) list_emit_kernel(const drun *R,
 {
     const drun P = *R;
     uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (i >= P.n) return;
+    if (i >= P.n || (P.lean && P.entries <= P.room)) return; /* listed by list_count_kernel */
     uint32_t base = 0;
     for (uint32_t j = lane; j < i; j += 32) base += span[j].y;
     base = __reduce_add_sync(0xffffffffu, base);
     const dprog &p = P.progs[P.prog_of[i]];
-    uint32_t at = base;
-    for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32) {
-        uint32_t k = k0 + lane;
-        int keep = kept(P, p, centre, i, k);
-        uint32_t mask = __ballot_sync(0xffffffffu, keep);
-        uint32_t t = at + __popc(mask & ((1u << lane) - 1u));
-        if (keep && t < P.room) emit_one(P, p, pose, i, k, t, tasks, res, front, map);
-        at += __popc(mask);
-    }
+    uint32_t at = emit_tasks(P, p, pose, centre, i, lane, base, tasks, res, front, map);
     if (lane == 0) {
         span[i].x = base;
         if (i == P.n - 1) *(uint32_t *)&R->listed = at;
@@ -895,7 +965,8 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
     TDM_CUDA_TRY(&g->dead, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     const uint32_t *listed = &R->listed; /* the run's tasks listed (list_emit_kernel), in the upload */
     list_count_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
-        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt, (uint2 *)c->span.p);
+        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt, (uint2 *)c->span.p,
+        s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p);
     list_emit_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
         R, (const tdm_xform *)c->pose.p, (const double (*)[4])c->centre.p, s->d_tasks, s->d_res, s->front[0],
         (uint2 *)c->map.p, (uint2 *)c->span.p);
@@ -1029,6 +1100,7 @@ static int start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const u
     P.mode = mode;
     P.cap = cap;
     P.one_launch = (uint32_t)block;
+    P.lean = (uint32_t)g->config_lean;
     memcpy(h, &P, sizeof P);
     const drun *R = (const drun *)d;
 

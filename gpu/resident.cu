@@ -524,7 +524,20 @@ __device__ static __forceinline__ void block_hand_over(fpair p, fpair *front, ui
     else *overflow = 1; /* counted past the capacity: the batch is re-run with more room */
 }
 
+/* Lean block runs (tdm_gpu.config_lean): a level's pairs are a chain of loads per pair (the
+ * pair, its task's hot data, the two nodes), so the run's time is its levels' latency, not its
+ * work (ncu, H100: ~57 us for 5 scenes x 40 configurations, bench/results/ompl_resident.md).
+ * The lean kernel keeps the first BLOCK_RUN_SHARED pairs of each frontier buffer and the hot
+ * data of the block's first BLOCK_RUN_HOT tasks in shared memory, so that most pairs need one
+ * load from global memory (their nodes); the rest stay where the plain kernel keeps them. It
+ * also leaves out the plain kernel's look at the task's `done` flag before each pair: nothing
+ * sets it while a block run runs (its leaf pairs are tested after it, emit_kernel and
+ * list_*_kernel clear it), so the look never stopped a pair. */
+#define BLOCK_RUN_SHARED 1024u
+#define BLOCK_RUN_HOT 32u
+
 /* n_dev (the tasks the run listed, known only on the device) lowers n. */
+template <bool LEAN>
 __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dres *res, uint32_t n,
                                                           const uint32_t *n_dev, fpair *scratch, uint32_t room,
                                                           fpair *front, uint32_t *cnt, uint32_t cap_pairs,
@@ -533,6 +546,8 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
 {
     __shared__ uint32_t n_cur, n_next;
     __shared__ uint32_t st_box, st_leaf; /* profiling (stat != NULL, TDM_GPU_PROFILE) */
+    __shared__ fpair s_pairs[LEAN ? 2 * BLOCK_RUN_SHARED : 1];
+    __shared__ dhot s_hot[LEAN ? BLOCK_RUN_HOT : 1];
     long long t_start = stat ? clock64() : 0;
     uint32_t my_box = 0, my_leaf = 0, levels = 0, widest = 0;
     if (n_dev && *n_dev < n) n = *n_dev;
@@ -545,10 +560,15 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
     }
     if (mine == 0) return;
     fpair *cur = scratch + (size_t)blockIdx.x * 2 * room, *next = cur + room;
+    fpair *s_cur = s_pairs, *s_next = s_pairs + (LEAN ? BLOCK_RUN_SHARED : 0);
+    if (LEAN)
+        for (uint32_t i = threadIdx.x; i < mine && i < BLOCK_RUN_HOT; i += BLOCK)
+            tdm_load16(&s_hot[i], &tasks[blockIdx.x + i * gridDim.x].h, 5);
     for (uint32_t i = threadIdx.x; i < mine; i += BLOCK) {
         fpair p = {blockIdx.x + i * gridDim.x, 0, 0};
-        if (i < room) cur[i] = p;
-        else block_hand_over(p, front, cnt, cap_pairs, overflow);
+        if (i >= room) block_hand_over(p, front, cnt, cap_pairs, overflow);
+        else if (LEAN && i < BLOCK_RUN_SHARED) s_cur[i] = p;
+        else cur[i] = p;
     }
     if (threadIdx.x == 0) n_cur = min(mine, room);
     __syncthreads();
@@ -556,12 +576,16 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
         if (threadIdx.x == 0) n_next = 0;
         __syncthreads();
         for (uint32_t e = threadIdx.x; e < n_cur; e += BLOCK) {
-            fpair p = cur[e];
-            dres *r = &res[p.task];
-            if (*(volatile const uint32_t *)&r->done) continue;
-            const dtask *t = &tasks[p.task];
+            fpair p = LEAN && e < BLOCK_RUN_SHARED ? s_cur[e] : cur[e];
             dhot h;
-            tdm_load16(&h, &t->h, 5);
+            if (LEAN) {
+                uint32_t li = (p.task - blockIdx.x) / gridDim.x; /* the task's place among the block's */
+                if (li < BLOCK_RUN_HOT) h = s_hot[li];
+                else tdm_load16(&h, &tasks[p.task].h, 5);
+            } else {
+                if (*(volatile const uint32_t *)&res[p.task].done) continue;
+                tdm_load16(&h, &tasks[p.task].h, 5);
+            }
             tdm_bvh_node na, nb;
             tdm_load16(&na, &h.an[p.a], 4);
             tdm_load16(&nb, &h.bn[p.b], 4);
@@ -576,8 +600,9 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
                 for (int x = 0; x < nca; x++)
                     for (int y = 0; y < ncb; y++, o++) {
                         fpair c = {p.task, ca[x], cb[y]};
-                        if (o < room) next[o] = c;
-                        else block_hand_over(c, front, cnt, cap_pairs, overflow);
+                        if (o >= room) block_hand_over(c, front, cnt, cap_pairs, overflow);
+                        else if (LEAN && o < BLOCK_RUN_SHARED) s_next[o] = c;
+                        else next[o] = c;
                     }
                 continue;
             }
@@ -595,6 +620,9 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
         fpair *tmp = cur;
         cur = next;
         next = tmp;
+        tmp = s_cur;
+        s_cur = s_next;
+        s_next = tmp;
         __syncthreads();
     }
     if (stat) {
@@ -775,6 +803,8 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     /* a graph run's fold writes the answers into pinned host memory, device-addressable where
        addressing is unified (every 64-bit Linux host of a supported GPU) */
     g->config_graphs = !(cg && strcmp(cg, "0") == 0) && prop.unifiedAddressing;
+    const char *lean = getenv("TDM_GPU_CONFIG_LEAN");
+    g->config_lean = !(lean && strcmp(lean, "0") == 0);
     /* robot scene programs kept on the lane (configs.cu); TDM_GPU_PROGRAM_CACHE_KB (A/B runs)
        overrides the config */
     const char *pck = getenv("TDM_GPU_PROGRAM_CACHE_KB");
@@ -1141,10 +1171,10 @@ extern "C" int tdm_gpu_slot_start(tdm_gpu *g, int k, size_t n, const size_t (*ru
 int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d_tasks_listed, void *scratch,
                            uint32_t room, uint32_t blocks)
 {
-    block_run_kernel<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch,
-                                                       room, s->front[0], s->cnt, (uint32_t)g->cap_pairs, s->leaves,
-                                                       (uint32_t)g->cap_leaves, s->cnt + 2 * MAX_ITERS,
-                                                       s->prof && g->prof_fd >= 0 ? s->prof->d_stat : NULL);
+    auto *run = g->config_lean ? block_run_kernel<true> : block_run_kernel<false>;
+    run<<<blocks, BLOCK, 0, s->stream>>>(s->d_tasks, s->d_res, most, d_tasks_listed, (fpair *)scratch, room, s->front[0],
+                                         s->cnt, (uint32_t)g->cap_pairs, s->leaves, (uint32_t)g->cap_leaves,
+                                         s->cnt + 2 * MAX_ITERS, s->prof && g->prof_fd >= 0 ? s->prof->d_stat : NULL);
     /* its leaf pairs: the filter at full occupancy, the exact test on the survivors (the levels'
        passes, on the counters of the last level, which the levels never reach) */
     tri_filter_kernel<<<BLOCK_LEAF_GRID, BLOCK, 0, s->stream>>>(s->leaves, s->cnt, MAX_ITERS - 1,

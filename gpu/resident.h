@@ -123,6 +123,10 @@ struct tdm_gpu {
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
     int prof_fd;                   /* TDM_GPU_PROFILE's file, or -1 */
     int config_graphs;             /* small configs runs as one CUDA graph (TDM_GPU_CONFIG_GRAPHS=0: not) */
+    int config_lean;               /* a configs run's short paths (configs.cu, block_run_kernel): kinematics
+                                      chained in registers, tasks listed in one pass when they all fit,
+                                      block runs with their frontiers and tasks in shared memory
+                                      (TDM_GPU_CONFIG_LEAN=0, A/B runs: the paths through global memory) */
     struct prog_cache *progs;      /* configs.cu: the resident robot scene programs (NULL until the first) */
     uint64_t program_cache_bytes;  /* their most bytes (cfg.program_cache, or TDM_GPU_PROGRAM_CACHE_KB; 0: none) */
 };
