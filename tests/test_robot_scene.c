@@ -756,6 +756,129 @@ static void configs_on_gpu(const char *room, size_t n)
 Test(robot_scene, configs_on_gpu_match_cpu_engine) { configs_on_gpu(NULL, 50000); }
 Test(robot_scene, configs_on_gpu_with_a_small_room) { configs_on_gpu("40", N_BATCH); }
 
+/* A robot of more links than a warp has lanes: the GPU engine chains such kinematics
+ * through memory, shorter ones in registers (gpu/configs.cu, fk_warp). A chain of
+ * CHAIN_JOINTS revolute joints with a fixed side branch (a parent that is not the link
+ * before) and a mimic joint, in a world of two boxes: every answer the CPU engine's. */
+#define CHAIN_JOINTS 40
+
+static char *chain_urdf(void)
+{
+    size_t cap = 64 * 1024, at = 0;
+    char *u = malloc(cap);
+    cr_assert_not_null(u);
+    at += (size_t)snprintf(u + at, cap - at, "<?xml version='1.0'?>\n<robot name='chain'>\n"
+                                              "<link name='l0'><collision><geometry><box size='0.1 0.1 0.04'/>"
+                                              "</geometry></collision></link>\n");
+    for (int j = 1; j <= CHAIN_JOINTS; j++) {
+        const char *axis = j % 3 == 0 ? "1 0 0" : j % 3 == 1 ? "0 0 1" : "0 1 0";
+        if (j == 7) /* follows joint 3 */
+            at += (size_t)snprintf(u + at, cap - at,
+                                   "<joint name='j%d' type='revolute'><parent link='l%d'/><child link='l%d'/>"
+                                   "<origin xyz='0 0 0.05'/><axis xyz='%s'/><limit lower='-1' upper='1'/>"
+                                   "<mimic joint='j3' multiplier='-0.5' offset='0.1'/></joint>\n",
+                                   j, j - 1, j, axis);
+        else
+            at += (size_t)snprintf(u + at, cap - at,
+                                   "<joint name='j%d' type='revolute'><parent link='l%d'/><child link='l%d'/>"
+                                   "<origin xyz='0 0 0.05' rpy='0 0 0.1'/><axis xyz='%s'/>"
+                                   "<limit lower='-0.6' upper='0.6'/></joint>\n",
+                                   j, j - 1, j, axis);
+        at += (size_t)snprintf(u + at, cap - at,
+                               "<link name='l%d'><collision><origin xyz='0 0 0.025'/><geometry>"
+                               "<box size='0.03 0.03 0.02'/></geometry></collision></link>\n",
+                               j);
+        if (j == 5) /* a fixed side branch off l5: the next link's parent is not the link before */
+            at += (size_t)snprintf(u + at, cap - at,
+                                   "<joint name='side' type='fixed'><parent link='l5'/><child link='side'/>"
+                                   "<origin xyz='0.06 0 0'/></joint>\n<link name='side'><collision><geometry>"
+                                   "<cylinder radius='0.02' length='0.08'/></geometry></collision></link>\n");
+    }
+    snprintf(u + at, cap - at, "</robot>\n");
+    return u;
+}
+
+static const char *chain_world = "name: chain\n"
+                                 "world:\n"
+                                 "  collision_objects:\n"
+                                 "    - id: post\n"
+                                 "      primitives: [{type: box, dimensions: [0.2, 0.2, 2.5]}]\n"
+                                 "      primitive_poses: [{position: [0.45, 0.1, 1.0], orientation: [0, 0, 0, 1]}]\n"
+                                 "    - id: shelf\n"
+                                 "      primitives: [{type: box, dimensions: [0.5, 0.5, 0.05]}]\n"
+                                 "      primitive_poses: [{position: [-0.3, 0.0, 1.7], orientation: [0, 0, 0, 1]}]\n";
+
+Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine)
+{
+    char why[320] = "", err[512];
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    char *u = chain_urdf();
+    write_file("chain.urdf", u);
+    free(u);
+    tdm_robot *r;
+    cr_assert_eq(tdm_robot_load(path("chain.urdf"), NULL, &r, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_gt(r->n_links, 32, "more links than a warp's lanes");
+    tdm_planning_scene *w;
+    cr_assert_eq(tdm_planning_scene_parse(chain_world, strlen(chain_world), "chain", &w, err, sizeof err), TDM_OK, "%s",
+                 err);
+    tdm_robot_scene *rs;
+    cr_assert_eq(tdm_robot_scene_create(r, w, NULL, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err), TDM_OK, "%s",
+                 err);
+    for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
+    const size_t n = 3000, nq = r->n_active;
+    double *q = malloc(n * nq * sizeof *q);
+    tdm_xform *x = malloc(n * rs->n_elements * sizeof *x), *links = malloc(r->n_links * sizeof *links);
+    tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    cr_assert(q && x && links && want && got);
+    gen_rng g = {seed ^ 0xc4a1ull};
+    for (size_t i = 0; i < n; i++) {
+        for (size_t a = 0; a < nq; a++) {
+            const tdm_robot_joint *jt = &r->joints[r->active[a]];
+            q[i * nq + a] = gen_range(&g, jt->lower, jt->upper);
+        }
+        cr_assert_eq(tdm_robot_scene_poses(rs, q + i * nq, nq, links, x + i * rs->n_elements), TDM_OK);
+    }
+    tdm_sched *cpu = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    for (int m = 0; m < 2; m++) {
+        tdm_sched_query pq = {rs->scene, x, modes[m], caps[m], NULL, NULL};
+        cr_assert_eq(tdm_sched_run_poses(cpu, &pq, n, want), TDM_OK);
+        /* in runs of a planner's size (one launch each) and in one of all of them */
+        for (size_t run = 0; run < 2; run++) {
+            size_t step = run ? n : 40;
+            memset(got, 0xab, n * sizeof *got);
+            for (size_t at = 0; at < n; at += step) {
+                size_t k = n - at < step ? n - at : step;
+                tdm_sched_query proto = {rs->scene, NULL, modes[m], caps[m], NULL, NULL};
+                cr_assert_eq(tdm_sched_run_configs(e, &proto, &rs->kin, q + at * nq, k, got + at), TDM_OK);
+            }
+            size_t first, d = differences(got, want, n, &first), colliding = 0;
+            for (size_t i = 0; i < n; i++) colliding += want[i].colliding;
+            cr_log_info("%s, runs of %zu: %zu of %zu colliding, %zu differ", m ? "contacts" : "bool", step, colliding,
+                        n, d);
+            cr_assert(colliding > n / 20 && colliding < n - n / 20, "both answers, often: %zu of %zu colliding",
+                      colliding, n);
+            cr_assert_eq(d, 0, "seed=%llu %s, runs of %zu: %zu of %zu differ, first %zu: got %u (%u,%u) %u, want %u "
+                         "(%u,%u) %u", (unsigned long long)seed, m ? "contacts" : "bool", step, d, n, first,
+                         got[first].colliding, got[first].object_a, got[first].object_b, got[first].contacts,
+                         want[first].colliding, want[first].object_a, want[first].object_b, want[first].contacts);
+        }
+    }
+    tdm_sched_destroy(cpu);
+    for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(e, rs->bvhs[i]);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+    tdm_planning_scene_free(w);
+    tdm_robot_free(r);
+    free(q);
+    free(x);
+    free(links);
+    free(want);
+    free(got);
+}
+
 /* Small batches (a planner's states) on the GPU engine, one run each: with few
  * (configuration, check) entries a run goes in one launch, in block runs (each block
  * its tasks' levels), handing what outgrows a block's room over to the levels; every
