@@ -413,8 +413,13 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
  * (resident.h block_config_entries): on the H100 one run took 0.16 ms for ~100 tasks (levels
  * 0.29), 0.32 ms for ~780 (0.45), 0.45 ms for ~3 100 (0.59) (bench/results/ompl_rrt_small.md;
  * configs runs depth first, a thread a task, were slower from ~100 tasks on, and a cap on a
- * block run's tasks past which it handed them all to the levels cost a host look and lost). */
-#define BLOCK_CONFIG_ENTRIES 65536
+ * block run's tasks past which it handed them all to the levels cost a host look and lost).
+ * At 65 536 the pooled runs of 64 planners (~500 Panda configurations, ~130 checks each) went
+ * to the levels: a run of 500 took 0.35 ms there, 0.15 ms as a block run, and a request's time
+ * in tandemd fell by half with block runs of more entries; alone, block runs were faster at
+ * every size tried, up to 8 192 configurations (1.2M entries: 0.91 ms against 1.22)
+ * (bench/results/ompl_resident.md, section 9). */
+#define BLOCK_CONFIG_ENTRIES 1048576
 
 /* A found intersecting pair, by tri_exact_kernel's rule, for a task no other
  * thread touches during this kernel. Returns 1 when the task is done. */
