@@ -5,7 +5,7 @@
 #
 #   bench/device_pack.sh BUILD_DIR DEST
 #
-# DEST/bin: tools/tandem, daemon/tandemd, bench/bench_server, bench/bench_cpu, bench/bench_config_latency, bench/bench_socket_rtt, examples/ompl/ompl_plan
+# DEST/bin: tools/tandem, daemon/tandemd, bench/bench_server, bench/bench_cpu, bench/bench_config_latency, bench/bench_socket_rtt, bench/bench_robot_server, examples/ompl/ompl_plan
 #   (bench/run_ompl.sh: OMPL_PLAN=DEST/bin/ompl_plan TANDEMD=DEST/bin/tandemd) and the tests/test_*
 #   executables that exist in BUILD_DIR, stripped (strip --strip-unneeded, on the copies).
 # DEST/lib: every shared library they load (ldd) except glibc's, libstdc++ and libgcc_s
@@ -38,7 +38,7 @@ OMPL=${OMPL:-0}
 command -v strip > /dev/null || { echo "device_pack.sh: strip (binutils) is missing" >&2; exit 1; }
 
 exes=()
-for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu "$build"/bench/bench_config_latency "$build"/bench/bench_socket_rtt \
+for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu "$build"/bench/bench_config_latency "$build"/bench/bench_socket_rtt "$build"/bench/bench_robot_server \
          "$build"/examples/ompl/ompl_plan "$build"/tests/test_*; do
     [[ -f $f && -x $f ]] || continue
     [[ $MINIMAL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */bench/bench_server ]] && continue
