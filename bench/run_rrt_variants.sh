@@ -28,6 +28,7 @@
 #   nopc      TDM_GPU_PROGRAM_CACHE_KB=0 (robot scene programs go with every run, none kept on the lanes)
 #   hlN       --host-lanes N (threads answering small requests on the CPU engine; 0: none)
 #   hcN       --host-configs N (the largest request, in configurations, the host lanes take)
+#   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
@@ -64,6 +65,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)
     [[ $v == *:lean0* ]] && envs+=(TDM_GPU_CONFIG_LEAN=0)
+    [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
     [[ $v =~ :hc([0-9]+) ]] && extra+=(--host-configs "${BASH_REMATCH[1]}")

@@ -11,6 +11,7 @@
  * writes the MotionCheckReply there and the loop sends it (request_query.c's
  * tdm_request_query_done, as for any query job). */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,18 @@ static uint64_t inline_states(void)
     return v;
 }
 
+/* TDM_MOTION_FILL_ON_LOOP=1 (A/B runs): a first batch sized on the loop is also made there,
+ * as before fill_first */
+static int fill_on_loop(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("TDM_MOTION_FILL_ON_LOOP");
+        v = e && strcmp(e, "1") == 0;
+    }
+    return v;
+}
+
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
     const tdm_robot_scene *rs;
@@ -55,27 +68,49 @@ typedef struct motion_job {
     uint64_t max_query_work; /* the server's, per state */
     uint32_t configs_min;    /* the server's tdm__configs_min */
 } motion_job;
+/* fill_first reaches the motion job from its pooler job */
+_Static_assert(offsetof(motion_job, q) == 0 && offsetof(tdm_query_job, pool) == 0, "the pooler job starts the motion job");
 
-/* The next batch: its states as configurations (a large batch) or their poses; 0
- * when every motion is answered. Any thread (one at a time). */
-static int prepare(motion_job *m)
+/* The next batch, sized: as configurations (a large batch) or as poses; 0 when every
+ * motion is answered. make_batch then writes its states (or their poses). Any thread
+ * (one at a time). */
+static size_t plan_batch(motion_job *m)
 {
-    size_t n_b = tdm_motion_rounds_next(m->mc, m->configs);
+    size_t n_b = tdm_motion_rounds_plan(m->mc);
     if (!n_b) return 0;
-    uint32_t el = m->rs->n_elements;
     if (m->configs_min && n_b >= m->configs_min) { /* the scheduler runs the states themselves */
         m->q.pool.configs = m->configs;
         m->q.pool.kin = &m->rs->kin;
     } else {
         m->q.pool.configs = NULL;
-        for (size_t i = 0; i < n_b; i++)
-            tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
     }
     m->q.pool.n_queries = (uint32_t)n_b;
     m->q.pool.n_tasks = (uint64_t)n_b * m->rs->scene->n_checks;
     m->q.pool.max_work = tdm__work_budget(m->max_query_work, n_b);
+    return n_b;
+}
+
+static void make_batch(motion_job *m)
+{
+    tdm_motion_rounds_fill(m->mc, m->configs);
+    if (m->q.pool.configs) return;
+    uint32_t el = m->rs->n_elements;
+    for (size_t i = 0; i < m->q.pool.n_queries; i++)
+        tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
+}
+
+static int prepare(motion_job *m)
+{
+    if (!plan_batch(m)) return 0;
+    make_batch(m);
     return 1;
 }
+
+/* A first batch sized on the loop is made here, on the pooler thread that first takes
+ * the job (tdm_pooler_job.fill): its states' interpolation was ~8 % of the loop's time
+ * with 64 planners, and the loop is what bounds tandemd then
+ * (bench/results/ompl_resident.md, section 10). */
+static void fill_first(tdm_pooler_job *pj) { make_batch((motion_job *)(void *)pj); }
 
 static int again(tdm_query_job *j)
 {
@@ -308,7 +343,9 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     size_t first = total < window * n ? total : window * n;
     if (first <= inline_states() || (configs_min && first >= configs_min && first <= BATCH_INLINE_CONFIGS) ||
         uv_queue_work(c->io->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
-        first_work(&j->work);
+        plan_batch(m); /* n >= 1 motions of >= 2 states: there is a first batch */
+        if (fill_on_loop()) make_batch(m);
+        else j->pool.fill = fill_first;
         tdm_query_pool_submit(srv->query_pool, &m->q);
     }
     return;

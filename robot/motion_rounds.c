@@ -139,44 +139,61 @@ void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, 
     tdm__motion_state(p + s * n_q, p + (s + 1) * n_q, n_q, k, ns[s], q);
 }
 
+size_t tdm_motion_rounds_plan(tdm_motion_rounds *mc)
+{
+    size_t batch = mc->batch;
+    for (;;) {
+        if (mc->in_round && mc->i >= mc->n_open) {
+            /* the round is over: close the answered motions; the others keep their order */
+            size_t kept = 0;
+            for (size_t j = 0; j < mc->n_open; j++)
+                if (mc->cursor[mc->open[j]] < mc->n_states[mc->open[j]]) mc->open[kept++] = mc->open[j];
+            mc->n_open = kept;
+            mc->round++;
+            mc->in_round = 0;
+        }
+        if (!mc->n_open) return 0;
+        if (!mc->in_round) {
+            uint64_t w = batch / mc->n_open, grow = mc->round < 40 && mc->first <= (UINT64_MAX >> mc->round)
+                                                          ? mc->first << mc->round : UINT64_MAX;
+            if (w > grow) w = grow;
+            if (w < mc->first) w = mc->first;
+            mc->w = w;
+            mc->i = 0;
+            mc->in_round = 1;
+        }
+        /* one batch of the round: each open motion gives up to w states from its cursor */
+        size_t n_b = 0;
+        mc->n_segs = 0;
+        for (; mc->i < mc->n_open && n_b < batch; mc->i++) {
+            size_t m = mc->open[mc->i];
+            uint64_t left = mc->n_states[m] - mc->cursor[m], take = left < mc->w ? left : mc->w;
+            if (!left) continue; /* answered in the batch that cut it off */
+            if (take > batch - n_b) take = batch - n_b;
+            mc->segs[mc->n_segs++] = (segment){m, mc->cursor[m], take};
+            n_b += take;
+            mc->cursor[m] += take;
+            /* a motion cut off by a full batch goes on in this round's next batch */
+            if (take < mc->w && mc->cursor[m] < mc->n_states[m]) break;
+        }
+        if (n_b) return n_b;
+        /* only answered motions were left this round: the next one */
+    }
+}
+
+void tdm_motion_rounds_fill(const tdm_motion_rounds *mc, double *configs)
+{
+    size_t n_q = mc->n_q, n_b = 0;
+    for (size_t s = 0; s < mc->n_segs; s++) {
+        const segment *g = &mc->segs[s];
+        for (uint64_t k = g->k0; k < g->k0 + g->count; k++, n_b++) tdm_motion_rounds_state(mc, g->motion, k, configs + n_b * n_q);
+    }
+}
+
 size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs)
 {
-    size_t n_q = mc->n_q, batch = mc->batch;
-    if (mc->in_round && mc->i >= mc->n_open) {
-        /* the round is over: close the answered motions; the others keep their order */
-        size_t kept = 0;
-        for (size_t j = 0; j < mc->n_open; j++)
-            if (mc->cursor[mc->open[j]] < mc->n_states[mc->open[j]]) mc->open[kept++] = mc->open[j];
-        mc->n_open = kept;
-        mc->round++;
-        mc->in_round = 0;
-    }
-    if (!mc->n_open) return 0;
-    if (!mc->in_round) {
-        uint64_t w = batch / mc->n_open, grow = mc->round < 40 && mc->first <= (UINT64_MAX >> mc->round)
-                                                      ? mc->first << mc->round : UINT64_MAX;
-        if (w > grow) w = grow;
-        if (w < mc->first) w = mc->first;
-        mc->w = w;
-        mc->i = 0;
-        mc->in_round = 1;
-    }
-    /* one batch of the round: each open motion gives up to w states from its cursor */
-    size_t n_b = 0;
-    mc->n_segs = 0;
-    for (; mc->i < mc->n_open && n_b < batch; mc->i++) {
-        size_t m = mc->open[mc->i];
-        uint64_t left = mc->n_states[m] - mc->cursor[m], take = left < mc->w ? left : mc->w;
-        if (!left) continue; /* answered in the batch that cut it off */
-        if (take > batch - n_b) take = batch - n_b;
-        mc->segs[mc->n_segs++] = (segment){m, mc->cursor[m], take};
-        for (uint64_t k = mc->cursor[m]; k < mc->cursor[m] + take; k++, n_b++)
-            tdm_motion_rounds_state(mc, m, k, configs + n_b * n_q);
-        mc->cursor[m] += take;
-        /* a motion cut off by a full batch goes on in this round's next batch */
-        if (take < mc->w && mc->cursor[m] < mc->n_states[m]) break;
-    }
-    if (n_b == 0) return tdm_motion_rounds_next(mc, configs); /* only answered motions were left this round */
+    size_t n_b = tdm_motion_rounds_plan(mc);
+    if (n_b) tdm_motion_rounds_fill(mc, configs);
     return n_b;
 }
 

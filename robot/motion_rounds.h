@@ -61,6 +61,12 @@ void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, 
  * n_q values) and returns their number, or 0 when every motion is answered. The
  * batch must be handed back (tdm_motion_rounds_take) before the next call. */
 size_t tdm_motion_rounds_next(tdm_motion_rounds *mc, double *configs);
+/* tdm_motion_rounds_next in two steps, for a caller that sizes the batch on one thread
+ * and makes its states on another: _plan chooses the next batch's states and returns
+ * their number (0 when every motion is answered), _fill writes them into configs. The
+ * batch is then handed back as after _next. */
+size_t tdm_motion_rounds_plan(tdm_motion_rounds *mc);
+void tdm_motion_rounds_fill(const tdm_motion_rounds *mc, double *configs);
 /* Which states of the last batch collide: for state i of the batch, the uint32 at
  * (const char *)colliding + i * stride is nonzero when it collides (e.g.
  * &results[0].colliding with stride sizeof(tdm_sched_result)). */

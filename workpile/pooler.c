@@ -323,6 +323,11 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
     if (rc == TDM_OK) {
         size_t k = 0;
         for (tdm_pooler_job *j = batch; j; j = j->next) {
+            if (j->fill) {
+                void (*fill)(tdm_pooler_job *) = j->fill;
+                j->fill = NULL;
+                fill(j);
+            }
             uint32_t m = j->scene->n_movable;
             uint64_t limit = j->max_work;
             if (j->latency_turn && (!limit || p->fair.latency_work < limit)) limit = p->fair.latency_work;

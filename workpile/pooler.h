@@ -68,6 +68,11 @@ struct tdm_pooler_job {
                                   against max_tasks and the slice (culling there keeps about a tenth).
                                   pairs must be NULL */
     const tdm_kin *kin;        /* with configs: the robot's kinematics (borrowed) */
+    void (*fill)(tdm_pooler_job *job); /* NULL, or makes the job's poses or configurations, which the
+                                  submitter has sized (n_queries, n_tasks) and placed but not written:
+                                  called once, on the pooler thread that first takes the job, before its
+                                  first run (never for a job cancelled while queued); the pooler clears it.
+                                  So that work need not be done on the submitting thread (tandemd's loop) */
     tdm_sched_result *results; /* n_queries, written by the pooler */
     tdm_sched_contact *pairs;  /* NULL, or n_queries x max_contacts: query i's pairs start at
                                   i x max_contacts */
