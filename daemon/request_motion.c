@@ -25,12 +25,13 @@
  * run's time hardly depends on its size below thousands of states, so one round per typical
  * planner motion (tens of states) answers in one run instead of two or three dependent ones */
 #define TDM_MOTION_GPU_WINDOW 64
-/* A first batch of at most this many states has its forward kinematics made on the loop (a
- * planner's single state); a larger one on libuv's thread pool, as the loop is what bounds
+/* A first batch of at most this many states is sized on the loop and made (its states and
+ * their forward kinematics) by the pooler thread that first takes it (fill_first: a planner's
+ * single state); a larger one is made on libuv's thread pool, as the loop is what bounds
  * tandemd with many planners (bench/results/ompl_rrt_batches.md). TDM_MOTION_INLINE_STATES
  * overrides it (A/B runs). */
 #define INLINE_STATES 16
-/* A first batch that goes as configurations is made on the loop up to this many states (its
+/* A first batch that goes as configurations takes the first path up to this many states (its
  * states interpolated, about J numbers each: a planner's motion is tens of states) */
 #define BATCH_INLINE_CONFIGS 4096
 
@@ -337,9 +338,9 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
     tdm_conn_begin(c);
     j->work.data = m;
-    /* a first batch of a few states (a planner's one motion) is made here: a hand-off to the
-       thread pool and back would cost more latency than its forward kinematics; so is any first
-       batch that goes as configurations (its states interpolated, no forward kinematics here) */
+    /* a first batch of a few states (a planner's one motion), or one that goes as configurations,
+       is sized here and made by the pooler thread that takes it: a hand-off to the thread pool
+       and back would cost more latency than making it */
     size_t first = total < window * n ? total : window * n;
     if (first <= inline_states() || (configs_min && first >= configs_min && first <= BATCH_INLINE_CONFIGS) ||
         uv_queue_work(c->io->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */

@@ -243,6 +243,10 @@ __device__ static __forceinline__ int kept(const drun &P, const dprog &p, const 
     return tdm_cull_close(centre_of(p, P.M, centre, i, c->a), centre_of(p, P.M, centre, i, c->b), c->rsum);
 }
 
+/* Does list_count_kernel list the run's tasks itself (a lean run whose entries all fit the
+ * room), so that list_emit_kernel has nothing to do? */
+__device__ static __forceinline__ int listed_in_one_pass(const drun &P) { return P.lean && P.entries <= P.room; }
+
 /* The warp of configuration i lists its kept checks' tasks from index `at` on, in check
  * order (those past the room are counted, not written); returns the index past them. */
 __device__ static __forceinline__ uint32_t emit_tasks(const drun &P, const dprog &p, const tdm_xform *pose,
@@ -287,7 +291,7 @@ __global__ void __launch_bounds__(32 * FK_WARPS) list_count_kernel(const drun *R
     uint32_t n_kept = 0;
     for (uint32_t k0 = 0; k0 < p.n_checks; k0 += 32)
         n_kept += __popc(__ballot_sync(0xffffffffu, kept(P, p, centre, i, k0 + lane)));
-    if (P.lean && P.entries <= P.room) {
+    if (listed_in_one_pass(P)) {
         /* every task fits the room, so no configuration is left for a re-run, and its tasks
            need not follow those before it: the warp takes its range at once and lists them
            there (list_emit_kernel has nothing left to do) */
@@ -307,7 +311,7 @@ __global__ void __launch_bounds__(32 * FK_WARPS) list_emit_kernel(const drun *R,
 {
     const drun P = *R;
     uint32_t i = blockIdx.x * FK_WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (i >= P.n || (P.lean && P.entries <= P.room)) return; /* listed by list_count_kernel */
+    if (i >= P.n || listed_in_one_pass(P)) return; /* listed by list_count_kernel */
     uint32_t base = 0;
     for (uint32_t j = lane; j < i; j += 32) base += span[j].y;
     base = __reduce_add_sync(0xffffffffu, base);

@@ -147,6 +147,17 @@ static int within_small_work(const tdm_pooler *p, const tdm_pooler_job *j)
     return !p->fair.latency_work || !c || !t || t <= p->fair.latency_work / c;
 }
 
+/* Unlinks the head of q (lock held); a host job stops counting in host_waiting. */
+static tdm_pooler_job *queue_pop(tdm_pooler *p, queue *q)
+{
+    tdm_pooler_job *j = q->head;
+    q->head = j->next;
+    if (!q->head) q->tail = NULL;
+    j->next = NULL;
+    if (q == &p->host) __atomic_sub_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED);
+    return j;
+}
+
 /* Is the job small, for the latency lane: few tasks, and, from what its scene
  * has cost lately, within the lane's budget? */
 static int is_small(const tdm_pooler *p, const tdm_pooler_job *j)
@@ -419,12 +430,8 @@ static int thread_index(const tdm_pooler *p, const worker *w)
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 {
     if (w->host) { /* the oldest host job, alone and whole (a few configurations) */
-        tdm_pooler_job *j = p->host.head;
-        if (!j) return NULL;
-        __atomic_sub_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED);
-        p->host.head = j->next;
-        if (!p->host.head) p->host.tail = NULL;
-        j->next = NULL;
+        if (!p->host.head) return NULL;
+        tdm_pooler_job *j = queue_pop(p, &p->host);
         j->turn = j->n_queries - j->done;
         j->latency_turn = 1; /* cut at the latency lane's budget, then the lanes' (after_turn) */
         *b = (tdm_pooler_batch){thread_index(p, w), 1, j->turn, tasks_per_query(j) * j->turn, weight(p, j),
@@ -463,7 +470,7 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
     return batch;
 }
 
-/* The cancelled jobs at the heads of both queues, unlinked (lock held), or NULL. */
+/* The cancelled jobs at the heads of the queues, unlinked (lock held), or NULL. */
 static tdm_pooler_job *take_cancelled(tdm_pooler *p)
 {
     tdm_pooler_job *out = NULL, **tail = &out;
@@ -471,11 +478,7 @@ static tdm_pooler_job *take_cancelled(tdm_pooler *p)
     for (int k = 0; k < 3; k++) {
         queue *q = qs[k];
         while (q->head && tdm_pooler_job_cancelled(q->head)) {
-            tdm_pooler_job *j = q->head;
-            if (q == &p->host) __atomic_sub_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED);
-            q->head = j->next;
-            if (!q->head) q->tail = NULL;
-            j->next = NULL;
+            tdm_pooler_job *j = queue_pop(p, q);
             *tail = j;
             tail = &j->next;
         }
