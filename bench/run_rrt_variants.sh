@@ -30,6 +30,8 @@
 #   hcN       --host-configs N (the largest request, in configurations, the host lanes take)
 #   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
+#   any0      ompl_plan --motion-any 0 (RRTConnect's motions ask for the first colliding state, as before 2026-11-28)
+#   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
@@ -48,7 +50,9 @@ tar xjf "$panda/problems.tar.bz2" -C "$work"
 base=(--urdf "$panda/panda.urdf" --srdf "$panda/panda.srdf" --resolution "${RESOLUTION:-0.02}" --seed "${SEED:-1}"
       --planner "${PLANNER:-rrtconnect}" --time-limit "${TIME_LIMIT:-2}")
 for v in "${variants[@]}"; do
-    eng=${v%%:*} extra=() envs=()
+    eng=${v%%:*} extra=() envs=() plan_extra=()
+    [[ $v == *:any0* ]] && plan_extra+=(--motion-any 0)
+    [[ $v =~ :pr([0-9]+) ]] && extra+=(--motion-probes "${BASH_REMATCH[1]}")
     [[ $v == *:levels* ]] && envs+=(TDM_GPU_SMALL_TASKS=0)
     [[ $v == *:inl64* ]] && envs+=(TDM_MOTION_INLINE_STATES=64)
     [[ $v =~ :w([0-9]+) ]] && extra+=(--motion-window "${BASH_REMATCH[1]}")
@@ -82,7 +86,7 @@ for v in "${variants[@]}"; do
         per=${PER:-40}
         [[ $pl == 1 ]] && per=2
         : > "$work/trace.txt"
-        "$bin/ompl_plan" "${base[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
+        "$bin/ompl_plan" "${base[@]}" "${plan_extra[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
             "$work/problems" > "$work/plan.txt" 2> "$work/plan.err" &
         plan=$!
         ( sleep 2; bash bench/thread_cpu.sh "$pid" 1.5 > "$work/threads.txt" ) &
@@ -104,7 +108,7 @@ for v in "${variants[@]}"; do
     wait "$pid" 2>/dev/null
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
-    grep -v '^dispatch' "$work/trace.txt" | sed 's/^/  /' | tail -3
+    grep -v '^dispatch' "$work/trace.txt" | sed 's/^/  /' | tail -6
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
                n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"

@@ -614,14 +614,26 @@ int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, void *pr
                                  const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *points,
                                  uint32_t n_joints, const uint32_t *n_points, size_t n_motions, uint64_t *id)
 {
-    if (!ac || !scene_id || !points || !n_points || n_joints == 0 || n_motions == 0) return TDM_CLIENT_EINVAL;
+    if (!n_points) return TDM_CLIENT_EINVAL;
+    return tdm_async_motion_check_flags(ac, cb, privdata, scene_id, resolution, points, n_joints, n_points, n_motions,
+                                        0, id);
+}
+
+int tdm_async_motion_check_flags(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                 const uint8_t scene_id[TDM_ID_BYTES], double resolution, const double *points,
+                                 uint32_t n_joints, const uint32_t *n_points, size_t n_motions, unsigned flags,
+                                 uint64_t *id)
+{
+    if (!ac || !scene_id || !points || n_joints == 0 || n_motions == 0 || (flags & ~(unsigned)TDM_MOTION_ANY_STATE))
+        return TDM_CLIENT_EINVAL;
     size_t total = 0;
     for (size_t i = 0; i < n_motions; i++) {
-        if (n_points[i] < 2 || total > SIZE_MAX / 8 / n_joints - n_points[i]) return TDM_CLIENT_EINVAL;
-        total += n_points[i];
+        size_t p = n_points ? n_points[i] : 2;
+        if (p < 2 || total > SIZE_MAX / 8 / n_joints - p) return TDM_CLIENT_EINVAL;
+        total += p;
     }
     if (ac->info.limits.max_queries && n_motions > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
     tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions}};
+                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions, flags}};
     return submit(ac, &rq, cb, privdata, 0, 0, id);
 }

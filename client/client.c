@@ -889,9 +889,11 @@ int tdm_query_configs_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], 
 }
 
 static int motion_call(tdm_client *c, const uint8_t *scene_id, double resolution, const double *points,
-                       uint32_t n_joints, const uint32_t *n_points, size_t n_motions, int64_t *first_colliding,
-                       uint64_t *n_states, double *last_free)
+                       uint32_t n_joints, const uint32_t *n_points, size_t n_motions, unsigned flags,
+                       int64_t *first_colliding, uint64_t *n_states, double *last_free)
 {
+    if (flags & ~(unsigned)TDM_MOTION_ANY_STATE)
+        return local_error(c, TDM_CLIENT_EINVAL, "unknown motion check flags 0x%x", flags);
     if (!scene_id || !points || !first_colliding || n_joints == 0 || n_motions == 0)
         return local_error(c, TDM_CLIENT_EINVAL, "a motion check needs a scene id, motions, answers and joints");
     size_t total = 0;
@@ -905,7 +907,7 @@ static int motion_call(tdm_client *c, const uint8_t *scene_id, double resolution
         return local_error(c, TDM_CLIENT_ELIMIT, "%zu motions in one request; the server takes at most %u",
                            n_motions, c->info.limits.max_queries);
     tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions}};
+                   .u.motion_check = {scene_id, resolution, points, total * n_joints, n_points, n_motions, flags}};
     outs o = {.n_motions = n_motions,
               .n_joints = n_joints,
               .first_colliding = first_colliding,
@@ -918,7 +920,7 @@ int tdm_motion_check(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double
                      uint32_t n_joints, size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
                      double *last_free)
 {
-    return motion_call(c, scene_id, resolution, motions, n_joints, NULL, n_motions, first_colliding, n_states,
+    return motion_call(c, scene_id, resolution, motions, n_joints, NULL, n_motions, 0, first_colliding, n_states,
                        last_free);
 }
 
@@ -927,8 +929,16 @@ int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], 
                            int64_t *first_colliding, uint64_t *n_states, double *last_free)
 {
     if (!n_points) return local_error(c, TDM_CLIENT_EINVAL, "n_points is NULL");
-    return motion_call(c, scene_id, resolution, points, n_joints, n_points, n_motions, first_colliding, n_states,
+    return motion_call(c, scene_id, resolution, points, n_joints, n_points, n_motions, 0, first_colliding, n_states,
                        last_free);
+}
+
+int tdm_motion_check_flags(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                           const double *points, uint32_t n_joints, const uint32_t *n_points, size_t n_motions,
+                           unsigned flags, int64_t *first_colliding, uint64_t *n_states, double *last_free)
+{
+    return motion_call(c, scene_id, resolution, points, n_joints, n_points, n_motions, flags, first_colliding,
+                       n_states, last_free);
 }
 
 int tdm__client_local_error(tdm_client *c, int code, const char *msg) { return local_error(c, code, "%s", msg); }

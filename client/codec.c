@@ -232,6 +232,7 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         st->m.motion_check.resolution = rq->u.motion_check.resolution;
         SET_CB(st->m.motion_check.motions, enc_motions, st);
         SET_CB(st->m.motion_check.points, enc_points, st);
+        st->m.motion_check.any_state = (rq->u.motion_check.flags & TDM_MOTION_ANY_STATE) != 0;
         return 0;
     case TDM_REPLY_ROBOT_DELETE:
     case TDM_REPLY_MESH_DELETE:

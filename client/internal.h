@@ -75,6 +75,7 @@ typedef struct tdm__req {
             size_t n_doubles;
             const uint32_t *points; /* NULL: 2 per motion */
             size_t n_motions;
+            unsigned flags; /* TDM_MOTION_* */
         } motion_check;
     } u;
 } tdm__req;

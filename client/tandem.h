@@ -566,6 +566,18 @@ TDM_API int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_
                                    const double *points, uint32_t n_joints, const uint32_t *n_points,
                                    size_t n_motions, int64_t *first_colliding, uint64_t *n_states,
                                    double *last_free);
+/* Flags of a motion check. TDM_MOTION_ANY_STATE: a colliding motion's answer is any
+ * colliding state, not necessarily the first (what a planner's plain validity check needs):
+ * the server checks a few states first, coarse to fine (the end, the middle, the quarters:
+ * tandemd's --motion-probes), so that most colliding motions are answered after those;
+ * last_free is then left untouched for a colliding motion. Free motions answer -1 either way. */
+#define TDM_MOTION_ANY_STATE 1u
+/* tdm_motion_check (n_points NULL: 2 configurations a motion) or tdm_motion_check_paths, with
+ * flags (TDM_MOTION_*; 0: as those). */
+TDM_API int tdm_motion_check_flags(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                   const double *points, uint32_t n_joints, const uint32_t *n_points,
+                                   size_t n_motions, unsigned flags, int64_t *first_colliding, uint64_t *n_states,
+                                   double *last_free);
 
 /* File helpers (what `tandem robot put` and `tandem query --urdf` use). tdm_robot_put_files
  * reads the URDF (and the SRDF, NULL: none), resolves each collision mesh filename as
@@ -697,6 +709,11 @@ TDM_API int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, 
                                          const uint8_t scene_id[TDM_ID_BYTES], double resolution,
                                          const double *points, uint32_t n_joints, const uint32_t *n_points,
                                          size_t n_motions, uint64_t *id);
+/* As tdm_motion_check_flags (n_points NULL: 2 configurations a motion). */
+TDM_API int tdm_async_motion_check_flags(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,
+                                         const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                         const double *points, uint32_t n_joints, const uint32_t *n_points,
+                                         size_t n_motions, unsigned flags, uint64_t *id);
 /* Requests queued and not yet answered. */
 TDM_API size_t tdm_async_pending(const tdm_async *ac);
 

@@ -198,6 +198,13 @@ static const opt opts[] = {
      "first collision are mostly never checked). Larger windows answer a motion in fewer dependent "
      "engine runs, smaller ones check fewer states past its first collision. 0: 16 with the CPU engine, "
      "64 with a GPU engine (a GPU run costs about the same for tens or hundreds of states)."},
+    {"motion-probes", T_U32, OFF(motion_probes), "4", 0, 16, NULL, "N",
+     "A MotionCheck with any_state (any colliding state answers: a planner's plain validity check) "
+     "first checks N states of each motion, coarse to fine: the end, the middle, the quarters, ... "
+     "(as OMPL's DiscreteMotionValidator). Most colliding planner motions collide at one of them, "
+     "and such a first batch of a few states is answered at once on a host lane (--host-lanes); "
+     "the motion's other states follow in order, in windows of twice --motion-window, then "
+     "doubling. 0: any_state checks first to last, as without it."},
     {"slice-tasks", T_U64, OFF(slice_tasks), "0", 0, UINT64_MAX, NULL, "N",
      "A request of more tasks than this runs this many at a time, taking turns with the other requests "
      "queued (0: max-batch-tasks)."},

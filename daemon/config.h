@@ -69,6 +69,7 @@ typedef struct tdm_config {
                                       request of configurations goes as configurations (tdm_configs_min) */
     uint64_t max_query_work;   /* box + triangle tests per query (0: none), the request's budget per query */
     uint32_t motion_window;    /* a MotionCheck's first round: states per open motion (0: by engine) */
+    uint32_t motion_probes;    /* a MotionCheck with any_state: its first round's states, coarse to fine */
     uint64_t slice_tasks;      /* a larger request runs this many tasks per turn (0: max_batch_tasks) */
     uint64_t latency_lane_tasks, latency_lane_work; /* the pooler's latency lane (workpile/pooler.h) */
     int host_lanes;            /* the pooler's host threads (workpile/pooler.h, tdm_pooler_set_host) */

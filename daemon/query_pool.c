@@ -24,7 +24,8 @@ struct tdm_query_sink {
     int woken;                            /* atomic: a wake-up is written and not yet handled */
     void (*done)(tdm_query_job *, void *); /* the pool's, kept for the jobs after it stopped */
     void *data;
-    pthread_mutex_t *srv_lock;            /* the server's lock (io.h), taken by this sink's callbacks */
+    void (*lock)(void *), (*unlock)(void *); /* the server's lock (io.h), taken by this sink's callbacks */
+    void *lock_arg;
     /* finished jobs, newest first: a lock-free stack the pooler threads push onto and the loop
        takes whole (a lock here met the loop at every collect: a futex call a side) */
     tdm_query_job *done_head;             /* atomic */
@@ -46,6 +47,9 @@ struct tdm_query_pool {
     int trace;
     uint64_t traced, traced_ns, traced_runs;
     double traced_submit_ms, traced_wait_ms, traced_run_ms;
+    /* ... and by kind (TRACE_*): a query whose last run was a host thread's, a query a lane ran, a
+       MotionCheck */
+    uint64_t kind_n[3], kind_ns[3], kind_runs[3];
     pthread_mutex_t trace_mu;
     void (*ran)(tdm_query_job *, void *);
     void (*send)(tdm_query_job *, void *);
@@ -157,6 +161,7 @@ static void on_finished(tdm_pooler_job *pj, void *data)
         uint64_t t0 = 0;
         double submit = 0, wait = 0, run = 0;
         uint32_t runs = 0;
+        int kind = j->again ? 2 : pj->host ? 0 : 1;
         if (qp->trace) { /* read before the send: j may be gone once `sending` is cleared below */
             t0 = j->mark.t0;
             submit = j->trace_submit_ms - 1e-6 * (double)t0, wait = j->trace_wait_ms, run = j->trace_run_ms;
@@ -172,6 +177,9 @@ static void on_finished(tdm_pooler_job *pj, void *data)
             qp->traced_submit_ms += submit;
             qp->traced_wait_ms += wait;
             qp->traced_run_ms += run;
+            qp->kind_n[kind]++;
+            qp->kind_ns[kind] += ns;
+            qp->kind_runs[kind] += runs;
             pthread_mutex_unlock(&qp->trace_mu);
         }
         /* the loop met the job while it was sending and put it back: wake it again */
@@ -257,9 +265,9 @@ static void on_wake(uv_poll_t *h, int status, int events)
        before the read, a write made in between was drained with `woken` left set, and every
        later wake-up skipped: the loop slept on finished jobs until something else woke it.) */
     __atomic_store_n(&s->woken, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(s->srv_lock);
+    s->lock(s->lock_arg);
     collect(s, 0);
-    pthread_mutex_unlock(s->srv_lock);
+    s->unlock(s->lock_arg);
 }
 
 /* Before the loop polls: from here until its check, a thread that queues a job wakes it
@@ -270,9 +278,9 @@ static void on_prepare(uv_prepare_t *h)
     __atomic_store_n(&s->idle, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!has_done(s)) return;
-    pthread_mutex_lock(s->srv_lock);
+    s->lock(s->lock_arg);
     collect(s, 0);
-    pthread_mutex_unlock(s->srv_lock);
+    s->unlock(s->lock_arg);
 }
 
 static void on_check(uv_check_t *h)
@@ -291,14 +299,17 @@ static void on_sink_closed(uv_handle_t *h)
     free(s);
 }
 
-int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_query_sink **out)
+int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *),
+                        void *lock_arg, tdm_query_sink **out)
 {
     *out = NULL;
     tdm_query_sink *s = calloc(1, sizeof *s);
     if (!s) return TDM_ENOMEM;
     s->done = qp->done;
     s->data = qp->data;
-    s->srv_lock = srv_lock;
+    s->lock = lock;
+    s->unlock = unlock;
+    s->lock_arg = lock_arg;
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->efd < 0 || uv_poll_init(loop, &s->poll, s->efd) != 0) {
         if (s->efd >= 0) close(s->efd);
@@ -399,6 +410,12 @@ void tdm_query_pool_stop(tdm_query_pool *qp)
                 (unsigned long long)qp->traced, 1e-6 * (double)qp->traced_ns / n, qp->traced_submit_ms / n,
                 (double)qp->traced_runs / n, qp->traced_wait_ms / (double)qp->traced_runs,
                 qp->traced_run_ms / (double)qp->traced_runs);
+        static const char *kinds[3] = {"queries run by a host thread", "queries run by a lane", "motion checks"};
+        for (int k = 0; k < 3; k++)
+            if (qp->kind_n[k])
+                fprintf(stderr, "  of them %s: %llu, %.3f ms on average, %.3f runs\n", kinds[k],
+                        (unsigned long long)qp->kind_n[k], 1e-6 * (double)qp->kind_ns[k] / (double)qp->kind_n[k],
+                        (double)qp->kind_runs[k] / (double)qp->kind_n[k]);
     }
     pthread_mutex_destroy(&qp->trace_mu);
     free(qp);

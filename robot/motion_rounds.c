@@ -31,7 +31,69 @@ struct tdm_motion_rounds {
     uint64_t w;   /* this round's window */
     uint64_t first; /* the first round's window, and the least one */
     int in_round;
+    int any;         /* any colliding state answers (tdm_motion_rounds_set_any) */
+    unsigned probes; /* with any: the first round's states, coarse to fine */
 };
+
+void tdm_motion_rounds_set_any(tdm_motion_rounds *mc, unsigned probes)
+{
+    mc->any = 1;
+    mc->probes = probes < TDM_MOTION_MAX_PROBES ? probes : TDM_MOTION_MAX_PROBES;
+}
+
+int tdm_motion_rounds_any(const tdm_motion_rounds *mc) { return mc->any; }
+
+/* The first m (<= TDM_MOTION_MAX_PROBES) states of a motion of n states, coarse to fine: the
+ * end, the interior 1 .. n-2 by bisection (breadth first: the middle, then each half's
+ * middle), the start; returns how many (min(m, n)). */
+static unsigned probe_states(uint64_t n, unsigned m, uint64_t *k)
+{
+    unsigned got = 0;
+    if (m > n) m = (unsigned)n;
+    if (got < m) k[got++] = n - 1;
+    uint64_t lo[TDM_MOTION_MAX_PROBES], hi[TDM_MOTION_MAX_PROBES];
+    unsigned head = 0, tail = 0;
+    if (n > 2) lo[tail] = 1, hi[tail++] = n - 2;
+    while (got < m && head < tail) {
+        uint64_t a = lo[head], b = hi[head++], mid = a + (b - a) / 2;
+        k[got++] = mid;
+        /* at most m intervals are ever queued, as each taken one gives a probe */
+        if (mid > a && tail < TDM_MOTION_MAX_PROBES) lo[tail] = a, hi[tail++] = mid - 1;
+        if (mid < b && tail < TDM_MOTION_MAX_PROBES) lo[tail] = mid + 1, hi[tail++] = b;
+    }
+    if (got < m && n > 1) k[got++] = 0;
+    return got;
+}
+
+/* The motion's states in check order: its probes (sorted into `sorted` too), then every
+ * other state first to last. */
+typedef struct order { uint64_t k[TDM_MOTION_MAX_PROBES], sorted[TDM_MOTION_MAX_PROBES]; unsigned m; } order;
+
+static void order_of(order *o, uint64_t n, unsigned probes)
+{
+    o->m = probe_states(n, probes, o->k);
+    for (unsigned i = 0; i < o->m; i++) {
+        uint64_t v = o->k[i];
+        unsigned j = i;
+        for (; j > 0 && o->sorted[j - 1] > v; j--) o->sorted[j] = o->sorted[j - 1];
+        o->sorted[j] = v;
+    }
+}
+
+static uint64_t order_k(const order *o, uint64_t p)
+{
+    if (p < o->m) return o->k[p];
+    uint64_t k = p - o->m; /* the (p - m)-th state that is not a probe */
+    for (unsigned i = 0; i < o->m && o->sorted[i] <= k; i++) k++;
+    return k;
+}
+
+uint64_t tdm_motion_rounds_order(uint64_t n, unsigned probes, uint64_t p)
+{
+    order o;
+    order_of(&o, n, probes < TDM_MOTION_MAX_PROBES ? probes : TDM_MOTION_MAX_PROBES);
+    return order_k(&o, p);
+}
 
 void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first)
 {
@@ -158,6 +220,7 @@ size_t tdm_motion_rounds_plan(tdm_motion_rounds *mc)
                                                           ? mc->first << mc->round : UINT64_MAX;
             if (w > grow) w = grow;
             if (w < mc->first) w = mc->first;
+            if (mc->any && mc->probes && mc->round == 0) w = mc->probes; /* the probes, coarse to fine */
             mc->w = w;
             mc->i = 0;
             mc->in_round = 1;
@@ -186,6 +249,13 @@ void tdm_motion_rounds_fill(const tdm_motion_rounds *mc, double *configs)
     size_t n_q = mc->n_q, n_b = 0;
     for (size_t s = 0; s < mc->n_segs; s++) {
         const segment *g = &mc->segs[s];
+        if (mc->any && mc->probes) { /* positions k0 .. in the motion's check order */
+            order o;
+            order_of(&o, mc->n_states[g->motion], mc->probes);
+            for (uint64_t p = g->k0; p < g->k0 + g->count; p++, n_b++)
+                tdm_motion_rounds_state(mc, g->motion, order_k(&o, p), configs + n_b * n_q);
+            continue;
+        }
         for (uint64_t k = g->k0; k < g->k0 + g->count; k++, n_b++) tdm_motion_rounds_state(mc, g->motion, k, configs + n_b * n_q);
     }
 }
@@ -205,6 +275,21 @@ void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, si
         const segment *g = &mc->segs[s];
         uint64_t k = 0;
         while (k < g->count && !*(const uint32_t *)(const void *)(base + (b + k) * stride)) k++;
+        if (k < g->count && mc->any && mc->probes) { /* the smallest colliding k of the batch */
+            order o;
+            order_of(&o, mc->n_states[g->motion], mc->probes);
+            uint64_t best = order_k(&o, g->k0 + k);
+            for (uint64_t x = k + 1; x < g->count; x++)
+                if (*(const uint32_t *)(const void *)(base + (b + x) * stride)) {
+                    uint64_t kx = order_k(&o, g->k0 + x);
+                    if (kx < best) best = kx;
+                }
+            mc->answer[g->motion] = (int64_t)best;
+            mc->cursor[g->motion] = mc->n_states[g->motion]; /* closed */
+            mc->colliding++;
+            b += g->count;
+            continue;
+        }
         b += g->count;
         if (k < g->count) {
             mc->answer[g->motion] = (int64_t)(g->k0 + k);

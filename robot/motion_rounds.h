@@ -18,6 +18,16 @@
  * k is the smallest colliding one. A motion whose last state was free is answered
  * -1. Later rounds only run motions still open.
  *
+ * Any state (tdm_motion_rounds_set_any): when any colliding state will do as a colliding
+ * motion's answer (a planner asking only whether a motion is free), the first round checks
+ * each motion's first `probes` states of a coarse-to-fine order (the end, then the interior by
+ * bisection as OMPL's DiscreteMotionValidator, the start last), and the rounds after it
+ * the motion's other states in order, the window of round r being first << r. A motion
+ * with a colliding state in a batch is answered with the smallest colliding k of that batch.
+ * Most colliding planner motions collide at one of the first few of those states, so they
+ * are answered by a small first batch (one a host lane checks alone at once); a free motion
+ * still has every state checked.
+ *
  * Use: tdm_motion_rounds_next gives a batch's configurations, the caller finds
  * which of them collide (bool mode), tdm_motion_rounds_take hands that back; until
  * next gives 0. One thread at a time; no I/O. */
@@ -30,6 +40,7 @@
 typedef struct tdm_motion_rounds tdm_motion_rounds;
 
 #define TDM_MOTION_FIRST_WINDOW 16 /* the first round's window, by default (and the least one) */
+#define TDM_MOTION_MAX_PROBES 16   /* the most probes tdm_motion_rounds_set_any takes */
 
 /* n motions of 2 * n_q values each (start, then end: motions + i * 2 * n_q;
  * borrowed, must outlive mc), finite; resolution finite and > 0; batch >= 1. On
@@ -54,6 +65,15 @@ void tdm_motion_rounds_free(tdm_motion_rounds *mc);
  * states checked past the first collision (what a busy CPU engine pays for).
  * Before the first tdm_motion_rounds_next; 0 keeps the default. */
 void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first);
+/* Any colliding state will do (see the top): the first round checks `probes` states of each
+ * motion coarse to fine (at most TDM_MOTION_MAX_PROBES; 0 gives the first-to-last order with
+ * the window's rounds, any state still answering). Before the first tdm_motion_rounds_next. */
+void tdm_motion_rounds_set_any(tdm_motion_rounds *mc, unsigned probes);
+/* Whether answers are any colliding state (tdm_motion_rounds_set_any), not the first. */
+int tdm_motion_rounds_any(const tdm_motion_rounds *mc);
+/* The k of the p-th state of a motion of n states in the order the first `probes` come
+ * coarse to fine (p < n; probes <= TDM_MOTION_MAX_PROBES). */
+uint64_t tdm_motion_rounds_order(uint64_t n, unsigned probes, uint64_t p);
 /* State k of motion i, into q[0..n_q). */
 void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, double *q);
 

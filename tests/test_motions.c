@@ -440,3 +440,110 @@ Test(motions, rounds_answer_the_first_collision_whatever_the_window)
     cr_assert_eq(rounds_against(one, 1, 4096, 0, &none, &rng), 3);
     cr_assert_eq(rounds_against(one, 1, 4096, 64, &none, &rng), 1);
 }
+
+/* Any state (tdm_motion_rounds_set_any): motions whose colliding states are an arbitrary set
+ * (drawn at random, a third of them empty); every state checked at most once, every state of
+ * a free motion checked, a colliding motion answered with one of its colliding states, and a
+ * motion colliding at a probe answered by the first batch when the batch holds every probe. */
+Test(motions, rounds_any_state_answer_a_colliding_state_and_probe_coarse_to_fine)
+{
+    gen_rng rng = {seed ^ 0xa11};
+    enum { N = 24, S = 300 };
+    double mot[2 * N];
+    static uint8_t hit[N][S], seen[N][S];
+    for (int trial = 0; trial < 40; trial++) {
+        size_t n = 1 + gen_next(&rng) % N;
+        uint64_t states[N];
+        for (size_t i = 0; i < n; i++) {
+            states[i] = 2 + gen_next(&rng) % (S - 2);
+            mot[2 * i] = 1000.0 * (double)i;
+            mot[2 * i + 1] = mot[2 * i] + (double)(states[i] - 1);
+            int kind = (int)(gen_next(&rng) % 3);
+            for (uint64_t k = 0; k < states[i]; k++)
+                hit[i][k] = kind == 0 ? 0 : kind == 1 ? (gen_next(&rng) % 17 == 0) : (gen_next(&rng) % 3 == 0);
+            memset(seen[i], 0, sizeof seen[i]);
+        }
+        unsigned probes = (unsigned)(gen_next(&rng) % (TDM_MOTION_MAX_PROBES + 3)); /* past the most too */
+        size_t batch = 1 + gen_next(&rng) % 700;
+        uint64_t window = gen_next(&rng) % 2 ? 64 : 0;
+        tdm_motion_rounds *mc = NULL;
+        size_t bad = 0;
+        cr_assert_eq(tdm_motion_rounds_create(mot, n, 1, 1.0, batch, &mc, &bad), TDM_OK);
+        tdm_motion_rounds_set_window(mc, window);
+        tdm_motion_rounds_set_any(mc, probes);
+        cr_assert(tdm_motion_rounds_any(mc));
+        batch = tdm_motion_rounds_batch(mc);
+        double *q = malloc(batch * sizeof *q);
+        uint32_t *col = malloc(batch * sizeof *col);
+        size_t got, batches = 0;
+        while ((got = tdm_motion_rounds_next(mc, q)) > 0) {
+            batches++;
+            for (size_t b = 0; b < got; b++) {
+                size_t i = (size_t)(q[b] / 1000.0);
+                int64_t k = (int64_t)llround(q[b] - 1000.0 * (double)i);
+                cr_assert(i < n && k >= 0 && (uint64_t)k < states[i]);
+                cr_assert_not(seen[i][k], "motion %zu state %lld checked twice", i, (long long)k);
+                seen[i][k] = 1;
+                col[b] = hit[i][k];
+            }
+            tdm_motion_rounds_take(mc, col, sizeof *col);
+        }
+        for (size_t i = 0; i < n; i++) {
+            int64_t a = tdm_motion_rounds_answer(mc, i);
+            int any_hit = 0;
+            for (uint64_t k = 0; k < states[i]; k++) any_hit |= hit[i][k];
+            if (!any_hit) {
+                cr_assert_eq(a, -1, "free motion %zu answered %lld", i, (long long)a);
+                for (uint64_t k = 0; k < states[i]; k++) cr_assert(seen[i][k], "free motion %zu: state %llu unchecked", i, (unsigned long long)k);
+            } else {
+                cr_assert(a >= 0 && (uint64_t)a < states[i] && hit[i][a] && seen[i][a],
+                          "motion %zu answered %lld, not one of its colliding states", i, (long long)a);
+            }
+        }
+        /* one motion colliding at a probe, the batch holding its probes: one batch */
+        if (n == 1 && probes > 0 && batch >= (probes < states[0] ? probes : states[0])) {
+            uint64_t k0 = tdm_motion_rounds_order(states[0], probes, 0);
+            cr_assert_eq(k0, states[0] - 1, "the end is checked first");
+        }
+        free(q);
+        free(col);
+        tdm_motion_rounds_free(mc);
+    }
+    /* the order: a permutation, the end first, then the middle, the quarters, ...; the start
+       among the probes once the interior's first levels are in */
+    for (uint64_t n = 2; n < 200; n++)
+        for (unsigned probes = 0; probes <= TDM_MOTION_MAX_PROBES; probes++) {
+            static uint8_t mark[200];
+            memset(mark, 0, sizeof mark);
+            for (uint64_t p = 0; p < n; p++) {
+                uint64_t k = tdm_motion_rounds_order(n, probes, p);
+                cr_assert(k < n && !mark[k], "n %llu probes %u: position %llu gives %llu twice or out of range",
+                          (unsigned long long)n, probes, (unsigned long long)p, (unsigned long long)k);
+                mark[k] = 1;
+            }
+        }
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 0), 100);
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 1), 50);  /* the middle of 1 .. 99 */
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 2), 25);  /* of 1 .. 49 */
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 3), 75);  /* of 51 .. 99 */
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 4), 0);   /* then first to last, the probes left out */
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 5), 1);
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 29), 26); /* 0 .. 24, 26, ...: 25 left out */
+    cr_assert_eq(tdm_motion_rounds_order(3, 16, 2), 0);    /* 2, 1, 0 */
+    /* a colliding end answered by a first batch of the probes alone */
+    double one[2] = {0, 99};
+    tdm_motion_rounds *mc = NULL;
+    size_t bad = 0;
+    cr_assert_eq(tdm_motion_rounds_create(one, 1, 1, 1.0, 4096, &mc, &bad), TDM_OK);
+    tdm_motion_rounds_set_window(mc, 64);
+    tdm_motion_rounds_set_any(mc, 4);
+    double q[100];
+    cr_assert_eq(tdm_motion_rounds_next(mc, q), 4, "the first batch is the 4 probes");
+    cr_assert_float_eq(q[0], 99.0, 1e-12);
+    cr_assert_float_eq(q[1], 49.0, 1e-12); /* 100 states: the middle of 1 .. 98 */
+    uint32_t col[100] = {1, 0, 0, 0};
+    tdm_motion_rounds_take(mc, col, sizeof *col);
+    cr_assert_eq(tdm_motion_rounds_next(mc, q), 0);
+    cr_assert_eq(tdm_motion_rounds_answer(mc, 0), 99);
+    tdm_motion_rounds_free(mc);
+}

@@ -812,6 +812,44 @@ Test(robotd, motions_equal_reference)
     cr_assert(colliding > 10 && free_ > 10 && at_start > 0, "colliding %d, free %d, at the start %d", colliding, free_,
               at_start);
 
+    /* any_state: the same motions free, a colliding one answered with a colliding state (at or
+       after the first), no last free state for it; the end for a free one */
+    {
+        int64_t *any = malloc(sizeof *any * N_MOT);
+        uint64_t *any_states = malloc(sizeof *any_states * N_MOT);
+        double *any_last = malloc(sizeof *any_last * N_MOT * N_J);
+        cr_assert(any && any_states && any_last);
+        for (int i = 0; i < N_MOT * N_J; i++) any_last[i] = -99;
+        cr_assert_eq(tdm_motion_check_flags(c, sid, res, m, N_J, NULL, N_MOT, TDM_MOTION_ANY_STATE, any, any_states,
+                                            any_last),
+                     0, "%s", tdm_client_errstr(c));
+        int later = 0;
+        for (int i = 0; i < N_MOT; i++) {
+            cr_assert_eq(any_states[i], states[i]);
+            if (first[i] < 0) {
+                cr_assert_eq(any[i], -1, "free motion %d answered %lld", i, (long long)any[i]);
+                for (int j = 0; j < N_J; j++) cr_assert_eq(any_last[i * N_J + j], last[i * N_J + j]);
+                continue;
+            }
+            cr_assert(any[i] >= first[i] && (uint64_t)any[i] < states[i], "motion %d: %lld, the first %lld", i,
+                      (long long)any[i], (long long)first[i]);
+            double q[N_J];
+            for (int j = 0; j < N_J; j++)
+                q[j] = m[i * 2 * N_J + j] +
+                       (double)any[i] / (double)(states[i] - 1) * (m[i * 2 * N_J + N_J + j] - m[i * 2 * N_J + j]);
+            tdm_sched_result r;
+            offline_run(&o, q, 1, TDM_MODE_BOOL, 1, &r, NULL);
+            cr_assert(r.colliding, "motion %d: state %lld answered, which is free", i, (long long)any[i]);
+            for (int j = 0; j < N_J; j++) cr_assert_eq(any_last[i * N_J + j], -99, "motion %d: no last free state", i);
+            later += any[i] > first[i];
+        }
+        cr_assert(later > 0, "no colliding motion answered past its first collision: the probes never ran");
+        cr_assert_eq(tdm_motion_check_flags(c, sid, res, m, N_J, NULL, N_MOT, 2, any, NULL, NULL), TDM_CLIENT_EINVAL);
+        free(any);
+        free(any_states);
+        free(any_last);
+    }
+
     /* bad requests: the field and index named, nothing run */
     m[7 * 2 * N_J + 4] = NAN;
     expect_server_error(c, tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, NULL, NULL), "NaN in a motion",

@@ -7,7 +7,7 @@
  *   ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|rrtconnect-fused|prm]
  *             [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
- *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR]
+ *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]
  *             PROBLEM...
  *
  * Output: one line per problem, in the order listed, `scenario problem solved
@@ -68,13 +68,15 @@ void usage()
             "usage: ompl_plan --urdf URDF [--srdf SRDF] [--server ADDR] [--planner rrtconnect|rrtconnect-fused|prm]\n"
             "                 [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]\n"
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
-            "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] PROBLEM...\n"
+            "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]\n"
+            "                 PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
 
 struct options {
     const char *urdf = NULL, *srdf = NULL, *server = NULL, *path_out = NULL;
     bool prm = false, fcl = false, fused = false; /* fused: rrt_fused.h's RRTConnect */
+    bool motion_any = true; /* Tandem: validity-only motion checks ask for any colliding state */
     double time_limit = 10, resolution = 0.05, recheck = 0.005;
     uint64_t seed = 1;
     long planners = 1, fcl_threads = 1;
@@ -249,7 +251,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         int rc = sh.scenes.acquire(c, pf.scenario.c_str(), sh.robot_id, pf.scene.c_str(), &lease, &out->error);
         out->setup_s = now() - t_setup;
         if (rc < 0) return;
-        tandem_checker tc(c, lease.id, sh.robot->n_active);
+        tandem_checker tc(c, lease.id, sh.robot->n_active, sh.o.motion_any);
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
@@ -382,6 +384,7 @@ int main(int argc, char **argv)
         else if (a == "--nn-threads") ok = parse_num(v, 1, 4096, &d) && d == floor(d), o.nn_threads = (unsigned)d;
         else if (a == "--per-scenario") ok = parse_num(v, 0, 1e9, &d) && d == floor(d), o.per_scenario = (size_t)d;
         else if (a == "--prm-samples") ok = parse_num(v, 1, 1e8, &d) && d == floor(d), o.prm_samples = (size_t)d;
+        else if (a == "--motion-any") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.motion_any = !strcmp(v, "1");
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;
         else {
             fprintf(stderr, "ompl_plan: unknown flag %s\n", a.c_str());

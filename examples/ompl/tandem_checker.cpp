@@ -9,7 +9,8 @@ extern "C" {
 #include "robot/motions.h"
 }
 
-tandem_checker::tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints) : c_(c)
+tandem_checker::tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints, bool any_state)
+    : c_(c), any_state_(any_state)
 {
     memcpy(scene_, scene_id, TDM_ID_BYTES);
     this->n_joints = n_joints;
@@ -37,8 +38,10 @@ int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
 int tandem_checker::motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
                             double *last_free)
 {
-    (void)need_first; /* the server always answers the first colliding state */
     const size_t j = n_joints;
+    /* a validity check only (checkMotion(s1, s2), a roadmap's edges): any colliding state will do,
+       which the server finds after checking a few states coarse to fine for most colliding motions */
+    unsigned flags = !need_first && !last_free && any_state_ ? TDM_MOTION_ANY_STATE : 0;
     std::vector<uint64_t> n_states(n);
     for (size_t lo = 0; lo < n;) {
         size_t hi = lo;
@@ -50,8 +53,8 @@ int tandem_checker::motions(const double *ab, size_t n, double resolution, bool 
             hi++;
         }
         requests++;
-        if (tdm_motion_check(c_, scene_, resolution, ab + lo * 2 * j, (uint32_t)j, hi - lo, first + lo,
-                             n_states.data() + lo, last_free ? last_free + lo * j : NULL))
+        if (tdm_motion_check_flags(c_, scene_, resolution, ab + lo * 2 * j, (uint32_t)j, NULL, hi - lo, flags,
+                                   first + lo, n_states.data() + lo, last_free ? last_free + lo * j : NULL))
             return fail(std::string("tandemd motion check: ") + tdm_client_errstr(c_));
         lo = hi;
     }

@@ -3,8 +3,10 @@
  * and every batch is one request on this checker's own connection: states as one
  * joint-space Query (tdm_query_configs, bool mode), motions as one MotionCheck
  * (tdm_motion_check), split only where the server's limits (max_queries,
- * max_motion_states) say so. The server checks a motion's states first to last
- * and stops at the first colliding one, so every answer is the first colliding k. */
+ * max_motion_states) say so. With need_first (or last_free) the server checks a
+ * motion's states first to last and answers the first colliding k; without, and with
+ * any_state, it answers any colliding k (MotionCheck's any_state: a few states coarse
+ * to fine first, tandemd's --motion-probes). */
 #ifndef TDM_OMPL_TANDEM_CHECKER_H
 #define TDM_OMPL_TANDEM_CHECKER_H
 
@@ -17,7 +19,7 @@ class tandem_checker : public plan_checker {
 public:
     /* c: a connected client (borrowed, this checker's only), scene_id: a stored robot
      * scene whose robot has n_joints active joints. */
-    tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints);
+    tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints, bool any_state = true);
     int states(const double *q, size_t n, uint8_t *valid) override;
     int motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
                 double *last_free) override;
@@ -27,6 +29,7 @@ private:
     uint8_t scene_[TDM_ID_BYTES];
     size_t max_queries_;
     uint64_t max_states_;
+    bool any_state_;
     std::vector<tdm_query_result> results_;
 };
 

@@ -1,0 +1,22 @@
+set -uo pipefail
+# Call 35: MotionCheck's any_state (RRTConnect's checkMotion(s1, s2) asks for any colliding state;
+# tandemd checks --motion-probes states coarse to fine first, on a host lane): test_robotd and
+# test_daemon on the GPU engine; the 64-planner row with it (probes 4, 2, 8; 4 host lanes) and without
+# (ompl_plan --motion-any 0), interleaved; FCL's 16 planners; then bench/run_ompl.sh's whole table.
+P=/tmp/p35; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+head -3 $P/new/PACK_INFO
+lscpu | grep -E "^CPU\(s\)|Thread|Core|Socket|Model name" > $OUT/lscpu.txt; cat $OUT/lscpu.txt
+W=/tmp/w; mkdir -p $W; [[ -d $W/problems ]] || tar xjf .panda/problems.tar.bz2 -C $W
+B=/work/main/build; mkdir -p $B/daemon $B/tools $B/examples/ompl; ln -sf $P/new/bin/tandem $B/tools/tandem; ln -sf $P/new/bin/tandemd $B/daemon/tandemd
+for t in robotd daemon; do echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 200 $P/new/bin/test_$t >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt; done
+grep -E "Synthesis|^## .*exit|FAIL" $OUT/tests.txt
+echo "tests done at ${SECONDS}s"
+mkdir -p $OUT/plans $P/plans
+SAVE_DIR=$P/plans PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:any0 gpu:pr2 gpu:pr8 gpu:hl4 gpu gpu:any0 2>&1 | tee $OUT/rrt_call35.txt | grep -E '^==|replies|tandemd THREADS'
+cp $P/plans/plan_gpu_64.txt $P/plans/plan_gpu_any0_64.txt $OUT/plans/
+$P/new/bin/ompl_plan --urdf .panda/panda.urdf --srdf .panda/panda.srdf --resolution 0.02 --seed 1 --planner rrtconnect --time-limit 2 --planners 16 --checker fcl --per-scenario 100 $W/problems > $OUT/plans/fcl16.txt 2>/dev/null; tail -1 $OUT/plans/fcl16.txt
+echo "rows done at ${SECONDS}s"
+env OMPL_PLAN=$P/new/bin/ompl_plan TANDEMD=$P/new/bin/tandemd BUILD_DIR=build PANDA=/work/main/.panda ENGINES=gpu THREADS=16 TIME_LIMIT=2 SINGLE_PER_SCENARIO=3 MANY=64 FCL_PLANNERS=16 MANY_PER_SCENARIO=0 RESOLUTION=0.02 PRM_SAMPLES=10000 PRM_K=10 PRM_PER_SCENARIO=1 FCL_THREADS=16 SEED=1 bash bench/run_ompl.sh $OUT/ompl_call35.md > $OUT/run_ompl.log 2>&1; tail -25 $OUT/ompl_call35.md
+echo "done at ${SECONDS}s"
