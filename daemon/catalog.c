@@ -215,9 +215,7 @@ fail:
     return NULL;
 }
 
-/* Atomic: the loops' queries take references holding the server's lock shared (io.h); the
- * last one, which frees, is let go holding it exclusive. */
-void tdm_stored_scene_ref(tdm_stored_scene *sc) { __atomic_add_fetch(&sc->refs, 1, __ATOMIC_RELAXED); }
+void tdm_stored_scene_ref(tdm_stored_scene *sc) { sc->refs++; }
 
 void tdm_stored_scene_retire(tdm_stored_scene *sc)
 {
@@ -236,8 +234,8 @@ void tdm_stored_scene_retire(tdm_stored_scene *sc)
 void tdm_stored_scene_unref(tdm_stored_scene *sc)
 {
     if (!sc) return;
-    assert(__atomic_load_n(&sc->refs, __ATOMIC_RELAXED) > 0);
-    if (__atomic_sub_fetch(&sc->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    assert(sc->refs > 0);
+    if (--sc->refs > 0) return;
     assert(!sc->entry.listed);
     forget(&sc->entry, KIND_SCENE);
     tdm_stored_scene_retire(sc);

@@ -8,22 +8,11 @@
  * its finished query jobs (query_pool.h's sinks) are all its loop's.
  *
  * The daemon's state (the catalogue, the budget, the tenants, the counters, the list of
- * connections, every connection's fields) is guarded by the server's lock (srv->mu, a
- * read-write lock): every callback that libuv calls on any loop, and every task posted
- * here, runs holding it, taken by the callback itself and never by what it calls. Most
- * hold it exclusive, as if the daemon had one thread. A connection's reads hold it
- * shared, so that the loops read, decode and submit their connections' queries at once:
- * the reading of a plain connection's bytes, its framing, and the Query and MotionCheck
- * handlers, which change only what is their connection's (its loop's alone), their own
- * loop's sink, and state made safe for it (atomic counters and metrics, the budget's
- * atomic charges, a stored scene's atomic reference count, the catalogue's own lock for
- * lookups). Anything else on that path (every other request, a request before Hello,
- * every error reply, a close, a large frame's buffer) first makes the hold exclusive
- * (tdm_srv_exclusive: released, then taken exclusive; nothing read under the shared hold
- * may be kept across it, but the connection itself, which only its loop frees, and a
- * scene the handler holds a reference on). What runs outside the lock is waiting in
- * epoll and the system calls that read requests. Pooler, writer and libuv pool threads
- * never take it.
+ * connections, every connection's fields) is still touched as if by one thread: every
+ * callback that libuv calls on any loop, and every task posted here, runs holding the
+ * server's lock (srv->mu), taken by the callback itself and never by what it calls. What
+ * runs outside it is what a loop spends most of its time on: waiting in epoll, and the
+ * system calls that read requests. Pooler, writer and libuv pool threads never take it.
  *
  * The main loop keeps the listeners, the signals, the writer's completions, the
  * heartbeat and the server's shutdown. Anything one loop must do to a handle of another
@@ -75,21 +64,9 @@ enum {
 
 /* The server's lock, before anything may take it (0 or an errno). */
 int tdm_srv_lock_init(tdm_server *s);
-/* Takes the server's lock exclusive, or shared (the daemon's state: see the top), and
- * releases it; a thread holds it at most once. */
+/* Takes and releases the server's lock (the daemon's state: see the top). */
 void tdm_srv_lock(tdm_server *s);
-void tdm_srv_lock_shared(tdm_server *s);
 void tdm_srv_unlock(tdm_server *s);
-/* Holding it shared: makes the hold exclusive (released, then taken exclusive); holding it
- * exclusive: nothing. */
-void tdm_srv_exclusive(tdm_server *s);
-enum { TDM_SRV_SHARED = 1, TDM_SRV_EXCLUSIVE = 2 };
-/* How this thread holds it: 0, TDM_SRV_SHARED or TDM_SRV_EXCLUSIVE. */
-int tdm_srv_held(void);
-/* tdm_srv_lock and tdm_srv_unlock of a tdm_server *, for modules that take the lock by a
- * callback (the writer's completions, the query pool's sinks). */
-void tdm_srv_lock_cb(void *srv);
-void tdm_srv_unlock_cb(void *srv);
 
 /* Sets up io[0] (the main loop) and io[1..n] with their threads (not running yet). 0, or
  * a libuv error / TDM_* code with err. */

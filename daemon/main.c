@@ -137,7 +137,7 @@ int main(int argc, char **argv)
         tdm_log_error("out of memory");
         goto out;
     }
-    if ((rc = tdm_writer_create(&loop, tdm_srv_lock_cb, tdm_srv_unlock_cb, &srv, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
+    if ((rc = tdm_writer_create(&loop, &srv.mu, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
         tdm_log_error("storage thread: %s", tdm_strerror(rc));
         goto out;
     }

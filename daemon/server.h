@@ -48,7 +48,7 @@ typedef struct tdm_counters {
 
 typedef struct tdm_server {
     uv_loop_t *loop;          /* the main loop (listeners, signals, the writer's completions) */
-    pthread_rwlock_t mu;      /* the daemon's state: held by every loop callback, shared or exclusive (io.h) */
+    pthread_mutex_t mu;       /* the daemon's state: held by every loop callback (io.h) */
     tdm_io *io;               /* io[0]: the main loop; io[1..n_io]: the I/O threads' */
     unsigned n_io;
     unsigned next_io;         /* tdm_io_next's round robin */
