@@ -346,6 +346,28 @@ _ROBOT_PROTOTYPES = {
 }
 
 
+# motion checks with flags (TDM_MOTION_*): absent from libraries before MotionCheck's any_state
+MOTION_ANY_STATE = 1  # TDM_MOTION_ANY_STATE
+_MOTION_FLAGS_PROTOTYPES = {
+    "tdm_motion_check_flags": (
+        _c.c_int,
+        [
+            _P,
+            _ID,
+            _c.c_double,
+            _c.c_void_p,
+            _c.c_uint32,
+            _c.c_void_p,
+            _c.c_size_t,
+            _c.c_uint,
+            _c.c_void_p,
+            _c.c_void_p,
+            _c.c_void_p,
+        ],
+    ),
+}
+
+
 _M = ctypes.c_void_p  # tdm_multi *
 _MULTI_PROTOTYPES = {
     "tdm_multi_connect": (_M, [_c.c_void_p, _c.c_size_t, _c.POINTER(ConnectOptsStruct)]),
@@ -412,7 +434,8 @@ class Library:
 
     ``path`` is where it was loaded from; ``has_robots`` says whether it exports the robot calls
     (``ROBOT_SYMBOLS``), and so which layout its list and info structs have (``MeshInfo``,
-    ``SceneInfo``, ``ServerInfo``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
+    ``SceneInfo``, ``ServerInfo``); ``has_motion_flags`` whether it also exports
+    ``tdm_motion_check_flags`` (motion checks with ``any_state``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
 
     def __init__(self, cdll: ctypes.CDLL, path: str):
         self.cdll = cdll
@@ -424,6 +447,9 @@ class Library:
         self.has_robots = all(hasattr(cdll, name) for name in ROBOT_SYMBOLS)
         if self.has_robots:
             self._declare(_ROBOT_PROTOTYPES)
+        self.has_motion_flags = self.has_robots and all(hasattr(cdll, name) for name in _MOTION_FLAGS_PROTOTYPES)
+        if self.has_motion_flags:
+            self._declare(_MOTION_FLAGS_PROTOTYPES)
         # several servers (tdm_multi): absent from libraries before issue 14
         self.has_multi = all(hasattr(cdll, name) for name in _MULTI_PROTOTYPES)
         if self.has_multi:

@@ -272,7 +272,9 @@ class MultiClient:
         return self.query_configs(scene, configs, "bool").colliding
 
     def motion_check(self, scene: RobotScene, starts, ends, resolution: float) -> MotionResult:
-        """As ``Client.motion_check``, spread over the servers."""
+        """As ``Client.motion_check``, spread over the servers. There is no ``any_state`` here:
+        libtandem's tdm_multi_motion_check takes no flags, so every answer is the first colliding
+        state."""
         self._robots("motions")
         a, _, r, motions, first, n_states, last_free = _motion_args(scene, starts, ends, resolution)
         m, j = a.shape

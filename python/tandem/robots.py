@@ -2,7 +2,8 @@
 (issue 13), over libtandem's robot calls (``tdm_robot_put_files``, ``tdm_robot_scene_put_file``,
 ``tdm_query_configs_send``, ``tdm_motion_check``...). With a libtandem that lacks them
 (``_library.ROBOT_SYMBOLS``) each method checks its arguments, then raises NotSupported ("this
-libtandem has no robot support")."""
+libtandem has no robot support"). Motion checks with ``any_state`` need
+``tdm_motion_check_flags`` as well, and say so the same way when the library lacks it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _arrays
-from ._library import ROBOT_SYMBOLS, IdBytes, RobotInfoStruct, RobotSceneInfoStruct
+from ._library import MOTION_ANY_STATE, ROBOT_SYMBOLS, IdBytes, RobotInfoStruct, RobotSceneInfoStruct
 from .errors import ServerCode, invalid, not_supported, server_error
 from .types import QueryResult, RobotId, SceneId
 
@@ -91,7 +92,8 @@ class RobotScene:
 class MotionResult:
     """Answers to M motion checks: ``first_colliding`` (M,) int64, the smallest colliding state k
     or -1; ``n_states`` (M,) uint64; ``last_free`` (M, J) float64, state k - 1 (the end when free;
-    NaN when k = 0)."""
+    NaN when k = 0). With ``any_state``, a colliding motion's k is some colliding state, not
+    necessarily the first, and its ``last_free`` row is NaN."""
 
     first_colliding: np.ndarray
     n_states: np.ndarray
@@ -245,36 +247,62 @@ class RobotMixin:
         """(N,) bool: which configurations (N, J) collide."""
         return self.query_configs(scene, configs, mode="bool").colliding
 
-    def motions(self, scene: RobotScene, starts, ends, resolution: float) -> np.ndarray:
+    def motions(self, scene: RobotScene, starts, ends, resolution: float, any_state: bool = False) -> np.ndarray:
         """Checks M straight joint-space motions starts[i] -> ends[i] (each (M, J)).
 
         Motion a -> b is checked at n = max(2, ceil(max_j |b_j - a_j| / resolution) + 1) states
         q_k = a + k/(n-1) (b - a), k = 0..n-1 (``motion_states``). Returns (M,) int64: -1 where every
-        state is free, else the smallest colliding k."""
-        return self.motion_check(scene, starts, ends, resolution).first_colliding
+        state is free, else the smallest colliding k.
 
-    def motion_check(self, scene: RobotScene, starts, ends, resolution: float) -> MotionResult:
+        any_state: a colliding motion's answer is any colliding k, not necessarily the smallest,
+        which is all a planner's plain validity check needs. The server then checks a few states
+        first (the end, the middle, the quarters: tandemd's ``--motion-probes``), so that most
+        colliding motions are answered sooner. Free motions answer -1 either way. It needs
+        libtandem's ``tdm_motion_check_flags``; without it NotSupported is raised."""
+        return self.motion_check(scene, starts, ends, resolution, any_state=any_state).first_colliding
+
+    def motion_check(self, scene: RobotScene, starts, ends, resolution: float, any_state: bool = False) -> MotionResult:
         """``motions`` with every answer: the first colliding state, each motion's number of
-        states, and the last free state before the first colliding one."""
+        states, and the last free state before the first colliding one. With ``any_state`` (as in
+        ``motions``) a colliding motion's state is any colliding one and its ``last_free`` row is
+        NaN, as for a motion colliding at k = 0: the server sends no last free state then."""
         from .client import _id_arg
 
         a, b, r, motions, first, n_states, last_free = _motion_args(scene, starts, ends, resolution)
         m, j = a.shape
         states = _state_counts(a, b, r)
         lib = self._robot_call("motions")
+        if any_state and not lib.has_motion_flags:
+            raise not_supported(f"motions: this libtandem has no any_state ({lib.path} lacks tdm_motion_check_flags)")
         sid = _id_arg(scene.id)
         for s, e in self._motion_batches(states, j):
-            rc = lib.tdm_motion_check(
-                self._ctx(),
-                sid,
-                r,
-                motions[s:e].ctypes.data,
-                j,
-                e - s,
-                first[s:e].ctypes.data,
-                n_states[s:e].ctypes.data,
-                last_free[s:e].ctypes.data,
-            )
+            if any_state:
+                # n_points NULL: two configurations a motion, as tdm_motion_check takes them
+                rc = lib.tdm_motion_check_flags(
+                    self._ctx(),
+                    sid,
+                    r,
+                    motions[s:e].ctypes.data,
+                    j,
+                    None,
+                    e - s,
+                    MOTION_ANY_STATE,
+                    first[s:e].ctypes.data,
+                    n_states[s:e].ctypes.data,
+                    last_free[s:e].ctypes.data,
+                )
+            else:
+                rc = lib.tdm_motion_check(
+                    self._ctx(),
+                    sid,
+                    r,
+                    motions[s:e].ctypes.data,
+                    j,
+                    e - s,
+                    first[s:e].ctypes.data,
+                    n_states[s:e].ctypes.data,
+                    last_free[s:e].ctypes.data,
+                )
             if rc != 0:
                 err = self._error(rc)
                 if err.from_server and err.field == "motions" and err.index >= 0:

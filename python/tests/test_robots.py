@@ -330,6 +330,49 @@ def test_motions_match_oracle(client, stick):
     assert (res.first_colliding > 0).any()
 
 
+def test_motions_any_state(client, stick):
+    """any_state: free motions answer -1 as before; a colliding motion answers some colliding
+    state at or after its first one, with no last free state (NaN), and some answer lies past
+    the first collision (the server's probes: end, middle, quarters)."""
+    robot, scene = stick
+    rng = np.random.default_rng(33)
+    m = 200
+    # long motions (j1 across most of its range) at a fine resolution: many states each, so that
+    # a probe lands inside a collision after the first colliding state
+    starts = np.stack([rng.uniform(-1.2, 1.2, m), rng.uniform(0, 0.3, m)], axis=1)
+    ends = np.stack([rng.uniform(-1.2, 1.2, m), rng.uniform(0, 0.3, m)], axis=1)
+    r = 0.01
+    want = client.motion_check(scene, starts, ends, r)
+    got = client.motion_check(scene, starts, ends, r, any_state=True)
+    np.testing.assert_array_equal(client.motions(scene, starts, ends, r, any_state=True), got.first_colliding)
+    np.testing.assert_array_equal(got.n_states, want.n_states)
+    free = want.first_colliding < 0
+    assert 0 < free.sum() < m
+    np.testing.assert_array_equal(got.first_colliding[free], -1)
+    np.testing.assert_array_equal(got.last_free[free], want.last_free[free])  # the ends
+    hit = np.flatnonzero(~free)
+    k = got.first_colliding[hit]
+    assert (k >= want.first_colliding[hit]).all() and (k < got.n_states[hit].astype(np.int64)).all()
+    assert np.isnan(got.last_free[hit]).all()
+    q = np.array([tandem.motion_states(starts[i], ends[i], r)[k_i] for i, k_i in zip(hit, k)])
+    for i, k_i, qi in zip(hit, k, q):  # q_k = a + k/(n-1) (b - a)
+        n = int(got.n_states[i])
+        np.testing.assert_allclose(qi, starts[i] + k_i / (n - 1) * (ends[i] - starts[i]), rtol=0, atol=1e-12)
+    assert client.check_configs(scene, q).all(), "an any_state answer is a free state"
+    assert (k > want.first_colliding[hit]).any(), "no motion answered past its first collision"
+
+
+def test_motions_any_state_without_the_flags_call(client, stick, monkeypatch):
+    """A libtandem without tdm_motion_check_flags: any_state says so, the default call works."""
+    robot, scene = stick
+    monkeypatch.setattr(client._lib, "has_motion_flags", False)
+    starts, ends = np.zeros((3, 2)), np.full((3, 2), 0.2)
+    with pytest.raises(NotSupported) as e:
+        client.motions(scene, starts, ends, 0.05, any_state=True)
+    assert "tdm_motion_check_flags" in str(e.value)
+    assert client.motions(scene, starts, ends, 0.05).shape == (3,)
+
+
 def test_bad_robot_files(client, files, tmp_path):
     _robots(client)
     urdf, world = files
