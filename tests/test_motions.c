@@ -468,7 +468,26 @@ Test(motions, rounds_any_state_answer_a_colliding_state_and_probe_coarse_to_fine
         uint64_t window = gen_next(&rng) % 2 ? 64 : 0;
         tdm_motion_rounds *mc = NULL;
         size_t bad = 0;
-        cr_assert_eq(tdm_motion_rounds_create(mot, n, 1, 1.0, batch, &mc, &bad), TDM_OK);
+        /* every other trial as paths: each motion through 2-4 points on its line, at whole steps, so
+           that state k of motion i is still 1000 i + k, numbered along the path */
+        double pts[4 * N];
+        uint32_t np[N];
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            np[i] = 2 + (uint32_t)(gen_next(&rng) % 3);
+            if (states[i] - 1 < np[i] - 1) np[i] = 2; /* no segment of length 0 */
+            pts[at++] = mot[2 * i];
+            for (uint32_t q = 1; q + 1 < np[i]; q++) /* inner points between the ends, in order */
+                pts[at++] = mot[2 * i] + (double)(q * (states[i] - 1) / (np[i] - 1));
+            pts[at++] = mot[2 * i + 1];
+        }
+        if (trial % 2)
+            cr_assert_eq(tdm_motion_rounds_create_paths(pts, np, n, 1, 1.0, batch, &mc, &bad), TDM_OK);
+        else
+            cr_assert_eq(tdm_motion_rounds_create(mot, n, 1, 1.0, batch, &mc, &bad), TDM_OK);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(tdm_motion_rounds_states(mc, i), states[i], "motion %zu: %llu states", i,
+                         (unsigned long long)tdm_motion_rounds_states(mc, i));
         tdm_motion_rounds_set_window(mc, window);
         tdm_motion_rounds_set_any(mc, probes);
         cr_assert(tdm_motion_rounds_any(mc));
