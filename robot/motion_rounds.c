@@ -57,7 +57,8 @@ static unsigned probe_states(uint64_t n, unsigned m, uint64_t *k)
     while (got < m && head < tail) {
         uint64_t a = lo[head], b = hi[head++], mid = a + (b - a) / 2;
         k[got++] = mid;
-        /* at most m intervals are ever queued, as each taken one gives a probe */
+        /* each interval taken gives a probe, so only the first m - 1 queued are ever taken: the
+           queue keeps the first TDM_MOTION_MAX_PROBES */
         if (mid > a && tail < TDM_MOTION_MAX_PROBES) lo[tail] = a, hi[tail++] = mid - 1;
         if (mid < b && tail < TDM_MOTION_MAX_PROBES) lo[tail] = mid + 1, hi[tail++] = b;
     }
