@@ -207,7 +207,7 @@ void fuzz_req_query(fuzz_bytes *b, uint64_t id, const uint8_t scene_id[TDM_ID_LE
 }
 
 void fuzz_req_motion(fuzz_bytes *b, uint64_t id, const uint8_t scene_id[TDM_ID_LEN], double resolution,
-                     const double *motions, size_t n, const uint32_t *points, size_t n_points)
+                     const double *motions, size_t n, const uint32_t *points, size_t n_points, int any_state)
 {
     Tandem__V1__MotionCheck m = TANDEM__V1__MOTION_CHECK__INIT;
     m.scene_id.data = (uint8_t *)scene_id;
@@ -217,6 +217,7 @@ void fuzz_req_motion(fuzz_bytes *b, uint64_t id, const uint8_t scene_id[TDM_ID_L
     m.n_motions = n;
     m.points = (uint32_t *)points;
     m.n_points = n_points;
+    m.any_state = any_state != 0;
     Tandem__V1__Request r = TANDEM__V1__REQUEST__INIT;
     r.id = id;
     r.body_case = TANDEM__V1__REQUEST__BODY_MOTION_CHECK;

@@ -57,6 +57,6 @@ void fuzz_req_id(fuzz_bytes *b, uint64_t id, int body, const uint8_t *oid); /* l
 void fuzz_req_query(fuzz_bytes *b, uint64_t id, const uint8_t scene_id[TDM_ID_LEN], int contacts, const double *poses,
                     size_t n_poses, const double *configs, size_t n_configs, uint32_t max_contacts, int want_pairs);
 void fuzz_req_motion(fuzz_bytes *b, uint64_t id, const uint8_t scene_id[TDM_ID_LEN], double resolution,
-                     const double *motions, size_t n, const uint32_t *points, size_t n_points);
+                     const double *motions, size_t n, const uint32_t *points, size_t n_points, int any_state);
 
 #endif

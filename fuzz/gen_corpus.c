@@ -216,11 +216,13 @@ int main(int argc, char **argv)
     fuzz_req_query(&b, 1, d.rscene_id, 1, NULL, 0, many_configs, 64 * 2, 2, 1);
     request_seed("query-configs-offload", &b, 0, 0);
     double motions[8] = {-1.5, 0, 1.5, 0.2, 0, 0, 0.5, 0.1};
-    fuzz_req_motion(&b, 1, d.rscene_id, 0.1, motions, 8, NULL, 0);
+    fuzz_req_motion(&b, 1, d.rscene_id, 0.1, motions, 8, NULL, 0, 0);
     request_seed("motion-check", &b, 0, 0);
+    fuzz_req_motion(&b, 1, d.rscene_id, 0.1, motions, 8, NULL, 0, 1);
+    request_seed("motion-check-any", &b, 0, 0);
     double path[6] = {-1.5, 0, 0, 0.1, 1.5, 0.2};
     uint32_t points[1] = {3};
-    fuzz_req_motion(&b, 1, d.rscene_id, 0.05, path, 6, points, 1);
+    fuzz_req_motion(&b, 1, d.rscene_id, 0.05, path, 6, points, 1, 0);
     request_seed("motion-check-path", &b, 0, 0);
     /* every type pipelined on one connection, cut into 5-byte writes */
     fuzz_req_id(&b, 1, TANDEM__V1__REQUEST__BODY_MESH_LIST, NULL);
@@ -228,7 +230,7 @@ int main(int argc, char **argv)
     fuzz_req_id(&b, 3, TANDEM__V1__REQUEST__BODY_ROBOT_LIST, NULL);
     fuzz_req_query(&b, 4, d.scene_id, 0, poses, 14, NULL, 0, 0, 0);
     fuzz_req_query(&b, 5, d.rscene_id, 1, NULL, 0, configs, 6, 0, 0);
-    fuzz_req_motion(&b, 6, d.rscene_id, 0.2, motions, 8, NULL, 0);
+    fuzz_req_motion(&b, 6, d.rscene_id, 0.2, motions, 8, NULL, 0, 0);
     fuzz_req_id(&b, 7, TANDEM__V1__REQUEST__BODY_STATS, NULL);
     request_seed("pipelined", &b, 5, 0);
     /* after the harness's large MeshPut (flag bit 1), a list in 3-byte writes (x 4096) */
