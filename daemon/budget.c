@@ -83,6 +83,7 @@ void tdm_conn_job_track(tdm_conn *c, tdm_query_job *j, uint64_t mem, uint64_t re
     assert(!j->tracked);
     j->tracked = 1;
     j->sink = c->io->sink;
+    j->trace_read_ns = c->read_ns;
     j->mem_charged = mem;
     j->reply_bound = reply;
     tdm_budget_charge(&c->srv->mem, TDM_MEM_WORK, mem + reply);

@@ -886,6 +886,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     tdm_conn *c = s->data;
     if (nread == 0) return;
+    if (c->srv->trace_reads) c->read_ns = uv_hrtime(); /* the connection's loop's alone */
     LOCKED(c, read_done(c, nread, buf));
 }
 

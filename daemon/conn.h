@@ -97,6 +97,7 @@ struct tdm_conn {
     char peer[80];
     char addr[64];            /* the peer's IP address without the port; "" for a Unix socket */
     char client_name[80];     /* from Hello, sanitised */
+    uint64_t read_ns;         /* TDM_REQUEST_TRACE: when its last read came (uv_hrtime), before the lock */
     int authed;
     uint32_t tenant;          /* tenants.h index, set by the first Hello */
     int is_unix;

@@ -146,6 +146,8 @@ int main(int argc, char **argv)
                  (unsigned long long)tdm_catalog_bytes(srv.catalog), tdm_catalog_n_scenes(srv.catalog), cfg.data_dir,
                  skipped ? "; some files were skipped (see above)" : "");
     /* a want_pairs request may reserve up to max_reply_pairs: a batch holds at least that much */
+    const char *req_trace = getenv("TDM_REQUEST_TRACE"); /* query_pool.c's; reads timed for it (conn.h) */
+    srv.trace_reads = req_trace && *req_trace;
     if ((rc = tdm_query_pool_create(srv.engine, cfg.max_batch_tasks, cfg.max_reply_pairs,
                                     tdm_request_query_packed, tdm_request_query_done, &srv, &srv.query_pool)) !=
         TDM_OK) {

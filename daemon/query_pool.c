@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
+
+#include "conn.h"
 #include <unistd.h>
 
 #include "log.h"
@@ -48,6 +50,13 @@ struct tdm_query_pool {
     double traced_submit_ms, traced_wait_ms, traced_run_ms;
     /* ... and by kind: a query whose run was a host thread's, a query a lane ran, a MotionCheck */
     uint64_t kind_n[3], kind_ns[3], kind_runs[3];
+    /* TDM_REQUEST_TRACE=FILE: each such reply's connection (its Hello's client_name), request id,
+       kind, and the times of its frame and of its write's start (CLOCK_MONOTONIC ns), written to
+       FILE at the stop:
+       what a client's own times of the same requests join with (bench/request_legs.py) */
+    const char *req_trace;
+    struct req_rec { char name[32]; uint64_t id, t_read, t_frame, t_written; int kind; } *recs;
+    size_t n_recs, cap_recs;
     pthread_mutex_t trace_mu;
     void (*ran)(tdm_query_job *, void *);
     void (*send)(tdm_query_job *, void *);
@@ -160,11 +169,22 @@ static void on_finished(tdm_pooler_job *pj, void *data)
         double submit = 0, wait = 0, run = 0;
         uint32_t runs = 0;
         int kind = j->again ? 2 : pj->host ? 0 : 1;
+        struct req_rec rec;
+        if (qp->req_trace) { /* as below */
+            const tdm_conn *c = j->owner;
+            size_t n = 0; /* its first 31 characters, a space as '_' (the file's fields are spaces apart) */
+            for (; n + 1 < sizeof rec.name && c->client_name[n]; n++)
+                rec.name[n] = c->client_name[n] == ' ' ? '_' : c->client_name[n];
+            rec.name[n] = 0;
+            rec.id = j->request_id, rec.t_read = j->trace_read_ns, rec.t_frame = j->mark.t0, rec.kind = kind;
+        }
         if (qp->trace) { /* read before the send: j may be gone once `sending` is cleared below */
             t0 = j->mark.t0;
             submit = j->trace_submit_ms - 1e-6 * (double)t0, wait = j->trace_wait_ms, run = j->trace_run_ms;
             runs = j->trace_runs;
         }
+        if (qp->req_trace) rec.t_written = uv_hrtime(); /* as the write starts: after it, the client may have
+                                                          moved on before this thread runs again */
         qp->send(j, qp->data);
         if (qp->trace) {
             uint64_t ns = uv_hrtime() - t0;
@@ -178,6 +198,16 @@ static void on_finished(tdm_pooler_job *pj, void *data)
             qp->kind_n[kind]++;
             qp->kind_ns[kind] += ns;
             qp->kind_runs[kind] += runs;
+            pthread_mutex_unlock(&qp->trace_mu);
+        }
+        if (qp->req_trace) {
+            pthread_mutex_lock(&qp->trace_mu);
+            if (qp->n_recs == qp->cap_recs) {
+                size_t cap = qp->cap_recs ? 2 * qp->cap_recs : 65536;
+                struct req_rec *r = cap <= (64u << 20) / sizeof *r ? realloc(qp->recs, cap * sizeof *r) : NULL;
+                if (r) qp->recs = r, qp->cap_recs = cap;
+            }
+            if (qp->n_recs < qp->cap_recs) qp->recs[qp->n_recs++] = rec; /* past 64 MiB of them: dropped */
             pthread_mutex_unlock(&qp->trace_mu);
         }
         /* the loop met the job while it was sending and put it back: wake it again */
@@ -346,6 +376,8 @@ int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t 
     qp->data = data;
     const char *trace = getenv("TDM_DISPATCH_TRACE");
     qp->trace = trace != NULL; /* as the pooler's */
+    const char *rt = getenv("TDM_REQUEST_TRACE");
+    qp->req_trace = rt && *rt ? rt : NULL;
     pthread_mutex_init(&qp->trace_mu, NULL);
     int rc = tdm_pooler_create(engine, max_batch_tasks, max_batch_pairs, on_finished, on_batch, qp, &qp->pooler);
     if (rc != TDM_OK) {
@@ -411,6 +443,21 @@ void tdm_query_pool_stop(tdm_query_pool *qp)
                 fprintf(stderr, "  of them %s: %llu, %.3f ms on average, %.3f runs\n", kinds[k],
                         (unsigned long long)qp->kind_n[k], 1e-6 * (double)qp->kind_ns[k] / (double)qp->kind_n[k],
                         (double)qp->kind_runs[k] / (double)qp->kind_n[k]);
+    }
+    if (qp->req_trace) {
+        FILE *f = fopen(qp->req_trace, "w");
+        if (f) {
+            fprintf(f, "# client request kind t_frame_ns t_written_ns t_read_ns (kind 0: a host thread's query, 1: a "
+                       "lane's, 2: a motion check; t_read: its connection's last read before the request was "
+                       "taken)\n");
+            for (size_t i = 0; i < qp->n_recs; i++)
+                fprintf(f, "%s %llu %d %llu %llu %llu\n", qp->recs[i].name[0] ? qp->recs[i].name : "-",
+                        (unsigned long long)qp->recs[i].id, qp->recs[i].kind,
+                        (unsigned long long)qp->recs[i].t_frame, (unsigned long long)qp->recs[i].t_written,
+                        (unsigned long long)qp->recs[i].t_read);
+            fclose(f);
+        }
+        free(qp->recs);
     }
     pthread_mutex_destroy(&qp->trace_mu);
     free(qp);

@@ -54,6 +54,7 @@ struct tdm_query_job {
        waits in the pooler's queue and times from their batch's take to their end, summed */
     double trace_submit_ms, trace_wait_ms, trace_run_ms;
     uint32_t trace_runs;
+    uint64_t trace_read_ns; /* TDM_REQUEST_TRACE: its connection's last read before it was taken (conn.h) */
     /* Optional hooks of jobs that are more than one run (MotionCheck): `again`, on the
      * pooler thread after each successful run, reads the results and sets up the next
      * run (pool.n_queries, n_tasks, poses) and returns 1, or returns 0 when the job is

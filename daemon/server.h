@@ -55,6 +55,7 @@ typedef struct tdm_server {
     tdm_io_task finish_task;  /* maybe_finish, posted to the main loop by the loop freeing the last connection */
     int finish_posted;
     const tdm_config *cfg;
+    int trace_reads;          /* TDM_REQUEST_TRACE set: connections note their reads' times (conn.h) */
     tdm_sched *engine;
     tdm_datadir *datadir;
     tdm_catalog *catalog;

@@ -118,6 +118,7 @@ struct shared_ctx {
     mesh_cache meshes;
     uint8_t robot_id[TDM_ID_BYTES];
     std::vector<double> lo, hi;
+    std::map<tdm_client *, std::string> conn_names; /* set before the planners start */
 };
 
 /* One problem's local model: its planning scene, the robot scene and FCL's model. */
@@ -252,6 +253,8 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         out->setup_s = now() - t_setup;
         if (rc < 0) return;
         tandem_checker tc(c, lease.id, sh.robot->n_active, sh.o.motion_any);
+        auto named = sh.conn_names.find(c); /* read only while the planners run */
+        if (named != sh.conn_names.end()) tc.trace_as(named->second);
         plan(sh, &tc, out->start, out->goal, seed, out);
         out->checks = tc.checks;
         out->requests = tc.requests;
@@ -445,7 +448,14 @@ int main(int argc, char **argv)
     };
     if (!o.fcl) {
         for (long p = 0; p < o.planners; p++) {
-            tdm_client *c = tdm_client_connect(o.server, 10000);
+            /* each planner's connection named in its Hello: tandemd's request trace names it */
+            std::string name = "ompl_plan-" + std::to_string(p);
+            tdm_connect_opts co = {};
+            co.addr = o.server;
+            co.timeout_ms = 10000;
+            co.client_name = name.c_str();
+            tdm_client *c = tdm_client_connect_with(&co);
+            sh.conn_names[c] = name;
             conns.push_back(c);
             if (!c || tdm_client_err(c)) {
                 fprintf(stderr, "ompl_plan: cannot connect to %s: %s\n", o.server,

@@ -1,9 +1,13 @@
 /* A plan_checker answered by tandemd (tandem_checker.h). */
 #include "tandem_checker.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
+#include <mutex>
 
 extern "C" {
 #include "robot/motions.h"
@@ -19,6 +23,37 @@ tandem_checker::tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTE
     max_states_ = l->max_motion_states ? l->max_motion_states : UINT64_MAX;
 }
 
+static uint64_t mono_ns()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *trace_path()
+{
+    static const char *p = getenv("TDM_OMPL_TRACE");
+    return p && *p ? p : NULL;
+}
+
+void tandem_checker::traced(char kind, uint64_t t_send)
+{
+    if (trace_path()) trace_.push_back(rec{kind, t_send, mono_ns()});
+}
+
+tandem_checker::~tandem_checker()
+{
+    if (trace_.empty()) return;
+    static std::mutex mu; /* the planners' checkers append whole problems, one at a time */
+    std::lock_guard<std::mutex> lock(mu);
+    FILE *f = fopen(trace_path(), "a");
+    if (!f) return;
+    for (const rec &r : trace_)
+        fprintf(f, "%s %c %llu %llu\n", name_.empty() ? "-" : name_.c_str(), r.kind, (unsigned long long)r.t_send,
+                (unsigned long long)r.t_answer);
+    fclose(f);
+}
+
 int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
 {
     checks += n;
@@ -26,9 +61,11 @@ int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
         size_t m = std::min(n - lo, max_queries_);
         results_.resize(m);
         requests++;
+        uint64_t t = trace_path() ? mono_ns() : 0;
         if (tdm_query_configs(c_, scene_, TDM_QUERY_BOOL, q + lo * n_joints, (uint32_t)n_joints, m, 0,
                               results_.data(), NULL))
             return fail(std::string("tandemd query: ") + tdm_client_errstr(c_));
+        traced('S', t);
         for (size_t i = 0; i < m; i++) valid[lo + i] = results_[i].colliding ? 0 : 1;
         lo += m;
     }
@@ -53,9 +90,11 @@ int tandem_checker::motions(const double *ab, size_t n, double resolution, bool 
             hi++;
         }
         requests++;
+        uint64_t t = trace_path() ? mono_ns() : 0;
         if (tdm_motion_check_flags(c_, scene_, resolution, ab + lo * 2 * j, (uint32_t)j, NULL, hi - lo, flags,
                                    first + lo, n_states.data() + lo, last_free ? last_free + lo * j : NULL))
             return fail(std::string("tandemd motion check: ") + tdm_client_errstr(c_));
+        traced('M', t);
         lo = hi;
     }
     for (size_t i = 0; i < n; i++) checks += n_states[i];

@@ -10,6 +10,7 @@
 #ifndef TDM_OMPL_TANDEM_CHECKER_H
 #define TDM_OMPL_TANDEM_CHECKER_H
 
+#include <string>
 #include <vector>
 
 #include "checker.h"
@@ -20,6 +21,11 @@ public:
     /* c: a connected client (borrowed, this checker's only), scene_id: a stored robot
      * scene whose robot has n_joints active joints. */
     tandem_checker(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], size_t n_joints, bool any_state = true);
+    ~tandem_checker() override;
+    /* TDM_OMPL_TRACE=FILE: each request's send and answer times (CLOCK_MONOTONIC ns) are
+     * appended to FILE, under `name` (its connection's Hello client_name), when the checker
+     * goes: what tandemd's TDM_REQUEST_TRACE joins with (bench/request_legs.py). */
+    void trace_as(const std::string &name) { name_ = name; }
     int states(const double *q, size_t n, uint8_t *valid) override;
     int motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
                 double *last_free) override;
@@ -30,6 +36,10 @@ private:
     size_t max_queries_;
     uint64_t max_states_;
     bool any_state_;
+    std::string name_;
+    struct rec { char kind; uint64_t t_send, t_answer; };
+    std::vector<rec> trace_;
+    void traced(char kind, uint64_t t_send);
     std::vector<tdm_query_result> results_;
 };
 
