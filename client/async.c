@@ -602,12 +602,8 @@ int tdm_async_query_configs(tdm_async *ac, tdm_async_reply_cb *cb, void *privdat
 int tdm_async_motion_check(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const uint8_t scene_id[TDM_ID_BYTES],
                            double resolution, const double *motions, uint32_t n_joints, size_t n_motions, uint64_t *id)
 {
-    if (!ac || !scene_id || !motions || n_joints == 0 || n_motions == 0 || n_motions > SIZE_MAX / 16 / n_joints)
-        return TDM_CLIENT_EINVAL;
-    if (ac->info.limits.max_queries && n_motions > ac->info.limits.max_queries) return TDM_CLIENT_ELIMIT;
-    tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions}};
-    return submit(ac, &rq, cb, privdata, 0, 0, id);
+    return tdm_async_motion_check_flags(ac, cb, privdata, scene_id, resolution, motions, n_joints, NULL, n_motions, 0,
+                                        id);
 }
 
 int tdm_async_motion_check_paths(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,

@@ -276,29 +276,25 @@ void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, si
         const segment *g = &mc->segs[s];
         uint64_t k = 0;
         while (k < g->count && !*(const uint32_t *)(const void *)(base + (b + k) * stride)) k++;
-        if (k < g->count && mc->any && mc->probes) { /* the smallest colliding k of the batch */
-            order o;
-            order_of(&o, mc->n_states[g->motion], mc->probes);
-            uint64_t best = order_k(&o, g->k0 + k);
-            for (uint64_t x = k + 1; x < g->count; x++)
-                if (*(const uint32_t *)(const void *)(base + (b + x) * stride)) {
-                    uint64_t kx = order_k(&o, g->k0 + x);
-                    if (kx < best) best = kx;
-                }
-            mc->answer[g->motion] = (int64_t)best;
-            mc->cursor[g->motion] = mc->n_states[g->motion]; /* closed */
-            mc->colliding++;
-            b += g->count;
-            continue;
-        }
-        b += g->count;
         if (k < g->count) {
-            mc->answer[g->motion] = (int64_t)(g->k0 + k);
+            uint64_t answer = g->k0 + k; /* in order: the first colliding state */
+            if (mc->any && mc->probes) { /* in check order: the smallest colliding k of the batch */
+                order o;
+                order_of(&o, mc->n_states[g->motion], mc->probes);
+                answer = order_k(&o, answer);
+                for (uint64_t x = k + 1; x < g->count; x++)
+                    if (*(const uint32_t *)(const void *)(base + (b + x) * stride)) {
+                        uint64_t kx = order_k(&o, g->k0 + x);
+                        if (kx < answer) answer = kx;
+                    }
+            }
+            mc->answer[g->motion] = (int64_t)answer;
             mc->cursor[g->motion] = mc->n_states[g->motion]; /* closed */
             mc->colliding++;
         } else if (mc->cursor[g->motion] == mc->n_states[g->motion]) {
             mc->answer[g->motion] = -1;
         }
+        b += g->count;
     }
     mc->n_segs = 0;
 }

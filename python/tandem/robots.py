@@ -276,33 +276,13 @@ class RobotMixin:
             raise not_supported(f"motions: this libtandem has no any_state ({lib.path} lacks tdm_motion_check_flags)")
         sid = _id_arg(scene.id)
         for s, e in self._motion_batches(states, j):
-            if any_state:
-                # n_points NULL: two configurations a motion, as tdm_motion_check takes them
+            outs = (first[s:e].ctypes.data, n_states[s:e].ctypes.data, last_free[s:e].ctypes.data)
+            if any_state:  # n_points None: two configurations a motion, as tdm_motion_check takes them
                 rc = lib.tdm_motion_check_flags(
-                    self._ctx(),
-                    sid,
-                    r,
-                    motions[s:e].ctypes.data,
-                    j,
-                    None,
-                    e - s,
-                    MOTION_ANY_STATE,
-                    first[s:e].ctypes.data,
-                    n_states[s:e].ctypes.data,
-                    last_free[s:e].ctypes.data,
+                    self._ctx(), sid, r, motions[s:e].ctypes.data, j, None, e - s, MOTION_ANY_STATE, *outs
                 )
             else:
-                rc = lib.tdm_motion_check(
-                    self._ctx(),
-                    sid,
-                    r,
-                    motions[s:e].ctypes.data,
-                    j,
-                    e - s,
-                    first[s:e].ctypes.data,
-                    n_states[s:e].ctypes.data,
-                    last_free[s:e].ctypes.data,
-                )
+                rc = lib.tdm_motion_check(self._ctx(), sid, r, motions[s:e].ctypes.data, j, e - s, *outs)
             if rc != 0:
                 err = self._error(rc)
                 if err.from_server and err.field == "motions" and err.index >= 0:
