@@ -22,7 +22,8 @@
 # (test_gpu, test_scheduler, ...; TESTS="" none). OMPL=1 packs only what bench/run_ompl.sh runs (tandem,
 # tandemd, ompl_plan). ARCHIVE=1 also writes DEST.tar.gz (DEST's content,
 # about a third of its size), which compare_builds.sh takes in place of the folder: two full
-# folders would not fit in the 64 MiB that travel to the device machine.
+# folders would not fit in the 64 MiB that travel to the device machine. STRIP=0 keeps the
+# executables' symbol tables (for perf on the device machine; the libraries are stripped anyway).
 # Needs ldd and strip (binutils); fails if an executable needs a library ldd cannot find.
 set -euo pipefail
 
@@ -63,7 +64,7 @@ declare -A libs=()   # soname -> path
 missing=()
 for f in "${exes[@]}"; do
     cp "$f" "$dest/bin/"
-    strip --strip-unneeded "$dest/bin/$(basename "$f")"
+    [[ ${STRIP:-1} == 1 ]] && strip --strip-unneeded "$dest/bin/$(basename "$f")"
     # lines: "name => /path (addr)", "name => not found", "/lib64/ld-linux... (addr)", "linux-vdso..."
     while read -r name arrow path _; do
         [[ $arrow == "=>" ]] || continue

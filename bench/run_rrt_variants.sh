@@ -27,6 +27,7 @@
 #   mbtN      --max-batch-tasks N (a pooled batch's cap; a configuration weighs an eighth of its checks)
 #   nopc      TDM_GPU_PROGRAM_CACHE_KB=0 (robot scene programs go with every run, none kept on the lanes)
 #   hlN       --host-lanes N (threads answering small requests on the CPU engine; 0: none)
+#   thN       --threads N (engine threads: the CPU pool that device engines' lanes share for big host-side steps)
 #   hcN       --host-configs N (the largest request, in configurations, the host lanes take)
 #   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
@@ -73,6 +74,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
     [[ $v =~ :hc([0-9]+) ]] && extra+=(--host-configs "${BASH_REMATCH[1]}")
+    [[ $v =~ :th([0-9]+) ]] && extra+=(--threads "${BASH_REMATCH[1]}")
     [[ $v =~ :conns([0-9]+) ]] && envs+=(CUDA_DEVICE_MAX_CONNECTIONS="${BASH_REMATCH[1]}")
     dd=$work/data; [[ $v == *:shm* ]] && dd=/dev/shm/tandem-rrt-variants
     rm -rf "$dd"
