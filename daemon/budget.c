@@ -8,21 +8,42 @@
 #include "conn.h"
 #include "log.h"
 
+/* Atomic: the loops charge queries' work holding the server's lock shared (io.h). */
 void tdm_budget_charge(tdm_budget *b, enum tdm_mem_kind k, uint64_t n)
 {
-    b->used[k] += n;
-    b->total += n;
-    if (b->total > b->peak) b->peak = b->total;
+    __atomic_add_fetch(&b->used[k], n, __ATOMIC_RELAXED);
+    uint64_t t = __atomic_add_fetch(&b->total, n, __ATOMIC_RELAXED);
+    uint64_t p = __atomic_load_n(&b->peak, __ATOMIC_RELAXED);
+    while (t > p && !__atomic_compare_exchange_n(&b->peak, &p, t, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+int tdm_budget_try_charge(tdm_budget *b, enum tdm_mem_kind k, uint64_t n)
+{
+    uint64_t t = __atomic_load_n(&b->total, __ATOMIC_RELAXED);
+    do {
+        if (t > b->max || n > b->max - t) return 0;
+    } while (!__atomic_compare_exchange_n(&b->total, &t, t + n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    __atomic_add_fetch(&b->used[k], n, __ATOMIC_RELAXED);
+    uint64_t p = __atomic_load_n(&b->peak, __ATOMIC_RELAXED);
+    while (t + n > p && !__atomic_compare_exchange_n(&b->peak, &p, t + n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return 1;
 }
 
 void tdm_budget_release(tdm_budget *b, enum tdm_mem_kind k, uint64_t n)
 {
-    assert(b->used[k] >= n && b->total >= n);
-    b->used[k] -= n;
-    b->total -= n;
+    uint64_t u = __atomic_sub_fetch(&b->used[k], n, __ATOMIC_RELAXED) + n,
+             t = __atomic_sub_fetch(&b->total, n, __ATOMIC_RELAXED) + n;
+    assert(u >= n && t >= n);
+    (void)u, (void)t;
 }
 
-int tdm_budget_room(const tdm_budget *b, uint64_t n) { return b->total <= b->max && n <= b->max - b->total; }
+int tdm_budget_room(const tdm_budget *b, uint64_t n)
+{
+    uint64_t t = __atomic_load_n(&b->total, __ATOMIC_RELAXED);
+    return t <= b->max && n <= b->max - t;
+}
 
 const char *tdm_budget_describe(const tdm_budget *b, char *buf, size_t len)
 {
@@ -64,11 +85,14 @@ uint64_t tdm_budget_default_max(void)
 int tdm_conn_job_admit(tdm_conn *c, uint64_t id, uint64_t mem, uint64_t reply)
 {
     tdm_budget *b = &c->srv->mem;
-    if (tdm_budget_room(b, mem + reply)) return 0;
+    /* charged here at once (loops admit at once, holding the server's lock shared: io.h), handed
+       to the job by tdm_conn_job_track or given back by tdm_conn_job_unadmit */
+    if (tdm_budget_try_charge(b, TDM_MEM_WORK, mem + reply)) return 0;
     /* jobs answered from a pooler thread may still hold their memory: let them go first */
+    tdm_srv_exclusive(c->srv);
     if (c->io->sink) { /* its own loop's: other loops' connections are theirs to account */
         tdm_query_sink_settle(c->io->sink);
-        if (tdm_budget_room(b, mem + reply)) return 0;
+        if (tdm_budget_try_charge(b, TDM_MEM_WORK, mem + reply)) return 0;
     }
     char held[256];
     b->refused++;
@@ -86,13 +110,17 @@ void tdm_conn_job_track(tdm_conn *c, tdm_query_job *j, uint64_t mem, uint64_t re
     j->trace_read_ns = c->read_ns;
     j->mem_charged = mem;
     j->reply_bound = reply;
-    tdm_budget_charge(&c->srv->mem, TDM_MEM_WORK, mem + reply);
-    c->promised += mem + reply;
+    c->promised += mem + reply; /* charged to the budget by tdm_conn_job_admit */
     j->conn_prev = NULL;
     j->conn_next = c->jobs;
     if (c->jobs) c->jobs->conn_prev = j;
     c->jobs = j;
     if (!tdm_conn_alive(c)) tdm_pooler_job_cancel(&j->pool);
+}
+
+void tdm_conn_job_unadmit(tdm_conn *c, uint64_t mem, uint64_t reply)
+{
+    tdm_budget_release(&c->srv->mem, TDM_MEM_WORK, mem + reply);
 }
 
 void tdm_conn_job_untrack(tdm_conn *c, tdm_query_job *j)

@@ -33,7 +33,8 @@
  * is marked cancelled (tdm_pooler_job_cancel): jobs still queued in the pooler are
  * dropped unrun, running ones are answered into the void and freed.
  *
- * Loop thread only. */
+ * Loop threads only; the counters are atomic, as the loops charge queries' work holding
+ * the server's lock shared (io.h). */
 #ifndef TDM_DAEMON_BUDGET_H
 #define TDM_DAEMON_BUDGET_H
 
@@ -54,6 +55,9 @@ void tdm_budget_charge(tdm_budget *b, enum tdm_mem_kind k, uint64_t n);
 void tdm_budget_release(tdm_budget *b, enum tdm_mem_kind k, uint64_t n);
 /* 1 when n more bytes keep the total within max. */
 int tdm_budget_room(const tdm_budget *b, uint64_t n);
+/* Charges n bytes to kind k when they keep the total within max (at once: two loops never
+ * both pass with room for one); 1 when charged, else 0. */
+int tdm_budget_try_charge(tdm_budget *b, enum tdm_mem_kind k, uint64_t n);
 /* "N bytes held (partial frames A, queued replies B, queries C, uploads D), max-memory M"
  * into buf; returns buf. */
 const char *tdm_budget_describe(const tdm_budget *b, char *buf, size_t len);
@@ -68,10 +72,14 @@ typedef struct tdm_conn tdm_conn;
 typedef struct tdm_query_job tdm_query_job;
 
 /* Can a query job of `mem` bytes whose reply is at most `reply` bytes be accepted
- * now? 0, or -1 after sending ERROR_BUSY (request `id`) naming what is held. */
+ * now? 0 after charging them (work), or -1 after sending ERROR_BUSY (request `id`)
+ * naming what is held. Every 0 is followed by tdm_conn_job_track or, when the request
+ * fails before it has a job, tdm_conn_job_unadmit with the same sizes. */
 int tdm_conn_job_admit(tdm_conn *c, uint64_t id, uint64_t mem, uint64_t reply);
-/* The job is accepted: charged (work), its memory and reply bound promised on the
- * connection (its output), listed on it for cancellation. */
+/* Gives back what tdm_conn_job_admit charged, for a request that failed before its job. */
+void tdm_conn_job_unadmit(tdm_conn *c, uint64_t mem, uint64_t reply);
+/* The job is accepted: what tdm_conn_job_admit charged (work) is its, its memory and reply
+ * bound promised on the connection (its output), listed on it for cancellation. */
 void tdm_conn_job_track(tdm_conn *c, tdm_query_job *j, uint64_t mem, uint64_t reply);
 /* The job is answered or dropped: uncharged and unlisted. Does nothing for a job not
  * tracked. (The caller then calls tdm_conn_end, which resumes reading if it may.) */

@@ -215,7 +215,9 @@ fail:
     return NULL;
 }
 
-void tdm_stored_scene_ref(tdm_stored_scene *sc) { sc->refs++; }
+/* Atomic: the loops' queries take references holding the server's lock shared (io.h); the
+ * last one, which frees, is let go holding it exclusive. */
+void tdm_stored_scene_ref(tdm_stored_scene *sc) { __atomic_add_fetch(&sc->refs, 1, __ATOMIC_RELAXED); }
 
 void tdm_stored_scene_retire(tdm_stored_scene *sc)
 {
@@ -231,11 +233,19 @@ void tdm_stored_scene_retire(tdm_stored_scene *sc)
     }
 }
 
+int tdm_stored_scene_unref_shared(tdm_stored_scene *sc)
+{
+    uint32_t r = __atomic_load_n(&sc->refs, __ATOMIC_RELAXED);
+    while (r > 1)
+        if (__atomic_compare_exchange_n(&sc->refs, &r, r - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return 1;
+    return 0;
+}
+
 void tdm_stored_scene_unref(tdm_stored_scene *sc)
 {
     if (!sc) return;
-    assert(sc->refs > 0);
-    if (--sc->refs > 0) return;
+    assert(__atomic_load_n(&sc->refs, __ATOMIC_RELAXED) > 0);
+    if (__atomic_sub_fetch(&sc->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     assert(!sc->entry.listed);
     forget(&sc->entry, KIND_SCENE);
     tdm_stored_scene_retire(sc);

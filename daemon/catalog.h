@@ -143,6 +143,9 @@ tdm_stored_scene *tdm_stored_scene_new(const uint8_t id[TDM_ID_LEN], const char 
                                        tdm_stored_mesh *const *meshes, uint32_t n);
 void tdm_stored_scene_ref(tdm_stored_scene *sc);
 void tdm_stored_scene_unref(tdm_stored_scene *sc);
+/* Lets a reference go unless it is the last (holding the server's lock shared): 1 when let go,
+ * 0 when the caller must take the lock exclusive and call tdm_stored_scene_unref. */
+int tdm_stored_scene_unref_shared(tdm_stored_scene *sc);
 /* Gives the meshes' `scenes` counts back (once; unref does it too). */
 void tdm_stored_scene_retire(tdm_stored_scene *sc);
 

@@ -125,11 +125,15 @@ static const opt opts[] = {
      "Bytes of text in a RobotPut's urdf and in its srdf, and in a RobotScenePut's world (each)."},
     {"max-motion-states", T_U64, OFF(max_motion_states), "268435456", 1, UINT64_MAX, NULL, "N",
      "States of all the motions of one MotionCheck together (each motion's count by its resolution)."},
-    {"io-threads", T_U32, OFF(io_threads), "0", 0, 64, NULL, "N",
+    {"io-threads", T_U32, OFF(io_threads), "3", 0, 64, NULL, "N",
      "Event loops on threads of their own that take the client connections (round robin), each reading, "
      "decoding and answering its connections' requests; the main loop keeps the listeners and the rest. "
-     "0: the main loop serves every connection. With many clients sending small requests (planners) one "
-     "loop is the daemon's bound: give it a few (daemon/README.md)."},
+     "0: the main loop serves every connection; with many clients sending small requests (planners) one "
+     "loop is then the daemon's bound (daemon/io.h)."},
+    {"loop-spin-us", T_INT, OFF(loop_spin_us), "auto", 0, 1000000, NULL, "US",
+     "How long an event loop polls for its connections' next bytes after their last read before it sleeps "
+     "in epoll (it holds a core meanwhile; an idle daemon's loops sleep). A sleeping loop costs the next "
+     "request a thread wake-up. auto: 200 with a GPU engine (as --dispatch-poll-us), 0 without; 0: sleep at once."},
     {"max-pipelined", T_U32, OFF(max_pipelined), "1024", 1, 1u << 20, NULL, "N",
      "Requests in flight per connection before the server stops reading from it."},
     {"max-connections", T_U32, OFF(max_connections), "1024", 1, 1u << 20, NULL, "N",
@@ -362,6 +366,10 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
         }
         if (o->off == OFF(dispatch_poll_us) && strcmp(v, "auto") == 0) {
             c->dispatch_poll_us = -1;
+            return 0;
+        }
+        if (o->off == OFF(loop_spin_us) && strcmp(v, "auto") == 0) {
+            c->loop_spin_us = -1;
             return 0;
         }
         uint64_t x;

@@ -148,6 +148,7 @@ static void on_closed(uv_handle_t *h)
 void tdm_conn_close(tdm_conn *c, const char *why)
 {
     if (c->state == CONN_CLOSING) return;
+    tdm_srv_exclusive(c->srv); /* the server's lists and counters (io.h) */
     tdm_log_debug("conn %llu (%s): closing: %s", (unsigned long long)c->id, c->peer, why);
     read_stop(c);
     conn_set_state(c, CONN_CLOSING);
@@ -302,6 +303,7 @@ static void pause_if_needed(tdm_conn *c)
 void tdm_conn_drain(tdm_conn *c, const char *why)
 {
     if (c->state == CONN_CLOSING || c->state == CONN_DRAINING || c->state == CONN_LINGER) return;
+    tdm_srv_exclusive(c->srv);
     tdm_log_debug("conn %llu (%s): draining: %s", (unsigned long long)c->id, c->peer, why);
     read_stop(c);
     conn_set_state(c, CONN_DRAINING);
@@ -314,8 +316,13 @@ void tdm_conn_end(tdm_conn *c)
 {
     assert(c->inflight > 0);
     c->inflight--;
-    if (c->state == CONN_CLOSING) maybe_free(c);
-    else update_flow(c);
+    if (c->state == CONN_CLOSING) {
+        tdm_srv_exclusive(c->srv); /* the server's list of connections */
+        maybe_free(c);
+    } else {
+        if (c->state == CONN_DRAINING) tdm_srv_exclusive(c->srv); /* its linger */
+        update_flow(c);
+    }
 }
 
 /* ---- output ---- */
@@ -444,6 +451,7 @@ static void tls_flush(tdm_conn *c)
 void tdm_conn_drop_frame(tdm_conn *c, tdm_frame *o)
 {
     if (!o) return;
+    tdm_srv_exclusive(c->srv);
     if (o->gated) ungate(c);
     free(o);
 }
@@ -476,6 +484,7 @@ int tdm_conn_reply_direct(tdm_conn *c, tdm_frame *o)
 
 void tdm_conn_send_frame(tdm_conn *c, tdm_frame *o)
 {
+    tdm_srv_exclusive(c->srv); /* the budget's output, the counters, a close (io.h) */
     if (c->state == CONN_CLOSING || c->state == CONN_LINGER) { /* nobody waits for it */
         tdm_conn_drop_frame(c, o);
         return;
@@ -521,6 +530,7 @@ void tdm_conn_check_stall(tdm_conn *c, uint64_t now_ns)
 
 void tdm_conn_send(tdm_conn *c, const Tandem__V1__Reply *reply)
 {
+    tdm_srv_exclusive(c->srv);
     if (c->state == CONN_CLOSING || c->state == CONN_LINGER) return; /* nobody waits for it */
     int too_large;
     tdm_frame *o = tdm_frame_pack(reply, &too_large);
@@ -583,6 +593,7 @@ void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    tdm_srv_exclusive(c->srv); /* the refusal's log limits, the budget's output (io.h) */
     c->srv->counters.errors++;
     tdm_metrics_error((int)code);
     log_refusal(c, id, code, field, index, msg);
@@ -647,8 +658,17 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     tdm_conn *c = h->data;
-    if (c->tls) *buf = uv_buf_init((char *)c->io->tls_buf, TDM_TLS_READ_CAP);
-    else LOCKED(c, plain_space(c, buf));
+    if (c->tls) {
+        *buf = uv_buf_init((char *)c->io->tls_buf, TDM_TLS_READ_CAP);
+        return;
+    }
+    /* the next bytes of the staging buffer are the connection's alone: shared (io.h); its first
+       buffer and a large frame's are charged to the budget, exclusive */
+    tdm_server *srv = c->srv;
+    tdm_srv_lock_shared(srv);
+    if (!c->stage || c->body || c->state == CONN_LINGER) tdm_srv_exclusive(srv);
+    plain_space(c, buf);
+    tdm_srv_unlock(srv);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -696,8 +716,10 @@ static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
 {
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
     /* jobs whose replies went out from a pooler thread (tdm_conn_reply_direct) are accounted
-       before any request their clients may have sent on seeing them (stats, in-flight limits) */
-    if (c->io->sink) tdm_query_sink_collect(c->io->sink);
+       before any request their clients may have sent on seeing them (stats, in-flight limits);
+       a query handled shared leaves them to the sink's own callback (their bookkeeping needs the
+       lock exclusive), and its connection's in-flight count may then hold them a little longer */
+    if (c->io->sink && tdm_srv_held() == TDM_SRV_EXCLUSIVE) tdm_query_sink_collect(c->io->sink);
     tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
     tdm_request_handle(c, frame, len);
     tdm_metrics_leave(outer);
@@ -713,10 +735,12 @@ static void process_input(tdm_conn *c)
             if (avail < 4) break;
             uint32_t len = be32(c->stage + c->stage_pos);
             if (len == 0 || len > c->srv->cfg->max_frame_bytes) {
+                tdm_srv_exclusive(c->srv);
                 broken_frame(c, len);
                 return;
             }
             if (!c->authed && len > STAGE_CAP) { /* before Hello, a frame fits the staging buffer */
+                tdm_srv_exclusive(c->srv);
                 tdm_conn_send_error(c, 0, TANDEM__V1__ERROR_CODE__ERROR_UNAUTHENTICATED, "frame", -1,
                                     "frame length %u before Hello: until then a frame holds at most %u bytes", len,
                                     (unsigned)STAGE_CAP);
@@ -741,6 +765,7 @@ static void process_input(tdm_conn *c)
             continue;
         }
         if (c->body_len > STAGE_CAP) { /* cannot fit: give the frame its own buffer (length checked above) */
+            tdm_srv_exclusive(c->srv); /* charged to the budget */
             size_t cap = 4 * (size_t)STAGE_CAP;
             if (cap > c->body_len) cap = c->body_len;
             if (!input_room(c, cap)) {
@@ -886,12 +911,21 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     tdm_conn *c = s->data;
     if (nread == 0) return;
+    c->io->reads++; /* its loop's own (tdm_io_run) */
     if (c->srv->trace_reads) c->read_ns = uv_hrtime(); /* the connection's loop's alone */
-    LOCKED(c, read_done(c, nread, buf));
+    /* a plain connection's bytes are framed and its queries handled holding the lock shared, so
+       that the loops do that at once (io.h); anything else exclusive, and whatever on the way
+       needs more makes it so */
+    tdm_server *srv = c->srv;
+    tdm_srv_lock_shared(srv);
+    if (nread < 0 || c->tls || c->state == CONN_LINGER || c->body) tdm_srv_exclusive(srv);
+    read_done(c, nread, buf);
+    tdm_srv_unlock(srv);
 }
 
 void tdm_conn_shutdown(tdm_conn *c)
 {
+    tdm_srv_exclusive(c->srv);
     if (c->state == CONN_CLOSING || c->state == CONN_DRAINING || c->state == CONN_LINGER) return;
     read_stop(c);
     /* complete frames already received get an answer rather than silence */

@@ -1,7 +1,8 @@
 /* tandemd's event loops (io.h). */
-#define _GNU_SOURCE /* PTHREAD_MUTEX_ADAPTIVE_NP */
+#define _GNU_SOURCE /* PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP */
 #include "io.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,44 @@
 #include "log.h"
 #include "server.h"
 
-void tdm_srv_lock(tdm_server *s) { pthread_mutex_lock(&s->mu); }
-void tdm_srv_unlock(tdm_server *s) { pthread_mutex_unlock(&s->mu); }
+/* How this thread holds the server's lock: 0 not, TDM_SRV_SHARED or TDM_SRV_EXCLUSIVE. */
+static _Thread_local int held;
+
+void tdm_srv_lock(tdm_server *s)
+{
+    assert(!held);
+    pthread_rwlock_wrlock(&s->mu);
+    held = TDM_SRV_EXCLUSIVE;
+}
+
+void tdm_srv_lock_shared(tdm_server *s)
+{
+    assert(!held);
+    pthread_rwlock_rdlock(&s->mu);
+    held = TDM_SRV_SHARED;
+}
+
+void tdm_srv_unlock(tdm_server *s)
+{
+    assert(held);
+    held = 0;
+    pthread_rwlock_unlock(&s->mu);
+}
+
+void tdm_srv_exclusive(tdm_server *s)
+{
+    assert(held);
+    if (held == TDM_SRV_EXCLUSIVE) return;
+    pthread_rwlock_unlock(&s->mu);
+    pthread_rwlock_wrlock(&s->mu);
+    held = TDM_SRV_EXCLUSIVE;
+}
+
+int tdm_srv_held(void) { return held; }
+
+void tdm_srv_lock_cb(void *s) { tdm_srv_lock(s); }
+void tdm_srv_lock_shared_cb(void *s) { tdm_srv_lock_shared(s); }
+void tdm_srv_unlock_cb(void *s) { tdm_srv_unlock(s); }
 
 void tdm_io_shutdown_conns(tdm_io *io, int force)
 {
@@ -82,19 +119,35 @@ static void *io_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "tdm-io%u", io->index);
     prctl(PR_SET_NAME, name); /* shown by top -H, and by bench/thread_cpu.sh */
-    uv_run(io->loop, UV_RUN_DEFAULT); /* until its handles are closed (TDM_IO_WANT_STOP) */
+    tdm_io_run(io); /* until its handles are closed (TDM_IO_WANT_STOP) */
     return NULL;
+}
+
+void tdm_io_run(tdm_io *io)
+{
+    uint64_t spin = io->srv->loop_spin_ns;
+    if (spin == 0) {
+        uv_run(io->loop, UV_RUN_DEFAULT);
+        return;
+    }
+    unsigned seen = io->reads;
+    uint64_t last = uv_hrtime();
+    for (;;) {
+        uint64_t now = uv_hrtime();
+        if (io->reads != seen) seen = io->reads, last = now;
+        if (!uv_run(io->loop, now - last < spin ? UV_RUN_NOWAIT : UV_RUN_ONCE)) break;
+    }
 }
 
 int tdm_srv_lock_init(tdm_server *s)
 {
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    /* held for a request's handling (microseconds): a loop that finds it taken spins a
-       little before it sleeps, as a futex wait and wake-up cost more than the wait */
-    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-    int rc = pthread_mutex_init(&s->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    /* the loops' queries hold it shared all the time: a change (a put, a delete, a finished
+       job's bookkeeping) must not wait behind a stream of them */
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    int rc = pthread_rwlock_init(&s->mu, &a);
+    pthread_rwlockattr_destroy(&a);
     return rc;
 }
 
@@ -139,7 +192,7 @@ int tdm_io_start(tdm_server *s, char *err, size_t errlen)
     int rc;
     for (unsigned i = 0; i <= s->n_io; i++) {
         tdm_io *io = &s->io[i];
-        if ((rc = tdm_query_pool_sink(s->query_pool, io->loop, &s->mu, &io->sink)) != TDM_OK) {
+        if ((rc = tdm_query_pool_sink(s->query_pool, io->loop, tdm_srv_lock_shared_cb, tdm_srv_unlock_cb, s, &io->sink)) != TDM_OK) {
             snprintf(err, errlen, "loop %u: %s", i, tdm_strerror(rc));
             return rc;
         }

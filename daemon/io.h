@@ -8,11 +8,31 @@
  * its finished query jobs (query_pool.h's sinks) are all its loop's.
  *
  * The daemon's state (the catalogue, the budget, the tenants, the counters, the list of
- * connections, every connection's fields) is still touched as if by one thread: every
- * callback that libuv calls on any loop, and every task posted here, runs holding the
- * server's lock (srv->mu), taken by the callback itself and never by what it calls. What
- * runs outside it is what a loop spends most of its time on: waiting in epoll, and the
- * system calls that read requests. Pooler, writer and libuv pool threads never take it.
+ * connections, every connection's fields) is guarded by the server's lock (srv->mu, a
+ * read-write lock): every callback that libuv calls on any loop, and every task posted
+ * here, runs holding it, taken by the callback itself and never by what it calls. Most
+ * hold it exclusive, as if the daemon had one thread. A connection's reads hold it
+ * shared, so that the loops read, decode and submit their connections' queries at once:
+ * the reading of a plain connection's bytes, its framing, and the Query and MotionCheck
+ * handlers, which change only what is their connection's (its loop's alone), their own
+ * loop's sink, and state made safe for it (atomic counters and metrics, the budget's
+ * atomic charges, a stored scene's atomic reference count, the catalogue's own lock for
+ * lookups). Each loop's sink of finished query jobs (query_pool.h) is also let go of holding
+ * it shared: a finished job's bookkeeping is its connection's (the requests in flight, its
+ * job list), the budget's atomic releases and the counters; the last reference on a stored
+ * scene (tdm_stored_scene_unref_shared says when) and a closing connection's free take it
+ * exclusive. Anything else on that path (every other request, a request before Hello,
+ * every error reply, a close, a large frame's buffer) first makes the hold exclusive
+ * (tdm_srv_exclusive: released, then taken exclusive; nothing read under the shared hold
+ * may be kept across it, but the connection itself, which only its loop frees, and a
+ * scene the handler holds a reference on). What runs outside the lock is waiting in
+ * epoll and the system calls that read requests. Pooler, writer and libuv pool threads
+ * never take it.
+ *
+ * With every loop's reads and finished jobs shared, the loops scale: on the 64-planner
+ * benchmark a request waited 100-130 us (median) between its client's write and its loop's
+ * read with one loop, or with loops that took the lock exclusive for their finished jobs,
+ * and 7-23 us with three loops as now (bench/results/ompl_resident.md, section 14).
  *
  * The main loop keeps the listeners, the signals, the writer's completions, the
  * heartbeat and the server's shutdown. Anything one loop must do to a handle of another
@@ -54,6 +74,7 @@ struct tdm_io {
     int stall_on;
     tdm_query_sink *sink;      /* its connections' finished query jobs */
     uint8_t *tls_buf;          /* TLS ciphertext reads of its connections (conn.c), with a TLS listener */
+    unsigned reads;            /* reads of its connections' bytes so far (its own thread's): tdm_io_run */
 };
 
 enum {
@@ -64,9 +85,22 @@ enum {
 
 /* The server's lock, before anything may take it (0 or an errno). */
 int tdm_srv_lock_init(tdm_server *s);
-/* Takes and releases the server's lock (the daemon's state: see the top). */
+/* Takes the server's lock exclusive, or shared (the daemon's state: see the top), and
+ * releases it; a thread holds it at most once. */
 void tdm_srv_lock(tdm_server *s);
+void tdm_srv_lock_shared(tdm_server *s);
 void tdm_srv_unlock(tdm_server *s);
+/* Holding it shared: makes the hold exclusive (released, then taken exclusive); holding it
+ * exclusive: nothing. */
+void tdm_srv_exclusive(tdm_server *s);
+enum { TDM_SRV_SHARED = 1, TDM_SRV_EXCLUSIVE = 2 };
+/* How this thread holds it: 0, TDM_SRV_SHARED or TDM_SRV_EXCLUSIVE. */
+int tdm_srv_held(void);
+/* tdm_srv_lock and tdm_srv_unlock of a tdm_server *, for modules that take the lock by a
+ * callback (the writer's completions, the query pool's sinks). */
+void tdm_srv_lock_cb(void *srv);
+void tdm_srv_lock_shared_cb(void *srv); /* a loop's finished query jobs (tdm_query_sink) */
+void tdm_srv_unlock_cb(void *srv);
 
 /* Sets up io[0] (the main loop) and io[1..n] with their threads (not running yet). 0, or
  * a libuv error / TDM_* code with err. */
@@ -87,5 +121,13 @@ tdm_io *tdm_io_next(tdm_server *s);
 void tdm_io_stop_all(tdm_server *s);
 /* The main thread, once its loop has returned: joins the I/O threads and frees what is left. */
 void tdm_io_join(tdm_server *s);
+
+/* Runs io's loop as uv_run(UV_RUN_DEFAULT) does, until it has no active handle left. With
+ * --loop-spin-us S > 0, for S microseconds after each read of a connection's bytes the
+ * loop polls (uv_run(UV_RUN_NOWAIT), epoll with no timeout) instead of sleeping in epoll:
+ * a sleeping loop costs the next request a thread wake-up, which on a virtual machine's
+ * idle core was measured at tens to hundreds of microseconds (bench/results/ompl_resident.md,
+ * section 14). A loop with no reads for S sleeps as before. */
+void tdm_io_run(tdm_io *io);
 
 #endif

@@ -137,7 +137,7 @@ int main(int argc, char **argv)
         tdm_log_error("out of memory");
         goto out;
     }
-    if ((rc = tdm_writer_create(&loop, &srv.mu, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
+    if ((rc = tdm_writer_create(&loop, tdm_srv_lock_cb, tdm_srv_unlock_cb, &srv, srv.datadir, srv.catalog, srv.engine, &srv.writer)) != TDM_OK) {
         tdm_log_error("storage thread: %s", tdm_strerror(rc));
         goto out;
     }
@@ -158,6 +158,9 @@ int main(int argc, char **argv)
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
     tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
+    /* the loops poll as the pooler's threads do: with a device engine, whose lanes spin anyway */
+    srv.loop_spin_ns = 1000 * (uint64_t)(cfg.loop_spin_us >= 0 ? cfg.loop_spin_us
+                                                                 : tdm_sched_configs_on_device(srv.engine) ? 200 : 0);
     /* replies written by the pooler thread that packed them (conn.h); TDM_DIRECT_REPLIES=0: by
        the loop (A/B runs) */
     const char *direct = getenv("TDM_DIRECT_REPLIES");
@@ -184,7 +187,7 @@ int main(int argc, char **argv)
     sd_notifyf(0, "READY=1\nSTATUS=serving %u meshes, %u scenes", tdm_catalog_n_meshes(srv.catalog),
                tdm_catalog_n_scenes(srv.catalog));
     tdm_log_info("ready");
-    uv_run(&loop, UV_RUN_DEFAULT);
+    tdm_io_run(&srv.io[0]);
     status = srv.exit_status;
 out:
     if (!srv.stopped) {

@@ -48,7 +48,7 @@ static struct {
 } M = {.lock = PTHREAD_MUTEX_INITIALIZER, .snap = {.not_ready = "starting: loading the data directory"}};
 
 /* Loop thread only. */
-static tdm_metrics_mark scope;
+static _Thread_local tdm_metrics_mark scope; /* the request this thread handles (each loop its own) */
 
 void tdm_metrics_init(const char *configured_engine)
 {

@@ -26,7 +26,8 @@ struct tdm_query_sink {
     int woken;                            /* atomic: a wake-up is written and not yet handled */
     void (*done)(tdm_query_job *, void *); /* the pool's, kept for the jobs after it stopped */
     void *data;
-    pthread_mutex_t *srv_lock;            /* the server's lock (io.h), taken by this sink's callbacks */
+    void (*lock)(void *), (*unlock)(void *); /* the server's lock (io.h), taken by this sink's callbacks */
+    void *lock_arg;
     /* finished jobs, newest first: a lock-free stack the pooler threads push onto and the loop
        takes whole (a lock here met the loop at every collect: a futex call a side) */
     tdm_query_job *done_head;             /* atomic */
@@ -48,7 +49,8 @@ struct tdm_query_pool {
     int trace;
     uint64_t traced, traced_ns, traced_runs;
     double traced_submit_ms, traced_wait_ms, traced_run_ms;
-    /* ... and by kind: a query whose run was a host thread's, a query a lane ran, a MotionCheck */
+    /* ... and by kind (TRACE_*): a query whose last run was a host thread's, a query a lane ran, a
+       MotionCheck */
     uint64_t kind_n[3], kind_ns[3], kind_runs[3];
     /* TDM_REQUEST_TRACE=FILE: each such reply's connection (its Hello's client_name), request id,
        kind, and the times of its frame and of its write's start (CLOCK_MONOTONIC ns), written to
@@ -293,9 +295,9 @@ static void on_wake(uv_poll_t *h, int status, int events)
        before the read, a write made in between was drained with `woken` left set, and every
        later wake-up skipped: the loop slept on finished jobs until something else woke it.) */
     __atomic_store_n(&s->woken, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(s->srv_lock);
+    s->lock(s->lock_arg);
     collect(s, 0);
-    pthread_mutex_unlock(s->srv_lock);
+    s->unlock(s->lock_arg);
 }
 
 /* Before the loop polls: from here until its check, a thread that queues a job wakes it
@@ -306,9 +308,9 @@ static void on_prepare(uv_prepare_t *h)
     __atomic_store_n(&s->idle, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!has_done(s)) return;
-    pthread_mutex_lock(s->srv_lock);
+    s->lock(s->lock_arg);
     collect(s, 0);
-    pthread_mutex_unlock(s->srv_lock);
+    s->unlock(s->lock_arg);
 }
 
 static void on_check(uv_check_t *h)
@@ -327,14 +329,17 @@ static void on_sink_closed(uv_handle_t *h)
     free(s);
 }
 
-int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_query_sink **out)
+int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *),
+                        void *lock_arg, tdm_query_sink **out)
 {
     *out = NULL;
     tdm_query_sink *s = calloc(1, sizeof *s);
     if (!s) return TDM_ENOMEM;
     s->done = qp->done;
     s->data = qp->data;
-    s->srv_lock = srv_lock;
+    s->lock = lock;
+    s->unlock = unlock;
+    s->lock_arg = lock_arg;
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->efd < 0 || uv_poll_init(loop, &s->poll, s->efd) != 0) {
         if (s->efd >= 0) close(s->efd);

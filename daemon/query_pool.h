@@ -84,8 +84,10 @@ int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t 
                           void *data, tdm_query_pool **out);
 /* A loop's sink (io.h): the finished jobs of that loop's connections wait there for it
  * (job->sink, set before submission), and it is woken for them. Made before the loop
- * runs; its callbacks take srv_lock. 0, TDM_ENOMEM or TDM_ESYS. */
-int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_query_sink **out);
+ * runs; its callbacks call lock(lock_arg) and unlock (the server's lock, exclusive). 0, TDM_ENOMEM
+ * or TDM_ESYS. */
+int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *),
+                        void *lock_arg, tdm_query_sink **out);
 /* The sink's loop, once no job of it is in flight: hands back what is left, closes its
  * handles (freed in their close callbacks). It outlives the pool. */
 void tdm_query_sink_close(tdm_query_sink *s);

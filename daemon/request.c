@@ -107,9 +107,15 @@ void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len)
         tdm_conn_send_error(c, 0, E(BAD_REQUEST), "frame", -1, "%s", why);
         return;
     }
-    srv->counters.requests++;
+    __atomic_add_fetch(&srv->counters.requests, 1, __ATOMIC_RELAXED);
     tdm_metrics_request((int)req->body_case);
     uint64_t id = req->id;
+    /* a query (Query, MotionCheck) on a connection past Hello is handled holding the server's lock
+       as it is (shared on a plain connection's read: io.h); every other request changes the
+       daemon's state and takes it exclusive */
+    if (!c->authed ||
+        (req->body_case != TANDEM__V1__REQUEST__BODY_QUERY && req->body_case != TANDEM__V1__REQUEST__BODY_MOTION_CHECK))
+        tdm_srv_exclusive(srv);
     if (req->body_case == TANDEM__V1__REQUEST__BODY__NOT_SET) {
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "body", -1, "the request has no body (or one this server does not know)");
         return;

@@ -37,24 +37,28 @@
 
 static uint64_t inline_states(void)
 {
-    static uint64_t v = UINT64_MAX;
-    if (v == UINT64_MAX) {
+    static uint64_t v = UINT64_MAX; /* atomic: the loops handle motions at once (io.h) */
+    uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (x == UINT64_MAX) {
         const char *e = getenv("TDM_MOTION_INLINE_STATES");
-        v = e && *e ? strtoull(e, NULL, 10) : INLINE_STATES;
+        x = e && *e ? strtoull(e, NULL, 10) : INLINE_STATES;
+        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
     }
-    return v;
+    return x;
 }
 
 /* TDM_MOTION_FILL_ON_LOOP=1 (A/B runs): a first batch sized on the loop is also made there,
  * as before fill_first */
 static int fill_on_loop(void)
 {
-    static int v = -1;
-    if (v < 0) {
+    static int v = -1; /* atomic: the loops handle motions at once (io.h) */
+    int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (x < 0) {
         const char *e = getenv("TDM_MOTION_FILL_ON_LOOP");
-        v = e && strcmp(e, "1") == 0;
+        x = e && strcmp(e, "1") == 0;
+        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
     }
-    return v;
+    return x;
 }
 
 typedef struct motion_job {
@@ -187,27 +191,25 @@ static void cleanup(tdm_query_job *j)
     free(m->configs); /* and the links, the poses and the results */
 }
 
-void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc)
+/* The request on scene sc, on which the caller holds a reference: 0 when the job took it
+ * over, -1 when the request was answered otherwise (the caller lets it go). */
+static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc, tdm_stored_scene *sc)
 {
     tdm_server *srv = c->srv;
     const tdm_config *cfg = srv->cfg;
-    uint8_t sid[TDM_ID_LEN];
-    if (tdm__get_id(c, id, &mc->scene_id, "scene_id", -1, sid) != 0) return;
-    tdm_stored_scene *sc = tdm__find_scene(c, sid);
-    if (!sc) {
-        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
-        return;
-    }
+    motion_job *m = NULL;
+    int admitted = 0;
+    uint64_t mem = 0, reply = 0;
     if (!sc->rs) {
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "scene_id", -1, "motions are checked on robot scenes only");
-        return;
+        return -1;
     }
     const tdm_robot_scene *rs = sc->rs;
     size_t J = rs->robot->n_active, per = 2 * J;
     if (!isfinite(mc->resolution) || !(mc->resolution > 0)) {
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "resolution", -1, "resolution must be finite and > 0, not %g",
                             mc->resolution);
-        return;
+        return -1;
     }
     size_t n, n_pts = 0;
     if (mc->n_points) {
@@ -217,7 +219,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
                 tdm_conn_send_error(c, id, E(BAD_REQUEST), "points", (int64_t)i,
                                     "points[%zu] is %u: a motion goes through at least 2 configurations", i,
                                     mc->points[i]);
-                return;
+                return -1;
             }
             n_pts += mc->points[i];
         }
@@ -229,18 +231,18 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "motions", -1,
                             "motions has %zu numbers: it needs %s (%zu active joints)", mc->n_motions,
                             mc->n_points ? "J per point of points" : "a positive multiple of 2 J (start and end)", J);
-        return;
+        return -1;
     }
     if (n > cfg->max_queries) {
         tdm_conn_send_error(c, id, E(LIMIT), "motions", -1, "%zu motions, over max_queries %u", n, cfg->max_queries);
-        return;
+        return -1;
     }
     for (size_t k = 0; k < mc->n_motions; k++)
         if (!isfinite(mc->motions[k])) {
             tdm_conn_send_error(c, id, E(NON_FINITE), "motions", (int64_t)k,
                                 "motions[%zu] (point %zu, joint '%s') is not finite", k, k / J,
                                 rs->robot->joints[rs->robot->active[k % J]].name);
-            return;
+            return -1;
         }
     uint32_t checks = rs->scene->n_checks ? rs->scene->n_checks : 1;
     size_t batch = BATCH_TASKS / checks;
@@ -263,7 +265,7 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     /* the motions and their rounds first: a batch never holds more than their states, so that a
      * planner's motion of tens of states holds (and zeroes) buffers of tens of states, not of a
      * whole batch */
-    motion_job *m = calloc(1, sizeof *m);
+    m = calloc(1, sizeof *m);
     if (!m) goto nomem;
     m->rs = rs;
     m->n = n;
@@ -308,11 +310,12 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     /* held until answered: the copy of the motions, a batch's configurations, poses and results
      * (the rounds' own tables, about as large as the motions, counted once more); the reply:
      * per motion two varints and the last free configuration */
-    uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
+    mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
                    (uint64_t)batch * (J * sizeof(double) + sizeof(tdm_sched_result)) +
                    (uint64_t)pose_room * rs->n_elements * sizeof(tdm_xform);
-    uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
+    reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
     if (tdm_conn_job_admit(c, id, mem, reply) != 0) goto fail;
+    admitted = 1;
     m->batch = batch;
     {
         size_t cb = batch * J * sizeof *m->configs, lb = rs->robot->n_links * sizeof *m->links,
@@ -341,7 +344,8 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
     j->pool.mode = TDM_MODE_BOOL;
     j->pool.max_contacts = 1;
     j->pool.rc = TDM_OK;
-    tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
+    /* the caller's reference on the scene is the job's now: a SceneDelete meanwhile must not free
+       what the engine reads */
     tdm_conn_begin(c);
     j->work.data = m;
     /* a first batch of a few states (a planner's one motion), or one that goes as configurations,
@@ -356,12 +360,32 @@ void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *
         else j->pool.fill = fill_first;
         tdm_query_pool_submit(srv->query_pool, &m->q);
     }
-    return;
+    return 0;
 nomem:
     tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
 fail:
+    if (admitted) tdm_conn_job_unadmit(c, mem, reply);
     if (m) {
         cleanup(&m->q);
         free(m);
+    }
+    return -1;
+}
+
+void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc)
+{
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &mc->scene_id, "scene_id", -1, sid) != 0) return;
+    tdm_stored_scene *sc = tdm__find_scene(c, sid);
+    if (!sc) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return;
+    }
+    /* at once, in the same hold of the server's lock as the lookup: the handler may make the hold
+       exclusive on its way (io.h), and a SceneDelete on another loop may come in between */
+    tdm_stored_scene_ref(sc);
+    if (motion_check(c, id, mc, sc) != 0) {
+        tdm_srv_exclusive(c->srv); /* the last reference frees the scene */
+        tdm_stored_scene_unref(sc);
     }
 }

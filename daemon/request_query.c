@@ -20,7 +20,12 @@ static void free_job(tdm_query_job *j)
 {
     tdm_conn_job_untrack(j->owner, j);
     if (j->cleanup) j->cleanup(j);
-    tdm_stored_scene_unref(j->scene_ref);
+    /* a loop's finished jobs are let go holding the server's lock shared (io.h): the last
+       reference, which frees the scene, only exclusive */
+    if (j->scene_ref && !tdm_stored_scene_unref_shared(j->scene_ref)) {
+        tdm_srv_exclusive(((tdm_conn *)j->owner)->srv);
+        tdm_stored_scene_unref(j->scene_ref);
+    }
     free(j->pool.pairs);
     free(j);
 }
@@ -209,21 +214,16 @@ static void convert_after(uv_work_t *w, int status)
     tdm_srv_unlock(srv);
 }
 
-void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
+/* The request on scene sc, on which the caller holds a reference: 0 when the job took it
+ * over, -1 when the request was answered otherwise (the caller lets it go). */
+static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_stored_scene *sc)
 {
     tdm_server *srv = c->srv;
     const tdm_config *cfg = srv->cfg;
-    uint8_t sid[TDM_ID_LEN];
-    if (tdm__get_id(c, id, &q->scene_id, "scene_id", -1, sid) != 0) return;
-    tdm_stored_scene *sc = tdm__find_scene(c, sid);
-    if (!sc) {
-        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
-        return;
-    }
     if (q->mode != TANDEM__V1__MODE__MODE_BOOL && q->mode != TANDEM__V1__MODE__MODE_CONTACTS) {
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "mode", -1, "mode %d is not MODE_BOOL (0) or MODE_CONTACTS (1)",
                             (int)q->mode);
-        return;
+        return -1;
     }
     const tdm_scene *s = sc->scene;
     uint32_t m = s->n_movable;
@@ -235,11 +235,11 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
         if (!sc->rs) {
             tdm_conn_send_error(c, id, E(BAD_REQUEST), "configs", -1,
                                 "configs are for robot scenes; this is a rigid scene: send poses");
-            return;
+            return -1;
         }
         if (q->n_poses > 0) {
             tdm_conn_send_error(c, id, E(BAD_REQUEST), "poses", -1, "a Query carries poses or configs, not both");
-            return;
+            return -1;
         }
         rs = sc->rs;
         size_t J = rs->robot->n_active;
@@ -247,7 +247,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
             tdm_conn_send_error(c, id, E(BAD_REQUEST), "configs", -1,
                                 "configs has %zu numbers: it needs a positive multiple of %zu (the robot's active "
                                 "joints)", q->n_configs, J);
-            return;
+            return -1;
         }
         n = q->n_configs / J;
         numbers = q->configs;
@@ -257,13 +257,13 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
             tdm_conn_send_error(c, id, E(BAD_REQUEST), "poses", -1,
                                 "poses has %zu numbers: it needs a positive multiple of %zu (7 per movable object, %u "
                                 "movable)%s", q->n_poses, per, m, sc->rs ? "; a robot scene also takes configs" : "");
-            return;
+            return -1;
         }
         n = q->n_poses / per;
     }
     if (n > cfg->max_queries) {
         tdm_conn_send_error(c, id, E(LIMIT), "poses", -1, "%zu queries, over max_queries %u", n, cfg->max_queries);
-        return;
+        return -1;
     }
     int contacts = q->mode == TANDEM__V1__MODE__MODE_CONTACTS;
     uint32_t max_contacts = 1;
@@ -271,7 +271,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
         if (q->max_contacts > cfg->max_contacts) {
             tdm_conn_send_error(c, id, E(LIMIT), "max_contacts", -1, "max_contacts %u is over the server's %u",
                                 q->max_contacts, cfg->max_contacts);
-            return;
+            return -1;
         }
         max_contacts = q->max_contacts ? q->max_contacts : cfg->max_contacts;
     }
@@ -280,7 +280,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
         tdm_conn_send_error(c, id, E(LIMIT), "poses", -1,
                             "%zu queries x %u checked object pairs = %llu tasks, over max_query_tasks %llu", n,
                             s->n_checks, (unsigned long long)tasks, (unsigned long long)cfg->max_query_tasks);
-        return;
+        return -1;
     }
     int want_pairs = contacts && q->want_pairs;
     uint64_t reserve = want_pairs ? (uint64_t)n * max_contacts : 0;
@@ -289,7 +289,7 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
                             "want_pairs with %zu queries x max_contacts %u could return %llu pairs, over the server's "
                             "max_reply_pairs %u: lower max_contacts or send fewer queries",
                             n, max_contacts, (unsigned long long)reserve, cfg->max_reply_pairs);
-        return;
+        return -1;
     }
 
     /* a large batch of configurations (no pairs listed) goes to the scheduler as
@@ -308,11 +308,12 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     /* what the job holds until answered (the pairs' room is reserved, if not all touched) and its
      * reply's bound: both counted against max-memory, the bound on the connection's output */
     uint64_t mem = job_bytes + reserve * sizeof(tdm_sched_contact), reply = tdm_query_reply_max(n, reserve);
-    if (tdm_conn_job_admit(c, id, mem, reply) != 0) return;
+    if (tdm_conn_job_admit(c, id, mem, reply) != 0) return -1;
     tdm_query_job *j = malloc(job_bytes);
     if (!j) {
+        tdm_conn_job_unadmit(c, mem, reply);
         tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu queries", n);
-        return;
+        return -1;
     }
     memset(j, 0, sizeof *j);
     tdm_pooler_job *pj = &j->pool;
@@ -337,9 +338,10 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     if (!offload) { /* a small one (a planner's state): checked or converted here, no hop to a thread */
         ecode e = rs ? convert_configs(j, copy ? j->raw : numbers) : convert_poses(j, numbers);
         if (e != 0) {
+            tdm_conn_job_unadmit(c, mem, reply);
             send_bad_pose(c, j, e);
             free(j);
-            return;
+            return -1;
         }
     }
     if (want_pairs) {
@@ -347,13 +349,14 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
         pj->pairs = malloc((size_t)reserve * sizeof *pj->pairs);
         if (!pj->pairs) {
             free(j);
+            tdm_conn_job_unadmit(c, mem, reply);
             tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %llu pairs", (unsigned long long)reserve);
-            return;
+            return -1;
         }
     }
     j->owner = c;
-    j->scene_ref = sc;
-    tdm_stored_scene_ref(sc); /* a SceneDelete meanwhile must not free what the engine reads */
+    j->scene_ref = sc; /* the caller's reference, the job's now: a SceneDelete meanwhile must not free
+                          what the engine reads */
     tdm_conn_job_track(c, j, mem, reply);
     pj->mode = contacts ? TDM_MODE_CONTACTS : TDM_MODE_BOOL;
     pj->max_contacts = max_contacts;
@@ -364,10 +367,29 @@ void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
     tdm_conn_begin(c);
     if (offload) {
         j->work.data = j;
-        if (uv_queue_work(c->io->loop, &j->work, convert_work, convert_after) == 0) return;
+        if (uv_queue_work(c->io->loop, &j->work, convert_work, convert_after) == 0) return 0;
         j->bad_code = rs ? convert_configs(j, j->raw) : convert_poses(j, j->raw); /* cannot happen: uv_queue_work fails only without a callback */
         converted(j);
-        return;
+        return 0;
     }
     tdm_query_pool_submit(srv->query_pool, j);
+    return 0;
+}
+
+void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
+{
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &q->scene_id, "scene_id", -1, sid) != 0) return;
+    tdm_stored_scene *sc = tdm__find_scene(c, sid);
+    if (!sc) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return;
+    }
+    /* at once, in the same hold of the server's lock as the lookup: the handler may make the hold
+       exclusive on its way (io.h), and a SceneDelete on another loop may come in between */
+    tdm_stored_scene_ref(sc);
+    if (query(c, id, q, sc) != 0) {
+        tdm_srv_exclusive(c->srv); /* the last reference frees the scene */
+        tdm_stored_scene_unref(sc);
+    }
 }

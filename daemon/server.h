@@ -48,7 +48,7 @@ typedef struct tdm_counters {
 
 typedef struct tdm_server {
     uv_loop_t *loop;          /* the main loop (listeners, signals, the writer's completions) */
-    pthread_mutex_t mu;       /* the daemon's state: held by every loop callback (io.h) */
+    pthread_rwlock_t mu;      /* the daemon's state: held by every loop callback, shared or exclusive (io.h) */
     tdm_io *io;               /* io[0]: the main loop; io[1..n_io]: the I/O threads' */
     unsigned n_io;
     unsigned next_io;         /* tdm_io_next's round robin */
@@ -56,6 +56,7 @@ typedef struct tdm_server {
     int finish_posted;
     const tdm_config *cfg;
     int trace_reads;          /* TDM_REQUEST_TRACE set: connections note their reads' times (conn.h) */
+    uint64_t loop_spin_ns;    /* --loop-spin-us, resolved (tdm_io_run) */
     tdm_sched *engine;
     tdm_datadir *datadir;
     tdm_catalog *catalog;

@@ -26,7 +26,8 @@ typedef struct mesh_build {
 
 struct tdm_writer {
     uv_async_t async; /* first: the close callback casts back */
-    pthread_mutex_t *srv_lock; /* the server's (io.h), held for the ops' `done` */
+    void (*srv_lock)(void *), (*srv_unlock)(void *); /* the server's lock (io.h), held for the ops' `done` */
+    void *lock_arg;
     tdm_datadir *dir;
     tdm_catalog *catalog; /* on-disk marks only */
     tdm_sched *engine;
@@ -525,18 +526,20 @@ static void deliver(tdm_writer *st)
 static void on_async(uv_async_t *h)
 {
     tdm_writer *st = (tdm_writer *)h;
-    pthread_mutex_lock(st->srv_lock);
+    st->srv_lock(st->lock_arg);
     deliver(st);
-    pthread_mutex_unlock(st->srv_lock);
+    st->srv_unlock(st->lock_arg);
 }
 
-int tdm_writer_create(uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_datadir *dir, tdm_catalog *catalog,
-                      tdm_sched *engine, tdm_writer **out)
+int tdm_writer_create(uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *), void *lock_arg,
+                      tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out)
 {
     *out = NULL;
     tdm_writer *st = calloc(1, sizeof *st);
     if (!st) return TDM_ENOMEM;
-    st->srv_lock = srv_lock;
+    st->srv_lock = lock;
+    st->srv_unlock = unlock;
+    st->lock_arg = lock_arg;
     st->dir = dir;
     st->catalog = catalog;
     st->engine = engine;

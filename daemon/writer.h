@@ -118,9 +118,9 @@ typedef struct tdm_writer tdm_writer;
 
 /* dir and catalog (borrowed) must outlive the writer; so must engine (borrowed,
  * may be NULL: trees are then not added anywhere). loop: where completions are taken
- * (the main loop), holding srv_lock. */
-int tdm_writer_create(uv_loop_t *loop, pthread_mutex_t *srv_lock, tdm_datadir *dir, tdm_catalog *catalog,
-                      tdm_sched *engine, tdm_writer **out);
+ * (the main loop), between lock(lock_arg) and unlock(lock_arg) (the server's lock, exclusive). */
+int tdm_writer_create(uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *), void *lock_arg,
+                      tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out);
 void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op);
 /* Ops submitted and not yet completed (holding the server's lock). */
 size_t tdm_writer_pending(const tdm_writer *st);

@@ -1,0 +1,35 @@
+set -uo pipefail
+# Call 48: the request's legs with the server's lock held shared for queries (branch sl2: main at
+# 11e3a95 with 3fe8985's daemon changes undone, carried as .packs/tandemd_sl) against main's
+# exclusive lock: 64 RRTConnect planners, TDM_REQUEST_TRACE + TDM_OMPL_TRACE joined by
+# bench/request_legs.py, with the loops' CPU (bench/thread_cpu.sh) and the machine's (/proc/stat).
+P=/tmp/p48; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+W=/tmp/w; mkdir -p $W; [[ -d $W/problems ]] || tar xjf .panda/problems.tar.bz2 -C $W
+cpustat() {
+    read -r _ a1 a2 a3 a4 a5 a6 a7 a8 _ < /proc/stat; sleep "$1"; read -r _ b1 b2 b3 b4 b5 b6 b7 b8 _ < /proc/stat
+    awk -v f=$(( $(getconf CLK_TCK) * 3 / 2 )) -v u=$((b1-a1+b2-a2)) -v sy=$((b3-a3)) -v id=$((b4-a4+b5-a5)) \
+        'BEGIN { printf "CPUSTAT user=%.2f sys=%.2f idle=%.2f (cores)\n", u/f, sy/f, id/f }'
+}
+S=$P/t.sock
+run() { # NAME TANDEMD ARGS...
+    local name=$1 td=$2; shift 2
+    rm -rf $S $P/data $P/server.txt $P/client.txt
+    TDM_REQUEST_TRACE=$P/server.txt $td --listen unix:$S --data-dir $P/data --log-level warn "$@" 2>$P/td.err & pid=$!
+    for _ in $(seq 300); do [[ -S $S ]] && break; sleep 0.1; done
+    TDM_OMPL_TRACE=$P/client.txt $P/new/bin/ompl_plan --urdf .panda/panda.urdf --srdf .panda/panda.srdf --resolution 0.02 --seed 1 --planner rrtconnect --time-limit 2 --planners 64 --checker tandem --server unix:$S --per-scenario 100 $W/problems > $P/plan.txt 2>/dev/null & plan=$!
+    ( sleep 2; cpustat 1.5 > $P/cpu.txt ) & s1=$!
+    ( sleep 2; bash bench/thread_cpu.sh $pid 1.5 > $P/th.txt ) & s2=$!
+    wait $plan; wait $s1 $s2
+    kill $pid; wait $pid
+    { echo "== $name ($*): $(tail -1 $P/plan.txt | sed 's/ setup_s.*//')"; cat $P/cpu.txt; echo "tandemd $(cat $P/th.txt)"
+      python3 bench/request_legs.py $P/client.txt $P/server.txt | tail -1; } | tee -a $OUT/legs_call48.txt
+}
+run main $P/new/bin/tandemd
+run shared-io2 .packs/tandemd_sl --io-threads 2
+run shared-io3-hl4 .packs/tandemd_sl --io-threads 3 --host-lanes 4
+run main $P/new/bin/tandemd
+run shared-io2 .packs/tandemd_sl --io-threads 2
+run shared-io2-lanes5-hl4 .packs/tandemd_sl --io-threads 2 --engine-lanes 5 --host-lanes 4
+echo "done at ${SECONDS}s"
