@@ -1,0 +1,11 @@
+set -uo pipefail
+# Call 53: with the loops' wait gone (call 50), where states and probes go: host lanes taking only
+# single configurations (hc1: probe rounds to the lanes), more host lanes, more probes; 64 RRTConnect
+# planners at the final build's defaults otherwise (dispatch trace), then FCL 16.
+P=/tmp/p53; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+W=/tmp/w; mkdir -p $W; [[ -d $W/problems ]] || tar xjf .panda/problems.tar.bz2 -C $W
+PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:hc1 gpu:hl4:hc1 gpu:hl4 gpu:pr8 gpu 2>&1 | grep -v "^  thread" | tee $OUT/rrt_call53.txt | grep -E '^==|of them'
+$P/new/bin/ompl_plan --urdf .panda/panda.urdf --srdf .panda/panda.srdf --resolution 0.02 --seed 1 --planner rrtconnect --time-limit 2 --planners 16 --checker fcl --per-scenario 100 $W/problems 2>/dev/null | tail -1 | sed 's/^/== fcl16: /' | tee -a $OUT/rrt_call53.txt
+echo "done at ${SECONDS}s"
