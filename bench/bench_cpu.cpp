@@ -599,7 +599,7 @@ verdict explain_contacts(const scene &s, size_t i, uint32_t fcl_n, uint32_t tdm_
     fset.erase(std::unique(fset.begin(), fset.end(), pair_eq), fset.end());
     size_t f_dups = res.numContacts() - fset.size();
 
-    tdm_task task = {s.benv, s.brobot, nullptr, nullptr, s.xf[i], TDM_MODE_CONTACTS, MAX_CONTACTS, buf->data(), nullptr};
+    tdm_task task = {s.benv, s.brobot, nullptr, nullptr, s.xf[i], TDM_MODE_CONTACTS, MAX_CONTACTS, buf->data(), nullptr, 0};
     tdm_collide_result tr;
     tdm_collide(&task, &tr);
     std::vector<tdm_pair> tset(buf->begin(), buf->begin() + tr.n_pairs);
@@ -655,7 +655,7 @@ int run_mode(const scene &s, const options &o, tdm_cpu_engine *engine, tdm_mode 
     fcl::CollisionRequestd req(contacts ? MAX_CONTACTS : 1, false);
 
     std::vector<tdm_task> tasks(n);
-    for (size_t i = 0; i < n; i++) tasks[i] = tdm_task{s.benv, s.brobot, nullptr, nullptr, s.xf[i], mode, MAX_CONTACTS, nullptr, nullptr};
+    for (size_t i = 0; i < n; i++) tasks[i] = tdm_task{s.benv, s.brobot, nullptr, nullptr, s.xf[i], mode, MAX_CONTACTS, nullptr, nullptr, 0};
     std::vector<tdm_collide_result> t1(n), tn(n);
     std::vector<uint32_t> f1(n), fn(n);
 

@@ -441,7 +441,7 @@ int tdm_encode_motion_check(void *dst, size_t cap, size_t *len, uint64_t id, con
 {
     if (n_joints == 0 || n_motions == 0 || n_motions > SIZE_MAX / 16 / n_joints) return TDM_CLIENT_EINVAL;
     tdm__req rq = {.type = TDM_REPLY_MOTION_CHECK,
-                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions}};
+                   .u.motion_check = {scene_id, resolution, motions, n_motions * 2 * n_joints, NULL, n_motions, 0}};
     return encode_into(&rq, dst, cap, len, id);
 }
 

@@ -291,7 +291,8 @@ void fuzz_daemon_start(fuzz_daemon *d)
         DIE("tenants");
     if (tdm_datadir_open(d->cfg.data_dir, &s->datadir, err, sizeof err) != 0) DIE("%s", err);
     if (!(s->catalog = tdm_catalog_new())) DIE("catalog");
-    if (tdm_writer_create(&d->loop, &s->mu, s->datadir, s->catalog, s->engine, &s->writer) != TDM_OK) DIE("writer");
+    if (tdm_writer_create(&d->loop, tdm_srv_lock_cb, tdm_srv_unlock_cb, s, s->datadir, s->catalog, s->engine, &s->writer) != TDM_OK)
+        DIE("writer");
     tdm_loader_run(s);
     if (tdm_query_pool_create(s->engine, d->cfg.max_batch_tasks, d->cfg.max_reply_pairs,
                               tdm_request_query_packed, tdm_request_query_done, s, &s->query_pool) != TDM_OK)

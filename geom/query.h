@@ -71,6 +71,11 @@ typedef struct tdm_task {
     tdm_pair *pairs;                    /* optional, borrowed: room for max_pairs pairs (contacts mode,
                                            CPU engine) */
     tdm_work *work;                     /* optional, borrowed: the account this task counts against */
+    uint32_t group;                     /* bool mode, optional (0: none): the tasks of one query, listed
+                                           together in its check order, share a nonzero group; once one of
+                                           them collides the CPU engine answers the group's later ones on that
+                                           thread as free, unrun (its first colliding check, which names the
+                                           answer's pair, comes first) */
 } tdm_task;
 
 #endif

@@ -131,7 +131,7 @@ static void run_scenarios(uint32_t prune_every)
             tdm_front_reset(&f);
             uint32_t prev = 2;
             for (int i = 0; i < n; i++) {
-                tdm_task t = {A, B, NULL, NULL, x[i], TDM_MODE_BOOL, 1, NULL, NULL};
+                tdm_task t = {A, B, NULL, NULL, x[i], TDM_MODE_BOOL, 1, NULL, NULL, 0};
                 tdm_collide_result want, got;
                 tdm_collide(&t, &want);
                 CHECK(tdm_front_collide(&f, &t, &got) == TDM_OK, "seed=%llu %s seq %d state %d: front failed",
@@ -201,7 +201,7 @@ Test(bvtt_front, prunes_back_to_the_roots)
     uint32_t most = 0, n0 = 0;
     for (int i = 0; i <= 60; i++) { /* along x from the hole (free, close to every inner face) to x = 12 */
         double u = i <= 40 ? i / 40.0 : 1.0;
-        tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(12 * u, 0.05, 0), q), TDM_MODE_BOOL, 1, NULL, NULL};
+        tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(12 * u, 0.05, 0), q), TDM_MODE_BOOL, 1, NULL, NULL, 0};
         tdm_collide_result want, got;
         tdm_collide(&t, &want);
         cr_assert_eq(tdm_front_collide(&f, &t, &got), TDM_OK);
@@ -215,7 +215,7 @@ Test(bvtt_front, prunes_back_to_the_roots)
     }
     cr_assert_gt(most, 4, "the front never grew (%u pairs)", most);
     /* and back to the first state */
-    tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(0, 0.05, 0), q), TDM_MODE_BOOL, 1, NULL, NULL};
+    tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(0, 0.05, 0), q), TDM_MODE_BOOL, 1, NULL, NULL, 0};
     tdm_collide_result want, got;
     tdm_collide(&t, &want);
     cr_assert_eq(tdm_front_collide(&f, &t, &got), TDM_OK);
@@ -245,7 +245,7 @@ Test(bvtt_front, a_repeated_state_costs_no_more_than_the_roots)
     int tried = 0;
     for (int i = 0; i < 400; i++) {
         gen_pose p = gen_pose_in_ball(&r, tdm_d3(0, 0, 0), 2.3);
-        tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(p.t, p.q), TDM_MODE_BOOL, 1, NULL, NULL};
+        tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(p.t, p.q), TDM_MODE_BOOL, 1, NULL, NULL, 0};
         tdm_collide_result want, first, again;
         tdm_collide(&t, &want);
         if (want.colliding) continue;
@@ -281,10 +281,10 @@ Test(bvtt_front, other_trees_and_contacts_mode)
     tdm_front_init(&f);
     tdm_quat q = {0, 0, 0, 1};
     tdm_collide_result want, got;
-    tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(0.7, 0, 0), q), TDM_MODE_BOOL, 1, NULL, NULL};
+    tdm_task t = {A, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(0.7, 0, 0), q), TDM_MODE_BOOL, 1, NULL, NULL, 0};
     cr_assert_eq(tdm_front_collide(&f, &t, &got), TDM_OK);
     cr_assert_eq(got.colliding, 1);
-    tdm_task u = {C, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(0.7, 0, 0), q), TDM_MODE_BOOL, 1, NULL, NULL};
+    tdm_task u = {C, B, NULL, NULL, tdm_xform_from_pose(tdm_d3(0.7, 0, 0), q), TDM_MODE_BOOL, 1, NULL, NULL, 0};
     tdm_collide(&u, &want);
     cr_assert_eq(tdm_front_collide(&f, &u, &got), TDM_OK);
     cr_assert_eq(got.colliding, want.colliding);

@@ -115,7 +115,7 @@ static void check_pose(const scenario *s, const tdm_bvh *A, const tdm_bvh *B, br
     tdm_collide_result res;
 
     /* bool */
-    tdm_task t = {A, B, NULL, NULL, *x, TDM_MODE_BOOL, 1, NULL, NULL};
+    tdm_task t = {A, B, NULL, NULL, *x, TDM_MODE_BOOL, 1, NULL, NULL, 0};
     tdm_collide(&t, &res);
     CHECK(res.colliding == (expect > 0), POSE_FMT ": bool mode says %u, brute force finds %zu pairs", POSE_ARGS,
           res.colliding, expect);
@@ -333,7 +333,7 @@ Test(engine, parallel_sheets_cost_no_more_than_a_few_box_tests)
         cr_assert_eq(tdm_bvh_build(env, &A), TDM_OK);
         cr_assert_eq(tdm_bvh_build(robot, &B), TDM_OK);
         for (int mode = 0; mode < 2; mode++) {
-            tdm_task t = {A, B, NULL, NULL, tdm_xform_identity(), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000, NULL, NULL};
+            tdm_task t = {A, B, NULL, NULL, tdm_xform_identity(), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 1000, NULL, NULL, 0};
             tdm_collide_result res;
             tdm_collide(&t, &res);
             CHECK(res.colliding == 0, "%s sheets 1e-7 apart reported colliding", tilted ? "tilted" : "flat");
@@ -367,7 +367,7 @@ Test(engine, roles_swapped, .timeout = 60)
         tdm_xform inv;
         inv.r = tdm_dm3_transpose(&x.r);
         inv.t = tdm_d3_scale(tdm_dm3_mulv(&inv.r, x.t), -1);
-        tdm_task t1 = {A, B, NULL, NULL, x, TDM_MODE_BOOL, 1, NULL, NULL}, t2 = {B, A, NULL, NULL, inv, TDM_MODE_BOOL, 1, NULL, NULL};
+        tdm_task t1 = {A, B, NULL, NULL, x, TDM_MODE_BOOL, 1, NULL, NULL, 0}, t2 = {B, A, NULL, NULL, inv, TDM_MODE_BOOL, 1, NULL, NULL, 0};
         tdm_collide_result r1, r2;
         tdm_collide(&t1, &r1);
         tdm_collide(&t2, &r2);
@@ -413,7 +413,7 @@ Test(engine, far_placements_take_one_test)
             tdm_xform x = tdm_xform_from_pose(tdm_d3(u.x * m, u.y * m, u.z * m), gen_rotation(&r));
             for (int mode = 0; mode < 3; mode++) {
                 tdm_task t = {A, B, NULL, NULL, x, mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL, 64, mode == 1 ? buf : NULL,
-                              NULL};
+                              NULL, 0};
                 tdm_collide_result res;
                 tdm_collide(&t, &res);
                 CHECK(!res.colliding && !res.n_pairs && !res.truncated && res.box_tests == 1 && res.tri_tests == 0,
@@ -500,7 +500,7 @@ Test(engine, far_placements_edge_matches_brute_force, .timeout = 60)
                     tdm_quat q = k < 4 ? half_turns[k] : gen_rotation(&r);
                     tdm_xform x = tdm_xform_from_pose(tdm_d3(c[0], c[1], c[2]), q);
                     check_pose(&s, A, B, &bf, &x, pose, buf, 256);
-                    tdm_task t = {A, B, NULL, NULL, x, TDM_MODE_BOOL, 1, NULL, NULL};
+                    tdm_task t = {A, B, NULL, NULL, x, TDM_MODE_BOOL, 1, NULL, NULL, 0};
                     tdm_collide_result res;
                     tdm_collide(&t, &res);
                     touching += k < 4 && res.colliding;
@@ -556,7 +556,7 @@ static void batch_make(batch *b, gen_rng *r, size_t n)
         int k = (int)(i % 3);
         gen_pose p = gen_pose_in_ball(r, tdm_d3(0, 0, 0), k == 0 ? 2.3 : 1.8);
         tdm_task t = {b->A[k], b->B[k], NULL, NULL, tdm_xform_from_pose(p.t, p.q), i % 2 ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
-                      i % 2 ? (uint32_t)(1 + i % BATCH_CAP) : 1, NULL, NULL};
+                      i % 2 ? (uint32_t)(1 + i % BATCH_CAP) : 1, NULL, NULL, 0};
         /* the reference: the same task on this thread */
         t.pairs = i % 2 ? &b->want_pairs[i * BATCH_CAP] : NULL;
         tdm_collide(&t, &b->want[i]);

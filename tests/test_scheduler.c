@@ -169,7 +169,7 @@ static void reference(const world *w)
                 tdm_pair buf[MAX_PAIRS];
                 uint32_t room = MAX_PAIRS - listed;
                 tdm_task t = {oa->bvh, ob->bvh, NULL, NULL, tdm_xform_rel(&xa, &xb), mode ? TDM_MODE_CONTACTS : TDM_MODE_BOOL,
-                              mode == 2 ? (room ? room : 1) : 1000000, NULL, NULL};
+                              mode == 2 ? (room ? room : 1) : 1000000, NULL, NULL, 0};
                 tdm_collide_result r;
                 tdm_collide(&t, &r);
                 if (!r.colliding) continue;

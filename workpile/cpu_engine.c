@@ -267,7 +267,12 @@ typedef struct list_run {
  * answers are discarded anyway. */
 #define ACCOUNT_BATCH 65536u
 
-typedef struct account { tdm_work *w; uint64_t acc; int skip; } account;
+typedef struct account {
+    tdm_work *w;
+    uint64_t acc;
+    int skip;
+    uint32_t hit; /* the group (tdm_task) of the last task found colliding on this thread */
+} account;
 
 static void account_flush(account *a)
 {
@@ -283,12 +288,13 @@ static void run_task(account *a, const tdm_task *task, tdm_collide_result *res)
         a->w = task->work;
         a->skip = a->w && __atomic_load_n(&a->w->over, __ATOMIC_ACQUIRE);
     }
-    if (a->skip) {
+    if (a->skip || (task->group && task->group == a->hit)) {
         *res = (tdm_collide_result){0};
         return;
     }
     uint64_t u;
     collide_run(task, res, &u);
+    if (res->colliding) a->hit = task->group;
     if (a->w && (a->acc += u) >= ACCOUNT_BATCH) account_flush(a);
 }
 
@@ -299,7 +305,7 @@ static void list_share(void *arg, int k, int n_shares)
     list_run *r = arg;
     const tdm_task_list *l = r->list;
     tdm_task buf[MAKE_CHUNK];
-    account a = {NULL, 0, 0};
+    account a = {NULL, 0, 0, 0};
     for (;;) {
         size_t lo = atomic_fetch_add_explicit(&r->next, r->chunk, memory_order_relaxed);
         if (lo >= l->n) break;

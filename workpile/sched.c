@@ -149,6 +149,7 @@ struct tdm_sched {
 
     tdm_cost_model model;  /* dispatch: every lane learns from its runs */
     int trace;             /* TDM_ENGINE_TRACE set: a line per run on stderr */
+    int skip_answered;     /* bool tasks carry their query as group (tdm_task); TDM_ENGINE_SKIP_ANSWERED=0: not */
     int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
     int cull;              /* TDM_ENGINE_CULL=0 unset: skip checks whose bounding spheres are apart */
     int device_configs;    /* TDM_ENGINE_DEVICE_CONFIGS=0 unset: batches of configurations run on the
@@ -647,6 +648,8 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->fold_early = !(fe && strcmp(fe, "0") == 0);
     const char *cu = getenv("TDM_ENGINE_CULL");
     e->cull = !(cu && strcmp(cu, "0") == 0);
+    const char *sa = getenv("TDM_ENGINE_SKIP_ANSWERED");
+    e->skip_answered = !(sa && strcmp(sa, "0") == 0);
     const char *dcf = getenv("TDM_ENGINE_DEVICE_CONFIGS");
     e->device_configs = !(dcf && strcmp(dcf, "0") == 0);
     int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
@@ -909,6 +912,7 @@ static void make_task(const tdm_sched_query *q, uint32_t k, tdm_task *t, uint32_
     t->max_pairs = max_pairs;
     t->pairs = pairs;
     t->work = q->work;
+    t->group = 0;
 }
 
 /* The queries of a run: a[i], or, when a is NULL, *proto with its poses at
@@ -946,6 +950,7 @@ typedef struct ref_tasks {
     size_t n_scenes;
     void *const *mcopies;
     tdm_sched_result *results; /* uniform, one check a query: fold answers into these as they come */
+    int groups;                /* bool tasks carry their query as group (tdm_task) */
 } ref_tasks;
 
 static void fold_one(const tdm_sched_query *Q, const tdm_collide_result *r, tdm_sched_result *R);
@@ -989,6 +994,9 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
         tdm_sched_query tmp;
         const tdm_sched_query *Q = qat(&c->queries, qi, &tmp);
         make_task(Q, ki, out, Q->mode == TDM_MODE_CONTACTS ? Q->max_contacts : 1, NULL);
+        /* a query's refs come together, in check order (culled or not): the CPU engine skips
+           those after its first colliding one */
+        if (c->groups && Q->mode == TDM_MODE_BOOL) out->group = (uint32_t)qi + 1;
         if (c->scenes) {
             if (Q->scene != last_scene) { /* the refs of one query (one scene) come together */
                 size_t i = 0;
@@ -1108,7 +1116,7 @@ static int run_chunk(tdm_sched *e, lane *l, qset queries, size_t nt, uint32_t un
        trees) keeps the lookups by tree pair, which then happen once per request */
     size_t n_scenes = where != ON_CPU && !one_scene && !uniform ? chunk_scene_copies(e, l, queries, nt) : 0;
     ref_tasks c = {queries, uniform ? NULL : l->refs, uniform, where == ON_CPU ? NULL : e->reg, l->dev, copies,
-                   n_scenes ? l->mscene : NULL, n_scenes, l->mcopies, fold_into};
+                   n_scenes ? l->mscene : NULL, n_scenes, l->mcopies, fold_into, e->skip_answered};
     tdm_task_list list = {nt, make_refs, &c, NULL, fold_into ? answered_one : NULL, l->cpu_only};
     double t0 = now_s();
     int rc = TDM_OK;
