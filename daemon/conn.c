@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -69,10 +70,47 @@ static int input_room(const tdm_conn *c, size_t n)
 }
 
 /* The large frame's buffer goes (handled, or the connection closing). */
+/* A large frame's own buffer. From BODY_MAPPED bytes up it is a mapping of its own,
+ * grown by mremap (no copy) and handed back to the system at its free: freed heap stays
+ * with the malloc arena of the loop thread that freed it (the daemon keeps freed heap,
+ * main.c), so with several loops the partial frames that max-input-bytes admits would
+ * cost resident memory several times over (tests/test_limits.c). */
+#define BODY_MAPPED (1u << 20)
+
+static void *body_alloc(size_t n)
+{
+    if (n < BODY_MAPPED) return malloc(n);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* NULL when out of memory, p then unchanged. */
+static void *body_grow(void *p, size_t old, size_t n)
+{
+    if (n < BODY_MAPPED) return realloc(p, n);
+    if (old >= BODY_MAPPED) {
+        void *q = mremap(p, old, n, MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    }
+    void *q = body_alloc(n);
+    if (q) {
+        memcpy(q, p, old);
+        free(p);
+    }
+    return q;
+}
+
+static void body_release(void *p, size_t cap)
+{
+    if (!p) return;
+    if (cap < BODY_MAPPED) free(p);
+    else munmap(p, cap);
+}
+
 static void body_free(tdm_conn *c)
 {
     if (!c->body) return;
-    free(c->body);
+    body_release(c->body, c->body_cap);
     c->body = NULL;
     input_release(c, c->body_cap);
     c->body_cap = c->body_got = 0;
@@ -623,7 +661,7 @@ static void plain_space(tdm_conn *c, uv_buf_t *buf)
                 *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS and refuses the frame */
                 return;
             }
-            uint8_t *b = realloc(c->body, cap);
+            uint8_t *b = body_grow(c->body, c->body_cap, cap);
             if (!b) {
                 *buf = uv_buf_init(NULL, 0); /* on_read gets UV_ENOBUFS and closes */
                 return;
@@ -773,7 +811,7 @@ static void process_input(tdm_conn *c)
                 return;
             }
             c->body_cap = cap;
-            c->body = malloc(c->body_cap);
+            c->body = body_alloc(c->body_cap);
             if (c->body) input_charge(c, c->body_cap);
             if (!c->body) {
                 c->body_cap = 0;
@@ -815,7 +853,7 @@ static void on_plain(tdm_conn *c, size_t nread)
         c->have_len = 0;
         conn_set_state(c, CONN_READ_LEN);
         handle(c, frame, c->body_len);
-        free(frame);
+        body_release(frame, cap);
         input_release(c, cap);
         pause_if_needed(c);
     } else {
