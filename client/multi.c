@@ -80,6 +80,7 @@ typedef struct op {
     uint32_t max_contacts;
     int want_pairs;
     double resolution;
+    unsigned flags;       /* motions: TDM_MOTION_* */
     tdm_query_result *results;
     int64_t *first_colliding;
     uint64_t *n_states;
@@ -355,8 +356,8 @@ static int send_part(server *s, part *p)
         return tdm_async_query_configs(s->ac, on_part, p, o->scene_id, o->mode, in, o->n_movable, p->count,
                                        o->max_contacts, o->want_pairs, NULL);
     default:
-        return tdm_async_motion_check(s->ac, on_part, p, o->scene_id, o->resolution, in, o->n_movable, p->count,
-                                      NULL);
+        return tdm_async_motion_check_flags(s->ac, on_part, p, o->scene_id, o->resolution, in, o->n_movable, NULL,
+                                            p->count, o->flags, NULL);
     }
 }
 
@@ -935,10 +936,19 @@ int tdm_multi_motion_check(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], d
                            const double *motions, uint32_t n_joints, size_t n_motions, int64_t *first_colliding,
                            uint64_t *n_states, double *last_free)
 {
+    return tdm_multi_motion_check_flags(m, scene_id, resolution, motions, n_joints, n_motions, 0, first_colliding,
+                                        n_states, last_free);
+}
+
+int tdm_multi_motion_check_flags(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                 const double *motions, uint32_t n_joints, size_t n_motions, unsigned flags,
+                                 int64_t *first_colliding, uint64_t *n_states, double *last_free)
+{
     int rc = begin(m);
     if (rc) return rc;
     if (!scene_id || !motions || !n_joints || !n_motions || !first_colliding) return TDM_CLIENT_EINVAL;
     op o = {.kind = OP_MOTIONS,
+            .flags = flags,
             .scene_id = scene_id,
             .in = motions,
             .stride = (size_t)n_joints * 2,

@@ -786,6 +786,10 @@ TDM_API int tdm_multi_query_configs(tdm_multi *m, const uint8_t scene_id[TDM_ID_
 TDM_API int tdm_multi_motion_check(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
                                    const double *motions, uint32_t n_joints, size_t n_motions,
                                    int64_t *first_colliding, uint64_t *n_states, double *last_free);
+/* As tdm_motion_check_flags with 2 configurations a motion, spread over the servers. */
+TDM_API int tdm_multi_motion_check_flags(tdm_multi *m, const uint8_t scene_id[TDM_ID_BYTES], double resolution,
+                                         const double *motions, uint32_t n_joints, size_t n_motions, unsigned flags,
+                                         int64_t *first_colliding, uint64_t *n_states, double *last_free);
 
 #ifdef __cplusplus
 }

@@ -970,6 +970,45 @@ Test(robotd, motions_equal_reference)
         cr_assert_str_eq(b, a, "tandem motions --server %s: --out differs from tandem motions'", server_of[k]);
         free(b);
     }
+    /* --any-state 1: the same motions colliding, each at a colliding state no earlier than its
+       first; offline and through the servers alike (both check the same 4 probes first, and
+       otherwise answer the smallest colliding state) */
+    const char *off_any[] = {"motions", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
+                             in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05",
+                             "--any-state", "1", "--out", in_root("m_any.txt"), NULL};
+    r = run(off_any);
+    cr_assert_eq(r.status, 0, "motions --any-state 1: %s", r.err);
+    cr_assert_str_eq(strrchr(r.out, 'c'), tail, "the same motions collide");
+    free(r.out);
+    free(r.err);
+    char *any = gen_read_file(in_root("m_any.txt"), NULL);
+    cr_assert_not_null(any);
+    int moved = 0, lines = 0;
+    for (const char *pa = a, *pb = any;; lines++) {
+        char *ea, *eb;
+        long ka = strtol(pa, &ea, 10), kb = strtol(pb, &eb, 10);
+        cr_assert((ea == pa) == (eb == pb), "the two files have different numbers of lines");
+        if (ea == pa) break;
+        cr_assert((ka < 0) == (kb < 0) && kb >= ka, "motion answered %ld first, %ld with any state", ka, kb);
+        moved += kb != ka;
+        pa = ea, pb = eb;
+    }
+    cr_assert_eq(lines, 60);
+    cr_log_info("%d of 60 motions answered at a later colliding state with any state", moved);
+    for (int k = 0; k < 2; k++) {
+        const char *on[] = {"motions", "--server", server_of[k], "--urdf", in_root("arm.urdf"), "--srdf",
+                            in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"),
+                            "--resolution", "0.05", "--any-state", "1", "--out", in_root("m_srv.txt"), NULL};
+        r = run(on);
+        cr_assert_eq(r.status, 0, "motions --server %s --any-state 1: %s", server_of[k], r.err);
+        free(r.out);
+        free(r.err);
+        char *b = gen_read_file(in_root("m_srv.txt"), NULL);
+        cr_assert_not_null(b);
+        cr_assert_str_eq(b, any, "tandem motions --server %s --any-state 1: --out differs from offline", server_of[k]);
+        free(b);
+    }
+    free(any);
     free(a);
     dmn_stop(&D, SIGTERM);
     free(m);

@@ -9,6 +9,11 @@
  * shares; each batch's states are run here through tdm_sched_run_configs in bool
  * mode (the hybrid engine: their poses through tdm_sched_run).
  *
+ * --any-state 1: any colliding state answers a colliding motion (MotionCheck's any_state;
+ * offline, tdm_motion_rounds_set_any with ANY_STATE_PROBES probes, tandemd's default
+ * --motion-probes): what a planner's plain validity check needs. Free motions answer -1
+ * either way.
+ *
  * `seconds` times the scheduler runs only, forward kinematics included (on the
  * device with a GPU engine; the hybrid's poses are made before its runs):
  * reading, scene building and cutting the motions into states are not counted. */
@@ -31,6 +36,7 @@
  * the piece it makes poses for, and on the device each run costs a few copies and
  * launches whatever its size: fewer, larger runs) */
 #define BATCH_CONFIGS 65536
+#define ANY_STATE_PROBES 4 /* --any-state 1, offline: as tandemd's --motion-probes by default */
 
 /* The motions read so far: each one's number of states at resolution r. */
 typedef struct motion_lines { size_t n_q; double r; uint64_t *states; } motion_lines;
@@ -83,7 +89,7 @@ static int read_motions(const char *path, size_t n_q, double r, double **out, ui
  * over them, a request holding at most the smallest max_motion_states any of them
  * reported. --out and the summary line are as offline; `seconds` times the requests. */
 static int motions_remote(const char *server, const char *urdf, const char *srdf, const char *world,
-                          const char *motions_path, double resolution, const char *out_path)
+                          const char *motions_path, double resolution, unsigned flags, const char *out_path)
 {
     int status = TDM_EXIT_FAIL;
     tdm_client *c = NULL;
@@ -137,9 +143,10 @@ static int motions_remote(const char *server, const char *urdf, const char *srdf
             states += n_states[hi++];
         double t0 = tdm_cli_now();
         const double *part = mot + lo * 2 * n_q;
-        int rc = m ? tdm_multi_motion_check(m, scene_id, resolution, part, (uint32_t)n_q, hi - lo, answer + lo, NULL,
-                                            NULL)
-                   : tdm_motion_check(c, scene_id, resolution, part, (uint32_t)n_q, hi - lo, answer + lo, NULL, NULL);
+        int rc = m ? tdm_multi_motion_check_flags(m, scene_id, resolution, part, (uint32_t)n_q, hi - lo, flags,
+                                                  answer + lo, NULL, NULL)
+                   : tdm_motion_check_flags(c, scene_id, resolution, part, (uint32_t)n_q, NULL, hi - lo, flags,
+                                            answer + lo, NULL, NULL);
         seconds += tdm_cli_now() - t0;
         if (rc) {
             tdm_cli_error("motions: %s", ERRSTR());
@@ -177,11 +184,12 @@ int tdm_cmd_motions(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *motions_path = NULL, *res_s = NULL, *mode_s = "bool",
                *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0", *server = NULL,
-               *streams_s = "2";
+               *streams_s = "2", *any_s = "0";
     const tdm_opt opts[] = {{"--urdf", &urdf},         {"--srdf", &srdf},         {"--world", &world},
                             {"--motions", &motions_path}, {"--resolution", &res_s}, {"--mode", &mode_s},
                             {"--threads", &threads_s}, {"--out", &out_path},      {"--backend", &backend_s},
-                            {"--batch", &batch_s},     {"--server", &server},     {"--gpu-streams", &streams_s}};
+                            {"--batch", &batch_s},     {"--server", &server},     {"--gpu-streams", &streams_s},
+                            {"--any-state", &any_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "motions") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !motions_path || !res_s) {
         tdm_cli_error("motions: --urdf, --world, --motions and --resolution are required");
@@ -197,7 +205,8 @@ int tdm_cmd_motions(int argc, char **argv)
     uint64_t threads, batch_opt;
     if (tdm_cli_u64("--threads", threads_s, 0, 4096, &threads) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--batch", batch_s, 0, 1u << 24, &batch_opt) < 0) return TDM_EXIT_USAGE;
-    uint64_t streams;
+    uint64_t streams, any_state;
+    if (tdm_cli_u64("--any-state", any_s, 0, 1, &any_state) < 0) return TDM_EXIT_USAGE;
     if (tdm_cli_u64("--gpu-streams", streams_s, 1, 8, &streams) < 0) return TDM_EXIT_USAGE;
     char *end;
     double resolution = strtod(res_s, &end);
@@ -205,7 +214,9 @@ int tdm_cmd_motions(int argc, char **argv)
         tdm_cli_error("motions: --resolution must be a finite number > 0, not '%s'", res_s);
         return TDM_EXIT_USAGE;
     }
-    if (server) return motions_remote(server, urdf, srdf, world, motions_path, resolution, out_path);
+    if (server)
+        return motions_remote(server, urdf, srdf, world, motions_path, resolution,
+                              any_state ? TDM_MOTION_ANY_STATE : 0u, out_path);
 
     int status = TDM_EXIT_FAIL, rc;
     tdm__robot_run run = TDM__ROBOT_RUN_INIT;
@@ -252,6 +263,7 @@ int tdm_cmd_motions(int argc, char **argv)
         tdm_cli_error("out of memory for %zu motions", n);
         goto done;
     }
+    if (any_state) tdm_motion_rounds_set_any(mc, ANY_STATE_PROBES);
 
     /* untimed: one run of the motions' start configurations sizes the device's scratch for runs of
      * configurations (as prepare does for the engine's chunks) */

@@ -428,6 +428,15 @@ _MULTI_ROBOT_PROTOTYPES = {
     ),
 }
 
+# several servers' motion checks with flags: absent from libraries before 2026-11-28
+_MULTI_MOTION_FLAGS_PROTOTYPES = {
+    "tdm_multi_motion_check_flags": (
+        _c.c_int,
+        [_M, _ID, _c.c_double, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint, _c.c_void_p, _c.c_void_p,
+         _c.c_void_p],
+    ),
+}
+
 
 class Library:
     """A loaded libtandem with its prototypes declared.
@@ -459,6 +468,11 @@ class Library:
         )
         if self.has_multi_robots:
             self._declare(_MULTI_ROBOT_PROTOTYPES)
+        self.has_multi_motion_flags = self.has_multi_robots and all(
+            hasattr(cdll, name) for name in _MULTI_MOTION_FLAGS_PROTOTYPES
+        )
+        if self.has_multi_motion_flags:
+            self._declare(_MULTI_MOTION_FLAGS_PROTOTYPES)
         # the structs of this library's version
         self.MeshInfo = MeshInfoRobotStruct if self.has_robots else MeshInfoStruct
         self.SceneInfo = SceneInfoRobotStruct if self.has_robots else SceneInfoStruct

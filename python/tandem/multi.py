@@ -15,7 +15,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 
 from . import _arrays
-from ._library import ConnectOptsStruct, IdBytes, Library, RobotInfoStruct, load_library
+from ._library import MOTION_ANY_STATE, ConnectOptsStruct, IdBytes, Library, RobotInfoStruct, load_library
 from .client import MODES, _id_arg, _ms, _result, _scene_args, _scene_id
 from .errors import ClientCode, NotSupported, ServerCode, TandemError, invalid, server_error
 from .robots import MotionResult, Robot, RobotScene, _file, _motion_args, _robot, _robot_scene
@@ -271,22 +271,29 @@ class MultiClient:
         """(N,) bool: which configurations (N, J) collide."""
         return self.query_configs(scene, configs, "bool").colliding
 
-    def motion_check(self, scene: RobotScene, starts, ends, resolution: float) -> MotionResult:
-        """As ``Client.motion_check``, spread over the servers. There is no ``any_state`` here:
-        libtandem's tdm_multi_motion_check takes no flags, so every answer is the first colliding
-        state."""
+    def motion_check(self, scene: RobotScene, starts, ends, resolution: float, any_state: bool = False) -> MotionResult:
+        """As ``Client.motion_check``, spread over the servers (``any_state`` needs a libtandem
+        with tdm_multi_motion_check_flags: NotSupported otherwise)."""
         self._robots("motions")
+        if any_state and not self._lib.has_multi_motion_flags:
+            raise NotSupported(
+                f"motions: this libtandem has no any_state over several servers ({self._lib.path} lacks "
+                "tdm_multi_motion_check_flags)"
+            )
         a, _, r, motions, first, n_states, last_free = _motion_args(scene, starts, ends, resolution)
         m, j = a.shape
         if m:
-            self._check(
-                self._lib.tdm_multi_motion_check(
-                    self._ctx(), _id_arg(scene.id), r, motions.ctypes.data, j, m, first.ctypes.data,
-                    n_states.ctypes.data, last_free.ctypes.data,
+            outs = (first.ctypes.data, n_states.ctypes.data, last_free.ctypes.data)
+            if any_state:
+                rc = self._lib.tdm_multi_motion_check_flags(
+                    self._ctx(), _id_arg(scene.id), r, motions.ctypes.data, j, m, MOTION_ANY_STATE, *outs
                 )
-            )  # fmt: skip
+            else:
+                rc = self._lib.tdm_multi_motion_check(self._ctx(), _id_arg(scene.id), r, motions.ctypes.data, j, m, *outs)
+            self._check(rc)
         return MotionResult(first, n_states, last_free)
 
-    def motions(self, scene: RobotScene, starts, ends, resolution: float) -> np.ndarray:
-        """(M,) int64: each motion's first colliding state, or -1."""
-        return self.motion_check(scene, starts, ends, resolution).first_colliding
+    def motions(self, scene: RobotScene, starts, ends, resolution: float, any_state: bool = False) -> np.ndarray:
+        """(M,) int64: each motion's first colliding state (with ``any_state``: some colliding
+        state), or -1."""
+        return self.motion_check(scene, starts, ends, resolution, any_state=any_state).first_colliding

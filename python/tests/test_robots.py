@@ -426,6 +426,13 @@ def test_multi_client_robots_match_one_server(files):
             np.testing.assert_array_equal(contacts.colliding, got[:400])
             np.testing.assert_array_equal(mc.motions(scene, starts, ends, 0.02), want_m)
             assert (want_m >= 0).any() and (want_m < 0).any()
+            if mc._lib.has_multi_motion_flags:  # any_state: as one server answers it
+                with tandem.Client(ds[0].tcp) as c:
+                    want_any = c.motions(one_scene, starts, ends, 0.02, any_state=True)
+                got_any = mc.motions(scene, starts, ends, 0.02, any_state=True)
+                np.testing.assert_array_equal(got_any, want_any)
+                np.testing.assert_array_equal(got_any < 0, want_m < 0)
+                assert (got_any >= want_m).all()
             with pytest.raises(TandemError) as e:
                 mc.put_robot(urdf.with_name("missing.urdf"))
             assert e.value.field == "urdf"
