@@ -755,9 +755,8 @@ static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
     /* jobs whose replies went out from a pooler thread (tdm_conn_reply_direct) are accounted
        before any request their clients may have sent on seeing them (stats, in-flight limits);
-       a query handled shared leaves them to the sink's own callback (their bookkeeping needs the
-       lock exclusive), and its connection's in-flight count may then hold them a little longer */
-    if (c->io->sink && tdm_srv_held() == TDM_SRV_EXCLUSIVE) tdm_query_sink_collect(c->io->sink);
+       held shared or exclusive alike, as the sink's own callback (io.h) */
+    if (c->io->sink) tdm_query_sink_collect(c->io->sink);
     tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
     tdm_request_handle(c, frame, len);
     tdm_metrics_leave(outer);

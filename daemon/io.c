@@ -12,6 +12,7 @@
 #include "log.h"
 #include "server.h"
 
+enum { TDM_SRV_SHARED = 1, TDM_SRV_EXCLUSIVE = 2 };
 /* How this thread holds the server's lock: 0 not, TDM_SRV_SHARED or TDM_SRV_EXCLUSIVE. */
 static _Thread_local int held;
 
@@ -44,8 +45,6 @@ void tdm_srv_exclusive(tdm_server *s)
     pthread_rwlock_wrlock(&s->mu);
     held = TDM_SRV_EXCLUSIVE;
 }
-
-int tdm_srv_held(void) { return held; }
 
 void tdm_srv_lock_cb(void *s) { tdm_srv_lock(s); }
 void tdm_srv_lock_shared_cb(void *s) { tdm_srv_lock_shared(s); }

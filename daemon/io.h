@@ -20,7 +20,7 @@
  * lookups). Each loop's sink of finished query jobs (query_pool.h) is also let go of holding
  * it shared: a finished job's bookkeeping is its connection's (the requests in flight, its
  * job list), the budget's atomic releases and the counters; the last reference on a stored
- * scene (tdm_stored_scene_unref_shared says when) and a closing connection's free take it
+ * scene (tdm__query_scene_unref, request_handlers.h) and a closing connection's free take it
  * exclusive. Anything else on that path (every other request, a request before Hello,
  * every error reply, a close, a large frame's buffer) first makes the hold exclusive
  * (tdm_srv_exclusive: released, then taken exclusive; nothing read under the shared hold
@@ -93,9 +93,6 @@ void tdm_srv_unlock(tdm_server *s);
 /* Holding it shared: makes the hold exclusive (released, then taken exclusive); holding it
  * exclusive: nothing. */
 void tdm_srv_exclusive(tdm_server *s);
-enum { TDM_SRV_SHARED = 1, TDM_SRV_EXCLUSIVE = 2 };
-/* How this thread holds it: 0, TDM_SRV_SHARED or TDM_SRV_EXCLUSIVE. */
-int tdm_srv_held(void);
 /* tdm_srv_lock and tdm_srv_unlock of a tdm_server *, for modules that take the lock by a
  * callback (the writer's completions, the query pool's sinks). */
 void tdm_srv_lock_cb(void *srv);

@@ -9,10 +9,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
-
-#include "conn.h"
 #include <unistd.h>
 
+#include "conn.h"
 #include "log.h"
 
 /* Where a loop's finished jobs wait for it (query_pool.h). */

@@ -84,8 +84,8 @@ int tdm_query_pool_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t 
                           void *data, tdm_query_pool **out);
 /* A loop's sink (io.h): the finished jobs of that loop's connections wait there for it
  * (job->sink, set before submission), and it is woken for them. Made before the loop
- * runs; its callbacks call lock(lock_arg) and unlock (the server's lock, exclusive). 0, TDM_ENOMEM
- * or TDM_ESYS. */
+ * runs; its callbacks call lock(lock_arg) and unlock (the server's lock, shared: io.h). 0,
+ * TDM_ENOMEM or TDM_ESYS. */
 int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *),
                         void *lock_arg, tdm_query_sink **out);
 /* The sink's loop, once no job of it is in flight: hands back what is left, closes its

@@ -78,6 +78,14 @@ const char *tdm__owned_name(const tdm_conn *c, const tdm_catalog_entry *e);
  * tenant's alike, so that the two get the same error. */
 tdm_stored_mesh *tdm__find_mesh(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
 tdm_stored_scene *tdm__find_scene(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
+/* The scene a Query or MotionCheck names (its scene_id field), referenced at once, in the
+ * same hold of the server's lock as the lookup: the handler may make the hold exclusive on
+ * its way (io.h), and a SceneDelete on another loop may come in between. NULL after
+ * replying (a bad or unknown id). */
+tdm_stored_scene *tdm__query_scene_ref(tdm_conn *c, uint64_t id, const ProtobufCBinaryData *scene_id);
+/* Lets such a reference go, holding the server's lock either way: the last one, which
+ * frees the scene, makes the hold exclusive. */
+void tdm__query_scene_unref(tdm_conn *c, tdm_stored_scene *sc);
 tdm_stored_robot *tdm__find_robot(tdm_conn *c, const uint8_t id[TDM_ID_LEN]);
 /* Listed scenes and robots of the connection's tenant using m, robot scenes of it on
  * r (when the tenant is the only owner, the counts of catalog.h, which include puts

@@ -374,18 +374,6 @@ fail:
 
 void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc)
 {
-    uint8_t sid[TDM_ID_LEN];
-    if (tdm__get_id(c, id, &mc->scene_id, "scene_id", -1, sid) != 0) return;
-    tdm_stored_scene *sc = tdm__find_scene(c, sid);
-    if (!sc) {
-        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
-        return;
-    }
-    /* at once, in the same hold of the server's lock as the lookup: the handler may make the hold
-       exclusive on its way (io.h), and a SceneDelete on another loop may come in between */
-    tdm_stored_scene_ref(sc);
-    if (motion_check(c, id, mc, sc) != 0) {
-        tdm_srv_exclusive(c->srv); /* the last reference frees the scene */
-        tdm_stored_scene_unref(sc);
-    }
+    tdm_stored_scene *sc = tdm__query_scene_ref(c, id, &mc->scene_id);
+    if (sc && motion_check(c, id, mc, sc) != 0) tdm__query_scene_unref(c, sc);
 }

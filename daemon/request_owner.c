@@ -34,6 +34,26 @@ tdm_stored_scene *tdm__find_scene(tdm_conn *c, const uint8_t id[TDM_ID_LEN])
     return s && tdm__owns(c, &s->entry) ? s : NULL;
 }
 
+tdm_stored_scene *tdm__query_scene_ref(tdm_conn *c, uint64_t id, const ProtobufCBinaryData *scene_id)
+{
+    uint8_t sid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, scene_id, "scene_id", -1, sid) != 0) return NULL;
+    tdm_stored_scene *sc = tdm__find_scene(c, sid);
+    if (!sc) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
+        return NULL;
+    }
+    tdm_stored_scene_ref(sc);
+    return sc;
+}
+
+void tdm__query_scene_unref(tdm_conn *c, tdm_stored_scene *sc)
+{
+    if (!sc || tdm_stored_scene_unref_shared(sc)) return;
+    tdm_srv_exclusive(c->srv);
+    tdm_stored_scene_unref(sc);
+}
+
 tdm_stored_robot *tdm__find_robot(tdm_conn *c, const uint8_t id[TDM_ID_LEN])
 {
     tdm_stored_robot *r = tdm_catalog_find_robot(c->srv->catalog, id);

@@ -20,12 +20,7 @@ static void free_job(tdm_query_job *j)
 {
     tdm_conn_job_untrack(j->owner, j);
     if (j->cleanup) j->cleanup(j);
-    /* a loop's finished jobs are let go holding the server's lock shared (io.h): the last
-       reference, which frees the scene, only exclusive */
-    if (j->scene_ref && !tdm_stored_scene_unref_shared(j->scene_ref)) {
-        tdm_srv_exclusive(((tdm_conn *)j->owner)->srv);
-        tdm_stored_scene_unref(j->scene_ref);
-    }
+    tdm__query_scene_unref(j->owner, j->scene_ref); /* a loop's finished jobs go holding the lock shared */
     free(j->pool.pairs);
     free(j);
 }
@@ -378,18 +373,6 @@ static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_store
 
 void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q)
 {
-    uint8_t sid[TDM_ID_LEN];
-    if (tdm__get_id(c, id, &q->scene_id, "scene_id", -1, sid) != 0) return;
-    tdm_stored_scene *sc = tdm__find_scene(c, sid);
-    if (!sc) {
-        tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
-        return;
-    }
-    /* at once, in the same hold of the server's lock as the lookup: the handler may make the hold
-       exclusive on its way (io.h), and a SceneDelete on another loop may come in between */
-    tdm_stored_scene_ref(sc);
-    if (query(c, id, q, sc) != 0) {
-        tdm_srv_exclusive(c->srv); /* the last reference frees the scene */
-        tdm_stored_scene_unref(sc);
-    }
+    tdm_stored_scene *sc = tdm__query_scene_ref(c, id, &q->scene_id);
+    if (sc && query(c, id, q, sc) != 0) tdm__query_scene_unref(c, sc);
 }
