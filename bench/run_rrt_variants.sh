@@ -35,6 +35,7 @@
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
 #   any0      ompl_plan --motion-any 0 (RRTConnect's motions ask for the first colliding state, as before 2026-11-28)
 #   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
+#   handoff0  TDM_LANE_HANDOFF=0 (a robot scene's upload waits for a lane racing the runs' threads, as before 2026-11-28)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
@@ -66,6 +67,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
+    [[ $v == *:handoff0* ]] && envs+=(TDM_LANE_HANDOFF=0)
     [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")
     [[ $v =~ :ls([0-9]+) ]] && extra+=(--loop-spin-us "${BASH_REMATCH[1]}")
@@ -84,7 +86,7 @@ for v in "${variants[@]}"; do
     rm -rf "$dd"
     sock=$work/tandemd.sock
     rm -f "$sock"
-    env "${envs[@]}" TDM_DISPATCH_TRACE=1 "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
+    env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
         "${extra[@]}" --log-level warn 2> "$work/trace.txt" &
     pid=$!
     for _ in $(seq 600); do [[ -S $sock ]] && break; sleep 0.1; done
@@ -105,16 +107,16 @@ for v in "${variants[@]}"; do
         [[ -n ${SAVE_DIR:-} ]] && cp "$work/plan.txt" "$SAVE_DIR/plan_${v//:/_}_$pl.txt"
         echo "  tandemd $(cat "$work/threads.txt")"
         echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
-        awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; w[t] += $4
+        awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; rep[t] += $22; w[t] += $4
                            if ($(NF - 1) == "queued") { qd[t] += $NF * $6; nj[t] += $6 } }
-             END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f waited=%.3f queued=%.3f\n",
-                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0 }' "$work/trace.txt"
+             END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f replies=%.3f waited=%.3f queued=%.3f\n",
+                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], rep[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0 }' "$work/trace.txt"
     done
     kill "$pid"
     wait "$pid" 2>/dev/null
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
-    grep -v '^dispatch' "$work/trace.txt" | sed 's/^/  /' | tail -6
+    grep -av '^dispatch' "$work/trace.txt" | sed 's/^/  /' | tail -9
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
                n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"

@@ -48,7 +48,21 @@ struct tdm_writer {
     int built;
     mesh_build build;
     tdm_writer_op *deferred; /* MeshPuts of the mesh being built: run again once it is stored */
+    /* TDM_WRITER_TRACE: by op kind, ops run, their summed time queued (from tdm_writer_submit
+     * to the writer's take) and run; a robot scene put's run split into its build, its trees'
+     * upload to the engine (tdm_sched_meshes_add: mostly the wait for a lane) and its files.
+     * The writer thread's own, printed to stderr by tdm_writer_stop. */
+    int trace;
+    struct { uint64_t n; double queued_ms, run_ms; } traced[TDM_WRITER_OWNERS + 1];
+    double rs_build_ms, rs_engine_ms, rs_files_ms;
 };
+
+static double trace_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
 
 static void set_err(tdm_writer_op *op, int rc, const char *field, int64_t index, const char *msg)
 {
@@ -287,7 +301,10 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     tdm_robot_fail f;
     tdm_robot_scene *rs;
     tdm_planning_scene *ps;
+    double t0 = st->trace ? trace_ms() : 0;
     int rc = tdm__robot_scene_build(st->dir, op->robot, yaml, len, &rs, &ps, &f);
+    double t1 = st->trace ? trace_ms() : 0;
+    st->rs_build_ms += t1 - t0;
     if (rc != TDM_OK) {
         set_err(op, rc, f.field, f.index, f.msg);
         op->wire_code = f.code;
@@ -321,11 +338,15 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
             return;
         }
     }
+    double t2 = st->trace ? trace_ms() : 0;
+    st->rs_engine_ms += t2 - t1;
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
     if (store_owners(st, op) != 0) return;
-    if (tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT_SCENE, op->id, sc->name, &part, 1, NULL, 0, err,
-                          sizeof err) != 0) {
+    int wrote = tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT_SCENE, op->id, sc->name, &part, 1, NULL, 0, err,
+                                  sizeof err);
+    if (st->trace) st->rs_files_ms += trace_ms() - t2;
+    if (wrote != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         return;
     }
@@ -453,7 +474,13 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&st->lock);
 
         op->next = NULL;
+        double t0 = st->trace ? trace_ms() : 0;
         int done = run_or_hand_off(st, op);
+        if (st->trace) {
+            st->traced[op->kind].n++;
+            st->traced[op->kind].queued_ms += t0 - op->submitted_ms;
+            st->traced[op->kind].run_ms += trace_ms() - t0;
+        }
 
         pthread_mutex_lock(&st->lock);
         if (done) finish_locked(st, op);
@@ -543,6 +570,7 @@ int tdm_writer_create(uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void
     st->dir = dir;
     st->catalog = catalog;
     st->engine = engine;
+    st->trace = getenv("TDM_WRITER_TRACE") != NULL;
     if (pthread_mutex_init(&st->lock, NULL) != 0) {
         free(st);
         return TDM_ESYS;
@@ -582,6 +610,7 @@ void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op)
 {
     op->next = NULL;
     tdm_metrics_mark_take(&op->mark); /* submitted by the request's handler, inside its scope */
+    if (st->trace) op->submitted_ms = trace_ms();
     st->pending++;
     pthread_mutex_lock(&st->lock);
     if (st->tail) st->tail->next = op;
@@ -615,6 +644,19 @@ void tdm_writer_stop(tdm_writer *st)
         pthread_mutex_unlock(&st->lock);
         pthread_join(st->thread, NULL);
         st->started = 0;
+        if (st->trace) {
+            static const char *const kind[] = {"mesh put", "mesh delete", "scene put", "scene delete",
+                                               "robot put", "robot delete", "robot scene put", "owners"};
+            for (int k = 0; k <= TDM_WRITER_OWNERS; k++)
+                if (st->traced[k].n)
+                    fprintf(stderr, "writer %s: %llu ops, %.3f ms queued, %.3f ms run on average\n", kind[k],
+                            (unsigned long long)st->traced[k].n, st->traced[k].queued_ms / (double)st->traced[k].n,
+                            st->traced[k].run_ms / (double)st->traced[k].n);
+            uint64_t n = st->traced[TDM_WRITER_ROBOT_SCENE_PUT].n;
+            if (n)
+                fprintf(stderr, "writer robot scene put's run: build %.3f ms, engine %.3f ms, files %.3f ms on average\n",
+                        st->rs_build_ms / (double)n, st->rs_engine_ms / (double)n, st->rs_files_ms / (double)n);
+        }
     }
     if (st->builder_started) {
         pthread_mutex_lock(&st->lock);

@@ -63,6 +63,7 @@ struct tdm_writer_op {
     tdm_io_task task;                 /* `done`'s trip to an I/O thread's loop */
     uint64_t request_id;
     double started;                   /* for the log */
+    double submitted_ms;              /* TDM_WRITER_TRACE: tdm_writer_submit's time */
     tdm_metrics_mark mark;            /* the request's metrics scope (tdm_writer_submit takes it) */
 
     /* MESH_PUT in: the decoded request, owned through its arena (freed by the
