@@ -134,6 +134,11 @@ static const opt opts[] = {
      "How long an event loop polls for its connections' next bytes after their last read before it sleeps "
      "in epoll (it holds a core meanwhile; an idle daemon's loops sleep). A sleeping loop costs the next "
      "request a thread wake-up. auto: 200 with a GPU engine (as --dispatch-poll-us), 0 without; 0: sleep at once."},
+    {"reply-threads", T_INT, OFF(reply_threads), "auto", 0, 16, NULL, "N",
+     "Threads that write the replies of queries to their clients' sockets, so that the threads running the "
+     "engine go on to their next batch (each write wakes a client: a few microseconds). Idle, they poll as "
+     "long as --dispatch-poll-us before they sleep. auto: 2 with a GPU engine, 0 without; 0: the engine's "
+     "threads write their batches' replies themselves."},
     {"max-pipelined", T_U32, OFF(max_pipelined), "1024", 1, 1u << 20, NULL, "N",
      "Requests in flight per connection before the server stops reading from it."},
     {"max-connections", T_U32, OFF(max_connections), "1024", 1, 1u << 20, NULL, "N",
@@ -370,6 +375,10 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
         }
         if (o->off == OFF(loop_spin_us) && strcmp(v, "auto") == 0) {
             c->loop_spin_us = -1;
+            return 0;
+        }
+        if (o->off == OFF(reply_threads) && strcmp(v, "auto") == 0) {
+            c->reply_threads = -1;
             return 0;
         }
         uint64_t x;

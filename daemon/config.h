@@ -51,6 +51,7 @@ typedef struct tdm_config {
     uint32_t max_contacts;
     uint32_t io_threads;      /* event loops besides the main one, taking the connections (io.h) */
     int loop_spin_us;         /* a loop polls this long after its last read before it sleeps; -1: auto (main.c) */
+    int reply_threads;        /* threads writing the pooler's replies (tdm_query_pool_set_replies); -1: auto (main.c) */
     uint32_t max_pipelined;
     uint32_t max_connections;
     uint64_t max_meshes_bytes;

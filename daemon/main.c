@@ -164,7 +164,16 @@ int main(int argc, char **argv)
     /* replies written by the pooler thread that packed them (conn.h); TDM_DIRECT_REPLIES=0: by
        the loop (A/B runs) */
     const char *direct = getenv("TDM_DIRECT_REPLIES");
-    if (!(direct && !strcmp(direct, "0"))) tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
+    int on_device = tdm_sched_configs_on_device(srv.engine);
+    if (!(direct && !strcmp(direct, "0"))) {
+        tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
+        int replies = cfg.reply_threads >= 0 ? cfg.reply_threads : on_device ? 2 : 0;
+        uint64_t poll_us = cfg.dispatch_poll_us >= 0 ? (uint64_t)cfg.dispatch_poll_us : on_device ? 200 : 0;
+        if ((rc = tdm_query_pool_set_replies(srv.query_pool, replies, 1000 * poll_us)) != TDM_OK) {
+            tdm_log_error("reply threads: %s", tdm_strerror(rc));
+            goto out;
+        }
+    }
     if (tdm_io_create(&srv, cfg.io_threads, err, sizeof err) != 0 || tdm_io_start(&srv, err, sizeof err) != 0) {
         tdm_log_error("%s", err);
         goto out;

@@ -50,6 +50,7 @@ struct tdm_query_job {
                              leaves the job queued until it has */
     int sent_direct;      /* the sender wrote all of `frame` to the socket itself */
     int counted;          /* the sender counted its queries in the server's counters */
+    tdm_query_job *reply_next; /* the reply threads' queue (query_pool.c) */
     /* TDM_DISPATCH_TRACE: when it was first submitted (ms, CLOCK_MONOTONIC), its runs, and their
        waits in the pooler's queue and times from their batch's take to their end, summed */
     double trace_submit_ms, trace_wait_ms, trace_run_ms;
@@ -72,6 +73,8 @@ struct tdm_query_job {
 };
 
 typedef struct tdm_query_pool tdm_query_pool;
+
+#define TDM_QUERY_POOL_MAX_REPLY_THREADS 16
 
 /* Starts the pooler on engine (borrowed, must outlive it) with its batch caps.
  * ran (may be NULL): called on a pooler thread for each job once the engine
@@ -97,6 +100,11 @@ void tdm_query_sink_close(tdm_query_sink *s);
  * finds the job to account first (tdm_query_sink_collect; the one window left is between
  * the write's return and the mark that it is done, far shorter than any client's turn). */
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data));
+/* Before the first submit, after tdm_query_pool_set_sender: n threads (at most
+ * TDM_QUERY_POOL_MAX_REPLY_THREADS) write the replies instead of the pooler's threads, which
+ * queue them in the order they packed them and go on to their next batch. Idle, they poll
+ * for spin_ns before they sleep. 0 or TDM_ESYS (the threads started are kept). */
+int tdm_query_pool_set_replies(tdm_query_pool *qp, int n, uint64_t spin_ns);
 /* The sink's loop, holding the server's lock: hands every finished job to `done` now
  * (what the wake-up does), so that a request is handled after the jobs whose
  * replies its client may have seen; a job whose reply is still being written stays

@@ -145,6 +145,13 @@ static pid_t spawn(dmn *d, const char *const *extra)
         argv[n++] = "--io-threads";
         argv[n++] = io;
     }
+    /* TDM_TEST_REPLY_THREADS=N: every daemon's replies written by N reply threads (query_pool.h),
+       unless the test says */
+    const char *rt = getenv("TDM_TEST_REPLY_THREADS");
+    if (rt && *rt) {
+        argv[n++] = "--reply-threads";
+        argv[n++] = rt;
+    }
     for (; extra && *extra; extra++) {
         cr_assert(n < 62, "too many flags");
         argv[n++] = *extra;

@@ -138,16 +138,11 @@ struct tdm_sched {
     lane lanes[MAX_LANES + MAX_HOST_LANES]; /* the engines' n_lanes, then n_host host lanes */
     int n_host;
     uint32_t free_host;         /* bit k: lanes[n_lanes + k] is not running (under lane_lock) */
-    pthread_mutex_t lane_lock;  /* guards free_lanes, busy, next_dev, dev_waiting, handed */
+    pthread_mutex_t lane_lock;  /* guards free_lanes, busy, next_dev */
     pthread_cond_t lane_freed;
     uint64_t free_lanes;        /* bit k: lanes[k] is not running */
     int busy[TDM_SCHED_MAX_GPUS]; /* runs in flight per GPU engine */
     int next_dev;               /* the engine preferred among equally busy ones (round robin) */
-    /* lanes handed over (lane_get_dev): waiters for a lane of engine d (an upload, a free), and
-       the lane a lane_put handed to one of them, still taken (under lane_lock) */
-    int handoff;                /* off with TDM_LANE_HANDOFF=0: waiters race the runs' threads */
-    int dev_waiting[TDM_SCHED_MAX_GPUS];
-    lane *handed[TDM_SCHED_MAX_GPUS];
     pthread_mutex_t upload_lock; /* one upload at a time: nobody inserts a tree being uploaded */
 
     tdm_registry *reg;     /* resident trees: host tree -> each GPU engine's copy */
@@ -288,10 +283,7 @@ static lane *lane_get(tdm_sched *e)
     }
 }
 
-/* Takes a free lane of GPU engine d (uploads and frees on every engine), waiting for one. A
- * waiter gets the next lane of d put back, before any run's thread can take it: those threads
- * take a lane again as soon as they put one back, and a waiter woken by the broadcast came too
- * late for each (a robot scene's upload waited ~10 ms behind the planners' runs). */
+/* Takes a free lane of GPU engine d (uploads and frees on every engine), waiting for one. */
 static lane *lane_get_dev(tdm_sched *e, int d)
 {
     pthread_mutex_lock(&e->lane_lock);
@@ -302,16 +294,8 @@ static lane *lane_get_dev(tdm_sched *e, int d)
                 pthread_mutex_unlock(&e->lane_lock);
                 return l;
             }
-        if (e->handoff) break;
         pthread_cond_wait(&e->lane_freed, &e->lane_lock);
     }
-    e->dev_waiting[d]++;
-    while (!e->handed[d]) pthread_cond_wait(&e->lane_freed, &e->lane_lock);
-    lane *l = e->handed[d];
-    e->handed[d] = NULL;
-    e->dev_waiting[d]--;
-    pthread_mutex_unlock(&e->lane_lock);
-    return l;
 }
 
 /* Takes a free host lane, waiting for one (there is one at least). */
@@ -330,12 +314,6 @@ static void lane_put(tdm_sched *e, lane *l)
     pthread_mutex_lock(&e->lane_lock);
     if (l->host) {
         e->free_host |= 1u << (l->index - e->n_lanes);
-        pthread_cond_broadcast(&e->lane_freed);
-        pthread_mutex_unlock(&e->lane_lock);
-        return;
-    }
-    if (e->dev_waiting[l->dev] && !e->handed[l->dev]) { /* taken over as it is, busy count included */
-        e->handed[l->dev] = l;
         pthread_cond_broadcast(&e->lane_freed);
         pthread_mutex_unlock(&e->lane_lock);
         return;
@@ -672,8 +650,6 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->cull = !(cu && strcmp(cu, "0") == 0);
     const char *sa = getenv("TDM_ENGINE_SKIP_ANSWERED");
     e->skip_answered = !(sa && strcmp(sa, "0") == 0);
-    const char *ho = getenv("TDM_LANE_HANDOFF");
-    e->handoff = !(ho && strcmp(ho, "0") == 0);
     const char *dcf = getenv("TDM_ENGINE_DEVICE_CONFIGS");
     e->device_configs = !(dcf && strcmp(dcf, "0") == 0);
     int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
