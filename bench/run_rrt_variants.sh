@@ -35,6 +35,7 @@
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
 #   any0      ompl_plan --motion-any 0 (RRTConnect's motions ask for the first colliding state, as before 2026-11-28)
 #   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
+#   prebuild0 TDM_SCENE_PREBUILD=0 (a robot scene built on the writer thread, not on libuv's pool before it, as before 2026-11-28)
 #   rtN       --reply-threads N (threads writing the replies; 0: the pooler thread that ran the batch)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
@@ -67,6 +68,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
+    [[ $v == *:prebuild0* ]] && envs+=(TDM_SCENE_PREBUILD=0)
     [[ $v =~ :rt([0-9]+) ]] && extra+=(--reply-threads "${BASH_REMATCH[1]}")
     [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")

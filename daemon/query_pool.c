@@ -154,6 +154,7 @@ static void hand_back(tdm_query_job *j)
 }
 
 static void send_reply(tdm_query_pool *qp, tdm_query_job *j);
+static void finish(tdm_query_pool *qp, tdm_query_job *j, int lane);
 static void reply_push(tdm_query_pool *qp, tdm_query_job *j);
 
 /* Pooler thread: pack the reply, then hand the job to its loop. */
@@ -176,16 +177,28 @@ static void on_finished(tdm_pooler_job *pj, void *data)
         if (tdm_pooler_submit(qp->pooler, pj) == TDM_OK) return; /* its next run, pooled with the others */
         pj->rc = TDM_ECANCELED;
     }
+    if (qp->rq.n_threads && qp->send) { /* packed, handed back and written by a reply thread */
+        reply_push(qp, j);
+        return;
+    }
+    finish(qp, j, 1);
+}
+
+/* A pooler thread (lane: 1) or a reply thread: packs j's reply, hands j to its loop and writes
+ * the reply. */
+static void finish(tdm_query_pool *qp, tdm_query_job *j, int lane)
+{
     if (qp->ran) qp->ran(j, qp->data);
     int send = qp->send && j->frame;
     if (send) j->sending = SENDING; /* published by hand_back_quiet's push (release) */
     tdm_query_sink *s = j->sink;
-    /* the loop is woken once for the batch (on_batch_end): each wake-up is a system call */
     hand_back_quiet(j);
-    owe_wake(s);
-    if (!send) return;
-    if (qp->rq.n_threads) reply_push(qp, j);
-    else send_reply(qp, j);
+    /* a pooler thread wakes the loop once for its batch (on_batch_end): each wake-up is a system
+       call; a reply thread, after the write (the loop, woken before it, would find the job
+       still being written and put it back) */
+    if (lane) owe_wake(s);
+    if (send) send_reply(qp, j);
+    if (!lane) wake(s);
 }
 
 /* A pooler thread or a reply thread: writes the reply of j, which its loop holds back meanwhile
@@ -251,7 +264,7 @@ static void on_batch_end(void *data)
     n_owed = 0;
 }
 
-/* Pooler thread: queues j's send for the reply threads. */
+/* Pooler thread: queues j's reply for the reply threads (its packing, hand-back and write). */
 static void reply_push(tdm_query_pool *qp, tdm_query_job *j)
 {
     j->reply_next = NULL;
@@ -303,7 +316,7 @@ static void *reply_main(void *arg)
 {
     prctl(PR_SET_NAME, "tdm-reply"); /* top -H, /proc, bench/thread_cpu.sh */
     tdm_query_pool *qp = arg;
-    for (tdm_query_job *j; (j = reply_pop(qp));) send_reply(qp, j);
+    for (tdm_query_job *j; (j = reply_pop(qp));) finish(qp, j, 0);
     return NULL;
 }
 

@@ -50,7 +50,8 @@ struct tdm_writer {
     tdm_writer_op *deferred; /* MeshPuts of the mesh being built: run again once it is stored */
     /* TDM_WRITER_TRACE: by op kind, ops run, their summed time queued (from tdm_writer_submit
      * to the writer's take) and run; a robot scene put's run split into its build, its trees'
-     * upload to the engine (tdm_sched_meshes_add: mostly the wait for a lane) and its files.
+     * upload to the engine (tdm_sched_meshes_add) and its files (a build made before submission,
+     * request_robot.c, is not counted).
      * The writer thread's own, printed to stderr by tdm_writer_stop. */
     int trace;
     struct { uint64_t n; double queued_ms, run_ms; } traced[TDM_WRITER_OWNERS + 1];
@@ -287,29 +288,40 @@ static void robot_put(tdm_writer *st, tdm_writer_op *op)
 
 static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
 {
+    tdm_robot_scene *rs = op->pre_rs;
+    tdm_planning_scene *ps = op->pre_ps;
+    op->pre_rs = NULL;
+    op->pre_ps = NULL;
     if (tdm_catalog_scene_on_disk(st->catalog, op->id)) {
         op->exists = 1;
+        op->rc = TDM_OK; /* a build that failed meanwhile cannot be this stored content's */
+        op->wire_code = 0;
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(ps);
         return;
     }
-    uint8_t rid[TDM_ID_LEN];
-    const char *yaml;
-    size_t len;
-    if (tdm_robot_scene_canon_parse(op->canon, op->canon_len, rid, &yaml, &len) != TDM_OK) {
-        set_err(op, TDM_EINVAL, "", -1, "internal: malformed robot scene content");
-        return;
-    }
-    tdm_robot_fail f;
-    tdm_robot_scene *rs;
-    tdm_planning_scene *ps;
     double t0 = st->trace ? trace_ms() : 0;
-    int rc = tdm__robot_scene_build(st->dir, op->robot, yaml, len, &rs, &ps, &f);
+    if (!op->prebuilt) {
+        uint8_t rid[TDM_ID_LEN];
+        const char *yaml;
+        size_t len;
+        if (tdm_robot_scene_canon_parse(op->canon, op->canon_len, rid, &yaml, &len) != TDM_OK) {
+            set_err(op, TDM_EINVAL, "", -1, "internal: malformed robot scene content");
+            return;
+        }
+        tdm_robot_fail f;
+        int rc = tdm__robot_scene_build(st->dir, op->robot, yaml, len, &rs, &ps, &f);
+        if (rc != TDM_OK) {
+            set_err(op, rc, f.field, f.index, f.msg);
+            op->wire_code = f.code;
+            return;
+        }
+    } else if (op->rc != TDM_OK) {
+        return; /* its build failed: rc and the rest say why */
+    }
     double t1 = st->trace ? trace_ms() : 0;
     st->rs_build_ms += t1 - t0;
-    if (rc != TDM_OK) {
-        set_err(op, rc, f.field, f.index, f.msg);
-        op->wire_code = f.code;
-        return;
-    }
+    int rc;
     if (rs->n_objects > op->max_objects) {
         char why[200];
         snprintf(why, sizeof why, "the robot scene has %u objects (robot elements and world shapes), over max_objects %u",

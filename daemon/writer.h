@@ -93,6 +93,13 @@ struct tdm_writer_op {
     char *name;
     int wire_code;       /* out: the Error code when not 0 (else from rc) */
     uint32_t max_objects; /* ROBOT_SCENE_PUT in: the server's max_objects */
+    /* ROBOT_SCENE_PUT in, when `prebuilt`: the scene built before submission, on libuv's pool
+     * (request_robot.c), owned by the op (the writer frees what it does not keep), or the
+     * build's failure in rc, field, index, msg and wire_code. Else the writer builds it. */
+    int prebuilt;
+    tdm_robot_scene *pre_rs;
+    tdm_planning_scene *pre_ps;
+    uv_work_t work;
 
     /* Ownership (owners.h). Puts in: the new object's owner record (owned; NULL: none
      * needed), written before the object's file when the put creates it (a stale
