@@ -37,6 +37,8 @@
 #   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
 #   prebuild0 TDM_SCENE_PREBUILD=0 (a robot scene built on the writer thread, not on libuv's pool before it, as before 2026-11-28)
 #   rtN       --reply-threads N (threads writing the replies; 0: the pooler thread that ran the batch)
+#   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
+#             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
@@ -74,6 +76,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")
     [[ $v =~ :ls([0-9]+) ]] && extra+=(--loop-spin-us "${BASH_REMATCH[1]}")
     [[ $v == *:prof* ]] && envs+=(TDM_GPU_PROFILE="$work/gpu_prof.txt")
+    [[ $v == *:gtrace* ]] && envs+=(TDM_GPU_TRACE=1)
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)
     [[ $v == *:lean0* ]] && envs+=(TDM_GPU_CONFIG_LEAN=0)
@@ -113,12 +116,17 @@ for v in "${variants[@]}"; do
                            if ($(NF - 1) == "queued") { qd[t] += $NF * $6; nj[t] += $6 } }
              END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f replies=%.3f waited=%.3f queued=%.3f\n",
                    t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], rep[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0 }' "$work/trace.txt"
+        # gtrace: "gpu configs: N configurations of R robot scenes, K checks at most: T ms, waiting W ms, ..."
+        awk '/^gpu configs:/ { n = $3; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"
+                               c[b]++; q[b] += n; t[b] += $(NF - 9); w[b] += $(NF - 6) }
+             END { for (b in c) printf "  gpu engine runs of %s configurations: %d, mean %.0f configurations, %.3f ms in the engine, %.3f waiting for the device\n",
+                   b, c[b], q[b] / c[b], t[b] / c[b], w[b] / c[b] }' "$work/trace.txt"
     done
     kill "$pid"
     wait "$pid" 2>/dev/null
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
-    grep -av '^dispatch' "$work/trace.txt" | sed 's/^/  /' | tail -9
+    grep -av '^dispatch\|^gpu configs' "$work/trace.txt" | sed 's/^/  /' | tail -9
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
                n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"
