@@ -8,6 +8,7 @@
 #
 # BIN: a folder with tandemd and ompl_plan (a bench/device_pack.sh pack's bin/, with LD_LIBRARY_PATH
 # set to its lib/). PANDA: panda.urdf, panda.srdf, problems.tar.bz2 (../shared/robots/panda).
+# ompl_plan's and tandemd's threads' time waiting for a core (bench/thread_wait.sh) over the same interval.
 # VARIANT: ENGINE[:flag...] with ENGINE cpu|gpu|auto|hybrid and flags
 #   levels    TDM_GPU_SMALL_TASKS=0 (no small run depth first)
 #   inl64     TDM_MOTION_INLINE_STATES=64 (MotionCheck first batches up to 64 states on the loop)
@@ -37,6 +38,8 @@
 #   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
 #   prebuild0 TDM_SCENE_PREBUILD=0 (a robot scene built on the writer thread, not on libuv's pool before it, as before 2026-11-28)
 #   rtN       --reply-threads N (threads writing the replies; 0: the pooler thread that ran the batch)
+#   hqN       TDM_HOST_QUEUE=N (N more small jobs may wait for a host thread before they go to the lanes)
+#   rsN       TDM_REPLY_SPIN_US=N (the reply threads poll N us before they sleep)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
@@ -77,6 +80,8 @@ for v in "${variants[@]}"; do
     [[ $v =~ :ls([0-9]+) ]] && extra+=(--loop-spin-us "${BASH_REMATCH[1]}")
     [[ $v == *:prof* ]] && envs+=(TDM_GPU_PROFILE="$work/gpu_prof.txt")
     [[ $v == *:gtrace* ]] && envs+=(TDM_GPU_TRACE=1)
+    [[ $v =~ :hq([0-9]+) ]] && envs+=(TDM_HOST_QUEUE="${BASH_REMATCH[1]}")
+    [[ $v =~ :rs([0-9]+) ]] && envs+=(TDM_REPLY_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)
     [[ $v == *:lean0* ]] && envs+=(TDM_GPU_CONFIG_LEAN=0)
@@ -106,12 +111,18 @@ for v in "${variants[@]}"; do
         sampler=$!
         ( sleep 2; bash bench/thread_cpu.sh "$plan" 1.5 > "$work/plan_threads.txt" ) &
         sampler2=$!
+        ( sleep 2; bash bench/thread_wait.sh "$plan" 1.5 > "$work/plan_waits.txt" ) &
+        sampler3=$!
+        ( sleep 2; bash bench/thread_wait.sh "$pid" 1.5 > "$work/waits.txt" ) &
+        sampler4=$!
         wait "$plan"
-        wait "$sampler" "$sampler2"
+        wait "$sampler" "$sampler2" "$sampler3" "$sampler4"
         echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
         [[ -n ${SAVE_DIR:-} ]] && cp "$work/plan.txt" "$SAVE_DIR/plan_${v//:/_}_$pl.txt"
         echo "  tandemd $(cat "$work/threads.txt")"
         echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
+        echo "  tandemd $(cut -c1-300 "$work/waits.txt") (ms waiting for a core/on one, 1.5 s)"
+        echo "  ompl_plan $(cut -c1-200 "$work/plan_waits.txt")"
         awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; rep[t] += $22; w[t] += $4
                            if ($(NF - 1) == "queued") { qd[t] += $NF * $6; nj[t] += $6 } }
              END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f replies=%.3f waited=%.3f queued=%.3f\n",

@@ -335,7 +335,8 @@ static void replies_stop(tdm_query_pool *qp)
 int tdm_query_pool_set_replies(tdm_query_pool *qp, int n, uint64_t spin_ns)
 {
     if (n > TDM_QUERY_POOL_MAX_REPLY_THREADS) n = TDM_QUERY_POOL_MAX_REPLY_THREADS;
-    qp->rq.spin_ns = spin_ns;
+    const char *sp = getenv("TDM_REPLY_SPIN_US"); /* measurements: the reply threads' own polling */
+    qp->rq.spin_ns = sp && *sp ? 1000 * strtoull(sp, NULL, 10) : spin_ns;
     for (int k = 0; k < n; k++) {
         if (pthread_create(&qp->rq.threads[k], NULL, reply_main, qp) != 0) return TDM_ESYS;
         qp->rq.n_threads = k + 1;

@@ -78,7 +78,8 @@ struct tdm_pooler {
     waiters kind[2];             /* the lanes' threads, the host threads */
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
-    int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host) */
+    int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host + host_extra) */
+    int host_extra;              /* TDM_HOST_QUEUE (measurements): that many more may wait (0) */
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
     /* under lock */
@@ -644,6 +645,9 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
        spin on the device anyway, and the cores are there); TDM_POOLER_SPIN_US overrides (0: never) */
     const char *spin = getenv("TDM_POOLER_SPIN_US");
     p->spin_ns = spin && *spin ? 1000 * strtoull(spin, NULL, 10) : p->configs_on_device ? POOLER_SPIN_NS : 0;
+    const char *hq = getenv("TDM_HOST_QUEUE");
+    p->host_extra = hq && *hq ? atoi(hq) : 0;
+    if (p->host_extra < 0) p->host_extra = 0;
     int locks = 0;
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
@@ -700,7 +704,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
             within_small_work(p, job);
     /* a host thread free for it, or the lanes: a small job never waits behind others for a host
        thread (on the H100 a queue of them waited 0.1-0.4 ms, as long as a pooled device run) */
-    if (h && __atomic_add_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED) > p->n_host) {
+    if (h && __atomic_add_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED) > p->n_host + p->host_extra) {
         __atomic_sub_fetch(&p->host_waiting, 1, __ATOMIC_RELAXED);
         h = 0;
     }
