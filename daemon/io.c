@@ -3,7 +3,6 @@
 #include "io.h"
 
 #include <assert.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,16 +131,10 @@ void tdm_io_run(tdm_io *io)
     }
     unsigned seen = io->reads;
     uint64_t last = uv_hrtime();
-    const char *sy = getenv("TDM_SPIN_YIELD");
-    int yield = !(sy && strcmp(sy, "0") == 0);
     for (;;) {
         uint64_t now = uv_hrtime();
         if (io->reads != seen) seen = io->reads, last = now;
-        int polling = now - last < spin;
-        if (!uv_run(io->loop, polling ? UV_RUN_NOWAIT : UV_RUN_ONCE)) break;
-        /* while polling, a core for a thread with work, if one waits for it (the planners that
-           send the requests, on a host with more threads ready than cores) */
-        if (polling && yield && io->reads == seen) sched_yield();
+        if (!uv_run(io->loop, now - last < spin ? UV_RUN_NOWAIT : UV_RUN_ONCE)) break;
     }
 }
 

@@ -73,7 +73,6 @@ struct tdm_query_pool {
         size_t n;                   /* atomic: queued, read without the lock by the polling */
         int sleepers, stopping;
         uint64_t spin_ns;
-        int yield;                  /* yield the core while polling (TDM_SPIN_YIELD=0: not) */
         int n_threads;
         pthread_t threads[TDM_QUERY_POOL_MAX_REPLY_THREADS];
     } rq;
@@ -300,10 +299,7 @@ static tdm_query_job *reply_pop(tdm_query_pool *qp)
         if (qp->rq.spin_ns) {
             double now = trace_now_ms();
             if (until == 0) until = now + 1e-6 * (double)qp->rq.spin_ns;
-            if (now < until) {
-                if (qp->rq.yield) sched_yield(); /* a core for a thread with work, if one waits */
-                continue;
-            }
+            if (now < until) continue;
         }
         pthread_mutex_lock(&qp->rq.mu);
         qp->rq.sleepers++;
@@ -341,8 +337,6 @@ int tdm_query_pool_set_replies(tdm_query_pool *qp, int n, uint64_t spin_ns)
     if (n > TDM_QUERY_POOL_MAX_REPLY_THREADS) n = TDM_QUERY_POOL_MAX_REPLY_THREADS;
     const char *sp = getenv("TDM_REPLY_SPIN_US"); /* measurements: the reply threads' own polling */
     qp->rq.spin_ns = sp && *sp ? 1000 * strtoull(sp, NULL, 10) : spin_ns;
-    const char *sy = getenv("TDM_SPIN_YIELD");
-    qp->rq.yield = !(sy && strcmp(sy, "0") == 0);
     for (int k = 0; k < n; k++) {
         if (pthread_create(&qp->rq.threads[k], NULL, reply_main, qp) != 0) return TDM_ESYS;
         qp->rq.n_threads = k + 1;

@@ -2,7 +2,6 @@
  * math, then the geom/ functions the CPU engine calls too. */
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -819,8 +818,6 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
      * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
-    const char *yield = getenv("TDM_SPIN_YIELD");
-    g->wait_yield = !(yield && strcmp(yield, "0") == 0);
     const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
     unsigned ev_flags = cudaEventDisableTiming | (blocking && strcmp(blocking, "1") == 0 ? cudaEventBlockingSync : 0);
     for (int k = 0; k < g->n_slots; k++) {
@@ -1193,24 +1190,10 @@ int tdm__gpu_block_configs(tdm_gpu *g, slot *s, uint32_t most, const uint32_t *d
     return TDM_OK;
 }
 
-/* Waits for slot s's event. With wait_yield the lane looks at it and yields its core between
- * looks, so that with more threads ready to run than cores (64 planners beside tandemd's lanes)
- * the ones with work run first; on an idle core a yield returns at once. */
-static cudaError_t wait_ready(const tdm_gpu *g, slot *s)
-{
-    if (!g->wait_yield) return cudaEventSynchronize(s->ready);
-    for (;;) {
-        cudaError_t e = cudaEventQuery(s->ready);
-        if (e != cudaErrorNotReady) return e;
-        cudaGetLastError(); /* not an error: do not leave it for the next check */
-        sched_yield();
-    }
-}
-
 extern "C" int tdm_gpu_slot_step(tdm_gpu *g, int k)
 {
     slot *s = &g->slots[k];
-    cudaError_t e = wait_ready(g, s);
+    cudaError_t e = cudaEventSynchronize(s->ready);
     if (e != cudaSuccess) return tdm_cuda_err(e, &g->dead);
     if (s->configs && s->small) tdm__gpu_configs_look(s); /* a block run's look came back with its answers */
     if (s->finishing) {

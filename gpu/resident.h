@@ -123,8 +123,6 @@ struct tdm_gpu {
                                       a small one hands most pairs over to the levels; 0: configs.cu's) */
     int prof_fd;                   /* TDM_GPU_PROFILE's file, or -1 */
     int config_graphs;             /* small configs runs as one CUDA graph (TDM_GPU_CONFIG_GRAPHS=0: not) */
-    int wait_yield;                /* a lane waiting for its slot gives its core to any thread that
-                                      wants it between looks (TDM_SPIN_YIELD=0: spins in the driver) */
     int config_lean;               /* a configs run's short paths (configs.cu, block_run_kernel): kinematics
                                       chained in registers, tasks listed in one pass when they all fit,
                                       block runs with their frontiers and tasks in shared memory

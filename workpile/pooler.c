@@ -1,7 +1,6 @@
 #include "pooler.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +79,6 @@ struct tdm_pooler {
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
     int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host + host_extra) */
-    int spin_yield;              /* polling threads yield their core now and then (TDM_SPIN_YIELD=0: not) */
     int host_extra;              /* TDM_HOST_QUEUE (measurements): that many more may wait (0) */
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
@@ -531,10 +529,7 @@ static int spin_for_work(tdm_pooler *p, const worker *w, double until)
             queued = 1;
             break;
         }
-        if ((i & 63) == 63) {
-            if (now_ms() > until) break;
-            if (p->spin_yield) sched_yield(); /* a core for a thread with work, if one waits for it */
-        }
+        if ((i & 63) == 63 && now_ms() > until) break;
         cpu_relax();
     }
     if (counted) __atomic_sub_fetch(&k->spinners, 1, __ATOMIC_SEQ_CST);
@@ -650,8 +645,6 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
        spin on the device anyway, and the cores are there); TDM_POOLER_SPIN_US overrides (0: never) */
     const char *spin = getenv("TDM_POOLER_SPIN_US");
     p->spin_ns = spin && *spin ? 1000 * strtoull(spin, NULL, 10) : p->configs_on_device ? POOLER_SPIN_NS : 0;
-    const char *sy = getenv("TDM_SPIN_YIELD");
-    p->spin_yield = !(sy && strcmp(sy, "0") == 0);
     const char *hq = getenv("TDM_HOST_QUEUE");
     p->host_extra = hq && *hq ? atoi(hq) : 0;
     if (p->host_extra < 0) p->host_extra = 0;
