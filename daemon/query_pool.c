@@ -73,7 +73,6 @@ struct tdm_query_pool {
         size_t n;                   /* atomic: queued, read without the lock by the polling */
         int sleepers, stopping;
         uint64_t spin_ns;
-        int host;                   /* host threads' replies too (TDM_REPLY_HOST=1, A/B runs) */
         int n_threads;
         pthread_t threads[TDM_QUERY_POOL_MAX_REPLY_THREADS];
     } rq;
@@ -178,9 +177,7 @@ static void on_finished(tdm_pooler_job *pj, void *data)
         if (tdm_pooler_submit(qp->pooler, pj) == TDM_OK) return; /* its next run, pooled with the others */
         pj->rc = TDM_ECANCELED;
     }
-    /* a lane's batch of replies goes to the reply threads (packed, handed back and written there);
-       a host thread's one reply is written here: the hop would cost it more than the write */
-    if (qp->rq.n_threads && qp->send && (!pj->host || qp->rq.host)) {
+    if (qp->rq.n_threads && qp->send) { /* packed, handed back and written by a reply thread */
         reply_push(qp, j);
         return;
     }
@@ -340,8 +337,6 @@ int tdm_query_pool_set_replies(tdm_query_pool *qp, int n, uint64_t spin_ns)
     if (n > TDM_QUERY_POOL_MAX_REPLY_THREADS) n = TDM_QUERY_POOL_MAX_REPLY_THREADS;
     const char *sp = getenv("TDM_REPLY_SPIN_US"); /* measurements: the reply threads' own polling */
     qp->rq.spin_ns = sp && *sp ? 1000 * strtoull(sp, NULL, 10) : spin_ns;
-    const char *rh = getenv("TDM_REPLY_HOST");
-    qp->rq.host = rh && !strcmp(rh, "1");
     for (int k = 0; k < n; k++) {
         if (pthread_create(&qp->rq.threads[k], NULL, reply_main, qp) != 0) return TDM_ESYS;
         qp->rq.n_threads = k + 1;
