@@ -139,8 +139,8 @@ struct tdm_conn {
     size_t out_queue_seen;    /* libuv's write queue size at the last stall check */
     int mem_refused;          /* a large frame's buffer could not grow within the limits */
 
-    /* direct replies (tdm_conn_reply_direct): the pooler thread that packed a query's reply
-       writes it to the socket itself, which spares the loop a write (the system call that
+    /* direct replies (tdm_conn_reply_direct): the pooler or reply thread that packed a query's
+       reply writes it to the socket itself, which spares the loop a write (the system call that
        wakes the client) and the reply a hop through the loop. Under out_mu, any thread: */
     pthread_mutex_t out_mu;
     int out_fd;               /* a plain connection's socket while it reads or pauses; -1 otherwise

@@ -4,10 +4,11 @@
  * engine side: scene, poses, results, pairs) and what the loop needs to answer
  * it. The loop submits it here; the pooler pools it with every other query
  * waiting, from every connection, into an engine run on one of its threads;
- * there `ran` packs the reply (off the loop), then the job is queued for the
- * loop of its connection (its sink: each of tandemd's loops has one, io.h) and
- * a write to its eventfd wakes it; on that loop `done` sends the reply and frees
- * the job.
+ * there, or on a reply thread that thread hands the job to (tdm_query_pool_set_replies),
+ * `ran` packs the reply (off the loop), then the job is queued for the loop of its
+ * connection (its sink: each of tandemd's loops has one, io.h) and a write to its
+ * eventfd wakes it; on that loop `done` sends the reply (unless the sender wrote it)
+ * and frees the job.
  *
  * The pooler's threads touch only the job and this module's queue; never a
  * libuv handle or the catalogue, and of a connection only what
@@ -94,7 +95,7 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *
 /* The sink's loop, once no job of it is in flight: hands back what is left, closes its
  * handles (freed in their close callbacks). It outlives the pool. */
 void tdm_query_sink_close(tdm_query_sink *s);
-/* Before the first submit: send (on the pooler thread, for a job whose `ran` left a
+/* Before the first submit: send (on the pooler or reply thread, for a job whose `ran` left a
  * frame) writes the reply itself, after the job has been queued for the loop and before
  * the loop may take it, so that whatever the client does on seeing the reply, the loop
  * finds the job to account first (tdm_query_sink_collect; the one window left is between
