@@ -117,4 +117,9 @@ tdm_writer_op *tdm__owners_change(tdm_conn *c, uint64_t req, tdm_catalog_entry *
 /* An OWNERS op failed: its change is undone on e. */
 void tdm__owners_undo(const tdm_writer_op *op, tdm_catalog_entry *e);
 
+/* libuv's pool threads (any work callback, first thing): named "tdm-pool" on their first job,
+ * so that per-thread profiles (top -H, bench/thread_cpu.sh) tell them from the loop that first
+ * queued work, whose name they would keep. */
+void tdm__name_pool_thread(void);
+
 #endif

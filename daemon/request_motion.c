@@ -169,6 +169,7 @@ static tdm_frame *pack(tdm_query_job *j, int *too_large)
  * pose conversion), then the job goes to the query pool. */
 static void first_work(uv_work_t *w)
 {
+    tdm__name_pool_thread();
     motion_job *m = w->data;
     prepare(m); /* n >= 1 motions of >= 2 states: there is a first batch */
 }

@@ -80,9 +80,7 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
  * the loop, where a thread hand-off would cost more latency than the work. */
 #define OFFLOAD_QUERIES 64
 
-/* libuv's pool threads are named on their first job here, so that per-thread
- * profiles (top -H, bench/thread_cpu.sh) tell them from the loop thread. */
-static void name_pool_thread(void)
+void tdm__name_pool_thread(void)
 {
     static _Thread_local int named;
     if (!named) prctl(PR_SET_NAME, "tdm-pool");
@@ -180,7 +178,7 @@ static void send_bad_pose(tdm_conn *c, const tdm_query_job *j, ecode e)
 
 static void convert_work(uv_work_t *w)
 {
-    name_pool_thread();
+    tdm__name_pool_thread();
     tdm_query_job *j = w->data;
     j->bad_code = j->rs ? convert_configs(j, j->raw) : convert_poses(j, j->raw);
 }

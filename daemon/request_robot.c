@@ -535,6 +535,7 @@ static int prebuild(void)
 /* libuv's pool: builds the op's scene (tdm__robot_scene_build takes any thread). */
 static void scene_build_work(uv_work_t *w)
 {
+    tdm__name_pool_thread();
     tdm_writer_op *op = w->data;
     tdm_server *srv = ((tdm_conn *)op->owner)->srv;
     uint8_t rid[TDM_ID_LEN];
