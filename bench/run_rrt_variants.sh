@@ -40,6 +40,7 @@
 #   rtN       --reply-threads N (threads writing the replies; 0: the pooler thread that ran the batch)
 #   hqN       TDM_HOST_QUEUE=N (N more small jobs may wait for a host thread before they go to the lanes)
 #   rsN       TDM_REPLY_SPIN_US=N (the reply threads poll N us before they sleep)
+#   solo0     TDM_CPU_SOLO_US=0 (the CPU engine wakes its pool for every list at once, as before 2026-11-28)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
@@ -80,6 +81,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :ls([0-9]+) ]] && extra+=(--loop-spin-us "${BASH_REMATCH[1]}")
     [[ $v == *:prof* ]] && envs+=(TDM_GPU_PROFILE="$work/gpu_prof.txt")
     [[ $v == *:gtrace* ]] && envs+=(TDM_GPU_TRACE=1)
+    [[ $v == *:solo0* ]] && envs+=(TDM_CPU_SOLO_US=0)
     [[ $v =~ :hq([0-9]+) ]] && envs+=(TDM_HOST_QUEUE="${BASH_REMATCH[1]}")
     [[ $v =~ :rs([0-9]+) ]] && envs+=(TDM_REPLY_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 
@@ -230,7 +231,16 @@ void tdm_collide(const tdm_task *task, tdm_collide_result *res)
 
 struct tdm_cpu_engine {
     tdm_pool *pool; /* borrowed */
+    uint64_t solo_ns; /* a list's first this long on the caller alone (run_list) */
 };
+
+/* A task list starts on its caller alone, and the pool's threads are woken for it only if
+ * it is still running after this long: a small list (a planner's configuration: ~10 tasks of
+ * a few microseconds) costs less than waking them, and under many clients' lists at once
+ * every such wake-up took a core from a thread with work (15 pool threads at 40 % of a core,
+ * waiting 1.6 s a second for one, with 64 planners on tandemd's auto engine). 0 (TDM_CPU_SOLO_US=0):
+ * the pool at once, as before. */
+#define SOLO_US 30
 
 int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
 {
@@ -239,6 +249,8 @@ int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
     tdm_cpu_engine *e = calloc(1, sizeof *e);
     if (!e) return TDM_ENOMEM;
     e->pool = pool;
+    const char *solo = getenv("TDM_CPU_SOLO_US");
+    e->solo_ns = 1000 * (solo && *solo ? strtoull(solo, NULL, 10) : SOLO_US);
     *out = e;
     return TDM_OK;
 }
@@ -298,15 +310,26 @@ static void run_task(account *a, const tdm_task *task, tdm_collide_result *res)
     if (a->w && (a->acc += u) >= ACCOUNT_BATCH) account_flush(a);
 }
 
-static void list_share(void *arg, int k, int n_shares)
+static uint64_t mono_ns(void)
 {
-    (void)k;
-    (void)n_shares;
-    list_run *r = arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs chunks of r's list until none is left, or (until_ns != 0) until that time has passed
+ * after a chunk: 1 when every chunk was claimed. */
+static int run_chunks(list_run *r, uint64_t until_ns)
+{
     const tdm_task_list *l = r->list;
     tdm_task buf[MAKE_CHUNK];
     account a = {NULL, 0, 0, 0};
+    int all = 1;
     for (;;) {
+        if (until_ns && mono_ns() >= until_ns) {
+            all = atomic_load_explicit(&r->next, memory_order_relaxed) >= l->n;
+            break;
+        }
         size_t lo = atomic_fetch_add_explicit(&r->next, r->chunk, memory_order_relaxed);
         if (lo >= l->n) break;
         size_t hi = lo + r->chunk < l->n ? lo + r->chunk : l->n;
@@ -322,6 +345,14 @@ static void list_share(void *arg, int k, int n_shares)
         account_flush(&a); /* each chunk's count in, and whether the account is over now */
     }
     account_flush(&a);
+    return all;
+}
+
+static void list_share(void *arg, int k, int n_shares)
+{
+    (void)k;
+    (void)n_shares;
+    run_chunks(arg, 0);
 }
 
 typedef struct cpu_backend {
@@ -362,7 +393,12 @@ static void run_list(tdm_cpu_engine *e, const tdm_task_list *tasks, tdm_collide_
     size_t chunk = tasks->n / ((size_t)threads * 32);
     list_run r = {tasks, results, chunk < 1 ? 1 : (chunk > 256 ? 256 : chunk), 0};
     atomic_init(&r.next, 0);
-    tdm_pool_run(e->pool, list_share, &r, tasks->n > 1 && !tasks->one_thread ? threads : 1);
+    if (tasks->n < 2 || tasks->one_thread || threads < 2) {
+        run_chunks(&r, 0);
+        return;
+    }
+    if (e->solo_ns && run_chunks(&r, mono_ns() + e->solo_ns)) return; /* done alone */
+    tdm_pool_run(e->pool, list_share, &r, threads); /* the rest with the pool's threads */
 }
 
 int tdm_cpu_engine_run(tdm_cpu_engine *e, const tdm_task *tasks, size_t n, tdm_collide_result *results)
