@@ -103,9 +103,11 @@ int tdm__put_owner(tdm_conn *c, tdm_writer_op *op, const char *name);
 /* A put's object is listed for the first time: its owner is (op->tenant, name). 0 or
  * TDM_ENOMEM. */
 int tdm__first_owner(tdm_catalog_entry *e, const tdm_writer_op *op, const char *name);
-/* A put whose writer op found the object on disk while it is not listed (a delete
- * unlisted it meanwhile, and has removed it by now): runs the op again, which stores
- * it anew. 1 when resubmitted (the op is the writer's again), else 0. */
+/* A put whose writer op found the object on disk while it is not listed: a delete
+ * unlisted it meanwhile (and has removed it by now), or the put that stored it is
+ * being answered on another loop. Runs the op again, which stores it anew or finds it
+ * listed: a few times in the first case, until it is listed in the second (bounded).
+ * 1 when resubmitted (the op is the writer's again), else 0. */
 int tdm__put_again(tdm_conn *c, tdm_writer_op *op);
 /* Changes who owns the listed object e at once, in memory: adds the connection's
  * tenant under `name` (adding), or takes it out; and returns the OWNERS op that makes

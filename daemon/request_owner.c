@@ -167,9 +167,28 @@ int tdm__first_owner(tdm_catalog_entry *e, const tdm_writer_op *op, const char *
     return tdm_owners_add(&e->owners, op->tenant, name);
 }
 
+#define PUT_AGAIN_PENDING 10000 /* bounds the wait (each try a trip through the writer, microseconds) */
+
+/* Whether the object op put is stored but not listed: the put that stored it is being answered
+ * on another loop (io.h), whose answer lists it. */
+static int listing_pending(tdm_server *srv, const tdm_writer_op *op)
+{
+    switch (op->kind) {
+    case TDM_WRITER_MESH_PUT: return tdm_catalog_mesh_on_disk(srv->catalog, op->id);
+    case TDM_WRITER_ROBOT_PUT: return tdm_catalog_robot_on_disk(srv->catalog, op->id);
+    case TDM_WRITER_SCENE_PUT:
+    case TDM_WRITER_ROBOT_SCENE_PUT: return tdm_catalog_scene_on_disk(srv->catalog, op->id);
+    default: return 0;
+    }
+}
+
 int tdm__put_again(tdm_conn *c, tdm_writer_op *op)
 {
-    if (op->rc != TDM_OK || !op->exists || !tdm_conn_alive(c) || op->attempts >= 3) return 0;
+    /* a few times for an object deleted meanwhile; while the put that stored it is still being
+       answered on another loop, until it is (two clients putting the same object at once, on
+       different I/O threads: the second was told BUSY) */
+    if (op->rc != TDM_OK || !op->exists || !tdm_conn_alive(c)) return 0;
+    if (op->attempts >= (listing_pending(c->srv, op) ? PUT_AGAIN_PENDING : 3)) return 0;
     op->attempts++;
     op->rc = TDM_OK;
     op->exists = 0;

@@ -301,7 +301,8 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
         return;
     }
     double t0 = st->trace ? trace_ms() : 0;
-    if (!op->prebuilt) {
+    if (op->prebuilt && op->rc != TDM_OK) return; /* its build on the pool failed: rc and the rest say why */
+    if (!rs) { /* not built before, or built and dropped as existing, and submitted again (tdm__put_again) */
         uint8_t rid[TDM_ID_LEN];
         const char *yaml;
         size_t len;
@@ -316,8 +317,6 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
             op->wire_code = f.code;
             return;
         }
-    } else if (op->rc != TDM_OK) {
-        return; /* its build failed: rc and the rest say why */
     }
     double t1 = st->trace ? trace_ms() : 0;
     st->rs_build_ms += t1 - t0;

@@ -24,7 +24,13 @@
  *                              motions refused (field, index); max_motion_states; and
  *                              `tandem motions --server` writes `tandem motions`' file
  *   async_calls_equal_blocking the async robot calls (libuv adapter) chained from
- *                              connect to list, answers equal the blocking calls' */
+ *                              connect to list, answers equal the blocking calls'
+ *   concurrent_scene_puts_store_each_once  9 connections (both listeners) put 3
+ *                              worlds and a bad one at once, twice: each world
+ *                              stored once, each put told its id, one told it
+ *                              created it (a second put answered on another I/O
+ *                              thread before the first was listed got BUSY until
+ *                              2026-11-28); the bad one fails alone naming its line */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -1356,4 +1362,95 @@ Test(robotd, async_calls_equal_blocking)
     dmn_stop(&D, SIGTERM);
     tdm_mesh_free(bar_mesh);
     free(a);
+}
+
+/* Robot scene puts from many connections at once (each built on tandemd's pool before the
+ * writer stores it): the same world from several clients is stored once, each client told
+ * its id, exactly one told it created it; a bad world among them fails alone, naming its
+ * line; a world deleted and put again is built again. */
+#define N_PUTTERS 9
+
+typedef struct putter {
+    const char *addr;
+    const uint8_t *rid;
+    const char *path; /* NULL: the bad world */
+    pthread_barrier_t *go;
+    uint8_t sid[32];
+    int created, rc, code;
+    char err[300];
+} putter;
+
+static const char bad_world[] = "world:\n  collision_objects:\n    - id: a\n"
+                                "      primitives: [{type: box, dimensions: [1, 2]}]\n"
+                                "      primitive_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n";
+
+static void *putter_run(void *arg)
+{
+    putter *p = arg;
+    tdm_connect_opts o = {.addr = p->addr, .timeout_ms = 5000, .io_timeout_ms = 30000, .client_name = "putter"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    pthread_barrier_wait(p->go);
+    if (!c || tdm_client_err(c)) {
+        p->rc = -1;
+        snprintf(p->err, sizeof p->err, "connect: %s", c ? tdm_client_errstr(c) : "no memory");
+    } else {
+        p->rc = p->path ? tdm_robot_scene_put_file(c, NULL, p->rid, p->path, p->sid, &p->created, NULL)
+                        : tdm_robot_scene_put(c, "bad", p->rid, bad_world, p->sid, &p->created, NULL);
+        const tdm_server_error *e = tdm_client_server_error(c);
+        p->code = e ? e->code : 0;
+        snprintf(p->err, sizeof p->err, "%s (field '%s', message '%s')", tdm_client_errstr(c), e ? e->field : "",
+                 e ? e->message : "");
+    }
+    tdm_client_free(c);
+    return NULL;
+}
+
+Test(robotd, concurrent_scene_puts_store_each_once)
+{
+    static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    for (int round = 0; round < 2; round++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, N_PUTTERS);
+        putter ps[N_PUTTERS];
+        memset(ps, 0, sizeof ps);
+        pthread_t th[N_PUTTERS];
+        for (int k = 0; k < N_PUTTERS; k++) {
+            ps[k] = (putter){.addr = k % 2 ? D.unix_addr : D.tcp_addr, .rid = rid,
+                             .path = k == N_PUTTERS - 1 ? NULL : in_root(worlds[k % 3]), .go = &go};
+            cr_assert_eq(pthread_create(&th[k], NULL, putter_run, &ps[k]), 0);
+        }
+        for (int k = 0; k < N_PUTTERS; k++) pthread_join(th[k], NULL);
+        pthread_barrier_destroy(&go);
+        int created[3] = {0, 0, 0};
+        for (int k = 0; k < N_PUTTERS - 1; k++) {
+            cr_assert_eq(ps[k].rc, 0, "round %d, put %d (%s): %s", round, k, worlds[k % 3], ps[k].err);
+            cr_assert_eq(memcmp(ps[k].sid, ps[k % 3].sid, 32), 0, "round %d: put %d's id is not its world's", round, k);
+            created[k % 3] += ps[k].created;
+        }
+        for (int w = 0; w < 3; w++)
+            cr_assert_eq(created[w], 1, "round %d, %s: %d puts told they created it", round, worlds[w], created[w]);
+        cr_assert_neq(memcmp(ps[0].sid, ps[1].sid, 32), 0);
+        cr_assert_neq(memcmp(ps[1].sid, ps[2].sid, 32), 0);
+        putter *b = &ps[N_PUTTERS - 1];
+        cr_assert_eq(b->rc, TDM_CLIENT_ESERVER, "round %d: the bad world: %s", round, b->err);
+        cr_assert_eq(b->code, TDM_SERVER_BAD_ROBOT, "round %d: %s", round, b->err);
+        cr_assert(strstr(b->err, "world:4:") != NULL, "round %d: %s", round, b->err);
+        tdm_scene_info *sl;
+        size_t n;
+        cr_assert_eq(tdm_scene_list(c, &sl, &n), 0, "%s", tdm_client_errstr(c));
+        cr_assert_eq(n, 3, "round %d: %zu scenes stored", round, n);
+        tdm_scene_list_free(sl);
+        cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 3, "round %d: scene files", round);
+        for (int w = 0; w < 3; w++) cr_assert_eq(tdm_scene_delete(c, ps[w].sid), 0, "%s", tdm_client_errstr(c));
+        cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
+        cr_assert_eq(n, 0, "round %d: %zu scenes left after the deletes", round, n);
+        tdm_scene_list_free(sl);
+    }
+    tdm_client_free(c);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
