@@ -62,10 +62,10 @@ struct tdm_query_pool {
     pthread_mutex_t trace_mu;
     void (*ran)(tdm_query_job *, void *);
     void (*send)(tdm_query_job *, void *);
-    /* reply threads (tdm_query_pool_set_replies): the sends of replies packed by the pooler's
-       threads, in the order they were packed, so that a lane is not held by its batch's writes
-       (each a system call that wakes the client: ~5 us, a third of a lane's time with 64
-       planners) */
+    /* reply threads (tdm_query_pool_set_replies): the jobs the pooler's threads finished, in the
+       order they finished them, packed, handed back and written here, so that a lane is not held
+       by its batch's writes (each a system call that wakes the client: ~5 us, a third of a lane's
+       time with 64 planners) */
     struct {
         pthread_mutex_t mu;
         pthread_cond_t wake;
@@ -157,7 +157,7 @@ static void send_reply(tdm_query_pool *qp, tdm_query_job *j);
 static void finish(tdm_query_pool *qp, tdm_query_job *j, int lane);
 static void reply_push(tdm_query_pool *qp, tdm_query_job *j);
 
-/* Pooler thread: pack the reply, then hand the job to its loop. */
+/* Pooler thread: a job's run is over: its next run, or its reply (here or by a reply thread). */
 static void on_finished(tdm_pooler_job *pj, void *data)
 {
     tdm_query_pool *qp = data;
