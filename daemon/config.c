@@ -369,16 +369,8 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
             c->gpu_device = -1;
             return 0;
         }
-        if (o->off == OFF(dispatch_poll_us) && strcmp(v, "auto") == 0) {
-            c->dispatch_poll_us = -1;
-            return 0;
-        }
-        if (o->off == OFF(loop_spin_us) && strcmp(v, "auto") == 0) {
-            c->loop_spin_us = -1;
-            return 0;
-        }
-        if (o->off == OFF(reply_threads) && strcmp(v, "auto") == 0) {
-            c->reply_threads = -1;
+        if (o->type == T_INT && o->def && strcmp(o->def, "auto") == 0 && strcmp(v, "auto") == 0) {
+            *(int *)(base + o->off) = -1; /* an integer option whose default is auto: -1, resolved in main.c */
             return 0;
         }
         uint64_t x;

@@ -159,17 +159,15 @@ int main(int argc, char **argv)
     tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
     /* the loops poll as the pooler's threads do: with a device engine, whose lanes spin anyway */
-    srv.loop_spin_ns = 1000 * (uint64_t)(cfg.loop_spin_us >= 0 ? cfg.loop_spin_us
-                                                                 : tdm_sched_configs_on_device(srv.engine) ? 200 : 0);
-    /* replies written by the pooler thread that packed them (conn.h); TDM_DIRECT_REPLIES=0: by
-       the loop (A/B runs) */
-    const char *direct = getenv("TDM_DIRECT_REPLIES");
     int on_device = tdm_sched_configs_on_device(srv.engine);
+    srv.loop_spin_ns = 1000 * (uint64_t)(cfg.loop_spin_us >= 0 ? cfg.loop_spin_us : on_device ? 200 : 0);
+    /* replies written by the reply threads, or the pooler thread, that packed them (conn.h);
+       TDM_DIRECT_REPLIES=0: by the loop (A/B runs) */
+    const char *direct = getenv("TDM_DIRECT_REPLIES");
     if (!(direct && !strcmp(direct, "0"))) {
         tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
         int replies = cfg.reply_threads >= 0 ? cfg.reply_threads : on_device ? 2 : 0;
-        uint64_t poll_us = cfg.dispatch_poll_us >= 0 ? (uint64_t)cfg.dispatch_poll_us : on_device ? 200 : 0;
-        if ((rc = tdm_query_pool_set_replies(srv.query_pool, replies, 1000 * poll_us)) != TDM_OK) {
+        if ((rc = tdm_query_pool_set_replies(srv.query_pool, replies)) != TDM_OK) {
             tdm_log_error("reply threads: %s", tdm_strerror(rc));
             goto out;
         }

@@ -332,11 +332,11 @@ static void replies_stop(tdm_query_pool *qp)
     qp->rq.n_threads = 0;
 }
 
-int tdm_query_pool_set_replies(tdm_query_pool *qp, int n, uint64_t spin_ns)
+int tdm_query_pool_set_replies(tdm_query_pool *qp, int n)
 {
     if (n > TDM_QUERY_POOL_MAX_REPLY_THREADS) n = TDM_QUERY_POOL_MAX_REPLY_THREADS;
     const char *sp = getenv("TDM_REPLY_SPIN_US"); /* measurements: the reply threads' own polling */
-    qp->rq.spin_ns = sp && *sp ? 1000 * strtoull(sp, NULL, 10) : spin_ns;
+    qp->rq.spin_ns = sp && *sp ? 1000 * strtoull(sp, NULL, 10) : tdm_pooler_poll_ns(qp->pooler);
     for (int k = 0; k < n; k++) {
         if (pthread_create(&qp->rq.threads[k], NULL, reply_main, qp) != 0) return TDM_ESYS;
         qp->rq.n_threads = k + 1;

@@ -101,11 +101,12 @@ void tdm_query_sink_close(tdm_query_sink *s);
  * finds the job to account first (tdm_query_sink_collect; the one window left is between
  * the write's return and the mark that it is done, far shorter than any client's turn). */
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data));
-/* Before the first submit, after tdm_query_pool_set_sender: n threads (at most
- * TDM_QUERY_POOL_MAX_REPLY_THREADS) write the replies instead of the pooler's threads, which
- * queue them in the order they packed them and go on to their next batch. Idle, they poll
- * for spin_ns before they sleep. 0 or TDM_ESYS (the threads started are kept). */
-int tdm_query_pool_set_replies(tdm_query_pool *qp, int n, uint64_t spin_ns);
+/* Before the first submit, after tdm_query_pool_set_sender and tdm_query_pool_set_poll: n
+ * threads (at most TDM_QUERY_POOL_MAX_REPLY_THREADS) pack and write the replies instead of the
+ * pooler's threads, which queue their finished jobs in order and go on to their next batch.
+ * Idle, they poll as long as the pooler's threads do before they sleep. 0 or TDM_ESYS (the
+ * threads started are kept). */
+int tdm_query_pool_set_replies(tdm_query_pool *qp, int n);
 /* The sink's loop, holding the server's lock: hands every finished job to `done` now
  * (what the wake-up does), so that a request is handled after the jobs whose
  * replies its client may have seen; a job whose reply is still being written stays

@@ -537,24 +537,7 @@ static void scene_build_work(uv_work_t *w)
 {
     tdm__name_pool_thread();
     tdm_writer_op *op = w->data;
-    tdm_server *srv = ((tdm_conn *)op->owner)->srv;
-    uint8_t rid[TDM_ID_LEN];
-    const char *yaml;
-    size_t len;
-    if (tdm_robot_scene_canon_parse(op->canon, op->canon_len, rid, &yaml, &len) != TDM_OK) {
-        op->rc = TDM_EINVAL;
-        snprintf(op->msg, sizeof op->msg, "internal: malformed robot scene content");
-        return;
-    }
-    tdm_robot_fail f;
-    int rc = tdm__robot_scene_build(srv->datadir, op->robot, yaml, len, &op->pre_rs, &op->pre_ps, &f);
-    if (rc != TDM_OK) {
-        op->rc = rc;
-        op->field = f.field;
-        op->index = f.index;
-        op->wire_code = f.code;
-        snprintf(op->msg, sizeof op->msg, "%s", f.msg);
-    }
+    tdm_writer_build_robot_scene(((tdm_conn *)op->owner)->srv->datadir, op, &op->pre_rs, &op->pre_ps);
 }
 
 /* The connection's loop: the built (or failed) put goes to the writer, in the request's scope. */
@@ -644,11 +627,10 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
     tdm_upload_charge(srv, op, upload);
     tdm_conn_begin(c);
     if (prebuild()) {
-        op->prebuilt = 1;
         op->work.data = op;
         tdm_metrics_mark_take(&op->mark); /* re-entered for the submission */
         if (uv_queue_work(c->io->loop, &op->work, scene_build_work, scene_build_after) == 0) return;
-        op->prebuilt = 0; /* cannot happen: uv_queue_work fails only without a callback */
+        /* cannot happen: uv_queue_work fails only without a callback */
     }
     tdm_writer_submit(srv->writer, op);
 }

@@ -286,6 +286,24 @@ static void robot_put(tdm_writer *st, tdm_writer_op *op)
     tdm_catalog_robot_written(st->catalog, op->robot);
 }
 
+int tdm_writer_build_robot_scene(tdm_datadir *dir, tdm_writer_op *op, tdm_robot_scene **rs, tdm_planning_scene **ps)
+{
+    uint8_t rid[TDM_ID_LEN];
+    const char *yaml;
+    size_t len;
+    if (tdm_robot_scene_canon_parse(op->canon, op->canon_len, rid, &yaml, &len) != TDM_OK) {
+        set_err(op, TDM_EINVAL, "", -1, "internal: malformed robot scene content");
+        return op->rc;
+    }
+    tdm_robot_fail f;
+    int rc = tdm__robot_scene_build(dir, op->robot, yaml, len, rs, ps, &f);
+    if (rc != TDM_OK) {
+        set_err(op, rc, f.field, f.index, f.msg);
+        op->wire_code = f.code;
+    }
+    return rc;
+}
+
 static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
 {
     tdm_robot_scene *rs = op->pre_rs;
@@ -301,23 +319,9 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
         return;
     }
     double t0 = st->trace ? trace_ms() : 0;
-    if (op->prebuilt && op->rc != TDM_OK) return; /* its build on the pool failed: rc and the rest say why */
-    if (!rs) { /* not built before, or built and dropped as existing, and submitted again (tdm__put_again) */
-        uint8_t rid[TDM_ID_LEN];
-        const char *yaml;
-        size_t len;
-        if (tdm_robot_scene_canon_parse(op->canon, op->canon_len, rid, &yaml, &len) != TDM_OK) {
-            set_err(op, TDM_EINVAL, "", -1, "internal: malformed robot scene content");
-            return;
-        }
-        tdm_robot_fail f;
-        int rc = tdm__robot_scene_build(st->dir, op->robot, yaml, len, &rs, &ps, &f);
-        if (rc != TDM_OK) {
-            set_err(op, rc, f.field, f.index, f.msg);
-            op->wire_code = f.code;
-            return;
-        }
-    }
+    if (op->rc != TDM_OK) return; /* its build before submission failed: rc and the rest say why */
+    /* not built before, or built, dropped as existing and submitted again (tdm__put_again) */
+    if (!rs && tdm_writer_build_robot_scene(st->dir, op, &rs, &ps) != TDM_OK) return;
     double t1 = st->trace ? trace_ms() : 0;
     st->rs_build_ms += t1 - t0;
     int rc;

@@ -93,10 +93,10 @@ struct tdm_writer_op {
     char *name;
     int wire_code;       /* out: the Error code when not 0 (else from rc) */
     uint32_t max_objects; /* ROBOT_SCENE_PUT in: the server's max_objects */
-    /* ROBOT_SCENE_PUT in, when `prebuilt`: the scene built before submission, on libuv's pool
-     * (request_robot.c), owned by the op (the writer frees what it does not keep), or the
-     * build's failure in rc, field, index, msg and wire_code. Else the writer builds it. */
-    int prebuilt;
+    /* ROBOT_SCENE_PUT in: the scene built before submission, on libuv's pool (request_robot.c,
+     * tdm_writer_build_robot_scene), owned by the op (the writer frees what it does not keep),
+     * or the build's failure in rc, field, index, msg and wire_code; NULL with rc 0: the writer
+     * builds it. */
     tdm_robot_scene *pre_rs;
     tdm_planning_scene *pre_ps;
     uv_work_t work;
@@ -130,6 +130,10 @@ typedef struct tdm_writer tdm_writer;
 int tdm_writer_create(uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void *), void *lock_arg,
                       tdm_datadir *dir, tdm_catalog *catalog, tdm_sched *engine, tdm_writer **out);
 void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op);
+/* Any thread: builds ROBOT_SCENE_PUT op's scene from its canonical content into *rs, *ps
+ * (tdm__robot_scene_build); on failure returns its code with op's rc, field, index, msg and
+ * wire_code set. */
+int tdm_writer_build_robot_scene(tdm_datadir *dir, tdm_writer_op *op, tdm_robot_scene **rs, tdm_planning_scene **ps);
 /* Ops submitted and not yet completed (holding the server's lock). */
 size_t tdm_writer_pending(const tdm_writer *st);
 /* Finishes the queued ops, joins the thread, runs the remaining callbacks and

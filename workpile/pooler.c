@@ -772,6 +772,14 @@ void tdm_pooler_set_poll(tdm_pooler *p, uint64_t us)
     pthread_mutex_unlock(&p->lock);
 }
 
+uint64_t tdm_pooler_poll_ns(tdm_pooler *p)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t ns = p->spin_ns;
+    pthread_mutex_unlock(&p->lock);
+    return ns;
+}
+
 void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs)
 {
     pthread_mutex_lock(&p->lock);

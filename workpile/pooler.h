@@ -185,6 +185,8 @@ int tdm_pooler_host_threads(const tdm_pooler *p);
  * TDM_POOLER_SPIN_US in the environment, read at create, sets it too. Before the
  * first submit. */
 void tdm_pooler_set_poll(tdm_pooler *p, uint64_t us);
+/* The idle threads' polling now (tdm_pooler_set_poll, or its default), in ns. Any thread. */
+uint64_t tdm_pooler_poll_ns(tdm_pooler *p);
 /* Sets the fairness rules; before the first submit. */
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
 /* Before the first submit: `end` (with the create's data) is called on the pooler thread
