@@ -167,7 +167,9 @@ int tdm__first_owner(tdm_catalog_entry *e, const tdm_writer_op *op, const char *
     return tdm_owners_add(&e->owners, op->tenant, name);
 }
 
-#define PUT_AGAIN_PENDING 10000 /* bounds the wait (each try a trip through the writer, microseconds) */
+/* Bounds the wait for another loop's answer: each try is a trip through the writer and back
+ * (tens of microseconds), so ~10-50 ms in all, while other ops pass between the tries. */
+#define PUT_AGAIN_PENDING 1000
 
 /* Whether the object op put is stored but not listed: the put that stored it is being answered
  * on another loop (io.h), whose answer lists it. */
