@@ -41,6 +41,9 @@
 #   hqN       TDM_HOST_QUEUE=N (N more small jobs may wait for a host thread before they go to the lanes)
 #   rsN       TDM_REPLY_SPIN_US=N (the reply threads poll N us before they sleep)
 #   solo0     TDM_CPU_SOLO_US=0 (the CPU engine wakes its pool for every list at once, as before 2026-11-28)
+#   fused0    TDM_GPU_CONFIG_FUSED=0 (a planner's few configurations in a graph of six launches, not in one
+#             kernel, as before 2026-11-28)
+#   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
@@ -75,6 +78,8 @@ for v in "${variants[@]}"; do
     [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
     [[ $v == *:prebuild0* ]] && envs+=(TDM_SCENE_PREBUILD=0)
+    [[ $v == *:fused0* ]] && envs+=(TDM_GPU_CONFIG_FUSED=0)
+    [[ $v =~ :fc([0-9]+) ]] && envs+=(TDM_GPU_FUSED_CONFIGS="${BASH_REMATCH[1]}")
     [[ $v =~ :rt([0-9]+) ]] && extra+=(--reply-threads "${BASH_REMATCH[1]}")
     [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")

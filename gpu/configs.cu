@@ -54,6 +54,8 @@ typedef struct __align__(16) drun {
     uint32_t listed;         /* graph runs: tasks listed (list_emit_kernel, or list_count_kernel's
                                 one pass) */
     uint32_t lean;           /* tdm_gpu.config_lean */
+    uint32_t handed, overflow, blocks_done; /* fused runs (fused_kernel): pairs handed over to the
+                                               levels, their overflow, blocks finished */
 } drun;
 
 /* Block runs (resident.cu's block_run_kernel): tasks a block takes at most (from the
@@ -69,8 +71,18 @@ typedef struct __align__(16) drun {
 #define GRAPH_CONFIGS 1024u
 /* Two sizes of graph per slot: a planner's state or motion (the latency lane's runs) launches
  * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS. */
-#define GRAPH_SIZES 2
-static const uint32_t graph_configs[GRAPH_SIZES] = {64u, GRAPH_CONFIGS};
+#define GRAPH_SIZES 4
+#define GRAPH_FUSED 2 /* graph[GRAPH_FUSED ...]: fused runs (fused_kernel) of the same two sizes */
+static const uint32_t graph_configs[GRAPH_SIZES] = {64u, GRAPH_CONFIGS, 64u, GRAPH_CONFIGS};
+/* Fused runs (fused_kernel): one block of FUSED_THREADS per configuration, at most
+ * tdm_gpu.fused_configs of them (FUSED_CONFIGS unless TDM_GPU_FUSED_CONFIGS says; at most
+ * GRAPH_CONFIGS); programs of at most FUSED_CHECKS checks; each frontier buffer's first
+ * FUSED_SHARED pairs and the first FUSED_HOT tasks' hot data in shared memory. The blocks
+ * share the block runs' frontier scratch (BLOCK_RUN_MAX x BLOCK_RUN_ROOM pairs a buffer). */
+#define FUSED_THREADS 128
+#define FUSED_CHECKS 1024u
+#define FUSED_SHARED 1024u
+#define FUSED_HOT 48u
 
 /* What a slot's graph was captured with: the buffers and sizes its launches name. */
 typedef struct graph_key {
@@ -78,6 +90,7 @@ typedef struct graph_key {
     const void *tasks, *res, *front, *cnt;
     uint64_t cap_pairs;
     uint32_t room, block_room;
+    uint32_t fused_shared, fused_hot; /* fused_kernel's shared frontier pairs and hot tasks */
 } graph_key;
 
 /* A buffer that grows: on the device (counted against the budget) or pinned. */
@@ -424,6 +437,253 @@ __global__ void __launch_bounds__(BLOCK) fold_kernel(const drun *R, const tdm_xf
         }
     }
     if (lane == 0) ans[i] = a;
+}
+
+/* Fused runs: a planner's few configurations in one launch, one block per configuration
+ * from its kinematics to its answer, where a graph run is six launches with global lists
+ * between them (each launch waiting for the last to drain: ~0.055-0.079 ms of device time
+ * for a few configurations, bench/results/ompl_resident.md, section 19). The block's warp 0
+ * makes the kinematics (fk_warp); all its threads cull the checks and list the kept ones'
+ * tasks in check order (the span, map, tasks and results a graph run lists, so that the
+ * levels and fold_kernel can take over), walk their BVTTs level by level with the first
+ * FUSED_SHARED pairs of each frontier and the first FUSED_HOT tasks' hot data in shared
+ * memory (as the lean block run), test leaf pairs where they meet them (the filter and
+ * exact test of the levels' two passes), and fold (fold_kernel's rule). In bool mode a
+ * task stops at its first intersecting pair, and pairs of a task whose check comes after
+ * a colliding one are skipped: the answer is the first colliding check. Pairs past the
+ * block's room are handed over to the levels (s->front[0]), as a block run hands them
+ * over; the last block to finish writes the level path's counters and the run's tail
+ * (answers[n]: pairs handed over, their overflow, tasks listed). A run that handed pairs
+ * over is folded again after the levels (tdm__gpu_configs_finish), so its answers are
+ * those of a graph run whatever the room. */
+
+/* Records a leaf pair's n_hits intersecting triangle pairs (the first: A's slot a, B's slot
+ * b) in the task's result r by tri_exact_kernel's rule; returns 1 when the task is done. */
+__device__ static __forceinline__ int fused_hits(const dtask *task, dres *r, uint32_t a, uint32_t b, uint32_t n_hits,
+                                                 uint32_t mode, uint32_t cap)
+{
+    if (!*(volatile uint32_t *)&r->colliding && atomicCAS(&r->colliding, 0u, 1u) == 0u) {
+        r->first_a = task->aid[a];
+        r->first_b = task->bid[b];
+    }
+    if (mode == TDM_MODE_BOOL) {
+        r->done = 1;
+        return 1;
+    }
+    uint32_t before = atomicAdd(&r->count, n_hits);
+    if (tdm_contacts_past_cap(before, n_hits, cap)) {
+        r->truncated = 1;
+        r->done = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* n16 16-byte pieces from global memory this kernel wrote (through L2: not __ldg's
+ * read-only path). */
+__device__ static __forceinline__ void load16_cg(void *dst, const void *src, int n16)
+{
+    const float4 *s = reinterpret_cast<const float4 *>(src);
+    float4 *d = reinterpret_cast<float4 *>(dst);
+    for (int k = 0; k < n16; k++) d[k] = __ldcg(s + k);
+}
+
+__global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
+                                                              double (*centre)[4], uint2 *span, dtask *tasks,
+                                                              dres *res, uint2 *map, fpair *scratch, uint32_t room,
+                                                              fpair *front, uint32_t cap_pairs, uint32_t *cnt,
+                                                              tdm_gpu_config_answer *ans, uint32_t in_shared,
+                                                              uint32_t hot)
+{
+    __shared__ uint32_t s_keep[FUSED_CHECKS / 32], s_before[FUSED_CHECKS / 32];
+    __shared__ uint16_t s_chk[FUSED_CHECKS];
+    __shared__ uint8_t s_done[FUSED_CHECKS];
+    __shared__ dhot s_hot[FUSED_HOT];
+    __shared__ fpair s_pairs[2 * FUSED_SHARED];
+    __shared__ uint32_t s_base, s_n, s_next, s_first, s_fold, s_trunc, s_last;
+    __shared__ unsigned long long s_sum;
+    const drun P = *R;
+    const uint32_t i = blockIdx.x, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    if (i >= P.n) return;
+    in_shared = min(in_shared, room); /* a pair past the room is handed over, wherever it would go */
+    const dprog &p = P.progs[P.prog_of[i]];
+    const uint32_t K = p.n_checks, mode = P.mode, cap = P.cap;
+    if (warp == 0) fk_warp(P, p, i, lane, links, pose, centre);
+    if (tid == 0) {
+        s_first = s_fold = UINT32_MAX;
+        s_trunc = 0;
+        s_sum = 0;
+        s_next = 0;
+    }
+    __syncthreads(); /* the poses and centres */
+    for (uint32_t k0 = 0; k0 < K; k0 += FUSED_THREADS) {
+        uint32_t m = __ballot_sync(0xffffffffu, kept(P, p, centre, i, k0 + tid));
+        if (lane == 0 && k0 + tid < K) s_keep[(k0 + tid) / 32] = m;
+    }
+    __syncthreads();
+    if (warp == 0) { /* the kept checks before each word, and the block's range of tasks */
+        uint32_t words = (K + 31) / 32, at = 0;
+        for (uint32_t w0 = 0; w0 < words; w0 += 32) {
+            uint32_t w = w0 + lane, c = w < words ? __popc(s_keep[w]) : 0, incl = c;
+            for (int d = 1; d < 32; d *= 2) {
+                uint32_t v = __shfl_up_sync(0xffffffffu, incl, d);
+                if (lane >= (uint32_t)d) incl += v;
+            }
+            if (w < words) s_before[w] = at + incl - c;
+            at += __shfl_sync(0xffffffffu, incl, 31);
+        }
+        if (lane == 0) {
+            s_n = at;
+            s_base = atomicAdd((uint32_t *)&R->listed, at);
+            span[i] = make_uint2(s_base, at);
+        }
+    }
+    __syncthreads();
+    const uint32_t base = s_base, n_tasks = s_n;
+    fpair *cur = scratch + (size_t)i * 2 * room, *next = cur + room;
+    fpair *s_cur = s_pairs, *s_nxt = s_pairs + FUSED_SHARED;
+    for (uint32_t k = tid; k < K; k += FUSED_THREADS) { /* the tasks, and their roots as the first level */
+        uint32_t word = s_keep[k / 32], bit = 1u << (k % 32);
+        if (!(word & bit)) continue;
+        uint32_t j = s_before[k / 32] + __popc(word & (bit - 1u)), t = base + j;
+        const tdm_gpu_check *c = &p.checks[k];
+        const tdm_xform *xb = pose_of(p, P.M, pose, i, c->b);
+        tdm_xform x = c->a_at_origin ? *xb : tdm_xform_rel(pose_of(p, P.M, pose, i, c->a), xb);
+        dtask d = tdm__dtask_of(x, p.pairs[k], mode, cap);
+        tasks[t] = d;
+        res[t] = dres{0, 0, 0, 0, 0, 0};
+        map[t] = make_uint2(i, k);
+        s_chk[j] = (uint16_t)k;
+        s_done[j] = 0;
+        if (j < hot) s_hot[j] = d.h;
+        fpair root = {t, 0, 0};
+        if (j < in_shared) s_cur[j] = root;
+        else if (j < room) cur[j] = root;
+        else {
+            uint32_t o = atomicAdd((uint32_t *)&R->handed, 1u);
+            if (o < cap_pairs) front[o] = root;
+            else atomicOr((uint32_t *)&R->overflow, 1u);
+        }
+    }
+    __syncthreads();
+    uint32_t n_cur = min(n_tasks, room);
+    while (n_cur > 0) {
+        for (uint32_t e = tid; e < n_cur; e += FUSED_THREADS) {
+            fpair q = e < in_shared ? s_cur[e] : cur[e];
+            uint32_t j = q.task - base;
+            if (((volatile uint8_t *)s_done)[j]) continue;
+            if (mode == TDM_MODE_BOOL && s_chk[j] > *(volatile uint32_t *)&s_first) continue;
+            dhot h;
+            if (j < hot) h = s_hot[j];
+            else load16_cg(&h, &tasks[q.task].h, sizeof h / 16);
+            tdm_bvh_node na, nb;
+            tdm_load16(&na, &h.an[q.a], 4);
+            tdm_load16(&nb, &h.bn[q.b], 4);
+            tdm_wbox w;
+            tdm_wbox_of(&h.fx, &nb, &w);
+            if (!tdm_obb_overlap_w(&na, &w, nb.extent, h.tol)) continue;
+            uint32_t ca[2] = {0, 0}, cb[2] = {0, 0};
+            int nca = 0, ncb = 0;
+            if (blocked_children(&na, q.a, &nb, q.b, ca, &nca, cb, &ncb)) {
+                uint32_t o = atomicAdd(&s_next, (uint32_t)(nca * ncb));
+                for (int x = 0; x < nca; x++)
+                    for (int y = 0; y < ncb; y++, o++) {
+                        fpair c = {q.task, ca[x], cb[y]};
+                        if (o < in_shared) s_nxt[o] = c;
+                        else if (o < room) next[o] = c;
+                        else {
+                            uint32_t g = atomicAdd((uint32_t *)&R->handed, 1u);
+                            if (g < cap_pairs) front[g] = c;
+                            else atomicOr((uint32_t *)&R->overflow, 1u);
+                        }
+                    }
+                continue;
+            }
+            /* a leaf pair: the levels' filter and exact test on its triangle pairs */
+            dtask t;
+            load16_cg(&t, &tasks[q.task], sizeof t / 16);
+            const float *at = t.at;
+            uint32_t fa = tdm_leaf_first(&na), fb = tdm_leaf_first(&nb), cta = tdm_leaf_count(&na);
+            tdm_dvec3 tb[2][3], ta[3];
+            uint32_t ctb = tdm_leaf_load_moved(&nb, t.bt, &t.x, tb);
+            uint32_t hits = 0, ha = 0, hb = 0;
+            for (uint32_t x = 0; x < cta; x++) {
+                tdm_tri_load(&at[9 * (size_t)(fa + x)], ta);
+                for (uint32_t y = 0; y < ctb; y++)
+                    if (!tdm_tri_planes_separate(ta, tb[y]) && tdm_tri_tri_intersect(ta, tb[y])) {
+                        if (!hits) ha = fa + x, hb = fb + y;
+                        hits++;
+                    }
+            }
+            if (hits && fused_hits(&t, &res[q.task], ha, hb, hits, mode, cap)) {
+                s_done[j] = 1;
+                if (mode == TDM_MODE_BOOL) atomicMin(&s_first, s_chk[j]);
+            }
+        }
+        __syncthreads(); /* the level is done: its children counted */
+        n_cur = min(s_next, room);
+        fpair *tmp = cur;
+        cur = next;
+        next = tmp;
+        tmp = s_cur;
+        s_cur = s_nxt;
+        s_nxt = tmp;
+        __syncthreads(); /* every thread has read s_next */
+        if (tid == 0) s_next = 0;
+        __syncthreads();
+    }
+    /* the fold (fold_kernel's rule) over the block's tasks */
+    uint32_t first = UINT32_MAX, trunc = 0;
+    unsigned long long sum = 0;
+    for (uint32_t j = tid; j < n_tasks; j += FUSED_THREADS) {
+        uint32_t k = s_chk[j];
+        const volatile dres *r = &res[base + j];
+        if (r->colliding) {
+            if (k < first) first = k;
+            sum += tdm_contacts_counted(r->count, cap);
+            if (r->truncated) trunc = 1;
+        } else if (p.solids && k < first) {
+            const tdm_gpu_check *c = &p.checks[k];
+            if (!c->solid) continue;
+            const tdm_xform *xa = pose_of(p, P.M, pose, i, c->a), *xb = pose_of(p, P.M, pose, i, c->b);
+            if (((c->solid & TDM_SOLID_A_IN_B) && tdm_solid_holds(&p.solids[c->ob], xb, &p.solids[c->oa], p.reps, xa)) ||
+                ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb)))
+                first = k;
+        }
+    }
+    first = __reduce_min_sync(0xffffffffu, first);
+    trunc = __any_sync(0xffffffffu, trunc);
+    for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
+    if (lane == 0) {
+        atomicMin(&s_fold, first);
+        if (sum) atomicAdd(&s_sum, sum);
+        if (trunc) s_trunc = 1;
+    }
+    __threadfence(); /* this block's hand-overs before its count below */
+    __syncthreads();
+    if (tid == 0) {
+        tdm_gpu_config_answer a = {s_fold, 0, 0, 1};
+        if (mode != TDM_MODE_BOOL) {
+            if (s_sum > cap) {
+                a.contacts = cap;
+                a.truncated = 1;
+            } else {
+                a.contacts = (uint32_t)s_sum;
+                a.truncated = s_trunc;
+            }
+        }
+        ans[i] = a;
+        s_last = atomicAdd((uint32_t *)&R->blocks_done, 1u) == P.n - 1;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    /* the last block: the level path's counters (its first frontier: the pairs handed over)
+       and the run's tail */
+    __threadfence();
+    uint32_t handed = *(volatile uint32_t *)&R->handed, over = *(volatile uint32_t *)&R->overflow;
+    for (uint32_t c = tid; c < CNT_N; c += FUSED_THREADS)
+        cnt[c] = c == 0 ? handed : c == 2 * MAX_ITERS ? over : 0;
+    if (tid == 0) ans[P.n] = tdm_gpu_config_answer{handed, over, *(volatile uint32_t *)&R->listed, 0};
 }
 
 /* ---- scratch ------------------------------------------------------------------- */
@@ -946,7 +1206,7 @@ static uint32_t block_room(const tdm_gpu *g)
 /* The slot's small-run graph, (re)captured when a buffer it names has moved: kinematics,
  * culling and listing (list_count_kernel, list_emit_kernel), the block run with its leaf passes, and the fold into
  * the pinned answers, for graph_configs[size] configurations at most, all reading the run's
- * sizes from its drun on the device. A run of ten launches and copies
+ * sizes from its drun on the device; or, for sizes from GRAPH_FUSED on, all of it in fused_kernel. A run of ten launches and copies
  * from the host cost each lane ~10 driver calls, and under load (five lanes launching at
  * once) most of a small run's time went between them (bench/results/ompl_rrt_fast.md). */
 static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
@@ -959,6 +1219,10 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
     k.span = c->span.p, k.h_ans = c->h_ans.p, k.blocks = c->blocks.p, k.tasks = s->d_tasks, k.res = s->d_res;
     k.front = s->front[0], k.cnt = s->cnt, k.cap_pairs = g->cap_pairs, k.room = room;
     k.block_room = block_room(g);
+    if (size >= GRAPH_FUSED && k.block_room > BLOCK_RUN_MAX * BLOCK_RUN_ROOM / most_configs)
+        k.block_room = BLOCK_RUN_MAX * BLOCK_RUN_ROOM / most_configs; /* one block per configuration */
+    k.fused_shared = g->fused_shared && g->fused_shared < FUSED_SHARED ? g->fused_shared : FUSED_SHARED;
+    k.fused_hot = k.fused_shared < FUSED_HOT ? k.fused_shared : FUSED_HOT;
     cudaGraphExec_t *x = &c->graph[size];
     if (*x && !memcmp(&k, &c->graph_key[size], sizeof k)) return TDM_OK;
     if (*x) cudaGraphExecDestroy(*x);
@@ -968,19 +1232,26 @@ static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
     cudaGraph_t gr = NULL;
     TDM_CUDA_TRY(&g->dead, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     const uint32_t *listed = &R->listed; /* the run's tasks listed (list_emit_kernel), in the upload */
-    list_count_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
-        R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt, (uint2 *)c->span.p,
-        s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p);
-    list_emit_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
-        R, (const tdm_xform *)c->pose.p, (const double (*)[4])c->centre.p, s->d_tasks, s->d_res, s->front[0],
-        (uint2 *)c->map.p, (uint2 *)c->span.p);
-    tdm__gpu_block_configs(g, s, room, listed, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
-    /* the answers and the tail into the pinned buffer itself (mapped: unified addressing), read
-       by the host once the run's event is done: no copy back */
-    fold_kernel<<<most_configs / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, NULL,
-                                                                (const uint2 *)c->span.p, listed, s->d_res,
-                                                                (const uint2 *)c->map.p, s->cnt,
-                                                                (tdm_gpu_config_answer *)c->h_ans.p);
+    if (size >= GRAPH_FUSED) { /* the whole run, answers and tail into the pinned buffer */
+        fused_kernel<<<most_configs, FUSED_THREADS, 0, st>>>(
+            R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, (uint2 *)c->span.p,
+            s->d_tasks, s->d_res, (uint2 *)c->map.p, (fpair *)c->blocks.p, k.block_room, s->front[0],
+            (uint32_t)g->cap_pairs, s->cnt, (tdm_gpu_config_answer *)c->h_ans.p, k.fused_shared, k.fused_hot);
+    } else {
+        list_count_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
+            R, (tdm_xform *)c->links.p, (tdm_xform *)c->pose.p, (double (*)[4])c->centre.p, s->cnt,
+            (uint2 *)c->span.p, s->d_tasks, s->d_res, s->front[0], (uint2 *)c->map.p);
+        list_emit_kernel<<<most_configs / FK_WARPS, 32 * FK_WARPS, 0, st>>>(
+            R, (const tdm_xform *)c->pose.p, (const double (*)[4])c->centre.p, s->d_tasks, s->d_res, s->front[0],
+            (uint2 *)c->map.p, (uint2 *)c->span.p);
+        tdm__gpu_block_configs(g, s, room, listed, c->blocks.p, k.block_room, BLOCK_RUN_MAX);
+        /* the answers and the tail into the pinned buffer itself (mapped: unified addressing), read
+           by the host once the run's event is done: no copy back */
+        fold_kernel<<<most_configs / (BLOCK / 32), BLOCK, 0, st>>>(R, (const tdm_xform *)c->pose.p, NULL,
+                                                                    (const uint2 *)c->span.p, listed, s->d_res,
+                                                                    (const uint2 *)c->map.p, s->cnt,
+                                                                    (tdm_gpu_config_answer *)c->h_ans.p);
+    }
     cudaError_t end = cudaStreamEndCapture(st, &gr);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = end;
@@ -1041,6 +1312,9 @@ static int start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const u
                 entries <= g->block_config_entries;
     int graph = block && g->config_graphs && n <= GRAPH_CONFIGS && sized >= GRAPH_CONFIGS &&
                 g->prof_fd < 0; /* (sized: the answers' buffers hold the graph's read-back) */
+    /* a planner's few configurations in one kernel, when every task fits the room (no
+       configuration is left for a re-run) and each program's checks fit a block's lists */
+    int fused = graph && n <= g->fused_configs && K <= FUSED_CHECKS && entries <= room;
     uint32_t upper = (uint32_t)(entries < room ? entries : room), n_blocks = 0; /* tasks at most */
     if (block) {
         n_blocks = (upper + BLOCK_RUN_TASKS - 1) / BLOCK_RUN_TASKS;
@@ -1122,11 +1396,12 @@ static int start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, const u
         TDM_CUDA_TRY(&g->dead, cudaStreamWaitEvent(st, g->progs->ready, 0));
     TDM_CUDA_TRY(&g->dead, cudaMemcpyAsync(c->prog.p, c->h_prog.p, up_bytes, cudaMemcpyHostToDevice, st));
     if (graph) { /* the rest of the run: one launch of the slot's graph, and the ready event */
-        int size = n <= graph_configs[0] ? 0 : 1;
+        int size = (fused ? GRAPH_FUSED : 0) + (n <= graph_configs[0] ? 0 : 1);
         if ((rc = configs_graph(g, s, (uint32_t)room, size)) != TDM_OK) return rc;
         TDM_CUDA_TRY(&g->dead, cudaGraphLaunch(c->graph[size], st));
         TDM_CUDA_TRY(&g->dead, cudaEventRecord(s->ready, st));
         g->stats.small_runs++;
+        g->stats.fused_runs += (uint64_t)fused;
         return TDM_OK;
     }
 

@@ -317,6 +317,7 @@ typedef struct tdm_gpu_stats {
     uint64_t pairs;           /* node pairs and leaf pairs tested, over all iterations */
     uint64_t small_runs;      /* runs started depth first (small_tasks) */
     uint64_t small_handovers; /* ... of them that handed pairs over to the levels */
+    uint64_t fused_runs;      /* configs runs in one kernel (configs.cu, fused_kernel) */
     uint64_t config_start_ns; /* host time in tdm_gpu_slot_start_configs: packing the run's programs,
                                  queueing its upload and launches */
     uint64_t programs_uploaded, programs_reused; /* tdm_gpu_configs_programs: robots whose program it

@@ -220,17 +220,6 @@ __global__ void __launch_bounds__(BLOCK) traverse_wide_kernel(const fpair *in, f
     traverse_groups<4>(in, out, leaves, tasks, res, cnt, it, cap_pairs, cap_leaves, overflow);
 }
 
-/* tdm_bvtt_children on the blocked layout (geom/layout.h): an internal node's
- * children are link and link + 1. */
-__device__ static __forceinline__ int blocked_children(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb,
-                                                       uint32_t ib, uint32_t ca[2], int *nca, uint32_t cb[2], int *ncb)
-{
-    int k = tdm_bvtt_children(na, ia, nb, ib, ca, nca, cb, ncb);
-    if (*nca == 2) { ca[0] = (uint32_t)na->link; ca[1] = ca[0] + 1; }
-    if (*ncb == 2) { cb[0] = (uint32_t)nb->link; cb[1] = cb[0] + 1; }
-    return k;
-}
-
 /* TDM_GPU_TRAVERSE_PAIRS (the default): one BVTT level for every query at once,
  * on the blocked layout: each thread tests one node pair's boxes; a block prefix
  * sum (CUB) places the children of overlapping pairs, and overlapping leaf pairs,
@@ -810,6 +799,11 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->config_graphs = !(cg && strcmp(cg, "0") == 0) && prop.unifiedAddressing;
     const char *lean = getenv("TDM_GPU_CONFIG_LEAN");
     g->config_lean = !(lean && strcmp(lean, "0") == 0);
+    const char *fused = getenv("TDM_GPU_CONFIG_FUSED"), *fc = getenv("TDM_GPU_FUSED_CONFIGS");
+    g->fused_configs = fc && *fc ? (uint32_t)strtoul(fc, NULL, 10) : TDM_GPU_FUSED_CONFIGS;
+    if (fused && strcmp(fused, "0") == 0) g->fused_configs = 0;
+    const char *fs = getenv("TDM_GPU_FUSED_SHARED");
+    g->fused_shared = fs && *fs ? (uint32_t)strtoul(fs, NULL, 10) : 0;
     /* robot scene programs kept on the lane (configs.cu); TDM_GPU_PROGRAM_CACHE_KB (A/B runs)
        overrides the config */
     const char *pck = getenv("TDM_GPU_PROGRAM_CACHE_KB");

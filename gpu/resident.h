@@ -127,9 +127,18 @@ struct tdm_gpu {
                                       chained in registers, tasks listed in one pass when they all fit,
                                       block runs with their frontiers and tasks in shared memory
                                       (TDM_GPU_CONFIG_LEAN=0, A/B runs: the paths through global memory) */
+    uint32_t fused_configs;        /* graph runs of at most this many configurations in one kernel (configs.cu,
+                                      fused_kernel; TDM_GPU_FUSED_CONFIGS, A/B runs; TDM_GPU_CONFIG_FUSED=0: 0) */
+    uint32_t fused_shared;         /* TDM_GPU_FUSED_SHARED (tests): fused_kernel's frontier pairs and hot tasks
+                                      in shared memory at most (0: configs.cu's), so that the rest go through
+                                      global memory */
     struct prog_cache *progs;      /* configs.cu: the resident robot scene programs (NULL until the first) */
     uint64_t program_cache_bytes;  /* their most bytes (cfg.program_cache, or TDM_GPU_PROGRAM_CACHE_KB; 0: none) */
 };
+
+/* Graph runs of robot configurations of at most this many configurations go in one kernel,
+ * one block each (configs.cu, fused_kernel). */
+#define TDM_GPU_FUSED_CONFIGS 64u
 
 #define BLOCK 256
 /* Iterations of one traversal: one per BVTT level, and a tree pair is at most
@@ -161,6 +170,17 @@ __device__ static __forceinline__ dtask tdm__dtask_of(tdm_xform x, const dpair &
     t.bid = p.bid;
     t.x = x;
     return t;
+}
+
+/* tdm_bvtt_children on the blocked layout (geom/layout.h): an internal node's children are
+ * link and link + 1 (resident.cu's traversals, configs.cu's fused runs). */
+__device__ static __forceinline__ int blocked_children(const tdm_bvh_node *na, uint32_t ia, const tdm_bvh_node *nb,
+                                                       uint32_t ib, uint32_t ca[2], int *nca, uint32_t cb[2], int *ncb)
+{
+    int k = tdm_bvtt_children(na, ia, nb, ib, ca, nca, cb, ncb);
+    if (*nca == 2) { ca[0] = (uint32_t)na->link; ca[1] = ca[0] + 1; }
+    if (*ncb == 2) { cb[0] = (uint32_t)nb->link; cb[1] = cb[0] + 1; }
+    return k;
 }
 
 /* Takes (delta > 0) or gives back bytes of one kind against the shared budget:

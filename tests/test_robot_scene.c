@@ -883,8 +883,9 @@ Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine)
  * (configuration, check) entries a run goes in one launch, in block runs (each block
  * its tasks' levels), handing what outgrows a block's room over to the levels; every
  * answer equal to the CPU engine's whatever the room, and with block runs off. `env`
- * ("VAR=VALUE ...") is set while the engine is made. */
-static void configs_in_small_runs(const char *env, int expect_small, int expect_handovers)
+ * ("VAR=VALUE ...") is set while the engine is made. expect_fused: 1, some runs went in
+ * one kernel; 0, none; -1, either. */
+static void configs_in_small_runs(const char *env, int expect_small, int expect_handovers, int expect_fused)
 {
     char vars[4][64];
     int n_vars = 0;
@@ -931,9 +932,12 @@ static void configs_in_small_runs(const char *env, int expect_small, int expect_
     }
     tdm_sched_get_stats(e, &after);
     uint64_t small = after.gpu_small_runs - before.gpu_small_runs,
-             handovers = after.gpu_small_handovers - before.gpu_small_handovers;
-    cr_log_info("[%s]: %llu runs in one launch, %llu of them handing pairs over", env ? env : "",
-                (unsigned long long)small, (unsigned long long)handovers);
+             handovers = after.gpu_small_handovers - before.gpu_small_handovers,
+             fused = after.gpu_fused_runs - before.gpu_fused_runs;
+    cr_log_info("[%s]: %llu runs in one launch, %llu of them handing pairs over, %llu in one kernel",
+                env ? env : "", (unsigned long long)small, (unsigned long long)handovers, (unsigned long long)fused);
+    if (expect_fused > 0) cr_assert_gt(fused, 0, "no run went in one kernel");
+    else if (expect_fused == 0) cr_assert_eq(fused, 0, "runs went in one kernel");
     if (expect_small) cr_assert_gt(small, 0, "no run went in one launch");
     else cr_assert_eq(small, 0, "runs went in one launch with block runs off");
     if (expect_handovers) cr_assert_gt(handovers, 0, "no run handed pairs over");
@@ -944,20 +948,50 @@ static void configs_in_small_runs(const char *env, int expect_small, int expect_
     tdm_sched_destroy(e);
 }
 
-Test(robot_scene, configs_in_block_runs_match_cpu_engine) { configs_in_small_runs(NULL, 1, 0); }
+/* Runs of at most 64 configurations go in one kernel (gpu/configs.cu, fused_kernel) unless
+   TDM_GPU_CONFIG_FUSED=0; TDM_GPU_BLOCK_ROOM hands pairs over from it too, and
+   TDM_GPU_FUSED_SHARED=1 keeps one pair of each frontier and one task's hot data in shared
+   memory, the rest in global memory. */
+Test(robot_scene, configs_in_block_runs_match_cpu_engine) { configs_in_small_runs(NULL, 1, 0, 1); }
 Test(robot_scene, configs_in_block_runs_handing_over_match_cpu_engine)
 {
-    configs_in_small_runs("TDM_GPU_BLOCK_ROOM=2", 1, 1);
+    configs_in_small_runs("TDM_GPU_BLOCK_ROOM=2", 1, 1, 1);
+}
+Test(robot_scene, configs_in_graph_runs_of_six_launches_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_CONFIG_FUSED=0", 1, 0, 0);
+}
+Test(robot_scene, configs_in_graph_runs_of_six_launches_handing_over_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_CONFIG_FUSED=0 TDM_GPU_BLOCK_ROOM=2", 1, 1, 0);
+}
+Test(robot_scene, configs_in_fused_runs_through_global_memory_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_FUSED_SHARED=1", 1, 0, 1);
+}
+Test(robot_scene, configs_in_fused_runs_through_global_memory_handing_over_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_FUSED_SHARED=1 TDM_GPU_BLOCK_ROOM=5", 1, 1, 1);
+}
+/* runs of 100 configurations in one kernel too (1 024 blocks, each with a smaller room) */
+Test(robot_scene, configs_in_large_fused_runs_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_FUSED_CONFIGS=1024", 1, 0, 1);
+}
+Test(robot_scene, configs_in_large_fused_runs_handing_over_match_cpu_engine)
+{
+    configs_in_small_runs("TDM_GPU_FUSED_CONFIGS=1024 TDM_GPU_BLOCK_ROOM=3", 1, 1, 1);
 }
 /* a task room below a run's tasks (above any one configuration's): the configurations whose
-   tasks pass it are run again (graph runs list them by list_emit_kernel) */
+   tasks pass it are run again (graph runs list them by list_emit_kernel; a run whose tasks
+   may pass the room is not fused) */
 Test(robot_scene, configs_in_block_runs_past_the_room_match_cpu_engine)
 {
-    configs_in_small_runs("TDM_GPU_CONFIG_ROOM=40", 1, 0);
+    configs_in_small_runs("TDM_GPU_CONFIG_ROOM=40", 1, 0, -1);
 }
 Test(robot_scene, configs_on_the_levels_only_match_cpu_engine)
 {
-    configs_in_small_runs("TDM_GPU_BLOCK_CONFIG_ENTRIES=0", 0, 0);
+    configs_in_small_runs("TDM_GPU_BLOCK_CONFIG_ENTRIES=0", 0, 0, 0);
 }
 
 /* Several robot scenes of the robot in one device run (tdm_sched_run_configs_groups_device,
@@ -1017,25 +1051,36 @@ static const int group_scene[N_GROUPS] = {1, 0, 2, 1, 3, 2};
 static const size_t group_size[N_GROUPS] = {700, 1, 1500, 300, 900, 64};
 #define GROUPS_TOTAL 3465
 
-/* Mode m's groups: their configurations side by side in q, the CPU engine's answers in want. */
-static void groups_make(const scene_set *set, int m, tdm_sched_configs_group *groups, double *q,
-                        tdm_sched_result *want)
+/* Groups of the same scenes of a planner's few configurations (55): one fused run. */
+static const size_t few_size[N_GROUPS] = {9, 1, 20, 5, 14, 6};
+#define FEW_TOTAL 55
+
+/* Mode m's groups of sizes[g] configurations: their configurations side by side in q, the
+ * CPU engine's answers in want; with need_colliding, every scene has colliding ones. */
+static size_t groups_make_sized(const scene_set *set, int m, const size_t *sizes, int need_colliding,
+                                tdm_sched_configs_group *groups, double *q, tdm_sched_result *want)
 {
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
     const uint32_t caps[2] = {1, 3};
     size_t at = 0, colliding[N_SCENES] = {0};
     for (int g = 0; g < N_GROUPS; g++) {
         const tdm_robot_scene *rs = set->rs[group_scene[g]];
-        double *qg = batch(rs, group_size[g], 0x9a0ull + 16 * (uint64_t)g + (uint64_t)m, modes[m], caps[m], want + at);
-        memcpy(q + 3 * at, qg, group_size[g] * 3 * sizeof *q);
+        double *qg = batch(rs, sizes[g], 0x9a0ull + 16 * (uint64_t)g + (uint64_t)m, modes[m], caps[m], want + at);
+        memcpy(q + 3 * at, qg, sizes[g] * 3 * sizeof *q);
         free(qg);
-        for (size_t i = 0; i < group_size[g]; i++) colliding[group_scene[g]] += want[at + i].colliding;
-        groups[g] = (tdm_sched_configs_group){rs->scene, &rs->kin, group_size[g]};
-        at += group_size[g];
+        for (size_t i = 0; i < sizes[g]; i++) colliding[group_scene[g]] += want[at + i].colliding;
+        groups[g] = (tdm_sched_configs_group){rs->scene, &rs->kin, sizes[g]};
+        at += sizes[g];
     }
-    cr_assert_eq(at, GROUPS_TOTAL);
-    for (int k = 0; k < N_SCENES; k++)
+    for (int k = 0; k < N_SCENES && need_colliding; k++)
         cr_assert(colliding[k] > 0, "%s: scene %d needs colliding configurations", m ? "contacts" : "bool", k);
+    return at;
+}
+
+static void groups_make(const scene_set *set, int m, tdm_sched_configs_group *groups, double *q,
+                        tdm_sched_result *want)
+{
+    cr_assert_eq(groups_make_sized(set, m, group_size, 1, groups, q, want), GROUPS_TOTAL);
 }
 
 /* Bad groups are refused before any device is asked: groups of different joint
@@ -1076,7 +1121,9 @@ Test(robot_scene, configs_groups_on_cpu_engine)
     tdm_sched_destroy(e);
 }
 
-Test(robot_scene, configs_of_several_scenes_in_one_device_run)
+/* The groups of `sizes` (`total` configurations) in one device run, both modes: every
+ * answer its scene's CPU engine's; `fused`: the run went in one kernel (gpu/configs.cu). */
+static void several_scenes_in_one_run(const size_t *sizes, size_t total, int fused)
 {
     char why[320] = "";
     tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
@@ -1085,36 +1132,47 @@ Test(robot_scene, configs_of_several_scenes_in_one_device_run)
     scene_set_make(&set, e);
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
     const uint32_t caps[2] = {1, 3};
-    double *q = malloc(GROUPS_TOTAL * 3 * sizeof *q);
-    tdm_sched_result *want = malloc(GROUPS_TOTAL * sizeof *want), *got = malloc(GROUPS_TOTAL * sizeof *got);
+    double *q = malloc(total * 3 * sizeof *q);
+    tdm_sched_result *want = malloc(total * sizeof *want), *got = malloc(total * sizeof *got);
     cr_assert(q && want && got);
     for (int m = 0; m < 2; m++) {
         tdm_sched_configs_group groups[N_GROUPS];
-        groups_make(&set, m, groups, q, want);
+        cr_assert_eq(groups_make_sized(&set, m, sizes, !fused, groups, q, want), total);
         tdm_sched_stats before, after;
         tdm_sched_get_stats(e, &before);
-        memset(got, 0xab, GROUPS_TOTAL * sizeof *got);
+        memset(got, 0xab, total * sizeof *got);
         cr_assert_eq(tdm_sched_run_configs_groups_device(e, groups, N_GROUPS, modes[m], caps[m], q, got), TDM_OK);
         tdm_sched_get_stats(e, &after);
-        cr_assert_eq(after.gpu_queries - before.gpu_queries, GROUPS_TOTAL, "every configuration on the GPU engine");
+        cr_assert_eq(after.gpu_queries - before.gpu_queries, total, "every configuration on the GPU engine");
         cr_assert_eq(after.runs - before.runs, 1, "one run for every scene");
+        cr_assert_eq(after.gpu_fused_runs - before.gpu_fused_runs, (uint64_t)fused, "%s: fused runs",
+                     m ? "contacts" : "bool");
         size_t at = 0;
         for (int g = 0; g < N_GROUPS; g++) {
-            size_t first, d = differences(got + at, want + at, group_size[g], &first);
+            size_t first, d = differences(got + at, want + at, sizes[g], &first);
             const tdm_sched_result *G = got + at + first, *W = want + at + first;
             cr_assert_eq(d, 0, "seed=%llu %s, group %d (scene %d): %zu of %zu differ, first %zu: got %u (%u,%u) %u, "
                          "want %u (%u,%u) %u", (unsigned long long)seed, m ? "contacts" : "bool", g, group_scene[g],
-                         d, group_size[g], first, G->colliding, G->object_a, G->object_b, G->contacts, W->colliding,
+                         d, sizes[g], first, G->colliding, G->object_a, G->object_b, G->contacts, W->colliding,
                          W->object_a, W->object_b, W->contacts);
-            at += group_size[g];
+            at += sizes[g];
         }
     }
-    groups_refused(e, &set, q, got);
+    if (!fused) groups_refused(e, &set, q, got);
     scene_set_free(&set, e);
     free(q);
     free(want);
     free(got);
     tdm_sched_destroy(e);
+}
+
+Test(robot_scene, configs_of_several_scenes_in_one_device_run)
+{
+    several_scenes_in_one_run(group_size, GROUPS_TOTAL, 0);
+}
+Test(robot_scene, a_few_configurations_of_several_scenes_in_one_fused_run)
+{
+    several_scenes_in_one_run(few_size, FEW_TOTAL, 1);
 }
 
 /* Resident programs (gpu/gpu.h): a lane keeps each robot scene's program after its first

@@ -62,6 +62,7 @@ typedef struct tdm_backend_stats {
     uint64_t budget_bytes;             /* the budget itself */
     uint64_t small_runs, small_handovers; /* GPU-resident: runs started depth first, and of them those
                                              that handed pairs over to the levels */
+    uint64_t fused_runs;                  /* GPU-resident: configuration runs in one kernel */
     uint64_t config_start_ns;             /* GPU-resident: host time starting configuration runs */
     uint64_t programs_uploaded, programs_reused; /* GPU-resident: robot scene programs (gpu/gpu.h) */
     uint64_t program_bytes;                      /* ... their bytes held now */

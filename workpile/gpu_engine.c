@@ -571,6 +571,7 @@ static void gpu_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     s->budget_bytes = gs.budget_bytes;
     s->small_runs = gs.small_runs;
     s->small_handovers = gs.small_handovers;
+    s->fused_runs = gs.fused_runs;
     s->config_start_ns = gs.config_start_ns;
     s->programs_uploaded = gs.programs_uploaded;
     s->programs_reused = gs.programs_reused;

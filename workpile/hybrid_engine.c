@@ -92,7 +92,7 @@ static void hyb_get_stats(tdm_backend *b, int lane, tdm_backend_stats *s)
     s->iterations = hs.workpiles;
     s->pairs = hs.box_entries + hs.tri_entries;
     /* the GPU engine's own, counted there */
-    s->small_runs = s->small_handovers = s->config_start_ns = s->programs_uploaded = s->programs_reused = 0;
+    s->small_runs = s->small_handovers = s->fused_runs = s->config_start_ns = s->programs_uploaded = s->programs_reused = 0;
     s->program_bytes = 0;
 }
 

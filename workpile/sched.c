@@ -342,7 +342,7 @@ static void engine_failed(tdm_sched *e, int d)
 static void device_stats(tdm_sched *e, lane *l)
 {
     if (!e->n_gpus || l->host) return;
-    uint64_t d_iters = 0, d_pairs = 0, d_small = 0, d_handovers = 0, d_start = 0, d_up = 0, d_reuse = 0;
+    uint64_t d_iters = 0, d_pairs = 0, d_small = 0, d_handovers = 0, d_fused = 0, d_start = 0, d_up = 0, d_reuse = 0;
     uint64_t dev = 0, mesh = 0, budget = 0;
     int64_t d_bytes = 0;
     for (int w = ON_GPU; w <= ON_HYBRID; w++) {
@@ -354,6 +354,7 @@ static void device_stats(tdm_sched *e, lane *l)
         d_pairs += s.pairs - l->seen[w].pairs;
         d_small += s.small_runs - l->seen[w].small_runs;
         d_handovers += s.small_handovers - l->seen[w].small_handovers;
+        d_fused += s.fused_runs - l->seen[w].fused_runs;
         d_start += s.config_start_ns - l->seen[w].config_start_ns;
         d_up += s.programs_uploaded - l->seen[w].programs_uploaded;
         d_reuse += s.programs_reused - l->seen[w].programs_reused;
@@ -370,6 +371,7 @@ static void device_stats(tdm_sched *e, lane *l)
     e->stats.gpu_pairs += d_pairs;
     e->stats.gpu_small_runs += d_small;
     e->stats.gpu_small_handovers += d_handovers;
+    e->stats.gpu_fused_runs += d_fused;
     e->stats.config_start_seconds += 1e-9 * (double)d_start;
     e->stats.gpu_programs_uploaded += d_up;
     e->stats.gpu_programs_reused += d_reuse;
@@ -2063,6 +2065,7 @@ static int calibrate(tdm_sched *e)
     e->stats.gpu_iterations = 0;
     e->stats.gpu_small_runs = 0;
     e->stats.gpu_small_handovers = 0;
+    e->stats.gpu_fused_runs = 0;
     e->stats.gpu_pairs = 0;
     pthread_mutex_unlock(&e->stats_lock);
     lane_put(e, l);

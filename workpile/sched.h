@@ -256,6 +256,7 @@ typedef struct tdm_sched_stats {
     uint64_t gpu_small_runs;          /* GPU-resident runs started depth first (gpu.h small_tasks; configs
                                          runs of few entries), and of them those that handed pairs over */
     uint64_t gpu_small_handovers;
+    uint64_t gpu_fused_runs;          /* GPU-resident configuration runs in one kernel (gpu/configs.cu) */
     uint64_t device_bytes, mesh_bytes; /* device memory held now, summed over the GPU engines */
     uint64_t device_budget;           /* the device memory the engines may hold, summed (0: no GPU engine) */
     int gpu_broken;                   /* a GPU engine failed for good (TDM_EGPU: a sticky CUDA error): its
