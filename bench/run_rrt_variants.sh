@@ -43,6 +43,7 @@
 #   solo0     TDM_CPU_SOLO_US=0 (the CPU engine wakes its pool for every list at once, as before 2026-11-28)
 #   fused0    TDM_GPU_CONFIG_FUSED=0 (a planner's few configurations in a graph of six launches, not in one
 #             kernel, as before 2026-11-28)
+#   niceN     tandemd runs under `nice -n N` (its threads, polling ones too, yield to the planners' on a busy core)
 #   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
@@ -103,7 +104,8 @@ for v in "${variants[@]}"; do
     rm -rf "$dd"
     sock=$work/tandemd.sock
     rm -f "$sock"
-    env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
+    nice_n=0; [[ $v =~ :nice([0-9]+) ]] && nice_n=${BASH_REMATCH[1]}
+    env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 nice -n "$nice_n" "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
         "${extra[@]}" --log-level warn 2> "$work/trace.txt" &
     pid=$!
     for _ in $(seq 600); do [[ -S $sock ]] && break; sleep 0.1; done
