@@ -31,6 +31,10 @@
 #   NN_THREADS=                     ompl_plan --nn-threads for the roadmap rows (empty: its default, the
 #                                   host's hardware threads)
 #   SEED=1
+#   CPU_LATENCY_US=                 hold the host's CPU wake-up latency limit (Linux PM QoS,
+#                                   /dev/cpu_dma_latency) at this many us for the whole run, FCL's rows and
+#                                   Tandem's alike (tandemd's --cpu-latency-us does it for tandemd's life);
+#                                   needs write access to the file; empty: the host's setting
 # Time: on a 16-core host with a GPU, estimated at 4 to 8 minutes with the defaults from 2-core smoke
 # runs (not yet measured there): the 1-planner rows run 70 problems, the others all 700; an unsolved
 # problem costs TIME_LIMIT, which bounds the tail. The report gives the total.
@@ -55,6 +59,7 @@ FCL_THREADS=${FCL_THREADS:-16}
 NN_THREADS=${NN_THREADS:-}
 nn_desc=${NN_THREADS:-all $(nproc)}
 SEED=${SEED:-1}
+CPU_LATENCY_US=${CPU_LATENCY_US:-}
 plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
@@ -66,7 +71,14 @@ command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TAND
     TIME_LIMIT="$TIME_LIMIT" SINGLE_PER_SCENARIO="$SINGLE_PER_SCENARIO" MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" \
     MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
     RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
-    FCL_THREADS="$FCL_THREADS" ${NN_THREADS:+NN_THREADS="$NN_THREADS"} SEED="$SEED" bench/run_ompl.sh "$out_file")"
+    FCL_THREADS="$FCL_THREADS" ${NN_THREADS:+NN_THREADS="$NN_THREADS"} SEED="$SEED" \
+    ${CPU_LATENCY_US:+CPU_LATENCY_US="$CPU_LATENCY_US"} bench/run_ompl.sh "$out_file")"
+if [[ -n $CPU_LATENCY_US ]]; then
+    # held while descriptor 9 stays open: the kernel drops the request when the script ends
+    exec 9> /dev/cpu_dma_latency || { echo "run_ompl.sh: CPU_LATENCY_US needs write access to /dev/cpu_dma_latency" >&2; exit 1; }
+    v=$CPU_LATENCY_US
+    printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((v & 255)) $((v >> 8 & 255)) $((v >> 16 & 255)) $((v >> 24 & 255)))" >&9
+fi
 
 work=$(mktemp -d)
 pid=""
@@ -153,6 +165,7 @@ report() {
     echo "- Robot: Franka Panda (collision meshes), 7 joints; problems: MBM's 7 scenarios x 100 (box and cylinder"
     echo "  worlds); motion check resolution $RESOLUTION rad (the largest joint step between checked states, both checkers"
     echo "  the same states); every path re-checked by FCL at 0.005 rad, a failing path counted unsolved."
+    [[ -n $CPU_LATENCY_US ]] && echo "- The host's CPU wake-up latency limit (/dev/cpu_dma_latency) was held at $CPU_LATENCY_US us for the whole run, every row alike."
     echo "- The Tandem checker asks tandemd one configuration per StateValidityChecker call and one MotionCheck"
     echo "  per MotionValidator call, each planner on its own Unix-socket connection; tandemd --threads $THREADS."
     echo

@@ -43,6 +43,7 @@
 #   solo0     TDM_CPU_SOLO_US=0 (the CPU engine wakes its pool for every list at once, as before 2026-11-28)
 #   fused0    TDM_GPU_CONFIG_FUSED=0 (a planner's few configurations in a graph of six launches, not in one
 #             kernel, as before 2026-11-28)
+#   latN      --cpu-latency-us N (tandemd holds the host's CPU wake-up latency limit at N us while it runs)
 #   niceN     tandemd runs under `nice -n N` (its threads, polling ones too, yield to the planners' on a busy core)
 #   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
@@ -82,6 +83,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:fused0* ]] && envs+=(TDM_GPU_CONFIG_FUSED=0)
     [[ $v =~ :fc([0-9]+) ]] && envs+=(TDM_GPU_FUSED_CONFIGS="${BASH_REMATCH[1]}")
     [[ $v =~ :rt([0-9]+) ]] && extra+=(--reply-threads "${BASH_REMATCH[1]}")
+    [[ $v =~ :lat([0-9]+) ]] && extra+=(--cpu-latency-us "${BASH_REMATCH[1]}")
     [[ $v =~ :spin([0-9]+) ]] && envs+=(TDM_POOLER_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v =~ :io([0-9]+) ]] && extra+=(--io-threads "${BASH_REMATCH[1]}")
     [[ $v =~ :ls([0-9]+) ]] && extra+=(--loop-spin-us "${BASH_REMATCH[1]}")

@@ -130,6 +130,14 @@ static const opt opts[] = {
      "decoding and answering its connections' requests; the main loop keeps the listeners and the rest. "
      "0: the main loop serves every connection; with many clients sending small requests (planners) one "
      "loop is then the daemon's bound (daemon/io.h)."},
+    {"cpu-latency-us", T_INT, OFF(cpu_latency_us), "off", 0, 1000000, NULL, "US",
+     "While it runs, tandemd holds the host's CPU wake-up latency limit (Linux PM QoS, /dev/cpu_dma_latency) "
+     "at this many microseconds, so that idle cores stay in shallow idle states: a client thread woken by "
+     "a reply, or a thread of tandemd woken by a request, gets a core sooner (with 64 planners on a 16-core "
+     "host their threads waited for a core half as long: bench/results/ompl_resident.md, section 21). "
+     "It applies to the whole host and costs idle power, as tuned's latency-performance profile does. "
+     "Needs write access to /dev/cpu_dma_latency (root, or a udev rule for tandemd's group); start-up "
+     "fails, naming the file, without it. off: the host's setting is left alone."},
     {"loop-spin-us", T_INT, OFF(loop_spin_us), "auto", 0, 1000000, NULL, "US",
      "How long an event loop polls for its connections' next bytes after their last read before it sleeps "
      "in epoll (it holds a core meanwhile; an idle daemon's loops sleep). A sleeping loop costs the next "
@@ -369,8 +377,8 @@ static int set_opt(tdm_config *c, const opt *o, const char *v, const char *where
             c->gpu_device = -1;
             return 0;
         }
-        if (o->type == T_INT && o->def && strcmp(o->def, "auto") == 0 && strcmp(v, "auto") == 0) {
-            *(int *)(base + o->off) = -1; /* an integer option whose default is auto: -1, resolved in main.c */
+        if (o->type == T_INT && o->def && (!strcmp(o->def, "auto") || !strcmp(o->def, "off")) && !strcmp(v, o->def)) {
+            *(int *)(base + o->off) = -1; /* an integer option whose default is auto (or off): -1, resolved in main.c */
             return 0;
         }
         uint64_t x;

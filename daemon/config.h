@@ -50,6 +50,7 @@ typedef struct tdm_config {
     uint32_t max_queries;
     uint32_t max_contacts;
     uint32_t io_threads;      /* event loops besides the main one, taking the connections (io.h) */
+    int cpu_latency_us;       /* held in /dev/cpu_dma_latency while running (main.c); -1: off */
     int loop_spin_us;         /* a loop polls this long after its last read before it sleeps; -1: auto (main.c) */
     int reply_threads;        /* threads writing the pooler's replies (tdm_query_pool_set_replies); -1: auto (main.c) */
     uint32_t max_pipelined;

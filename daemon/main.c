@@ -8,8 +8,11 @@
  * it. Meshes and scenes live in the catalogue (catalog.c), their files in the
  * data directory (datadir.c), written by the writer thread (writer.c) and read
  * back at start-up (loader.c). */
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,29 @@
 #include "server.h"
 #include "stats.h"
 #include "tls.h"
+
+/* --cpu-latency-us: holds the host's CPU latency limit (PM QoS) at `us` for as long as the
+ * returned descriptor stays open (the kernel drops the request when it is closed, also when
+ * tandemd dies). The file is /dev/cpu_dma_latency ($TDM_CPU_LATENCY_FILE in tests). -1, with
+ * the reason in err, when it cannot be held. */
+static int hold_cpu_latency(int us, char *err, size_t errlen)
+{
+    const char *path = getenv("TDM_CPU_LATENCY_FILE");
+    if (!path || !*path) path = "/dev/cpu_dma_latency";
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cpu-latency-us: %s: %s (it needs write access: root, or a udev rule for "
+                 "tandemd's group; or leave cpu-latency-us off)", path, strerror(errno));
+        return -1;
+    }
+    int32_t v = us;
+    if (write(fd, &v, sizeof v) != (ssize_t)sizeof v) {
+        snprintf(err, errlen, "cpu-latency-us: writing %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 int main(int argc, char **argv)
 {
@@ -54,7 +80,7 @@ int main(int argc, char **argv)
                  cfg.max_contacts, cfg.max_pipelined, cfg.max_connections, (unsigned long long)cfg.max_meshes_bytes,
                  cfg.threads);
 
-    int status = 1;
+    int status = 1, latency_fd = -1; /* latency_fd: --cpu-latency-us's hold */
     uv_loop_t loop;
     tdm_server srv;
     tdm_http *http = NULL;
@@ -85,6 +111,15 @@ int main(int argc, char **argv)
     if ((rc = tdm_heartbeat_start(&srv, cfg.metrics_interval, &heartbeat)) != 0) {
         tdm_log_error("heartbeat timer: %s", uv_strerror(rc));
         goto out;
+    }
+
+    if (cfg.cpu_latency_us >= 0) {
+        if ((latency_fd = hold_cpu_latency(cfg.cpu_latency_us, err, sizeof err)) < 0) {
+            tdm_log_error("%s", err);
+            goto out;
+        }
+        tdm_log_info("cpu-latency-us: the host's CPU wake-up latency held at %d us while tandemd runs",
+                     cfg.cpu_latency_us);
     }
 
     tdm_sched_config ec = tdm_sched_config_default();
@@ -217,6 +252,7 @@ out:
     tdm_tenants_free(srv.tenants);
     tdm_auth_limit_free(srv.auth_limit);
     tdm_http_stop(http);
+    if (latency_fd >= 0) close(latency_fd);
     if (status == TDM_EXIT_GPU_FAILED) tdm_log_info("tandemd stopped, exit status %d: restart it (the GPU failed)", status);
     else tdm_log_info(status == 0 ? "tandemd stopped" : "tandemd failed to start");
     tdm_config_free(&cfg);

@@ -2394,6 +2394,50 @@ Test(daemon, engine_gpu_without_gpu_fails_startup)
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
 
+/* --cpu-latency-us: while tandemd runs it holds the value in the host's PM QoS file
+ * ($TDM_CPU_LATENCY_FILE: a file of the test's in place of /dev/cpu_dma_latency), a 32-bit
+ * integer in microseconds; a file it cannot open stops the start-up, naming the file; a value
+ * that is not a number is refused. */
+Test(daemon, cpu_latency_is_held_or_the_start_fails)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s.latency", D.data_dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    setenv("TDM_CPU_LATENCY_FILE", path, 1);
+    const char *flags[] = {"--cpu-latency-us", "7", NULL};
+    dmn_start(&D, flags);
+    f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    int32_t v = -1;
+    size_t got = fread(&v, 1, sizeof v + 1, f);
+    fclose(f);
+    cr_assert_eq(got, sizeof v, "the file holds %zu bytes, not one 32-bit value", got);
+    cr_assert_eq(v, 7);
+    cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+    unlink(path);
+
+    setenv("TDM_CPU_LATENCY_FILE", "/nonexistent-tandem-dir/cpu_dma_latency", 1);
+    int st = 0;
+    cr_assert_neq(dmn_try_start(&D, flags, &st), 0, "tandemd started without its latency file");
+    char *log = dmn_log(&D);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status %d; log:\n%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+              log);
+    cr_assert(strstr(log, "cpu-latency-us: /nonexistent-tandem-dir/cpu_dma_latency: ") &&
+                  strstr(log, "tandemd failed to start"),
+              "the log should name the file:\n%s", log);
+    free(log);
+    unsetenv("TDM_CPU_LATENCY_FILE");
+
+    const char *bad[] = {"--cpu-latency-us", "soon", NULL};
+    cr_assert_neq(dmn_try_start(&D, bad, &st), 0);
+    log = dmn_log(&D);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(log, "cpu-latency-us must be an integer"),
+              "exit status %d; log:\n%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, log);
+    free(log);
+}
+
 /* A GPU engine with a small device budget: a MeshPut whose tree does not fit is refused
  * with NO_MEMORY and leaves nothing behind; on a restart with an even smaller budget the
  * stored meshes that do not fit are kept, and their scene is answered (by the CPU
