@@ -133,8 +133,8 @@ static const opt opts[] = {
     {"cpu-latency-us", T_INT, OFF(cpu_latency_us), "off", 0, 1000000, NULL, "US",
      "While it runs, tandemd holds the host's CPU wake-up latency limit (Linux PM QoS, /dev/cpu_dma_latency) "
      "at this many microseconds, so that idle cores stay in shallow idle states: a client thread woken by "
-     "a reply, or a thread of tandemd woken by a request, gets a core sooner (with 64 planners on a 16-core "
-     "host their threads waited for a core half as long: bench/results/ompl_resident.md, section 21). "
+     "a reply, or a thread of tandemd woken by a request, may get a core sooner (64 planners on a 16-core "
+     "host: +0-4 % problems/s in three rounds, +8 % in one; bench/results/ompl_resident.md, section 21). "
      "It applies to the whole host and costs idle power, as tuned's latency-performance profile does. "
      "Needs write access to /dev/cpu_dma_latency (root, or a udev rule for tandemd's group); start-up "
      "fails, naming the file, without it. off: the host's setting is left alone."},
