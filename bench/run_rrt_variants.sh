@@ -44,6 +44,7 @@
 #   fused0    TDM_GPU_CONFIG_FUSED=0 (a planner's few configurations in a graph of six launches, not in one
 #             kernel, as before 2026-11-28)
 #   latN      --cpu-latency-us N (tandemd holds the host's CPU wake-up latency limit at N us while it runs)
+#   cpu0-N    tandemd pinned to cores 0-N (taskset), the planners to the others (a service on cores of its own)
 #   niceN     tandemd runs under `nice -n N` (its threads, polling ones too, yield to the planners' on a busy core)
 #   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
@@ -107,7 +108,11 @@ for v in "${variants[@]}"; do
     sock=$work/tandemd.sock
     rm -f "$sock"
     nice_n=0; [[ $v =~ :nice([0-9]+) ]] && nice_n=${BASH_REMATCH[1]}
-    env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 nice -n "$nice_n" "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
+    pin=() plan_pin=()
+    if [[ $v =~ :cpu0-([0-9]+) ]]; then
+        pin=(taskset -c "0-${BASH_REMATCH[1]}") plan_pin=(taskset -c "$((BASH_REMATCH[1] + 1))-$(($(nproc) - 1))")
+    fi
+    env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 "${pin[@]}" nice -n "$nice_n" "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
         "${extra[@]}" --log-level warn 2> "$work/trace.txt" &
     pid=$!
     for _ in $(seq 600); do [[ -S $sock ]] && break; sleep 0.1; done
@@ -115,7 +120,7 @@ for v in "${variants[@]}"; do
         per=${PER:-40}
         [[ $pl == 1 ]] && per=2
         : > "$work/trace.txt"
-        "$bin/ompl_plan" "${base[@]}" "${plan_extra[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
+        "${plan_pin[@]}" "$bin/ompl_plan" "${base[@]}" "${plan_extra[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
             "$work/problems" > "$work/plan.txt" 2> "$work/plan.err" &
         plan=$!
         ( sleep 2; bash bench/thread_cpu.sh "$pid" 1.5 > "$work/threads.txt" ) &
