@@ -70,13 +70,14 @@ typedef struct __align__(16) drun {
  * from its drun, return at once). */
 #define GRAPH_CONFIGS 1024u
 /* Two sizes of graph per slot: a planner's state or motion (the latency lane's runs) launches
- * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS. */
+ * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS; each as six launches
+ * or as one fused kernel. */
 #define GRAPH_SIZES 4
 #define GRAPH_FUSED 2 /* graph[GRAPH_FUSED ...]: fused runs (fused_kernel) of the same two sizes */
 static const uint32_t graph_configs[GRAPH_SIZES] = {64u, GRAPH_CONFIGS, 64u, GRAPH_CONFIGS};
 /* Fused runs (fused_kernel): one block of FUSED_THREADS per configuration, at most
- * tdm_gpu.fused_configs of them (FUSED_CONFIGS unless TDM_GPU_FUSED_CONFIGS says; at most
- * GRAPH_CONFIGS); programs of at most FUSED_CHECKS checks; each frontier buffer's first
+ * tdm_gpu.fused_configs of them (resident.h's TDM_GPU_FUSED_CONFIGS, or the environment's; in
+ * effect at most GRAPH_CONFIGS); programs of at most FUSED_CHECKS checks; each frontier buffer's first
  * FUSED_SHARED pairs and the first FUSED_HOT tasks' hot data in shared memory. The blocks
  * share the block runs' frontier scratch (BLOCK_RUN_MAX x BLOCK_RUN_ROOM pairs a buffer). */
 #define FUSED_THREADS 128
@@ -372,6 +373,41 @@ __global__ void emit_kernel(const drun *R, const tdm_xform *pose, const uint32_t
     emit_one(P, P.progs[P.prog_of[i]], pose, i, k, t, tasks, res, front, map);
 }
 
+/* The fold's rule for one task of configuration i (program p; check k; its result's
+ * colliding, count and truncated): a colliding check below *first becomes it, and every
+ * colliding one adds its counted contacts; a free one below *first whose pair has a solid
+ * becomes it when one of the two holds the other (fold_kernel, fused_kernel). */
+__device__ static __forceinline__ void fold_task(const drun &P, const dprog &p, const tdm_xform *pose, uint32_t i,
+                                                 uint32_t k, uint32_t colliding, uint32_t count, uint32_t truncated,
+                                                 uint32_t cap, uint32_t *first, uint64_t *sum, uint32_t *trunc)
+{
+    if (colliding) {
+        if (k < *first) *first = k;
+        *sum += tdm_contacts_counted(count, cap);
+        if (truncated) *trunc = 1;
+        return;
+    }
+    if (!p.solids || k >= *first) return;
+    const tdm_gpu_check *c = &p.checks[k];
+    if (!c->solid) return;
+    const tdm_xform *xa = pose_of(p, P.M, pose, i, c->a), *xb = pose_of(p, P.M, pose, i, c->b);
+    if (((c->solid & TDM_SOLID_A_IN_B) && tdm_solid_holds(&p.solids[c->ob], xb, &p.solids[c->oa], p.reps, xa)) ||
+        ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb)))
+        *first = k;
+}
+
+/* A configuration's answer from its folded tasks: the first colliding check (or free), and
+ * in contacts mode the contacts summed over its checks, capped. */
+__device__ static __forceinline__ tdm_gpu_config_answer answer_of(uint32_t first, uint64_t sum, uint32_t trunc,
+                                                                  uint32_t mode, uint32_t cap)
+{
+    tdm_gpu_config_answer a = {first, 0, 0, 1};
+    if (mode == TDM_MODE_BOOL) return a;
+    a.contacts = sum > cap ? cap : (uint32_t)sum;
+    a.truncated = sum > cap ? 1 : trunc;
+    return a;
+}
+
 /* A warp per configuration (its tasks are few: ~12 for a Panda in a box world),
  * folded as the host's scheduler folds them (workpile/sched.c): the first check in
  * check order that collides or, free with a solid partner, holds one inside the
@@ -408,54 +444,14 @@ __global__ void __launch_bounds__(BLOCK) fold_kernel(const drun *R, const tdm_xf
     uint32_t first = UINT32_MAX, trunc = 0;
     uint64_t sum = 0;
     for (uint32_t t = t0 + lane; t < t1; t += 32) {
-        uint32_t k = map[t].y;
         const dres *r = &res[t];
-        if (r->colliding) {
-            if (k < first) first = k;
-            sum += tdm_contacts_counted(r->count, cap);
-            if (r->truncated) trunc = 1;
-        } else if (p.solids && k < first) {
-            const tdm_gpu_check *c = &p.checks[k];
-            if (!c->solid) continue;
-            const tdm_xform *xa = pose_of(p, P.M, pose, i, c->a), *xb = pose_of(p, P.M, pose, i, c->b);
-            if (((c->solid & TDM_SOLID_A_IN_B) && tdm_solid_holds(&p.solids[c->ob], xb, &p.solids[c->oa], p.reps, xa)) ||
-                ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb)))
-                first = k;
-        }
+        fold_task(P, p, pose, i, map[t].y, r->colliding, r->count, r->truncated, cap, &first, &sum, &trunc);
     }
     first = __reduce_min_sync(0xffffffffu, first);
-    tdm_gpu_config_answer a = {first, 0, 0, 1};
-    if (mode != TDM_MODE_BOOL) {
-        for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
-        trunc = __any_sync(0xffffffffu, trunc);
-        if (sum > cap) {
-            a.contacts = cap;
-            a.truncated = 1;
-        } else {
-            a.contacts = (uint32_t)sum;
-            a.truncated = trunc;
-        }
-    }
-    if (lane == 0) ans[i] = a;
+    for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
+    trunc = __any_sync(0xffffffffu, trunc);
+    if (lane == 0) ans[i] = answer_of(first, sum, trunc, mode, cap);
 }
-
-/* Fused runs: a planner's few configurations in one launch, one block per configuration
- * from its kinematics to its answer, where a graph run is six launches with global lists
- * between them (each launch waiting for the last to drain: ~0.055-0.079 ms of device time
- * for a few configurations, bench/results/ompl_resident.md, section 19). The block's warp 0
- * makes the kinematics (fk_warp); all its threads cull the checks and list the kept ones'
- * tasks in check order (the span, map, tasks and results a graph run lists, so that the
- * levels and fold_kernel can take over), walk their BVTTs level by level with the first
- * FUSED_SHARED pairs of each frontier and the first FUSED_HOT tasks' hot data in shared
- * memory (as the lean block run), test leaf pairs where they meet them (the filter and
- * exact test of the levels' two passes), and fold (fold_kernel's rule). In bool mode a
- * task stops at its first intersecting pair, and pairs of a task whose check comes after
- * a colliding one are skipped: the answer is the first colliding check. Pairs past the
- * block's room are handed over to the levels (s->front[0]), as a block run hands them
- * over; the last block to finish writes the level path's counters and the run's tail
- * (answers[n]: pairs handed over, their overflow, tasks listed). A run that handed pairs
- * over is folded again after the levels (tdm__gpu_configs_finish), so its answers are
- * those of a graph run whatever the room. */
 
 /* Records a leaf pair's n_hits intersecting triangle pairs (the first: A's slot a, B's slot
  * b) in the task's result r by tri_exact_kernel's rule; returns 1 when the task is done. */
@@ -479,8 +475,8 @@ __device__ static __forceinline__ int fused_hits(const dtask *task, dres *r, uin
     return 0;
 }
 
-/* n16 16-byte pieces from global memory this kernel wrote (through L2: not __ldg's
- * read-only path). */
+/* n16 16-byte pieces of global memory that the calling kernel wrote (through L2: not
+ * __ldg's read-only path). */
 __device__ static __forceinline__ void load16_cg(void *dst, const void *src, int n16)
 {
     const float4 *s = reinterpret_cast<const float4 *>(src);
@@ -488,6 +484,23 @@ __device__ static __forceinline__ void load16_cg(void *dst, const void *src, int
     for (int k = 0; k < n16; k++) d[k] = __ldcg(s + k);
 }
 
+/* Fused runs: a planner's few configurations in one launch, one block per configuration
+ * from its kinematics to its answer, where a graph run is six launches with global lists
+ * between them (each launch waiting for the last to drain: ~0.055-0.079 ms of device time
+ * for a few configurations, bench/results/ompl_resident.md, section 19). The block's warp 0
+ * makes the kinematics (fk_warp); all its threads cull the checks and list the kept ones'
+ * tasks in check order (the span, map, tasks and results a graph run lists, so that the
+ * levels and fold_kernel can take over), walk their BVTTs level by level with the first
+ * FUSED_SHARED pairs of each frontier and the first FUSED_HOT tasks' hot data in shared
+ * memory (as the lean block run), test leaf pairs where they meet them (the filter and
+ * exact test of the levels' two passes), and fold (fold_kernel's rule). In bool mode a
+ * task stops at its first intersecting pair, and pairs of a task whose check comes after
+ * a colliding one are skipped: the answer is the first colliding check. Pairs past the
+ * block's room are handed over to the levels (s->front[0]), as a block run hands them
+ * over; the last block to finish writes the level path's counters and the run's tail
+ * (answers[n]: pairs handed over, their overflow, tasks listed). A run that handed pairs
+ * over is folded again after the levels (tdm__gpu_configs_finish), so its answers are
+ * those of a graph run whatever the room. */
 __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
                                                               double (*centre)[4], uint2 *span, dtask *tasks,
                                                               dres *res, uint2 *map, fpair *scratch, uint32_t room,
@@ -634,45 +647,23 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
     }
     /* the fold (fold_kernel's rule) over the block's tasks */
     uint32_t first = UINT32_MAX, trunc = 0;
-    unsigned long long sum = 0;
+    uint64_t sum = 0;
     for (uint32_t j = tid; j < n_tasks; j += FUSED_THREADS) {
-        uint32_t k = s_chk[j];
-        const volatile dres *r = &res[base + j];
-        if (r->colliding) {
-            if (k < first) first = k;
-            sum += tdm_contacts_counted(r->count, cap);
-            if (r->truncated) trunc = 1;
-        } else if (p.solids && k < first) {
-            const tdm_gpu_check *c = &p.checks[k];
-            if (!c->solid) continue;
-            const tdm_xform *xa = pose_of(p, P.M, pose, i, c->a), *xb = pose_of(p, P.M, pose, i, c->b);
-            if (((c->solid & TDM_SOLID_A_IN_B) && tdm_solid_holds(&p.solids[c->ob], xb, &p.solids[c->oa], p.reps, xa)) ||
-                ((c->solid & TDM_SOLID_B_IN_A) && tdm_solid_holds(&p.solids[c->oa], xa, &p.solids[c->ob], p.reps, xb)))
-                first = k;
-        }
+        const volatile dres *r = &res[base + j]; /* written by this block's atomics */
+        fold_task(P, p, pose, i, s_chk[j], r->colliding, r->count, r->truncated, cap, &first, &sum, &trunc);
     }
     first = __reduce_min_sync(0xffffffffu, first);
     trunc = __any_sync(0xffffffffu, trunc);
     for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
     if (lane == 0) {
         atomicMin(&s_fold, first);
-        if (sum) atomicAdd(&s_sum, sum);
+        if (sum) atomicAdd(&s_sum, (unsigned long long)sum);
         if (trunc) s_trunc = 1;
     }
     __threadfence(); /* this block's hand-overs before its count below */
     __syncthreads();
     if (tid == 0) {
-        tdm_gpu_config_answer a = {s_fold, 0, 0, 1};
-        if (mode != TDM_MODE_BOOL) {
-            if (s_sum > cap) {
-                a.contacts = cap;
-                a.truncated = 1;
-            } else {
-                a.contacts = (uint32_t)s_sum;
-                a.truncated = s_trunc;
-            }
-        }
-        ans[i] = a;
+        ans[i] = answer_of(s_fold, s_sum, s_trunc, mode, cap);
         s_last = atomicAdd((uint32_t *)&R->blocks_done, 1u) == P.n - 1;
     }
     __syncthreads();
