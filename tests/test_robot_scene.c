@@ -757,12 +757,12 @@ Test(robot_scene, configs_on_gpu_match_cpu_engine) { configs_on_gpu(NULL, 50000)
 Test(robot_scene, configs_on_gpu_with_a_small_room) { configs_on_gpu("40", N_BATCH); }
 
 /* A robot of more links than a warp has lanes: the GPU engine chains such kinematics
- * through memory, shorter ones in registers (gpu/configs.cu, fk_warp). A chain of
- * CHAIN_JOINTS revolute joints with a fixed side branch (a parent that is not the link
- * before) and a mimic joint, in a world of two boxes: every answer the CPU engine's. */
-#define CHAIN_JOINTS 40
-
-static char *chain_urdf(void)
+ * through memory, shorter ones in registers (gpu/configs.cu, fk_warp). A chain of `joints`
+ * revolute joints with a fixed side branch (a parent that is not the link before) and a
+ * mimic joint, in a world of two boxes: every answer the CPU engine's. 40 joints make ~900
+ * checks, which a fused run takes (gpu/configs.cu, fused_kernel: at most 1 024), 50 make
+ * more, which go as graph runs of six launches. */
+static char *chain_urdf(int joints)
 {
     size_t cap = 64 * 1024, at = 0;
     char *u = malloc(cap);
@@ -770,7 +770,7 @@ static char *chain_urdf(void)
     at += (size_t)snprintf(u + at, cap - at, "<?xml version='1.0'?>\n<robot name='chain'>\n"
                                               "<link name='l0'><collision><geometry><box size='0.1 0.1 0.04'/>"
                                               "</geometry></collision></link>\n");
-    for (int j = 1; j <= CHAIN_JOINTS; j++) {
+    for (int j = 1; j <= joints; j++) {
         const char *axis = j % 3 == 0 ? "1 0 0" : j % 3 == 1 ? "0 0 1" : "0 1 0";
         if (j == 7) /* follows joint 3 */
             at += (size_t)snprintf(u + at, cap - at,
@@ -808,12 +808,10 @@ static const char *chain_world = "name: chain\n"
                                  "      primitives: [{type: box, dimensions: [0.5, 0.5, 0.05]}]\n"
                                  "      primitive_poses: [{position: [-0.3, 0.0, 1.7], orientation: [0, 0, 0, 1]}]\n";
 
-Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine)
+static void long_chain_on_gpu(int joints, int fused)
 {
     char why[320] = "", err[512];
-    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
-    if (!e) cr_skip_test("no GPU engine: %s", why);
-    char *u = chain_urdf();
+    char *u = chain_urdf(joints);
     write_file("chain.urdf", u);
     free(u);
     tdm_robot *r;
@@ -825,6 +823,18 @@ Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine)
     tdm_robot_scene *rs;
     cr_assert_eq(tdm_robot_scene_create(r, w, NULL, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err), TDM_OK, "%s",
                  err);
+    uint32_t checks = rs->scene->n_checks;
+    if (fused) cr_assert(checks > 512 && checks <= 1024, "%d joints: %u checks, not a fused run's most", joints, checks);
+    else cr_assert_gt(checks, 1024, "%d joints: %u checks, few enough for a fused run", joints, checks);
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!e) {
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(w);
+        tdm_robot_free(r);
+        cr_skip_test("no GPU engine: %s", why);
+    }
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(e, &before);
     for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
     const size_t n = 3000, nq = r->n_active;
     double *q = malloc(n * nq * sizeof *q);
@@ -867,6 +877,10 @@ Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine)
         }
     }
     tdm_sched_destroy(cpu);
+    tdm_sched_get_stats(e, &after);
+    uint64_t fused_runs = after.gpu_fused_runs - before.gpu_fused_runs;
+    if (fused) cr_assert_gt(fused_runs, 0, "%d joints: no run in one kernel", joints);
+    else cr_assert_eq(fused_runs, 0, "%d joints (%u checks): runs in one kernel", joints, checks);
     for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(e, rs->bvhs[i]);
     tdm_sched_destroy(e);
     tdm_robot_scene_destroy(rs);
@@ -878,6 +892,9 @@ Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine)
     free(want);
     free(got);
 }
+
+Test(robot_scene, configs_of_a_long_chain_on_gpu_match_cpu_engine) { long_chain_on_gpu(40, 1); }
+Test(robot_scene, configs_of_a_longer_chain_past_a_fused_run_match_cpu_engine) { long_chain_on_gpu(50, 0); }
 
 /* Small batches (a planner's states) on the GPU engine, one run each: with few
  * (configuration, check) entries a run goes in one launch, in block runs (each block
