@@ -94,6 +94,9 @@ field() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 rows_c=()
 rows_d=()
+# the goals' inputs: problems/s and median s by "label|planners", total build s by label
+declare -A pps med build
+labels_d=()
 # run NAME ARGS...: one ompl_plan run, its row for table (c) or (d)
 run_c() {
     local label=$1 planners=$2; shift 2
@@ -105,6 +108,7 @@ run_c() {
     n=$(field "$log" problems) s=$(field "$log" solved)
     rows_c+=("| $label | $planners | $n | $s ($(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.1f%%", 100 * s / n }')) | $(field "$log" recheck_failed) | $(awk -v x="$(field "$log" median_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$(field "$log" p95_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(field "$log" wall_s) | $(field "$log" problems_per_s) | $(field "$log" checks) | $(field "$log" requests) | $(s=$(field "$log" setup_s); echo "${s:--}") |")
     echo "${rows_c[-1]}" >&2
+    pps["$label|$planners"]=$(field "$log" problems_per_s) med["$label|$planners"]=$(field "$log" median_s)
 }
 run_d() {
     local label=$1; shift
@@ -118,6 +122,8 @@ run_d() {
     local total=$(awk 'NF == 6 { s += $4 } END { printf "%.3f", s }' "$log")
     rows_d+=("| $label | $n | $(field "$log" roadmap_median_s) | $(field "$log" roadmap_states_s) | $(field "$log" roadmap_neighbours_s) | $(field "$log" roadmap_motions_s) | $total | $checks | $(awk -v c="$checks" -v t="$total" 'BEGIN { printf "%.0f", (t > 0 ? c / t : 0) }') | $(field "$log" solved) |")
     echo "${rows_d[-1]}" >&2
+    build["$label"]=$total
+    labels_d+=("$label")
 }
 
 # ---- FCL in process ----
@@ -197,5 +203,16 @@ report() {
     echo "| checker | roadmaps | median build s | states s | neighbours s | motions s | total build s | checks | checks/s | solved |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows_d[@]}"
+    echo
+    echo "## The goals (issue 13), as ratios of the rows above"
+    echo
+    echo "| Tandem row | $MANY planners against $FCL_PLANNERS FCL planners, problems/s (goal ≥ 4×) | 1 planner's median against FCL's (goal ≤ 1×) | roadmap build, FCL's total over Tandem's (goal ≥ 10×) |"
+    echo "|---|---:|---:|---:|"
+    local fcl="FCL in process" l
+    ratio() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { if (a > 0 && b > 0) printf f "×", a / b; else printf "-" }'; }
+    for l in "${labels_d[@]}"; do
+        [[ $l == Tandem* ]] || continue
+        echo "| $l | $(ratio "${pps[$l|$MANY]:-0}" "${pps[$fcl|$FCL_PLANNERS]:-0}" %.2f) | $(ratio "${med[$l|1]:-0}" "${med[$fcl|1]:-0}" %.2f) | $(ratio "${build[$fcl, $FCL_THREADS threads]:-0}" "${build[$l]:-0}" %.1f) |"
+    done
 }
 report | tee "$out_file"
