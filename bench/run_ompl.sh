@@ -31,6 +31,8 @@
 #   NN_THREADS=                     ompl_plan --nn-threads for the roadmap rows (empty: its default, the
 #                                   host's hardware threads)
 #   SEED=1
+#   LOG_DIR=                        keep every ompl_plan run's output (its per-problem lines, for
+#                                   bench/ompl_batch_model.py) in this folder, as c_LABEL_P.txt and d_LABEL.txt
 #   CPU_LATENCY_US=                 hold the host's CPU wake-up latency limit (Linux PM QoS,
 #                                   /dev/cpu_dma_latency) at this many us for the whole run, FCL's rows and
 #                                   Tandem's alike (tandemd's --cpu-latency-us does it for tandemd's life);
@@ -60,6 +62,7 @@ NN_THREADS=${NN_THREADS:-}
 nn_desc=${NN_THREADS:-all $(nproc)}
 SEED=${SEED:-1}
 CPU_LATENCY_US=${CPU_LATENCY_US:-}
+LOG_DIR=${LOG_DIR:-}
 plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
@@ -72,7 +75,7 @@ command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TAND
     MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
     RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
     FCL_THREADS="$FCL_THREADS" ${NN_THREADS:+NN_THREADS="$NN_THREADS"} SEED="$SEED" \
-    ${CPU_LATENCY_US:+CPU_LATENCY_US="$CPU_LATENCY_US"} bench/run_ompl.sh "$out_file")"
+    ${CPU_LATENCY_US:+CPU_LATENCY_US="$CPU_LATENCY_US"} ${LOG_DIR:+LOG_DIR="$LOG_DIR"} bench/run_ompl.sh "$out_file")"
 if [[ -n $CPU_LATENCY_US ]]; then
     # held while descriptor 9 stays open: the kernel drops the request when the script ends
     exec 9> /dev/cpu_dma_latency || { echo "run_ompl.sh: CPU_LATENCY_US needs write access to /dev/cpu_dma_latency" >&2; exit 1; }
@@ -91,6 +94,9 @@ t_start=$(date +%s)
 
 # summary KEY from a run's last line
 field() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+[[ -n $LOG_DIR ]] && mkdir -p "$LOG_DIR"
+# keep KIND LABEL LOG: a run's output into LOG_DIR, named by its kind and label
+keep() { [[ -z $LOG_DIR ]] || cp "$3" "$LOG_DIR/$1_$(printf '%s' "$2" | tr -c 'A-Za-z0-9' '_').txt"; }
 
 rows_c=()
 rows_d=()
@@ -104,6 +110,7 @@ run_c() {
     echo "run_ompl.sh: (c) $label, $planners planner(s)" >&2
     "$plan" "${base[@]}" --planner rrtconnect --time-limit "$TIME_LIMIT" --planners "$planners" "$@" > "$log" 2> "$log.err" ||
         { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
+    keep c "${label}_$planners" "$log"
     local n s
     n=$(field "$log" problems) s=$(field "$log" solved)
     rows_c+=("| $label | $planners | $n | $s ($(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.1f%%", 100 * s / n }')) | $(field "$log" recheck_failed) | $(awk -v x="$(field "$log" median_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(awk -v x="$(field "$log" p95_s)" 'BEGIN { printf "%.1f", 1000 * x }') | $(field "$log" wall_s) | $(field "$log" problems_per_s) | $(field "$log" checks) | $(field "$log" requests) | $(s=$(field "$log" setup_s); echo "${s:--}") |")
@@ -118,6 +125,7 @@ run_d() {
     "$plan" "${base[@]}" --planner prm --prm-samples "$PRM_SAMPLES" --prm-k "$PRM_K" --time-limit 0.001 \
         --per-scenario "$PRM_PER_SCENARIO" ${NN_THREADS:+--nn-threads "$NN_THREADS"} "$@" > "$log" 2> "$log.err" ||
         { echo "run_ompl.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
+    keep d "$label" "$log"
     local n=$(field "$log" problems) checks=$(field "$log" checks)
     local total=$(awk 'NF == 6 { s += $4 } END { printf "%.3f", s }' "$log")
     rows_d+=("| $label | $n | $(field "$log" roadmap_median_s) | $(field "$log" roadmap_states_s) | $(field "$log" roadmap_neighbours_s) | $(field "$log" roadmap_motions_s) | $total | $checks | $(awk -v c="$checks" -v t="$total" 'BEGIN { printf "%.0f", (t > 0 ? c / t : 0) }') | $(field "$log" solved) |")

@@ -47,6 +47,9 @@
 #   cpu0-N    tandemd pinned to cores 0-N (taskset), the planners to the others (a service on cores of its own)
 #   niceN     tandemd runs under `nice -n N` (its threads, polling ones too, yield to the planners' on a busy core)
 #   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
+#   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
+#             cudaFree, which synchronise the device: 0)
+#   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
@@ -97,6 +100,8 @@ for v in "${variants[@]}"; do
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)
     [[ $v == *:lean0* ]] && envs+=(TDM_GPU_CONFIG_LEAN=0)
     [[ $v == *:skip0* ]] && envs+=(TDM_ENGINE_SKIP_ANSWERED=0)
+    [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
+    [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
@@ -148,12 +153,15 @@ for v in "${variants[@]}"; do
                                c[b]++; q[b] += n; t[b] += $(NF - 9); w[b] += $(NF - 6) }
              END { for (b in c) printf "  gpu engine runs of %s configurations: %d, mean %.0f configurations, %.3f ms in the engine, %.3f waiting for the device\n",
                    b, c[b], q[b] / c[b], t[b] / c[b], w[b] / c[b] }' "$work/trace.txt"
+        # mtrace (or gtrace): "gpu mesh upload: N triangles: T ms", "gpu mesh free: T ms"
+        awk '/^gpu mesh (upload|free):/ { k = $3; c[k]++; t[k] += $(NF - 1); if ($(NF - 1) > m[k]) m[k] = $(NF - 1) }
+             END { for (k in c) printf "  gpu mesh %s %d, mean %.3f ms, max %.3f, total %.3f s\n", k, c[k], t[k] / c[k], m[k], t[k] / 1e3 }' "$work/trace.txt"
     done
     kill "$pid"
     wait "$pid" 2>/dev/null
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
-    grep -av '^dispatch\|^gpu configs' "$work/trace.txt" | sed 's/^/  /' | tail -9
+    grep -av '^dispatch\|^gpu configs\|^gpu mesh' "$work/trace.txt" | sed 's/^/  /' | tail -9
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
                n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"

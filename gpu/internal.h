@@ -19,6 +19,7 @@ struct tdm_gpu_mesh {
     uint32_t n_nodes, n_tris;
     float radius;
     uint64_t bytes;
+    int pooled;          /* its arrays came from the stream-ordered allocator (tdm_gpu.mesh_pooled) */
 };
 
 /* The CUDA device index the engine runs on (callers set it on their thread). */

@@ -388,6 +388,11 @@ __global__ void __launch_bounds__(BLOCK) tri_exact_kernel(const fpair *tris, con
     }
 }
 
+/* Trees' arrays in the device's stream-ordered pool by default (TDM_GPU_MESH_POOLED), which keeps
+ * up to MESH_POOL_KEEP bytes of freed arrays for later uploads. */
+#define MESH_POOLED 0
+#define MESH_POOL_KEEP (256ull << 20)
+
 /* Small runs (tdm_gpu_config.small_tasks): one thread per task, depth first,
  * in one launch. A run of a few thousand tasks (a planner's state or motion)
  * mostly stops at the root pairs; level by level it costs a launch of every
@@ -812,6 +817,20 @@ static int create_on(const tdm_gpu_config &c, const cudaDeviceProp &prop, gpu_bu
     g->prof_fd = prof && *prof ? open(prof, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     /* TDM_GPU_BLOCKING_SYNC=1 (A/B runs): a lane waiting for its slot sleeps in the driver
      * instead of spinning on a core (the default: the lowest latency, a core per waiting lane) */
+    /* trees in the device's stream-ordered pool, where the device has one (TDM_GPU_MESH_POOLED: 1 or 0,
+       A/B runs); it keeps up to MESH_POOL_KEEP bytes of freed arrays for the next uploads */
+    const char *mp = getenv("TDM_GPU_MESH_POOLED");
+    int pools = 0;
+    cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, c.device);
+    g->mesh_pooled = pools && (mp && *mp ? strcmp(mp, "0") != 0 : MESH_POOLED);
+    if (g->mesh_pooled) {
+        cudaMemPool_t pool;
+        uint64_t keep = MESH_POOL_KEEP;
+        if (cudaDeviceGetDefaultMemPool(&pool, c.device) != cudaSuccess ||
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+            g->mesh_pooled = 0;
+    }
+    cudaGetLastError();
     const char *blocking = getenv("TDM_GPU_BLOCKING_SYNC");
     unsigned ev_flags = cudaEventDisableTiming | (blocking && strcmp(blocking, "1") == 0 ? cudaEventBlockingSync : 0);
     for (int k = 0; k < g->n_slots; k++) {
@@ -936,6 +955,27 @@ extern "C" void tdm_gpu_destroy(tdm_gpu *g)
     free(g);
 }
 
+/* A tree's device array, and its copy from the host: from the device's stream-ordered pool on
+ * slot 0's stream (tdm_gpu.mesh_pooled; the upload waits for that stream alone at its end),
+ * or cudaMalloc and cudaMemcpy. */
+static cudaError_t mesh_alloc(tdm_gpu *g, void **p, size_t bytes)
+{
+    return g->mesh_pooled ? cudaMallocAsync(p, bytes, g->slots[0].stream) : cudaMalloc(p, bytes);
+}
+
+static cudaError_t mesh_copy(tdm_gpu *g, void *dst, const void *src, size_t bytes)
+{
+    return g->mesh_pooled ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g->slots[0].stream)
+                          : cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+static void mesh_release(tdm_gpu *g, const tdm_gpu_mesh *m, void *p)
+{
+    if (!p) return;
+    if (m->pooled) cudaFreeAsync(p, g->slots[0].stream);
+    else cudaFree(p);
+}
+
 /* The node layouts the traversals run on (the blocked one always, the
  * four-wide one for TDM_GPU_TRAVERSE_WIDE) are built on the host by geom/layout.h. */
 extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
@@ -961,22 +1001,27 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     tdm_gpu_mesh *m = (tdm_gpu_mesh *)calloc(1, sizeof *m);
     tdm_bvh_node *blocked = NULL;
     uint32_t n_blocked = 0;
-    if (m) tdm_layout_blocked(bvh, &blocked, &n_blocked); /* NULL on failure */
+    if (m) {
+        m->pooled = g->mesh_pooled;
+        tdm_layout_blocked(bvh, &blocked, &n_blocked); /* NULL on failure */
+    }
     cudaError_t e = cudaSuccess;
     if (blocked && wide) {
-        e = cudaMalloc(&m->wide, (size_t)n_wide * sizeof(tdm_bvh_node));
-        if (e == cudaSuccess)
-            e = cudaMemcpy(m->wide, wide, (size_t)n_wide * sizeof(tdm_bvh_node), cudaMemcpyHostToDevice);
+        e = mesh_alloc(g, (void **)&m->wide, (size_t)n_wide * sizeof(tdm_bvh_node));
+        if (e == cudaSuccess) e = mesh_copy(g, m->wide, wide, (size_t)n_wide * sizeof(tdm_bvh_node));
     }
+    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->nodes, nb);
+    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->blocked, kb);
+    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->tris, tb);
+    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->ids, ib);
+    if (blocked && e == cudaSuccess) e = mesh_copy(g, m->nodes, bvh->nodes, nb);
+    if (blocked && e == cudaSuccess) e = mesh_copy(g, m->blocked, blocked, kb);
+    if (blocked && e == cudaSuccess) e = mesh_copy(g, m->tris, bvh->tri_verts, tb);
+    if (blocked && e == cudaSuccess) e = mesh_copy(g, m->ids, bvh->tri_ids, ib);
+    /* the copies done (pooled: the host's arrays are read before it returns, but the arrays are
+       only allocated once slot 0's stream gets there; other streams use them from now on) */
+    if (blocked && e == cudaSuccess && g->mesh_pooled) e = cudaStreamSynchronize(g->slots[0].stream);
     free(wide);
-    if (blocked) e = cudaMalloc(&m->nodes, nb);
-    if (blocked && e == cudaSuccess) e = cudaMalloc(&m->blocked, kb);
-    if (blocked && e == cudaSuccess) e = cudaMalloc(&m->tris, tb);
-    if (blocked && e == cudaSuccess) e = cudaMalloc(&m->ids, ib);
-    if (blocked && e == cudaSuccess) e = cudaMemcpy(m->nodes, bvh->nodes, nb, cudaMemcpyHostToDevice);
-    if (blocked && e == cudaSuccess) e = cudaMemcpy(m->blocked, blocked, kb, cudaMemcpyHostToDevice);
-    if (blocked && e == cudaSuccess) e = cudaMemcpy(m->tris, bvh->tri_verts, tb, cudaMemcpyHostToDevice);
-    if (blocked && e == cudaSuccess) e = cudaMemcpy(m->ids, bvh->tri_ids, ib, cudaMemcpyHostToDevice);
     int have = blocked != NULL;
     free(blocked);
     if (!have || e != cudaSuccess) {
@@ -1000,11 +1045,11 @@ extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
 {
     if (!m) return;
     cudaSetDevice(g->cfg.device);
-    cudaFree(m->wide);
-    cudaFree(m->nodes);
-    cudaFree(m->blocked);
-    cudaFree(m->tris);
-    cudaFree(m->ids);
+    mesh_release(g, m, m->wide);
+    mesh_release(g, m, m->nodes);
+    mesh_release(g, m, m->blocked);
+    mesh_release(g, m, m->tris);
+    mesh_release(g, m, m->ids);
     tdm__gpu_budget_add(g->bud, BUD_MESH, -(int64_t)m->bytes);
     free(m);
 }

@@ -134,6 +134,10 @@ struct tdm_gpu {
                                       global memory */
     struct prog_cache *progs;      /* configs.cu: the resident robot scene programs (NULL until the first) */
     uint64_t program_cache_bytes;  /* their most bytes (cfg.program_cache, or TDM_GPU_PROGRAM_CACHE_KB; 0: none) */
+    int mesh_pooled;               /* trees' device arrays from the device's stream-ordered pool (cudaMallocAsync,
+                                      cudaFreeAsync on slot 0's stream), so that neither an upload nor a free
+                                      waits for the other lanes' runs (TDM_GPU_MESH_POOLED=0: cudaMalloc and
+                                      cudaFree, which synchronise the device) */
 };
 
 /* Graph runs of robot configurations of at most this many configurations go in one kernel,

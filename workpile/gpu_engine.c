@@ -61,6 +61,7 @@ typedef struct gpu_engine {
     int n_lanes;
     gpu_lane lanes[MAX_LANES];
     int trace; /* TDM_GPU_TRACE set: where each run's time went, on stderr */
+    int mesh_trace; /* TDM_GPU_TRACE or TDM_GPU_MESH_TRACE set: each tree's upload and free, timed, on stderr */
     int post;  /* TDM_GPU_POST=0 unset: fill a slot on the workers while the others are stepped */
 } gpu_engine;
 
@@ -539,15 +540,19 @@ static int gpu_mesh_add(tdm_backend *b, int lane, const tdm_bvh *bvh, void **cop
 {
     gpu_engine *e = (gpu_engine *)b;
     tdm_gpu_mesh *m = NULL;
+    double t0 = e->mesh_trace ? now_s() : 0;
     int rc = tdm_gpu_mesh_upload(e->lanes[lane].g, bvh, &m);
     *copy = m;
+    if (e->mesh_trace) fprintf(stderr, "gpu mesh upload: %u triangles: %.3f ms\n", bvh->n_tris, 1e3 * (now_s() - t0));
     return rc;
 }
 
 static void gpu_mesh_free(tdm_backend *b, int lane, void *copy)
 {
     gpu_engine *e = (gpu_engine *)b;
+    double t0 = e->mesh_trace ? now_s() : 0;
     tdm_gpu_mesh_free(e->lanes[lane].g, copy);
+    if (e->mesh_trace) fprintf(stderr, "gpu mesh free: %.3f ms\n", 1e3 * (now_s() - t0));
 }
 
 static int gpu_prepare(tdm_backend *b, size_t n)
@@ -608,6 +613,7 @@ int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int 
     e->cfg = cfg ? *cfg : tdm_gpu_engine_config_default();
     e->pool = pool;
     e->trace = getenv("TDM_GPU_TRACE") != NULL;
+    e->mesh_trace = e->trace || getenv("TDM_GPU_MESH_TRACE") != NULL;
     const char *po = getenv("TDM_GPU_POST");
     e->post = !(po && strcmp(po, "0") == 0);
     e->base = (tdm_backend){&gpu_ops, lanes, 1, 1};
