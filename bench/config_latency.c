@@ -5,7 +5,12 @@
  * threads at once (the pooler's lanes).
  *
  *   bench_config_latency --urdf URDF [--srdf SRDF] [--engine gpu] [--threads T] [--lanes L]
- *                        [--repeat R] [--shapes G:P,G:P...] [--verify] WORLD.yaml...
+ *                        [--repeat R] [--shapes G:P,G:P...] [--verify] [--express B] WORLD.yaml...
+ *
+ * --express B runs each group through the express ring instead (workpile/sched.h,
+ * tdm_sched_express_*: B resident blocks; groups of at most 64 configurations), each
+ * thread publishing its groups and polling for their answers; a group given back (it
+ * outgrew a block) runs the pooled way and is counted on stderr.
  *
  * --verify also answers every configuration on the CPU engine (its own scheduler,
  * the host's path, scene by scene) and counts the answers that differ (colliding
@@ -73,7 +78,43 @@ typedef struct job {
     tdm_sched *cpu;  /* --verify: the reference, else NULL */
     uint64_t checked, colliding, differ;
     int rc;
+    int express;     /* --express: through the ring */
+    uint64_t given_back;
 } job;
+
+/* The groups through the express ring: published, then polled until every one is in (a
+ * group given back runs the pooled way). */
+static int run_express(job *j, const tdm_sched_configs_group *g, const double *q, tdm_sched_result *res)
+{
+    tdm_sched_express x[64];
+    int done[64], left = j->groups, rc;
+    for (int k = 0; k < j->groups; k++) {
+        const double *qk = q + (size_t)k * (size_t)j->per * j->J;
+        done[k] = 0;
+        while ((rc = tdm_sched_express_submit(j->e, g[k].scene, g[k].kin, qk, (size_t)j->per, TDM_MODE_BOOL, 1,
+                                              &x[k])) == TDM_EAGAIN)
+            tdm_sched_express_keep(j->e);
+        if (rc != TDM_OK) return rc;
+    }
+    while (left) {
+        tdm_sched_express_keep(j->e);
+        for (int k = 0; k < j->groups; k++) {
+            if (done[k]) continue;
+            tdm_sched_result *rk = res + (size_t)k * (size_t)j->per;
+            rc = tdm_sched_express_poll(j->e, &x[k], g[k].scene, TDM_MODE_BOOL, rk);
+            if (rc == 0) continue;
+            if (rc == TDM_EAGAIN) {
+                j->given_back++;
+                rc = tdm_sched_run_configs_groups_device(j->e, &g[k], 1, TDM_MODE_BOOL, 1,
+                                                         q + (size_t)k * (size_t)j->per * j->J, rk);
+            }
+            if (rc < 0) return rc;
+            done[k] = 1;
+            left--;
+        }
+    }
+    return TDM_OK;
+}
 
 static void *run(void *arg)
 {
@@ -94,7 +135,8 @@ static void *run(void *arg)
         }
         for (size_t i = 0; i < n; i++, at++) memcpy(q + i * j->J, j->q + (at % j->n_pool) * j->J, j->J * sizeof *q);
         double t0 = now_us();
-        j->rc = tdm_sched_run_configs_groups_device(j->e, g, (size_t)j->groups, TDM_MODE_BOOL, 1, q, res);
+        j->rc = j->express ? run_express(j, g, q, res)
+                           : tdm_sched_run_configs_groups_device(j->e, g, (size_t)j->groups, TDM_MODE_BOOL, 1, q, res);
         j->lat[r] = now_us() - t0;
         for (int k = 0; j->cpu && !j->rc && k < j->groups; k++) {
             tdm_sched_result want[MAX_PER];
@@ -119,7 +161,7 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *engine = "gpu", *shapes = "1:1,4:2,8:8,8:32,32:10,16:64";
-    int threads = 1, lanes = 0, repeat = 2000, n_worlds = 0, verify = 0;
+    int threads = 1, lanes = 0, repeat = 2000, n_worlds = 0, verify = 0, express = 0;
     static const char *worlds[MAX_WORLDS];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -131,11 +173,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--repeat") && v) repeat = atoi(v), i++;
         else if (!strcmp(a, "--shapes") && v) shapes = v, i++;
         else if (!strcmp(a, "--verify")) verify = 1;
+        else if (!strcmp(a, "--express") && v) express = atoi(v), i++;
         else if (a[0] != '-' && n_worlds < MAX_WORLDS) worlds[n_worlds++] = a;
         else die("usage", "--urdf URDF [--srdf SRDF] [--engine gpu] [--threads T] [--lanes L] [--repeat R] "
-                          "[--shapes G:P,...] WORLD.yaml...");
+                          "[--shapes G:P,...] [--verify] [--express B] WORLD.yaml...");
     }
-    if (!urdf || !n_worlds || threads < 1 || threads > MAX_THREADS || repeat < 10) die("usage", "see the top of the file");
+    if (!urdf || !n_worlds || threads < 1 || threads > MAX_THREADS || repeat < 10 || express < 0)
+        die("usage", "see the top of the file");
     char err[512];
     tdm_robot *robot;
     if (tdm_robot_load(urdf, srdf, &robot, err, sizeof err)) die(urdf, err);
@@ -145,6 +189,7 @@ int main(int argc, char **argv)
     if (lanes) c.lanes = lanes;
     tdm_sched *e;
     if (tdm_sched_create(&c, &e, err, sizeof err)) die("engine", err);
+    if (express && tdm_sched_express_start(e, (uint32_t)express) != TDM_OK) die("--express", "the ring did not start");
     /* the robot's element trees built once and shared by its scenes, as tandemd does */
     tdm_robot_elems *el;
     if (tdm_robot_elems_create(robot, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err)) die(urdf, err);
@@ -179,7 +224,9 @@ int main(int argc, char **argv)
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const char *s = shapes; *s;) {
         int G = 0, P = 0;
-        if (sscanf(s, "%d:%d", &G, &P) != 2 || G < 1 || P < 1 || P > MAX_PER) die("--shapes", s);
+        if (sscanf(s, "%d:%d", &G, &P) != 2 || G < 1 || P < 1 || P > MAX_PER ||
+            (express && (G > 64 || P > (int)TDM_SCHED_EXPRESS_MAX)))
+            die("--shapes", s);
         const char *comma = strchr(s, ',');
         s = comma ? comma + 1 : s + strlen(s);
         job jobs[MAX_THREADS];
@@ -190,7 +237,8 @@ int main(int argc, char **argv)
             tdm_sched_get_stats(e, &before);
             double t0 = now_us();
             for (int t = 0; t < threads; t++) {
-                jobs[t] = (job){e, rs, n_worlds, G, P, pass ? repeat : warm, t, pool, n_pool, J, NULL, cpu, 0, 0, 0, 0};
+                jobs[t] = (job){e, rs, n_worlds, G, P, pass ? repeat : warm, t, pool, n_pool, J, NULL, cpu, 0, 0, 0, 0,
+                                express, 0};
                 jobs[t].lat = malloc(sizeof(double) * (size_t)jobs[t].repeat);
                 pthread_create(&th[t], NULL, run, &jobs[t]);
             }
@@ -198,18 +246,20 @@ int main(int argc, char **argv)
             double wall = now_us() - t0;
             tdm_sched_get_stats(e, &after);
             size_t n = 0;
-            uint64_t checked = 0, colliding = 0, differ = 0;
+            uint64_t checked = 0, colliding = 0, differ = 0, given_back = 0;
             double *all = malloc(sizeof *all * (size_t)threads * (size_t)repeat);
             for (int t = 0; t < threads; t++) {
                 if (jobs[t].rc) die("run", tdm_strerror(jobs[t].rc));
                 memcpy(all + n, jobs[t].lat, sizeof *all * (size_t)jobs[t].repeat);
                 checked += jobs[t].checked, colliding += jobs[t].colliding, differ += jobs[t].differ;
+                given_back += jobs[t].given_back;
                 n += (size_t)jobs[t].repeat;
                 free(jobs[t].lat);
             }
             if (pass) {
                 qsort(all, n, sizeof *all, cmp_double);
                 double runs = (double)(after.runs - before.runs);
+                if (runs < 1) runs = 1; /* express: no engine run */
                 printf("| %d | %d | %d | %zu | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f |\n", G, P,
                        threads, n, all[n / 2], all[n / 10], all[n * 9 / 10], 1e6 * (double)n / wall,
                        (double)(after.gpu_tasks - before.gpu_tasks) / runs,
@@ -217,6 +267,12 @@ int main(int argc, char **argv)
                        1e6 * (after.config_prep_seconds - before.config_prep_seconds) / runs,
                        1e6 * (after.config_start_seconds - before.config_start_seconds) / runs,
                        (double)(after.gpu_programs_reused - before.gpu_programs_reused) / runs);
+                if (express)
+                    fprintf(stderr, "express %d:%d: %llu configurations answered, %llu given back (groups %llu), "
+                            "%llu launches\n", G, P, (unsigned long long)(after.express_configs - before.express_configs),
+                            (unsigned long long)(after.express_overflows - before.express_overflows),
+                            (unsigned long long)given_back,
+                            (unsigned long long)(after.express_launches - before.express_launches));
                 if (cpu)
                     fprintf(stderr, "verify %d:%d: %llu configurations against the CPU engine, %llu colliding, "
                             "%llu differ\n", G, P, (unsigned long long)checked, (unsigned long long)colliding,

@@ -47,6 +47,8 @@
 #   cpu0-N    tandemd pinned to cores 0-N (taskset), the planners to the others (a service on cores of its own)
 #   niceN     tandemd runs under `nice -n N` (its threads, polling ones too, yield to the planners' on a busy core)
 #   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
+#   xN        --express-configs N (requests of at most N configurations to the GPU's express ring)
+#   xbN       --express-blocks N (its resident blocks)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
@@ -100,6 +102,8 @@ for v in "${variants[@]}"; do
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)
     [[ $v == *:lean0* ]] && envs+=(TDM_GPU_CONFIG_LEAN=0)
     [[ $v == *:skip0* ]] && envs+=(TDM_ENGINE_SKIP_ANSWERED=0)
+    [[ $v =~ :x([0-9]+) ]] && extra+=(--express-configs "${BASH_REMATCH[1]}")
+    [[ $v =~ :xb([0-9]+) ]] && extra+=(--express-blocks "${BASH_REMATCH[1]}")
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)

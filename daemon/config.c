@@ -243,6 +243,13 @@ static const opt opts[] = {
     {"host-configs", T_U32, OFF(host_configs), "8", 0, 65536, NULL, "N",
      "The largest request (in configurations: a Query's, or a MotionCheck round's states) the host-lanes "
      "threads take; 0: none."},
+    {"express-configs", T_U32, OFF(express_configs), "0", 0, 64, NULL, "N",
+     "An experiment: requests of at most N robot configurations (a Query's, or a MotionCheck round's "
+     "states) that no host-lanes thread takes go straight to the GPU's express ring, a resident kernel "
+     "that takes them from mapped memory with no batch, launch or queue (workpile/sched.h); one that "
+     "outgrows a block runs the usual way. Needs a GPU engine (else ignored, with a warning). 0: off."},
+    {"express-blocks", T_U32, OFF(express_blocks), "32", 1, 1024, NULL, "N",
+     "The express ring's resident blocks (configurations in work at once), with express-configs."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
      "Longest mesh, scene or client name (UTF-8)."},
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",

@@ -192,6 +192,17 @@ int main(int argc, char **argv)
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
     tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
+    if (cfg.express_configs) {
+        rc = tdm_sched_express_start(srv.engine, cfg.express_blocks);
+        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, cfg.express_configs);
+        if (rc == TDM_OK)
+            tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks",
+                         cfg.express_configs, cfg.express_blocks);
+        else
+            tdm_log_warn("express-configs %u: the express ring did not start (%s); requests go the usual way",
+                         cfg.express_configs, rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc));
+        rc = TDM_OK;
+    }
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
     /* the loops poll as the pooler's threads do: with a device engine, whose lanes spin anyway */
     int on_device = tdm_sched_configs_on_device(srv.engine);

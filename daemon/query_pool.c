@@ -544,6 +544,10 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
 }
 
 void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs) { tdm_pooler_set_host(qp->pooler, max_configs); }
+int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs)
+{
+    return tdm_pooler_set_express(qp->pooler, max_configs);
+}
 
 void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us) { tdm_pooler_set_poll(qp->pooler, us); }
 

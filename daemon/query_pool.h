@@ -123,6 +123,9 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
 /* The pooler's host threads take requests of at most max_configs configurations
  * (tdm_pooler_set_host); before the first request. */
 void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs);
+/* The pooler's express ring takes requests of at most max_configs configurations
+ * (tdm_pooler_set_express); before the first request. TDM_ESYS. */
+int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs);
 /* The pooler's threads' polling when idle (tdm_pooler_set_poll); before the first request. */
 void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us);
 /* Jobs submitted and not yet handed back, over every sink (holding the server's lock). */

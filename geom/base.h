@@ -65,7 +65,8 @@ enum tdm_err {
     TDM_ECANCELED = -15, /* a run given up: a task names a tree without the device copy the engine needs;
                             or work stopped because its requester went away */
     TDM_EBUDGET = -16,   /* work stopped at its budget of box and triangle tests (tdm_work) */
-    TDM_E__LAST = -17
+    TDM_EAGAIN = -17,    /* no room now (the GPU's express ring): nothing was done, try another way */
+    TDM_E__LAST = -18
 };
 
 const char *tdm_strerror(int err);

@@ -20,6 +20,7 @@ const char *tdm_strerror(int err)
     case TDM_EGPUMEM: return "out of device memory";
     case TDM_ECANCELED: return "cancelled by the caller";
     case TDM_EBUDGET: return "over the work budget";
+    case TDM_EAGAIN: return "no room now";
     default: return "unknown error";
     }
 }

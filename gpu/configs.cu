@@ -1,6 +1,7 @@
 /* Batches of robot configurations on the GPU-resident engine's slots (gpu.h,
  * "batches of robot configurations"): forward kinematics, culling, task listing
  * and the fold on the device, around the same traversal as any chunk. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,9 +73,9 @@ typedef struct __align__(16) drun {
 /* Two sizes of graph per slot: a planner's state or motion (the latency lane's runs) launches
  * the few blocks it needs, the largest small runs those of GRAPH_CONFIGS; each as six launches
  * or as one fused kernel. */
-#define GRAPH_SIZES 4
-#define GRAPH_FUSED 2 /* graph[GRAPH_FUSED ...]: fused runs (fused_kernel) of the same two sizes */
-static const uint32_t graph_configs[GRAPH_SIZES] = {64u, GRAPH_CONFIGS, 64u, GRAPH_CONFIGS};
+#define GRAPH_FUSED 2 /* graph[GRAPH_FUSED + size]: fused runs (fused_kernel) of the same two sizes */
+#define GRAPH_SIZES (2 * GRAPH_FUSED)
+static const uint32_t graph_configs[GRAPH_FUSED] = {64u, GRAPH_CONFIGS}; /* by size % GRAPH_FUSED */
 /* Fused runs (fused_kernel): one block of FUSED_THREADS per configuration, at most
  * tdm_gpu.fused_configs of them (resident.h's TDM_GPU_FUSED_CONFIGS, or the environment's; in
  * effect at most GRAPH_CONFIGS); programs of at most FUSED_CHECKS checks; each frontier buffer's first
@@ -484,40 +485,44 @@ __device__ static __forceinline__ void load16_cg(void *dst, const void *src, int
     for (int k = 0; k < n16; k++) d[k] = __ldcg(s + k);
 }
 
-/* Fused runs: a planner's few configurations in one launch, one block per configuration
- * from its kinematics to its answer, where a graph run is six launches with global lists
- * between them (each launch waiting for the last to drain: ~0.055-0.079 ms of device time
- * for a few configurations, bench/results/ompl_resident.md, section 19). The block's warp 0
- * makes the kinematics (fk_warp); all its threads cull the checks and list the kept ones'
- * tasks in check order (the span, map, tasks and results a graph run lists, so that the
- * levels and fold_kernel can take over), walk their BVTTs level by level with the first
- * FUSED_SHARED pairs of each frontier and the first FUSED_HOT tasks' hot data in shared
- * memory (as the lean block run), test leaf pairs where they meet them (the filter and
- * exact test of the levels' two passes), and fold (fold_kernel's rule). In bool mode a
- * task stops at its first intersecting pair, and pairs of a task whose check comes after
- * a colliding one are skipped: the answer is the first colliding check. Pairs past the
- * block's room are handed over to the levels (s->front[0]), as a block run hands them
- * over; the last block to finish writes the level path's counters and the run's tail
- * (answers[n]: pairs handed over, their overflow, tasks listed). A run that handed pairs
- * over is folded again after the levels (tdm__gpu_configs_finish), so its answers are
- * those of a graph run whatever the room. */
-__global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
-                                                              double (*centre)[4], uint2 *span, dtask *tasks,
-                                                              dres *res, uint2 *map, fpair *scratch, uint32_t room,
-                                                              fpair *front, uint32_t cap_pairs, uint32_t *cnt,
-                                                              tdm_gpu_config_answer *ans, uint32_t in_shared,
-                                                              uint32_t hot)
+/* Puts frontier pair c at position o of its level: in shared memory (the first in_shared), in
+ * the block's global buffer (up to room), or handed over to the levels (R->handed, their
+ * first frontier; R->overflow past cap_pairs). */
+__device__ static __forceinline__ void fused_place(const fpair &c, uint32_t o, uint32_t in_shared, uint32_t room,
+                                                   fpair *s_buf, fpair *g_buf, const drun *R, fpair *front,
+                                                   uint32_t cap_pairs)
+{
+    if (o < in_shared) {
+        s_buf[o] = c;
+    } else if (o < room) {
+        g_buf[o] = c;
+    } else {
+        uint32_t g = atomicAdd((uint32_t *)&R->handed, 1u);
+        if (g < cap_pairs) front[g] = c;
+        else atomicOr((uint32_t *)&R->overflow, 1u);
+    }
+}
+
+/* Configuration i of the run from its kinematics to its answer, by the calling block (all its
+ * FUSED_THREADS threads): fused_kernel's work for one block, as described there. Its tasks
+ * are listed from R->listed (an atomic), its hand-overs counted in R->handed and
+ * R->overflow; `scratch` holds the block's two global frontier buffers of `room` pairs. The
+ * answer is returned to every thread, once the block's writes (its hand-overs too) are
+ * fenced. */
+__device__ static tdm_gpu_config_answer fused_config(const drun &P, const drun *R, uint32_t i, tdm_xform *links,
+                                                     tdm_xform *pose, double (*centre)[4], uint2 *span, dtask *tasks,
+                                                     dres *res, uint2 *map, fpair *scratch, uint32_t room,
+                                                     fpair *front, uint32_t cap_pairs, uint32_t in_shared,
+                                                     uint32_t hot)
 {
     __shared__ uint32_t s_keep[FUSED_CHECKS / 32], s_before[FUSED_CHECKS / 32];
     __shared__ uint16_t s_chk[FUSED_CHECKS];
     __shared__ uint8_t s_done[FUSED_CHECKS];
     __shared__ dhot s_hot[FUSED_HOT];
     __shared__ fpair s_pairs[2 * FUSED_SHARED];
-    __shared__ uint32_t s_base, s_n, s_next, s_first, s_fold, s_trunc, s_last;
+    __shared__ uint32_t s_base, s_n, s_next[3], s_first, s_fold, s_trunc;
     __shared__ unsigned long long s_sum;
-    const drun P = *R;
-    const uint32_t i = blockIdx.x, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    if (i >= P.n) return;
+    const uint32_t tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     in_shared = min(in_shared, room); /* a pair past the room is handed over, wherever it would go */
     const dprog &p = P.progs[P.prog_of[i]];
     const uint32_t K = p.n_checks, mode = P.mode, cap = P.cap;
@@ -526,7 +531,7 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
         s_first = s_fold = UINT32_MAX;
         s_trunc = 0;
         s_sum = 0;
-        s_next = 0;
+        s_next[0] = 0;
     }
     __syncthreads(); /* the poses and centres */
     for (uint32_t k0 = 0; k0 < K; k0 += FUSED_THREADS) {
@@ -553,7 +558,7 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
     }
     __syncthreads();
     const uint32_t base = s_base, n_tasks = s_n;
-    fpair *cur = scratch + (size_t)i * 2 * room, *next = cur + room;
+    fpair *cur = scratch, *next = cur + room;
     fpair *s_cur = s_pairs, *s_nxt = s_pairs + FUSED_SHARED;
     for (uint32_t k = tid; k < K; k += FUSED_THREADS) { /* the tasks, and their roots as the first level */
         uint32_t word = s_keep[k / 32], bit = 1u << (k % 32);
@@ -569,18 +574,16 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
         s_chk[j] = (uint16_t)k;
         s_done[j] = 0;
         if (j < hot) s_hot[j] = d.h;
-        fpair root = {t, 0, 0};
-        if (j < in_shared) s_cur[j] = root;
-        else if (j < room) cur[j] = root;
-        else {
-            uint32_t o = atomicAdd((uint32_t *)&R->handed, 1u);
-            if (o < cap_pairs) front[o] = root;
-            else atomicOr((uint32_t *)&R->overflow, 1u);
-        }
+        fused_place(fpair{t, 0, 0}, j, in_shared, room, s_cur, cur, R, front, cap_pairs);
     }
     __syncthreads();
+    /* the levels, one barrier each: level v counts its children in s_next[v % 3], and thread 0
+       clears the counter of level v + 1 as level v starts (every thread read it, as level v - 2's
+       count, before the barrier that ended level v - 1) */
     uint32_t n_cur = min(n_tasks, room);
-    while (n_cur > 0) {
+    for (uint32_t v = 0; n_cur > 0; v++) {
+        if (tid == 0) s_next[(v + 1) % 3] = 0;
+        uint32_t *count = &s_next[v % 3];
         for (uint32_t e = tid; e < n_cur; e += FUSED_THREADS) {
             fpair q = e < in_shared ? s_cur[e] : cur[e];
             uint32_t j = q.task - base;
@@ -598,18 +601,11 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
             uint32_t ca[2] = {0, 0}, cb[2] = {0, 0};
             int nca = 0, ncb = 0;
             if (blocked_children(&na, q.a, &nb, q.b, ca, &nca, cb, &ncb)) {
-                uint32_t o = atomicAdd(&s_next, (uint32_t)(nca * ncb));
+                uint32_t o = atomicAdd(count, (uint32_t)(nca * ncb));
                 for (int x = 0; x < nca; x++)
-                    for (int y = 0; y < ncb; y++, o++) {
-                        fpair c = {q.task, ca[x], cb[y]};
-                        if (o < in_shared) s_nxt[o] = c;
-                        else if (o < room) next[o] = c;
-                        else {
-                            uint32_t g = atomicAdd((uint32_t *)&R->handed, 1u);
-                            if (g < cap_pairs) front[g] = c;
-                            else atomicOr((uint32_t *)&R->overflow, 1u);
-                        }
-                    }
+                    for (int y = 0; y < ncb; y++, o++)
+                        fused_place(fpair{q.task, ca[x], cb[y]}, o, in_shared, room, s_nxt, next, R, front,
+                                    cap_pairs);
                 continue;
             }
             /* a leaf pair: the levels' filter and exact test on its triangle pairs */
@@ -633,17 +629,14 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
                 if (mode == TDM_MODE_BOOL) atomicMin(&s_first, s_chk[j]);
             }
         }
-        __syncthreads(); /* the level is done: its children counted */
-        n_cur = min(s_next, room);
+        __syncthreads(); /* the level is done: its children counted and placed */
+        n_cur = min(*count, room);
         fpair *tmp = cur;
         cur = next;
         next = tmp;
         tmp = s_cur;
         s_cur = s_nxt;
         s_nxt = tmp;
-        __syncthreads(); /* every thread has read s_next */
-        if (tid == 0) s_next = 0;
-        __syncthreads();
     }
     /* the fold (fold_kernel's rule) over the block's tasks */
     uint32_t first = UINT32_MAX, trunc = 0;
@@ -660,10 +653,43 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm
         if (sum) atomicAdd(&s_sum, (unsigned long long)sum);
         if (trunc) s_trunc = 1;
     }
-    __threadfence(); /* this block's hand-overs before its count below */
+    __threadfence(); /* this block's hand-overs before whatever the caller counts next */
     __syncthreads();
+    return answer_of(s_fold, s_sum, s_trunc, mode, cap);
+}
+
+/* Fused runs: a planner's few configurations in one launch, one block per configuration
+ * from its kinematics to its answer, where a graph run is six launches with global lists
+ * between them (each launch waiting for the last to drain: ~0.055-0.079 ms of device time
+ * for a few configurations, bench/results/ompl_resident.md, section 19). The block's warp 0
+ * makes the kinematics (fk_warp); all its threads cull the checks and list the kept ones'
+ * tasks in check order (the span, map, tasks and results a graph run lists, so that the
+ * levels and fold_kernel can take over), walk their BVTTs level by level with the first
+ * FUSED_SHARED pairs of each frontier and the first FUSED_HOT tasks' hot data in shared
+ * memory (as the lean block run), test leaf pairs where they meet them (the filter and
+ * exact test of the levels' two passes), and fold (fold_kernel's rule). In bool mode a
+ * task stops at its first intersecting pair, and pairs of a task whose check comes after
+ * a colliding one are skipped: the answer is the first colliding check. Pairs past the
+ * block's room are handed over to the levels (s->front[0]), as a block run hands them
+ * over; the last block to finish writes the level path's counters and the run's tail
+ * (answers[n]: pairs handed over, their overflow, tasks listed). A run that handed pairs
+ * over is folded again after the levels (tdm__gpu_configs_finish), so its answers are
+ * those of a graph run whatever the room. */
+__global__ void __launch_bounds__(FUSED_THREADS) fused_kernel(const drun *R, tdm_xform *links, tdm_xform *pose,
+                                                              double (*centre)[4], uint2 *span, dtask *tasks,
+                                                              dres *res, uint2 *map, fpair *scratch, uint32_t room,
+                                                              fpair *front, uint32_t cap_pairs, uint32_t *cnt,
+                                                              tdm_gpu_config_answer *ans, uint32_t in_shared,
+                                                              uint32_t hot)
+{
+    __shared__ uint32_t s_last;
+    const drun P = *R;
+    const uint32_t i = blockIdx.x, tid = threadIdx.x;
+    if (i >= P.n) return;
+    tdm_gpu_config_answer a = fused_config(P, R, i, links, pose, centre, span, tasks, res, map,
+                                           scratch + (size_t)i * 2 * room, room, front, cap_pairs, in_shared, hot);
     if (tid == 0) {
-        ans[i] = answer_of(s_fold, s_sum, s_trunc, mode, cap);
+        ans[i] = a;
         s_last = atomicAdd((uint32_t *)&R->blocks_done, 1u) == P.n - 1;
     }
     __syncthreads();
@@ -1202,7 +1228,7 @@ static uint32_t block_room(const tdm_gpu *g)
  * once) most of a small run's time went between them (bench/results/ompl_rrt_fast.md). */
 static int configs_graph(tdm_gpu *g, slot *s, uint32_t room, int size)
 {
-    const uint32_t most_configs = graph_configs[size];
+    const uint32_t most_configs = graph_configs[size % GRAPH_FUSED];
     cfg_slot *c = s->cfg;
     graph_key k;
     memset(&k, 0, sizeof k);
@@ -1497,4 +1523,496 @@ extern "C" const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, 
     g->stats.tasks += *tasks;
     if (g->prof_fd >= 0 && g->slots[k].prof && g->slots[k].prof->n == c->n) prof_write(g, &g->slots[k], total);
     return (const tdm_gpu_config_answer *)c->h_ans.p;
+}
+
+/* ---- the express ring (gpu.h) ----------------------------------------------------------
+ *
+ * Items (a configuration, its program, mode and cap) in mapped pinned memory, published
+ * by the host in ticket order under a lock: it writes them, then the ring's `tail` (a
+ * release store). A block's thread 0 claims the next ticket below `tail` with a CAS on
+ * `head` (device memory, kept across launches), reads its item with volatile loads (a
+ * place is reused by later tickets: nothing of it may come from a cache), runs
+ * fused_config on it through the block's own run header and scratch, and writes the
+ * answer, a system fence, then its tag. The host frees a place when it has read its
+ * answer, and publishes only into free places. */
+#define EXPRESS_LINKS 64u
+#define EXPRESS_ELEMS 128u
+#define EXPRESS_ROOM 32768u          /* frontier pairs a block holds a level (x2 buffers): a fused run's */
+#define EXPRESS_PROGS 256u           /* programs in the table */
+#define EXPRESS_LIFE_NS 2000000ull   /* a launch's blocks leave after this long (2 ms); the next launch,
+                                        on the other stream, starts at half that while items come */
+
+typedef struct __align__(16) xitem {
+    double q[TDM_GPU_EXPRESS_VALUES];
+    uint32_t prog, mode, cap, n_q;
+} xitem;
+
+typedef struct __align__(16) xring {
+    unsigned long long tail; /* tickets published (host: release store) */
+    uint32_t stop;           /* set by destroy */
+} xring;
+
+/* A block's run header and scratch, in device memory. */
+typedef struct __align__(16) xblock {
+    dtask tasks[FUSED_CHECKS];
+    tdm_xform links[2 * EXPRESS_LINKS], pose[EXPRESS_ELEMS];
+    double centre[EXPRESS_ELEMS][4];
+    double q[TDM_GPU_EXPRESS_VALUES];
+    dres res[FUSED_CHECKS];
+    uint2 map[FUSED_CHECKS];
+    fpair front[2 * EXPRESS_ROOM];
+    drun run;
+    uint2 span;
+    uint32_t prog;
+} xblock;
+
+__device__ static __forceinline__ unsigned long long xnow(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ static __forceinline__ unsigned long long xload_acquire(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ static __forceinline__ unsigned long long xload_acquire_gpu(const unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* Block 0 of a launch is its doorbell: its thread 0 alone reads the ring's tail across the bus
+ * and mirrors it into device memory (door[1]); the other blocks wait on that copy in L2. Every
+ * block polling host memory (tens of millions of reads a second over the bus) slowed the whole
+ * device, the lanes' runs too, tenfold (call 84). door[0]: the next ticket to take; door[1]: the
+ * tail's copy; door[2]: the ring's stop flag's copy (cleared by the host between launches). */
+__global__ void __launch_bounds__(FUSED_THREADS) express_kernel(const dprog *progs, const xitem *items, uint32_t mask,
+                                                                const xring *ring, unsigned long long *door,
+                                                                xblock *blocks, tdm_gpu_express_answer *ans,
+                                                                uint32_t room)
+{
+    __shared__ unsigned long long s_ticket;
+    __shared__ int s_go;
+    __shared__ xitem s_item;
+    const uint32_t tid = threadIdx.x;
+    const unsigned long long born = xnow();
+    if (blockIdx.x == 0) {
+        if (tid != 0) return;
+        while (xnow() - born < EXPRESS_LIFE_NS) {
+            if (*(volatile const uint32_t *)&ring->stop) {
+                *(volatile unsigned long long *)&door[2] = 1;
+                break;
+            }
+            unsigned long long t = xload_acquire(&ring->tail);
+            if (t > *(volatile unsigned long long *)&door[1]) {
+                atomicMax(&door[1], t);
+                __threadfence();
+            }
+        }
+        return;
+    }
+    xblock *B = &blocks[blockIdx.x - 1];
+    for (;;) {
+        if (tid == 0) {
+            s_go = 0;
+            for (;;) {
+                if (*(volatile unsigned long long *)&door[2] || xnow() - born > EXPRESS_LIFE_NS) break;
+                unsigned long long h = *(volatile unsigned long long *)&door[0], t = xload_acquire_gpu(&door[1]);
+                if (h < t) {
+                    if (atomicCAS(&door[0], h, h + 1) == h) {
+                        s_ticket = h;
+                        s_go = 1;
+                        break;
+                    }
+                    continue;
+                }
+                __nanosleep(128);
+            }
+        }
+        __syncthreads();
+        if (!s_go) return;
+        const unsigned long long tk = s_ticket;
+        /* the item in one round trip over the bus: a 16-byte volatile load per thread */
+        if (tid < sizeof(xitem) / 16) {
+            const uint4 *src = (const uint4 *)&items[tk & mask] + tid;
+            uint4 v;
+            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "l"(src));
+            ((uint4 *)&s_item)[tid] = v;
+        }
+        __syncthreads();
+        const xitem *it = &s_item;
+        const uint32_t n_q = it->n_q;
+        if (tid < n_q) B->q[tid] = it->q[tid];
+        if (tid == 0) {
+            uint32_t pi = it->prog;
+            const dprog &p = progs[pi];
+            B->prog = pi;
+            drun r;
+            memset(&r, 0, sizeof r);
+            r.progs = progs;
+            r.prog_of = &B->prog;
+            r.q = B->q;
+            r.L = p.kin.n_links;
+            r.M = p.kin.n_elems ? p.kin.n_elems : 1;
+            r.K = p.n_checks;
+            r.n_q = n_q;
+            r.n = 1;
+            r.entries = p.n_checks;
+            r.room = FUSED_CHECKS;
+            r.mode = it->mode;
+            r.cap = it->cap;
+            r.one_launch = 1;
+            r.lean = 1;
+            B->run = r;
+        }
+        __threadfence_block();
+        __syncthreads();
+        const drun P = B->run;
+        tdm_gpu_config_answer a = fused_config(P, &B->run, 0, B->links, B->pose, B->centre, &B->span, B->tasks, B->res,
+                                               B->map, B->front, room, NULL, 0, FUSED_SHARED, FUSED_HOT);
+        if (tid == 0) {
+            tdm_gpu_express_answer *o = &ans[tk & mask];
+            uint32_t over = *(volatile uint32_t *)&B->run.handed != 0;
+            o->check = over ? UINT32_MAX : a.check;
+            o->contacts = over ? 0 : a.contacts;
+            o->truncated = (uint16_t)(over ? 0 : a.truncated);
+            o->overflow = (uint16_t)over;
+            __threadfence_system();
+            *(volatile uint32_t *)&o->tag = (uint32_t)(tk + 1);
+        }
+        __syncthreads(); /* the block's scratch and shared memory again */
+    }
+}
+
+typedef struct xprog {
+    uint64_t key, epoch, used;
+    tdm_kin kin;          /* compared whole (its arrays: kc) */
+    unsigned char *kc;
+    void *buf;            /* device: the program's arrays */
+    size_t bytes;
+    int refs, live;
+} xprog;
+
+struct tdm_gpu_express {
+    tdm_gpu *g;
+    int device;
+    uint32_t blocks, n_items, mask;
+    uint32_t room;                /* a block's frontier pairs a level (TDM_GPU_EXPRESS_ROOM, tests: fewer) */
+    cudaStream_t run[2], up;      /* launches alternate between run[0] and run[1], overlapping */
+    xitem *items;                 /* mapped pinned */
+    tdm_gpu_express_answer *ans;  /* mapped pinned */
+    xring *ring;                  /* mapped pinned */
+    unsigned long long *d_head;
+    xblock *d_blocks;
+    dprog *d_progs;
+    uint64_t scratch_bytes;       /* counted in the budget */
+    pthread_mutex_t lock;         /* publishing, the table */
+    pthread_mutex_t keep_lock;
+    uint64_t tail;                /* under lock: tickets published */
+    uint8_t *busy;                /* under lock (set) / poll (cleared, atomically): a place not yet read back */
+    xprog progs[EXPRESS_PROGS];
+    uint64_t use;                 /* under lock: the table's clock */
+    int launched[2], dead;        /* under keep_lock; dead: atomic */
+    uint64_t launched_ns[2];      /* under keep_lock: when */
+    uint64_t launches, answered;  /* atomic */
+};
+
+extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t items, tdm_gpu_express **out)
+{
+    *out = NULL;
+    if (g->dead) return TDM_EGPU;
+    if (blocks == 0 || blocks > 1024 || items < 64 || (items & (items - 1)) || items > (1u << 20)) return TDM_EINVAL;
+    tdm_gpu_express *x = (tdm_gpu_express *)calloc(1, sizeof *x);
+    uint8_t *busy = (uint8_t *)calloc(items, 1);
+    if (!x || !busy) {
+        free(x);
+        free(busy);
+        return TDM_ENOMEM;
+    }
+    x->g = g;
+    x->device = g->cfg.device;
+    x->blocks = blocks;
+    x->n_items = items;
+    x->mask = items - 1;
+    x->busy = busy;
+    const char *room = getenv("TDM_GPU_EXPRESS_ROOM");
+    x->room = room && *room ? (uint32_t)strtoul(room, NULL, 10) : EXPRESS_ROOM;
+    if (x->room == 0 || x->room > EXPRESS_ROOM) x->room = EXPRESS_ROOM;
+    pthread_mutex_init(&x->lock, NULL);
+    pthread_mutex_init(&x->keep_lock, NULL);
+    x->scratch_bytes = 2 * (uint64_t)blocks * sizeof(xblock) + EXPRESS_PROGS * sizeof(dprog) + sizeof(unsigned long long);
+    int rc = tdm__gpu_budget_add(g->bud, BUD_SCRATCH, (int64_t)x->scratch_bytes);
+    if (rc != TDM_OK) {
+        x->scratch_bytes = 0;
+        tdm_gpu_express_destroy(x);
+        return TDM_EGPUMEM;
+    }
+    cudaSetDevice(x->device);
+    cudaError_t e = cudaStreamCreateWithFlags(&x->run[0], cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&x->run[1], cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&x->up, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaHostAlloc((void **)&x->items, items * sizeof(xitem), cudaHostAllocMapped);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&x->ans, items * sizeof(tdm_gpu_express_answer), cudaHostAllocMapped);
+    if (e == cudaSuccess) e = cudaHostAlloc((void **)&x->ring, sizeof(xring), cudaHostAllocMapped);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_head, 3 * sizeof(unsigned long long)); /* the doorbell */
+    if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_blocks, 2 * (size_t)blocks * sizeof(xblock)); /* a launch on each stream */
+    if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_progs, EXPRESS_PROGS * sizeof(dprog));
+    if (e == cudaSuccess) e = cudaMemsetAsync(x->d_head, 0, 3 * sizeof(unsigned long long), x->up);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        tdm_gpu_express_destroy(x);
+        return e == cudaErrorMemoryAllocation ? TDM_EGPUMEM : TDM_EGPU;
+    }
+    memset(x->items, 0, items * sizeof(xitem));
+    memset(x->ans, 0, items * sizeof(tdm_gpu_express_answer));
+    memset(x->ring, 0, sizeof(xring));
+    *out = x;
+    return TDM_OK;
+}
+
+extern "C" void tdm_gpu_express_destroy(tdm_gpu_express *x)
+{
+    if (!x) return;
+    cudaSetDevice(x->device);
+    if (x->ring) {
+        __atomic_store_n(&x->ring->stop, 1u, __ATOMIC_RELEASE);
+        for (int s = 0; s < 2; s++)
+            if (x->run[s]) cudaStreamSynchronize(x->run[s]);
+    }
+    for (uint32_t i = 0; i < EXPRESS_PROGS; i++) {
+        if (x->progs[i].buf) cudaFreeAsync(x->progs[i].buf, x->up);
+        free(x->progs[i].kc);
+    }
+    if (x->up) cudaStreamSynchronize(x->up);
+    cudaFree(x->d_progs);
+    cudaFree(x->d_blocks);
+    cudaFree(x->d_head);
+    cudaFreeHost(x->ring);
+    cudaFreeHost(x->ans);
+    cudaFreeHost(x->items);
+    if (x->up) cudaStreamDestroy(x->up);
+    for (int s = 0; s < 2; s++)
+        if (x->run[s]) cudaStreamDestroy(x->run[s]);
+    cudaGetLastError();
+    if (x->scratch_bytes) tdm__gpu_budget_add(x->g->bud, BUD_SCRATCH, -(int64_t)x->scratch_bytes);
+    pthread_mutex_destroy(&x->lock);
+    pthread_mutex_destroy(&x->keep_lock);
+    free(x->busy);
+    free(x);
+}
+
+static int xprog_same(const xprog *p, uint64_t key, uint64_t epoch, const tdm_kin *kin)
+{
+    if (!p->live || p->key != key || p->epoch != epoch || memcmp(&p->kin, kin, sizeof *kin) != 0) return 0;
+    size_t jb = joint_bytes(kin), eb = elem_bytes(kin);
+    return memcmp(p->kc, kin->joints, jb) == 0 && memcmp(p->kc + jb, kin->elems, eb) == 0;
+}
+
+extern "C" int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id)
+{
+    pthread_mutex_lock(&x->lock);
+    for (uint32_t i = 0; i < EXPRESS_PROGS; i++)
+        if (xprog_same(&x->progs[i], key, epoch, kin)) {
+            x->progs[i].refs++;
+            x->progs[i].used = ++x->use;
+            *id = i;
+            pthread_mutex_unlock(&x->lock);
+            return 1;
+        }
+    pthread_mutex_unlock(&x->lock);
+    return 0;
+}
+
+extern "C" void tdm_gpu_express_release(tdm_gpu_express *x, uint32_t id)
+{
+    pthread_mutex_lock(&x->lock);
+    if (id < EXPRESS_PROGS && x->progs[id].refs > 0) x->progs[id].refs--;
+    pthread_mutex_unlock(&x->lock);
+}
+
+/* The kernel stopped and waited for (under keep_lock): the table may change. A running block
+ * may hold a program's lines in its SM's L1, which is not coherent within a launch, so a
+ * program's place and arrays are written only while no launch runs; keep launches again. */
+static int express_drain(tdm_gpu_express *x)
+{
+    if (!x->launched[0] && !x->launched[1]) return TDM_OK;
+    __atomic_store_n(&x->ring->stop, 1u, __ATOMIC_RELEASE);
+    cudaError_t e = cudaSuccess;
+    for (int s = 0; s < 2; s++)
+        if (x->launched[s]) {
+            cudaError_t es = cudaStreamSynchronize(x->run[s]);
+            if (e == cudaSuccess) e = es;
+            x->launched[s] = 0;
+        }
+    __atomic_store_n(&x->ring->stop, 0u, __ATOMIC_RELEASE);
+    if (e == cudaSuccess) e = cudaMemsetAsync(&x->d_head[2], 0, sizeof(unsigned long long), x->up); /* the stop's copy */
+    if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
+    if (e != cudaSuccess) {
+        __atomic_store_n(&x->dead, 1, __ATOMIC_RELAXED);
+        return TDM_EGPU;
+    }
+    return TDM_OK;
+}
+
+extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *r, uint32_t *id)
+{
+    const tdm_kin *k = r->kin;
+    if (!r->checks || !r->pairs || !k || k->n_links == 0 || k->n_links > EXPRESS_LINKS ||
+        k->n_elems > EXPRESS_ELEMS || k->n_q > TDM_GPU_EXPRESS_VALUES || r->n_checks == 0 ||
+        r->n_checks > FUSED_CHECKS)
+        return TDM_EINVAL;
+    size_t bytes = layout_of(r).end, jb = joint_bytes(k), eb = elem_bytes(k);
+    unsigned char *hb = (unsigned char *)malloc(bytes), *kc = (unsigned char *)malloc(jb + eb + 1);
+    if (!hb || !kc) {
+        free(hb);
+        free(kc);
+        return TDM_ENOMEM;
+    }
+    memcpy(kc, k->joints, jb);
+    memcpy(kc + jb, k->elems, eb);
+    pthread_mutex_lock(&x->keep_lock);
+    pthread_mutex_lock(&x->lock);
+    /* its place: an unreferenced entry of its key (stale), else a free one, else the least
+       recently used unreferenced one */
+    uint32_t at = EXPRESS_PROGS;
+    for (uint32_t i = 0; i < EXPRESS_PROGS && at == EXPRESS_PROGS; i++)
+        if (x->progs[i].live && x->progs[i].key == r->key && x->progs[i].refs == 0) at = i;
+    for (uint32_t i = 0; i < EXPRESS_PROGS && at == EXPRESS_PROGS; i++)
+        if (!x->progs[i].live) at = i;
+    for (uint32_t i = 0; i < EXPRESS_PROGS; i++)
+        if (x->progs[i].live && x->progs[i].refs == 0 && x->progs[i].key != r->key &&
+            (at == EXPRESS_PROGS || (x->progs[at].live && x->progs[at].key != r->key &&
+                                     x->progs[i].used < x->progs[at].used)))
+            at = i;
+    int rc = at == EXPRESS_PROGS ? TDM_EAGAIN : express_drain(x);
+    void *buf = NULL;
+    if (rc == TDM_OK) {
+        xprog *p = &x->progs[at];
+        cudaSetDevice(x->device);
+        if (p->buf) cudaFreeAsync(p->buf, x->up);
+        free(p->kc);
+        memset(p, 0, sizeof *p);
+        cudaError_t e = cudaMallocAsync(&buf, bytes, x->up);
+        dprog dp;
+        if (e == cudaSuccess) {
+            dp = pack_program(r, hb, (unsigned char *)buf);
+            e = cudaMemcpyAsync(buf, hb, bytes, cudaMemcpyHostToDevice, x->up);
+        }
+        if (e == cudaSuccess) e = cudaMemcpyAsync(&x->d_progs[at], &dp, sizeof dp, cudaMemcpyHostToDevice, x->up);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            if (buf) cudaFreeAsync(buf, x->up);
+            rc = TDM_EGPU;
+        } else {
+            *p = xprog{r->key, r->epoch, ++x->use, *k, kc, buf, bytes, 1, 1};
+            kc = NULL;
+            *id = at;
+        }
+    }
+    pthread_mutex_unlock(&x->lock);
+    pthread_mutex_unlock(&x->keep_lock);
+    free(hb);
+    free(kc);
+    return rc;
+}
+
+extern "C" int tdm_gpu_express_submit(tdm_gpu_express *x, uint32_t id, const double *q, uint32_t n, uint32_t n_q,
+                                      uint32_t mode, uint32_t cap, uint64_t *ticket)
+{
+    if (n == 0 || n > x->n_items / 4 || n_q > TDM_GPU_EXPRESS_VALUES || id >= EXPRESS_PROGS) return TDM_EINVAL;
+    if (__atomic_load_n(&x->dead, __ATOMIC_RELAXED)) return TDM_EGPU;
+    pthread_mutex_lock(&x->lock);
+    uint64_t t = x->tail;
+    for (uint32_t k = 0; k < n; k++)
+        if (__atomic_load_n(&x->busy[(t + k) & x->mask], __ATOMIC_ACQUIRE)) {
+            pthread_mutex_unlock(&x->lock);
+            return TDM_EAGAIN;
+        }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t at = (uint32_t)((t + k) & x->mask);
+        xitem *it = &x->items[at];
+        memcpy(it->q, q + (size_t)k * n_q, n_q * sizeof(double));
+        it->prog = id;
+        it->mode = mode;
+        it->cap = cap;
+        it->n_q = n_q;
+        x->busy[at] = 1;
+    }
+    x->tail = t + n;
+    __atomic_store_n(&x->ring->tail, (unsigned long long)(t + n), __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&x->lock);
+    *ticket = t;
+    return TDM_OK;
+}
+
+extern "C" int tdm_gpu_express_poll(tdm_gpu_express *x, uint64_t ticket, uint32_t n, tdm_gpu_express_answer *out)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const tdm_gpu_express_answer *a = &x->ans[(ticket + k) & x->mask];
+        if (__atomic_load_n(&a->tag, __ATOMIC_ACQUIRE) != (uint32_t)(ticket + k + 1))
+            return __atomic_load_n(&x->dead, __ATOMIC_RELAXED) ? TDM_EGPU : 0;
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t at = (uint32_t)((ticket + k) & x->mask);
+        out[k] = x->ans[at];
+        __atomic_store_n(&x->busy[at], 0, __ATOMIC_RELEASE);
+    }
+    __atomic_add_fetch(&x->answered, n, __ATOMIC_RELAXED);
+    return 1;
+}
+
+extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
+{
+    if (__atomic_load_n(&x->dead, __ATOMIC_RELAXED)) return TDM_EGPU;
+    if (pthread_mutex_trylock(&x->keep_lock) != 0) return TDM_OK;
+    int rc = TDM_OK;
+    cudaSetDevice(x->device);
+    uint64_t now = mono_ns(), newest = 0;
+    int idle = -1;
+    for (int s = 0; s < 2; s++) {
+        if (x->launched[s]) {
+            cudaError_t e = cudaStreamQuery(x->run[s]);
+            if (e == cudaSuccess) x->launched[s] = 0;
+            else if (e != cudaErrorNotReady) rc = TDM_EGPU;
+        }
+        if (x->launched[s] && x->launched_ns[s] > newest) newest = x->launched_ns[s];
+        if (!x->launched[s] && idle < 0) idle = s;
+    }
+    /* while items wait: a launch when none runs, and the next one, on the other stream, once the
+       newest has lived half its life (its blocks leave at EXPRESS_LIFE_NS) */
+    uint64_t published = __atomic_load_n(&x->ring->tail, __ATOMIC_ACQUIRE);
+    int wanted = published > __atomic_load_n(&x->answered, __ATOMIC_RELAXED) &&
+                 (newest == 0 || now - newest > EXPRESS_LIFE_NS / 2);
+    if (rc == TDM_OK && wanted && idle >= 0) {
+        express_kernel<<<x->blocks + 1, FUSED_THREADS, 0, x->run[idle]>>>(x->d_progs, x->items, x->mask, x->ring,
+                                                                     x->d_head, x->d_blocks + (size_t)idle * x->blocks,
+                                                                     x->ans, x->room);
+        if (cudaGetLastError() != cudaSuccess) {
+            rc = TDM_EGPU;
+        } else {
+            x->launched[idle] = 1;
+            x->launched_ns[idle] = now;
+            __atomic_add_fetch(&x->launches, 1, __ATOMIC_RELAXED);
+        }
+    }
+    if (rc != TDM_OK) __atomic_store_n(&x->dead, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&x->keep_lock);
+    return rc;
+}
+
+extern "C" void tdm_gpu_express_counts(const tdm_gpu_express *x, uint64_t *launches, uint64_t *answered)
+{
+    *launches = __atomic_load_n(&x->launches, __ATOMIC_RELAXED);
+    *answered = __atomic_load_n(&x->answered, __ATOMIC_RELAXED);
 }

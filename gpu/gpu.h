@@ -302,6 +302,60 @@ int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, c
  * tasks it traversed. */
 const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks);
 
+/* ---- the express ring (configs.cu; an experiment: tandemd's --express-configs) -----------
+ *
+ * A few configurations answered without a launch or a queue: blocks of a resident kernel
+ * (fused_kernel's work, one block per configuration) take items from a ring in mapped
+ * pinned memory as the host publishes them, and write each answer with a tag the host
+ * polls; one thread of the launch alone reads the ring across the bus (a doorbell) and the
+ * others wait on its copy in device memory. A launch's blocks leave after 2 ms (so that a
+ * cudaFree elsewhere, which waits for the whole device, waits that long at most);
+ * tdm_gpu_express_keep launches the next one, on a second stream, from half that on while
+ * items wait, and none while none does. Its streams are its own.
+ * Programs (tdm_gpu_robot, given whole) are uploaded into the ring's own table, keyed
+ * as resident programs are, and referenced by the items that name them. A configuration
+ * whose frontier outgrows its block's room comes back with `overflow` set: the caller
+ * runs it the pooled way. Robots of more than EXPRESS_VALUES values, EXPRESS_LINKS links,
+ * EXPRESS_ELEMS elements or 1 024 checks are refused (TDM_EINVAL). Thread-safe: submit,
+ * poll and the programs from any thread; keep from any (one at a time does the work). */
+#define TDM_GPU_EXPRESS_VALUES 32u
+typedef struct tdm_gpu_express tdm_gpu_express;
+typedef struct tdm_gpu_express_answer {
+    uint32_t check;      /* the first colliding check, or UINT32_MAX */
+    uint32_t contacts;   /* contacts mode, capped */
+    uint16_t truncated;  /* contacts mode: over the cap */
+    uint16_t overflow;   /* its pairs outgrew the block's room: not answered, run it elsewhere */
+    uint32_t tag;        /* written last: the item's ticket + 1, low 32 bits */
+} tdm_gpu_express_answer;
+
+/* On g's device (its budget counts the ring's scratch): `blocks` resident blocks, a ring of
+ * `items` configurations (a power of two). TDM_EGPU, TDM_EGPUMEM, TDM_ENOMEM. */
+int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t items, tdm_gpu_express **out);
+/* Stops the kernel, waits for it, frees. NULL is a no-op. */
+void tdm_gpu_express_destroy(tdm_gpu_express *x);
+/* The program of (key, epoch, kin) in *id with a reference taken, if the table holds it: 1,
+ * else 0. */
+int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id);
+/* Uploads robot r (whole, keyed) into the table, replacing a stale entry of its key, and
+ * takes a reference in *id. TDM_EINVAL (too large for a block), TDM_EAGAIN (the table is
+ * full of referenced programs), TDM_EGPU. */
+int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *r, uint32_t *id);
+/* Drops a reference taken by find or program. */
+void tdm_gpu_express_release(tdm_gpu_express *x, uint32_t id);
+/* Publishes n configurations (n_q values each, the program's) of program id in mode with cap
+ * (1 in bool mode): their first ticket in *ticket. TDM_EAGAIN when the ring has no room for
+ * them now (nothing published), TDM_EINVAL for n or n_q out of range, TDM_EGPU. */
+int tdm_gpu_express_submit(tdm_gpu_express *x, uint32_t id, const double *q, uint32_t n, uint32_t n_q, uint32_t mode,
+                           uint32_t cap, uint64_t *ticket);
+/* The n answers from ticket into out: 1 when all are in (their ring places are free again), 0
+ * not yet, TDM_EGPU when the kernel failed. Call once more after 1 never. */
+int tdm_gpu_express_poll(tdm_gpu_express *x, uint64_t ticket, uint32_t n, tdm_gpu_express_answer *out);
+/* Launches the kernel again when it has left and items wait: the polling thread's call. 0,
+ * or TDM_EGPU once the kernel failed. */
+int tdm_gpu_express_keep(tdm_gpu_express *x);
+/* Launches of the kernel so far, and configurations answered. */
+void tdm_gpu_express_counts(const tdm_gpu_express *x, uint64_t *launches, uint64_t *answered);
+
 /* With no slot running: doubles the frontier buffers within the budget. 1 grown,
  * 0 at the budget, or TDM_EGPU. */
 int tdm_gpu_grow(tdm_gpu *g);

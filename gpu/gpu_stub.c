@@ -133,6 +133,45 @@ const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint
     return NULL;
 }
 void tdm_gpu_abort(tdm_gpu *g) { (void)g; }
+int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t items, tdm_gpu_express **out)
+{
+    (void)g, (void)blocks, (void)items;
+    *out = NULL;
+    return TDM_ENODEV;
+}
+void tdm_gpu_express_destroy(tdm_gpu_express *x) { (void)x; }
+int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id)
+{
+    (void)x, (void)key, (void)epoch, (void)kin, (void)id;
+    return 0;
+}
+int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *r, uint32_t *id)
+{
+    (void)x, (void)r, (void)id;
+    return TDM_ENODEV;
+}
+void tdm_gpu_express_release(tdm_gpu_express *x, uint32_t id) { (void)x, (void)id; }
+int tdm_gpu_express_submit(tdm_gpu_express *x, uint32_t id, const double *q, uint32_t n, uint32_t n_q, uint32_t mode,
+                           uint32_t cap, uint64_t *ticket)
+{
+    (void)x, (void)id, (void)q, (void)n, (void)n_q, (void)mode, (void)cap, (void)ticket;
+    return TDM_ENODEV;
+}
+int tdm_gpu_express_poll(tdm_gpu_express *x, uint64_t ticket, uint32_t n, tdm_gpu_express_answer *out)
+{
+    (void)x, (void)ticket, (void)n, (void)out;
+    return TDM_ENODEV;
+}
+int tdm_gpu_express_keep(tdm_gpu_express *x)
+{
+    (void)x;
+    return TDM_ENODEV;
+}
+void tdm_gpu_express_counts(const tdm_gpu_express *x, uint64_t *launches, uint64_t *answered)
+{
+    (void)x;
+    *launches = *answered = 0;
+}
 
 void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 {

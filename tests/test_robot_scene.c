@@ -1645,3 +1645,165 @@ Test(robot_scene, cli_check_urdf)
     free(r.out);
     free(r.err);
 }
+
+/* ---- the express ring (tdm_sched_express_*) ---- */
+
+typedef struct express_job {
+    tdm_sched *e;
+    const tdm_robot_scene *rs;
+    const double *q;
+    tdm_sched_result *got;
+    size_t n, from, step; /* this thread's requests: from, from + step, ... (as request indices) */
+    tdm_mode mode;
+    uint32_t cap;
+    uint64_t given_back;
+    int rc;
+} express_job;
+
+/* Request k: configurations [k * 64 + 0, k * 64 + size(k)) of the batch, sizes 1 to 64. */
+static size_t express_size(size_t k) { return (size_t[]){1, 3, 64, 17, 2, 40, 1, 8}[k % 8]; }
+
+/* Publishes this thread's requests, up to 24 in flight, and polls until each is in; one
+ * given back runs the pooled way. */
+static void *express_thread(void *arg)
+{
+    express_job *j = arg;
+    enum { IN_FLIGHT = 24 };
+    tdm_sched_express x[IN_FLIGHT];
+    size_t req[IN_FLIGHT];
+    int busy[IN_FLIGHT] = {0}, n_busy = 0;
+    size_t next = j->from, requests = j->n / 64;
+    while ((next < requests || n_busy) && j->rc == TDM_OK) {
+        for (int s = 0; s < IN_FLIGHT && next < requests; s++) {
+            if (busy[s]) continue;
+            int rc = tdm_sched_express_submit(j->e, j->rs->scene, &j->rs->kin, j->q + next * 64 * 3,
+                                              express_size(next), j->mode, j->cap, &x[s]);
+            if (rc == TDM_EAGAIN) break;
+            if (rc != TDM_OK) {
+                j->rc = rc;
+                break;
+            }
+            req[s] = next;
+            busy[s] = 1, n_busy++;
+            next += j->step;
+        }
+        tdm_sched_express_keep(j->e);
+        for (int s = 0; s < IN_FLIGHT; s++) {
+            if (!busy[s]) continue;
+            tdm_sched_result *out = j->got + req[s] * 64;
+            int rc = tdm_sched_express_poll(j->e, &x[s], j->rs->scene, j->mode, out);
+            if (rc == 0) continue;
+            if (rc == TDM_EAGAIN) {
+                j->given_back++;
+                tdm_sched_query proto = {j->rs->scene, NULL, j->mode, j->cap, NULL, NULL};
+                rc = tdm_sched_run_configs(j->e, &proto, &j->rs->kin, j->q + req[s] * 64 * 3, express_size(req[s]),
+                                           out);
+            }
+            if (rc < 0) j->rc = rc;
+            busy[s] = 0, n_busy--;
+        }
+    }
+    return NULL;
+}
+
+/* A planner's few configurations through the express ring from 4 threads at once, requests
+ * of 1 to 64 configurations, many in flight: every answer the CPU engine's, in bool and in
+ * contacts mode; with `room` (TDM_GPU_EXPRESS_ROOM) a block's frontier is small enough that
+ * many configurations come back given back, and run the pooled way. */
+static void express_on_gpu(const char *room)
+{
+    if (room) setenv("TDM_GPU_EXPRESS_ROOM", room, 1);
+    char why[320] = "";
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!e) {
+        if (room) unsetenv("TDM_GPU_EXPRESS_ROOM");
+        cr_skip_test("no GPU engine: %s", why);
+    }
+    cr_assert_eq(tdm_sched_express_start(e, 16), TDM_OK);
+    if (room) unsetenv("TDM_GPU_EXPRESS_ROOM");
+    cr_assert(tdm_sched_express_on(e));
+    tdm_robot_scene *rs = make_scene();
+    for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
+    const size_t n = 64 * 160;
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    cr_assert(want && got);
+    /* bad input: nothing published */
+    tdm_sched_express bad;
+    double q1[3] = {0, 0, 0};
+    cr_assert_eq(tdm_sched_express_submit(e, rs->scene, &rs->kin, q1, 0, TDM_MODE_BOOL, 1, &bad), TDM_EINVAL);
+    cr_assert_eq(tdm_sched_express_submit(e, rs->scene, &rs->kin, q1, TDM_SCHED_EXPRESS_MAX + 1, TDM_MODE_BOOL, 1, &bad),
+                 TDM_EINVAL);
+    for (int m = 0; m < 2; m++) {
+        double *q = batch(rs, n, 0xe4e5ull + (uint64_t)m, modes[m], caps[m], want);
+        memset(got, 0xab, n * sizeof *got);
+        tdm_sched_stats before, after;
+        tdm_sched_get_stats(e, &before);
+        express_job jobs[4];
+        pthread_t th[4];
+        for (int t = 0; t < 4; t++) {
+            jobs[t] = (express_job){e, rs, q, got, n, (size_t)t, 4, modes[m], caps[m], 0, TDM_OK};
+            cr_assert_eq(pthread_create(&th[t], NULL, express_thread, &jobs[t]), 0);
+        }
+        uint64_t given_back = 0;
+        for (int t = 0; t < 4; t++) {
+            pthread_join(th[t], NULL);
+            cr_assert_eq(jobs[t].rc, TDM_OK, "thread %d: %s", t, tdm_strerror(jobs[t].rc));
+            given_back += jobs[t].given_back;
+        }
+        tdm_sched_get_stats(e, &after);
+        size_t checked = 0, colliding = 0, d = 0, first = 0;
+        for (size_t k = 0; k < n / 64; k++)
+            for (size_t i = k * 64; i < k * 64 + express_size(k); i++) {
+                const tdm_sched_result *a = &got[i], *b = &want[i];
+                checked++;
+                colliding += b->colliding;
+                if (a->colliding != b->colliding || a->object_a != b->object_a || a->object_b != b->object_b ||
+                    a->contacts != b->contacts || a->truncated != b->truncated) {
+                    if (!d) first = i;
+                    d++;
+                }
+            }
+        uint64_t answered = after.express_configs - before.express_configs,
+                 back = after.express_overflows - before.express_overflows;
+        cr_log_info("express %s (room %s): %zu configurations, %zu colliding, %llu answered by the ring, %llu given "
+                    "back (%llu requests), %llu launches; %zu differ", m ? "contacts" : "bool", room ? room : "default",
+                    checked, colliding, (unsigned long long)answered, (unsigned long long)back,
+                    (unsigned long long)given_back,
+                    (unsigned long long)(after.express_launches - before.express_launches), d);
+        cr_assert_eq(d, 0, "seed=%llu %s: %zu of %zu differ, first %zu: got %u (%u,%u) %u/%u, want %u (%u,%u) %u/%u",
+                     (unsigned long long)seed, m ? "contacts" : "bool", d, checked, first, got[first].colliding,
+                     got[first].object_a, got[first].object_b, got[first].contacts, got[first].truncated,
+                     want[first].colliding, want[first].object_a, want[first].object_b, want[first].contacts,
+                     want[first].truncated);
+        cr_assert(colliding > 0 && colliding < checked, "the batch needs both answers");
+        cr_assert_eq(answered + back, checked, "every configuration through the ring");
+        if (room) cr_assert_gt(back, 0, "a small room gives some back");
+        else cr_assert_gt(answered, checked / 2, "most answered by the ring");
+        free(q);
+    }
+    free(want);
+    free(got);
+    for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(e, rs->bvhs[i]);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+}
+
+Test(robot_scene, configs_through_the_express_ring_match_cpu_engine) { express_on_gpu(NULL); }
+Test(robot_scene, configs_given_back_by_the_express_ring_match_cpu_engine) { express_on_gpu("24"); }
+
+Test(robot_scene, express_ring_needs_a_gpu_engine)
+{
+    char why[320];
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    cr_assert_eq(tdm_sched_express_start(e, 0), TDM_OK, "0 blocks: off");
+    cr_assert_eq(tdm_sched_express_start(e, 16), TDM_ENODEV);
+    cr_assert(!tdm_sched_express_on(e));
+    tdm_robot_scene *rs = make_scene();
+    tdm_sched_express x;
+    double q[3] = {0, 0, 0};
+    cr_assert_eq(tdm_sched_express_submit(e, rs->scene, &rs->kin, q, 1, TDM_MODE_BOOL, 1, &x), TDM_ENODEV);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+}

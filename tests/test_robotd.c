@@ -1246,12 +1246,14 @@ static void *planner_run(void *arg)
  * requests (one to five states, one or two motions): every answer as the reference's for
  * its own world. With a GPU engine (and --device-configs-small, the default) the requests
  * of every scene go as configurations and pool into device runs of several robot scenes. */
-Test(robotd, planners_on_several_worlds_answer_as_reference)
+/* Many planners at once on three worlds, each asking states and motions over its own
+ * connection; tandemd started with `extra`. */
+static void planners_on_several_worlds(const char *const *extra)
 {
     static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
     offline o[3];
     for (int w = 0; w < 3; w++) offline_open_world(&o[w], worlds[w]);
-    dmn_start(&D, NULL);
+    dmn_start(&D, extra);
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32], sids[3][32];
     cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
@@ -1314,6 +1316,16 @@ Test(robotd, planners_on_several_worlds_answer_as_reference)
     tdm_client_free(c);
     dmn_stop(&D, SIGTERM);
     for (int w = 0; w < 3; w++) offline_close(&o[w]);
+}
+
+Test(robotd, planners_on_several_worlds_answer_as_reference) { planners_on_several_worlds(NULL); }
+
+/* The same through the GPU's express ring (every request of at most 64 configurations that no
+ * host lane takes: none here); without a GPU engine tandemd says so and answers the usual way. */
+Test(robotd, planners_through_the_express_ring_answer_as_reference)
+{
+    static const char *const extra[] = {"--express-configs", "64", "--host-lanes", "0", NULL};
+    planners_on_several_worlds(extra);
 }
 
 Test(robotd, async_calls_equal_blocking)

@@ -87,7 +87,17 @@ struct tdm_pooler {
     queue host;                  /* jobs for the host threads */
     uint64_t seq;
     tdm_pooler_stats stats;
+    /* the express ring (tdm_pooler_set_express) */
+    uint32_t express_configs;    /* jobs of at most this many configurations go to it (0: none) */
+    int x_started;
+    pthread_t x_thread;
+    tdm_pooler_job *x_inbox;     /* atomic: published into the ring, not yet seen by its thread */
+    int x_sleeping, x_woken;     /* atomic; x_woken under x_lock */
+    pthread_mutex_t x_lock;
+    pthread_cond_t x_wake;
 };
+
+static void express_wake(tdm_pooler *p);
 
 /* How long an idle pooler thread polls for work before it sleeps, with a device engine. */
 #define POOLER_SPIN_NS 200000u
@@ -693,6 +703,8 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
 {
     job->next = NULL;
     job->rc = TDM_OK;
+    int no_express = job->no_express;
+    job->no_express = 0; /* for this submission only */
     int cancelled = tdm_pooler_job_cancelled(job);
     job->work = (tdm_work){job->max_work, 0, cancelled, cancelled};
     job->done = job->turn = 0;
@@ -718,6 +730,18 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
+    /* the express ring: published here, at once, or the usual way */
+    if (!h && p->express_configs && job->configs && !job->fill && !no_express && !cancelled &&
+        job->n_queries <= p->express_configs && within_small_work(p, job) &&
+        tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
+                                 job->max_contacts, &job->express) == TDM_OK) {
+        if (p->trace) job->queued_ms = job->taken_ms = now_ms(); /* the trace's: no queue, one run */
+        tdm_pooler_job *xh = __atomic_load_n(&p->x_inbox, __ATOMIC_RELAXED);
+        do job->next = xh;
+        while (!__atomic_compare_exchange_n(&p->x_inbox, &xh, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+        if (__atomic_load_n(&p->x_sleeping, __ATOMIC_SEQ_CST)) express_wake(p);
+        return TDM_OK;
+    }
     tdm_pooler_job *head = __atomic_load_n(&p->inbox, __ATOMIC_RELAXED);
     do job->next = head;
     while (!__atomic_compare_exchange_n(&p->inbox, &head, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
@@ -742,6 +766,98 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
 }
 
 void tdm_pooler_set_batch_end(tdm_pooler *p, void (*end)(void *data)) { p->batch_end = end; }
+
+/* The express thread: takes what was published into the ring, polls for the answers (keeping
+ * the ring's kernel running), finishes the jobs answered, and sends a job given back the
+ * usual way (counted pending throughout: its new submission before this one's end). */
+static void *express_main(void *arg)
+{
+    tdm_pooler *p = arg;
+    prctl(PR_SET_NAME, "tdm-express");
+    tdm_pooler_job *list = NULL;
+    double until = 0;
+    for (;;) {
+        tdm_pooler_job *in = __atomic_exchange_n(&p->x_inbox, NULL, __ATOMIC_ACQ_REL);
+        while (in) {
+            tdm_pooler_job *next = in->next;
+            in->next = list;
+            list = in;
+            in = next;
+        }
+        if (!list) {
+            if (__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST) && pending_of(p) == 0) break;
+            double now = now_ms();
+            if (until == 0) until = now + 1e-6 * (double)p->spin_ns;
+            if (now < until) {
+                cpu_relax();
+                continue;
+            }
+            /* asleep: a submitter that pushed after the look below sees x_sleeping and wakes it */
+            __atomic_store_n(&p->x_sleeping, 1, __ATOMIC_SEQ_CST);
+            if (!__atomic_load_n(&p->x_inbox, __ATOMIC_SEQ_CST) && !__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
+                pthread_mutex_lock(&p->x_lock);
+                while (!p->x_woken) pthread_cond_wait(&p->x_wake, &p->x_lock);
+                p->x_woken = 0;
+                pthread_mutex_unlock(&p->x_lock);
+            }
+            __atomic_store_n(&p->x_sleeping, 0, __ATOMIC_SEQ_CST);
+            until = 0;
+            continue;
+        }
+        until = 0;
+        tdm_sched_express_keep(p->engine);
+        size_t finished = 0;
+        for (tdm_pooler_job **at = &list; *at;) {
+            tdm_pooler_job *j = *at;
+            int rc = tdm_sched_express_poll(p->engine, &j->express, j->scene, j->mode, j->results);
+            if (rc == 0) {
+                at = &j->next;
+                continue;
+            }
+            *at = j->next;
+            j->next = NULL;
+            if (rc != 1) { /* given back, or the ring failed: the usual way */
+                j->no_express = 1;
+                if (tdm_pooler_submit(p, j) != TDM_OK) {
+                    j->rc = TDM_ECANCELED;
+                    p->finished(j, p->data);
+                    finished++;
+                }
+            } else {
+                j->rc = TDM_OK;
+                j->done = j->n_queries;
+                p->finished(j, p->data);
+                finished++;
+            }
+            pthread_mutex_lock(&p->lock);
+            p->stats.jobs++;
+            p->stats.queries += j->n_queries;
+            if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
+            pthread_mutex_unlock(&p->lock);
+        }
+        if (finished && p->batch_end) p->batch_end(p->data);
+    }
+    return NULL;
+}
+
+int tdm_pooler_set_express(tdm_pooler *p, uint32_t max_configs)
+{
+    if (max_configs > TDM_SCHED_EXPRESS_MAX) max_configs = TDM_SCHED_EXPRESS_MAX;
+    if (!max_configs || !tdm_sched_express_on(p->engine) || p->x_started) return TDM_OK;
+    if (pthread_mutex_init(&p->x_lock, NULL) != 0) return TDM_ESYS;
+    if (pthread_cond_init(&p->x_wake, NULL) != 0) {
+        pthread_mutex_destroy(&p->x_lock);
+        return TDM_ESYS;
+    }
+    if (pthread_create(&p->x_thread, NULL, express_main, p) != 0) {
+        pthread_cond_destroy(&p->x_wake);
+        pthread_mutex_destroy(&p->x_lock);
+        return TDM_ESYS;
+    }
+    p->x_started = 1;
+    p->express_configs = max_configs;
+    return TDM_OK;
+}
 
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f)
 {
@@ -787,6 +903,14 @@ void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs)
     pthread_mutex_unlock(&p->lock);
 }
 
+static void express_wake(tdm_pooler *p)
+{
+    pthread_mutex_lock(&p->x_lock);
+    p->x_woken = 1;
+    pthread_cond_signal(&p->x_wake);
+    pthread_mutex_unlock(&p->x_lock);
+}
+
 void tdm_pooler_stop(tdm_pooler *p)
 {
     if (!p || p->stopped) return;
@@ -794,8 +918,13 @@ void tdm_pooler_stop(tdm_pooler *p)
     __atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
     wake_all(p);
     pthread_mutex_unlock(&p->lock);
+    if (p->x_started) express_wake(p);
     for (int k = 0; k < p->n_threads; k++) pthread_join(p->workers[k].thread, NULL);
     for (int k = 0; k < p->n_host; k++) pthread_join(p->workers[MAX_THREADS + k].thread, NULL);
+    if (p->x_started) {
+        express_wake(p);
+        pthread_join(p->x_thread, NULL);
+    }
     p->stopped = 1;
 }
 
@@ -812,5 +941,9 @@ void tdm_pooler_destroy(tdm_pooler *p)
     pthread_cond_destroy(&p->kind[0].wake);
     pthread_cond_destroy(&p->kind[1].wake);
     pthread_mutex_destroy(&p->lock);
+    if (p->x_started) {
+        pthread_cond_destroy(&p->x_wake);
+        pthread_mutex_destroy(&p->x_lock);
+    }
     free(p);
 }

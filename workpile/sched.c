@@ -152,6 +152,7 @@ struct tdm_sched {
     int skip_answered;     /* bool tasks carry their query as group (tdm_task); TDM_ENGINE_SKIP_ANSWERED=0: not */
     int fold_early;        /* TDM_ENGINE_FOLD_EARLY=0 unset: fold answers in the GPU engine's read-back */
     int cull;              /* TDM_ENGINE_CULL=0 unset: skip checks whose bounding spheres are apart */
+    tdm_gpu_express *express; /* the express ring on gpus[0] (tdm_sched_express_start), or NULL */
     int device_configs;    /* TDM_ENGINE_DEVICE_CONFIGS=0 unset: batches of configurations run on the
                               device from end to end (tdm_sched_run_configs) */
 };
@@ -759,6 +760,7 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
 void tdm_sched_destroy(tdm_sched *e)
 {
     if (!e) return;
+    tdm_gpu_express_destroy(e->express); /* its kernel first: nothing below waits for it */
     if (e->reg) {
         freer f = {e, 0};
         tdm_registry_destroy(e->reg, free_copy, &f); /* copies exist only with a GPU engine */
@@ -836,6 +838,10 @@ void tdm_sched_get_stats(tdm_sched *e, tdm_sched_stats *s)
     pthread_mutex_lock(&e->stats_lock);
     *s = e->stats;
     pthread_mutex_unlock(&e->stats_lock);
+    if (e->express) {
+        uint64_t answered;
+        tdm_gpu_express_counts(e->express, &s->express_launches, &answered);
+    }
     int broken = __atomic_load_n(&e->n_broken, __ATOMIC_RELAXED);
     s->gpu_broken = broken > 0;
     s->gpu_engines_broken = (uint32_t)broken;
@@ -2019,6 +2025,145 @@ int tdm_sched_run_configs_host(tdm_sched *e, const tdm_sched_query *proto, const
 int tdm_sched_configs_on_device(const tdm_sched *e)
 {
     return e->device_configs && e->n_gpus > 0 && e->kind != TDM_BACKEND_HYBRID;
+}
+
+/* ---- the express ring ------------------------------------------------------------ */
+
+/* Ring places: every in-flight configuration of 64 planners' rounds, several times over. */
+#define EXPRESS_ITEMS 8192u
+
+int tdm_sched_express_start(tdm_sched *e, uint32_t blocks)
+{
+    if (blocks == 0) return TDM_OK;
+    if (!tdm_sched_configs_on_device(e)) return TDM_ENODEV;
+    if (e->express) return TDM_OK;
+    return tdm_gpu_express_create(tdm_gpu_engine_lane(e->gpus[0], 0), blocks, EXPRESS_ITEMS, &e->express);
+}
+
+int tdm_sched_express_on(const tdm_sched *e) { return e->express != NULL; }
+
+void tdm_sched_express_keep(tdm_sched *e)
+{
+    if (e->express && tdm_gpu_express_keep(e->express) == TDM_EGPU && !engine_broken(e, 0)) {
+        fprintf(stderr, "tandem engine: the express ring on CUDA device %d failed; its configurations run "
+                        "the pooled way\n", e->gpu_dev[0]);
+        engine_failed(e, 0);
+    }
+}
+
+/* Scene s's program on the ring: its checks, pairs (engine 0's copies of its trees) and
+ * fixed objects, uploaded, a reference taken in *id. */
+static int express_program(tdm_sched *e, const tdm_scene *s, const tdm_kin *kin, uint32_t *id)
+{
+    uint32_t K = s->n_checks, N = s->n_objects ? s->n_objects : 1;
+    const tdm_bvh **bvhs = malloc(sizeof *bvhs * N);
+    void **copies = malloc(sizeof *copies * N);
+    tdm_gpu_check *checks = malloc(sizeof *checks * (K ? K : 1));
+    tdm_gpu_pair *pairs = malloc(sizeof *pairs * (K ? K : 1));
+    tdm_xform *fixed = malloc(sizeof *fixed * N);
+    uint32_t *entry = malloc(sizeof *entry * N);
+    int rc = TDM_ENOMEM;
+    if (!bvhs || !copies || !checks || !pairs || !fixed || !entry) goto out;
+    for (uint32_t i = 0; i < s->n_objects; i++) bvhs[i] = s->objects[i].bvh;
+    tdm_registry_find_n(e->reg, 0, bvhs, s->n_objects, copies);
+    uint32_t F = 0;
+    for (uint32_t i = 0; i < s->n_objects; i++) {
+        if (s->slot[i] != UINT32_MAX) {
+            entry[i] = s->slot[i];
+        } else {
+            fixed[F] = s->objects[i].pose;
+            entry[i] = s->n_movable + F++;
+        }
+    }
+    tdm_gpu *g = tdm_gpu_engine_lane(e->gpus[0], 0);
+    rc = TDM_OK;
+    for (uint32_t k = 0; k < K && rc == TDM_OK; k++) {
+        const tdm_scene_check *c = &s->checks[k];
+        if (!copies[c->a] || !copies[c->b]) {
+            rc = TDM_ECANCELED;
+            break;
+        }
+        checks[k] = (tdm_gpu_check){entry[c->a], entry[c->b], c->a, c->b, c->a_at_origin,
+                                    s->solids ? s->solids->check[k] : 0u, s->cull_rsum[k]};
+        tdm_gpu_pair_of(g, copies[c->a], copies[c->b], &pairs[k]);
+    }
+    if (rc == TDM_OK) {
+        tdm_gpu_robot r = {kin, F, fixed, (const double (*)[4])s->fixed_centre, (const double (*)[3])s->slot_centre,
+                           K, checks, pairs, s->n_objects, s->solids ? s->solids->objs : NULL,
+                           s->solids ? s->solids->reps : NULL, s->solids ? s->solids->n_reps : 0, s->serial, 0, NULL};
+        rc = tdm_gpu_express_program(e->express, &r, id);
+        if (rc == TDM_OK) {
+            pthread_mutex_lock(&e->stats_lock);
+            e->stats.express_programs++;
+            pthread_mutex_unlock(&e->stats_lock);
+        }
+    }
+out:
+    free(bvhs);
+    free(copies);
+    free(checks);
+    free(pairs);
+    free(fixed);
+    free(entry);
+    return rc;
+}
+
+int tdm_sched_express_submit(tdm_sched *e, const tdm_scene *s, const tdm_kin *kin, const double *configs, size_t n,
+                             uint32_t mode, uint32_t max_contacts, tdm_sched_express *x)
+{
+    if (!e->express || engine_broken(e, 0)) return TDM_ENODEV;
+    if (n == 0 || n > TDM_SCHED_EXPRESS_MAX || s->n_checks == 0 || kin->n_q > TDM_GPU_EXPRESS_VALUES ||
+        (mode == TDM_MODE_CONTACTS && max_contacts == 0))
+        return TDM_EINVAL;
+    uint32_t id;
+    int rc = TDM_OK;
+    if (!tdm_gpu_express_find(e->express, s->serial, 0, kin, &id)) rc = express_program(e, s, kin, &id);
+    if (rc != TDM_OK) return rc;
+    uint32_t cap = mode == TDM_MODE_CONTACTS ? max_contacts : 1;
+    rc = tdm_gpu_express_submit(e->express, id, configs, (uint32_t)n, kin->n_q, mode, cap, &x->ticket);
+    if (rc != TDM_OK) {
+        tdm_gpu_express_release(e->express, id);
+        return rc;
+    }
+    x->n = (uint32_t)n;
+    x->prog = id;
+    tdm_sched_express_keep(e);
+    return TDM_OK;
+}
+
+int tdm_sched_express_poll(tdm_sched *e, tdm_sched_express *x, const tdm_scene *s, uint32_t mode,
+                           tdm_sched_result *results)
+{
+    tdm_gpu_express_answer a[TDM_SCHED_EXPRESS_MAX];
+    int rc = tdm_gpu_express_poll(e->express, x->ticket, x->n, a);
+    if (rc == 0) return 0;
+    tdm_gpu_express_release(e->express, x->prog);
+    if (rc < 0) return rc;
+    int over = 0;
+    for (uint32_t i = 0; i < x->n; i++) {
+        tdm_sched_result *R = &results[i];
+        *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
+        if (a[i].overflow) {
+            over = 1;
+            continue;
+        }
+        if (a[i].check != UINT32_MAX) {
+            const tdm_scene_check *c = &s->checks[a[i].check];
+            R->colliding = 1;
+            R->object_a = s->objects[c->lo].id;
+            R->object_b = s->objects[c->hi].id;
+            R->contacts = mode == TDM_MODE_BOOL ? 1 : a[i].contacts;
+        }
+        if (mode == TDM_MODE_CONTACTS) {
+            R->contacts = a[i].contacts;
+            R->truncated = a[i].truncated;
+        }
+    }
+    pthread_mutex_lock(&e->stats_lock);
+    if (over) e->stats.express_overflows += x->n;
+    else e->stats.express_configs += x->n, e->stats.queries += x->n, e->stats.gpu_queries += x->n;
+    pthread_mutex_unlock(&e->stats_lock);
+    return over ? TDM_EAGAIN : 1;
 }
 
 int tdm_sched_run_configs_device(tdm_sched *e, const tdm_sched_query *proto, const tdm_kin *kin,

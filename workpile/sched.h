@@ -243,6 +243,40 @@ int tdm_sched_run_configs_host(tdm_sched *e, const tdm_sched_query *proto, const
  * device path on), so that pooling them pays. */
 int tdm_sched_configs_on_device(const tdm_sched *e);
 
+/* The express ring (gpu/gpu.h; an experiment, tandemd's --express-configs): a few
+ * configurations of one robot scene answered by the first GPU engine's resident kernel,
+ * with no lane, no launch and no queue: submit publishes them, poll finds their answers.
+ * A scene's program is built and uploaded at its first submit (its serial names it: the
+ * scene's trees stay on the device while it lives); a robot too large for a block is
+ * refused (TDM_EINVAL) and goes the pooled way. */
+#define TDM_SCHED_EXPRESS_MAX 64u /* configurations a submit takes at most */
+typedef struct tdm_sched_express {
+    uint64_t ticket;
+    uint32_t n, prog;
+} tdm_sched_express;
+/* Starts the ring with `blocks` resident blocks (0: off). TDM_ENODEV without a GPU-resident
+ * engine (or with the hybrid), TDM_EGPU, TDM_EGPUMEM. Before any other call of this family,
+ * from one thread. */
+int tdm_sched_express_start(tdm_sched *e, uint32_t blocks);
+/* 1 when started. */
+int tdm_sched_express_on(const tdm_sched *e);
+/* Publishes configs (n x kin->n_q values, finite, n <= TDM_SCHED_EXPRESS_MAX) of scene s in
+ * mode (cap max_contacts in contacts mode) into *x. TDM_OK; TDM_EAGAIN (the ring is full
+ * now), TDM_EINVAL (too large for it), TDM_ENODEV (not started, or its engine failed),
+ * TDM_ECANCELED (a tree of s has no device copy), TDM_EGPU: nothing was published, run it
+ * the pooled way. */
+int tdm_sched_express_submit(tdm_sched *e, const tdm_scene *s, const tdm_kin *kin, const double *configs, size_t n,
+                             uint32_t mode, uint32_t max_contacts, tdm_sched_express *x);
+/* 1 with x's answers in results (as tdm_sched_run_configs gives them, for scene s and
+ * mode), 0 while they are not all in, TDM_EAGAIN when one outgrew its block (results
+ * undefined: run them the pooled way), TDM_EGPU when the kernel failed. After anything
+ * but 0, x is done with. Any thread. */
+int tdm_sched_express_poll(tdm_sched *e, tdm_sched_express *x, const tdm_scene *s, uint32_t mode,
+                           tdm_sched_result *results);
+/* Keeps the resident kernel running while configurations wait (the polling thread's
+ * call, once a pass). */
+void tdm_sched_express_keep(tdm_sched *e);
+
 typedef struct tdm_sched_stats {
     uint64_t runs, queries, tasks;    /* tasks: (query, object pair) traversals, contacts re-runs included */
     uint64_t box_tests, tri_tests;    /* counted by the CPU engine only (the GPU engines do not count) */
@@ -257,6 +291,11 @@ typedef struct tdm_sched_stats {
                                          runs of few entries), and of them those that handed pairs over */
     uint64_t gpu_small_handovers;
     uint64_t gpu_fused_runs;          /* GPU-resident configuration runs in one kernel (gpu/configs.cu) */
+    uint64_t express_configs;         /* configurations the express ring answered, and those it gave back
+                                         (outgrew a block: run the pooled way) */
+    uint64_t express_overflows;
+    uint64_t express_programs;        /* robot scene programs uploaded to it */
+    uint64_t express_launches;        /* its resident kernel's launches */
     uint64_t device_bytes, mesh_bytes; /* device memory held now, summed over the GPU engines */
     uint64_t device_budget;           /* the device memory the engines may hold, summed (0: no GPU engine) */
     int gpu_broken;                   /* a GPU engine failed for good (TDM_EGPU: a sticky CUDA error): its

@@ -1,0 +1,25 @@
+set -uo pipefail
+# Call 83: the express ring (new: a resident kernel taking a planner's few configurations from mapped memory) and
+# fused_kernel refactored (fused_config, one barrier a level): robot_scene and gpu suites; bench_config_latency
+# --verify on 5 scenes of each scenario, the lanes' runs against the ring, 1, 2 and 8 threads.
+P=/tmp/p83; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+head -3 $P/new/PACK_INFO
+W=/tmp/w; mkdir -p $W; [[ -d $W/problems ]] || tar xjf .panda/problems.tar.bz2 -C $W
+B=/work/main/build; mkdir -p $B/daemon $B/tools; ln -sf $P/new/bin/tandem $B/tools/tandem; ln -sf $P/new/bin/tandemd $B/daemon/tandemd
+for t in robot_scene gpu; do
+  echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 240 $P/new/bin/test_$t --verbose >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt
+done
+grep -E "Synthesis|^## .*exit|FAIL|express" $OUT/tests.txt | grep -v "^\[RUN" | head -30
+echo "tests at ${SECONDS}s"
+L="$P/new/bin/bench_config_latency --urdf .panda/panda.urdf --srdf .panda/panda.srdf"
+worlds=$(for s in $W/problems/*; do ls $s/scene00*.yaml | sed -n '10p;20p;30p;40p;50p'; done)
+for th in 1 2 8; do
+  echo "### threads $th: lanes" >> $OUT/latency.txt
+  timeout 100 $L --verify --repeat 300 --threads $th --lanes 2 --shapes 1:1,1:4,1:16,1:64,8:8 $worlds >> $OUT/latency.txt 2>&1
+  echo "### threads $th: express 32" >> $OUT/latency.txt
+  timeout 100 $L --verify --express 32 --repeat 300 --threads $th --lanes 2 --shapes 1:1,1:4,1:16,1:64,8:8 $worlds >> $OUT/latency.txt 2>&1
+done
+cat $OUT/latency.txt | grep -v "^|---"
+echo "done at ${SECONDS}s"
