@@ -1827,6 +1827,25 @@ static int configs_on_host(tdm_sched *e, const tdm_sched_query *proto, const tdm
     return rc;
 }
 
+/* A configuration's result from the device's answer: its first colliding check in scene s
+ * (UINT32_MAX: free) and, in contacts mode, its contacts, capped. */
+static void device_result(const tdm_scene *s, uint32_t mode, uint32_t check, uint32_t contacts, uint32_t truncated,
+                          tdm_sched_result *R)
+{
+    *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
+    if (check != UINT32_MAX) {
+        const tdm_scene_check *c = &s->checks[check];
+        R->colliding = 1;
+        R->object_a = s->objects[c->lo].id;
+        R->object_b = s->objects[c->hi].id;
+        R->contacts = 1;
+    }
+    if (mode == TDM_MODE_CONTACTS) {
+        R->contacts = contacts;
+        R->truncated = truncated;
+    }
+}
+
 /* The whole batch on lane l's GPU engine, configuration i of groups[g] for the
  * g whose configurations hold it (side by side, in group order): TDM_OK, or an
  * error after which the host path answers (a tree not resident: TDM_ECANCELED).
@@ -1912,21 +1931,8 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
     if (rc != TDM_OK) goto out;
     for (size_t g = 0, i = 0; g < n_groups; g++) {
         const tdm_scene *s = groups[g].scene;
-        for (size_t end = i + groups[g].n; i < end; i++) {
-            tdm_sched_result *R = &results[i];
-            *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
-            if (ans[i].check != UINT32_MAX) {
-                const tdm_scene_check *c = &s->checks[ans[i].check];
-                R->colliding = 1;
-                R->object_a = s->objects[c->lo].id;
-                R->object_b = s->objects[c->hi].id;
-                R->contacts = mode == TDM_MODE_BOOL ? 1 : ans[i].contacts;
-            }
-            if (mode == TDM_MODE_CONTACTS) {
-                R->contacts = ans[i].contacts;
-                R->truncated = ans[i].truncated;
-            }
-        }
+        for (size_t end = i + groups[g].n; i < end; i++)
+            device_result(s, mode, ans[i].check, ans[i].contacts, ans[i].truncated, &results[i]);
     }
     pthread_mutex_lock(&e->stats_lock);
     e->stats.runs++;
@@ -2141,23 +2147,8 @@ int tdm_sched_express_poll(tdm_sched *e, tdm_sched_express *x, const tdm_scene *
     if (rc < 0) return rc;
     int over = 0;
     for (uint32_t i = 0; i < x->n; i++) {
-        tdm_sched_result *R = &results[i];
-        *R = (tdm_sched_result){0, 0, 0, 0, 0, 0};
-        if (a[i].overflow) {
-            over = 1;
-            continue;
-        }
-        if (a[i].check != UINT32_MAX) {
-            const tdm_scene_check *c = &s->checks[a[i].check];
-            R->colliding = 1;
-            R->object_a = s->objects[c->lo].id;
-            R->object_b = s->objects[c->hi].id;
-            R->contacts = mode == TDM_MODE_BOOL ? 1 : a[i].contacts;
-        }
-        if (mode == TDM_MODE_CONTACTS) {
-            R->contacts = a[i].contacts;
-            R->truncated = a[i].truncated;
-        }
+        over |= a[i].overflow != 0;
+        device_result(s, mode, a[i].check, a[i].contacts, a[i].truncated, &results[i]);
     }
     pthread_mutex_lock(&e->stats_lock);
     if (over) e->stats.express_overflows += x->n;
