@@ -72,6 +72,13 @@ void tdm_stats_log(tdm_server *srv)
                      (unsigned long long)r.gpu_tasks, (unsigned long long)r.hybrid_tasks,
                      (unsigned long long)r.gpu_iterations, r.mean_workpile_pairs, r.gpu_seconds, r.device_meshes,
                      (unsigned long long)r.device_bytes, (unsigned long long)r.dispatch_threshold);
+    tdm_sched_stats es = {0};
+    tdm_sched_get_stats(srv->engine, &es);
+    if (tdm_sched_express_on(srv->engine))
+        tdm_log_info("stats: express ring: %llu configurations answered, %llu given back (run the usual way); %llu "
+                     "robot scene programs uploaded, %llu launches",
+                     (unsigned long long)es.express_configs, (unsigned long long)es.express_overflows,
+                     (unsigned long long)es.express_programs, (unsigned long long)es.express_launches);
 }
 
 void tdm__stats(tdm_conn *c, uint64_t id)
