@@ -1847,7 +1847,10 @@ static int express_drain(tdm_gpu_express *x)
 {
     if (!x->launched[0] && !x->launched[1]) return TDM_OK;
     __atomic_store_n(&x->ring->stop, 1u, __ATOMIC_RELEASE);
-    cudaError_t e = cudaSuccess;
+    /* the stop's copy too, at once: a block that started after its launch's doorbell left waits on
+       that copy to its own end of life (2 ms), and each new scene's program drains the ring
+       (call 90: the planners' set-up time doubled) */
+    cudaError_t e = cudaMemsetAsync(&x->d_head[2], 0xff, sizeof(unsigned long long), x->up);
     for (int s = 0; s < 2; s++)
         if (x->launched[s]) {
             cudaError_t es = cudaStreamSynchronize(x->run[s]);
