@@ -816,7 +816,11 @@ static void *express_main(void *arg)
             }
             *at = j->next;
             j->next = NULL;
-            if (rc != 1) { /* given back, or the ring failed: the usual way */
+            /* the job is not ours once finished or submitted again (a motion's next round, or
+               finished and freed by another thread): what the stats need is read first */
+            uint32_t queries = j->n_queries;
+            int ran = rc == 1;
+            if (!ran) { /* given back, or the ring failed: the usual way (counted there) */
                 j->no_express = 1;
                 if (tdm_pooler_submit(p, j) != TDM_OK) {
                     j->rc = TDM_ECANCELED;
@@ -830,8 +834,10 @@ static void *express_main(void *arg)
                 finished++;
             }
             pthread_mutex_lock(&p->lock);
-            p->stats.jobs++;
-            p->stats.queries += j->n_queries;
+            if (ran) {
+                p->stats.jobs++;
+                p->stats.queries += queries;
+            }
             if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
             pthread_mutex_unlock(&p->lock);
         }
