@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Issue 13's many-planner goal measured in alternated rounds: MANY RRTConnect planners through one
+# tandemd against FCL_PLANNERS planners with FCL in process, on the 700 MotionBenchMaker Panda problems,
+# ROUNDS times, each round both rows back to back (the odd rounds FCL first, the even ones Tandem
+# first, so that a drift of the host counts against both alike). One pair is not enough: FCL's row
+# moved by 10 % between two runs on one host (bench/results/ompl_resident.md, section 23), as much as
+# Tandem's ratio to it does between hosts. Prints a Markdown report (the command, each round's rows and
+# ratio, the median, least and largest ratio) and writes it to REPORT.md.
+#
+#   bench/run_goal_rounds.sh [REPORT.md]        (default bench/results/ompl_goal_rounds.md)
+#
+# Knobs (environment), with their defaults:
+#   BUILD_DIR=build        ompl_plan (examples/ompl) and tandemd; or OMPL_PLAN=..., TANDEMD=... (a
+#                          bench/device_pack.sh pack's bin/ files, with LD_LIBRARY_PATH=PACK/lib)
+#   PANDA=../shared/robots/panda   panda.urdf, panda.srdf, problems.tar.bz2
+#   ROUNDS=3               rounds (each: one FCL row and one Tandem row)
+#   MANY=64 FCL_PLANNERS=16        planners at once in the Tandem and FCL rows
+#   PER_SCENARIO=0         problems per scenario (0: all 100; smoke tests: fewer)
+#   ENGINE=gpu             tandemd --engine;  THREADS=$(nproc): tandemd --threads
+#   TANDEMD_ARGS=          more tandemd flags (named in the report)
+#   TIME_LIMIT=2 RESOLUTION=0.02 SEED=1   as bench/run_ompl.sh (the same for both checkers)
+# Time: a round is about FCL's row (~15 s on a 16-core host) plus Tandem's (~5 s) plus set-up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out_file=${1:-bench/results/ompl_goal_rounds.md}
+BUILD_DIR=${BUILD_DIR:-build}
+PANDA=${PANDA:-../shared/robots/panda}
+ROUNDS=${ROUNDS:-3}
+MANY=${MANY:-64}
+FCL_PLANNERS=${FCL_PLANNERS:-16}
+PER_SCENARIO=${PER_SCENARIO:-0}
+ENGINE=${ENGINE:-gpu}
+THREADS=${THREADS:-$(nproc)}
+TANDEMD_ARGS=${TANDEMD_ARGS:-}
+TIME_LIMIT=${TIME_LIMIT:-2}
+RESOLUTION=${RESOLUTION:-0.02}
+SEED=${SEED:-1}
+plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
+tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
+for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
+    [[ -e $f ]] || { echo "run_goal_rounds.sh: $f not found (build with libompl-dev and libfcl-dev installed)" >&2; exit 1; }
+done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "run_goal_rounds.sh: ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
+command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
+    ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ROUNDS="$ROUNDS" \
+    MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" PER_SCENARIO="$PER_SCENARIO" ENGINE="$ENGINE" THREADS="$THREADS" \
+    ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} TIME_LIMIT="$TIME_LIMIT" RESOLUTION="$RESOLUTION" SEED="$SEED" \
+    bench/run_goal_rounds.sh "$out_file")"
+
+work=$(mktemp -d)
+pid=""
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+tar xjf "$PANDA/problems.tar.bz2" -C "$work"
+base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOLUTION" --seed "$SEED"
+      --planner rrtconnect --time-limit "$TIME_LIMIT" --per-scenario "$PER_SCENARIO")
+
+read -r -a more <<< "$TANDEMD_ARGS"
+sock=$work/tandemd.sock
+"$tandemd" --listen "unix:$sock" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" "${more[@]}" \
+    --log-level warn 2> "$work/tandemd.log" &
+pid=$!
+for _ in $(seq 600); do
+    [[ -S $sock ]] && break
+    kill -0 "$pid" 2>/dev/null || { echo "run_goal_rounds.sh: tandemd did not start:" >&2; tail -5 "$work/tandemd.log" >&2; exit 1; }
+    sleep 0.1
+done
+[[ -S $sock ]] || { echo "run_goal_rounds.sh: tandemd did not listen within 60 s" >&2; exit 1; }
+
+# field LOG KEY: a value of an ompl_plan run's summary line
+field() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+# row NAME ARGS...: one ompl_plan run; prints "problems_per_s solved problems"
+row() {
+    local log=$work/$1; shift
+    "$plan" "${base[@]}" "$@" "$work/problems" > "$log" 2> "$log.err" ||
+        { echo "run_goal_rounds.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
+    echo "$(field "$log" problems_per_s) $(field "$log" solved) $(field "$log" problems)"
+}
+
+rows=()
+ratios=()
+t_start=$(date +%s)
+for r in $(seq "$ROUNDS"); do
+    if (( r % 2 )); then
+        read -r f fs fn < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
+        read -r t ts tn < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
+        order="FCL, then Tandem"
+    else
+        read -r t ts tn < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
+        read -r f fs fn < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
+        order="Tandem, then FCL"
+    fi
+    q=$(awk -v a="$t" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    ratios+=("$q")
+    rows+=("| $r | $order | $f ($fs of $fn solved) | $t ($ts of $tn solved) | $q× |")
+    echo "run_goal_rounds.sh: ${rows[-1]}" >&2
+done
+t_total=$(( $(date +%s) - t_start ))
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+
+read -r median least most < <(printf '%s\n' "${ratios[@]}" | sort -g |
+    awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f %.2f\n", m, v[1], v[NR] }')
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+pack_info=$(dirname "$tandemd")/../PACK_INFO
+built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s PACK_INFO)/p' "$pack_info" || true)
+{
+    echo "# Issue 13's many-planner goal in alternated rounds: $MANY planners through tandemd against $FCL_PLANNERS FCL planners"
+    echo
+    echo "Command: \`$command\`"
+    echo
+    echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; $ROUNDS rounds in ${t_total} s."
+    echo "- RRTConnect, time limit $TIME_LIMIT s a problem, motion resolution $RESOLUTION rad, seed $SEED; problems per scenario: $PER_SCENARIO (0: all 100)."
+    echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
+    echo "- problems/s: problems over the run's wall time, as \`bench/run_ompl.sh\`'s (c) rows."
+    echo
+    echo "| round | order | FCL, $FCL_PLANNERS planners: problems/s | Tandem, $MANY planners: problems/s | ratio |"
+    echo "|---:|---|---:|---:|---:|"
+    printf '%s\n' "${rows[@]}"
+    echo
+    echo "Ratio over the rounds: median **$median×**, least $least×, largest $most× (goal: ≥ 4×)."
+} | tee "$out_file"
