@@ -243,7 +243,7 @@ static const opt opts[] = {
     {"host-configs", T_U32, OFF(host_configs), "8", 0, 65536, NULL, "N",
      "The largest request (in configurations: a Query's, or a MotionCheck round's states) the host-lanes "
      "threads take; 0: none."},
-    {"express-configs", T_U32, OFF(express_configs), "0", 0, 64, NULL, "N",
+    {"express-configs", T_U32, OFF(express_configs), "0", 0, TDM_SCHED_EXPRESS_MAX, NULL, "N",
      "An experiment: requests of at most N robot configurations (a Query's, or a MotionCheck round's "
      "states) that no host-lanes thread takes go straight to the GPU's express ring, a resident kernel "
      "that takes them from mapped memory with no batch, launch or queue (workpile/sched.h); one that "

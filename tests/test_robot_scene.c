@@ -1660,8 +1660,10 @@ typedef struct express_job {
     int rc;
 } express_job;
 
-/* Request k: configurations [k * 64 + 0, k * 64 + size(k)) of the batch, sizes 1 to 64. */
-static size_t express_size(size_t k) { return (size_t[]){1, 3, 64, 17, 2, 40, 1, 8}[k % 8]; }
+/* Request k: configurations [k * XS + 0, k * XS + size(k)) of the batch, sizes 1 to XS (a
+ * planner's state, a motion's round). */
+#define XS TDM_SCHED_EXPRESS_MAX
+static size_t express_size(size_t k) { return (size_t[]){1, 3, XS, 17, 2, 100, 1, 64}[k % 8]; }
 
 /* Publishes this thread's requests, up to 24 in flight, and polls until each is in; one
  * given back runs the pooled way. */
@@ -1672,11 +1674,11 @@ static void *express_thread(void *arg)
     tdm_sched_express x[IN_FLIGHT];
     size_t req[IN_FLIGHT];
     int busy[IN_FLIGHT] = {0}, n_busy = 0;
-    size_t next = j->from, requests = j->n / 64;
+    size_t next = j->from, requests = j->n / XS;
     while ((next < requests || n_busy) && j->rc == TDM_OK) {
         for (int s = 0; s < IN_FLIGHT && next < requests; s++) {
             if (busy[s]) continue;
-            int rc = tdm_sched_express_submit(j->e, j->rs->scene, &j->rs->kin, j->q + next * 64 * 3,
+            int rc = tdm_sched_express_submit(j->e, j->rs->scene, &j->rs->kin, j->q + next * XS * 3,
                                               express_size(next), j->mode, j->cap, &x[s]);
             if (rc == TDM_EAGAIN) break;
             if (rc != TDM_OK) {
@@ -1690,13 +1692,13 @@ static void *express_thread(void *arg)
         tdm_sched_express_keep(j->e);
         for (int s = 0; s < IN_FLIGHT; s++) {
             if (!busy[s]) continue;
-            tdm_sched_result *out = j->got + req[s] * 64;
+            tdm_sched_result *out = j->got + req[s] * XS;
             int rc = tdm_sched_express_poll(j->e, &x[s], j->rs->scene, j->mode, out);
             if (rc == 0) continue;
             if (rc == TDM_EAGAIN) {
                 j->given_back++;
                 tdm_sched_query proto = {j->rs->scene, NULL, j->mode, j->cap, NULL, NULL};
-                rc = tdm_sched_run_configs(j->e, &proto, &j->rs->kin, j->q + req[s] * 64 * 3, express_size(req[s]),
+                rc = tdm_sched_run_configs(j->e, &proto, &j->rs->kin, j->q + req[s] * XS * 3, express_size(req[s]),
                                            out);
             }
             if (rc < 0) j->rc = rc;
@@ -1707,7 +1709,7 @@ static void *express_thread(void *arg)
 }
 
 /* A planner's few configurations through the express ring from 4 threads at once, requests
- * of 1 to 64 configurations, many in flight: every answer the CPU engine's, in bool and in
+ * of 1 to XS configurations, many in flight: every answer the CPU engine's, in bool and in
  * contacts mode; with `room` (TDM_GPU_EXPRESS_ROOM) a block's frontier is small enough that
  * many configurations come back given back, and run the pooled way. */
 static void express_on_gpu(const char *room)
@@ -1724,7 +1726,7 @@ static void express_on_gpu(const char *room)
     cr_assert(tdm_sched_express_on(e));
     tdm_robot_scene *rs = make_scene();
     for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
-    const size_t n = 64 * 160;
+    const size_t n = XS * 96;
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
     const uint32_t caps[2] = {1, 3};
     tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
@@ -1754,8 +1756,8 @@ static void express_on_gpu(const char *room)
         }
         tdm_sched_get_stats(e, &after);
         size_t checked = 0, colliding = 0, d = 0, first = 0;
-        for (size_t k = 0; k < n / 64; k++)
-            for (size_t i = k * 64; i < k * 64 + express_size(k); i++) {
+        for (size_t k = 0; k < n / XS; k++)
+            for (size_t i = k * XS; i < k * XS + express_size(k); i++) {
                 const tdm_sched_result *a = &got[i], *b = &want[i];
                 checked++;
                 colliding += b->colliding;

@@ -2035,8 +2035,9 @@ int tdm_sched_configs_on_device(const tdm_sched *e)
 
 /* ---- the express ring ------------------------------------------------------------ */
 
-/* Ring places: every in-flight configuration of 64 planners' rounds, several times over. */
-#define EXPRESS_ITEMS 8192u
+/* Ring places (a power of two): every in-flight configuration of 64 planners' rounds of up to
+ * TDM_SCHED_EXPRESS_MAX states each, twice over. */
+#define EXPRESS_ITEMS 32768u
 
 int tdm_sched_express_start(tdm_sched *e, uint32_t blocks)
 {
