@@ -104,6 +104,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:skip0* ]] && envs+=(TDM_ENGINE_SKIP_ANSWERED=0)
     [[ $v =~ :x([0-9]+) ]] && extra+=(--express-configs "${BASH_REMATCH[1]}")
     [[ $v =~ :xb([0-9]+) ]] && extra+=(--express-blocks "${BASH_REMATCH[1]}")
+    level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
@@ -122,7 +123,7 @@ for v in "${variants[@]}"; do
         pin=(taskset -c "0-${BASH_REMATCH[1]}") plan_pin=(taskset -c "$((BASH_REMATCH[1] + 1))-$(($(nproc) - 1))")
     fi
     env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 "${pin[@]}" nice -n "$nice_n" "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
-        "${extra[@]}" --log-level warn 2> "$work/trace.txt" &
+        "${extra[@]}" --log-level "$level" 2> "$work/trace.txt" &
     pid=$!
     for _ in $(seq 600); do [[ -S $sock ]] && break; sleep 0.1; done
     for pl in ${PLANNERS:-1 64}; do
@@ -165,7 +166,8 @@ for v in "${variants[@]}"; do
     wait "$pid" 2>/dev/null
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
-    grep -av '^dispatch\|^gpu configs\|^gpu mesh' "$work/trace.txt" | sed 's/^/  /' | tail -9
+    grep -av '^dispatch\|^gpu configs\|^gpu mesh\|Z info ' "$work/trace.txt" | sed 's/^/  /' | tail -9
+    grep -a 'Z info  stats: \(express\|queries cpu\)' "$work/trace.txt" | sed 's/^[^ ]* info  /  /'
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
                n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"
