@@ -1534,11 +1534,20 @@ extern "C" const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, 
  * place is reused by later tickets: nothing of it may come from a cache), runs
  * fused_config on it through the block's own run header and scratch, and writes the
  * answer, a system fence, then its tag. The host frees a place when it has read its
- * answer, and publishes only into free places. */
+ * answer, and publishes only into free places.
+ *
+ * Programs change while launches run (no launch is stopped for a new scene's program):
+ * an SM's L1 is not coherent within a launch, so a block copies its item's table entry
+ * into its own device memory with loads that bypass L1 (ld.cg) and runs from that copy;
+ * a program's arrays are a fresh allocation from the ring's own memory pool, and an
+ * evicted program's arrays go back to that pool only after every launch that started
+ * before its eviction has ended (express_retire, express_reap): no block can hold a
+ * line of memory that was rewritten since its launch began. An entry is replaced only
+ * while no published item names it (its references). */
 #define EXPRESS_LINKS 64u
 #define EXPRESS_ELEMS 128u
 #define EXPRESS_ROOM 32768u          /* frontier pairs a block holds a level (x2 buffers): a fused run's */
-#define EXPRESS_PROGS 256u           /* programs in the table */
+#define EXPRESS_PROGS 256u           /* programs in the table (TDM_GPU_EXPRESS_PROGS, tests: fewer) */
 #define EXPRESS_LIFE_NS 2000000ull   /* a launch's blocks leave after this long (2 ms); the next launch,
                                         on the other stream, starts at half that while items come */
 
@@ -1562,9 +1571,15 @@ typedef struct __align__(16) xblock {
     uint2 map[FUSED_CHECKS];
     fpair front[2 * EXPRESS_ROOM];
     drun run;
+    dprog dp; /* the item's program entry, copied past L1 (the table changes while blocks run) */
     uint2 span;
     uint32_t prog;
 } xblock;
+
+/* The table entry is copied word by word, a word a thread. */
+#define DPROG_WORDS (sizeof(dprog) / sizeof(unsigned long long))
+static_assert(sizeof(dprog) % sizeof(unsigned long long) == 0 && DPROG_WORDS <= FUSED_THREADS,
+              "a program entry is copied in 8-byte words, one a thread");
 
 __device__ static __forceinline__ unsigned long long xnow(void)
 {
@@ -1651,13 +1666,17 @@ __global__ void __launch_bounds__(FUSED_THREADS) express_kernel(const dprog *pro
         const xitem *it = &s_item;
         const uint32_t n_q = it->n_q;
         if (tid < n_q) B->q[tid] = it->q[tid];
+        /* the entry through L2: this SM may have cached the place's previous program */
+        if (tid < DPROG_WORDS)
+            ((unsigned long long *)&B->dp)[tid] = __ldcg((const unsigned long long *)&progs[it->prog] + tid);
+        __threadfence_block();
+        __syncthreads();
         if (tid == 0) {
-            uint32_t pi = it->prog;
-            const dprog &p = progs[pi];
-            B->prog = pi;
+            const dprog &p = B->dp;
+            B->prog = 0;
             drun r;
             memset(&r, 0, sizeof r);
-            r.progs = progs;
+            r.progs = &B->dp;
             r.prog_of = &B->prog;
             r.q = B->q;
             r.L = p.kin.n_links;
@@ -1713,15 +1732,21 @@ struct tdm_gpu_express {
     unsigned long long *d_head;
     xblock *d_blocks;
     dprog *d_progs;
+    cudaMemPool_t pool;           /* the programs' arrays, and nothing else's (see the top) */
+    int has_pool;
     uint64_t scratch_bytes;       /* counted in the budget */
     pthread_mutex_t lock;         /* publishing, the table */
     pthread_mutex_t keep_lock;
     uint64_t tail;                /* under lock: tickets published */
     uint8_t *busy;                /* under lock (set) / poll (cleared, atomically): a place not yet read back */
     xprog progs[EXPRESS_PROGS];
+    uint32_t n_progs;             /* places of the table in use (EXPRESS_PROGS; tests: fewer) */
     uint64_t use;                 /* under lock: the table's clock */
     int launched[2], dead;        /* under keep_lock; dead: atomic */
     uint64_t launched_ns[2];      /* under keep_lock: when */
+    uint64_t gen, launched_gen[2]; /* under keep_lock: launches started, and each stream's launch's number */
+    struct xretired { void *buf; uint64_t gen; } *retired; /* under keep_lock: evicted programs' arrays, */
+    size_t n_retired, cap_retired;                        /* each with the launches started before it */
     uint64_t launches, answered;  /* atomic */
 };
 
@@ -1746,6 +1771,9 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
     const char *room = getenv("TDM_GPU_EXPRESS_ROOM");
     x->room = room && *room ? (uint32_t)strtoul(room, NULL, 10) : EXPRESS_ROOM;
     if (x->room == 0 || x->room > EXPRESS_ROOM) x->room = EXPRESS_ROOM;
+    const char *progs = getenv("TDM_GPU_EXPRESS_PROGS");
+    x->n_progs = progs && *progs ? (uint32_t)strtoul(progs, NULL, 10) : EXPRESS_PROGS;
+    if (x->n_progs == 0 || x->n_progs > EXPRESS_PROGS) x->n_progs = EXPRESS_PROGS;
     pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_init(&x->keep_lock, NULL);
     x->scratch_bytes = 2 * (uint64_t)blocks * sizeof(xblock) + EXPRESS_PROGS * sizeof(dprog) + sizeof(unsigned long long);
@@ -1766,6 +1794,19 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
     if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_head, 3 * sizeof(unsigned long long)); /* the doorbell */
     if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_blocks, 2 * (size_t)blocks * sizeof(xblock)); /* a launch on each stream */
     if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_progs, EXPRESS_PROGS * sizeof(dprog));
+    if (e == cudaSuccess) {
+        cudaMemPoolProps pp;
+        memset(&pp, 0, sizeof pp);
+        pp.allocType = cudaMemAllocationTypePinned;
+        pp.location.type = cudaMemLocationTypeDevice;
+        pp.location.id = x->device;
+        e = cudaMemPoolCreate(&x->pool, &pp);
+        if (e == cudaSuccess) {
+            x->has_pool = 1;
+            uint64_t keep = UINT64_MAX; /* memory stays with the pool between uses */
+            e = cudaMemPoolSetAttribute(x->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        }
+    }
     if (e == cudaSuccess) e = cudaMemsetAsync(x->d_head, 0, 3 * sizeof(unsigned long long), x->up);
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
     if (e != cudaSuccess) {
@@ -1793,7 +1834,10 @@ extern "C" void tdm_gpu_express_destroy(tdm_gpu_express *x)
         if (x->progs[i].buf) cudaFreeAsync(x->progs[i].buf, x->up);
         free(x->progs[i].kc);
     }
+    for (size_t i = 0; i < x->n_retired; i++) cudaFreeAsync(x->retired[i].buf, x->up);
+    free(x->retired);
     if (x->up) cudaStreamSynchronize(x->up);
+    if (x->has_pool) cudaMemPoolDestroy(x->pool);
     cudaFree(x->d_progs);
     cudaFree(x->d_blocks);
     cudaFree(x->d_head);
@@ -1821,7 +1865,7 @@ static int xprog_same(const xprog *p, uint64_t key, uint64_t epoch, const tdm_ki
 extern "C" int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id)
 {
     pthread_mutex_lock(&x->lock);
-    for (uint32_t i = 0; i < EXPRESS_PROGS; i++)
+    for (uint32_t i = 0; i < x->n_progs; i++)
         if (xprog_same(&x->progs[i], key, epoch, kin)) {
             x->progs[i].refs++;
             x->progs[i].used = ++x->use;
@@ -1836,34 +1880,43 @@ extern "C" int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t e
 extern "C" void tdm_gpu_express_release(tdm_gpu_express *x, uint32_t id)
 {
     pthread_mutex_lock(&x->lock);
-    if (id < EXPRESS_PROGS && x->progs[id].refs > 0) x->progs[id].refs--;
+    if (id < x->n_progs && x->progs[id].refs > 0) x->progs[id].refs--;
     pthread_mutex_unlock(&x->lock);
 }
 
-/* The kernel stopped and waited for (under keep_lock): the table may change. A running block
- * may hold a program's lines in its SM's L1, which is not coherent within a launch, so a
- * program's place and arrays are written only while no launch runs; keep launches again. */
-static int express_drain(tdm_gpu_express *x)
+/* Frees the retired arrays that no running launch can have read (under keep_lock, with the
+ * launches' flags fresh): those retired after every running launch started. */
+static void express_reap(tdm_gpu_express *x)
 {
-    if (!x->launched[0] && !x->launched[1]) return TDM_OK;
-    __atomic_store_n(&x->ring->stop, 1u, __ATOMIC_RELEASE);
-    /* the stop's copy too, at once: a block that started after its launch's doorbell left waits on
-       that copy to its own end of life (2 ms), and each new scene's program drains the ring
-       (call 90: the planners' set-up time doubled) */
-    cudaError_t e = cudaMemsetAsync(&x->d_head[2], 0xff, sizeof(unsigned long long), x->up);
+    uint64_t oldest = UINT64_MAX; /* the number of the oldest launch still running */
     for (int s = 0; s < 2; s++)
-        if (x->launched[s]) {
-            cudaError_t es = cudaStreamSynchronize(x->run[s]);
-            if (e == cudaSuccess) e = es;
-            x->launched[s] = 0;
-        }
-    __atomic_store_n(&x->ring->stop, 0u, __ATOMIC_RELEASE);
-    if (e == cudaSuccess) e = cudaMemsetAsync(&x->d_head[2], 0, sizeof(unsigned long long), x->up); /* the stop's copy */
-    if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
-    if (e != cudaSuccess) {
-        __atomic_store_n(&x->dead, 1, __ATOMIC_RELAXED);
-        return TDM_EGPU;
+        if (x->launched[s] && x->launched_gen[s] < oldest) oldest = x->launched_gen[s];
+    size_t kept = 0;
+    for (size_t i = 0; i < x->n_retired; i++) {
+        if (x->retired[i].gen < oldest) cudaFreeAsync(x->retired[i].buf, x->up); /* every launch that
+                                                                                 might read it ended */
+        else x->retired[kept++] = x->retired[i];
     }
+    x->n_retired = kept;
+}
+
+/* An evicted program's arrays (under keep_lock): back to the pool once the launches started
+ * so far have ended (a block of one may hold their lines in its SM's L1, and the pool would
+ * hand them to the next program). 0, or TDM_ENOMEM (buf then leaks into the pool's keeping:
+ * freed at destroy). */
+static int express_retire(tdm_gpu_express *x, void *buf)
+{
+    if (!buf) return TDM_OK;
+    if (x->n_retired == x->cap_retired) {
+        size_t cap = x->cap_retired ? 2 * x->cap_retired : 16;
+        struct tdm_gpu_express::xretired *r =
+            (struct tdm_gpu_express::xretired *)realloc(x->retired, cap * sizeof *r);
+        if (!r) return TDM_ENOMEM;
+        x->retired = r;
+        x->cap_retired = cap;
+    }
+    x->retired[x->n_retired++] = {buf, x->gen};
+    express_reap(x);
     return TDM_OK;
 }
 
@@ -1887,25 +1940,30 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
     pthread_mutex_lock(&x->lock);
     /* its place: an unreferenced entry of its key (stale), else a free one, else the least
        recently used unreferenced one */
-    uint32_t at = EXPRESS_PROGS;
-    for (uint32_t i = 0; i < EXPRESS_PROGS && at == EXPRESS_PROGS; i++)
+    const uint32_t none = x->n_progs;
+    uint32_t at = none;
+    for (uint32_t i = 0; i < x->n_progs && at == none; i++)
         if (x->progs[i].live && x->progs[i].key == r->key && x->progs[i].refs == 0) at = i;
-    for (uint32_t i = 0; i < EXPRESS_PROGS && at == EXPRESS_PROGS; i++)
+    for (uint32_t i = 0; i < x->n_progs && at == none; i++)
         if (!x->progs[i].live) at = i;
-    for (uint32_t i = 0; i < EXPRESS_PROGS; i++)
+    for (uint32_t i = 0; i < x->n_progs; i++)
         if (x->progs[i].live && x->progs[i].refs == 0 && x->progs[i].key != r->key &&
-            (at == EXPRESS_PROGS || (x->progs[at].live && x->progs[at].key != r->key &&
-                                     x->progs[i].used < x->progs[at].used)))
+            (at == none || (x->progs[at].live && x->progs[at].key != r->key && x->progs[i].used < x->progs[at].used)))
             at = i;
-    int rc = at == EXPRESS_PROGS ? TDM_EAGAIN : express_drain(x);
+    /* no launch stops for it: no published item names the place (refs 0), blocks read the
+       entry past L1, and the old arrays are retired (see the top) */
+    int rc = at == none ? TDM_EAGAIN : TDM_OK;
     void *buf = NULL;
     if (rc == TDM_OK) {
         xprog *p = &x->progs[at];
         cudaSetDevice(x->device);
-        if (p->buf) cudaFreeAsync(p->buf, x->up);
+        rc = express_retire(x, p->buf);
+    }
+    if (rc == TDM_OK) {
+        xprog *p = &x->progs[at];
         free(p->kc);
         memset(p, 0, sizeof *p);
-        cudaError_t e = cudaMallocAsync(&buf, bytes, x->up);
+        cudaError_t e = cudaMallocFromPoolAsync(&buf, bytes, x->pool, x->up);
         dprog dp;
         if (e == cudaSuccess) {
             dp = pack_program(r, hb, (unsigned char *)buf);
@@ -1933,7 +1991,7 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
 extern "C" int tdm_gpu_express_submit(tdm_gpu_express *x, uint32_t id, const double *q, uint32_t n, uint32_t n_q,
                                       uint32_t mode, uint32_t cap, uint64_t *ticket)
 {
-    if (n == 0 || n > x->n_items / 4 || n_q > TDM_GPU_EXPRESS_VALUES || id >= EXPRESS_PROGS) return TDM_EINVAL;
+    if (n == 0 || n > x->n_items / 4 || n_q > TDM_GPU_EXPRESS_VALUES || id >= x->n_progs) return TDM_EINVAL;
     if (__atomic_load_n(&x->dead, __ATOMIC_RELAXED)) return TDM_EGPU;
     pthread_mutex_lock(&x->lock);
     uint64_t t = x->tail;
@@ -1983,15 +2041,17 @@ extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
     cudaSetDevice(x->device);
     uint64_t now = mono_ns(), newest = 0;
     int idle = -1;
+    int ended = 0;
     for (int s = 0; s < 2; s++) {
         if (x->launched[s]) {
             cudaError_t e = cudaStreamQuery(x->run[s]);
-            if (e == cudaSuccess) x->launched[s] = 0;
+            if (e == cudaSuccess) x->launched[s] = 0, ended = 1;
             else if (e != cudaErrorNotReady) rc = TDM_EGPU;
         }
         if (x->launched[s] && x->launched_ns[s] > newest) newest = x->launched_ns[s];
         if (!x->launched[s] && idle < 0) idle = s;
     }
+    if (ended && x->n_retired) express_reap(x);
     /* while items wait: a launch when none runs, and the next one, on the other stream, once the
        newest has lived half its life (its blocks leave at EXPRESS_LIFE_NS) */
     uint64_t published = __atomic_load_n(&x->ring->tail, __ATOMIC_ACQUIRE);
@@ -2006,6 +2066,7 @@ extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
         } else {
             x->launched[idle] = 1;
             x->launched_ns[idle] = now;
+            x->launched_gen[idle] = ++x->gen;
             __atomic_add_fetch(&x->launches, 1, __ATOMIC_RELAXED);
         }
     }

@@ -313,7 +313,10 @@ const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint
  * tdm_gpu_express_keep launches the next one, on a second stream, from half that on while
  * items wait, and none while none does. Its streams are its own.
  * Programs (tdm_gpu_robot, given whole) are uploaded into the ring's own table, keyed
- * as resident programs are, and referenced by the items that name them. A configuration
+ * as resident programs are, and referenced by the items that name them; a program replaces
+ * an unreferenced one while the launches run (none is stopped for it: configs.cu says how a
+ * block never reads a replaced program). TDM_GPU_EXPRESS_PROGS (tests) gives the table
+ * fewer than its 256 places. A configuration
  * whose frontier outgrows its block's room comes back with `overflow` set: the caller
  * runs it the pooled way. Robots of more than EXPRESS_VALUES values, EXPRESS_LINKS links,
  * EXPRESS_ELEMS elements or 1 024 checks are refused (TDM_EINVAL). Thread-safe: submit,
@@ -336,8 +339,9 @@ void tdm_gpu_express_destroy(tdm_gpu_express *x);
 /* The program of (key, epoch, kin) in *id with a reference taken, if the table holds it: 1,
  * else 0. */
 int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id);
-/* Uploads robot r (whole, keyed) into the table, replacing a stale entry of its key, and
- * takes a reference in *id. TDM_EINVAL (too large for a block), TDM_EAGAIN (the table is
+/* Uploads robot r (whole, keyed) into the table, replacing a stale entry of its key, else a
+ * free one, else the least recently used unreferenced one, and takes a reference in *id;
+ * waits for the upload only (about 20-50 µs), not for the ring's launches. TDM_EINVAL (too large for a block), TDM_EAGAIN (the table is
  * full of referenced programs), TDM_EGPU. */
 int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *r, uint32_t *id);
 /* Drops a reference taken by find or program. */

@@ -1795,6 +1795,151 @@ static void express_on_gpu(const char *room)
 Test(robot_scene, configs_through_the_express_ring_match_cpu_engine) { express_on_gpu(NULL); }
 Test(robot_scene, configs_given_back_by_the_express_ring_match_cpu_engine) { express_on_gpu("24"); }
 
+/* ---- programs replaced while the ring runs ---- */
+
+typedef struct express_scenes_job {
+    tdm_sched *e;
+    const scene_set *set;
+    double *const *q;          /* per scene: XS * slices configurations */
+    tdm_sched_result *const *got;
+    size_t requests, from, step; /* request r: scene r % N_SCENES, its slice r / N_SCENES */
+    tdm_mode mode;
+    uint32_t cap;
+    int rc;
+} express_scenes_job;
+
+/* As express_thread, each request on a scene of the set in turn. */
+static void *express_scenes_thread(void *arg)
+{
+    express_scenes_job *j = arg;
+    enum { IN_FLIGHT = 24 };
+    tdm_sched_express x[IN_FLIGHT];
+    size_t req[IN_FLIGHT];
+    int busy[IN_FLIGHT] = {0}, n_busy = 0;
+    size_t next = j->from;
+    while ((next < j->requests || n_busy) && j->rc == TDM_OK) {
+        for (int s = 0; s < IN_FLIGHT && next < j->requests; s++) {
+            if (busy[s]) continue;
+            size_t k = next % N_SCENES, slice = next / N_SCENES;
+            const tdm_robot_scene *rs = j->set->rs[k];
+            int rc = tdm_sched_express_submit(j->e, rs->scene, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice),
+                                              j->mode, j->cap, &x[s]);
+            if (rc == TDM_EAGAIN) break; /* the ring, or every place of the table, is taken */
+            if (rc != TDM_OK) {
+                j->rc = rc;
+                break;
+            }
+            req[s] = next;
+            busy[s] = 1, n_busy++;
+            next += j->step;
+        }
+        tdm_sched_express_keep(j->e);
+        for (int s = 0; s < IN_FLIGHT; s++) {
+            if (!busy[s]) continue;
+            size_t k = req[s] % N_SCENES, slice = req[s] / N_SCENES;
+            const tdm_robot_scene *rs = j->set->rs[k];
+            tdm_sched_result *out = j->got[k] + slice * XS;
+            int rc = tdm_sched_express_poll(j->e, &x[s], rs->scene, j->mode, out);
+            if (rc == 0) continue;
+            if (rc == TDM_EAGAIN) {
+                tdm_sched_query proto = {rs->scene, NULL, j->mode, j->cap, NULL, NULL};
+                rc = tdm_sched_run_configs(j->e, &proto, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice), out);
+            }
+            if (rc < 0) j->rc = rc;
+            busy[s] = 0, n_busy--;
+        }
+    }
+    return NULL;
+}
+
+/* Four robot scenes (two worlds of other checks and fixed objects, the fixture's world
+ * twice) through a ring whose program table has two places (TDM_GPU_EXPRESS_PROGS), from
+ * four threads at once, each thread's requests on the scenes in turn: programs are
+ * replaced all the time while the ring's launches run (none is stopped for it), and every
+ * answer is still its own scene's CPU engine answer, in bool and in contacts mode. A block
+ * reading a replaced program's entry or arrays from its SM's L1 would answer for another
+ * scene. */
+Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
+{
+    setenv("TDM_GPU_EXPRESS_PROGS", "2", 1);
+    char why[320] = "";
+    tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!e) {
+        unsetenv("TDM_GPU_EXPRESS_PROGS");
+        cr_skip_test("no GPU engine: %s", why);
+    }
+    cr_assert_eq(tdm_sched_express_start(e, 16), TDM_OK);
+    unsetenv("TDM_GPU_EXPRESS_PROGS");
+    scene_set set;
+    scene_set_make(&set, e);
+    enum { SLICES = 24 };
+    const size_t n = XS * SLICES;
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    const uint32_t caps[2] = {1, 3};
+    for (int m = 0; m < 2; m++) {
+        double *q[N_SCENES];
+        tdm_sched_result *want[N_SCENES], *got[N_SCENES];
+        for (int k = 0; k < N_SCENES; k++) {
+            want[k] = malloc(n * sizeof *want[k]);
+            got[k] = malloc(n * sizeof *got[k]);
+            cr_assert(want[k] && got[k]);
+            q[k] = batch(set.rs[k], n, 0x5ce7ull + 16 * (uint64_t)k + (uint64_t)m, modes[m], caps[m], want[k]);
+            memset(got[k], 0xab, n * sizeof *got[k]);
+        }
+        tdm_sched_stats before, after;
+        tdm_sched_get_stats(e, &before);
+        express_scenes_job jobs[4];
+        pthread_t th[4];
+        for (int t = 0; t < 4; t++) {
+            jobs[t] = (express_scenes_job){e, &set, q, got, (size_t)SLICES * N_SCENES, (size_t)t, 4, modes[m], caps[m],
+                                           TDM_OK};
+            cr_assert_eq(pthread_create(&th[t], NULL, express_scenes_thread, &jobs[t]), 0);
+        }
+        for (int t = 0; t < 4; t++) {
+            pthread_join(th[t], NULL);
+            cr_assert_eq(jobs[t].rc, TDM_OK, "thread %d: %s", t, tdm_strerror(jobs[t].rc));
+        }
+        tdm_sched_get_stats(e, &after);
+        size_t checked = 0, colliding = 0, d = 0;
+        for (int k = 0; k < N_SCENES; k++)
+            for (size_t slice = 0; slice < SLICES; slice++)
+                for (size_t i = slice * XS; i < slice * XS + express_size(slice); i++) {
+                    const tdm_sched_result *a = &got[k][i], *b = &want[k][i];
+                    checked++;
+                    colliding += b->colliding;
+                    if (a->colliding != b->colliding || a->object_a != b->object_a || a->object_b != b->object_b ||
+                        a->contacts != b->contacts || a->truncated != b->truncated) {
+                        if (!d)
+                            cr_log_error("scene %d configuration %zu: got %u (%u,%u) %u/%u, want %u (%u,%u) %u/%u", k, i,
+                                         a->colliding, a->object_a, a->object_b, a->contacts, a->truncated, b->colliding,
+                                         b->object_a, b->object_b, b->contacts, b->truncated);
+                        d++;
+                    }
+                }
+        uint64_t uploads = after.express_programs - before.express_programs,
+                 answered = after.express_configs - before.express_configs,
+                 back = after.express_overflows - before.express_overflows;
+        cr_log_info("express, programs replaced (%s): %zu configurations of %d scenes, %zu colliding, %llu answered by "
+                    "the ring, %llu given back, %llu programs uploaded, %llu launches; %zu differ",
+                    m ? "contacts" : "bool", checked, N_SCENES, colliding, (unsigned long long)answered,
+                    (unsigned long long)back, (unsigned long long)uploads,
+                    (unsigned long long)(after.express_launches - before.express_launches), d);
+        cr_assert_eq(d, 0, "seed=%llu %s: %zu of %zu differ", (unsigned long long)seed, m ? "contacts" : "bool", d,
+                     checked);
+        cr_assert(colliding > 0 && colliding < checked, "the batch needs both answers");
+        cr_assert_eq(answered + back, checked, "every configuration through the ring");
+        cr_assert_gt(uploads, N_SCENES, "two places for four scenes: programs replaced (%llu uploads)",
+                     (unsigned long long)uploads);
+        for (int k = 0; k < N_SCENES; k++) {
+            free(q[k]);
+            free(want[k]);
+            free(got[k]);
+        }
+    }
+    scene_set_free(&set, e);
+    tdm_sched_destroy(e);
+}
+
 Test(robot_scene, express_ring_needs_a_gpu_engine)
 {
     char why[320];
