@@ -1902,8 +1902,8 @@ static void express_reap(tdm_gpu_express *x)
 
 /* An evicted program's arrays (under keep_lock): back to the pool once the launches started
  * so far have ended (a block of one may hold their lines in its SM's L1, and the pool would
- * hand them to the next program). 0, or TDM_ENOMEM (buf then leaks into the pool's keeping:
- * freed at destroy). */
+ * hand them to the next program). 0, or TDM_ENOMEM (nothing changed: the place keeps its
+ * program). */
 static int express_retire(tdm_gpu_express *x, void *buf)
 {
     if (!buf) return TDM_OK;
