@@ -49,6 +49,7 @@
 #   fcN       TDM_GPU_FUSED_CONFIGS=N (graph runs of at most N configurations in one kernel; 64 by default)
 #   xN        --express-configs N (requests of at most N configurations to the GPU's express ring)
 #   xbN       --express-blocks N (its resident blocks)
+#   xany      TDM_EXPRESS_ANY_COST=1 (the ring takes requests whatever their scene's learned cost)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
@@ -104,6 +105,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:skip0* ]] && envs+=(TDM_ENGINE_SKIP_ANSWERED=0)
     [[ $v =~ :x([0-9]+) ]] && extra+=(--express-configs "${BASH_REMATCH[1]}")
     [[ $v =~ :xb([0-9]+) ]] && extra+=(--express-blocks "${BASH_REMATCH[1]}")
+    [[ $v == *:xany* ]] && envs+=(TDM_EXPRESS_ANY_COST=1)
     level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)

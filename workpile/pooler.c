@@ -89,6 +89,8 @@ struct tdm_pooler {
     tdm_pooler_stats stats;
     /* the express ring (tdm_pooler_set_express) */
     uint32_t express_configs;    /* jobs of at most this many configurations go to it (0: none) */
+    int express_any_cost;        /* TDM_EXPRESS_ANY_COST=1 (A/B runs): the ring takes them whatever their
+                                    scene's learned cost (by default only within the small jobs' work) */
     int x_started;
     pthread_t x_thread;
     tdm_pooler_job *x_inbox;     /* atomic: published into the ring, not yet seen by its thread */
@@ -655,6 +657,8 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
        spin on the device anyway, and the cores are there); TDM_POOLER_SPIN_US overrides (0: never) */
     const char *spin = getenv("TDM_POOLER_SPIN_US");
     p->spin_ns = spin && *spin ? 1000 * strtoull(spin, NULL, 10) : p->configs_on_device ? POOLER_SPIN_NS : 0;
+    const char *xc = getenv("TDM_EXPRESS_ANY_COST");
+    p->express_any_cost = xc && strcmp(xc, "1") == 0;
     const char *hq = getenv("TDM_HOST_QUEUE");
     p->host_extra = hq && *hq ? atoi(hq) : 0;
     if (p->host_extra < 0) p->host_extra = 0;
@@ -732,7 +736,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     }
     /* the express ring: published here, at once, or the usual way */
     if (!h && p->express_configs && job->configs && !job->fill && !no_express && !cancelled &&
-        job->n_queries <= p->express_configs && within_small_work(p, job) &&
+        job->n_queries <= p->express_configs && (p->express_any_cost || within_small_work(p, job)) &&
         tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
                                  job->max_contacts, &job->express) == TDM_OK) {
         if (p->trace) job->queued_ms = job->taken_ms = now_ms(); /* the trace's: no queue, one run */
