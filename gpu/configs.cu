@@ -1742,7 +1742,7 @@ struct tdm_gpu_express {
     xprog progs[EXPRESS_PROGS];
     uint32_t n_progs;             /* places of the table in use (EXPRESS_PROGS; tests: fewer) */
     uint64_t use;                 /* under lock: the table's clock */
-    int launched[2], dead;        /* under keep_lock; dead: atomic */
+    int launched[2], dead;        /* written under keep_lock, read atomically by kick; dead: atomic */
     uint64_t launched_ns[2];      /* under keep_lock: when */
     uint64_t gen, launched_gen[2]; /* under keep_lock: launches started, and each stream's launch's number */
     struct xretired { void *buf; uint64_t gen; } *retired; /* under keep_lock: evicted programs' arrays, */
@@ -2045,7 +2045,7 @@ extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
     for (int s = 0; s < 2; s++) {
         if (x->launched[s]) {
             cudaError_t e = cudaStreamQuery(x->run[s]);
-            if (e == cudaSuccess) x->launched[s] = 0, ended = 1;
+            if (e == cudaSuccess) __atomic_store_n(&x->launched[s], 0, __ATOMIC_RELEASE), ended = 1;
             else if (e != cudaErrorNotReady) rc = TDM_EGPU;
         }
         if (x->launched[s] && x->launched_ns[s] > newest) newest = x->launched_ns[s];
@@ -2064,7 +2064,7 @@ extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
         if (cudaGetLastError() != cudaSuccess) {
             rc = TDM_EGPU;
         } else {
-            x->launched[idle] = 1;
+            __atomic_store_n(&x->launched[idle], 1, __ATOMIC_RELEASE);
             x->launched_ns[idle] = now;
             x->launched_gen[idle] = ++x->gen;
             __atomic_add_fetch(&x->launches, 1, __ATOMIC_RELAXED);
@@ -2073,6 +2073,13 @@ extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
     if (rc != TDM_OK) __atomic_store_n(&x->dead, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&x->keep_lock);
     return rc;
+}
+
+extern "C" int tdm_gpu_express_kick(tdm_gpu_express *x)
+{
+    if (__atomic_load_n(&x->launched[0], __ATOMIC_ACQUIRE) || __atomic_load_n(&x->launched[1], __ATOMIC_ACQUIRE))
+        return __atomic_load_n(&x->dead, __ATOMIC_RELAXED) ? TDM_EGPU : TDM_OK;
+    return tdm_gpu_express_keep(x);
 }
 
 extern "C" void tdm_gpu_express_counts(const tdm_gpu_express *x, uint64_t *launches, uint64_t *answered)

@@ -357,6 +357,8 @@ int tdm_gpu_express_poll(tdm_gpu_express *x, uint64_t ticket, uint32_t n, tdm_gp
 /* Launches the kernel again when it has left and items wait: the polling thread's call. 0,
  * or TDM_EGPU once the kernel failed. */
 int tdm_gpu_express_keep(tdm_gpu_express *x);
+/* A submitter's call: keep, only when no launch is known to run (no CUDA call otherwise). */
+int tdm_gpu_express_kick(tdm_gpu_express *x);
 /* Launches of the kernel so far, and configurations answered. */
 void tdm_gpu_express_counts(const tdm_gpu_express *x, uint64_t *launches, uint64_t *answered);
 

@@ -167,6 +167,11 @@ int tdm_gpu_express_keep(tdm_gpu_express *x)
     (void)x;
     return TDM_ENODEV;
 }
+int tdm_gpu_express_kick(tdm_gpu_express *x)
+{
+    (void)x;
+    return TDM_ENODEV;
+}
 void tdm_gpu_express_counts(const tdm_gpu_express *x, uint64_t *launches, uint64_t *answered)
 {
     (void)x;

@@ -2049,13 +2049,19 @@ int tdm_sched_express_start(tdm_sched *e, uint32_t blocks)
 
 int tdm_sched_express_on(const tdm_sched *e) { return e->express != NULL; }
 
-void tdm_sched_express_keep(tdm_sched *e)
+/* rc of a keep or a kick: a failed ring fails its engine once */
+static void express_kept(tdm_sched *e, int rc)
 {
-    if (e->express && tdm_gpu_express_keep(e->express) == TDM_EGPU && !engine_broken(e, 0)) {
+    if (rc == TDM_EGPU && !engine_broken(e, 0)) {
         fprintf(stderr, "tandem engine: the express ring on CUDA device %d failed; its configurations run "
                         "the pooled way\n", e->gpu_dev[0]);
         engine_failed(e, 0);
     }
+}
+
+void tdm_sched_express_keep(tdm_sched *e)
+{
+    if (e->express) express_kept(e, tdm_gpu_express_keep(e->express));
 }
 
 /* Scene s's program on the ring: its checks, pairs (engine 0's copies of its trees) and
@@ -2134,7 +2140,9 @@ int tdm_sched_express_submit(tdm_sched *e, const tdm_scene *s, const tdm_kin *ki
     }
     x->n = (uint32_t)n;
     x->prog = id;
-    tdm_sched_express_keep(e);
+    /* a launch if none is known to run; the polling thread's keep does the rest (the submitter,
+       often a loop, makes no CUDA call while the kernel runs) */
+    express_kept(e, tdm_gpu_express_kick(e->express));
     return TDM_OK;
 }
 
