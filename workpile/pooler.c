@@ -734,11 +734,17 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
         pthread_mutex_unlock(&p->lock);
         return TDM_EINVAL;
     }
-    /* the express ring: published here, at once, or the usual way */
-    if (!h && p->express_configs && job->configs && !job->fill && !no_express && !cancelled &&
-        job->n_queries <= p->express_configs && (p->express_any_cost || within_small_work(p, job)) &&
-        tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
-                                 job->max_contacts, &job->express) == TDM_OK) {
+    /* the express ring: published here, at once, or the usual way; a job to be filled (a motion's
+       first states) is filled here first, as no pooler thread takes it */
+    int express = !h && p->express_configs && job->configs && !no_express && !cancelled &&
+                  job->n_queries <= p->express_configs && (p->express_any_cost || within_small_work(p, job));
+    if (express && job->fill) {
+        void (*fill)(tdm_pooler_job *) = job->fill;
+        job->fill = NULL;
+        fill(job);
+    }
+    if (express && tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
+                                            job->max_contacts, &job->express) == TDM_OK) {
         if (p->trace) job->queued_ms = job->taken_ms = now_ms(); /* the trace's: no queue, one run */
         tdm_pooler_job *xh = __atomic_load_n(&p->x_inbox, __ATOMIC_RELAXED);
         do job->next = xh;

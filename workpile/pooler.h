@@ -71,8 +71,10 @@ struct tdm_pooler_job {
     void (*fill)(tdm_pooler_job *job); /* NULL, or makes the job's poses or configurations, which the
                                   submitter has sized (n_queries, n_tasks) and placed but not written:
                                   called once, on the pooler thread that first takes the job, before its
-                                  first run (never for a job cancelled while queued); the pooler clears it.
-                                  So that work need not be done on the submitting thread (tandemd's loop) */
+                                  first run (never for a job cancelled while queued), or on the submitting
+                                  thread for a job that goes to the express ring (tdm_pooler_set_express:
+                                  it is published at once); the pooler clears it. So that work need not be
+                                  done on the submitting thread (tandemd's loop) when it waits anyway */
     tdm_sched_result *results; /* n_queries, written by the pooler */
     tdm_sched_contact *pairs;  /* NULL, or n_queries x max_contacts: query i's pairs start at
                                   i x max_contacts */
