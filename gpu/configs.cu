@@ -1548,6 +1548,7 @@ extern "C" const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, 
 #define EXPRESS_ELEMS 128u
 #define EXPRESS_ROOM 32768u          /* frontier pairs a block holds a level (x2 buffers): a fused run's */
 #define EXPRESS_PROGS 256u           /* programs in the table (TDM_GPU_EXPRESS_PROGS, tests: fewer) */
+#define EXPRESS_IDLE_NS 1024u       /* an idle block's longest wait between looks at the doorbell */
 #define EXPRESS_LIFE_NS 2000000ull   /* a launch's blocks leave after this long (2 ms); the next launch,
                                         on the other stream, starts at half that while items come */
 
@@ -1636,6 +1637,10 @@ __global__ void __launch_bounds__(FUSED_THREADS) express_kernel(const dprog *pro
     for (;;) {
         if (tid == 0) {
             s_go = 0;
+            /* an idle block looks less and less often, up to every EXPRESS_IDLE_NS: the doorbell's
+               words are one L2 line, which hundreds of blocks polling every 128 ns would crowd (the
+               other idle blocks still see a new item within a few ns of each other's looks) */
+            unsigned idle_ns = 128;
             for (;;) {
                 if (*(volatile unsigned long long *)&door[2] || xnow() - born > EXPRESS_LIFE_NS) break;
                 unsigned long long h = *(volatile unsigned long long *)&door[0], t = xload_acquire_gpu(&door[1]);
@@ -1647,7 +1652,8 @@ __global__ void __launch_bounds__(FUSED_THREADS) express_kernel(const dprog *pro
                     }
                     continue;
                 }
-                __nanosleep(128);
+                __nanosleep(idle_ns);
+                if (idle_ns < EXPRESS_IDLE_NS) idle_ns *= 2;
             }
         }
         __syncthreads();
