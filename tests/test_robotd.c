@@ -1320,11 +1320,13 @@ static void planners_on_several_worlds(const char *const *extra)
 
 Test(robotd, planners_on_several_worlds_answer_as_reference) { planners_on_several_worlds(NULL); }
 
-/* The same through the GPU's express ring (every request of at most 64 configurations that no
- * host lane takes: none here); without a GPU engine tandemd says so and answers the usual way. */
+/* The same through the GPU's express ring (every request of at most 256 configurations that no
+ * host lane takes: none here; a motion's rounds too), whatever its scene's learned cost; without a
+ * GPU engine tandemd says so and answers the usual way. */
 Test(robotd, planners_through_the_express_ring_answer_as_reference)
 {
-    static const char *const extra[] = {"--express-configs", "64", "--host-lanes", "0", NULL};
+    setenv("TDM_EXPRESS_ANY_COST", "1", 1); /* tandemd's, started below */
+    static const char *const extra[] = {"--express-configs", "256", "--host-lanes", "0", NULL};
     planners_on_several_worlds(extra);
 }
 
