@@ -2,13 +2,16 @@ set -uo pipefail
 # Call 93 (prepared in the twenty-second session): the express ring taking a motion's later rounds
 # too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a round is ~80-130 states at 0.02 rad) with many more resident
 # blocks, against the defaults and x16:xb64 (calls 86-91's best), two rounds; robot_scene (its express
-# tests now send requests of up to 256 configurations).
+# tests now send requests of up to 256 configurations; a new one replaces programs under load), robotd
+# (planners through the ring with rounds of up to 256 states).
 P=/tmp/p93; mkdir -p $P/new
 tar xzf .packs/new.tar.gz -C $P/new
 export LD_LIBRARY_PATH=$P/new/lib
 head -3 $P/new/PACK_INFO
 B=/work/main/build; mkdir -p $B/daemon $B/tools; ln -sf $P/new/bin/tandem $B/tools/tandem; ln -sf $P/new/bin/tandemd $B/daemon/tandemd
-echo "## test_robot_scene (exit code after)" >> $OUT/tests.txt; timeout 300 $P/new/bin/test_robot_scene >> $OUT/tests.txt 2>&1; echo "## test_robot_scene exit $?" >> $OUT/tests.txt
+for t in robot_scene robotd; do
+  echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 300 $P/new/bin/test_$t >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt
+done
 grep -E "Synthesis|^## .*exit|FAIL|express" $OUT/tests.txt
 for r in 1 2; do
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:x16:xb64 gpu:x128:xb256 gpu:x256:xb512 \
