@@ -249,7 +249,7 @@ int tdm_sched_configs_on_device(const tdm_sched *e);
  * A scene's program is built and uploaded at its first submit (its serial names it: the
  * scene's trees stay on the device while it lives); a robot too large for a block is
  * refused (TDM_EINVAL) and goes the pooled way. */
-#define TDM_SCHED_EXPRESS_MAX 256u /* configurations a submit takes at most (a planner's motion round: ~80-130 states) */
+#define TDM_SCHED_EXPRESS_MAX 256u /* configurations a submit takes at most (a planner's motion rounds: tens of states) */
 typedef struct tdm_sched_express {
     uint64_t ticket;
     uint32_t n, prog;

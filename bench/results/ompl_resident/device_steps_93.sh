@@ -1,6 +1,7 @@
 set -uo pipefail
 # Call 93 (prepared in the twenty-second session): the express ring taking a motion's later rounds
-# too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a round is ~80-130 states at 0.02 rad) with many more resident
+# too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a planner's motion is ~80 states at 0.02 rad, its rounds after
+# the probes up to the GPU window's 64 and more; the lanes' jobs averaged ~32 in call 87) with many more resident
 # blocks, against the defaults and x16:xb64 (calls 86-91's best), two rounds; robot_scene (its express
 # tests now send requests of up to 256 configurations; a new one replaces programs under load), robotd
 # (planners through the ring with rounds of up to 256 states).
