@@ -1759,6 +1759,13 @@ struct tdm_gpu_express {
 extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t items, tdm_gpu_express **out)
 {
     *out = NULL;
+    if (g->mesh_pooled) {
+        /* a tree freed to the stream-ordered pool may come back as another tree while a launch
+           runs whose blocks read the first from their SMs' L1 (the programs are retired, see the
+           top; trees are not) */
+        fprintf(stderr, "tandem engine: the express ring cannot run with TDM_GPU_MESH_POOLED=1\n");
+        return TDM_EINVAL;
+    }
     if (g->dead) return TDM_EGPU;
     if (blocks == 0 || blocks > 1024 || items < 64 || (items & (items - 1)) || items > (1u << 20)) return TDM_EINVAL;
     tdm_gpu_express *x = (tdm_gpu_express *)calloc(1, sizeof *x);
