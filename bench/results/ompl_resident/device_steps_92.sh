@@ -1,4 +1,6 @@
 set -uo pipefail
+# Run after bench/device_prepare.sh (the build at HEAD packed into .packs, the Panda into .panda), carrying
+# [".packs", ".panda"]: device run "bash bench/results/ompl_resident/device_steps_92.sh".
 # Call 92 (prepared in the twenty-second session, which had no device time): the build at HEAD
 # (1fd75d6's pooler change to the express thread never ran on a GPU): every suite with GPU tests; then
 # the goal in five alternated rounds (bench/run_goal_rounds.sh) at tandemd's defaults.

@@ -1,4 +1,6 @@
 set -uo pipefail
+# Run after bench/device_prepare.sh (the build at HEAD packed into .packs, the Panda into .panda), carrying
+# [".packs", ".panda"]: device run "bash bench/results/ompl_resident/device_steps_93.sh".
 # Call 93 (prepared in the twenty-second session): the express ring taking a motion's later rounds
 # too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a planner's motion is ~80 states at 0.02 rad, its rounds after
 # the probes up to the GPU window's 64 and more; the lanes' jobs averaged ~32 in call 87) with many more resident
