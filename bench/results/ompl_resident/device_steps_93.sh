@@ -4,7 +4,8 @@ set -uo pipefail
 # Call 93 (prepared in the twenty-second session): the express ring taking a motion's later rounds
 # too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a planner's motion is ~80 states at 0.02 rad, its rounds after
 # the probes up to the GPU window's 64 and more; the lanes' jobs averaged ~32 in call 87) with many more resident
-# blocks (with xany, and without host lanes: hl0, every small request through the ring), against
+# blocks (with xany; without host lanes: hl0, every small request through the ring; without probes:
+# pr0, each motion's states in one round), against
 # the defaults and x16:xb64 (calls 86-91's best), two rounds; robot_scene (its express
 # tests now send requests of up to 256 configurations; a new one replaces programs under load), robotd
 # (planners through the ring with rounds of up to 256 states).
@@ -19,6 +20,7 @@ done
 grep -E "Synthesis|^## .*exit|FAIL|express" $OUT/tests.txt
 for r in 1 2; do
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:x16:xb64 gpu:x256:xb512 \
-    gpu:x256:xb512:xany gpu:x256:xb512:xany:hl0 2>&1 | tee -a $OUT/rrt_call93.txt | grep -E '^==|express ring'
+    gpu:x256:xb512:xany gpu:x256:xb512:xany:hl0 \
+    gpu:x256:xb512:xany:pr0 2>&1 | tee -a $OUT/rrt_call93.txt | grep -E '^==|express ring'
 done
 echo "done at ${SECONDS}s"
