@@ -5,7 +5,7 @@ set -uo pipefail
 # too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a planner's motion is ~80 states at 0.02 rad, its rounds after
 # the probes up to the GPU window's 64 and more; the lanes' jobs averaged ~32 in call 87) with many more resident
 # blocks (with xany; without host lanes: hl0, every small request through the ring; without probes:
-# pr0, each motion's states in one round), against
+# pr0, a motion's first 64 states at once, then 128), against
 # the defaults and x16:xb64 (calls 86-91's best), two rounds; robot_scene (its express
 # tests now send requests of up to 256 configurations; a new one replaces programs under load), robotd
 # (planners through the ring with rounds of up to 256 states).
