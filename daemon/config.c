@@ -249,7 +249,9 @@ static const opt opts[] = {
      "that takes them from mapped memory with no batch, launch or queue (workpile/sched.h); one that "
      "outgrows a block runs the usual way. Needs a GPU engine (else ignored, with a warning). 0: off."},
     {"express-blocks", T_U32, OFF(express_blocks), "32", 1, 1024, NULL, "N",
-     "The express ring's resident blocks (configurations in work at once), with express-configs."},
+     "The express ring's resident blocks (configurations in work at once), with express-configs. Two "
+     "launches of them overlap while the ring is busy, and they hold their SMs for their life (2 ms): "
+     "more than the device holds at once (said at start) leaves the lanes' runs waiting for room."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
      "Longest mesh, scene or client name (UTF-8)."},
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",

@@ -1830,6 +1830,18 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
     memset(x->items, 0, items * sizeof(xitem));
     memset(x->ans, 0, items * sizeof(tdm_gpu_express_answer));
     memset(x->ring, 0, sizeof(xring));
+    /* a launch's blocks stay resident for their whole life: more than the device holds at once
+       wait for others to leave (2 ms), and two launches overlap while the ring is busy; the
+       lanes' kernels need SMs too */
+    int per_sm = 0, sms = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, express_kernel, FUSED_THREADS, 0) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, x->device) == cudaSuccess && per_sm > 0 &&
+        2 * ((uint64_t)blocks + 1) > (uint64_t)per_sm * (uint64_t)sms)
+        fprintf(stderr,
+                "tandem engine: the express ring's %u blocks (and a doorbell), twice while launches overlap, are "
+                "more than CUDA device %d holds at once (%d of them: %d an SM): the lanes' runs wait for room\n",
+                blocks, x->device, per_sm * sms, per_sm);
+    cudaGetLastError();
     *out = x;
     return TDM_OK;
 }
