@@ -251,7 +251,8 @@ static const opt opts[] = {
     {"express-blocks", T_U32, OFF(express_blocks), "32", 1, 1024, NULL, "N",
      "The express ring's resident blocks (configurations in work at once), with express-configs. Two "
      "launches of them overlap while the ring is busy, and they hold their SMs for their life (2 ms): "
-     "more than the device holds at once (said at start) leaves the lanes' runs waiting for room."},
+     "more than the device holds at once (said at start; 528 on an H200) leaves the lanes' runs waiting "
+     "for room."},
     {"max-name-bytes", T_U32, OFF(max_name_bytes), "1024", 0, 1u << 20, NULL, "BYTES",
      "Longest mesh, scene or client name (UTF-8)."},
     {"shutdown-timeout", T_U32, OFF(shutdown_timeout), "30", 0, 86400, NULL, "SECONDS",

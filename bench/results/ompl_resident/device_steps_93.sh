@@ -4,9 +4,9 @@ set -uo pipefail
 # Call 93 (prepared in the twenty-second session): the express ring taking a motion's later rounds
 # too (TDM_SCHED_EXPRESS_MAX 64 -> 256: a planner's motion is ~80 states at 0.02 rad, its rounds after
 # the probes up to the GPU window's 64 and more; the lanes' jobs averaged ~32 in call 87) with many more resident
-# blocks: 128, 192 and 384 (express_kernel uses 168 registers a thread, so an SM holds 3 of its blocks:
-# 396 on the H200's 132 SMs; two launches overlap while the ring is busy, and the lanes' kernels need
-# room too: 384 is past what leaves them any), all with xany (no learned-cost gate); 192 also without
+# blocks: 128, 192 and 384 (express_kernel is bound to 128 registers a thread, so an SM holds 4 of its
+# blocks: 528 on the H200's 132 SMs; two launches overlap while the ring is busy, and the lanes' kernels
+# need room too: 384 is past what leaves them any), all with xany (no learned-cost gate); 192 also without
 # probes (pr0: a motion's first 64 states at once, then 128), against
 # the defaults and x16:xb64 (calls 86-91's best), two rounds; robot_scene (its express
 # tests now send requests of up to 256 configurations; a new one replaces programs under load), robotd
