@@ -24,4 +24,5 @@ for r in 1 2; do
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:x16:xb64 gpu:x256:xb128:xany \
     gpu:x256:xb192:xany gpu:x256:xb192:xany:pr0 gpu:x256:xb384:xany 2>&1 | tee -a $OUT/rrt_call93.txt | grep -E '^==|express ring'
 done
+python3 bench/variants_table.py $OUT/rrt_call93.txt | tee $OUT/table_call93.md
 echo "done at ${SECONDS}s"
