@@ -50,6 +50,7 @@
 #   xN        --express-configs N (requests of at most N configurations to the GPU's express ring)
 #   xbN       --express-blocks N (its resident blocks)
 #   xany      TDM_EXPRESS_ANY_COST=1 (the ring takes requests whatever their scene's learned cost)
+#   xtN       TDM_EXPRESS_THREADS=N (threads polling the ring and finishing its requests, jobs to each in turn)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
@@ -106,6 +107,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :x([0-9]+) ]] && extra+=(--express-configs "${BASH_REMATCH[1]}")
     [[ $v =~ :xb([0-9]+) ]] && extra+=(--express-blocks "${BASH_REMATCH[1]}")
     [[ $v == *:xany* ]] && envs+=(TDM_EXPRESS_ANY_COST=1)
+    [[ $v =~ :xt([0-9]+) ]] && envs+=(TDM_EXPRESS_THREADS="${BASH_REMATCH[1]}")
     level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)

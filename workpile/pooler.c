@@ -9,6 +9,7 @@
 
 #define MAX_THREADS 64 /* tdm_sched_lanes: 8 lanes x 8 GPU engines at most */
 #define MAX_HOST 8      /* tdm_sched_host_lanes */
+#define MAX_EXPRESS 4   /* express threads (TDM_EXPRESS_THREADS) */
 
 /* A pooler thread and its scratch (the batch's query list and, for batches of
  * several jobs, its results), kept between batches and grown when one needs more. */
@@ -91,15 +92,19 @@ struct tdm_pooler {
     uint32_t express_configs;    /* jobs of at most this many configurations go to it (0: none) */
     int express_any_cost;        /* TDM_EXPRESS_ANY_COST=1 (A/B runs): the ring takes them whatever their
                                     scene's learned cost (by default only within the small jobs' work) */
-    int x_started;
-    pthread_t x_thread;
-    tdm_pooler_job *x_inbox;     /* atomic: published into the ring, not yet seen by its thread */
-    int x_sleeping, x_woken;     /* atomic; x_woken under x_lock */
-    pthread_mutex_t x_lock;
-    pthread_cond_t x_wake;
+    int x_started;               /* express threads running (TDM_EXPRESS_THREADS, 1 by default) */
+    uint32_t x_next;             /* atomic: the express thread the next job goes to (in turn) */
+    struct xworker {
+        tdm_pooler *p;
+        pthread_t thread;
+        tdm_pooler_job *inbox;   /* atomic: published into the ring, not yet seen by this thread */
+        int sleeping, woken;     /* atomic; woken under lock */
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+    } xw[MAX_EXPRESS];
 };
 
-static void express_wake(tdm_pooler *p);
+static void express_wake(struct xworker *w);
 
 /* How long an idle pooler thread polls for work before it sleeps, with a device engine. */
 #define POOLER_SPIN_NS 200000u
@@ -746,10 +751,12 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     if (express && tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
                                             job->max_contacts, &job->express) == TDM_OK) {
         if (p->trace) job->queued_ms = job->taken_ms = now_ms(); /* the trace's: no queue, one run */
-        tdm_pooler_job *xh = __atomic_load_n(&p->x_inbox, __ATOMIC_RELAXED);
+        struct xworker *w =
+            &p->xw[p->x_started == 1 ? 0 : __atomic_fetch_add(&p->x_next, 1, __ATOMIC_RELAXED) % (uint32_t)p->x_started];
+        tdm_pooler_job *xh = __atomic_load_n(&w->inbox, __ATOMIC_RELAXED);
         do job->next = xh;
-        while (!__atomic_compare_exchange_n(&p->x_inbox, &xh, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-        if (__atomic_load_n(&p->x_sleeping, __ATOMIC_SEQ_CST)) express_wake(p);
+        while (!__atomic_compare_exchange_n(&w->inbox, &xh, job, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+        if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST)) express_wake(w);
         return TDM_OK;
     }
     tdm_pooler_job *head = __atomic_load_n(&p->inbox, __ATOMIC_RELAXED);
@@ -777,17 +784,19 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
 
 void tdm_pooler_set_batch_end(tdm_pooler *p, void (*end)(void *data)) { p->batch_end = end; }
 
-/* The express thread: takes what was published into the ring, polls for the answers (keeping
- * the ring's kernel running), finishes the jobs answered, and sends a job given back the
- * usual way (counted pending throughout: its new submission before this one's end). */
+/* An express thread: takes what was published into the ring for it, polls for the answers
+ * (keeping the ring's kernel running), finishes the jobs answered (a motion's next round is
+ * submitted from here), and sends a job given back the usual way (counted pending throughout:
+ * its new submission before this one's end). With several, each job goes to one in turn. */
 static void *express_main(void *arg)
 {
-    tdm_pooler *p = arg;
+    struct xworker *w = arg;
+    tdm_pooler *p = w->p;
     prctl(PR_SET_NAME, "tdm-express");
     tdm_pooler_job *list = NULL;
     double until = 0;
     for (;;) {
-        tdm_pooler_job *in = __atomic_exchange_n(&p->x_inbox, NULL, __ATOMIC_ACQ_REL);
+        tdm_pooler_job *in = __atomic_exchange_n(&w->inbox, NULL, __ATOMIC_ACQ_REL);
         while (in) {
             tdm_pooler_job *next = in->next;
             in->next = list;
@@ -802,15 +811,15 @@ static void *express_main(void *arg)
                 cpu_relax();
                 continue;
             }
-            /* asleep: a submitter that pushed after the look below sees x_sleeping and wakes it */
-            __atomic_store_n(&p->x_sleeping, 1, __ATOMIC_SEQ_CST);
-            if (!__atomic_load_n(&p->x_inbox, __ATOMIC_SEQ_CST) && !__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
-                pthread_mutex_lock(&p->x_lock);
-                while (!p->x_woken) pthread_cond_wait(&p->x_wake, &p->x_lock);
-                p->x_woken = 0;
-                pthread_mutex_unlock(&p->x_lock);
+            /* asleep: a submitter that pushed after the look below sees `sleeping` and wakes it */
+            __atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
+            if (!__atomic_load_n(&w->inbox, __ATOMIC_SEQ_CST) && !__atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST)) {
+                pthread_mutex_lock(&w->lock);
+                while (!w->woken) pthread_cond_wait(&w->wake, &w->lock);
+                w->woken = 0;
+                pthread_mutex_unlock(&w->lock);
             }
-            __atomic_store_n(&p->x_sleeping, 0, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&w->sleeping, 0, __ATOMIC_SEQ_CST);
             until = 0;
             continue;
         }
@@ -860,17 +869,26 @@ int tdm_pooler_set_express(tdm_pooler *p, uint32_t max_configs)
 {
     if (max_configs > TDM_SCHED_EXPRESS_MAX) max_configs = TDM_SCHED_EXPRESS_MAX;
     if (!max_configs || !tdm_sched_express_on(p->engine) || p->x_started) return TDM_OK;
-    if (pthread_mutex_init(&p->x_lock, NULL) != 0) return TDM_ESYS;
-    if (pthread_cond_init(&p->x_wake, NULL) != 0) {
-        pthread_mutex_destroy(&p->x_lock);
-        return TDM_ESYS;
+    const char *xt = getenv("TDM_EXPRESS_THREADS");
+    int n = xt && *xt ? atoi(xt) : 1;
+    if (n < 1) n = 1;
+    if (n > MAX_EXPRESS) n = MAX_EXPRESS;
+    for (int k = 0; k < n; k++) {
+        struct xworker *w = &p->xw[k];
+        w->p = p;
+        if (pthread_mutex_init(&w->lock, NULL) != 0) break;
+        if (pthread_cond_init(&w->wake, NULL) != 0) {
+            pthread_mutex_destroy(&w->lock);
+            break;
+        }
+        if (pthread_create(&w->thread, NULL, express_main, w) != 0) {
+            pthread_cond_destroy(&w->wake);
+            pthread_mutex_destroy(&w->lock);
+            break;
+        }
+        p->x_started = k + 1; /* before a job can come: express_configs is still 0 */
     }
-    if (pthread_create(&p->x_thread, NULL, express_main, p) != 0) {
-        pthread_cond_destroy(&p->x_wake);
-        pthread_mutex_destroy(&p->x_lock);
-        return TDM_ESYS;
-    }
-    p->x_started = 1;
+    if (!p->x_started) return TDM_ESYS;
     p->express_configs = max_configs;
     return TDM_OK;
 }
@@ -919,12 +937,12 @@ void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs)
     pthread_mutex_unlock(&p->lock);
 }
 
-static void express_wake(tdm_pooler *p)
+static void express_wake(struct xworker *w)
 {
-    pthread_mutex_lock(&p->x_lock);
-    p->x_woken = 1;
-    pthread_cond_signal(&p->x_wake);
-    pthread_mutex_unlock(&p->x_lock);
+    pthread_mutex_lock(&w->lock);
+    w->woken = 1;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
 }
 
 void tdm_pooler_stop(tdm_pooler *p)
@@ -934,12 +952,12 @@ void tdm_pooler_stop(tdm_pooler *p)
     __atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
     wake_all(p);
     pthread_mutex_unlock(&p->lock);
-    if (p->x_started) express_wake(p);
+    for (int k = 0; k < p->x_started; k++) express_wake(&p->xw[k]);
     for (int k = 0; k < p->n_threads; k++) pthread_join(p->workers[k].thread, NULL);
     for (int k = 0; k < p->n_host; k++) pthread_join(p->workers[MAX_THREADS + k].thread, NULL);
-    if (p->x_started) {
-        express_wake(p);
-        pthread_join(p->x_thread, NULL);
+    for (int k = 0; k < p->x_started; k++) {
+        express_wake(&p->xw[k]);
+        pthread_join(p->xw[k].thread, NULL);
     }
     p->stopped = 1;
 }
@@ -957,9 +975,9 @@ void tdm_pooler_destroy(tdm_pooler *p)
     pthread_cond_destroy(&p->kind[0].wake);
     pthread_cond_destroy(&p->kind[1].wake);
     pthread_mutex_destroy(&p->lock);
-    if (p->x_started) {
-        pthread_cond_destroy(&p->x_wake);
-        pthread_mutex_destroy(&p->x_lock);
+    for (int k = 0; k < p->x_started; k++) {
+        pthread_cond_destroy(&p->xw[k].wake);
+        pthread_mutex_destroy(&p->xw[k].lock);
     }
     free(p);
 }
