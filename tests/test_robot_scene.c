@@ -1802,13 +1802,19 @@ typedef struct express_scenes_job {
     const scene_set *set;
     double *const *q;          /* per scene: XS * slices configurations */
     tdm_sched_result *const *got;
-    size_t requests, from, step; /* request r: scene r % N_SCENES, its slice r / N_SCENES */
+    size_t requests, from, step; /* request r: express_scene_of(r), express_slice_of(r) */
     tdm_mode mode;
     uint32_t cap;
     int rc;
 } express_scenes_job;
 
-/* As express_thread, each request on a scene of the set in turn. */
+/* Request r = 16 a + 4 b + c (b, c < 4) is on scene b, slice 4 a + c: a thread taking every fourth
+ * request (the test's four threads) goes through the scenes in turn, and each scene's slices are
+ * each taken once (slices a multiple of 4). */
+static size_t express_scene_of(size_t r) { return (r / 4) % N_SCENES; }
+static size_t express_slice_of(size_t r) { return (r / 16) * 4 + r % 4; }
+
+/* As express_thread, its requests on the scenes of the set in turn. */
 static void *express_scenes_thread(void *arg)
 {
     express_scenes_job *j = arg;
@@ -1820,7 +1826,7 @@ static void *express_scenes_thread(void *arg)
     while ((next < j->requests || n_busy) && j->rc == TDM_OK) {
         for (int s = 0; s < IN_FLIGHT && next < j->requests; s++) {
             if (busy[s]) continue;
-            size_t k = next % N_SCENES, slice = next / N_SCENES;
+            size_t k = express_scene_of(next), slice = express_slice_of(next);
             const tdm_robot_scene *rs = j->set->rs[k];
             int rc = tdm_sched_express_submit(j->e, rs->scene, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice),
                                               j->mode, j->cap, &x[s]);
@@ -1836,7 +1842,7 @@ static void *express_scenes_thread(void *arg)
         tdm_sched_express_keep(j->e);
         for (int s = 0; s < IN_FLIGHT; s++) {
             if (!busy[s]) continue;
-            size_t k = req[s] % N_SCENES, slice = req[s] / N_SCENES;
+            size_t k = express_scene_of(req[s]), slice = express_slice_of(req[s]);
             const tdm_robot_scene *rs = j->set->rs[k];
             tdm_sched_result *out = j->got[k] + slice * XS;
             int rc = tdm_sched_express_poll(j->e, &x[s], rs->scene, j->mode, out);
@@ -1854,7 +1860,7 @@ static void *express_scenes_thread(void *arg)
 
 /* Four robot scenes (two worlds of other checks and fixed objects, the fixture's world
  * twice) through a ring whose program table has two places (TDM_GPU_EXPRESS_PROGS), from
- * four threads at once, each thread's requests on the scenes in turn: programs are
+ * four threads at once, each thread's requests on the four scenes in turn: programs are
  * replaced all the time while the ring's launches run (none is stopped for it), and every
  * answer is still its own scene's CPU engine answer, in bool and in contacts mode. A block
  * reading a replaced program's entry or arrays from its SM's L1 would answer for another
@@ -1872,7 +1878,8 @@ Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
     unsetenv("TDM_GPU_EXPRESS_PROGS");
     scene_set set;
     scene_set_make(&set, e);
-    enum { SLICES = 24 };
+    enum { SLICES = 24 }; /* a multiple of 4 (express_slice_of) */
+    _Static_assert(N_SCENES == 4, "express_scene_of spreads requests over four scenes");
     const size_t n = XS * SLICES;
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
     const uint32_t caps[2] = {1, 3};
