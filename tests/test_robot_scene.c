@@ -1648,22 +1648,30 @@ Test(robot_scene, cli_check_urdf)
 
 /* ---- the express ring (tdm_sched_express_*) ---- */
 
+/* Requests of several threads through the ring: request r of a job on scenes rs[0 .. n_scenes)
+ * is on scene express_scene_of(r) and takes that scene's configurations
+ * [slice * XS, slice * XS + express_size(slice)), slice = express_slice_of(r). */
 typedef struct express_job {
     tdm_sched *e;
-    const tdm_robot_scene *rs;
-    const double *q;
-    tdm_sched_result *got;
-    size_t n, from, step; /* this thread's requests: from, from + step, ... (as request indices) */
+    const tdm_robot_scene *const *rs;
+    size_t n_scenes;              /* 1, or 4: four threads taking every fourth request go through them in turn */
+    double *const *q;             /* per scene */
+    tdm_sched_result *const *got; /* per scene */
+    size_t requests, from, step;  /* this thread's requests: from, from + step, ... */
     tdm_mode mode;
     uint32_t cap;
     uint64_t given_back;
     int rc;
 } express_job;
 
-/* Request k: configurations [k * XS + 0, k * XS + size(k)) of the batch, sizes 1 to XS (a
- * planner's state, a motion's round). */
+/* Sizes of the slices, 1 to XS (a planner's state, a motion's round). */
 #define XS TDM_SCHED_EXPRESS_MAX
 static size_t express_size(size_t k) { return (size_t[]){1, 3, XS, 17, 2, 100, 1, 64}[k % 8]; }
+
+/* Of four scenes, request r = 16 a + 4 b + c (b, c < 4) is on scene b, slice 4 a + c: each scene's
+ * slices are each taken once (slices a multiple of 4). */
+static size_t express_scene_of(const express_job *j, size_t r) { return j->n_scenes == 1 ? 0 : (r / 4) % 4; }
+static size_t express_slice_of(const express_job *j, size_t r) { return j->n_scenes == 1 ? r : (r / 16) * 4 + r % 4; }
 
 /* Publishes this thread's requests, up to 24 in flight, and polls until each is in; one
  * given back runs the pooled way. */
@@ -1674,13 +1682,15 @@ static void *express_thread(void *arg)
     tdm_sched_express x[IN_FLIGHT];
     size_t req[IN_FLIGHT];
     int busy[IN_FLIGHT] = {0}, n_busy = 0;
-    size_t next = j->from, requests = j->n / XS;
-    while ((next < requests || n_busy) && j->rc == TDM_OK) {
-        for (int s = 0; s < IN_FLIGHT && next < requests; s++) {
+    size_t next = j->from;
+    while ((next < j->requests || n_busy) && j->rc == TDM_OK) {
+        for (int s = 0; s < IN_FLIGHT && next < j->requests; s++) {
             if (busy[s]) continue;
-            int rc = tdm_sched_express_submit(j->e, j->rs->scene, &j->rs->kin, j->q + next * XS * 3,
-                                              express_size(next), j->mode, j->cap, &x[s]);
-            if (rc == TDM_EAGAIN) break;
+            size_t k = express_scene_of(j, next), slice = express_slice_of(j, next);
+            const tdm_robot_scene *rs = j->rs[k];
+            int rc = tdm_sched_express_submit(j->e, rs->scene, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice),
+                                              j->mode, j->cap, &x[s]);
+            if (rc == TDM_EAGAIN) break; /* the ring, or every place of the table, is taken */
             if (rc != TDM_OK) {
                 j->rc = rc;
                 break;
@@ -1692,14 +1702,15 @@ static void *express_thread(void *arg)
         tdm_sched_express_keep(j->e);
         for (int s = 0; s < IN_FLIGHT; s++) {
             if (!busy[s]) continue;
-            tdm_sched_result *out = j->got + req[s] * XS;
-            int rc = tdm_sched_express_poll(j->e, &x[s], j->rs->scene, j->mode, out);
+            size_t k = express_scene_of(j, req[s]), slice = express_slice_of(j, req[s]);
+            const tdm_robot_scene *rs = j->rs[k];
+            tdm_sched_result *out = j->got[k] + slice * XS;
+            int rc = tdm_sched_express_poll(j->e, &x[s], rs->scene, j->mode, out);
             if (rc == 0) continue;
             if (rc == TDM_EAGAIN) {
                 j->given_back++;
-                tdm_sched_query proto = {j->rs->scene, NULL, j->mode, j->cap, NULL, NULL};
-                rc = tdm_sched_run_configs(j->e, &proto, &j->rs->kin, j->q + req[s] * XS * 3, express_size(req[s]),
-                                           out);
+                tdm_sched_query proto = {rs->scene, NULL, j->mode, j->cap, NULL, NULL};
+                rc = tdm_sched_run_configs(j->e, &proto, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice), out);
             }
             if (rc < 0) j->rc = rc;
             busy[s] = 0, n_busy--;
@@ -1727,6 +1738,7 @@ static void express_on_gpu(const char *room)
     tdm_robot_scene *rs = make_scene();
     for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
     const size_t n = XS * 96;
+    const tdm_robot_scene *one = rs;
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
     const uint32_t caps[2] = {1, 3};
     tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
@@ -1745,7 +1757,7 @@ static void express_on_gpu(const char *room)
         express_job jobs[4];
         pthread_t th[4];
         for (int t = 0; t < 4; t++) {
-            jobs[t] = (express_job){e, rs, q, got, n, (size_t)t, 4, modes[m], caps[m], 0, TDM_OK};
+            jobs[t] = (express_job){e, &one, 1, &q, &got, n / XS, (size_t)t, 4, modes[m], caps[m], 0, TDM_OK};
             cr_assert_eq(pthread_create(&th[t], NULL, express_thread, &jobs[t]), 0);
         }
         uint64_t given_back = 0;
@@ -1797,67 +1809,6 @@ Test(robot_scene, configs_given_back_by_the_express_ring_match_cpu_engine) { exp
 
 /* ---- programs replaced while the ring runs ---- */
 
-typedef struct express_scenes_job {
-    tdm_sched *e;
-    const scene_set *set;
-    double *const *q;          /* per scene: XS * slices configurations */
-    tdm_sched_result *const *got;
-    size_t requests, from, step; /* request r: express_scene_of(r), express_slice_of(r) */
-    tdm_mode mode;
-    uint32_t cap;
-    int rc;
-} express_scenes_job;
-
-/* Request r = 16 a + 4 b + c (b, c < 4) is on scene b, slice 4 a + c: a thread taking every fourth
- * request (the test's four threads) goes through the scenes in turn, and each scene's slices are
- * each taken once (slices a multiple of 4). */
-static size_t express_scene_of(size_t r) { return (r / 4) % N_SCENES; }
-static size_t express_slice_of(size_t r) { return (r / 16) * 4 + r % 4; }
-
-/* As express_thread, its requests on the scenes of the set in turn. */
-static void *express_scenes_thread(void *arg)
-{
-    express_scenes_job *j = arg;
-    enum { IN_FLIGHT = 24 };
-    tdm_sched_express x[IN_FLIGHT];
-    size_t req[IN_FLIGHT];
-    int busy[IN_FLIGHT] = {0}, n_busy = 0;
-    size_t next = j->from;
-    while ((next < j->requests || n_busy) && j->rc == TDM_OK) {
-        for (int s = 0; s < IN_FLIGHT && next < j->requests; s++) {
-            if (busy[s]) continue;
-            size_t k = express_scene_of(next), slice = express_slice_of(next);
-            const tdm_robot_scene *rs = j->set->rs[k];
-            int rc = tdm_sched_express_submit(j->e, rs->scene, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice),
-                                              j->mode, j->cap, &x[s]);
-            if (rc == TDM_EAGAIN) break; /* the ring, or every place of the table, is taken */
-            if (rc != TDM_OK) {
-                j->rc = rc;
-                break;
-            }
-            req[s] = next;
-            busy[s] = 1, n_busy++;
-            next += j->step;
-        }
-        tdm_sched_express_keep(j->e);
-        for (int s = 0; s < IN_FLIGHT; s++) {
-            if (!busy[s]) continue;
-            size_t k = express_scene_of(req[s]), slice = express_slice_of(req[s]);
-            const tdm_robot_scene *rs = j->set->rs[k];
-            tdm_sched_result *out = j->got[k] + slice * XS;
-            int rc = tdm_sched_express_poll(j->e, &x[s], rs->scene, j->mode, out);
-            if (rc == 0) continue;
-            if (rc == TDM_EAGAIN) {
-                tdm_sched_query proto = {rs->scene, NULL, j->mode, j->cap, NULL, NULL};
-                rc = tdm_sched_run_configs(j->e, &proto, &rs->kin, j->q[k] + slice * XS * 3, express_size(slice), out);
-            }
-            if (rc < 0) j->rc = rc;
-            busy[s] = 0, n_busy--;
-        }
-    }
-    return NULL;
-}
-
 /* Four robot scenes (two worlds of other checks and fixed objects, the fixture's world
  * twice) through a ring whose program table has two places (TDM_GPU_EXPRESS_PROGS), from
  * four threads at once, each thread's requests on the four scenes in turn: programs are
@@ -1880,6 +1831,8 @@ Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
     scene_set_make(&set, e);
     enum { SLICES = 24 }; /* a multiple of 4 (express_slice_of) */
     _Static_assert(N_SCENES == 4, "express_scene_of spreads requests over four scenes");
+    const tdm_robot_scene *rs[N_SCENES];
+    for (int k = 0; k < N_SCENES; k++) rs[k] = set.rs[k];
     const size_t n = XS * SLICES;
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
     const uint32_t caps[2] = {1, 3};
@@ -1895,12 +1848,12 @@ Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
         }
         tdm_sched_stats before, after;
         tdm_sched_get_stats(e, &before);
-        express_scenes_job jobs[4];
+        express_job jobs[4];
         pthread_t th[4];
         for (int t = 0; t < 4; t++) {
-            jobs[t] = (express_scenes_job){e, &set, q, got, (size_t)SLICES * N_SCENES, (size_t)t, 4, modes[m], caps[m],
-                                           TDM_OK};
-            cr_assert_eq(pthread_create(&th[t], NULL, express_scenes_thread, &jobs[t]), 0);
+            jobs[t] = (express_job){e, rs, N_SCENES, q, got, (size_t)SLICES * N_SCENES, (size_t)t, 4, modes[m], caps[m],
+                                    0, TDM_OK};
+            cr_assert_eq(pthread_create(&th[t], NULL, express_thread, &jobs[t]), 0);
         }
         for (int t = 0; t < 4; t++) {
             pthread_join(th[t], NULL);
