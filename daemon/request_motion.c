@@ -61,6 +61,20 @@ static int fill_on_loop(void)
     return x;
 }
 
+/* TDM_MOTION_ANY_STOP=0 (A/B runs): a batch of one motion's states asking for any colliding state
+ * runs every state on the CPU engine, as before (tdm_pooler_job.any_stop) */
+static int any_stop_on(void)
+{
+    static int v = -1; /* atomic: the loops and the pooler threads plan batches at once */
+    int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (x < 0) {
+        const char *e = getenv("TDM_MOTION_ANY_STOP");
+        x = !(e && strcmp(e, "0") == 0);
+        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
+    }
+    return x;
+}
+
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
     const tdm_robot_scene *rs;
@@ -93,6 +107,10 @@ static size_t plan_batch(motion_job *m)
     m->q.pool.n_queries = (uint32_t)n_b;
     m->q.pool.n_tasks = (uint64_t)n_b * m->rs->scene->n_checks;
     m->q.pool.max_work = tdm__work_budget(m->max_query_work, n_b);
+    /* a batch of one motion's states asking for any colliding state: one colliding state answers
+       it, so the CPU engine may leave the ones after it unrun (with several motions each needs its
+       own) */
+    m->q.pool.any_stop = m->any && tdm_motion_rounds_segments(m->mc) == 1 && any_stop_on();
     return n_b;
 }
 

@@ -45,6 +45,12 @@ typedef struct tdm_work {
     uint64_t used;  /* counted so far (atomic) */
     int stop;       /* set by anyone to give the request up, e.g. its client went away (atomic) */
     int over;       /* set by a traversal that stopped early (atomic) */
+    int any_stop;   /* the queries on this account ask one question, whether any of them collides (a
+                       planner's motion asking for any colliding state): once one collides (`hit`),
+                       the CPU engine runs no more of the account's tasks and answers those queries
+                       free (bool mode): the ones after it on the same thread, and whatever other
+                       threads had not run yet */
+    int hit;        /* with any_stop: set by the CPU engine when one of its tasks collided (atomic) */
 } tdm_work;
 
 /* What became of the work: TDM_OK (every traversal ran to its answer),

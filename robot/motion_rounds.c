@@ -302,4 +302,5 @@ void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, si
 int64_t tdm_motion_rounds_answer(const tdm_motion_rounds *mc, size_t i) { return mc->answer[i]; }
 uint64_t tdm_motion_rounds_states(const tdm_motion_rounds *mc, size_t i) { return mc->n_states[i]; }
 size_t tdm_motion_rounds_batch(const tdm_motion_rounds *mc) { return mc->batch; }
+size_t tdm_motion_rounds_segments(const tdm_motion_rounds *mc) { return mc->n_segs; }
 size_t tdm_motion_rounds_colliding(const tdm_motion_rounds *mc) { return mc->colliding; }

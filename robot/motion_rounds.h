@@ -71,6 +71,9 @@ void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first);
 void tdm_motion_rounds_set_any(tdm_motion_rounds *mc, unsigned probes);
 /* Whether answers are any colliding state (tdm_motion_rounds_set_any), not the first. */
 int tdm_motion_rounds_any(const tdm_motion_rounds *mc);
+/* Motions in the batch the last tdm_motion_rounds_plan (or next) made: 1 when its states are all
+ * one motion's. */
+size_t tdm_motion_rounds_segments(const tdm_motion_rounds *mc);
 /* The k of the p-th state of a motion of n states in the order the first `probes` come
  * coarse to fine (p < n; probes <= TDM_MOTION_MAX_PROBES). */
 uint64_t tdm_motion_rounds_order(uint64_t n, unsigned probes, uint64_t p);

@@ -1536,6 +1536,58 @@ static void host_lanes_run(tdm_backend_kind kind, int mode)
     tdm_sched_destroy(e);
 }
 
+/* A job asking only whether any of its configurations collides (tdm_work.any_stop: a planner's
+ * motion round in any-state mode) on the CPU engine: every configuration up to the first colliding
+ * one is answered as alone, and after it none is answered colliding that is free; on a host lane
+ * (one thread, in order) the traversals after the first collision are not run, so most later
+ * colliding configurations are answered free (one inside a primitive is still found colliding,
+ * from the links' poses alone, perhaps by another pair); without the flag every answer is its own. */
+Test(robot_scene, any_stop_answers_after_the_first_colliding_configuration_unrun)
+{
+    char why[320];
+    tdm_sched *e = sched_with(TDM_BACKEND_CPU, 0, 1, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
+    cr_assert_eq(tdm_sched_host_lanes(e), 1);
+    tdm_robot_scene *rs = make_scene();
+    enum { N = 256 };
+    tdm_sched_result want[N], got[N];
+    double *q = batch(rs, N, 0xa57ull, TDM_MODE_BOOL, 1, want);
+    size_t first = N, later = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (want[i].colliding && first == N) first = i;
+        else if (want[i].colliding) later++;
+    }
+    cr_assert(first < N / 4 && later > 0, "the batch needs an early colliding configuration and later ones (%zu, %zu)",
+              first, later);
+    for (int way = 0; way < 3; way++) { /* host lane with any_stop, the pool with it, the host lane without */
+        tdm_work w = {0, 0, 0, 0, way < 2, 0};
+        tdm_sched_query proto = {rs->scene, NULL, TDM_MODE_BOOL, 1, NULL, &w};
+        memset(got, 0xab, sizeof got);
+        int rc = way == 1 ? tdm_sched_run_configs(e, &proto, &rs->kin, q, N, got)
+                          : tdm_sched_run_configs_host(e, &proto, &rs->kin, q, N, got);
+        cr_assert_eq(rc, TDM_OK, "way %d: %s", way, tdm_strerror(rc));
+        size_t unrun = 0;
+        for (size_t i = 0; i < N; i++) {
+            const tdm_sched_result *a = &got[i], *b = &want[i];
+            int same = a->colliding == b->colliding && a->object_a == b->object_a && a->object_b == b->object_b;
+            if (i <= first || way == 2) {
+                cr_assert(same, "way %d, configuration %zu (the first colliding %zu): got %u (%u,%u), want %u (%u,%u)",
+                          way, i, first, a->colliding, a->object_a, a->object_b, b->colliding, b->object_a, b->object_b);
+            } else {
+                /* unrun, so free; or colliding, as it is (a containment in a primitive is found from
+                   the links' poses, without a traversal, workpile/solid.h: then its pair may not be
+                   the first colliding check's, which was not run) */
+                cr_assert(!a->colliding || b->colliding, "way %d, configuration %zu: got %u (%u,%u), want %u (%u,%u)",
+                          way, i, a->colliding, a->object_a, a->object_b, b->colliding, b->object_a, b->object_b);
+                unrun += b->colliding && !a->colliding;
+            }
+        }
+        if (way == 0) cr_assert_gt(unrun, later / 2, "later colliding configurations unrun: %zu of %zu", unrun, later);
+    }
+    free(q);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+}
+
 Test(robot_scene, host_lanes_answer_small_jobs_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, HOST_ONE); }
 Test(robot_scene, host_lanes_answer_small_jobs_on_gpu_engine) { host_lanes_run(TDM_BACKEND_GPU, HOST_ONE); }
 Test(robot_scene, host_lanes_hand_costly_jobs_to_the_lanes_on_cpu_engine) { host_lanes_run(TDM_BACKEND_CPU, HOST_CUT); }

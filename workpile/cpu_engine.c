@@ -300,13 +300,18 @@ static void run_task(account *a, const tdm_task *task, tdm_collide_result *res)
         a->w = task->work;
         a->skip = a->w && __atomic_load_n(&a->w->over, __ATOMIC_ACQUIRE);
     }
-    if (a->skip || (task->group && task->group == a->hit)) {
+    tdm_work *w = task->work;
+    int any = w && w->any_stop && task->mode == TDM_MODE_BOOL;
+    if (a->skip || (task->group && task->group == a->hit) || (any && __atomic_load_n(&w->hit, __ATOMIC_RELAXED))) {
         *res = (tdm_collide_result){0};
         return;
     }
     uint64_t u;
     collide_run(task, res, &u);
-    if (res->colliding) a->hit = task->group;
+    if (res->colliding) {
+        a->hit = task->group;
+        if (any) __atomic_store_n(&w->hit, 1, __ATOMIC_RELAXED); /* the account's other queries: unrun */
+    }
     if (a->w && (a->acc += u) >= ACCOUNT_BATCH) account_flush(a);
 }
 

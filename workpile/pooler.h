@@ -80,6 +80,10 @@ struct tdm_pooler_job {
                                   i x max_contacts */
     uint64_t max_work;         /* box + triangle tests the job may cost, over all its runs (the CPU
                                   engine counts them, geom/query.h's tdm_work); 0: no limit */
+    int any_stop;              /* bool mode: the job asks only whether any of its queries collides (a
+                                  planner's motion round asking for any colliding state): once one
+                                  collides the CPU engine may answer those after it free, unrun
+                                  (tdm_sched_query.any_stop); the device engines answer them all */
     int rc;                    /* set before `finished`: TDM_OK; TDM_EBUDGET (over max_work),
                                   TDM_ECANCELED (below); or the engine's error for the whole batch
                                   (TDM_EINVAL, TDM_ENOMEM); results are then undefined */

@@ -73,7 +73,9 @@ typedef struct tdm_sched_query {
                                 receive the first pairs counted, in checked-pair order */
     tdm_work *work;          /* optional, borrowed: the account the query's traversals count against
                                 (geom/query.h); queries may share one. When tdm_work_verdict says it
-                                stopped early, the answers of every query on it are incomplete */
+                                stopped early, the answers of every query on it are incomplete; with
+                                its any_stop set, once one query on it collides the others not yet run
+                                are answered free, unrun (bool mode, the CPU engine) */
 } tdm_sched_query;
 
 typedef struct tdm_sched_result {
