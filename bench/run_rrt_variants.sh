@@ -31,6 +31,8 @@
 #   hlN       --host-lanes N (threads answering small requests on the CPU engine; 0: none)
 #   thN       --threads N (engine threads: the CPU pool that device engines' lanes share for big host-side steps)
 #   hcN       --host-configs N (the largest request, in configurations, the host lanes take)
+#   as0       TDM_MOTION_ANY_STOP=0 (the CPU engine runs every state of a one-motion any-state batch, as
+#             before 2026-11-29: by default it stops at the first colliding one)
 #   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
 #   skip0     TDM_ENGINE_SKIP_ANSWERED=0 (the CPU engine runs a bool query's checks after its first colliding one)
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
@@ -112,6 +114,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
+    [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
     [[ $v =~ :hc([0-9]+) ]] && extra+=(--host-configs "${BASH_REMATCH[1]}")
