@@ -47,32 +47,33 @@ static uint64_t inline_states(void)
     return x;
 }
 
+/* Whether environment variable `name` is `value`, read once (*cache -1 until then; atomic: the
+ * loops and the pooler threads plan batches at once). For the A/B switches below. */
+static int env_is(int *cache, const char *name, const char *value)
+{
+    int x = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (x < 0) {
+        const char *e = getenv(name);
+        x = e && strcmp(e, value) == 0;
+        __atomic_store_n(cache, x, __ATOMIC_RELAXED);
+    }
+    return x;
+}
+
 /* TDM_MOTION_FILL_ON_LOOP=1 (A/B runs): a first batch sized on the loop is also made there,
  * as before fill_first */
 static int fill_on_loop(void)
 {
-    static int v = -1; /* atomic: the loops handle motions at once (io.h) */
-    int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (x < 0) {
-        const char *e = getenv("TDM_MOTION_FILL_ON_LOOP");
-        x = e && strcmp(e, "1") == 0;
-        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
-    }
-    return x;
+    static int v = -1;
+    return env_is(&v, "TDM_MOTION_FILL_ON_LOOP", "1");
 }
 
 /* TDM_MOTION_ANY_STOP=0 (A/B runs): a batch of one motion's states asking for any colliding state
  * runs every state on the CPU engine, as before (tdm_pooler_job.any_stop) */
 static int any_stop_on(void)
 {
-    static int v = -1; /* atomic: the loops and the pooler threads plan batches at once */
-    int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (x < 0) {
-        const char *e = getenv("TDM_MOTION_ANY_STOP");
-        x = !(e && strcmp(e, "0") == 0);
-        __atomic_store_n(&v, x, __ATOMIC_RELAXED);
-    }
-    return x;
+    static int v = -1;
+    return !env_is(&v, "TDM_MOTION_ANY_STOP", "0");
 }
 
 typedef struct motion_job {

@@ -1741,8 +1741,7 @@ struct tdm_gpu_express {
     unsigned long long *d_head;
     xblock *d_blocks;
     dprog *d_progs;
-    cudaMemPool_t pool;           /* the programs' arrays, and nothing else's (see the top) */
-    int has_pool;
+    cudaMemPool_t pool;           /* the programs' arrays, and nothing else's (see the top); NULL: none yet */
     uint64_t scratch_bytes;       /* counted in the budget */
     pthread_mutex_t lock;         /* publishing, the table */
     pthread_mutex_t keep_lock;
@@ -1817,11 +1816,8 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
         pp.location.type = cudaMemLocationTypeDevice;
         pp.location.id = x->device;
         e = cudaMemPoolCreate(&x->pool, &pp);
-        if (e == cudaSuccess) {
-            x->has_pool = 1;
-            uint64_t keep = UINT64_MAX; /* memory stays with the pool between uses */
-            e = cudaMemPoolSetAttribute(x->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-        }
+        uint64_t keep = UINT64_MAX; /* memory stays with the pool between uses */
+        if (e == cudaSuccess) e = cudaMemPoolSetAttribute(x->pool, cudaMemPoolAttrReleaseThreshold, &keep);
     }
     if (e == cudaSuccess) e = cudaMemsetAsync(x->d_head, 0, 3 * sizeof(unsigned long long), x->up);
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
@@ -1865,7 +1861,7 @@ extern "C" void tdm_gpu_express_destroy(tdm_gpu_express *x)
     for (size_t i = 0; i < x->n_retired; i++) cudaFreeAsync(x->retired[i].buf, x->up);
     free(x->retired);
     if (x->up) cudaStreamSynchronize(x->up);
-    if (x->has_pool) cudaMemPoolDestroy(x->pool);
+    if (x->pool) cudaMemPoolDestroy(x->pool);
     cudaFree(x->d_progs);
     cudaFree(x->d_blocks);
     cudaFree(x->d_head);
@@ -1980,13 +1976,9 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
             at = i;
     /* no launch stops for it: no published item names the place (refs 0), blocks read the
        entry past L1, and the old arrays are retired (see the top) */
-    int rc = at == none ? TDM_EAGAIN : TDM_OK;
+    cudaSetDevice(x->device);
+    int rc = at == none ? TDM_EAGAIN : express_retire(x, x->progs[at].buf);
     void *buf = NULL;
-    if (rc == TDM_OK) {
-        xprog *p = &x->progs[at];
-        cudaSetDevice(x->device);
-        rc = express_retire(x, p->buf);
-    }
     if (rc == TDM_OK) {
         xprog *p = &x->progs[at];
         free(p->kc);

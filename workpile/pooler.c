@@ -715,7 +715,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     int no_express = job->no_express;
     job->no_express = 0; /* for this submission only */
     int cancelled = tdm_pooler_job_cancelled(job);
-    job->work = (tdm_work){job->max_work, 0, cancelled, cancelled, job->any_stop && job->mode == TDM_MODE_BOOL, 0};
+    job->work = (tdm_work){job->max_work, 0, cancelled, cancelled, job->any_stop, 0};
     job->done = job->turn = 0;
     job->demoted = job->latency_turn = 0;
     /* read without the lock: set before the first submit, the threads started at create; kept
