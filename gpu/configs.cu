@@ -13,6 +13,7 @@
 #include "../geom/bv.h"
 #include "../geom/cull.h"
 #include "../geom/kin.h"
+#include "extents.h"
 #include "../geom/leaf.h"
 #include "../geom/solid.h"
 #include "cuda_util.h"
@@ -1539,15 +1540,21 @@ extern "C" const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, 
  * Programs change while launches run (no launch is stopped for a new scene's program):
  * an SM's L1 is not coherent within a launch, so a block copies its item's table entry
  * into its own device memory with loads that bypass L1 (ld.cg) and runs from that copy;
- * a program's arrays are a fresh allocation from the ring's own memory pool, and an
- * evicted program's arrays go back to that pool only after every launch that started
- * before its eviction has ended (express_retire, express_reap): no block can hold a
- * line of memory that was rewritten since its launch began. An entry is replaced only
- * while no published item names it (its references). */
+ * a program's arrays are placed in the ring's arena (one cudaMalloc made at its start:
+ * a launch may read only memory allocated before it began, so neither cudaMallocAsync,
+ * whose memory is valid only in its stream's order, nor cudaMalloc and cudaFree, which
+ * wait for the device, can serve; gpu/extents.h keeps its free extents), and an evicted
+ * program's extent is placed again only after every launch that started before its
+ * eviction has ended (express_retire, express_reap): no block can hold a line of memory
+ * that was rewritten since its launch began. An entry is replaced only while no
+ * published item names it (its references). When the arena has no room, the least
+ * recently used unreferenced programs are evicted for it, and the request goes the usual
+ * way until their launches have ended. */
 #define EXPRESS_LINKS 64u
 #define EXPRESS_ELEMS 128u
 #define EXPRESS_ROOM 32768u          /* frontier pairs a block holds a level (x2 buffers): a fused run's */
 #define EXPRESS_PROGS 256u           /* programs in the table (TDM_GPU_EXPRESS_PROGS, tests: fewer) */
+#define EXPRESS_ARENA (64u << 20)  /* the programs' arena, bytes (TDM_GPU_EXPRESS_ARENA) */
 #define EXPRESS_IDLE_NS 1024u       /* an idle block's longest wait between looks at the doorbell */
 #define EXPRESS_LIFE_NS 2000000ull   /* a launch's blocks leave after this long (2 ms); the next launch,
                                         on the other stream, starts at half that while items come */
@@ -1741,7 +1748,8 @@ struct tdm_gpu_express {
     unsigned long long *d_head;
     xblock *d_blocks;
     dprog *d_progs;
-    cudaMemPool_t pool;           /* the programs' arrays, and nothing else's (see the top); NULL: none yet */
+    unsigned char *arena;         /* the programs' arrays (see the top) */
+    tdm_extents room_of;          /* under keep_lock: the arena's free extents */
     uint64_t scratch_bytes;       /* counted in the budget */
     pthread_mutex_t lock;         /* publishing, the table */
     pthread_mutex_t keep_lock;
@@ -1753,8 +1761,8 @@ struct tdm_gpu_express {
     int launched[2], dead;        /* written under keep_lock, read atomically by kick; dead: atomic */
     uint64_t launched_ns[2];      /* under keep_lock: when */
     uint64_t gen, launched_gen[2]; /* under keep_lock: launches started, and each stream's launch's number */
-    struct xretired { void *buf; uint64_t gen; } *retired; /* under keep_lock: evicted programs' arrays, */
-    size_t n_retired, cap_retired;                        /* each with the launches started before it */
+    struct xretired { void *buf; size_t bytes; uint64_t gen; } *retired; /* under keep_lock: evicted programs' */
+    size_t n_retired, cap_retired; /* arrays, each with the launches started before it */
     uint64_t launches, answered;  /* atomic */
 };
 
@@ -1791,7 +1799,14 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
     if (x->n_progs == 0 || x->n_progs > EXPRESS_PROGS) x->n_progs = EXPRESS_PROGS;
     pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_init(&x->keep_lock, NULL);
-    x->scratch_bytes = 2 * (uint64_t)blocks * sizeof(xblock) + EXPRESS_PROGS * sizeof(dprog) + sizeof(unsigned long long);
+    const char *arena = getenv("TDM_GPU_EXPRESS_ARENA");
+    size_t arena_bytes = arena && *arena ? (size_t)strtoull(arena, NULL, 10) : EXPRESS_ARENA;
+    if (tdm_extents_init(&x->room_of, arena_bytes) != TDM_OK) {
+        tdm_gpu_express_destroy(x);
+        return arena_bytes < TDM_EXTENTS_ALIGN ? TDM_EINVAL : TDM_ENOMEM;
+    }
+    x->scratch_bytes = 2 * (uint64_t)blocks * sizeof(xblock) + EXPRESS_PROGS * sizeof(dprog) +
+                       sizeof(unsigned long long) + x->room_of.total;
     int rc = tdm__gpu_budget_add(g->bud, BUD_SCRATCH, (int64_t)x->scratch_bytes);
     if (rc != TDM_OK) {
         x->scratch_bytes = 0;
@@ -1809,16 +1824,7 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
     if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_head, 3 * sizeof(unsigned long long)); /* the doorbell */
     if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_blocks, 2 * (size_t)blocks * sizeof(xblock)); /* a launch on each stream */
     if (e == cudaSuccess) e = cudaMalloc((void **)&x->d_progs, EXPRESS_PROGS * sizeof(dprog));
-    if (e == cudaSuccess) {
-        cudaMemPoolProps pp;
-        memset(&pp, 0, sizeof pp);
-        pp.allocType = cudaMemAllocationTypePinned;
-        pp.location.type = cudaMemLocationTypeDevice;
-        pp.location.id = x->device;
-        e = cudaMemPoolCreate(&x->pool, &pp);
-        uint64_t keep = UINT64_MAX; /* memory stays with the pool between uses */
-        if (e == cudaSuccess) e = cudaMemPoolSetAttribute(x->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    }
+    if (e == cudaSuccess) e = cudaMalloc((void **)&x->arena, x->room_of.total);
     if (e == cudaSuccess) e = cudaMemsetAsync(x->d_head, 0, 3 * sizeof(unsigned long long), x->up);
     if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
     if (e != cudaSuccess) {
@@ -1854,14 +1860,11 @@ extern "C" void tdm_gpu_express_destroy(tdm_gpu_express *x)
         for (int s = 0; s < 2; s++)
             if (x->run[s]) cudaStreamSynchronize(x->run[s]);
     }
-    for (uint32_t i = 0; i < EXPRESS_PROGS; i++) {
-        if (x->progs[i].buf) cudaFreeAsync(x->progs[i].buf, x->up);
-        free(x->progs[i].kc);
-    }
-    for (size_t i = 0; i < x->n_retired; i++) cudaFreeAsync(x->retired[i].buf, x->up);
+    for (uint32_t i = 0; i < EXPRESS_PROGS; i++) free(x->progs[i].kc);
     free(x->retired);
+    tdm_extents_destroy(&x->room_of);
     if (x->up) cudaStreamSynchronize(x->up);
-    if (x->pool) cudaMemPoolDestroy(x->pool);
+    cudaFree(x->arena);
     cudaFree(x->d_progs);
     cudaFree(x->d_blocks);
     cudaFree(x->d_head);
@@ -1917,8 +1920,8 @@ static void express_reap(tdm_gpu_express *x)
         if (x->launched[s] && x->launched_gen[s] < oldest) oldest = x->launched_gen[s];
     size_t kept = 0;
     for (size_t i = 0; i < x->n_retired; i++) {
-        if (x->retired[i].gen < oldest) cudaFreeAsync(x->retired[i].buf, x->up); /* every launch that
-                                                                                 might read it ended */
+        if (x->retired[i].gen < oldest) /* every launch that might read it ended */
+            tdm_extents_free(&x->room_of, (size_t)((unsigned char *)x->retired[i].buf - x->arena), x->retired[i].bytes);
         else x->retired[kept++] = x->retired[i];
     }
     x->n_retired = kept;
@@ -1928,7 +1931,7 @@ static void express_reap(tdm_gpu_express *x)
  * so far have ended (a block of one may hold their lines in its SM's L1, and the pool would
  * hand them to the next program). 0, or TDM_ENOMEM (nothing changed: the place keeps its
  * program). */
-static int express_retire(tdm_gpu_express *x, void *buf)
+static int express_retire(tdm_gpu_express *x, void *buf, size_t bytes)
 {
     if (!buf) return TDM_OK;
     if (x->n_retired == x->cap_retired) {
@@ -1939,7 +1942,7 @@ static int express_retire(tdm_gpu_express *x, void *buf)
         x->retired = r;
         x->cap_retired = cap;
     }
-    x->retired[x->n_retired++] = {buf, x->gen};
+    x->retired[x->n_retired++] = {buf, bytes, x->gen};
     express_reap(x);
     return TDM_OK;
 }
@@ -1977,26 +1980,40 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
     /* no launch stops for it: no published item names the place (refs 0), blocks read the
        entry past L1, and the old arrays are retired (see the top) */
     cudaSetDevice(x->device);
-    int rc = at == none ? TDM_EAGAIN : express_retire(x, x->progs[at].buf);
-    void *buf = NULL;
+    int rc = at == none ? TDM_EAGAIN : tdm_extents_length(bytes) > x->room_of.total ? TDM_ERANGE : TDM_OK;
+    if (rc == TDM_OK) rc = express_retire(x, x->progs[at].buf, x->progs[at].bytes);
+    size_t off = SIZE_MAX;
     if (rc == TDM_OK) {
-        xprog *p = &x->progs[at];
-        free(p->kc);
-        memset(p, 0, sizeof *p);
-        cudaError_t e = cudaMallocFromPoolAsync(&buf, bytes, x->pool, x->up);
-        dprog dp;
-        if (e == cudaSuccess) {
-            dp = pack_program(r, hb, (unsigned char *)buf);
-            e = cudaMemcpyAsync(buf, hb, bytes, cudaMemcpyHostToDevice, x->up);
+        free(x->progs[at].kc);
+        memset(&x->progs[at], 0, sizeof x->progs[at]);
+        off = tdm_extents_alloc(&x->room_of, bytes);
+        /* no room in the arena: the least recently used unreferenced programs make way, their
+           extents placed again once the launches that may read them have ended (this request
+           goes the usual way meanwhile) */
+        while (off == SIZE_MAX) {
+            uint32_t v = none;
+            for (uint32_t i = 0; i < x->n_progs; i++)
+                if (x->progs[i].live && x->progs[i].refs == 0 && (v == none || x->progs[i].used < x->progs[v].used))
+                    v = i;
+            if (v == none || express_retire(x, x->progs[v].buf, x->progs[v].bytes) != TDM_OK) break;
+            free(x->progs[v].kc);
+            memset(&x->progs[v], 0, sizeof x->progs[v]);
+            off = tdm_extents_alloc(&x->room_of, bytes);
         }
+        if (off == SIZE_MAX) rc = TDM_EAGAIN;
+    }
+    if (rc == TDM_OK) {
+        unsigned char *buf = x->arena + off;
+        dprog dp = pack_program(r, hb, buf);
+        cudaError_t e = cudaMemcpyAsync(buf, hb, bytes, cudaMemcpyHostToDevice, x->up);
         if (e == cudaSuccess) e = cudaMemcpyAsync(&x->d_progs[at], &dp, sizeof dp, cudaMemcpyHostToDevice, x->up);
         if (e == cudaSuccess) e = cudaStreamSynchronize(x->up);
         if (e != cudaSuccess) {
             cudaGetLastError();
-            if (buf) cudaFreeAsync(buf, x->up);
+            express_retire(x, buf, bytes); /* named by no entry, but a copy may still land */
             rc = TDM_EGPU;
         } else {
-            *p = xprog{r->key, r->epoch, ++x->use, *k, kc, buf, bytes, 1, 1};
+            x->progs[at] = xprog{r->key, r->epoch, ++x->use, *k, kc, buf, bytes, 1, 1};
             kc = NULL;
             *id = at;
         }

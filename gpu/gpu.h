@@ -331,9 +331,11 @@ typedef struct tdm_gpu_express_answer {
     uint32_t tag;        /* written last: the item's ticket + 1, low 32 bits */
 } tdm_gpu_express_answer;
 
-/* On g's device (its budget counts the ring's scratch): `blocks` resident blocks, a ring of
- * `items` configurations (a power of two). TDM_EGPU, TDM_EGPUMEM, TDM_ENOMEM; TDM_EINVAL with
- * TDM_GPU_MESH_POOLED=1 (a pooled tree could be read stale by a launch, see configs.cu). */
+/* On g's device (its budget counts the ring's scratch and its programs' arena:
+ * TDM_GPU_EXPRESS_ARENA bytes, 64 MiB by default): `blocks` resident blocks, a ring of `items`
+ * configurations (a power of two). TDM_EGPU, TDM_EGPUMEM, TDM_ENOMEM; TDM_EINVAL with
+ * TDM_GPU_MESH_POOLED=1 (a pooled tree could be read stale by a launch, see configs.cu) or an
+ * arena of less than 256 bytes. */
 int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t items, tdm_gpu_express **out);
 /* Stops the kernel, waits for it, frees. NULL is a no-op. */
 void tdm_gpu_express_destroy(tdm_gpu_express *x);
@@ -343,7 +345,9 @@ int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const
 /* Uploads robot r (whole, keyed) into the table, replacing a stale entry of its key, else a
  * free one, else the least recently used unreferenced one, and takes a reference in *id;
  * waits for its upload, not for the ring's launches. TDM_EINVAL (too large for a block),
- * TDM_EAGAIN (the table is full of referenced programs), TDM_EGPU. */
+ * TDM_ERANGE (larger than the whole arena), TDM_EAGAIN (the table is full of referenced
+ * programs, or the arena has no room until launches end: unreferenced programs were evicted
+ * for it), TDM_EGPU. */
 int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *r, uint32_t *id);
 /* Drops a reference taken by find or program. */
 void tdm_gpu_express_release(tdm_gpu_express *x, uint32_t id);

@@ -1868,17 +1868,20 @@ Test(robot_scene, configs_given_back_by_the_express_ring_match_cpu_engine) { exp
  * answer is still its own scene's CPU engine answer, in bool and in contacts mode. A block
  * reading a replaced program's entry or arrays from its SM's L1 would answer for another
  * scene. */
-Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
+static void programs_replaced(const char *places, const char *arena)
 {
-    setenv("TDM_GPU_EXPRESS_PROGS", "2", 1);
+    setenv("TDM_GPU_EXPRESS_PROGS", places, 1);
+    if (arena) setenv("TDM_GPU_EXPRESS_ARENA", arena, 1);
     char why[320] = "";
     tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
     if (!e) {
         unsetenv("TDM_GPU_EXPRESS_PROGS");
+        unsetenv("TDM_GPU_EXPRESS_ARENA");
         cr_skip_test("no GPU engine: %s", why);
     }
     cr_assert_eq(tdm_sched_express_start(e, 16), TDM_OK);
     unsetenv("TDM_GPU_EXPRESS_PROGS");
+    unsetenv("TDM_GPU_EXPRESS_ARENA");
     scene_set set;
     scene_set_make(&set, e);
     enum { SLICES = 24 }; /* a multiple of 4 (express_slice_of) */
@@ -1931,17 +1934,17 @@ Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
         uint64_t uploads = after.express_programs - before.express_programs,
                  answered = after.express_configs - before.express_configs,
                  back = after.express_overflows - before.express_overflows;
-        cr_log_info("express, programs replaced (%s): %zu configurations of %d scenes, %zu colliding, %llu answered by "
+        cr_log_info("express, programs replaced (%s places, arena %s; %s): %zu configurations of %d scenes, %zu colliding, %llu answered by "
                     "the ring, %llu given back, %llu programs uploaded, %llu launches; %zu differ",
-                    m ? "contacts" : "bool", checked, N_SCENES, colliding, (unsigned long long)answered,
+                    places, arena ? arena : "64 MiB", m ? "contacts" : "bool", checked, N_SCENES, colliding, (unsigned long long)answered,
                     (unsigned long long)back, (unsigned long long)uploads,
                     (unsigned long long)(after.express_launches - before.express_launches), d);
         cr_assert_eq(d, 0, "seed=%llu %s: %zu of %zu differ", (unsigned long long)seed, m ? "contacts" : "bool", d,
                      checked);
         cr_assert(colliding > 0 && colliding < checked, "the batch needs both answers");
         cr_assert_eq(answered + back, checked, "every configuration through the ring");
-        cr_assert_gt(uploads, N_SCENES, "two places for four scenes: programs replaced (%llu uploads)",
-                     (unsigned long long)uploads);
+        cr_assert_gt(uploads, N_SCENES, "%s places, arena %s, four scenes: programs replaced (%llu uploads)", places,
+                     arena ? arena : "64 MiB", (unsigned long long)uploads);
         for (int k = 0; k < N_SCENES; k++) {
             free(q[k]);
             free(want[k]);
@@ -1951,6 +1954,14 @@ Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine)
     scene_set_free(&set, e);
     tdm_sched_destroy(e);
 }
+
+Test(robot_scene, express_ring_programs_replaced_while_it_runs_match_cpu_engine) { programs_replaced("2", NULL); }
+
+/* The same with a place for every scene but an arena (TDM_GPU_EXPRESS_ARENA) of 12 KiB, which
+ * holds any one of the four programs (~6 KB) and not all four: programs are evicted for room
+ * in the arena, their extents placed again only after the launches that could read them have
+ * ended (until then a request gets TDM_EAGAIN and tries again). */
+Test(robot_scene, express_ring_programs_evicted_for_arena_room_match_cpu_engine) { programs_replaced("4", "12288"); }
 
 Test(robot_scene, express_ring_needs_a_gpu_engine)
 {
