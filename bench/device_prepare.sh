@@ -12,12 +12,14 @@
 # Then a device call with carry [".packs", ".panda"] runs a script such as
 # bench/results/ompl_resident/device_steps_N.sh (which unpacks .packs/new.tar.gz).
 # Knobs: TESTS="gpu robot_scene ..." (test_* suites to pack; "" none), PANDA (default
-# ../shared/robots/panda), JOBS (build jobs, default 2).
+# ../shared/robots/panda), JOBS (build jobs, default 2), LINEINFO=1 (device code with source lines,
+# TANDEM_CUDA_LINEINFO: compute-sanitizer names lines; the same code otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PANDA=${PANDA:-../shared/robots/panda}
 TESTS=${TESTS-gpu robot_scene scheduler pooler robotd daemon}
 JOBS=${JOBS:-2}
+LINEINFO=${LINEINFO:-0}
 [[ -f $PANDA/panda.urdf && -f $PANDA/problems.tar.bz2 ]] || { echo "device_prepare.sh: no Panda in $PANDA" >&2; exit 1; }
 command -v nvcc > /dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || { echo "device_prepare.sh: no nvcc: the pack needs a CUDA build" >&2; exit 1; }
 
@@ -30,7 +32,7 @@ rm -rf .panda
 mkdir -p .panda
 cp -r "$PANDA"/. .panda/
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTANDEM_CUDA_LINEINFO=$([[ $LINEINFO == 1 ]] && echo ON || echo OFF) > /dev/null
 cmake --build build -j "$JOBS"
 mkdir -p .packs
 rm -rf .packs/new .packs/new.tar.gz

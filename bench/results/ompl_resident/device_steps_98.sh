@@ -1,0 +1,24 @@
+set -uo pipefail
+# Prepared in the twenty-third session (no device time left for it). Run after
+# LINEINFO=1 bench/device_prepare.sh (device code with source lines), carrying [".packs", ".panda"]:
+# device run "bash bench/results/ompl_resident/device_steps_98.sh".
+# Call 98: call 97's racecheck named offsets only (fused_kernel: reads at +0x85e0 against writes at
+# +0xe090 and +0xe180, "Error"; express_kernel: +0x93b0 against +0xeb20, "Warning"), and it ran
+# out of time after 8 of robot_scene's 39 tests. This one names the lines, test by test group:
+# fused runs, the express ring, block runs.
+P=/tmp/p98; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+head -3 $P/new/PACK_INFO
+B=/work/main/build; mkdir -p $B/daemon $B/tools; ln -sf $P/new/bin/tandem $B/tools/tandem; ln -sf $P/new/bin/tandemd $B/daemon/tandemd
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for f in "robot_scene/a_few_configurations_*:60" "robot_scene/*express*:150" "robot_scene/configs_in_block_runs_match*:150" \
+         "robot_scene/configs_in_fused_runs_through_global_memory_match*:100"; do
+  filt=${f%:*}; lim=${f##*:}
+  echo "## racecheck $filt (limit ${lim}s)" | tee -a $OUT/racecheck.txt
+  timeout $lim $CS --tool racecheck --target-processes all --print-limit 20 \
+    $P/new/bin/test_robot_scene -j1 --verbose --filter "$filt" >> $OUT/racecheck.txt 2>&1
+  echo "## exit $? at ${SECONDS}s" | tee -a $OUT/racecheck.txt
+done
+grep -E "^## |Race reported|access at|configs.cu:[0-9]+|Synthesis" $OUT/racecheck.txt | sed 's/  */ /g' | sort | uniq -c | sort -rn | head -60
+echo "done at ${SECONDS}s"
