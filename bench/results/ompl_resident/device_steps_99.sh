@@ -1,0 +1,18 @@
+set -uo pipefail
+# Prepared in the twenty-third session. Run after bench/device_prepare.sh, carrying [".packs", ".panda"]:
+# device run "bash bench/results/ompl_resident/device_steps_99.sh".
+# Call 99: where a lane's batch goes now. In call 93 a lane's batch ran 0.099 ms (the pooler's count),
+# 0.085-0.090 of it in the scheduler, whatever its size (22 or 154 configurations); call 70's trace had
+# 0.065 ms of a 9-64 configuration run waiting for the device and the rest on the host. A lane is
+# 75-78 % busy and a job waits 0.037 ms for one: the run's fixed cost is what the planners wait
+# for. gtrace splits each device run into the GPU engine's time and its wait for the device; two
+# rounds, against the untraced defaults.
+P=/tmp/p99; mkdir -p $P/new
+tar xzf .packs/new.tar.gz -C $P/new
+export LD_LIBRARY_PATH=$P/new/lib
+head -3 $P/new/PACK_INFO
+for r in 1 2; do
+  PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:gtrace 2>&1 | tee -a $OUT/rrt_call99.txt | grep -E '^==|gpu engine runs|thread [0-9]'
+done
+python3 bench/variants_table.py $OUT/rrt_call99.txt | tee $OUT/table_call99.md
+echo "done at ${SECONDS}s"
