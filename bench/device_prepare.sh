@@ -10,7 +10,7 @@
 #   bench/device_prepare.sh
 #
 # Then a device call with carry [".packs", ".panda"] runs a script such as
-# bench/results/ompl_resident/device_steps_N.sh (which unpacks .packs/new.tar.gz).
+# bench/results/ompl_resident/device_steps_N.sh (which unpacks .packs/new.tar.gz: bench/device_unpack.sh).
 # Knobs: TESTS="gpu robot_scene ..." (test_* suites to pack; "" none), PANDA (default
 # ../shared/robots/panda), JOBS (build jobs, default 2), LINEINFO=1 (device code with source lines,
 # TANDEM_CUDA_LINEINFO: compute-sanitizer names lines; the same code otherwise).

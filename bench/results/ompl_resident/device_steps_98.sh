@@ -6,11 +6,7 @@ set -uo pipefail
 # +0xe090 and +0xe180, "Error"; express_kernel: +0x93b0 against +0xeb20, "Warning"), and it ran
 # out of time after 8 of robot_scene's 39 tests. This one names the lines, test by test group:
 # fused runs, the express ring, block runs.
-P=/tmp/p98; mkdir -p $P/new
-tar xzf .packs/new.tar.gz -C $P/new
-export LD_LIBRARY_PATH=$P/new/lib
-head -3 $P/new/PACK_INFO
-B=/work/main/build; mkdir -p $B/daemon $B/tools; ln -sf $P/new/bin/tandem $B/tools/tandem; ln -sf $P/new/bin/tandemd $B/daemon/tandemd
+source bench/device_unpack.sh /tmp/p98
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for f in "robot_scene/a_few_configurations_*:60" "robot_scene/*express*:150" "robot_scene/configs_in_block_runs_match*:150" \
          "robot_scene/configs_in_fused_runs_through_global_memory_match*:100"; do

@@ -7,10 +7,7 @@ set -uo pipefail
 # 75-78 % busy and a job waits 0.037 ms for one: the run's fixed cost is what the planners wait
 # for. gtrace splits each device run into the GPU engine's time and its wait for the device; two
 # rounds, against the untraced defaults.
-P=/tmp/p99; mkdir -p $P/new
-tar xzf .packs/new.tar.gz -C $P/new
-export LD_LIBRARY_PATH=$P/new/lib
-head -3 $P/new/PACK_INFO
+source bench/device_unpack.sh /tmp/p99
 for r in 1 2; do
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:gtrace 2>&1 | tee -a $OUT/rrt_call99.txt | grep -E '^==|gpu engine runs|thread [0-9]'
 done
