@@ -22,6 +22,7 @@
 # Time: a round is about FCL's row (~15 s on a 16-core host) plus Tandem's (~5 s) plus set-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 out_file=${1:-bench/results/ompl_goal_rounds.md}
 BUILD_DIR=${BUILD_DIR:-build}
 PANDA=${PANDA:-../shared/robots/panda}
@@ -60,15 +61,8 @@ sock=$work/tandemd.sock
 "$tandemd" --listen "unix:$sock" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" "${more[@]}" \
     --log-level warn 2> "$work/tandemd.log" &
 pid=$!
-for _ in $(seq 600); do
-    [[ -S $sock ]] && break
-    kill -0 "$pid" 2>/dev/null || { echo "run_goal_rounds.sh: tandemd did not start:" >&2; tail -5 "$work/tandemd.log" >&2; exit 1; }
-    sleep 0.1
-done
-[[ -S $sock ]] || { echo "run_goal_rounds.sh: tandemd did not listen within 60 s" >&2; exit 1; }
+wait_listening run_goal_rounds.sh "$sock" "$pid" "$work/tandemd.log"
 
-# field LOG KEY: a value of an ompl_plan run's summary line
-field() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 # row NAME ARGS...: one ompl_plan run; prints "problems_per_s solved problems"
 row() {
     local log=$work/$1; shift

@@ -42,6 +42,7 @@
 # problem costs TIME_LIMIT, which bounds the tail. The report gives the total.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 out_file=${1:-bench/results/ompl.md}
 BUILD_DIR=${BUILD_DIR:-build}
 PANDA=${PANDA:-../shared/robots/panda}
@@ -92,8 +93,6 @@ problems=$work/problems
 base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOLUTION" --seed "$SEED")
 t_start=$(date +%s)
 
-# summary KEY from a run's last line
-field() { tail -1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 [[ -n $LOG_DIR ]] && mkdir -p "$LOG_DIR"
 # keep KIND LABEL LOG: a run's output into LOG_DIR, named by its kind and label
 keep() { [[ -z $LOG_DIR ]] || cp "$3" "$LOG_DIR/$1_$(printf '%s' "$2" | tr -c 'A-Za-z0-9' '_').txt"; }
@@ -153,11 +152,7 @@ for variant in $ENGINES; do
     "$tandemd" --listen "unix:$sock" --data-dir "$work/data-$variant" --threads "$THREADS" --engine "$engine" \
         "${extra[@]}" --log-level warn 2> "$work/tandemd-$variant.log" &
     pid=$!
-    for _ in $(seq 600); do
-        [[ -S $sock ]] && break
-        kill -0 "$pid" 2>/dev/null || { echo "run_ompl.sh: tandemd --engine $engine did not start:" >&2; tail -5 "$work/tandemd-$variant.log" >&2; exit 1; }
-        sleep 0.1
-    done
+    wait_listening "run_ompl.sh (--engine $engine)" "$sock" "$pid" "$work/tandemd-$variant.log"
     label="Tandem, tandemd --engine $engine${extra[*]:+ ${extra[*]}}"
     run_c "$label" 1 --checker tandem --server "unix:$sock" --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
     run_c "$label" "$MANY" --checker tandem --server "unix:$sock" --per-scenario "$MANY_PER_SCENARIO" "$problems"

@@ -64,6 +64,7 @@
 # ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_').
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 bin=$(cd "${1:?BIN}" && pwd) panda=$(cd "${2:?PANDA}" && pwd)
 shift 2
 variants=("$@")
@@ -132,7 +133,7 @@ for v in "${variants[@]}"; do
     env "${envs[@]}" TDM_DISPATCH_TRACE=1 TDM_WRITER_TRACE=1 "${pin[@]}" nice -n "$nice_n" "$bin/tandemd" --listen "unix:$sock" --data-dir "$dd" --engine "$eng" \
         "${extra[@]}" --log-level "$level" 2> "$work/trace.txt" &
     pid=$!
-    for _ in $(seq 600); do [[ -S $sock ]] && break; sleep 0.1; done
+    wait_listening "run_rrt_variants.sh ($v)" "$sock" "$pid" "$work/trace.txt"
     for pl in ${PLANNERS:-1 64}; do
         per=${PER:-40}
         [[ $pl == 1 ]] && per=2
