@@ -33,6 +33,8 @@
 #   hcN       --host-configs N (the largest request, in configurations, the host lanes take)
 #   as0       TDM_MOTION_ANY_STOP=0 (the CPU engine runs every state of a one-motion any-state batch, as
 #             before 2026-11-29: by default it stops at the first colliding one)
+#   sp0       TDM_MOTION_SPREAD=0 (a motion's states after its probes first to last, as before 2026-11-29:
+#             by default spread, every S-th state first)
 #   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
 #   skip0     TDM_ENGINE_SKIP_ANSWERED=0 (the CPU engine runs a bool query's checks after its first colliding one)
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
@@ -60,7 +62,7 @@
 #             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
-# more than one planner; 2 with one), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
+# more than one planner; 2 with one, or PER1), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
 # ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_').
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -116,6 +118,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
+    [[ $v == *:sp0* ]] && envs+=(TDM_MOTION_SPREAD=0)
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
     [[ $v =~ :hc([0-9]+) ]] && extra+=(--host-configs "${BASH_REMATCH[1]}")
@@ -136,7 +139,7 @@ for v in "${variants[@]}"; do
     wait_listening "run_rrt_variants.sh ($v)" "$sock" "$pid" "$work/trace.txt"
     for pl in ${PLANNERS:-1 64}; do
         per=${PER:-40}
-        [[ $pl == 1 ]] && per=2
+        [[ $pl == 1 && -z ${PER1:-} ]] && per=2; [[ $pl == 1 && -n ${PER1:-} ]] && per=$PER1
         : > "$work/trace.txt"
         "${plan_pin[@]}" "$bin/ompl_plan" "${base[@]}" "${plan_extra[@]}" --planners "$pl" --checker tandem --server "unix:$sock" --per-scenario "$per" \
             "$work/problems" > "$work/plan.txt" 2> "$work/plan.err" &

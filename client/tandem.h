@@ -569,7 +569,8 @@ TDM_API int tdm_motion_check_paths(tdm_client *c, const uint8_t scene_id[TDM_ID_
 /* Flags of a motion check. TDM_MOTION_ANY_STATE: a colliding motion's answer is any
  * colliding state, not necessarily the first (what a planner's plain validity check needs):
  * the server checks a few states first, coarse to fine (the end, the middle, the quarters:
- * tandemd's --motion-probes), so that most colliding motions are answered after those;
+ * tandemd's --motion-probes), then the others spread over the motion, so that most
+ * colliding motions are answered after few of them;
  * last_free is then left untouched for a colliding motion. Free motions answer -1 either way. */
 #define TDM_MOTION_ANY_STATE 1u
 /* tdm_motion_check (n_points NULL: 2 configurations a motion) or tdm_motion_check_paths, with

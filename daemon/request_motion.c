@@ -76,6 +76,14 @@ static int any_stop_on(void)
     return !env_is(&v, "TDM_MOTION_ANY_STOP", "0");
 }
 
+/* TDM_MOTION_SPREAD=0 (A/B runs): a motion's states after its probes first to last, as before
+ * the spread order (tdm_motion_rounds_set_linear) */
+static int spread_on(void)
+{
+    static int v = -1;
+    return !env_is(&v, "TDM_MOTION_SPREAD", "0");
+}
+
 typedef struct motion_job {
     tdm_query_job q; /* first: the query pool's job */
     const tdm_robot_scene *rs;
@@ -315,6 +323,7 @@ static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
     if (mc->any_state) {
         m->any = 1;
         tdm_motion_rounds_set_any(m->mc, cfg->motion_probes);
+        tdm_motion_rounds_set_linear(m->mc, !spread_on());
     }
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += tdm_motion_rounds_states(m->mc, i);

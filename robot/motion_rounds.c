@@ -33,6 +33,7 @@ struct tdm_motion_rounds {
     int in_round;
     int any;         /* any colliding state answers (tdm_motion_rounds_set_any) */
     unsigned probes; /* with any: the first round's states, coarse to fine */
+    int linear;      /* with any: the states after the probes first to last (tdm_motion_rounds_set_linear) */
 };
 
 void tdm_motion_rounds_set_any(tdm_motion_rounds *mc, unsigned probes)
@@ -66,15 +67,67 @@ static unsigned probe_states(uint64_t n, unsigned m, uint64_t *k)
     return got;
 }
 
-/* The motion's states in check order: its probes (sorted into `sorted` too), then every
- * other state first to last. */
-typedef struct order { uint64_t k[TDM_MOTION_MAX_PROBES], sorted[TDM_MOTION_MAX_PROBES]; unsigned m; } order;
+/* The states after the probes, spread: with a stride S (a power of two, at most SPREAD_MAX, such
+ * that the motion has ~SPREAD_CLASS states or more a class), the states k = r, r + S, r + 2S, ...
+ * of one residue r after another, the residues in bit-reversed order (0, S/2, S/4, 3S/4, ...):
+ * every S-th state first, then those halfway between, and so on. A thin obstacle the probes
+ * missed (a colliding span of a few states) is met within the first pass over the motion instead
+ * of when a first-to-last cursor reaches it, and a batch of them stops early on the CPU engine
+ * (tdm_work.any_stop). S = 1 is first to last. */
+#define SPREAD_MAX 64u
+#define SPREAD_CLASS 8u
 
-static void order_of(order *o, uint64_t n, unsigned probes)
+static uint64_t spread_stride(uint64_t n)
+{
+    uint64_t S = 1;
+    while (S < SPREAD_MAX && 2 * S * SPREAD_CLASS <= n) S *= 2;
+    return S;
+}
+
+static uint64_t bit_reversed(uint64_t j, uint64_t S)
+{
+    uint64_t r = 0;
+    for (uint64_t b = 1; b < S; b *= 2) r = r * 2 + ((j & b) != 0);
+    return r;
+}
+
+/* The motion's states in check order: its probes, then every other state in the spread order:
+ * residue class j (of residue rev[j]) holds the places start[j] .. start[j + 1] - 1 of that
+ * order; `sorted`: the probes' places in it, ascending. */
+typedef struct order {
+    uint64_t k[TDM_MOTION_MAX_PROBES], sorted[TDM_MOTION_MAX_PROBES], start[SPREAD_MAX + 1], rev[SPREAD_MAX], S;
+    unsigned m;
+} order;
+
+static uint64_t spread_k(const order *o, uint64_t q)
+{
+    uint64_t lo = 0, hi = o->S; /* the class j with start[j] <= q < start[j + 1] */
+    while (hi - lo > 1) {
+        uint64_t mid = (lo + hi) / 2;
+        if (o->start[mid] <= q) lo = mid;
+        else hi = mid;
+    }
+    return o->rev[lo] + (q - o->start[lo]) * o->S;
+}
+
+static uint64_t spread_position(const order *o, uint64_t k)
+{
+    uint64_t r = k % o->S;
+    return o->start[bit_reversed(r, o->S)] + k / o->S; /* bit reversal is its own inverse */
+}
+
+static void order_of(order *o, uint64_t n, unsigned probes, int linear)
 {
     o->m = probe_states(n, probes, o->k);
+    o->S = linear ? 1 : spread_stride(n);
+    o->start[0] = 0;
+    for (uint64_t j = 0; j < o->S; j++) {
+        uint64_t r = bit_reversed(j, o->S);
+        o->rev[j] = r;
+        o->start[j + 1] = o->start[j] + (r < n ? (n - 1 - r) / o->S + 1 : 0);
+    }
     for (unsigned i = 0; i < o->m; i++) {
-        uint64_t v = o->k[i];
+        uint64_t v = spread_position(o, o->k[i]);
         unsigned j = i;
         for (; j > 0 && o->sorted[j - 1] > v; j--) o->sorted[j] = o->sorted[j - 1];
         o->sorted[j] = v;
@@ -84,17 +137,19 @@ static void order_of(order *o, uint64_t n, unsigned probes)
 static uint64_t order_k(const order *o, uint64_t p)
 {
     if (p < o->m) return o->k[p];
-    uint64_t k = p - o->m; /* the (p - m)-th state that is not a probe */
-    for (unsigned i = 0; i < o->m && o->sorted[i] <= k; i++) k++;
-    return k;
+    uint64_t q = p - o->m; /* the (p - m)-th state of the spread order that is not a probe */
+    for (unsigned i = 0; i < o->m && o->sorted[i] <= q; i++) q++;
+    return spread_k(o, q);
 }
 
 uint64_t tdm_motion_rounds_order(uint64_t n, unsigned probes, uint64_t p)
 {
     order o;
-    order_of(&o, n, probes < TDM_MOTION_MAX_PROBES ? probes : TDM_MOTION_MAX_PROBES);
+    order_of(&o, n, probes < TDM_MOTION_MAX_PROBES ? probes : TDM_MOTION_MAX_PROBES, 0);
     return order_k(&o, p);
 }
+
+void tdm_motion_rounds_set_linear(tdm_motion_rounds *mc, int linear) { mc->linear = linear != 0; }
 
 void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first)
 {
@@ -252,7 +307,7 @@ void tdm_motion_rounds_fill(const tdm_motion_rounds *mc, double *configs)
         const segment *g = &mc->segs[s];
         if (mc->any && mc->probes) { /* positions k0 .. in the motion's check order */
             order o;
-            order_of(&o, mc->n_states[g->motion], mc->probes);
+            order_of(&o, mc->n_states[g->motion], mc->probes, mc->linear);
             for (uint64_t p = g->k0; p < g->k0 + g->count; p++, n_b++)
                 tdm_motion_rounds_state(mc, g->motion, order_k(&o, p), configs + n_b * n_q);
             continue;
@@ -280,7 +335,7 @@ void tdm_motion_rounds_take(tdm_motion_rounds *mc, const uint32_t *colliding, si
             uint64_t answer = g->k0 + k; /* in order: the first colliding state */
             if (mc->any && mc->probes) { /* in check order: the smallest colliding k of the batch */
                 order o;
-                order_of(&o, mc->n_states[g->motion], mc->probes);
+                order_of(&o, mc->n_states[g->motion], mc->probes, mc->linear);
                 answer = order_k(&o, answer);
                 for (uint64_t x = k + 1; x < g->count; x++)
                     if (*(const uint32_t *)(const void *)(base + (b + x) * stride)) {

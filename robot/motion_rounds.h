@@ -22,7 +22,9 @@
  * motion's answer (a planner asking only whether a motion is free), the first round checks
  * each motion's first `probes` states of a coarse-to-fine order (the end, then the interior by
  * bisection as OMPL's DiscreteMotionValidator, the start last), and the rounds after it
- * the motion's other states in order, the window of round r being first << r. A motion
+ * the motion's other states spread (every S-th state first, S a power of two up to 64 that
+ * leaves ~8 states or more a pass, then those halfway between, and so on: a thin obstacle the
+ * probes missed is met in the first pass), the window of round r being first << r. A motion
  * with a colliding state in a batch is answered with the smallest colliding k of that batch.
  * Most colliding planner motions collide at one of the first few of those states, so they
  * are answered by a small first batch (one a host lane checks alone at once); a free motion
@@ -69,6 +71,9 @@ void tdm_motion_rounds_set_window(tdm_motion_rounds *mc, uint64_t first);
  * motion coarse to fine (at most TDM_MOTION_MAX_PROBES; 0 gives the first-to-last order with
  * the window's rounds, any state still answering). Before the first tdm_motion_rounds_next. */
 void tdm_motion_rounds_set_any(tdm_motion_rounds *mc, unsigned probes);
+/* With any: the states after the probes first to last instead of spread (A/B runs). Before the
+ * first tdm_motion_rounds_next. */
+void tdm_motion_rounds_set_linear(tdm_motion_rounds *mc, int linear);
 /* Whether answers are any colliding state (tdm_motion_rounds_set_any), not the first. */
 int tdm_motion_rounds_any(const tdm_motion_rounds *mc);
 /* Motions in the batch the last tdm_motion_rounds_plan (or next) made: 1 when its states are all

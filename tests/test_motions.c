@@ -490,6 +490,7 @@ Test(motions, rounds_any_state_answer_a_colliding_state_and_probe_coarse_to_fine
                          (unsigned long long)tdm_motion_rounds_states(mc, i));
         tdm_motion_rounds_set_window(mc, window);
         tdm_motion_rounds_set_any(mc, probes);
+        tdm_motion_rounds_set_linear(mc, trial % 4 >= 2); /* spread, and first to last (A/B runs) */
         cr_assert(tdm_motion_rounds_any(mc));
         batch = tdm_motion_rounds_batch(mc);
         double *q = malloc(batch * sizeof *q);
@@ -545,9 +546,18 @@ Test(motions, rounds_any_state_answer_a_colliding_state_and_probe_coarse_to_fine
     cr_assert_eq(tdm_motion_rounds_order(101, 4, 1), 50);  /* the middle of 1 .. 99 */
     cr_assert_eq(tdm_motion_rounds_order(101, 4, 2), 25);  /* of 1 .. 49 */
     cr_assert_eq(tdm_motion_rounds_order(101, 4, 3), 75);  /* of 51 .. 99 */
-    cr_assert_eq(tdm_motion_rounds_order(101, 4, 4), 0);   /* then first to last, the probes left out */
-    cr_assert_eq(tdm_motion_rounds_order(101, 4, 5), 1);
-    cr_assert_eq(tdm_motion_rounds_order(101, 4, 29), 26); /* 0 .. 24, 26, ...: 25 left out */
+    /* then spread, the probes left out: 101 states take a stride of 8 (13 states a pass), every
+       8th state first (0, 8, .. 96), then the residue 4 (4, 12, .. 92: 100 is a probe), then 2 */
+    for (uint64_t p = 4; p <= 16; p++) cr_assert_eq(tdm_motion_rounds_order(101, 4, p), 8 * (p - 4));
+    for (uint64_t p = 17; p <= 28; p++) cr_assert_eq(tdm_motion_rounds_order(101, 4, p), 4 + 8 * (p - 17));
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 29), 2);
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 30), 10);
+    /* 50 (a probe) left out of the residue 2: 2, 10, .., 42, 58, .. */
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 34), 42);
+    cr_assert_eq(tdm_motion_rounds_order(101, 4, 35), 58);
+    /* short motions (fewer than 16 states) go first to last after their probes */
+    cr_assert_eq(tdm_motion_rounds_order(15, 4, 4), 0);
+    cr_assert_eq(tdm_motion_rounds_order(15, 4, 5), 1);
     cr_assert_eq(tdm_motion_rounds_order(3, 16, 2), 0);    /* 2, 1, 0 */
     /* a colliding end answered by a first batch of the probes alone */
     double one[2] = {0, 99};

@@ -6,10 +6,12 @@ set -uo pipefail
 # 0.065 ms of a 9-64 configuration run waiting for the device and the rest on the host. A lane is
 # 75-78 % busy and a job waits 0.037 ms for one: the run's fixed cost is what the planners wait
 # for. gtrace splits each device run into the GPU engine's time and its wait for the device; two
-# rounds, against the untraced defaults.
+# rounds, against the untraced defaults. And sp0: an any-state motion's states after its probes
+# first to last, against the spread order (new in the twenty-third session, measured only on the
+# CPU engine there).
 source bench/device_unpack.sh /tmp/p99
 for r in 1 2; do
-  PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:gtrace 2>&1 | tee -a $OUT/rrt_call99.txt | grep -E '^==|gpu engine runs|thread [0-9]'
+  PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:gtrace gpu:sp0 2>&1 | tee -a $OUT/rrt_call99.txt | grep -E '^==|gpu engine runs|thread [0-9]'
 done
 python3 bench/variants_table.py $OUT/rrt_call99.txt | tee $OUT/table_call99.md
 echo "done at ${SECONDS}s"
