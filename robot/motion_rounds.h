@@ -79,8 +79,8 @@ int tdm_motion_rounds_any(const tdm_motion_rounds *mc);
 /* Motions in the batch the last tdm_motion_rounds_plan (or next) made: 1 when its states are all
  * one motion's. */
 size_t tdm_motion_rounds_segments(const tdm_motion_rounds *mc);
-/* The k of the p-th state of a motion of n states in the order the first `probes` come
- * coarse to fine (p < n; probes <= TDM_MOTION_MAX_PROBES). */
+/* The k of the p-th state of a motion of n states in the any-state order: the first `probes`
+ * coarse to fine, then the others spread (p < n; probes <= TDM_MOTION_MAX_PROBES). */
 uint64_t tdm_motion_rounds_order(uint64_t n, unsigned probes, uint64_t p);
 /* State k of motion i, into q[0..n_q). */
 void tdm_motion_rounds_state(const tdm_motion_rounds *mc, size_t i, uint64_t k, double *q);
