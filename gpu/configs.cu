@@ -626,7 +626,9 @@ __device__ static tdm_gpu_config_answer fused_config(const drun &P, const drun *
                     }
             }
             if (hits && fused_hits(&t, &res[q.task], ha, hb, hits, mode, cap)) {
-                s_done[j] = 1;
+                /* read by the other threads (volatile) during this level to skip the task's pairs: a
+                   hint that moves one way, both sides volatile so that the race is defined */
+                ((volatile uint8_t *)s_done)[j] = 1;
                 if (mode == TDM_MODE_BOOL) atomicMin(&s_first, s_chk[j]);
             }
         }
@@ -652,7 +654,7 @@ __device__ static tdm_gpu_config_answer fused_config(const drun &P, const drun *
     if (lane == 0) {
         atomicMin(&s_fold, first);
         if (sum) atomicAdd(&s_sum, (unsigned long long)sum);
-        if (trunc) s_trunc = 1;
+        if (trunc) *(volatile uint32_t *)&s_trunc = 1; /* the same value from any warp */
     }
     __threadfence(); /* this block's hand-overs before whatever the caller counts next */
     __syncthreads();

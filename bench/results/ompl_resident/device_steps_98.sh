@@ -5,7 +5,8 @@ set -uo pipefail
 # Call 98: call 97's racecheck named offsets only (fused_kernel: reads at +0x85e0 against writes at
 # +0xe090 and +0xe180, "Error"; express_kernel: +0x93b0 against +0xeb20, "Warning"), and it ran
 # out of time after 8 of robot_scene's 39 tests. This one names the lines, test by test group:
-# fused runs, the express ring, block runs.
+# fused runs, the express ring, block runs; on the build whose fused_config writes s_done and
+# s_trunc with volatile stores (its readers were volatile already).
 source bench/device_unpack.sh /tmp/p98
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for f in "robot_scene/a_few_configurations_*:60" "robot_scene/*express*:150" "robot_scene/configs_in_block_runs_match*:150" \
