@@ -10,6 +10,12 @@ set -uo pipefail
 # first to last, against the spread order (new in the twenty-third session, measured only on the
 # CPU engine there).
 source bench/device_unpack.sh /tmp/p99
+# first every suite with GPU tests (the build has changes no GPU ran: the arena's eviction under load
+# aside, fused_config's volatile stores and the spread order)
+for t in gpu robot_scene scheduler pooler robotd daemon; do
+  echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 300 $P/new/bin/test_$t >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt
+done
+grep -E "Synthesis|^## .*exit|FAIL" $OUT/tests.txt
 for r in 1 2; do
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda gpu gpu:gtrace gpu:sp0 2>&1 | tee -a $OUT/rrt_call99.txt | grep -E '^==|gpu engine runs|thread [0-9]'
 done
