@@ -1804,6 +1804,9 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
     const char *arena = getenv("TDM_GPU_EXPRESS_ARENA");
     size_t arena_bytes = arena && *arena ? (size_t)strtoull(arena, NULL, 10) : EXPRESS_ARENA;
     if (tdm_extents_init(&x->room_of, arena_bytes) != TDM_OK) {
+        if (arena_bytes < TDM_EXTENTS_ALIGN)
+            fprintf(stderr, "tandem engine: TDM_GPU_EXPRESS_ARENA=%s: the express ring's program arena needs a number "
+                            "of bytes, at least %u\n", arena, TDM_EXTENTS_ALIGN);
         tdm_gpu_express_destroy(x);
         return arena_bytes < TDM_EXTENTS_ALIGN ? TDM_EINVAL : TDM_ENOMEM;
     }
