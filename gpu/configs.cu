@@ -1970,6 +1970,18 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
     memcpy(kc + jb, k->elems, eb);
     pthread_mutex_lock(&x->keep_lock);
     pthread_mutex_lock(&x->lock);
+    /* uploaded by another caller since this one's find */
+    for (uint32_t i = 0; i < x->n_progs; i++)
+        if (xprog_same(&x->progs[i], r->key, r->epoch, k)) {
+            x->progs[i].refs++;
+            x->progs[i].used = ++x->use;
+            *id = i;
+            pthread_mutex_unlock(&x->lock);
+            pthread_mutex_unlock(&x->keep_lock);
+            free(hb);
+            free(kc);
+            return 1;
+        }
     /* its place: an unreferenced entry of its key (stale), else a free one, else the least
        recently used unreferenced one */
     const uint32_t none = x->n_progs;
@@ -2007,6 +2019,10 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
         }
         if (off == SIZE_MAX) rc = TDM_EAGAIN;
     }
+    /* the upload without the publishing lock: submitters (tandemd's loops) do not wait for it. The
+       place is empty meanwhile, so no find names it, and keep_lock keeps every other program
+       call, retirement and launch out */
+    pthread_mutex_unlock(&x->lock);
     if (rc == TDM_OK) {
         unsigned char *buf = x->arena + off;
         dprog dp = pack_program(r, hb, buf);
@@ -2018,12 +2034,13 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
             express_retire(x, buf, bytes); /* named by no entry, but a copy may still land */
             rc = TDM_EGPU;
         } else {
+            pthread_mutex_lock(&x->lock);
             x->progs[at] = xprog{r->key, r->epoch, ++x->use, *k, kc, buf, bytes, 1, 1};
+            pthread_mutex_unlock(&x->lock);
             kc = NULL;
             *id = at;
         }
     }
-    pthread_mutex_unlock(&x->lock);
     pthread_mutex_unlock(&x->keep_lock);
     free(hb);
     free(kc);

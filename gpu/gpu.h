@@ -344,7 +344,9 @@ void tdm_gpu_express_destroy(tdm_gpu_express *x);
 int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id);
 /* Uploads robot r (whole, keyed) into the table, replacing a stale entry of its key, else a
  * free one, else the least recently used unreferenced one, and takes a reference in *id;
- * waits for its upload, not for the ring's launches. TDM_EINVAL (too large for a block),
+ * waits for its upload, not for the ring's launches (submitters do not wait for it). 0; 1 when
+ * another caller uploaded it since this one's find (a reference taken, nothing uploaded);
+ * TDM_EINVAL (too large for a block),
  * TDM_ERANGE (larger than the whole arena), TDM_EAGAIN (the table is full of referenced
  * programs, or the arena has no room until launches end: unreferenced programs were evicted
  * for it), TDM_EGPU. */

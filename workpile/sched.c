@@ -2105,11 +2105,12 @@ static int express_program(tdm_sched *e, const tdm_scene *s, const tdm_kin *kin,
                            K, checks, pairs, s->n_objects, s->solids ? s->solids->objs : NULL,
                            s->solids ? s->solids->reps : NULL, s->solids ? s->solids->n_reps : 0, s->serial, 0, NULL};
         rc = tdm_gpu_express_program(e->express, &r, id);
-        if (rc == TDM_OK) {
+        if (rc == 0) {
             pthread_mutex_lock(&e->stats_lock);
             e->stats.express_programs++;
             pthread_mutex_unlock(&e->stats_lock);
         }
+        if (rc == 1) rc = TDM_OK; /* uploaded meanwhile by another caller */
     }
 out:
     free(bvhs);
