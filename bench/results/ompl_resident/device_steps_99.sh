@@ -11,7 +11,8 @@ set -uo pipefail
 # CPU engine there).
 source bench/device_unpack.sh /tmp/p99
 # first every suite with GPU tests (the build has changes no GPU ran: the arena's eviction under load
-# aside, fused_config's volatile stores and the spread order)
+# aside, fused_config's volatile stores, the ring's uploads outside its publishing lock and the spread
+# order)
 for t in gpu robot_scene scheduler pooler robotd daemon; do
   echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 300 $P/new/bin/test_$t >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt
 done
