@@ -1894,19 +1894,25 @@ static int xprog_same(const xprog *p, uint64_t key, uint64_t epoch, const tdm_ki
     return memcmp(p->kc, kin->joints, jb) == 0 && memcmp(p->kc + jb, kin->elems, eb) == 0;
 }
 
-extern "C" int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id)
+/* The program of (key, epoch, kin) in *id with a reference taken: 1, else 0 (under lock). */
+static int express_take(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id)
 {
-    pthread_mutex_lock(&x->lock);
     for (uint32_t i = 0; i < x->n_progs; i++)
         if (xprog_same(&x->progs[i], key, epoch, kin)) {
             x->progs[i].refs++;
             x->progs[i].used = ++x->use;
             *id = i;
-            pthread_mutex_unlock(&x->lock);
             return 1;
         }
-    pthread_mutex_unlock(&x->lock);
     return 0;
+}
+
+extern "C" int tdm_gpu_express_find(tdm_gpu_express *x, uint64_t key, uint64_t epoch, const tdm_kin *kin, uint32_t *id)
+{
+    pthread_mutex_lock(&x->lock);
+    int found = express_take(x, key, epoch, kin, id);
+    pthread_mutex_unlock(&x->lock);
+    return found;
 }
 
 extern "C" void tdm_gpu_express_release(tdm_gpu_express *x, uint32_t id)
@@ -1932,10 +1938,9 @@ static void express_reap(tdm_gpu_express *x)
     x->n_retired = kept;
 }
 
-/* An evicted program's arrays (under keep_lock): back to the pool once the launches started
- * so far have ended (a block of one may hold their lines in its SM's L1, and the pool would
- * hand them to the next program). 0, or TDM_ENOMEM (nothing changed: the place keeps its
- * program). */
+/* An evicted program's arrays (under keep_lock): back to the arena once the launches started
+ * so far have ended (a block of one may hold their lines in its SM's L1, and the arena would
+ * place the next program there). 0, or TDM_ENOMEM (nothing changed). */
 static int express_retire(tdm_gpu_express *x, void *buf, size_t bytes)
 {
     if (!buf) return TDM_OK;
@@ -1949,6 +1954,17 @@ static int express_retire(tdm_gpu_express *x, void *buf, size_t bytes)
     }
     x->retired[x->n_retired++] = {buf, bytes, x->gen};
     express_reap(x);
+    return TDM_OK;
+}
+
+/* Empties place i (under keep_lock and lock), its arrays retired: 0, or TDM_ENOMEM (nothing
+ * changed: the place keeps its program). */
+static int express_evict(tdm_gpu_express *x, uint32_t i)
+{
+    int rc = express_retire(x, x->progs[i].buf, x->progs[i].bytes);
+    if (rc != TDM_OK) return rc;
+    free(x->progs[i].kc);
+    memset(&x->progs[i], 0, sizeof x->progs[i]);
     return TDM_OK;
 }
 
@@ -1970,18 +1986,13 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
     memcpy(kc + jb, k->elems, eb);
     pthread_mutex_lock(&x->keep_lock);
     pthread_mutex_lock(&x->lock);
-    /* uploaded by another caller since this one's find */
-    for (uint32_t i = 0; i < x->n_progs; i++)
-        if (xprog_same(&x->progs[i], r->key, r->epoch, k)) {
-            x->progs[i].refs++;
-            x->progs[i].used = ++x->use;
-            *id = i;
-            pthread_mutex_unlock(&x->lock);
-            pthread_mutex_unlock(&x->keep_lock);
-            free(hb);
-            free(kc);
-            return 1;
-        }
+    if (express_take(x, r->key, r->epoch, k, id)) { /* uploaded by another caller since this one's find */
+        pthread_mutex_unlock(&x->lock);
+        pthread_mutex_unlock(&x->keep_lock);
+        free(hb);
+        free(kc);
+        return 1;
+    }
     /* its place: an unreferenced entry of its key (stale), else a free one, else the least
        recently used unreferenced one */
     const uint32_t none = x->n_progs;
@@ -1998,11 +2009,9 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
        entry past L1, and the old arrays are retired (see the top) */
     cudaSetDevice(x->device);
     int rc = at == none ? TDM_EAGAIN : tdm_extents_length(bytes) > x->room_of.total ? TDM_ERANGE : TDM_OK;
-    if (rc == TDM_OK) rc = express_retire(x, x->progs[at].buf, x->progs[at].bytes);
+    if (rc == TDM_OK) rc = express_evict(x, at);
     size_t off = SIZE_MAX;
     if (rc == TDM_OK) {
-        free(x->progs[at].kc);
-        memset(&x->progs[at], 0, sizeof x->progs[at]);
         off = tdm_extents_alloc(&x->room_of, bytes);
         /* no room in the arena: the least recently used unreferenced programs make way, their
            extents placed again once the launches that may read them have ended (this request
@@ -2012,9 +2021,7 @@ extern "C" int tdm_gpu_express_program(tdm_gpu_express *x, const tdm_gpu_robot *
             for (uint32_t i = 0; i < x->n_progs; i++)
                 if (x->progs[i].live && x->progs[i].refs == 0 && (v == none || x->progs[i].used < x->progs[v].used))
                     v = i;
-            if (v == none || express_retire(x, x->progs[v].buf, x->progs[v].bytes) != TDM_OK) break;
-            free(x->progs[v].kc);
-            memset(&x->progs[v], 0, sizeof x->progs[v]);
+            if (v == none || express_evict(x, v) != TDM_OK) break;
             off = tdm_extents_alloc(&x->room_of, bytes);
         }
         if (off == SIZE_MAX) rc = TDM_EAGAIN;
