@@ -20,7 +20,7 @@
 # leaves out bench_cpu's FCL and the tests' criterion (and its libgit2, krb5, mbedtls, nanomsg):
 # about 28 MB instead of 51 for a CUDA build. TESTS="gpu scheduler ..." packs only those test suites
 # (test_gpu, test_scheduler, ...; TESTS="" none). OMPL=1 packs only what bench/run_ompl.sh runs (tandem,
-# tandemd, ompl_plan). ARCHIVE=1 also writes DEST.tar.gz (DEST's content,
+# tandemd, ompl_plan; with TESTS set, those suites too). ARCHIVE=1 also writes DEST.tar.gz (DEST's content,
 # about a third of its size), which compare_builds.sh takes in place of the folder: two full
 # folders would not fit in the 64 MiB that travel to the device machine. STRIP=0 keeps the
 # executables' symbol tables (for perf on the device machine; the libraries are stripped anyway).
@@ -42,8 +42,10 @@ exes=()
 for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu "$build"/bench/bench_config_latency "$build"/bench/bench_socket_rtt "$build"/bench/bench_robot_server \
          "$build"/examples/ompl/ompl_plan "$build"/tests/test_*; do
     [[ -f $f && -x $f ]] || continue
-    [[ $MINIMAL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */bench/bench_server ]] && continue
-    [[ $OMPL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */examples/ompl/ompl_plan ]] && continue
+    [[ $MINIMAL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */bench/bench_server \
+       && ! ( -n ${TESTS+x} && $f == */tests/test_* ) ]] && continue
+    [[ $OMPL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */examples/ompl/ompl_plan \
+       && ! ( -n ${TESTS+x} && $f == */tests/test_* ) ]] && continue
     if [[ -n ${TESTS+x} && $f == */tests/test_* ]]; then
         [[ " $TESTS " == *" ${f##*/test_} "* ]] || continue
     fi

@@ -13,7 +13,8 @@
 # bench/results/ompl_resident/device_steps_N.sh (which unpacks .packs/new.tar.gz: bench/device_unpack.sh).
 # Knobs: TESTS="gpu robot_scene ..." (test_* suites to pack; "" none), PANDA (default
 # ../shared/robots/panda), JOBS (build jobs, default 2), LINEINFO=1 (device code with source lines,
-# TANDEM_CUDA_LINEINFO: compute-sanitizer names lines; the same code otherwise).
+# TANDEM_CUDA_LINEINFO: compute-sanitizer names lines; the same code otherwise), OMPL=1 (only tandem,
+# tandemd, ompl_plan and the TESTS suites: a LINEINFO=1 pack of everything is past the 64 MiB a call carries).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PANDA=${PANDA:-../shared/robots/panda}
@@ -36,7 +37,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTANDEM_CUDA_LINEINFO=$([[ $LINE
 cmake --build build -j "$JOBS"
 mkdir -p .packs
 rm -rf .packs/new .packs/new.tar.gz
-ARCHIVE=1 TESTS="$TESTS" bench/device_pack.sh build .packs/new
+ARCHIVE=1 TESTS="$TESTS" OMPL=${OMPL:-0} bench/device_pack.sh build .packs/new
 rm -rf .packs/new
 ls -l .packs/new.tar.gz
 du -sh .panda .packs

@@ -243,12 +243,13 @@ static const opt opts[] = {
     {"host-configs", T_U32, OFF(host_configs), "8", 0, 65536, NULL, "N",
      "The largest request (in configurations: a Query's, or a MotionCheck round's states) the host-lanes "
      "threads take; 0: none."},
-    {"express-configs", T_U32, OFF(express_configs), "0", 0, TDM_SCHED_EXPRESS_MAX, NULL, "N",
-     "An experiment: requests of at most N robot configurations (a Query's, or a MotionCheck round's "
-     "states) that no host-lanes thread takes go straight to the GPU's express ring, a resident kernel "
-     "that takes them from mapped memory with no batch, launch or queue (workpile/sched.h); one that "
-     "outgrows a block runs the usual way. Needs a GPU engine (else ignored, with a warning). 0: off."},
-    {"express-blocks", T_U32, OFF(express_blocks), "32", 1, 1024, NULL, "N",
+    {"express-configs", T_INT, OFF(express_configs), "auto", 0, TDM_SCHED_EXPRESS_MAX, NULL, "N",
+     "Requests of at most N robot configurations (a Query's, or a MotionCheck round's states) that no "
+     "host-lanes thread takes go straight to the GPU's express ring, a resident kernel that takes them "
+     "from mapped memory with no batch, launch or queue (workpile/sched.h); one that outgrows a block "
+     "runs the usual way. auto: 1 with a GPU engine (a planner's single states), 0 without; a number "
+     "other than 0 needs a GPU engine (else ignored, with a warning). 0: off."},
+    {"express-blocks", T_U32, OFF(express_blocks), "16", 1, 1024, NULL, "N",
      "The express ring's resident blocks (configurations in work at once), with express-configs. Two "
      "launches of them overlap while the ring is busy, and they hold their SMs for their life (2 ms): "
      "more than the device holds at once (said at start; 528 on an H200) leaves the lanes' runs waiting "

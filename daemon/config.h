@@ -78,8 +78,8 @@ typedef struct tdm_config {
     int host_lanes;            /* the pooler's host threads (workpile/pooler.h, tdm_pooler_set_host) */
     int dispatch_poll_us;      /* idle pooler threads' polling (tdm_pooler_set_poll); -1: auto */
     uint32_t host_configs;     /* ... and the requests they take: at most this many configurations */
-    uint32_t express_configs;  /* requests of at most this many configurations go to the GPU's express ring
-                                  (workpile/pooler.h, tdm_pooler_set_express; 0: off) */
+    int express_configs;       /* requests of at most this many configurations go to the GPU's express ring
+                                  (workpile/pooler.h, tdm_pooler_set_express; 0: off; -1: auto, main.c) */
     uint32_t express_blocks;   /* ... its resident blocks */
     uint32_t max_name_bytes;   /* mesh and scene names, client names */
     uint32_t shutdown_timeout; /* seconds a graceful shutdown waits for clients before closing them */

@@ -192,15 +192,22 @@ int main(int argc, char **argv)
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
     tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
-    if (cfg.express_configs) {
+    /* the express ring: by default (auto) a planner's single states with a GPU engine (measured:
+       bench/results/ompl_resident.md, twenty-fourth session) */
+    int auto_express = cfg.express_configs < 0;
+    uint32_t express = auto_express ? (tdm_sched_configs_on_device(srv.engine) ? 1u : 0u) : (uint32_t)cfg.express_configs;
+    if (express) {
         rc = tdm_sched_express_start(srv.engine, cfg.express_blocks);
-        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, cfg.express_configs);
+        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express);
         if (rc == TDM_OK)
-            tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks",
-                         cfg.express_configs, cfg.express_blocks);
+            tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks", express,
+                         cfg.express_blocks);
+        else if (auto_express)
+            tdm_log_info("express ring: not started (%s); requests go the usual way",
+                         rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc));
         else
             tdm_log_warn("express-configs %u: the express ring did not start (%s); requests go the usual way",
-                         cfg.express_configs, rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc));
+                         express, rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc));
         rc = TDM_OK;
     }
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);

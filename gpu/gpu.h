@@ -302,7 +302,7 @@ int tdm_gpu_slot_start_configs(tdm_gpu *g, int k, const tdm_gpu_robot *robots, c
  * tasks it traversed. */
 const tdm_gpu_config_answer *tdm_gpu_slot_config_answers(tdm_gpu *g, int k, uint64_t *tasks);
 
-/* ---- the express ring (configs.cu; an experiment: tandemd's --express-configs) -----------
+/* ---- the express ring (configs.cu; tandemd's --express-configs) ------------------
  *
  * A few configurations answered without a launch or a queue: blocks of a resident kernel
  * (fused_kernel's work, one block per configuration) take items from a ring in mapped

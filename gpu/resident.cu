@@ -614,8 +614,12 @@ __global__ void __launch_bounds__(BLOCK) block_run_kernel(const dtask *tasks, dr
         }
         __syncthreads();
         levels++;
-        if (n_cur > widest) widest = n_cur;
-        if (threadIdx.x == 0) n_cur = min(n_next, room);
+        /* thread 0 alone reads n_cur before it writes it (the profile's widest level is its
+           own): another thread's read here would race with that write (racecheck, call 98) */
+        if (threadIdx.x == 0) {
+            if (n_cur > widest) widest = n_cur;
+            n_cur = min(n_next, room);
+        }
         fpair *tmp = cur;
         cur = next;
         next = tmp;

@@ -2966,3 +2966,36 @@ Test(daemon, dispatch_poll_flag_is_checked)
         cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
     }
 }
+
+/* --express-configs: auto or 0..256; anything else is a usage error naming the flag. On the CPU
+ * engine the ring cannot start: auto (the default) and 0 say nothing about it, a number asks for it
+ * and gets a warning saying why; tandemd answers either way. */
+Test(daemon, express_configs_flag_is_checked_and_auto_is_quiet_without_a_gpu)
+{
+    static const char *const bad[] = {"x", "-1", "257", "autox"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *flags[] = {"--express-configs", bad[i], NULL};
+        char *log = start_must_fail(flags, bad[i], 2);
+        cr_assert(strstr(log, "express-configs must be an integer from 0 to 256"),
+                  "--express-configs %s: the log should name the flag and its range:\n%s", bad[i], log);
+        free(log);
+    }
+    static const char *const good[] = {"auto", "0", "1"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        const char *flags[] = {"--engine", "cpu", "--express-configs", good[i], NULL};
+        dmn_start(&D, flags);
+        tdm_client *c = tdm_client_connect(D.unix_addr, 5000);
+        cr_assert(c && tdm_client_err(c) == 0, "--express-configs %s: connect: %s", good[i],
+                  c ? tdm_client_errstr(c) : "");
+        tdm_stats st;
+        cr_assert_eq(tdm_stats_get(c, &st), 0, "stats: %s", tdm_client_errstr(c));
+        tdm_client_free(c);
+        cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+        char *log = dmn_log(&D);
+        int warned = strstr(log, "express-configs 1: the express ring did not start (it needs a GPU engine)") != NULL;
+        cr_assert_eq(warned, i == 2, "--express-configs %s on the CPU engine: %s:\n%s", good[i],
+                     i == 2 ? "the log should say the ring needs a GPU engine" : "the log should not warn", log);
+        cr_assert(!strstr(log, "express ring: requests of at most"), "no ring on the CPU engine:\n%s", log);
+        free(log);
+    }
+}

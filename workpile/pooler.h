@@ -186,14 +186,15 @@ void tdm_pooler_stop(tdm_pooler *p);
  * microseconds, less than a device run takes to start, and it no longer waits for
  * one (bench/results/ompl_resident.md). Before the first submit. */
 void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs);
-/* The express ring (an experiment; workpile/sched.h, tdm_sched_express_*): once the
- * engine's ring is started (tdm_sched_express_start), a job of configurations of at most
- * max_configs queries (at most TDM_SCHED_EXPRESS_MAX; 0, the default: none) that no host
- * thread takes is published into the ring on the submitting thread, with no queue and
- * no batch; one more thread ("tdm-express") polls for the answers, finishes the jobs (its
- * `finished` calls, then the batch end hook, once a pass) and runs a job the ring gives
- * back (it outgrew a block, or the ring is full or failed) the pooled way. Before the
- * first submit; TDM_ESYS if the thread cannot start. */
+/* The express ring (workpile/sched.h, tdm_sched_express_*; tandemd sends it single
+ * configurations by default with a GPU engine): once the engine's ring is started
+ * (tdm_sched_express_start), a job of configurations of at most max_configs queries (at
+ * most TDM_SCHED_EXPRESS_MAX; 0, the default: none) that no host thread takes is
+ * published into the ring on the submitting thread, with no queue and no batch; one more
+ * thread ("tdm-express") polls for the answers, finishes the jobs (its `finished` calls,
+ * then the batch end hook, once a pass) and runs a job the ring gives back (it outgrew a
+ * block, or the ring is full or failed) the pooled way. Before the first submit;
+ * TDM_ESYS if the thread cannot start. */
 int tdm_pooler_set_express(tdm_pooler *p, uint32_t max_configs);
 /* The host threads started: tdm_sched_host_lanes(engine), at most 8. */
 int tdm_pooler_host_threads(const tdm_pooler *p);

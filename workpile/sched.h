@@ -245,7 +245,7 @@ int tdm_sched_run_configs_host(tdm_sched *e, const tdm_sched_query *proto, const
  * device path on), so that pooling them pays. */
 int tdm_sched_configs_on_device(const tdm_sched *e);
 
-/* The express ring (gpu/gpu.h; an experiment, tandemd's --express-configs): a few
+/* The express ring (gpu/gpu.h; tandemd's --express-configs, 1 by default with a GPU engine): a few
  * configurations of one robot scene answered by the first GPU engine's resident kernel,
  * with no lane, no launch and no queue: submit publishes them, poll finds their answers.
  * A scene's program is built and uploaded at its first submit (its serial names it: the
