@@ -160,7 +160,8 @@ for v in "${variants[@]}"; do
         echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
         echo "  tandemd $(cut -c1-300 "$work/waits.txt") (ms waiting for a core/on one, 1.5 s)"
         echo "  ompl_plan $(cut -c1-200 "$work/plan_waits.txt")"
-        awk '/^dispatch/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; rep[t] += $22; w[t] += $4
+        # whole trace lines only: with --log-level info the log's lines share stderr with them
+        awk '/^dispatch [0-9]+: waited [0-9.]+ ms, [0-9]+ jobs, [0-9]+ queries, ran .*, queued [0-9.]+\)$/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; rep[t] += $22; w[t] += $4
                            if ($(NF - 1) == "queued") { qd[t] += $NF * $6; nj[t] += $6 } }
              END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f replies=%.3f waited=%.3f queued=%.3f\n",
                    t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], rep[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0 }' "$work/trace.txt"
