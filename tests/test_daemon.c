@@ -2942,60 +2942,60 @@ Test(daemon, gpu_devices_flag_is_checked_and_the_cpu_engine_ignores_it)
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
 }
 
-/* --dispatch-poll-us: auto or 0..1000000 µs; anything else is a usage error naming the flag. */
-Test(daemon, dispatch_poll_flag_is_checked)
+/* An integer flag that also takes auto: each bad value is a usage error naming the flag and its
+ * range ("FLAG must be an integer from LO to HI"); with each good value tandemd starts on the CPU
+ * engine, answers, and stops; then check_log (if any) reads its log. */
+static void int_flag_is_checked(const char *flag, const char *range, const char *const *bad, size_t n_bad,
+                                const char *const *good, size_t n_good,
+                                void (*check_log)(size_t i, const char *value, const char *log))
 {
-    static const char *const bad[] = {"x", "-5", "1000001", "autox"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *flags[] = {"--dispatch-poll-us", bad[i], NULL};
+    char want[128];
+    snprintf(want, sizeof want, "%s must be an integer from %s", flag + 2, range);
+    for (size_t i = 0; i < n_bad; i++) {
+        const char *flags[] = {flag, bad[i], NULL};
         char *log = start_must_fail(flags, bad[i], 2);
-        cr_assert(strstr(log, "dispatch-poll-us must be an integer from 0 to 1000000"),
-                  "--dispatch-poll-us %s: the log should name the flag and its range:\n%s", bad[i], log);
+        cr_assert(strstr(log, want), "%s %s: the log should name the flag and its range:\n%s", flag, bad[i], log);
         free(log);
     }
-    static const char *const good[] = {"auto", "0", "500"};
-    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        const char *flags[] = {"--engine", "cpu", "--dispatch-poll-us", good[i], NULL};
+    for (size_t i = 0; i < n_good; i++) {
+        const char *flags[] = {"--engine", "cpu", flag, good[i], NULL};
         dmn_start(&D, flags);
         tdm_client *c = tdm_client_connect(D.unix_addr, 5000);
-        cr_assert(c && tdm_client_err(c) == 0, "--dispatch-poll-us %s: connect: %s", good[i],
-                  c ? tdm_client_errstr(c) : "");
+        cr_assert(c && tdm_client_err(c) == 0, "%s %s: connect: %s", flag, good[i], c ? tdm_client_errstr(c) : "");
         tdm_stats st;
         cr_assert_eq(tdm_stats_get(c, &st), 0, "stats: %s", tdm_client_errstr(c));
         tdm_client_free(c);
         cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
+        if (check_log) {
+            char *log = dmn_log(&D);
+            check_log(i, good[i], log);
+            free(log);
+        }
     }
+}
+
+/* --dispatch-poll-us: auto or 0..1000000 µs; anything else is a usage error naming the flag. */
+Test(daemon, dispatch_poll_flag_is_checked)
+{
+    static const char *const bad[] = {"x", "-5", "1000001", "autox"};
+    static const char *const good[] = {"auto", "0", "500"};
+    int_flag_is_checked("--dispatch-poll-us", "0 to 1000000", bad, 4, good, 3, NULL);
 }
 
 /* --express-configs: auto or 0..256; anything else is a usage error naming the flag. On the CPU
  * engine the ring cannot start: auto (the default) and 0 say nothing about it, a number asks for it
  * and gets a warning saying why; tandemd answers either way. */
+static void express_log(size_t i, const char *value, const char *log)
+{
+    int warned = strstr(log, "express-configs 1: the express ring did not start (it needs a GPU engine)") != NULL;
+    cr_assert_eq(warned, i == 2, "--express-configs %s on the CPU engine: %s:\n%s", value,
+                 i == 2 ? "the log should say the ring needs a GPU engine" : "the log should not warn", log);
+    cr_assert(!strstr(log, "express ring: requests of at most"), "no ring on the CPU engine:\n%s", log);
+}
+
 Test(daemon, express_configs_flag_is_checked_and_auto_is_quiet_without_a_gpu)
 {
     static const char *const bad[] = {"x", "-1", "257", "autox"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *flags[] = {"--express-configs", bad[i], NULL};
-        char *log = start_must_fail(flags, bad[i], 2);
-        cr_assert(strstr(log, "express-configs must be an integer from 0 to 256"),
-                  "--express-configs %s: the log should name the flag and its range:\n%s", bad[i], log);
-        free(log);
-    }
     static const char *const good[] = {"auto", "0", "1"};
-    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        const char *flags[] = {"--engine", "cpu", "--express-configs", good[i], NULL};
-        dmn_start(&D, flags);
-        tdm_client *c = tdm_client_connect(D.unix_addr, 5000);
-        cr_assert(c && tdm_client_err(c) == 0, "--express-configs %s: connect: %s", good[i],
-                  c ? tdm_client_errstr(c) : "");
-        tdm_stats st;
-        cr_assert_eq(tdm_stats_get(c, &st), 0, "stats: %s", tdm_client_errstr(c));
-        tdm_client_free(c);
-        cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
-        char *log = dmn_log(&D);
-        int warned = strstr(log, "express-configs 1: the express ring did not start (it needs a GPU engine)") != NULL;
-        cr_assert_eq(warned, i == 2, "--express-configs %s on the CPU engine: %s:\n%s", good[i],
-                     i == 2 ? "the log should say the ring needs a GPU engine" : "the log should not warn", log);
-        cr_assert(!strstr(log, "express ring: requests of at most"), "no ring on the CPU engine:\n%s", log);
-        free(log);
-    }
+    int_flag_is_checked("--express-configs", "0 to 256", bad, 4, good, 3, express_log);
 }
