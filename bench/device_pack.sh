@@ -42,12 +42,11 @@ exes=()
 for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu "$build"/bench/bench_config_latency "$build"/bench/bench_socket_rtt "$build"/bench/bench_robot_server \
          "$build"/examples/ompl/ompl_plan "$build"/tests/test_*; do
     [[ -f $f && -x $f ]] || continue
-    [[ $MINIMAL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */bench/bench_server \
-       && ! ( -n ${TESTS+x} && $f == */tests/test_* ) ]] && continue
-    [[ $OMPL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */examples/ompl/ompl_plan \
-       && ! ( -n ${TESTS+x} && $f == */tests/test_* ) ]] && continue
-    if [[ -n ${TESTS+x} && $f == */tests/test_* ]]; then
+    if [[ -n ${TESTS+x} && $f == */tests/test_* ]]; then # the suites named, whatever MINIMAL or OMPL
         [[ " $TESTS " == *" ${f##*/test_} "* ]] || continue
+    else
+        [[ $MINIMAL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */bench/bench_server ]] && continue
+        [[ $OMPL == 1 && $f != */tools/tandem && $f != */daemon/tandemd && $f != */examples/ompl/ompl_plan ]] && continue
     fi
     exes+=("$f")
 done

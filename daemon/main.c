@@ -192,27 +192,27 @@ int main(int argc, char **argv)
     tdm_pooler_fairness fair = {cfg.slice_tasks, cfg.latency_lane_tasks, cfg.latency_lane_work};
     tdm_query_pool_set_fairness(srv.query_pool, &fair);
     tdm_query_pool_set_host(srv.query_pool, cfg.host_configs);
-    /* the express ring: by default (auto) a planner's single states with a GPU engine (measured:
-       bench/results/ompl_resident.md, twenty-fourth session) */
+    /* auto settings follow the engine: with a device engine, whose lanes spin anyway, the loops
+       poll as the pooler's threads do, and a planner's single states go to the express ring */
+    int on_device = tdm_sched_configs_on_device(srv.engine);
+    /* the express ring (measured: bench/results/ompl_resident.md, twenty-fourth session) */
     int auto_express = cfg.express_configs < 0;
-    uint32_t express = auto_express ? (tdm_sched_configs_on_device(srv.engine) ? 1u : 0u) : (uint32_t)cfg.express_configs;
+    uint32_t express = auto_express ? (uint32_t)on_device : (uint32_t)cfg.express_configs;
     if (express) {
         rc = tdm_sched_express_start(srv.engine, cfg.express_blocks);
         if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express);
+        const char *why = rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc);
         if (rc == TDM_OK)
             tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks", express,
                          cfg.express_blocks);
         else if (auto_express)
-            tdm_log_info("express ring: not started (%s); requests go the usual way",
-                         rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc));
+            tdm_log_info("express ring: not started (%s); requests go the usual way", why);
         else
             tdm_log_warn("express-configs %u: the express ring did not start (%s); requests go the usual way",
-                         express, rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc));
+                         express, why);
         rc = TDM_OK;
     }
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
-    /* the loops poll as the pooler's threads do: with a device engine, whose lanes spin anyway */
-    int on_device = tdm_sched_configs_on_device(srv.engine);
     srv.loop_spin_ns = 1000 * (uint64_t)(cfg.loop_spin_us >= 0 ? cfg.loop_spin_us : on_device ? 200 : 0);
     /* replies written by the reply threads, or the pooler thread, that packed them (conn.h);
        TDM_DIRECT_REPLIES=0: by the loop (A/B runs) */
