@@ -200,7 +200,8 @@ int main(int argc, char **argv)
     uint32_t express = auto_express ? (uint32_t)on_device : (uint32_t)cfg.express_configs;
     if (express) {
         rc = tdm_sched_express_start(srv.engine, cfg.express_blocks);
-        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express);
+        const char *on_loop = getenv("TDM_EXPRESS_ON_LOOP"); /* A/B runs: the loops poll the ring */
+        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express, on_loop && !strcmp(on_loop, "1"));
         const char *why = rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc);
         if (rc == TDM_OK)
             tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks", express,

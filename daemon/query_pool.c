@@ -40,6 +40,13 @@ struct tdm_query_sink {
     int idle;                             /* atomic */
     int handles_open;
     tdm_query_sink *next;                 /* qp->sinks */
+    /* the express ring polled by the loop (tdm_query_pool_set_express's on_loop): this loop's jobs
+       published into it (linked through `next`; loop thread only), polled each turn of the loop by
+       `xidle` while there are any (an active idle handle also keeps the loop from sleeping) */
+    tdm_query_pool *qp;
+    uv_idle_t xidle;
+    tdm_query_job *xhead;
+    uint64_t x_kept_ns;                   /* the ring's last keep by this loop (uv_hrtime) */
 };
 
 struct tdm_query_pool {
@@ -79,6 +86,7 @@ struct tdm_query_pool {
     void (*done)(tdm_query_job *, void *);
     void *data;
     tdm_query_sink *sinks; /* every loop's; the first made is the main loop's */
+    int express_on_loop;   /* the loops poll the express ring for their own jobs */
 };
 
 /* The pooler's clock (CLOCK_MONOTONIC, as uv_hrtime), in ms. */
@@ -438,6 +446,96 @@ static void on_check(uv_check_t *h)
     __atomic_store_n(&s->idle, 0, __ATOMIC_RELAXED);
 }
 
+/* ---- the express ring polled by the loops ------------------------------------------------ */
+
+/* How often a loop with jobs in the ring keeps its kernel running (tdm_pooler_keep_express: a
+ * launch lives 2 ms and the next is made from half that on; each keep costs CUDA calls) */
+#define X_KEEP_NS 20000u
+
+static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job);
+
+/* The sink's loop: a job of its own that the ring answered: what on_finished and finish do for a
+ * pooler thread's, here: its next run, or its reply packed and written now, then `done` (the
+ * sink's lock taken by the caller around it: `done` wants it, the write does not). Returns 1
+ * when the job is over and goes to `done`. */
+static int x_answered(tdm_query_pool *qp, tdm_query_job *j)
+{
+    tdm_pooler_job *pj = &j->pool;
+    if (qp->trace) {
+        j->trace_wait_ms += pj->taken_ms - pj->queued_ms;
+        j->trace_run_ms += trace_now_ms() - pj->taken_ms;
+        j->trace_runs++;
+    }
+    if (tdm_pooler_job_cancelled(pj)) {
+        if (pj->rc == TDM_OK) pj->rc = TDM_ECANCELED;
+        return 1;
+    }
+    if (j->again && pj->rc == TDM_OK && j->again(j)) {
+        if (submit_on_loop(qp, j) == TDM_OK) return 0; /* its next run */
+        pj->rc = TDM_ECANCELED;
+    }
+    if (qp->ran) qp->ran(j, qp->data);
+    if (qp->send && j->frame) send_reply(qp, j); /* `sending` stays 0: nothing else holds the job */
+    return 1;
+}
+
+/* The sink's loop: polls its jobs in the ring; those answered are finished here. */
+static void on_xidle(uv_idle_t *h)
+{
+    tdm_query_sink *s = h->data;
+    tdm_query_pool *qp = s->qp;
+    uint64_t now = uv_hrtime();
+    if (now - s->x_kept_ns >= X_KEEP_NS) {
+        tdm_pooler_keep_express(qp->pooler);
+        s->x_kept_ns = now;
+    }
+    tdm_query_job *over = NULL, **tail = &over;
+    for (tdm_query_job **at = &s->xhead; *at;) {
+        tdm_query_job *j = *at;
+        int rc = tdm_pooler_poll_express(qp->pooler, &j->pool);
+        if (rc == 0) {
+            at = &j->next;
+            continue;
+        }
+        *at = j->next; /* out of the list first: x_answered may publish it again (at the head) */
+        j->next = NULL;
+        if (rc == 1 && x_answered(qp, j)) {
+            *tail = j;
+            tail = &j->next;
+        } /* 2: given back, it comes through the pooler's `finished` now */
+    }
+    if (!s->xhead) uv_idle_stop(h);
+    if (!over) return;
+    s->lock(s->lock_arg);
+    while (over) {
+        tdm_query_job *next = over->next;
+        over->next = NULL;
+        s->pending--;
+        tdm_metrics_mark outer = tdm_metrics_enter(&over->mark);
+        s->done(over, s->data);
+        tdm_metrics_leave(outer);
+        over = next;
+    }
+    s->unlock(s->lock_arg);
+}
+
+/* The sink's loop: submits job, through the ring when it takes it (then polled here). TDM_OK, or
+ * the pooler's refusal. */
+static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job)
+{
+    if (!qp->express_on_loop) return tdm_pooler_submit(qp->pooler, &job->pool);
+    int rc = tdm_pooler_submit_polled(qp->pooler, &job->pool);
+    if (rc != 1) return rc;
+    tdm_query_sink *s = job->sink;
+    if (!s->xhead) {
+        uv_idle_start(&s->xidle, on_xidle); /* cannot fail on an initialised handle */
+        s->x_kept_ns = uv_hrtime(); /* the submit kicked the kernel if none ran */
+    }
+    job->next = s->xhead;
+    s->xhead = job;
+    return TDM_OK;
+}
+
 void tdm_query_pool_set_sender(tdm_query_pool *qp, void (*send)(tdm_query_job *job, void *data)) { qp->send = send; }
 
 static void on_sink_closed(uv_handle_t *h)
@@ -468,8 +566,10 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *
     uv_poll_start(&s->poll, UV_READABLE, on_wake); /* cannot fail on an initialised handle */
     uv_prepare_init(loop, &s->prepare);            /* cannot fail */
     uv_check_init(loop, &s->check);
-    s->poll.data = s->prepare.data = s->check.data = s;
-    s->handles_open = 3;
+    uv_idle_init(loop, &s->xidle);
+    s->qp = qp;
+    s->poll.data = s->prepare.data = s->check.data = s->xidle.data = s;
+    s->handles_open = 4;
     uv_prepare_start(&s->prepare, on_prepare);
     uv_check_start(&s->check, on_check);
     uv_unref((uv_handle_t *)&s->prepare); /* they keep no loop running */
@@ -482,7 +582,13 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *
 
 void tdm_query_sink_close(tdm_query_sink *s)
 {
+    /* no connection is left, so no job of this loop is in the ring: its connection would wait */
+    while (s->xhead) {
+        on_xidle(&s->xidle);
+        if (s->xhead) sched_yield();
+    }
     collect(s, 1);
+    uv_close((uv_handle_t *)&s->xidle, on_sink_closed);
     uv_close((uv_handle_t *)&s->poll, on_sink_closed);
     uv_close((uv_handle_t *)&s->prepare, on_sink_closed);
     uv_close((uv_handle_t *)&s->check, on_sink_closed);
@@ -524,7 +630,7 @@ void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job)
     if (qp->trace) job->trace_submit_ms = trace_now_ms();
     /* the pooler refuses jobs only once stopped, which the server does after its last connection
      * is gone; should one come anyway, it is answered as an engine failure */
-    int rc = tdm_pooler_submit(qp->pooler, &job->pool);
+    int rc = submit_on_loop(qp, job);
     if (rc != TDM_OK) {
         job->pool.rc = TDM_ECANCELED;
         hand_back(job);
@@ -544,9 +650,12 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
 }
 
 void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs) { tdm_pooler_set_host(qp->pooler, max_configs); }
-int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs)
+int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs, int on_loop)
 {
-    return tdm_pooler_set_express(qp->pooler, max_configs);
+    if (!on_loop) return tdm_pooler_set_express(qp->pooler, max_configs);
+    tdm_pooler_set_express_polled(qp->pooler, max_configs);
+    qp->express_on_loop = max_configs > 0;
+    return TDM_OK;
 }
 
 void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us) { tdm_pooler_set_poll(qp->pooler, us); }

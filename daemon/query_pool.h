@@ -124,8 +124,10 @@ void tdm_query_pool_set_fairness(tdm_query_pool *qp, const tdm_pooler_fairness *
  * (tdm_pooler_set_host); before the first request. */
 void tdm_query_pool_set_host(tdm_query_pool *qp, uint32_t max_configs);
 /* The pooler's express ring takes requests of at most max_configs configurations
- * (tdm_pooler_set_express); before the first request. TDM_ESYS. */
-int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs);
+ * (tdm_pooler_set_express); before the first request. on_loop: the loops poll the ring for
+ * the requests they submitted and write those replies themselves (tdm_pooler_set_express_polled),
+ * else the pooler's express thread polls and the reply threads write. TDM_ESYS. */
+int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs, int on_loop);
 /* The pooler's threads' polling when idle (tdm_pooler_set_poll); before the first request. */
 void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us);
 /* Jobs submitted and not yet handed back, over every sink (holding the server's lock). */

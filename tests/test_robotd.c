@@ -1330,6 +1330,16 @@ Test(robotd, planners_through_the_express_ring_answer_as_reference)
     planners_on_several_worlds(extra);
 }
 
+/* The same with the ring polled by the loops, which finish their own requests there (a motion's
+ * next rounds published again from the loop) and write their replies. */
+Test(robotd, planners_through_the_ring_polled_by_the_loops_answer_as_reference)
+{
+    setenv("TDM_EXPRESS_ANY_COST", "1", 1);
+    setenv("TDM_EXPRESS_ON_LOOP", "1", 1);
+    static const char *const extra[] = {"--express-configs", "256", "--host-lanes", "0", "--io-threads", "2", NULL};
+    planners_on_several_worlds(extra);
+}
+
 Test(robotd, async_calls_equal_blocking)
 {
     char err[256];

@@ -92,6 +92,7 @@ struct tdm_pooler {
     uint32_t express_configs;    /* jobs of at most this many configurations go to it (0: none) */
     int express_any_cost;        /* TDM_EXPRESS_ANY_COST=1 (A/B runs): the ring takes them whatever their
                                     scene's learned cost (by default only within the small jobs' work) */
+    int express_polled;          /* the submitters poll the ring (tdm_pooler_set_express_polled) */
     int x_started;               /* express threads running (TDM_EXPRESS_THREADS, 1 by default) */
     uint32_t x_next;             /* atomic: the express thread the next job goes to (in turn) */
     struct xworker {
@@ -105,6 +106,7 @@ struct tdm_pooler {
 };
 
 static void express_wake(struct xworker *w);
+static void express_over(tdm_pooler *p, uint32_t queries, int ran);
 
 /* How long an idle pooler thread polls for work before it sleeps, with a device engine. */
 #define POOLER_SPIN_NS 200000u
@@ -708,7 +710,14 @@ fail:
     return TDM_ESYS;
 }
 
-int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
+static int submit(tdm_pooler *p, tdm_pooler_job *job, int polled);
+
+int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job) { return submit(p, job, 0); }
+
+int tdm_pooler_submit_polled(tdm_pooler *p, tdm_pooler_job *job) { return submit(p, job, 1); }
+
+/* polled: the caller polls the ring for the job (tdm_pooler_submit_polled): 1 when published */
+static int submit(tdm_pooler *p, tdm_pooler_job *job, int polled)
 {
     job->next = NULL;
     job->rc = TDM_OK;
@@ -741,7 +750,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     }
     /* the express ring: published here, at once, or the usual way; a job to be filled (a motion's
        first states) is filled here first, as no pooler thread takes it */
-    int express = !h && p->express_configs && job->configs && !no_express && !cancelled &&
+    int express = !h && p->express_configs && polled == p->express_polled && job->configs && !no_express && !cancelled &&
                   job->n_queries <= p->express_configs && (p->express_any_cost || within_small_work(p, job));
     if (express && job->fill) {
         void (*fill)(tdm_pooler_job *) = job->fill;
@@ -751,6 +760,7 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job)
     if (express && tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
                                             job->max_contacts, &job->express) == TDM_OK) {
         if (p->trace) job->queued_ms = job->taken_ms = now_ms(); /* the trace's: no queue, one run */
+        if (polled) return 1;
         struct xworker *w =
             &p->xw[p->x_started == 1 ? 0 : __atomic_fetch_add(&p->x_next, 1, __ATOMIC_RELAXED) % (uint32_t)p->x_started];
         tdm_pooler_job *xh = __atomic_load_n(&w->inbox, __ATOMIC_RELAXED);
@@ -852,23 +862,61 @@ static void *express_main(void *arg)
                 p->finished(j, p->data);
                 finished++;
             }
-            pthread_mutex_lock(&p->lock);
-            if (ran) {
-                p->stats.jobs++;
-                p->stats.queries += queries;
-            }
-            if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
-            pthread_mutex_unlock(&p->lock);
+            express_over(p, queries, ran);
         }
         if (finished && p->batch_end) p->batch_end(p->data);
     }
     return NULL;
 }
 
+/* A ring's job is over (ran: answered; else given back and refused by the pooler): counted,
+ * and no longer pending. Its `finished` has returned, or is the caller's to call next. */
+static void express_over(tdm_pooler *p, uint32_t queries, int ran)
+{
+    pthread_mutex_lock(&p->lock);
+    if (ran) {
+        p->stats.jobs++;
+        p->stats.queries += queries;
+    }
+    if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int tdm_pooler_poll_express(tdm_pooler *p, tdm_pooler_job *j)
+{
+    int rc = tdm_sched_express_poll(p->engine, &j->express, j->scene, j->mode, j->results);
+    if (rc == 0) return 0;
+    uint32_t queries = j->n_queries; /* read first: a job given back may be finished meanwhile */
+    if (rc == 1) {
+        j->rc = TDM_OK;
+        j->done = j->n_queries;
+        express_over(p, queries, 1);
+        return 1;
+    }
+    j->no_express = 1; /* given back, or the ring failed: the usual way (counted there) */
+    if (tdm_pooler_submit(p, j) != TDM_OK) {
+        j->rc = TDM_ECANCELED;
+        express_over(p, queries, 0);
+        return 1;
+    }
+    express_over(p, queries, 0);
+    return 2;
+}
+
+void tdm_pooler_keep_express(tdm_pooler *p) { tdm_sched_express_keep(p->engine); }
+
+void tdm_pooler_set_express_polled(tdm_pooler *p, uint32_t max_configs)
+{
+    if (max_configs > TDM_SCHED_EXPRESS_MAX) max_configs = TDM_SCHED_EXPRESS_MAX;
+    if (!max_configs || !tdm_sched_express_on(p->engine) || p->x_started) return;
+    p->express_polled = 1;
+    p->express_configs = max_configs;
+}
+
 int tdm_pooler_set_express(tdm_pooler *p, uint32_t max_configs)
 {
     if (max_configs > TDM_SCHED_EXPRESS_MAX) max_configs = TDM_SCHED_EXPRESS_MAX;
-    if (!max_configs || !tdm_sched_express_on(p->engine) || p->x_started) return TDM_OK;
+    if (!max_configs || !tdm_sched_express_on(p->engine) || p->x_started || p->express_polled) return TDM_OK;
     const char *xt = getenv("TDM_EXPRESS_THREADS");
     int n = xt && *xt ? atoi(xt) : 1;
     if (n < 1) n = 1;

@@ -196,6 +196,27 @@ void tdm_pooler_set_host(tdm_pooler *p, uint32_t max_configs);
  * block, or the ring is full or failed) the pooled way. Before the first submit;
  * TDM_ESYS if the thread cannot start. */
 int tdm_pooler_set_express(tdm_pooler *p, uint32_t max_configs);
+/* The same ring with its answers polled by the submitters instead of a thread of its own
+ * (tandemd's loops: each polls what it published between its reads and writes the replies
+ * itself, two thread hand-offs fewer a request and no polling thread; measured in
+ * bench/results/ompl_resident.md, section 26): only tdm_pooler_submit_polled publishes,
+ * tdm_pooler_submit never does, and no thread is started. Before the first submit. */
+void tdm_pooler_set_express_polled(tdm_pooler *p, uint32_t max_configs);
+/* As tdm_pooler_submit; with the polled ring, a job the ring may take is published into it
+ * on this thread (its `fill` called here first). Returns 1 when it was: it is then this
+ * caller's to poll with tdm_pooler_poll_express (no pooler thread touches it); TDM_OK when it
+ * went the usual way (finished through `finished`); TDM_EINVAL once stopping (as
+ * tdm_pooler_submit). */
+int tdm_pooler_submit_polled(tdm_pooler *p, tdm_pooler_job *job);
+/* A job tdm_pooler_submit_polled published, on the thread that polls it: 0, not answered
+ * yet; 1, over: rc, done and results are set as for `finished`, which is not called for it,
+ * and the job is the caller's again; 2, the ring gave it back (it outgrew a block, or the
+ * ring failed): it went the usual way and comes back through `finished`. */
+int tdm_pooler_poll_express(tdm_pooler *p, tdm_pooler_job *job);
+/* Keeps the polled ring's kernel running (a launch when the running one is past half its
+ * life): whoever polls calls it while jobs are published, every few tens of microseconds.
+ * One call at a time does the work; the others return at once. */
+void tdm_pooler_keep_express(tdm_pooler *p);
 /* The host threads started: tdm_sched_host_lanes(engine), at most 8. */
 int tdm_pooler_host_threads(const tdm_pooler *p);
 /* How long an idle thread polls for work before it sleeps, in µs (0: it sleeps at
