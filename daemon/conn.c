@@ -954,10 +954,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
        that the loops do that at once (io.h); anything else exclusive, and whatever on the way
        needs more makes it so */
     tdm_server *srv = c->srv;
+    tdm_query_sink *sink = c->io->sink;
     tdm_srv_lock_shared(srv);
     if (nread < 0 || c->tls || c->state == CONN_LINGER || c->body) tdm_srv_exclusive(srv);
     read_done(c, nread, buf);
     tdm_srv_unlock(srv);
+    /* the loop's answers from the express ring, between its connections' reads */
+    if (sink) tdm_query_sink_poll(sink);
 }
 
 void tdm_conn_shutdown(tdm_conn *c)

@@ -519,6 +519,11 @@ static void on_xidle(uv_idle_t *h)
     s->unlock(s->lock_arg);
 }
 
+void tdm_query_sink_poll(tdm_query_sink *s)
+{
+    if (s->xhead) on_xidle(&s->xidle);
+}
+
 /* The sink's loop: submits job, through the ring when it takes it (then polled here). TDM_OK, or
  * the pooler's refusal. */
 static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job)

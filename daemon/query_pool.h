@@ -112,6 +112,10 @@ int tdm_query_pool_set_replies(tdm_query_pool *qp, int n);
  * replies its client may have seen; a job whose reply is still being written stays
  * queued (its writer wakes the loop). */
 void tdm_query_sink_collect(tdm_query_sink *s);
+/* The sink's loop, not holding the server's lock: finishes this loop's jobs the express ring has
+ * answered (tdm_query_pool_set_express's on_loop), as the loop does once a turn; called between
+ * connections' reads too, so that an answer does not wait for every read of a turn. */
+void tdm_query_sink_poll(tdm_query_sink *s);
 /* The same, waiting for replies being written, so that every job whose reply a client
  * may have seen is let go (before a refusal for memory). */
 void tdm_query_sink_settle(tdm_query_sink *s);
