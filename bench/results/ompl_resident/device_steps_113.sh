@@ -1,5 +1,5 @@
 set -uo pipefail
-# Written in the twenty-fifth session. Run after a pack of the build of 5th commit of the session (tdm_query_sink_poll)
+# Written in the twenty-fifth session. Run after a pack of f4d9fe4 (tdm_query_sink_poll)
 # (ARCHIVE=1 TESTS="robotd" OMPL=1 bench/device_pack.sh build .packs/new), carrying [".packs", ".panda"]:
 # device run "bash bench/results/ompl_resident/device_steps_113.sh".
 # Call 113: a loop now polls its ring jobs between its connections' reads too; robotd's planners;
