@@ -46,7 +46,6 @@ struct tdm_query_sink {
     tdm_query_pool *qp;
     uv_idle_t xidle;
     tdm_query_job *xhead;
-    uint64_t x_kept_ns;                   /* the ring's last keep by this loop (uv_hrtime) */
 };
 
 struct tdm_query_pool {
@@ -87,6 +86,7 @@ struct tdm_query_pool {
     void *data;
     tdm_query_sink *sinks; /* every loop's; the first made is the main loop's */
     int express_on_loop;   /* the loops poll the express ring for their own jobs */
+    uint64_t x_kept_ns;    /* atomic: the ring's last keep by any loop (uv_hrtime) */
 };
 
 /* The pooler's clock (CLOCK_MONOTONIC, as uv_hrtime), in ms. */
@@ -448,9 +448,11 @@ static void on_check(uv_check_t *h)
 
 /* ---- the express ring polled by the loops ------------------------------------------------ */
 
-/* How often a loop with jobs in the ring keeps its kernel running (tdm_pooler_keep_express: a
- * launch lives 2 ms and the next is made from half that on; each keep costs CUDA calls) */
-#define X_KEEP_NS 20000u
+/* How often the loops with jobs in the ring keep its kernel running, all of them together
+ * (tdm_pooler_keep_express: a launch lives 2 ms and the next is made from half that on; each keep
+ * is two CUDA calls, which meet the lanes' on the driver's locks). A launch that ended unseen is
+ * replaced within this long. */
+#define X_KEEP_NS 50000u
 
 static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job);
 
@@ -484,11 +486,10 @@ static void on_xidle(uv_idle_t *h)
 {
     tdm_query_sink *s = h->data;
     tdm_query_pool *qp = s->qp;
-    uint64_t now = uv_hrtime();
-    if (now - s->x_kept_ns >= X_KEEP_NS) {
+    uint64_t now = uv_hrtime(), kept = __atomic_load_n(&qp->x_kept_ns, __ATOMIC_RELAXED);
+    if (now - kept >= X_KEEP_NS &&
+        __atomic_compare_exchange_n(&qp->x_kept_ns, &kept, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         tdm_pooler_keep_express(qp->pooler);
-        s->x_kept_ns = now;
-    }
     tdm_query_job *over = NULL, **tail = &over;
     for (tdm_query_job **at = &s->xhead; *at;) {
         tdm_query_job *j = *at;
@@ -532,10 +533,7 @@ static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job)
     int rc = tdm_pooler_submit_polled(qp->pooler, &job->pool);
     if (rc != 1) return rc;
     tdm_query_sink *s = job->sink;
-    if (!s->xhead) {
-        uv_idle_start(&s->xidle, on_xidle); /* cannot fail on an initialised handle */
-        s->x_kept_ns = uv_hrtime(); /* the submit kicked the kernel if none ran */
-    }
+    if (!s->xhead) uv_idle_start(&s->xidle, on_xidle); /* cannot fail on an initialised handle */
     job->next = s->xhead;
     s->xhead = job;
     return TDM_OK;
