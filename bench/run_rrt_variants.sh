@@ -56,7 +56,9 @@
 #   xany      TDM_EXPRESS_ANY_COST=1 (the ring takes requests whatever their scene's learned cost)
 #   xtN       TDM_EXPRESS_THREADS=N (threads polling the ring and finishing its requests, jobs to each in turn)
 #   xloop     TDM_EXPRESS_ON_LOOP=1 (the loops poll the ring for their own requests and write those replies;
-#             no express thread)
+#             no express thread: the default since 2026-11-29, so the same as the defaults now)
+#   xthread   TDM_EXPRESS_ON_LOOP=0 (the ring polled by its own thread, the reply threads writing its replies,
+#             as before 2026-11-29; with it, --reply-threads auto is 2 again)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
@@ -116,6 +118,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:xany* ]] && envs+=(TDM_EXPRESS_ANY_COST=1)
     [[ $v =~ :xt([0-9]+) ]] && envs+=(TDM_EXPRESS_THREADS="${BASH_REMATCH[1]}")
     [[ $v == *:xloop* ]] && envs+=(TDM_EXPRESS_ON_LOOP=1)
+    [[ $v == *:xthread* ]] && envs+=(TDM_EXPRESS_ON_LOOP=0)
     level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)

@@ -196,21 +196,26 @@ int main(int argc, char **argv)
        poll as the pooler's threads do, and a planner's single states go to the express ring */
     int on_device = tdm_sched_configs_on_device(srv.engine);
     /* the express ring (measured: bench/results/ompl_resident.md, twenty-fourth session) */
-    int auto_express = cfg.express_configs < 0;
+    int auto_express = cfg.express_configs < 0, express_on_loop = 0;
     uint32_t express = auto_express ? (uint32_t)on_device : (uint32_t)cfg.express_configs;
     if (express) {
         rc = tdm_sched_express_start(srv.engine, cfg.express_blocks);
-        const char *on_loop = getenv("TDM_EXPRESS_ON_LOOP"); /* A/B runs: the loops poll the ring */
-        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express, on_loop && !strcmp(on_loop, "1"));
+        /* the loops poll the ring for their own requests and write those replies (no thread of its
+           own; measured in bench/results/ompl_resident.md, twenty-fifth session);
+           TDM_EXPRESS_ON_LOOP=0 (A/B runs): its own polling thread, the reply threads writing */
+        const char *on_loop = getenv("TDM_EXPRESS_ON_LOOP");
+        express_on_loop = !(on_loop && !strcmp(on_loop, "0"));
+        if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express, express_on_loop);
         const char *why = rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc);
         if (rc == TDM_OK)
-            tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks", express,
-                         cfg.express_blocks);
+            tdm_log_info("express ring: requests of at most %u configurations, %u resident blocks, polled by %s",
+                         express, cfg.express_blocks, express_on_loop ? "the loops" : "its own thread");
         else if (auto_express)
             tdm_log_info("express ring: not started (%s); requests go the usual way", why);
         else
             tdm_log_warn("express-configs %u: the express ring did not start (%s); requests go the usual way",
                          express, why);
+        if (rc != TDM_OK) express_on_loop = 0;
         rc = TDM_OK;
     }
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
@@ -220,7 +225,8 @@ int main(int argc, char **argv)
     const char *direct = getenv("TDM_DIRECT_REPLIES");
     if (!(direct && !strcmp(direct, "0"))) {
         tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
-        int replies = cfg.reply_threads >= 0 ? cfg.reply_threads : on_device ? 2 : 0;
+        /* auto: with the ring's replies written by the loops (a third of a planner's), one */
+        int replies = cfg.reply_threads >= 0 ? cfg.reply_threads : on_device ? (express_on_loop ? 1 : 2) : 0;
         if ((rc = tdm_query_pool_set_replies(srv.query_pool, replies)) != TDM_OK) {
             tdm_log_error("reply threads: %s", tdm_strerror(rc));
             goto out;

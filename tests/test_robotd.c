@@ -1321,21 +1321,21 @@ static void planners_on_several_worlds(const char *const *extra)
 Test(robotd, planners_on_several_worlds_answer_as_reference) { planners_on_several_worlds(NULL); }
 
 /* The same through the GPU's express ring (every request of at most 256 configurations that no
- * host lane takes: none here; a motion's rounds too), whatever its scene's learned cost; without a
- * GPU engine tandemd says so and answers the usual way. */
+ * host lane takes: none here; a motion's rounds too), whatever its scene's learned cost, polled by
+ * its own thread; without a GPU engine tandemd says so and answers the usual way. */
 Test(robotd, planners_through_the_express_ring_answer_as_reference)
 {
     setenv("TDM_EXPRESS_ANY_COST", "1", 1); /* tandemd's, started below */
+    setenv("TDM_EXPRESS_ON_LOOP", "0", 1);
     static const char *const extra[] = {"--express-configs", "256", "--host-lanes", "0", NULL};
     planners_on_several_worlds(extra);
 }
 
-/* The same with the ring polled by the loops, which finish their own requests there (a motion's
- * next rounds published again from the loop) and write their replies. */
+/* The same with the ring polled by the loops (the default), which finish their own requests there
+ * (a motion's next rounds published again from the loop) and write their replies. */
 Test(robotd, planners_through_the_ring_polled_by_the_loops_answer_as_reference)
 {
     setenv("TDM_EXPRESS_ANY_COST", "1", 1);
-    setenv("TDM_EXPRESS_ON_LOOP", "1", 1);
     static const char *const extra[] = {"--express-configs", "256", "--host-lanes", "0", "--io-threads", "2", NULL};
     planners_on_several_worlds(extra);
 }
