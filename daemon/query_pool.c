@@ -41,11 +41,12 @@ struct tdm_query_sink {
     int handles_open;
     tdm_query_sink *next;                 /* qp->sinks */
     /* the express ring polled by the loop (tdm_query_pool_set_express's on_loop): this loop's jobs
-       published into it (linked through `next`; loop thread only), polled each turn of the loop by
-       `xidle` while there are any (an active idle handle also keeps the loop from sleeping) */
+       published into it, oldest first (linked through `next`; loop thread only), polled each turn of
+       the loop by `xidle` while there are any (an active idle handle also keeps the loop from
+       sleeping), and the oldest few after each connection's read (tdm_query_sink_poll) */
     tdm_query_pool *qp;
     uv_idle_t xidle;
-    tdm_query_job *xhead;
+    tdm_query_job *xhead, **xtail;
 };
 
 struct tdm_query_pool {
@@ -481,31 +482,38 @@ static int x_answered(tdm_query_pool *qp, tdm_query_job *j)
     return 1;
 }
 
-/* The sink's loop: polls its jobs in the ring; those answered are finished here. */
-static void on_xidle(uv_idle_t *h)
+/* How many of its oldest ring jobs a loop polls after a connection's read (all of them once a turn):
+ * a loop may hold thousands (pipelined requests), and a read should not cost a look at each */
+#define X_POLL_READ 32
+
+/* The sink's loop: polls its jobs in the ring, at most `limit`, oldest first (the ring answers
+ * about in order); those answered are finished here. */
+static void x_poll(tdm_query_sink *s, size_t limit)
 {
-    tdm_query_sink *s = h->data;
     tdm_query_pool *qp = s->qp;
     uint64_t now = uv_hrtime(), kept = __atomic_load_n(&qp->x_kept_ns, __ATOMIC_RELAXED);
     if (now - kept >= X_KEEP_NS &&
         __atomic_compare_exchange_n(&qp->x_kept_ns, &kept, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         tdm_pooler_keep_express(qp->pooler);
     tdm_query_job *over = NULL, **tail = &over;
-    for (tdm_query_job **at = &s->xhead; *at;) {
+    tdm_query_job **at = &s->xhead;
+    for (size_t seen = 0; *at && seen < limit; seen++) {
         tdm_query_job *j = *at;
         int rc = tdm_pooler_poll_express(qp->pooler, &j->pool);
         if (rc == 0) {
             at = &j->next;
             continue;
         }
-        *at = j->next; /* out of the list first: x_answered may publish it again (at the head) */
+        /* out of the list first: x_answered may publish it again (at the tail) */
+        *at = j->next;
+        if (!*at) s->xtail = at;
         j->next = NULL;
         if (rc == 1 && x_answered(qp, j)) {
             *tail = j;
             tail = &j->next;
         } /* 2: given back, it comes through the pooler's `finished` now */
     }
-    if (!s->xhead) uv_idle_stop(h);
+    if (!s->xhead) uv_idle_stop(&s->xidle);
     if (!over) return;
     s->lock(s->lock_arg);
     while (over) {
@@ -520,9 +528,11 @@ static void on_xidle(uv_idle_t *h)
     s->unlock(s->lock_arg);
 }
 
+static void on_xidle(uv_idle_t *h) { x_poll(h->data, SIZE_MAX); }
+
 void tdm_query_sink_poll(tdm_query_sink *s)
 {
-    if (s->xhead) on_xidle(&s->xidle);
+    if (s->xhead) x_poll(s, X_POLL_READ);
 }
 
 /* The sink's loop: submits job, through the ring when it takes it (then polled here). TDM_OK, or
@@ -534,8 +544,9 @@ static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job)
     if (rc != 1) return rc;
     tdm_query_sink *s = job->sink;
     if (!s->xhead) uv_idle_start(&s->xidle, on_xidle); /* cannot fail on an initialised handle */
-    job->next = s->xhead;
-    s->xhead = job;
+    job->next = NULL;
+    *s->xtail = job;
+    s->xtail = &job->next;
     return TDM_OK;
 }
 
@@ -571,6 +582,7 @@ int tdm_query_pool_sink(tdm_query_pool *qp, uv_loop_t *loop, void (*lock)(void *
     uv_check_init(loop, &s->check);
     uv_idle_init(loop, &s->xidle);
     s->qp = qp;
+    s->xtail = &s->xhead;
     s->poll.data = s->prepare.data = s->check.data = s->xidle.data = s;
     s->handles_open = 4;
     uv_prepare_start(&s->prepare, on_prepare);
@@ -587,7 +599,7 @@ void tdm_query_sink_close(tdm_query_sink *s)
 {
     /* no connection is left, so no job of this loop is in the ring: its connection would wait */
     while (s->xhead) {
-        on_xidle(&s->xidle);
+        x_poll(s, SIZE_MAX);
         if (s->xhead) sched_yield();
     }
     collect(s, 1);
