@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tandem/adapters/libuv.h>
@@ -1338,6 +1339,65 @@ Test(robotd, planners_through_the_ring_polled_by_the_loops_answer_as_reference)
     setenv("TDM_EXPRESS_ANY_COST", "1", 1);
     static const char *const extra[] = {"--express-configs", "256", "--host-lanes", "0", "--io-threads", "2", NULL};
     planners_on_several_worlds(extra);
+}
+
+/* Clients that pipeline many single states (with a GPU engine, what the express ring takes, polled
+ * by the loops) and hang up with their answers in flight: tandemd lets every job go, a client
+ * after them is answered as the reference, and it stops cleanly (it would wait forever on a job
+ * left behind). */
+#define HANGUPS 4
+#define HANGUP_STATES 300
+
+Test(robotd, clients_hanging_up_with_states_in_flight_leave_nothing_behind)
+{
+    offline o;
+    offline_open(&o);
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32];
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    gen_rng g = {seed ^ 0x4a96};
+    double *q = malloc(sizeof *q * HANGUP_STATES * N_J);
+    tdm_query_result *res = calloc(HANGUP_STATES, sizeof *res);
+    cr_assert(q && res);
+    for (int i = 0; i < HANGUP_STATES; i++) random_config(&g, q + i * N_J);
+    for (int h = 0; h < HANGUPS; h++) {
+        tdm_client *x = lib_connect(h % 2 ? D.tcp_addr : D.unix_addr);
+        for (int i = 0; i < HANGUP_STATES; i++) {
+            uint64_t id;
+            cr_assert_eq(tdm_query_configs_send(x, sid, TDM_QUERY_BOOL, q + i * N_J, N_J, 1, 0, &res[i], NULL, &id), 0,
+                         "client %d, state %d: %s", h, i, tdm_client_errstr(x));
+        }
+        tdm_client_free(x); /* its answers in flight */
+    }
+    tdm_sched_result want[HANGUP_STATES];
+    offline_run(&o, q, HANGUP_STATES, TDM_MODE_BOOL, 1, want, NULL);
+    size_t colliding = 0;
+    for (int i = 0; i < HANGUP_STATES; i++) {
+        tdm_query_result r;
+        cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q + i * N_J, N_J, 1, 0, &r, NULL), 0, "state %d: %s", i,
+                     tdm_client_errstr(c));
+        cr_assert_eq(r.colliding, want[i].colliding != 0, "state %d", i);
+        colliding += r.colliding != 0;
+    }
+    cr_assert(colliding > 0 && colliding < HANGUP_STATES, "the states need both answers (%zu colliding)", colliding);
+    /* the hung-up connections are gone once their jobs are: this one alone is left */
+    tdm_stats st;
+    for (int k = 0; k < 500; k++) {
+        cr_assert_eq(tdm_stats_get(c, &st), 0, "%s", tdm_client_errstr(c));
+        if (st.connections == 1) break;
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(st.connections, 1, "connections still open: %u", st.connections);
+    free(q);
+    free(res);
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+    offline_close(&o);
 }
 
 Test(robotd, async_calls_equal_blocking)
