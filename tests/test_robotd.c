@@ -217,6 +217,21 @@ static void offline_run(offline *o, const double *q, size_t n, tdm_mode mode, ui
 
 /* ---- tests ---- */
 
+/* The test arm (arm.urdf, arm.srdf) stored through c: its id in rid. */
+static void put_arm(tdm_client *c, uint8_t rid[32])
+{
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+}
+
+/* ... and its world scene.yaml: the robot scene's id in sid. */
+static void put_arm_scene(tdm_client *c, uint8_t rid[32], uint8_t sid[32])
+{
+    put_arm(c, rid);
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+}
+
 Test(robotd, store_list_delete_persist)
 {
     dmn_start(&D, NULL);
@@ -485,8 +500,7 @@ Test(robotd, configs_equal_offline)
     dmn_start(&D, NULL);
     tdm_client *c = lib_connect(D.tcp_addr);
     uint8_t rid[32], sid[32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm(c, rid);
     tdm_robot_scene_info *si;
     cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, &si), 0, "%s",
                  tdm_client_errstr(c));
@@ -602,8 +616,7 @@ Test(robotd, scenes_of_one_robot_share_its_trees)
     dmn_start(&D, NULL);
     tdm_client *c = lib_connect(D.tcp_addr);
     uint8_t rid[32], a[32], b[32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm(c, rid);
     /* the same world in two texts: two scenes */
     size_t len = strlen(scene_text);
     char *other = malloc(len + 32);
@@ -793,10 +806,7 @@ Test(robotd, motions_equal_reference)
     tdm_client *c = lib_connect(D.unix_addr);
     cr_assert_eq(tdm_client_server_info(c)->limits.max_motion_states, 100000);
     uint8_t rid[32], sid[32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
-    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm_scene(c, rid, sid);
     const double res = 0.05;
     cr_assert_eq(tdm_motion_check(c, sid, res, m, N_J, N_MOT, first, states, last), 0, "%s", tdm_client_errstr(c));
     int colliding = 0, free_ = 0, at_start = 0;
@@ -1170,10 +1180,7 @@ Test(robotd, small_motion_checks_hold_little)
     dmn_start(&D, flags);
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32], sid[32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
-    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm_scene(c, rid, sid);
     gen_rng g = {seed ^ 0x5a11};
     for (int k = 0; k < 20; k++) {
         double m[2 * N_J];
@@ -1257,8 +1264,7 @@ static void planners_on_several_worlds(const char *const *extra)
     dmn_start(&D, extra);
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32], sids[3][32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm(c, rid);
     for (int w = 0; w < 3; w++) {
         tdm_robot_scene_info *si;
         cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root(worlds[w]), sids[w], NULL, &si), 0, "%s",
@@ -1355,10 +1361,7 @@ Test(robotd, clients_hanging_up_with_states_in_flight_leave_nothing_behind)
     dmn_start(&D, NULL);
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32], sid[32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
-    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm_scene(c, rid, sid);
     gen_rng g = {seed ^ 0x4a96};
     double *q = malloc(sizeof *q * HANGUP_STATES * N_J);
     tdm_query_result *res = calloc(HANGUP_STATES, sizeof *res);
@@ -1495,8 +1498,7 @@ Test(robotd, concurrent_scene_puts_store_each_once)
     dmn_start(&D, NULL);
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32];
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    put_arm(c, rid);
     for (int round = 0; round < 2; round++) {
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, N_PUTTERS);
