@@ -86,7 +86,6 @@ struct tdm_query_pool {
     void (*done)(tdm_query_job *, void *);
     void *data;
     tdm_query_sink *sinks; /* every loop's; the first made is the main loop's */
-    int express_on_loop;   /* the loops poll the express ring for their own jobs */
     uint64_t x_kept_ns;    /* atomic: the ring's last keep by any loop (uv_hrtime) */
 };
 
@@ -166,25 +165,45 @@ static void send_reply(tdm_query_pool *qp, tdm_query_job *j);
 static void finish(tdm_query_pool *qp, tdm_query_job *j, int lane);
 static void reply_push(tdm_query_pool *qp, tdm_query_job *j);
 
-/* Pooler thread: a job's run is over: its next run, or its reply (here or by a reply thread). */
-static void on_finished(tdm_pooler_job *pj, void *data)
+/* What is left of a job after a run (run_over) */
+enum { RUN_NEXT, RUN_CANCELLED, RUN_REPLY };
+
+/* A pooler thread, or the loop for a job the ring answered: a job's run is over: traced; RUN_NEXT
+ * when its next run was submitted (`submit`: the pooler, or the loop's way); RUN_CANCELLED when
+ * its connection closed (no next run, no reply to pack; rc TDM_ECANCELED); else RUN_REPLY. */
+static int run_over(tdm_query_pool *qp, tdm_query_job *j, int (*submit)(tdm_query_pool *, tdm_query_job *))
 {
-    tdm_query_pool *qp = data;
-    tdm_query_job *j = job_of(pj);
+    tdm_pooler_job *pj = &j->pool;
     if (qp->trace) {
         double now = trace_now_ms();
         j->trace_wait_ms += pj->taken_ms - pj->queued_ms;
         j->trace_run_ms += now - pj->taken_ms;
         j->trace_runs++;
     }
-    if (tdm_pooler_job_cancelled(pj)) { /* its connection closed: no next run, no reply to pack */
+    if (tdm_pooler_job_cancelled(pj)) {
         if (pj->rc == TDM_OK) pj->rc = TDM_ECANCELED;
-        hand_back(j);
-        return;
+        return RUN_CANCELLED;
     }
     if (j->again && pj->rc == TDM_OK && j->again(j)) {
-        if (tdm_pooler_submit(qp->pooler, pj) == TDM_OK) return; /* its next run, pooled with the others */
+        if (submit(qp, j) == TDM_OK) return RUN_NEXT;
         pj->rc = TDM_ECANCELED;
+    }
+    return RUN_REPLY;
+}
+
+/* A pooler thread's resubmission: pooled with the others */
+static int pool_submit(tdm_query_pool *qp, tdm_query_job *j) { return tdm_pooler_submit(qp->pooler, &j->pool); }
+
+/* Pooler thread: a job's run is over: its next run, or its reply (here or by a reply thread). */
+static void on_finished(tdm_pooler_job *pj, void *data)
+{
+    tdm_query_pool *qp = data;
+    tdm_query_job *j = job_of(pj);
+    int next = run_over(qp, j, pool_submit);
+    if (next == RUN_NEXT) return;
+    if (next == RUN_CANCELLED) {
+        hand_back(j);
+        return;
     }
     if (qp->rq.n_threads && qp->send) { /* packed, handed back and written by a reply thread */
         reply_push(qp, j);
@@ -373,6 +392,15 @@ static void wait_sent(tdm_query_job *j)
 
 static int has_done(tdm_query_sink *s) { return __atomic_load_n(&s->done_head, __ATOMIC_RELAXED) != NULL; }
 
+/* The sink's loop, holding the server's lock: a finished job to `done`, in its request's metrics scope. */
+static void let_go(tdm_query_sink *s, tdm_query_job *j)
+{
+    s->pending--;
+    tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
+    s->done(j, s->data);
+    tdm_metrics_leave(outer);
+}
+
 /* The sink's loop, holding the server's lock. */
 static void collect(tdm_query_sink *s, int wait)
 {
@@ -394,10 +422,7 @@ static void collect(tdm_query_sink *s, int wait)
             j = next;
             continue;
         }
-        s->pending--;
-        tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
-        s->done(j, s->data);
-        tdm_metrics_leave(outer);
+        let_go(s, j);
         j = next;
     }
     while (back) {
@@ -463,20 +488,9 @@ static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job);
  * when the job is over and goes to `done`. */
 static int x_answered(tdm_query_pool *qp, tdm_query_job *j)
 {
-    tdm_pooler_job *pj = &j->pool;
-    if (qp->trace) {
-        j->trace_wait_ms += pj->taken_ms - pj->queued_ms;
-        j->trace_run_ms += trace_now_ms() - pj->taken_ms;
-        j->trace_runs++;
-    }
-    if (tdm_pooler_job_cancelled(pj)) {
-        if (pj->rc == TDM_OK) pj->rc = TDM_ECANCELED;
-        return 1;
-    }
-    if (j->again && pj->rc == TDM_OK && j->again(j)) {
-        if (submit_on_loop(qp, j) == TDM_OK) return 0; /* its next run */
-        pj->rc = TDM_ECANCELED;
-    }
+    int next = run_over(qp, j, submit_on_loop);
+    if (next == RUN_NEXT) return 0;
+    if (next == RUN_CANCELLED) return 1;
     if (qp->ran) qp->ran(j, qp->data);
     if (qp->send && j->frame) send_reply(qp, j); /* `sending` stays 0: nothing else holds the job */
     return 1;
@@ -519,10 +533,7 @@ static void x_poll(tdm_query_sink *s, size_t limit)
     while (over) {
         tdm_query_job *next = over->next;
         over->next = NULL;
-        s->pending--;
-        tdm_metrics_mark outer = tdm_metrics_enter(&over->mark);
-        s->done(over, s->data);
-        tdm_metrics_leave(outer);
+        let_go(s, over);
         over = next;
     }
     s->unlock(s->lock_arg);
@@ -539,7 +550,6 @@ void tdm_query_sink_poll(tdm_query_sink *s)
  * the pooler's refusal. */
 static int submit_on_loop(tdm_query_pool *qp, tdm_query_job *job)
 {
-    if (!qp->express_on_loop) return tdm_pooler_submit(qp->pooler, &job->pool);
     int rc = tdm_pooler_submit_polled(qp->pooler, &job->pool);
     if (rc != 1) return rc;
     tdm_query_sink *s = job->sink;
@@ -669,7 +679,6 @@ int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs, int on_
 {
     if (!on_loop) return tdm_pooler_set_express(qp->pooler, max_configs);
     tdm_pooler_set_express_polled(qp->pooler, max_configs);
-    qp->express_on_loop = max_configs > 0;
     return TDM_OK;
 }
 

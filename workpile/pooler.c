@@ -106,6 +106,7 @@ struct tdm_pooler {
 };
 
 static void express_wake(struct xworker *w);
+static int express_settle(tdm_pooler *p, tdm_pooler_job *j, int rc);
 static void express_over(tdm_pooler *p, uint32_t queries, int ran);
 
 /* How long an idle pooler thread polls for work before it sleeps, with a device engine. */
@@ -716,7 +717,8 @@ int tdm_pooler_submit(tdm_pooler *p, tdm_pooler_job *job) { return submit(p, job
 
 int tdm_pooler_submit_polled(tdm_pooler *p, tdm_pooler_job *job) { return submit(p, job, 1); }
 
-/* polled: the caller polls the ring for the job (tdm_pooler_submit_polled): 1 when published */
+/* polled: tdm_pooler_submit_polled, whose caller polls the ring for the job when the ring is
+ * polled (1 when published); only such a caller publishes into a polled ring */
 static int submit(tdm_pooler *p, tdm_pooler_job *job, int polled)
 {
     job->next = NULL;
@@ -750,7 +752,7 @@ static int submit(tdm_pooler *p, tdm_pooler_job *job, int polled)
     }
     /* the express ring: published here, at once, or the usual way; a job to be filled (a motion's
        first states) is filled here first, as no pooler thread takes it */
-    int express = !h && p->express_configs && polled == p->express_polled && job->configs && !no_express && !cancelled &&
+    int express = !h && p->express_configs && (polled || !p->express_polled) && job->configs && !no_express && !cancelled &&
                   job->n_queries <= p->express_configs && (p->express_any_cost || within_small_work(p, job));
     if (express && job->fill) {
         void (*fill)(tdm_pooler_job *) = job->fill;
@@ -760,7 +762,7 @@ static int submit(tdm_pooler *p, tdm_pooler_job *job, int polled)
     if (express && tdm_sched_express_submit(p->engine, job->scene, job->kin, job->configs, job->n_queries, job->mode,
                                             job->max_contacts, &job->express) == TDM_OK) {
         if (p->trace) job->queued_ms = job->taken_ms = now_ms(); /* the trace's: no queue, one run */
-        if (polled) return 1;
+        if (p->express_polled) return 1;
         struct xworker *w =
             &p->xw[p->x_started == 1 ? 0 : __atomic_fetch_add(&p->x_next, 1, __ATOMIC_RELAXED) % (uint32_t)p->x_started];
         tdm_pooler_job *xh = __atomic_load_n(&w->inbox, __ATOMIC_RELAXED);
@@ -848,25 +850,31 @@ static void *express_main(void *arg)
             /* the job is not ours once finished or submitted again (a motion's next round, or
                finished and freed by another thread): what the stats need is read first */
             uint32_t queries = j->n_queries;
-            int ran = rc == 1;
-            if (!ran) { /* given back, or the ring failed: the usual way (counted there) */
-                j->no_express = 1;
-                if (tdm_pooler_submit(p, j) != TDM_OK) {
-                    j->rc = TDM_ECANCELED;
-                    p->finished(j, p->data);
-                    finished++;
-                }
-            } else {
-                j->rc = TDM_OK;
-                j->done = j->n_queries;
+            if (express_settle(p, j, rc) == 1) {
                 p->finished(j, p->data);
                 finished++;
             }
-            express_over(p, queries, ran);
+            express_over(p, queries, rc == 1);
         }
         if (finished && p->batch_end) p->batch_end(p->data);
     }
     return NULL;
+}
+
+/* Job j's word from the ring (rc of tdm_sched_express_poll, not 0): 1, the job is over (answered,
+ * or given back and refused by the pooler: TDM_ECANCELED); 2, given back (it outgrew a block, or the
+ * ring failed) and submitted the usual way, which counts it. */
+static int express_settle(tdm_pooler *p, tdm_pooler_job *j, int rc)
+{
+    if (rc == 1) {
+        j->rc = TDM_OK;
+        j->done = j->n_queries;
+        return 1;
+    }
+    j->no_express = 1;
+    if (tdm_pooler_submit(p, j) == TDM_OK) return 2;
+    j->rc = TDM_ECANCELED;
+    return 1;
 }
 
 /* A ring's job is over (ran: answered; else given back and refused by the pooler): counted,
@@ -887,20 +895,9 @@ int tdm_pooler_poll_express(tdm_pooler *p, tdm_pooler_job *j)
     int rc = tdm_sched_express_poll(p->engine, &j->express, j->scene, j->mode, j->results);
     if (rc == 0) return 0;
     uint32_t queries = j->n_queries; /* read first: a job given back may be finished meanwhile */
-    if (rc == 1) {
-        j->rc = TDM_OK;
-        j->done = j->n_queries;
-        express_over(p, queries, 1);
-        return 1;
-    }
-    j->no_express = 1; /* given back, or the ring failed: the usual way (counted there) */
-    if (tdm_pooler_submit(p, j) != TDM_OK) {
-        j->rc = TDM_ECANCELED;
-        express_over(p, queries, 0);
-        return 1;
-    }
-    express_over(p, queries, 0);
-    return 2;
+    int over = express_settle(p, j, rc);
+    express_over(p, queries, rc == 1);
+    return over;
 }
 
 void tdm_pooler_keep_express(tdm_pooler *p) { tdm_sched_express_keep(p->engine); }

@@ -205,8 +205,8 @@ void tdm_pooler_set_express_polled(tdm_pooler *p, uint32_t max_configs);
 /* As tdm_pooler_submit; with the polled ring, a job the ring may take is published into it
  * on this thread (its `fill` called here first). Returns 1 when it was: it is then this
  * caller's to poll with tdm_pooler_poll_express (no pooler thread touches it); TDM_OK when it
- * went the usual way (finished through `finished`); TDM_EINVAL once stopping (as
- * tdm_pooler_submit). */
+ * was submitted as tdm_pooler_submit would (finished through `finished`; with a ring that is
+ * not polled, its thread's); TDM_EINVAL once stopping (as tdm_pooler_submit). */
 int tdm_pooler_submit_polled(tdm_pooler *p, tdm_pooler_job *job);
 /* A job tdm_pooler_submit_polled published, on the thread that polls it: 0, not answered
  * yet; 1, over: rc, done and results are set as for `finished`, which is not called for it,
