@@ -17,7 +17,7 @@
 #   MANY=64 FCL_PLANNERS=16        planners at once in the Tandem and FCL rows
 #   PER_SCENARIO=0         problems per scenario (0: all 100; smoke tests: fewer)
 #   ENGINE=gpu             tandemd --engine;  THREADS=$(nproc): tandemd --threads
-#   TANDEMD_ARGS=          more tandemd flags (named in the report)
+#   TANDEMD_ARGS=          more tandemd flags (named in the report, as are TDM_* variables set)
 #   TIME_LIMIT=2 RESOLUTION=0.02 SEED=1   as bench/run_ompl.sh (the same for both checkers)
 # Time: a round is about FCL's row (~15 s on a 16-core host) plus Tandem's (~5 s) plus set-up.
 set -euo pipefail
@@ -42,7 +42,9 @@ for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
     [[ -e $f ]] || { echo "run_goal_rounds.sh: $f not found (build with libompl-dev and libfcl-dev installed)" >&2; exit 1; }
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "run_goal_rounds.sh: ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
-command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
+# tandemd's A/B switches in the environment (TDM_*) are named in the report's command too
+mapfile -t tdm_env < <(env | grep -E '^TDM_[A-Z0-9_]*=' | sort || true)
+command="$(printf '%q ' env "${tdm_env[@]}" ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
     ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ROUNDS="$ROUNDS" \
     MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" PER_SCENARIO="$PER_SCENARIO" ENGINE="$ENGINE" THREADS="$THREADS" \
     ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} TIME_LIMIT="$TIME_LIMIT" RESOLUTION="$RESOLUTION" SEED="$SEED" \

@@ -59,6 +59,8 @@
 #             no express thread: the default since 2026-11-29, so the same as the defaults now)
 #   xthread   TDM_EXPRESS_ON_LOOP=0 (the ring polled by its own thread, the reply threads writing its replies,
 #             as before 2026-11-29; with it, --reply-threads auto is 2 again)
+#   yield     TDM_POLL_YIELD=1 (tandemd's polling threads yield their cores to the host's runnable threads:
+#             the pooler's and reply threads' polls, a loop's idle turns, the driver's waits)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
@@ -119,6 +121,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :xt([0-9]+) ]] && envs+=(TDM_EXPRESS_THREADS="${BASH_REMATCH[1]}")
     [[ $v == *:xloop* ]] && envs+=(TDM_EXPRESS_ON_LOOP=1)
     [[ $v == *:xthread* ]] && envs+=(TDM_EXPRESS_ON_LOOP=0)
+    [[ $v == *:yield* ]] && envs+=(TDM_POLL_YIELD=1)
     level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)

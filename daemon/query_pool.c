@@ -80,6 +80,7 @@ struct tdm_query_pool {
         size_t n;                   /* atomic: queued, read without the lock by the polling */
         int sleepers, stopping;
         uint64_t spin_ns;
+        int yield; /* TDM_POLL_YIELD=1 (A/B runs): polling yields the core each round */
         int n_threads;
         pthread_t threads[TDM_QUERY_POOL_MAX_REPLY_THREADS];
     } rq;
@@ -327,7 +328,10 @@ static tdm_query_job *reply_pop(tdm_query_pool *qp)
         if (qp->rq.spin_ns) {
             double now = trace_now_ms();
             if (until == 0) until = now + 1e-6 * (double)qp->rq.spin_ns;
-            if (now < until) continue;
+            if (now < until) {
+                if (qp->rq.yield) sched_yield();
+                continue;
+            }
         }
         pthread_mutex_lock(&qp->rq.mu);
         qp->rq.sleepers++;
@@ -365,6 +369,8 @@ int tdm_query_pool_set_replies(tdm_query_pool *qp, int n)
     if (n > TDM_QUERY_POOL_MAX_REPLY_THREADS) n = TDM_QUERY_POOL_MAX_REPLY_THREADS;
     const char *sp = getenv("TDM_REPLY_SPIN_US"); /* measurements: the reply threads' own polling */
     qp->rq.spin_ns = sp && *sp ? 1000 * strtoull(sp, NULL, 10) : tdm_pooler_poll_ns(qp->pooler);
+    const char *py = getenv("TDM_POLL_YIELD");
+    qp->rq.yield = py && strcmp(py, "1") == 0;
     for (int k = 0; k < n; k++) {
         if (pthread_create(&qp->rq.threads[k], NULL, reply_main, qp) != 0) return TDM_ESYS;
         qp->rq.n_threads = k + 1;

@@ -901,6 +901,9 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         cudaGetLastError();
         return TDM_ENODEV;
     }
+    /* TDM_POLL_YIELD=1 (A/B runs): the driver's waits yield the core between their polls */
+    const char *py = getenv("TDM_POLL_YIELD");
+    if (py && strcmp(py, "1") == 0 && cudaSetDeviceFlags(cudaDeviceScheduleYield) != cudaSuccess) cudaGetLastError();
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     if (c.memory_budget == 0) c.memory_budget = (uint64_t)(0.8 * (double)total_b);

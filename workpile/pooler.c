@@ -1,6 +1,7 @@
 #include "pooler.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,7 @@ struct tdm_pooler {
     pthread_mutex_t lock;
     waiters kind[2];             /* the lanes' threads, the host threads */
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
+    int poll_yield;              /* TDM_POLL_YIELD=1 (A/B runs): a polling thread yields its core every few us */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
     int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host + host_extra) */
     int host_extra;              /* TDM_HOST_QUEUE (measurements): that many more may wait (0) */
@@ -549,7 +551,10 @@ static int spin_for_work(tdm_pooler *p, const worker *w, double until)
             queued = 1;
             break;
         }
-        if ((i & 63) == 63 && now_ms() > until) break;
+        if ((i & 63) == 63) {
+            if (now_ms() > until) break;
+            if (p->poll_yield) sched_yield();
+        }
         cpu_relax();
     }
     if (counted) __atomic_sub_fetch(&k->spinners, 1, __ATOMIC_SEQ_CST);
@@ -665,6 +670,8 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
        spin on the device anyway, and the cores are there); TDM_POOLER_SPIN_US overrides (0: never) */
     const char *spin = getenv("TDM_POOLER_SPIN_US");
     p->spin_ns = spin && *spin ? 1000 * strtoull(spin, NULL, 10) : p->configs_on_device ? POOLER_SPIN_NS : 0;
+    const char *py = getenv("TDM_POLL_YIELD");
+    p->poll_yield = py && strcmp(py, "1") == 0;
     const char *xc = getenv("TDM_EXPRESS_ANY_COST");
     p->express_any_cost = xc && strcmp(xc, "1") == 0;
     const char *hq = getenv("TDM_HOST_QUEUE");
