@@ -65,29 +65,34 @@ sock=$work/tandemd.sock
 pid=$!
 wait_listening run_goal_rounds.sh "$sock" "$pid" "$work/tandemd.log"
 
-# row NAME ARGS...: one ompl_plan run; prints "problems_per_s solved problems"
+# row NAME ARGS...: one ompl_plan run; prints "problems_per_s solved problems busy_share"
 row() {
     local log=$work/$1; shift
     "$plan" "${base[@]}" "$@" "$work/problems" > "$log" 2> "$log.err" ||
         { echo "run_goal_rounds.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
-    echo "$(field "$log" problems_per_s) $(field "$log" solved) $(field "$log" problems)"
+    echo "$(field "$log" problems_per_s) $(field "$log" solved) $(field "$log" problems) $(field "$log" busy_share)"
 }
+pct() { awk -v x="${1:-0}" 'BEGIN { printf "%.0f %%", 100 * x }'; }
 
 rows=()
 ratios=()
+busy_f=()
+busy_t=()
 t_start=$(date +%s)
 for r in $(seq "$ROUNDS"); do
     if (( r % 2 )); then
-        read -r f fs fn < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
-        read -r t ts tn < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
+        read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
+        read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
         order="FCL, then Tandem"
     else
-        read -r t ts tn < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
-        read -r f fs fn < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
+        read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
+        read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
         order="Tandem, then FCL"
     fi
     q=$(awk -v a="$t" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     ratios+=("$q")
+    busy_f+=("$(pct "$fb")")
+    busy_t+=("$(pct "$tb")")
     rows+=("| $r | $order | $f ($fs of $fn solved) | $t ($ts of $tn solved) | $q× |")
     echo "run_goal_rounds.sh: ${rows[-1]}" >&2
 done
@@ -114,4 +119,7 @@ built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s
     printf '%s\n' "${rows[@]}"
     echo
     echo "Ratio over the rounds: median **$median×**, least $least×, largest $most× (goal: ≥ 4×)."
+    echo
+    echo "Planners busy (each row's problems' whole times over its planners × its wall time; the rest is the"
+    echo "batch's end, when the last problems run alone, some to the time limit): FCL $(IFS=,; echo "${busy_f[*]}" | sed 's/,/, /g'); Tandem $(IFS=,; echo "${busy_t[*]}" | sed 's/,/, /g') (rounds in order)."
 } | tee "$out_file"

@@ -152,6 +152,7 @@ struct outcome {
     bool ran = false, solved = false, recheck_failed = false;
     double seconds = 0, build_s = 0, states_s = 0, neighbours_s = 0, motions_s = 0;
     double setup_s = 0; /* Tandem: the scene's put and delete, waits for planners of the same scene included */
+    double busy_s = 0;  /* the problem's whole time on its planner: its files, its scene, its solve */
     double check_s = 0; /* RRTConnect: time inside the OMPL validity checker and motion validator */
     uint64_t state_calls = 0; /* ... of it, the validity checker's calls and time */
     double state_s = 0;
@@ -479,7 +480,9 @@ int main(int argc, char **argv)
         for (;;) {
             size_t i = next.fetch_add(1);
             if (i >= probs.size()) break;
+            double t_busy = now();
             run_problem(sh, o.fcl ? NULL : conns[p], probs[i], o.seed + i, &res[i]);
+            res[i].busy_s = now() - t_busy;
         }
     };
     {
@@ -508,7 +511,7 @@ int main(int argc, char **argv)
 
     size_t solved = 0, failed_recheck = 0, errors = 0;
     uint64_t checks = 0, requests = 0;
-    double setup_s = 0, solve_s = 0, check_s = 0, state_s = 0;
+    double setup_s = 0, solve_s = 0, check_s = 0, state_s = 0, busy_s = 0;
     uint64_t state_calls = 0;
     std::vector<double> secs, builds, b_states, b_nn, b_motions; /* roadmaps: medians of the first round and its parts */
     for (size_t i = 0; i < probs.size(); i++) {
@@ -521,6 +524,7 @@ int main(int argc, char **argv)
         checks += r.checks;
         requests += r.requests;
         setup_s += r.setup_s;
+        busy_s += r.busy_s;
         solve_s += r.seconds;
         check_s += r.check_s;
         state_s += r.state_s;
@@ -548,6 +552,9 @@ int main(int argc, char **argv)
                quantile(builds, 0.5), quantile(b_states, 0.5), quantile(b_nn, 0.5), quantile(b_motions, 0.5));
     if (!o.fcl) printf(" setup_s=%.3f", setup_s);
     printf(" solve_s=%.3f", solve_s);
+    /* the planners' share of the run's wall time spent on problems (the rest: waiting for the last
+       problems, once none is left to take, and the threads' start) */
+    printf(" busy_s=%.3f busy_share=%.3f", busy_s, wall > 0 ? busy_s / (wall * (double)o.planners) : 0.0);
     if (!o.prm) printf(" check_s=%.3f state_calls=%llu state_s=%.3f", check_s, (unsigned long long)state_calls, state_s);
     printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
            o.fcl ? "fcl" : "tandem",
