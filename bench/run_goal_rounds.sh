@@ -19,6 +19,8 @@
 #   ENGINE=gpu             tandemd --engine;  THREADS=$(nproc): tandemd --threads
 #   TANDEMD_ARGS=          more tandemd flags (named in the report, as are TDM_* variables set)
 #   TIME_LIMIT=2 RESOLUTION=0.02 SEED=1   as bench/run_ompl.sh (the same for both checkers)
+#   PLANNER=rrtconnect     ompl_plan --planner for both rows (rrtconnect: OMPL's, the goal's; or
+#                          rrtconnect-fused, examples/ompl/rrt_fused.h)
 # Time: a round is about FCL's row (~15 s on a 16-core host) plus Tandem's (~5 s) plus set-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +38,7 @@ TANDEMD_ARGS=${TANDEMD_ARGS:-}
 TIME_LIMIT=${TIME_LIMIT:-2}
 RESOLUTION=${RESOLUTION:-0.02}
 SEED=${SEED:-1}
+PLANNER=${PLANNER:-rrtconnect}
 plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
@@ -48,6 +51,7 @@ command="$(printf '%q ' env "${tdm_env[@]}" ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"}
     ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ROUNDS="$ROUNDS" \
     MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" PER_SCENARIO="$PER_SCENARIO" ENGINE="$ENGINE" THREADS="$THREADS" \
     ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} TIME_LIMIT="$TIME_LIMIT" RESOLUTION="$RESOLUTION" SEED="$SEED" \
+    PLANNER="$PLANNER" \
     bench/run_goal_rounds.sh "$out_file")"
 
 work=$(mktemp -d)
@@ -56,7 +60,7 @@ cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; 
 trap cleanup EXIT
 tar xjf "$PANDA/problems.tar.bz2" -C "$work"
 base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOLUTION" --seed "$SEED"
-      --planner rrtconnect --time-limit "$TIME_LIMIT" --per-scenario "$PER_SCENARIO")
+      --planner "$PLANNER" --time-limit "$TIME_LIMIT" --per-scenario "$PER_SCENARIO")
 
 read -r -a more <<< "$TANDEMD_ARGS"
 sock=$work/tandemd.sock
@@ -104,13 +108,15 @@ read -r median least most < <(printf '%s\n' "${ratios[@]}" | sort -g |
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 pack_info=$(dirname "$tandemd")/../PACK_INFO
 built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s PACK_INFO)/p' "$pack_info" || true)
+if [[ $PLANNER == rrtconnect ]]; then planner_said="RRTConnect (OMPL's)"
+else planner_said="$PLANNER (ompl_plan --planner; not the goal's planner, which is OMPL's RRTConnect)"; fi
 {
     echo "# Issue 13's many-planner goal in alternated rounds: $MANY planners through tandemd against $FCL_PLANNERS FCL planners"
     echo
     echo "Command: \`$command\`"
     echo
     echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; $ROUNDS rounds in ${t_total} s."
-    echo "- RRTConnect, time limit $TIME_LIMIT s a problem, motion resolution $RESOLUTION rad, seed $SEED; problems per scenario: $PER_SCENARIO (0: all 100)."
+    echo "- $planner_said, time limit $TIME_LIMIT s a problem, motion resolution $RESOLUTION rad, seed $SEED; problems per scenario: $PER_SCENARIO (0: all 100)."
     echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
     echo "- problems/s: problems over the run's wall time, as \`bench/run_ompl.sh\`'s (c) rows."
     echo
