@@ -221,7 +221,8 @@ void tdm_pooler_keep_express(tdm_pooler *p);
 int tdm_pooler_host_threads(const tdm_pooler *p);
 /* How long an idle thread polls for work before it sleeps, in µs (0: it sleeps at
  * once). The default: 200 when the engine runs configurations on the device, else 0;
- * TDM_POOLER_SPIN_US in the environment, read at create, sets it too. Before the
+ * TDM_POOLER_SPIN_US in the environment, read at create, sets it too; TDM_POLL_YIELD=1
+ * (A/B runs) has a polling thread yield its core every few µs while it polls. Before the
  * first submit. */
 void tdm_pooler_set_poll(tdm_pooler *p, uint64_t us);
 /* The idle threads' polling now (tdm_pooler_set_poll, or its default), in ns. Any thread. */
