@@ -80,8 +80,7 @@ pct() { awk -v x="${1:-0}" 'BEGIN { printf "%.0f %%", 100 * x }'; }
 
 rows=()
 ratios=()
-busy_f=()
-busy_t=()
+busy_f="" busy_t="" # each row's busy shares, rounds in order ("96 %, 95 %")
 t_start=$(date +%s)
 for r in $(seq "$ROUNDS"); do
     if (( r % 2 )); then
@@ -95,8 +94,8 @@ for r in $(seq "$ROUNDS"); do
     fi
     q=$(awk -v a="$t" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     ratios+=("$q")
-    busy_f+=("$(pct "$fb")")
-    busy_t+=("$(pct "$tb")")
+    busy_f+="${busy_f:+, }$(pct "$fb")"
+    busy_t+="${busy_t:+, }$(pct "$tb")"
     rows+=("| $r | $order | $f ($fs of $fn solved) | $t ($ts of $tn solved) | $q× |")
     echo "run_goal_rounds.sh: ${rows[-1]}" >&2
 done
@@ -127,5 +126,5 @@ else planner_said="$PLANNER (ompl_plan --planner; not the goal's planner, which 
     echo "Ratio over the rounds: median **$median×**, least $least×, largest $most× (goal: ≥ 4×)."
     echo
     echo "Planners busy (each row's problems' whole times over its planners × its wall time; the rest is the"
-    echo "batch's end, when the last problems run alone, some to the time limit): FCL $(IFS=,; echo "${busy_f[*]}" | sed 's/,/, /g'); Tandem $(IFS=,; echo "${busy_t[*]}" | sed 's/,/, /g') (rounds in order)."
+    echo "batch's end, when the last problems run alone, some to the time limit): FCL $busy_f; Tandem $busy_t (rounds in order)."
 } | tee "$out_file"
