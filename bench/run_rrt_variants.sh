@@ -61,6 +61,9 @@
 #             as before 2026-11-29; with it, --reply-threads auto is 2 again)
 #   yield     TDM_POLL_YIELD=1 (tandemd's polling threads yield their cores to the host's runnable threads:
 #             the pooler's and reply threads' polls, a loop's idle turns, the driver's waits)
+#   async     TDM_ASYNC_LANES=1 (each lane's thread keeps several device runs of configurations in flight,
+#             one a slot, and polls them, instead of waiting for each; A/B, 2026-11-29)
+#   stN       --gpu-streams N (each engine lane's slots: CUDA streams with their buffers)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
@@ -122,7 +125,10 @@ for v in "${variants[@]}"; do
     [[ $v == *:xloop* ]] && envs+=(TDM_EXPRESS_ON_LOOP=1)
     [[ $v == *:xthread* ]] && envs+=(TDM_EXPRESS_ON_LOOP=0)
     [[ $v == *:yield* ]] && envs+=(TDM_POLL_YIELD=1)
+    [[ $v == *:async* ]] && envs+=(TDM_ASYNC_LANES=1)
+    [[ $v =~ :st([0-9]+) ]] && extra+=(--gpu-streams "${BASH_REMATCH[1]}")
     level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
+    [[ $v == *:async* ]] && level=info # ... and what the async lanes started
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
@@ -188,7 +194,7 @@ for v in "${variants[@]}"; do
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
     grep -av '^dispatch\|^gpu configs\|^gpu mesh\|Z info ' "$work/trace.txt" | sed 's/^/  /' | tail -9
-    grep -a 'Z info  stats: \(express\|queries cpu\)' "$work/trace.txt" | sed 's/^[^ ]* info  /  /'
+    grep -a 'Z info  stats: \(express\|async\|queries cpu\)' "$work/trace.txt" | sed 's/^[^ ]* info  /  /'
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
                n = f["n"]; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"

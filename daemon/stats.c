@@ -79,6 +79,9 @@ void tdm_stats_log(tdm_server *srv)
                      "robot scene programs uploaded, %llu launches",
                      (unsigned long long)es.express_configs, (unsigned long long)es.express_overflows,
                      (unsigned long long)es.express_programs, (unsigned long long)es.express_launches);
+    if (es.async_runs)
+        tdm_log_info("stats: async lanes: %llu device runs started in flight, %llu waited for an idle lane",
+                     (unsigned long long)es.async_runs, (unsigned long long)es.async_waits);
 }
 
 void tdm__stats(tdm_conn *c, uint64_t id)

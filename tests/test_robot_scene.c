@@ -1356,10 +1356,32 @@ static void pool_ran(const tdm_pooler_batch *b, void *data)
     pthread_mutex_unlock(&w->mu);
 }
 
-Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
+/* Submits jobs [lo, hi) round by round (a thread of the async test below). */
+typedef struct pool_feed {
+    tdm_pooler *pl;
+    tdm_pooler_job *jobs;
+    int lo, hi, per_round;
+} pool_feed;
+
+static void *pool_feed_main(void *arg)
+{
+    pool_feed *f = arg;
+    for (int k = f->lo; k < f->hi; k++) {
+        if (tdm_pooler_submit(f->pl, &f->jobs[k]) != TDM_OK) return (void *)1;
+        if ((k - f->lo) % f->per_round == f->per_round - 1) sched_yield();
+    }
+    return NULL;
+}
+
+/* The pooled jobs below; with `async` through async lanes (TDM_ASYNC_LANES=1: each lane's
+ * thread keeps several runs in flight, tdm_sched_async), submitted from `feeders` threads,
+ * with TDM_GPU_CONFIG_ROOM `room` (runs that leave configurations for the synchronous way). */
+static void pooled_jobs(int async, int feeders, const char *room)
 {
     char why[320] = "";
+    if (room) setenv("TDM_GPU_CONFIG_ROOM", room, 1);
     tdm_sched *e = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (room) unsetenv("TDM_GPU_CONFIG_ROOM");
     if (!e) cr_skip_test("no GPU engine: %s", why);
     scene_set set;
     scene_set_make(&set, e);
@@ -1380,9 +1402,27 @@ Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
     }
     pool_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     tdm_pooler *pl;
+    if (async) setenv("TDM_ASYNC_LANES", "1", 1);
     cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, pool_finished, pool_ran, &w, &pl), TDM_OK);
-    for (int r = 0; r < ROUNDS; r++) /* a round's jobs at once, queued behind the runs in flight */
-        for (int i = 0; i < PER_ROUND; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[r * PER_ROUND + i]), TDM_OK);
+    if (async) unsetenv("TDM_ASYNC_LANES");
+    if (feeders <= 1) {
+        for (int r = 0; r < ROUNDS; r++) /* a round's jobs at once, queued behind the runs in flight */
+            for (int i = 0; i < PER_ROUND; i++)
+                cr_assert_eq(tdm_pooler_submit(pl, &jobs[r * PER_ROUND + i]), TDM_OK);
+    } else {
+        pthread_t th[8];
+        pool_feed fd[8];
+        cr_assert(feeders <= 8);
+        for (int t = 0; t < feeders; t++) {
+            fd[t] = (pool_feed){pl, jobs, JOBS * t / feeders, JOBS * (t + 1) / feeders, PER_ROUND};
+            cr_assert_eq(pthread_create(&th[t], NULL, pool_feed_main, &fd[t]), 0);
+        }
+        for (int t = 0; t < feeders; t++) {
+            void *ret;
+            pthread_join(th[t], &ret);
+            cr_assert_null(ret, "feeder %d: a submit failed", t);
+        }
+    }
     pthread_mutex_lock(&w.mu);
     while (w.finished < JOBS) pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
@@ -1401,9 +1441,14 @@ Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
                      k % N_SCENES, d, first);
         for (int i = 0; i < N_JOB; i++) colliding += want[k * N_JOB + i].colliding;
     }
-    cr_log_info("%zu batches of several jobs, %zu colliding configurations", w.multi, colliding);
-    cr_assert_gt(w.multi, 0, "no batch pooled several jobs");
+    tdm_sched_stats st;
+    tdm_sched_get_stats(e, &st);
+    cr_log_info("%zu batches of several jobs, %zu colliding configurations; %llu async runs, %llu waits", w.multi,
+                colliding, (unsigned long long)st.async_runs, (unsigned long long)st.async_waits);
+    if (feeders <= 1) cr_assert_gt(w.multi, 0, "no batch pooled several jobs");
     cr_assert(colliding > 0, "the jobs need colliding configurations");
+    if (async) cr_assert_gt(st.async_runs, 0, "no run went the async way");
+    else cr_assert_eq(st.async_runs, 0);
     scene_set_free(&set, e);
     free(jobs);
     free(q);
@@ -1411,6 +1456,14 @@ Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one)
     free(want);
     tdm_sched_destroy(e);
 }
+
+Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one) { pooled_jobs(0, 1, NULL); }
+/* Async lanes: the same answers, with several runs in flight on a lane, programs uploaded
+ * only on an idle lane, from several submitting threads, and with runs that leave
+ * configurations for the synchronous way (a small room). */
+Test(robot_scene, pooled_jobs_through_async_lanes) { pooled_jobs(1, 1, NULL); }
+Test(robot_scene, pooled_jobs_through_async_lanes_from_several_threads) { pooled_jobs(1, 4, NULL); }
+Test(robot_scene, pooled_jobs_through_async_lanes_with_a_small_room) { pooled_jobs(1, 4, "40"); }
 
 /* Host lanes (tdm_pooler_set_host): jobs of at most HOST_MAX configurations run alone on a host
  * thread, on the CPU engine, the others on the engine's lanes; every job gets its own scene's

@@ -403,22 +403,14 @@ static int gpu_run(tdm_backend *b, int lane, const tdm_task_list *list, tdm_coll
 #define CONFIG_TASK_AIM 196608
 #define CONFIG_RUN_MIN 256
 
-int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
-                               const uint32_t *robot_of, void *const *const *copies, const double *configs, size_t n,
-                               uint32_t mode, uint32_t cap, tdm_gpu_config_answer *out, uint64_t *tasks)
+/* The robots of a call as its runs take them (*rs, *pairs: the caller frees both): the pairs
+ * made from `copies` for those given whole, and every keyed one's program set
+ * (tdm_gpu_configs_programs: with no slot of the lane running when one is given whole). */
+static int configs_robots(gpu_lane *L, const tdm_gpu_robot *robots, uint32_t n_robots, void *const *const *copies,
+                          tdm_gpu_robot **rs_out, tdm_gpu_pair **pairs_out)
 {
-    gpu_engine *e = (gpu_engine *)b;
-    gpu_lane *L = &e->lanes[lane];
-    if (n == 0) return TDM_OK;
-    if (n_robots == 0) return TDM_EINVAL;
-    uint32_t K = 0, J = robots[0].kin->n_q;
     size_t all_checks = 0;
-    for (uint32_t r = 0; r < n_robots; r++) {
-        if (robots[r].n_checks > K) K = robots[r].n_checks;
-        all_checks += robots[r].n_checks;
-    }
-    int rc = tdm_gpu_begin(L->g);
-    if (rc != TDM_OK) return rc;
+    for (uint32_t r = 0; r < n_robots; r++) all_checks += robots[r].n_checks;
     tdm_gpu_pair *pairs = malloc(sizeof *pairs * (all_checks ? all_checks : 1));
     tdm_gpu_robot *rs = malloc(sizeof *rs * n_robots);
     if (!pairs || !rs) {
@@ -433,12 +425,33 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *ro
             tdm_gpu_pair_of(L->g, copies[r][2 * (size_t)k], copies[r][2 * (size_t)k + 1], &pairs[at + k]);
         rs[r].pairs = pairs + at;
     }
-    rc = tdm_gpu_configs_programs(L->g, rs, n_robots);
+    int rc = tdm_gpu_configs_programs(L->g, rs, n_robots);
     if (rc != TDM_OK) {
         free(pairs);
         free(rs);
         return rc;
     }
+    *rs_out = rs;
+    *pairs_out = pairs;
+    return TDM_OK;
+}
+
+int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
+                               const uint32_t *robot_of, void *const *const *copies, const double *configs, size_t n,
+                               uint32_t mode, uint32_t cap, tdm_gpu_config_answer *out, uint64_t *tasks)
+{
+    gpu_engine *e = (gpu_engine *)b;
+    gpu_lane *L = &e->lanes[lane];
+    if (n == 0) return TDM_OK;
+    if (n_robots == 0) return TDM_EINVAL;
+    uint32_t K = 0, J = robots[0].kin->n_q;
+    for (uint32_t r = 0; r < n_robots; r++)
+        if (robots[r].n_checks > K) K = robots[r].n_checks;
+    int rc = tdm_gpu_begin(L->g);
+    if (rc != TDM_OK) return rc;
+    tdm_gpu_pair *pairs;
+    tdm_gpu_robot *rs;
+    if ((rc = configs_robots(L, robots, n_robots, copies, &rs, &pairs)) != TDM_OK) return rc;
     int n_slots = tdm_gpu_slots(L->g);
     size_t most = tdm_gpu_configs_max(L->g, J, K);
     /* the first run fits even if every check is kept; later ones from what was kept */
@@ -532,6 +545,92 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *ro
     free(pairs);
     free(rs);
     return rc;
+}
+
+/* ---- asynchronous runs of configurations: one slot each (gpu_engine.h) -------------- */
+
+size_t tdm_gpu_engine_configs_one_run(tdm_backend *b, int lane, uint32_t n_q, uint32_t n_checks)
+{
+    gpu_engine *e = (gpu_engine *)b;
+    if (n_checks == 0) return 0;
+    size_t most = tdm_gpu_configs_max(e->lanes[lane].g, n_q, n_checks), fit = CONFIG_TASK_AIM / n_checks;
+    return fit < most ? fit : most;
+}
+
+int tdm_gpu_engine_configs_room(tdm_backend *b, int lane)
+{
+    gpu_lane *L = &((gpu_engine *)b)->lanes[lane];
+    int n_slots = tdm_gpu_slots(L->g), idle = 0;
+    for (int k = 0; k < n_slots; k++) idle += L->slots[k].state == IDLE;
+    return idle;
+}
+
+int tdm_gpu_engine_configs_start(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
+                                 const uint32_t *robot_of, void *const *const *copies, const double *configs,
+                                 size_t n, uint32_t mode, uint32_t cap, int *slot)
+{
+    gpu_engine *e = (gpu_engine *)b;
+    gpu_lane *L = &e->lanes[lane];
+    if (n == 0 || n_robots == 0) return TDM_EINVAL;
+    uint32_t K = 0, J = robots[0].kin->n_q;
+    int whole = 0;
+    for (uint32_t r = 0; r < n_robots; r++) {
+        if (robots[r].n_checks > K) K = robots[r].n_checks;
+        whole |= robots[r].checks != NULL;
+    }
+    if (n > tdm_gpu_engine_configs_one_run(b, lane, J, K)) return TDM_EINVAL;
+    int n_slots = tdm_gpu_slots(L->g), idle = -1, running = 0;
+    for (int k = 0; k < n_slots; k++) {
+        if (L->slots[k].state != IDLE) running = 1;
+        else if (idle < 0) idle = k;
+    }
+    /* a program to upload may take the place of one a running slot reads: only on an idle lane */
+    if (idle < 0 || (whole && running)) return TDM_EAGAIN;
+    int rc = tdm_gpu_begin(L->g);
+    if (rc != TDM_OK) return rc;
+    tdm_gpu_pair *pairs;
+    tdm_gpu_robot *rs;
+    if ((rc = configs_robots(L, robots, n_robots, copies, &rs, &pairs)) != TDM_OK) return rc;
+    double *room;
+    rc = tdm_gpu_slot_configs(L->g, idle, n, J, &room);
+    if (rc == TDM_OK) {
+        memcpy(room, configs, n * J * sizeof *room);
+        rc = tdm_gpu_slot_start_configs(L->g, idle, rs, robot_of, n, mode, cap); /* packs what it needs */
+    }
+    free(pairs);
+    free(rs);
+    if (rc != TDM_OK) return rc; /* the slot stays idle; the runs in flight go on */
+    L->slots[idle] = (slot_run){ACTIVE, 0, n, NULL};
+    *slot = idle;
+    return TDM_OK;
+}
+
+int tdm_gpu_engine_configs_poll(tdm_backend *b, int lane, int slot, tdm_gpu_config_answer *out, size_t *done,
+                                uint64_t *tasks)
+{
+    gpu_lane *L = &((gpu_engine *)b)->lanes[lane];
+    slot_run *sr = &L->slots[slot];
+    if (sr->state != ACTIVE) return TDM_EINVAL;
+    int st = tdm_gpu_slot_ready(L->g, slot);
+    if (st == 0) return 0;
+    if (st > 0) st = tdm_gpu_slot_step(L->g, slot);
+    if (st < 0) {
+        tdm_gpu_abort(L->g); /* every slot's run is lost: the caller's runs in flight fail */
+        for (int k = 0; k < tdm_gpu_slots(L->g); k++) L->slots[k].state = IDLE;
+        return st;
+    }
+    if (st == TDM_GPU_SLOT_BUSY) return 0; /* handed over to the levels: the next group queued */
+    size_t m = sr->hi - sr->lo, d = 0;
+    if (st == TDM_GPU_SLOT_DONE) {
+        uint64_t t = 0;
+        const tdm_gpu_config_answer *a = tdm_gpu_slot_config_answers(L->g, slot, &t);
+        while (d < m && a[d].done) d++;
+        memcpy(out, a, d * sizeof *a);
+        *tasks += t;
+    }
+    sr->state = IDLE; /* an overflow answers none: the caller runs them the synchronous way */
+    *done = d;
+    return 1;
 }
 
 /* ---- the rest of the interface ----------------------------------------------------- */

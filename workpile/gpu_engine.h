@@ -43,6 +43,29 @@ int tdm_gpu_engine_run_configs(tdm_backend *b, int lane, const tdm_gpu_robot *ro
                                const uint32_t *robot_of, void *const *const *copies, const double *configs, size_t n,
                                uint32_t mode, uint32_t cap, tdm_gpu_config_answer *out, uint64_t *tasks);
 
+/* Asynchronous runs of configurations, one slot each (the pooler's async lanes): a
+ * thread keeps several of a lane's slots in flight and polls them, instead of waiting
+ * for one run. The caller holds the lane throughout and runs nothing else on it meanwhile.
+ *
+ * tdm_gpu_engine_configs_one_run: the most configurations of robots of n_q values and at
+ * most n_checks checks one such run takes (every one fits even if no check is culled).
+ * tdm_gpu_engine_configs_room: the lane's idle slots.
+ * tdm_gpu_engine_configs_start: starts a run on an idle slot (*slot), with
+ * tdm_gpu_engine_run_configs's arguments; the configurations are copied. TDM_EAGAIN:
+ * no idle slot, or a robot given whole (its program to upload) while a slot runs: poll
+ * the lane empty first. TDM_EINVAL past one_run. A failed start leaves the runs in flight running.
+ * tdm_gpu_engine_configs_poll: 0 while slot's run goes on; 1 when it has ended: *done
+ * answers in out[0 ..) (a prefix: the rest, none after an overflow, are the caller's to
+ * run again with tdm_gpu_engine_run_configs once the lane is idle), its tasks added to
+ * *tasks; a negative TDM_E* when the lane failed (every run in flight is lost). */
+size_t tdm_gpu_engine_configs_one_run(tdm_backend *b, int lane, uint32_t n_q, uint32_t n_checks);
+int tdm_gpu_engine_configs_room(tdm_backend *b, int lane);
+int tdm_gpu_engine_configs_start(tdm_backend *b, int lane, const tdm_gpu_robot *robots, uint32_t n_robots,
+                                 const uint32_t *robot_of, void *const *const *copies, const double *configs,
+                                 size_t n, uint32_t mode, uint32_t cap, int *slot);
+int tdm_gpu_engine_configs_poll(tdm_backend *b, int lane, int slot, tdm_gpu_config_answer *out, size_t *done,
+                                uint64_t *tasks);
+
 /* Lane k's tdm_gpu (the hybrid engine runs on lane 0's device and budget). */
 tdm_gpu *tdm_gpu_engine_lane(tdm_backend *b, int k);
 

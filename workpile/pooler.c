@@ -11,6 +11,7 @@
 #define MAX_THREADS 64 /* tdm_sched_lanes: 8 lanes x 8 GPU engines at most */
 #define MAX_HOST 8      /* tdm_sched_host_lanes */
 #define MAX_EXPRESS 4   /* express threads (TDM_EXPRESS_THREADS) */
+#define MAX_FLIGHTS 8   /* an async lane's batches in flight (a lane's slots at most) */
 
 /* A pooler thread and its scratch (the batch's query list and, for batches of
  * several jobs, its results), kept between batches and grown when one needs more. */
@@ -25,6 +26,16 @@ typedef struct worker {
     size_t configs_cap;
     tdm_sched_configs_group *groups; /* ... by robot scene */
     size_t groups_cap;
+    /* an async lane (TDM_ASYNC_LANES): its batches of configurations in flight on the device */
+    tdm_sched_async *async;
+    struct flight {
+        int used;
+        tdm_pooler_job *batch;
+        tdm_pooler_batch b;
+        tdm_sched_result *res; /* a batch of several jobs: its results side by side, then copied */
+        size_t res_cap;
+        double t0;
+    } flights[MAX_FLIGHTS];
 } worker;
 
 /* How the threads of one kind (kind[0]: the lanes', kind[1]: the host threads'; a job's
@@ -80,6 +91,8 @@ struct tdm_pooler {
     waiters kind[2];             /* the lanes' threads, the host threads */
     uint64_t spin_ns;            /* an idle thread polls this long for work before it sleeps (0: never) */
     int poll_yield;              /* TDM_POLL_YIELD=1 (A/B runs): a polling thread yields its core every few us */
+    int async_lanes;             /* TDM_ASYNC_LANES=1 (A/B runs): each lane's thread keeps several device runs of
+                                    configurations in flight (tdm_sched_async) instead of waiting for each */
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
     int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host + host_extra) */
     int host_extra;              /* TDM_HOST_QUEUE (measurements): that many more may wait (0) */
@@ -295,11 +308,9 @@ static int after_turn(tdm_pooler *p, tdm_pooler_job *j, int rc)
     return 0;
 }
 
-/* Jobs of configurations pooled (take, joins): side by side in one device run,
- * a group per run of jobs on the same scene (several planners' robot scenes in
- * one run), the answers copied back to each job; when it does not run on the
- * device, each job alone, against its own work account. */
-static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
+/* Pooled jobs' configurations side by side in w->configs, their groups in w->groups
+ * (*n_groups); TDM_OK or TDM_ENOMEM. */
+static int configs_gather(worker *w, tdm_pooler_job *batch, size_t n, size_t *n_groups_out)
 {
     size_t J = batch->kin->n_q, n_jobs = 0;
     for (tdm_pooler_job *j = batch; j; j = j->next) n_jobs++;
@@ -323,82 +334,110 @@ static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
         else
             w->groups[n_groups++] = (tdm_sched_configs_group){j->scene, j->kin, j->turn};
     }
-    int rc = tdm_sched_run_configs_groups_device(w->p->engine, w->groups, n_groups, batch->mode, batch->max_contacts,
-                                                 w->configs, w->results);
-    if (rc == TDM_OK) {
-        k = 0;
-        for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next)
-            memcpy(j->results + j->done, w->results + k, j->turn * sizeof *w->results);
-        return TDM_OK;
-    }
-    if (rc != TDM_ENODEV && rc != TDM_EINVAL && rc != TDM_ENONFINITE) return rc;
-    /* not on the device, or a job's input refused: each job alone, its error its own (the batch's
-       rc stays TDM_OK for the others; after_turn finishes a job whose rc is set) */
+    *n_groups_out = n_groups;
+    return TDM_OK;
+}
+
+/* Pooled jobs' results from res, side by side, into each job's. */
+static void results_scatter(tdm_pooler_job *batch, const tdm_sched_result *res)
+{
+    size_t k = 0;
+    for (tdm_pooler_job *j = batch; j; k += j->turn, j = j->next)
+        memcpy(j->results + j->done, res + k, j->turn * sizeof *res);
+}
+
+/* Each job of a batch of configurations alone, its error its own (the batch's rc stays TDM_OK
+ * for the others; after_turn finishes a job whose rc is set): when the batch does not run on
+ * the device, or a job's input is refused. */
+static int configs_each(worker *w, tdm_pooler_job *batch)
+{
+    size_t J = batch->kin->n_q;
     tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, NULL};
     for (tdm_pooler_job *j = batch; j; j = j->next) {
         proto.scene = j->scene;
         proto.work = &j->work;
-        rc = tdm_sched_run_configs(w->p->engine, &proto, j->kin, j->configs + (size_t)j->done * J, j->turn,
-                                   j->results + j->done);
+        int rc = tdm_sched_run_configs(w->p->engine, &proto, j->kin, j->configs + (size_t)j->done * J, j->turn,
+                                       j->results + j->done);
         if (rc == TDM_ENOMEM) return rc;
         if (rc != TDM_OK) j->rc = rc;
     }
     return TDM_OK;
 }
 
-/* Runs one batch (jobs linked through next, the last one's next NULL; each
- * job's `turn` queries from its `done` on) and counts it; then the hook, and
- * `finished` for the jobs that are done (the others are queued again). */
-static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, batch_times *bt)
+/* Jobs of configurations pooled (take, joins): side by side in one device run,
+ * a group per run of jobs on the same scene (several planners' robot scenes in
+ * one run), the answers copied back to each job; when it does not run on the
+ * device, each job alone, against its own work account. */
+static int run_configs_pooled(worker *w, tdm_pooler_job *batch, size_t n)
+{
+    size_t n_groups = 0;
+    int rc = configs_gather(w, batch, n, &n_groups);
+    if (rc != TDM_OK) return rc;
+    rc = tdm_sched_run_configs_groups_device(w->p->engine, w->groups, n_groups, batch->mode, batch->max_contacts,
+                                             w->configs, w->results);
+    if (rc == TDM_OK) {
+        results_scatter(batch, w->results);
+        return TDM_OK;
+    }
+    if (rc != TDM_ENODEV && rc != TDM_EINVAL && rc != TDM_ENONFINITE) return rc;
+    return configs_each(w, batch);
+}
+
+/* A batch's jobs made ready for the engine: their fills, their work limits, and the
+ * query list of jobs of poses. TDM_OK or TDM_ENOMEM. */
+static int batch_gather(worker *w, tdm_pooler_job *batch, const tdm_pooler_batch *b)
 {
     tdm_pooler *p = w->p;
-    double t = p->trace ? now_ms() : 0, t1;
     int rc = reserve(w, b->queries);
-    if (rc == TDM_OK) {
-        size_t k = 0;
-        for (tdm_pooler_job *j = batch; j; j = j->next) {
-            if (j->fill) {
-                void (*fill)(tdm_pooler_job *) = j->fill;
-                j->fill = NULL;
-                fill(j);
-            }
-            uint32_t m = j->scene->n_movable;
-            uint64_t limit = j->max_work;
-            if (j->latency_turn && (!limit || p->fair.latency_work < limit)) limit = p->fair.latency_work;
-            j->work.limit = limit;
-            for (uint32_t i = j->done; i < j->done + j->turn && !j->configs; i++, k++)
-                w->queries[k] = (tdm_sched_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
-                                                  j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL, &j->work};
+    if (rc != TDM_OK) return rc;
+    size_t k = 0;
+    for (tdm_pooler_job *j = batch; j; j = j->next) {
+        if (j->fill) {
+            void (*fill)(tdm_pooler_job *) = j->fill;
+            j->fill = NULL;
+            fill(j);
         }
-        /* a batch of one job writes its results in place */
-        tdm_sched_result *res = batch->next ? w->results : batch->results + batch->done;
-        if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
-        if (w->host) { /* a host job: alone, on the CPU engine, on this thread */
-            tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
-            rc = tdm_sched_run_configs_host(p->engine, &proto, batch->kin,
-                                            batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
-        } else if (batch->configs && batch->next) {
-            rc = run_configs_pooled(w, batch, b->queries);
-            res = NULL; /* answered in place */
-        } else if (batch->configs) { /* alone: its configurations, not poses */
-            tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
-            rc = tdm_sched_run_configs(p->engine, &proto, batch->kin,
-                                       batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
-        } else {
-            rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
-        }
-        if (p->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
-        if (rc == TDM_OK && batch->next && res) {
-            k = 0;
-            for (tdm_pooler_job *j = batch; j; j = j->next) {
-                memcpy(j->results + j->done, res + k, j->turn * sizeof *res);
-                k += j->turn;
-            }
-        }
-        if (p->trace) bt->fold = (t1 = now_ms()) - t, t = t1;
+        uint32_t m = j->scene->n_movable;
+        uint64_t limit = j->max_work;
+        if (j->latency_turn && (!limit || p->fair.latency_work < limit)) limit = p->fair.latency_work;
+        j->work.limit = limit;
+        for (uint32_t i = j->done; i < j->done + j->turn && !j->configs; i++, k++)
+            w->queries[k] = (tdm_sched_query){j->scene, j->poses + (size_t)i * m, j->mode, j->max_contacts,
+                                              j->pairs ? j->pairs + (size_t)i * j->max_contacts : NULL, &j->work};
     }
-    b->rc = rc;
+    return TDM_OK;
+}
 
+/* A gathered batch on the engine, on this thread: its results written into its jobs. */
+static int batch_engine(worker *w, tdm_pooler_job *batch, const tdm_pooler_batch *b)
+{
+    tdm_pooler *p = w->p;
+    /* a batch of one job writes its results in place */
+    tdm_sched_result *res = batch->next ? w->results : batch->results + batch->done;
+    int rc;
+    if (w->host) { /* a host job: alone, on the CPU engine, on this thread */
+        tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
+        rc = tdm_sched_run_configs_host(p->engine, &proto, batch->kin,
+                                        batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
+    } else if (batch->configs && batch->next) {
+        return run_configs_pooled(w, batch, b->queries); /* answered in place */
+    } else if (batch->configs) { /* alone: its configurations, not poses */
+        tdm_sched_query proto = {batch->scene, NULL, batch->mode, batch->max_contacts, NULL, &batch->work};
+        rc = tdm_sched_run_configs(p->engine, &proto, batch->kin,
+                                   batch->configs + (size_t)batch->done * batch->kin->n_q, batch->turn, res);
+    } else {
+        rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
+    }
+    if (rc == TDM_OK && batch->next) results_scatter(batch, res);
+    return rc;
+}
+
+/* After a batch ran (rc): counts it; then the hook, and `finished` for the jobs that are done
+ * (the others are queued again). b->jobs becomes what leaves `pending`. */
+static void batch_finish(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, int rc)
+{
+    tdm_pooler *p = w->p;
+    b->rc = rc;
     pthread_mutex_lock(&p->lock);
     p->stats.batches++;
     p->stats.jobs += b->jobs;
@@ -416,8 +455,28 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
         p->finished(j, p->data);
     }
     if (p->batch_end) p->batch_end(p->data);
-    b->jobs = finished; /* what leaves `pending` */
+    b->jobs = finished;
+}
+
+/* Runs one batch (jobs linked through next, the last one's next NULL; each
+ * job's `turn` queries from its `done` on) and counts it; then the hook, and
+ * `finished` for the jobs that are done (the others are queued again). */
+static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, batch_times *bt)
+{
+    tdm_pooler *p = w->p;
+    double t = p->trace ? now_ms() : 0, t1;
+    int rc = batch_gather(w, batch, b);
+    if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
+    if (rc == TDM_OK) rc = batch_engine(w, batch, b);
+    if (p->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
+    batch_finish(w, batch, b, rc);
     if (p->trace) bt->finished = now_ms() - t;
+}
+
+/* The batch's jobs leave `pending` (lock held). */
+static void batch_left(tdm_pooler *p, const tdm_pooler_batch *b)
+{
+    if (__atomic_sub_fetch(&p->pending, b->jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
 }
 
 /* Is thread w the latency lane: thread 0 of two or more, with the lane on? */
@@ -562,11 +621,126 @@ static int spin_for_work(tdm_pooler *p, const worker *w, double until)
     return queued;
 }
 
+/* ---- async lanes (TDM_ASYNC_LANES) ------------------------------------------------- */
+
+/* The batch of flight f has ended on the device (rc): finished as run_batch finishes one;
+ * one that the device did not answer runs the synchronous way (the lane given back first). */
+static void flight_end(worker *w, struct flight *f, int rc)
+{
+    tdm_pooler *p = w->p;
+    if (rc == TDM_ENODEV) {
+        tdm_sched_async_drain(w->async);
+        rc = batch_engine(w, f->batch, &f->b);
+    } else if (rc == TDM_OK && f->batch->next) {
+        results_scatter(f->batch, f->res);
+    }
+    double t = p->trace ? now_ms() : 0;
+    batch_finish(w, f->batch, &f->b, rc);
+    if (p->trace)
+        fprintf(stderr, "dispatch %d: async, %zu jobs, %zu queries, ran %.3f ms, at %.3f (replies %.3f)\n",
+                f->b.thread, f->b.jobs, f->b.queries, t - f->t0, f->t0, now_ms() - t);
+    pthread_mutex_lock(&p->lock);
+    batch_left(p, &f->b);
+    pthread_mutex_unlock(&p->lock);
+    f->used = 0;
+}
+
+/* Finishes the batches whose runs have ended; how many. */
+static int flights_collect(worker *w)
+{
+    int n = 0, rc = TDM_OK;
+    void *tag;
+    while ((tag = tdm_sched_async_next(w->async, &rc))) {
+        flight_end(w, tag, rc);
+        n++;
+    }
+    return n;
+}
+
+/* Every batch in flight finished: before a synchronous run on this thread. */
+static void flights_land(worker *w)
+{
+    if (!w->async) return;
+    tdm_sched_async_drain(w->async);
+    flights_collect(w);
+}
+
+/* With runs in flight (lock held): polls them and, without the lock, the queues' news,
+ * until a run ends or a job comes that there is room to start; takes the lock again. */
+static void flights_poll(worker *w)
+{
+    tdm_pooler *p = w->p;
+    waiters *k = &p->kind[0];
+    uint64_t gen = __atomic_load_n(&k->queued_gen, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 0;; i++) {
+        if (flights_collect(w) || !tdm_sched_async_running(w->async)) break;
+        if ((__atomic_load_n(&k->queued_gen, __ATOMIC_ACQUIRE) != gen || !inbox_empty(p)) &&
+            tdm_sched_async_room(w->async) > 0)
+            break;
+        if (p->poll_yield && (i & 63) == 63) sched_yield();
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->lock);
+}
+
+/* Runs a batch of configurations on the async lane: started on the device and left in
+ * flight, or, when it is not a run for that path, the synchronous way once the batches in
+ * flight have landed. */
+static void run_batch_async(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b)
+{
+    tdm_pooler *p = w->p;
+    struct flight *f = NULL;
+    for (int k = 0; k < MAX_FLIGHTS && !f; k++)
+        if (!w->flights[k].used) f = &w->flights[k];
+    int rc = batch_gather(w, batch, b);
+    for (int tries = 0; rc == TDM_OK && f && tries < 2; tries++) {
+        size_t J = batch->kin->n_q, n_groups = 1;
+        tdm_sched_configs_group one = {batch->scene, batch->kin, batch->turn};
+        const tdm_sched_configs_group *groups = &one;
+        const double *configs = batch->configs + (size_t)batch->done * J;
+        tdm_sched_result *res = batch->results + batch->done;
+        if (batch->next) { /* gathered again after a landing: a batch that landed may have used w's scratch */
+            if ((rc = configs_gather(w, batch, b->queries, &n_groups)) != TDM_OK) break;
+            if (f->res_cap < b->queries) {
+                tdm_sched_result *r = realloc(f->res, b->queries * sizeof *r);
+                if (!r) {
+                    rc = TDM_ENOMEM;
+                    break;
+                }
+                f->res = r;
+                f->res_cap = b->queries;
+            }
+            groups = w->groups;
+            configs = w->configs;
+            res = f->res;
+        }
+        int st = tdm_sched_async_start(w->async, groups, n_groups, batch->mode, batch->max_contacts, configs, res,
+                                       batch->next != NULL, f);
+        if (st == TDM_OK) {
+            f->used = 1;
+            f->batch = batch;
+            f->b = *b;
+            f->t0 = p->trace ? now_ms() : 0;
+            return;
+        }
+        if (st != TDM_EAGAIN) break; /* the synchronous way: it says why */
+        flights_land(w);             /* an idle lane, then once more */
+    }
+    flights_land(w);
+    if (rc == TDM_OK) rc = batch_engine(w, batch, b);
+    batch_finish(w, batch, b, rc);
+    pthread_mutex_lock(&p->lock);
+    batch_left(p, b);
+    pthread_mutex_unlock(&p->lock);
+}
+
 static void *pooler_main(void *arg)
 {
     worker *w = arg;
     prctl(PR_SET_NAME, w->host ? "tdm-host" : "tdm-dispatch"); /* shown by top -H and in /proc */
     tdm_pooler *p = w->p;
+    if (p->async_lanes && !w->host && tdm_sched_async_create(p->engine, &w->async) != TDM_OK) w->async = NULL;
     pthread_mutex_lock(&p->lock);
     for (;;) {
         double t_idle = p->trace ? now_ms() : 0;
@@ -574,7 +748,15 @@ static void *pooler_main(void *arg)
         double until = 0; /* this wait's polling ends (ms), once it polls */
         for (;;) {
             drain_inbox(p);
-            if (has_work(p, w) || (p->stopping && !pending_of(p))) break;
+            int flying = w->async && tdm_sched_async_running(w->async);
+            if ((has_work(p, w) && (!flying || tdm_sched_async_room(w->async) > 0)) ||
+                (p->stopping && !pending_of(p)))
+                break;
+            if (flying) { /* its runs polled, not a sleep */
+                flights_poll(w);
+                until = 0;
+                continue;
+            }
             if (p->spin_ns) { /* until the wait's polling time is spent (jobs of the other kind end
                                  a poll early: drained, polled again), then the condition again
                                  under the lock: a job queued as the polling ended found no
@@ -633,6 +815,12 @@ static void *pooler_main(void *arg)
             }
             queued /= b.jobs ? (double)b.jobs : 1;
         }
+        if (w->async && batch->configs && p->configs_on_device) {
+            run_batch_async(w, batch, &b); /* left in flight, or run; `pending` counted either way */
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        flights_land(w);
         batch_times bt = {0, 0, 0, 0};
         run_batch(w, batch, &b, &bt);
         if (p->trace)
@@ -643,9 +831,14 @@ static void *pooler_main(void *arg)
                     bt.finished, queued);
 
         pthread_mutex_lock(&p->lock);
-        if (__atomic_sub_fetch(&p->pending, b.jobs, __ATOMIC_SEQ_CST) == 0 && p->stopping) wake_all(p);
+        batch_left(p, &b);
     }
     pthread_mutex_unlock(&p->lock);
+    if (w->async) {
+        tdm_sched_async_destroy(w->async); /* nothing in flight: every job finished */
+        w->async = NULL;
+        for (int k = 0; k < MAX_FLIGHTS; k++) free(w->flights[k].res);
+    }
     return NULL;
 }
 
@@ -672,6 +865,8 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     p->spin_ns = spin && *spin ? 1000 * strtoull(spin, NULL, 10) : p->configs_on_device ? POOLER_SPIN_NS : 0;
     const char *py = getenv("TDM_POLL_YIELD");
     p->poll_yield = py && strcmp(py, "1") == 0;
+    const char *al = getenv("TDM_ASYNC_LANES");
+    p->async_lanes = al && strcmp(al, "1") == 0 && p->configs_on_device;
     const char *xc = getenv("TDM_EXPRESS_ANY_COST");
     p->express_any_cost = xc && strcmp(xc, "1") == 0;
     const char *hq = getenv("TDM_HOST_QUEUE");

@@ -141,6 +141,8 @@ struct tdm_sched {
     pthread_mutex_t lane_lock;  /* guards free_lanes, busy, next_dev */
     pthread_cond_t lane_freed;
     uint64_t free_lanes;        /* bit k: lanes[k] is not running */
+    int lane_waiting;           /* lane_get / lane_get_dev callers waiting for a lane (an async lane gives its
+                                   lane back to them: tdm_sched_async_start) */
     int busy[TDM_SCHED_MAX_GPUS]; /* runs in flight per GPU engine */
     int next_dev;               /* the engine preferred among equally busy ones (round robin) */
     pthread_mutex_t upload_lock; /* one upload at a time: nobody inserts a tree being uploaded */
@@ -280,7 +282,9 @@ static lane *lane_get(tdm_sched *e)
             pthread_mutex_unlock(&e->lane_lock);
             return l;
         }
+        __atomic_add_fetch(&e->lane_waiting, 1, __ATOMIC_RELAXED);
         pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+        __atomic_sub_fetch(&e->lane_waiting, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -295,9 +299,23 @@ static lane *lane_get_dev(tdm_sched *e, int d)
                 pthread_mutex_unlock(&e->lane_lock);
                 return l;
             }
+        __atomic_add_fetch(&e->lane_waiting, 1, __ATOMIC_RELAXED);
         pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+        __atomic_sub_fetch(&e->lane_waiting, 1, __ATOMIC_RELAXED);
     }
 }
+
+/* A lane for an async lane's runs: as lane_get, once no other caller waits for one (an async
+ * lane may hold its lane through many runs: those who wait go first). */
+static lane *lane_get_after_waiters(tdm_sched *e)
+{
+    pthread_mutex_lock(&e->lane_lock);
+    while (e->lane_waiting > 0) pthread_cond_wait(&e->lane_freed, &e->lane_lock);
+    pthread_mutex_unlock(&e->lane_lock);
+    return lane_get(e);
+}
+
+static int lane_wanted(tdm_sched *e) { return __atomic_load_n(&e->lane_waiting, __ATOMIC_RELAXED) > 0; }
 
 /* Takes a free host lane, waiting for one (there is one at least). */
 static lane *lane_get_host(tdm_sched *e)
@@ -1851,50 +1869,77 @@ static void device_result(const tdm_scene *s, uint32_t mode, uint32_t check, uin
  * error after which the host path answers (a tree not resident: TDM_ECANCELED).
  * Each group's scene is looked up in the registry once (its objects' copies
  * under one take of the lock), whatever its checks. */
-static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_group *groups, size_t n_groups,
-                             uint32_t mode, uint32_t max_contacts, const double *configs, size_t n,
-                             tdm_sched_result *results)
+/* A device run's robots, as tdm_gpu_engine_run_configs takes them: a scene whose program
+ * the lane holds (made while no tree has left the registry since) goes by its key alone;
+ * the others are made here, keyed, and kept by the lane (`whole` counts them). */
+typedef struct cfg_args {
+    tdm_gpu_robot *robots;
+    void ***copies;
+    void **check_copies, **obj_copies;
+    const tdm_bvh **bvhs;
+    tdm_gpu_check *checks;
+    tdm_xform *fixed;
+    uint32_t *entry;
+    uint32_t *robot_of; /* NULL for one group */
+    int whole;
+} cfg_args;
+
+static void cfg_args_free(cfg_args *a)
 {
-    double t_prep = now_s();
+    free(a->robots);
+    free(a->copies);
+    free(a->check_copies);
+    free(a->obj_copies);
+    free(a->bvhs);
+    free(a->checks);
+    free(a->fixed);
+    free(a->entry);
+    free(a->robot_of);
+    memset(a, 0, sizeof *a);
+}
+
+/* TDM_OK, TDM_ENOMEM, or TDM_ECANCELED (a tree not resident); a->... the caller's to free
+ * (cfg_args_free) whatever it returns. */
+static int cfg_args_make(tdm_sched *e, lane *l, const tdm_sched_configs_group *groups, size_t n_groups, size_t n,
+                         cfg_args *a)
+{
     size_t all_checks = 0, all_objects = 0;
     for (size_t g = 0; g < n_groups; g++) {
         all_checks += groups[g].scene->n_checks;
         all_objects += groups[g].scene->n_objects;
     }
-    tdm_gpu_robot *robots = malloc(sizeof *robots * n_groups);
-    void ***copies = malloc(sizeof *copies * n_groups);
-    void **check_copies = malloc(sizeof *check_copies * 2 * (all_checks ? all_checks : 1));
-    void **obj_copies = malloc(sizeof *obj_copies * (all_objects ? all_objects : 1));
-    const tdm_bvh **bvhs = malloc(sizeof *bvhs * (all_objects ? all_objects : 1));
-    tdm_gpu_check *checks = malloc(sizeof *checks * (all_checks ? all_checks : 1));
-    tdm_xform *fixed = malloc(sizeof *fixed * (all_objects ? all_objects : 1));
-    uint32_t *entry = malloc(sizeof *entry * (all_objects ? all_objects : 1));
-    uint32_t *robot_of = n_groups > 1 ? malloc(sizeof *robot_of * n) : NULL;
-    tdm_gpu_config_answer *ans = malloc(sizeof *ans * n);
-    int rc = TDM_ENOMEM;
-    if (!robots || !copies || !check_copies || !obj_copies || !bvhs || !checks || !fixed || !entry || !ans ||
-        (n_groups > 1 && !robot_of))
-        goto out;
-    rc = TDM_OK;
-    /* a scene whose program the lane holds (made while no tree has left the registry since)
-       goes by its key alone; the others are made here, keyed, and kept by the lane */
+    memset(a, 0, sizeof *a);
+    a->robots = malloc(sizeof *a->robots * n_groups);
+    a->copies = malloc(sizeof *a->copies * n_groups);
+    a->check_copies = malloc(sizeof *a->check_copies * 2 * (all_checks ? all_checks : 1));
+    a->obj_copies = malloc(sizeof *a->obj_copies * (all_objects ? all_objects : 1));
+    a->bvhs = malloc(sizeof *a->bvhs * (all_objects ? all_objects : 1));
+    a->checks = malloc(sizeof *a->checks * (all_checks ? all_checks : 1));
+    a->fixed = malloc(sizeof *a->fixed * (all_objects ? all_objects : 1));
+    a->entry = malloc(sizeof *a->entry * (all_objects ? all_objects : 1));
+    a->robot_of = n_groups > 1 ? malloc(sizeof *a->robot_of * n) : NULL;
+    if (!a->robots || !a->copies || !a->check_copies || !a->obj_copies || !a->bvhs || !a->checks || !a->fixed ||
+        !a->entry || (n_groups > 1 && !a->robot_of))
+        return TDM_ENOMEM;
+    int rc = TDM_OK;
     uint64_t epoch = tdm_registry_epoch(e->reg);
     for (size_t g = 0, at_c = 0, at_o = 0, at_q = 0; g < n_groups; g++) {
         const tdm_scene *s = groups[g].scene;
         uint32_t K = s->n_checks, F = s->n_objects - s->n_movable;
-        if (robot_of)
-            for (size_t i = 0; i < groups[g].n; i++) robot_of[at_q + i] = (uint32_t)g;
+        if (a->robot_of)
+            for (size_t i = 0; i < groups[g].n; i++) a->robot_of[at_q + i] = (uint32_t)g;
         at_q += groups[g].n;
         if (tdm_gpu_engine_program_resident(e->gpus[l->dev], l->elane, s->serial, epoch, groups[g].kin)) {
-            robots[g] = (tdm_gpu_robot){.kin = groups[g].kin, .n_checks = K, .key = s->serial, .epoch = epoch};
-            copies[g] = NULL;
+            a->robots[g] = (tdm_gpu_robot){.kin = groups[g].kin, .n_checks = K, .key = s->serial, .epoch = epoch};
+            a->copies[g] = NULL;
             continue;
         }
-        for (uint32_t i = 0; i < s->n_objects; i++) bvhs[at_o + i] = s->objects[i].bvh;
-        uint64_t made = tdm_registry_find_n(e->reg, l->dev, bvhs + at_o, s->n_objects, obj_copies + at_o);
+        a->whole++;
+        for (uint32_t i = 0; i < s->n_objects; i++) a->bvhs[at_o + i] = s->objects[i].bvh;
+        uint64_t made = tdm_registry_find_n(e->reg, l->dev, a->bvhs + at_o, s->n_objects, a->obj_copies + at_o);
         /* pose entries: movable slots, then the fixed objects in index order (as culling's centres) */
-        tdm_xform *fx = fixed + at_o;
-        uint32_t *en = entry + at_o;
+        tdm_xform *fx = a->fixed + at_o;
+        uint32_t *en = a->entry + at_o;
         for (uint32_t i = 0, f = 0; i < s->n_objects; i++) {
             if (s->slot[i] != UINT32_MAX) {
                 en[i] = s->slot[i];
@@ -1903,37 +1948,40 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
                 en[i] = s->n_movable + f++;
             }
         }
-        void **cc = check_copies + 2 * at_c;
+        void **cc = a->check_copies + 2 * at_c;
         for (uint32_t k = 0; k < K; k++) {
             const tdm_scene_check *c = &s->checks[k];
-            cc[2 * (size_t)k] = obj_copies[at_o + c->a];
-            cc[2 * (size_t)k + 1] = obj_copies[at_o + c->b];
+            cc[2 * (size_t)k] = a->obj_copies[at_o + c->a];
+            cc[2 * (size_t)k + 1] = a->obj_copies[at_o + c->b];
             if (!cc[2 * (size_t)k] || !cc[2 * (size_t)k + 1]) rc = TDM_ECANCELED;
-            checks[at_c + k] = (tdm_gpu_check){en[c->a], en[c->b], c->a, c->b, c->a_at_origin,
-                                               s->solids ? s->solids->check[k] : 0u, s->cull_rsum[k]};
+            a->checks[at_c + k] = (tdm_gpu_check){en[c->a], en[c->b], c->a, c->b, c->a_at_origin,
+                                                  s->solids ? s->solids->check[k] : 0u, s->cull_rsum[k]};
         }
-        copies[g] = cc;
-        robots[g] = (tdm_gpu_robot){groups[g].kin, F, fx, (const double (*)[4])s->fixed_centre,
-                                    (const double (*)[3])s->slot_centre, K, checks + at_c, NULL, s->n_objects,
-                                    s->solids ? s->solids->objs : NULL, s->solids ? s->solids->reps : NULL,
-                                    s->solids ? s->solids->n_reps : 0, s->serial, made, NULL};
+        a->copies[g] = cc;
+        a->robots[g] = (tdm_gpu_robot){groups[g].kin, F, fx, (const double (*)[4])s->fixed_centre,
+                                       (const double (*)[3])s->slot_centre, K, a->checks + at_c, NULL, s->n_objects,
+                                       s->solids ? s->solids->objs : NULL, s->solids ? s->solids->reps : NULL,
+                                       s->solids ? s->solids->n_reps : 0, s->serial, made, NULL};
         at_c += K;
         at_o += s->n_objects;
     }
-    if (rc != TDM_OK) goto out;
-    uint32_t cap = mode == TDM_MODE_CONTACTS ? max_contacts : 1;
-    uint64_t tasks = 0;
-    double t0 = now_s();
-    t_prep = t0 - t_prep;
-    rc = tdm_gpu_engine_run_configs(e->gpus[l->dev], l->elane, robots, (uint32_t)n_groups, robot_of,
-                                    (void *const *const *)copies, configs, n, mode, cap, ans, &tasks);
-    double dt = now_s() - t0;
-    if (rc != TDM_OK) goto out;
+    return rc;
+}
+
+/* A device run's answers into results, group by group. */
+static void configs_results(const tdm_sched_configs_group *groups, size_t n_groups, uint32_t mode,
+                            const tdm_gpu_config_answer *ans, tdm_sched_result *results)
+{
     for (size_t g = 0, i = 0; g < n_groups; g++) {
         const tdm_scene *s = groups[g].scene;
         for (size_t end = i + groups[g].n; i < end; i++)
             device_result(s, mode, ans[i].check, ans[i].contacts, ans[i].truncated, &results[i]);
     }
+}
+
+/* A device run's figures, for the stats (the lane's engine counters too). */
+static void configs_count(tdm_sched *e, lane *l, size_t n, uint64_t tasks, double dt, double t_prep)
+{
     pthread_mutex_lock(&e->stats_lock);
     e->stats.runs++;
     e->stats.queries += n;
@@ -1947,19 +1995,33 @@ static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_grou
     e->stats.config_prep_seconds += t_prep;
     pthread_mutex_unlock(&e->stats_lock);
     device_stats(e, l);
+}
+
+static int configs_on_device(tdm_sched *e, lane *l, const tdm_sched_configs_group *groups, size_t n_groups,
+                             uint32_t mode, uint32_t max_contacts, const double *configs, size_t n,
+                             tdm_sched_result *results)
+{
+    double t_prep = now_s();
+    cfg_args a;
+    tdm_gpu_config_answer *ans = NULL;
+    int rc = cfg_args_make(e, l, groups, n_groups, n, &a);
+    if (rc == TDM_OK && !(ans = malloc(sizeof *ans * n))) rc = TDM_ENOMEM;
+    if (rc != TDM_OK) goto out;
+    uint32_t cap = mode == TDM_MODE_CONTACTS ? max_contacts : 1;
+    uint64_t tasks = 0;
+    double t0 = now_s();
+    t_prep = t0 - t_prep;
+    rc = tdm_gpu_engine_run_configs(e->gpus[l->dev], l->elane, a.robots, (uint32_t)n_groups, a.robot_of,
+                                    (void *const *const *)a.copies, configs, n, mode, cap, ans, &tasks);
+    double dt = now_s() - t0;
+    if (rc != TDM_OK) goto out;
+    configs_results(groups, n_groups, mode, ans, results);
+    configs_count(e, l, n, tasks, dt, t_prep);
     if (e->trace)
         fprintf(stderr, "engine run: %zu configurations of %zu robot scenes on the device, %llu tasks: %.3f ms\n", n,
                 n_groups, (unsigned long long)tasks, 1e3 * dt);
 out:
-    free(robots);
-    free(copies);
-    free(check_copies);
-    free(obj_copies);
-    free(bvhs);
-    free(checks);
-    free(fixed);
-    free(entry);
-    free(robot_of);
+    cfg_args_free(&a);
     free(ans);
     return rc;
 }
@@ -2190,6 +2252,278 @@ int tdm_sched_run_configs_groups_device(tdm_sched *e, const tdm_sched_configs_gr
     if (n == 0) return TDM_OK;
     if (n > UINT32_MAX) return TDM_EINVAL;
     return configs_device(e, groups, n_groups, mode, max_contacts, configs, n, results, 1);
+}
+
+/* ---- asynchronous device runs of configurations (sched.h) ------------------------ */
+
+#define ASYNC_RUNS 8 /* a lane's slots at most (gpu_engine.c's MAX_SLOTS) */
+
+enum { A_FREE, A_RUNNING, A_REDO, A_ENDED };
+
+typedef struct async_run {
+    int state, slot, rc;
+    void *tag;
+    tdm_sched_result *results;
+    tdm_sched_configs_group *groups;
+    size_t n_groups, groups_cap;
+    double *configs; /* kept for a re-run of what the run could not answer */
+    size_t configs_cap, n, done;
+    tdm_gpu_config_answer *ans;
+    size_t ans_cap;
+    uint32_t mode, max_contacts;
+    uint64_t tasks, ended; /* ended: the order runs ended in */
+    double t0, t_prep;
+} async_run;
+
+struct tdm_sched_async {
+    tdm_sched *e;
+    lane *l; /* held while a run is in flight */
+    async_run runs[ASYNC_RUNS];
+    int running, ended;
+    uint64_t n_ended;
+};
+
+int tdm_sched_async_create(tdm_sched *e, tdm_sched_async **out)
+{
+    *out = NULL;
+    if (!tdm_sched_configs_on_device(e)) return TDM_ENODEV;
+    tdm_sched_async *a = calloc(1, sizeof *a);
+    if (!a) return TDM_ENOMEM;
+    a->e = e;
+    *out = a;
+    return TDM_OK;
+}
+
+void tdm_sched_async_destroy(tdm_sched_async *a)
+{
+    if (!a) return;
+    tdm_sched_async_drain(a);
+    for (int k = 0; k < ASYNC_RUNS; k++) {
+        free(a->runs[k].groups);
+        free(a->runs[k].configs);
+        free(a->runs[k].ans);
+    }
+    free(a);
+}
+
+int tdm_sched_async_running(const tdm_sched_async *a) { return a->running; }
+
+int tdm_sched_async_room(const tdm_sched_async *a)
+{
+    if (!a->l) return 1; /* a lane is taken at the next start */
+    tdm_sched *e = a->e;
+    int room = tdm_gpu_engine_configs_room(e->gpus[a->l->dev], a->l->elane);
+    int free_runs = ASYNC_RUNS - a->running - a->ended;
+    return room < free_runs ? room : free_runs;
+}
+
+static int grow_to(void **p, size_t *cap, size_t n, size_t size)
+{
+    if (n <= *cap) return TDM_OK;
+    size_t c = *cap ? *cap : 16;
+    while (c < n) c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q) return TDM_ENOMEM;
+    *p = q;
+    *cap = c;
+    return TDM_OK;
+}
+
+int tdm_sched_async_start(tdm_sched_async *a, const tdm_sched_configs_group *groups, size_t n_groups, uint32_t mode,
+                          uint32_t max_contacts, const double *configs, tdm_sched_result *results, int force,
+                          void *tag)
+{
+    tdm_sched *e = a->e;
+    if (n_groups == 0) return TDM_ENODEV;
+    size_t n = 0, J = groups[0].kin ? groups[0].kin->n_q : 0;
+    uint32_t K = 0;
+    for (size_t g = 0; g < n_groups; g++) {
+        if (groups[g].kin && groups[g].kin->n_q != J) return TDM_EINVAL;
+        int rc = configs_check(&groups[g], mode, max_contacts, configs ? configs + n * J : NULL);
+        if (rc != TDM_OK) return rc;
+        if (groups[g].scene->n_checks == 0) return TDM_ENODEV;
+        if (groups[g].scene->n_checks > K) K = groups[g].scene->n_checks;
+        n += groups[g].n;
+    }
+    if (n == 0 || !tdm_sched_configs_on_device(e)) return TDM_ENODEV;
+    if (!force && e->dispatch && !tdm_cost_model_pick_gpu(&e->model, n * (size_t)K / 4)) return TDM_ENODEV;
+    async_run *r = NULL;
+    for (int k = 0; k < ASYNC_RUNS && !r; k++)
+        if (a->runs[k].state == A_FREE) r = &a->runs[k];
+    if (!r) return TDM_EAGAIN;
+    int took = 0;
+    if (a->running && lane_wanted(e)) return TDM_EAGAIN; /* the lane to those who wait for one */
+    if (!a->l) {
+        a->l = lane_get_after_waiters(e);
+        took = 1;
+        if (engine_broken(e, a->l->dev)) {
+            lane_put(e, a->l);
+            a->l = NULL;
+            return TDM_ENODEV;
+        }
+    }
+    lane *l = a->l;
+    free_removed(e, l); /* at each run's start, as the synchronous way's */
+    tdm_backend *gb = e->gpus[l->dev];
+    int rc;
+    if (n > tdm_gpu_engine_configs_one_run(gb, l->elane, (uint32_t)J, K)) {
+        rc = TDM_ENODEV; /* larger than one run: the synchronous way */
+        goto refused;
+    }
+    double t_prep = now_s();
+    cfg_args args;
+    rc = cfg_args_make(e, l, groups, n_groups, n, &args);
+    if (rc == TDM_OK && args.whole && a->running) rc = TDM_EAGAIN; /* a program to upload: an idle lane */
+    if (rc == TDM_OK) rc = grow_to((void **)&r->groups, &r->groups_cap, n_groups, sizeof *r->groups);
+    if (rc == TDM_OK) rc = grow_to((void **)&r->configs, &r->configs_cap, n * J, sizeof *r->configs);
+    if (rc == TDM_OK) rc = grow_to((void **)&r->ans, &r->ans_cap, n, sizeof *r->ans);
+    int slot = -1;
+    if (rc == TDM_OK)
+        rc = tdm_gpu_engine_configs_start(gb, l->elane, args.robots, (uint32_t)n_groups, args.robot_of,
+                                          (void *const *const *)args.copies, configs, n, mode,
+                                          mode == TDM_MODE_CONTACTS ? max_contacts : 1, &slot);
+    cfg_args_free(&args);
+    if (rc == TDM_ECANCELED) rc = TDM_ENODEV; /* a tree not resident: the host's path */
+    if (rc == TDM_EGPU) {
+        engine_failed(e, l->dev);
+        rc = TDM_ENODEV;
+    }
+    if (rc == TDM_EAGAIN) {
+        pthread_mutex_lock(&e->stats_lock);
+        e->stats.async_waits++;
+        pthread_mutex_unlock(&e->stats_lock);
+    }
+    if (rc != TDM_OK) goto refused;
+    memcpy(r->groups, groups, n_groups * sizeof *groups);
+    memcpy(r->configs, configs, n * J * sizeof *configs);
+    r->n_groups = n_groups;
+    r->n = n;
+    r->done = 0;
+    r->mode = mode;
+    r->max_contacts = max_contacts;
+    r->results = results;
+    r->tag = tag;
+    r->slot = slot;
+    r->tasks = 0;
+    r->rc = TDM_OK;
+    r->t0 = now_s();
+    r->t_prep = r->t0 - t_prep;
+    r->state = A_RUNNING;
+    a->running++;
+    pthread_mutex_lock(&e->stats_lock);
+    e->stats.async_runs++;
+    pthread_mutex_unlock(&e->stats_lock);
+    return TDM_OK;
+refused:
+    if (took) { /* the lane back as it was taken */
+        lane_put(e, a->l);
+        a->l = NULL;
+    }
+    return rc;
+}
+
+/* Run r has ended on the device (done of its n answered, or rc < 0: the lane failed). */
+static void async_ended(tdm_sched_async *a, async_run *r, int rc, size_t done)
+{
+    tdm_sched *e = a->e;
+    a->running--;
+    if (rc < 0) { /* the engine's runs lost: the caller runs them the synchronous way */
+        if (rc == TDM_EGPU) engine_failed(e, a->l->dev);
+        r->rc = TDM_ENODEV;
+        r->state = A_ENDED;
+        r->ended = a->n_ended++;
+        a->ended++;
+        return;
+    }
+    r->done = done;
+    if (done < r->n) {
+        r->state = A_REDO; /* the rest once the lane is idle */
+        return;
+    }
+    configs_results(r->groups, r->n_groups, r->mode, r->ans, r->results);
+    configs_count(e, a->l, r->n, r->tasks, now_s() - r->t0, r->t_prep);
+    r->state = A_ENDED;
+    r->ended = a->n_ended++;
+    a->ended++;
+}
+
+/* Polls the runs in flight once; every one ends when the lane fails. */
+static void async_poll(tdm_sched_async *a)
+{
+    tdm_sched *e = a->e;
+    for (int k = 0; k < ASYNC_RUNS && a->running; k++) {
+        async_run *r = &a->runs[k];
+        if (r->state != A_RUNNING) continue;
+        size_t done = 0;
+        int rc = tdm_gpu_engine_configs_poll(e->gpus[a->l->dev], a->l->elane, r->slot, r->ans, &done, &r->tasks);
+        if (rc == 0) continue;
+        if (rc < 0) { /* the lane was stopped: every run in flight with it */
+            for (int j = 0; j < ASYNC_RUNS; j++)
+                if (a->runs[j].state == A_RUNNING) async_ended(a, &a->runs[j], rc, 0);
+            return;
+        }
+        async_ended(a, r, TDM_OK, done);
+    }
+}
+
+/* With no run in flight: what runs could not answer, on the same lane the synchronous way;
+ * then the lane back. */
+static void async_settle(tdm_sched_async *a)
+{
+    tdm_sched *e = a->e;
+    if (a->running || !a->l) return;
+    for (int k = 0; k < ASYNC_RUNS; k++) {
+        async_run *r = &a->runs[k];
+        if (r->state != A_REDO) continue;
+        /* the answered prefix: groups [0, g) whole, then part of group g, the rest's first */
+        size_t at = 0, g = 0, J = r->groups[0].kin->n_q;
+        while (at + r->groups[g].n <= r->done) at += r->groups[g++].n;
+        configs_results(r->groups, g, r->mode, r->ans, r->results);
+        if (r->done > at) {
+            tdm_sched_configs_group head = r->groups[g];
+            head.n = r->done - at;
+            configs_results(&head, 1, r->mode, r->ans + at, r->results + at);
+            r->groups[g].n -= head.n;
+        }
+        tdm_sched_configs_group *tail = r->groups + g;
+        size_t n_tail = r->n_groups - g;
+        if (r->done) configs_count(e, a->l, r->done, r->tasks, now_s() - r->t0, r->t_prep);
+        int rc = configs_on_device(e, a->l, tail, n_tail, r->mode, r->max_contacts, r->configs + r->done * J,
+                                   r->n - r->done, r->results + r->done);
+        if (rc == TDM_EGPU) engine_failed(e, a->l->dev);
+        r->rc = rc == TDM_OK ? TDM_OK : rc == TDM_ENOMEM ? TDM_ENOMEM : TDM_ENODEV;
+        r->state = A_ENDED;
+        r->ended = a->n_ended++;
+        a->ended++;
+    }
+    lane_put(e, a->l);
+    a->l = NULL;
+}
+
+void *tdm_sched_async_next(tdm_sched_async *a, int *rc)
+{
+    if (a->running) async_poll(a);
+    int redo = 0;
+    for (int k = 0; k < ASYNC_RUNS; k++) redo |= a->runs[k].state == A_REDO;
+    if (redo) /* the lane idle first: the rest runs on every slot */
+        while (a->running) async_poll(a);
+    if (!a->running) async_settle(a);
+    if (!a->ended) return NULL;
+    async_run *first = NULL;
+    for (int k = 0; k < ASYNC_RUNS; k++) {
+        async_run *r = &a->runs[k];
+        if (r->state == A_ENDED && (!first || r->ended < first->ended)) first = r;
+    }
+    first->state = A_FREE;
+    a->ended--;
+    *rc = first->rc;
+    return first->tag;
+}
+
+void tdm_sched_async_drain(tdm_sched_async *a)
+{
+    while (a->running) async_poll(a);
+    async_settle(a);
 }
 
 /* ---- calibration ---------------------------------------------------------------- */

@@ -233,6 +233,39 @@ typedef struct tdm_sched_configs_group {
 int tdm_sched_run_configs_groups_device(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n_groups,
                                         uint32_t mode, uint32_t max_contacts, const double *configs,
                                         tdm_sched_result *results);
+/* Asynchronous device runs of configurations (the pooler's async lanes): one thread keeps
+ * several runs in flight on one lane's slots and polls them, instead of waiting for each.
+ * A tdm_sched_async belongs to one thread. It holds a lane while a run is in flight; the
+ * thread makes no other scheduler call that takes a lane meanwhile
+ * (tdm_sched_async_drain first: with one lane it would wait for itself).
+ *
+ * tdm_sched_async_create: TDM_ENODEV without a device path for configurations.
+ * tdm_sched_async_room: more runs it may start now (0: poll first).
+ * tdm_sched_async_start: the groups as tdm_sched_run_configs_groups_device takes them (force
+ *   0: when the cost model sends the run to the host, TDM_ENODEV), started as one run;
+ *   the configurations are copied, the answers written into results when it ends. TDM_OK;
+ *   TDM_EAGAIN: not now (no room, or a scene's program to upload while runs are in flight:
+ *   tdm_sched_async_drain, then start again); TDM_ENODEV: not a run for this path (larger
+ *   than one run, on the host, the device failed): drain, then run it the synchronous way;
+ *   TDM_EINVAL, TDM_ENONFINITE: as tdm_sched_run_configs_groups_device, nothing started;
+ *   TDM_ENOMEM.
+ * tdm_sched_async_next: an ended run's tag (its results written; *rc TDM_OK, or TDM_ENODEV:
+ *   nothing that counts answered, run it another way, or TDM_ENOMEM), the runs in the order
+ *   they ended; NULL when none has ended. Does not wait, except for the lane's other runs
+ *   when one could not answer all (the rest is run on the lane the synchronous way).
+ * tdm_sched_async_drain: waits for every run in flight (ended runs stay for _next) and
+ *   gives the lane back.
+ * tdm_sched_async_destroy: drains first; ended runs not taken are dropped. */
+typedef struct tdm_sched_async tdm_sched_async;
+int tdm_sched_async_create(tdm_sched *e, tdm_sched_async **out);
+void tdm_sched_async_destroy(tdm_sched_async *a);
+int tdm_sched_async_room(const tdm_sched_async *a);
+int tdm_sched_async_running(const tdm_sched_async *a);
+int tdm_sched_async_start(tdm_sched_async *a, const tdm_sched_configs_group *groups, size_t n_groups, uint32_t mode,
+                          uint32_t max_contacts, const double *configs, tdm_sched_result *results, int force,
+                          void *tag);
+void *tdm_sched_async_next(tdm_sched_async *a, int *rc);
+void tdm_sched_async_drain(tdm_sched_async *a);
 /* The same on the CPU engine, whatever the engines, on the caller's thread alone
  * (forward kinematics, culling, traversal; no pool thread woken), on a host lane
  * when the scheduler has any (else on one of the engines' lanes). For a few
@@ -298,6 +331,9 @@ typedef struct tdm_sched_stats {
     uint64_t express_overflows;
     uint64_t express_programs;        /* robot scene programs uploaded to it */
     uint64_t express_launches;        /* its resident kernel's launches */
+    uint64_t async_runs;              /* device runs of configurations started asynchronously (tdm_sched_async),
+                                         and the starts refused for want of an idle lane (a program to upload) */
+    uint64_t async_waits;
     uint64_t device_bytes, mesh_bytes; /* device memory held now, summed over the GPU engines */
     uint64_t device_budget;           /* the device memory the engines may hold, summed (0: no GPU engine) */
     int gpu_broken;                   /* a GPU engine failed for good (TDM_EGPU: a sticky CUDA error): its
