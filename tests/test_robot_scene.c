@@ -1376,7 +1376,7 @@ static void *pool_feed_main(void *arg)
 /* The pooled jobs below; with `async` through async lanes (TDM_ASYNC_LANES=1: each lane's
  * thread keeps several runs in flight, tdm_sched_async), submitted from `feeders` threads,
  * with TDM_GPU_CONFIG_ROOM `room` (runs that leave configurations for the synchronous way). */
-static void pooled_jobs(int async, int feeders, const char *room)
+static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
 {
     char why[320] = "";
     if (room) setenv("TDM_GPU_CONFIG_ROOM", room, 1);
@@ -1385,7 +1385,7 @@ static void pooled_jobs(int async, int feeders, const char *room)
     if (!e) cr_skip_test("no GPU engine: %s", why);
     scene_set set;
     scene_set_make(&set, e);
-    enum { ROUNDS = 40, PER_ROUND = 4, N_JOB = 5, JOBS = ROUNDS * PER_ROUND };
+    enum { ROUNDS = 40, PER_ROUND = 4, JOBS = ROUNDS * PER_ROUND };
     tdm_pooler_job *jobs = calloc(JOBS, sizeof *jobs);
     double *q = malloc(sizeof *q * JOBS * N_JOB * 3);
     tdm_sched_result *got = calloc(JOBS * N_JOB, sizeof *got), *want = malloc(sizeof *want * JOBS * N_JOB);
@@ -1457,13 +1457,14 @@ static void pooled_jobs(int async, int feeders, const char *room)
     tdm_sched_destroy(e);
 }
 
-Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one) { pooled_jobs(0, 1, NULL); }
+Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one) { pooled_jobs(0, 1, NULL, 5); }
 /* Async lanes: the same answers, with several runs in flight on a lane, programs uploaded
  * only on an idle lane, from several submitting threads, and with runs that leave
- * configurations for the synchronous way (a small room). */
-Test(robot_scene, pooled_jobs_through_async_lanes) { pooled_jobs(1, 1, NULL); }
-Test(robot_scene, pooled_jobs_through_async_lanes_from_several_threads) { pooled_jobs(1, 4, NULL); }
-Test(robot_scene, pooled_jobs_through_async_lanes_with_a_small_room) { pooled_jobs(1, 4, "40"); }
+ * configurations for the synchronous way (a small room); jobs of 64 configurations, which
+ * the cost model sends to the device alone too. */
+Test(robot_scene, pooled_jobs_through_async_lanes) { pooled_jobs(1, 1, NULL, 64); }
+Test(robot_scene, pooled_jobs_through_async_lanes_from_several_threads) { pooled_jobs(1, 4, NULL, 64); }
+Test(robot_scene, pooled_jobs_through_async_lanes_with_a_small_room) { pooled_jobs(1, 4, "40", 64); }
 
 /* Host lanes (tdm_pooler_set_host): jobs of at most HOST_MAX configurations run alone on a host
  * thread, on the CPU engine, the others on the engine's lanes; every job gets its own scene's
