@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1356,11 +1357,20 @@ static void pool_ran(const tdm_pooler_batch *b, void *data)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* Job k is given a non-finite value: one a round (bad_each), or the middle one. */
+static int is_bad(int k, int bad_each, int jobs) { return bad_each ? k % bad_each == 2 : k == jobs / 2; }
+
+static void pause_for_us(int us)
+{
+    struct timespec ts = {0, (long)us * 1000};
+    nanosleep(&ts, NULL);
+}
+
 /* Submits jobs [lo, hi) round by round (a thread of the async test below). */
 typedef struct pool_feed {
     tdm_pooler *pl;
     tdm_pooler_job *jobs;
-    int lo, hi, per_round;
+    int lo, hi, per_round, pause_us;
 } pool_feed;
 
 static void *pool_feed_main(void *arg)
@@ -1368,15 +1378,20 @@ static void *pool_feed_main(void *arg)
     pool_feed *f = arg;
     for (int k = f->lo; k < f->hi; k++) {
         if (tdm_pooler_submit(f->pl, &f->jobs[k]) != TDM_OK) return (void *)1;
-        if ((k - f->lo) % f->per_round == f->per_round - 1) sched_yield();
+        if ((k - f->lo) % f->per_round == f->per_round - 1) {
+            if (f->pause_us) pause_for_us(f->pause_us);
+            else sched_yield();
+        }
     }
     return NULL;
 }
 
 /* The pooled jobs below; with `async` through async lanes (TDM_ASYNC_LANES=1: each lane's
- * thread keeps several runs in flight, tdm_sched_async), submitted from `feeders` threads,
- * with TDM_GPU_CONFIG_ROOM `room` (runs that leave configurations for the synchronous way). */
-static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
+ * thread keeps several runs in flight, tdm_sched_async), submitted from `feeders` threads
+ * (rounds of PER_ROUND jobs `pause_us` apart: many batches, some while others run), with
+ * TDM_GPU_CONFIG_ROOM `room` (runs that leave configurations for the synchronous way); a bad
+ * job in every round (`bad_each`), or one in all. */
+static void pooled_jobs(int async, int feeders, const char *room, int N_JOB, int bad_each, int pause_us)
 {
     char why[320] = "";
     if (room) setenv("TDM_GPU_CONFIG_ROOM", room, 1);
@@ -1395,7 +1410,7 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
         double *qk = batch(rs, N_JOB, 0x700ull + (uint64_t)k, TDM_MODE_BOOL, 1, want + k * N_JOB);
         memcpy(q + k * N_JOB * 3, qk, sizeof *q * N_JOB * 3);
         free(qk);
-        if (k % PER_ROUND == 2) q[k * N_JOB * 3 + 4] = NAN; /* one bad job a round */
+        if (is_bad(k, bad_each, JOBS)) q[k * N_JOB * 3 + 4] = NAN; /* one bad job a round, or one in all */
         jobs[k] = (tdm_pooler_job){.scene = rs->scene, .mode = TDM_MODE_BOOL, .max_contacts = 1,
                                    .n_queries = N_JOB, .n_tasks = (uint64_t)N_JOB * rs->scene->n_checks,
                                    .configs = q + k * N_JOB * 3, .kin = &rs->kin, .results = got + k * N_JOB};
@@ -1403,18 +1418,23 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
     pool_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     tdm_pooler *pl;
     if (async) setenv("TDM_ASYNC_LANES", "1", 1);
-    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, pool_finished, pool_ran, &w, &pl), TDM_OK);
+    /* async: batches of at most ~16 jobs, so that a backlog makes several runs, each of which one
+       slot takes (a larger one goes the synchronous way) */
+    cr_assert_eq(tdm_pooler_create(e, async ? 1u << 12 : 1u << 20, 1u << 20, pool_finished, pool_ran, &w, &pl),
+                 TDM_OK);
     if (async) unsetenv("TDM_ASYNC_LANES");
     if (feeders <= 1) {
-        for (int r = 0; r < ROUNDS; r++) /* a round's jobs at once, queued behind the runs in flight */
+        for (int r = 0; r < ROUNDS; r++) { /* a round's jobs at once, queued behind the runs in flight */
             for (int i = 0; i < PER_ROUND; i++)
                 cr_assert_eq(tdm_pooler_submit(pl, &jobs[r * PER_ROUND + i]), TDM_OK);
+            if (pause_us) pause_for_us(pause_us);
+        }
     } else {
         pthread_t th[8];
         pool_feed fd[8];
         cr_assert(feeders <= 8);
         for (int t = 0; t < feeders; t++) {
-            fd[t] = (pool_feed){pl, jobs, JOBS * t / feeders, JOBS * (t + 1) / feeders, PER_ROUND};
+            fd[t] = (pool_feed){pl, jobs, JOBS * t / feeders, JOBS * (t + 1) / feeders, PER_ROUND, pause_us};
             cr_assert_eq(pthread_create(&th[t], NULL, pool_feed_main, &fd[t]), 0);
         }
         for (int t = 0; t < feeders; t++) {
@@ -1430,7 +1450,7 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
     tdm_pooler_destroy(pl);
     size_t colliding = 0;
     for (int k = 0; k < JOBS; k++) {
-        if (k % PER_ROUND == 2) {
+        if (is_bad(k, bad_each, JOBS)) {
             cr_assert_eq(jobs[k].rc, TDM_ENONFINITE, "job %d: rc %d (%s), not its own error", k, jobs[k].rc,
                          tdm_strerror(jobs[k].rc));
             continue;
@@ -1447,7 +1467,7 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
                 colliding, (unsigned long long)st.async_runs, (unsigned long long)st.async_waits);
     if (feeders <= 1) cr_assert_gt(w.multi, 0, "no batch pooled several jobs");
     cr_assert(colliding > 0, "the jobs need colliding configurations");
-    if (async) cr_assert_gt(st.async_runs, 0, "no run went the async way");
+    if (async) cr_assert_geq(st.async_runs, 1, "no run went the async way"); /* how many: the timing's */
     else cr_assert_eq(st.async_runs, 0);
     scene_set_free(&set, e);
     free(jobs);
@@ -1457,14 +1477,107 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB)
     tdm_sched_destroy(e);
 }
 
-Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one) { pooled_jobs(0, 1, NULL, 5); }
+Test(robot_scene, pooled_jobs_of_several_scenes_and_a_bad_one) { pooled_jobs(0, 1, NULL, 5, 4, 0); }
 /* Async lanes: the same answers, with several runs in flight on a lane, programs uploaded
  * only on an idle lane, from several submitting threads, and with runs that leave
  * configurations for the synchronous way (a small room); jobs of 64 configurations, which
  * the cost model sends to the device alone too. */
-Test(robot_scene, pooled_jobs_through_async_lanes) { pooled_jobs(1, 1, NULL, 64); }
-Test(robot_scene, pooled_jobs_through_async_lanes_from_several_threads) { pooled_jobs(1, 4, NULL, 64); }
-Test(robot_scene, pooled_jobs_through_async_lanes_with_a_small_room) { pooled_jobs(1, 4, "40", 64); }
+Test(robot_scene, pooled_jobs_through_async_lanes) { pooled_jobs(1, 1, NULL, 64, 0, 200); }
+Test(robot_scene, pooled_jobs_through_async_lanes_from_several_threads) { pooled_jobs(1, 4, NULL, 64, 0, 200); }
+Test(robot_scene, pooled_jobs_through_async_lanes_with_a_small_room) { pooled_jobs(1, 4, "40", 64, 0, 200); }
+
+/* tdm_sched_async directly: runs of several scenes in flight on one lane, answered as the CPU
+ * engine answers; a scene whose program the lane does not hold is refused (TDM_EAGAIN) while
+ * a run is in flight and taken once the lane is drained; no room past the lane's slots; runs
+ * handed back in the order they ended. With TDM_GPU_CONFIG_ROOM `room`, runs leave
+ * configurations that the lane runs the synchronous way once idle. */
+static void async_runs(const char *room)
+{
+    char why[320] = "";
+    if (room) setenv("TDM_GPU_CONFIG_ROOM", room, 1);
+    tdm_sched *e = sched_with(TDM_BACKEND_GPU, 1, 0, tdm_sched_config_default().gpu_program_cache, why, sizeof why);
+    if (room) unsetenv("TDM_GPU_CONFIG_ROOM");
+    if (!e) cr_skip_test("no GPU engine: %s", why);
+    scene_set set;
+    scene_set_make(&set, e);
+    enum { RUNS = 4, N = 48 };
+    const int scene_of[RUNS] = {0, 1, 0, 2};
+    double *q[RUNS];
+    tdm_sched_result *got = calloc(RUNS * N, sizeof *got), *want = malloc(sizeof *want * RUNS * N);
+    cr_assert(got && want);
+    tdm_sched_configs_group g[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        const tdm_robot_scene *rs = set.rs[scene_of[r]];
+        q[r] = batch(rs, N, 0x900ull + (uint64_t)r, TDM_MODE_BOOL, 1, want + r * N);
+        g[r] = (tdm_sched_configs_group){rs->scene, &rs->kin, N};
+    }
+    tdm_sched_async *a;
+    cr_assert_eq(tdm_sched_async_create(e, &a), TDM_OK);
+    int tag[RUNS], rc = -1;
+    for (int r = 0; r < RUNS; r++) tag[r] = r;
+    /* run 0 (scene 0's program uploaded on the idle lane); run 1's scene has no program there:
+       refused while run 0 is in flight, nothing started */
+    cr_assert_eq(tdm_sched_async_start(a, &g[0], 1, TDM_MODE_BOOL, 1, q[0], got, 1, &tag[0]), TDM_OK);
+    cr_assert_eq(tdm_sched_async_running(a), 1);
+    cr_assert_eq(tdm_sched_async_start(a, &g[1], 1, TDM_MODE_BOOL, 1, q[1], got + N, 1, &tag[1]), TDM_EAGAIN);
+    tdm_sched_async_drain(a);
+    cr_assert_eq(tdm_sched_async_running(a), 0);
+    cr_assert_eq(tdm_sched_async_next(a, &rc), &tag[0]);
+    cr_assert_eq(rc, TDM_OK);
+    cr_assert_null(tdm_sched_async_next(a, &rc));
+    /* runs 1 (its program uploaded on the idle lane) and 2 (scene 0's program held) in flight at once */
+    cr_assert_eq(tdm_sched_async_start(a, &g[1], 1, TDM_MODE_BOOL, 1, q[1], got + N, 1, &tag[1]), TDM_OK);
+    int slots = tdm_sched_async_room(a) + 1;
+    cr_assert_geq(slots, 2, "the lane needs two slots");
+    cr_assert_eq(tdm_sched_async_start(a, &g[2], 1, TDM_MODE_BOOL, 1, q[2], got + 2 * N, 1, &tag[2]), TDM_OK);
+    cr_assert_eq(tdm_sched_async_running(a), 2);
+    if (slots == 2) { /* no room: refused, nothing started */
+        cr_assert_eq(tdm_sched_async_room(a), 0);
+        cr_assert_eq(tdm_sched_async_start(a, &g[0], 1, TDM_MODE_BOOL, 1, q[0], got, 1, &tag[0]), TDM_EAGAIN);
+    }
+    int seen[RUNS] = {0};
+    seen[0] = 1;
+    for (int left = 2; left > 0;) {
+        int *t = tdm_sched_async_next(a, &rc);
+        if (!t) continue;
+        cr_assert_eq(rc, TDM_OK, "run %d: %s", *t, tdm_strerror(rc));
+        cr_assert(*t == 1 || *t == 2);
+        cr_assert_eq(seen[*t], 0, "run %d handed back twice", *t);
+        seen[*t] = 1;
+        left--;
+    }
+    /* run 3 alone, then its non-finite twin refused before anything starts */
+    cr_assert_eq(tdm_sched_async_start(a, &g[3], 1, TDM_MODE_BOOL, 1, q[3], got + 3 * N, 1, &tag[3]), TDM_OK);
+    double saved = q[3][4];
+    q[3][4] = NAN;
+    cr_assert_eq(tdm_sched_async_start(a, &g[3], 1, TDM_MODE_BOOL, 1, q[3], got + 3 * N, 1, &tag[3]),
+                 TDM_ENONFINITE);
+    q[3][4] = saved;
+    void *t3;
+    while (!(t3 = tdm_sched_async_next(a, &rc))) {
+    }
+    cr_assert_eq(t3, &tag[3]);
+    cr_assert_eq(rc, TDM_OK);
+    cr_assert_eq(tdm_sched_async_running(a), 0);
+    for (int r = 0; r < RUNS; r++) {
+        size_t first, d = differences(got + r * N, want + r * N, N, &first);
+        cr_assert_eq(d, 0, "seed=%llu run %d (scene %d): %zu differ, first %zu", (unsigned long long)seed, r,
+                     scene_of[r], d, first);
+    }
+    tdm_sched_stats st;
+    tdm_sched_get_stats(e, &st);
+    cr_assert_eq(st.async_runs, 4);
+    cr_assert_geq(st.async_waits, 1); /* run 1's first start */
+    tdm_sched_async_destroy(a);
+    scene_set_free(&set, e);
+    for (int r = 0; r < RUNS; r++) free(q[r]);
+    free(got);
+    free(want);
+    tdm_sched_destroy(e);
+}
+
+Test(robot_scene, async_runs_in_flight_match_cpu_engine) { async_runs(NULL); }
+Test(robot_scene, async_runs_left_for_the_synchronous_way_match_cpu_engine) { async_runs("40"); }
 
 /* Host lanes (tdm_pooler_set_host): jobs of at most HOST_MAX configurations run alone on a host
  * thread, on the CPU engine, the others on the engine's lanes; every job gets its own scene's

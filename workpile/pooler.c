@@ -724,9 +724,13 @@ static void run_batch_async(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *
             f->t0 = p->trace ? now_ms() : 0;
             return;
         }
+        if (p->trace)
+            fprintf(stderr, "dispatch %d: async start of %zu jobs, %zu queries: %s\n", b->thread, b->jobs, b->queries,
+                    tdm_strerror(st));
         if (st != TDM_EAGAIN) break; /* the synchronous way: it says why */
         flights_land(w);             /* an idle lane, then once more */
     }
+    if (p->trace && !f) fprintf(stderr, "dispatch %d: async: no flight free\n", b->thread);
     flights_land(w);
     if (rc == TDM_OK) rc = batch_engine(w, batch, b);
     batch_finish(w, batch, b, rc);

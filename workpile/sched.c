@@ -2415,6 +2415,9 @@ int tdm_sched_async_start(tdm_sched_async *a, const tdm_sched_configs_group *gro
     pthread_mutex_unlock(&e->stats_lock);
     return TDM_OK;
 refused:
+    if (e->trace)
+        fprintf(stderr, "engine async: %zu configurations of %zu robot scenes not started (%s), %d in flight\n", n,
+                n_groups, tdm_strerror(rc), a->running);
     if (took) { /* the lane back as it was taken */
         lane_put(e, a->l);
         a->l = NULL;
