@@ -59,6 +59,7 @@ struct tdm_query_pool {
     /* ... and by kind (TRACE_*): a query whose last run was a host thread's, a query a lane ran, a
        MotionCheck */
     uint64_t kind_n[3], kind_ns[3], kind_runs[3];
+    double kind_wait_ms[3], kind_run_ms[3]; /* ... their runs' waits in the queue and runs, summed */
     /* TDM_REQUEST_TRACE=FILE: each such reply's connection (its Hello's client_name), request id,
        kind, and the times of its frame and of its write's start (CLOCK_MONOTONIC ns), written to
        FILE at the stop:
@@ -269,6 +270,8 @@ static void send_reply(tdm_query_pool *qp, tdm_query_job *j)
         qp->kind_n[kind]++;
         qp->kind_ns[kind] += ns;
         qp->kind_runs[kind] += runs;
+        qp->kind_wait_ms[kind] += wait;
+        qp->kind_run_ms[kind] += run;
         pthread_mutex_unlock(&qp->trace_mu);
     }
     if (qp->req_trace) {
@@ -712,9 +715,15 @@ void tdm_query_pool_stop(tdm_query_pool *qp)
         static const char *kinds[3] = {"queries run by a host thread", "queries run by a lane", "motion checks"};
         for (int k = 0; k < 3; k++)
             if (qp->kind_n[k])
-                fprintf(stderr, "  of them %s: %llu, %.3f ms on average, %.3f runs\n", kinds[k],
-                        (unsigned long long)qp->kind_n[k], 1e-6 * (double)qp->kind_ns[k] / (double)qp->kind_n[k],
-                        (double)qp->kind_runs[k] / (double)qp->kind_n[k]);
+                fprintf(stderr,
+                        "  of them %s: %llu, %.3f ms on average, %.3f runs (in the queues %.3f, running %.3f, "
+                        "between and after them %.3f)\n",
+                        kinds[k], (unsigned long long)qp->kind_n[k],
+                        1e-6 * (double)qp->kind_ns[k] / (double)qp->kind_n[k],
+                        (double)qp->kind_runs[k] / (double)qp->kind_n[k], qp->kind_wait_ms[k] / (double)qp->kind_n[k],
+                        qp->kind_run_ms[k] / (double)qp->kind_n[k],
+                        (1e-6 * (double)qp->kind_ns[k] - qp->kind_wait_ms[k] - qp->kind_run_ms[k]) /
+                            (double)qp->kind_n[k]);
     }
     if (qp->req_trace) {
         FILE *f = fopen(qp->req_trace, "w");
