@@ -58,7 +58,7 @@
 #   xloop     TDM_EXPRESS_ON_LOOP=1 (the loops poll the ring for their own requests and write those replies;
 #             no express thread: the default since 2026-11-29, so the same as the defaults now)
 #   xthread   TDM_EXPRESS_ON_LOOP=0 (the ring polled by its own thread, the reply threads writing its replies,
-#             as before 2026-11-29; with it, --reply-threads auto is 2 again)
+#             as before 2026-11-29)
 #   yield     TDM_POLL_YIELD=1 (tandemd's polling threads yield their cores to the host's runnable threads:
 #             the pooler's and reply threads' polls, a loop's idle turns, the driver's waits)
 #   async     TDM_ASYNC_LANES=1 (each lane's thread keeps several device runs of configurations in flight,

@@ -145,9 +145,8 @@ static const opt opts[] = {
     {"reply-threads", T_INT, OFF(reply_threads), "auto", 0, 16, NULL, "N",
      "Threads that write the replies of queries to their clients' sockets, so that the threads running the "
      "engine go on to their next batch (each write wakes a client: a few microseconds). Idle, they poll as "
-     "long as --dispatch-poll-us before they sleep. auto: with a GPU engine 1 (the loops write the express "
-     "ring's replies themselves; 2 when the ring is polled by its own thread, TDM_EXPRESS_ON_LOOP=0), 0 "
-     "without; 0: the engine's threads write their batches' replies themselves."},
+     "long as --dispatch-poll-us before they sleep. auto: 2 with a GPU engine, 0 without; 0: the engine's "
+     "threads write their batches' replies themselves."},
     {"max-pipelined", T_U32, OFF(max_pipelined), "1024", 1, 1u << 20, NULL, "N",
      "Requests in flight per connection before the server stops reading from it."},
     {"max-connections", T_U32, OFF(max_connections), "1024", 1, 1u << 20, NULL, "N",

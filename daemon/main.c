@@ -225,8 +225,10 @@ int main(int argc, char **argv)
     const char *direct = getenv("TDM_DIRECT_REPLIES");
     if (!(direct && !strcmp(direct, "0"))) {
         tdm_query_pool_set_sender(srv.query_pool, tdm_request_query_send);
-        /* auto: with the ring's replies written by the loops (a third of a planner's), one */
-        int replies = cfg.reply_threads >= 0 ? cfg.reply_threads : on_device ? (express_on_loop ? 1 : 2) : 0;
+        /* auto: two with a GPU engine, the ring's replies written by the loops or not (with the loops
+           writing them, two beat one in eight paired 64-planner runs: bench/results/ompl_resident.md,
+           section 29) */
+        int replies = cfg.reply_threads >= 0 ? cfg.reply_threads : on_device ? 2 : 0;
         if ((rc = tdm_query_pool_set_replies(srv.query_pool, replies)) != TDM_OK) {
             tdm_log_error("reply threads: %s", tdm_strerror(rc));
             goto out;
