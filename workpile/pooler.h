@@ -171,7 +171,10 @@ typedef struct tdm_pooler tdm_pooler;
  * daemon submits a motion's next round from `finished`). A
  * batch is counted in the stats before its jobs are finished. Returns 0,
  * TDM_EINVAL (no engine or no `finished`), TDM_ENOMEM or TDM_ESYS; on failure
- * nothing is started and neither callback is ever called. */
+ * nothing is started and neither callback is ever called. With TDM_ASYNC_LANES=1 in
+ * the environment at create (A/B runs) and a device engine for configurations, each
+ * lane's thread keeps several device runs of configurations in flight
+ * (tdm_sched_async), finishing each batch as its run ends; the callbacks are as above. */
 int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                       void (*finished)(tdm_pooler_job *job, void *data),
                       void (*ran)(const tdm_pooler_batch *batch, void *data), void *data, tdm_pooler **out);
