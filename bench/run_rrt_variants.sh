@@ -42,6 +42,8 @@
 #   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
 #   prebuild0 TDM_SCENE_PREBUILD=0 (a robot scene built on the writer thread, not on libuv's pool before it, as before 2026-11-28)
 #   rtN       --reply-threads N (threads writing the replies; 0: the pooler thread that ran the batch)
+#   hmN       TDM_HOST_MIN_CONFIGS=N (requests of fewer configurations do not go to the host lanes: hm2 sends
+#             a planner's single states to the express ring, leaving the host lanes to motions' probes)
 #   hqN       TDM_HOST_QUEUE=N (N more small jobs may wait for a host thread before they go to the lanes)
 #   rsN       TDM_REPLY_SPIN_US=N (the reply threads poll N us before they sleep)
 #   solo0     TDM_CPU_SOLO_US=0 (the CPU engine wakes its pool for every list at once, as before 2026-11-28)
@@ -113,6 +115,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:gtrace* ]] && envs+=(TDM_GPU_TRACE=1)
     [[ $v == *:solo0* ]] && envs+=(TDM_CPU_SOLO_US=0)
     [[ $v =~ :hq([0-9]+) ]] && envs+=(TDM_HOST_QUEUE="${BASH_REMATCH[1]}")
+    [[ $v =~ :hm([0-9]+) ]] && envs+=(TDM_HOST_MIN_CONFIGS="${BASH_REMATCH[1]}")
     [[ $v =~ :rs([0-9]+) ]] && envs+=(TDM_REPLY_SPIN_US="${BASH_REMATCH[1]}")
     [[ $v == *:nograph* ]] && envs+=(TDM_GPU_CONFIG_GRAPHS=0)
     [[ $v == *:nopc* ]] && envs+=(TDM_GPU_PROGRAM_CACHE_KB=0)

@@ -96,6 +96,9 @@ struct tdm_pooler {
     tdm_pooler_job *inbox;       /* atomic: submitted, not yet queued; newest first */
     int host_waiting;            /* atomic: host jobs submitted and not yet taken (at most n_host + host_extra) */
     int host_extra;              /* TDM_HOST_QUEUE (measurements): that many more may wait (0) */
+    uint32_t host_min;           /* TDM_HOST_MIN_CONFIGS (A/B runs): jobs of fewer configurations do not go to
+                                    them (1: any; 2: a planner's single states go to the express ring, leaving
+                                    the host threads to motions' probe rounds) */
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
     /* under lock */
@@ -876,6 +879,8 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     const char *hq = getenv("TDM_HOST_QUEUE");
     p->host_extra = hq && *hq ? atoi(hq) : 0;
     if (p->host_extra < 0) p->host_extra = 0;
+    const char *hm = getenv("TDM_HOST_MIN_CONFIGS");
+    p->host_min = hm && *hm ? (uint32_t)strtoul(hm, NULL, 10) : 1;
     int locks = 0;
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
@@ -939,6 +944,7 @@ static int submit(tdm_pooler *p, tdm_pooler_job *job, int polled)
        here too, as the job is not ours to read once pushed (it may be run, finished and
        submitted again meanwhile) */
     int h = p->host_configs && p->n_host && job->configs && job->n_queries <= p->host_configs &&
+            job->n_queries >= p->host_min &&
             within_small_work(p, job);
     /* a host thread free for it, or the lanes: a small job never waits behind others for a host
        thread (on the H100 a queue of them waited 0.1-0.4 ms, as long as a pooled device run) */
