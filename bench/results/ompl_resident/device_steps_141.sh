@@ -5,10 +5,13 @@ set -uo pipefail
 # Call 141: (1) the host lanes kept for motions' probe rounds (hm2, TDM_HOST_MIN_CONFIGS=2: a single
 # state answers in about the same time on the ring as on a host lane, ~0.05 ms, but a probe round that
 # finds no host lane free takes a pooled device run, ~0.15 ms; section 30) against the defaults, three
-# alternated rounds; (2) the stages of the pooled device runs (prof: TDM_GPU_PROFILE, no CUDA graphs).
+# alternated rounds; with them, the pooled runs of up to 128 or 256 configurations (threads 1-2's batches
+# average ~160) as one fused kernel instead of the 1024-configuration graph of six launches (fc128, fc256:
+# TDM_GPU_FUSED_CONFIGS; fc1024 was slower in call 71, these sizes were not tried); (2) the stages of the
+# pooled device runs (prof: TDM_GPU_PROFILE, no CUDA graphs).
 source bench/device_unpack.sh /tmp/p141
 for r in 1 2 3; do
-  if (( r % 2 )); then vs="gpu gpu:hm2"; else vs="gpu:hm2 gpu"; fi
+  if (( r % 2 )); then vs="gpu gpu:hm2 gpu:fc128 gpu:fc256"; else vs="gpu:fc256 gpu:fc128 gpu:hm2 gpu"; fi
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda $vs 2>&1 | tee -a $OUT/rrt_call141.txt | grep -E '^==|of them' | cut -c1-200
   echo "round $r done at ${SECONDS}s"
 done
