@@ -196,7 +196,7 @@ int main(int argc, char **argv)
        poll as the pooler's threads do, and a planner's single states go to the express ring */
     int on_device = tdm_sched_configs_on_device(srv.engine);
     /* the express ring (measured: bench/results/ompl_resident.md, twenty-fourth session) */
-    int auto_express = cfg.express_configs < 0, express_on_loop = 0;
+    int auto_express = cfg.express_configs < 0;
     uint32_t express = auto_express ? (uint32_t)on_device : (uint32_t)cfg.express_configs;
     if (express) {
         rc = tdm_sched_express_start(srv.engine, cfg.express_blocks);
@@ -204,7 +204,7 @@ int main(int argc, char **argv)
            own; measured in bench/results/ompl_resident.md, twenty-fifth session);
            TDM_EXPRESS_ON_LOOP=0 (A/B runs): its own polling thread, the reply threads writing */
         const char *on_loop = getenv("TDM_EXPRESS_ON_LOOP");
-        express_on_loop = !(on_loop && !strcmp(on_loop, "0"));
+        int express_on_loop = !(on_loop && !strcmp(on_loop, "0"));
         if (rc == TDM_OK) rc = tdm_query_pool_set_express(srv.query_pool, express, express_on_loop);
         const char *why = rc == TDM_ENODEV ? "it needs a GPU engine" : tdm_strerror(rc);
         if (rc == TDM_OK)
@@ -215,7 +215,6 @@ int main(int argc, char **argv)
         else
             tdm_log_warn("express-configs %u: the express ring did not start (%s); requests go the usual way",
                          express, why);
-        if (rc != TDM_OK) express_on_loop = 0;
         rc = TDM_OK;
     }
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);

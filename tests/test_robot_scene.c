@@ -1391,7 +1391,7 @@ static void *pool_feed_main(void *arg)
  * (rounds of PER_ROUND jobs `pause_us` apart: many batches, some while others run), with
  * TDM_GPU_CONFIG_ROOM `room` (runs that leave configurations for the synchronous way); a bad
  * job in every round (`bad_each`), or one in all. */
-static void pooled_jobs(int async, int feeders, const char *room, int N_JOB, int bad_each, int pause_us)
+static void pooled_jobs(int async, int feeders, const char *room, int n_job, int bad_each, int pause_us)
 {
     char why[320] = "";
     if (room) setenv("TDM_GPU_CONFIG_ROOM", room, 1);
@@ -1402,18 +1402,18 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB, int
     scene_set_make(&set, e);
     enum { ROUNDS = 40, PER_ROUND = 4, JOBS = ROUNDS * PER_ROUND };
     tdm_pooler_job *jobs = calloc(JOBS, sizeof *jobs);
-    double *q = malloc(sizeof *q * JOBS * N_JOB * 3);
-    tdm_sched_result *got = calloc(JOBS * N_JOB, sizeof *got), *want = malloc(sizeof *want * JOBS * N_JOB);
+    double *q = malloc(sizeof *q * JOBS * n_job * 3);
+    tdm_sched_result *got = calloc(JOBS * n_job, sizeof *got), *want = malloc(sizeof *want * JOBS * n_job);
     cr_assert(jobs && q && got && want);
     for (int k = 0; k < JOBS; k++) { /* the job's configurations and its scene's CPU answers */
         const tdm_robot_scene *rs = set.rs[k % N_SCENES];
-        double *qk = batch(rs, N_JOB, 0x700ull + (uint64_t)k, TDM_MODE_BOOL, 1, want + k * N_JOB);
-        memcpy(q + k * N_JOB * 3, qk, sizeof *q * N_JOB * 3);
+        double *qk = batch(rs, n_job, 0x700ull + (uint64_t)k, TDM_MODE_BOOL, 1, want + k * n_job);
+        memcpy(q + k * n_job * 3, qk, sizeof *q * n_job * 3);
         free(qk);
-        if (is_bad(k, bad_each, JOBS)) q[k * N_JOB * 3 + 4] = NAN; /* one bad job a round, or one in all */
+        if (is_bad(k, bad_each, JOBS)) q[k * n_job * 3 + 4] = NAN; /* one bad job a round, or one in all */
         jobs[k] = (tdm_pooler_job){.scene = rs->scene, .mode = TDM_MODE_BOOL, .max_contacts = 1,
-                                   .n_queries = N_JOB, .n_tasks = (uint64_t)N_JOB * rs->scene->n_checks,
-                                   .configs = q + k * N_JOB * 3, .kin = &rs->kin, .results = got + k * N_JOB};
+                                   .n_queries = n_job, .n_tasks = (uint64_t)n_job * rs->scene->n_checks,
+                                   .configs = q + k * n_job * 3, .kin = &rs->kin, .results = got + k * n_job};
     }
     pool_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     tdm_pooler *pl;
@@ -1456,10 +1456,10 @@ static void pooled_jobs(int async, int feeders, const char *room, int N_JOB, int
             continue;
         }
         cr_assert_eq(jobs[k].rc, TDM_OK, "job %d: %s", k, tdm_strerror(jobs[k].rc));
-        size_t first, d = differences(got + k * N_JOB, want + k * N_JOB, N_JOB, &first);
+        size_t first, d = differences(got + k * n_job, want + k * n_job, n_job, &first);
         cr_assert_eq(d, 0, "seed=%llu job %d (scene %d): %zu differ, first %zu", (unsigned long long)seed, k,
                      k % N_SCENES, d, first);
-        for (int i = 0; i < N_JOB; i++) colliding += want[k * N_JOB + i].colliding;
+        for (int i = 0; i < n_job; i++) colliding += want[k * n_job + i].colliding;
     }
     tdm_sched_stats st;
     tdm_sched_get_stats(e, &st);

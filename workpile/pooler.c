@@ -411,7 +411,8 @@ static int batch_gather(worker *w, tdm_pooler_job *batch, const tdm_pooler_batch
     return TDM_OK;
 }
 
-/* A gathered batch on the engine, on this thread: its results written into its jobs. */
+/* A gathered batch on the engine, on this thread: its results written into its jobs' own, or,
+ * for several jobs of poses, side by side in w->results (batch_scatter). */
 static int batch_engine(worker *w, tdm_pooler_job *batch, const tdm_pooler_batch *b)
 {
     tdm_pooler *p = w->p;
@@ -431,8 +432,14 @@ static int batch_engine(worker *w, tdm_pooler_job *batch, const tdm_pooler_batch
     } else {
         rc = tdm_sched_run(p->engine, w->queries, b->queries, res);
     }
-    if (rc == TDM_OK && batch->next) results_scatter(batch, res);
     return rc;
+}
+
+/* After batch_engine: the results of several jobs of poses into each job's (pooled jobs of
+ * configurations are answered in place: run_configs_pooled). */
+static void batch_scatter(worker *w, tdm_pooler_job *batch, int rc)
+{
+    if (rc == TDM_OK && batch->next && !batch->configs) results_scatter(batch, w->results);
 }
 
 /* After a batch ran (rc): counts it; then the hook, and `finished` for the jobs that are done
@@ -472,6 +479,8 @@ static void run_batch(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *b, bat
     if (p->trace) bt->gather = (t1 = now_ms()) - t, t = t1;
     if (rc == TDM_OK) rc = batch_engine(w, batch, b);
     if (p->trace) bt->engine = (t1 = now_ms()) - t, t = t1;
+    batch_scatter(w, batch, rc);
+    if (p->trace) bt->fold = (t1 = now_ms()) - t, t = t1;
     batch_finish(w, batch, b, rc);
     if (p->trace) bt->finished = now_ms() - t;
 }
@@ -634,6 +643,7 @@ static void flight_end(worker *w, struct flight *f, int rc)
     if (rc == TDM_ENODEV) {
         tdm_sched_async_drain(w->async);
         rc = batch_engine(w, f->batch, &f->b);
+        batch_scatter(w, f->batch, rc);
     } else if (rc == TDM_OK && f->batch->next) {
         results_scatter(f->batch, f->res);
     }
@@ -736,6 +746,7 @@ static void run_batch_async(worker *w, tdm_pooler_job *batch, tdm_pooler_batch *
     if (p->trace && !f) fprintf(stderr, "dispatch %d: async: no flight free\n", b->thread);
     flights_land(w);
     if (rc == TDM_OK) rc = batch_engine(w, batch, b);
+    batch_scatter(w, batch, rc);
     batch_finish(w, batch, b, rc);
     pthread_mutex_lock(&p->lock);
     batch_left(p, b);
@@ -822,7 +833,7 @@ static void *pooler_main(void *arg)
             }
             queued /= b.jobs ? (double)b.jobs : 1;
         }
-        if (w->async && batch->configs && p->configs_on_device) {
+        if (w->async && batch->configs) { /* (an async lane exists only with configurations on the device) */
             run_batch_async(w, batch, &b); /* left in flight, or run; `pending` counted either way */
             pthread_mutex_lock(&p->lock);
             continue;

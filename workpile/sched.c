@@ -2237,18 +2237,30 @@ int tdm_sched_run_configs_device(tdm_sched *e, const tdm_sched_query *proto, con
     return tdm_sched_run_configs_groups_device(e, &g, 1, proto->mode, proto->max_contacts, configs, results);
 }
 
+/* Groups of configurations side by side (n_groups >= 1): every one checked (configs_check, the
+ * same n_q), their configurations counted in *n. */
+static int groups_check(const tdm_sched_configs_group *groups, size_t n_groups, uint32_t mode, uint32_t max_contacts,
+                        const double *configs, size_t *n)
+{
+    size_t J = groups[0].kin ? groups[0].kin->n_q : 0;
+    *n = 0;
+    for (size_t g = 0; g < n_groups; g++) {
+        if (groups[g].kin && groups[g].kin->n_q != J) return TDM_EINVAL;
+        int rc = configs_check(&groups[g], mode, max_contacts, configs ? configs + *n * J : NULL);
+        if (rc != TDM_OK) return rc;
+        *n += groups[g].n;
+    }
+    return TDM_OK;
+}
+
 int tdm_sched_run_configs_groups_device(tdm_sched *e, const tdm_sched_configs_group *groups, size_t n_groups,
                                         uint32_t mode, uint32_t max_contacts, const double *configs,
                                         tdm_sched_result *results)
 {
     if (n_groups == 0) return TDM_OK;
-    size_t n = 0, J = groups[0].kin ? groups[0].kin->n_q : 0;
-    for (size_t g = 0; g < n_groups; g++) {
-        if (groups[g].kin && groups[g].kin->n_q != J) return TDM_EINVAL;
-        int rc = configs_check(&groups[g], mode, max_contacts, configs ? configs + n * J : NULL);
-        if (rc != TDM_OK) return rc;
-        n += groups[g].n;
-    }
+    size_t n;
+    int rc = groups_check(groups, n_groups, mode, max_contacts, configs, &n);
+    if (rc != TDM_OK) return rc;
     if (n == 0) return TDM_OK;
     if (n > UINT32_MAX) return TDM_EINVAL;
     return configs_device(e, groups, n_groups, mode, max_contacts, configs, n, results, 1);
@@ -2335,15 +2347,13 @@ int tdm_sched_async_start(tdm_sched_async *a, const tdm_sched_configs_group *gro
 {
     tdm_sched *e = a->e;
     if (n_groups == 0) return TDM_ENODEV;
-    size_t n = 0, J = groups[0].kin ? groups[0].kin->n_q : 0;
+    size_t n, J = groups[0].kin ? groups[0].kin->n_q : 0;
+    int rc = groups_check(groups, n_groups, mode, max_contacts, configs, &n);
+    if (rc != TDM_OK) return rc;
     uint32_t K = 0;
     for (size_t g = 0; g < n_groups; g++) {
-        if (groups[g].kin && groups[g].kin->n_q != J) return TDM_EINVAL;
-        int rc = configs_check(&groups[g], mode, max_contacts, configs ? configs + n * J : NULL);
-        if (rc != TDM_OK) return rc;
         if (groups[g].scene->n_checks == 0) return TDM_ENODEV;
         if (groups[g].scene->n_checks > K) K = groups[g].scene->n_checks;
-        n += groups[g].n;
     }
     if (n == 0 || !tdm_sched_configs_on_device(e)) return TDM_ENODEV;
     if (!force && e->dispatch && !tdm_cost_model_pick_gpu(&e->model, n * (size_t)K / 4)) return TDM_ENODEV;
@@ -2365,7 +2375,6 @@ int tdm_sched_async_start(tdm_sched_async *a, const tdm_sched_configs_group *gro
     lane *l = a->l;
     free_removed(e, l); /* at each run's start, as the synchronous way's */
     tdm_backend *gb = e->gpus[l->dev];
-    int rc;
     if (n > tdm_gpu_engine_configs_one_run(gb, l->elane, (uint32_t)J, K)) {
         rc = TDM_ENODEV; /* larger than one run: the synchronous way */
         goto refused;
@@ -2425,6 +2434,15 @@ refused:
     return rc;
 }
 
+/* Run r is over with rc, to be handed back by tdm_sched_async_next in the order runs end. */
+static void async_over(tdm_sched_async *a, async_run *r, int rc)
+{
+    r->rc = rc;
+    r->state = A_ENDED;
+    r->ended = a->n_ended++;
+    a->ended++;
+}
+
 /* Run r has ended on the device (done of its n answered, or rc < 0: the lane failed). */
 static void async_ended(tdm_sched_async *a, async_run *r, int rc, size_t done)
 {
@@ -2432,10 +2450,7 @@ static void async_ended(tdm_sched_async *a, async_run *r, int rc, size_t done)
     a->running--;
     if (rc < 0) { /* the engine's runs lost: the caller runs them the synchronous way */
         if (rc == TDM_EGPU) engine_failed(e, a->l->dev);
-        r->rc = TDM_ENODEV;
-        r->state = A_ENDED;
-        r->ended = a->n_ended++;
-        a->ended++;
+        async_over(a, r, TDM_ENODEV);
         return;
     }
     r->done = done;
@@ -2445,9 +2460,7 @@ static void async_ended(tdm_sched_async *a, async_run *r, int rc, size_t done)
     }
     configs_results(r->groups, r->n_groups, r->mode, r->ans, r->results);
     configs_count(e, a->l, r->n, r->tasks, now_s() - r->t0, r->t_prep);
-    r->state = A_ENDED;
-    r->ended = a->n_ended++;
-    a->ended++;
+    async_over(a, r, TDM_OK);
 }
 
 /* Polls the runs in flight once; every one ends when the lane fails. */
@@ -2494,10 +2507,7 @@ static void async_settle(tdm_sched_async *a)
         int rc = configs_on_device(e, a->l, tail, n_tail, r->mode, r->max_contacts, r->configs + r->done * J,
                                    r->n - r->done, r->results + r->done);
         if (rc == TDM_EGPU) engine_failed(e, a->l->dev);
-        r->rc = rc == TDM_OK ? TDM_OK : rc == TDM_ENOMEM ? TDM_ENOMEM : TDM_ENODEV;
-        r->state = A_ENDED;
-        r->ended = a->n_ended++;
-        a->ended++;
+        async_over(a, r, rc == TDM_OK || rc == TDM_ENOMEM ? rc : TDM_ENODEV);
     }
     lane_put(e, a->l);
     a->l = NULL;
