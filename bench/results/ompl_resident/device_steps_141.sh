@@ -1,6 +1,6 @@
 set -uo pipefail
-# Prepared in the twenty-seventh session (no device time was left to run it). Run after a pack of the
-# session's last build (ARCHIVE=1 TESTS="" OMPL=1 bench/device_pack.sh build .packs/new), carrying
+# Prepared in the twenty-seventh session, run in the twenty-eighth after a pack of 4dfe2c1 (ARCHIVE=1
+# TESTS="robotd pooler robot_scene" OMPL=1 bench/device_pack.sh build .packs/new), carrying
 # [".packs", ".panda"]: device run "bash bench/results/ompl_resident/device_steps_141.sh".
 # Call 141: (1) the host lanes kept for motions' probe rounds (hm2, TDM_HOST_MIN_CONFIGS=2: a single
 # state answers in about the same time on the ring as on a host lane, ~0.05 ms, but a probe round that
@@ -10,6 +10,12 @@ set -uo pipefail
 # TDM_GPU_FUSED_CONFIGS; fc1024 was slower in call 71, these sizes were not tried); (2) the stages of the
 # pooled device runs (prof: TDM_GPU_PROFILE, no CUDA graphs).
 source bench/device_unpack.sh /tmp/p141
+# (0) the tidy commit 4dfe2c1 on the GPU (its async path was built, not run, in the last session).
+for t in robotd pooler robot_scene; do
+  echo "## test_$t (exit code after)" >> $OUT/tests.txt; timeout 200 $P/new/bin/test_$t >> $OUT/tests.txt 2>&1; echo "## test_$t exit $?" >> $OUT/tests.txt
+done
+grep -E "Synthesis|^## .*exit|FAIL" $OUT/tests.txt
+echo "tests done at ${SECONDS}s"
 for r in 1 2 3; do
   if (( r % 2 )); then vs="gpu gpu:hm2 gpu:fc128 gpu:fc256"; else vs="gpu:fc256 gpu:fc128 gpu:hm2 gpu"; fi
   PLANNERS=64 PER=100 bash bench/run_rrt_variants.sh $P/new/bin .panda $vs 2>&1 | tee -a $OUT/rrt_call141.txt | grep -E '^==|of them' | cut -c1-200
