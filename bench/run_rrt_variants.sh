@@ -181,13 +181,13 @@ for v in "${variants[@]}"; do
         # whole trace lines only: with --log-level info the log's lines share stderr with them
         awk '/^dispatch [0-9]+: waited [0-9.]+ ms, [0-9]+ jobs, [0-9]+ queries, ran .*, queued [0-9.]+\)$/ { t = $2; n[t]++; jobs[t] += $6; q[t] += $8; ran[t] += $11; eng[t] += $18; rep[t] += $22; w[t] += $4
                            if ($(NF - 1) == "queued") { qd[t] += $NF * $6; nj[t] += $6 } }
+             # batches of async lanes (TDM_ASYNC_LANES=1): "dispatch N: async, J jobs, Q queries, ran T ms, at A (replies R)"
+             /^dispatch [0-9]+: async, [0-9]+ jobs, [0-9]+ queries, ran [0-9.]+ ms, at [0-9.]+ \(replies [0-9.]+\)$/ {
+                 t = $2; an[t]++; aj[t] += $4; aq[t] += $6; ar[t] += $9; r = $14; sub(/\)$/, "", r); ap[t] += r }
              END { for (t in n) printf "  thread %s batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms engine=%.3f replies=%.3f waited=%.3f queued=%.3f\n",
-                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], rep[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0 }' "$work/trace.txt"
-        # async lanes' batches (TDM_ASYNC_LANES=1): "dispatch N: async, J jobs, Q queries, ran T ms, at A (replies R)"
-        awk '/^dispatch [0-9]+: async, [0-9]+ jobs, [0-9]+ queries, ran [0-9.]+ ms, at [0-9.]+ \(replies [0-9.]+\)$/ {
-                 t = $2; n[t]++; jobs[t] += $4; q[t] += $6; ran[t] += $9; r = $14; sub(/\)$/, "", r); rep[t] += r }
-             END { for (t in n) printf "  thread %s async batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms (start to end) replies=%.3f\n",
-                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], rep[t] / n[t] }' "$work/trace.txt"
+                   t, n[t], jobs[t] / n[t], q[t] / n[t], ran[t] / n[t], eng[t] / n[t], rep[t] / n[t], w[t] / n[t], nj[t] ? qd[t] / nj[t] : 0
+                   for (t in an) printf "  thread %s async batches=%d jobs/b=%.1f queries/b=%.1f ran=%.3fms (start to end) replies=%.3f\n",
+                   t, an[t], aj[t] / an[t], aq[t] / an[t], ar[t] / an[t], ap[t] / an[t] }' "$work/trace.txt"
         # gtrace: "gpu configs: N configurations of R robot scenes, K checks at most: T ms, waiting W ms, ..."
         awk '/^gpu configs:/ { n = $3; b = n <= 8 ? "1-8" : n <= 64 ? "9-64" : n <= 256 ? "65-256" : n <= 1024 ? "257-1024" : ">1024"
                                c[b]++; q[b] += n; t[b] += $(NF - 9); w[b] += $(NF - 6) }
