@@ -68,6 +68,8 @@
 #   stN       --gpu-streams N (each engine lane's slots: CUDA streams with their buffers)
 #   mpN       TDM_GPU_MESH_POOLED=N (trees' device arrays from the stream-ordered pool: 1, or cudaMalloc and
 #             cudaFree, which synchronise the device: 0)
+#   arenaN    TDM_GPU_MESH_ARENA=N (0: each tree's arrays allocated with cudaMalloc and freed with cudaFree,
+#             which waits for the device, as before 2026-11-29's tree arena; 1, the default: extents of chunks)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
@@ -133,6 +135,7 @@ for v in "${variants[@]}"; do
     level=warn; [[ $v =~ :x([0-9]+) ]] && level=info # the stop's stats lines: what the ring answered
     [[ $v == *:async* ]] && level=info # ... and what the async lanes started
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
+    [[ $v =~ :arena([0-9]+) ]] && envs+=(TDM_GPU_MESH_ARENA="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)

@@ -1766,6 +1766,7 @@ struct tdm_gpu_express {
     struct xretired { void *buf; size_t bytes; uint64_t gen; } *retired; /* under keep_lock: evicted programs' */
     size_t n_retired, cap_retired; /* arrays, each with the launches started before it */
     uint64_t launches, answered;  /* atomic */
+    int joined;                   /* registered with the trees' arena (tdm__gpu_arena_ring) */
 };
 
 extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t items, tdm_gpu_express **out)
@@ -1852,8 +1853,35 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
                 "more than CUDA device %d holds at once (%d of them: %d an SM): the lanes' runs wait for room\n",
                 blocks, x->device, per_sm * sms, per_sm);
     cudaGetLastError();
+    /* the trees' arena waits for its launches before it places a freed tree's extent again */
+    if ((rc = tdm__gpu_arena_ring(g->bud, x, 1)) != TDM_OK) {
+        fprintf(stderr, "tandem engine: more than %d express rings on one device's trees\n", ARENA_RINGS);
+        tdm_gpu_express_destroy(x);
+        return rc;
+    }
+    x->joined = 1;
     *out = x;
     return TDM_OK;
+}
+
+static void express_reap(tdm_gpu_express *x);
+
+void tdm__gpu_express_launches(tdm_gpu_express *x, uint64_t *started, uint64_t *oldest)
+{
+    pthread_mutex_lock(&x->keep_lock);
+    int ended = 0;
+    for (int s = 0; s < 2; s++)
+        if (x->launched[s]) {
+            cudaError_t e = cudaStreamQuery(x->run[s]);
+            if (e == cudaSuccess) __atomic_store_n(&x->launched[s], 0, __ATOMIC_RELEASE), ended = 1;
+            else if (e != cudaErrorNotReady) cudaGetLastError(); /* a fault: taken as still running (keep reports it) */
+        }
+    if (ended && x->n_retired) express_reap(x);
+    *started = x->gen;
+    *oldest = UINT64_MAX;
+    for (int s = 0; s < 2; s++)
+        if (x->launched[s] && x->launched_gen[s] < *oldest) *oldest = x->launched_gen[s];
+    pthread_mutex_unlock(&x->keep_lock);
 }
 
 extern "C" void tdm_gpu_express_destroy(tdm_gpu_express *x)
@@ -1865,6 +1893,8 @@ extern "C" void tdm_gpu_express_destroy(tdm_gpu_express *x)
         for (int s = 0; s < 2; s++)
             if (x->run[s]) cudaStreamSynchronize(x->run[s]);
     }
+    /* its launches have ended: the trees retired while they ran may be placed again */
+    if (x->joined) tdm__gpu_arena_ring(x->g->bud, x, 0);
     for (uint32_t i = 0; i < EXPRESS_PROGS; i++) free(x->progs[i].kc);
     free(x->retired);
     tdm_extents_destroy(&x->room_of);

@@ -378,6 +378,9 @@ void tdm_gpu_abort(tdm_gpu *g);
 typedef struct tdm_gpu_stats {
     uint64_t device_bytes;    /* device memory held: meshes + scratch, of g and all its lanes */
     uint64_t mesh_bytes;
+    uint64_t arena_chunks;    /* the trees' arena's chunks held (resident.h) */
+    uint64_t arena_bytes;     /* ... their bytes no tree holds (free, or freed and waiting for the express
+                                 ring's launches): in device_bytes, not in mesh_bytes */
     uint64_t budget_bytes;    /* the memory budget (gpu-memory, or 80% of the device) */
     uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's; runs: chunks started,
                                                  reruns: of them after an overflow */

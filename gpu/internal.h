@@ -20,6 +20,8 @@ struct tdm_gpu_mesh {
     float radius;
     uint64_t bytes;
     int pooled;          /* its arrays came from the stream-ordered allocator (tdm_gpu.mesh_pooled) */
+    struct mesh_chunk *chunk; /* its arrays are one extent of this chunk of the tree arena (resident.cu), */
+    size_t at;                /* at this offset, `bytes` long; NULL: an allocation each */
 };
 
 /* The CUDA device index the engine runs on (callers set it on their thread). */

@@ -25,18 +25,41 @@
 
 /* Adds `delta` bytes of one kind; a growth that would pass the limit is refused
  * (TDM_EGPUMEM) and changes nothing. */
+static uint64_t *budget_kind(gpu_budget *b, int kind)
+{
+    return kind == BUD_MESH ? &b->mesh_bytes : kind == BUD_SCRATCH ? &b->scratch_bytes
+                                           : kind == BUD_ARENA ? &b->arena_bytes : &b->other_bytes;
+}
+
+static uint64_t budget_held(const gpu_budget *b)
+{
+    return b->mesh_bytes + b->scratch_bytes + b->other_bytes + b->arena_bytes;
+}
+
 int tdm__gpu_budget_add(gpu_budget *b, int kind, int64_t delta)
 {
     pthread_mutex_lock(&b->mu);
-    uint64_t *x = kind == BUD_MESH ? &b->mesh_bytes : kind == BUD_SCRATCH ? &b->scratch_bytes : &b->other_bytes;
     int rc = TDM_OK;
-    if (delta > 0 && b->mesh_bytes + b->scratch_bytes + b->other_bytes + (uint64_t)delta > b->limit) rc = TDM_EGPUMEM;
-    else *x += (uint64_t)delta; /* a negative delta wraps back down */
+    if (delta > 0 && budget_held(b) + (uint64_t)delta > b->limit) rc = TDM_EGPUMEM;
+    else *budget_kind(b, kind) += (uint64_t)delta; /* a negative delta wraps back down */
     pthread_mutex_unlock(&b->mu);
     return rc;
 }
 
-/* Drops one user's reference; the last frees it. */
+/* bytes counted as one kind from now on instead of another (the arena's extents as a tree's and
+ * back): the memory held does not change */
+static void budget_move(gpu_budget *b, int from, int to, uint64_t bytes)
+{
+    pthread_mutex_lock(&b->mu);
+    *budget_kind(b, from) -= bytes;
+    *budget_kind(b, to) += bytes;
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void arena_destroy(gpu_budget *b);
+
+/* Drops one user's reference; the last frees it (and the tree arena's chunks: on the budget's
+ * device, which the caller has set). */
 static void budget_release(gpu_budget *b)
 {
     if (!b) return;
@@ -44,8 +67,195 @@ static void budget_release(gpu_budget *b)
     int left = --b->users;
     pthread_mutex_unlock(&b->mu);
     if (left > 0) return;
+    arena_destroy(b);
+    pthread_mutex_destroy(&b->arena_mu);
     pthread_mutex_destroy(&b->mu);
     free(b);
+}
+
+/* ---- the tree arena (resident.h) ------------------------------------------------- */
+
+#define MESH_CHUNK (32ull << 20) /* a chunk's bytes by default (TDM_GPU_MESH_CHUNK_KB) */
+
+/* Whether retired extent r may be placed again: every registered ring's launches that started
+ * before its free have ended (under arena_mu) */
+static int arena_retired_done(gpu_budget *b, const struct gpu_budget::arena_retired *r, const uint64_t *oldest)
+{
+    for (int i = 0; i < ARENA_RINGS; i++)
+        if (b->rings[i] && r->gen[i] >= oldest[i]) return 0;
+    return 1;
+}
+
+static void arena_oldest(gpu_budget *b, uint64_t *started, uint64_t *oldest)
+{
+    for (int i = 0; i < ARENA_RINGS; i++) {
+        started[i] = 0;
+        oldest[i] = UINT64_MAX;
+        if (b->rings[i]) tdm__gpu_express_launches(b->rings[i], &started[i], &oldest[i]);
+    }
+}
+
+/* Chunk k back to the device (under arena_mu; empty: no tree, nothing retired in it). cudaFree
+ * waits for the device: only dedicated chunks, surplus empty ones and, once no tree is left, all. */
+static void arena_release(gpu_budget *b, size_t k)
+{
+    mesh_chunk *c = b->chunks[k];
+    cudaFree(c->base);
+    cudaGetLastError();
+    tdm__gpu_budget_add(b, BUD_ARENA, -(int64_t)c->room.total);
+    tdm_extents_destroy(&c->room);
+    free(c);
+    b->chunks[k] = b->chunks[--b->n_chunks];
+}
+
+/* Retired extents whose readers have ended back to their chunks, then empty chunks released as
+ * arena_release says (under arena_mu) */
+static void arena_reap(gpu_budget *b)
+{
+    if (b->n_retired) {
+        uint64_t started[ARENA_RINGS], oldest[ARENA_RINGS];
+        arena_oldest(b, started, oldest);
+        size_t kept = 0;
+        for (size_t i = 0; i < b->n_retired; i++) {
+            struct gpu_budget::arena_retired *r = &b->retired[i];
+            /* a free extent cannot fail to go back: tdm_extents_free only refuses a bad range, or
+               when it needs one more free extent and has no memory for it (then it stays retired) */
+            if (!arena_retired_done(b, r, oldest) || tdm_extents_free(&r->chunk->room, r->at, r->len) != TDM_OK)
+                b->retired[kept++] = *r;
+        }
+        b->n_retired = kept;
+    }
+    pthread_mutex_lock(&b->mu);
+    int no_trees = b->mesh_bytes == 0;
+    pthread_mutex_unlock(&b->mu);
+    int spare = 0; /* an empty chunk kept for the next uploads */
+    for (size_t k = b->n_chunks; k-- > 0;) {
+        mesh_chunk *c = b->chunks[k];
+        if (c->room.free_bytes != c->room.total) continue;
+        int retired_here = 0;
+        for (size_t i = 0; i < b->n_retired && !retired_here; i++) retired_here = b->retired[i].chunk == c;
+        if (retired_here) continue;
+        if (c->dedicated || no_trees || spare) arena_release(b, k);
+        else spare = 1;
+    }
+}
+
+/* An extent of len bytes (a multiple of TDM_EXTENTS_ALIGN) for a tree, counted as the tree's
+ * (BUD_MESH). TDM_OK with *chunk, *at; TDM_EGPUMEM (over the budget, or the device is full) or
+ * TDM_ENOMEM, nothing held. */
+static int arena_place(gpu_budget *b, size_t len, mesh_chunk **chunk, size_t *at)
+{
+    pthread_mutex_lock(&b->arena_mu);
+    arena_reap(b);
+    int rc = TDM_OK;
+    for (size_t k = 0; k < b->n_chunks; k++) {
+        size_t off = tdm_extents_alloc(&b->chunks[k]->room, len);
+        if (off != SIZE_MAX) {
+            *chunk = b->chunks[k];
+            *at = off;
+            budget_move(b, BUD_ARENA, BUD_MESH, len);
+            pthread_mutex_unlock(&b->arena_mu);
+            return TDM_OK;
+        }
+    }
+    /* a new chunk: the usual size, or one of the tree's own for a tree over half of it */
+    int dedicated = len > b->chunk_bytes / 2;
+    size_t bytes = dedicated ? len : b->chunk_bytes;
+    mesh_chunk *c = NULL;
+    if (b->n_chunks == b->cap_chunks) {
+        size_t cap = b->cap_chunks ? 2 * b->cap_chunks : 8;
+        mesh_chunk **a = (mesh_chunk **)realloc(b->chunks, cap * sizeof *a);
+        if (!a) rc = TDM_ENOMEM;
+        else b->chunks = a, b->cap_chunks = cap;
+    }
+    if (rc == TDM_OK && !(c = (mesh_chunk *)calloc(1, sizeof *c))) rc = TDM_ENOMEM;
+    if (rc == TDM_OK && tdm__gpu_budget_add(b, BUD_ARENA, (int64_t)bytes) != TDM_OK) {
+        /* no room for a whole chunk: one of the tree's own size, if that fits */
+        if (dedicated || tdm__gpu_budget_add(b, BUD_ARENA, (int64_t)len) != TDM_OK) rc = TDM_EGPUMEM;
+        else dedicated = 1, bytes = len;
+    }
+    if (rc == TDM_OK) {
+        if (tdm_extents_init(&c->room, bytes) != TDM_OK) {
+            rc = TDM_ENOMEM;
+        } else if (cudaMalloc((void **)&c->base, bytes) != cudaSuccess) {
+            cudaGetLastError(); /* out of memory is not sticky */
+            tdm_extents_destroy(&c->room);
+            rc = TDM_EGPUMEM;
+        }
+        if (rc != TDM_OK) tdm__gpu_budget_add(b, BUD_ARENA, -(int64_t)bytes);
+    }
+    if (rc != TDM_OK) {
+        free(c);
+        pthread_mutex_unlock(&b->arena_mu);
+        return rc;
+    }
+    c->dedicated = dedicated;
+    b->chunks[b->n_chunks++] = c;
+    *chunk = c;
+    *at = tdm_extents_alloc(&c->room, len); /* 0: the chunk is empty and long enough */
+    budget_move(b, BUD_ARENA, BUD_MESH, len);
+    pthread_mutex_unlock(&b->arena_mu);
+    return TDM_OK;
+}
+
+/* A tree's extent back to the arena: at once when no ring's launch runs (or `fresh`: no kernel
+ * ever read it), else once those running now have ended */
+static void arena_free(gpu_budget *b, mesh_chunk *chunk, size_t at, size_t len, int fresh)
+{
+    pthread_mutex_lock(&b->arena_mu);
+    budget_move(b, BUD_MESH, BUD_ARENA, len);
+    struct gpu_budget::arena_retired r;
+    r.chunk = chunk, r.at = at, r.len = len;
+    uint64_t oldest[ARENA_RINGS];
+    arena_oldest(b, r.gen, oldest);
+    int now = fresh || arena_retired_done(b, &r, oldest);
+    if (!now && b->n_retired == b->cap_retired) {
+        size_t cap = b->cap_retired ? 2 * b->cap_retired : 16;
+        struct gpu_budget::arena_retired *a =
+            (struct gpu_budget::arena_retired *)realloc(b->retired, cap * sizeof *a);
+        if (a) b->retired = a, b->cap_retired = cap;
+        else cudaDeviceSynchronize(), now = 1; /* no room to remember it: wait for the launches instead */
+    }
+    if (now) {
+        if (tdm_extents_free(&chunk->room, at, len) != TDM_OK) { /* no host memory: retire it to try later */
+            if (b->n_retired < b->cap_retired) b->retired[b->n_retired++] = r;
+        }
+    } else {
+        b->retired[b->n_retired++] = r;
+    }
+    arena_reap(b);
+    pthread_mutex_unlock(&b->arena_mu);
+}
+
+static void arena_destroy(gpu_budget *b)
+{
+    for (size_t k = 0; k < b->n_chunks; k++) {
+        cudaFree(b->chunks[k]->base);
+        tdm_extents_destroy(&b->chunks[k]->room);
+        free(b->chunks[k]);
+    }
+    cudaGetLastError();
+    free(b->chunks);
+    free(b->retired);
+}
+
+int tdm__gpu_arena_ring(gpu_budget *b, struct tdm_gpu_express *x, int join)
+{
+    pthread_mutex_lock(&b->arena_mu);
+    int rc = join ? TDM_ERANGE : TDM_OK;
+    for (int i = 0; i < ARENA_RINGS; i++) {
+        if (join && !b->rings[i]) {
+            b->rings[i] = x;
+            /* extents retired before it joined wait for none of its launches */
+            for (size_t k = 0; k < b->n_retired; k++) b->retired[k].gen[i] = 0;
+            rc = TDM_OK;
+            break;
+        }
+        if (!join && b->rings[i] == x) b->rings[i] = NULL;
+    }
+    if (!join) arena_reap(b);
+    pthread_mutex_unlock(&b->arena_mu);
+    return rc;
 }
 
 /* ---- kernels ------------------------------------------------------------------- */
@@ -913,8 +1123,20 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
         free(bud);
         return TDM_ESYS;
     }
+    if (pthread_mutex_init(&bud->arena_mu, NULL) != 0) {
+        pthread_mutex_destroy(&bud->mu);
+        free(bud);
+        return TDM_ESYS;
+    }
     bud->limit = c.memory_budget;
     bud->users = 1;
+    /* trees in the arena unless TDM_GPU_MESH_ARENA=0 (A/B runs: cudaMalloc and cudaFree each);
+       TDM_GPU_MESH_CHUNK_KB (tests): smaller chunks */
+    const char *ma = getenv("TDM_GPU_MESH_ARENA"), *mc = getenv("TDM_GPU_MESH_CHUNK_KB");
+    bud->arena = !(ma && strcmp(ma, "0") == 0);
+    bud->chunk_bytes = mc && *mc ? (size_t)strtoull(mc, NULL, 10) << 10 : MESH_CHUNK;
+    if (bud->chunk_bytes < 4 * TDM_EXTENTS_ALIGN) bud->chunk_bytes = 4 * TDM_EXTENTS_ALIGN;
+    bud->chunk_bytes -= bud->chunk_bytes % TDM_EXTENTS_ALIGN;
     int rc = create_on(c, prop, bud, out);
     if (rc == TDM_OK && why) *why = "";
     return rc;
@@ -1001,26 +1223,52 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
         if (rc != TDM_OK) return rc;
         bytes += (uint64_t)n_wide * sizeof(tdm_bvh_node);
     }
-    if (tdm__gpu_budget_add(g->bud, BUD_MESH, (int64_t)bytes) != TDM_OK) {
+    /* in the arena: the arrays one extent, each at a multiple of TDM_EXTENTS_ALIGN */
+    int arena = g->bud->arena && !g->mesh_pooled;
+    uint64_t wb = (uint64_t)n_wide * sizeof(tdm_bvh_node);
+    uint64_t at_nodes = tdm_extents_length(wb), at_blocked = at_nodes + tdm_extents_length(nb),
+             at_tris = at_blocked + tdm_extents_length(kb), at_ids = at_tris + tdm_extents_length(tb),
+             extent = at_ids + tdm_extents_length(ib);
+    if (arena) bytes = extent; /* what it holds of its chunk (tdm_extents_length(0) is 0) */
+    else if (tdm__gpu_budget_add(g->bud, BUD_MESH, (int64_t)bytes) != TDM_OK) {
         free(wide);
         return TDM_EGPUMEM;
     }
     tdm_gpu_mesh *m = (tdm_gpu_mesh *)calloc(1, sizeof *m);
     tdm_bvh_node *blocked = NULL;
     uint32_t n_blocked = 0;
+    int placed = TDM_OK;
     if (m) {
         m->pooled = g->mesh_pooled;
         tdm_layout_blocked(bvh, &blocked, &n_blocked); /* NULL on failure */
+        if (blocked && arena) {
+            placed = arena_place(g->bud, (size_t)extent, &m->chunk, &m->at);
+            if (placed == TDM_OK) {
+                unsigned char *base = m->chunk->base + m->at;
+                m->wide = wide ? (tdm_bvh_node *)base : NULL;
+                m->nodes = (tdm_bvh_node *)(base + at_nodes);
+                m->blocked = (tdm_bvh_node *)(base + at_blocked);
+                m->tris = (float *)(base + at_tris);
+                m->ids = (uint32_t *)(base + at_ids);
+                m->bytes = extent;
+            }
+        }
+    }
+    if (placed != TDM_OK) { /* nothing held */
+        free(wide);
+        free(blocked);
+        free(m);
+        return placed;
     }
     cudaError_t e = cudaSuccess;
     if (blocked && wide) {
-        e = mesh_alloc(g, (void **)&m->wide, (size_t)n_wide * sizeof(tdm_bvh_node));
-        if (e == cudaSuccess) e = mesh_copy(g, m->wide, wide, (size_t)n_wide * sizeof(tdm_bvh_node));
+        if (!arena) e = mesh_alloc(g, (void **)&m->wide, (size_t)wb);
+        if (e == cudaSuccess) e = mesh_copy(g, m->wide, wide, (size_t)wb);
     }
-    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->nodes, nb);
-    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->blocked, kb);
-    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->tris, tb);
-    if (blocked && e == cudaSuccess) e = mesh_alloc(g, (void **)&m->ids, ib);
+    if (blocked && e == cudaSuccess && !arena) e = mesh_alloc(g, (void **)&m->nodes, nb);
+    if (blocked && e == cudaSuccess && !arena) e = mesh_alloc(g, (void **)&m->blocked, kb);
+    if (blocked && e == cudaSuccess && !arena) e = mesh_alloc(g, (void **)&m->tris, tb);
+    if (blocked && e == cudaSuccess && !arena) e = mesh_alloc(g, (void **)&m->ids, ib);
     if (blocked && e == cudaSuccess) e = mesh_copy(g, m->nodes, bvh->nodes, nb);
     if (blocked && e == cudaSuccess) e = mesh_copy(g, m->blocked, blocked, kb);
     if (blocked && e == cudaSuccess) e = mesh_copy(g, m->tris, bvh->tri_verts, tb);
@@ -1032,10 +1280,15 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     int have = blocked != NULL;
     free(blocked);
     if (!have || e != cudaSuccess) {
-        if (m) {
+        if (m && m->chunk) { /* no kernel read its extent: back at once */
+            arena_free(g->bud, m->chunk, m->at, (size_t)m->bytes, 1);
+            free(m);
+        } else if (m && !arena) {
             m->bytes = bytes;
             tdm_gpu_mesh_free(g, m); /* what was allocated, and the budget */
-        } else {
+        } else if (m) {
+            free(m);
+        } else if (!arena) {
             tdm__gpu_budget_add(g->bud, BUD_MESH, -(int64_t)bytes);
         }
         return have ? tdm_cuda_err(e, &g->dead) : TDM_ENOMEM;
@@ -1052,6 +1305,11 @@ extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
 {
     if (!m) return;
     cudaSetDevice(g->cfg.device);
+    if (m->chunk) { /* the arena: no wait for the device (resident.h) */
+        arena_free(g->bud, m->chunk, m->at, (size_t)m->bytes, 0);
+        free(m);
+        return;
+    }
     mesh_release(g, m, m->wide);
     mesh_release(g, m, m->nodes);
     mesh_release(g, m, m->blocked);
@@ -1344,8 +1602,12 @@ extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
     pthread_mutex_lock(&g->bud->mu);
     s->mesh_bytes = g->bud->mesh_bytes;
     s->budget_bytes = g->bud->limit;
-    s->device_bytes = g->bud->mesh_bytes + g->bud->scratch_bytes + g->bud->other_bytes;
+    s->device_bytes = budget_held(g->bud);
+    s->arena_bytes = g->bud->arena_bytes;
     pthread_mutex_unlock(&g->bud->mu);
+    pthread_mutex_lock(&g->bud->arena_mu);
+    s->arena_chunks = g->bud->n_chunks;
+    pthread_mutex_unlock(&g->bud->arena_mu);
 }
 
 extern "C" int tdm_gpu_device(const tdm_gpu *g) { return g->cfg.device; }

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "../geom/bv.h"
+#include "extents.h"
 #include "internal.h"
 
 #define OVERFLOW_RC 1 /* internal: the frontier outgrew what the budget allows */
@@ -89,18 +90,44 @@ typedef struct slot {
 } slot;
 
 #define MAX_SLOTS 8
+
+/* The tree arena (resident.cu): trees' device arrays placed as extents of a few large cudaMalloc
+ * chunks, because cudaFree waits for the whole device and holds every other thread's launches
+ * meanwhile (bench/free_stall.cu: ~1-2 ms a free while the express ring's resident launches run,
+ * the lanes' runs stalled as long). A freed tree's extent is placed again only once the ring's
+ * launches that started before the free have ended: a resident block may hold the old tree's
+ * lines in its SM's L1 (the rule of the ring's own program arena, configs.cu). */
+typedef struct mesh_chunk {
+    unsigned char *base; /* device */
+    tdm_extents room;    /* its free extents */
+    int dedicated;       /* made for one tree larger than half a chunk: released once empty */
+} mesh_chunk;
+
+#define ARENA_RINGS 8 /* express rings drawing on one budget at most */
+
 /* The device memory a tdm_gpu and its lanes hold together, against one budget.
  * Any thread: uploads, frees and the lanes' scratch growth may happen at once. */
 typedef struct gpu_budget {
     pthread_mutex_t mu;
     uint64_t limit;
-    uint64_t mesh_bytes;    /* resident trees */
+    uint64_t mesh_bytes;    /* resident trees (in the arena: their extents) */
     uint64_t scratch_bytes; /* every lane's frontiers and task buffers */
     uint64_t other_bytes;   /* scratch other engines took (tdm_gpu_account) */
+    uint64_t arena_bytes;   /* the tree arena's chunks' bytes that hold no tree (free or retired extents) */
     int users;              /* the tdm_gpu and its lanes: the last one out frees it */
+    /* the tree arena, under arena_mu (taken before mu, never after; and before an express ring's
+       keep lock, never after) */
+    pthread_mutex_t arena_mu;
+    int arena;              /* trees in the arena (TDM_GPU_MESH_ARENA=0: cudaMalloc and cudaFree each) */
+    size_t chunk_bytes;     /* a chunk's size (TDM_GPU_MESH_CHUNK_KB, tests: small ones) */
+    mesh_chunk **chunks;
+    size_t n_chunks, cap_chunks;
+    struct arena_retired { mesh_chunk *chunk; size_t at, len; uint64_t gen[ARENA_RINGS]; } *retired;
+    size_t n_retired, cap_retired;
+    struct tdm_gpu_express *rings[ARENA_RINGS]; /* the express rings on these trees (configs.cu) */
 } gpu_budget;
 
-enum { BUD_MESH, BUD_SCRATCH, BUD_OTHER };
+enum { BUD_MESH, BUD_SCRATCH, BUD_OTHER, BUD_ARENA };
 
 struct tdm_gpu {
     tdm_gpu_config cfg;
@@ -215,5 +242,14 @@ void tdm__gpu_configs_look(slot *s);
 void tdm__gpu_configs_free(tdm_gpu *g, slot *s);
 /* Frees the lane's resident programs (configs.cu) and gives their bytes back. */
 void tdm__gpu_programs_free(tdm_gpu *g);
+
+/* The tree arena and the express rings (resident.cu, configs.cu). A ring registers itself on
+ * its lane's budget when it starts (TDM_ERANGE: ARENA_RINGS already are) and leaves once its
+ * launches have ended; while registered, a freed tree's extent waits for the ring's launches that
+ * started before the free. */
+int tdm__gpu_arena_ring(gpu_budget *b, struct tdm_gpu_express *x, int join);
+/* A ring's launches started so far (*started) and the number of the oldest one still running
+ * (*oldest; UINT64_MAX: none), its launches' ends looked at first (configs.cu). */
+void tdm__gpu_express_launches(struct tdm_gpu_express *x, uint64_t *started, uint64_t *oldest);
 
 #endif

@@ -414,6 +414,111 @@ Test(gpu, upload_over_budget_fails_cleanly)
     tdm_mesh_free(small);
 }
 
+/* The trees' arena (gpu/resident.h): with chunks of 256 KiB, trees of several sizes (some larger
+ * than half a chunk, which get chunks of their own) are placed, freed and placed again in the
+ * places others left, while other trees stay resident; every run matches the CPU engine, the
+ * resident trees too after the others came and went, and once no tree is left the chunks and
+ * their bytes are given back. */
+Test(gpu, tree_arena_reuses_places_and_gives_memory_back, .timeout = 300)
+{
+    require_gpu();
+    cr_assert_eq(setenv("TDM_GPU_MESH_CHUNK_KB", "256", 1), 0);
+    tdm_pool *pool;
+    tdm_backend *g = gpu_engine(NULL, &pool);
+    tdm_gpu *lane = tdm_gpu_engine_lane(g, 0);
+    tdm_gpu_stats before, st;
+    tdm_gpu_get_stats(lane, &before);
+    cr_assert_eq(before.arena_chunks, 0);
+    gen_rng r = {seed};
+    /* resident throughout: a small pair and a large one */
+    scene keep[2];
+    scene_make(&keep[0], gen_sphere(0.7, 12), gen_box(0.5, 0.5, 0.5), 1.5, 500, &r);
+    scene_make(&keep[1], gen_pile(&r, 3000, 2.0, 0.3), gen_torus(0.8, 0.2, 24, 12), 2.5, 500, &r);
+    void *kg[2][2];
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(g->ops->mesh_add(g, 0, keep[k].a, &kg[k][0]), TDM_OK);
+        cr_assert_eq(g->ops->mesh_add(g, 0, keep[k].b, &kg[k][1]), TDM_OK);
+    }
+    tdm_gpu_get_stats(lane, &st);
+    cr_assert_geq(st.arena_chunks, 2, "a small chunk and the large tree's own: %llu chunks",
+                  (unsigned long long)st.arena_chunks);
+    size_t chunks_most = 0;
+    for (int round = 0; round < 6; round++) {
+        /* others come and go: each compare uploads its two trees, runs and frees them */
+        scene sc;
+        if (round % 3 == 0) scene_make(&sc, gen_sphere(0.6, 8 + 4 * round), gen_box(0.3, 0.4, 0.5), 1.5, 400, &r);
+        else if (round % 3 == 1) scene_make(&sc, gen_pile(&r, 500 * round, 1.5, 0.3), gen_sphere(0.4, 10), 2.0, 400, &r);
+        else scene_make(&sc, gen_torus(1.0, 0.3, 16 * round, 8 * round), gen_pile(&r, 200, 0.6, 0.2), 2.0, 400, &r);
+        size_t col;
+        cr_expect_eq(compare(g, &sc, TDM_MODE_BOOL, 1, &col), 0, "round %d: differences (seed %llu)", round,
+                     (unsigned long long)seed);
+        cr_expect_eq(compare(g, &sc, TDM_MODE_CONTACTS, 1000000, &col), 0, "round %d contacts: differences", round);
+        scene_free(&sc);
+        tdm_gpu_get_stats(lane, &st);
+        if (st.arena_chunks > chunks_most) chunks_most = st.arena_chunks;
+        /* the resident trees still answer as the CPU engine does */
+        for (int k = 0; k < 2; k++) {
+            tdm_task *t = scene_tasks(&keep[k], kg[k][0], kg[k][1], TDM_MODE_CONTACTS, 1000000);
+            tdm_collide_result *res = malloc(keep[k].n * sizeof *res);
+            cr_assert(res);
+            tdm_task_list list = tdm_task_list_array(t, keep[k].n);
+            cr_assert_eq(g->ops->run(g, 0, &list, res), TDM_OK);
+            size_t diff = 0;
+            for (size_t i = 0; i < keep[k].n; i++) {
+                tdm_collide_result c;
+                tdm_collide(&t[i], &c);
+                diff += c.colliding != res[i].colliding || c.n_pairs != res[i].n_pairs;
+            }
+            cr_expect_eq(diff, 0, "round %d: resident pair %d: %zu differences", round, k, diff);
+            free(t);
+            free(res);
+        }
+    }
+    /* the freed places were used again: three chunks resident, two at most for a round's trees
+       larger than half a chunk and one spare, against a new one for each of the 12 uploads */
+    cr_log_info("%zu chunks at most", chunks_most);
+    cr_expect_leq(chunks_most, 7, "%zu chunks at most", chunks_most);
+    tdm_gpu_get_stats(lane, &st);
+    cr_assert_gt(st.mesh_bytes, 0);
+    cr_assert_geq(st.device_bytes, before.device_bytes + st.mesh_bytes + st.arena_bytes,
+                  "the trees and the chunks' other bytes count in device_bytes");
+    for (int k = 0; k < 2; k++) {
+        g->ops->mesh_free(g, 0, kg[k][0]);
+        g->ops->mesh_free(g, 0, kg[k][1]);
+        scene_free(&keep[k]);
+    }
+    tdm_gpu_get_stats(lane, &st);
+    cr_assert_eq(st.mesh_bytes, 0);
+    cr_assert_eq(st.arena_chunks, 0, "no tree left, yet %llu chunks held", (unsigned long long)st.arena_chunks);
+    cr_assert_eq(st.arena_bytes, 0, "no chunk, yet %llu arena bytes", (unsigned long long)st.arena_bytes);
+    g->ops->destroy(g);
+    tdm_pool_destroy(pool);
+}
+
+/* TDM_GPU_MESH_ARENA=0 (A/B runs): an allocation per array, as before the arena */
+Test(gpu, without_the_tree_arena_trees_are_allocated_each)
+{
+    require_gpu();
+    cr_assert_eq(setenv("TDM_GPU_MESH_ARENA", "0", 1), 0);
+    tdm_pool *pool;
+    tdm_backend *g = gpu_engine(NULL, &pool);
+    gen_rng r = {seed};
+    scene sc;
+    scene_make(&sc, gen_torus(2.0, 0.5, 32, 16), gen_sphere(0.6, 16), 3.0, 1000, &r);
+    size_t col;
+    cr_expect_eq(compare(g, &sc, TDM_MODE_BOOL, 1, &col), 0);
+    void *ga;
+    cr_assert_eq(g->ops->mesh_add(g, 0, sc.a, &ga), TDM_OK);
+    tdm_gpu_stats st;
+    tdm_gpu_get_stats(tdm_gpu_engine_lane(g, 0), &st);
+    cr_expect_eq(st.arena_chunks, 0, "an arena chunk without the arena");
+    cr_expect_gt(st.mesh_bytes, 0);
+    g->ops->mesh_free(g, 0, ga);
+    scene_free(&sc);
+    g->ops->destroy(g);
+    tdm_pool_destroy(pool);
+}
+
 /* ---- the hybrid engine against the CPU engine ----------------------------------------- */
 
 /* Does the pair named by mesh triangle ids (a_tri in s->a, b_tri in s->b) intersect
