@@ -27,6 +27,8 @@
 #   connsN    CUDA_DEVICE_MAX_CONNECTIONS=N (the device's hardware queues the streams map onto; CUDA's default 8)
 #   nograph   TDM_GPU_CONFIG_GRAPHS=0 (small configs runs launched kernel by kernel, not as the slot's graph)
 #   mbtN      --max-batch-tasks N (a pooled batch's cap; a configuration weighs an eighth of its checks)
+#   lltN      --latency-lane-tasks N (requests of at most N tasks are small and engine lane 0 runs only
+#             those; 0: no latency lane, every lane takes any batch)
 #   nopc      TDM_GPU_PROGRAM_CACHE_KB=0 (robot scene programs go with every run, none kept on the lanes)
 #   hlN       --host-lanes N (threads answering small requests on the CPU engine; 0: none)
 #   thN       --threads N (engine threads: the CPU pool that device engines' lanes share for big host-side steps)
@@ -141,6 +143,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
     [[ $v == *:sp0* ]] && envs+=(TDM_MOTION_SPREAD=0)
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
+    [[ $v =~ :llt([0-9]+) ]] && extra+=(--latency-lane-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
     [[ $v =~ :hc([0-9]+) ]] && extra+=(--host-configs "${BASH_REMATCH[1]}")
     [[ $v =~ :th([0-9]+) ]] && extra+=(--threads "${BASH_REMATCH[1]}")
