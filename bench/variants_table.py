@@ -8,7 +8,15 @@ Columns: runs; problems/s of each run and their mean; a state check and a motion
 planners saw them (ompl_plan's state_s / state_calls, and (check_s - state_s) / the other requests,
 in ms); tandemd's own time for a motion check and for a query run by a lane (its stop's trace, ms,
 mean over the runs); the express ring's configurations answered and given back (summed), when the
-variant ran it. A field a run did not print is left out of its mean ("-" when no run printed it)."""
+variant ran it. A field a run did not print is left out of its mean ("-" when no run printed it).
+
+Below the table, each variant against the first one listed (the baseline, usually the defaults), paired
+by round: its k-th run against the baseline's k-th run of the same planner count (the scripts alternate
+the variants' order in each round, so a pair shares the host's state), the mean of the per-round ratios
+of problems/s and a 95 % interval from a bootstrap over the pairs (seeded: the same files give the same
+interval; with three or four rounds only a rough guide). An interval that holds 0 is no evidence either
+way: the row moves by ~5 % between rounds on one host."""
+import random
 import re
 import sys
 
@@ -74,6 +82,31 @@ def main(paths):
         print("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
             key[0], key[1], len(r["pps"]), pps, fmt(mean(r["pps"]), "%.2f"), fmt(mean(r["state"])),
             fmt(mean(r["motion"])), fmt(mean(r["t_motion"])), fmt(mean(r["t_lane"])), ring))
+    paired(rows, order)
+
+
+def paired(rows, order, resamples=10000):
+    """Each variant against the first listed of its planner count, paired by round (see the top)."""
+    lines = []
+    for key in order:
+        base = next(k for k in order if k[1] == key[1])
+        if base == key:
+            continue
+        pairs = [(v, b) for v, b in zip(rows[key]["pps"], rows[base]["pps"]) if v and b]
+        if not pairs:
+            continue
+        ratios = [v / b for v, b in pairs]
+        m = sum(ratios) / len(ratios)
+        rng = random.Random(1)
+        means = sorted(sum(rng.choice(ratios) for _ in ratios) / len(ratios) for _ in range(resamples))
+        lo, hi = means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
+        lines.append("- %s against %s (%d planners): %+.1f %% on average over %d paired rounds, 95 %% interval "
+                     "%+.1f %% to %+.1f %%%s" % (key[0], base[0], key[1], 100 * (m - 1), len(pairs),
+                                                100 * (lo - 1), 100 * (hi - 1),
+                                                "" if lo > 1 or hi < 1 else " (holds 0)"))
+    if lines:
+        print()
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
