@@ -1866,18 +1866,26 @@ extern "C" int tdm_gpu_express_create(tdm_gpu *g, uint32_t blocks, uint32_t item
 
 static void express_reap(tdm_gpu_express *x);
 
-void tdm__gpu_express_launches(tdm_gpu_express *x, uint64_t *started, uint64_t *oldest)
+/* Under keep_lock: the launches that have ended marked so, and the programs retired before them
+ * placed again. TDM_EGPU when a launch faulted (it stays marked running). */
+static int express_look(tdm_gpu_express *x)
 {
-    pthread_mutex_lock(&x->keep_lock);
-    int ended = 0;
+    int rc = TDM_OK, ended = 0;
     for (int s = 0; s < 2; s++)
         if (x->launched[s]) {
             cudaError_t e = cudaStreamQuery(x->run[s]);
             if (e == cudaSuccess) __atomic_store_n(&x->launched[s], 0, __ATOMIC_RELEASE), ended = 1;
-            else if (e != cudaErrorNotReady) cudaGetLastError(); /* a fault: taken as still running (keep reports it) */
+            else if (e != cudaErrorNotReady) rc = TDM_EGPU;
         }
     if (ended && x->n_retired) express_reap(x);
-    *started = x->gen;
+    return rc;
+}
+
+void tdm__gpu_express_launches(tdm_gpu_express *x, uint64_t *started, uint64_t *oldest)
+{
+    pthread_mutex_lock(&x->keep_lock);
+    if (express_look(x) != TDM_OK) cudaGetLastError(); /* a fault: taken as still running (keep reports it) */
+    if (started) *started = x->gen;
     *oldest = UINT64_MAX;
     for (int s = 0; s < 2; s++)
         if (x->launched[s] && x->launched_gen[s] < *oldest) *oldest = x->launched_gen[s];
@@ -2137,17 +2145,11 @@ extern "C" int tdm_gpu_express_keep(tdm_gpu_express *x)
     cudaSetDevice(x->device);
     uint64_t now = mono_ns(), newest = 0;
     int idle = -1;
-    int ended = 0;
+    rc = express_look(x);
     for (int s = 0; s < 2; s++) {
-        if (x->launched[s]) {
-            cudaError_t e = cudaStreamQuery(x->run[s]);
-            if (e == cudaSuccess) __atomic_store_n(&x->launched[s], 0, __ATOMIC_RELEASE), ended = 1;
-            else if (e != cudaErrorNotReady) rc = TDM_EGPU;
-        }
         if (x->launched[s] && x->launched_ns[s] > newest) newest = x->launched_ns[s];
         if (!x->launched[s] && idle < 0) idle = s;
     }
-    if (ended && x->n_retired) express_reap(x);
     /* while items wait: a launch when none runs, and the next one, on the other stream, once the
        newest has lived half its life (its blocks leave at EXPRESS_LIFE_NS) */
     uint64_t published = __atomic_load_n(&x->ring->tail, __ATOMIC_ACQUIRE);

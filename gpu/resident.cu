@@ -23,8 +23,6 @@
 
 /* ---- the budget ---- */
 
-/* Adds `delta` bytes of one kind; a growth that would pass the limit is refused
- * (TDM_EGPUMEM) and changes nothing. */
 static uint64_t *budget_kind(gpu_budget *b, int kind)
 {
     return kind == BUD_MESH ? &b->mesh_bytes : kind == BUD_SCRATCH ? &b->scratch_bytes
@@ -36,6 +34,8 @@ static uint64_t budget_held(const gpu_budget *b)
     return b->mesh_bytes + b->scratch_bytes + b->other_bytes + b->arena_bytes;
 }
 
+/* Adds `delta` bytes of one kind; a growth that would pass the limit is refused
+ * (TDM_EGPUMEM) and changes nothing. */
 int tdm__gpu_budget_add(gpu_budget *b, int kind, int64_t delta)
 {
     pthread_mutex_lock(&b->mu);
@@ -86,12 +86,14 @@ static int arena_retired_done(gpu_budget *b, const struct gpu_budget::arena_reti
     return 1;
 }
 
+/* Each registered ring's launches started so far (started: NULL, not wanted) and its oldest running
+ * one (under arena_mu) */
 static void arena_oldest(gpu_budget *b, uint64_t *started, uint64_t *oldest)
 {
     for (int i = 0; i < ARENA_RINGS; i++) {
-        started[i] = 0;
+        if (started) started[i] = 0;
         oldest[i] = UINT64_MAX;
-        if (b->rings[i]) tdm__gpu_express_launches(b->rings[i], &started[i], &oldest[i]);
+        if (b->rings[i]) tdm__gpu_express_launches(b->rings[i], started ? &started[i] : NULL, &oldest[i]);
     }
 }
 
@@ -109,12 +111,12 @@ static void arena_release(gpu_budget *b, size_t k)
 }
 
 /* Retired extents whose readers have ended back to their chunks, then empty chunks released as
- * arena_release says (under arena_mu) */
-static void arena_reap(gpu_budget *b)
+ * arena_release says (under arena_mu; oldest: the rings' oldest running launches, NULL: looked up) */
+static void arena_reap(gpu_budget *b, const uint64_t *oldest)
 {
     if (b->n_retired) {
-        uint64_t started[ARENA_RINGS], oldest[ARENA_RINGS];
-        arena_oldest(b, started, oldest);
+        uint64_t looked[ARENA_RINGS];
+        if (!oldest) arena_oldest(b, NULL, looked), oldest = looked;
         size_t kept = 0;
         for (size_t i = 0; i < b->n_retired; i++) {
             struct gpu_budget::arena_retired *r = &b->retired[i];
@@ -131,10 +133,7 @@ static void arena_reap(gpu_budget *b)
     int spare = 0; /* an empty chunk kept for the next uploads */
     for (size_t k = b->n_chunks; k-- > 0;) {
         mesh_chunk *c = b->chunks[k];
-        if (c->room.free_bytes != c->room.total) continue;
-        int retired_here = 0;
-        for (size_t i = 0; i < b->n_retired && !retired_here; i++) retired_here = b->retired[i].chunk == c;
-        if (retired_here) continue;
+        if (c->room.free_bytes != c->room.total) continue; /* a tree, or a retired extent, in it */
         if (c->dedicated || no_trees || spare) arena_release(b, k);
         else spare = 1;
     }
@@ -146,7 +145,7 @@ static void arena_reap(gpu_budget *b)
 static int arena_place(gpu_budget *b, size_t len, mesh_chunk **chunk, size_t *at)
 {
     pthread_mutex_lock(&b->arena_mu);
-    arena_reap(b);
+    arena_reap(b, NULL);
     int rc = TDM_OK;
     for (size_t k = 0; k < b->n_chunks; k++) {
         size_t off = tdm_extents_alloc(&b->chunks[k]->room, len);
@@ -198,8 +197,8 @@ static int arena_place(gpu_budget *b, size_t len, mesh_chunk **chunk, size_t *at
     return TDM_OK;
 }
 
-/* A tree's extent back to the arena: at once when no ring's launch runs (or `fresh`: no kernel
- * ever read it), else once those running now have ended */
+/* A tree's extent back to the arena: retired, stamped with the rings' launches started so far, and
+ * placed again by arena_reap (at once when none of them runs, or `fresh`: no kernel ever read it) */
 static void arena_free(gpu_budget *b, mesh_chunk *chunk, size_t at, size_t len, int fresh)
 {
     pthread_mutex_lock(&b->arena_mu);
@@ -208,22 +207,23 @@ static void arena_free(gpu_budget *b, mesh_chunk *chunk, size_t at, size_t len, 
     r.chunk = chunk, r.at = at, r.len = len;
     uint64_t oldest[ARENA_RINGS];
     arena_oldest(b, r.gen, oldest);
-    int now = fresh || arena_retired_done(b, &r, oldest);
-    if (!now && b->n_retired == b->cap_retired) {
+    if (fresh) memset(r.gen, 0, sizeof r.gen); /* before every launch: done */
+    if (b->n_retired == b->cap_retired) {
         size_t cap = b->cap_retired ? 2 * b->cap_retired : 16;
         struct gpu_budget::arena_retired *a =
             (struct gpu_budget::arena_retired *)realloc(b->retired, cap * sizeof *a);
-        if (a) b->retired = a, b->cap_retired = cap;
-        else cudaDeviceSynchronize(), now = 1; /* no room to remember it: wait for the launches instead */
-    }
-    if (now) {
-        if (tdm_extents_free(&chunk->room, at, len) != TDM_OK) { /* no host memory: retire it to try later */
-            if (b->n_retired < b->cap_retired) b->retired[b->n_retired++] = r;
+        if (a) {
+            b->retired = a, b->cap_retired = cap;
+        } else { /* no room to remember it: wait for the launches instead, and place it now */
+            if (!fresh) cudaDeviceSynchronize();
+            tdm_extents_free(&chunk->room, at, len); /* fails only for want of host memory: lost */
+            arena_reap(b, oldest);
+            pthread_mutex_unlock(&b->arena_mu);
+            return;
         }
-    } else {
-        b->retired[b->n_retired++] = r;
     }
-    arena_reap(b);
+    b->retired[b->n_retired++] = r;
+    arena_reap(b, oldest);
     pthread_mutex_unlock(&b->arena_mu);
 }
 
@@ -253,7 +253,7 @@ int tdm__gpu_arena_ring(gpu_budget *b, struct tdm_gpu_express *x, int join)
         }
         if (!join && b->rings[i] == x) b->rings[i] = NULL;
     }
-    if (!join) arena_reap(b);
+    if (!join) arena_reap(b, NULL);
     pthread_mutex_unlock(&b->arena_mu);
     return rc;
 }

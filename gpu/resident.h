@@ -248,8 +248,8 @@ void tdm__gpu_programs_free(tdm_gpu *g);
  * launches have ended; while registered, a freed tree's extent waits for the ring's launches that
  * started before the free. */
 int tdm__gpu_arena_ring(gpu_budget *b, struct tdm_gpu_express *x, int join);
-/* A ring's launches started so far (*started) and the number of the oldest one still running
- * (*oldest; UINT64_MAX: none), its launches' ends looked at first (configs.cu). */
+/* A ring's launches started so far (*started; NULL: not wanted) and the number of the oldest one
+ * still running (*oldest; UINT64_MAX: none), its launches' ends looked at first (configs.cu). */
 void tdm__gpu_express_launches(struct tdm_gpu_express *x, uint64_t *started, uint64_t *oldest);
 
 #endif
