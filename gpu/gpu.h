@@ -128,6 +128,10 @@ int tdm_gpu_create_lane(tdm_gpu *g, tdm_gpu **out);
 int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out);
 /* Frees a mesh's device memory. No run using it may be in progress. */
 void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m);
+/* Frees a copy no kernel ever read (an upload rolled back): its place is free at once, and a chunk of
+ * the tree arena made for it alone goes back to the device instead of staying as a spare, so the
+ * memory held is as before the upload. */
+void tdm_gpu_mesh_discard(tdm_gpu *g, tdm_gpu_mesh *m);
 
 /* Sizes every slot's task buffers for chunks of up to tasks_per_slot tasks,
  * loads the kernels and makes the CUDA graphs of the levels, so that the first
@@ -381,6 +385,8 @@ typedef struct tdm_gpu_stats {
     uint64_t arena_chunks;    /* the trees' arena's chunks held (resident.h) */
     uint64_t arena_bytes;     /* ... their bytes no tree holds (free, or freed and waiting for the express
                                  ring's launches): in device_bytes, not in mesh_bytes */
+    uint64_t arena_made, arena_released; /* chunks allocated and given back to the device so far: a
+                                            release is a cudaFree, which waits for the device */
     uint64_t budget_bytes;    /* the memory budget (gpu-memory, or 80% of the device) */
     uint64_t runs, tasks, iterations, reruns; /* these and the rest: this lane's; runs: chunks started,
                                                  reruns: of them after an overflow */

@@ -6,6 +6,7 @@
 #include "gpu.h"
 #include "hybrid.h"
 #include "gpu_geom.h"
+#include "internal.h"
 
 static const char no_cuda[] = "this build has no CUDA support (configured with TANDEM_CUDA=OFF or no nvcc)";
 
@@ -63,6 +64,7 @@ int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
 }
 
 void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
+void tdm_gpu_mesh_discard(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
 
 int tdm_gpu_prepare(tdm_gpu *g, size_t tasks_per_slot)
 {
@@ -182,6 +184,12 @@ void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
 {
     (void)g;
     memset(s, 0, sizeof *s);
+}
+
+int tdm_gpu_account(tdm_gpu *g, int64_t bytes)
+{
+    (void)g, (void)bytes;
+    return TDM_EGPU;
 }
 
 tdm_hybrid_config tdm_hybrid_config_default(void)

@@ -34,16 +34,25 @@ static uint64_t budget_held(const gpu_budget *b)
     return b->mesh_bytes + b->scratch_bytes + b->other_bytes + b->arena_bytes;
 }
 
+static size_t arena_trim(gpu_budget *b);
+
 /* Adds `delta` bytes of one kind; a growth that would pass the limit is refused
- * (TDM_EGPUMEM) and changes nothing. */
+ * (TDM_EGPUMEM) and changes nothing. The tree arena's spare chunks give way first: a refused
+ * growth releases them and is tried once more, unless the arena is busy (its own growth, or another
+ * thread in it: the lock is only tried, since a caller may hold locks the arena takes after its own). */
 int tdm__gpu_budget_add(gpu_budget *b, int kind, int64_t delta)
 {
-    pthread_mutex_lock(&b->mu);
-    int rc = TDM_OK;
-    if (delta > 0 && budget_held(b) + (uint64_t)delta > b->limit) rc = TDM_EGPUMEM;
-    else *budget_kind(b, kind) += (uint64_t)delta; /* a negative delta wraps back down */
-    pthread_mutex_unlock(&b->mu);
-    return rc;
+    for (int again = 1;; again = 0) {
+        pthread_mutex_lock(&b->mu);
+        int rc = TDM_OK;
+        if (delta > 0 && budget_held(b) + (uint64_t)delta > b->limit) rc = TDM_EGPUMEM;
+        else *budget_kind(b, kind) += (uint64_t)delta; /* a negative delta wraps back down */
+        pthread_mutex_unlock(&b->mu);
+        if (rc == TDM_OK || !again || pthread_mutex_trylock(&b->arena_mu) != 0) return rc;
+        size_t released = arena_trim(b);
+        pthread_mutex_unlock(&b->arena_mu);
+        if (!released) return rc;
+    }
 }
 
 /* bytes counted as one kind from now on instead of another (the arena's extents as a tree's and
@@ -98,7 +107,8 @@ static void arena_oldest(gpu_budget *b, uint64_t *started, uint64_t *oldest)
 }
 
 /* Chunk k back to the device (under arena_mu; empty: no tree, nothing retired in it). cudaFree
- * waits for the device: only dedicated chunks, surplus empty ones and, once no tree is left, all. */
+ * waits for the device: only surplus empty chunks, those the budget needs (arena_trim) and, once no
+ * tree is left, all. */
 static void arena_release(gpu_budget *b, size_t k)
 {
     mesh_chunk *c = b->chunks[k];
@@ -108,10 +118,14 @@ static void arena_release(gpu_budget *b, size_t k)
     tdm_extents_destroy(&c->room);
     free(c);
     b->chunks[k] = b->chunks[--b->n_chunks];
+    b->chunks_released++;
 }
 
-/* Retired extents whose readers have ended back to their chunks, then empty chunks released as
- * arena_release says (under arena_mu; oldest: the rings' oldest running launches, NULL: looked up) */
+static int chunk_empty(const mesh_chunk *c) { return c->room.free_bytes == c->room.total; }
+
+/* Retired extents whose readers have ended back to their chunks, then empty chunks released but
+ * the spares: one of the usual size and the ARENA_SPARES largest dedicated ones; all once no tree is
+ * left (under arena_mu; oldest: the rings' oldest running launches, NULL: looked up) */
 static void arena_reap(gpu_budget *b, const uint64_t *oldest)
 {
     if (b->n_retired) {
@@ -130,75 +144,125 @@ static void arena_reap(gpu_budget *b, const uint64_t *oldest)
     pthread_mutex_lock(&b->mu);
     int no_trees = b->mesh_bytes == 0;
     pthread_mutex_unlock(&b->mu);
-    int spare = 0; /* an empty chunk kept for the next uploads */
+    int spare = 0; /* an empty chunk of the usual size kept for the next uploads */
     for (size_t k = b->n_chunks; k-- > 0;) {
         mesh_chunk *c = b->chunks[k];
-        if (c->room.free_bytes != c->room.total) continue; /* a tree, or a retired extent, in it */
-        if (c->dedicated || no_trees || spare) arena_release(b, k);
+        if (!chunk_empty(c) || c->dedicated) continue; /* a tree, or a retired extent, in it */
+        if (no_trees || spare) arena_release(b, k);
         else spare = 1;
+    }
+    /* empty dedicated chunks: the largest ARENA_SPARES kept (a large tree that leaves and comes back,
+       or one like it, takes its place again without a cudaFree and a cudaMalloc) */
+    for (;;) {
+        size_t n = 0, least = SIZE_MAX;
+        for (size_t k = 0; k < b->n_chunks; k++) {
+            mesh_chunk *c = b->chunks[k];
+            if (!c->dedicated || !chunk_empty(c)) continue;
+            n++;
+            if (least == SIZE_MAX || c->room.total < b->chunks[least]->room.total) least = k;
+        }
+        if (!n || (!no_trees && n <= ARENA_SPARES)) break;
+        arena_release(b, least);
     }
 }
 
+/* Every empty chunk back to the device, for the budget's room (under arena_mu): the count released */
+static size_t arena_trim(gpu_budget *b)
+{
+    size_t released = 0;
+    for (size_t k = b->n_chunks; k-- > 0;)
+        if (chunk_empty(b->chunks[k])) arena_release(b, k), released++;
+    return released;
+}
+
+/* A new chunk for an extent of len bytes (under arena_mu): the usual size, or one of the tree's own
+ * for a tree over half of it (its size rounded up to an eighth of a chunk, so that trees of about one
+ * size take each other's places), or of exactly len bytes when the budget has no more room. Counted
+ * in the budget as arena bytes; TDM_OK with *out, or TDM_EGPUMEM / TDM_ENOMEM and nothing held. */
+static int arena_new_chunk(gpu_budget *b, size_t len, mesh_chunk **out)
+{
+    int dedicated = len > b->chunk_bytes / 2;
+    size_t step = b->chunk_bytes / 8 - b->chunk_bytes / 8 % TDM_EXTENTS_ALIGN;
+    if (step < TDM_EXTENTS_ALIGN) step = TDM_EXTENTS_ALIGN;
+    size_t bytes = dedicated ? (len + step - 1) / step * step : b->chunk_bytes;
+    if (bytes < len) return TDM_EGPUMEM; /* wrapped */
+    if (b->n_chunks == b->cap_chunks) {
+        size_t cap = b->cap_chunks ? 2 * b->cap_chunks : 8;
+        mesh_chunk **a = (mesh_chunk **)realloc(b->chunks, cap * sizeof *a);
+        if (!a) return TDM_ENOMEM;
+        b->chunks = a, b->cap_chunks = cap;
+    }
+    mesh_chunk *c = (mesh_chunk *)calloc(1, sizeof *c);
+    if (!c) return TDM_ENOMEM;
+    /* arena_mu is held: the budget's refusal does not trim here (arena_place does) */
+    if (tdm__gpu_budget_add(b, BUD_ARENA, (int64_t)bytes) != TDM_OK) {
+        /* no room for the rounded size: one of the tree's own size, if that fits */
+        if (bytes == len || tdm__gpu_budget_add(b, BUD_ARENA, (int64_t)len) != TDM_OK) {
+            free(c);
+            return TDM_EGPUMEM;
+        }
+        dedicated = 1, bytes = len;
+    }
+    int rc = TDM_OK;
+    if (tdm_extents_init(&c->room, bytes) != TDM_OK) {
+        rc = TDM_ENOMEM;
+    } else if (cudaMalloc((void **)&c->base, bytes) != cudaSuccess) {
+        cudaGetLastError(); /* out of memory is not sticky */
+        tdm_extents_destroy(&c->room);
+        rc = TDM_EGPUMEM;
+    }
+    if (rc != TDM_OK) {
+        tdm__gpu_budget_add(b, BUD_ARENA, -(int64_t)bytes);
+        free(c);
+        return rc;
+    }
+    c->dedicated = dedicated;
+    b->chunks[b->n_chunks++] = c;
+    b->chunks_made++;
+    *out = c;
+    return TDM_OK;
+}
+
 /* An extent of len bytes (a multiple of TDM_EXTENTS_ALIGN) for a tree, counted as the tree's
- * (BUD_MESH). TDM_OK with *chunk, *at; TDM_EGPUMEM (over the budget, or the device is full) or
+ * (BUD_MESH): first fit in the chunks but the empty dedicated ones, then the least of those that
+ * holds it, then a new chunk (the spares released first when the budget or the device has no room
+ * for it). TDM_OK with *chunk, *at; TDM_EGPUMEM (over the budget, or the device is full) or
  * TDM_ENOMEM, nothing held. */
 static int arena_place(gpu_budget *b, size_t len, mesh_chunk **chunk, size_t *at)
 {
     pthread_mutex_lock(&b->arena_mu);
     arena_reap(b, NULL);
-    int rc = TDM_OK;
-    for (size_t k = 0; k < b->n_chunks; k++) {
-        size_t off = tdm_extents_alloc(&b->chunks[k]->room, len);
-        if (off != SIZE_MAX) {
-            *chunk = b->chunks[k];
-            *at = off;
-            budget_move(b, BUD_ARENA, BUD_MESH, len);
-            pthread_mutex_unlock(&b->arena_mu);
-            return TDM_OK;
-        }
-    }
-    /* a new chunk: the usual size, or one of the tree's own for a tree over half of it */
-    int dedicated = len > b->chunk_bytes / 2;
-    size_t bytes = dedicated ? len : b->chunk_bytes;
+    size_t off = SIZE_MAX, best = SIZE_MAX;
     mesh_chunk *c = NULL;
-    if (b->n_chunks == b->cap_chunks) {
-        size_t cap = b->cap_chunks ? 2 * b->cap_chunks : 8;
-        mesh_chunk **a = (mesh_chunk **)realloc(b->chunks, cap * sizeof *a);
-        if (!a) rc = TDM_ENOMEM;
-        else b->chunks = a, b->cap_chunks = cap;
-    }
-    if (rc == TDM_OK && !(c = (mesh_chunk *)calloc(1, sizeof *c))) rc = TDM_ENOMEM;
-    if (rc == TDM_OK && tdm__gpu_budget_add(b, BUD_ARENA, (int64_t)bytes) != TDM_OK) {
-        /* no room for a whole chunk: one of the tree's own size, if that fits */
-        if (dedicated || tdm__gpu_budget_add(b, BUD_ARENA, (int64_t)len) != TDM_OK) rc = TDM_EGPUMEM;
-        else dedicated = 1, bytes = len;
-    }
-    if (rc == TDM_OK) {
-        if (tdm_extents_init(&c->room, bytes) != TDM_OK) {
-            rc = TDM_ENOMEM;
-        } else if (cudaMalloc((void **)&c->base, bytes) != cudaSuccess) {
-            cudaGetLastError(); /* out of memory is not sticky */
-            tdm_extents_destroy(&c->room);
-            rc = TDM_EGPUMEM;
+    for (size_t k = 0; k < b->n_chunks && off == SIZE_MAX; k++) {
+        mesh_chunk *ck = b->chunks[k];
+        if (ck->dedicated && chunk_empty(ck)) {
+            if (ck->room.total >= len && (best == SIZE_MAX || ck->room.total < b->chunks[best]->room.total)) best = k;
+            continue;
         }
-        if (rc != TDM_OK) tdm__gpu_budget_add(b, BUD_ARENA, -(int64_t)bytes);
+        if ((off = tdm_extents_alloc(&ck->room, len)) != SIZE_MAX) c = ck;
     }
-    if (rc != TDM_OK) {
-        free(c);
-        pthread_mutex_unlock(&b->arena_mu);
-        return rc;
+    if (off == SIZE_MAX && best != SIZE_MAX) c = b->chunks[best], off = tdm_extents_alloc(&c->room, len);
+    if (off == SIZE_MAX) {
+        int rc = arena_new_chunk(b, len, &c);
+        if (rc == TDM_EGPUMEM && arena_trim(b)) rc = arena_new_chunk(b, len, &c);
+        if (rc != TDM_OK) {
+            pthread_mutex_unlock(&b->arena_mu);
+            return rc;
+        }
+        off = tdm_extents_alloc(&c->room, len); /* 0: the chunk is empty and long enough */
     }
-    c->dedicated = dedicated;
-    b->chunks[b->n_chunks++] = c;
     *chunk = c;
-    *at = tdm_extents_alloc(&c->room, len); /* 0: the chunk is empty and long enough */
+    *at = off;
     budget_move(b, BUD_ARENA, BUD_MESH, len);
     pthread_mutex_unlock(&b->arena_mu);
     return TDM_OK;
 }
 
 /* A tree's extent back to the arena: retired, stamped with the rings' launches started so far, and
- * placed again by arena_reap (at once when none of them runs, or `fresh`: no kernel ever read it) */
+ * placed again by arena_reap (at once when none of them runs, or `fresh`: no kernel ever read it; a
+ * fresh one's chunk, made for it alone and empty now, goes back to the device rather than stay as a
+ * spare: the memory held is as before its upload) */
 static void arena_free(gpu_budget *b, mesh_chunk *chunk, size_t at, size_t len, int fresh)
 {
     pthread_mutex_lock(&b->arena_mu);
@@ -224,6 +288,11 @@ static void arena_free(gpu_budget *b, mesh_chunk *chunk, size_t at, size_t len, 
     }
     b->retired[b->n_retired++] = r;
     arena_reap(b, oldest);
+    for (size_t k = 0; fresh && k < b->n_chunks; k++)
+        if (b->chunks[k] == chunk) {
+            if (chunk->dedicated && chunk_empty(chunk)) arena_release(b, k);
+            break;
+        }
     pthread_mutex_unlock(&b->arena_mu);
 }
 
@@ -1301,12 +1370,12 @@ extern "C" int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh 
     return TDM_OK;
 }
 
-extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
+static void mesh_free(tdm_gpu *g, tdm_gpu_mesh *m, int fresh)
 {
     if (!m) return;
     cudaSetDevice(g->cfg.device);
     if (m->chunk) { /* the arena: no wait for the device (resident.h) */
-        arena_free(g->bud, m->chunk, m->at, (size_t)m->bytes, 0);
+        arena_free(g->bud, m->chunk, m->at, (size_t)m->bytes, fresh);
         free(m);
         return;
     }
@@ -1318,6 +1387,9 @@ extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m)
     tdm__gpu_budget_add(g->bud, BUD_MESH, -(int64_t)m->bytes);
     free(m);
 }
+
+extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { mesh_free(g, m, 0); }
+extern "C" void tdm_gpu_mesh_discard(tdm_gpu *g, tdm_gpu_mesh *m) { mesh_free(g, m, 1); }
 
 unsigned tdm__gpu_blocks(uint64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
 
@@ -1607,6 +1679,8 @@ extern "C" void tdm_gpu_get_stats(const tdm_gpu *g, tdm_gpu_stats *s)
     pthread_mutex_unlock(&g->bud->mu);
     pthread_mutex_lock(&g->bud->arena_mu);
     s->arena_chunks = g->bud->n_chunks;
+    s->arena_made = g->bud->chunks_made;
+    s->arena_released = g->bud->chunks_released;
     pthread_mutex_unlock(&g->bud->arena_mu);
 }
 

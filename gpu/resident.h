@@ -100,8 +100,12 @@ typedef struct slot {
 typedef struct mesh_chunk {
     unsigned char *base; /* device */
     tdm_extents room;    /* its free extents */
-    int dedicated;       /* made for one tree larger than half a chunk: released once empty */
+    int dedicated;       /* made for one tree larger than half a chunk (its size rounded up to an eighth
+                            of a chunk): kept once empty as a spare for the next large tree, a few at
+                            most, and released when the budget needs the room */
 } mesh_chunk;
+
+#define ARENA_SPARES 2 /* empty dedicated chunks kept at most (besides one empty chunk of the usual size) */
 
 #define ARENA_RINGS 8 /* express rings drawing on one budget at most */
 
@@ -122,6 +126,7 @@ typedef struct gpu_budget {
     size_t chunk_bytes;     /* a chunk's size (TDM_GPU_MESH_CHUNK_KB, tests: small ones) */
     mesh_chunk **chunks;
     size_t n_chunks, cap_chunks;
+    uint64_t chunks_made, chunks_released; /* cudaMalloc and cudaFree of chunks so far (stats) */
     struct arena_retired { mesh_chunk *chunk; size_t at, len; uint64_t gen[ARENA_RINGS]; } *retired;
     size_t n_retired, cap_retired;
     struct tdm_gpu_express *rings[ARENA_RINGS]; /* the express rings on these trees (configs.cu) */

@@ -36,6 +36,7 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_geom.h"
 #include "gpu/hybrid.h"
+#include "gpu/internal.h"
 #include "workpile/cpu_engine.h"
 #include "workpile/gpu_engine.h"
 #include "workpile/hybrid_engine.h"
@@ -491,6 +492,98 @@ Test(gpu, tree_arena_reuses_places_and_gives_memory_back, .timeout = 300)
     cr_assert_eq(st.mesh_bytes, 0);
     cr_assert_eq(st.arena_chunks, 0, "no tree left, yet %llu chunks held", (unsigned long long)st.arena_chunks);
     cr_assert_eq(st.arena_bytes, 0, "no chunk, yet %llu arena bytes", (unsigned long long)st.arena_bytes);
+    g->ops->destroy(g);
+    tdm_pool_destroy(pool);
+}
+
+/* Large trees (over half a chunk, chunks of their own) that come and go while another tree stays:
+ * once the first of them has come, their chunks are kept as spares and taken again, with no chunk
+ * made or given back to the device (a release is a cudaFree, which waits for the device and stalls
+ * every other thread's runs); trees of about one size take each other's places. Every run matches
+ * the CPU engine. When the budget needs the room (another engine's scratch), the spares give way:
+ * the growth that needs them is granted, and one that the spares cannot cover is refused. */
+Test(gpu, large_trees_that_come_and_go_reuse_spare_chunks_the_budget_can_take_back, .timeout = 300)
+{
+    require_gpu();
+    cr_assert_eq(setenv("TDM_GPU_MESH_CHUNK_KB", "256", 1), 0);
+    tdm_pool *pool;
+    tdm_backend *g = gpu_engine(NULL, &pool);
+    tdm_gpu *lane = tdm_gpu_engine_lane(g, 0);
+    gen_rng r = {seed};
+    scene keep;
+    scene_make(&keep, gen_sphere(0.7, 12), gen_box(0.5, 0.5, 0.5), 1.5, 200, &r);
+    void *kg[2];
+    cr_assert_eq(g->ops->mesh_add(g, 0, keep.a, &kg[0]), TDM_OK);
+    cr_assert_eq(g->ops->mesh_add(g, 0, keep.b, &kg[1]), TDM_OK);
+    /* three large trees of about one size (piles of 2400-2600 triangles: ~0.2-0.3 MiB each) and a
+       small one beside each */
+    scene big[3];
+    for (int k = 0; k < 3; k++)
+        scene_make(&big[k], gen_pile(&r, 2400 + 100 * k, 2.0, 0.3), gen_sphere(0.4, 10), 2.5, 300, &r);
+    tdm_gpu_stats st, first;
+    for (int round = 0; round < 12; round++) {
+        size_t col;
+        cr_expect_eq(compare(g, &big[round % 3], TDM_MODE_BOOL, 1, &col), 0, "round %d: differences (seed %llu)",
+                     round, (unsigned long long)seed);
+        if (round == 2) tdm_gpu_get_stats(lane, &first);
+    }
+    tdm_gpu_get_stats(lane, &st);
+    cr_log_info("large trees: %llu chunks made and %llu released in the first three rounds, %llu and %llu in the "
+                "nine after; %llu held",
+                (unsigned long long)first.arena_made, (unsigned long long)first.arena_released,
+                (unsigned long long)(st.arena_made - first.arena_made),
+                (unsigned long long)(st.arena_released - first.arena_released), (unsigned long long)st.arena_chunks);
+    cr_expect_eq(st.arena_made, first.arena_made, "large trees that came back made %llu new chunks",
+                 (unsigned long long)(st.arena_made - first.arena_made));
+    cr_expect_eq(st.arena_released, first.arena_released, "large trees that left released %llu chunks",
+                 (unsigned long long)(st.arena_released - first.arena_released));
+    cr_assert_geq(st.arena_chunks, 2, "the resident trees' chunk and a spare");
+    cr_assert_gt(st.arena_bytes, 0, "spare chunks: bytes no tree holds");
+    /* the budget needs the spares' room: a growth past what is free but within it with the empty
+       chunks' bytes (all the arena's bytes no tree holds but the resident trees' chunk's, at most a
+       chunk) is granted, and they are given back */
+    cr_assert_gt(st.arena_bytes, 256u << 10, "two large spares: %llu bytes", (unsigned long long)st.arena_bytes);
+    uint64_t free_b = st.budget_bytes - st.device_bytes;
+    int64_t want = (int64_t)(free_b + st.arena_bytes - (256u << 10));
+    cr_assert_eq(tdm_gpu_account(lane, want), TDM_OK, "a growth the spares make room for");
+    tdm_gpu_stats after;
+    tdm_gpu_get_stats(lane, &after);
+    cr_expect_gt(after.arena_released, st.arena_released, "the spares given back");
+    cr_expect_lt(after.arena_chunks, st.arena_chunks);
+    cr_expect_geq(after.arena_chunks, 1, "the resident trees' chunk stays");
+    cr_expect_leq(after.device_bytes, after.budget_bytes);
+    tdm_gpu_account(lane, -want);
+    /* more than the free bytes and every spare: refused, nothing taken */
+    tdm_gpu_get_stats(lane, &st);
+    cr_expect_eq(tdm_gpu_account(lane, (int64_t)(st.budget_bytes - st.device_bytes + st.arena_bytes) + (1 << 20)),
+                 TDM_EGPUMEM);
+    tdm_gpu_get_stats(lane, &after);
+    cr_expect_eq(after.device_bytes, st.device_bytes - (st.arena_bytes - after.arena_bytes),
+                 "a refused growth took nothing (the spares it released aside)");
+    /* the resident trees still answer as the CPU engine does, and a large tree still comes */
+    tdm_task *t = scene_tasks(&keep, kg[0], kg[1], TDM_MODE_CONTACTS, 1000000);
+    tdm_collide_result *res = malloc(keep.n * sizeof *res);
+    cr_assert(res);
+    tdm_task_list list = tdm_task_list_array(t, keep.n);
+    cr_assert_eq(g->ops->run(g, 0, &list, res), TDM_OK);
+    size_t diff = 0;
+    for (size_t i = 0; i < keep.n; i++) {
+        tdm_collide_result c;
+        tdm_collide(&t[i], &c);
+        diff += c.colliding != res[i].colliding || c.n_pairs != res[i].n_pairs;
+    }
+    cr_expect_eq(diff, 0, "the resident pair: %zu differences", diff);
+    free(t);
+    free(res);
+    size_t col;
+    cr_expect_eq(compare(g, &big[0], TDM_MODE_CONTACTS, 1000000, &col), 0, "a large tree after the trim");
+    g->ops->mesh_free(g, 0, kg[0]);
+    g->ops->mesh_free(g, 0, kg[1]);
+    tdm_gpu_get_stats(lane, &st);
+    cr_assert_eq(st.arena_chunks, 0, "no tree left, yet %llu chunks held", (unsigned long long)st.arena_chunks);
+    cr_assert_eq(st.arena_bytes, 0);
+    scene_free(&keep);
+    for (int k = 0; k < 3; k++) scene_free(&big[k]);
     g->ops->destroy(g);
     tdm_pool_destroy(pool);
 }

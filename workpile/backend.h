@@ -88,6 +88,9 @@ typedef struct tdm_backend_ops {
     /* This lane's counters since creation, and the device's memory. The lane's thread. */
     void (*get_stats)(tdm_backend *b, int lane, tdm_backend_stats *s);
     void (*destroy)(tdm_backend *b);
+    /* Frees a copy no run ever read (an upload rolled back because another engine refused it),
+     * leaving the memory held as before the upload: no cache kept of it. NULL: mesh_free. */
+    void (*mesh_discard)(tdm_backend *b, int lane, void *copy);
 } tdm_backend_ops;
 
 struct tdm_backend {

@@ -435,7 +435,7 @@ static void be_destroy(tdm_backend *b)
 }
 
 static const tdm_backend_ops cpu_ops = {TDM_BACKEND_CPU, be_mesh_add, be_mesh_free, be_prepare,
-                                        be_run,         be_get_stats, be_destroy};
+                                        be_run,         be_get_stats, be_destroy,  NULL};
 
 int tdm_cpu_backend_create(tdm_pool *pool, int lanes, tdm_backend **out)
 {

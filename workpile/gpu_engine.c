@@ -654,6 +654,12 @@ static void gpu_mesh_free(tdm_backend *b, int lane, void *copy)
     if (e->mesh_trace) fprintf(stderr, "gpu mesh free: %.3f ms\n", 1e3 * (now_s() - t0));
 }
 
+static void gpu_mesh_discard(tdm_backend *b, int lane, void *copy)
+{
+    gpu_engine *e = (gpu_engine *)b;
+    tdm_gpu_mesh_discard(e->lanes[lane].g, copy);
+}
+
 static int gpu_prepare(tdm_backend *b, size_t n)
 {
     gpu_engine *e = (gpu_engine *)b;
@@ -700,7 +706,7 @@ static void gpu_destroy(tdm_backend *b)
 }
 
 static const tdm_backend_ops gpu_ops = {TDM_BACKEND_GPU, gpu_mesh_add,  gpu_mesh_free, gpu_prepare,
-                                        gpu_run,         gpu_get_stats, gpu_destroy};
+                                        gpu_run,         gpu_get_stats, gpu_destroy,  gpu_mesh_discard};
 
 int tdm_gpu_engine_create(const tdm_gpu_engine_config *cfg, tdm_pool *pool, int lanes, tdm_backend **out,
                           const char **why)

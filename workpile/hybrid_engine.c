@@ -76,6 +76,13 @@ static void hyb_mesh_free(tdm_backend *b, int lane, void *copy)
     e->gpu->ops->mesh_free(e->gpu, lane, copy);
 }
 
+static void hyb_mesh_discard(tdm_backend *b, int lane, void *copy)
+{
+    hybrid_engine *e = (hybrid_engine *)b;
+    if (e->gpu->ops->mesh_discard) e->gpu->ops->mesh_discard(e->gpu, lane, copy);
+    else e->gpu->ops->mesh_free(e->gpu, lane, copy);
+}
+
 static int hyb_prepare(tdm_backend *b, size_t n)
 {
     (void)b;
@@ -106,7 +113,7 @@ static void hyb_destroy(tdm_backend *b)
 }
 
 static const tdm_backend_ops hybrid_ops = {TDM_BACKEND_HYBRID, hyb_mesh_add,  hyb_mesh_free, hyb_prepare,
-                                           hyb_run,            hyb_get_stats, hyb_destroy};
+                                           hyb_run,            hyb_get_stats, hyb_destroy,  hyb_mesh_discard};
 
 int tdm_hybrid_engine_create(tdm_backend *gpu, tdm_pool *pool, const tdm_hybrid_config *cfg, tdm_backend **out)
 {

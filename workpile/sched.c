@@ -430,13 +430,15 @@ static void free_removed(tdm_sched *e, lane *l)
     if (e->n_gpus && !l->host) tdm_registry_free_removed(e->reg, l->dev, free_copy, &f);
 }
 
-/* Frees copies[d] of every engine d that has one, each on a lane of its engine. */
+/* Frees copies[d] of every engine d that has one, each on a lane of its engine: copies of an upload
+ * another engine refused, which no run has read (discarded: the engines keep nothing of them). */
 static void free_copies(tdm_sched *e, void **copies)
 {
     for (int d = 0; d < e->n_gpus; d++) {
         if (!copies[d]) continue;
         lane *l = lane_get_dev(e, d);
-        e->gpus[d]->ops->mesh_free(e->gpus[d], l->elane, copies[d]);
+        const tdm_backend_ops *ops = e->gpus[d]->ops;
+        (ops->mesh_discard ? ops->mesh_discard : ops->mesh_free)(e->gpus[d], l->elane, copies[d]);
         device_stats(e, l);
         lane_put(e, l);
         copies[d] = NULL;
