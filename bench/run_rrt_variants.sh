@@ -72,13 +72,18 @@
 #             cudaFree, which synchronise the device: 0)
 #   arenaN    TDM_GPU_MESH_ARENA=N (0: each tree's arrays allocated with cudaMalloc and freed with cudaFree,
 #             which waits for the device, as before 2026-11-29's tree arena; 1, the default: extents of chunks)
-#   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run)
+#   sparesN   TDM_GPU_MESH_SPARES=N (empty chunks of large trees kept as spares; 0: each given back with
+#             cudaFree when its tree leaves, as before 2026-11-29's spares; 2 by default)
+#   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run, trees of
+#             100 000 triangles or more apart)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
 #             the device, summarised by size)
 #   prof      TDM_GPU_PROFILE (a line per device run, summarised by size after the run; no CUDA graphs)
 # (default: gpu). Knobs: PLANNERS="1 64" (runs per variant), PER=40 (problems per scenario with
 # more than one planner; 2 with one, or PER1), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
-# ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_').
+# ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_'), CHURN="FILE..." (while the
+# planners run, a loop per mesh file puts it into tandemd and deletes it again with `tandem mesh`, as a
+# tenant that churns meshes would: bench/sphere_obj.py writes large ones; its cycles are counted).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -139,6 +144,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :mp([0-9]+) ]] && envs+=(TDM_GPU_MESH_POOLED="${BASH_REMATCH[1]}")
     [[ $v =~ :arena([0-9]+) ]] && envs+=(TDM_GPU_MESH_ARENA="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
+    [[ $v =~ :spares([0-9]+) ]] && envs+=(TDM_GPU_MESH_SPARES="${BASH_REMATCH[1]}")
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
     [[ $v == *:sp0* ]] && envs+=(TDM_MOTION_SPREAD=0)
@@ -176,9 +182,21 @@ for v in "${variants[@]}"; do
         sampler3=$!
         ( sleep 2; bash bench/thread_wait.sh "$pid" 1.5 > "$work/waits.txt" ) &
         sampler4=$!
+        churn=()
+        for f in ${CHURN:-}; do # a tenant's mesh put and deleted again, over and over
+            c=$work/churn_${#churn[@]}
+            ( n=0; while id=$("$bin/tandem" mesh put "$f" --server "unix:$sock" 2>> "$c.err") &&
+                         "$bin/tandem" mesh rm "$id" --server "unix:$sock" 2>> "$c.err"; do n=$((n + 1)); echo "$n" > "$c.n"; done ) &
+            churn+=($!)
+        done
         wait "$plan"
-        wait "$sampler" "$sampler2" "$sampler3" "$sampler4"
+        for c in "${churn[@]}"; do pkill -P "$c" 2>/dev/null; kill "$c" 2>/dev/null; done
+        wait "$sampler" "$sampler2" "$sampler3" "$sampler4" "${churn[@]}" 2>/dev/null
         echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
+        for ((k = 0; k < ${#churn[@]}; k++)); do
+            echo "  churn $k: $(cat "$work/churn_$k.n" 2>/dev/null || echo 0) meshes put and deleted; $(sort -u "$work/churn_$k.err" 2>/dev/null | head -2 | tr '\n' ' ')"
+            rm -f "$work/churn_$k.n" "$work/churn_$k.err"
+        done
         [[ -n ${SAVE_DIR:-} ]] && cp "$work/plan.txt" "$SAVE_DIR/plan_${v//:/_}_$pl.txt"
         echo "  tandemd $(cat "$work/threads.txt")"
         echo "  ompl_plan $(cut -c1-200 "$work/plan_threads.txt")"
@@ -199,8 +217,9 @@ for v in "${variants[@]}"; do
                                c[b]++; q[b] += n; t[b] += $(NF - 9); w[b] += $(NF - 6) }
              END { for (b in c) printf "  gpu engine runs of %s configurations: %d, mean %.0f configurations, %.3f ms in the engine, %.3f waiting for the device\n",
                    b, c[b], q[b] / c[b], t[b] / c[b], w[b] / c[b] }' "$work/trace.txt"
-        # mtrace (or gtrace): "gpu mesh upload: N triangles: T ms", "gpu mesh free: T ms"
-        awk '/^gpu mesh (upload|free):/ { k = $3; c[k]++; t[k] += $(NF - 1); if ($(NF - 1) > m[k]) m[k] = $(NF - 1) }
+        # mtrace (or gtrace): "gpu mesh upload: N triangles: T ms", "gpu mesh free: N triangles: T ms"
+        awk '/^gpu mesh (upload|free):/ { k = $3; if ($4 + 0 >= 100000) k = k " (100 000 triangles or more)"
+                                          c[k]++; t[k] += $(NF - 1); if ($(NF - 1) > m[k]) m[k] = $(NF - 1) }
              END { for (k in c) printf "  gpu mesh %s %d, mean %.3f ms, max %.3f, total %.3f s\n", k, c[k], t[k] / c[k], m[k], t[k] / 1e3 }' "$work/trace.txt"
     done
     kill "$pid"

@@ -132,6 +132,8 @@ void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m);
  * the tree arena made for it alone goes back to the device instead of staying as a spare, so the
  * memory held is as before the upload. */
 void tdm_gpu_mesh_discard(tdm_gpu *g, tdm_gpu_mesh *m);
+/* A copy's triangles (0 for NULL). */
+uint32_t tdm_gpu_mesh_triangles(const tdm_gpu_mesh *m);
 
 /* Sizes every slot's task buffers for chunks of up to tasks_per_slot tasks,
  * loads the kernels and makes the CUDA graphs of the levels, so that the first

@@ -65,6 +65,7 @@ int tdm_gpu_mesh_upload(tdm_gpu *g, const tdm_bvh *bvh, tdm_gpu_mesh **out)
 
 void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
 void tdm_gpu_mesh_discard(tdm_gpu *g, tdm_gpu_mesh *m) { (void)g; (void)m; }
+uint32_t tdm_gpu_mesh_triangles(const tdm_gpu_mesh *m) { (void)m; return 0; }
 
 int tdm_gpu_prepare(tdm_gpu *g, size_t tasks_per_slot)
 {

@@ -124,7 +124,7 @@ static void arena_release(gpu_budget *b, size_t k)
 static int chunk_empty(const mesh_chunk *c) { return c->room.free_bytes == c->room.total; }
 
 /* Retired extents whose readers have ended back to their chunks, then empty chunks released but
- * the spares: one of the usual size and the ARENA_SPARES largest dedicated ones; all once no tree is
+ * the spares: one of the usual size and the b->spares largest dedicated ones; all once no tree is
  * left (under arena_mu; oldest: the rings' oldest running launches, NULL: looked up) */
 static void arena_reap(gpu_budget *b, const uint64_t *oldest)
 {
@@ -151,7 +151,7 @@ static void arena_reap(gpu_budget *b, const uint64_t *oldest)
         if (no_trees || spare) arena_release(b, k);
         else spare = 1;
     }
-    /* empty dedicated chunks: the largest ARENA_SPARES kept (a large tree that leaves and comes back,
+    /* empty dedicated chunks: the largest b->spares kept (a large tree that leaves and comes back,
        or one like it, takes its place again without a cudaFree and a cudaMalloc) */
     for (;;) {
         size_t n = 0, least = SIZE_MAX;
@@ -161,7 +161,7 @@ static void arena_reap(gpu_budget *b, const uint64_t *oldest)
             n++;
             if (least == SIZE_MAX || c->room.total < b->chunks[least]->room.total) least = k;
         }
-        if (!n || (!no_trees && n <= ARENA_SPARES)) break;
+        if (!n || (!no_trees && n <= b->spares)) break;
         arena_release(b, least);
     }
 }
@@ -1205,6 +1205,10 @@ extern "C" int tdm_gpu_create(const tdm_gpu_config *cfg, tdm_gpu **out, const ch
     bud->arena = !(ma && strcmp(ma, "0") == 0);
     bud->chunk_bytes = mc && *mc ? (size_t)strtoull(mc, NULL, 10) << 10 : MESH_CHUNK;
     if (bud->chunk_bytes < 4 * TDM_EXTENTS_ALIGN) bud->chunk_bytes = 4 * TDM_EXTENTS_ALIGN;
+    /* TDM_GPU_MESH_SPARES (A/B runs): empty chunks of large trees kept (0: each given back when its
+       tree leaves, as before the spares) */
+    const char *ms = getenv("TDM_GPU_MESH_SPARES");
+    bud->spares = ms && *ms ? (size_t)strtoull(ms, NULL, 10) : ARENA_SPARES;
     bud->chunk_bytes -= bud->chunk_bytes % TDM_EXTENTS_ALIGN;
     int rc = create_on(c, prop, bud, out);
     if (rc == TDM_OK && why) *why = "";
@@ -1390,6 +1394,7 @@ static void mesh_free(tdm_gpu *g, tdm_gpu_mesh *m, int fresh)
 
 extern "C" void tdm_gpu_mesh_free(tdm_gpu *g, tdm_gpu_mesh *m) { mesh_free(g, m, 0); }
 extern "C" void tdm_gpu_mesh_discard(tdm_gpu *g, tdm_gpu_mesh *m) { mesh_free(g, m, 1); }
+extern "C" uint32_t tdm_gpu_mesh_triangles(const tdm_gpu_mesh *m) { return m ? m->n_tris : 0; }
 
 unsigned tdm__gpu_blocks(uint64_t n) { return (unsigned)((n + BLOCK - 1) / BLOCK); }
 

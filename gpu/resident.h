@@ -124,6 +124,7 @@ typedef struct gpu_budget {
     pthread_mutex_t arena_mu;
     int arena;              /* trees in the arena (TDM_GPU_MESH_ARENA=0: cudaMalloc and cudaFree each) */
     size_t chunk_bytes;     /* a chunk's size (TDM_GPU_MESH_CHUNK_KB, tests: small ones) */
+    size_t spares;          /* empty dedicated chunks kept at most (TDM_GPU_MESH_SPARES, ARENA_SPARES) */
     mesh_chunk **chunks;
     size_t n_chunks, cap_chunks;
     uint64_t chunks_made, chunks_released; /* cudaMalloc and cudaFree of chunks so far (stats) */

@@ -650,8 +650,9 @@ static void gpu_mesh_free(tdm_backend *b, int lane, void *copy)
 {
     gpu_engine *e = (gpu_engine *)b;
     double t0 = e->mesh_trace ? now_s() : 0;
+    uint32_t tris = e->mesh_trace ? tdm_gpu_mesh_triangles(copy) : 0;
     tdm_gpu_mesh_free(e->lanes[lane].g, copy);
-    if (e->mesh_trace) fprintf(stderr, "gpu mesh free: %.3f ms\n", 1e3 * (now_s() - t0));
+    if (e->mesh_trace) fprintf(stderr, "gpu mesh free: %u triangles: %.3f ms\n", tris, 1e3 * (now_s() - t0));
 }
 
 static void gpu_mesh_discard(tdm_backend *b, int lane, void *copy)
