@@ -72,6 +72,8 @@
 #             cudaFree, which synchronise the device: 0)
 #   arenaN    TDM_GPU_MESH_ARENA=N (0: each tree's arrays allocated with cudaMalloc and freed with cudaFree,
 #             which waits for the device, as before 2026-11-29's tree arena; 1, the default: extents of chunks)
+#   stage0    TDM_WRITER_STAGE=0 (large meshes' files written and deleted meshes' files unlinked on the writer
+#             thread, as before 2026-11-29's staging on its builder thread)
 #   sparesN   TDM_GPU_MESH_SPARES=N (empty chunks of large trees kept as spares; 0: each given back with
 #             cudaFree when its tree leaves, as before 2026-11-29's spares; 2 by default)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run, trees of
@@ -145,6 +147,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :arena([0-9]+) ]] && envs+=(TDM_GPU_MESH_ARENA="${BASH_REMATCH[1]}")
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v =~ :spares([0-9]+) ]] && envs+=(TDM_GPU_MESH_SPARES="${BASH_REMATCH[1]}")
+    [[ $v == *:stage0* ]] && envs+=(TDM_WRITER_STAGE=0)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
     [[ $v == *:sp0* ]] && envs+=(TDM_MOTION_SPREAD=0)

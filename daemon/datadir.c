@@ -35,7 +35,7 @@ struct tdm_datadir {
     char *dir;
     int dir_fd, lock_fd;
     int kind_fd[N_KINDS];
-    unsigned long counter; /* temporary file names */
+    unsigned long counter; /* temporary file names (atomic: the writer and its builder thread) */
 };
 
 static int errf(char *err, size_t errlen, const char *fmt, ...)
@@ -180,10 +180,11 @@ static int write_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
-                      const struct iovec *parts, int n_parts, const void *blob, size_t blob_len, char *err,
-                      size_t errlen)
+int tdm_datadir_stage(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
+                      const struct iovec *parts, int n_parts, const void *blob, size_t blob_len,
+                      tdm_datadir_staged *out, char *err, size_t errlen)
 {
+    out->staged = 0;
     uint32_t name_len = (uint32_t)strlen(name);
     uint64_t canon_len = 0;
     for (int i = 0; i < n_parts; i++) canon_len += parts[i].iov_len;
@@ -222,14 +223,16 @@ int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TD
         return errf(err, errlen, "SHA-256 failed"), TDM_ENOMEM;
     }
 
-    char final[128], tmp[160];
-    file_name(kind, id, final, sizeof final);
-    snprintf(tmp, sizeof tmp, ".tmp-%s.%ld.%lu", final, (long)getpid(), ++p->counter);
+    memset(out, 0, sizeof *out);
+    out->kind = (int)kind;
+    file_name(kind, id, out->final, sizeof out->final);
+    snprintf(out->tmp, sizeof out->tmp, ".tmp-%s.%ld.%lu", out->final, (long)getpid(),
+             __atomic_add_fetch(&p->counter, 1, __ATOMIC_RELAXED));
     int dfd = p->kind_fd[kind];
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    int fd = openat(dfd, out->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (fd < 0) {
         free(iov);
-        return errf(err, errlen, "cannot create %s/%s/%s: %s", p->dir, SUBDIR[kind], tmp, strerror(errno));
+        return errf(err, errlen, "cannot create %s/%s/%s: %s", p->dir, SUBDIR[kind], out->tmp, strerror(errno));
     }
     const char *step = "write";
     if (write_all(fd, iov, n_iov) != 0) goto fail;
@@ -239,19 +242,46 @@ int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TD
     int cfd = fd;
     fd = -1;
     if (close(cfd) != 0) goto fail;
-    step = "rename";
-    if (renameat(dfd, tmp, dfd, final) != 0) goto fail;
     free(iov);
-    if (fsync(dfd) != 0)
-        return errf(err, errlen, "fsync of %s/%s/ failed after writing %s: %s", p->dir, SUBDIR[kind], final,
-                    strerror(errno));
+    out->staged = 1;
     return TDM_OK;
 fail:;
     int e = errno;
     if (fd >= 0) close(fd);
-    unlinkat(dfd, tmp, 0);
+    unlinkat(dfd, out->tmp, 0);
     free(iov);
-    return errf(err, errlen, "%s of %s/%s/%s failed: %s", step, p->dir, SUBDIR[kind], final, strerror(e));
+    return errf(err, errlen, "%s of %s/%s/%s failed: %s", step, p->dir, SUBDIR[kind], out->final, strerror(e));
+}
+
+int tdm_datadir_commit(tdm_datadir *p, tdm_datadir_staged *s, char *err, size_t errlen)
+{
+    int dfd = p->kind_fd[s->kind];
+    s->staged = 0;
+    if (renameat(dfd, s->tmp, dfd, s->final) != 0) {
+        int e = errno;
+        unlinkat(dfd, s->tmp, 0);
+        return errf(err, errlen, "rename of %s/%s/%s failed: %s", p->dir, SUBDIR[s->kind], s->final, strerror(e));
+    }
+    if (fsync(dfd) != 0)
+        return errf(err, errlen, "fsync of %s/%s/ failed after writing %s: %s", p->dir, SUBDIR[s->kind], s->final,
+                    strerror(errno));
+    return TDM_OK;
+}
+
+void tdm_datadir_unstage(tdm_datadir *p, tdm_datadir_staged *s)
+{
+    if (!s->staged) return;
+    unlinkat(p->kind_fd[s->kind], s->tmp, 0);
+    s->staged = 0;
+}
+
+int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
+                      const struct iovec *parts, int n_parts, const void *blob, size_t blob_len, char *err,
+                      size_t errlen)
+{
+    tdm_datadir_staged s;
+    int rc = tdm_datadir_stage(p, kind, id, name, parts, n_parts, blob, blob_len, &s, err, errlen);
+    return rc != TDM_OK ? rc : tdm_datadir_commit(p, &s, err, errlen);
 }
 
 int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen)
@@ -263,6 +293,25 @@ int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[T
         if (errno == ENOENT) return TDM_OK; /* nothing changed: nothing to make durable */
         return errf(err, errlen, "cannot remove %s/%s/%s: %s", p->dir, SUBDIR[kind], final, strerror(errno));
     }
+    if (fsync(dfd) != 0)
+        return errf(err, errlen, "fsync of %s/%s/ failed: %s", p->dir, SUBDIR[kind], strerror(errno));
+    return TDM_OK;
+}
+
+int tdm_datadir_remove_aside(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN],
+                             tdm_datadir_staged *aside, char *err, size_t errlen)
+{
+    memset(aside, 0, sizeof *aside);
+    aside->kind = (int)kind;
+    file_name(kind, id, aside->final, sizeof aside->final);
+    snprintf(aside->tmp, sizeof aside->tmp, ".tmp-rm-%s.%ld.%lu", aside->final, (long)getpid(),
+             __atomic_add_fetch(&p->counter, 1, __ATOMIC_RELAXED));
+    int dfd = p->kind_fd[kind];
+    if (renameat(dfd, aside->final, dfd, aside->tmp) != 0) {
+        if (errno == ENOENT) return TDM_OK; /* nothing changed: nothing to make durable */
+        return errf(err, errlen, "cannot remove %s/%s/%s: %s", p->dir, SUBDIR[kind], aside->final, strerror(errno));
+    }
+    aside->staged = 1; /* even if the fsync fails: the name is gone, the file is to be unlinked */
     if (fsync(dfd) != 0)
         return errf(err, errlen, "fsync of %s/%s/ failed: %s", p->dir, SUBDIR[kind], strerror(errno));
     return TDM_OK;

@@ -33,8 +33,10 @@
  * either the old state or the new one (and perhaps a .tmp- file, removed at the
  * next start).
  *
- * Writes and removals run on the writer thread (writer.h); reading runs at
- * start-up (loader.h). Every function is synchronous. */
+ * Writes and removals are ordered by the writer thread (writer.h; a large mesh's file is
+ * staged and a removed mesh's file unlinked on its builder thread, the renames that
+ * make them visible on the writer); reading runs at start-up (loader.h). Every function
+ * is synchronous. */
 #ifndef TDM_DAEMON_DATADIR_H
 #define TDM_DAEMON_DATADIR_H
 
@@ -68,6 +70,29 @@ void tdm_datadir_close(tdm_datadir *p);
 int tdm_datadir_write(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
                       const struct iovec *parts, int n_parts, const void *blob, size_t blob_len, char *err,
                       size_t errlen);
+/* A file written under a temporary name and fsync'd, not yet in place (tdm_datadir_stage), or one
+ * taken out of its place and not yet unlinked (tdm_datadir_remove_aside). */
+typedef struct tdm_datadir_staged {
+    int kind;
+    int staged; /* the temporary file exists */
+    char final[128], tmp[176];
+} tdm_datadir_staged;
+
+/* tdm_datadir_write in two steps, so that a large file's writing and fsync can run on another thread
+ * than the one that orders the directory's changes: stage writes the temporary file (any thread;
+ * TDM_EIO / TDM_ENOMEM with nothing left), commit renames it into place and fsyncs the directory (the
+ * writer, in order; on failure the temporary file is removed), unstage drops a staged file that is
+ * not to be committed. A crash between them leaves a .tmp- file, removed at the next start. */
+int tdm_datadir_stage(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], const char *name,
+                      const struct iovec *parts, int n_parts, const void *blob, size_t blob_len,
+                      tdm_datadir_staged *out, char *err, size_t errlen);
+int tdm_datadir_commit(tdm_datadir *p, tdm_datadir_staged *s, char *err, size_t errlen);
+void tdm_datadir_unstage(tdm_datadir *p, tdm_datadir_staged *s);
+/* Durably removes a file by renaming it aside (a .tmp- name) and fsyncing the directory, leaving the
+ * unlink, which for a large file frees its blocks and takes a while, to tdm_datadir_unstage(aside) on
+ * any thread later. A missing file counts as removed (aside->staged 0). 0 or TDM_EIO. */
+int tdm_datadir_remove_aside(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN],
+                             tdm_datadir_staged *aside, char *err, size_t errlen);
 /* Durably removes a file; a missing file counts as removed (and costs no fsync). 0 or TDM_EIO. */
 int tdm_datadir_remove(tdm_datadir *p, tdm_datadir_kind kind, const uint8_t id[TDM_ID_LEN], char *err, size_t errlen);
 /* 1 when the file of this kind and id exists, else 0. Any thread. */

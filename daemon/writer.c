@@ -21,6 +21,7 @@ typedef struct mesh_build {
     void *blob;
     size_t blob_len;
     char *label;
+    tdm_datadir_staged file; /* its file, written and fsync'd by the builder (staged: not yet in place) */
 } mesh_build;
 
 
@@ -48,6 +49,13 @@ struct tdm_writer {
     int built;
     mesh_build build;
     tdm_writer_op *deferred; /* MeshPuts of the mesh being built: run again once it is stored */
+    /* the builder also writes a large mesh's file before the writer puts it in place, and unlinks
+     * the files of removed meshes the writer renamed aside: a large file's write, fsync and unlink
+     * take tens to hundreds of milliseconds, which every op queued behind them would wait
+     * (TDM_WRITER_STAGE=0: both on the writer, as before) */
+    int stage;
+    tdm_datadir_staged *trash; /* under lock: files renamed aside, for the builder to unlink */
+    size_t n_trash, cap_trash;
     /* TDM_WRITER_TRACE: by op kind, ops run, their summed time queued (from tdm_writer_submit
      * to the writer's take) and run; a robot scene put's run split into its build, its trees'
      * upload to the engine (tdm_sched_meshes_add) and its files (a build made before submission,
@@ -56,6 +64,8 @@ struct tdm_writer {
     int trace;
     struct { uint64_t n; double queued_ms, run_ms; } traced[TDM_WRITER_OWNERS + 1];
     double rs_build_ms, rs_engine_ms, rs_files_ms;
+    uint64_t big_n;                        /* large MeshPuts stored after the builder built them */
+    double big_store_ms, big_stage_ms;     /* ... the writer's store, and the builder's file */
 };
 
 static double trace_ms(void)
@@ -187,6 +197,16 @@ static void mesh_put_build(tdm_writer_op *op, mesh_build *b)
         set_err(op, op->rc, "", -1, "out of memory serialising the tree");
 }
 
+/* A MeshPut's file's canonical parts: the prefix (its buffer), the vertices and the triangles */
+static void mesh_file_parts(const tdm_writer_op *op, const mesh_build *b, uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN],
+                            struct iovec parts[3])
+{
+    tdm_mesh_canon_prefix(op->n_verts, op->n_tris, prefix);
+    parts[0] = (struct iovec){prefix, TDM_MESH_CANON_PREFIX_LEN};
+    parts[1] = (struct iovec){b->mesh->verts, 12 * (size_t)op->n_verts};
+    parts[2] = (struct iovec){b->mesh->tris, 12 * (size_t)op->n_tris};
+}
+
 /* The last phase (writer thread, in order with every other change to the directory):
  * the device copy, the file, the catalogue's mark; frees what b holds. */
 static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
@@ -215,12 +235,13 @@ static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
         }
     }
     uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
-    tdm_mesh_canon_prefix(nv, nt, prefix);
-    struct iovec parts[3] = {{prefix, sizeof prefix}, {b->mesh->verts, 12 * (size_t)nv}, {b->mesh->tris, 12 * (size_t)nt}};
+    struct iovec parts[3];
+    mesh_file_parts(op, b, prefix, parts);
     char err[300];
     if (store_owners(st, op) != 0) goto out;
-    if (tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, b->label, parts, 3, b->blob, b->blob_len, err,
-                          sizeof err) != 0) {
+    if ((b->file.staged ? tdm_datadir_commit(st->dir, &b->file, err, sizeof err)
+                        : tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, b->label, parts, 3, b->blob,
+                                            b->blob_len, err, sizeof err)) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         goto out;
     }
@@ -237,6 +258,7 @@ static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
     tdm_catalog_mesh_written(st->catalog, op->mesh);
 out:
     if (resident) tdm_sched_mesh_remove(st->engine, b->bvh);
+    tdm_datadir_unstage(st->dir, &b->file); /* not put in place (committed files are not staged) */
     free(b->label);
     free(b->blob);
     tdm_bvh_free(b->bvh);
@@ -368,10 +390,35 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     tdm_catalog_scene_written(st->catalog, sc);
 }
 
+/* A removed file renamed aside: unlinked by the builder (at once without one) */
+static void trash_file(tdm_writer *st, tdm_datadir_staged *aside)
+{
+    if (!aside->staged) return;
+    pthread_mutex_lock(&st->lock);
+    int hand = st->builder_started && !st->stopping; /* stopping: the builder may have left */
+    if (hand && st->n_trash == st->cap_trash) {
+        size_t cap = st->cap_trash ? 2 * st->cap_trash : 16;
+        tdm_datadir_staged *t = realloc(st->trash, cap * sizeof *t);
+        if (t) st->trash = t, st->cap_trash = cap;
+    }
+    if (hand && st->n_trash < st->cap_trash) {
+        st->trash[st->n_trash++] = *aside;
+        pthread_cond_broadcast(&st->build_wake);
+        aside->staged = 0;
+    }
+    pthread_mutex_unlock(&st->lock);
+    tdm_datadir_unstage(st->dir, aside); /* not handed over */
+}
+
 static void remove_file(tdm_writer *st, tdm_writer_op *op, tdm_datadir_kind kind)
 {
     char err[300];
-    if (tdm_datadir_remove(st->dir, kind, op->id, err, sizeof err) != 0) {
+    tdm_datadir_staged aside = {0};
+    /* a mesh's file, the large kind, is renamed aside and unlinked off the writer */
+    int rc = st->stage && kind == TDM_DATADIR_MESH ? tdm_datadir_remove_aside(st->dir, kind, op->id, &aside, err, sizeof err)
+                                                   : tdm_datadir_remove(st->dir, kind, op->id, err, sizeof err);
+    trash_file(st, &aside);
+    if (rc != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         return;
     }
@@ -424,7 +471,9 @@ static void store_built_locked(tdm_writer *st)
     st->deferred = NULL;
     pthread_cond_broadcast(&st->build_wake); /* the builder is free again */
     pthread_mutex_unlock(&st->lock);
+    double t0 = st->trace ? trace_ms() : 0;
     mesh_put_store(st, op, &b);
+    if (st->trace) st->big_n++, st->big_store_ms += trace_ms() - t0;
     pthread_mutex_lock(&st->lock);
     finish_locked(st, op);
     while (later) {
@@ -457,7 +506,8 @@ static int run_or_hand_off(tdm_writer *st, tdm_writer_op *op)
         pthread_mutex_unlock(&st->lock);
         return 0;
     }
-    if (st->builder_started && !st->building && op->n_tris >= TDM_WRITER_BUILDER_TRIS) {
+    /* not once stopping: the builder may have left */
+    if (st->builder_started && !st->building && !st->stopping && op->n_tris >= TDM_WRITER_BUILDER_TRIS) {
         st->building = op;
         st->built = 0;
         pthread_cond_broadcast(&st->build_wake);
@@ -510,13 +560,32 @@ static void *builder_main(void *arg)
     tdm_writer *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (!(st->building && !st->built) && !st->stopping) pthread_cond_wait(&st->build_wake, &st->lock);
+        while (!(st->building && !st->built) && !st->n_trash && !st->stopping)
+            pthread_cond_wait(&st->build_wake, &st->lock);
+        if (st->n_trash) { /* a removed mesh's file (stopping too: none is left behind) */
+            tdm_datadir_staged t = st->trash[--st->n_trash];
+            pthread_mutex_unlock(&st->lock);
+            tdm_datadir_unstage(st->dir, &t);
+            pthread_mutex_lock(&st->lock);
+            continue;
+        }
         if (!st->building || st->built) break; /* stopping, nothing handed */
         tdm_writer_op *op = st->building;
         pthread_mutex_unlock(&st->lock);
         mesh_build b;
         mesh_put_build(op, &b);
+        double t0 = st->trace ? trace_ms() : 0;
+        if (st->stage && op->rc == TDM_OK) { /* its file too, off the writer */
+            uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
+            struct iovec parts[3];
+            mesh_file_parts(op, &b, prefix, parts);
+            char err[300];
+            if (tdm_datadir_stage(st->dir, TDM_DATADIR_MESH, op->id, b.label, parts, 3, b.blob, b.blob_len, &b.file,
+                                  err, sizeof err) != 0)
+                set_err(op, TDM_EIO, "", -1, err);
+        }
         pthread_mutex_lock(&st->lock);
+        if (st->trace) st->big_stage_ms += trace_ms() - t0;
         st->build = b;
         st->built = 1;
         pthread_cond_broadcast(&st->wake);
@@ -586,6 +655,8 @@ int tdm_writer_create(uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void
     st->catalog = catalog;
     st->engine = engine;
     st->trace = getenv("TDM_WRITER_TRACE") != NULL;
+    const char *sg = getenv("TDM_WRITER_STAGE");
+    st->stage = !(sg && strcmp(sg, "0") == 0);
     if (pthread_mutex_init(&st->lock, NULL) != 0) {
         free(st);
         return TDM_ESYS;
@@ -642,15 +713,38 @@ size_t tdm_writer_pending(const tdm_writer *st) { return st->pending; }
 static void on_closed(uv_handle_t *h)
 {
     tdm_writer *st = (tdm_writer *)h;
+    for (size_t i = 0; i < st->n_trash; i++) tdm_datadir_unstage(st->dir, &st->trash[i]); /* none: drained */
+    free(st->trash);
     pthread_cond_destroy(&st->wake);
     pthread_cond_destroy(&st->build_wake);
     pthread_mutex_destroy(&st->lock);
     free(st);
 }
 
+static void print_trace(const tdm_writer *st)
+{
+    static const char *const kind[] = {"mesh put", "mesh delete", "scene put", "scene delete",
+                                       "robot put", "robot delete", "robot scene put", "owners"};
+    for (int k = 0; k <= TDM_WRITER_OWNERS; k++)
+        if (st->traced[k].n)
+            fprintf(stderr, "writer %s: %llu ops, %.3f ms queued, %.3f ms run on average\n", kind[k],
+                    (unsigned long long)st->traced[k].n, st->traced[k].queued_ms / (double)st->traced[k].n,
+                    st->traced[k].run_ms / (double)st->traced[k].n);
+    uint64_t n = st->traced[TDM_WRITER_ROBOT_SCENE_PUT].n;
+    if (n)
+        fprintf(stderr, "writer robot scene put's run: build %.3f ms, engine %.3f ms, files %.3f ms on average\n",
+                st->rs_build_ms / (double)n, st->rs_engine_ms / (double)n, st->rs_files_ms / (double)n);
+    if (st->big_n)
+        fprintf(stderr, "writer large mesh put: %llu stored, %.3f ms on the writer (its device copy, owners, "
+                        "file), %.3f ms writing its file on the builder, on average\n",
+                (unsigned long long)st->big_n, st->big_store_ms / (double)st->big_n,
+                st->big_stage_ms / (double)st->big_n);
+}
+
 void tdm_writer_stop(tdm_writer *st)
 {
     if (!st) return;
+    int joined = st->started;
     if (st->started) {
         pthread_mutex_lock(&st->lock);
         st->stopping = 1;
@@ -659,21 +753,8 @@ void tdm_writer_stop(tdm_writer *st)
         pthread_mutex_unlock(&st->lock);
         pthread_join(st->thread, NULL);
         st->started = 0;
-        if (st->trace) {
-            static const char *const kind[] = {"mesh put", "mesh delete", "scene put", "scene delete",
-                                               "robot put", "robot delete", "robot scene put", "owners"};
-            for (int k = 0; k <= TDM_WRITER_OWNERS; k++)
-                if (st->traced[k].n)
-                    fprintf(stderr, "writer %s: %llu ops, %.3f ms queued, %.3f ms run on average\n", kind[k],
-                            (unsigned long long)st->traced[k].n, st->traced[k].queued_ms / (double)st->traced[k].n,
-                            st->traced[k].run_ms / (double)st->traced[k].n);
-            uint64_t n = st->traced[TDM_WRITER_ROBOT_SCENE_PUT].n;
-            if (n)
-                fprintf(stderr, "writer robot scene put's run: build %.3f ms, engine %.3f ms, files %.3f ms on average\n",
-                        st->rs_build_ms / (double)n, st->rs_engine_ms / (double)n, st->rs_files_ms / (double)n);
-        }
     }
-    if (st->builder_started) {
+    if (st->builder_started) { /* after the writer: it drains the files the writer renamed aside */
         pthread_mutex_lock(&st->lock);
         st->stopping = 1;
         pthread_cond_broadcast(&st->build_wake);
@@ -681,6 +762,7 @@ void tdm_writer_stop(tdm_writer *st)
         pthread_join(st->builder, NULL);
         st->builder_started = 0;
     }
+    if (joined && st->trace) print_trace(st);
     deliver(st); /* callbacks of ops finished after the last wakeup */
     uv_close((uv_handle_t *)&st->async, on_closed);
 }

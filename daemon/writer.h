@@ -9,9 +9,15 @@
  * One exception, so that a large upload does not hold every other one behind it
  * (issue 14): a MeshPut of TDM_WRITER_BUILDER_TRIS triangles or more, once hashed
  * and found not stored, has its validation and tree built on a second thread (the
- * builder, one mesh at a time), while the writer goes on with the ops behind it;
- * once built, the writer stores it (device copy, file, catalogue mark) between two
- * ops. Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
+ * builder, one mesh at a time), and its file written and fsync'd there under a temporary
+ * name (tdm_datadir_stage), while the writer goes on with the ops behind it; once built,
+ * the writer stores it (device copy, the file renamed into place, catalogue mark) between
+ * two ops. A deleted mesh's file is renamed aside by the writer (durably: the directory
+ * fsync'd) and unlinked by the builder, since unlinking a large file takes a while too.
+ * Writing, fsyncing and unlinking a file of tens of megabytes took tens to hundreds of
+ * milliseconds on the writer, which every planner's scene put and delete queued behind it
+ * waited (bench/results/ompl_resident.md section 33). TDM_WRITER_STAGE=0 does both on the
+ * writer, as before (A/B runs). Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
  * robots or deletable, only once its put is answered; a second MeshPut of the same
  * mesh is set aside until it is stored, and then finds it stored. Their `done`
  * therefore come after those of the ops they let pass.

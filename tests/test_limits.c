@@ -26,6 +26,7 @@
  * daemon's log has no sanitizer report (an ASan build runs them too). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -671,6 +672,111 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
     tdm_mesh_free(small);
     witness_free(&w);
     stop_clean();
+}
+
+/* The files in DIR/meshes: those in place (*.mesh) and temporary ones (.tmp-*) */
+static void mesh_files(int *in_place, int *temps)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/meshes", D.data_dir);
+    *in_place = *temps = 0;
+    DIR *d = opendir(path);
+    cr_assert(d, "%s: %s", path, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        *in_place += n > 5 && !strcmp(e->d_name + n - 5, ".mesh");
+        *temps += !strncmp(e->d_name, ".tmp-", 5);
+    }
+    closedir(d);
+}
+
+/* A large mesh's file is written by the writer's builder thread and put in place by the writer, and a
+ * removed mesh's file renamed aside and unlinked by the builder (a large file's write, fsync and
+ * unlink take long enough to hold every op queued behind them): the files in place are those of the
+ * meshes stored, none is left under a temporary name once tandemd stops, and a restart has the
+ * large meshes kept and not the deleted ones, their trees answering as before. With
+ * TDM_WRITER_STAGE=0 (all on the writer) the same holds. */
+static void large_files_come_and_go(void)
+{
+    gen_rng r = {seed ^ 0xf11e};
+    const char *flags[] = {NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    tdm_mesh *big[3] = {gen_sphere(1.0, 260), gen_sphere(1.0, 270), gen_sphere(1.0, 280)};
+    uint8_t id[3][32];
+    for (int k = 0; k < 3; k++) {
+        cr_assert(big[k] && big[k]->n_tris >= 65536, "the large mesh should take the builder");
+        int created = -1;
+        cr_assert_eq(tdm_mesh_put(w.c, "big", big[k]->verts, big[k]->n_verts, big[k]->tris, big[k]->n_tris, id[k],
+                                  &created),
+                     0, "%s", tdm_client_errstr(w.c));
+        cr_assert_eq(created, 1);
+    }
+    int in_place, temps;
+    mesh_files(&in_place, &temps);
+    cr_assert_eq(in_place, 5, "the witness's two meshes and three large ones in place: %d", in_place);
+    /* one large mesh deleted, one put again (exists), a deleted one put again and deleted again */
+    cr_assert_eq(tdm_mesh_delete(w.c, id[0]), 0, "%s", tdm_client_errstr(w.c));
+    int created = -1;
+    uint8_t again[32];
+    cr_assert_eq(tdm_mesh_put(w.c, "big", big[1]->verts, big[1]->n_verts, big[1]->tris, big[1]->n_tris, again, &created),
+                 0, "%s", tdm_client_errstr(w.c));
+    cr_assert_eq(created, 0, "an identical mesh exists");
+    cr_assert_eq(tdm_mesh_delete(w.c, id[2]), 0, "%s", tdm_client_errstr(w.c));
+    cr_assert_eq(tdm_mesh_put(w.c, "big", big[2]->verts, big[2]->n_verts, big[2]->tris, big[2]->n_tris, again, &created),
+                 0, "%s", tdm_client_errstr(w.c));
+    cr_assert_eq(created, 1, "a deleted mesh put again is created");
+    cr_assert_eq(tdm_mesh_delete(w.c, id[2]), 0, "%s", tdm_client_errstr(w.c));
+    mesh_files(&in_place, &temps);
+    cr_assert_eq(in_place, 3, "the witness's two meshes and one large one in place: %d", in_place);
+    witness_ok(&w, "the large meshes' puts and deletes");
+    tdm_client_free(w.c);
+    stop_clean();
+    mesh_files(&in_place, &temps);
+    cr_assert_eq(temps, 0, "%d temporary files left in meshes/ after the stop", temps);
+    cr_assert_eq(in_place, 3);
+    dmn_start(&D, NULL);
+    w.c = lib_connect(D.unix_addr);
+    tdm_mesh_info *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(tdm_mesh_list(w.c, &list, &n), 0);
+    int kept = 0, gone = 0;
+    for (size_t i = 0; i < n; i++) {
+        kept += !memcmp(list[i].mesh_id, id[1], 32);
+        gone += !memcmp(list[i].mesh_id, id[0], 32) || !memcmp(list[i].mesh_id, id[2], 32);
+    }
+    tdm_mesh_list_free(list);
+    cr_assert_eq(n, 3, "%zu meshes after the restart", n);
+    cr_assert(kept == 1 && gone == 0, "after the restart: the kept large mesh %d, deleted ones %d", kept, gone);
+    /* the kept one's tree answers: a small box across its surface collides, one inside does not */
+    tdm_mesh *box = gen_box(0.05, 0.05, 0.05);
+    uint8_t bid[32], sid[32];
+    cr_assert_eq(tdm_mesh_put(w.c, "box", box->verts, box->n_verts, box->tris, box->n_tris, bid, NULL), 0);
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, id[1], 32);
+    memcpy(objs[1].mesh_id, bid, 32);
+    cr_assert_eq(tdm_scene_put(w.c, "bigbox", objs, 2, NULL, 0, sid, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(w.c));
+    double pose[14] = {0, 0, 1.0, 0, 0, 0, 1, 0, 0, 0.5, 0, 0, 0, 1};
+    tdm_query_result res[2];
+    cr_assert_eq(tdm_query(w.c, sid, TDM_QUERY_BOOL, pose, 1, 2, 0, res, NULL), 0, "%s", tdm_client_errstr(w.c));
+    cr_assert_eq(res[0].colliding, 1, "a box across the large sphere's surface");
+    cr_assert_eq(res[1].colliding, 0, "a box inside the large sphere, clear of its surface");
+    witness_ok(&w, "the restart");
+    for (int k = 0; k < 3; k++) tdm_mesh_free(big[k]);
+    tdm_mesh_free(box);
+    witness_free(&w);
+    stop_clean();
+}
+
+Test(limits, large_mesh_files_are_written_and_removed_off_the_writer) { large_files_come_and_go(); }
+
+Test(limits, large_mesh_files_all_on_the_writer_with_the_stage_off)
+{
+    cr_assert_eq(setenv("TDM_WRITER_STAGE", "0", 1), 0);
+    large_files_come_and_go();
 }
 
 /* --output-stall-timeout counts bytes taken, not whole replies: a client reading one large
