@@ -72,8 +72,8 @@
 #             cudaFree, which synchronise the device: 0)
 #   arenaN    TDM_GPU_MESH_ARENA=N (0: each tree's arrays allocated with cudaMalloc and freed with cudaFree,
 #             which waits for the device, as before 2026-11-29's tree arena; 1, the default: extents of chunks)
-#   stage0    TDM_WRITER_STAGE=0 (large meshes' files written and deleted meshes' files unlinked on the writer
-#             thread, as before 2026-11-29's staging on its builder thread)
+#   stage0    TDM_WRITER_STAGE=0 (the writer as before 2026-11-29: large meshes' files written, deleted meshes'
+#             files unlinked, and a large mesh that finds the builder busy built, on the writer thread)
 #   sparesN   TDM_GPU_MESH_SPARES=N (empty chunks of large trees kept as spares; 0: each given back with
 #             cudaFree when its tree leaves, as before 2026-11-29's spares; 2 by default)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run, trees of
@@ -229,7 +229,7 @@ for v in "${variants[@]}"; do
     wait "$pid" 2>/dev/null
     pid=""
     # what tandemd's trace says at its stop (the replies' time in tandemd, over the last run)
-    grep -av '^dispatch\|^gpu configs\|^gpu mesh\|Z info ' "$work/trace.txt" | sed 's/^/  /' | tail -9
+    grep -av '^dispatch\|^gpu configs\|^gpu mesh\|Z info ' "$work/trace.txt" | sed 's/^/  /' | tail -14
     grep -a 'Z info  stats: \(express\|async\|queries cpu\)' "$work/trace.txt" | sed 's/^[^ ]* info  /  /'
     if [[ -s $work/gpu_prof.txt ]]; then # per size of run: runs and mean device us of its stages, host us
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }

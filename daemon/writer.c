@@ -40,11 +40,14 @@ struct tdm_writer {
     tdm_writer_op *done_head, *done_tail;
     int stopping;
     size_t pending; /* under the server's lock */
-    /* the builder thread: one large MeshPut's tree at a time (under lock: building is the op
-     * handed to it, built says its phase is done; build is the builder's until built) */
+    /* the builder thread: one large MeshPut's tree at a time (under lock: queued are the ops
+     * handed to it, in order, building the one it builds, built says its phase is done; build is
+     * the builder's until built). Large MeshPuts that come while it builds wait for it in the
+     * queue, not on the writer (TDM_WRITER_STAGE=0: on the writer, as before) */
     pthread_t builder;
     int builder_started;
     pthread_cond_t build_wake;
+    tdm_writer_op *queued_head, *queued_tail;
     tdm_writer_op *building;
     int built;
     mesh_build build;
@@ -498,18 +501,24 @@ static int run_or_hand_off(tdm_writer *st, tdm_writer_op *op)
     }
     if (!mesh_put_check(st, op)) return 1;
     pthread_mutex_lock(&st->lock);
-    /* the same mesh as the one being built: it runs again once that one is stored (and then
-     * finds it stored); the ops behind it need not wait */
-    if (st->building && !memcmp(st->building->id, op->id, TDM_ID_LEN)) {
+    /* the same mesh as one being built or waiting for the builder: it runs again once the one
+     * being built is stored (and then finds it stored, or waits again); the ops behind it need
+     * not wait */
+    int same = st->building && !memcmp(st->building->id, op->id, TDM_ID_LEN);
+    for (tdm_writer_op *q = st->queued_head; q && !same; q = q->next) same = !memcmp(q->id, op->id, TDM_ID_LEN);
+    if (same) {
         op->next = st->deferred;
         st->deferred = op;
         pthread_mutex_unlock(&st->lock);
         return 0;
     }
-    /* not once stopping: the builder may have left */
-    if (st->builder_started && !st->building && !st->stopping && op->n_tris >= TDM_WRITER_BUILDER_TRIS) {
-        st->building = op;
-        st->built = 0;
+    /* not once stopping: the builder may have left; TDM_WRITER_STAGE=0: only when it is free */
+    if (st->builder_started && (st->stage || (!st->building && !st->queued_head)) && !st->stopping &&
+        op->n_tris >= TDM_WRITER_BUILDER_TRIS) {
+        op->next = NULL;
+        if (st->queued_tail) st->queued_tail->next = op;
+        else st->queued_head = op;
+        st->queued_tail = op;
         pthread_cond_broadcast(&st->build_wake);
         pthread_mutex_unlock(&st->lock);
         return 0;
@@ -527,7 +536,8 @@ static void *writer_main(void *arg)
     tdm_writer *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (!st->head && !st->built && !(st->stopping && !st->building)) pthread_cond_wait(&st->wake, &st->lock);
+        while (!st->head && !st->built && !(st->stopping && !st->building && !st->queued_head))
+            pthread_cond_wait(&st->wake, &st->lock);
         if (st->built) {
             store_built_locked(st);
             continue;
@@ -560,8 +570,7 @@ static void *builder_main(void *arg)
     tdm_writer *st = arg;
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (!(st->building && !st->built) && !st->n_trash && !st->stopping)
-            pthread_cond_wait(&st->build_wake, &st->lock);
+        while (!st->queued_head && !st->n_trash && !st->stopping) pthread_cond_wait(&st->build_wake, &st->lock);
         if (st->n_trash) { /* a removed mesh's file (stopping too: none is left behind) */
             tdm_datadir_staged t = st->trash[--st->n_trash];
             pthread_mutex_unlock(&st->lock);
@@ -569,8 +578,13 @@ static void *builder_main(void *arg)
             pthread_mutex_lock(&st->lock);
             continue;
         }
-        if (!st->building || st->built) break; /* stopping, nothing handed */
-        tdm_writer_op *op = st->building;
+        if (!st->queued_head) break; /* stopping, nothing handed */
+        tdm_writer_op *op = st->queued_head;
+        st->queued_head = op->next;
+        if (!st->queued_head) st->queued_tail = NULL;
+        op->next = NULL;
+        st->building = op;
+        st->built = 0;
         pthread_mutex_unlock(&st->lock);
         mesh_build b;
         mesh_put_build(op, &b);
@@ -589,9 +603,9 @@ static void *builder_main(void *arg)
         st->build = b;
         st->built = 1;
         pthread_cond_broadcast(&st->wake);
-        /* wait until the writer took it, before looking for the next */
-        while (st->building == op && !st->stopping) pthread_cond_wait(&st->build_wake, &st->lock);
-        if (st->building == op) break; /* stopping: the writer stores it before it leaves */
+        /* wait until the writer took it (it does, stopping or not, before it leaves), before
+           looking for the next */
+        while (st->building == op) pthread_cond_wait(&st->build_wake, &st->lock);
     }
     pthread_mutex_unlock(&st->lock);
     return NULL;

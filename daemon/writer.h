@@ -16,8 +16,9 @@
  * fsync'd) and unlinked by the builder, since unlinking a large file takes a while too.
  * Writing, fsyncing and unlinking a file of tens of megabytes took tens to hundreds of
  * milliseconds on the writer, which every planner's scene put and delete queued behind it
- * waited (bench/results/ompl_resident.md section 33). TDM_WRITER_STAGE=0 does both on the
- * writer, as before (A/B runs). Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
+ * waited (bench/results/ompl_resident.md section 33). Large MeshPuts that come while the
+ * builder is busy wait for it in a queue of their own, in order, not on the writer.
+ * TDM_WRITER_STAGE=0 does all of that on the writer, as before (A/B runs). Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
  * robots or deletable, only once its put is answered; a second MeshPut of the same
  * mesh is set aside until it is stored, and then finds it stored. Their `done`
  * therefore come after those of the ops they let pass.

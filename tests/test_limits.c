@@ -674,6 +674,60 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
     stop_clean();
 }
 
+/* Two different large meshes put at once: the second waits for the builder in its queue, not on the
+ * writer (before, a large MeshPut that found the builder busy was built on the writer, and every op
+ * behind it waited for its tree): a small MeshPut sent while both are in flight is answered at once;
+ * both large meshes are stored with their ids and usable. */
+Test(limits, a_small_upload_does_not_wait_for_two_large_ones)
+{
+    gen_rng r = {seed ^ 0xb17};
+    const char *flags[] = {NULL};
+    start_with(flags);
+    witness w = {0};
+    witness_start(&w, &r, 16, 8, 10);
+    tdm_mesh *big[2] = {gen_sphere(1.0, 640), gen_sphere(1.2, 660)}, *small = gen_box(0.3, 0.2, 0.1);
+    uint8_t want[2][32];
+    big_put p[2];
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) {
+        cr_assert(big[k] && big[k]->n_tris >= 4 * 65536, "the large mesh should take the builder");
+        canon_mesh_id(big[k]->verts, big[k]->n_verts, big[k]->tris, big[k]->n_tris, want[k]);
+        p[k] = (big_put){.m = big[k], .addr = D.unix_addr};
+        cr_assert_eq(pthread_create(&t[k], NULL, big_put_main, &p[k]), 0);
+        sleep_ms(300); /* sent and hashed: the first being built, the second waiting for the builder */
+    }
+    double t0 = mono_s();
+    uint8_t id[32];
+    int created = -1;
+    cr_assert_eq(tdm_mesh_put(w.c, "small", small->verts, small->n_verts, small->tris, small->n_tris, id, &created), 0,
+                 "%s", tdm_client_errstr(w.c));
+    double t_small = mono_s() - t0;
+    for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+    cr_log_info("two large MeshPuts %.3f s and %.3f s; a small one sent meanwhile %.3f s", p[0].secs, p[1].secs,
+                t_small);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(p[k].rc, 0, "large MeshPut %d: %s", k, p[k].err);
+        cr_assert(!memcmp(p[k].id, want[k], 32) && p[k].created == 1, "large mesh %d: wrong id or not created", k);
+    }
+    cr_assert(p[1].secs > 0.6, "the second large MeshPut took %.3f s: too fast to tell", p[1].secs);
+    cr_assert(t_small < p[1].secs / 4, "the small MeshPut waited %.3f s behind the second large one's %.3f s",
+              t_small, p[1].secs);
+    tdm_mesh_info *list = NULL;
+    size_t n = 0;
+    cr_assert_eq(tdm_mesh_list(w.c, &list, &n), 0);
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += !memcmp(list[i].mesh_id, want[0], 32) + !memcmp(list[i].mesh_id, want[1], 32) +
+                 !memcmp(list[i].mesh_id, id, 32);
+    tdm_mesh_list_free(list);
+    cr_assert_eq(found, 3, "the three meshes should be listed, once each");
+    witness_ok(&w, "two large uploads");
+    for (int k = 0; k < 2; k++) tdm_mesh_free(big[k]);
+    tdm_mesh_free(small);
+    witness_free(&w);
+    stop_clean();
+}
+
 /* The files in DIR/meshes: those in place (*.mesh) and temporary ones (.tmp-*) */
 static void mesh_files(int *in_place, int *temps)
 {
