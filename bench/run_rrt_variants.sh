@@ -85,7 +85,9 @@
 # more than one planner; 2 with one, or PER1), TIME_LIMIT=2, RESOLUTION=0.02, SEED=1, PLANNER=rrtconnect (or rrtconnect-fused), SAVE_DIR (each run's
 # ompl_plan output kept there as plan_VARIANT_PLANNERS.txt, ':' as '_'), CHURN="FILE..." (while the
 # planners run, a loop per mesh file puts it into tandemd and deletes it again with `tandem mesh`, as a
-# tenant that churns meshes would: bench/sphere_obj.py writes large ones; its cycles are counted).
+# tenant that churns meshes would: bench/sphere_obj.py writes large ones; its cycles are counted), LOAD="ARGS"
+# (while the planners run, `tandem bench load --server unix:SOCK ARGS` as another tenant's rigid queries,
+# e.g. LOAD="--connections 16 --batch 1024 --rate 2000 --duration 60"; its summary line is printed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -192,10 +194,18 @@ for v in "${variants[@]}"; do
                          "$bin/tandem" mesh rm "$id" --server "unix:$sock" 2>> "$c.err"; do n=$((n + 1)); echo "$n" > "$c.n"; done ) &
             churn+=($!)
         done
+        load=""
+        if [[ -n ${LOAD:-} ]]; then # another tenant's rigid queries
+            # shellcheck disable=SC2086
+            "$bin/tandem" bench load --server "unix:$sock" $LOAD --drain 2 --progress 0 > "$work/load.txt" 2>&1 &
+            load=$!
+        fi
         wait "$plan"
+        [[ -n $load ]] && wait "$load" # its --duration (and --drain 2) after it started
         for c in "${churn[@]}"; do pkill -P "$c" 2>/dev/null; kill "$c" 2>/dev/null; done
         wait "$sampler" "$sampler2" "$sampler3" "$sampler4" "${churn[@]}" 2>/dev/null
         echo "== $v planners=$pl: $(tail -1 "$work/plan.txt")"
+        [[ -n $load ]] && echo "  load: $(tail -3 "$work/load.txt" | tr '\n' ' ' | cut -c1-400)"
         for ((k = 0; k < ${#churn[@]}; k++)); do
             echo "  churn $k: $(cat "$work/churn_$k.n" 2>/dev/null || echo 0) meshes put and deleted; $(sort -u "$work/churn_$k.err" 2>/dev/null | head -2 | tr '\n' ' ')"
             rm -f "$work/churn_$k.n" "$work/churn_$k.err"
