@@ -113,6 +113,29 @@ out:
     tdm_conn_end(c);
 }
 
+/* libuv's pool: a large MeshPut's id (a failure leaves it to the writer, which says why) */
+static void mesh_hash_work(uv_work_t *w)
+{
+    tdm__name_pool_thread();
+    tdm_writer_op *op = w->data;
+    const Tandem__V1__MeshPut *p = op->put;
+    op->id_ready = tdm_mesh_id(p->vertices, (uint32_t)(p->n_vertices / 3), p->triangles,
+                               (uint32_t)(p->n_triangles / 3), op->id) == 0;
+}
+
+/* The connection's loop: the hashed put goes to the writer, in the request's scope. */
+static void mesh_hash_after(uv_work_t *w, int status)
+{
+    (void)status;
+    tdm_writer_op *op = w->data;
+    tdm_server *srv = ((tdm_conn *)op->owner)->srv;
+    tdm_srv_lock(srv);
+    tdm_metrics_mark outer = tdm_metrics_enter(&op->mark);
+    tdm_writer_submit(srv->writer, op);
+    tdm_metrics_leave(outer);
+    tdm_srv_unlock(srv);
+}
+
 void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
 {
     tdm_server *srv = c->srv;
@@ -191,6 +214,14 @@ void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
     op->field = "";
     op->index = -1;
     tdm_conn_begin(c);
+    /* a large mesh is hashed on libuv's pool first: its SHA-256 (tens of megabytes) would hold the
+       writer, and every op queued behind it */
+    if (nt >= TDM_WRITER_BUILDER_TRIS && tdm_writer_offloads(srv->writer)) {
+        op->work.data = op;
+        tdm_metrics_mark_take(&op->mark); /* re-entered for the submission */
+        if (uv_queue_work(c->io->loop, &op->work, mesh_hash_work, mesh_hash_after) == 0) return;
+        /* cannot happen: uv_queue_work fails only without a callback */
+    }
     tdm_writer_submit(srv->writer, op);
 }
 

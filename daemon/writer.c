@@ -155,7 +155,7 @@ static int mesh_put_check(tdm_writer *st, tdm_writer_op *op)
     uint32_t nv = (uint32_t)(p->n_vertices / 3), nt = (uint32_t)(p->n_triangles / 3);
     op->n_verts = nv;
     op->n_tris = nt;
-    if (tdm_mesh_id(p->vertices, nv, p->triangles, nt, op->id) != 0) {
+    if (!op->id_ready && tdm_mesh_id(p->vertices, nv, p->triangles, nt, op->id) != 0) {
         set_err(op, TDM_ENOMEM, "", -1, "SHA-256 failed");
         return 0;
     }
@@ -723,6 +723,8 @@ void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op)
 }
 
 size_t tdm_writer_pending(const tdm_writer *st) { return st->pending; }
+
+int tdm_writer_offloads(const tdm_writer *st) { return st->stage; }
 
 static void on_closed(uv_handle_t *h)
 {

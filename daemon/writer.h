@@ -7,8 +7,8 @@
  * land after the put's rename. The loop never waits on a disk.
  *
  * One exception, so that a large upload does not hold every other one behind it
- * (issue 14): a MeshPut of TDM_WRITER_BUILDER_TRIS triangles or more, once hashed
- * and found not stored, has its validation and tree built on a second thread (the
+ * (issue 14): a MeshPut of TDM_WRITER_BUILDER_TRIS triangles or more, hashed on libuv's
+ * pool before its submission (request_mesh.c) and found not stored, has its validation and tree built on a second thread (the
  * builder, one mesh at a time), and its file written and fsync'd there under a temporary
  * name (tdm_datadir_stage), while the writer goes on with the ops behind it; once built,
  * the writer stores it (device copy, the file renamed into place, catalogue mark) between
@@ -111,6 +111,9 @@ struct tdm_writer_op {
     tdm_robot_scene *pre_rs;
     tdm_planning_scene *pre_ps;
     uv_work_t work;
+    /* MESH_PUT in: `id` is the mesh's, hashed before submission on libuv's pool (request_mesh.c,
+     * a large mesh: its SHA-256 would hold the writer); 0: the writer hashes it */
+    int id_ready;
 
     /* Ownership (owners.h). Puts in: the new object's owner record (owned; NULL: none
      * needed), written before the object's file when the put creates it (a stale
@@ -147,6 +150,9 @@ void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op);
 int tdm_writer_build_robot_scene(tdm_datadir *dir, tdm_writer_op *op, tdm_robot_scene **rs, tdm_planning_scene **ps);
 /* Ops submitted and not yet completed (holding the server's lock). */
 size_t tdm_writer_pending(const tdm_writer *st);
+/* Whether large MeshPuts' work leaves the writer thread (hashing before submission, the build's queue,
+ * their files): 1 unless TDM_WRITER_STAGE=0 (A/B runs). Any thread. */
+int tdm_writer_offloads(const tdm_writer *st);
 /* Finishes the queued ops, joins the thread, runs the remaining callbacks and
  * closes the async handle; the writer is freed in its close callback. */
 void tdm_writer_stop(tdm_writer *st);
