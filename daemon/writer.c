@@ -22,6 +22,8 @@ typedef struct mesh_build {
     size_t blob_len;
     char *label;
     tdm_datadir_staged file; /* its file, written and fsync'd by the builder (staged: not yet in place) */
+    int uploaded;            /* the builder made the device copy (or found the device failed) */
+    int resident;            /* ... and bvh is added to the engine */
 } mesh_build;
 
 
@@ -212,30 +214,41 @@ static void mesh_file_parts(const tdm_writer_op *op, const mesh_build *b, uint8_
 
 /* The last phase (writer thread, in order with every other change to the directory):
  * the device copy, the file, the catalogue's mark; frees what b holds. */
+/* The device copy of a built MeshPut's tree (the writer, or the builder before it writes the file):
+ * b->uploaded set; b->resident when the engine holds it. A device that fails (rather than being
+ * full) does not refuse the mesh: it is stored, and queries on scenes using it run on the CPU
+ * engine, as after a failed load at start-up. Else op->rc says why it was refused. */
+static void mesh_put_upload(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
+{
+    b->uploaded = 1;
+    if (!st->engine) return;
+    int rc = tdm_sched_mesh_add(st->engine, b->bvh);
+    if (rc == TDM_EGPU) {
+        tdm_log_warn("MeshPut: copying the tree to the GPU failed (%s): the mesh is stored and queries on "
+                     "scenes using it run on the CPU engine", tdm_strerror(rc));
+    } else if ((op->rc = rc) != TDM_OK) {
+        upload_error(st, op, b->blob_len);
+    } else {
+        b->resident = 1;
+    }
+}
+
 static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
 {
     uint32_t nv = op->n_verts, nt = op->n_tris;
-    int resident = 0; /* b->bvh is added to the engine */
+    int resident = b->resident; /* b->bvh is added to the engine */
     if (op->rc != TDM_OK) goto out;
     /* an identical mesh stored meanwhile (while this one was built on the builder thread) */
     if (tdm_catalog_mesh_on_disk(st->catalog, op->id)) {
         op->exists = 1;
         goto out;
     }
-    /* device first: a tree the GPU cannot hold must leave nothing behind, on disk or elsewhere.
-     * A device that fails (rather than being full) does not refuse the mesh: it is stored, and
-     * queries on scenes using it run on the CPU engine, as after a failed load at start-up. */
-    if (st->engine) {
-        int rc = tdm_sched_mesh_add(st->engine, b->bvh);
-        if (rc == TDM_EGPU) {
-            tdm_log_warn("MeshPut: copying the tree to the GPU failed (%s): the mesh is stored and queries on "
-                         "scenes using it run on the CPU engine", tdm_strerror(rc));
-        } else if ((op->rc = rc) != TDM_OK) {
-            upload_error(st, op, b->blob_len);
-            goto out;
-        } else {
-            resident = 1;
-        }
+    /* device first: a tree the GPU cannot hold must leave nothing behind, on disk or elsewhere
+       (the builder's large trees were copied before their files were written) */
+    if (!b->uploaded) {
+        mesh_put_upload(st, op, b);
+        resident = b->resident;
+        if (op->rc != TDM_OK) goto out;
     }
     uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
     struct iovec parts[3];
@@ -589,7 +602,8 @@ static void *builder_main(void *arg)
         mesh_build b;
         mesh_put_build(op, &b);
         double t0 = st->trace ? trace_ms() : 0;
-        if (st->stage && op->rc == TDM_OK) { /* its file too, off the writer */
+        if (st->stage && op->rc == TDM_OK) mesh_put_upload(st, op, &b); /* its device copy, off the writer */
+        if (st->stage && op->rc == TDM_OK) { /* its file too */
             uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
             struct iovec parts[3];
             mesh_file_parts(op, &b, prefix, parts);

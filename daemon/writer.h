@@ -10,9 +10,9 @@
  * (issue 14): a MeshPut of TDM_WRITER_BUILDER_TRIS triangles or more, hashed on libuv's
  * pool before its submission (request_mesh.c) and found not stored, has its validation and tree built on a second thread (the
  * builder, one mesh at a time), and its file written and fsync'd there under a temporary
- * name (tdm_datadir_stage), while the writer goes on with the ops behind it; once built,
- * the writer stores it (device copy, the file renamed into place, catalogue mark) between
- * two ops. A deleted mesh's file is renamed aside by the writer (durably: the directory
+ * name (tdm_datadir_stage), after its device copy, made there too (a tree the device refuses
+ * leaves no file), while the writer goes on with the ops behind it; once built, the writer
+ * stores it (the owners record, the file renamed into place, catalogue mark) between two ops. A deleted mesh's file is renamed aside by the writer (durably: the directory
  * fsync'd) and unlinked by the builder, since unlinking a large file takes a while too.
  * Writing, fsyncing and unlinking a file of tens of megabytes took tens to hundreds of
  * milliseconds on the writer, which every planner's scene put and delete queued behind it
