@@ -765,8 +765,8 @@ static void print_trace(const tdm_writer *st)
         fprintf(stderr, "writer robot scene put's run: build %.3f ms, engine %.3f ms, files %.3f ms on average\n",
                 st->rs_build_ms / (double)n, st->rs_engine_ms / (double)n, st->rs_files_ms / (double)n);
     if (st->big_n)
-        fprintf(stderr, "writer large mesh put: %llu stored, %.3f ms on the writer (its device copy, owners, "
-                        "file), %.3f ms writing its file on the builder, on average\n",
+        fprintf(stderr, "writer large mesh put: %llu stored, %.3f ms on the writer (owners, the file put in "
+                        "place), %.3f ms on the builder after its tree (its device copy and file), on average\n",
                 (unsigned long long)st->big_n, st->big_store_ms / (double)st->big_n,
                 st->big_stage_ms / (double)st->big_n);
 }
