@@ -7,7 +7,10 @@
  * random jitter, so that its content id is new each run); 200 ms after A's request is
  * sent, client B stores a 12-triangle box. Prints A's and B's times and, given tandemd's
  * PID, its VmRSS before and its VmHWM after. tandemd stores meshes on one writer thread,
- * in order: B waits for A's tree. */
+ * in order: B waits for A's tree. Meanwhile client C makes MeshList round trips from before A's
+ * request until A is answered, and its largest and 99th-percentile round trips are printed:
+ * what a client beside the upload waits for (A's frame decoded holding the server's lock on
+ * its loop stalled every connection: TDM_DECODE_APART=0 in tandemd's environment does that). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
@@ -39,6 +42,39 @@ static long rss_kb(long pid, const char *key)
 }
 
 typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; } big;
+
+typedef struct watch { const char *addr; volatile int stop; double *rt; size_t n, cap; } watch;
+
+static void *watch_main(void *arg)
+{
+    watch *w = arg;
+    tdm_connect_opts o = {.addr = w->addr, .timeout_ms = 5000, .io_timeout_ms = 600000};
+    tdm_client *c = tdm_client_connect_with(&o);
+    if (!c || tdm_client_err(c)) return NULL;
+    while (!w->stop) {
+        tdm_mesh_info *list = NULL;
+        size_t n = 0;
+        double t0 = now_s();
+        if (tdm_mesh_list(c, &list, &n) != 0) break;
+        double t = now_s() - t0;
+        tdm_mesh_list_free(list);
+        if (w->n == w->cap) {
+            size_t cap = w->cap ? 2 * w->cap : 4096;
+            double *rt = realloc(w->rt, cap * sizeof *rt);
+            if (!rt) break;
+            w->rt = rt, w->cap = cap;
+        }
+        w->rt[w->n++] = t;
+    }
+    tdm_client_free(c);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 static void *big_main(void *arg)
 {
@@ -84,7 +120,11 @@ int main(int argc, char **argv)
             k += 2;
         }
     long before = pid ? rss_kb(pid, "VmRSS:") : -1;
-    pthread_t th;
+    watch w = {.addr = argv[1]};
+    pthread_t th, tw;
+    pthread_create(&tw, NULL, watch_main, &w);
+    struct timespec settle = {0, 50 * 1000000L};
+    nanosleep(&settle, NULL);
     pthread_create(&th, NULL, big_main, &b);
     struct timespec ts = {0, 200 * 1000000L};
     nanosleep(&ts, NULL);
@@ -99,11 +139,19 @@ int main(int argc, char **argv)
     double small = now_s() - t0;
     tdm_client_free(c);
     pthread_join(th, NULL);
+    w.stop = 1;
+    pthread_join(tw, NULL);
     long hwm = pid ? rss_kb(pid, "VmHWM:") : -1;
     printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,
            b.rc);
     printf("small MeshPut sent 0.2 s after it: answered in %.3f s, rc %d\n", small, rc);
     if (pid) printf("tandemd RSS before %ld KiB, peak %ld KiB (+%ld KiB)\n", before, hwm, hwm - before);
+    if (w.n) {
+        qsort(w.rt, w.n, sizeof *w.rt, cmp_double);
+        printf("MeshList round trips beside it: %zu, median %.3f ms, 99th percentile %.3f ms, largest %.3f ms\n", w.n,
+               1e3 * w.rt[w.n / 2], 1e3 * w.rt[(size_t)(0.99 * (double)(w.n - 1))], 1e3 * w.rt[w.n - 1]);
+    }
+    free(w.rt);
     free(b.v);
     free(b.t);
     return rc || b.rc;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "request.h"
+#include "request_handlers.h"
 
 #define STAGE_CAP 65536u
 
@@ -310,7 +311,8 @@ static void update_flow(tdm_conn *c)
         }
         break;
     case CONN_PAUSED:
-        if (c->inflight < cfg->max_pipelined && c->out_bytes + c->promised <= cfg->max_output_bytes / 2) {
+        if (!c->decoding && c->inflight < cfg->max_pipelined &&
+            c->out_bytes + c->promised <= cfg->max_output_bytes / 2) {
             conn_set_state(c, c->have_len ? CONN_READ_BODY : CONN_READ_LEN);
             process_input(c); /* frames received before the pause come first */
             if (c->tls) tls_pump(c); /* then the records still waiting in the input BIO */
@@ -763,6 +765,84 @@ static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
     if (c->arena) tdm_arena_reset(c->arena);
 }
 
+/* ---- large frames decoded on libuv's pool ---- */
+
+static int decode_apart_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("TDM_DECODE_APART");
+        on = !(e && strcmp(e, "0") == 0);
+    }
+    return on;
+}
+
+/* libuv's pool: the frame into c->arena, which nothing else touches meanwhile (the connection
+ * reads and handles nothing else until decode_after) */
+static void decode_work(uv_work_t *w)
+{
+    tdm__name_pool_thread();
+    tdm_conn *c = w->data;
+    c->dec_req = tdm_decode_request(c->arena, c->dec_frame, c->dec_len, &c->dec_why);
+}
+
+/* The connection's loop: the decoded request handled as handle() would have (unless the
+ * connection closed meanwhile), its buffer given back, then reading resumes (update_flow) */
+static void decode_after(uv_work_t *w, int status)
+{
+    (void)status;
+    tdm_conn *c = w->data;
+    tdm_server *srv = c->srv;
+    tdm_srv_lock(srv);
+    c->decoding = 0;
+    if (c->state != CONN_CLOSING) {
+        if (c->io->sink) tdm_query_sink_collect(c->io->sink);
+        tdm_metrics_mark outer = tdm_metrics_enter_frame(c->dec_ns);
+        tdm_request_dispatch(c, c->dec_req, c->dec_why);
+        tdm_metrics_leave(outer);
+    }
+    if (c->arena) tdm_arena_reset(c->arena);
+    body_release(c->dec_frame, c->dec_cap);
+    input_release(c, c->dec_cap);
+    c->dec_frame = NULL;
+    c->dec_req = NULL;
+    if (c->shutdown_pending) {
+        c->shutdown_pending = 0;
+        tdm_conn_shutdown(c); /* the frames staged behind it are answered BUSY */
+    }
+    tdm_conn_end(c); /* the decode's hold: may free c */
+    tdm_srv_unlock(srv);
+}
+
+/* A complete large frame (its own buffer: frame, cap) goes to libuv's pool to be decoded; the
+ * connection pauses until it is handled (server's lock held exclusive: a large frame's reads take
+ * it). 0, or -1 when it must be handled here (no arena). */
+static int decode_apart(tdm_conn *c, uint8_t *frame, size_t cap)
+{
+    if (!c->arena && !(c->arena = tdm_arena_new())) return -1;
+    if (c->authed) tdm_conn_deadline(c); /* a request: not idle (handle() does the same) */
+    c->decoding = 1;
+    c->dec_frame = frame;
+    c->dec_len = c->body_len;
+    c->dec_cap = cap;
+    c->dec_req = NULL;
+    c->dec_why = NULL;
+    c->dec_ns = uv_hrtime();
+    tdm_conn_begin(c);
+    read_stop(c);
+    conn_set_state(c, CONN_PAUSED);
+    c->decode_work.data = c;
+    if (uv_queue_work(c->io->loop, &c->decode_work, decode_work, decode_after) != 0) {
+        /* cannot happen: uv_queue_work fails only without a callback */
+        c->decoding = 0;
+        c->dec_frame = NULL;
+        conn_set_state(c, CONN_READ_LEN);
+        tdm_conn_end(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* Handles every complete frame in the staging buffer while the state allows. */
 static void process_input(tdm_conn *c)
 {
@@ -851,6 +931,8 @@ static void on_plain(tdm_conn *c, size_t nread)
         c->body_cap = c->body_got = 0;
         c->have_len = 0;
         conn_set_state(c, CONN_READ_LEN);
+        if (c->body_len >= TDM_CONN_DECODE_APART && decode_apart_on() && decode_apart(c, frame, cap) == 0)
+            return; /* paused until decode_after */
         handle(c, frame, c->body_len);
         body_release(frame, cap);
         input_release(c, cap);
@@ -967,6 +1049,10 @@ void tdm_conn_shutdown(tdm_conn *c)
 {
     tdm_srv_exclusive(c->srv);
     if (c->state == CONN_CLOSING || c->state == CONN_DRAINING || c->state == CONN_LINGER) return;
+    if (c->decoding) { /* c->arena is the pool's until decode_after, which shuts it down then */
+        c->shutdown_pending = 1;
+        return;
+    }
     read_stop(c);
     /* complete frames already received get an answer rather than silence */
     while (!c->body && c->state != CONN_CLOSING) {

@@ -82,6 +82,11 @@ enum tdm_conn_state {
     CONN__STATE_COUNT
 };
 
+/* Frames of this many bytes or more are decoded on libuv's pool rather than on the loop, holding the
+ * server's lock (a 64 MiB MeshPut took ~85 ms to decode, which every connection of every loop
+ * waited); TDM_DECODE_APART=0 decodes every frame on its loop (A/B runs). */
+#define TDM_CONN_DECODE_APART (1u << 20)
+
 struct tdm_conn {
     union {
         uv_handle_t handle;
@@ -119,6 +124,16 @@ struct tdm_conn {
     uint8_t *body;            /* a frame larger than the staging buffer */
     size_t body_got, body_cap; /* grown as bytes arrive, up to body_len */
     tdm_arena *arena;         /* decoded requests; NULL after a MeshPut took it */
+    /* a large frame decoded on libuv's pool (conn.c, TDM_CONN_DECODE_APART bytes or more): reading
+       and the frames behind it wait (PAUSED), the decode holds one `inflight` and c->arena */
+    int decoding;
+    int shutdown_pending;     /* tdm_conn_shutdown came during the decode: done after it */
+    uv_work_t decode_work;
+    uint8_t *dec_frame;
+    size_t dec_len, dec_cap;
+    Tandem__V1__Request *dec_req;
+    const char *dec_why;
+    uint64_t dec_ns;          /* uv_hrtime when the frame was complete (its request's metrics) */
 
     /* TLS (TCP listeners with --tls-cert): ciphertext is read into the loop's one read buffer,
        handed to the session at once and decrypted into the buffers above; each reply frame is

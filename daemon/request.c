@@ -96,13 +96,18 @@ ecode tdm__pose_xform(const double p[7], tdm_xform *x, double normalised[7])
 
 void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len)
 {
-    tdm_server *srv = c->srv;
     if (!c->arena && !(c->arena = tdm_arena_new())) {
         tdm_conn_send_error(c, 0, E(NO_MEMORY), "frame", -1, "out of memory decoding a frame");
         return;
     }
     const char *why = NULL;
     Tandem__V1__Request *req = tdm_decode_request(c->arena, frame, len, &why);
+    tdm_request_dispatch(c, req, why);
+}
+
+void tdm_request_dispatch(tdm_conn *c, Tandem__V1__Request *req, const char *why)
+{
+    tdm_server *srv = c->srv;
     if (!req) {
         tdm_conn_send_error(c, 0, E(BAD_REQUEST), "frame", -1, "%s", why);
         return;

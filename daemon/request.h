@@ -19,6 +19,9 @@
 
 /* Handles one frame (the bytes are only read during the call). */
 void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len);
+/* Handles a frame decoded already into c->arena (tdm_decode_request: req, or NULL and why): what
+ * tdm_request_handle does after its decode (conn.c decodes large frames on libuv's pool). */
+void tdm_request_dispatch(tdm_conn *c, Tandem__V1__Request *req, const char *why);
 /* Answers one frame with ERROR_BUSY (the server is shutting down). */
 void tdm_request_refuse(tdm_conn *c, const uint8_t *frame, size_t len);
 /* The query pool's callbacks (request_query.c; data: the server): packed runs

@@ -728,6 +728,121 @@ Test(limits, a_small_upload_does_not_wait_for_two_large_ones)
     stop_clean();
 }
 
+/* Frames of TDM_CONN_DECODE_APART (1 MiB) bytes or more are decoded on libuv's pool, the connection
+ * paused meanwhile: its requests are still handled in the order sent. Pipelined on one connection in
+ * one write: a 2.8 MB Query of an unknown scene (answered with an Error as it is handled), a Stats, an
+ * undecodable 1.5 MB frame (an Error with id 0: not a Request), a MeshList; the replies come in that
+ * order, and the connection goes on. A client that sends a large frame and closes at once leaves the
+ * daemon serving others (the decode's connection is freed after it). With TDM_DECODE_APART=0 (every
+ * frame decoded on its loop) the same holds. */
+static void large_frames_in_order(void)
+{
+    const char *flags[] = {NULL};
+    start_with(flags);
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    enum { NQ = 50000 };
+    double *poses = malloc(NQ * 7 * sizeof *poses);
+    cr_assert(poses);
+    for (size_t i = 0; i < NQ; i++) {
+        double p[7] = {0.001 * (double)i, 0, 0, 0, 0, 0, 1};
+        memcpy(poses + 7 * i, p, sizeof p);
+    }
+    uint8_t zero_id[32] = {0};
+    Tandem__V1__Query q = TANDEM__V1__QUERY__INIT;
+    q.scene_id.data = zero_id;
+    q.scene_id.len = 32;
+    q.n_poses = NQ * 7;
+    q.poses = poses;
+    Tandem__V1__Request r1 = TANDEM__V1__REQUEST__INIT, r2 = TANDEM__V1__REQUEST__INIT, r4 = TANDEM__V1__REQUEST__INIT;
+    r1.id = 10;
+    r1.body_case = TANDEM__V1__REQUEST__BODY_QUERY;
+    r1.query = &q;
+    Tandem__V1__StatsRequest st = TANDEM__V1__STATS_REQUEST__INIT;
+    r2.id = 11;
+    r2.body_case = TANDEM__V1__REQUEST__BODY_STATS;
+    r2.stats = &st;
+    Tandem__V1__MeshList ml = TANDEM__V1__MESH_LIST__INIT;
+    r4.id = 12;
+    r4.body_case = TANDEM__V1__REQUEST__BODY_MESH_LIST;
+    r4.mesh_list = &ml;
+    size_t l1, l2, l4, l3 = 1500000;
+    uint8_t *b1 = raw_pack(&r1, &l1), *b2 = raw_pack(&r2, &l2), *b4 = raw_pack(&r4, &l4);
+    cr_assert(b1 && b2 && b4 && l1 > (1u << 20), "the Query should be over 1 MiB: %zu bytes", l1);
+    size_t total = 16 + l1 + l2 + l3 + l4, at = 0;
+    uint8_t *all = malloc(total);
+    cr_assert(all);
+    const uint8_t *parts[4] = {b1, b2, NULL, b4};
+    size_t lens[4] = {l1, l2, l3, l4};
+    for (int k = 0; k < 4; k++) {
+        uint32_t n = (uint32_t)lens[k];
+        uint8_t be[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+        memcpy(all + at, be, 4);
+        at += 4;
+        if (parts[k]) memcpy(all + at, parts[k], lens[k]);
+        else memset(all + at, 0xff, lens[k]); /* not a Request: field 31 of wire type 7 */
+        at += lens[k];
+    }
+    cr_assert_eq(raw_write_all(fd, all, total), 0);
+    Tandem__V1__Reply *rep;
+    char err[200];
+    cr_assert_eq(raw_recv(fd, 10000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+    expect_error(rep, "the large Query of an unknown scene, first", 10, TANDEM__V1__ERROR_CODE__ERROR_UNKNOWN_SCENE,
+                 "scene_id", INT64_MIN);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    cr_assert_eq(raw_recv(fd, 10000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+    cr_assert(rep->id == 11 && rep->body_case == TANDEM__V1__REPLY__BODY_STATS, "the Stats second: id %llu, body %d",
+              (unsigned long long)rep->id, (int)rep->body_case);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    cr_assert_eq(raw_recv(fd, 10000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+    cr_assert(rep->id == 0 && rep->body_case == TANDEM__V1__REPLY__BODY_ERROR &&
+                  rep->error->code == TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST,
+              "the undecodable frame's Error third: id %llu, body %d", (unsigned long long)rep->id, (int)rep->body_case);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    cr_assert_eq(raw_recv(fd, 10000, &rep, err, sizeof err), RAW_REPLY, "%s", err);
+    cr_assert(rep->id == 12 && rep->body_case == TANDEM__V1__REPLY__BODY_MESH_LIST, "the MeshList last: id %llu",
+              (unsigned long long)rep->id);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    /* the connection goes on */
+    Tandem__V1__Reply *again = raw_call_or_fail(fd, &r2);
+    cr_assert_eq(again->body_case, TANDEM__V1__REPLY__BODY_STATS);
+    tandem__v1__reply__free_unpacked(again, NULL);
+    close(fd);
+    /* a large frame, then the connection closed at once, ten times: others are still served */
+    for (int k = 0; k < 10; k++) {
+        int f = raw_connect(D.unix_addr);
+        cr_assert(f >= 0);
+        raw_hello_or_fail(f, 1);
+        uint32_t n = (uint32_t)l1;
+        uint8_t be[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+        cr_assert_eq(raw_write_all(f, be, 4), 0);
+        cr_assert_eq(raw_write_all(f, b1, l1), 0);
+        close(f);
+    }
+    int g = raw_connect(D.unix_addr);
+    cr_assert(g >= 0);
+    raw_hello_or_fail(g, 1);
+    Tandem__V1__Reply *s = raw_call_or_fail(g, &r2);
+    cr_assert_eq(s->body_case, TANDEM__V1__REPLY__BODY_STATS);
+    tandem__v1__reply__free_unpacked(s, NULL);
+    close(g);
+    free(all);
+    free(b1);
+    free(b2);
+    free(b4);
+    free(poses);
+    stop_clean();
+}
+
+Test(limits, large_frames_are_decoded_apart_and_handled_in_order) { large_frames_in_order(); }
+
+Test(limits, large_frames_decoded_on_the_loop_are_handled_in_order)
+{
+    cr_assert_eq(setenv("TDM_DECODE_APART", "0", 1), 0);
+    large_frames_in_order();
+}
+
 /* The files in DIR/meshes: those in place (*.mesh) and temporary ones (.tmp-*) */
 static void mesh_files(int *in_place, int *temps)
 {
