@@ -64,6 +64,10 @@ int main(int argc, char **argv)
         return rc < 0 ? 2 : 0;
     }
     tdm_log_set_level((tdm_log_level)cfg.log_level);
+    /* libuv's pool (read at its first use) converts large queries' poses, builds robot scenes and
+       decodes and hashes large uploads: 8 threads unless UV_THREADPOOL_SIZE says otherwise, so that
+       a few tenants' large uploads leave room for the planners' scene builds (libuv's default is 4) */
+    setenv("UV_THREADPOOL_SIZE", "8", 0);
     signal(SIGPIPE, SIG_IGN); /* a client that goes away is an EPIPE, not a death */
     /* Query jobs (~180 KB for 1024 poses: their transforms, results and the numbers sent)
      * and reply frames come and go thousands of times a second. Past glibc's mmap

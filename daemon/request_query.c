@@ -73,7 +73,7 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
 }
 
 /* Requests of at least this many queries have their poses converted on
- * libuv's thread pool (UV_THREADPOOL_SIZE threads, 4 unless set), not on the
+ * libuv's thread pool (UV_THREADPOOL_SIZE threads, 8 unless set: main.c), not on the
  * loop thread: with 64 clients sending 1024-pose requests, conversion and
  * reply packing took ~60 % of a loop that was the daemon's bottleneck (replies
  * are now packed by the pooler thread that ran them). Smaller ones stay on
