@@ -92,6 +92,16 @@ ecode tdm__pose_xform(const double p[7], tdm_xform *x, double normalised[7])
     return 0;
 }
 
+void tdm__submit_after_pool(tdm_writer_op *op)
+{
+    tdm_server *srv = ((tdm_conn *)op->owner)->srv;
+    tdm_srv_lock(srv);
+    tdm_metrics_mark outer = tdm_metrics_enter(&op->mark);
+    tdm_writer_submit(srv->writer, op);
+    tdm_metrics_leave(outer);
+    tdm_srv_unlock(srv);
+}
+
 /* ---- routing ---- */
 
 void tdm_request_handle(tdm_conn *c, const uint8_t *frame, size_t len)

@@ -123,5 +123,9 @@ void tdm__owners_undo(const tdm_writer_op *op, tdm_catalog_entry *e);
  * so that per-thread profiles (top -H, bench/thread_cpu.sh) tell them from the loop that first
  * queued work, whose name they would keep. */
 void tdm__name_pool_thread(void);
+/* A uv_queue_work's after-callback (the connection's loop): op, prepared on libuv's pool, goes to the
+ * writer in its request's metrics scope (taken with tdm_metrics_mark_take before the work), holding
+ * the server's lock. */
+void tdm__submit_after_pool(tdm_writer_op *op);
 
 #endif

@@ -127,13 +127,7 @@ static void mesh_hash_work(uv_work_t *w)
 static void mesh_hash_after(uv_work_t *w, int status)
 {
     (void)status;
-    tdm_writer_op *op = w->data;
-    tdm_server *srv = ((tdm_conn *)op->owner)->srv;
-    tdm_srv_lock(srv);
-    tdm_metrics_mark outer = tdm_metrics_enter(&op->mark);
-    tdm_writer_submit(srv->writer, op);
-    tdm_metrics_leave(outer);
-    tdm_srv_unlock(srv);
+    tdm__submit_after_pool(w->data);
 }
 
 void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
