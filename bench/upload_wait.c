@@ -10,7 +10,10 @@
  * in order: B waits for A's tree. Meanwhile client C makes MeshList round trips from before A's
  * request until A is answered, and its largest and 99th-percentile round trips are printed:
  * what a client beside the upload waits for (A's frame decoded holding the server's lock on
- * its loop stalled every connection: TDM_DECODE_APART=0 in tandemd's environment does that). */
+ * its loop stalled every connection: TDM_DECODE_APART=0 in tandemd's environment does that).
+ * With UPLOAD_ROBOT_BYTES=N in the environment, A stores a robot instead: a URDF of about N bytes
+ * (one box link, then <material> elements), which tandemd parses (on the loop before, holding the
+ * server's lock; on libuv's pool from 256 KiB now). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
@@ -41,7 +44,7 @@ static long rss_kb(long pid, const char *key)
     return v;
 }
 
-typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; } big;
+typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf; } big;
 
 typedef struct watch { const char *addr; volatile int stop; double *rt; size_t n, cap; } watch;
 
@@ -83,7 +86,8 @@ static void *big_main(void *arg)
     tdm_client *c = tdm_client_connect_with(&o);
     uint8_t id[32];
     double t0 = now_s();
-    b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->v, b->nv, b->t, b->nt, id, NULL) : -1;
+    if (b->urdf) b->rc = c && !tdm_client_err(c) ? tdm_robot_put(c, "big", b->urdf, NULL, NULL, 0, id, NULL, NULL) : -1;
+    else b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->v, b->nv, b->t, b->nt, id, NULL) : -1;
     b->secs = now_s() - t0;
     if (b->rc) fprintf(stderr, "big MeshPut: %s\n", c ? tdm_client_errstr(c) : "no client");
     tdm_client_free(c);
@@ -119,6 +123,16 @@ int main(int argc, char **argv)
             t[0] = a, t[1] = bb, t[2] = c, t[3] = bb, t[4] = d, t[5] = c;
             k += 2;
         }
+    const char *rb = getenv("UPLOAD_ROBOT_BYTES");
+    if (rb && atol(rb) > 0) { /* a robot: a box link, then materials up to about that many bytes */
+        size_t want_b = (size_t)atol(rb), at = 0;
+        b.urdf = malloc(want_b + 512);
+        if (!b.urdf) return 1;
+        at += (size_t)sprintf(b.urdf, "<?xml version='1.0'?>\n<robot name='big%d'>\n<link name='base'><collision><geometry>"
+                                      "<box size='1 1 1'/></geometry></collision></link>\n", rand());
+        for (int m = 0; at + 64 < want_b; m++) at += (size_t)sprintf(b.urdf + at, "<material name='m%d'/>\n", m);
+        sprintf(b.urdf + at, "</robot>\n");
+    }
     long before = pid ? rss_kb(pid, "VmRSS:") : -1;
     watch w = {.addr = argv[1]};
     pthread_t th, tw;
@@ -142,8 +156,9 @@ int main(int argc, char **argv)
     w.stop = 1;
     pthread_join(tw, NULL);
     long hwm = pid ? rss_kb(pid, "VmHWM:") : -1;
-    printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,
-           b.rc);
+    if (b.urdf) printf("big RobotPut: %zu bytes of URDF, %.2f s, rc %d\n", strlen(b.urdf), b.secs, b.rc);
+    else printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,
+                b.rc);
     printf("small MeshPut sent 0.2 s after it: answered in %.3f s, rc %d\n", small, rc);
     if (pid) printf("tandemd RSS before %ld KiB, peak %ld KiB (+%ld KiB)\n", before, hwm, hwm - before);
     if (w.n) {
@@ -152,6 +167,7 @@ int main(int argc, char **argv)
                1e3 * w.rt[w.n / 2], 1e3 * w.rt[(size_t)(0.99 * (double)(w.n - 1))], 1e3 * w.rt[w.n - 1]);
     }
     free(w.rt);
+    free(b.urdf);
     free(b.v);
     free(b.t);
     return rc || b.rc;

@@ -767,16 +767,6 @@ static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
 
 /* ---- large frames decoded on libuv's pool ---- */
 
-static int decode_apart_on(void)
-{
-    static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("TDM_DECODE_APART");
-        on = !(e && strcmp(e, "0") == 0);
-    }
-    return on;
-}
-
 /* libuv's pool: the frame into c->arena, which nothing else touches meanwhile (the connection
  * reads and handles nothing else until decode_after) */
 static void decode_work(uv_work_t *w)
@@ -931,7 +921,7 @@ static void on_plain(tdm_conn *c, size_t nread)
         c->body_cap = c->body_got = 0;
         c->have_len = 0;
         conn_set_state(c, CONN_READ_LEN);
-        if (c->body_len >= TDM_CONN_DECODE_APART && decode_apart_on() && decode_apart(c, frame, cap) == 0)
+        if (c->body_len >= TDM_CONN_DECODE_APART && tdm__work_apart() && decode_apart(c, frame, cap) == 0)
             return; /* paused until decode_after */
         handle(c, frame, c->body_len);
         body_release(frame, cap);

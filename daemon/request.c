@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
@@ -90,6 +91,16 @@ ecode tdm__pose_xform(const double p[7], tdm_xform *x, double normalised[7])
         normalised[6] = q.w;
     }
     return 0;
+}
+
+int tdm__work_apart(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("TDM_DECODE_APART");
+        on = !(e && strcmp(e, "0") == 0);
+    }
+    return on;
 }
 
 void tdm__submit_after_pool(tdm_writer_op *op)

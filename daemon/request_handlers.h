@@ -127,5 +127,8 @@ void tdm__name_pool_thread(void);
  * writer in its request's metrics scope (taken with tdm_metrics_mark_take before the work), holding
  * the server's lock. */
 void tdm__submit_after_pool(tdm_writer_op *op);
+/* Whether large requests' CPU work leaves the loop for libuv's pool (their frame's decode, conn.c;
+ * a large URDF's parse, request_robot.c): 1 unless TDM_DECODE_APART=0 (A/B runs). Any thread. */
+int tdm__work_apart(void);
 
 #endif

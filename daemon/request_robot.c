@@ -18,7 +18,12 @@
 
 #include "log.h"
 #include "request_handlers.h"
+
 #include "robot_build.h"
+
+/* RobotPuts whose URDF and SRDF together are this long or more are parsed on libuv's pool: parsing
+ * a 15 MB URDF held the server's lock ~0.2 s on the loop (TDM_DECODE_APART=0: on the loop) */
+#define TDM_ROBOT_PARSE_APART (256u << 10)
 
 /* ---- replies ---- */
 
@@ -223,70 +228,35 @@ out:
     tdm_conn_end(c);
 }
 
-void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
+/* RobotPut's parse, when it ran on libuv's pool (robot_parse_apart): its results, or its failure */
+typedef struct robot_parsed {
+    int rc;             /* tdm__robot_parse_refs's */
+    tdm_robot_fail f;
+    tdm_robot *robot;
+    uint8_t *canon;     /* NULL: out of memory */
+    size_t canon_len;
+    uint8_t rid[TDM_ID_LEN];
+} robot_parsed;
+
+/* RobotPut from its mesh table on (refs[0..n), sorted, distinct; the caller's): the meshes looked up,
+ * the texts parsed (or pre's parse taken over), the canonical content and id, then the owners or the
+ * writer. Loop thread, holding the server's lock. */
+static void robot_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, const char *urdf, size_t ulen,
+                             const char *srdf, size_t slen, tdm_canon_mesh_ref *refs, size_t n, robot_parsed *pre)
 {
     tdm_server *srv = c->srv;
-    const tdm_config *cfg = srv->cfg;
-    if (tdm__check_name(c, id, p->name, "name") != 0) return;
-    const char *urdf = p->urdf ? p->urdf : "", *srdf = p->srdf && p->srdf[0] ? p->srdf : NULL;
-    size_t ulen = strlen(urdf), slen = srdf ? strlen(srdf) : 0;
-    if (ulen == 0) {
-        tdm_conn_send_error(c, id, E(EMPTY), "urdf", -1, "the request has no URDF text");
-        return;
-    }
-    if (ulen > cfg->max_robot_text_bytes || slen > cfg->max_robot_text_bytes) {
-        tdm_conn_send_error(c, id, E(LIMIT), ulen > cfg->max_robot_text_bytes ? "urdf" : "srdf", -1,
-                            "%s is %zu bytes, over max_robot_text_bytes %u",
-                            ulen > cfg->max_robot_text_bytes ? "urdf" : "srdf",
-                            ulen > cfg->max_robot_text_bytes ? ulen : slen, cfg->max_robot_text_bytes);
-        return;
-    }
-    if (!tdm_utf8_valid(urdf, ulen) || (srdf && !tdm_utf8_valid(srdf, slen))) {
-        tdm_conn_send_error(c, id, E(BAD_REQUEST), tdm_utf8_valid(urdf, ulen) ? "srdf" : "urdf", -1,
-                            "%s is not valid UTF-8", tdm_utf8_valid(urdf, ulen) ? "srdf" : "urdf");
-        return;
-    }
-    if (tdm_catalog_n_robots(srv->catalog) >= cfg->max_robots) {
-        tdm_conn_send_error(c, id, E(LIMIT), "", -1, "%u robots are stored, the server's max_robots",
-                            cfg->max_robots);
-        return;
-    }
-    size_t n = p->n_meshes;
-    if (n > TDM_ROBOT_MAX_COLLISIONS) {
-        tdm_conn_send_error(c, id, E(LIMIT), "meshes", -1, "%zu meshes, more than a robot's %d collision elements",
-                            n, TDM_ROBOT_MAX_COLLISIONS);
-        return;
-    }
-    tdm_canon_mesh_ref *refs = malloc(sizeof *refs * (n ? n : 1));
     tdm_stored_mesh **meshes = malloc(sizeof *meshes * (n ? n : 1));
-    tdm_robot *robot = NULL;
-    uint8_t *canon = NULL;
-    size_t canon_len = 0;
+    tdm_robot *robot = pre ? pre->robot : NULL;
+    uint8_t *canon = pre ? pre->canon : NULL;
+    size_t canon_len = pre ? pre->canon_len : 0;
+    if (pre) pre->robot = NULL, pre->canon = NULL;
     tdm_writer_op *op = NULL;
-    if (!refs || !meshes) goto nomem;
-    for (size_t i = 0; i < n; i++) {
-        const Tandem__V1__RobotMesh *m = p->meshes[i];
-        const char *fn = m->filename ? m->filename : "";
-        size_t fl = strlen(fn);
-        if (fl == 0 || fl > 4096 || !tdm_utf8_valid(fn, fl)) {
-            tdm_conn_send_error(c, id, E(BAD_REQUEST), "meshes", (int64_t)i,
-                                "meshes[%zu]: the filename must be 1 to 4096 bytes of UTF-8", i);
-            goto out;
-        }
-        refs[i].filename = fn;
-        refs[i].filename_len = (uint32_t)fl;
-        if (tdm__get_id(c, id, &m->mesh_id, "meshes", (int64_t)i, refs[i].mesh_id) != 0) goto out;
-    }
-    /* sorted for lookups and the canonical content; the index reported stays the request's */
-    qsort(refs, n, sizeof *refs, tdm_canon_mesh_ref_cmp);
-    for (size_t i = 1; i < n; i++)
-        if (tdm_canon_mesh_ref_cmp(&refs[i - 1], &refs[i]) == 0) {
-            tdm_conn_send_error(c, id, E(BAD_REQUEST), "meshes", -1, "the filename '%.*s' is in the mesh table twice",
-                                (int)refs[i].filename_len, refs[i].filename);
-            goto out;
-        }
+    if (!meshes) goto nomem;
     tdm_robot_fail f;
-    int rc = tdm__robot_build(srv->catalog, c->tenant, urdf, ulen, srdf, slen, refs, (uint32_t)n, meshes, &robot, &f);
+    /* the catalogue first (an unknown mesh says so before the URDF's faults), then the parse */
+    int rc = tdm__robot_meshes(srv->catalog, c->tenant, refs, (uint32_t)n, meshes, &f);
+    if (rc == TDM_OK && pre && (rc = pre->rc) != TDM_OK) f = pre->f;
+    if (rc == TDM_OK && !pre) rc = tdm__robot_parse_refs(urdf, ulen, srdf, slen, refs, (uint32_t)n, &robot, &f);
     if (rc != TDM_OK) {
         if (f.index >= 0) /* an index into the sorted table: say the request's */
             for (size_t i = 0; i < n; i++)
@@ -297,9 +267,14 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
         tdm_conn_send_error(c, id, (ecode)f.code, f.field, f.index, "%s", f.msg);
         goto out;
     }
-    if (tdm_robot_canon_build(urdf, ulen, srdf, slen, refs, (uint32_t)n, &canon, &canon_len) != TDM_OK) goto nomem;
     uint8_t rid[TDM_ID_LEN];
-    if (tdm_sha256(canon, canon_len, rid) != 0) goto nomem;
+    if (pre) {
+        if (!canon) goto nomem;
+        memcpy(rid, pre->rid, TDM_ID_LEN);
+    } else {
+        if (tdm_robot_canon_build(urdf, ulen, srdf, slen, refs, (uint32_t)n, &canon, &canon_len) != TDM_OK) goto nomem;
+        if (tdm_sha256(canon, canon_len, rid) != 0) goto nomem;
+    }
     tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, rid);
     if (have) {
         if (!robot_owners(c, id, have, NULL, 1, p->name ? p->name : "")) send_robot_put(c, id, have, 0);
@@ -338,9 +313,165 @@ out:
     free(op);
     tdm_robot_free(robot);
     free(canon);
-    free(refs);
     free(meshes);
 }
+
+/* ---- a large RobotPut's parse on libuv's pool ---- */
+
+typedef struct robot_job {
+    uv_work_t work;
+    tdm_conn *c;
+    uint64_t id;
+    tdm_arena *arena; /* the decoded request's: p, urdf and srdf live in it */
+    const Tandem__V1__RobotPut *p;
+    const char *urdf, *srdf;
+    size_t ulen, slen;
+    tdm_canon_mesh_ref *refs;
+    size_t n;
+    robot_parsed pre;
+    tdm_metrics_mark mark;
+} robot_job;
+
+static void robot_parse_work(uv_work_t *w)
+{
+    tdm__name_pool_thread();
+    robot_job *j = w->data;
+    robot_parsed *r = &j->pre;
+    r->rc = tdm__robot_parse_refs(j->urdf, j->ulen, j->srdf, j->slen, j->refs, (uint32_t)j->n, &r->robot, &r->f);
+    if (r->rc == TDM_OK &&
+        (tdm_robot_canon_build(j->urdf, j->ulen, j->srdf, j->slen, j->refs, (uint32_t)j->n, &r->canon, &r->canon_len) !=
+             TDM_OK ||
+         tdm_sha256(r->canon, r->canon_len, r->rid) != 0)) {
+        free(r->canon);
+        r->canon = NULL;
+    }
+}
+
+/* The connection's loop: the rest of the RobotPut, in its request's scope, unless the connection
+ * closed meanwhile or the server is stopping */
+static void robot_parse_after(uv_work_t *w, int status)
+{
+    (void)status;
+    robot_job *j = w->data;
+    tdm_conn *c = j->c;
+    tdm_server *srv = c->srv;
+    tdm_srv_lock(srv);
+    tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
+    if (tdm_conn_alive(c)) {
+        if (srv->shutting_down)
+            tdm_conn_send_error(c, j->id, E(BUSY), "", -1, "the server is shutting down; retry later");
+        else
+            robot_put_finish(c, j->id, j->p, j->urdf, j->ulen, j->srdf, j->slen, j->refs, j->n, &j->pre);
+    }
+    tdm_metrics_leave(outer);
+    tdm_robot_free(j->pre.robot);
+    free(j->pre.canon);
+    free(j->refs);
+    tdm_arena_free(j->arena);
+    free(j);
+    tdm_conn_end(c);
+    tdm_srv_unlock(srv);
+}
+
+/* Hands the parse of RobotPut p (its text in c->arena, which the job takes) to libuv's pool: 0, the job
+ * owns refs; -1 (no memory for the job), nothing taken */
+static int robot_parse_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, const char *urdf, size_t ulen,
+                             const char *srdf, size_t slen, tdm_canon_mesh_ref *refs, size_t n)
+{
+    robot_job *j = calloc(1, sizeof *j);
+    if (!j || !c->arena) {
+        free(j);
+        return -1;
+    }
+    j->c = c, j->id = id, j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen, j->refs = refs;
+    j->n = n;
+    j->arena = c->arena;
+    c->arena = NULL; /* the next request decodes into a new one */
+    j->work.data = j;
+    tdm_metrics_mark_take(&j->mark); /* re-entered for the rest */
+    tdm_conn_begin(c);
+    if (uv_queue_work(c->io->loop, &j->work, robot_parse_work, robot_parse_after) != 0) {
+        /* cannot happen: uv_queue_work fails only without a callback */
+        c->arena = j->arena;
+        tdm_conn_end(c);
+        free(j);
+        return -1;
+    }
+    return 0;
+}
+
+void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    if (tdm__check_name(c, id, p->name, "name") != 0) return;
+    const char *urdf = p->urdf ? p->urdf : "", *srdf = p->srdf && p->srdf[0] ? p->srdf : NULL;
+    size_t ulen = strlen(urdf), slen = srdf ? strlen(srdf) : 0;
+    if (ulen == 0) {
+        tdm_conn_send_error(c, id, E(EMPTY), "urdf", -1, "the request has no URDF text");
+        return;
+    }
+    if (ulen > cfg->max_robot_text_bytes || slen > cfg->max_robot_text_bytes) {
+        tdm_conn_send_error(c, id, E(LIMIT), ulen > cfg->max_robot_text_bytes ? "urdf" : "srdf", -1,
+                            "%s is %zu bytes, over max_robot_text_bytes %u",
+                            ulen > cfg->max_robot_text_bytes ? "urdf" : "srdf",
+                            ulen > cfg->max_robot_text_bytes ? ulen : slen, cfg->max_robot_text_bytes);
+        return;
+    }
+    if (!tdm_utf8_valid(urdf, ulen) || (srdf && !tdm_utf8_valid(srdf, slen))) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), tdm_utf8_valid(urdf, ulen) ? "srdf" : "urdf", -1,
+                            "%s is not valid UTF-8", tdm_utf8_valid(urdf, ulen) ? "srdf" : "urdf");
+        return;
+    }
+    if (tdm_catalog_n_robots(srv->catalog) >= cfg->max_robots) {
+        tdm_conn_send_error(c, id, E(LIMIT), "", -1, "%u robots are stored, the server's max_robots",
+                            cfg->max_robots);
+        return;
+    }
+    size_t n = p->n_meshes;
+    if (n > TDM_ROBOT_MAX_COLLISIONS) {
+        tdm_conn_send_error(c, id, E(LIMIT), "meshes", -1, "%zu meshes, more than a robot's %d collision elements",
+                            n, TDM_ROBOT_MAX_COLLISIONS);
+        return;
+    }
+    tdm_canon_mesh_ref *refs = malloc(sizeof *refs * (n ? n : 1));
+    if (!refs) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for a robot");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Tandem__V1__RobotMesh *m = p->meshes[i];
+        const char *fn = m->filename ? m->filename : "";
+        size_t fl = strlen(fn);
+        if (fl == 0 || fl > 4096 || !tdm_utf8_valid(fn, fl)) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "meshes", (int64_t)i,
+                                "meshes[%zu]: the filename must be 1 to 4096 bytes of UTF-8", i);
+            free(refs);
+            return;
+        }
+        refs[i].filename = fn;
+        refs[i].filename_len = (uint32_t)fl;
+        if (tdm__get_id(c, id, &m->mesh_id, "meshes", (int64_t)i, refs[i].mesh_id) != 0) {
+            free(refs);
+            return;
+        }
+    }
+    /* sorted for lookups and the canonical content; the index reported stays the request's */
+    qsort(refs, n, sizeof *refs, tdm_canon_mesh_ref_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (tdm_canon_mesh_ref_cmp(&refs[i - 1], &refs[i]) == 0) {
+            tdm_conn_send_error(c, id, E(BAD_REQUEST), "meshes", -1, "the filename '%.*s' is in the mesh table twice",
+                                (int)refs[i].filename_len, refs[i].filename);
+            free(refs);
+            return;
+        }
+    /* a large URDF is parsed on libuv's pool (it took the server's lock ~0.2 s for 15 MB on the loop) */
+    if (ulen + slen >= TDM_ROBOT_PARSE_APART && tdm__work_apart() && robot_parse_apart(c, id, p, urdf, ulen, srdf, slen, refs, n) == 0)
+        return; /* the job has the refs */
+    robot_put_finish(c, id, p, urdf, ulen, srdf, slen, refs, n, NULL);
+    free(refs);
+}
+
 
 /* ---- RobotList ---- */
 

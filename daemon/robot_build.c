@@ -48,11 +48,9 @@ static int code_of(int rc)
     }
 }
 
-int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
-                     const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
-                     tdm_robot_fail *f)
+int tdm__robot_meshes(tdm_catalog *cat, int64_t tenant, const tdm_canon_mesh_ref *refs, uint32_t n,
+                      tdm_stored_mesh **meshes, tdm_robot_fail *f)
 {
-    *out = NULL;
     f->field = "";
     f->index = -1;
     f->msg[0] = 0;
@@ -71,6 +69,16 @@ int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t 
             return TDM_EINDEX;
         }
     }
+    return TDM_OK;
+}
+
+int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                          const tdm_canon_mesh_ref *refs, uint32_t n, tdm_robot **out, tdm_robot_fail *f)
+{
+    *out = NULL;
+    f->field = "";
+    f->index = -1;
+    f->msg[0] = 0;
     table_ctx t = {refs, n, calloc(n ? n : 1, 1), 0};
     if (!t.used) {
         f->code = E(NO_MEMORY);
@@ -99,6 +107,15 @@ int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t 
         }
     free(t.used);
     return TDM_OK;
+}
+
+int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                     const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
+                     tdm_robot_fail *f)
+{
+    *out = NULL;
+    int rc = tdm__robot_meshes(cat, tenant, refs, n, meshes, f);
+    return rc != TDM_OK ? rc : tdm__robot_parse_refs(urdf, urdf_len, srdf, srdf_len, refs, n, out, f);
 }
 
 /* ---- robot scenes ---- */

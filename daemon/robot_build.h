@@ -36,6 +36,12 @@ typedef struct tdm_robot_fail {
 int tdm__robot_build(tdm_catalog *cat, int64_t tenant, const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
                      const tdm_canon_mesh_ref *refs, uint32_t n, tdm_stored_mesh **meshes, tdm_robot **out,
                      tdm_robot_fail *f);
+/* tdm__robot_build's two halves: the catalogue lookups (loop thread), and the parse, which reads
+ * nothing but its arguments (any thread: a large URDF is parsed on libuv's pool, request_robot.c). */
+int tdm__robot_meshes(tdm_catalog *cat, int64_t tenant, const tdm_canon_mesh_ref *refs, uint32_t n,
+                      tdm_stored_mesh **meshes, tdm_robot_fail *f);
+int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
+                          const tdm_canon_mesh_ref *refs, uint32_t n, tdm_robot **out, tdm_robot_fail *f);
 
 /* Reads the planning scene in yaml[0..len) and builds robot's scene in it. The
  * robot's element trees are built once, by its first scene (mesh elements read

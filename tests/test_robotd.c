@@ -484,6 +484,104 @@ Test(robotd, bad_robot_stores_nothing)
     dmn_stop(&D, SIGTERM);
 }
 
+/* A URDF with a comment of `pad` bytes on its <robot> tag's line (its lines keep their numbers). */
+static char *padded(const char *urdf, size_t pad)
+{
+    const char *tag = strstr(urdf, "<robot");
+    const char *end = tag ? strchr(tag, '>') : NULL;
+    cr_assert(end);
+    size_t head = (size_t)(end + 1 - urdf), n = strlen(urdf);
+    char *s = malloc(n + pad + 8);
+    cr_assert(s);
+    memcpy(s, urdf, head);
+    memcpy(s + head, "<!--", 4);
+    memset(s + head + 4, 'x', pad);
+    memcpy(s + head + 4 + pad, "-->", 3);
+    memcpy(s + head + 7 + pad, end + 1, n - head + 1);
+    return s;
+}
+
+/* RobotPuts of 256 KiB of URDF or more are parsed on libuv's pool, not on the loop (request_robot.c):
+ * the answers are those of the loop's parse. A URDF padded with a 300 KB comment (its lines keep
+ * their numbers) is refused with the same code, field, index and line as bad_robot_stores_nothing's
+ * for an unknown link, a missing table entry, an unknown mesh id, an unused entry (its index the
+ * request's, not the sorted table's) and malformed XML; a sound one is stored with the same joints,
+ * links and elements as the unpadded robot, and a second put of it finds it. With TDM_DECODE_APART=0
+ * (parsed on the loop) the same. */
+static void large_urdfs(void)
+{
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t bar[32], rid[32], rid_small[32], nowhere[32];
+    put_bar(c, bar);
+    memset(nowhere, 0xab, 32);
+    tdm_robot_mesh_ref ref = {"meshes/bar.obj", {0}};
+    memcpy(ref.mesh_id, bar, 32);
+    enum { PAD = 300000 };
+    char *u0 = urdf_with("<parent link='base_link'/>", "<parent link='nope'/>"), *u = padded(u0, PAD);
+    expect_server_error(c, tdm_robot_put(c, "x", u, NULL, &ref, 1, rid, NULL, NULL), "large: unknown link",
+                        TDM_SERVER_BAD_ROBOT, "urdf", -1, "urdf:4: joint 'j1'");
+    free(u);
+    free(u0);
+    char *big = padded(urdf_text, PAD);
+    expect_server_error(c, tdm_robot_put(c, "x", big, NULL, NULL, 0, rid, NULL, NULL), "large: no table entry",
+                        TDM_SERVER_UNKNOWN_MESH, "meshes", -1, "urdf:11: link 'link2' <collision>: mesh 'meshes/bar.obj'");
+    tdm_robot_mesh_ref bad = {"meshes/bar.obj", {0}};
+    memcpy(bad.mesh_id, nowhere, 32);
+    expect_server_error(c, tdm_robot_put(c, "x", big, NULL, &bad, 1, rid, NULL, NULL), "large: unknown mesh id",
+                        TDM_SERVER_UNKNOWN_MESH, "meshes", 0, "no stored mesh");
+    /* the unused entry first in the request, last in the sorted table */
+    tdm_robot_mesh_ref two[2] = {{"meshes/zz_other.stl", {0}}, {"meshes/bar.obj", {0}}};
+    memcpy(two[0].mesh_id, bar, 32);
+    memcpy(two[1].mesh_id, bar, 32);
+    expect_server_error(c, tdm_robot_put(c, "x", big, NULL, two, 2, rid, NULL, NULL), "large: unused entry",
+                        TDM_SERVER_BAD_REQUEST, "meshes", 0, "not used by the URDF");
+    u = padded("<robot name='a'><link name='l'></robot>", PAD);
+    expect_server_error(c, tdm_robot_put(c, "x", u, NULL, NULL, 0, rid, NULL, NULL), "large: malformed XML",
+                        TDM_SERVER_BAD_ROBOT, "urdf", -1, "malformed XML");
+    free(u);
+    tdm_robot_info *list;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
+    cr_assert_eq(n, 0, "%zu robots stored after refused puts", n);
+    tdm_robot_info_free(list);
+    /* sound: the same robot as the unpadded one */
+    tdm_robot_info *small = NULL, *large = NULL;
+    int created = -1;
+    cr_assert_eq(tdm_robot_put(c, "small", urdf_text, srdf_text, &ref, 1, rid_small, NULL, &small), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_put(c, "large", big, srdf_text, &ref, 1, rid, &created, &large), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    cr_assert(memcmp(rid, rid_small, 32) != 0, "the padded text is other content");
+    cr_assert(large->n_joints == small->n_joints && large->n_links == small->n_links &&
+                  large->n_elements == small->n_elements,
+              "large: %zu joints, %u links, %u elements; small: %zu, %u, %u", large->n_joints, large->n_links,
+              large->n_elements, small->n_joints, small->n_links, small->n_elements);
+    for (size_t i = 0; i < small->n_joints; i++)
+        cr_assert_str_eq(large->joints[i].name, small->joints[i].name);
+    tdm_robot_info_free(small);
+    tdm_robot_info_free(large);
+    uint8_t again[32];
+    cr_assert_eq(tdm_robot_put(c, "large", big, srdf_text, &ref, 1, again, &created, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert(created == 0 && !memcmp(again, rid, 32), "the second put finds it");
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
+    cr_assert_eq(n, 2);
+    tdm_robot_info_free(list);
+    free(big);
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+}
+
+Test(robotd, large_urdfs_parsed_apart_answer_as_on_the_loop) { large_urdfs(); }
+
+Test(robotd, large_urdfs_parsed_on_the_loop)
+{
+    cr_assert_eq(setenv("TDM_DECODE_APART", "0", 1), 0);
+    large_urdfs();
+}
+
 #define N_CFG 1200
 
 Test(robotd, configs_equal_offline)
