@@ -752,15 +752,19 @@ static void refuse_frame(tdm_conn *c)
     tdm_conn_drain(c, "no memory for a frame");
 }
 
-static void handle(tdm_conn *c, const uint8_t *frame, size_t len)
+/* Handles one request: the frame's bytes, decoded here, or (frame NULL) req and why, decoded on
+ * libuv's pool (decode_apart); frame_ns: when the frame was complete, for its metrics */
+static void handle(tdm_conn *c, const uint8_t *frame, size_t len, Tandem__V1__Request *req, const char *why,
+                   uint64_t frame_ns)
 {
     if (c->authed) tdm_conn_deadline(c); /* a request: not idle (before Hello, the hello deadline stands) */
     /* jobs whose replies went out from a pooler thread (tdm_conn_reply_direct) are accounted
        before any request their clients may have sent on seeing them (stats, in-flight limits);
        held shared or exclusive alike, as the sink's own callback (io.h) */
     if (c->io->sink) tdm_query_sink_collect(c->io->sink);
-    tdm_metrics_mark outer = tdm_metrics_enter_frame(uv_hrtime());
-    tdm_request_handle(c, frame, len);
+    tdm_metrics_mark outer = tdm_metrics_enter_frame(frame_ns);
+    if (frame) tdm_request_handle(c, frame, len);
+    else tdm_request_dispatch(c, req, why);
     tdm_metrics_leave(outer);
     if (c->arena) tdm_arena_reset(c->arena);
 }
@@ -785,13 +789,7 @@ static void decode_after(uv_work_t *w, int status)
     tdm_server *srv = c->srv;
     tdm_srv_lock(srv);
     c->decoding = 0;
-    if (c->state != CONN_CLOSING) {
-        if (c->io->sink) tdm_query_sink_collect(c->io->sink);
-        tdm_metrics_mark outer = tdm_metrics_enter_frame(c->dec_ns);
-        tdm_request_dispatch(c, c->dec_req, c->dec_why);
-        tdm_metrics_leave(outer);
-    }
-    if (c->arena) tdm_arena_reset(c->arena);
+    if (c->state != CONN_CLOSING) handle(c, NULL, 0, c->dec_req, c->dec_why, c->dec_ns);
     body_release(c->dec_frame, c->dec_cap);
     input_release(c, c->dec_cap);
     c->dec_frame = NULL;
@@ -810,7 +808,6 @@ static void decode_after(uv_work_t *w, int status)
 static int decode_apart(tdm_conn *c, uint8_t *frame, size_t cap)
 {
     if (!c->arena && !(c->arena = tdm_arena_new())) return -1;
-    if (c->authed) tdm_conn_deadline(c); /* a request: not idle (handle() does the same) */
     c->decoding = 1;
     c->dec_frame = frame;
     c->dec_len = c->body_len;
@@ -867,7 +864,7 @@ static void process_input(tdm_conn *c)
             c->stage_pos += c->body_len;
             c->have_len = 0;
             conn_set_state(c, CONN_READ_LEN);
-            handle(c, frame, c->body_len);
+            handle(c, frame, c->body_len, NULL, NULL, uv_hrtime());
             pause_if_needed(c);
             continue;
         }
@@ -923,7 +920,7 @@ static void on_plain(tdm_conn *c, size_t nread)
         conn_set_state(c, CONN_READ_LEN);
         if (c->body_len >= TDM_CONN_DECODE_APART && tdm__work_apart() && decode_apart(c, frame, cap) == 0)
             return; /* paused until decode_after */
-        handle(c, frame, c->body_len);
+        handle(c, frame, c->body_len, NULL, NULL, uv_hrtime());
         body_release(frame, cap);
         input_release(c, cap);
         pause_if_needed(c);

@@ -18,11 +18,11 @@
 
 #include "log.h"
 #include "request_handlers.h"
-
 #include "robot_build.h"
 
-/* RobotPuts whose URDF and SRDF together are this long or more are parsed on libuv's pool: parsing
- * a 15 MB URDF held the server's lock ~0.2 s on the loop (TDM_DECODE_APART=0: on the loop) */
+/* RobotPuts whose URDF and SRDF together are this long or more are parsed on libuv's pool: a 15 MB
+ * URDF held the server's lock up to ~0.6 s on the loop (bench_upload_wait; TDM_DECODE_APART=0: on
+ * the loop) */
 #define TDM_ROBOT_PARSE_APART (256u << 10)
 
 /* ---- replies ---- */
@@ -228,7 +228,7 @@ out:
     tdm_conn_end(c);
 }
 
-/* RobotPut's parse, when it ran on libuv's pool (robot_parse_apart): its results, or its failure */
+/* RobotPut's parse (robot_parse, on the loop or on libuv's pool): its results, or its failure */
 typedef struct robot_parsed {
     int rc;             /* tdm__robot_parse_refs's */
     tdm_robot_fail f;
@@ -238,25 +238,39 @@ typedef struct robot_parsed {
     uint8_t rid[TDM_ID_LEN];
 } robot_parsed;
 
-/* RobotPut from its mesh table on (refs[0..n), sorted, distinct; the caller's): the meshes looked up,
- * the texts parsed (or pre's parse taken over), the canonical content and id, then the owners or the
- * writer. Loop thread, holding the server's lock. */
-static void robot_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, const char *urdf, size_t ulen,
-                             const char *srdf, size_t slen, tdm_canon_mesh_ref *refs, size_t n, robot_parsed *pre)
+/* The texts parsed with mesh table refs[0..n), and their canonical content and id. Reads nothing but
+ * its arguments: any thread. */
+static void robot_parse(const char *urdf, size_t ulen, const char *srdf, size_t slen, const tdm_canon_mesh_ref *refs,
+                        size_t n, robot_parsed *r)
+{
+    memset(r, 0, sizeof *r);
+    r->rc = tdm__robot_parse_refs(urdf, ulen, srdf, slen, refs, (uint32_t)n, &r->robot, &r->f);
+    if (r->rc == TDM_OK && (tdm_robot_canon_build(urdf, ulen, srdf, slen, refs, (uint32_t)n, &r->canon,
+                                                  &r->canon_len) != TDM_OK ||
+                            tdm_sha256(r->canon, r->canon_len, r->rid) != 0)) {
+        free(r->canon);
+        r->canon = NULL;
+    }
+}
+
+/* RobotPut from its mesh table on (refs[0..n), sorted, distinct; the caller's) and its parse (pr,
+ * whose robot and canonical content it takes): the meshes looked up, then the owners or the writer.
+ * Loop thread, holding the server's lock. */
+static void robot_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, tdm_canon_mesh_ref *refs,
+                             size_t n, robot_parsed *pr)
 {
     tdm_server *srv = c->srv;
     tdm_stored_mesh **meshes = malloc(sizeof *meshes * (n ? n : 1));
-    tdm_robot *robot = pre ? pre->robot : NULL;
-    uint8_t *canon = pre ? pre->canon : NULL;
-    size_t canon_len = pre ? pre->canon_len : 0;
-    if (pre) pre->robot = NULL, pre->canon = NULL;
+    tdm_robot *robot = pr->robot;
+    uint8_t *canon = pr->canon;
+    size_t canon_len = pr->canon_len;
+    pr->robot = NULL, pr->canon = NULL;
     tdm_writer_op *op = NULL;
     if (!meshes) goto nomem;
     tdm_robot_fail f;
-    /* the catalogue first (an unknown mesh says so before the URDF's faults), then the parse */
+    /* the catalogue first (an unknown mesh says so before the URDF's faults), then the parse's */
     int rc = tdm__robot_meshes(srv->catalog, c->tenant, refs, (uint32_t)n, meshes, &f);
-    if (rc == TDM_OK && pre && (rc = pre->rc) != TDM_OK) f = pre->f;
-    if (rc == TDM_OK && !pre) rc = tdm__robot_parse_refs(urdf, ulen, srdf, slen, refs, (uint32_t)n, &robot, &f);
+    if (rc == TDM_OK && (rc = pr->rc) != TDM_OK) f = pr->f;
     if (rc != TDM_OK) {
         if (f.index >= 0) /* an index into the sorted table: say the request's */
             for (size_t i = 0; i < n; i++)
@@ -267,14 +281,8 @@ static void robot_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPu
         tdm_conn_send_error(c, id, (ecode)f.code, f.field, f.index, "%s", f.msg);
         goto out;
     }
-    uint8_t rid[TDM_ID_LEN];
-    if (pre) {
-        if (!canon) goto nomem;
-        memcpy(rid, pre->rid, TDM_ID_LEN);
-    } else {
-        if (tdm_robot_canon_build(urdf, ulen, srdf, slen, refs, (uint32_t)n, &canon, &canon_len) != TDM_OK) goto nomem;
-        if (tdm_sha256(canon, canon_len, rid) != 0) goto nomem;
-    }
+    if (!canon) goto nomem;
+    const uint8_t *rid = pr->rid;
     tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, rid);
     if (have) {
         if (!robot_owners(c, id, have, NULL, 1, p->name ? p->name : "")) send_robot_put(c, id, have, 0);
@@ -336,15 +344,7 @@ static void robot_parse_work(uv_work_t *w)
 {
     tdm__name_pool_thread();
     robot_job *j = w->data;
-    robot_parsed *r = &j->pre;
-    r->rc = tdm__robot_parse_refs(j->urdf, j->ulen, j->srdf, j->slen, j->refs, (uint32_t)j->n, &r->robot, &r->f);
-    if (r->rc == TDM_OK &&
-        (tdm_robot_canon_build(j->urdf, j->ulen, j->srdf, j->slen, j->refs, (uint32_t)j->n, &r->canon, &r->canon_len) !=
-             TDM_OK ||
-         tdm_sha256(r->canon, r->canon_len, r->rid) != 0)) {
-        free(r->canon);
-        r->canon = NULL;
-    }
+    robot_parse(j->urdf, j->ulen, j->srdf, j->slen, j->refs, j->n, &j->pre);
 }
 
 /* The connection's loop: the rest of the RobotPut, in its request's scope, unless the connection
@@ -361,7 +361,7 @@ static void robot_parse_after(uv_work_t *w, int status)
         if (srv->shutting_down)
             tdm_conn_send_error(c, j->id, E(BUSY), "", -1, "the server is shutting down; retry later");
         else
-            robot_put_finish(c, j->id, j->p, j->urdf, j->ulen, j->srdf, j->slen, j->refs, j->n, &j->pre);
+            robot_put_finish(c, j->id, j->p, j->refs, j->n, &j->pre);
     }
     tdm_metrics_leave(outer);
     tdm_robot_free(j->pre.robot);
@@ -468,7 +468,9 @@ void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
     /* a large URDF is parsed on libuv's pool (it took the server's lock ~0.2 s for 15 MB on the loop) */
     if (ulen + slen >= TDM_ROBOT_PARSE_APART && tdm__work_apart() && robot_parse_apart(c, id, p, urdf, ulen, srdf, slen, refs, n) == 0)
         return; /* the job has the refs */
-    robot_put_finish(c, id, p, urdf, ulen, srdf, slen, refs, n, NULL);
+    robot_parsed pr;
+    robot_parse(urdf, ulen, srdf, slen, refs, n, &pr);
+    robot_put_finish(c, id, p, refs, n, &pr); /* takes pr's robot and canonical content */
     free(refs);
 }
 

@@ -202,18 +202,23 @@ static void mesh_put_build(tdm_writer_op *op, mesh_build *b)
         set_err(op, op->rc, "", -1, "out of memory serialising the tree");
 }
 
-/* A MeshPut's file's canonical parts: the prefix (its buffer), the vertices and the triangles */
-static void mesh_file_parts(const tdm_writer_op *op, const mesh_build *b, uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN],
-                            struct iovec parts[3])
+/* A built MeshPut's file written and fsync'd under a temporary name (b->file), for
+ * tdm_datadir_commit to put in place: 0, or -1 with op's error set */
+static int mesh_file_stage(tdm_writer *st, tdm_writer_op *op, mesh_build *b, char *err, size_t errlen)
 {
+    uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
     tdm_mesh_canon_prefix(op->n_verts, op->n_tris, prefix);
-    parts[0] = (struct iovec){prefix, TDM_MESH_CANON_PREFIX_LEN};
-    parts[1] = (struct iovec){b->mesh->verts, 12 * (size_t)op->n_verts};
-    parts[2] = (struct iovec){b->mesh->tris, 12 * (size_t)op->n_tris};
+    struct iovec parts[3] = {{prefix, sizeof prefix},
+                             {b->mesh->verts, 12 * (size_t)op->n_verts},
+                             {b->mesh->tris, 12 * (size_t)op->n_tris}};
+    if (tdm_datadir_stage(st->dir, TDM_DATADIR_MESH, op->id, b->label, parts, 3, b->blob, b->blob_len, &b->file, err,
+                          errlen) != 0) {
+        set_err(op, TDM_EIO, "", -1, err);
+        return -1;
+    }
+    return 0;
 }
 
-/* The last phase (writer thread, in order with every other change to the directory):
- * the device copy, the file, the catalogue's mark; frees what b holds. */
 /* The device copy of a built MeshPut's tree (the writer, or the builder before it writes the file):
  * b->uploaded set; b->resident when the engine holds it. A device that fails (rather than being
  * full) does not refuse the mesh: it is stored, and queries on scenes using it run on the CPU
@@ -233,6 +238,9 @@ static void mesh_put_upload(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
     }
 }
 
+/* The last phase (writer thread, in order with every other change to the directory): the device
+ * copy (unless the builder made it), the file (or the builder's staged one put in place), the
+ * catalogue's mark; frees what b holds. */
 static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
 {
     uint32_t nv = op->n_verts, nt = op->n_tris;
@@ -250,14 +258,10 @@ static void mesh_put_store(tdm_writer *st, tdm_writer_op *op, mesh_build *b)
         resident = b->resident;
         if (op->rc != TDM_OK) goto out;
     }
-    uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
-    struct iovec parts[3];
-    mesh_file_parts(op, b, prefix, parts);
     char err[300];
     if (store_owners(st, op) != 0) goto out;
-    if ((b->file.staged ? tdm_datadir_commit(st->dir, &b->file, err, sizeof err)
-                        : tdm_datadir_write(st->dir, TDM_DATADIR_MESH, op->id, b->label, parts, 3, b->blob,
-                                            b->blob_len, err, sizeof err)) != 0) {
+    if (!b->file.staged && mesh_file_stage(st, op, b, err, sizeof err) != 0) goto out;
+    if (tdm_datadir_commit(st->dir, &b->file, err, sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         goto out;
     }
@@ -603,15 +607,8 @@ static void *builder_main(void *arg)
         mesh_put_build(op, &b);
         double t0 = st->trace ? trace_ms() : 0;
         if (st->stage && op->rc == TDM_OK) mesh_put_upload(st, op, &b); /* its device copy, off the writer */
-        if (st->stage && op->rc == TDM_OK) { /* its file too */
-            uint8_t prefix[TDM_MESH_CANON_PREFIX_LEN];
-            struct iovec parts[3];
-            mesh_file_parts(op, &b, prefix, parts);
-            char err[300];
-            if (tdm_datadir_stage(st->dir, TDM_DATADIR_MESH, op->id, b.label, parts, 3, b.blob, b.blob_len, &b.file,
-                                  err, sizeof err) != 0)
-                set_err(op, TDM_EIO, "", -1, err);
-        }
+        char err[300];
+        if (st->stage && op->rc == TDM_OK) mesh_file_stage(st, op, &b, err, sizeof err); /* its file too */
         pthread_mutex_lock(&st->lock);
         if (st->trace) st->big_stage_ms += trace_ms() - t0;
         st->build = b;

@@ -144,11 +144,15 @@ static void arena_reap(gpu_budget *b, const uint64_t *oldest)
     pthread_mutex_lock(&b->mu);
     int no_trees = b->mesh_bytes == 0;
     pthread_mutex_unlock(&b->mu);
+    if (no_trees) {
+        arena_trim(b);
+        return;
+    }
     int spare = 0; /* an empty chunk of the usual size kept for the next uploads */
     for (size_t k = b->n_chunks; k-- > 0;) {
         mesh_chunk *c = b->chunks[k];
         if (!chunk_empty(c) || c->dedicated) continue; /* a tree, or a retired extent, in it */
-        if (no_trees || spare) arena_release(b, k);
+        if (spare) arena_release(b, k);
         else spare = 1;
     }
     /* empty dedicated chunks: the largest b->spares kept (a large tree that leaves and comes back,
@@ -161,7 +165,7 @@ static void arena_reap(gpu_budget *b, const uint64_t *oldest)
             n++;
             if (least == SIZE_MAX || c->room.total < b->chunks[least]->room.total) least = k;
         }
-        if (!n || (!no_trees && n <= b->spares)) break;
+        if (n <= b->spares) break;
         arena_release(b, least);
     }
 }
