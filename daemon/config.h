@@ -75,6 +75,7 @@ typedef struct tdm_config {
     uint32_t motion_probes;    /* a MotionCheck with any_state: its first round's states, coarse to fine */
     uint64_t slice_tasks;      /* a larger request runs this many tasks per turn (0: max_batch_tasks) */
     uint64_t latency_lane_tasks, latency_lane_work; /* the pooler's latency lane (workpile/pooler.h) */
+    char *share_by;            /* "auto", "connection", "tenant", "off": the pooler's owners (conn.h) */
     int host_lanes;            /* the pooler's host threads (workpile/pooler.h, tdm_pooler_set_host) */
     int dispatch_poll_us;      /* idle pooler threads' polling (tdm_pooler_set_poll); -1: auto */
     uint32_t host_configs;     /* ... and the requests they take: at most this many configurations */

@@ -168,6 +168,11 @@ int main(int argc, char **argv)
         }
         tdm_log_info("tenants read from %s", cfg.tenants_file);
     }
+    srv.share_by = !strcmp(cfg.share_by, "off")          ? TDM_SHARE_OFF
+                   : !strcmp(cfg.share_by, "connection") ? TDM_SHARE_CONNECTION
+                   : !strcmp(cfg.share_by, "tenant")     ? TDM_SHARE_TENANT
+                   : cfg.tenants_file[0]                 ? TDM_SHARE_TENANT
+                                                         : TDM_SHARE_CONNECTION;
     if (tdm_datadir_open(cfg.data_dir, &srv.datadir, err, sizeof err) != 0) {
         tdm_log_error("%s", err);
         goto out;

@@ -63,6 +63,7 @@ typedef struct tdm_server {
     tdm_writer *writer;
     tdm_query_pool *query_pool;
     tdm_tenants *tenants;     /* who may connect, and the namespaces that own objects */
+    enum { TDM_SHARE_OFF, TDM_SHARE_CONNECTION, TDM_SHARE_TENANT } share_by; /* --share-by, resolved */
     tdm_auth_limit *auth_limit; /* wrong tokens by address */
 
     tdm_listener *listeners;

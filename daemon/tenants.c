@@ -24,6 +24,8 @@ struct tdm_tenants {
     tenant *v;
     uint32_t n, cap;
     int from_file;
+    tdm_pooler_owner **share; /* tdm_tenants_share's, by index (share_n of them; NULL: not made yet) */
+    uint32_t share_n;
 };
 
 static int add(tdm_tenants *t, const char *name, uint32_t *out)
@@ -58,7 +60,23 @@ void tdm_tenants_free(tdm_tenants *t)
     if (!t) return;
     OPENSSL_cleanse(t->v, sizeof *t->v * t->cap);
     free(t->v);
+    for (uint32_t i = 0; i < t->share_n; i++) free(t->share[i]);
+    free(t->share);
     free(t);
+}
+
+tdm_pooler_owner *tdm_tenants_share(tdm_tenants *t, uint32_t idx)
+{
+    if (idx >= t->n) return NULL;
+    if (idx >= t->share_n) {
+        tdm_pooler_owner **v = realloc(t->share, sizeof *v * t->n);
+        if (!v) return NULL;
+        for (uint32_t i = t->share_n; i < t->n; i++) v[i] = NULL;
+        t->share = v;
+        t->share_n = t->n;
+    }
+    if (!t->share[idx]) t->share[idx] = calloc(1, sizeof *t->share[idx]);
+    return t->share[idx];
 }
 
 static int find(const tdm_tenants *t, const char *name)

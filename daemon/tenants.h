@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../workpile/pooler.h"
+
 #define TDM_TENANT_DEFAULT 0u
 #define TDM_TENANT_DEFAULT_NAME "default"
 /* Longest tenant name (file names: letters, digits, '.', '_', '-'; "uid:N" made here). */
@@ -51,5 +53,9 @@ int tdm_tenants_intern(tdm_tenants *t, const char *name, uint32_t *out);
 /* The name of tenant idx (valid for the registry's life). */
 const char *tdm_tenants_name(const tdm_tenants *t, uint32_t idx);
 uint32_t tdm_tenants_count(const tdm_tenants *t);
+/* Tenant idx's share of the engine lanes (workpile/pooler.h, tdm_pooler_owner: its
+ * connections' jobs take turns with other tenants' with --share-by tenant), made when
+ * first asked and kept, at one address, for the registry's life. NULL: memory. */
+tdm_pooler_owner *tdm_tenants_share(tdm_tenants *t, uint32_t idx);
 
 #endif

@@ -1130,6 +1130,121 @@ Test(limits, a_bystander_waits_little_behind_heavy_requests, .timeout = 240)
     stop_clean();
 }
 
+/* --share-by: connection A pipelines twelve heavy requests, each a run of its own (the cap
+ * holds one), and connection B then sends one. When A and B take turns (their connections, or
+ * with a tenants file their tenants), B's request waits for the run in progress and about one
+ * more of A's, not for all of A's queued before it; when they do not (`--share-by off`, first
+ * come, first served; or `tenant` with both the same tenant: without a tenants file, their
+ * uid's) it waits for every one of them. Counted by when the replies came, so the test does
+ * not depend on the host's speed. */
+typedef struct flood {
+    tdm_client *c;
+    int n;
+    double done_at[16];
+    int failed;
+} flood;
+
+static void *flood_wait_main(void *arg)
+{
+    flood *f = arg;
+    for (int i = 0; i < f->n; i++) {
+        uint64_t id;
+        int status;
+        if (tdm_query_wait(f->c, &id, &status) != 0 || status != 0) f->failed++;
+        f->done_at[i] = mono_s();
+    }
+    return NULL;
+}
+
+static tdm_client *connect_token(const char *token)
+{
+    tdm_connect_opts o = {.addr = D.unix_addr, .timeout_ms = 5000, .io_timeout_ms = 60000, .auth_token = token,
+                          .client_name = "test_limits"};
+    tdm_client *c = tdm_client_connect_with(&o);
+    cr_assert_not_null(c);
+    cr_assert_eq(tdm_client_err(c), 0, "connecting: %s", tdm_client_errstr(c));
+    return c;
+}
+
+/* The heavy scene, put by c (each tenant puts its own: the same content, the same ids). */
+static void heavy_put(tdm_client *c, heavy *h)
+{
+    tdm_mesh *m = gen_sphere(1.0, 64);
+    cr_assert(m);
+    cr_assert_eq(tdm_mesh_put(c, "heavy", m->verts, m->n_verts, m->tris, m->n_tris, h->mesh_id, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    tdm_mesh_free(m);
+    tdm_scene_object objs[2] = {{.object_id = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, h->mesh_id, 32);
+    memcpy(objs[1].mesh_id, h->mesh_id, 32);
+    cr_assert_eq(tdm_scene_put(c, "heavy", objs, 2, NULL, 0, h->scene_id, NULL, NULL, 0, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+}
+
+#define ALICE_TOKEN "alice-0123456789abcdefghijk"
+#define BOB_TOKEN "bob-0123456789abcdefghijklmn"
+
+Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
+{
+    enum { N = 12, K = 8 };
+    struct {
+        const char *share_by;
+        int tenants; /* A as alice, B as bob */
+        int turns;   /* A and B take turns */
+    } modes[] = {{"connection", 0, 1}, {"off", 0, 0}, {"auto", 1, 1}, {"tenant", 0, 0}};
+    char tenants[300];
+    snprintf(tenants, sizeof tenants, "%s/tenants", D.root);
+    FILE *tf = fopen(tenants, "w");
+    cr_assert(tf);
+    fprintf(tf, "alice %s\nbob %s\n", ALICE_TOKEN, BOB_TOKEN);
+    fclose(tf);
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        const char *flags[] = {"--engine", "cpu", "--engine-lanes", "1", "--latency-lane-tasks", "0",
+                               "--max-batch-tasks", "8", "--share-by", modes[m].share_by,
+                               modes[m].tenants ? "--tenants-file" : NULL, tenants, NULL};
+        start_with(flags);
+        tdm_client *a = connect_token(modes[m].tenants ? ALICE_TOKEN : NULL);
+        tdm_client *b = connect_token(modes[m].tenants ? BOB_TOKEN : NULL);
+        heavy h = {0};
+        heavy_put(a, &h);
+        if (modes[m].tenants) heavy_put(b, &h);
+        double *wire = heavy_wires(K);
+        tdm_query_result res[N + 1][K];
+        flood f = {a, N, {0}, 0};
+        for (int i = 0; i < N; i++) {
+            uint64_t id;
+            cr_assert_eq(tdm_query_send(a, h.scene_id, TDM_QUERY_CONTACTS, wire, 1, K, 0, res[i], NULL, &id), 0,
+                         "%s", tdm_client_errstr(a));
+        }
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, flood_wait_main, &f), 0);
+        sleep_ms(50); /* A's requests are all queued, its first one running */
+        double t0 = mono_s();
+        cr_assert_eq(tdm_query(b, h.scene_id, TDM_QUERY_CONTACTS, wire, 1, K, 0, res[N], NULL), 0, "%s",
+                     tdm_client_errstr(b));
+        double b_at = mono_s();
+        pthread_join(th, NULL);
+        cr_assert_eq(f.failed, 0, "one of A's requests failed");
+        int before = 0;
+        for (int i = 0; i < N; i++) before += f.done_at[i] < b_at;
+        for (int i = 0; i <= N; i++)
+            for (int k = 0; k < K; k++) cr_assert(res[i][k].colliding, "request %d, pose %d: not colliding", i, k);
+        cr_log_info("--share-by %s%s: B's request answered in %.3f s, after %d of A's %d (A's last at +%.3f s)",
+                    modes[m].share_by, modes[m].tenants ? " with a tenants file" : "", b_at - t0, before, N,
+                    f.done_at[N - 1] - t0);
+        if (modes[m].turns)
+            cr_assert(before <= 3, "--share-by %s: B's request came after %d of A's %d requests queued before it",
+                      modes[m].share_by, before, N);
+        else
+            cr_assert(before >= N - 1, "--share-by %s: B's request came after only %d of A's %d, not in turn",
+                      modes[m].share_by, before, N);
+        tdm_client_free(b);
+        tdm_client_free(a);
+        free(wire);
+        stop_clean();
+    }
+}
+
 /* --max-query-work: a request that costs more than its budget (per query, times its
  * queries) is cut off and answered ERROR_WORK_BUDGET; HelloReply says the budget; the
  * connection and the other clients go on. */

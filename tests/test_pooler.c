@@ -653,6 +653,119 @@ Test(pooler, a_large_job_runs_in_slices_taking_turns, .timeout = 120)
     world_free(&w);
 }
 
+/* Shares (tdm_pooler_set_share): owner A's eight jobs, B's three and C's one, queued in that
+ * order behind a held job, each a batch of its own (two do not fit the cap). With shares the
+ * owners take turns by tag: C's lone job waits for one job of A and one of B, not for all
+ * eleven, and B's for as many of A's as came before them; without, first come, first served. */
+Test(pooler, owners_take_turns, .timeout = 120)
+{
+    gen_rng r = {seed ^ 11};
+    world w;
+    world_make(&w, &r);
+    tdm_sched *e = cpu_engine(1);
+    enum { N = 13 };
+    /* by rank: job 0 (held), then A's 1-8, B's 9-11 and C's 12 taken in turn, then A's rest */
+    static const int shared[N] = {0, 1, 9, 12, 2, 10, 3, 11, 4, 5, 6, 7, 8};
+    for (int share = 1; share >= 0; share--) {
+        job jobs[N];
+        tdm_pooler_owner owner[3];
+        memset(owner, 0, sizeof owner);
+        job_make(&jobs[0], 0, w.scene[1], 1, 0, &r);
+        for (int i = 1; i < N; i++) {
+            job_make(&jobs[i], i, w.scene[0], 10, i % 2, &r); /* 80 tasks each */
+            jobs[i].pj.owner = &owner[i <= 8 ? 0 : i <= 11 ? 1 : 2];
+        }
+        for (int i = 0; i < N; i++) job_reference(&jobs[i], e);
+        probe p;
+        probe_init(&p);
+        p.hold = &jobs[0];
+        n_finish_order = 0;
+        tdm_pooler *pl = NULL;
+        cr_assert_eq(tdm_pooler_create(e, 100, 1000, on_finished_ordered, on_ran, &p, &pl), TDM_OK);
+        tdm_pooler_fairness f = {0, 0, 0}; /* no small jobs: every job in its owner's queue */
+        tdm_pooler_set_fairness(pl, &f);
+        tdm_pooler_set_share(pl, share);
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
+        probe_wait_holding(&p);
+        for (int i = 1; i < N; i++) cr_assert_eq(tdm_pooler_submit(pl, &jobs[i].pj), TDM_OK);
+        probe_open(&p);
+        probe_wait_finished(&p, N);
+        tdm_pooler_stop(pl);
+        for (int i = 0; i < N; i++) job_check(&jobs[i]);
+        cr_assert_eq(p.n_batches, N, "every job a batch of its own");
+        for (int k = 0; k < N; k++)
+            cr_assert_eq(finish_order[k], share ? shared[k] : k, "shares %s: rank %d is job %d, expected %d",
+                         share ? "on" : "off", k, finish_order[k], share ? shared[k] : k);
+        for (int i = 0; i < 3; i++)
+            cr_assert(owner[i].head == NULL && owner[i].heap_at == 0, "owner %d still queued", i);
+        tdm_pooler_destroy(pl);
+        probe_fini(&p);
+        for (int i = 0; i < N; i++) job_free(&jobs[i]);
+    }
+    tdm_sched_destroy(e);
+    world_free(&w);
+}
+
+/* A batch starts with the job whose turn it is and is joined, up to the cap, by the heads
+ * of the other owners' queues: a hundred owners with one job each (more than the owners'
+ * heap first has room for) run in batches of six, one owner's job cancelled while queued is
+ * dropped unrun, and every answer is a direct run's. */
+Test(pooler, a_batch_joins_other_owners_jobs, .timeout = 120)
+{
+    gen_rng r = {seed ^ 12};
+    world w;
+    world_make(&w, &r);
+    tdm_sched *e = cpu_engine(1);
+    enum { N = 101, CANCELLED = 50 };
+    job *jobs = calloc(N, sizeof *jobs);
+    tdm_pooler_owner *owner = calloc(N, sizeof *owner);
+    cr_assert(jobs && owner);
+    job_make(&jobs[0], 0, w.scene[1], 1, 0, &r);
+    for (int i = 1; i < N; i++) {
+        job_make(&jobs[i], i, w.scene[0], 2, 0, &r); /* 16 tasks: six to a batch of 100 */
+        jobs[i].pj.owner = &owner[i];
+    }
+    for (int i = 0; i < N; i++) job_reference(&jobs[i], e);
+    probe p;
+    probe_init(&p);
+    p.hold = &jobs[0];
+    tdm_pooler *pl = NULL;
+    cr_assert_eq(tdm_pooler_create(e, 100, 1000, on_finished, on_ran, &p, &pl), TDM_OK);
+    tdm_pooler_fairness f = {0, 0, 0};
+    tdm_pooler_set_fairness(pl, &f);
+    cr_assert_eq(tdm_pooler_submit(pl, &jobs[0].pj), TDM_OK);
+    probe_wait_holding(&p);
+    for (int i = 1; i < N; i++) {
+        if (i == CANCELLED) tdm_pooler_job_cancel(&jobs[i].pj);
+        cr_assert_eq(tdm_pooler_submit(pl, &jobs[i].pj), TDM_OK);
+    }
+    probe_open(&p);
+    probe_wait_finished(&p, N);
+    tdm_pooler_stop(pl);
+    for (int i = 0; i < N; i++) {
+        if (i == CANCELLED) {
+            cr_assert_eq(jobs[i].rc, TDM_ECANCELED, "the cancelled job: rc %d", jobs[i].rc);
+            cr_assert_eq(atomic_load(&jobs[i].finished), 1);
+        } else
+            job_check(&jobs[i]);
+    }
+    tdm_pooler_stats st;
+    tdm_pooler_get_stats(pl, &st);
+    cr_assert_eq(st.cancelled, 1);
+    cr_assert_eq(st.jobs, (uint64_t)(N - 1));
+    cr_assert_eq(p.n_batches, 1 + (N - 2 + 5) / 6, "%d batches: 99 jobs of owners in turn, six a batch",
+                 p.n_batches);
+    for (int b = 1; b < p.n_batches; b++)
+        cr_assert(p.batch[b].jobs == 6 || b == p.n_batches - 1, "batch %d: %zu jobs", b, p.batch[b].jobs);
+    tdm_pooler_destroy(pl);
+    probe_fini(&p);
+    for (int i = 0; i < N; i++) job_free(&jobs[i]);
+    free(jobs);
+    free(owner);
+    tdm_sched_destroy(e);
+    world_free(&w);
+}
+
 /* Two large jobs take both of the other lanes' threads... of which there is
  * one besides the latency lane; the small job submitted last is run by the
  * latency lane at once and finishes first. Without the lane (second round) it

@@ -102,7 +102,15 @@ struct tdm_pooler {
     int stopping;
     size_t pending;              /* atomic: tdm_pooler_submit adds without the lock */
     /* under lock */
-    queue small, large;          /* small: jobs the latency lane may take (fairness) */
+    queue small;                 /* jobs the latency lane may take (fairness) */
+    /* the others: a queue per owner (tdm_pooler_owner), the owners with jobs queued in a heap by
+       their heads' virtual start tags (tdm_pooler_set_share) */
+    int share;                   /* jobs queued by their owner (else all as the pooler's own: in order) */
+    tdm_pooler_owner anon;       /* the owner of jobs without one (and of all, without shares) */
+    tdm_pooler_owner **heap;     /* heap_n owners, the least tag first; room for heap_cap, one kept spare
+                                    for anon */
+    size_t heap_n, heap_cap;
+    uint64_t vtime;              /* the virtual time: the start tag of the batch taken last */
     queue host;                  /* jobs for the host threads */
     uint64_t seq;
     tdm_pooler_stats stats;
@@ -220,6 +228,114 @@ static void learn_cost(tdm_pooler_job *j, uint64_t used, int cut)
     __atomic_store_n(h, next, __ATOMIC_RELAXED);
 }
 
+/* ---- the lanes' queue: a queue per owner, served by virtual start tag ---- */
+
+/* Owners looked at for jobs to join a batch, besides the one whose turn it is: bounds a
+ * take's time under the lock however many clients have work queued. */
+#define SHARE_VISIT 256
+
+/* What the job's next turn weighs against the caps: its tag's increment. */
+static uint64_t turn_weight(const tdm_pooler *p, const tdm_pooler_job *j)
+{
+    uint64_t q = turn_of(p, j), t = q * load_per_query(p, j);
+    return t > q ? t : q;
+}
+
+/* Is owner a's head due before b's: the lesser tag, then the older. */
+static int owner_before(const tdm_pooler_owner *a, const tdm_pooler_owner *b)
+{
+    return a->head->tag != b->head->tag ? a->head->tag < b->head->tag : a->head->seq < b->head->seq;
+}
+
+static void heap_set(tdm_pooler *p, size_t i, tdm_pooler_owner *o)
+{
+    p->heap[i] = o;
+    o->heap_at = i + 1;
+}
+
+static void heap_up(tdm_pooler *p, size_t i)
+{
+    tdm_pooler_owner *o = p->heap[i];
+    while (i > 0 && owner_before(o, p->heap[(i - 1) / 2])) {
+        heap_set(p, i, p->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(p, i, o);
+}
+
+static void heap_down(tdm_pooler *p, size_t i)
+{
+    tdm_pooler_owner *o = p->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= p->heap_n) break;
+        if (c + 1 < p->heap_n && owner_before(p->heap[c + 1], p->heap[c])) c++;
+        if (!owner_before(p->heap[c], o)) break;
+        heap_set(p, i, p->heap[c]);
+        i = c;
+    }
+    heap_set(p, i, o);
+}
+
+/* The heap's first owner's head was taken (lock held): it leaves the heap with no job left,
+ * else goes down to its place. */
+static void owner_settle_first(tdm_pooler *p)
+{
+    tdm_pooler_owner *o = p->heap[0];
+    if (o->head) {
+        heap_down(p, 0);
+        return;
+    }
+    o->tail = NULL;
+    o->heap_at = 0;
+    if (--p->heap_n) {
+        heap_set(p, 0, p->heap[p->heap_n]);
+        heap_down(p, 0);
+    }
+}
+
+/* Several owners' heads were taken (lock held): the emptied ones out, the heap made again. */
+static void owners_settle(tdm_pooler *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->heap_n; i++) {
+        tdm_pooler_owner *o = p->heap[i];
+        if (o->head) heap_set(p, n++, o);
+        else {
+            o->tail = NULL;
+            o->heap_at = 0;
+        }
+    }
+    p->heap_n = n;
+    for (size_t i = n / 2; i-- > 0;) heap_down(p, i);
+}
+
+/* Queues a job that the latency lane may not take (lock held) at the back of its owner's
+ * queue, tagged. An owner that cannot get a place in the heap (no memory) has its jobs
+ * queued as the pooler's own: served, in order, only not shared. */
+static void owner_push(tdm_pooler *p, tdm_pooler_job *j)
+{
+    tdm_pooler_owner *o = p->share && j->owner ? j->owner : &p->anon;
+    if (!o->heap_at && o != &p->anon && p->heap_n + 2 > p->heap_cap) { /* anon keeps its spare */
+        size_t cap = 2 * p->heap_cap;
+        tdm_pooler_owner **h = realloc(p->heap, cap * sizeof *h);
+        if (h) {
+            p->heap = h;
+            p->heap_cap = cap;
+        } else o = &p->anon;
+    }
+    j->tag = o->finish > p->vtime ? o->finish : p->vtime;
+    o->finish = j->tag + turn_weight(p, j);
+    j->next = NULL;
+    if (o->tail) o->tail->next = j;
+    else o->head = j;
+    o->tail = j;
+    if (!o->heap_at) {
+        heap_set(p, p->heap_n++, o);
+        heap_up(p, p->heap_n - 1);
+    }
+}
+
 /* Queues a job (lock held): a small one where the latency lane looks, unless
  * it already failed there. */
 static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
@@ -227,7 +343,9 @@ static void enqueue(tdm_pooler *p, tdm_pooler_job *j)
     __atomic_add_fetch(&p->kind[j->host].queued_gen, 1, __ATOMIC_RELEASE);
     if (p->trace) j->queued_ms = now_ms();
     j->seq = p->seq++;
-    queue_push(j->host ? &p->host : j->small && !j->demoted ? &p->small : &p->large, j);
+    if (j->host) queue_push(&p->host, j);
+    else if (j->small && !j->demoted) queue_push(&p->small, j);
+    else owner_push(p, j);
 }
 
 /* Moves the inbox onto the queues, oldest first (lock held). */
@@ -497,12 +615,6 @@ static int on_latency_lane(const tdm_pooler *p, const worker *w)
     return w == p->workers && p->n_threads > 1 && p->fair.latency_tasks > 0;
 }
 
-/* Takes the next batch for thread w (lock held), or NULL: the latency lane
- * (thread 0 of two or more) takes small jobs only; the others the older head
- * of the two queues. A batch is that job and the ones behind it on the same
- * queue, up to the caps; a job over the slice runs alone, one slice of it. A
- * job given up (tdm_pooler_job_cancel) while queued is finished by the caller
- * without running. */
 /* May job j join a batch that starts with `first`? Jobs of poses join each other;
  * jobs of configurations join only jobs of configurations with as many values
  * (any robot scene: each its own program in the device run), of the same mode
@@ -521,6 +633,31 @@ static int thread_index(const tdm_pooler *p, const worker *w)
     return w->host ? p->n_threads + (int)(w - &p->workers[MAX_THREADS]) : (int)(w - p->workers);
 }
 
+/* May j (NULL: no) join the batch that starts with `first`, within the caps? If so it is
+ * counted in b (its turn: all it has left, on the batch's lane). */
+static int join_next(const tdm_pooler *p, const tdm_pooler_job *first, tdm_pooler_job *j, tdm_pooler_batch *b)
+{
+    if (!j || tdm_pooler_job_cancelled(j) || !joins(p, first, j) || turn_of(p, j) != j->n_queries - j->done ||
+        b->weight + weight(p, j) > p->max_tasks || b->pairs + j->pairs_reserved > p->max_pairs)
+        return 0;
+    j->turn = j->n_queries - j->done;
+    j->latency_turn = first->latency_turn;
+    b->weight += weight(p, j);
+    b->pairs += j->pairs_reserved;
+    b->tasks += tasks_per_query(j) * j->turn;
+    b->queries += j->turn;
+    b->jobs++;
+    return 1;
+}
+
+/* Takes the next batch for thread w (lock held), or NULL: the latency lane
+ * (thread 0 of two or more) takes small jobs only; the others the older of the
+ * small queue's head and the head of the owner whose turn it is (the least
+ * tag). A batch is that job and, up to the caps, the compatible jobs behind it:
+ * on the small queue; or in its owner's queue and then at the heads of the
+ * other owners' (at most SHARE_VISIT looked at). A job over the slice runs
+ * alone, one slice of it. A job given up (tdm_pooler_job_cancel) while queued
+ * is finished by the caller without running. */
 static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 {
     if (w->host) { /* the oldest host job, alone and whole (a few configurations) */
@@ -533,34 +670,42 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
         return j;
     }
     int latency = on_latency_lane(p, w);
-    queue *q;
-    if (latency) q = &p->small;
-    else if (!p->small.head) q = &p->large;
-    else if (!p->large.head) q = &p->small;
-    else q = p->small.head->seq < p->large.head->seq ? &p->small : &p->large;
-    tdm_pooler_job *batch = q->head, *last = batch;
+    tdm_pooler_job *small = p->small.head, *owned = !latency && p->heap_n ? p->heap[0]->head : NULL;
+    tdm_pooler_job *batch = small && (!owned || small->seq < owned->seq) ? small : owned;
     if (!batch) return NULL;
     batch->turn = turn_of(p, batch);
     batch->latency_turn = latency;
     uint64_t per = tasks_per_query(batch);
     *b = (tdm_pooler_batch){thread_index(p, w), 1, batch->turn, per * batch->turn,
                             weight(p, batch), batch->pairs_reserved, TDM_OK};
-    if (batch->turn == batch->n_queries - batch->done) /* whole: others may join it */
-        while (last->next && !tdm_pooler_job_cancelled(last->next) && joins(p, batch, last->next) &&
-               turn_of(p, last->next) == last->next->n_queries - last->next->done &&
-               b->weight + weight(p, last->next) <= p->max_tasks && b->pairs + last->next->pairs_reserved <= p->max_pairs) {
-            last = last->next;
-            last->turn = last->n_queries - last->done;
-            last->latency_turn = latency;
-            b->weight += weight(p, last);
-            b->pairs += last->pairs_reserved;
-            b->tasks += tasks_per_query(last) * last->turn;
-            b->queries += last->turn;
-            b->jobs++;
+    int whole = batch->turn == batch->n_queries - batch->done; /* whole: others may join it */
+    if (batch == small) {
+        tdm_pooler_job *last = batch;
+        while (whole && join_next(p, batch, last->next, b)) last = last->next;
+        p->small.head = last->next;
+        if (!p->small.head) p->small.tail = NULL;
+        last->next = NULL;
+        return batch;
+    }
+    /* the owner whose turn it is, its jobs after this one, then the other owners' heads */
+    tdm_pooler_owner *first = p->heap[0];
+    tdm_pooler_job *last = batch;
+    first->head = batch->next;
+    int several = 0;
+    for (size_t i = 0, seen = 0; whole && i < p->heap_n && seen <= SHARE_VISIT; i++) {
+        tdm_pooler_owner *o = p->heap[i];
+        seen += o != first;
+        while (join_next(p, batch, o->head, b)) {
+            last->next = o->head;
+            last = o->head;
+            o->head = o->head->next;
+            several |= o != first;
         }
-    q->head = last->next;
-    if (!q->head) q->tail = NULL;
+    }
     last->next = NULL;
+    if (batch->tag > p->vtime) p->vtime = batch->tag;
+    if (several) owners_settle(p);
+    else owner_settle_first(p);
     return batch;
 }
 
@@ -568,8 +713,16 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
 static tdm_pooler_job *take_cancelled(tdm_pooler *p)
 {
     tdm_pooler_job *out = NULL, **tail = &out;
-    queue *qs[3] = {&p->small, &p->large, &p->host};
-    for (int k = 0; k < 3; k++) {
+    while (p->heap_n && tdm_pooler_job_cancelled(p->heap[0]->head)) {
+        tdm_pooler_job *j = p->heap[0]->head;
+        p->heap[0]->head = j->next;
+        j->next = NULL;
+        owner_settle_first(p);
+        *tail = j;
+        tail = &j->next;
+    }
+    queue *qs[2] = {&p->small, &p->host};
+    for (int k = 0; k < 2; k++) {
         queue *q = qs[k];
         while (q->head && tdm_pooler_job_cancelled(q->head)) {
             tdm_pooler_job *j = queue_pop(p, q);
@@ -585,7 +738,7 @@ static int has_work(const tdm_pooler *p, const worker *w)
 {
     if (w->host) return p->host.head != NULL;
     int latency = on_latency_lane(p, w);
-    return p->small.head || (!latency && p->large.head);
+    return p->small.head || (!latency && p->heap_n);
 }
 
 static inline void cpu_relax(void)
@@ -821,7 +974,7 @@ static void *pooler_main(void *arg)
         tdm_pooler_job *batch = take(p, w, &b);
         if (!batch) break; /* stopping, and every job finished */
         /* more is queued: another thread takes it (broadcast: the latency lane takes small jobs only) */
-        if ((w->host ? p->host.head != NULL : p->small.head || p->large.head) && p->kind[w->host].sleepers)
+        if ((w->host ? p->host.head != NULL : p->small.head || p->heap_n) && p->kind[w->host].sleepers)
             pthread_cond_broadcast(&p->kind[w->host].wake);
         pthread_mutex_unlock(&p->lock);
 
@@ -892,6 +1045,14 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     if (p->host_extra < 0) p->host_extra = 0;
     const char *hm = getenv("TDM_HOST_MIN_CONFIGS");
     p->host_min = hm && *hm ? (uint32_t)strtoul(hm, NULL, 10) : 1;
+    const char *sh = getenv("TDM_POOLER_SHARE");
+    p->share = !(sh && strcmp(sh, "0") == 0);
+    p->heap_cap = 64;
+    p->heap = malloc(p->heap_cap * sizeof *p->heap);
+    if (!p->heap) {
+        free(p);
+        return TDM_ENOMEM;
+    }
     int locks = 0;
     if (pthread_mutex_init(&p->lock, NULL) != 0) goto fail;
     locks = 1;
@@ -929,6 +1090,7 @@ fail:
         return TDM_ESYS;
     }
     if (locks == 1) pthread_mutex_destroy(&p->lock);
+    free(p->heap);
     free(p);
     return TDM_ESYS;
 }
@@ -1161,6 +1323,8 @@ int tdm_pooler_set_express(tdm_pooler *p, uint32_t max_configs)
     return TDM_OK;
 }
 
+void tdm_pooler_set_share(tdm_pooler *p, int on) { p->share = on != 0; }
+
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f)
 {
     pthread_mutex_lock(&p->lock);
@@ -1247,5 +1411,6 @@ void tdm_pooler_destroy(tdm_pooler *p)
         pthread_cond_destroy(&p->xw[k].wake);
         pthread_mutex_destroy(&p->xw[k].lock);
     }
+    free(p->heap);
     free(p);
 }

@@ -42,6 +42,16 @@
 
 typedef struct tdm_pooler_job tdm_pooler_job;
 
+/* Who a job is for, so that the lanes share themselves between owners (tdm_pooler_set_share):
+ * tandemd makes each connection one, or each tenant. The submitter keeps it zeroed until its
+ * first job and alive while any job of it is submitted; the pooler owns its fields, under its
+ * lock, meanwhile. */
+typedef struct tdm_pooler_owner {
+    tdm_pooler_job *head, *tail; /* its jobs in the lanes' queue, oldest first */
+    uint64_t finish;             /* the virtual finish tag of its last job queued */
+    size_t heap_at;              /* its place in the pooler's heap of owners with jobs queued, + 1 (0: none) */
+} tdm_pooler_owner;
+
 /* A block of queries on one scene. The submitter fills everything but `next`
  * and `rc`, and owns every pointer: they must stay valid until `finished`. A
  * submitter that needs more per job embeds this struct in its own and gets back
@@ -68,6 +78,8 @@ struct tdm_pooler_job {
                                   against max_tasks and the slice (culling there keeps about a tenth).
                                   pairs must be NULL */
     const tdm_kin *kin;        /* with configs: the robot's kinematics (borrowed) */
+    tdm_pooler_owner *owner;   /* NULL, or whom it is for (borrowed; see tdm_pooler_owner): NULL jobs share
+                                  one owner of the pooler's */
     void (*fill)(tdm_pooler_job *job); /* NULL, or makes the job's poses or configurations, which the
                                   submitter has sized (n_queries, n_tasks) and placed but not written:
                                   called once, on the pooler thread that first takes the job, before its
@@ -98,6 +110,7 @@ struct tdm_pooler_job {
     uint32_t done;             /* queries answered by earlier slices */
     uint32_t turn;             /* queries in the run being made */
     uint64_t seq;              /* submission order, across the two queues */
+    uint64_t tag;              /* its virtual start tag in its owner's queue (tdm_pooler_set_share) */
     double queued_ms;          /* TDM_DISPATCH_TRACE: when it was last queued (ms, CLOCK_MONOTONIC) */
     double taken_ms;           /* ... and when its batch was taken */
     int small, demoted, latency_turn, host;
@@ -136,6 +149,21 @@ static inline int tdm_pooler_job_cancelled(const tdm_pooler_job *j)
  * latency_tasks 256, latency_work 256 Ki tests (~2-20 ms of one core: the batch of small jobs the lane
  * runs holds each of them, on as little as one thread while the other lanes keep
  * the pool busy). */
+/* Shares (on by default; TDM_POOLER_SHARE=0 in the environment at create, or
+ * tdm_pooler_set_share(p, 0), turns them off for A/B runs): the jobs that the
+ * latency lane may not take wait in one queue per owner (tdm_pooler_job.owner),
+ * and a lane's next batch starts with the job of the least virtual start tag
+ * (start-time fair queueing, weighted by tasks: a job's tag is the later of the
+ * pooler's virtual time and its owner's last finish tag; its finish tag that plus
+ * the weight of its turn; the virtual time the tag of the batch taken last).
+ * The batch is then joined, up to the caps, by the compatible jobs after it in
+ * its owner's queue and at the heads of the other owners' queues (at most
+ * SHARE_VISIT of them looked at). So an owner that sends little waits for at
+ * most one turn of each other owner with work queued, not for everything queued
+ * before it, and a flood of one owner's requests takes turns with the rest;
+ * between the owners' jobs and the small ones the older goes first, as before.
+ * Without shares (or with every job's owner NULL) the queue is first come,
+ * first served. */
 typedef struct tdm_pooler_fairness {
     uint64_t slice_tasks;   /* 0: max_batch_tasks */
     uint64_t latency_tasks; /* 0: no latency lane */
@@ -230,6 +258,8 @@ int tdm_pooler_host_threads(const tdm_pooler *p);
 void tdm_pooler_set_poll(tdm_pooler *p, uint64_t us);
 /* The idle threads' polling now (tdm_pooler_set_poll, or its default), in ns. Any thread. */
 uint64_t tdm_pooler_poll_ns(tdm_pooler *p);
+/* Shares between owners on (1) or off (0); before the first submit. */
+void tdm_pooler_set_share(tdm_pooler *p, int on);
 /* Sets the fairness rules; before the first submit. */
 void tdm_pooler_set_fairness(tdm_pooler *p, const tdm_pooler_fairness *f);
 /* Before the first submit: `end` (with the create's data) is called on the pooler thread
