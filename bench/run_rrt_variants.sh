@@ -76,6 +76,8 @@
 #             files unlinked, and a large mesh that finds the builder busy built, on the writer thread)
 #   sparesN   TDM_GPU_MESH_SPARES=N (empty chunks of large trees kept as spares; 0: each given back with
 #             cudaFree when its tree leaves, as before 2026-11-29's spares; 2 by default)
+#   share0    --share-by off (the engine lanes' queue first come, first served, as before 2026-11-29's shares;
+#             by default each connection takes its turn)
 #   mtrace    TDM_GPU_MESH_TRACE=1 (each tree's upload and free timed, summarised after the run, trees of
 #             100 000 triangles or more apart)
 #   gtrace    TDM_GPU_TRACE=1 (each device run of configurations: its time in the GPU engine and its wait for
@@ -150,6 +152,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:mtrace* ]] && envs+=(TDM_GPU_MESH_TRACE=1)
     [[ $v =~ :spares([0-9]+) ]] && envs+=(TDM_GPU_MESH_SPARES="${BASH_REMATCH[1]}")
     [[ $v == *:stage0* ]] && envs+=(TDM_WRITER_STAGE=0)
+    [[ $v == *:share0* ]] && extra+=(--share-by off)
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
     [[ $v == *:sp0* ]] && envs+=(TDM_MOTION_SPREAD=0)
