@@ -13,7 +13,10 @@
  * its loop stalled every connection: TDM_DECODE_APART=0 in tandemd's environment does that).
  * With UPLOAD_ROBOT_BYTES=N in the environment, A stores a robot instead: a URDF of about N bytes
  * (one box link, then <material> elements), which tandemd parses (on the loop before, holding the
- * server's lock; on libuv's pool from 256 KiB now). */
+ * server's lock; on libuv's pool from 256 KiB now). With UPLOAD_WORLD_BYTES=N, A stores a small
+ * robot, then a robot scene of it whose world is about N bytes (one box, then comment lines), whose
+ * canonical content tandemd makes and hashes (on the loop before, holding the server's lock; on
+ * libuv's pool from 256 KiB now); A's time is the RobotScenePut's. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
@@ -44,7 +47,7 @@ static long rss_kb(long pid, const char *key)
     return v;
 }
 
-typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf; } big;
+typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf, *world; } big;
 
 typedef struct watch { const char *addr; volatile int stop; double *rt; size_t n, cap; } watch;
 
@@ -84,9 +87,18 @@ static void *big_main(void *arg)
     big *b = arg;
     tdm_connect_opts o = {.addr = b->addr, .timeout_ms = 5000, .io_timeout_ms = 600000};
     tdm_client *c = tdm_client_connect_with(&o);
-    uint8_t id[32];
+    uint8_t id[32], rid[32];
+    if (b->world && (!c || tdm_client_err(c) ||
+                     tdm_robot_put(c, "small", "<robot name='one'><link name='base'><collision><geometry><box size='1 1 1'/>"
+                                   "</geometry></collision></link></robot>", NULL, NULL, 0, rid, NULL, NULL) != 0)) {
+        fprintf(stderr, "the small robot: %s\n", c ? tdm_client_errstr(c) : "no client");
+        b->rc = -1;
+        tdm_client_free(c);
+        return NULL;
+    }
     double t0 = now_s();
-    if (b->urdf) b->rc = c && !tdm_client_err(c) ? tdm_robot_put(c, "big", b->urdf, NULL, NULL, 0, id, NULL, NULL) : -1;
+    if (b->world) b->rc = tdm_robot_scene_put(c, "big", rid, b->world, id, NULL, NULL);
+    else if (b->urdf) b->rc = c && !tdm_client_err(c) ? tdm_robot_put(c, "big", b->urdf, NULL, NULL, 0, id, NULL, NULL) : -1;
     else b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->v, b->nv, b->t, b->nt, id, NULL) : -1;
     b->secs = now_s() - t0;
     if (b->rc) fprintf(stderr, "big MeshPut: %s\n", c ? tdm_client_errstr(c) : "no client");
@@ -133,6 +145,16 @@ int main(int argc, char **argv)
         for (int m = 0; at + 64 < want_b; m++) at += (size_t)sprintf(b.urdf + at, "<material name='m%d'/>\n", m);
         sprintf(b.urdf + at, "</robot>\n");
     }
+    const char *wb = getenv("UPLOAD_WORLD_BYTES");
+    if (wb && atol(wb) > 0) { /* a world: one box, then comment lines up to about that many bytes */
+        size_t want_b = (size_t)atol(wb), at = 0;
+        b.world = malloc(want_b + 512);
+        if (!b.world) return 1;
+        at += (size_t)sprintf(b.world, "world:\n  collision_objects:\n    - id: box%d\n      primitives: [{type: box, "
+                                       "dimensions: [0.1, 0.1, 0.1]}]\n      primitive_poses: [{position: [2, 0, 0], "
+                                       "orientation: [0, 0, 0, 1]}]\n", rand());
+        for (int m = 0; at + 64 < want_b; m++) at += (size_t)sprintf(b.world + at, "# padding line %d\n", m);
+    }
     long before = pid ? rss_kb(pid, "VmRSS:") : -1;
     watch w = {.addr = argv[1]};
     pthread_t th, tw;
@@ -156,7 +178,8 @@ int main(int argc, char **argv)
     w.stop = 1;
     pthread_join(tw, NULL);
     long hwm = pid ? rss_kb(pid, "VmHWM:") : -1;
-    if (b.urdf) printf("big RobotPut: %zu bytes of URDF, %.2f s, rc %d\n", strlen(b.urdf), b.secs, b.rc);
+    if (b.world) printf("big RobotScenePut: %zu bytes of world, %.2f s, rc %d\n", strlen(b.world), b.secs, b.rc);
+    else if (b.urdf) printf("big RobotPut: %zu bytes of URDF, %.2f s, rc %d\n", strlen(b.urdf), b.secs, b.rc);
     else printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,
                 b.rc);
     printf("small MeshPut sent 0.2 s after it: answered in %.3f s, rc %d\n", small, rc);
@@ -168,6 +191,7 @@ int main(int argc, char **argv)
     }
     free(w.rt);
     free(b.urdf);
+    free(b.world);
     free(b.v);
     free(b.t);
     return rc || b.rc;

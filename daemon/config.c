@@ -226,11 +226,12 @@ static const opt opts[] = {
      "A request of more tasks than this runs this many at a time, taking turns with the other requests "
      "queued (0: max-batch-tasks)."},
     {"share-by", T_STR, OFF(share_by), "auto", 0, 0, "auto|connection|tenant|off", "WHO",
-     "Who takes turns for the engine lanes: the requests that the latency lane does not take wait in a "
+     "Who takes turns for the engine lanes and the tree builder: the requests that the latency lane does not take wait in a "
      "queue per connection or per tenant, and each lane's next run starts with whoever has had the least "
      "work lately (start-time fair queueing, weighted by tasks), so that one client's flood of requests "
-     "delays another's by about one turn each rather than by everything queued before it. auto: tenant "
-     "with a tenants-file, else connection; off: first come, first served."},
+     "delays another's by about one turn each rather than by everything queued before it; large "
+     "MeshPuts take turns for the tree builder the same way (whoever's turn came longest ago). auto: "
+     "tenant with a tenants-file, else connection; off: first come, first served."},
     {"latency-lane-tasks", T_U64, OFF(latency_lane_tasks), "256", 0, UINT64_MAX, NULL, "N",
      "Requests of at most this many tasks are small: with two or more engine lanes, one lane runs only "
      "those, so a small request never waits behind large ones (0: no latency lane)."},

@@ -1134,7 +1134,7 @@ static tdm_conn *conn_new(tdm_server *srv, tdm_io *io, int is_unix)
     pthread_mutex_init(&c->out_mu, NULL); /* default attributes: cannot fail */
     c->srv = srv;
     c->io = io;
-    c->pool_owner = srv->share_by == TDM_SHARE_OFF ? NULL : &c->share; /* a tenant's from its Hello */
+    c->share_of = srv->share_by == TDM_SHARE_OFF ? NULL : &c->share; /* a tenant's from its Hello */
     int rc = is_unix ? uv_pipe_init(io->loop, &c->h.pipe, 0) : uv_tcp_init(io->loop, &c->h.tcp);
     if (rc != 0) {
         tdm_log_error("accept: %s", uv_strerror(rc));

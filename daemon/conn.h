@@ -105,9 +105,10 @@ struct tdm_conn {
     uint64_t read_ns;         /* TDM_REQUEST_TRACE: when its last read came (uv_hrtime), before the lock */
     int authed;
     uint32_t tenant;          /* tenants.h index, set by the first Hello */
-    tdm_pooler_owner share;   /* the connection's turn for the engine lanes (--share-by connection) */
-    tdm_pooler_owner *pool_owner; /* whose turn its query jobs take (tdm_pooler_job.owner): &share, its
-                                     tenant's (tdm_tenants_share, from its Hello) or NULL (off) */
+    tdm_share share;          /* the connection's turns (--share-by connection) */
+    tdm_share *share_of;      /* whose turns its query jobs (tdm_pooler_job.owner) and large MeshPuts (the
+                                 builder's, writer.c) take: &share, its tenant's (tdm_tenants_share, from
+                                 its Hello) or NULL (--share-by off: first come, first served) */
     int is_unix;
     long peer_uid;            /* Unix sockets: the peer's uid (SO_PEERCRED), -1 when unknown */
     int unauth_counted;       /* counted in srv->n_unauth */

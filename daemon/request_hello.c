@@ -119,8 +119,8 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
         c->tenant = tenant;
         c->authed = 1;
         if (srv->share_by == TDM_SHARE_TENANT) { /* without memory for the tenant's: the connection's */
-            tdm_pooler_owner *o = tdm_tenants_share(srv->tenants, tenant);
-            if (o) c->pool_owner = o;
+            tdm_share *s = tdm_tenants_share(srv->tenants, tenant);
+            if (s) c->share_of = s;
         }
         tdm_conn_leave_unauth(c);
         tdm_conn_deadline(c); /* from the hello deadline to the idle one */

@@ -198,6 +198,7 @@ void tdm__mesh_put(tdm_conn *c, uint64_t id, const Tandem__V1__MeshPut *p)
     op->kind = TDM_WRITER_MESH_PUT;
     op->done = mesh_put_done;
     op->owner = c;
+    op->share = c->share_of;
     op->request_id = id;
     op->started = uv_hrtime();
     op->arena = c->arena; /* the decoded request travels with its arena */

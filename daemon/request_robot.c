@@ -680,32 +680,19 @@ static void scene_build_after(uv_work_t *w, int status)
     tdm__submit_after_pool(w->data);
 }
 
-void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p)
+/* The rest of RobotScenePut p once its canonical content is made (canon, owned: taken; sid its
+ * id), on its loop: the robot looked up again (it may have gone while a large world's content was
+ * made on libuv's pool), then the scene found stored or built. */
+static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p,
+                                   const uint8_t rid[TDM_ID_LEN], uint8_t *canon, size_t canon_len,
+                                   const uint8_t sid[TDM_ID_LEN])
 {
     tdm_server *srv = c->srv;
     const tdm_config *cfg = srv->cfg;
-    if (tdm__check_name(c, id, p->name, "name") != 0) return;
-    uint8_t rid[TDM_ID_LEN];
-    if (tdm__get_id(c, id, &p->robot_id, "robot_id", -1, rid) != 0) return;
     tdm_stored_robot *robot = tdm__find_robot(c, rid);
     if (!robot) {
-        tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
-        return;
-    }
-    const char *world = p->world ? p->world : "";
-    size_t len = strlen(world);
-    if (len > cfg->max_robot_text_bytes) {
-        tdm_conn_send_error(c, id, E(LIMIT), "world", -1, "world is %zu bytes, over max_robot_text_bytes %u", len,
-                            cfg->max_robot_text_bytes);
-        return;
-    }
-    uint8_t *canon = NULL;
-    size_t canon_len = 0;
-    uint8_t sid[TDM_ID_LEN];
-    if (tdm_robot_scene_canon_build(rid, world, len, &canon, &canon_len) != TDM_OK ||
-        tdm_sha256(canon, canon_len, sid) != 0) {
         free(canon);
-        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
         return;
     }
     tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
@@ -760,4 +747,124 @@ void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScene
         /* cannot happen: uv_queue_work fails only without a callback */
     }
     tdm_writer_submit(srv->writer, op);
+}
+
+/* A large world's canonical content, made and hashed on libuv's pool (its text in the request's
+ * arena, which the job holds): 16 MiB took the server's lock ~20-30 ms on the loop. */
+typedef struct scene_canon_job {
+    uv_work_t work;
+    tdm_conn *c;
+    uint64_t id;
+    tdm_arena *arena;
+    const Tandem__V1__RobotScenePut *p;
+    uint8_t rid[TDM_ID_LEN], sid[TDM_ID_LEN];
+    const char *world;
+    size_t len;
+    uint8_t *canon;
+    size_t canon_len;
+    int failed;
+    tdm_metrics_mark mark;
+} scene_canon_job;
+
+static int scene_canon(const uint8_t rid[TDM_ID_LEN], const char *world, size_t len, uint8_t **canon,
+                       size_t *canon_len, uint8_t sid[TDM_ID_LEN])
+{
+    *canon = NULL;
+    if (tdm_robot_scene_canon_build(rid, world, len, canon, canon_len) != TDM_OK ||
+        tdm_sha256(*canon, *canon_len, sid) != 0) {
+        free(*canon);
+        *canon = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void scene_canon_work(uv_work_t *w)
+{
+    tdm__name_pool_thread();
+    scene_canon_job *j = w->data;
+    j->failed = scene_canon(j->rid, j->world, j->len, &j->canon, &j->canon_len, j->sid) != 0;
+}
+
+/* The connection's loop: the rest of the RobotScenePut, in its request's scope, unless the
+ * connection closed meanwhile or the server is stopping */
+static void scene_canon_after(uv_work_t *w, int status)
+{
+    (void)status;
+    scene_canon_job *j = w->data;
+    tdm_conn *c = j->c;
+    tdm_server *srv = c->srv;
+    tdm_srv_lock(srv);
+    tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
+    if (!tdm_conn_alive(c))
+        free(j->canon);
+    else if (srv->shutting_down) {
+        free(j->canon);
+        tdm_conn_send_error(c, j->id, E(BUSY), "", -1, "the server is shutting down; retry later");
+    } else if (j->failed)
+        tdm_conn_send_error(c, j->id, E(NO_MEMORY), "", -1, "out of memory");
+    else
+        robot_scene_put_finish(c, j->id, j->p, j->rid, j->canon, j->canon_len, j->sid); /* takes canon */
+    tdm_metrics_leave(outer);
+    tdm_arena_free(j->arena);
+    free(j);
+    tdm_conn_end(c);
+    tdm_srv_unlock(srv);
+}
+
+/* Hands the world's canonical content to libuv's pool (the request's arena with it): 0, or -1 (no
+ * memory for the job), nothing taken */
+static int scene_canon_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p,
+                             const uint8_t rid[TDM_ID_LEN], const char *world, size_t len)
+{
+    scene_canon_job *j = calloc(1, sizeof *j);
+    if (!j || !c->arena) {
+        free(j);
+        return -1;
+    }
+    j->c = c, j->id = id, j->p = p, j->world = world, j->len = len;
+    memcpy(j->rid, rid, TDM_ID_LEN);
+    j->arena = c->arena;
+    c->arena = NULL; /* the next request decodes into a new one */
+    j->work.data = j;
+    tdm_metrics_mark_take(&j->mark); /* re-entered for the rest */
+    tdm_conn_begin(c);
+    if (uv_queue_work(c->io->loop, &j->work, scene_canon_work, scene_canon_after) != 0) {
+        /* cannot happen: uv_queue_work fails only without a callback */
+        c->arena = j->arena;
+        tdm_conn_end(c);
+        free(j);
+        return -1;
+    }
+    return 0;
+}
+
+void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    if (tdm__check_name(c, id, p->name, "name") != 0) return;
+    uint8_t rid[TDM_ID_LEN];
+    if (tdm__get_id(c, id, &p->robot_id, "robot_id", -1, rid) != 0) return;
+    if (!tdm__find_robot(c, rid)) {
+        tdm_conn_send_error(c, id, E(UNKNOWN_ROBOT), "robot_id", -1, "no stored robot has this id");
+        return;
+    }
+    const char *world = p->world ? p->world : "";
+    size_t len = strlen(world);
+    if (len > cfg->max_robot_text_bytes) {
+        tdm_conn_send_error(c, id, E(LIMIT), "world", -1, "world is %zu bytes, over max_robot_text_bytes %u", len,
+                            cfg->max_robot_text_bytes);
+        return;
+    }
+    /* a large world's content is made on libuv's pool (TDM_DECODE_APART=0: here, as before) */
+    if (len >= TDM_ROBOT_PARSE_APART && tdm__work_apart() && scene_canon_apart(c, id, p, rid, world, len) == 0) return;
+    uint8_t *canon;
+    size_t canon_len;
+    uint8_t sid[TDM_ID_LEN];
+    if (scene_canon(rid, world, len, &canon, &canon_len, sid) != 0) {
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
+    robot_scene_put_finish(c, id, p, rid, canon, canon_len, sid);
 }

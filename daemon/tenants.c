@@ -24,7 +24,7 @@ struct tdm_tenants {
     tenant *v;
     uint32_t n, cap;
     int from_file;
-    tdm_pooler_owner **share; /* tdm_tenants_share's, by index (share_n of them; NULL: not made yet) */
+    tdm_share **share;        /* tdm_tenants_share's, by index (share_n of them; NULL: not made yet) */
     uint32_t share_n;
 };
 
@@ -65,11 +65,11 @@ void tdm_tenants_free(tdm_tenants *t)
     free(t);
 }
 
-tdm_pooler_owner *tdm_tenants_share(tdm_tenants *t, uint32_t idx)
+tdm_share *tdm_tenants_share(tdm_tenants *t, uint32_t idx)
 {
     if (idx >= t->n) return NULL;
     if (idx >= t->share_n) {
-        tdm_pooler_owner **v = realloc(t->share, sizeof *v * t->n);
+        tdm_share **v = realloc(t->share, sizeof *v * t->n);
         if (!v) return NULL;
         for (uint32_t i = t->share_n; i < t->n; i++) v[i] = NULL;
         t->share = v;

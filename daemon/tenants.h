@@ -32,6 +32,14 @@
 
 typedef struct tdm_tenants tdm_tenants;
 
+/* Whose turn it is (--share-by): a connection's, or a tenant's (tdm_tenants_share), held by
+ * each connection it covers (conn.h) while any of their work is in flight. */
+typedef struct tdm_share {
+    tdm_pooler_owner pool; /* the engine lanes' turns (workpile/pooler.h): the pooler's, under its lock */
+    uint64_t build_turn;   /* the builder's turns (writer.c): when it last took one of its large MeshPuts
+                              (0: never); the writer's, under its lock */
+} tdm_share;
+
 /* A registry holding only the default tenant (no token). NULL: memory. */
 tdm_tenants *tdm_tenants_new(void);
 void tdm_tenants_free(tdm_tenants *t);
@@ -53,9 +61,9 @@ int tdm_tenants_intern(tdm_tenants *t, const char *name, uint32_t *out);
 /* The name of tenant idx (valid for the registry's life). */
 const char *tdm_tenants_name(const tdm_tenants *t, uint32_t idx);
 uint32_t tdm_tenants_count(const tdm_tenants *t);
-/* Tenant idx's share of the engine lanes (workpile/pooler.h, tdm_pooler_owner: its
- * connections' jobs take turns with other tenants' with --share-by tenant), made when
- * first asked and kept, at one address, for the registry's life. NULL: memory. */
-tdm_pooler_owner *tdm_tenants_share(tdm_tenants *t, uint32_t idx);
+/* Tenant idx's share (its connections' work takes turns with other tenants' with --share-by
+ * tenant), made when first asked and kept, at one address, for the registry's life. NULL:
+ * memory. */
+tdm_share *tdm_tenants_share(tdm_tenants *t, uint32_t idx);
 
 #endif

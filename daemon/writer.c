@@ -49,7 +49,8 @@ struct tdm_writer {
     pthread_t builder;
     int builder_started;
     pthread_cond_t build_wake;
-    tdm_writer_op *queued_head, *queued_tail;
+    tdm_writer_op *queued_head, *queued_tail; /* taken in turns (builder_take) */
+    uint64_t build_turns;                      /* the builder's takes (tdm_share.build_turn) */
     tdm_writer_op *building;
     int built;
     mesh_build build;
@@ -581,6 +582,29 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* The builder's next large MeshPut (lock held; one is queued): the oldest of the share whose
+ * turn on the builder came longest ago (--share-by: its connection's or tenant's; one that never
+ * had one first), so that one client's many large puts delay another's by one build each at most,
+ * not by all of them queued before it; first come, first served without shares. The queue is
+ * bounded by the upload budget (max-upload-bytes), and each take costs a build. */
+static tdm_writer_op *builder_take(tdm_writer *st)
+{
+    tdm_writer_op **best = &st->queued_head, *prev = NULL, *best_prev = NULL;
+    for (tdm_writer_op **at = &st->queued_head; *at; prev = *at, at = &(*at)->next) {
+        uint64_t t = (*at)->share ? (*at)->share->build_turn : 0, b = (*best)->share ? (*best)->share->build_turn : 0;
+        if (t < b) {
+            best = at;
+            best_prev = prev;
+        }
+    }
+    tdm_writer_op *op = *best;
+    *best = op->next;
+    if (st->queued_tail == op) st->queued_tail = best_prev;
+    op->next = NULL;
+    if (op->share) op->share->build_turn = ++st->build_turns;
+    return op;
+}
+
 static void *builder_main(void *arg)
 {
     prctl(PR_SET_NAME, "tdm-build");
@@ -596,10 +620,7 @@ static void *builder_main(void *arg)
             continue;
         }
         if (!st->queued_head) break; /* stopping, nothing handed */
-        tdm_writer_op *op = st->queued_head;
-        st->queued_head = op->next;
-        if (!st->queued_head) st->queued_tail = NULL;
-        op->next = NULL;
+        tdm_writer_op *op = builder_take(st);
         st->building = op;
         st->built = 0;
         pthread_mutex_unlock(&st->lock);

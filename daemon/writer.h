@@ -17,7 +17,10 @@
  * Writing, fsyncing and unlinking a file of tens of megabytes took tens to hundreds of
  * milliseconds on the writer, which every planner's scene put and delete queued behind it
  * waited (bench/results/ompl_resident.md section 33). Large MeshPuts that come while the
- * builder is busy wait for it in a queue of their own, in order, not on the writer.
+ * builder is busy wait for it in a queue of their own, not on the writer, taking turns by
+ * their share (op->share, --share-by: the builder takes the oldest put of the share whose
+ * last turn came longest ago), so that one client's many large puts delay another's by one
+ * build each at most; in order without shares.
  * TDM_WRITER_STAGE=0 does all of that on the writer, as before (A/B runs). Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
  * robots or deletable, only once its put is answered; a second MeshPut of the same
  * mesh is set aside until it is stored, and then finds it stored. Their `done`
@@ -52,6 +55,7 @@
 #include "datadir.h"
 #include "io.h"
 #include "metrics.h"
+#include "tenants.h"
 
 typedef enum tdm_writer_kind {
     TDM_WRITER_MESH_PUT,
@@ -71,6 +75,8 @@ struct tdm_writer_op {
     tdm_writer_kind kind;
     void (*done)(tdm_writer_op *op);  /* the owner's loop, holding the server's lock; frees the op */
     void *owner;                      /* for `done` (the connection: its loop runs `done`, io.h) */
+    tdm_share *share;                 /* MESH_PUT: whose turn it takes on the builder (its connection's or
+                                         tenant's, conn.h; NULL: first come, first served) */
     tdm_io_task task;                 /* `done`'s trip to an I/O thread's loop */
     uint64_t request_id;
     double started;                   /* for the log */

@@ -590,22 +590,24 @@ Test(limits, sigterm_during_a_long_batch_exits_within_the_deadline)
 typedef struct big_put {
     const tdm_mesh *m;
     const char *addr;
+    const char *token; /* NULL: none */
     uint8_t id[32];
     int created, rc;
-    double secs;
+    double secs, done_at;
     char err[256];
 } big_put;
 
 static void *big_put_main(void *arg)
 {
     big_put *b = arg;
-    tdm_connect_opts o = {.addr = b->addr, .timeout_ms = 5000, .io_timeout_ms = 120000};
+    tdm_connect_opts o = {.addr = b->addr, .timeout_ms = 5000, .io_timeout_ms = 120000, .auth_token = b->token};
     tdm_client *c = tdm_client_connect_with(&o);
     double t0 = mono_s();
     b->rc = c && !tdm_client_err(c) ? tdm_mesh_put(c, "big", b->m->verts, b->m->n_verts, b->m->tris, b->m->n_tris,
                                                    b->id, &b->created)
                                     : -1;
-    b->secs = mono_s() - t0;
+    b->done_at = mono_s();
+    b->secs = b->done_at - t0;
     snprintf(b->err, sizeof b->err, "%s", c ? tdm_client_errstr(c) : "no client");
     tdm_client_free(c);
     return NULL;
@@ -672,6 +674,59 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
     tdm_mesh_free(small);
     witness_free(&w);
     stop_clean();
+}
+
+/* The builder takes turns (--share-by): alice puts four large meshes at once, one connection each,
+ * then bob one. By tenants (the default with a tenants file) bob's is built after the one
+ * building and before alice's three queued; first come, first served (`off`) after all four.
+ * Every mesh is stored with its id. */
+#define ALICE_TOKEN "alice-0123456789abcdefghijk"
+#define BOB_TOKEN "bob-0123456789abcdefghijklmn"
+
+Test(limits, the_builder_takes_turns_between_tenants, .timeout = 300)
+{
+    enum { A = 4 };
+    char tenants[300];
+    snprintf(tenants, sizeof tenants, "%s/tenants", D.root);
+    FILE *tf = fopen(tenants, "w");
+    cr_assert(tf);
+    fprintf(tf, "alice %s\nbob %s\n", ALICE_TOKEN, BOB_TOKEN);
+    fclose(tf);
+    static const char *const modes[] = {"auto", "off"};
+    for (int mode = 0; mode < 2; mode++) {
+        tdm_mesh *m[A + 1]; /* new meshes each round: the data directory keeps the last round's */
+        for (int k = 0; k <= A; k++) {
+            m[k] = gen_sphere(1.0 + 0.05 * k + 0.5 * mode, 400);
+            cr_assert(m[k] && m[k]->n_tris >= 8192, "the large mesh should take the builder (daemon/writer.h)");
+        }
+        const char *flags[] = {"--tenants-file", tenants, "--share-by", modes[mode], NULL};
+        start_with(flags);
+        big_put p[A + 1];
+        pthread_t t[A + 1];
+        for (int k = 0; k <= A; k++) {
+            p[k] = (big_put){.m = m[k], .addr = D.unix_addr, .token = k < A ? ALICE_TOKEN : BOB_TOKEN};
+            cr_assert_eq(pthread_create(&t[k], NULL, big_put_main, &p[k]), 0);
+            sleep_ms(60); /* sent in this order */
+        }
+        for (int k = 0; k <= A; k++) pthread_join(t[k], NULL);
+        int before = 0;
+        for (int k = 0; k < A; k++) {
+            cr_assert_eq(p[k].rc, 0, "alice's MeshPut %d: %s", k, p[k].err);
+            uint8_t want[32];
+            canon_mesh_id(m[k]->verts, m[k]->n_verts, m[k]->tris, m[k]->n_tris, want);
+            cr_assert(!memcmp(p[k].id, want, 32) && p[k].created == 1, "alice's mesh %d: wrong id or not created", k);
+            before += p[k].done_at < p[A].done_at;
+        }
+        cr_assert_eq(p[A].rc, 0, "bob's MeshPut: %s", p[A].err);
+        cr_log_info("--share-by %s: bob's large MeshPut answered in %.3f s, after %d of alice's %d (%.3f-%.3f s)",
+                    modes[mode], p[A].secs, before, A, p[0].secs, p[A - 1].secs);
+        if (mode == 0)
+            cr_assert(before <= 2, "by tenants bob's put came after %d of alice's %d", before, A);
+        else
+            cr_assert(before == A, "first come, first served: bob's put came after only %d of alice's %d", before, A);
+        stop_clean();
+        for (int k = 0; k <= A; k++) tdm_mesh_free(m[k]);
+    }
 }
 
 /* Two different large meshes put at once: the second waits for the builder in its queue, not on the
@@ -1180,9 +1235,6 @@ static void heavy_put(tdm_client *c, heavy *h)
     cr_assert_eq(tdm_scene_put(c, "heavy", objs, 2, NULL, 0, h->scene_id, NULL, NULL, 0, NULL), 0, "%s",
                  tdm_client_errstr(c));
 }
-
-#define ALICE_TOKEN "alice-0123456789abcdefghijk"
-#define BOB_TOKEN "bob-0123456789abcdefghijklmn"
 
 Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
 {

@@ -696,6 +696,79 @@ static void expect_offline(tdm_client *c, const uint8_t *sid, const double *q, i
  * kept with the robot): a scene answers right after another one of the robot is
  * deleted, a scene put again after that too, and both after a restart (the
  * loader builds them the same way). */
+/* A world with a YAML comment of `pad` bytes after it (its lines keep their numbers). */
+static char *padded_world(const char *world, size_t pad)
+{
+    size_t n = strlen(world);
+    char *s = malloc(n + pad + 4);
+    cr_assert(s);
+    memcpy(s, world, n);
+    memcpy(s + n, "\n# ", 3);
+    memset(s + n + 3, 'x', pad);
+    memcpy(s + n + 3 + pad, "\n", 2);
+    return s;
+}
+
+/* RobotScenePuts of 256 KiB of world or more have their canonical content made and hashed on libuv's
+ * pool (request_robot.c): the answers are those of the loop's. A world padded with a 300 KB comment
+ * is refused for an unknown robot and for a bad planning scene with the same code, field and line
+ * as bad_robot_stores_nothing's; a sound one is stored, answers as the offline engine, and a second
+ * put of it finds it; nothing is left of the refused ones. With TDM_DECODE_APART=0 the same. */
+static void large_worlds(void)
+{
+    enum { N = 200, PAD = 300000 };
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x34};
+    double *q = malloc(sizeof *q * N * N_J);
+    tdm_sched_result *want = calloc(N, sizeof *want);
+    cr_assert(q && want);
+    for (int i = 0; i < N; i++) random_config(&g, q + i * N_J);
+    offline_run(&o, q, N, TDM_MODE_CONTACTS, 1000000, want, NULL);
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], nowhere[32], sid[32], again[32];
+    memset(nowhere, 0xab, 32);
+    char *big = padded_world(scene_text, PAD);
+    expect_server_error(c, tdm_robot_scene_put(c, "x", nowhere, big, sid, NULL, NULL), "large: unknown robot",
+                        TDM_SERVER_UNKNOWN_ROBOT, "robot_id", -1, NULL);
+    put_arm(c, rid);
+    char *bad = padded_world("world:\n  collision_objects:\n    - id: a\n"
+                             "      primitives: [{type: box, dimensions: [1, 2]}]\n"
+                             "      primitive_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n",
+                             PAD);
+    expect_server_error(c, tdm_robot_scene_put(c, "x", rid, bad, sid, NULL, NULL), "large: bad planning scene",
+                        TDM_SERVER_BAD_ROBOT, "world", -1, "world:4:");
+    free(bad);
+    tdm_scene_info *sl;
+    size_t n;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
+    cr_assert_eq(n, 0, "%zu scenes after refused puts", n);
+    tdm_scene_list_free(sl);
+    int created = -1;
+    cr_assert_eq(tdm_robot_scene_put(c, "large", rid, big, sid, &created, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    expect_offline(c, sid, q, N, want, "the large world");
+    cr_assert_eq(tdm_robot_scene_put(c, "large", rid, big, again, &created, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert(created == 0 && !memcmp(again, sid, 32), "the second put finds it");
+    cr_assert_eq(tdm_scene_delete(c, sid), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_delete(c, rid), 0, "%s", tdm_client_errstr(c));
+    free(big);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    free(q);
+    free(want);
+    offline_close(&o);
+}
+
+Test(robotd, large_worlds_made_apart_answer_as_on_the_loop) { large_worlds(); }
+
+Test(robotd, large_worlds_made_on_the_loop)
+{
+    cr_assert_eq(setenv("TDM_DECODE_APART", "0", 1), 0);
+    large_worlds();
+}
+
 Test(robotd, scenes_of_one_robot_share_its_trees)
 {
     enum { N = 300 };
