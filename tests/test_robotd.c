@@ -700,7 +700,7 @@ static void expect_offline(tdm_client *c, const uint8_t *sid, const double *q, i
 static char *padded_world(const char *world, size_t pad)
 {
     size_t n = strlen(world);
-    char *s = malloc(n + pad + 4);
+    char *s = malloc(n + pad + 5);
     cr_assert(s);
     memcpy(s, world, n);
     memcpy(s + n, "\n# ", 3);
