@@ -299,9 +299,15 @@ static void *submit_main(void *arg)
     return NULL;
 }
 
-Test(pooler, jobs_from_several_threads_get_their_direct_answers, .timeout = 240)
+/* owners: 0, the jobs have none (the pooler's defaults); else each job one of that many owners,
+ * no latency lane and a cap of 64 tasks, so that most jobs run in slices that go back to their
+ * owners' queues, and batches are joined from several owners, on three lanes at once. */
+static void several_threads(int owners)
 {
-    gen_rng r = {seed};
+    gen_rng r = {seed ^ (uint64_t)owners};
+    tdm_pooler_owner own[16];
+    memset(own, 0, sizeof own);
+    cr_assert(owners <= 16);
     world w;
     world_make(&w, &r);
     tdm_sched *e = cpu_engine(3);
@@ -314,14 +320,19 @@ Test(pooler, jobs_from_several_threads_get_their_direct_answers, .timeout = 240)
                  (int)gen_int(&r, 0, 2), &r);
         job_reference(&jobs[i], e);
         cr_assert_eq(jobs[i].want_rc, TDM_OK);
+        if (owners) jobs[i].pj.owner = &own[gen_int(&r, 0, owners - 1)];
         queries += jobs[i].pj.n_queries;
         tasks += jobs[i].pj.n_tasks;
     }
     probe p;
     probe_init(&p);
     tdm_pooler *pl = NULL;
-    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, on_finished, on_ran, &p, &pl), TDM_OK);
+    cr_assert_eq(tdm_pooler_create(e, owners ? 64 : 1u << 20, 1u << 20, on_finished, on_ran, &p, &pl), TDM_OK);
     cr_assert_eq(tdm_pooler_threads(pl), 3);
+    if (owners) {
+        tdm_pooler_fairness f = {0, 0, 0};
+        tdm_pooler_set_fairness(pl, &f);
+    }
 
     pthread_t th[SUBMITTERS];
     submitter sub[SUBMITTERS];
@@ -338,20 +349,25 @@ Test(pooler, jobs_from_several_threads_get_their_direct_answers, .timeout = 240)
     for (int i = 0; i < N; i++) job_check(&jobs[i]);
     tdm_pooler_stats st;
     tdm_pooler_get_stats(pl, &st);
-    cr_assert_eq(st.jobs, (uint64_t)N);
+    cr_assert(owners ? st.jobs >= (uint64_t)N : st.jobs == (uint64_t)N, "%llu job turns", (unsigned long long)st.jobs);
     cr_assert_eq(st.queries, queries);
     cr_assert_eq(st.tasks, tasks);
     cr_assert_eq(st.batches, (uint64_t)p.n_batches, "stats say %llu batches, the hook saw %d",
                  (unsigned long long)st.batches, p.n_batches);
-    cr_assert(st.batches >= 1 && st.batches <= (uint64_t)N);
+    cr_assert(st.batches >= 1 && (owners || st.batches <= (uint64_t)N));
+    for (int k = 0; k < owners; k++)
+        cr_assert(own[k].head == NULL && own[k].tail == NULL && own[k].heap_at == 0, "owner %d still queued", k);
     size_t jobs_seen = 0;
     for (int b = 0; b < p.n_batches && b < MAX_BATCHES; b++) {
         cr_assert_eq(p.batch[b].rc, TDM_OK);
         cr_assert(p.batch[b].thread >= 0 && p.batch[b].thread < 3);
+        cr_assert(!owners || p.batch[b].weight <= 64 || p.batch[b].jobs == 1, "batch %d: %zu jobs weighing %llu", b,
+                  p.batch[b].jobs, (unsigned long long)p.batch[b].weight);
         jobs_seen += p.batch[b].jobs;
     }
-    cr_assert_eq(jobs_seen, (size_t)N);
-    cr_log_info("%d jobs from %d threads in %llu batches", N, SUBMITTERS, (unsigned long long)st.batches);
+    if (!owners) cr_assert_eq(jobs_seen, (size_t)N); /* with slices a job is in several */
+    cr_log_info("%d jobs from %d threads, %d owners, in %llu batches", N, SUBMITTERS, owners,
+                (unsigned long long)st.batches);
 
     tdm_pooler_destroy(pl);
     probe_fini(&p);
@@ -360,6 +376,11 @@ Test(pooler, jobs_from_several_threads_get_their_direct_answers, .timeout = 240)
     tdm_sched_destroy(e);
     world_free(&w);
 }
+
+Test(pooler, jobs_from_several_threads_get_their_direct_answers, .timeout = 240) { several_threads(0); }
+
+/* The same with shares: ten owners' jobs, sliced and joined across owners on three lanes. */
+Test(pooler, owners_jobs_from_several_threads_get_their_direct_answers, .timeout = 240) { several_threads(10); }
 
 Test(pooler, jobs_queued_while_a_batch_runs_are_pooled, .timeout = 120)
 {

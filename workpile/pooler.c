@@ -277,37 +277,35 @@ static void heap_down(tdm_pooler *p, size_t i)
     heap_set(p, i, o);
 }
 
-/* The heap's first owner's head was taken (lock held): it leaves the heap with no job left,
- * else goes down to its place. */
-static void owner_settle_first(tdm_pooler *p)
+/* Takes owner o out of the heap (lock held; its head unchanged since it went in or was
+ * last placed). */
+static void heap_remove(tdm_pooler *p, tdm_pooler_owner *o)
 {
-    tdm_pooler_owner *o = p->heap[0];
-    if (o->head) {
-        heap_down(p, 0);
-        return;
-    }
-    o->tail = NULL;
+    size_t i = o->heap_at - 1;
+    tdm_pooler_owner *moved = p->heap[--p->heap_n];
     o->heap_at = 0;
-    if (--p->heap_n) {
-        heap_set(p, 0, p->heap[p->heap_n]);
-        heap_down(p, 0);
-    }
+    if (moved == o) return; /* it was the last */
+    heap_set(p, i, moved);
+    heap_up(p, i);
+    heap_down(p, moved->heap_at - 1);
 }
 
-/* Several owners' heads were taken (lock held): the emptied ones out, the heap made again. */
-static void owners_settle(tdm_pooler *p)
+/* Pops the first n jobs of owner o's queue (lock held; o out of the heap), linking them after
+ * *last (the last one becomes *last); o goes back into the heap if it has jobs left. */
+static void owner_pop(tdm_pooler *p, tdm_pooler_owner *o, size_t n, tdm_pooler_job **last)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < p->heap_n; i++) {
-        tdm_pooler_owner *o = p->heap[i];
-        if (o->head) heap_set(p, n++, o);
-        else {
-            o->tail = NULL;
-            o->heap_at = 0;
-        }
+    for (; n; n--) {
+        tdm_pooler_job *j = o->head;
+        o->head = j->next;
+        if (*last) (*last)->next = j;
+        *last = j;
     }
-    p->heap_n = n;
-    for (size_t i = n / 2; i-- > 0;) heap_down(p, i);
+    if (!o->head) {
+        o->tail = NULL;
+        return;
+    }
+    heap_set(p, p->heap_n++, o);
+    heap_up(p, p->heap_n - 1);
 }
 
 /* Queues a job that the latency lane may not take (lock held) at the back of its owner's
@@ -687,25 +685,24 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
         last->next = NULL;
         return batch;
     }
-    /* the owner whose turn it is, its jobs after this one, then the other owners' heads */
-    tdm_pooler_owner *first = p->heap[0];
-    tdm_pooler_job *last = batch;
-    first->head = batch->next;
-    int several = 0;
-    for (size_t i = 0, seen = 0; whole && i < p->heap_n && seen <= SHARE_VISIT; i++) {
+    /* the owner whose turn it is (the heap's first), its jobs after this one, then the other
+       owners' heads: first counted, the heap unchanged; then each owner that gives jobs taken
+       out of the heap, its jobs popped, and put back with its new head (O(log owners) each) */
+    struct took { tdm_pooler_owner *o; size_t n; } took[SHARE_VISIT + 1];
+    size_t n_took = 0;
+    for (size_t i = 0; i < p->heap_n && i <= SHARE_VISIT && (i == 0 || whole); i++) {
         tdm_pooler_owner *o = p->heap[i];
-        seen += o != first;
-        while (join_next(p, batch, o->head, b)) {
-            last->next = o->head;
-            last = o->head;
-            o->head = o->head->next;
-            several |= o != first;
-        }
+        size_t n = i == 0; /* the batch's first job */
+        for (tdm_pooler_job *j = i == 0 ? batch->next : o->head; whole && join_next(p, batch, j, b); j = j->next) n++;
+        if (n) took[n_took++] = (struct took){o, n};
+    }
+    tdm_pooler_job *last = NULL;
+    for (size_t k = 0; k < n_took; k++) {
+        heap_remove(p, took[k].o);
+        owner_pop(p, took[k].o, took[k].n, &last);
     }
     last->next = NULL;
     if (batch->tag > p->vtime) p->vtime = batch->tag;
-    if (several) owners_settle(p);
-    else owner_settle_first(p);
     return batch;
 }
 
@@ -714,10 +711,11 @@ static tdm_pooler_job *take_cancelled(tdm_pooler *p)
 {
     tdm_pooler_job *out = NULL, **tail = &out;
     while (p->heap_n && tdm_pooler_job_cancelled(p->heap[0]->head)) {
-        tdm_pooler_job *j = p->heap[0]->head;
-        p->heap[0]->head = j->next;
+        tdm_pooler_owner *o = p->heap[0];
+        tdm_pooler_job *j = NULL;
+        heap_remove(p, o);
+        owner_pop(p, o, 1, &j);
         j->next = NULL;
-        owner_settle_first(p);
         *tail = j;
         tail = &j->next;
     }
