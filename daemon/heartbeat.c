@@ -45,6 +45,7 @@ static void beat(tdm_heartbeat *hb)
         s.meshes_bytes = tdm_catalog_bytes(srv->catalog);
     }
     s.pooler_jobs = srv->query_pool ? tdm_query_pool_pending(srv->query_pool) : 0;
+    s.pooler_owners = srv->query_pool ? tdm_query_pool_owners_waiting(srv->query_pool) : 0;
     s.writer_ops = srv->writer ? tdm_writer_pending(srv->writer) : 0;
     s.upload_bytes = srv->upload_bytes;
     s.queries = __atomic_load_n(&srv->counters.queries, __ATOMIC_RELAXED);

@@ -289,6 +289,9 @@ char *tdm_metrics_render(size_t *len)
           (double)s.meshes_bytes);
     gauge(f, "tandem_pooler_jobs", "Query jobs in the pooler: waiting for an engine run or in one.",
           (double)s.pooler_jobs);
+    gauge(f, "tandem_pooler_owners",
+          "Connections or tenants (share-by) with query jobs waiting for an engine lane, taking turns.",
+          (double)s.pooler_owners);
     gauge(f, "tandem_writer_ops", "Writer-thread operations (puts, deletes) submitted and not done.",
           (double)s.writer_ops);
     gauge(f, "tandem_upload_bytes", "Decoded MeshPut requests waiting for the writer (max-upload-bytes).",

@@ -82,6 +82,7 @@ typedef struct tdm_metrics_snapshot {
     uint32_t meshes, scenes, robots;
     uint64_t meshes_bytes;
     uint64_t pooler_jobs;           /* query jobs submitted to the pooler, not yet answered */
+    uint64_t pooler_owners;         /* owners (--share-by) with jobs waiting for an engine lane */
     uint64_t writer_ops;            /* writer ops submitted, not yet done */
     uint64_t upload_bytes;          /* decoded MeshPuts waiting for the writer */
     uint64_t queries;               /* poses answered (the Stats reply's `queries`) */

@@ -671,6 +671,13 @@ void tdm_query_pool_submit(tdm_query_pool *qp, tdm_query_job *job)
     }
 }
 
+size_t tdm_query_pool_owners_waiting(tdm_query_pool *qp)
+{
+    tdm_pooler_stats st;
+    tdm_query_pool_get_stats(qp, &st);
+    return st.owners;
+}
+
 size_t tdm_query_pool_pending(const tdm_query_pool *qp)
 {
     size_t n = 0;
@@ -696,7 +703,7 @@ void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us) { tdm_pooler_set_p
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s)
 {
     if (qp->pooler) tdm_pooler_get_stats(qp->pooler, s);
-    else *s = (tdm_pooler_stats){0, 0, 0, 0, 0};
+    else *s = (tdm_pooler_stats){0};
 }
 
 void tdm_query_pool_stop(tdm_query_pool *qp)

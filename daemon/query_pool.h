@@ -136,6 +136,8 @@ int tdm_query_pool_set_express(tdm_query_pool *qp, uint32_t max_configs, int on_
 void tdm_query_pool_set_poll(tdm_query_pool *qp, uint64_t us);
 /* Jobs submitted and not yet handed back, over every sink (holding the server's lock). */
 size_t tdm_query_pool_pending(const tdm_query_pool *qp);
+/* Owners (connections or tenants, --share-by) with jobs waiting for an engine lane now. Any thread. */
+size_t tdm_query_pool_owners_waiting(tdm_query_pool *qp);
 /* Batches, jobs, queries and tasks the pooler ran. Any thread. */
 void tdm_query_pool_get_stats(tdm_query_pool *qp, tdm_pooler_stats *s);
 /* Runs what is queued, joins the pooler's threads (every job is handed back to its

@@ -376,6 +376,7 @@ Test(ops, metrics_count_requests_exactly)
     expect_metric(body, "tandem_stored{kind=\"scene\"}", 1);
     expect_metric(body, "tandem_stored{kind=\"robot\"}", 0);
     expect_metric(body, "tandem_pooler_jobs", 0);
+    expect_metric(body, "tandem_pooler_owners", 0);
     expect_metric(body, "tandem_writer_ops", 0);
     expect_metric(body, "tandem_ready", 1);
     expect_metric(body, "tandem_build_info{version=\"" TDM_VERSION "\",engine_configured=\"cpu\",engine=\"cpu\"}", 1);

@@ -1339,6 +1339,7 @@ void tdm_pooler_get_stats(tdm_pooler *p, tdm_pooler_stats *s)
 {
     pthread_mutex_lock(&p->lock);
     *s = p->stats;
+    s->owners = p->heap_n;
     pthread_mutex_unlock(&p->lock);
 }
 

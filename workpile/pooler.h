@@ -186,6 +186,7 @@ typedef struct tdm_pooler_batch {
 typedef struct tdm_pooler_stats {
     uint64_t batches, jobs, queries, tasks; /* engine runs done, and what they held */
     uint64_t cancelled;                     /* jobs finished unrun: cancelled while queued */
+    uint64_t owners;                        /* now: owners with jobs in the lanes' queue (shares) */
 } tdm_pooler_stats;
 
 typedef struct tdm_pooler tdm_pooler;
