@@ -340,6 +340,16 @@ typedef struct robot_job {
     tdm_metrics_mark mark;
 } robot_job;
 
+/* Back on the connection's loop from libuv's pool (holding the server's lock): 1 when request id
+ * goes on; 0 when the connection closed meanwhile, or the server is stopping (answered BUSY). */
+static int resumed(tdm_conn *c, uint64_t id)
+{
+    if (!tdm_conn_alive(c)) return 0;
+    if (!c->srv->shutting_down) return 1;
+    tdm_conn_send_error(c, id, E(BUSY), "", -1, "the server is shutting down; retry later");
+    return 0;
+}
+
 static void robot_parse_work(uv_work_t *w)
 {
     tdm__name_pool_thread();
@@ -357,12 +367,7 @@ static void robot_parse_after(uv_work_t *w, int status)
     tdm_server *srv = c->srv;
     tdm_srv_lock(srv);
     tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
-    if (tdm_conn_alive(c)) {
-        if (srv->shutting_down)
-            tdm_conn_send_error(c, j->id, E(BUSY), "", -1, "the server is shutting down; retry later");
-        else
-            robot_put_finish(c, j->id, j->p, j->refs, j->n, &j->pre);
-    }
+    if (resumed(c, j->id)) robot_put_finish(c, j->id, j->p, j->refs, j->n, &j->pre);
     tdm_metrics_leave(outer);
     tdm_robot_free(j->pre.robot);
     free(j->pre.canon);
@@ -796,12 +801,9 @@ static void scene_canon_after(uv_work_t *w, int status)
     tdm_server *srv = c->srv;
     tdm_srv_lock(srv);
     tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
-    if (!tdm_conn_alive(c))
+    if (!resumed(c, j->id))
         free(j->canon);
-    else if (srv->shutting_down) {
-        free(j->canon);
-        tdm_conn_send_error(c, j->id, E(BUSY), "", -1, "the server is shutting down; retry later");
-    } else if (j->failed)
+    else if (j->failed)
         tdm_conn_send_error(c, j->id, E(NO_MEMORY), "", -1, "out of memory");
     else
         robot_scene_put_finish(c, j->id, j->p, j->rid, j->canon, j->canon_len, j->sid); /* takes canon */

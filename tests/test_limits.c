@@ -683,15 +683,21 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
 #define ALICE_TOKEN "alice-0123456789abcdefghijk"
 #define BOB_TOKEN "bob-0123456789abcdefghijklmn"
 
+/* Writes a tenants file of alice and bob in the daemon's folder; its path in path. */
+static void tenants_file(char *path, size_t size)
+{
+    snprintf(path, size, "%s/tenants", D.root);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "alice %s\nbob %s\n", ALICE_TOKEN, BOB_TOKEN);
+    fclose(f);
+}
+
 Test(limits, the_builder_takes_turns_between_tenants, .timeout = 300)
 {
     enum { A = 4 };
     char tenants[300];
-    snprintf(tenants, sizeof tenants, "%s/tenants", D.root);
-    FILE *tf = fopen(tenants, "w");
-    cr_assert(tf);
-    fprintf(tf, "alice %s\nbob %s\n", ALICE_TOKEN, BOB_TOKEN);
-    fclose(tf);
+    tenants_file(tenants, sizeof tenants);
     static const char *const modes[] = {"auto", "off"};
     for (int mode = 0; mode < 2; mode++) {
         tdm_mesh *m[A + 1]; /* new meshes each round: the data directory keeps the last round's */
@@ -1245,11 +1251,7 @@ Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
         int turns;   /* A and B take turns */
     } modes[] = {{"connection", 0, 1}, {"off", 0, 0}, {"auto", 1, 1}, {"tenant", 0, 0}};
     char tenants[300];
-    snprintf(tenants, sizeof tenants, "%s/tenants", D.root);
-    FILE *tf = fopen(tenants, "w");
-    cr_assert(tf);
-    fprintf(tf, "alice %s\nbob %s\n", ALICE_TOKEN, BOB_TOKEN);
-    fclose(tf);
+    tenants_file(tenants, sizeof tenants);
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         const char *flags[] = {"--engine", "cpu", "--engine-lanes", "1", "--latency-lane-tasks", "0",
                                "--max-batch-tasks", "8", "--share-by", modes[m].share_by,

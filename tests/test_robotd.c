@@ -696,6 +696,19 @@ static void expect_offline(tdm_client *c, const uint8_t *sid, const double *q, i
  * kept with the robot): a scene answers right after another one of the robot is
  * deleted, a scene put again after that too, and both after a restart (the
  * loader builds them the same way). */
+/* The offline engine opened, n random configurations (the suite's seed ^ salt) and its
+ * contacts-mode answers for them (both malloc'd). */
+static void offline_random(offline *o, uint64_t salt, int n, double **q, tdm_sched_result **want)
+{
+    offline_open(o);
+    gen_rng g = {seed ^ salt};
+    *q = malloc(sizeof **q * (size_t)n * N_J);
+    *want = calloc((size_t)n, sizeof **want);
+    cr_assert(*q && *want);
+    for (int i = 0; i < n; i++) random_config(&g, *q + i * N_J);
+    offline_run(o, *q, n, TDM_MODE_CONTACTS, 1000000, *want, NULL);
+}
+
 /* A world with a YAML comment of `pad` bytes after it (its lines keep their numbers). */
 static char *padded_world(const char *world, size_t pad)
 {
@@ -718,13 +731,9 @@ static void large_worlds(void)
 {
     enum { N = 200, PAD = 300000 };
     offline o;
-    offline_open(&o);
-    gen_rng g = {seed ^ 0x34};
-    double *q = malloc(sizeof *q * N * N_J);
-    tdm_sched_result *want = calloc(N, sizeof *want);
-    cr_assert(q && want);
-    for (int i = 0; i < N; i++) random_config(&g, q + i * N_J);
-    offline_run(&o, q, N, TDM_MODE_CONTACTS, 1000000, want, NULL);
+    double *q;
+    tdm_sched_result *want;
+    offline_random(&o, 0x34, N, &q, &want);
     dmn_start(&D, NULL);
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32], nowhere[32], sid[32], again[32];
@@ -773,13 +782,9 @@ Test(robotd, scenes_of_one_robot_share_its_trees)
 {
     enum { N = 300 };
     offline o;
-    offline_open(&o);
-    gen_rng g = {seed ^ 0x33};
-    double *q = malloc(sizeof *q * N * N_J);
-    tdm_sched_result *want = calloc(N, sizeof *want);
-    cr_assert(q && want);
-    for (int i = 0; i < N; i++) random_config(&g, q + i * N_J);
-    offline_run(&o, q, N, TDM_MODE_CONTACTS, 1000000, want, NULL);
+    double *q;
+    tdm_sched_result *want;
+    offline_random(&o, 0x33, N, &q, &want);
     size_t colliding = 0;
     for (int i = 0; i < N; i++) colliding += want[i].colliding != 0;
     cr_assert(colliding > 0 && colliding < N, "%zu of %d colliding: the test needs both", colliding, N);
