@@ -324,31 +324,70 @@ out:
     free(meshes);
 }
 
-/* ---- a large RobotPut's parse on libuv's pool ---- */
+/* ---- a large request's work on libuv's pool: a RobotPut's parse, a RobotScenePut's content ---- */
 
-typedef struct robot_job {
+/* What a request takes to libuv's pool and back to its loop: the first member of each job. */
+typedef struct pool_hop {
     uv_work_t work;
     tdm_conn *c;
     uint64_t id;
-    tdm_arena *arena; /* the decoded request's: p, urdf and srdf live in it */
+    tdm_arena *arena; /* the decoded request's, which the text lives in */
+    tdm_metrics_mark mark;
+} pool_hop;
+
+/* Sends job h (h->work.data: the job) to libuv's pool with the request's arena (c->arena, taken)
+ * and scope: 0, or -1 (no arena to take: nothing done). */
+static int hop_apart(tdm_conn *c, uint64_t id, pool_hop *h, uv_work_cb work, uv_after_work_cb after)
+{
+    if (!c->arena) return -1;
+    h->c = c, h->id = id;
+    h->arena = c->arena;
+    c->arena = NULL; /* the next request decodes into a new one */
+    tdm_metrics_mark_take(&h->mark); /* re-entered for the rest */
+    tdm_conn_begin(c);
+    if (uv_queue_work(c->io->loop, &h->work, work, after) != 0) {
+        /* cannot happen: uv_queue_work fails only without a callback */
+        c->arena = h->arena;
+        tdm_conn_end(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Back on the connection's loop: the server's lock taken and the request's scope entered (the
+ * previous one in *outer); 1 when it goes on, 0 when the connection closed meanwhile or the
+ * server is stopping (answered BUSY). */
+static int hop_back(pool_hop *h, tdm_metrics_mark *outer)
+{
+    tdm_srv_lock(h->c->srv);
+    *outer = tdm_metrics_enter(&h->mark);
+    if (!tdm_conn_alive(h->c)) return 0;
+    if (!h->c->srv->shutting_down) return 1;
+    tdm_conn_send_error(h->c, h->id, E(BUSY), "", -1, "the server is shutting down; retry later");
+    return 0;
+}
+
+/* The request done with: its scope left, its arena and job (job) freed, the lock let go. */
+static void hop_end(pool_hop *h, tdm_metrics_mark outer, void *job)
+{
+    tdm_conn *c = h->c;
+    tdm_server *srv = c->srv;
+    tdm_metrics_leave(outer);
+    tdm_arena_free(h->arena);
+    free(job);
+    tdm_conn_end(c);
+    tdm_srv_unlock(srv);
+}
+
+typedef struct robot_job {
+    pool_hop hop; /* first */
     const Tandem__V1__RobotPut *p;
     const char *urdf, *srdf;
     size_t ulen, slen;
     tdm_canon_mesh_ref *refs;
     size_t n;
     robot_parsed pre;
-    tdm_metrics_mark mark;
 } robot_job;
-
-/* Back on the connection's loop from libuv's pool (holding the server's lock): 1 when request id
- * goes on; 0 when the connection closed meanwhile, or the server is stopping (answered BUSY). */
-static int resumed(tdm_conn *c, uint64_t id)
-{
-    if (!tdm_conn_alive(c)) return 0;
-    if (!c->srv->shutting_down) return 1;
-    tdm_conn_send_error(c, id, E(BUSY), "", -1, "the server is shutting down; retry later");
-    return 0;
-}
 
 static void robot_parse_work(uv_work_t *w)
 {
@@ -363,19 +402,12 @@ static void robot_parse_after(uv_work_t *w, int status)
 {
     (void)status;
     robot_job *j = w->data;
-    tdm_conn *c = j->c;
-    tdm_server *srv = c->srv;
-    tdm_srv_lock(srv);
-    tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
-    if (resumed(c, j->id)) robot_put_finish(c, j->id, j->p, j->refs, j->n, &j->pre);
-    tdm_metrics_leave(outer);
+    tdm_metrics_mark outer;
+    if (hop_back(&j->hop, &outer)) robot_put_finish(j->hop.c, j->hop.id, j->p, j->refs, j->n, &j->pre);
     tdm_robot_free(j->pre.robot);
     free(j->pre.canon);
     free(j->refs);
-    tdm_arena_free(j->arena);
-    free(j);
-    tdm_conn_end(c);
-    tdm_srv_unlock(srv);
+    hop_end(&j->hop, outer, j);
 }
 
 /* Hands the parse of RobotPut p (its text in c->arena, which the job takes) to libuv's pool: 0, the job
@@ -384,25 +416,12 @@ static int robot_parse_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPu
                              const char *srdf, size_t slen, tdm_canon_mesh_ref *refs, size_t n)
 {
     robot_job *j = calloc(1, sizeof *j);
-    if (!j || !c->arena) {
-        free(j);
-        return -1;
-    }
-    j->c = c, j->id = id, j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen, j->refs = refs;
-    j->n = n;
-    j->arena = c->arena;
-    c->arena = NULL; /* the next request decodes into a new one */
-    j->work.data = j;
-    tdm_metrics_mark_take(&j->mark); /* re-entered for the rest */
-    tdm_conn_begin(c);
-    if (uv_queue_work(c->io->loop, &j->work, robot_parse_work, robot_parse_after) != 0) {
-        /* cannot happen: uv_queue_work fails only without a callback */
-        c->arena = j->arena;
-        tdm_conn_end(c);
-        free(j);
-        return -1;
-    }
-    return 0;
+    if (!j) return -1;
+    j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen, j->refs = refs, j->n = n;
+    j->hop.work.data = j;
+    if (hop_apart(c, id, &j->hop, robot_parse_work, robot_parse_after) == 0) return 0;
+    free(j);
+    return -1;
 }
 
 void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p)
@@ -757,10 +776,7 @@ static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__R
 /* A large world's canonical content, made and hashed on libuv's pool (its text in the request's
  * arena, which the job holds): 16 MiB took the server's lock ~20-30 ms on the loop. */
 typedef struct scene_canon_job {
-    uv_work_t work;
-    tdm_conn *c;
-    uint64_t id;
-    tdm_arena *arena;
+    pool_hop hop; /* first */
     const Tandem__V1__RobotScenePut *p;
     uint8_t rid[TDM_ID_LEN], sid[TDM_ID_LEN];
     const char *world;
@@ -768,7 +784,6 @@ typedef struct scene_canon_job {
     uint8_t *canon;
     size_t canon_len;
     int failed;
-    tdm_metrics_mark mark;
 } scene_canon_job;
 
 static int scene_canon(const uint8_t rid[TDM_ID_LEN], const char *world, size_t len, uint8_t **canon,
@@ -797,21 +812,14 @@ static void scene_canon_after(uv_work_t *w, int status)
 {
     (void)status;
     scene_canon_job *j = w->data;
-    tdm_conn *c = j->c;
-    tdm_server *srv = c->srv;
-    tdm_srv_lock(srv);
-    tdm_metrics_mark outer = tdm_metrics_enter(&j->mark);
-    if (!resumed(c, j->id))
+    tdm_metrics_mark outer;
+    if (!hop_back(&j->hop, &outer))
         free(j->canon);
     else if (j->failed)
-        tdm_conn_send_error(c, j->id, E(NO_MEMORY), "", -1, "out of memory");
+        tdm_conn_send_error(j->hop.c, j->hop.id, E(NO_MEMORY), "", -1, "out of memory");
     else
-        robot_scene_put_finish(c, j->id, j->p, j->rid, j->canon, j->canon_len, j->sid); /* takes canon */
-    tdm_metrics_leave(outer);
-    tdm_arena_free(j->arena);
-    free(j);
-    tdm_conn_end(c);
-    tdm_srv_unlock(srv);
+        robot_scene_put_finish(j->hop.c, j->hop.id, j->p, j->rid, j->canon, j->canon_len, j->sid); /* takes canon */
+    hop_end(&j->hop, outer, j);
 }
 
 /* Hands the world's canonical content to libuv's pool (the request's arena with it): 0, or -1 (no
@@ -820,25 +828,13 @@ static int scene_canon_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotSc
                              const uint8_t rid[TDM_ID_LEN], const char *world, size_t len)
 {
     scene_canon_job *j = calloc(1, sizeof *j);
-    if (!j || !c->arena) {
-        free(j);
-        return -1;
-    }
-    j->c = c, j->id = id, j->p = p, j->world = world, j->len = len;
+    if (!j) return -1;
+    j->p = p, j->world = world, j->len = len;
     memcpy(j->rid, rid, TDM_ID_LEN);
-    j->arena = c->arena;
-    c->arena = NULL; /* the next request decodes into a new one */
-    j->work.data = j;
-    tdm_metrics_mark_take(&j->mark); /* re-entered for the rest */
-    tdm_conn_begin(c);
-    if (uv_queue_work(c->io->loop, &j->work, scene_canon_work, scene_canon_after) != 0) {
-        /* cannot happen: uv_queue_work fails only without a callback */
-        c->arena = j->arena;
-        tdm_conn_end(c);
-        free(j);
-        return -1;
-    }
-    return 0;
+    j->hop.work.data = j;
+    if (hop_apart(c, id, &j->hop, scene_canon_work, scene_canon_after) == 0) return 0;
+    free(j);
+    return -1;
 }
 
 void tdm__robot_scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p)
