@@ -540,6 +540,18 @@ static void large_urdfs(void)
     expect_server_error(c, tdm_robot_put(c, "x", u, NULL, NULL, 0, rid, NULL, NULL), "large: malformed XML",
                         TDM_SERVER_BAD_ROBOT, "urdf", -1, "malformed XML");
     free(u);
+    /* not UTF-8: a byte 0xff in the URDF's comment, then in the SRDF's (checked apart too) */
+    char *nu = padded(urdf_text, PAD);
+    nu[strstr(nu, "<!--") - nu + 10] = (char)0xff;
+    expect_server_error(c, tdm_robot_put(c, "x", nu, srdf_text, &ref, 1, rid, NULL, NULL), "large: URDF not UTF-8",
+                        TDM_SERVER_BAD_REQUEST, "urdf", -1, "urdf is not valid UTF-8");
+    char *ns = malloc(strlen(srdf_text) + 9);
+    cr_assert(ns);
+    sprintf(ns, "%s<!--\xff-->", srdf_text);
+    expect_server_error(c, tdm_robot_put(c, "x", big, ns, &ref, 1, rid, NULL, NULL), "large: SRDF not UTF-8",
+                        TDM_SERVER_BAD_REQUEST, "srdf", -1, "srdf is not valid UTF-8");
+    free(ns);
+    free(nu);
     tdm_robot_info *list;
     size_t n;
     cr_assert_eq(tdm_robot_list(c, &list, &n), 0);
