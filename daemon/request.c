@@ -103,6 +103,45 @@ int tdm__work_apart(void)
     return on;
 }
 
+int tdm__hop_apart(tdm_conn *c, uint64_t id, tdm_arena **arena, tdm_pool_hop *h, uv_work_cb work,
+                   uv_after_work_cb after)
+{
+    if (!*arena) return -1;
+    h->c = c, h->id = id;
+    h->arena = *arena;
+    *arena = NULL; /* c->arena: the next request decodes into a new one */
+    tdm_metrics_mark_take(&h->mark); /* re-entered for the rest */
+    tdm_conn_begin(c);
+    if (uv_queue_work(c->io->loop, &h->work, work, after) != 0) {
+        /* cannot happen: uv_queue_work fails only without a callback */
+        *arena = h->arena;
+        tdm_conn_end(c);
+        return -1;
+    }
+    return 0;
+}
+
+int tdm__hop_back(tdm_pool_hop *h, tdm_metrics_mark *outer)
+{
+    tdm_srv_lock(h->c->srv);
+    *outer = tdm_metrics_enter(&h->mark);
+    if (!tdm_conn_alive(h->c)) return 0;
+    if (!h->c->srv->shutting_down) return 1;
+    tdm_conn_send_error(h->c, h->id, E(BUSY), "", -1, "the server is shutting down; retry later");
+    return 0;
+}
+
+void tdm__hop_end(tdm_pool_hop *h, tdm_metrics_mark outer, void *job)
+{
+    tdm_conn *c = h->c;
+    tdm_server *srv = c->srv;
+    tdm_metrics_leave(outer);
+    tdm_arena_free(h->arena);
+    free(job);
+    tdm_conn_end(c);
+    tdm_srv_unlock(srv);
+}
+
 void tdm__submit_after_pool(tdm_writer_op *op)
 {
     tdm_server *srv = ((tdm_conn *)op->owner)->srv;

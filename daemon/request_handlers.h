@@ -131,4 +131,26 @@ void tdm__submit_after_pool(tdm_writer_op *op);
  * a large URDF's parse, request_robot.c): 1 unless TDM_DECODE_APART=0 (A/B runs). Any thread. */
 int tdm__work_apart(void);
 
+/* A large request's CPU work taken to libuv's pool and back to its loop (the first member of each such
+ * job; its work.data the job): the request's arena and metrics scope go with it, and the connection
+ * stays counted in flight (tdm_conn_begin) until tdm__hop_end. */
+typedef struct tdm_pool_hop {
+    uv_work_t work;
+    tdm_conn *c;
+    uint64_t id;
+    tdm_arena *arena; /* the decoded request's, which the request lives in */
+    tdm_metrics_mark mark;
+} tdm_pool_hop;
+/* Sends h's job to libuv's pool with the request's arena (*arena, taken: c->arena, or an earlier
+ * hop's) and scope: 0, or -1 (no arena to take: nothing done). */
+int tdm__hop_apart(tdm_conn *c, uint64_t id, tdm_arena **arena, tdm_pool_hop *h, uv_work_cb work,
+                   uv_after_work_cb after);
+/* Back on the connection's loop (the after-callback): the server's lock taken and the request's scope
+ * entered (the previous one in *outer); 1 when the request goes on, 0 when the connection closed
+ * meanwhile or the server is stopping (answered BUSY). */
+int tdm__hop_back(tdm_pool_hop *h, tdm_metrics_mark *outer);
+/* The request done with: its scope left, its arena (unless a later hop took it) and job freed, the
+ * connection's count let go, the lock too. */
+void tdm__hop_end(tdm_pool_hop *h, tdm_metrics_mark outer, void *job);
+
 #endif

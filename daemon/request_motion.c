@@ -3,7 +3,8 @@
  * every batch of states run as a query job through the query pool, so that the
  * motions of every client are pooled with each other and with every Query.
  *
- * The loop validates the request; the first batch (its states' forward
+ * The loop validates the request (libuv's pool one of 1 MiB of numbers or more, then the loop
+ * admits and submits it); the first batch (its states' forward
  * kinematics) is set up on libuv's thread pool; from then on the job lives on the
  * pooler threads: after
  * each run `again` hands the answers to the motion check and sets up the next
@@ -11,6 +12,8 @@
  * writes the MotionCheckReply there and the loop sends it (request_query.c's
  * tdm_request_query_done, as for any query job). */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,70 +224,81 @@ static void cleanup(tdm_query_job *j)
 
 /* The request on scene sc, on which the caller holds a reference: 0 when the job took it
  * over, -1 when the request was answered otherwise (the caller lets it go). */
-static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc, tdm_stored_scene *sc)
+/* Why a MotionCheck is refused, found by motion_prepare (any thread) and sent on the loop. */
+typedef struct motion_refusal {
+    int code; /* an E() code; 0: none */
+    const char *field;
+    int64_t index;
+    char msg[256];
+} motion_refusal;
+
+static int refuse(motion_refusal *r, int code, const char *field, int64_t index, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int refuse(motion_refusal *r, int code, const char *field, int64_t index, const char *fmt, ...)
 {
-    tdm_server *srv = c->srv;
-    const tdm_config *cfg = srv->cfg;
-    motion_job *m = NULL;
-    int admitted = 0;
-    uint64_t mem = 0, reply = 0;
-    if (!sc->rs) {
-        tdm_conn_send_error(c, id, E(BAD_REQUEST), "scene_id", -1, "motions are checked on robot scenes only");
-        return -1;
-    }
-    const tdm_robot_scene *rs = sc->rs;
+    r->code = code, r->field = field, r->index = index;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* What motion_prepare needs of the server, read on the loop. */
+typedef struct motion_limits {
+    uint32_t max_queries;
+    uint64_t max_query_tasks, max_motion_states, max_query_work;
+    uint64_t window;         /* the first round's states per motion */
+    uint32_t motion_probes;
+    uint32_t configs_min;    /* tdm__configs_min */
+} motion_limits;
+
+/* A MotionCheck on robot scene rs validated and its motions planned, with nothing of the loop's
+ * touched (libuv's pool for a large one): 0 and *out (its copy of the motions, its rounds, its
+ * batch sizes in batch and pose_room, its states in total), or -1 with *r. */
+static int motion_prepare(const motion_limits *lim, const Tandem__V1__MotionCheck *mc, const tdm_robot_scene *rs,
+                          motion_job **out, size_t *pose_room_out, uint64_t *total_out, motion_refusal *r)
+{
+    *out = NULL;
     size_t J = rs->robot->n_active, per = 2 * J;
-    if (!isfinite(mc->resolution) || !(mc->resolution > 0)) {
-        tdm_conn_send_error(c, id, E(BAD_REQUEST), "resolution", -1, "resolution must be finite and > 0, not %g",
-                            mc->resolution);
-        return -1;
-    }
+    if (!isfinite(mc->resolution) || !(mc->resolution > 0))
+        return refuse(r, E(BAD_REQUEST), "resolution", -1, "resolution must be finite and > 0, not %g", mc->resolution);
     size_t n, n_pts = 0;
     if (mc->n_points) {
         n = mc->n_points;
         for (size_t i = 0; i < n; i++) {
-            if (mc->points[i] < 2) {
-                tdm_conn_send_error(c, id, E(BAD_REQUEST), "points", (int64_t)i,
-                                    "points[%zu] is %u: a motion goes through at least 2 configurations", i,
-                                    mc->points[i]);
-                return -1;
-            }
+            if (mc->points[i] < 2)
+                return refuse(r, E(BAD_REQUEST), "points", (int64_t)i,
+                              "points[%zu] is %u: a motion goes through at least 2 configurations", i, mc->points[i]);
             n_pts += mc->points[i];
         }
     } else {
         n = J ? mc->n_motions / per : 0;
         n_pts = 2 * n;
     }
-    if (J == 0 || n == 0 || mc->n_motions != n_pts * J) {
-        tdm_conn_send_error(c, id, E(BAD_REQUEST), "motions", -1,
-                            "motions has %zu numbers: it needs %s (%zu active joints)", mc->n_motions,
-                            mc->n_points ? "J per point of points" : "a positive multiple of 2 J (start and end)", J);
-        return -1;
-    }
-    if (n > cfg->max_queries) {
-        tdm_conn_send_error(c, id, E(LIMIT), "motions", -1, "%zu motions, over max_queries %u", n, cfg->max_queries);
-        return -1;
-    }
+    if (J == 0 || n == 0 || mc->n_motions != n_pts * J)
+        return refuse(r, E(BAD_REQUEST), "motions", -1, "motions has %zu numbers: it needs %s (%zu active joints)",
+                      mc->n_motions,
+                      mc->n_points ? "J per point of points" : "a positive multiple of 2 J (start and end)", J);
+    if (n > lim->max_queries)
+        return refuse(r, E(LIMIT), "motions", -1, "%zu motions, over max_queries %u", n, lim->max_queries);
     for (size_t k = 0; k < mc->n_motions; k++)
-        if (!isfinite(mc->motions[k])) {
-            tdm_conn_send_error(c, id, E(NON_FINITE), "motions", (int64_t)k,
-                                "motions[%zu] (point %zu, joint '%s') is not finite", k, k / J,
-                                rs->robot->joints[rs->robot->active[k % J]].name);
-            return -1;
-        }
+        if (!isfinite(mc->motions[k]))
+            return refuse(r, E(NON_FINITE), "motions", (int64_t)k, "motions[%zu] (point %zu, joint '%s') is not finite",
+                          k, k / J, rs->robot->joints[rs->robot->active[k % J]].name);
     uint32_t checks = rs->scene->n_checks ? rs->scene->n_checks : 1;
     size_t batch = BATCH_TASKS / checks;
-    if (cfg->max_query_tasks / checks < batch) batch = (size_t)(cfg->max_query_tasks / checks);
-    if (cfg->max_queries < batch) batch = cfg->max_queries;
+    if (lim->max_query_tasks / checks < batch) batch = (size_t)(lim->max_query_tasks / checks);
+    if (lim->max_queries < batch) batch = lim->max_queries;
     if (batch == 0) batch = 1;
     /* batches of configurations (device_configs_min states or more) need no poses here: larger
      * batches, fewer runs (each a device run, whatever its size); poses only for the smaller ones */
     size_t pose_room = batch;
-    uint32_t configs_min = tdm__configs_min(srv);
+    uint32_t configs_min = lim->configs_min;
     if (configs_min) {
         size_t big = BATCH_CONFIGS;
-        if (cfg->max_query_tasks / checks < big) big = (size_t)(cfg->max_query_tasks / checks);
-        if (cfg->max_queries < big) big = cfg->max_queries;
+        if (lim->max_query_tasks / checks < big) big = (size_t)(lim->max_query_tasks / checks);
+        if (lim->max_queries < big) big = lim->max_queries;
         if (big > batch) batch = big;
         pose_room = configs_min - 1 < batch ? configs_min - 1 : batch;
         if (pose_room == 0) pose_room = 1;
@@ -293,8 +307,8 @@ static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
     /* the motions and their rounds first: a batch never holds more than their states, so that a
      * planner's motion of tens of states holds (and zeroes) buffers of tens of states, not of a
      * whole batch */
-    m = calloc(1, sizeof *m);
-    if (!m) goto nomem;
+    motion_job *m = calloc(1, sizeof *m);
+    if (!m) return refuse(r, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
     m->rs = rs;
     m->n = n;
     m->J = J;
@@ -310,55 +324,74 @@ static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
     size_t bad = 0;
     int rc = tdm_motion_rounds_create_paths(m->motions, m->points, n, J, mc->resolution, batch, &m->mc, &bad);
     if (rc == TDM_ERANGE) {
-        tdm_conn_send_error(c, id, E(LIMIT), "motions", (int64_t)bad,
-                            "motion %zu has more than %llu states at resolution %g", bad,
-                            (unsigned long long)TDM_MOTION_MAX_STATES, mc->resolution);
+        refuse(r, E(LIMIT), "motions", (int64_t)bad, "motion %zu has more than %llu states at resolution %g", bad,
+               (unsigned long long)TDM_MOTION_MAX_STATES, mc->resolution);
         goto fail;
     }
     if (rc != TDM_OK) goto nomem;
-    uint64_t window = cfg->motion_window ? cfg->motion_window
-                      : tdm_sched_gpu_engines(srv->engine) ? TDM_MOTION_GPU_WINDOW
-                                                           : TDM_MOTION_FIRST_WINDOW;
-    tdm_motion_rounds_set_window(m->mc, window);
+    tdm_motion_rounds_set_window(m->mc, lim->window);
     if (mc->any_state) {
         m->any = 1;
-        tdm_motion_rounds_set_any(m->mc, cfg->motion_probes);
+        tdm_motion_rounds_set_any(m->mc, lim->motion_probes);
         tdm_motion_rounds_set_linear(m->mc, !spread_on());
     }
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += tdm_motion_rounds_states(m->mc, i);
-    if (total > cfg->max_motion_states) {
-        tdm_conn_send_error(c, id, E(LIMIT), "motions", -1,
-                            "the motions have %llu states at resolution %g, over max_motion_states %llu",
-                            (unsigned long long)total, mc->resolution, (unsigned long long)cfg->max_motion_states);
+    if (total > lim->max_motion_states) {
+        refuse(r, E(LIMIT), "motions", -1, "the motions have %llu states at resolution %g, over max_motion_states %llu",
+               (unsigned long long)total, mc->resolution, (unsigned long long)lim->max_motion_states);
         goto fail;
     }
     batch = tdm_motion_rounds_batch(m->mc);
     if (pose_room > batch) pose_room = batch;
+    m->batch = batch;
+    m->max_query_work = lim->max_query_work;
+    m->configs_min = configs_min;
+    *out = m;
+    *pose_room_out = pose_room;
+    *total_out = total;
+    return 0;
+nomem:
+    refuse(r, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
+fail:
+    cleanup(&m->q);
+    free(m);
+    return -1;
+}
 
+/* A prepared motion job m of MotionCheck mc on stored scene sc (whose reference the job takes, or
+ * the caller keeps on -1) admitted, given its buffers and submitted, on the loop: 0, or -1 (answered,
+ * m freed). */
+static int motion_start(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc, tdm_stored_scene *sc,
+                        motion_job *m, size_t pose_room, uint64_t total, uint64_t window)
+{
+    tdm_server *srv = c->srv;
+    const tdm_config *cfg = srv->cfg;
+    const tdm_robot_scene *rs = m->rs;
+    size_t n = m->n, J = m->J, batch = m->batch;
     /* held until answered: the copy of the motions, a batch's configurations, poses and results
      * (the rounds' own tables, about as large as the motions, counted once more); the reply:
      * per motion two varints and the last free configuration */
-    mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
+    uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
                    (uint64_t)batch * (J * sizeof(double) + sizeof(tdm_sched_result)) +
                    (uint64_t)pose_room * rs->n_elements * sizeof(tdm_xform);
-    reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
+    uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
     if (tdm_conn_job_admit(c, id, mem, reply) != 0) goto fail;
-    admitted = 1;
-    m->batch = batch;
     {
         size_t cb = batch * J * sizeof *m->configs, lb = rs->robot->n_links * sizeof *m->links,
                pb = pose_room * rs->n_elements * sizeof *m->q.poses, rb = batch * sizeof *m->q.pool.results;
         unsigned char *b = malloc(cb + lb + pb + rb + 1); /* each piece's size a multiple of 8 bytes */
-        if (!b) goto nomem;
+        if (!b) {
+            tdm_conn_job_unadmit(c, mem, reply);
+            tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
+            goto fail;
+        }
         m->configs = (double *)b;
         m->links = (tdm_xform *)(b + cb);
         m->q.poses = (tdm_xform *)(b + cb + lb);
         m->q.pool.results = (tdm_sched_result *)(b + cb + lb + pb);
         memset(m->q.pool.results, 0, rb);
     }
-    m->max_query_work = cfg->max_query_work;
-    m->configs_min = configs_min;
     tdm_query_job *j = &m->q;
     j->owner = c;
     tdm_conn_job_track(c, j, mem, reply);
@@ -383,6 +416,7 @@ static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
        and back would cost more latency than making it */
     uint64_t first_window = m->any && cfg->motion_probes ? cfg->motion_probes : window;
     size_t first = total < first_window * n ? total : first_window * n;
+    uint32_t configs_min = m->configs_min;
     if (first <= inline_states() || (configs_min && first >= configs_min && first <= BATCH_INLINE_CONFIGS) ||
         uv_queue_work(c->io->loop, &j->work, first_work, first_after) != 0) { /* uv_queue_work fails only without a callback */
         plan_batch(m); /* n >= 1 motions of >= 2 states: there is a first batch */
@@ -391,15 +425,93 @@ static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
         tdm_query_pool_submit(srv->query_pool, &m->q);
     }
     return 0;
-nomem:
-    tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %zu motions", n);
 fail:
-    if (admitted) tdm_conn_job_unadmit(c, mem, reply);
-    if (m) {
-        cleanup(&m->q);
-        free(m);
-    }
+    cleanup(&m->q);
+    free(m);
     return -1;
+}
+
+static motion_limits limits_of(tdm_server *srv)
+{
+    const tdm_config *cfg = srv->cfg;
+    return (motion_limits){cfg->max_queries, cfg->max_query_tasks, cfg->max_motion_states, cfg->max_query_work,
+                           cfg->motion_window ? cfg->motion_window
+                           : tdm_sched_gpu_engines(srv->engine) ? TDM_MOTION_GPU_WINDOW
+                                                                : TDM_MOTION_FIRST_WINDOW,
+                           cfg->motion_probes, tdm__configs_min(srv)};
+}
+
+/* A MotionCheck of this many bytes of numbers or more is validated and planned on libuv's pool: the
+ * checks and copies of 64 MiB of waypoints held the server's lock tens of milliseconds on the loop. */
+#define MOTION_PREPARE_APART (1u << 20)
+
+typedef struct motion_hop {
+    tdm_pool_hop hop; /* first */
+    const Tandem__V1__MotionCheck *mc;
+    tdm_stored_scene *sc; /* the request's reference */
+    motion_limits lim;
+    motion_job *m;
+    size_t pose_room;
+    uint64_t total;
+    motion_refusal r;
+} motion_hop;
+
+static void motion_prepare_work(uv_work_t *w)
+{
+    tdm__name_pool_thread();
+    motion_hop *h = w->data;
+    motion_prepare(&h->lim, h->mc, h->sc->rs, &h->m, &h->pose_room, &h->total, &h->r);
+}
+
+static void motion_prepare_after(uv_work_t *w, int status)
+{
+    (void)status;
+    motion_hop *h = w->data;
+    tdm_conn *c = h->hop.c;
+    tdm_metrics_mark outer;
+    int started = 0;
+    if (tdm__hop_back(&h->hop, &outer)) {
+        if (!h->m)
+            tdm_conn_send_error(c, h->hop.id, h->r.code, h->r.field, h->r.index, "%s", h->r.msg);
+        else
+            started = motion_start(c, h->hop.id, h->mc, h->sc, h->m, h->pose_room, h->total, h->lim.window) == 0;
+        h->m = NULL; /* motion_start took it */
+    }
+    if (h->m) {
+        cleanup(&h->m->q);
+        free(h->m);
+    }
+    if (!started) tdm__query_scene_unref(c, h->sc);
+    tdm__hop_end(&h->hop, outer, h);
+}
+
+/* 0: the request is the job's (or its hop's), with the scene's reference; -1: answered, the
+ * caller keeps the reference. */
+static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc, tdm_stored_scene *sc)
+{
+    if (!sc->rs) {
+        tdm_conn_send_error(c, id, E(BAD_REQUEST), "scene_id", -1, "motions are checked on robot scenes only");
+        return -1;
+    }
+    motion_limits lim = limits_of(c->srv);
+    if (mc->n_motions * sizeof(double) >= MOTION_PREPARE_APART && tdm__work_apart()) {
+        motion_hop *h = calloc(1, sizeof *h);
+        if (h) {
+            h->mc = mc, h->sc = sc, h->lim = lim;
+            h->hop.work.data = h;
+            if (tdm__hop_apart(c, id, &c->arena, &h->hop, motion_prepare_work, motion_prepare_after) == 0) return 0;
+            free(h);
+        }
+    }
+    motion_job *m;
+    size_t pose_room;
+    uint64_t total;
+    motion_refusal r;
+    if (motion_prepare(&lim, mc, sc->rs, &m, &pose_room, &total, &r) != 0) {
+        tdm_conn_send_error(c, id, r.code, r.field, r.index, "%s", r.msg);
+        return -1;
+    }
+    return motion_start(c, id, mc, sc, m, pose_room, total, lim.window);
 }
 
 void tdm__motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck *mc)

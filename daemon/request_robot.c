@@ -326,62 +326,8 @@ out:
 
 /* ---- a large request's work on libuv's pool: a RobotPut's parse, a RobotScenePut's content ---- */
 
-/* What a request takes to libuv's pool and back to its loop: the first member of each job. */
-typedef struct pool_hop {
-    uv_work_t work;
-    tdm_conn *c;
-    uint64_t id;
-    tdm_arena *arena; /* the decoded request's, which the text lives in */
-    tdm_metrics_mark mark;
-} pool_hop;
-
-/* Sends job h (h->work.data: the job) to libuv's pool with the request's arena (*arena, taken:
- * c->arena, or an earlier hop's) and scope: 0, or -1 (no arena to take: nothing done). */
-static int hop_apart(tdm_conn *c, uint64_t id, tdm_arena **arena, pool_hop *h, uv_work_cb work,
-                     uv_after_work_cb after)
-{
-    if (!*arena) return -1;
-    h->c = c, h->id = id;
-    h->arena = *arena;
-    *arena = NULL; /* c->arena: the next request decodes into a new one */
-    tdm_metrics_mark_take(&h->mark); /* re-entered for the rest */
-    tdm_conn_begin(c);
-    if (uv_queue_work(c->io->loop, &h->work, work, after) != 0) {
-        /* cannot happen: uv_queue_work fails only without a callback */
-        *arena = h->arena;
-        tdm_conn_end(c);
-        return -1;
-    }
-    return 0;
-}
-
-/* Back on the connection's loop: the server's lock taken and the request's scope entered (the
- * previous one in *outer); 1 when it goes on, 0 when the connection closed meanwhile or the
- * server is stopping (answered BUSY). */
-static int hop_back(pool_hop *h, tdm_metrics_mark *outer)
-{
-    tdm_srv_lock(h->c->srv);
-    *outer = tdm_metrics_enter(&h->mark);
-    if (!tdm_conn_alive(h->c)) return 0;
-    if (!h->c->srv->shutting_down) return 1;
-    tdm_conn_send_error(h->c, h->id, E(BUSY), "", -1, "the server is shutting down; retry later");
-    return 0;
-}
-
-/* The request done with: its scope left, its arena and job (job) freed, the lock let go. */
-static void hop_end(pool_hop *h, tdm_metrics_mark outer, void *job)
-{
-    tdm_conn *c = h->c;
-    tdm_server *srv = c->srv;
-    tdm_metrics_leave(outer);
-    tdm_arena_free(h->arena);
-    free(job);
-    tdm_conn_end(c);
-    tdm_srv_unlock(srv);
-}
-
 typedef struct robot_job {
-    pool_hop hop; /* first */
+    tdm_pool_hop hop; /* first */
     const Tandem__V1__RobotPut *p;
     const char *urdf, *srdf;
     size_t ulen, slen;
@@ -404,11 +350,11 @@ static void robot_parse_after(uv_work_t *w, int status)
     (void)status;
     robot_job *j = w->data;
     tdm_metrics_mark outer;
-    if (hop_back(&j->hop, &outer)) robot_put_finish(j->hop.c, j->hop.id, j->p, j->refs, j->n, &j->pre);
+    if (tdm__hop_back(&j->hop, &outer)) robot_put_finish(j->hop.c, j->hop.id, j->p, j->refs, j->n, &j->pre);
     tdm_robot_free(j->pre.robot);
     free(j->pre.canon);
     free(j->refs);
-    hop_end(&j->hop, outer, j);
+    tdm__hop_end(&j->hop, outer, j);
 }
 
 /* Hands the parse of RobotPut p (its text in *arena, which the job takes) to libuv's pool: 0, the job
@@ -421,7 +367,7 @@ static int robot_parse_apart(tdm_conn *c, uint64_t id, tdm_arena **arena, const 
     if (!j) return -1;
     j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen, j->refs = refs, j->n = n;
     j->hop.work.data = j;
-    if (hop_apart(c, id, arena, &j->hop, robot_parse_work, robot_parse_after) == 0) return 0;
+    if (tdm__hop_apart(c, id, arena, &j->hop, robot_parse_work, robot_parse_after) == 0) return 0;
     free(j);
     return -1;
 }
@@ -443,7 +389,7 @@ static void utf8_refuse(tdm_conn *c, uint64_t id, int bad)
 
 /* A large RobotPut's UTF-8 check on libuv's pool; then the rest on the loop, its parse on the pool again. */
 typedef struct utf8_job {
-    pool_hop hop; /* first */
+    tdm_pool_hop hop; /* first */
     const Tandem__V1__RobotPut *p;
     const char *urdf, *srdf;
     size_t ulen, slen;
@@ -462,11 +408,11 @@ static void utf8_after(uv_work_t *w, int status)
     (void)status;
     utf8_job *j = w->data;
     tdm_metrics_mark outer;
-    if (hop_back(&j->hop, &outer)) {
+    if (tdm__hop_back(&j->hop, &outer)) {
         if (j->bad) utf8_refuse(j->hop.c, j->hop.id, j->bad);
         else robot_put_checked(j->hop.c, j->hop.id, &j->hop.arena, j->p, j->urdf, j->ulen, j->srdf, j->slen);
     }
-    hop_end(&j->hop, outer, j); /* the arena, unless the parse's hop took it */
+    tdm__hop_end(&j->hop, outer, j); /* the arena, unless the parse's hop took it */
 }
 
 static int utf8_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, const char *urdf, size_t ulen,
@@ -476,7 +422,7 @@ static int utf8_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, c
     if (!j) return -1;
     j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen;
     j->hop.work.data = j;
-    if (hop_apart(c, id, &c->arena, &j->hop, utf8_work, utf8_after) == 0) return 0;
+    if (tdm__hop_apart(c, id, &c->arena, &j->hop, utf8_work, utf8_after) == 0) return 0;
     free(j);
     return -1;
 }
@@ -848,7 +794,7 @@ static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__R
 /* A large world's canonical content, made and hashed on libuv's pool (its text in the request's
  * arena, which the job holds): 16 MiB took the server's lock ~20-30 ms on the loop. */
 typedef struct scene_canon_job {
-    pool_hop hop; /* first */
+    tdm_pool_hop hop; /* first */
     const Tandem__V1__RobotScenePut *p;
     uint8_t rid[TDM_ID_LEN], sid[TDM_ID_LEN];
     const char *world;
@@ -885,13 +831,13 @@ static void scene_canon_after(uv_work_t *w, int status)
     (void)status;
     scene_canon_job *j = w->data;
     tdm_metrics_mark outer;
-    if (!hop_back(&j->hop, &outer))
+    if (!tdm__hop_back(&j->hop, &outer))
         free(j->canon);
     else if (j->failed)
         tdm_conn_send_error(j->hop.c, j->hop.id, E(NO_MEMORY), "", -1, "out of memory");
     else
         robot_scene_put_finish(j->hop.c, j->hop.id, j->p, j->rid, j->canon, j->canon_len, j->sid); /* takes canon */
-    hop_end(&j->hop, outer, j);
+    tdm__hop_end(&j->hop, outer, j);
 }
 
 /* Hands the world's canonical content to libuv's pool (the request's arena with it): 0, or -1 (no
@@ -904,7 +850,7 @@ static int scene_canon_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotSc
     j->p = p, j->world = world, j->len = len;
     memcpy(j->rid, rid, TDM_ID_LEN);
     j->hop.work.data = j;
-    if (hop_apart(c, id, &c->arena, &j->hop, scene_canon_work, scene_canon_after) == 0) return 0;
+    if (tdm__hop_apart(c, id, &c->arena, &j->hop, scene_canon_work, scene_canon_after) == 0) return 0;
     free(j);
     return -1;
 }

@@ -971,6 +971,61 @@ static long motion_reference(offline *o, const double *a, const double *b, doubl
 
 #define N_MOT 200
 
+/* MotionChecks of 1 MiB of numbers or more are validated and planned on libuv's pool
+ * (request_motion.c): the answers are those of the loop's. 22 000 motions (1.06 MB): refused for a
+ * non-finite number deep in them and for too many states with the small path's code, field, index
+ * and message; answered, every 97th motion as the reference; with TDM_DECODE_APART=0 the same. */
+static void large_motion_checks(void)
+{
+    enum { N = 22000 };
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x45};
+    double *m = malloc(sizeof *m * N * 2 * N_J), *last = malloc(sizeof *last * N * N_J);
+    int64_t *first = malloc(sizeof *first * N);
+    uint64_t *states = malloc(sizeof *states * N);
+    cr_assert(m && last && first && states);
+    for (int i = 0; i < 2 * N; i++) random_config(&g, m + i * N_J);
+    const char *flags[] = {"--max-motion-states", "1000000", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32];
+    put_arm_scene(c, rid, sid);
+    double keep = m[100000];
+    m[100000] = NAN;
+    expect_server_error(c, tdm_motion_check(c, sid, 1.0, m, N_J, N, first, states, last), "large: not finite",
+                        TDM_SERVER_NON_FINITE, "motions", 100000, "motions[100000] (point 33333, joint");
+    m[100000] = keep;
+    expect_server_error(c, tdm_motion_check(c, sid, 0.01, m, N_J, N, first, states, last), "large: too many states",
+                        TDM_SERVER_LIMIT, "motions", -1, "over max_motion_states 1000000");
+    cr_assert_eq(tdm_motion_check(c, sid, 1.0, m, N_J, N, first, states, last), 0, "%s", tdm_client_errstr(c));
+    int checked = 0;
+    for (int i = 0; i < N; i += 97, checked++) {
+        uint64_t n;
+        double want_last[N_J];
+        long want = motion_reference(&o, m + i * 2 * N_J, m + i * 2 * N_J + N_J, 1.0, &n, want_last);
+        cr_assert_eq(first[i], want, "motion %d: %lld, reference %ld", i, (long long)first[i], want);
+        cr_assert_eq(states[i], n, "motion %d: %llu states, reference %llu", i, (unsigned long long)states[i],
+                     (unsigned long long)n);
+    }
+    cr_log_info("22 000 motions at once: %d checked against the reference", checked);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    free(m);
+    free(last);
+    free(first);
+    free(states);
+    offline_close(&o);
+}
+
+Test(robotd, large_motion_checks_prepared_apart_answer_as_on_the_loop) { large_motion_checks(); }
+
+Test(robotd, large_motion_checks_prepared_on_the_loop)
+{
+    cr_assert_eq(setenv("TDM_DECODE_APART", "0", 1), 0);
+    large_motion_checks();
+}
+
 Test(robotd, motions_equal_reference)
 {
     offline o;
