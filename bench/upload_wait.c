@@ -16,7 +16,10 @@
  * server's lock; on libuv's pool from 256 KiB now). With UPLOAD_WORLD_BYTES=N, A stores a small
  * robot, then a robot scene of it whose world is about N bytes (one box, then comment lines), whose
  * canonical content tandemd makes and hashes (on the loop before, holding the server's lock; on
- * libuv's pool from 256 KiB now); A's time is the RobotScenePut's. */
+ * libuv's pool from 256 KiB now); A's time is the RobotScenePut's. With UPLOAD_MOTION_BYTES=N, A stores
+ * a three-joint arm and a scene of it, then sends a MotionCheck of about N bytes of waypoints (65 536
+ * paths; their numbers checked, copied and planned on the loop before, holding the server's lock; on
+ * libuv's pool from 1 MiB now); A's time is the MotionCheck's. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
@@ -47,7 +50,50 @@ static long rss_kb(long pid, const char *key)
     return v;
 }
 
-typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf, *world; } big;
+typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf, *world; size_t motion_bytes; } big;
+
+/* Three revolute joints, boxes for links; a world of one box out of reach. */
+static const char arm_urdf[] =
+    "<robot name='arm'><link name='l0'><collision><geometry><box size='0.2 0.2 0.2'/></geometry></collision></link>"
+    "<link name='l1'><collision><geometry><box size='0.1 0.1 0.5'/></geometry></collision></link>"
+    "<link name='l2'><collision><geometry><box size='0.1 0.1 0.5'/></geometry></collision></link>"
+    "<link name='l3'><collision><geometry><box size='0.1 0.1 0.5'/></geometry></collision></link>"
+    "<joint name='j1' type='revolute'><parent link='l0'/><child link='l1'/><origin xyz='0 0 0.2'/><axis xyz='0 0 1'/>"
+    "<limit lower='-3' upper='3' effort='1' velocity='1'/></joint>"
+    "<joint name='j2' type='revolute'><parent link='l1'/><child link='l2'/><origin xyz='0 0 0.5'/><axis xyz='0 1 0'/>"
+    "<limit lower='-3' upper='3' effort='1' velocity='1'/></joint>"
+    "<joint name='j3' type='revolute'><parent link='l2'/><child link='l3'/><origin xyz='0 0 0.5'/><axis xyz='0 1 0'/>"
+    "<limit lower='-3' upper='3' effort='1' velocity='1'/></joint></robot>";
+static const char arm_world[] = "world:\n  collision_objects:\n    - id: far\n      primitives: [{type: box, dimensions: "
+                                "[0.1, 0.1, 0.1]}]\n      primitive_poses: [{position: [5, 0, 0], orientation: [0, 0, 0, 1]}]\n";
+
+/* The MotionCheck: 65 536 paths of waypoints, about b->motion_bytes of numbers, small steps. */
+static int big_motions(tdm_client *c, big *b)
+{
+    uint8_t rid[32], sid[32];
+    if (tdm_robot_put(c, "arm", arm_urdf, NULL, NULL, 0, rid, NULL, NULL) != 0 ||
+        tdm_robot_scene_put(c, "arm", rid, arm_world, sid, NULL, NULL) != 0)
+        return -1;
+    size_t n = 65536, per = b->motion_bytes / (n * 3 * sizeof(double));
+    if (per < 2) per = 2;
+    double *q = malloc(sizeof *q * n * per * 3);
+    uint32_t *pts = malloc(sizeof *pts * n);
+    int64_t *first = malloc(sizeof *first * n);
+    uint64_t *states = malloc(sizeof *states * n);
+    double *last = malloc(sizeof *last * n * 3);
+    int rc = -1;
+    if (q && pts && first && states && last) {
+        for (size_t i = 0; i < n; i++) {
+            pts[i] = (uint32_t)per;
+            for (size_t k = 0; k < per * 3; k++) q[(i * per) * 3 + k] = 1e-3 * (double)(k % 7) + 1e-6 * (double)i;
+        }
+        double t0 = now_s();
+        rc = tdm_motion_check_paths(c, sid, 10.0, q, 3, pts, n, first, states, last);
+        b->secs = now_s() - t0;
+    }
+    free(q), free(pts), free(first), free(states), free(last);
+    return rc;
+}
 
 typedef struct watch { const char *addr; volatile int stop; double *rt; size_t n, cap; } watch;
 
@@ -93,6 +139,12 @@ static void *big_main(void *arg)
                                    "</geometry></collision></link></robot>", NULL, NULL, 0, rid, NULL, NULL) != 0)) {
         fprintf(stderr, "the small robot: %s\n", c ? tdm_client_errstr(c) : "no client");
         b->rc = -1;
+        tdm_client_free(c);
+        return NULL;
+    }
+    if (b->motion_bytes) {
+        b->rc = c && !tdm_client_err(c) ? big_motions(c, b) : -1;
+        if (b->rc) fprintf(stderr, "big MotionCheck: %s\n", c ? tdm_client_errstr(c) : "no client");
         tdm_client_free(c);
         return NULL;
     }
@@ -155,6 +207,8 @@ int main(int argc, char **argv)
                                        "orientation: [0, 0, 0, 1]}]\n", rand());
         for (int m = 0; at + 64 < want_b; m++) at += (size_t)sprintf(b.world + at, "# padding line %d\n", m);
     }
+    const char *mb = getenv("UPLOAD_MOTION_BYTES");
+    if (mb && atol(mb) > 0) b.motion_bytes = (size_t)atol(mb);
     long before = pid ? rss_kb(pid, "VmRSS:") : -1;
     watch w = {.addr = argv[1]};
     pthread_t th, tw;
@@ -178,7 +232,8 @@ int main(int argc, char **argv)
     w.stop = 1;
     pthread_join(tw, NULL);
     long hwm = pid ? rss_kb(pid, "VmHWM:") : -1;
-    if (b.world) printf("big RobotScenePut: %zu bytes of world, %.2f s, rc %d\n", strlen(b.world), b.secs, b.rc);
+    if (b.motion_bytes) printf("big MotionCheck: about %zu bytes of waypoints, %.2f s, rc %d\n", b.motion_bytes, b.secs, b.rc);
+    else if (b.world) printf("big RobotScenePut: %zu bytes of world, %.2f s, rc %d\n", strlen(b.world), b.secs, b.rc);
     else if (b.urdf) printf("big RobotPut: %zu bytes of URDF, %.2f s, rc %d\n", strlen(b.urdf), b.secs, b.rc);
     else printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,
                 b.rc);
