@@ -142,6 +142,10 @@ static const opt opts[] = {
      "How long an event loop polls for its connections' next bytes after their last read before it sleeps "
      "in epoll (it holds a core meanwhile; an idle daemon's loops sleep). A sleeping loop costs the next "
      "request a thread wake-up. auto: 200 with a GPU engine (as --dispatch-poll-us), 0 without; 0: sleep at once."},
+    {"build-threads", T_INT, OFF(build_threads), "auto", 1, 64, NULL, "N",
+     "Threads that build a large MeshPut's tree (8Ki triangles or more, on the writer's builder; the same "
+     "tree whatever the number: subtrees of 16Ki triangles or more split between them). auto: a quarter "
+     "of the cores, 1 to 8."},
     {"reply-threads", T_INT, OFF(reply_threads), "auto", 0, 16, NULL, "N",
      "Threads that write the replies of queries to their clients' sockets, so that the threads running the "
      "engine go on to their next batch (each write wakes a client: a few microseconds). Idle, they poll as "

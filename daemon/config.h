@@ -53,6 +53,7 @@ typedef struct tdm_config {
     int cpu_latency_us;       /* held in /dev/cpu_dma_latency while running (main.c); -1: off */
     int loop_spin_us;         /* a loop polls this long after its last read before it sleeps; -1: auto (main.c) */
     int reply_threads;        /* threads writing the pooler's replies (tdm_query_pool_set_replies); -1: auto (main.c) */
+    int build_threads;        /* threads building a large MeshPut's tree (tdm_writer_set_build_threads); -1: auto */
     uint32_t max_pipelined;
     uint32_t max_connections;
     uint64_t max_meshes_bytes;

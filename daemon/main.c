@@ -185,6 +185,11 @@ int main(int argc, char **argv)
         tdm_log_error("storage thread: %s", tdm_strerror(rc));
         goto out;
     }
+    {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int bt = cfg.build_threads >= 1 ? cfg.build_threads : cores >= 8 ? (int)(cores / 4 > 8 ? 8 : cores / 4) : 1;
+        tdm_writer_set_build_threads(srv.writer, bt);
+    }
     size_t skipped = tdm_loader_run(&srv);
     tdm_log_info("loaded %u meshes (%llu bytes) and %u scenes from %s%s", tdm_catalog_n_meshes(srv.catalog),
                  (unsigned long long)tdm_catalog_bytes(srv.catalog), tdm_catalog_n_scenes(srv.catalog), cfg.data_dir,

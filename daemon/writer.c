@@ -51,6 +51,7 @@ struct tdm_writer {
     pthread_cond_t build_wake;
     tdm_writer_op *queued_head, *queued_tail; /* taken in turns (builder_take) */
     uint64_t build_turns;                      /* the builder's takes (tdm_share.build_turn) */
+    int build_threads;                         /* threads a large MeshPut's tree is built by (1 at least) */
     tdm_writer_op *building;
     int built;
     mesh_build build;
@@ -176,7 +177,7 @@ static int mesh_put_check(tdm_writer *st, tdm_writer_op *op)
 
 /* The second phase: validation, the tree and its blob. Touches nothing but the op and b,
  * so it may run on the builder thread. On error op->rc is set. */
-static void mesh_put_build(tdm_writer_op *op, mesh_build *b)
+static void mesh_put_build(tdm_writer_op *op, mesh_build *b, int threads)
 {
     const Tandem__V1__MeshPut *p = op->put;
     uint32_t nv = op->n_verts, nt = op->n_tris;
@@ -195,7 +196,7 @@ static void mesh_put_build(tdm_writer_op *op, mesh_build *b)
         set_err(op, TDM_ENOMEM, "", -1, "out of memory");
         return;
     }
-    if ((op->rc = tdm_bvh_build(b->mesh, &b->bvh)) != TDM_OK) {
+    if ((op->rc = tdm_bvh_build_threads(b->mesh, threads, &b->bvh)) != TDM_OK) {
         set_err(op, op->rc, "", -1, "out of memory building the tree");
         return;
     }
@@ -291,7 +292,7 @@ static void mesh_put(tdm_writer *st, tdm_writer_op *op)
 {
     if (!mesh_put_check(st, op)) return;
     mesh_build b;
-    mesh_put_build(op, &b);
+    mesh_put_build(op, &b, 1);
     mesh_put_store(st, op, &b);
 }
 
@@ -543,7 +544,7 @@ static int run_or_hand_off(tdm_writer *st, tdm_writer_op *op)
     }
     pthread_mutex_unlock(&st->lock);
     mesh_build b;
-    mesh_put_build(op, &b);
+    mesh_put_build(op, &b, st->build_threads);
     mesh_put_store(st, op, &b);
     return 1;
 }
@@ -625,7 +626,7 @@ static void *builder_main(void *arg)
         st->built = 0;
         pthread_mutex_unlock(&st->lock);
         mesh_build b;
-        mesh_put_build(op, &b);
+        mesh_put_build(op, &b, st->build_threads);
         double t0 = st->trace ? trace_ms() : 0;
         if (st->stage && op->rc == TDM_OK) mesh_put_upload(st, op, &b); /* its device copy, off the writer */
         char err[300];
@@ -701,6 +702,7 @@ int tdm_writer_create(uv_loop_t *loop, void (*lock)(void *), void (*unlock)(void
     st->catalog = catalog;
     st->engine = engine;
     st->trace = getenv("TDM_WRITER_TRACE") != NULL;
+    st->build_threads = 1;
     const char *sg = getenv("TDM_WRITER_STAGE");
     st->stage = !(sg && strcmp(sg, "0") == 0);
     if (pthread_mutex_init(&st->lock, NULL) != 0) {
@@ -755,6 +757,8 @@ void tdm_writer_submit(tdm_writer *st, tdm_writer_op *op)
 }
 
 size_t tdm_writer_pending(const tdm_writer *st) { return st->pending; }
+
+void tdm_writer_set_build_threads(tdm_writer *st, int n) { st->build_threads = n < 1 ? 1 : n; }
 
 int tdm_writer_offloads(const tdm_writer *st) { return st->stage; }
 

@@ -20,7 +20,8 @@
  * builder is busy wait for it in a queue of their own, not on the writer, taking turns by
  * their share (op->share, --share-by: the builder takes the oldest put of the share whose
  * last turn came longest ago), so that one client's many large puts delay another's by one
- * build each at most; in order without shares.
+ * build each at most; in order without shares. The builder builds a tree with
+ * tdm_writer_set_build_threads threads (--build-threads).
  * TDM_WRITER_STAGE=0 does all of that on the writer, as before (A/B runs). Nothing behind it can depend on it: a mesh is listed, so usable by scenes and
  * robots or deletable, only once its put is answered; a second MeshPut of the same
  * mesh is set aside until it is stored, and then finds it stored. Their `done`
@@ -159,6 +160,9 @@ size_t tdm_writer_pending(const tdm_writer *st);
 /* Whether large MeshPuts' work leaves the writer thread (hashing before submission, the build's queue,
  * their files): 1 unless TDM_WRITER_STAGE=0 (A/B runs). Any thread. */
 int tdm_writer_offloads(const tdm_writer *st);
+/* Threads a large MeshPut's tree is built by, on the builder (tdm_bvh_build_threads: the same tree;
+ * 1, the default, and below: one). Before the first submission. */
+void tdm_writer_set_build_threads(tdm_writer *st, int n);
 /* Finishes the queued ops, joins the thread, runs the remaining callbacks and
  * closes the async handle; the writer is freed in its close callback. */
 void tdm_writer_stop(tdm_writer *st);

@@ -1,17 +1,22 @@
 /* OBB-tree construction; see bvh.h for the layout and the method. */
 #include "bvh.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tri.h"
+
+/* A subtree of at least this many triangles may be built on a thread of its own (threads > 1). */
+#define SPAWN_MIN_TRIS 16384
 
 typedef struct build_ctx {
     const tdm_mesh *mesh;
     uint32_t *idx;     /* triangle ids, partitioned in place into leaf order */
     double *key;       /* scratch: split key per triangle */
     tdm_bvh_node *nodes;
-    uint32_t n_nodes;
+    uint32_t n_nodes;  /* the next node's index (each thread's own) */
+    int spawn;         /* levels below which a right subtree may still go to a thread of its own */
 } build_ctx;
 
 static tdm_dvec3 vert(const tdm_mesh *m, uint32_t v)
@@ -210,6 +215,63 @@ static uint32_t partition_below(double *key, uint32_t *idx, uint32_t n, double m
     return l;
 }
 
+static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi, uint32_t depth);
+
+/* A right subtree built on a thread of its own. */
+typedef struct right_job {
+    build_ctx ctx;
+    uint32_t ni, lo, hi, depth;
+} right_job;
+
+static void *right_main(void *arg)
+{
+    right_job *r = arg;
+    build_node(&r->ctx, r->ni, r->lo, r->hi, r->depth);
+    return NULL;
+}
+
+/* The internal nodes of nodes[0..count) point `shift` places lower (the block moved down). */
+static void relocate(tdm_bvh_node *nodes, uint32_t count, uint32_t shift)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (!tdm_node_is_leaf(&nodes[i])) nodes[i].link -= (int32_t)shift;
+}
+
+/* Node ni's two subtrees, left [lo, mid) then right [mid, hi), built one after the other, or
+ * at once: the right one on a thread of its own, from the index after the most nodes the left
+ * one can take (2 (mid - lo) - 1), then moved down to just after the left one. The same nodes
+ * in the same places either way: a node's left child follows it, its right child follows the
+ * left subtree. */
+static void build_children(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t mid, uint32_t hi, uint32_t depth)
+{
+    uint32_t left = ctx->n_nodes++;
+    if (ctx->spawn > 0 && hi - lo >= SPAWN_MIN_TRIS) {
+        uint32_t right0 = left + 2 * (mid - lo) - 1;
+        right_job rj = {*ctx, right0, mid, hi, depth + 1};
+        rj.ctx.spawn = ctx->spawn - 1;
+        rj.ctx.n_nodes = right0 + 1;
+        pthread_t th;
+        int threaded = pthread_create(&th, NULL, right_main, &rj) == 0;
+        ctx->spawn--;
+        build_node(ctx, left, lo, mid, depth + 1);
+        ctx->spawn++;
+        if (threaded) pthread_join(th, NULL);
+        else right_main(&rj); /* no thread: here, after the left one */
+        uint32_t right = ctx->n_nodes, count = rj.ctx.n_nodes - right0;
+        if (right != right0) {
+            memmove(&ctx->nodes[right], &ctx->nodes[right0], sizeof *ctx->nodes * count);
+            relocate(&ctx->nodes[right], count, right0 - right);
+        }
+        ctx->n_nodes = right + count;
+        ctx->nodes[ni].link = (int32_t)right;
+        return;
+    }
+    build_node(ctx, left, lo, mid, depth + 1);
+    uint32_t right = ctx->n_nodes++;
+    build_node(ctx, right, mid, hi, depth + 1);
+    ctx->nodes[ni].link = (int32_t)right;
+}
+
 static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi, uint32_t depth)
 {
     const tdm_mesh *m = ctx->mesh;
@@ -251,11 +313,7 @@ static void build_node(build_ctx *ctx, uint32_t ni, uint32_t lo, uint32_t hi, ui
         mid = lo + n / 2;
         select_kth(ctx->key + lo, ctx->idx + lo, n, n / 2);
     }
-    uint32_t left = ctx->n_nodes++;
-    build_node(ctx, left, lo, mid, depth + 1);
-    uint32_t right = ctx->n_nodes++;
-    build_node(ctx, right, mid, hi, depth + 1);
-    ctx->nodes[ni].link = (int32_t)right;
+    build_children(ctx, ni, lo, mid, hi, depth);
 }
 
 /* A zero-area triangle (three collinear or coincident vertices) becomes its two
@@ -286,13 +344,17 @@ void tdm_bvh_zero_area_as_segments(tdm_bvh *bvh)
     for (uint32_t i = 0; i < bvh->n_tris; i++) zero_area_as_segment(&bvh->tri_verts[9 * (size_t)i]);
 }
 
-int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
+int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out) { return tdm_bvh_build_threads(mesh, 1, out); }
+
+int tdm_bvh_build_threads(const tdm_mesh *mesh, int threads, tdm_bvh **out)
 {
     *out = NULL;
     if (!mesh || mesh->n_tris == 0) return TDM_EINVAL;
     if (mesh->n_tris > (1u << 30)) return TDM_ERANGE; /* leaf encoding keeps 30 bits */
     uint32_t n = mesh->n_tris, nn = 2 * n - 1; /* the most a binary tree over n leaves can need */
-    build_ctx ctx = {mesh, NULL, NULL, NULL, 0};
+    int spawn = 0; /* levels that split in two: 2^spawn threads at most */
+    while (spawn < 6 && (2 << spawn) <= threads) spawn++;
+    build_ctx ctx = {mesh, NULL, NULL, NULL, 0, spawn};
     tdm_bvh *b = calloc(1, sizeof *b);
     if (!b) return TDM_ENOMEM;
     ctx.idx = malloc(sizeof(uint32_t) * n);
@@ -307,6 +369,8 @@ int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out)
     ctx.n_nodes = 1;
     build_node(&ctx, 0, 0, n, 1);
     b->n_nodes = ctx.n_nodes;
+    /* past the tree, zeros, as one thread leaves them (threads leave copies of moved subtrees) */
+    memset(&b->nodes[b->n_nodes], 0, sizeof *b->nodes * (nn - b->n_nodes));
     b->n_tris = n;
     for (uint32_t i = 0; i < n; i++)
         for (int c = 0; c < 3; c++)

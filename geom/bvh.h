@@ -87,6 +87,9 @@ typedef struct tdm_bvh {
 /* Builds the tree of a validated mesh. Returns 0 or TDM_ENOMEM. The caller frees
  * it with tdm_bvh_free. The mesh is only read. */
 int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out);
+/* The same tree, node for node, built by up to `threads` threads (rounded down to a power of
+ * two, at most 64; subtrees of 16Ki triangles or more split between them). 0 or TDM_ENOMEM. */
+int tdm_bvh_build_threads(const tdm_mesh *mesh, int threads, tdm_bvh **out);
 void tdm_bvh_free(tdm_bvh *bvh);
 
 /* Stores every zero-area triangle as its two extreme vertices and a repeat of

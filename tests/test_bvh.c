@@ -306,6 +306,54 @@ static void blob_of(const tdm_bvh *b, unsigned char **blob, size_t *len)
     *blob = p;
 }
 
+/* tdm_bvh_build_threads: 2, 3, 4 and 8 threads build the tree one thread builds, node for
+ * node (and the same leaf order, triangles, exact extents, zeros past the last node and
+ * serialised blob), on every test mesh and on meshes of 16Ki to 200Ki triangles whose subtrees
+ * do go to threads of their own (large piles, a sphere, slivers). */
+Test(bvh, threads_build_the_same_tree, .timeout = 240)
+{
+    gen_rng r = {seed ^ 0x7a};
+    enum { EXTRA = 4 };
+    for (int w = 0; w < M__N + EXTRA; w++) {
+        tdm_mesh *m = w < M__N        ? make_mesh(w, &r)
+                      : w == M__N     ? gen_pile(&r, 70000, 3.0, 0.05)
+                      : w == M__N + 1 ? gen_sphere(1.0, 320)
+                      : w == M__N + 2 ? gen_slivers(&r, 40000, 2.0, 0.5, 200)
+                                      : gen_pile(&r, 20000, 0.5, 0.3);
+        const char *what = w < M__N ? mesh_name[w] : "large";
+        cr_assert_not_null(m, "generating %s", what);
+        tdm_bvh *one = NULL;
+        cr_assert_eq(tdm_bvh_build_threads(m, 1, &one), TDM_OK);
+        size_t nn = 2 * (size_t)m->n_tris - 1;
+        unsigned char *blob_one;
+        size_t len_one;
+        blob_of(one, &blob_one, &len_one);
+        static const int threads[] = {2, 3, 4, 8};
+        for (int k = 0; k < 4; k++) {
+            tdm_bvh *b = NULL;
+            cr_assert_eq(tdm_bvh_build_threads(m, threads[k], &b), TDM_OK, "%s, %d threads", what, threads[k]);
+            cr_assert_eq(b->n_nodes, one->n_nodes, "%s, %d threads: %u nodes, one thread %u", what, threads[k],
+                         b->n_nodes, one->n_nodes);
+            cr_assert(!memcmp(b->nodes, one->nodes, sizeof *b->nodes * nn), "%s, %d threads: other nodes", what,
+                      threads[k]);
+            cr_assert(!memcmp(b->tri_ids, one->tri_ids, sizeof *b->tri_ids * m->n_tris), "%s: other leaf order", what);
+            cr_assert(!memcmp(b->tri_verts, one->tri_verts, sizeof(float) * 9 * m->n_tris), "%s: other triangles", what);
+            cr_assert(!memcmp(b->exact_extent, one->exact_extent, sizeof(float) * 3 * one->n_nodes),
+                      "%s: other exact extents", what);
+            unsigned char *blob;
+            size_t len;
+            blob_of(b, &blob, &len);
+            cr_assert(len == len_one && !memcmp(blob, blob_one, len), "%s, %d threads: another blob", what, threads[k]);
+            free(blob);
+            tdm_bvh_free(b);
+        }
+        if (w >= M__N) cr_log_info("%u triangles, %u nodes: the same with 2, 3, 4 and 8 threads", m->n_tris, one->n_nodes);
+        free(blob_one);
+        tdm_bvh_free(one);
+        tdm_mesh_free(m);
+    }
+}
+
 Test(bvh, serialize_round_trip, .timeout = 60)
 {
     gen_rng r = {seed ^ 1};
