@@ -344,6 +344,8 @@ void tdm_bvh_zero_area_as_segments(tdm_bvh *bvh)
     for (uint32_t i = 0; i < bvh->n_tris; i++) zero_area_as_segment(&bvh->tri_verts[9 * (size_t)i]);
 }
 
+static int exact_extents(tdm_bvh *b, int levels);
+
 int tdm_bvh_build(const tdm_mesh *mesh, tdm_bvh **out) { return tdm_bvh_build_threads(mesh, 1, out); }
 
 int tdm_bvh_build_threads(const tdm_mesh *mesh, int threads, tdm_bvh **out)
@@ -380,7 +382,7 @@ int tdm_bvh_build_threads(const tdm_mesh *mesh, int threads, tdm_bvh **out)
     b->radius = tdm_mesh_radius(mesh);
     free(ctx.key);
     ctx.key = NULL;
-    if (tdm_bvh_exact_extents(b) != TDM_OK) {
+    if (exact_extents(b, spawn) != TDM_OK) {
         tdm_bvh_free(b); /* owns idx now */
         return TDM_ENOMEM;
     }
@@ -400,17 +402,18 @@ static float round_up(double v)
     return (double)f < v ? nextafterf(f, INFINITY) : f;
 }
 
-int tdm_bvh_exact_extents(tdm_bvh *b)
+/* The extents of node root's subtree: a depth-first walk keeps the path from the root (its first
+ * d0 places the nodes above root, prefix); each leaf's vertices are measured against every node on
+ * it, into ext, or for the d0 nodes above root into top (3 floats each, the caller's to merge).
+ * The stored blob is checked to be a tree of at most TDM_BVH_MAX_DEPTH levels, which bounds the
+ * path. */
+static void extents_walk(const tdm_bvh *b, float *ext, uint32_t root, const uint32_t *prefix, uint32_t d0, float *top)
 {
-    float *ext = calloc(3 * (size_t)b->n_nodes, sizeof(float));
-    if (!ext) return TDM_ENOMEM;
-    /* A depth-first walk keeps the path from the root; each leaf's vertices are
-     * measured against every node on it. The stored blob is checked to be a
-     * tree of at most TDM_BVH_MAX_DEPTH levels, which bounds the path. */
     uint32_t path[TDM_BVH_MAX_DEPTH + 1], todo[TDM_BVH_MAX_DEPTH + 2], todo_depth[TDM_BVH_MAX_DEPTH + 2];
+    for (uint32_t d = 0; d < d0; d++) path[d] = prefix[d];
     int sp = 0;
-    todo[sp] = 0;
-    todo_depth[sp++] = 0;
+    todo[sp] = root;
+    todo_depth[sp++] = d0;
     while (sp > 0) {
         sp--;
         uint32_t i = todo[sp], depth = todo_depth[sp];
@@ -438,17 +441,98 @@ int tdm_bvh_exact_extents(tdm_bvh *b)
                         m[k] = s > m[k] ? s : m[k];
                     }
                 }
-            /* rounding up is monotone: the rounded maximum is the maximum of the rounded */
+            /* rounding up is monotone: the rounded maximum is the maximum of the rounded (and so
+               the order in which leaves, and threads, come does not matter) */
             for (int k = 0; k < 3; k++) {
-                float e = round_up(m[k]), *dst = &ext[3 * (size_t)path[d] + k];
+                float e = round_up(m[k]), *dst = d < d0 ? &top[3 * d + k] : &ext[3 * (size_t)path[d] + k];
                 if (e > *dst) *dst = e;
             }
         }
+    }
+}
+
+/* A subtree of the top levels' split, walked on a thread of its own (extents_threads). */
+typedef struct extents_part {
+    const tdm_bvh *b;
+    float *ext;
+    uint32_t root, d0;
+    uint32_t prefix[8];
+    float top[3 * 8];
+    pthread_t th;
+    int threaded;
+} extents_part;
+
+static void *extents_main(void *arg)
+{
+    extents_part *e = arg;
+    extents_walk(e->b, e->ext, e->root, e->prefix, e->d0, e->top);
+    return NULL;
+}
+
+/* The extents with the tree's top `levels` levels (at most 6) split: each subtree below them (or a
+ * leaf above) walked on a thread of its own, the nodes above them merged after. */
+static int extents_threads(tdm_bvh *b, int levels, float *ext)
+{
+    int cap = 1 << levels, n = 0;
+    extents_part *parts = calloc((size_t)cap, sizeof *parts);
+    if (!parts) return TDM_ENOMEM;
+    /* the subtrees: a walk of the top levels, each part keeping the nodes above it */
+    struct { uint32_t i, d; uint32_t prefix[8]; } todo[64];
+    int sp = 0;
+    todo[sp].i = 0, todo[sp++].d = 0;
+    while (sp > 0) {
+        sp--;
+        uint32_t i = todo[sp].i, d = todo[sp].d;
+        uint32_t prefix[8];
+        memcpy(prefix, todo[sp].prefix, sizeof prefix);
+        const tdm_bvh_node *node = &b->nodes[i];
+        if (tdm_node_is_leaf(node) || (int)d == levels) {
+            extents_part *e = &parts[n++];
+            e->b = b, e->ext = ext, e->root = i, e->d0 = d;
+            memcpy(e->prefix, prefix, sizeof prefix);
+            continue;
+        }
+        prefix[d] = i;
+        uint32_t kids[2] = {(uint32_t)node->link, i + 1};
+        for (int k = 0; k < 2; k++) {
+            todo[sp].i = kids[k], todo[sp].d = d + 1;
+            memcpy(todo[sp].prefix, prefix, sizeof prefix);
+            sp++;
+        }
+    }
+    for (int k = 0; k < n; k++) parts[k].threaded = pthread_create(&parts[k].th, NULL, extents_main, &parts[k]) == 0;
+    for (int k = 0; k < n; k++) {
+        if (parts[k].threaded) pthread_join(parts[k].th, NULL);
+        else extents_main(&parts[k]); /* no thread: here */
+    }
+    for (int k = 0; k < n; k++)
+        for (uint32_t d = 0; d < parts[k].d0; d++)
+            for (int c = 0; c < 3; c++) {
+                float e = parts[k].top[3 * d + c], *dst = &ext[3 * (size_t)parts[k].prefix[d] + c];
+                if (e > *dst) *dst = e;
+            }
+    free(parts);
+    return TDM_OK;
+}
+
+static int exact_extents(tdm_bvh *b, int levels)
+{
+    float *ext = calloc(3 * (size_t)b->n_nodes, sizeof(float));
+    if (!ext) return TDM_ENOMEM;
+    if (levels > 0 && b->n_tris >= SPAWN_MIN_TRIS) {
+        if (extents_threads(b, levels, ext) != TDM_OK) {
+            free(ext);
+            return TDM_ENOMEM;
+        }
+    } else {
+        extents_walk(b, ext, 0, NULL, 0, NULL);
     }
     free(b->exact_extent);
     b->exact_extent = ext;
     return TDM_OK;
 }
+
+int tdm_bvh_exact_extents(tdm_bvh *b) { return exact_extents(b, 0); }
 
 void tdm_bvh_free(tdm_bvh *bvh)
 {
