@@ -469,37 +469,32 @@ static void *extents_main(void *arg)
     return NULL;
 }
 
+/* The parts below node i (at depth d, the nodes above it in prefix): the subtrees at depth
+ * `levels`, or the leaves above it, into parts[*n..]. */
+static void extents_parts(const tdm_bvh *b, float *ext, uint32_t i, uint32_t d, int levels, uint32_t prefix[8],
+                          extents_part *parts, int *n)
+{
+    const tdm_bvh_node *node = &b->nodes[i];
+    if (tdm_node_is_leaf(node) || (int)d == levels) {
+        extents_part *e = &parts[(*n)++];
+        e->b = b, e->ext = ext, e->root = i, e->d0 = d;
+        memcpy(e->prefix, prefix, sizeof e->prefix);
+        return;
+    }
+    prefix[d] = i;
+    extents_parts(b, ext, (uint32_t)node->link, d + 1, levels, prefix, parts, n);
+    extents_parts(b, ext, i + 1, d + 1, levels, prefix, parts, n);
+}
+
 /* The extents with the tree's top `levels` levels (at most 6) split: each subtree below them (or a
  * leaf above) walked on a thread of its own, the nodes above them merged after. */
 static int extents_threads(tdm_bvh *b, int levels, float *ext)
 {
-    int cap = 1 << levels, n = 0;
-    extents_part *parts = calloc((size_t)cap, sizeof *parts);
+    int n = 0;
+    extents_part *parts = calloc((size_t)1 << levels, sizeof *parts);
     if (!parts) return TDM_ENOMEM;
-    /* the subtrees: a walk of the top levels, each part keeping the nodes above it */
-    struct { uint32_t i, d; uint32_t prefix[8]; } todo[64];
-    int sp = 0;
-    todo[sp].i = 0, todo[sp++].d = 0;
-    while (sp > 0) {
-        sp--;
-        uint32_t i = todo[sp].i, d = todo[sp].d;
-        uint32_t prefix[8];
-        memcpy(prefix, todo[sp].prefix, sizeof prefix);
-        const tdm_bvh_node *node = &b->nodes[i];
-        if (tdm_node_is_leaf(node) || (int)d == levels) {
-            extents_part *e = &parts[n++];
-            e->b = b, e->ext = ext, e->root = i, e->d0 = d;
-            memcpy(e->prefix, prefix, sizeof prefix);
-            continue;
-        }
-        prefix[d] = i;
-        uint32_t kids[2] = {(uint32_t)node->link, i + 1};
-        for (int k = 0; k < 2; k++) {
-            todo[sp].i = kids[k], todo[sp].d = d + 1;
-            memcpy(todo[sp].prefix, prefix, sizeof prefix);
-            sp++;
-        }
-    }
+    uint32_t prefix[8] = {0};
+    extents_parts(b, ext, 0, 0, levels, prefix, parts, &n);
     for (int k = 0; k < n; k++) parts[k].threaded = pthread_create(&parts[k].th, NULL, extents_main, &parts[k]) == 0;
     for (int k = 0; k < n; k++) {
         if (parts[k].threaded) pthread_join(parts[k].th, NULL);
