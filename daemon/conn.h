@@ -211,6 +211,11 @@ void tdm_conn_send_error(tdm_conn *c, uint64_t id, Tandem__V1__ErrorCode code, c
  * been answered (its reply, if any, already queued). */
 void tdm_conn_begin(tdm_conn *c);
 void tdm_conn_end(tdm_conn *c);
+/* The pooler owner its query jobs take turns as (tdm_pooler_job.owner): its share's, or NULL. */
+static inline tdm_pooler_owner *tdm_conn_pool_owner(const tdm_conn *c)
+{
+    return c->share_of ? &c->share_of->pool : NULL;
+}
 /* 1 while replies are still wanted (not CLOSING). */
 int tdm_conn_alive(const tdm_conn *c);
 

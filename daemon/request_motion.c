@@ -405,7 +405,7 @@ static int motion_start(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
     j->pool.scene = rs->scene;
     j->pool.mode = TDM_MODE_BOOL;
     j->pool.max_contacts = 1;
-    j->pool.owner = c->share_of ? &c->share_of->pool : NULL;
+    j->pool.owner = tdm_conn_pool_owner(c);
     j->pool.rc = TDM_OK;
     /* the caller's reference on the scene is the job's now: a SceneDelete meanwhile must not free
        what the engine reads */

@@ -356,7 +356,7 @@ static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_store
     pj->n_tasks = tasks;
     pj->max_work = tdm__work_budget(srv->cfg->max_query_work, n);
     pj->pairs_reserved = reserve;
-    pj->owner = c->share_of ? &c->share_of->pool : NULL;
+    pj->owner = tdm_conn_pool_owner(c);
     pj->rc = TDM_OK;
     tdm_conn_begin(c);
     if (offload) {
