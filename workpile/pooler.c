@@ -690,7 +690,8 @@ static tdm_pooler_job *take(tdm_pooler *p, worker *w, tdm_pooler_batch *b)
        out of the heap, its jobs popped, and put back with its new head (O(log owners) each) */
     struct took { tdm_pooler_owner *o; size_t n; } took[SHARE_VISIT + 1];
     size_t n_took = 0;
-    for (size_t i = 0; i < p->heap_n && i <= SHARE_VISIT && (i == 0 || whole); i++) {
+    /* (a batch at the task cap takes nobody more: every job weighs 1 at least) */
+    for (size_t i = 0; i < p->heap_n && i <= SHARE_VISIT && (i == 0 || (whole && b->weight < p->max_tasks)); i++) {
         tdm_pooler_owner *o = p->heap[i];
         size_t n = i == 0; /* the batch's first job */
         for (tdm_pooler_job *j = i == 0 ? batch->next : o->head; whole && join_next(p, batch, j, b); j = j->next) n++;
