@@ -19,7 +19,10 @@
  * libuv's pool from 256 KiB now); A's time is the RobotScenePut's. With UPLOAD_MOTION_BYTES=N, A stores
  * a three-joint arm and a scene of it, then sends a MotionCheck of about N bytes of waypoints (65 536
  * paths; their numbers checked, copied and planned on the loop before, holding the server's lock; on
- * libuv's pool from 1 MiB now); A's time is the MotionCheck's. */
+ * libuv's pool from 1 MiB now); A's time is the MotionCheck's. With UPLOAD_QUERY_BYTES=N, A stores a box
+ * and a scene of two of them, one movable, then sends a Query of about N bytes of poses, all apart (their
+ * numbers copied on the loop before, holding the server's lock; kept where they were decoded from 1 MiB
+ * now); A's time is the Query's. N over 64 KiB x 56 bytes needs tandemd's --max-queries raised. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
@@ -50,7 +53,7 @@ static long rss_kb(long pid, const char *key)
     return v;
 }
 
-typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf, *world; size_t motion_bytes; } big;
+typedef struct big { const char *addr; float *v; uint32_t *t; uint32_t nv, nt; double secs; int rc; char *urdf, *world; size_t motion_bytes, query_bytes; } big;
 
 /* Three revolute joints, boxes for links; a world of one box out of reach. */
 static const char arm_urdf[] =
@@ -92,6 +95,38 @@ static int big_motions(tdm_client *c, big *b)
         b->secs = now_s() - t0;
     }
     free(q), free(pts), free(first), free(states), free(last);
+    return rc;
+}
+
+/* The Query: about b->query_bytes of poses of a box, each 10 apart from the fixed one. */
+static int big_query(tdm_client *c, big *b)
+{
+    float v[24] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1};
+    uint32_t t[36] = {0, 2, 1, 0, 3, 2, 4, 5, 6, 4, 6, 7, 0, 1, 5, 0, 5, 4, 1, 2, 6, 1, 6, 5, 2, 3, 7, 2, 7, 6, 3, 0, 4, 3, 4, 7};
+    uint8_t mid[32], sid[32];
+    if (tdm_mesh_put(c, "query box", v, 8, t, 12, mid, NULL) != 0) return -1;
+    tdm_scene_object objs[2] = {{.object_id = 0, .movable = 0}, {.object_id = 1, .movable = 1}};
+    memcpy(objs[0].mesh_id, mid, 32);
+    memcpy(objs[1].mesh_id, mid, 32);
+    if (tdm_scene_put(c, "query", objs, 2, NULL, 0, sid, NULL, NULL, 0, NULL) != 0) return -1;
+    size_t n = b->query_bytes / (7 * sizeof(double));
+    if (n < 1) n = 1;
+    double *p = malloc(sizeof *p * 7 * n);
+    tdm_query_result *res = malloc(sizeof *res * n);
+    int rc = -1;
+    if (p && res) {
+        for (size_t i = 0; i < n; i++) {
+            double *w = p + 7 * i;
+            w[0] = 10 + 1e-6 * (double)i, w[1] = w[2] = 0;
+            w[3] = w[4] = w[5] = 0, w[6] = 1;
+        }
+        double t0 = now_s();
+        rc = tdm_query(c, sid, TDM_QUERY_BOOL, p, 1, n, 0, res, NULL);
+        b->secs = now_s() - t0;
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (res[i].colliding) rc = -1, fprintf(stderr, "big Query: pose %zu collides, apart\n", i);
+    }
+    free(p), free(res);
     return rc;
 }
 
@@ -139,6 +174,12 @@ static void *big_main(void *arg)
                                    "</geometry></collision></link></robot>", NULL, NULL, 0, rid, NULL, NULL) != 0)) {
         fprintf(stderr, "the small robot: %s\n", c ? tdm_client_errstr(c) : "no client");
         b->rc = -1;
+        tdm_client_free(c);
+        return NULL;
+    }
+    if (b->query_bytes) {
+        b->rc = c && !tdm_client_err(c) ? big_query(c, b) : -1;
+        if (b->rc) fprintf(stderr, "big Query: %s\n", c ? tdm_client_errstr(c) : "no client");
         tdm_client_free(c);
         return NULL;
     }
@@ -209,6 +250,8 @@ int main(int argc, char **argv)
     }
     const char *mb = getenv("UPLOAD_MOTION_BYTES");
     if (mb && atol(mb) > 0) b.motion_bytes = (size_t)atol(mb);
+    const char *qb = getenv("UPLOAD_QUERY_BYTES");
+    if (qb && atol(qb) > 0) b.query_bytes = (size_t)atol(qb);
     long before = pid ? rss_kb(pid, "VmRSS:") : -1;
     watch w = {.addr = argv[1]};
     pthread_t th, tw;
@@ -232,7 +275,9 @@ int main(int argc, char **argv)
     w.stop = 1;
     pthread_join(tw, NULL);
     long hwm = pid ? rss_kb(pid, "VmHWM:") : -1;
-    if (b.motion_bytes) printf("big MotionCheck: about %zu bytes of waypoints, %.2f s, rc %d\n", b.motion_bytes, b.secs, b.rc);
+    if (b.query_bytes) printf("big Query: %zu poses (%zu bytes), %.2f s, rc %d\n", b.query_bytes / 56, b.query_bytes / 56 * 56,
+                              b.secs, b.rc);
+    else if (b.motion_bytes) printf("big MotionCheck: about %zu bytes of waypoints, %.2f s, rc %d\n", b.motion_bytes, b.secs, b.rc);
     else if (b.world) printf("big RobotScenePut: %zu bytes of world, %.2f s, rc %d\n", strlen(b.world), b.secs, b.rc);
     else if (b.urdf) printf("big RobotPut: %zu bytes of URDF, %.2f s, rc %d\n", strlen(b.urdf), b.secs, b.rc);
     else printf("big MeshPut: %u triangles (%.1f MB sent), %.2f s, rc %d\n", b.nt, (12.0 * b.nv + 12.0 * b.nt) / 1e6, b.secs,

@@ -38,6 +38,7 @@ struct tdm_query_job {
     tdm_xform *poses;     /* == pool.poses, written by pose conversion before submission */
     uv_work_t work;       /* large jobs: pose conversion on libuv's thread pool */
     double *raw;          /* the pose (or configuration) numbers as sent, while they wait for conversion */
+    struct tdm_arena *arena; /* large requests: the decoded request, raw's memory (codec.h), freed with the job */
     const tdm_robot_scene *rs; /* robot scenes queried with configurations (else NULL): raw holds
                                   n_queries x rs->robot->n_active joint values, converted by FK */
     size_t bad_index;     /* configurations: the first non-finite number's index in Query.configs */

@@ -22,6 +22,7 @@ static void free_job(tdm_query_job *j)
     if (j->cleanup) j->cleanup(j);
     tdm__query_scene_unref(j->owner, j->scene_ref); /* a loop's finished jobs go holding the lock shared */
     free(j->pool.pairs);
+    tdm_arena_free(j->arena);
     free(j);
 }
 
@@ -79,6 +80,11 @@ static void finish_job(tdm_query_job *j, tdm_frame *f, int too_large)
  * are now packed by the pooler thread that ran them). Smaller ones stay on
  * the loop, where a thread hand-off would cost more latency than the work. */
 #define OFFLOAD_QUERIES 64
+
+/* Such a request with this many bytes of numbers or more keeps them where they were decoded: its
+ * job takes the request's arena rather than copying them on the loop, which held the server's lock
+ * ~10-15 ms for 64 MiB. Smaller ones are copied: a new arena for the next request costs more. */
+#define KEEP_NUMBERS_BYTES (1u << 20)
 
 void tdm__name_pool_thread(void)
 {
@@ -292,15 +298,19 @@ static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_store
     /* one allocation: the job, the transforms (not for configurations), the
      * results and, when they are converted off the loop or run as configurations,
      * a copy of the numbers sent (the frame they are in is reused by the next
-     * request) */
-    int offload = n >= OFFLOAD_QUERIES, copy = offload || as_configs;
+     * request), unless the job keeps the decoded request's arena, where they are */
+    int offload = n >= OFFLOAD_QUERIES;
+    int keep = offload && n_numbers * sizeof(double) >= KEEP_NUMBERS_BYTES && c->arena && tdm__work_apart();
+    int copy = (offload || as_configs) && !keep;
     size_t xoff = (sizeof(tdm_query_job) + 15) & ~(size_t)15;
     size_t roff = xoff + (as_configs ? 0 : n * m * sizeof(tdm_xform));
     size_t poff = (roff + n * sizeof(tdm_sched_result) + 7) & ~(size_t)7;
     size_t job_bytes = poff + (copy ? n_numbers * sizeof(double) : 0);
-    /* what the job holds until answered (the pairs' room is reserved, if not all touched) and its
-     * reply's bound: both counted against max-memory, the bound on the connection's output */
-    uint64_t mem = job_bytes + reserve * sizeof(tdm_sched_contact), reply = tdm_query_reply_max(n, reserve);
+    /* what the job holds until answered (the pairs' room is reserved, if not all touched; a kept
+     * arena) and its reply's bound: both counted against max-memory, the bound on the connection's
+     * output */
+    uint64_t mem = job_bytes + reserve * sizeof(tdm_sched_contact) + (keep ? tdm_arena_allocated(c->arena) : 0);
+    uint64_t reply = tdm_query_reply_max(n, reserve);
     if (tdm_conn_job_admit(c, id, mem, reply) != 0) return -1;
     tdm_query_job *j = malloc(job_bytes);
     if (!j) {
@@ -318,9 +328,13 @@ static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_store
     j->request_id = id;
     tdm_metrics_mark_take(&j->mark);
     j->rs = rs;
-    if (copy) {
-        j->raw = (double *)(void *)((char *)j + poff);
-        memcpy(j->raw, numbers, n_numbers * sizeof(double));
+    if (copy || keep) {
+        if (keep) {
+            j->raw = (double *)numbers; /* in c->arena, which the job takes below */
+        } else {
+            j->raw = (double *)(void *)((char *)j + poff);
+            memcpy(j->raw, numbers, n_numbers * sizeof(double));
+        }
         if (as_configs) {
             j->poses = NULL;
             pj->poses = NULL;
@@ -346,6 +360,10 @@ static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_store
             tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory for %llu pairs", (unsigned long long)reserve);
             return -1;
         }
+    }
+    if (keep) {
+        j->arena = c->arena;
+        c->arena = NULL; /* the next request decodes into a new one */
     }
     j->owner = c;
     j->scene_ref = sc; /* the caller's reference, the job's now: a SceneDelete meanwhile must not free

@@ -372,6 +372,30 @@ static void lib_results(const scene1 *s, const char *addr, int first, uint8_t sc
         }
     }
 
+    /* a request of 1 MiB of numbers or more: its job keeps them in the decoded request's arena
+       (request_query.c), with the same answers and the same error for a bad pose deep in it */
+    size_t big = (1u << 20) / (7 * sizeof(double)) + 100;
+    double *tiled = malloc(sizeof *tiled * 7 * big);
+    tdm_query_result *bres = calloc(big, sizeof *bres);
+    cr_assert(tiled && bres);
+    for (size_t i = 0; i < big; i++) memcpy(tiled + 7 * i, s->wire + 7 * (i % s->n), 7 * sizeof(double));
+    double keep_w = tiled[7 * (big - 50) + 6];
+    tiled[7 * (big - 50) + 6] = 2.5; /* a quaternion far from unit */
+    cr_assert_eq(tdm_query(c, scene_id, TDM_QUERY_BOOL, tiled, 1, big, 0, bres, NULL), TDM_CLIENT_ESERVER,
+                 "%s: a large request with a bad pose: %s", addr, tdm_client_errstr(c));
+    const tdm_server_error *e = tdm_client_server_error(c);
+    cr_assert(e && e->code == TDM_SERVER_NOT_UNIT && !strcmp(e->field, "poses") && e->index == (int64_t)(big - 50),
+              "%s: the large request's error: %d '%s' %lld: %s", addr, e ? e->code : -1, e ? e->field : "",
+              e ? (long long)e->index : -1, e ? e->message : "");
+    tiled[7 * (big - 50) + 6] = keep_w;
+    cr_assert_eq(tdm_query(c, scene_id, TDM_QUERY_BOOL, tiled, 1, big, 0, bres, NULL), 0, "%s: large: %s", addr,
+                 tdm_client_errstr(c));
+    for (size_t i = 0; i < big; i++)
+        CHECK(bres[i].colliding == (s->npairs[i % s->n] > 0), "%s: large request, pose %zu: colliding=%u; brute "
+              "force: %zu pairs", addr, i, bres[i].colliding, s->npairs[i % s->n]);
+    free(bres);
+    free(tiled);
+
     /* want_pairs: the very pairs brute force finds */
     size_t np = 40 < s->n ? 40 : s->n, total = 0;
     for (size_t i = 0; i < np; i++) total += s->npairs[i];

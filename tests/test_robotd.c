@@ -947,6 +947,54 @@ Test(robotd, cli_robot_and_query)
     dmn_stop(&D, SIGTERM);
 }
 
+/* A Query of 1 MiB of numbers or more keeps them in the decoded request's arena, its job taking
+ * it (request_query.c): 44 000 configurations (1.06 MB) refused for a non-finite number deep in
+ * them with the small path's code, field, index and message; answered, every configuration as the
+ * reference; with TDM_DECODE_APART=0 (copied on the loop) the same. */
+static void large_queries(void)
+{
+    enum { N = 44000 };
+    offline o;
+    offline_open(&o);
+    gen_rng g = {seed ^ 0x46};
+    double *q = malloc(sizeof *q * N * N_J);
+    tdm_sched_result *want = calloc(N, sizeof *want);
+    tdm_query_result *got = calloc(N, sizeof *got);
+    cr_assert(q && want && got);
+    for (int i = 0; i < N; i++) random_config(&g, q + i * N_J);
+    offline_run(&o, q, N, TDM_MODE_BOOL, 1, want, NULL);
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32];
+    put_arm_scene(c, rid, sid);
+    double keep = q[120001];
+    q[120001] = INFINITY;
+    expect_server_error(c, tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, N, 0, got, NULL), "large: not finite",
+                        TDM_SERVER_NON_FINITE, "configs", 120001, "configs[120001] (query 40000, joint");
+    q[120001] = keep;
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, N, 0, got, NULL), 0, "%s", tdm_client_errstr(c));
+    size_t colliding = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "configuration %d", i);
+        colliding += want[i].colliding != 0;
+    }
+    cr_assert(colliding > N / 10 && colliding < N - N / 10, "%zu of %d colliding: the test needs both", colliding, N);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    free(q);
+    free(want);
+    free(got);
+    offline_close(&o);
+}
+
+Test(robotd, large_queries_keep_their_numbers_answer_as_copied) { large_queries(); }
+
+Test(robotd, large_queries_copied_on_the_loop)
+{
+    cr_assert_eq(setenv("TDM_DECODE_APART", "0", 1), 0);
+    large_queries();
+}
+
 /* ---- motions ---- */
 
 /* The reference: n and q_k from the formula, each state run alone offline. */
