@@ -92,8 +92,8 @@ static double fit_with_axes(const tdm_mesh *m, const uint32_t *idx, uint32_t n, 
             tdm_dvec3 p = vert(m, m->tris[3 * idx[i] + c]);
             for (int k = 0; k < 3; k++) {
                 double s = tdm_d3_dot(ax[k], p);
-                lo[k] = fmin(lo[k], s);
-                hi[k] = fmax(hi[k], s);
+                if (s < lo[k]) lo[k] = s; /* finite (the mesh's checks): fmin's value, inlined */
+                if (s > hi[k]) hi[k] = s;
             }
         }
     tdm_dvec3 cd = tdm_d3(0, 0, 0);
@@ -104,7 +104,7 @@ static double fit_with_axes(const tdm_mesh *m, const uint32_t *idx, uint32_t n, 
     double surf = 0, e[3];
     for (int k = 0; k < 3; k++) {
         double cc = tdm_d3_dot(ax[k], c);
-        double ext = fmax(hi[k] - cc, cc - lo[k]);
+        double ext = hi[k] - cc > cc - lo[k] ? hi[k] - cc : cc - lo[k];
         /* outward rounding: relative, and absolute for boxes far from the origin */
         e[k] = ext * (1 + 4e-6) + 4 * FLT_EPSILON * mag;
     }
@@ -395,13 +395,6 @@ fail:
     return TDM_ENOMEM;
 }
 
-/* Up to float, never below the double value. */
-static float round_up(double v)
-{
-    float f = (float)v;
-    return (double)f < v ? nextafterf(f, INFINITY) : f;
-}
-
 /* The extents of node root's subtree: a depth-first walk keeps the path from the root (its first
  * d0 places the nodes above root, prefix); each leaf's vertices are measured against every node on
  * it, into ext, or for the d0 nodes above root into top (3 floats each, the caller's to merge).
@@ -444,7 +437,7 @@ static void extents_walk(const tdm_bvh *b, float *ext, uint32_t root, const uint
             /* rounding up is monotone: the rounded maximum is the maximum of the rounded (and so
                the order in which leaves, and threads, come does not matter) */
             for (int k = 0; k < 3; k++) {
-                float e = round_up(m[k]), *dst = d < d0 ? &top[3 * d + k] : &ext[3 * (size_t)path[d] + k];
+                float e = tdm_float_up(m[k]), *dst = d < d0 ? &top[3 * d + k] : &ext[3 * (size_t)path[d] + k];
                 if (e > *dst) *dst = e;
             }
         }

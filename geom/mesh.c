@@ -73,6 +73,9 @@ void tdm_mesh_free(tdm_mesh *m)
 float tdm_mesh_radius(const tdm_mesh *m)
 {
     float r = 0;
-    for (uint32_t i = 0; i < 3 * m->n_verts; i++) r = fmaxf(r, fabsf(m->verts[i]));
+    for (uint32_t i = 0; i < 3 * m->n_verts; i++) {
+        float a = fabsf(m->verts[i]); /* finite: fmaxf's value, inlined */
+        if (a > r) r = a;
+    }
     return r;
 }

@@ -90,14 +90,6 @@ static double measure_deviation(const tdm_primitive *p, const float *v, uint32_t
 
 /* ---- box --------------------------------------------------------------------- */
 
-/* The float nearest to h that is >= h (h > 0). */
-static float round_up(double h)
-{
-    float f = (float)h;
-    if ((double)f < h) f = nextafterf(f, INFINITY);
-    return f;
-}
-
 static int box_mesh(const tdm_primitive *p, tdm_mesh **out, double *deviation, char *err, size_t errlen)
 {
     /* vertex i has x at bit 0, y at bit 1, z at bit 2 (set: +) */
@@ -105,7 +97,7 @@ static int box_mesh(const tdm_primitive *p, tdm_mesh **out, double *deviation, c
                                          {2, 6, 7, 3}, {0, 2, 3, 1}, {4, 5, 7, 6}};
     float h[3], v[24];
     uint32_t t[36];
-    for (int a = 0; a < 3; a++) h[a] = round_up(0.5 * p->dims[a]);
+    for (int a = 0; a < 3; a++) h[a] = tdm_float_up(0.5 * p->dims[a]); /* the float nearest, not below */
     for (int i = 0; i < 8; i++)
         for (int a = 0; a < 3; a++) v[3 * i + a] = (i >> a & 1) ? h[a] : -h[a];
     for (int f = 0; f < 6; f++) {

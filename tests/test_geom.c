@@ -1251,3 +1251,34 @@ Test(geom, quat_unit_tolerance)
     cr_assert(!tdm_quat_is_unit((tdm_quat){NAN, 0, 0, 1}));
     cr_assert(!tdm_quat_is_unit((tdm_quat){INFINITY, 0, 0, 1}));
 }
+
+/* ---- rounding up to float (geom/base.h) -------------------------------------------- */
+
+/* The reference: nextafterf's step when the conversion rounded down. */
+static float float_up_reference(double v)
+{
+    float f = (float)v;
+    return (double)f < v ? nextafterf(f, INFINITY) : f;
+}
+
+Test(geom, float_up_is_the_nearest_float_not_below)
+{
+    static const double edges[] = {0.0, -0.0, 1.0, -1.0, 0.1, -0.1, 1e-46, -1e-46, 1e-45, -1e-45, 1.4e-45, -1.4e-45,
+                                   FLT_MIN, -FLT_MIN, 0.5 * FLT_MIN, -0.5 * FLT_MIN, FLT_MAX, -FLT_MAX,
+                                   (double)FLT_MAX * (1 + 1e-9), -(double)FLT_MAX * (1 + 1e-9), 1e-300, -1e-300,
+                                   16777217.0, -16777217.0, 3.0000000001, -3.0000000001};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        float got = tdm_float_up(edges[i]), want = float_up_reference(edges[i]);
+        cr_assert(!memcmp(&got, &want, sizeof got), "%.17g: %a, nextafterf's %a", edges[i], (double)got, (double)want);
+        cr_assert((double)got >= edges[i], "%.17g: %a is below it", edges[i], (double)got);
+    }
+    gen_rng r = {seed ^ 0xf1};
+    for (int i = 0; i < 2000000; i++) {
+        /* doubles over float's whole range, both signs, and as many exactly representable as not */
+        double v = ldexp(gen_range(&r, 0.5, 1), (int)gen_int(&r, -155, 128)) * (gen_uniform(&r) < 0.5 ? -1 : 1);
+        if (i % 3 == 0) v = (double)(float)v;
+        if (fabs(v) > FLT_MAX) continue;
+        float got = tdm_float_up(v), want = float_up_reference(v);
+        CHECK(!memcmp(&got, &want, sizeof got), "%.17g: %a, nextafterf's %a", v, (double)got, (double)want);
+    }
+}
