@@ -9,7 +9,9 @@ largest. Over all of them: the rounds' median ratio, how many rounds reach the g
 and their median, and a 95 % interval for the median ratio from a two-level bootstrap (hosts drawn with
 replacement, then each drawn host's rounds drawn with replacement), since the rounds of one host are not
 independent of each other: a host's FCL speed moves all its rounds together. Reads only the rounds'
-table rows ("| round | order | FCL ... | Tandem ... | ratio× |"); a report without any is an error. Reports
+table rows ("| round | order | FCL ... | Tandem ... | ratio× |"); a report without any is an error. Where the
+rows say how many problems each side solved, a last line reads the same rounds as solved problems per
+second, for comparison only (the goal counts every problem over the wall time). Reports
 joined by commas are one host's (several calls on one machine, not given back between them)."""
 import argparse
 import random
@@ -18,6 +20,7 @@ import statistics
 import sys
 
 ROW = re.compile(r"^\|\s*(\d+)\s*\|[^|]*\|\s*([0-9.]+)\s*\([^|]*\|\s*([0-9.]+)\s*\([^|]*\|\s*([0-9.]+)×\s*\|\s*$")
+SOLVED = re.compile(r"\((\d+) of (\d+) solved\)")
 
 
 def read_report(path):
@@ -26,7 +29,10 @@ def read_report(path):
         for line in f:
             m = ROW.match(line.strip())
             if m:
-                rounds.append((float(m.group(2)), float(m.group(3)), float(m.group(4))))
+                solved = SOLVED.findall(line)
+                share = (int(solved[0][0]) / int(solved[0][1]), int(solved[1][0]) / int(solved[1][1])) \
+                    if len(solved) == 2 and int(solved[0][1]) and int(solved[1][1]) else None
+                rounds.append((float(m.group(2)), float(m.group(3)), float(m.group(4)), share))
     if not rounds:
         raise ValueError(f"{path}: no rounds (rows of bench/run_goal_rounds.sh's table) found")
     return rounds
@@ -84,6 +90,13 @@ def main(argv):
           + (f"above {a.goal:g}×." if lo >= a.goal else
              f"below {a.goal:g}×." if hi < a.goal else f"it contains {a.goal:g}×: the goal is neither met nor missed "
              "beyond the spread of hosts and rounds."))
+    # the same rounds read as solved problems per second (each row's rate times its solved share):
+    # not the goal's measure (every problem over the wall time), printed for comparison only
+    solved = [r[1] * r[3][1] / (r[0] * r[3][0]) for _, rounds in reports for r in rounds if r[3] and r[3][0] > 0]
+    if solved:
+        print(f"- Not the goal's measure, for comparison: read as solved problems per second, {len(solved)} rounds "
+              f"give a median of {statistics.median(solved):.2f}×, {sum(x >= a.goal for x in solved)} of them at "
+              f"{a.goal:g}× or more.")
     return 0
 
 
