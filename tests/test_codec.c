@@ -164,7 +164,7 @@ static void put(wbuf *b, const void *src, size_t n)
         b->p = realloc(b->p, b->cap);
         cr_assert(b->p);
     }
-    memcpy(b->p + b->n, src, n);
+    if (n) memcpy(b->p + b->n, src, n); /* src may be NULL when n is 0 */
     b->n += n;
 }
 

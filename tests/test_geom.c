@@ -1282,3 +1282,23 @@ Test(geom, float_up_is_the_nearest_float_not_below)
         CHECK(!memcmp(&got, &want, sizeof got), "%.17g: %a, nextafterf's %a", v, (double)got, (double)want);
     }
 }
+
+/* Two doubles rounded to float and read back as doubles (the tree build's stored axes and
+ * centres, measured in double): GCC 12's basic-block vectorizer stores them unrounded unless
+ * the build turns it off (CMakeLists.txt). noinline: the compiler sees the pair as it is. */
+__attribute__((noinline)) static void round_trip_pair(const volatile double *in, double out[2])
+{
+    double x = in[0], y = in[1];
+    float a = (float)x, b = (float)y;
+    out[0] = a;
+    out[1] = b;
+}
+
+Test(geom, float_round_trips_are_kept)
+{
+    static const volatile double in[2] = {0.1, 1.0 / 3.0};
+    double out[2];
+    round_trip_pair(in, out);
+    cr_assert_eq(out[0], (double)0.1f, "%.17g: the rounding to float was dropped (GCC's SLP vectorizer?)", out[0]);
+    cr_assert_eq(out[1], (double)(float)(1.0 / 3.0), "%.17g: the rounding to float was dropped", out[1]);
+}
