@@ -186,8 +186,8 @@ int main(int argc, char **argv)
         goto out;
     }
     {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        int bt = cfg.build_threads >= 1 ? cfg.build_threads : cores >= 8 ? (int)(cores / 4 > 8 ? 8 : cores / 4) : 1;
+        long quarter = sysconf(_SC_NPROCESSORS_ONLN) / 4; /* auto: a quarter of the cores, 1 to 8 */
+        int bt = cfg.build_threads >= 1 ? cfg.build_threads : quarter < 1 ? 1 : quarter > 8 ? 8 : (int)quarter;
         tdm_writer_set_build_threads(srv.writer, bt);
     }
     size_t skipped = tdm_loader_run(&srv);

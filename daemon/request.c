@@ -108,6 +108,7 @@ int tdm__hop_apart(tdm_conn *c, uint64_t id, tdm_arena **arena, tdm_pool_hop *h,
 {
     if (!*arena) return -1;
     h->c = c, h->id = id;
+    h->work.data = h; /* the job: h is its first member */
     h->arena = *arena;
     *arena = NULL; /* c->arena: the next request decodes into a new one */
     tdm_metrics_mark_take(&h->mark); /* re-entered for the rest */

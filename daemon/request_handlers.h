@@ -132,7 +132,7 @@ void tdm__submit_after_pool(tdm_writer_op *op);
 int tdm__work_apart(void);
 
 /* A large request's CPU work taken to libuv's pool and back to its loop (the first member of each such
- * job; its work.data the job): the request's arena and metrics scope go with it, and the connection
+ * job, so that its work.data, set by tdm__hop_apart, is the job): the request's arena and metrics scope go with it, and the connection
  * stays counted in flight (tdm_conn_begin) until tdm__hop_end. */
 typedef struct tdm_pool_hop {
     uv_work_t work;

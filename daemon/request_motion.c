@@ -498,7 +498,6 @@ static int motion_check(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
         motion_hop *h = calloc(1, sizeof *h);
         if (h) {
             h->mc = mc, h->sc = sc, h->lim = lim;
-            h->hop.work.data = h;
             if (tdm__hop_apart(c, id, &c->arena, &h->hop, motion_prepare_work, motion_prepare_after) == 0) return 0;
             free(h);
         }

@@ -328,19 +328,17 @@ static int query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q, tdm_store
     j->request_id = id;
     tdm_metrics_mark_take(&j->mark);
     j->rs = rs;
-    if (copy || keep) {
-        if (keep) {
-            j->raw = (double *)numbers; /* in c->arena, which the job takes below */
-        } else {
-            j->raw = (double *)(void *)((char *)j + poff);
-            memcpy(j->raw, numbers, n_numbers * sizeof(double));
-        }
-        if (as_configs) {
-            j->poses = NULL;
-            pj->poses = NULL;
-            pj->configs = j->raw;
-            pj->kin = &rs->kin;
-        }
+    if (keep) {
+        j->raw = (double *)numbers; /* in c->arena, which the job takes below */
+    } else if (copy) {
+        j->raw = (double *)(void *)((char *)j + poff);
+        memcpy(j->raw, numbers, n_numbers * sizeof(double));
+    }
+    if (as_configs) { /* its numbers kept or copied above */
+        j->poses = NULL;
+        pj->poses = NULL;
+        pj->configs = j->raw;
+        pj->kin = &rs->kin;
     }
     if (!offload) { /* a small one (a planner's state): checked or converted here, no hop to a thread */
         ecode e = rs ? convert_configs(j, copy ? j->raw : numbers) : convert_poses(j, numbers);

@@ -366,7 +366,6 @@ static int robot_parse_apart(tdm_conn *c, uint64_t id, tdm_arena **arena, const 
     robot_job *j = calloc(1, sizeof *j);
     if (!j) return -1;
     j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen, j->refs = refs, j->n = n;
-    j->hop.work.data = j;
     if (tdm__hop_apart(c, id, arena, &j->hop, robot_parse_work, robot_parse_after) == 0) return 0;
     free(j);
     return -1;
@@ -421,7 +420,6 @@ static int utf8_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p, c
     utf8_job *j = calloc(1, sizeof *j);
     if (!j) return -1;
     j->p = p, j->urdf = urdf, j->ulen = ulen, j->srdf = srdf, j->slen = slen;
-    j->hop.work.data = j;
     if (tdm__hop_apart(c, id, &c->arena, &j->hop, utf8_work, utf8_after) == 0) return 0;
     free(j);
     return -1;
@@ -849,7 +847,6 @@ static int scene_canon_apart(tdm_conn *c, uint64_t id, const Tandem__V1__RobotSc
     if (!j) return -1;
     j->p = p, j->world = world, j->len = len;
     memcpy(j->rid, rid, TDM_ID_LEN);
-    j->hop.work.data = j;
     if (tdm__hop_apart(c, id, &c->arena, &j->hop, scene_canon_work, scene_canon_after) == 0) return 0;
     free(j);
     return -1;

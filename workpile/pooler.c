@@ -277,6 +277,13 @@ static void heap_down(tdm_pooler *p, size_t i)
     heap_set(p, i, o);
 }
 
+/* Puts owner o (not in the heap; a head queued) into it (lock held; room for it). */
+static void heap_push(tdm_pooler *p, tdm_pooler_owner *o)
+{
+    heap_set(p, p->heap_n++, o);
+    heap_up(p, p->heap_n - 1);
+}
+
 /* Takes owner o out of the heap (lock held; its head unchanged since it went in or was
  * last placed). */
 static void heap_remove(tdm_pooler *p, tdm_pooler_owner *o)
@@ -300,12 +307,8 @@ static void owner_pop(tdm_pooler *p, tdm_pooler_owner *o, size_t n, tdm_pooler_j
         if (*last) (*last)->next = j;
         *last = j;
     }
-    if (!o->head) {
-        o->tail = NULL;
-        return;
-    }
-    heap_set(p, p->heap_n++, o);
-    heap_up(p, p->heap_n - 1);
+    if (o->head) heap_push(p, o);
+    else o->tail = NULL;
 }
 
 /* Queues a job that the latency lane may not take (lock held) at the back of its owner's
@@ -328,10 +331,7 @@ static void owner_push(tdm_pooler *p, tdm_pooler_job *j)
     if (o->tail) o->tail->next = j;
     else o->head = j;
     o->tail = j;
-    if (!o->heap_at) {
-        heap_set(p, p->heap_n++, o);
-        heap_up(p, p->heap_n - 1);
-    }
+    if (!o->heap_at) heap_push(p, o);
 }
 
 /* Queues a job (lock held): a small one where the latency lane looks, unless
