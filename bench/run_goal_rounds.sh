@@ -18,6 +18,7 @@
 #   PER_SCENARIO=0         problems per scenario (0: all 100; smoke tests: fewer)
 #   ENGINE=gpu             tandemd --engine;  THREADS=$(nproc): tandemd --threads
 #   TANDEMD_ARGS=          more tandemd flags (named in the report, as are TDM_* variables set)
+#   PLAN_ARGS=             more ompl_plan flags for the Tandem row (e.g. "--ring on": shared-memory rings)
 #   TIME_LIMIT=2 RESOLUTION=0.02 SEED=1   as bench/run_ompl.sh (the same for both checkers)
 #   PLANNER=rrtconnect     ompl_plan --planner for both rows (rrtconnect: OMPL's, the goal's; or
 #                          rrtconnect-fused, examples/ompl/rrt_fused.h)
@@ -35,6 +36,7 @@ PER_SCENARIO=${PER_SCENARIO:-0}
 ENGINE=${ENGINE:-gpu}
 THREADS=${THREADS:-$(nproc)}
 TANDEMD_ARGS=${TANDEMD_ARGS:-}
+PLAN_ARGS=${PLAN_ARGS:-}
 TIME_LIMIT=${TIME_LIMIT:-2}
 RESOLUTION=${RESOLUTION:-0.02}
 SEED=${SEED:-1}
@@ -50,7 +52,7 @@ mapfile -t tdm_env < <(env | grep -E '^TDM_[A-Z0-9_]*=' | sort || true)
 command="$(printf '%q ' env "${tdm_env[@]}" ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
     ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ROUNDS="$ROUNDS" \
     MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" PER_SCENARIO="$PER_SCENARIO" ENGINE="$ENGINE" THREADS="$THREADS" \
-    ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} TIME_LIMIT="$TIME_LIMIT" RESOLUTION="$RESOLUTION" SEED="$SEED" \
+    ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} ${PLAN_ARGS:+PLAN_ARGS="$PLAN_ARGS"} TIME_LIMIT="$TIME_LIMIT" RESOLUTION="$RESOLUTION" SEED="$SEED" \
     PLANNER="$PLANNER" \
     bench/run_goal_rounds.sh "$out_file")"
 
@@ -63,6 +65,7 @@ base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOL
       --planner "$PLANNER" --time-limit "$TIME_LIMIT" --per-scenario "$PER_SCENARIO")
 
 read -r -a more <<< "$TANDEMD_ARGS"
+read -r -a plan_more <<< "$PLAN_ARGS"
 sock=$work/tandemd.sock
 "$tandemd" --listen "unix:$sock" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" "${more[@]}" \
     --log-level warn 2> "$work/tandemd.log" &
@@ -85,10 +88,10 @@ t_start=$(date +%s)
 for r in $(seq "$ROUNDS"); do
     if (( r % 2 )); then
         read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
-        read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
+        read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}")
         order="FCL, then Tandem"
     else
-        read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY")
+        read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}")
         read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
         order="Tandem, then FCL"
     fi
@@ -116,7 +119,7 @@ else planner_said="$PLANNER (ompl_plan --planner; not the goal's planner, which 
     echo
     echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; $ROUNDS rounds in ${t_total} s."
     echo "- $planner_said, time limit $TIME_LIMIT s a problem, motion resolution $RESOLUTION rad, seed $SEED; problems per scenario: $PER_SCENARIO (0: all 100)."
-    echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
+    echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`${PLAN_ARGS:+; ompl_plan of the Tandem row with \`$PLAN_ARGS\`}; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
     echo "- problems/s: problems over the run's wall time, as \`bench/run_ompl.sh\`'s (c) rows."
     echo
     echo "| round | order | FCL, $FCL_PLANNERS planners: problems/s | Tandem, $MANY planners: problems/s | ratio |"

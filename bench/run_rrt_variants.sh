@@ -40,6 +40,8 @@
 #   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
 #   skip0     TDM_ENGINE_SKIP_ANSWERED=0 (the CPU engine runs a bool query's checks after its first colliding one)
 #   lean0     TDM_GPU_CONFIG_LEAN=0 (configs runs' kernels through global memory, as before 2026-11-28)
+#   ring      ompl_plan --ring on (each planner's frames through shared-memory rings, not the socket)
+#   rsuN      with ring: ompl_plan --ring-spin-us N (a planner polls its reply ring N us before it sleeps)
 #   any0      ompl_plan --motion-any 0 (RRTConnect's motions ask for the first colliding state, as before 2026-11-28)
 #   prN       --motion-probes N (a motion asked for any colliding state first checks N states coarse to fine)
 #   prebuild0 TDM_SCENE_PREBUILD=0 (a robot scene built on the writer thread, not on libuv's pool before it, as before 2026-11-28)
@@ -107,6 +109,8 @@ base=(--urdf "$panda/panda.urdf" --srdf "$panda/panda.srdf" --resolution "${RESO
 for v in "${variants[@]}"; do
     eng=${v%%:*} extra=() envs=() plan_extra=()
     [[ $v == *:any0* ]] && plan_extra+=(--motion-any 0)
+    [[ $v =~ :ring(:|$) ]] && plan_extra+=(--ring on)
+    [[ $v =~ :rsu([0-9]+) ]] && plan_extra+=(--ring-spin-us "${BASH_REMATCH[1]}")
     [[ $v =~ :pr([0-9]+) ]] && extra+=(--motion-probes "${BASH_REMATCH[1]}")
     [[ $v == *:levels* ]] && envs+=(TDM_GPU_SMALL_TASKS=0)
     [[ $v == *:inl64* ]] && envs+=(TDM_MOTION_INLINE_STATES=64)

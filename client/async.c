@@ -199,6 +199,7 @@ static const char *type_name(int type)
     case TDM_REPLY_ROBOT_DELETE: return "RobotDelete";
     case TDM_REPLY_ROBOT_SCENE_PUT: return "RobotScenePut";
     case TDM_REPLY_MOTION_CHECK: return "MotionCheck";
+    case TDM_REPLY_RING_OPEN: return "RingOpen";
     default: return "request";
     }
 }

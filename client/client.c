@@ -10,12 +10,19 @@
  * socket, and every later call returns it. */
 #define _GNU_SOURCE /* MSG_NOSIGNAL */
 #include <errno.h>
+#include <linux/futex.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../proto/shm_ring.h"
 #include "internal.h"
 
 #define RECV_CHUNK (64u << 10)
@@ -32,6 +39,7 @@ typedef struct outs {
     void **list;
     size_t *n_list;
     tdm_stats *stats;
+    uint32_t *ring_bytes;
     void **block; /* robot replies: one malloc'd copy (tdm_robot_info or tdm_robot_scene_info) */
     /* MotionCheck: n_motions answers into the caller's arrays (n_states, last_free may be NULL) */
     size_t n_motions, n_joints;
@@ -58,6 +66,14 @@ struct tdm_client {
     char serr_message[512], serr_field[64];
     char errstr[640];
     char fatalstr[640]; /* the message of the error in err */
+    /* shared-memory rings (tdm_client_ring; proto/shm_ring.h): NULL on the socket */
+    tdm_ring_header *ring;
+    uint32_t ring_cap;
+    size_t ring_bytes;
+    uint64_t req_head, rep_tail; /* ours; the mapping's copies are for the server */
+    int ring_spin_us;
+    int want_fd; /* the RingOpen reply is awaited: the socket is read with its descriptor */
+    int got_fd;
 };
 
 static int local_error(tdm_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -257,6 +273,9 @@ static int deliver(const tdm_reply *r, const outs *o)
     case TDM_REPLY_STATS:
         if (o->stats) *o->stats = r->u.stats;
         return 0;
+    case TDM_REPLY_RING_OPEN:
+        if (o->ring_bytes) *o->ring_bytes = r->u.ring_open.bytes;
+        return 0;
     case TDM_REPLY_ROBOT_PUT:
         *o->block = copy_robots(&r->u.robot_put, 1);
         return *o->block ? 0 : TDM_CLIENT_ENOMEM;
@@ -326,6 +345,8 @@ static int process(tdm_client *c)
 
 /* ---- socket I/O --------------------------------------------------------------------------------- */
 
+static ssize_t recv_with_fd(tdm_client *c, void *p, size_t n);
+
 static int recv_once(tdm_client *c)
 {
     uint8_t *p;
@@ -333,7 +354,7 @@ static int recv_once(tdm_client *c)
     int rc = tdm__reader_space(&c->reader, RECV_CHUNK, &p, &avail);
     if (rc) return fatal(c, rc, "%s", c->reader.errstr);
     for (;;) {
-        ssize_t n = tdm__io_recv(c->tls, c->fd, p, avail);
+        ssize_t n = c->want_fd && !c->tls ? recv_with_fd(c, p, avail) : tdm__io_recv(c->tls, c->fd, p, avail);
         if (n > 0) {
             tdm__reader_commit(&c->reader, (size_t)n);
             return process(c);
@@ -368,9 +389,168 @@ static int wait_fd(tdm_client *c, short events, double deadline, short *revents)
     }
 }
 
+/* ---- shared-memory rings (tdm_client_ring; proto/shm_ring.h) ------------------------------------ */
+
+/* One byte on the socket: the server's loop may be asleep in epoll. A full socket (doorbells
+ * unread) already wakes it, and a dead server is met by the next wait. */
+static void ring_doorbell(tdm_client *c)
+{
+    uint8_t b = 1;
+    ssize_t n;
+    do n = send(c->fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+}
+
+/* Takes the reply bytes the ring holds into the reader and dispatches the whole frames. */
+static int ring_recv(tdm_client *c)
+{
+    tdm_ring_header *h = c->ring;
+    uint32_t cap = c->ring_cap;
+    int took = 0;
+    for (;;) {
+        uint64_t avail = atomic_load_explicit(&h->rep_head, memory_order_acquire) - c->rep_tail;
+        if (avail == 0) break;
+        if (avail > cap) return fatal(c, TDM_CLIENT_EPROTO, "the server's reply ring is out of bounds");
+        uint8_t *p;
+        size_t room;
+        int rc = tdm__reader_space(&c->reader, avail < RECV_CHUNK ? (size_t)avail : RECV_CHUNK, &p, &room);
+        if (rc) return fatal(c, rc, "%s", c->reader.errstr);
+        size_t n = avail < room ? (size_t)avail : room;
+        tdm_ring_copy_out(tdm_ring_rep_data(h, cap), cap, c->rep_tail, p, n);
+        c->rep_tail += n;
+        atomic_store_explicit(&h->rep_tail, c->rep_tail, memory_order_release);
+        tdm__reader_commit(&c->reader, n);
+        took = 1;
+    }
+    if (!took) return 0;
+    atomic_thread_fence(memory_order_seq_cst); /* the room made before the look at the server's flags */
+    if (atomic_load_explicit(&h->srv_space, memory_order_relaxed) &&
+        atomic_load_explicit(&h->srv_sleep, memory_order_relaxed))
+        ring_doorbell(c);
+    return process(c);
+}
+
+static int ring_ready(tdm_client *c, uint32_t why)
+{
+    tdm_ring_header *h = c->ring;
+    if ((why & TDM_RING_WAIT_DATA) && atomic_load_explicit(&h->rep_head, memory_order_acquire) != c->rep_tail)
+        return 1;
+    return (why & TDM_RING_WAIT_SPACE) &&
+           c->req_head - atomic_load_explicit(&h->req_tail, memory_order_acquire) < c->ring_cap;
+}
+
+/* The socket, which carries nothing but the server's close once the rings are open: waits up to
+ * ms for it. 0 when nothing came, else the connection's error. */
+static int ring_socket(tdm_client *c, int ms)
+{
+    struct pollfd pf = {c->fd, POLLIN, 0};
+    int n = poll(&pf, 1, ms);
+    if (n <= 0) return n < 0 && errno != EINTR ? fatal(c, TDM_CLIENT_EIO, "poll: %s", strerror(errno)) : 0;
+    uint8_t b;
+    ssize_t r = recv(c->fd, &b, 1, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    if (ring_recv(c)) return c->err; /* the replies written before the close come first */
+    if (r > 0) return fatal(c, TDM_CLIENT_EPROTO, "the server wrote on the socket of a connection with rings");
+    if (r == 0 || errno == ECONNRESET) return fatal(c, TDM_CLIENT_ECLOSED, "the server closed the connection");
+    return fatal(c, TDM_CLIENT_EIO, "recv: %s", strerror(errno));
+}
+
+/* Waits until the ring has what `why` (TDM_RING_WAIT_*) asks for: 1, or the connection's error
+ * (a timeout is fatal). Polls for spin_us, then sleeps on the futex word, looking at the socket
+ * every 100 ms at most so that a server that died unannounced is noticed. */
+static int ring_wait(tdm_client *c, uint32_t why, double deadline)
+{
+    tdm_ring_header *h = c->ring;
+    if (ring_ready(c, why)) return 1;
+    if (c->ring_spin_us > 0) {
+        double until = tdm__now_ms() + c->ring_spin_us / 1000.0;
+        do {
+            for (int k = 0; k < 64; k++)
+                if (ring_ready(c, why)) return 1;
+        } while (tdm__now_ms() < until);
+    }
+    for (;;) {
+        int ms = 100;
+        if (deadline > 0) {
+            double left = deadline - tdm__now_ms();
+            if (left <= 0)
+                return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server within %d ms; the connection is closed",
+                             c->io_timeout_ms);
+            if (left < ms) ms = (int)left + 1;
+        }
+        int rc;
+        if (atomic_load_explicit(&h->closed, memory_order_acquire)) { /* the FIN is on its way */
+            if (ring_ready(c, why)) return 1;
+            if ((rc = ring_socket(c, ms))) return rc;
+            continue;
+        }
+        uint32_t seq = atomic_load_explicit(&h->cli_seq, memory_order_relaxed);
+        atomic_store_explicit(&h->cli_sleep, why, memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst); /* the flag before the last look */
+        if (!ring_ready(c, why) && !atomic_load_explicit(&h->closed, memory_order_relaxed)) {
+            struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+            syscall(SYS_futex, &h->cli_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+        }
+        atomic_store_explicit(&h->cli_sleep, 0, memory_order_relaxed);
+        if (ring_ready(c, why)) return 1;
+        if ((rc = ring_socket(c, 0))) return rc;
+    }
+}
+
+/* Writes the output buffer into the request ring, reading replies while it is full. */
+static int ring_flush(tdm_client *c, double deadline)
+{
+    tdm__buf *b = &c->obuf;
+    tdm_ring_header *h = c->ring;
+    uint32_t cap = c->ring_cap;
+    while (b->off < b->len) {
+        uint64_t used = c->req_head - atomic_load_explicit(&h->req_tail, memory_order_acquire);
+        if (used > cap) return fatal(c, TDM_CLIENT_EPROTO, "the server's request ring is out of bounds");
+        if (used == cap) { /* full: the server's replies may be what it waits for */
+            int rc = ring_wait(c, TDM_RING_WAIT_SPACE | TDM_RING_WAIT_DATA, deadline);
+            if (rc < 0) return rc;
+            if ((rc = ring_recv(c))) return rc;
+            continue;
+        }
+        size_t n = b->len - b->off < cap - used ? b->len - b->off : (size_t)(cap - used);
+        tdm_ring_copy_in(tdm_ring_req_data(h), cap, c->req_head, b->data + b->off, n);
+        c->req_head += n;
+        atomic_store_explicit(&h->req_head, c->req_head, memory_order_release);
+        tdm__buf_consume(b, n, OBUF_KEEP);
+        atomic_thread_fence(memory_order_seq_cst); /* the bytes before the look at the server's flag */
+        if (atomic_load_explicit(&h->srv_sleep, memory_order_relaxed)) ring_doorbell(c);
+    }
+    return 0;
+}
+
+/* The RingOpen reply's bytes, read with the descriptor that comes with them. */
+static ssize_t recv_with_fd(tdm_client *c, void *p, size_t n)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct iovec iov = {p, n};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    ssize_t r = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
+    if (r <= 0) return r;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+            if (c->got_fd >= 0) close(fd); /* one is expected */
+            else c->got_fd = fd;
+        }
+    return r;
+}
+
 /* Reads until at least one more frame could be dispatched or the deadline passes. */
 static int read_some(tdm_client *c, double deadline)
 {
+    if (c->ring) {
+        int rc = ring_wait(c, TDM_RING_WAIT_DATA, deadline);
+        return rc < 0 ? rc : ring_recv(c);
+    }
     short rev;
     int rc = wait_fd(c, POLLIN, deadline, &rev);
     return rc < 0 ? rc : recv_once(c);
@@ -378,6 +558,7 @@ static int read_some(tdm_client *c, double deadline)
 
 static int flush(tdm_client *c, double deadline)
 {
+    if (c->ring) return ring_flush(c, deadline);
     tdm__buf *b = &c->obuf;
     while (b->off < b->len) {
         ssize_t n = tdm__io_send(c->tls, c->fd, b->data + b->off, b->len - b->off);
@@ -592,6 +773,7 @@ void tdm_client_free(tdm_client *c)
 {
     if (!c) return;
     tdm__tls_free(c->tls);
+    if (c->ring) munmap(c->ring, c->ring_bytes);
     if (c->fd >= 0) close(c->fd);
     for (size_t i = 0; c->pending.slots && i <= c->pending.mask; i++) free(c->pending.slots[i].err);
     tdm__ptable_free(&c->pending);
@@ -607,6 +789,55 @@ const tdm_server_error *tdm_client_server_error(const tdm_client *c) { return c-
 const tdm_server_info *tdm_client_server_info(const tdm_client *c) { return &c->info; }
 void tdm_client_set_timeout(tdm_client *c, int io_timeout_ms) { c->io_timeout_ms = io_timeout_ms; }
 int tdm_client_fd(const tdm_client *c) { return c->fd; }
+int tdm_client_ring_open(const tdm_client *c) { return c->ring != NULL; }
+
+int tdm_client_ring(tdm_client *c, uint32_t bytes, int spin_us)
+{
+    c->has_serr = false;
+    if (c->err) {
+        memcpy(c->errstr, c->fatalstr, sizeof c->errstr);
+        return c->err;
+    }
+    if (c->ring) return local_error(c, TDM_CLIENT_EINVAL, "this connection's rings are open already");
+    if (c->pending.count || c->obuf.off < c->obuf.len)
+        return local_error(c, TDM_CLIENT_EINVAL, "tdm_client_ring: requests are in flight");
+    uint32_t cap = 0;
+    tdm__req rq = {.type = TDM_REPLY_RING_OPEN, .u.ring_bytes = bytes};
+    outs o = {.ring_bytes = &cap};
+    c->want_fd = 1;
+    c->got_fd = -1;
+    int rc = call(c, &rq, NULL, &o, deadline_of(c));
+    c->want_fd = 0;
+    int fd = c->got_fd;
+    c->got_fd = -1;
+    if (rc) {
+        if (fd >= 0) close(fd);
+        return rc; /* a refusal leaves the connection on the socket */
+    }
+    /* the server's frames come through the rings from here: anything amiss ends the connection */
+    if (fd < 0) return fatal(c, TDM_CLIENT_EPROTO, "the server's RingOpenReply came without its shared memory");
+    struct stat st;
+    size_t len = tdm_ring_map_bytes(cap);
+    void *map = MAP_FAILED;
+    if (cap >= TDM_RING_MIN_BYTES && !(cap & (cap - 1)) && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= len)
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return fatal(c, TDM_CLIENT_EPROTO, "the server's rings (%u bytes) cannot be mapped", cap);
+    tdm_ring_header *h = map;
+    if (h->magic != TDM_RING_MAGIC || h->version != TDM_RING_VERSION || h->cap != cap) {
+        munmap(map, len);
+        return fatal(c, TDM_CLIENT_EPROTO, "the server's rings are not version %u rings of %u bytes",
+                     TDM_RING_VERSION, cap);
+    }
+    c->ring = h;
+    c->ring_cap = cap;
+    c->ring_bytes = len;
+    c->req_head = c->rep_tail = 0;
+    c->ring_spin_us = spin_us > 0 ? spin_us : 0;
+    if (c->reader.end > c->reader.start) /* bytes after the reply on the socket: nothing may follow it */
+        return fatal(c, TDM_CLIENT_EPROTO, "the server sent bytes after its RingOpenReply");
+    return 0;
+}
 
 /* ---- the API --------------------------------------------------------------------------------- */
 

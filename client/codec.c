@@ -48,6 +48,7 @@ typedef struct encst {
         tandem_v1_RobotPut robot_put;
         tandem_v1_RobotScenePut robot_scene_put;
         tandem_v1_MotionCheck motion_check;
+        tandem_v1_RingOpen ring_open;
     } m;
     uint64_t tris_payload; /* varint bytes of the triangle array, computed once */
     bool tris_known;
@@ -274,6 +275,10 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         return 0;
     case TDM_REPLY_STATS:
         st->fields = tandem_v1_StatsRequest_fields;
+        return 0;
+    case TDM_REPLY_RING_OPEN:
+        st->fields = tandem_v1_RingOpen_fields;
+        st->m.ring_open.bytes = rq->u.ring_bytes;
         return 0;
     default:
         break;
@@ -629,7 +634,7 @@ int tdm__reader_next(tdm_reader *r, const uint8_t **frame, size_t *len)
 
 static bool is_body_tag(uint32_t tag)
 {
-    return tag == TDM_REPLY_ERROR || (tag >= TDM_REPLY_HELLO && tag <= TDM_REPLY_MOTION_CHECK);
+    return tag == TDM_REPLY_ERROR || (tag >= TDM_REPLY_HELLO && tag <= TDM_REPLY_RING_OPEN);
 }
 
 int tdm__frame_parse(tdm_reader *r, const uint8_t *buf, size_t len, tdm__frame *f)
@@ -1304,6 +1309,12 @@ int tdm__decode(tdm_reader *r, const tdm__frame *f, const tdm__qsink *qs)
             ok = false;
             d.why = "fewer query results than queries sent";
         }
+        break;
+    }
+    case TDM_REPLY_RING_OPEN: {
+        tandem_v1_RingOpenReply m = tandem_v1_RingOpenReply_init_zero;
+        ok = pb_decode(&s, tandem_v1_RingOpenReply_fields, &m);
+        rep->u.ring_open.bytes = m.bytes;
         break;
     }
     case TDM_REPLY_STATS: {

@@ -77,6 +77,7 @@ typedef struct tdm__req {
             size_t n_motions;
             unsigned flags; /* TDM_MOTION_* */
         } motion_check;
+        uint32_t ring_bytes; /* ring_open */
     } u;
 } tdm__req;
 

@@ -299,7 +299,8 @@ typedef enum tdm_reply_type {
     TDM_REPLY_ROBOT_LIST = 20,
     TDM_REPLY_ROBOT_DELETE = 21,
     TDM_REPLY_ROBOT_SCENE_PUT = 22,
-    TDM_REPLY_MOTION_CHECK = 23
+    TDM_REPLY_MOTION_CHECK = 23,
+    TDM_REPLY_RING_OPEN = 24 /* tdm_client_ring's */
 } tdm_reply_type;
 
 /* A decoded reply. Everything it points to is borrowed: owned by the reader (or the async
@@ -349,6 +350,9 @@ typedef struct tdm_reply {
             const tdm_motion_result *results;
             size_t n;
         } motion_check;
+        struct {
+            uint32_t bytes; /* each shared-memory ring's size */
+        } ring_open;
     } u;
 } tdm_reply;
 
@@ -449,8 +453,23 @@ TDM_API const tdm_server_info *tdm_client_server_info(const tdm_client *c);
 /* Changes the timeout of later blocking calls (0: none). A call that times out closes the
  * connection (TDM_CLIENT_ETIMEOUT), because its reply may still arrive later. */
 TDM_API void tdm_client_set_timeout(tdm_client *c, int io_timeout_ms);
-/* The socket, for poll() by callers that multiplex connections; do not read or write it. */
+/* The socket, for poll() by callers that multiplex connections; do not read or write it. With
+ * shared-memory rings (tdm_client_ring) replies do not come through it: poll it only for the
+ * server's close. */
 TDM_API int tdm_client_fd(const tdm_client *c);
+/* Same host only (a unix: address): asks the server to carry this connection's frames through
+ * two rings in shared memory instead of the socket (proto/README.md, "Shared-memory rings"),
+ * which spares both sides the socket's system calls on every request. bytes: each ring's size
+ * (0: the server's default, 256 KiB; a frame larger than the ring streams through it). spin_us:
+ * how long a call that waits polls the reply ring before it sleeps (0: it sleeps at once; a spin
+ * pays only when the client has a core of its own). Call it with nothing in flight, after
+ * connecting. Returns 0 (the rings carry every later request), TDM_CLIENT_ESERVER when the
+ * server refuses (a TCP or TLS connection, tandemd's max-ring-bytes 0, ...: the connection goes
+ * on over the socket, tdm_client_server_error says why), TDM_CLIENT_EINVAL (requests in
+ * flight, or rings already open), or a connection error. */
+TDM_API int tdm_client_ring(tdm_client *c, uint32_t bytes, int spin_us);
+/* 1 while c's frames go through shared-memory rings, else 0. */
+TDM_API int tdm_client_ring_open(const tdm_client *c);
 
 /* Every call below returns 0, TDM_CLIENT_ESERVER (the server refused; c stays usable;
  * tdm_client_server_error says why), a local error (TDM_CLIENT_EINVAL, TDM_CLIENT_ELIMIT,

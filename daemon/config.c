@@ -176,6 +176,11 @@ static const opt opts[] = {
      "Partial frames held for all connections together (each connection's 64 KiB staging buffer, and the "
      "buffer of a frame larger than that, growing as its bytes arrive). A frame whose buffer would go "
      "over it gets ERROR_BUSY and its connection is closed."},
+    {"max-ring-bytes", T_U32, OFF(max_ring_bytes), "4M", 0, 1u << 30, NULL, "BYTES",
+     "Largest shared-memory ring a client on the Unix socket may open (RingOpen: a request ring and a "
+     "reply ring of this size at most, 256 KiB when it asks for none, at least 64 KiB; the mapping counts "
+     "as partial frames against max-input-bytes and max-memory while the connection lasts). 0: no rings "
+     "offered. In HelloReply.limits."},
     {"max-memory", T_U64, OFF(max_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
      "Everything clients make the daemon hold, together: partial frames, queued replies, queries accepted "
      "and not yet answered (their memory and a bound on their replies) and uploads waiting to be stored "
@@ -610,6 +615,9 @@ int tdm_config_load(tdm_config *c, int argc, char **argv, char *err, size_t errl
     if (c->gpu_device >= 0 && n_devices > 0)
         return errf(err, errlen, "gpu-device (%d) and gpu-devices (%s) were both given: give the one device as "
                     "--gpu-devices %d", c->gpu_device, c->gpu_devices, c->gpu_device);
+    if (c->max_ring_bytes && c->max_ring_bytes < 65536)
+        return errf(err, errlen, "max-ring-bytes (%u) is below 65536 (64 KiB, the smallest ring); 0 offers none",
+                    c->max_ring_bytes);
     if (c->max_output_bytes_hard < c->max_output_bytes)
         return errf(err, errlen, "max-output-bytes-hard (%llu) is below max-output-bytes (%llu)",
                     (unsigned long long)c->max_output_bytes_hard, (unsigned long long)c->max_output_bytes);

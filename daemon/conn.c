@@ -7,9 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "../proto/shm_ring.h"
 
 #include "log.h"
 #include "metrics.h"
@@ -24,6 +30,7 @@ _Static_assert(sizeof state_text / sizeof state_text[0] == CONN__STATE_COUNT, "s
 struct tdm_frame {
     uv_write_t req;
     tdm_conn *conn;
+    struct tdm_frame *next; /* a ring connection's frames waiting for room (ring_out) */
     size_t len;
     size_t off;  /* bytes already written by tdm_conn_reply_direct */
     int gated;   /* counted in conn->out_gate by tdm_conn_reply_direct */
@@ -37,10 +44,11 @@ static void conn_set_state(tdm_conn *c, enum tdm_conn_state s)
     if (c->state == s) return;
     tdm_log_debug("conn %llu: %s -> %s", (unsigned long long)c->id, state_text[c->state], state_text[s]);
     c->state = s;
-    if ((s == CONN_DRAINING || s == CONN_LINGER || s == CONN_CLOSING) && c->out_fd >= 0) {
+    if ((s == CONN_DRAINING || s == CONN_LINGER || s == CONN_CLOSING) && (c->out_fd >= 0 || c->ring_direct)) {
         /* from here on every byte goes through the loop (the FIN after the last reply) */
         pthread_mutex_lock(&c->out_mu);
         c->out_fd = -1;
+        c->ring_direct = 0;
         pthread_mutex_unlock(&c->out_mu);
     }
 }
@@ -122,6 +130,10 @@ static int output_over(const tdm_conn *c) { return c->out_bytes + c->promised > 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void process_input(tdm_conn *c);
+static void ring_pump(tdm_conn *c);
+static int ring_flush(tdm_conn *c);
+static void ring_detach(tdm_conn *c);
+static void ring_closed(tdm_conn *c);
 static void tls_pump(tdm_conn *c);
 static void tls_flush(tdm_conn *c);
 
@@ -169,6 +181,11 @@ static void maybe_free(tdm_conn *c)
     free(c->stage);
     tdm_tls_free(c->tls);
     tdm_arena_free(c->arena);
+    if (c->ring) { /* no thread writes into it any more: the close took it from the loop and the reply threads */
+        munmap(c->ring, c->ring_bytes);
+        input_release(c, c->ring_bytes);
+        c->ring = NULL;
+    }
     assert(c->in_charged == 0 && c->promised == 0 && !c->jobs);
     pthread_mutex_destroy(&c->out_mu);
     free(c);
@@ -197,6 +214,7 @@ void tdm_conn_close(tdm_conn *c, const char *why)
         c->inflight--;
     }
     body_free(c);
+    if (c->ring) ring_detach(c);
     tdm_conn_jobs_cancel(c); /* its queued work is dropped, its running work answered into the void */
     uv_close(&c->h.handle, on_closed);
     uv_close((uv_handle_t *)&c->linger, on_closed);
@@ -286,6 +304,7 @@ static void linger(tdm_conn *c)
         if (c->state == CONN_CLOSING) return;
     }
     conn_set_state(c, CONN_LINGER);
+    if (c->ring) ring_closed(c); /* every reply is in the reply ring: the FIN follows */
     c->shutdown_req.data = c;
     int rc = uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown);
     if (rc != 0) {
@@ -316,6 +335,7 @@ static void update_flow(tdm_conn *c)
             conn_set_state(c, c->have_len ? CONN_READ_BODY : CONN_READ_LEN);
             process_input(c); /* frames received before the pause come first */
             if (c->tls) tls_pump(c); /* then the records still waiting in the input BIO */
+            if (c->ring) ring_pump(c); /* or the bytes waiting in the request ring */
             if (is_reading_state(c)) read_start(c);
         }
         break;
@@ -450,18 +470,26 @@ static void write_frame(tdm_conn *c, tdm_frame *o)
         pthread_mutex_unlock(&c->out_mu);
         o->gated = 1;
     }
-    uv_buf_t b = uv_buf_init((char *)o->data + o->off, (unsigned int)n);
-    int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
-    if (rc != 0) {
-        free(o);
-        ungate(c);
-        tdm_conn_close(c, uv_strerror(rc));
-        return;
+    if (c->ring) { /* in line for the reply ring: copied below as far as it has room */
+        o->next = NULL;
+        if (c->ring_out_last) c->ring_out_last->next = o;
+        else c->ring_out = o;
+        c->ring_out_last = o;
+    } else {
+        uv_buf_t b = uv_buf_init((char *)o->data + o->off, (unsigned int)n);
+        int rc = uv_write(&o->req, &c->h.stream, &b, 1, on_write);
+        if (rc != 0) {
+            free(o);
+            ungate(c);
+            tdm_conn_close(c, uv_strerror(rc));
+            return;
+        }
     }
     if (c->out_writes == 0) c->out_progress_ns = uv_hrtime(); /* the stall clock starts */
     c->out_bytes += n;
     c->out_writes++;
     tdm_budget_charge(&c->srv->mem, TDM_MEM_OUTPUT, n);
+    if (c->ring && ring_flush(c) < 0) return; /* closed: the client broke its ring */
     if (c->out_bytes > c->srv->cfg->max_output_bytes_hard) {
         tdm_log_warn("conn %llu (%s): %llu bytes of replies unread (max-output-bytes-hard %llu): closing",
                      (unsigned long long)c->id, c->peer, (unsigned long long)c->out_bytes,
@@ -502,10 +530,37 @@ void tdm_conn_sent_direct(tdm_conn *c)
     tdm_metrics_reply();
 }
 
+/* A direct reply into the reply ring, under out_mu: 1 when it fit whole. */
+static int ring_direct(tdm_conn *c, tdm_frame *o)
+{
+    tdm_ring_header *h = c->ring;
+    uint32_t cap = c->ring_cap;
+    uint64_t used = c->ring_rep_head - atomic_load_explicit(&h->rep_tail, memory_order_acquire);
+    if (used > cap || o->len > cap - used) return 0; /* no room (or a broken ring): the loop's */
+    tdm_ring_copy_in(tdm_ring_rep_data(h, cap), cap, c->ring_rep_head, o->data, o->len);
+    c->ring_rep_head += o->len;
+    atomic_store_explicit(&h->rep_head, c->ring_rep_head, memory_order_release);
+    return 1;
+}
+
+static void ring_wake(tdm_ring_header *h, uint32_t why);
+
 int tdm_conn_reply_direct(tdm_conn *c, tdm_frame *o)
 {
     int done = 0;
     pthread_mutex_lock(&c->out_mu);
+    if (c->ring_direct) {
+        /* the mapping stays until the connection's free, which waits for this reply's job */
+        tdm_ring_header *h = c->ring;
+        if (c->out_gate == 0) done = ring_direct(c, o);
+        if (!done) {
+            c->out_gate++;
+            o->gated = 1;
+        }
+        pthread_mutex_unlock(&c->out_mu);
+        if (done) ring_wake(h, TDM_RING_WAIT_DATA);
+        return done;
+    }
     if (c->out_fd >= 0) {
         if (c->out_gate == 0) {
             ssize_t n = send(c->out_fd, o->data, o->len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -559,7 +614,7 @@ void tdm_conn_check_stall(tdm_conn *c, uint64_t now_ns)
     uint32_t t = c->srv->cfg->output_stall_timeout;
     if (t == 0 || c->out_writes == 0 || c->state == CONN_CLOSING) return;
     /* bytes taken count, not only whole replies: a slow reader of one large reply is not stalled */
-    size_t q = uv_stream_get_write_queue_size(&c->h.stream);
+    size_t q = c->ring ? (size_t)c->out_bytes : uv_stream_get_write_queue_size(&c->h.stream);
     if (q < c->out_queue_seen) c->out_progress_ns = now_ns;
     c->out_queue_seen = q;
     if (now_ns - c->out_progress_ns < (uint64_t)t * 1000000000u) return;
@@ -700,6 +755,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     tdm_conn *c = h->data;
     if (c->tls) {
         *buf = uv_buf_init((char *)c->io->tls_buf, TDM_TLS_READ_CAP);
+        return;
+    }
+    if (c->ring) { /* doorbells only */
+        *buf = uv_buf_init((char *)c->bell, sizeof c->bell);
         return;
     }
     /* the next bytes of the staging buffer are the connection's alone: shared (io.h); its first
@@ -993,12 +1052,17 @@ static void read_done(tdm_conn *c, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread < 0) {
         if (nread == UV_EOF) {
-            on_peer_end(c);
+            if (c->ring) ring_pump(c); /* what the client wrote before it closed */
+            if (c->state != CONN_CLOSING) on_peer_end(c);
             return;
         }
         tdm_log(c->authed ? TDM_LOG_INFO : TDM_LOG_DEBUG, "conn %llu (%s): read error, closing: %s",
                 (unsigned long long)c->id, c->peer, uv_strerror((int)nread));
         tdm_conn_close(c, uv_strerror((int)nread));
+        return;
+    }
+    if (c->ring) { /* a doorbell: the request ring has bytes */
+        ring_pump(c);
         return;
     }
     if (!c->tls) {
@@ -1061,6 +1125,319 @@ void tdm_conn_shutdown(tdm_conn *c)
         if (c->arena) tdm_arena_reset(c->arena);
     }
     tdm_conn_drain(c, "server shutting down");
+}
+
+/* ---- shared-memory rings (conn.h "Rings", proto/shm_ring.h) ---- */
+
+/* The client sleeps for `why` (TDM_RING_WAIT_*): its futex word moves and it is woken. After
+ * the bytes it waits for were published. */
+static void ring_wake(tdm_ring_header *h, uint32_t why)
+{
+    atomic_thread_fence(memory_order_seq_cst); /* the publication before the look at its flag */
+    if (!(atomic_load_explicit(&h->cli_sleep, memory_order_relaxed) & why)) return;
+    atomic_fetch_add_explicit(&h->cli_seq, 1, memory_order_relaxed);
+    syscall(SYS_futex, &h->cli_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void ring_broken(tdm_conn *c, const char *why)
+{
+    tdm_log_info("conn %llu (%s): %s: closing", (unsigned long long)c->id, c->peer, why);
+    tdm_conn_close(c, why);
+}
+
+/* Copies what the client has written into the request ring into the framing, while the state
+ * lets the connection read (the loop, holding the server's lock): at most a ring's worth a call,
+ * as a socket's read takes one buffer, so that a client that keeps writing cannot hold the loop
+ * from its other connections (the next poll or doorbell takes the rest). */
+static void ring_pump(tdm_conn *c)
+{
+    tdm_ring_header *h = c->ring;
+    uint32_t cap = c->ring_cap;
+    const uint8_t *data = tdm_ring_req_data(h);
+    int took = 0;
+    uint64_t budget = cap;
+    while (budget > 0 && is_reading_state(c)) {
+        uint64_t avail = atomic_load_explicit(&h->req_head, memory_order_acquire) - c->ring_req_tail;
+        if (avail == 0) break;
+        if (avail > cap) {
+            ring_broken(c, "the request ring's head is out of bounds");
+            return;
+        }
+        if (!c->stage || c->body) tdm_srv_exclusive(c->srv); /* a buffer charged to the budget */
+        uv_buf_t b;
+        plain_space(c, &b);
+        if (!b.base || b.len == 0) {
+            if (c->mem_refused) refuse_frame(c); /* over the memory budget: BUSY, as on a socket */
+            else tdm_conn_close(c, "out of memory for input");
+            return;
+        }
+        size_t n = avail < b.len ? (size_t)avail : b.len;
+        if (n > budget) n = (size_t)budget;
+        budget -= n;
+        tdm_ring_copy_out(data, cap, c->ring_req_tail, (uint8_t *)b.base, n); /* copied before anything reads it */
+        c->ring_req_tail += n;
+        atomic_store_explicit(&h->req_tail, c->ring_req_tail, memory_order_release);
+        took = 1;
+        c->io->reads++;
+        on_plain(c, n);
+    }
+    if (took && c->state != CONN_CLOSING) ring_wake(h, TDM_RING_WAIT_SPACE);
+}
+
+/* Copies the frames waiting in ring_out into the reply ring as far as it has room, oldest first
+ * (the loop, holding the server's lock exclusive); a frame copied whole counts as written, and
+ * update_flow is the caller's. 1 when bytes moved, 0 when none, -1 when the connection was closed
+ * (the client's index is out of bounds). */
+static int ring_flush(tdm_conn *c)
+{
+    tdm_ring_header *h = c->ring;
+    uint32_t cap = c->ring_cap;
+    uint8_t *data = tdm_ring_rep_data(h, cap);
+    tdm_frame *done = NULL, **done_last = &done;
+    size_t moved = 0;
+    pthread_mutex_lock(&c->out_mu); /* the reply ring's one writer at a time, with the reply threads */
+    uint64_t used = c->ring_rep_head - atomic_load_explicit(&h->rep_tail, memory_order_acquire);
+    int bad = used > cap;
+    if (!bad) {
+        size_t room = cap - (size_t)used;
+        while (c->ring_out && room > 0) {
+            tdm_frame *o = c->ring_out;
+            size_t n = o->len - o->off < room ? o->len - o->off : room;
+            tdm_ring_copy_in(data, cap, c->ring_rep_head, o->data + o->off, n);
+            c->ring_rep_head += n;
+            o->off += n;
+            room -= n;
+            moved += n;
+            if (o->off < o->len) break;
+            if (!(c->ring_out = o->next)) c->ring_out_last = NULL;
+            o->next = NULL;
+            *done_last = o;
+            done_last = &o->next;
+        }
+        if (moved) atomic_store_explicit(&h->rep_head, c->ring_rep_head, memory_order_release);
+        atomic_store_explicit(&h->srv_space, c->ring_out != NULL, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&c->out_mu);
+    if (moved) {
+        ring_wake(h, TDM_RING_WAIT_DATA);
+        c->out_bytes -= moved;
+        tdm_budget_release(&c->srv->mem, TDM_MEM_OUTPUT, moved);
+        c->out_progress_ns = uv_hrtime();
+    }
+    while (done) {
+        tdm_frame *next = done->next;
+        c->out_writes--;
+        free(done);
+        ungate(c);
+        done = next;
+    }
+    if (bad) {
+        ring_broken(c, "the reply ring's tail is out of bounds");
+        return -1;
+    }
+    return moved > 0;
+}
+
+/* The client learns that the connection is closing (its replies are all in the ring). */
+static void ring_closed(tdm_conn *c)
+{
+    atomic_store_explicit(&c->ring->closed, 1, memory_order_release);
+    ring_wake(c->ring, TDM_RING_WAIT_DATA | TDM_RING_WAIT_SPACE);
+}
+
+/* At the close: off the loop's list, its waiting frames dropped, the client told. */
+static void ring_detach(tdm_conn *c)
+{
+    if (c->ring_prev) c->ring_prev->ring_next = c->ring_next;
+    else c->io->rings = c->ring_next;
+    if (c->ring_next) c->ring_next->ring_prev = c->ring_prev;
+    c->ring_prev = c->ring_next = NULL;
+    while (c->ring_out) {
+        tdm_frame *o = c->ring_out;
+        size_t n = o->len - o->off;
+        c->ring_out = o->next;
+        c->out_bytes -= n;
+        c->out_writes--;
+        tdm_budget_release(&c->srv->mem, TDM_MEM_OUTPUT, n);
+        free(o);
+        ungate(c);
+    }
+    c->ring_out_last = NULL;
+    ring_closed(c);
+}
+
+/* The ring's size for `want` bytes: 256 KiB for 0, a power of two within [64 KiB, max]. */
+static uint32_t ring_cap_for(uint32_t want, uint32_t max)
+{
+    uint32_t cap = want ? want : 256u << 10;
+    if (cap > max) cap = max;
+    uint32_t p = TDM_RING_MIN_BYTES;
+    while (p < cap && p <= max / 2) p *= 2;
+    return p;
+}
+
+void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
+{
+    tdm_server *s = c->srv;
+    uint32_t max = s->cfg->max_ring_bytes;
+    tdm_srv_exclusive(s);
+    const char *no = NULL;
+    if (max == 0) no = "this server offers no shared-memory rings (max-ring-bytes 0)";
+    else if (!c->is_unix || c->tls) no = "shared-memory rings are for clients on the server's Unix socket";
+    else if (c->ring) no = "this connection's rings are open already";
+    else if (c->out_writes || c->stage_end != c->stage_pos || c->have_len || c->body || !is_reading_state(c))
+        /* (a query's reply a pooler thread wrote may leave its job to be let go after the client saw it:
+           what must not be is a byte behind the reply on the socket, queued or sent after it) */
+        no = "RingOpen must be the only request in flight, with nothing sent after it until its reply";
+    if (no) {
+        tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST, "ring_open", -1, "%s", no);
+        return;
+    }
+    uint32_t cap = ring_cap_for(want, max);
+    size_t bytes = tdm_ring_map_bytes(cap);
+    if (!input_room(c, bytes)) {
+        char held[256];
+        tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "ring_open", -1,
+                            "no room for rings of %u bytes (max-input-bytes, max-memory): %s; retry later", cap,
+                            tdm_budget_describe(&s->mem, held, sizeof held));
+        return;
+    }
+    int mfd = memfd_create("tandem-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    void *map = MAP_FAILED;
+    const char *failed = NULL;
+    if (mfd < 0) failed = "memfd_create";
+    else if (ftruncate(mfd, (off_t)bytes) != 0) failed = "ftruncate";
+    /* the client can neither shrink it under the server's feet (a SIGBUS here) nor grow it */
+    else if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) failed = "sealing";
+    else if ((map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) failed = "mmap";
+    if (failed) {
+        int e = errno;
+        if (mfd >= 0) close(mfd);
+        tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_NO_MEMORY, "ring_open", -1,
+                            "cannot make the rings' shared memory: %s: %s", failed, strerror(e));
+        return;
+    }
+    tdm_ring_header *h = map;
+    h->magic = TDM_RING_MAGIC;
+    h->version = TDM_RING_VERSION;
+    h->cap = cap;
+
+    Tandem__V1__RingOpenReply body = TANDEM__V1__RING_OPEN_REPLY__INIT;
+    body.bytes = cap;
+    Tandem__V1__Reply r = TANDEM__V1__REPLY__INIT;
+    r.id = id;
+    r.body_case = TANDEM__V1__REPLY__BODY_RING_OPEN;
+    r.ring_open = &body;
+    int too_large;
+    tdm_frame *o = tdm_frame_pack(&r, &too_large);
+    uv_os_fd_t sock = -1;
+    ssize_t sent = -1;
+    errno = 0;
+    /* under out_mu: no reply thread writes to the socket meanwhile, and none after it */
+    pthread_mutex_lock(&c->out_mu);
+    if (c->out_gate) {
+        errno = EBUSY;
+    } else if (o && uv_fileno(&c->h.handle, &sock) == 0) {
+        /* the reply with the memfd attached, on the socket now: nothing else is queued on it */
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        memset(&ctl, 0, sizeof ctl);
+        struct iovec iov = {o->data, o->len};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &mfd, sizeof mfd);
+        do sent = sendmsg(sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (sent < 0 && errno == EINTR);
+    }
+    int e = errno;
+    if (sent > 0) c->out_fd = -1; /* a reply packed from now on waits for the loop, and goes into the ring */
+    pthread_mutex_unlock(&c->out_mu);
+    close(mfd); /* the client's copy, if sent, is its own */
+    if (sent <= 0) {
+        munmap(map, bytes);
+        if (!o) {
+            tdm_conn_close(c, "out of memory for a reply");
+        } else if (sent < 0 && (e == EAGAIN || e == EWOULDBLOCK || e == EBUSY)) {
+            tdm_frame_free(o);
+            tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "ring_open", -1,
+                                "%s; retry once they are read",
+                                e == EBUSY ? "a reply is being written to the socket" : "the socket is full (replies unread)");
+        } else {
+            tdm_frame_free(o);
+            tdm_conn_close(c, sent < 0 ? strerror(e) : "socket closed");
+        }
+        return;
+    }
+    tdm_metrics_reply();
+    if ((size_t)sent < o->len) { /* the rest of the reply through the loop, ahead of anything in the ring */
+        o->off = (size_t)sent;
+        write_frame(c, o);
+        if (c->state == CONN_CLOSING) {
+            munmap(map, bytes);
+            return;
+        }
+    } else {
+        tdm_frame_free(o);
+    }
+    input_charge(c, bytes);
+    c->ring = h;
+    c->ring_cap = cap;
+    c->ring_bytes = bytes;
+    c->ring_req_tail = 0;
+    c->ring_next = c->io->rings;
+    c->ring_prev = NULL;
+    if (c->io->rings) c->io->rings->ring_prev = c;
+    c->io->rings = c;
+    pthread_mutex_lock(&c->out_mu);
+    c->ring_rep_head = 0;
+    c->ring_direct = 1; /* the reply threads write into the reply ring */
+    pthread_mutex_unlock(&c->out_mu);
+    tdm_log_debug("conn %llu (%s): shared-memory rings of %u bytes", (unsigned long long)c->id, c->peer, cap);
+}
+
+int tdm_conn_rings_poll(tdm_io *io)
+{
+    int any = 0;
+    for (tdm_conn *c = io->rings, *next; c; c = next) {
+        next = c->ring_next; /* a connection the pump closes leaves the list, and stays allocated */
+        tdm_ring_header *h = c->ring;
+        int in = is_reading_state(c) && atomic_load_explicit(&h->req_head, memory_order_relaxed) != c->ring_req_tail;
+        int out = c->ring_out &&
+                  c->ring_rep_head - atomic_load_explicit(&h->rep_tail, memory_order_relaxed) != c->ring_cap;
+        if (!in && !out) continue;
+        any = 1;
+        tdm_server *srv = c->srv;
+        tdm_srv_lock_shared(srv);
+        if (out) {
+            tdm_srv_exclusive(srv); /* the budget's output, the flow */
+            if (ring_flush(c) >= 0) update_flow(c);
+        }
+        if (in && c->state != CONN_CLOSING) {
+            if (srv->trace_reads) c->read_ns = uv_hrtime();
+            ring_pump(c);
+        }
+        tdm_srv_unlock(srv);
+    }
+    /* the loop's answers from the express ring, as after a socket's read */
+    if (any && io->sink) tdm_query_sink_poll(io->sink);
+    return any;
+}
+
+int tdm_conn_rings_sleep(tdm_io *io)
+{
+    for (tdm_conn *c = io->rings; c; c = c->ring_next) atomic_store_explicit(&c->ring->srv_sleep, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst); /* the flags before the last look */
+    return tdm_conn_rings_poll(io);
+}
+
+void tdm_conn_rings_wake(tdm_io *io)
+{
+    for (tdm_conn *c = io->rings; c; c = c->ring_next) atomic_store_explicit(&c->ring->srv_sleep, 0, memory_order_relaxed);
 }
 
 /* ---- accept ---- */

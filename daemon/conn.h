@@ -41,6 +41,17 @@
  * that sends nothing for idle_timeout seconds while no request of it is in flight
  * and no reply waits to be written (each 0: never). Both are logged at info level.
  *
+ * Rings (RingOpen, a same-host client on a Unix socket; proto/README.md "Shared-memory rings"):
+ * the connection's frames go through two rings in a memfd mapping both sides hold, instead of
+ * the socket. The loop copies request bytes out of the request ring into the staging and frame
+ * buffers above (so the framing, the limits and the errors are the socket's), when it polls
+ * its rings (tdm_conn_rings_poll, each turn) or reads a doorbell on the socket (a client's
+ * byte after it wrote while the loop may sleep); replies are copied into the reply ring, by
+ * the loop or by a reply thread (tdm_conn_reply_direct), and frames that find no room wait in
+ * order (ring_out) for the client to take bytes. The states above are the same; the socket
+ * carries only doorbells one way and the close (FIN) the other. A client whose indices are out
+ * of bounds is closed. The mapping is unmapped when the connection is freed.
+ *
  * A connection is freed once its handles are closed and no job or writer op
  * refers to it (`inflight` == 0): callbacks of work that finishes after the
  * close find the connection CLOSING, drop their reply and release it. The close
@@ -167,7 +178,33 @@ struct tdm_conn {
     uint32_t out_gate;        /* frames on the loop's write path (queued to libuv, or handed to the
                                  loop unwritten by a pooler thread): no direct write while > 0, so
                                  replies keep the order the loop gives them */
+
+    /* shared-memory rings (RingOpen, proto/shm_ring.h; see "Rings" above): NULL on a socket's
+       connection. The mapping is the client's to write at any time: nothing in it is trusted */
+    struct tdm_ring_header *ring;
+    uint32_t ring_cap;
+    size_t ring_bytes;        /* the mapping's size, charged as input */
+    uint64_t ring_req_tail;   /* request bytes taken (ours; the mapping's copy is for the client) */
+    uint64_t ring_rep_head;   /* reply bytes written, under out_mu */
+    struct tdm_frame *ring_out, *ring_out_last; /* frames waiting for room in the reply ring (the loop's) */
+    int ring_direct;          /* under out_mu: direct replies may go into the reply ring (as out_fd) */
+    tdm_conn *ring_prev, *ring_next; /* the loop's connections with rings (tdm_io.rings) */
+    uint8_t bell[64];         /* the socket's doorbells, read and dropped */
 };
+
+/* RingOpen (request id `id`, `bytes` wanted): checks that the connection may have rings (a Unix
+ * socket, nothing else in flight, --max-ring-bytes), makes the mapping and answers on the socket
+ * with its memfd attached; from then on the connection's frames go through the rings. A refusal
+ * is an Error and changes nothing. */
+void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t bytes);
+/* A loop's turn over its connections with rings, taking the server's lock for those with work:
+ * request bytes to read, or replies waiting for room that has come. 1 when any had some. */
+int tdm_conn_rings_poll(tdm_io *io);
+/* Before the loop sleeps: tells its ring clients to ring the doorbell (srv_sleep), then looks
+ * once more; 1 when something came meanwhile (then it must not sleep). tdm_conn_rings_wake
+ * takes the flag back after the sleep. */
+int tdm_conn_rings_sleep(tdm_io *io);
+void tdm_conn_rings_wake(tdm_io *io);
 
 /* Accepts a pending connection on a listener (the main loop, holding the server's lock):
  * the connection lives on the main loop without I/O threads, else on the next of them

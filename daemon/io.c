@@ -126,7 +126,7 @@ static void *io_main(void *arg)
 void tdm_io_run(tdm_io *io)
 {
     uint64_t spin = io->srv->loop_spin_ns;
-    if (spin == 0) {
+    if (spin == 0 && io->srv->cfg->max_ring_bytes == 0) {
         uv_run(io->loop, UV_RUN_DEFAULT);
         return;
     }
@@ -137,8 +137,15 @@ void tdm_io_run(tdm_io *io)
     for (;;) {
         uint64_t now = uv_hrtime();
         if (io->reads != seen) seen = io->reads, last = now;
-        else if (yield) sched_yield();
-        if (!uv_run(io->loop, now - last < spin ? UV_RUN_NOWAIT : UV_RUN_ONCE)) break;
+        else if (yield && spin) sched_yield();
+        int sleep = now - last >= spin;
+        /* connections with rings (conn.h): their clients ring the doorbell while the loop sleeps */
+        int told = sleep && io->rings;
+        if (told && tdm_conn_rings_sleep(io)) sleep = 0; /* something came meanwhile */
+        int alive = uv_run(io->loop, sleep ? UV_RUN_ONCE : UV_RUN_NOWAIT);
+        if (told) tdm_conn_rings_wake(io);
+        if (io->rings) tdm_conn_rings_poll(io);
+        if (!alive) break;
     }
 }
 

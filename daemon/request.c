@@ -209,6 +209,7 @@ void tdm_request_dispatch(tdm_conn *c, Tandem__V1__Request *req, const char *why
     case TANDEM__V1__REQUEST__BODY_ROBOT_DELETE: tdm__robot_delete(c, id, req->robot_delete); break;
     case TANDEM__V1__REQUEST__BODY_ROBOT_SCENE_PUT: tdm__robot_scene_put(c, id, req->robot_scene_put); break;
     case TANDEM__V1__REQUEST__BODY_MOTION_CHECK: tdm__motion_check(c, id, req->motion_check); break;
+    case TANDEM__V1__REQUEST__BODY_RING_OPEN: tdm_conn_ring_open(c, id, req->ring_open->bytes); break;
     default:
         tdm_conn_send_error(c, id, E(BAD_REQUEST), "body", -1, "unknown request body %d", (int)req->body_case);
         break;

@@ -200,11 +200,11 @@ static void put_sub(wbuf *b, uint32_t field, const wbuf *sub)
     put(b, sub->p, sub->n);
 }
 
-/* An unknown field numbered from `first` (at most 24) up, up to the largest field number
+/* An unknown field numbered from `first` (at most 25) up, up to the largest field number
  * (2^29 - 1), of any wire type but groups. */
 static void put_unknown(wbuf *b, gen_rng *g, uint32_t first)
 {
-    static const uint32_t more[] = {0, 1, 9, 100, 2047, 536870911u - 27};
+    static const uint32_t more[] = {0, 1, 9, 100, 2047, 536870911u - 28};
     uint32_t field = first + more[gen_int(g, 0, 5)] + (uint32_t)gen_int(g, 0, 3);
     uint8_t bytes[8];
     for (int i = 0; i < 8; i++) bytes[i] = (uint8_t)gen_next(g);
@@ -270,11 +270,11 @@ static void gen_query_reply(wbuf *b, gen_rng *g)
 static void frame_of(wbuf *f, gen_rng *g, const wbuf *body, uint64_t id)
 {
     wbuf r = {0};
-    if (gen_int(g, 0, 3) == 0) put_unknown(&r, g, 24);
+    if (gen_int(g, 0, 3) == 0) put_unknown(&r, g, 25);
     if (id) put_value(&r, g, 1, id);
-    if (gen_int(g, 0, 3) == 0) put_unknown(&r, g, 24);
+    if (gen_int(g, 0, 3) == 0) put_unknown(&r, g, 25);
     put_sub(&r, 17, body);
-    if (gen_int(g, 0, 3) == 0) put_unknown(&r, g, 24);
+    if (gen_int(g, 0, 3) == 0) put_unknown(&r, g, 25);
     uint8_t len[4] = {(uint8_t)(r.n >> 24), (uint8_t)(r.n >> 16), (uint8_t)(r.n >> 8), (uint8_t)r.n};
     f->n = 0;
     put(f, len, 4);

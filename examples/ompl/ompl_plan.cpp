@@ -8,6 +8,7 @@
  *             [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]
+ *             [--ring off|on|BYTES] [--ring-spin-us US]
  *             PROBLEM...
  *
  * Output: one line per problem, in the order listed, `scenario problem solved
@@ -69,6 +70,7 @@ void usage()
             "                 [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]\n"
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]\n"
+            "                 [--ring off|on|BYTES] [--ring-spin-us US]\n"
             "                 PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
@@ -82,6 +84,9 @@ struct options {
     long planners = 1, fcl_threads = 1;
     unsigned nn_threads = 0; /* the roadmap's neighbour search (0: std::thread::hardware_concurrency()) */
     size_t per_scenario = 0, prm_samples = 2000, prm_k = 10;
+    long ring = -1;        /* Tandem on a unix: address: shared-memory rings of this many bytes (0: the
+                              server's default), -1: the socket (tdm_client_ring) */
+    long ring_spin_us = 0; /* how long a planner polls its reply ring before it sleeps */
 };
 
 /* Robot meshes read once (raw), handed to each robot scene as a copy. */
@@ -389,6 +394,11 @@ int main(int argc, char **argv)
         else if (a == "--per-scenario") ok = parse_num(v, 0, 1e9, &d) && d == floor(d), o.per_scenario = (size_t)d;
         else if (a == "--prm-samples") ok = parse_num(v, 1, 1e8, &d) && d == floor(d), o.prm_samples = (size_t)d;
         else if (a == "--motion-any") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.motion_any = !strcmp(v, "1");
+        else if (a == "--ring") {
+            if (!strcmp(v, "off")) o.ring = -1;
+            else if (!strcmp(v, "on")) o.ring = 0;
+            else ok = parse_num(v, 65536, 1 << 30, &d) && d == floor(d), o.ring = (long)d;
+        } else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;
         else {
             fprintf(stderr, "ompl_plan: unknown flag %s\n", a.c_str());
@@ -461,6 +471,11 @@ int main(int argc, char **argv)
             if (!c || tdm_client_err(c)) {
                 fprintf(stderr, "ompl_plan: cannot connect to %s: %s\n", o.server,
                         c ? tdm_client_errstr(c) : "out of memory");
+                free_conns();
+                return 1;
+            }
+            if (o.ring >= 0 && tdm_client_ring(c, (uint32_t)o.ring, (int)o.ring_spin_us)) {
+                fprintf(stderr, "ompl_plan: %s: no shared-memory rings: %s\n", o.server, tdm_client_errstr(c));
                 free_conns();
                 return 1;
             }
