@@ -8,7 +8,7 @@
  *             [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]
- *             [--ring off|on|BYTES] [--ring-spin-us US]
+ *             [--ring auto|off|on|BYTES] [--ring-spin-us US]
  *             PROBLEM...
  *
  * Output: one line per problem, in the order listed, `scenario problem solved
@@ -70,7 +70,7 @@ void usage()
             "                 [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]\n"
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]\n"
-            "                 [--ring off|on|BYTES] [--ring-spin-us US]\n"
+            "                 [--ring auto|off|on|BYTES] [--ring-spin-us US]\n"
             "                 PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
@@ -84,8 +84,9 @@ struct options {
     long planners = 1, fcl_threads = 1;
     unsigned nn_threads = 0; /* the roadmap's neighbour search (0: std::thread::hardware_concurrency()) */
     size_t per_scenario = 0, prm_samples = 2000, prm_k = 10;
-    long ring = -1;        /* Tandem on a unix: address: shared-memory rings of this many bytes (0: the
-                              server's default), -1: the socket (tdm_client_ring) */
+    long ring = -2;        /* Tandem on a unix: address: shared-memory rings of this many bytes (0: the
+                              server's default), -1: the socket (tdm_client_ring); -2 (auto): the
+                              server's default rings on a unix: address when it offers them */
     long ring_spin_us = 0; /* how long a planner polls its reply ring before it sleeps */
 };
 
@@ -395,7 +396,8 @@ int main(int argc, char **argv)
         else if (a == "--prm-samples") ok = parse_num(v, 1, 1e8, &d) && d == floor(d), o.prm_samples = (size_t)d;
         else if (a == "--motion-any") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.motion_any = !strcmp(v, "1");
         else if (a == "--ring") {
-            if (!strcmp(v, "off")) o.ring = -1;
+            if (!strcmp(v, "auto")) o.ring = -2;
+            else if (!strcmp(v, "off")) o.ring = -1;
             else if (!strcmp(v, "on")) o.ring = 0;
             else ok = parse_num(v, 65536, 1 << 30, &d) && d == floor(d), o.ring = (long)d;
         } else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
@@ -474,7 +476,11 @@ int main(int argc, char **argv)
                 free_conns();
                 return 1;
             }
-            if (o.ring >= 0 && tdm_client_ring(c, (uint32_t)o.ring, (int)o.ring_spin_us)) {
+            bool want = o.ring >= 0 || (o.ring == -2 && !strncmp(o.server, "unix:", 5));
+            int rc = want ? tdm_client_ring(c, o.ring > 0 ? (uint32_t)o.ring : 0, (int)o.ring_spin_us) : 0;
+            if (rc == TDM_CLIENT_ESERVER && o.ring == -2) { /* auto: a server without rings is served over the socket */
+                if (p == 0) fprintf(stderr, "ompl_plan: %s: over the socket: %s\n", o.server, tdm_client_errstr(c));
+            } else if (rc) {
                 fprintf(stderr, "ompl_plan: %s: no shared-memory rings: %s\n", o.server, tdm_client_errstr(c));
                 free_conns();
                 return 1;
