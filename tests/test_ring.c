@@ -303,7 +303,7 @@ static void oracle_make(oracle *o, tdm_mesh *env, tdm_mesh *robot, double radius
         o->npairs[i] = k;
         o->pairs[i] = malloc(sizeof(tdm_pair) * (k ? k : 1));
         cr_assert_not_null(o->pairs[i]);
-        memcpy(o->pairs[i], bf.pairs, sizeof(tdm_pair) * k);
+        if (k) memcpy(o->pairs[i], bf.pairs, sizeof(tdm_pair) * k);
         o->colliding += k > 0;
     }
     brute_free(&bf);
