@@ -438,13 +438,20 @@ _MULTI_MOTION_FLAGS_PROTOTYPES = {
 }
 
 
+_RING_PROTOTYPES = {
+    "tdm_client_ring": (_c.c_int, [_P, _c.c_uint32, _c.c_int]),
+    "tdm_client_ring_open": (_c.c_int, [_P]),
+}
+
+
 class Library:
     """A loaded libtandem with its prototypes declared.
 
     ``path`` is where it was loaded from; ``has_robots`` says whether it exports the robot calls
     (``ROBOT_SYMBOLS``), and so which layout its list and info structs have (``MeshInfo``,
     ``SceneInfo``, ``ServerInfo``); ``has_motion_flags`` whether it also exports
-    ``tdm_motion_check_flags`` (motion checks with ``any_state``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
+    ``tdm_motion_check_flags`` (motion checks with ``any_state``); ``has_ring`` whether it has shared-memory
+    rings (``tdm_client_ring``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
 
     def __init__(self, cdll: ctypes.CDLL, path: str):
         self.cdll = cdll
@@ -468,6 +475,10 @@ class Library:
         )
         if self.has_multi_robots:
             self._declare(_MULTI_ROBOT_PROTOTYPES)
+        # shared-memory rings (tdm_client_ring): absent from libraries before the thirty-third session
+        self.has_ring = all(hasattr(cdll, name) for name in _RING_PROTOTYPES)
+        if self.has_ring:
+            self._declare(_RING_PROTOTYPES)
         self.has_multi_motion_flags = self.has_multi_robots and all(
             hasattr(cdll, name) for name in _MULTI_MOTION_FLAGS_PROTOTYPES
         )

@@ -78,6 +78,10 @@ class Client(RobotMixin):
             ``query`` cuts larger arrays into such batches.
         max_reply_pairs, max_query_tasks: the server's limits of those names when they are not
             tandemd's defaults (they are not in HelloReply); used to cut batches.
+        ring: on a ``unix:`` address, carry the connection's requests and replies through
+            shared-memory rings instead of the socket (``tdm_client_ring``; proto/README.md,
+            "Shared-memory rings"): True for the server's default size, or each ring's size in
+            bytes; a server that refuses raises TandemError (ESERVER, field ``ring_open``).
 
     Raises TandemError (client_code ECONNECT, EADDR, ETIMEOUT, EVERSION, or ESERVER with code
     UNAUTHENTICATED...) when the connection cannot be made. Use as a context manager, or call
@@ -97,6 +101,7 @@ class Client(RobotMixin):
         max_reply_pairs: int = DEFAULT_MAX_REPLY_PAIRS,
         max_query_tasks: int = DEFAULT_MAX_QUERY_TASKS,
         tls_ca: Optional[Union[str, os.PathLike]] = None,
+        ring: Union[bool, int] = False,
     ):
         self._c = None
         self._lib: Library = load_library(library)
@@ -106,6 +111,14 @@ class Client(RobotMixin):
             raise invalid("pipeline must be at least 1", field="pipeline")
         if batch is not None and batch < 1:
             raise invalid("batch must be at least 1", field="batch")
+        if isinstance(ring, bool):
+            ring_bytes = 0 if ring else None  # 0: the server's default size
+        elif isinstance(ring, int) and 0 < ring <= 0xFFFFFFFF:
+            ring_bytes = ring
+        else:
+            raise invalid("ring must be True, False or a size in bytes", field="ring")
+        if ring_bytes is not None and not self._lib.has_ring:
+            raise invalid(f"{self._lib.path} has no shared-memory rings (tdm_client_ring)", field="ring")
         self.address = str(address)
         self.pipeline = int(pipeline)
         self.batch = batch
@@ -129,6 +142,12 @@ class Client(RobotMixin):
             err = self._error(rc, c)
             self._lib.tdm_client_free(c)
             raise err
+        if ring_bytes is not None:
+            rc = self._lib.tdm_client_ring(c, ring_bytes, 0)
+            if rc != 0:
+                err = self._error(rc, c)
+                self._lib.tdm_client_free(c)
+                raise err
         self._c = c
         info = ctypes.cast(self._lib.tdm_client_server_info(c), ctypes.POINTER(self._lib.ServerInfo))
         self.server_info = _server_info(self._lib, info.contents)
@@ -166,6 +185,11 @@ class Client(RobotMixin):
     def library_path(self) -> str:
         """Where the libtandem this client calls was loaded from."""
         return self._lib.path
+
+    @property
+    def ring_open(self) -> bool:
+        """True while this connection goes through shared-memory rings (``ring``)."""
+        return bool(self._lib.has_ring and self._lib.tdm_client_ring_open(self._ctx()))
 
     def set_io_timeout(self, seconds: Optional[float]) -> None:
         """Changes the limit of later calls (None: none)."""

@@ -244,3 +244,27 @@ def test_one_client_per_thread(daemon, one_robot):
     assert not errors
     for i in range(4):
         np.testing.assert_array_equal(got[i], refs[i])
+
+
+def test_rings_answer_as_the_socket(daemon, client, one_robot):
+    """A client whose frames go through shared-memory rings (``ring=True``) gets the socket's answers,
+    pipelined batches and contacts included; over TCP the server refuses rings and says why."""
+    scene, (ev, et), (rv, rt), rng = one_robot
+    n = MAX_QUERIES + 300  # two batches, pipelined through the ring
+    poses = oracle.random_poses(rng, n, 1.0)
+    with tandem.Client(daemon.unix, ring=True) as rc, tandem.Client(daemon.unix, ring=65536) as small:
+        assert rc.ring_open and small.ring_open and not client.ring_open
+        want = client.query(scene, poses, mode="contacts")
+        for c in (rc, small):
+            got = c.query(scene, poses, mode="contacts")
+            np.testing.assert_array_equal(got.colliding, want.colliding)
+            np.testing.assert_array_equal(got.contacts, want.contacts)
+            np.testing.assert_array_equal(got.object_pair, want.object_pair)
+            for i in range(0, n, 997):  # one pose a request, as a planner asks
+                np.testing.assert_array_equal(c.check(scene, poses[i : i + 1]), want.colliding[i : i + 1])
+        assert 0.1 * n < want.colliding.sum() < 0.9 * n
+    with pytest.raises(tandem.TandemError) as e:
+        tandem.Client(daemon.tcp, ring=True)
+    assert e.value.from_server and e.value.field == "ring_open"
+    with pytest.raises(tandem.TandemError):
+        tandem.Client(daemon.unix, ring=-1)
