@@ -435,6 +435,11 @@ int raw_recv(int fd, int timeout_ms, Tandem__V1__Reply **out, char *err, size_t 
                  "reply of %u bytes", len);
         return r == -1 ? RAW_TIMEOUT : RAW_ERROR;
     }
+    return raw_unpack(body, len, out, err, errlen);
+}
+
+int raw_unpack(uint8_t *body, uint32_t len, Tandem__V1__Reply **out, char *err, size_t errlen)
+{
     Tandem__V1__Reply *rep = tandem__v1__reply__unpack(NULL, len, body);
     free(body);
     if (!rep) {

@@ -86,6 +86,9 @@ enum { RAW_REPLY = 1, RAW_EOF = 0, RAW_TIMEOUT = -1, RAW_ERROR = -2 };
  * before any byte of a frame, RAW_TIMEOUT, or RAW_ERROR (a socket error, a frame cut
  * short, an undecodable reply; err says which). */
 int raw_recv(int fd, int timeout_ms, Tandem__V1__Reply **out, char *err, size_t errlen);
+/* Decodes a reply frame's body (malloc'd; freed here): RAW_REPLY with *out set, or RAW_ERROR with
+ * err saying so. */
+int raw_unpack(uint8_t *body, uint32_t len, Tandem__V1__Reply **out, char *err, size_t errlen);
 /* Waits until the peer closes: RAW_EOF when it does with nothing more sent, RAW_REPLY
  * when bytes arrive instead, RAW_TIMEOUT, or RAW_ERROR (a reset also counts as closed:
  * returns RAW_EOF). */

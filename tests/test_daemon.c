@@ -48,6 +48,7 @@
 #include "check.h"
 #include "daemon_util.h"
 #include "gen.h"
+#include "wire_pose.h"
 #include "tools/io.h"
 #include "workpile/cpu_engine.h"
 
@@ -83,52 +84,6 @@ static const char *in_root(const char *name)
     snprintf(names[n], sizeof names[n], "%s", name);
     snprintf(paths[n], sizeof paths[n], "%s/%s", D.root, name);
     return paths[n++];
-}
-
-static tdm_quat normalised(tdm_quat q)
-{
-    double n = tdm_quat_norm(q);
-    q.x /= n;
-    q.y /= n;
-    q.z /= n;
-    q.w /= n;
-    return q;
-}
-
-static int same_quat(tdm_quat a, tdm_quat b) { return !memcmp(&a, &b, sizeof a); }
-
-/* A pose uniform in the ball whose quaternion normalises to itself, bit for bit. */
-static gen_pose stable_pose(gen_rng *r, tdm_dvec3 c, double radius)
-{
-    for (;;) {
-        gen_pose p = gen_pose_in_ball(r, c, radius);
-        tdm_quat q = p.q;
-        for (int k = 0; k < 4; k++) {
-            tdm_quat n = normalised(q);
-            if (same_quat(n, q)) {
-                p.q = q;
-                return p;
-            }
-            q = n;
-        }
-    }
-}
-
-static void pose_wire(const gen_pose *p, double w[7])
-{
-    w[0] = p->t.x;
-    w[1] = p->t.y;
-    w[2] = p->t.z;
-    w[3] = p->q.x;
-    w[4] = p->q.y;
-    w[5] = p->q.z;
-    w[6] = p->q.w;
-}
-
-/* The transform the server builds from 7 wire numbers (quaternion normalised). */
-static tdm_xform wire_xform(const double w[7])
-{
-    return tdm_xform_from_pose(tdm_d3(w[0], w[1], w[2]), normalised((tdm_quat){w[3], w[4], w[5], w[6]}));
 }
 
 static tdm_bvh *bvh_of(const tdm_mesh *m)
@@ -253,7 +208,7 @@ static void make_scene1(scene1 *s, tdm_mesh *env, tdm_mesh *robot, double radius
     cr_assert_eq(gen_write_obj(in_root("env.obj"), env), 0);
     cr_assert_eq(gen_write_obj(in_root("robot.obj"), robot), 0);
     gen_pose *poses = malloc(sizeof *poses * n);
-    for (size_t i = 0; i < n; i++) poses[i] = stable_pose(&r, tdm_d3(0, 0, 0), radius);
+    for (size_t i = 0; i < n; i++) poses[i] = wire_stable_pose(&r, tdm_d3(0, 0, 0), radius);
     cr_assert_eq(gen_write_poses(in_root("poses.txt"), poses, n), 0);
     tdm_mesh_free(env);
     tdm_mesh_free(robot);
@@ -275,9 +230,9 @@ static void make_scene1(scene1 *s, tdm_mesh *env, tdm_mesh *robot, double radius
     cr_assert_eq(brute_init(&bf, s->env, s->robot), 0);
     for (size_t i = 0; i < n; i++) {
         /* what `tandem check` reads is what the server gets */
-        cr_assert(!memcmp(&rp[i].t, &poses[i].t, sizeof rp[i].t) && same_quat(rp[i].q, poses[i].q),
+        cr_assert(!memcmp(&rp[i].t, &poses[i].t, sizeof rp[i].t) && wire_same_quat(rp[i].q, poses[i].q),
                   "pose %zu does not read back bit for bit", i);
-        pose_wire(&poses[i], s->wire + 7 * i);
+        wire_pose(&poses[i], s->wire + 7 * i);
         tdm_xform x = wire_xform(s->wire + 7 * i);
         size_t k = brute_run(&bf, &x);
         cr_assert(k != (size_t)-1);
@@ -804,8 +759,8 @@ Test(daemon, concurrent_pipelined_clients)
     tdm_bvh *be = bvh_of(env), *bb = bvh_of(robot);
     size_t colliding = 0;
     for (int i = 0; i < POOL; i++) {
-        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&g, p->wire + 7 * i);
+        gen_pose g = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&g, p->wire + 7 * i);
         tdm_xform x = wire_xform(p->wire + 7 * i);
         p->pairs[i] = engine_pairs(be, bb, &x);
         colliding += p->pairs[i] > 0;
@@ -1098,12 +1053,12 @@ Test(daemon, kill9_restart_keeps_acknowledged_state)
     /* answers before the crash, checked against the CPU engine */
     double w1[P3 * 7], w2[P3 * 14];
     for (int i = 0; i < P3; i++) {
-        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&g, w1 + 7 * i);
-        g = stable_pose(&r, tdm_d3(0.2, 0, 0), 2.2);
-        pose_wire(&g, w2 + 14 * i);
-        g = stable_pose(&r, tdm_d3(0.2, 0, 0), 1.2);
-        pose_wire(&g, w2 + 14 * i + 7);
+        gen_pose g = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&g, w1 + 7 * i);
+        g = wire_stable_pose(&r, tdm_d3(0.2, 0, 0), 2.2);
+        wire_pose(&g, w2 + 14 * i);
+        g = wire_stable_pose(&r, tdm_d3(0.2, 0, 0), 1.2);
+        wire_pose(&g, w2 + 14 * i + 7);
     }
     answers *before1 = calloc(1, sizeof *before1), *before2 = calloc(1, sizeof *before2);
     answers *ref = calloc(1, sizeof *ref), *now = calloc(1, sizeof *now);
@@ -1363,8 +1318,8 @@ Test(daemon, malformed_input_gets_documented_errors)
     cr_assert_eq(tdm_client_server_info(w.c)->limits.max_frame_bytes, (uint32_t)MAX_FRAME);
     /* half of the witness's poses collide, half do not */
     for (int i = 0, hits = 0, misses = 0; i < NW;) {
-        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&g, w.wire + 7 * i);
+        gen_pose g = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&g, w.wire + 7 * i);
         tdm_xform x = wire_xform(w.wire + 7 * i);
         w.pairs[i] = engine_pairs(be, bb, &x);
         if (w.pairs[i] > 0 ? hits < NW / 2 : misses < NW / 2) {
@@ -1851,8 +1806,8 @@ Test(daemon, slow_reader_is_paused_not_dropped)
     double wire[(SLOW_K + 4) * 7];
     uint32_t pairs[SLOW_K + 4];
     for (int i = 0; i < SLOW_K + 4; i++) {
-        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&g, wire + 7 * i);
+        gen_pose g = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&g, wire + 7 * i);
         tdm_xform x = wire_xform(wire + 7 * i);
         pairs[i] = engine_pairs(be, bb, &x);
     }
@@ -2220,8 +2175,8 @@ static void pose_pool(gen_rng *r, const tdm_mesh *env, const tdm_mesh *robot, do
     tdm_bvh *be = bvh_of(env), *bb = bvh_of(robot);
     int colliding = 0;
     for (int i = 0; i < n; i++) {
-        gen_pose g = stable_pose(r, tdm_d3(0, 0, 0), radius);
-        pose_wire(&g, wire + 7 * i);
+        gen_pose g = wire_stable_pose(r, tdm_d3(0, 0, 0), radius);
+        wire_pose(&g, wire + 7 * i);
         tdm_xform x = wire_xform(wire + 7 * i);
         pairs[i] = engine_pairs(be, bb, &x);
         colliding += pairs[i] > 0;
@@ -2724,15 +2679,15 @@ Test(daemon, a_client_that_stops_reading_is_closed_at_the_stall_timeout)
     witness_scene(&w, D.unix_addr, env, robot, env_id, robot_id);
     tdm_bvh *be = bvh_of(env), *bb = bvh_of(robot);
     for (int i = 0; i < NW; i++) { /* the witness's queries, checked against the engine */
-        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&g, w.wire + 7 * i);
+        gen_pose g = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&g, w.wire + 7 * i);
         tdm_xform x = wire_xform(w.wire + 7 * i);
         w.pairs[i] = engine_pairs(be, bb, &x);
     }
     static double wire[HARD_K * 7];
     for (int i = 0; i < HARD_K; i++) {
-        gen_pose g = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&g, wire + 7 * i);
+        gen_pose g = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&g, wire + 7 * i);
     }
     /* 1 000 queries of 256 poses: about 1 KB of reply each, never read */
     int fd = raw_connect(D.unix_addr);

@@ -74,6 +74,7 @@
 #include "check.h"
 #include "daemon_util.h"
 #include "gen.h"
+#include "wire_pose.h"
 #include "proto/shm_ring.h"
 
 /* memfd seals (linux/fcntl.h), for a C library too old to name them */
@@ -127,52 +128,6 @@ static void put_be32(uint8_t *p, uint32_t v)
     p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);
     p[3] = (uint8_t)v;
-}
-
-static tdm_quat normalised(tdm_quat q)
-{
-    double n = tdm_quat_norm(q);
-    q.x /= n;
-    q.y /= n;
-    q.z /= n;
-    q.w /= n;
-    return q;
-}
-
-static int same_quat(tdm_quat a, tdm_quat b) { return !memcmp(&a, &b, sizeof a); }
-
-/* A pose uniform in the ball whose quaternion normalises to itself, bit for bit. */
-static gen_pose stable_pose(gen_rng *r, tdm_dvec3 c, double radius)
-{
-    for (;;) {
-        gen_pose p = gen_pose_in_ball(r, c, radius);
-        tdm_quat q = p.q;
-        for (int k = 0; k < 4; k++) {
-            tdm_quat n = normalised(q);
-            if (same_quat(n, q)) {
-                p.q = q;
-                return p;
-            }
-            q = n;
-        }
-    }
-}
-
-static void pose_wire(const gen_pose *p, double w[7])
-{
-    w[0] = p->t.x;
-    w[1] = p->t.y;
-    w[2] = p->t.z;
-    w[3] = p->q.x;
-    w[4] = p->q.y;
-    w[5] = p->q.z;
-    w[6] = p->q.w;
-}
-
-/* The transform the server builds from 7 wire numbers (quaternion normalised). */
-static tdm_xform wire_xform(const double w[7])
-{
-    return tdm_xform_from_pose(tdm_d3(w[0], w[1], w[2]), normalised((tdm_quat){w[3], w[4], w[5], w[6]}));
 }
 
 /* io_timeout_ms 0: none (a hang then shows as one, not as TDM_CLIENT_ETIMEOUT). */
@@ -295,8 +250,8 @@ static void oracle_make(oracle *o, tdm_mesh *env, tdm_mesh *robot, double radius
     brute bf;
     cr_assert_eq(brute_init(&bf, env, robot), 0);
     for (size_t i = 0; i < n; i++) {
-        gen_pose p = stable_pose(&r, tdm_d3(0, 0, 0), radius);
-        pose_wire(&p, o->wire + 7 * i);
+        gen_pose p = wire_stable_pose(&r, tdm_d3(0, 0, 0), radius);
+        wire_pose(&p, o->wire + 7 * i);
         tdm_xform x = wire_xform(o->wire + 7 * i);
         size_t k = brute_run(&bf, &x);
         cr_assert(k != (size_t)-1);
@@ -582,14 +537,7 @@ static int recv_reply_with_fd(int fd, int timeout_ms, Tandem__V1__Reply **out, i
                  r == -1 ? "timed out" : r == -3 ? "control data cut short" : "the connection ended", len, r);
         return r == -1 ? RAW_TIMEOUT : RAW_ERROR;
     }
-    Tandem__V1__Reply *rep = tandem__v1__reply__unpack(NULL, len, body);
-    free(body);
-    if (!rep) {
-        snprintf(err, errlen, "a reply of %u bytes does not decode as a Reply", len);
-        return RAW_ERROR;
-    }
-    *out = rep;
-    return RAW_REPLY;
+    return raw_unpack(body, len, out, err, errlen);
 }
 
 /* ---- a raw ring client -------------------------------------------------------------------- */
@@ -800,14 +748,7 @@ static int ring_get(rring *r, int timeout_ms, Tandem__V1__Reply **out, char *err
         }
         return rc;
     }
-    Tandem__V1__Reply *rep = tandem__v1__reply__unpack(NULL, len, body);
-    free(body);
-    if (!rep) {
-        snprintf(err, errlen, "a reply of %u bytes in the ring does not decode as a Reply", len);
-        return RAW_ERROR;
-    }
-    *out = rep;
-    return RAW_REPLY;
+    return raw_unpack(body, len, out, err, errlen);
 }
 
 /* Sends rq through the rings and reads one reply with its id (10 s). */
@@ -983,8 +924,8 @@ Test(ring, frames_larger_than_the_ring)
     double *wire = malloc(sizeof *wire * 7 * NQ);
     cr_assert_not_null(wire);
     for (size_t i = 0; i < NQ; i++) {
-        gen_pose p = stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
-        pose_wire(&p, wire + 7 * i);
+        gen_pose p = wire_stable_pose(&r, tdm_d3(0, 0, 0), 2.3);
+        wire_pose(&p, wire + 7 * i);
     }
     /* the MeshPut and the Query requests are each larger than the ring */
     size_t len = 0;
