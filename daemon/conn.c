@@ -1252,6 +1252,7 @@ static void ring_detach(tdm_conn *c)
     else c->io->rings = c->ring_next;
     if (c->ring_next) c->ring_next->ring_prev = c->ring_prev;
     c->ring_prev = c->ring_next = NULL;
+    c->srv->n_rings--;
     while (c->ring_out) {
         tdm_frame *o = c->ring_out;
         size_t n = o->len - o->off;
@@ -1393,6 +1394,7 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     c->ring_prev = NULL;
     if (c->io->rings) c->io->rings->ring_prev = c;
     c->io->rings = c;
+    s->n_rings++;
     pthread_mutex_lock(&c->out_mu);
     c->ring_rep_head = 0;
     c->ring_direct = 1; /* the reply threads write into the reply ring */

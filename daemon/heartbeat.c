@@ -38,6 +38,7 @@ static void beat(tdm_heartbeat *hb)
     tdm_metrics_snapshot s = {0};
     s.conns_open = srv->n_active;
     s.conns_unauthenticated = srv->n_unauth;
+    s.conns_ring = srv->n_rings;
     if (srv->catalog) {
         s.meshes = tdm_catalog_n_meshes(srv->catalog);
         s.scenes = tdm_catalog_n_scenes(srv->catalog);

@@ -281,6 +281,8 @@ char *tdm_metrics_render(size_t *len)
     head(f, "tandem_connections", "gauge", "Open connections, by state (max-connections counts both).");
     fprintf(f, "tandem_connections{state=\"authenticated\"} %u\n", s.conns_open - s.conns_unauthenticated);
     fprintf(f, "tandem_connections{state=\"unauthenticated\"} %u\n", s.conns_unauthenticated);
+    gauge(f, "tandem_ring_connections", "Open connections whose frames go through shared-memory rings (RingOpen).",
+          (double)s.conns_ring);
 
     head(f, "tandem_stored", "gauge", "Objects stored, by kind.");
     fprintf(f, "tandem_stored{kind=\"mesh\"} %u\ntandem_stored{kind=\"scene\"} %u\ntandem_stored{kind=\"robot\"} %u\n",

@@ -79,6 +79,7 @@ void tdm_metrics_refused(void);
 typedef struct tdm_metrics_snapshot {
     uint32_t conns_open;            /* counted in max-connections */
     uint32_t conns_unauthenticated; /* of them before Hello */
+    uint32_t conns_ring;            /* of them on shared-memory rings */
     uint32_t meshes, scenes, robots;
     uint64_t meshes_bytes;
     uint64_t pooler_jobs;           /* query jobs submitted to the pooler, not yet answered */

@@ -11,6 +11,9 @@
  *                                   listeners accept and /readyz is 200; STOPPING=1
  *                                   comes on SIGTERM, and tandemd exits 0
  *   metrics_listen_is_checked       a malformed --metrics-listen fails start-up, naming it
+ *   ring_connections_are_counted    two raw clients open shared-memory rings (RingOpen), one
+ *                                   is refused (TCP): tandem_ring_connections is 2, then 1
+ *                                   once one of them hangs up
  *   healthz_fails_while_the_loop_is_stalled
  *                                   the loop thread stopped (ptrace): /healthz and /readyz
  *                                   503 after health-loop-timeout, 200 once it runs again
@@ -372,6 +375,7 @@ Test(ops, metrics_count_requests_exactly)
     expect_metric(body, "tandem_connections_refused_total", 0);
     expect_metric(body, "tandem_connections{state=\"authenticated\"}", 1);
     expect_metric(body, "tandem_connections{state=\"unauthenticated\"}", 1);
+    expect_metric(body, "tandem_ring_connections", 0);
     expect_metric(body, "tandem_stored{kind=\"mesh\"}", 1);
     expect_metric(body, "tandem_stored{kind=\"scene\"}", 1);
     expect_metric(body, "tandem_stored{kind=\"robot\"}", 0);
@@ -489,6 +493,59 @@ Test(ops, notify_ready_after_listening)
     int st = dmn_stop(&D, 0);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
     close(fd);
+}
+
+/* Polls /metrics until `series` reads `want` (10 s at most: the gauges come with the heartbeat). */
+static void wait_metric(int port, const char *series, double want)
+{
+    double t0 = now_s();
+    for (;;) {
+        char *body;
+        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+        double v = metric(body, series);
+        if (v == want) {
+            free(body);
+            return;
+        }
+        cr_assert(now_s() - t0 < 10, "%s is %g, not %g, after 10 s:\n%s", series, v, want, body);
+        free(body);
+        sleep_ms(20);
+    }
+}
+
+Test(ops, ring_connections_are_counted)
+{
+    dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50", "--engine",
+                                        "cpu", NULL});
+    int port = logged_metrics_port();
+    wait_metric(port, "tandem_ring_connections", 0);
+    /* two on the Unix socket get rings (the memfd the reply carries is dropped by a plain recv: the
+       server's side is what is counted), one on TCP is refused */
+    int fds[3] = {raw_connect(D.unix_addr), raw_connect(D.unix_addr), raw_connect(D.tcp_addr)};
+    for (int i = 0; i < 3; i++) {
+        cr_assert(fds[i] >= 0);
+        raw_hello_or_fail(fds[i], 1);
+        Tandem__V1__RingOpen ro = TANDEM__V1__RING_OPEN__INIT;
+        Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+        rq.id = 2;
+        rq.body_case = TANDEM__V1__REQUEST__BODY_RING_OPEN;
+        rq.ring_open = &ro;
+        Tandem__V1__Reply *rep = call(fds[i], &rq);
+        if (i < 2) {
+            cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_RING_OPEN, "connection %d: reply body %d", i,
+                         (int)rep->body_case);
+            cr_assert_eq(rep->ring_open->bytes, 256u << 10);
+        } else {
+            expect_error(rep, "RingOpen over TCP", 2, TANDEM__V1__ERROR_CODE__ERROR_BAD_REQUEST, "ring_open", -1);
+        }
+        tandem__v1__reply__free_unpacked(rep, NULL);
+    }
+    wait_metric(port, "tandem_ring_connections", 2);
+    close(fds[0]);
+    wait_metric(port, "tandem_ring_connections", 1);
+    close(fds[1]);
+    close(fds[2]);
+    wait_metric(port, "tandem_ring_connections", 0);
 }
 
 Test(ops, metrics_listen_is_checked)
