@@ -466,7 +466,8 @@ TDM_API int tdm_client_fd(const tdm_client *c);
  * connecting. Returns 0 (the rings carry every later request), TDM_CLIENT_ESERVER when the
  * server refuses (a TCP or TLS connection, tandemd's max-ring-bytes 0, ...: the connection goes
  * on over the socket, tdm_client_server_error says why), TDM_CLIENT_EINVAL (requests in
- * flight, or rings already open), or a connection error. */
+ * flight, or rings already open), or a connection error. The blocking client only: the async
+ * client and tdm_multi stay on their sockets. */
 TDM_API int tdm_client_ring(tdm_client *c, uint32_t bytes, int spin_us);
 /* 1 while c's frames go through shared-memory rings, else 0. */
 TDM_API int tdm_client_ring_open(const tdm_client *c);
