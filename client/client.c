@@ -68,8 +68,7 @@ struct tdm_client {
     char fatalstr[640]; /* the message of the error in err */
     /* shared-memory rings (tdm_client_ring; proto/shm_ring.h): NULL on the socket */
     tdm_ring_header *ring;
-    uint32_t ring_cap;
-    size_t ring_bytes;
+    uint32_t ring_cap;           /* the mapping: tdm_ring_map_bytes(ring_cap) */
     uint64_t req_head, rep_tail; /* ours; the mapping's copies are for the server */
     int ring_spin_us;
     int want_fd; /* the RingOpen reply is awaited: the socket is read with its descriptor */
@@ -773,7 +772,7 @@ void tdm_client_free(tdm_client *c)
 {
     if (!c) return;
     tdm__tls_free(c->tls);
-    if (c->ring) munmap(c->ring, c->ring_bytes);
+    if (c->ring) munmap(c->ring, tdm_ring_map_bytes(c->ring_cap));
     if (c->fd >= 0) close(c->fd);
     for (size_t i = 0; c->pending.slots && i <= c->pending.mask; i++) free(c->pending.slots[i].err);
     tdm__ptable_free(&c->pending);
@@ -831,7 +830,6 @@ int tdm_client_ring(tdm_client *c, uint32_t bytes, int spin_us)
     }
     c->ring = h;
     c->ring_cap = cap;
-    c->ring_bytes = len;
     c->req_head = c->rep_tail = 0;
     c->ring_spin_us = spin_us > 0 ? spin_us : 0;
     if (c->reader.end > c->reader.start) /* bytes after the reply on the socket: nothing may follow it */

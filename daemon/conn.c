@@ -182,8 +182,8 @@ static void maybe_free(tdm_conn *c)
     tdm_tls_free(c->tls);
     tdm_arena_free(c->arena);
     if (c->ring) { /* no thread writes into it any more: the close took it from the loop and the reply threads */
-        munmap(c->ring, c->ring_bytes);
-        input_release(c, c->ring_bytes);
+        munmap(c->ring, tdm_ring_map_bytes(c->ring_cap));
+        input_release(c, tdm_ring_map_bytes(c->ring_cap));
         c->ring = NULL;
     }
     assert(c->in_charged == 0 && c->promised == 0 && !c->jobs);
@@ -1009,18 +1009,26 @@ static void tls_refuse_plain(tdm_conn *c)
     c->srv->counters.errors++;
 }
 
+/* plain_space for a pump (TLS records, the request ring), holding the server's lock: a new or large
+ * frame's buffer is charged to the budget, exclusive. 0 with the buffer, or -1 when there is none:
+ * the frame refused (over the memory budget: BUSY, as on a plain socket) or the connection closed. */
+static int pump_space(tdm_conn *c, uv_buf_t *b)
+{
+    if (!c->stage || c->body) tdm_srv_exclusive(c->srv);
+    plain_space(c, b);
+    if (b->base && b->len > 0) return 0;
+    if (c->mem_refused) refuse_frame(c);
+    else tdm_conn_close(c, "out of memory for input");
+    return -1;
+}
+
 /* Decrypts what the input BIO holds into the framing while the state lets it read,
  * then writes whatever OpenSSL has to say (handshake messages, an alert). */
 static void tls_pump(tdm_conn *c)
 {
     while (is_reading_state(c)) {
         uv_buf_t b;
-        plain_space(c, &b);
-        if (!b.base || b.len == 0) {
-            if (c->mem_refused) refuse_frame(c); /* over the memory budget: BUSY, as for plain connections */
-            else tdm_conn_close(c, "out of memory for input");
-            return;
-        }
+        if (pump_space(c, &b)) return;
         long n = tdm_tls_read(c->tls, b.base, b.len);
         if (n > 0) {
             on_plain(c, (size_t)n);
@@ -1163,14 +1171,8 @@ static void ring_pump(tdm_conn *c)
             ring_broken(c, "the request ring's head is out of bounds");
             return;
         }
-        if (!c->stage || c->body) tdm_srv_exclusive(c->srv); /* a buffer charged to the budget */
         uv_buf_t b;
-        plain_space(c, &b);
-        if (!b.base || b.len == 0) {
-            if (c->mem_refused) refuse_frame(c); /* over the memory budget: BUSY, as on a socket */
-            else tdm_conn_close(c, "out of memory for input");
-            return;
-        }
+        if (pump_space(c, &b)) return;
         size_t n = avail < b.len ? (size_t)avail : b.len;
         if (n > budget) n = (size_t)budget;
         budget -= n;
@@ -1186,8 +1188,8 @@ static void ring_pump(tdm_conn *c)
 
 /* Copies the frames waiting in ring_out into the reply ring as far as it has room, oldest first
  * (the loop, holding the server's lock exclusive); a frame copied whole counts as written, and
- * update_flow is the caller's. 1 when bytes moved, 0 when none, -1 when the connection was closed
- * (the client's index is out of bounds). */
+ * update_flow is the caller's. 0, or -1 when the connection was closed (the client's index is out
+ * of bounds). */
 static int ring_flush(tdm_conn *c)
 {
     tdm_ring_header *h = c->ring;
@@ -1235,7 +1237,7 @@ static int ring_flush(tdm_conn *c)
         ring_broken(c, "the reply ring's tail is out of bounds");
         return -1;
     }
-    return moved > 0;
+    return 0;
 }
 
 /* The client learns that the connection is closing (its replies are all in the ring). */
@@ -1388,7 +1390,6 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     input_charge(c, bytes);
     c->ring = h;
     c->ring_cap = cap;
-    c->ring_bytes = bytes;
     c->ring_req_tail = 0;
     c->ring_next = c->io->rings;
     c->ring_prev = NULL;
@@ -1417,7 +1418,7 @@ int tdm_conn_rings_poll(tdm_io *io)
         tdm_srv_lock_shared(srv);
         if (out) {
             tdm_srv_exclusive(srv); /* the budget's output, the flow */
-            if (ring_flush(c) >= 0) update_flow(c);
+            if (ring_flush(c) == 0) update_flow(c);
         }
         if (in && c->state != CONN_CLOSING) {
             if (srv->trace_reads) c->read_ns = uv_hrtime();

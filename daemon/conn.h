@@ -182,8 +182,8 @@ struct tdm_conn {
     /* shared-memory rings (RingOpen, proto/shm_ring.h; see "Rings" above): NULL on a socket's
        connection. The mapping is the client's to write at any time: nothing in it is trusted */
     struct tdm_ring_header *ring;
-    uint32_t ring_cap;
-    size_t ring_bytes;        /* the mapping's size, charged as input */
+    uint32_t ring_cap;        /* ours (the header's copy is the client's to change); the mapping is
+                                 tdm_ring_map_bytes(ring_cap), charged as input */
     uint64_t ring_req_tail;   /* request bytes taken (ours; the mapping's copy is for the client) */
     uint64_t ring_rep_head;   /* reply bytes written, under out_mu */
     struct tdm_frame *ring_out, *ring_out_last; /* frames waiting for room in the reply ring (the loop's) */
