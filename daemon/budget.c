@@ -48,10 +48,12 @@ int tdm_budget_room(const tdm_budget *b, uint64_t n)
 const char *tdm_budget_describe(const tdm_budget *b, char *buf, size_t len)
 {
     snprintf(buf, len,
-             "%llu bytes held (partial frames %llu, queued replies %llu, queries %llu, uploads %llu), max-memory %llu",
+             "%llu bytes held (partial frames %llu, queued replies %llu, queries %llu, uploads %llu, rings %llu), "
+             "max-memory %llu",
              (unsigned long long)b->total, (unsigned long long)b->used[TDM_MEM_INPUT],
              (unsigned long long)b->used[TDM_MEM_OUTPUT], (unsigned long long)b->used[TDM_MEM_WORK],
-             (unsigned long long)b->used[TDM_MEM_UPLOAD], (unsigned long long)b->max);
+             (unsigned long long)b->used[TDM_MEM_UPLOAD], (unsigned long long)b->used[TDM_MEM_RING],
+             (unsigned long long)b->max);
     return buf;
 }
 

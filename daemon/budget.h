@@ -1,6 +1,6 @@
 /* Memory clients make tandemd hold, counted against limits (issue 14, "Memory").
  *
- * Every byte a client can make the daemon keep is charged to one of four
+ * Every byte a client can make the daemon keep is charged to one of five
  * counters of the server's tdm_budget, and the sum of them to --max-memory:
  *
  *   input   partial frames: each connection's 64 KiB staging buffer (from its first
@@ -12,12 +12,17 @@
  *           own memory (transforms, results, reserved pairs) and a bound on the size
  *           of its reply, charged when it is accepted, before its reply exists;
  *   upload  decoded MeshPut, ScenePut, RobotPut and RobotScenePut requests waiting for
- *           the writer thread (also bounded by --max-upload-bytes).
+ *           the writer thread (also bounded by --max-upload-bytes);
+ *   ring    the shared-memory mappings of same-host connections' rings (RingOpen), while
+ *           their connections last (also bounded, all connections together, by
+ *           --max-ring-memory; apart from input, so that many idle ring clients do not
+ *           take the room of other clients' large frames).
  *
  * What happens at a limit: a large frame whose buffer cannot grow gets ERROR_BUSY
  * and the connection is closed (the rest of the frame is read and dropped); a Query
  * or MotionCheck that does not fit gets ERROR_BUSY; an upload that does not fit gets
- * ERROR_BUSY. Nothing already accepted is dropped. The decoding arena of the frame
+ * ERROR_BUSY; a RingOpen that does not fit gets ERROR_BUSY and its connection stays on
+ * the socket. Nothing already accepted is dropped. The decoding arena of the frame
  * being handled is not counted: it lives only while the loop handles that one frame
  * (a MeshPut's, handed to the writer, is counted as upload).
  *
@@ -41,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum tdm_mem_kind { TDM_MEM_INPUT, TDM_MEM_OUTPUT, TDM_MEM_WORK, TDM_MEM_UPLOAD, TDM_MEM__KINDS };
+enum tdm_mem_kind { TDM_MEM_INPUT, TDM_MEM_OUTPUT, TDM_MEM_WORK, TDM_MEM_UPLOAD, TDM_MEM_RING, TDM_MEM__KINDS };
 
 typedef struct tdm_budget {
     uint64_t max;                   /* --max-memory, resolved */
@@ -58,7 +63,8 @@ int tdm_budget_room(const tdm_budget *b, uint64_t n);
 /* Charges n bytes to kind k when they keep the total within max (at once: two loops never
  * both pass with room for one); 1 when charged, else 0. */
 int tdm_budget_try_charge(tdm_budget *b, enum tdm_mem_kind k, uint64_t n);
-/* "N bytes held (partial frames A, queued replies B, queries C, uploads D), max-memory M"
+/* "N bytes held (partial frames A, queued replies B, queries C, uploads D, rings R),
+ * max-memory M"
  * into buf; returns buf. */
 const char *tdm_budget_describe(const tdm_budget *b, char *buf, size_t len);
 /* --max-memory 0: half of the machine's physical memory (sysconf; 8 GiB when it cannot

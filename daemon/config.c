@@ -179,8 +179,12 @@ static const opt opts[] = {
     {"max-ring-bytes", T_U32, OFF(max_ring_bytes), "4M", 0, 1u << 30, NULL, "BYTES",
      "Largest shared-memory ring a client on the Unix socket may open (RingOpen: a request ring and a "
      "reply ring of this size at most, 256 KiB when it asks for none, at least 64 KiB; the mapping counts "
-     "as partial frames against max-input-bytes and max-memory while the connection lasts). 0: no rings "
+     "against max-ring-memory and max-memory while the connection lasts). 0: no rings "
      "offered. In HelloReply.limits."},
+    {"max-ring-memory", T_U64, OFF(max_ring_memory), "512M", 65536, UINT64_MAX, NULL, "BYTES",
+     "Shared memory the rings of all same-host connections may map together (each connection's 4 KiB "
+     "header and two rings, while it lasts; counted in max-memory too). A RingOpen past it gets ERROR_BUSY "
+     "and its connection stays on the socket. Not in HelloReply.limits."},
     {"max-memory", T_U64, OFF(max_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
      "Everything clients make the daemon hold, together: partial frames, queued replies, queries accepted "
      "and not yet answered (their memory and a bound on their replies) and uploads waiting to be stored "

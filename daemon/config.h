@@ -92,6 +92,7 @@ typedef struct tdm_config {
     uint64_t max_memory;       /* bytes clients may make the daemon hold, all counters of budget.h (0: half of RAM) */
     uint64_t max_input_bytes;  /* partial frames of all connections together */
     uint32_t max_ring_bytes;   /* largest shared-memory ring of a same-host client (0: none offered; conn.h) */
+    uint64_t max_ring_memory;  /* the rings' mappings of all connections together */
     uint32_t output_stall_timeout; /* seconds replies may wait with none taken before the close (0: no limit) */
     /* operations (http.h, heartbeat.h) */
     char *metrics_listen;      /* HOST:PORT of the metrics and probes endpoint; "" off */

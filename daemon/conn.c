@@ -183,7 +183,7 @@ static void maybe_free(tdm_conn *c)
     tdm_arena_free(c->arena);
     if (c->ring) { /* no thread writes into it any more: the close took it from the loop and the reply threads */
         munmap(c->ring, tdm_ring_map_bytes(c->ring_cap));
-        input_release(c, tdm_ring_map_bytes(c->ring_cap));
+        tdm_budget_release(&srv->mem, TDM_MEM_RING, tdm_ring_map_bytes(c->ring_cap));
         c->ring = NULL;
     }
     assert(c->in_charged == 0 && c->promised == 0 && !c->jobs);
@@ -1298,11 +1298,12 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     }
     uint32_t cap = ring_cap_for(want, max);
     size_t bytes = tdm_ring_map_bytes(cap);
-    if (!input_room(c, bytes)) {
+    uint64_t ring_used = s->mem.used[TDM_MEM_RING], ring_max = s->cfg->max_ring_memory;
+    if (ring_used > ring_max || bytes > ring_max - ring_used || !tdm_budget_room(&s->mem, bytes)) {
         char held[256];
         tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "ring_open", -1,
-                            "no room for rings of %u bytes (max-input-bytes, max-memory): %s; retry later", cap,
-                            tdm_budget_describe(&s->mem, held, sizeof held));
+                            "no room for rings of %u bytes (max-ring-memory %llu, max-memory): %s; retry later",
+                            cap, (unsigned long long)ring_max, tdm_budget_describe(&s->mem, held, sizeof held));
         return;
     }
     int mfd = memfd_create("tandem-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -1387,7 +1388,7 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     } else {
         tdm_frame_free(o);
     }
-    input_charge(c, bytes);
+    tdm_budget_charge(&s->mem, TDM_MEM_RING, bytes);
     c->ring = h;
     c->ring_cap = cap;
     c->ring_req_tail = 0;

@@ -43,6 +43,11 @@
  *   sizes_are_rounded_and_clamped    --max-ring-bytes 131072: RingOpen's bytes rounded up to a
  *                                    power of two and clamped to [64 KiB, 128 KiB] (0: 256 KiB
  *                                    clamped), the mapping sized and its header set to match
+ *   rings_have_a_memory_budget_of_their_own  --max-input-bytes 1M, --max-ring-memory 3M: 1 MiB
+ *                                    rings open; a second pair is refused (BUSY, the limit
+ *                                    named) and that client served on the socket, 64 KiB
+ *                                    rings still fit; a 700 KiB frame from a third client is
+ *                                    taken; the first client's close gives its room back
  *
  * Poses are drawn so that their quaternion is a fixed point of normalisation (as in
  * test_daemon.c): the server and the brute-force reference use the very same rotation, and
@@ -1685,5 +1690,63 @@ Test(ring, sizes_are_rounded_and_clamped)
         ring_stats_or_fail(&rr, 3, UINT32_MAX, "through rings of a rounded size");
         ring_close(&rr, 0);
     }
+    cr_assert(dmn_running(&D), "tandemd is gone");
+}
+
+/* A client's rings are charged to --max-ring-memory, not to the partial frames' budget
+ * (--max-input-bytes): 1 MiB rings open under --max-input-bytes 1M, a second pair that would
+ * pass --max-ring-memory is refused with ERROR_BUSY naming it (the connection served on the
+ * socket, smaller rings still fit), a large frame from a third client is not refused for the
+ * rings' memory, and the room comes back when the first client leaves. */
+Test(ring, rings_have_a_memory_budget_of_their_own)
+{
+    const uint32_t MIB = 1u << 20;
+    /* one 1 MiB pair maps 2 MiB and a 4 KiB header: one fits in 3 MiB, two do not */
+    const char *flags[] = {"--max-input-bytes", "1M", "--max-ring-bytes", "1M", "--max-ring-memory", "3M", NULL};
+    small s;
+    small_make(&s);
+    dmn_start(&D, flags);
+    tdm_client *a = lib_ring(D.unix_addr, MIB, 0, 30000);
+    uint8_t sid[32];
+    small_put(&s, a, sid, "through 1 MiB rings, max-input-bytes 1M");
+    small_check(&s, a, sid, "through 1 MiB rings, max-input-bytes 1M");
+
+    tdm_client *b = lib_connect(D.unix_addr, 30000);
+    int rc = tdm_client_ring(b, MIB, 0);
+    cr_assert_eq(rc, TDM_CLIENT_ESERVER, "a second 1 MiB pair past max-ring-memory 3M: %d (%s), expected ESERVER", rc,
+                 tdm_client_errstr(b));
+    const tdm_server_error *e = tdm_client_server_error(b);
+    cr_assert_not_null(e);
+    cr_assert_eq(e->code, TDM_SERVER_BUSY, "error code %d (%s), expected BUSY", e->code, e->message);
+    cr_assert_str_eq(e->field, "ring_open", "error field '%s' (%s)", e->field, e->message);
+    cr_assert(strstr(e->message, "max-ring-memory 3145728"), "the refusal does not name the limit: %s", e->message);
+    cr_assert_eq(tdm_client_ring_open(b), 0);
+    cr_assert_eq(tdm_client_err(b), 0, "the refusal broke the connection: %s", tdm_client_errstr(b));
+    small_check(&s, b, sid, "on the socket after a refused RingOpen");
+    rc = tdm_client_ring(b, 65536, 0); /* 132 KiB more: fits */
+    cr_assert_eq(rc, 0, "64 KiB rings within max-ring-memory: %d (%s)", rc, tdm_client_errstr(b));
+    small_check(&s, b, sid, "through 64 KiB rings beside the 1 MiB ones");
+
+    /* a 700 KiB frame on a third connection: within max-input-bytes whatever the rings map */
+    tdm_mesh *big = gen_torus(1.5, 0.5, 240, 120);
+    cr_assert_not_null(big);
+    size_t len = 0;
+    cr_assert_eq(tdm_encode_mesh_put(NULL, 0, &len, 1, "big", big->verts, big->n_verts, big->tris, big->n_tris),
+                 TDM_CLIENT_ENOBUFS);
+    cr_assert(len > 600u << 10 && len < 800u << 10, "the MeshPut frame is %zu bytes", len);
+    tdm_client *c = lib_connect(D.unix_addr, 30000);
+    uint8_t mid[32];
+    put_mesh(c, "big", big, mid, 1, "a large frame beside 2.1 MiB of rings, max-input-bytes 1M");
+
+    /* the first client leaves: its 2 MiB come back */
+    tdm_client_free(a);
+    cr_assert_eq(connections_settle(c, 2), 2u, "the ring client's connection did not go");
+    tdm_client *d = lib_ring(D.unix_addr, MIB, 0, 30000);
+    small_check(&s, d, sid, "through 1 MiB rings after the first pair was let go");
+    tdm_client_free(b);
+    tdm_client_free(c);
+    tdm_client_free(d);
+    tdm_mesh_free(big);
+    small_free(&s);
     cr_assert(dmn_running(&D), "tandemd is gone");
 }
