@@ -5,11 +5,13 @@
  * and the CPU time tandemd (its /proc/PID/stat) and this process spent a request.
  *
  *   bench_ring_cost --server unix:PATH --tandemd-pid PID [--clients C] [--seconds S] [--rounds R]
+ *                   [--idle-rings N]
  *
  * A scene of two boxes (one fixed, one moving) is stored first; the poses alternate colliding and
  * free ones and every answer is checked. Prints a Markdown table, a row a round: transport, requests,
  * requests/s, mean round trip (µs), tandemd's and the clients' CPU a request (µs), then each
- * transport's mean. */
+ * transport's mean. --idle-rings N: N more connections open 64 KiB rings first and stay idle
+ * throughout (same-host clients that connected and wait), beside the measured ones. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -167,7 +169,7 @@ int main(int argc, char **argv)
 {
     const char *server = NULL;
     long pid = 0;
-    int clients = 4, rounds = 3;
+    int clients = 4, rounds = 3, idle = 0;
     double seconds = 3;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--server")) server = argv[i + 1];
@@ -175,19 +177,30 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--idle-rings")) idle = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "bench_ring_cost: unknown flag %s\n", argv[i]);
             return 2;
         }
     }
     if (!server || strncmp(server, "unix:", 5) || pid <= 0 || clients < 1 || clients > 4096 || seconds <= 0 ||
-        rounds < 1) {
+        rounds < 1 || idle < 0 || idle > 100000) {
         fprintf(stderr, "usage: bench_ring_cost --server unix:PATH --tandemd-pid PID [--clients C] [--seconds S] "
-                        "[--rounds R]\n");
+                        "[--rounds R] [--idle-rings N]\n");
         return 2;
     }
     uint8_t scene[TDM_ID_BYTES];
     if (setup(server, scene)) return 1;
+    tdm_client **idlers = calloc((size_t)idle + 1, sizeof *idlers);
+    for (int i = 0; i < idle; i++) {
+        idlers[i] = tdm_client_connect(server, 10000);
+        int rc = tdm_client_err(idlers[i]);
+        if (!rc) rc = tdm_client_ring(idlers[i], 65536, 0);
+        if (rc) {
+            fprintf(stderr, "bench_ring_cost: idle ring client %d: %s\n", i, tdm_client_errstr(idlers[i]));
+            return 1;
+        }
+    }
     printf("| round | transport | requests | requests/s | round trip (µs) | tandemd CPU a request (µs) | "
            "clients' CPU a request (µs) |\n|---:|---|---:|---:|---:|---:|---:|\n");
     double sum[2][4] = {{0}};
@@ -208,5 +221,7 @@ int main(int argc, char **argv)
     for (int ring = 0; ring < 2; ring++)
         printf("| mean | %s | | %.0f | %.1f | %.2f | %.2f |\n", ring ? "rings" : "socket", sum[ring][0] / rounds,
                sum[ring][1] / rounds, sum[ring][2] / rounds, sum[ring][3] / rounds);
+    for (int i = 0; i < idle; i++) tdm_client_free(idlers[i]);
+    free(idlers);
     return 0;
 }

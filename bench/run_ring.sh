@@ -8,7 +8,8 @@
 #
 # Knobs: BUILD_DIR=build (bench/bench_ring_cost and daemon/tandemd; or BENCH=..., TANDEMD=...),
 # CLIENTS=4, SECONDS_A_ROUND=3, ROUNDS=3, ENGINE=cpu, TANDEMD_ARGS= (more tandemd flags, e.g.
-# "--loop-spin-us 200" as with a GPU engine).
+# "--loop-spin-us 200" as with a GPU engine), IDLE_RINGS=0 (more connections that open 64 KiB rings and
+# stay idle beside the measured clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -17,7 +18,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 bench=${BENCH:-$BUILD_DIR/bench/bench_ring_cost}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 CLIENTS=${CLIENTS:-4} SECONDS_A_ROUND=${SECONDS_A_ROUND:-3} ROUNDS=${ROUNDS:-3} ENGINE=${ENGINE:-cpu}
-TANDEMD_ARGS=${TANDEMD_ARGS:-}
+TANDEMD_ARGS=${TANDEMD_ARGS:-} IDLE_RINGS=${IDLE_RINGS:-0}
 for f in "$bench" "$tandemd"; do [[ -x $f ]] || { echo "run_ring.sh: $f not found: build first" >&2; exit 1; }; done
 work=$(mktemp -d)
 pid=""
@@ -30,12 +31,12 @@ sock=$work/tandemd.sock
 pid=$!
 wait_listening run_ring.sh "$sock" "$pid" "$work/tandemd.log"
 table=$("$bench" --server "unix:$sock" --tandemd-pid "$pid" --clients "$CLIENTS" --seconds "$SECONDS_A_ROUND" \
-    --rounds "$ROUNDS")
+    --rounds "$ROUNDS" --idle-rings "$IDLE_RINGS")
 {
     echo "# A small request through tandemd: the Unix socket against shared-memory rings"
     echo
     echo "Command: \`$(printf '%q ' env BUILD_DIR="$BUILD_DIR" CLIENTS="$CLIENTS" SECONDS_A_ROUND="$SECONDS_A_ROUND" \
-        ROUNDS="$ROUNDS" ENGINE="$ENGINE" ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} bench/run_ring.sh "$out_file")\`"
+        ROUNDS="$ROUNDS" ENGINE="$ENGINE" ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} IDLE_RINGS="$IDLE_RINGS" bench/run_ring.sh "$out_file")\`"
     echo
     echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo "- tandemd \`--engine $ENGINE${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`; $CLIENTS clients, each a connection sending one single-pose bool query after another (two boxes, answers checked); $SECONDS_A_ROUND s a round, the transports alternated."

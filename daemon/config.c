@@ -185,6 +185,11 @@ static const opt opts[] = {
      "Shared memory the rings of all same-host connections may map together (each connection's 4 KiB "
      "header and two rings, while it lasts; counted in max-memory too). A RingOpen past it gets ERROR_BUSY "
      "and its connection stays on the socket. Not in HelloReply.limits."},
+    {"ring-park-us", T_U32, OFF(ring_park_us), "10000", 0, 60000000, NULL, "US",
+     "How long a connection's shared-memory rings may go without a request before its loop stops "
+     "polling them (they are parked: the client's next request then rings the doorbell, one byte on "
+     "the socket, and brings them back), so that idle same-host clients cost the loops' turns nothing. "
+     "0: never parked."},
     {"max-memory", T_U64, OFF(max_memory), "0", 0, UINT64_MAX, NULL, "BYTES",
      "Everything clients make the daemon hold, together: partial frames, queued replies, queries accepted "
      "and not yet answered (their memory and a bound on their replies) and uploads waiting to be stored "

@@ -93,6 +93,7 @@ typedef struct tdm_config {
     uint64_t max_input_bytes;  /* partial frames of all connections together */
     uint32_t max_ring_bytes;   /* largest shared-memory ring of a same-host client (0: none offered; conn.h) */
     uint64_t max_ring_memory;  /* the rings' mappings of all connections together */
+    uint32_t ring_park_us;     /* a ring idle this long is no longer polled (conn.h; 0: never) */
     uint32_t output_stall_timeout; /* seconds replies may wait with none taken before the close (0: no limit) */
     /* operations (http.h, heartbeat.h) */
     char *metrics_listen;      /* HOST:PORT of the metrics and probes endpoint; "" off */

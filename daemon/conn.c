@@ -133,6 +133,7 @@ static void process_input(tdm_conn *c);
 static void ring_pump(tdm_conn *c);
 static int ring_flush(tdm_conn *c);
 static void ring_detach(tdm_conn *c);
+static void ring_unpark(tdm_conn *c);
 static void ring_closed(tdm_conn *c);
 static void tls_pump(tdm_conn *c);
 static void tls_flush(tdm_conn *c);
@@ -1069,7 +1070,9 @@ static void read_done(tdm_conn *c, ssize_t nread, const uv_buf_t *buf)
         tdm_conn_close(c, uv_strerror((int)nread));
         return;
     }
-    if (c->ring) { /* a doorbell: the request ring has bytes */
+    if (c->ring) { /* a doorbell: the request ring has bytes, or the reply ring room */
+        if (c->ring_parked) ring_unpark(c);
+        c->ring_seen_ns = uv_hrtime();
         ring_pump(c);
         return;
     }
@@ -1248,12 +1251,38 @@ static void ring_closed(tdm_conn *c)
 }
 
 /* At the close: off the loop's list, its waiting frames dropped, the client told. */
-static void ring_detach(tdm_conn *c)
+/* The loop's two lists of ring connections: polled each turn, or parked. */
+static void ring_list_remove(tdm_conn *c)
 {
+    tdm_conn **head = c->ring_parked ? &c->io->rings_parked : &c->io->rings;
     if (c->ring_prev) c->ring_prev->ring_next = c->ring_next;
-    else c->io->rings = c->ring_next;
+    else *head = c->ring_next;
     if (c->ring_next) c->ring_next->ring_prev = c->ring_prev;
     c->ring_prev = c->ring_next = NULL;
+}
+
+static void ring_list_add(tdm_conn *c, int parked)
+{
+    tdm_conn **head = parked ? &c->io->rings_parked : &c->io->rings;
+    c->ring_parked = parked;
+    c->ring_prev = NULL;
+    c->ring_next = *head;
+    if (*head) (*head)->ring_prev = c;
+    *head = c;
+}
+
+/* A doorbell on a parked ring's socket: polled again from the loop's next turn on (the loop is
+ * awake: it runs this). */
+static void ring_unpark(tdm_conn *c)
+{
+    ring_list_remove(c);
+    ring_list_add(c, 0);
+    atomic_store_explicit(&c->ring->srv_sleep, 0, memory_order_relaxed);
+}
+
+static void ring_detach(tdm_conn *c)
+{
+    ring_list_remove(c);
     c->srv->n_rings--;
     while (c->ring_out) {
         tdm_frame *o = c->ring_out;
@@ -1392,10 +1421,8 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     c->ring = h;
     c->ring_cap = cap;
     c->ring_req_tail = 0;
-    c->ring_next = c->io->rings;
-    c->ring_prev = NULL;
-    if (c->io->rings) c->io->rings->ring_prev = c;
-    c->io->rings = c;
+    c->ring_seen_ns = uv_hrtime();
+    ring_list_add(c, 0);
     s->n_rings++;
     pthread_mutex_lock(&c->out_mu);
     c->ring_rep_head = 0;
@@ -1404,16 +1431,38 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     tdm_log_debug("conn %llu (%s): shared-memory rings of %u bytes", (unsigned long long)c->id, c->peer, cap);
 }
 
-int tdm_conn_rings_poll(tdm_io *io)
+/* Has the ring request bytes the loop may read, or room for replies waiting? */
+static int ring_work(const tdm_conn *c, int *in, int *out)
+{
+    const tdm_ring_header *h = c->ring;
+    *in = is_reading_state(c) && atomic_load_explicit(&h->req_head, memory_order_relaxed) != c->ring_req_tail;
+    *out = c->ring_out &&
+           c->ring_rep_head - atomic_load_explicit(&h->rep_tail, memory_order_relaxed) != c->ring_cap;
+    return *in || *out;
+}
+
+int tdm_conn_rings_poll(tdm_io *io, uint64_t now)
 {
     int any = 0;
+    uint64_t park_ns = io->srv->ring_park_ns;
     for (tdm_conn *c = io->rings, *next; c; c = next) {
-        next = c->ring_next; /* a connection the pump closes leaves the list, and stays allocated */
+        next = c->ring_next; /* a connection the pump closes or parks leaves the list, and stays allocated */
         tdm_ring_header *h = c->ring;
-        int in = is_reading_state(c) && atomic_load_explicit(&h->req_head, memory_order_relaxed) != c->ring_req_tail;
-        int out = c->ring_out &&
-                  c->ring_rep_head - atomic_load_explicit(&h->rep_tail, memory_order_relaxed) != c->ring_cap;
-        if (!in && !out) continue;
+        int in, out;
+        if (!ring_work(c, &in, &out)) {
+            if (!park_ns || now - c->ring_seen_ns < park_ns || now < c->ring_seen_ns) continue;
+            /* idle: parked, unless bytes came as the flag went up (the client looks at the flag
+               after its bytes, the loop at the bytes after the flag: one of them sees the other) */
+            atomic_store_explicit(&h->srv_sleep, 1, memory_order_relaxed);
+            atomic_thread_fence(memory_order_seq_cst);
+            if (!ring_work(c, &in, &out)) {
+                ring_list_remove(c);
+                ring_list_add(c, 1);
+                continue;
+            }
+            atomic_store_explicit(&h->srv_sleep, 0, memory_order_relaxed);
+        }
+        c->ring_seen_ns = now;
         any = 1;
         tdm_server *srv = c->srv;
         tdm_srv_lock_shared(srv);
@@ -1432,11 +1481,12 @@ int tdm_conn_rings_poll(tdm_io *io)
     return any;
 }
 
-int tdm_conn_rings_sleep(tdm_io *io)
+int tdm_conn_rings_sleep(tdm_io *io, uint64_t now)
 {
+    /* (parked rings' flags are up already) */
     for (tdm_conn *c = io->rings; c; c = c->ring_next) atomic_store_explicit(&c->ring->srv_sleep, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst); /* the flags before the last look */
-    return tdm_conn_rings_poll(io);
+    return tdm_conn_rings_poll(io, now);
 }
 
 void tdm_conn_rings_wake(tdm_io *io)

@@ -46,7 +46,9 @@
  * the socket. The loop copies request bytes out of the request ring into the staging and frame
  * buffers above (so the framing, the limits and the errors are the socket's), when it polls
  * its rings (tdm_conn_rings_poll, each turn) or reads a doorbell on the socket (a client's
- * byte after it wrote while the loop may sleep); replies are copied into the reply ring, by
+ * byte after it wrote while the loop may sleep); a ring idle for --ring-park-us is parked: the
+ * loop stops polling it and leaves its srv_sleep set, and the client's next doorbell brings it
+ * back, so that idle ring clients cost a loop's turns nothing; replies are copied into the reply ring, by
  * the loop or by a reply thread (tdm_conn_reply_direct), and frames that find no room wait in
  * order (ring_out) for the client to take bytes. The states above are the same; the socket
  * carries only doorbells one way and the close (FIN) the other. A client whose indices are out
@@ -183,12 +185,16 @@ struct tdm_conn {
        connection. The mapping is the client's to write at any time: nothing in it is trusted */
     struct tdm_ring_header *ring;
     uint32_t ring_cap;        /* ours (the header's copy is the client's to change); the mapping is
-                                 tdm_ring_map_bytes(ring_cap), charged as input */
+                                 tdm_ring_map_bytes(ring_cap), charged to rings (budget.h) */
     uint64_t ring_req_tail;   /* request bytes taken (ours; the mapping's copy is for the client) */
     uint64_t ring_rep_head;   /* reply bytes written, under out_mu */
     struct tdm_frame *ring_out, *ring_out_last; /* frames waiting for room in the reply ring (the loop's) */
     int ring_direct;          /* under out_mu: direct replies may go into the reply ring (as out_fd) */
-    tdm_conn *ring_prev, *ring_next; /* the loop's connections with rings (tdm_io.rings) */
+    tdm_conn *ring_prev, *ring_next; /* the loop's connections with rings (tdm_io.rings, or
+                                        tdm_io.rings_parked when ring_parked) */
+    int ring_parked;          /* idle past --ring-park-us: not polled; srv_sleep stays set, so its
+                                 client rings the doorbell with its next bytes */
+    uint64_t ring_seen_ns;    /* when the loop last found request bytes or reply room to use */
     uint8_t bell[64];         /* the socket's doorbells, read and dropped */
 };
 
@@ -197,13 +203,14 @@ struct tdm_conn {
  * with its memfd attached; from then on the connection's frames go through the rings. A refusal
  * is an Error and changes nothing. */
 void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t bytes);
-/* A loop's turn over its connections with rings, taking the server's lock for those with work:
- * request bytes to read, or replies waiting for room that has come. 1 when any had some. */
-int tdm_conn_rings_poll(tdm_io *io);
+/* A loop's turn over its connections with rings (those not parked), taking the server's lock
+ * for those with work: request bytes to read, or replies waiting for room that has come; one
+ * idle since now - --ring-park-us is parked. 1 when any had work. */
+int tdm_conn_rings_poll(tdm_io *io, uint64_t now);
 /* Before the loop sleeps: tells its ring clients to ring the doorbell (srv_sleep), then looks
  * once more; 1 when something came meanwhile (then it must not sleep). tdm_conn_rings_wake
  * takes the flag back after the sleep. */
-int tdm_conn_rings_sleep(tdm_io *io);
+int tdm_conn_rings_sleep(tdm_io *io, uint64_t now);
 void tdm_conn_rings_wake(tdm_io *io);
 
 /* Accepts a pending connection on a listener (the main loop, holding the server's lock):

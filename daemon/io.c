@@ -141,10 +141,10 @@ void tdm_io_run(tdm_io *io)
         int sleep = now - last >= spin;
         /* connections with rings (conn.h): their clients ring the doorbell while the loop sleeps */
         int told = sleep && io->rings;
-        if (told && tdm_conn_rings_sleep(io)) sleep = 0; /* something came meanwhile */
+        if (told && tdm_conn_rings_sleep(io, now)) sleep = 0; /* something came meanwhile */
         int alive = uv_run(io->loop, sleep ? UV_RUN_ONCE : UV_RUN_NOWAIT);
         if (told) tdm_conn_rings_wake(io);
-        if (io->rings) tdm_conn_rings_poll(io);
+        if (io->rings) tdm_conn_rings_poll(io, now);
         if (!alive) break;
     }
 }

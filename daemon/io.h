@@ -76,6 +76,7 @@ struct tdm_io {
     uint8_t *tls_buf;          /* TLS ciphertext reads of its connections (conn.c), with a TLS listener */
     unsigned reads;            /* reads of its connections' bytes so far (its own thread's): tdm_io_run */
     struct tdm_conn *rings;    /* its connections with shared-memory rings (conn.h), polled each turn */
+    struct tdm_conn *rings_parked; /* ... and those idle past --ring-park-us: not polled (conn.h) */
 };
 
 enum {

@@ -233,6 +233,7 @@ int main(int argc, char **argv)
     }
     if (cfg.dispatch_poll_us >= 0) tdm_query_pool_set_poll(srv.query_pool, (uint64_t)cfg.dispatch_poll_us);
     srv.loop_spin_ns = 1000 * (uint64_t)(cfg.loop_spin_us >= 0 ? cfg.loop_spin_us : on_device ? 200 : 0);
+    srv.ring_park_ns = 1000 * (uint64_t)cfg.ring_park_us;
     /* replies written by the reply threads, or the pooler thread, that packed them (conn.h);
        TDM_DIRECT_REPLIES=0: by the loop (A/B runs) */
     const char *direct = getenv("TDM_DIRECT_REPLIES");

@@ -57,6 +57,7 @@ typedef struct tdm_server {
     const tdm_config *cfg;
     int trace_reads;          /* TDM_REQUEST_TRACE set: connections note their reads' times (conn.h) */
     uint64_t loop_spin_ns;    /* --loop-spin-us, resolved (tdm_io_run) */
+    uint64_t ring_park_ns;    /* --ring-park-us (conn.h "Rings"; 0: never) */
     tdm_sched *engine;
     tdm_datadir *datadir;
     tdm_catalog *catalog;

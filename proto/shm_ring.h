@@ -11,7 +11,8 @@
  * (acquire), copies the bytes out, then stores tail (release).
  *
  * Wake-ups (each side polls first and sleeps only when it has nothing to do):
- * - the server sets `srv_sleep` before its loop sleeps in epoll, then looks at its rings again; a
+ * - the server sets `srv_sleep` before its loop sleeps in epoll, or before it stops polling a ring
+ *   that has been idle a while (it then stays set until a doorbell), then looks at the ring again; a
  *   client that has published request bytes (or taken reply bytes while `srv_space` says that the
  *   server has replies waiting for room) and then sees `srv_sleep` set writes one byte, a doorbell,
  *   to the socket; the server reads and ignores doorbells.

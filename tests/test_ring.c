@@ -43,6 +43,10 @@
  *   sizes_are_rounded_and_clamped    --max-ring-bytes 131072: RingOpen's bytes rounded up to a
  *                                    power of two and clamped to [64 KiB, 128 KiB] (0: 256 KiB
  *                                    clamped), the mapping sized and its header set to match
+ *   idle_rings_are_parked            --ring-park-us 50000 beside a loop that polls: an idle
+ *                                    ring's srv_sleep goes up, a request written without the
+ *                                    doorbell is not taken, the doorbell brings it in; a
+ *                                    libtandem client idle past it answered as before
  *   rings_have_a_memory_budget_of_their_own  --max-input-bytes 1M, --max-ring-memory 3M: 1 MiB
  *                                    rings open; a second pair is refused (BUSY, the limit
  *                                    named) and that client served on the socket, 64 KiB
@@ -1747,6 +1751,62 @@ Test(ring, rings_have_a_memory_budget_of_their_own)
     tdm_client_free(c);
     tdm_client_free(d);
     tdm_mesh_free(big);
+    small_free(&s);
+    cr_assert(dmn_running(&D), "tandemd is gone");
+}
+
+/* A ring idle for --ring-park-us is parked: its loop (kept polling here by a long
+ * --loop-spin-us, so that nothing else raises the flag) raises srv_sleep and stops looking at
+ * it; a request written without a doorbell waits, and the doorbell brings it in. A libtandem
+ * client idle past the park time is answered as before (its next request rings the bell). */
+Test(ring, idle_rings_are_parked)
+{
+    const char *flags[] = {"--ring-park-us", "50000", "--loop-spin-us", "1000000", NULL};
+    small s;
+    small_make(&s);
+    dmn_start(&D, flags);
+    rring r;
+    ring_open_raw(&r, D.unix_addr, 65536, 1);
+    ring_stats_or_fail(&r, 2, UINT32_MAX, "a fresh ring");
+    /* (within the loop's second of polling after that request: past it, the loop would sleep and
+       raise every flag) */
+    double t0 = now_s();
+    while (!atomic_load_explicit(&r.h->srv_sleep, memory_order_acquire) && now_s() - t0 < 0.8) sleep_us(1000);
+    cr_assert(atomic_load_explicit(&r.h->srv_sleep, memory_order_acquire),
+              "an idle ring's srv_sleep still down after 0.8 s (--ring-park-us 50000, a loop that polls 1 s)");
+
+    /* a StatsRequest without the doorbell: not looked at */
+    Tandem__V1__StatsRequest sr;
+    Tandem__V1__Request rq = stats_req(3, &sr);
+    size_t n;
+    uint8_t *f = frame_of(&rq, &n);
+    uint64_t head = atomic_load_explicit(&r.h->req_head, memory_order_relaxed);
+    tdm_ring_copy_in(tdm_ring_req_data(r.map), r.cap, head, f, n);
+    atomic_store_explicit(&r.h->req_head, head + n, memory_order_release);
+    free(f);
+    Tandem__V1__Reply *rep = NULL;
+    char err[256] = "";
+    int rc = ring_get(&r, 300, &rep, err, sizeof err);
+    cr_assert_eq(rc, RAW_TIMEOUT, "a parked ring's request was answered without its doorbell (%d: %s)", rc, err);
+    cr_assert_eq(atomic_load_explicit(&r.h->req_tail, memory_order_acquire), head,
+                 "a parked ring's request bytes were taken without its doorbell");
+    ring_bell(&r);
+    rc = ring_get(&r, 5000, &rep, err, sizeof err);
+    cr_assert_eq(rc, RAW_REPLY, "no reply after the doorbell: %s", err);
+    cr_assert_eq(rep->id, 3u);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_STATS, "body %d", (int)rep->body_case);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    ring_close(&r, 0);
+
+    /* a well-behaved client across its rings' parking */
+    tdm_client *c = lib_ring(D.unix_addr, 0, 0, 5000);
+    uint8_t sid[32];
+    small_put(&s, c, sid, "through rings");
+    for (int i = 0; i < 3; i++) {
+        small_check(&s, c, sid, "through rings, then idle past --ring-park-us");
+        sleep_us(150000);
+    }
+    tdm_client_free(c);
     small_free(&s);
     cr_assert(dmn_running(&D), "tandemd is gone");
 }
