@@ -15,7 +15,10 @@
 #   MODE (bool), N_POSES (100000), CLIENTS (64), BATCH (1024), INFLIGHT (4), DURATION (5 seconds per
 #   row), THREADS ($(nproc)), ENGINE (auto), TANDEMD_ARGS (more tandemd flags, e.g. "--engine-lanes 2":
 #   lanes are per GPU engine), BUILD_DIR (build), PACK (a folder made by bench/device_pack.sh: its
-#   executables are run instead of BUILD_DIR's, on a machine without our libraries).
+#   executables are run instead of BUILD_DIR's, on a machine without our libraries; the report then names
+#   its PACK_INFO's commit), REPORTS (a folder: each row's bench/run_server.sh report is kept there as
+#   SCENE_LIST.md; with PROFILE_THREADS=1 in the environment, they hold tandemd's and the clients' CPU
+#   by thread).
 # Many clients with large batches in flight is the load where more GPUs can help: the pooler's threads
 # (engine-lanes x GPU engines of them) each take a run and each run goes to the least busy engine.
 set -euo pipefail
@@ -39,6 +42,8 @@ trap 'rm -rf "$work"' EXIT
 
 build=$BUILD_DIR
 if [[ -n $PACK ]]; then
+    [[ -z ${COMMIT:-} && -f $PACK/PACK_INFO ]] && COMMIT=$(sed -n 's/^commit=\([^ ]*\).*/\1/p' "$PACK/PACK_INFO")
+    [[ -n ${COMMIT:-} ]] && export COMMIT
     # run_server.sh wants a build tree: wrappers that give each packed executable its libraries
     pack=$(cd "$PACK" && pwd)
     build=$work/tree
@@ -63,6 +68,7 @@ for scene in $SCENES; do
             rows+=("| $scene | $list | (failed) | | | | |")
             continue
         fi
+        [[ -n ${REPORTS:-} ]] && mkdir -p "$REPORTS" && cp "$work/report" "$REPORTS/${scene}_${list//,/-}.md"
         line=$(grep '^RESULT' "$work/err" | tail -1)
         f() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$line"; }
         qps=$(f qps)
