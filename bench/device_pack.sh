@@ -6,7 +6,7 @@
 #   bench/device_pack.sh BUILD_DIR DEST
 #
 # DEST/bin: tools/tandem, daemon/tandemd, bench/bench_server, bench/bench_cpu, bench/bench_config_latency, bench/bench_socket_rtt, bench/bench_robot_server, examples/ompl/ompl_plan
-#   (and bench/bench_upload_wait with UPLOAD_WAIT=1, whatever MINIMAL or OMPL)
+#   (and bench/bench_upload_wait with UPLOAD_WAIT=1, and bench/bench_pool_cost, whatever MINIMAL or OMPL)
 #   (bench/run_ompl.sh: OMPL_PLAN=DEST/bin/ompl_plan TANDEMD=DEST/bin/tandemd) and the tests/test_*
 #   executables that exist in BUILD_DIR, stripped (strip --strip-unneeded, on the copies).
 # DEST/lib: every shared library they load (ldd) except glibc's, libstdc++ and libgcc_s
@@ -42,9 +42,9 @@ command -v strip > /dev/null || { echo "device_pack.sh: strip (binutils) is miss
 exes=()
 for f in "$build"/tools/tandem "$build"/daemon/tandemd "$build"/bench/bench_server "$build"/bench/bench_cpu "$build"/bench/bench_config_latency "$build"/bench/bench_socket_rtt "$build"/bench/bench_robot_server \
          $([[ ${UPLOAD_WAIT:-0} == 1 ]] && echo "$build"/bench/bench_upload_wait) \
-         "$build"/examples/ompl/ompl_plan "$build"/tests/test_*; do
+         "$build"/bench/bench_pool_cost "$build"/examples/ompl/ompl_plan "$build"/tests/test_*; do
     [[ -f $f && -x $f ]] || continue
-    [[ $f == */bench/bench_upload_wait ]] && { exes+=("$f"); continue; }
+    [[ $f == */bench/bench_upload_wait || $f == */bench/bench_pool_cost ]] && { exes+=("$f"); continue; }
     if [[ -n ${TESTS+x} && $f == */tests/test_* ]]; then # the suites named, whatever MINIMAL or OMPL
         [[ " $TESTS " == *" ${f##*/test_} "* ]] || continue
     else

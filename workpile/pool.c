@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -35,6 +36,10 @@ struct tdm_pool {
     pthread_cond_t work, done;
     job *head;          /* oldest first */
     atomic_uint posted; /* bumped per job posted: what spinning workers watch */
+    atomic_int spinning; /* workers polling `posted` before they sleep (TDM_POOL_WAKE=need) */
+    int sleeping;       /* workers in pthread_cond_wait on `work` (under mu) */
+    int wake_need;      /* TDM_POOL_WAKE=need: a post wakes only the sleepers its shares need past the
+                           spinning workers, after unlocking (an A/B switch: see post) */
     int quit;
     tdm_pool_stats stats; /* under mu */
 };
@@ -71,11 +76,17 @@ static void *worker_main(void *arg)
         job *j = claim(p, &k);
         if (!j) {
             unsigned seen = atomic_load_explicit(&p->posted, memory_order_acquire);
+            atomic_fetch_add_explicit(&p->spinning, 1, memory_order_relaxed);
             pthread_mutex_unlock(&p->mu);
             for (int i = 0; i < SPIN && atomic_load_explicit(&p->posted, memory_order_acquire) == seen; i++)
                 cpu_relax();
             pthread_mutex_lock(&p->mu);
-            if (!p->head && !p->quit) pthread_cond_wait(&p->work, &p->mu);
+            atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_relaxed);
+            if (!p->head && !p->quit) {
+                p->sleeping++;
+                pthread_cond_wait(&p->work, &p->mu);
+                p->sleeping--;
+            }
             continue;
         }
         pthread_mutex_unlock(&p->mu);
@@ -103,6 +114,9 @@ int tdm_pool_create(int threads, const char *name, tdm_pool **out)
         p->name[sizeof p->name - 1] = 0;
     }
     atomic_init(&p->posted, 0);
+    atomic_init(&p->spinning, 0);
+    const char *w = getenv("TDM_POOL_WAKE");
+    p->wake_need = w && !strcmp(w, "need");
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return TDM_ESYS;
@@ -172,10 +186,24 @@ static void post(tdm_pool *p, job *j, void (*fn)(void *, int, int), void *arg, i
     *tail = j;
     p->stats.jobs++;
     atomic_fetch_add_explicit(&p->posted, 1, memory_order_release);
-    if (wake >= p->n_workers) pthread_cond_broadcast(&p->work);
-    else
-        for (int i = 0; i < wake; i++) pthread_cond_signal(&p->work);
+    if (!p->wake_need) {
+        if (wake >= p->n_workers) pthread_cond_broadcast(&p->work);
+        else
+            for (int i = 0; i < wake; i++) pthread_cond_signal(&p->work);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    /* the spinning workers see `posted` move and take shares without a wake-up; a sleeper woken
+       for a share another took meanwhile only costs a wake-up, and one not woken is no loss: the
+       caller runs every unclaimed share itself. The signals go after the unlock, so that a woken
+       worker does not block at once on the lock its waker holds. */
+    int n = wake - atomic_load_explicit(&p->spinning, memory_order_relaxed);
+    if (n > p->sleeping) n = p->sleeping;
+    int all = n > 0 && n == p->sleeping;
     pthread_mutex_unlock(&p->mu);
+    if (all) pthread_cond_broadcast(&p->work);
+    else
+        for (int i = 0; i < n; i++) pthread_cond_signal(&p->work);
 }
 
 /* Runs every unclaimed share of j on the caller, then waits for the others. */

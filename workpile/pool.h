@@ -21,7 +21,14 @@
  * few microseconds of the last one starts without a wake-up (the GPU engine's
  * fills come in quick succession); spinning longer cost tandemd throughput on a
  * loaded host (gpu/resident.cu's fill team measured it: 12.3M vs 7.8M queries/s
- * with a 1 ms spin). */
+ * with a 1 ms spin). A post signals as many sleeping workers as its shares (less
+ * the caller's), under the pool's lock. TDM_POOL_WAKE=need (an A/B switch, read at
+ * tdm_pool_create; not measured on a GPU host yet) signals only the sleepers its
+ * shares need past the workers spinning at that moment, after the unlock: with
+ * two GPU engines' six lanes posting into one pool of 31 workers, the pool's
+ * threads held 14-17 cores against 3-4 with one engine (bench/results/issue14.md,
+ * "The two-GPU figure"), and wake-ups for shares a spinning worker takes first
+ * are one suspect. */
 #ifndef TDM_WORKPILE_POOL_H
 #define TDM_WORKPILE_POOL_H
 
