@@ -152,6 +152,18 @@ static pid_t spawn(dmn *d, const char *const *extra)
         argv[n++] = "--reply-threads";
         argv[n++] = rt;
     }
+    /* TDM_TEST_LOOP_SPIN_US, TDM_TEST_RING_PARK_US: every daemon's loops polling that long, its idle
+       rings parked after that long (io.c, conn.h "Rings"), unless the test says */
+    const char *ls = getenv("TDM_TEST_LOOP_SPIN_US");
+    if (ls && *ls) {
+        argv[n++] = "--loop-spin-us";
+        argv[n++] = ls;
+    }
+    const char *rp = getenv("TDM_TEST_RING_PARK_US");
+    if (rp && *rp) {
+        argv[n++] = "--ring-park-us";
+        argv[n++] = rp;
+    }
     for (; extra && *extra; extra++) {
         cr_assert(n < 62, "too many flags");
         argv[n++] = *extra;
