@@ -1255,6 +1255,7 @@ static void ring_closed(tdm_conn *c)
 static void ring_list_remove(tdm_conn *c)
 {
     tdm_conn **head = c->ring_parked ? &c->io->rings_parked : &c->io->rings;
+    if (c->ring_parked) __atomic_sub_fetch(&c->srv->n_rings_parked, 1, __ATOMIC_RELAXED);
     if (c->ring_prev) c->ring_prev->ring_next = c->ring_next;
     else *head = c->ring_next;
     if (c->ring_next) c->ring_next->ring_prev = c->ring_prev;
@@ -1265,6 +1266,7 @@ static void ring_list_add(tdm_conn *c, int parked)
 {
     tdm_conn **head = parked ? &c->io->rings_parked : &c->io->rings;
     c->ring_parked = parked;
+    if (parked) __atomic_add_fetch(&c->srv->n_rings_parked, 1, __ATOMIC_RELAXED);
     c->ring_prev = NULL;
     c->ring_next = *head;
     if (*head) (*head)->ring_prev = c;

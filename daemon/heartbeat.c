@@ -39,6 +39,8 @@ static void beat(tdm_heartbeat *hb)
     s.conns_open = srv->n_active;
     s.conns_unauthenticated = srv->n_unauth;
     s.conns_ring = srv->n_rings;
+    s.conns_ring_parked = __atomic_load_n(&srv->n_rings_parked, __ATOMIC_RELAXED);
+    s.ring_bytes = __atomic_load_n(&srv->mem.used[TDM_MEM_RING], __ATOMIC_RELAXED);
     if (srv->catalog) {
         s.meshes = tdm_catalog_n_meshes(srv->catalog);
         s.scenes = tdm_catalog_n_scenes(srv->catalog);

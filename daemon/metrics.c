@@ -283,6 +283,11 @@ char *tdm_metrics_render(size_t *len)
     fprintf(f, "tandem_connections{state=\"unauthenticated\"} %u\n", s.conns_unauthenticated);
     gauge(f, "tandem_ring_connections", "Open connections whose frames go through shared-memory rings (RingOpen).",
           (double)s.conns_ring);
+    gauge(f, "tandem_ring_connections_parked",
+          "Ring connections idle past ring-park-us: no longer polled until their client rings the doorbell.",
+          (double)s.conns_ring_parked);
+    gauge(f, "tandem_ring_memory_bytes", "Shared memory mapped for ring connections (max-ring-memory).",
+          (double)s.ring_bytes);
 
     head(f, "tandem_stored", "gauge", "Objects stored, by kind.");
     fprintf(f, "tandem_stored{kind=\"mesh\"} %u\ntandem_stored{kind=\"scene\"} %u\ntandem_stored{kind=\"robot\"} %u\n",

@@ -80,6 +80,8 @@ typedef struct tdm_metrics_snapshot {
     uint32_t conns_open;            /* counted in max-connections */
     uint32_t conns_unauthenticated; /* of them before Hello */
     uint32_t conns_ring;            /* of them on shared-memory rings */
+    uint32_t conns_ring_parked;     /* ... of those parked (idle past ring-park-us) */
+    uint64_t ring_bytes;            /* the rings' mappings (max-ring-memory) */
     uint32_t meshes, scenes, robots;
     uint64_t meshes_bytes;
     uint64_t pooler_jobs;           /* query jobs submitted to the pooler, not yet answered */

@@ -75,6 +75,7 @@ typedef struct tdm_server {
     uint32_t n_active;        /* accepted within max_connections */
     uint32_t n_unauth;        /* ... of them not yet past Hello (max_unauthenticated) */
     uint32_t n_rings;         /* ... of them on shared-memory rings (conn.h), till their close */
+    uint32_t n_rings_parked;  /* ... of those parked (conn.h "Rings"; atomic: every loop's own) */
     uint64_t next_conn_id;
 
     int shutting_down;        /* 0; 1: draining; 2: connections closed at once */

@@ -12,8 +12,11 @@
  *                                   comes on SIGTERM, and tandemd exits 0
  *   metrics_listen_is_checked       a malformed --metrics-listen fails start-up, naming it
  *   ring_connections_are_counted    two raw clients open shared-memory rings (RingOpen), one
- *                                   is refused (TCP): tandem_ring_connections is 2, then 1
- *                                   once one of them hangs up
+ *                                   is refused (TCP): tandem_ring_connections is 2 and
+ *                                   tandem_ring_memory_bytes their two mappings; idle past
+ *                                   --ring-park-us, both parked (tandem_ring_connections_parked
+ *                                   2), a doorbell brings one back (1); 1 and one mapping once
+ *                                   one of them hangs up, 0 at the end
  *   healthz_fails_while_the_loop_is_stalled
  *                                   the loop thread stopped (ptrace): /healthz and /readyz
  *                                   503 after health-loop-timeout, 200 once it runs again
@@ -515,10 +518,12 @@ static void wait_metric(int port, const char *series, double want)
 
 Test(ops, ring_connections_are_counted)
 {
+    /* one loop for every connection: the TCP client's requests turn the loop the rings are on */
     dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50", "--engine",
-                                        "cpu", NULL});
+                                        "cpu", "--io-threads", "0", "--ring-park-us", "100000", NULL});
     int port = logged_metrics_port();
     wait_metric(port, "tandem_ring_connections", 0);
+    wait_metric(port, "tandem_ring_memory_bytes", 0);
     /* two on the Unix socket get rings (the memfd the reply carries is dropped by a plain recv: the
        server's side is what is counted), one on TCP is refused */
     int fds[3] = {raw_connect(D.unix_addr), raw_connect(D.unix_addr), raw_connect(D.tcp_addr)};
@@ -540,12 +545,31 @@ Test(ops, ring_connections_are_counted)
         }
         tandem__v1__reply__free_unpacked(rep, NULL);
     }
+    const double pair = 4096 + 2 * (256 << 10); /* a mapping: its header and two 256 KiB rings */
     wait_metric(port, "tandem_ring_connections", 2);
+    wait_metric(port, "tandem_ring_memory_bytes", 2 * pair);
+    wait_metric(port, "tandem_ring_connections_parked", 0);
+    /* idle past --ring-park-us: the next turn of the loop parks them (the TCP client's requests
+       turn it) */
+    sleep_ms(200);
+    Tandem__V1__StatsRequest st = TANDEM__V1__STATS_REQUEST__INIT;
+    Tandem__V1__Request srq = TANDEM__V1__REQUEST__INIT;
+    srq.id = 3;
+    srq.body_case = TANDEM__V1__REQUEST__BODY_STATS;
+    srq.stats = &st;
+    tandem__v1__reply__free_unpacked(call(fds[2], &srq), NULL);
+    wait_metric(port, "tandem_ring_connections_parked", 2);
+    /* a doorbell (a byte on the socket) brings the first back */
+    cr_assert_eq(write(fds[0], "", 1), 1);
+    wait_metric(port, "tandem_ring_connections_parked", 1);
     close(fds[0]);
     wait_metric(port, "tandem_ring_connections", 1);
+    wait_metric(port, "tandem_ring_memory_bytes", pair);
     close(fds[1]);
     close(fds[2]);
     wait_metric(port, "tandem_ring_connections", 0);
+    wait_metric(port, "tandem_ring_connections_parked", 0);
+    wait_metric(port, "tandem_ring_memory_bytes", 0);
 }
 
 Test(ops, metrics_listen_is_checked)
