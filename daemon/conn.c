@@ -1250,7 +1250,6 @@ static void ring_closed(tdm_conn *c)
     ring_wake(c->ring, TDM_RING_WAIT_DATA | TDM_RING_WAIT_SPACE);
 }
 
-/* At the close: off the loop's list, its waiting frames dropped, the client told. */
 /* The loop's two lists of ring connections: polled each turn, or parked. */
 static void ring_list_remove(tdm_conn *c)
 {
@@ -1282,6 +1281,7 @@ static void ring_unpark(tdm_conn *c)
     atomic_store_explicit(&c->ring->srv_sleep, 0, memory_order_relaxed);
 }
 
+/* At the close: off the loop's list, its waiting frames dropped, the client told. */
 static void ring_detach(tdm_conn *c)
 {
     ring_list_remove(c);
