@@ -8,7 +8,8 @@ set -uo pipefail
 # Is the engines' one thread pool what keeps two GPUs from doubling one's row (bench/results/issue14.md,
 # "The two-GPU figure": 31 pool workers at 14-17 cores with two engines, 3-4 with one)? (1) the pool
 # alone on 32 cores: six posters of 8-share jobs, each policy (TDM_POOL_WAKE unset, need), twice;
-# (2) run_gpus.sh's rows with each policy, tandemd's threads profiled; (3) perf over every CPU during the
+# (2) run_gpus.sh's rows with each policy, tandemd's threads profiled; (2b) with a pool of 8 and of 16
+# threads; (3) perf over every CPU during the
 # alpha-1.5 row on both GPUs (the pack with symbols: STRIP=0), by thread and symbol.
 mkdir -p /tmp/px/new; tar xzf .packs/new.tar.gz -C /tmp/px/new; head -3 /tmp/px/new/PACK_INFO
 export LD_LIBRARY_PATH=/tmp/px/new/lib
@@ -22,6 +23,13 @@ for w in "" need; do
   TDM_POOL_WAKE=$w DEVICE_LISTS="0 all" SCENES="alpha-1.5 Apartment" OMPL=.scenes MODE=bool N_POSES=100000 CLIENTS=64 \
     BATCH=1024 INFLIGHT=4 DURATION=5 PACK=/tmp/px/new REPORTS=$OUT/reports_${w:-default} \
     bash bench/run_gpus.sh $OUT/gpus_h200x2_wake_${w:-default}.md 2>&1 | grep -E '^\| (alpha|Apart)'
+done
+# (2b) fewer pool threads (tandemd --threads: 31 workers spinning beside six lanes' threads may take
+# their cores)
+for t in 8 16; do
+  THREADS=$t DEVICE_LISTS="0 all" SCENES="alpha-1.5 Apartment" OMPL=.scenes MODE=bool N_POSES=100000 CLIENTS=64 \
+    BATCH=1024 INFLIGHT=4 DURATION=5 PACK=/tmp/px/new REPORTS=$OUT/reports_threads$t \
+    bash bench/run_gpus.sh $OUT/gpus_h200x2_threads$t.md 2>&1 | grep -E '^\| (alpha|Apart)'
 done
 mkdir -p /tmp/px/perf; tar xzf .perf/perf.tar.gz -C /tmp/px/perf
 PERF="env LD_LIBRARY_PATH=/tmp/px/perf/lib /tmp/px/perf/perf"
