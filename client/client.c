@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,7 @@ struct tdm_client {
     int ring_spin_us;
     int want_fd; /* the RingOpen reply is awaited: the socket is read with its descriptor */
     int got_fd;
+    unsigned fork_gen; /* the process's fork generation at the connect (forked) */
 };
 
 static int local_error(tdm_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -119,6 +121,31 @@ static int fatal(tdm_client *c, int code, const char *fmt, ...)
     tdm__pending *p;
     while ((p = tdm__ptable_min_waiting(&c->pending))) complete(c, p, code);
     return code;
+}
+
+/* ---- fork() ----------------------------------------------------------------------------------- */
+
+/* A child of fork() holds its parent's socket (and rings): frames it wrote would mix with the
+ * parent's, and replies would go to whichever process read first. Each client remembers the fork
+ * generation of the process that connected it, bumped in every child; a call from another
+ * generation fails, closing only the child's copy of the socket (the parent's connection goes on). */
+static atomic_uint fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_child(void) { atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed); }
+static void fork_watch(void) { pthread_atfork(NULL, NULL, fork_child); }
+
+unsigned tdm__fork_gen(void)
+{
+    pthread_once(&fork_once, fork_watch);
+    return atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
+static int forked(tdm_client *c)
+{
+    if (c->fork_gen == tdm__fork_gen()) return 0;
+    return fatal(c, TDM_CLIENT_EINVAL,
+                 "this connection was made by another process (this one is its child, from fork()): connect "
+                 "again in this process");
 }
 
 /* ---- delivering replies ---------------------------------------------------------------------- */
@@ -614,6 +641,7 @@ static int submit(tdm_client *c, const tdm__req *rq, const tdm__qsink *qs, outs 
                   uint64_t *id)
 {
     c->has_serr = false;
+    if (!c->err) forked(c);
     if (c->err) { /* closed: every call says why */
         memcpy(c->errstr, c->fatalstr, sizeof c->errstr);
         return c->err;
@@ -713,6 +741,7 @@ tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts)
     if (!c) return NULL;
     c->fd = -1;
     c->next_id = 1;
+    c->fork_gen = tdm__fork_gen();
     if (tdm__reader_init(&c->reader, opts ? opts->max_reply_bytes : 0)) {
         c->err = TDM_CLIENT_ENOMEM;
         tdm__fmt(c->errstr, sizeof c->errstr, "out of memory");
@@ -980,6 +1009,7 @@ int tdm_query_send(tdm_client *c, const uint8_t scene_id[TDM_ID_BYTES], tdm_quer
 int tdm_query_wait(tdm_client *c, uint64_t *id, int *status)
 {
     c->has_serr = false;
+    forked(c);
     if (c->piped == 0) return local_error(c, TDM_CLIENT_EINVAL, "no pipelined query is outstanding");
     double deadline = deadline_of(c);
     while (c->done_len == 0 && !c->err) read_some(c, deadline);

@@ -242,6 +242,13 @@ TDM__HIDDEN int tdm__client_local_error(tdm_client *c, int code, const char *msg
 /* The same for a tdm_multi (multi.c): sets its error and message, returns code. */
 TDM__HIDDEN int tdm__multi_local_error(tdm_multi *m, int code, const char *msg);
 
+/* ---- fork() (client.c) ---- */
+
+/* The process's fork generation: bumped in every child of fork() (pthread_atfork, registered at
+ * the first call). A context remembers it when it connects; a call from another generation is a
+ * child using its parent's connection, and fails. */
+TDM__HIDDEN unsigned tdm__fork_gen(void);
+
 /* ---- misc --------------------------------------------------------------------------------- */
 
 TDM__HIDDEN void tdm__fmt(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

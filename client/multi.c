@@ -115,6 +115,7 @@ struct tdm_multi {
     char serr_message[512], serr_field[64];
     int has_serr;
     size_t resent; /* parts re-sent after a failure, over the context's life */
+    unsigned fork_gen; /* tdm__fork_gen at the connect */
 };
 
 static void mfmt(tdm_multi *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -483,6 +484,7 @@ tdm_multi *tdm_multi_connect(const char *const *addrs, size_t n, const tdm_conne
 {
     tdm_multi *m = calloc(1, sizeof *m);
     if (!m) return NULL;
+    m->fork_gen = tdm__fork_gen();
     m->retry_min_ms = 100;
     m->retry_max_ms = 5000;
     m->min_part = 1;
@@ -623,6 +625,11 @@ void tdm_multi_set_min_part(tdm_multi *m, size_t min_queries) { m->min_part = mi
 static int begin(tdm_multi *m)
 {
     if (!m) return TDM_CLIENT_EINVAL;
+    if (!m->err && m->fork_gen != tdm__fork_gen()) { /* a child of fork(): its parent's sockets */
+        m->err = TDM_CLIENT_EINVAL;
+        mfmt(m, 0, "this context was made by another process (this one is its child, from fork()): connect "
+                   "again in this process");
+    }
     if (m->err) return m->err;
     m->has_serr = 0;
     m->errstr[0] = 0;

@@ -18,6 +18,11 @@
  * Threads: nothing here is global; each context (tdm_reader, tdm_client, tdm_async) may be
  * used by one thread at a time, and different contexts by different threads at once.
  *
+ * Processes: a child of fork() shares its parent's sockets (and rings). A tdm_client or a
+ * tdm_multi used in a child fails with TDM_CLIENT_EINVAL (its errstr names fork) and closes only
+ * the child's copies, so the parent's connections go on; connect again in the child (a Python
+ * multiprocessing worker: a Client made in the worker). A tdm_async is its loop's: not checked.
+ *
  * Identifiers: mesh and scene ids are 32 raw bytes (SHA-256, proto/README.md); tdm_id_to_hex
  * and tdm_id_from_hex convert them to and from 64 lower-case hex digits.
  *

@@ -717,3 +717,68 @@ Test(client, multi_robots, .timeout = 120)
     free(q), free(mo), free(want), free(got), free(wl), free(gl);
     for (int i = 0; i < 2; i++) dmn_cleanup(&d[i]);
 }
+
+/* A child of fork() holds its parent's connection: its calls fail (EINVAL, naming fork) instead of
+ * mixing frames with the parent's, and the parent's connection, over the socket or through rings,
+ * goes on as before. */
+Test(client, a_forked_child_cannot_use_its_parents_connection, .timeout = 60)
+{
+    dmn d;
+    dmn_init(&d, "fork");
+    dmn_start(&d, NULL);
+    for (int ring = 0; ring < 2; ring++) {
+        const char *how = ring ? "through rings" : "over TCP";
+        tdm_client *c = tdm_client_connect(ring ? d.unix_addr : d.tcp_addr, 5000);
+        cr_assert_eq(tdm_client_err(c), 0, "%s: %s", how, tdm_client_errstr(c));
+        if (ring) cr_assert_eq(tdm_client_ring(c, 0, 0), 0, "%s", tdm_client_errstr(c));
+        tdm_stats st;
+        cr_assert_eq(tdm_stats_get(c, &st), 0, "%s: %s", how, tdm_client_errstr(c));
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+            int rc = tdm_stats_get(c, &st);
+            int ok = rc == TDM_CLIENT_EINVAL && strstr(tdm_client_errstr(c), "fork()") != NULL &&
+                     tdm_stats_get(c, &st) == TDM_CLIENT_EINVAL && tdm_client_err(c) == TDM_CLIENT_EINVAL;
+            if (!ok) fprintf(stderr, "child %s: rc %d: %s\n", how, rc, tdm_client_errstr(c));
+            tdm_client_free(c);
+            _exit(ok ? 0 : 1);
+        }
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "%s: the child used its parent's connection (exit status %d)", how, status);
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(tdm_stats_get(c, &st), 0, "%s: the parent after its child's call: %s", how,
+                         tdm_client_errstr(c));
+        cr_assert_eq(tdm_client_ring_open(c), ring);
+        tdm_client_free(c);
+    }
+    /* the same for several servers behind one context (here one daemon's two listeners) */
+    const char *addrs[2] = {d.tcp_addr, d.unix_addr};
+    tdm_connect_opts o = {.timeout_ms = 5000, .client_name = "test-fork"};
+    tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
+    cr_assert(m);
+    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
+    static const float v[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    static const uint32_t t[3] = {0, 1, 2};
+    uint8_t id[TDM_ID_BYTES];
+    cr_assert_eq(tdm_multi_mesh_put(m, "tri", v, 3, t, 1, id, NULL), 0, "%s", tdm_multi_errstr(m));
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int rc = tdm_multi_mesh_put(m, "tri", v, 3, t, 1, id, NULL);
+        int ok = rc == TDM_CLIENT_EINVAL && strstr(tdm_multi_errstr(m), "fork()") != NULL;
+        if (!ok) fprintf(stderr, "child, tdm_multi: rc %d: %s\n", rc, tdm_multi_errstr(m));
+        tdm_multi_free(m);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child used its parent's tdm_multi (status %d)",
+              status);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tdm_multi_mesh_put(m, "tri", v, 3, t, 1, id, NULL), 0, "the parent's tdm_multi after its child: %s",
+                     tdm_multi_errstr(m));
+    tdm_multi_free(m);
+    dmn_cleanup(&d);
+}

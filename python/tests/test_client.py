@@ -224,3 +224,27 @@ def test_not_a_libtandem_is_refused():
     with pytest.raises(tandem.LibraryNotFound) as e:
         tandem.load_library(libc)
     assert "is not a usable libtandem" in str(e.value) and "tdm_mesh_put" in str(e.value)
+
+
+@pytest.mark.parametrize("ring", [False, True])
+def test_a_forked_child_cannot_use_its_parents_client(daemon, ring):
+    """In a child of os.fork() the parent's Client raises a TandemError naming fork instead of mixing
+    its frames with the parent's; the parent's connection, over the socket or through rings, goes on."""
+    with tandem.Client(daemon.unix, ring=ring) as c:
+        assert c.ring_open == ring
+        c.stats()
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit status only
+            code = 1
+            try:
+                c.stats()
+            except TandemError as e:
+                code = 0 if "fork()" in str(e) else 2
+            except BaseException:
+                code = 3
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the child used its parent's Client"
+        for _ in range(3):
+            c.stats()
+        assert c.ring_open == ring
