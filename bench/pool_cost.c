@@ -73,7 +73,8 @@ int main(int argc, char **argv)
         }
     }
     if (threads < 1 || threads > 4096 || posters < 1 || posters > 256 || shares < 1 || work_us < 0 || seconds <= 0) {
-        fprintf(stderr, "usage: bench_pool_cost [--threads T] [--posters P] [--shares S] [--work-us W] [--seconds D]\n");
+        fprintf(stderr,
+                "usage: bench_pool_cost [--threads T] [--posters P] [--shares S] [--work-us W] [--seconds D]\n");
         return 2;
     }
     work_s = 1e-6 * work_us;

@@ -1329,7 +1329,9 @@ void tdm_conn_ring_open(tdm_conn *c, uint64_t id, uint32_t want)
     }
     uint32_t cap = ring_cap_for(want, max);
     size_t bytes = tdm_ring_map_bytes(cap);
-    uint64_t ring_used = s->mem.used[TDM_MEM_RING], ring_max = s->cfg->max_ring_memory;
+    /* (charged only here, under the exclusive lock; a close may release meanwhile: a stale read is the safe side) */
+    uint64_t ring_used = __atomic_load_n(&s->mem.used[TDM_MEM_RING], __ATOMIC_RELAXED);
+    uint64_t ring_max = s->cfg->max_ring_memory;
     if (ring_used > ring_max || bytes > ring_max - ring_used || !tdm_budget_room(&s->mem, bytes)) {
         char held[256];
         tdm_conn_send_error(c, id, TANDEM__V1__ERROR_CODE__ERROR_BUSY, "ring_open", -1,

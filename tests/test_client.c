@@ -777,8 +777,8 @@ Test(client, a_forked_child_cannot_use_its_parents_connection, .timeout = 60)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child used its parent's tdm_multi (status %d)",
               status);
     for (int i = 0; i < 3; i++)
-        cr_assert_eq(tdm_multi_mesh_put(m, "tri", v, 3, t, 1, id, NULL), 0, "the parent's tdm_multi after its child: %s",
-                     tdm_multi_errstr(m));
+        cr_assert_eq(tdm_multi_mesh_put(m, "tri", v, 3, t, 1, id, NULL), 0,
+                     "the parent's tdm_multi after its child: %s", tdm_multi_errstr(m));
     tdm_multi_free(m);
     dmn_cleanup(&d);
 }
