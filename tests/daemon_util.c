@@ -392,8 +392,14 @@ int raw_send(int fd, const Tandem__V1__Request *rq)
 }
 
 /* Reads exactly n bytes before the deadline. Returns n, 0..n-1 when the peer closed
- * after that many, -1 on timeout, -2 on error. */
-static ssize_t read_full(int fd, uint8_t *p, size_t n, double deadline)
+ * after that many, -1 on timeout, -2 on error, -3 when descriptors' control data was cut
+ * short (MSG_CTRUNC). With fds (recvmsg): the descriptors that come with the bytes (SCM_RIGHTS),
+ * the first kept in fds->first, every one counted in fds->n, the others closed. */
+typedef struct fd_catch {
+    int first, n;
+} fd_catch;
+
+static ssize_t read_full_fds(int fd, uint8_t *p, size_t n, double deadline, fd_catch *fds)
 {
     size_t got = 0;
     while (got < n) {
@@ -404,12 +410,32 @@ static ssize_t read_full(int fd, uint8_t *p, size_t n, double deadline)
         if (pr < 0 && errno == EINTR) continue;
         if (pr < 0) return -2;
         if (pr == 0) return -1;
-        ssize_t r = recv(fd, p + got, n - got, 0);
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        memset(&ctl, 0, sizeof ctl);
+        struct iovec iov = {.iov_base = p + got, .iov_len = n - got};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (fds) mh.msg_control = ctl.buf, mh.msg_controllen = sizeof ctl.buf;
+        ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
         if (r < 0) {
             if (errno == EINTR) continue;
             if (errno == ECONNRESET) return (ssize_t)got;
             return -2;
         }
+        for (struct cmsghdr *cm = fds ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int x;
+                memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof x);
+                fds->n++;
+                if (fds->first < 0) fds->first = x;
+                else close(x);
+            }
+        }
+        if (fds && (mh.msg_flags & MSG_CTRUNC)) return -3;
         if (r == 0) return (ssize_t)got;
         got += (size_t)r;
     }
@@ -418,13 +444,24 @@ static ssize_t read_full(int fd, uint8_t *p, size_t n, double deadline)
 
 int raw_recv(int fd, int timeout_ms, Tandem__V1__Reply **out, char *err, size_t errlen)
 {
+    return raw_recv_fds(fd, timeout_ms, out, NULL, NULL, err, errlen);
+}
+
+int raw_recv_fds(int fd, int timeout_ms, Tandem__V1__Reply **out, int *memfd, int *n_fds, char *err, size_t errlen)
+{
+    fd_catch c = {-1, 0}, *fds = memfd ? &c : NULL;
     double deadline = now_s() + timeout_ms / 1000.0;
     uint8_t hdr[4];
-    ssize_t r = read_full(fd, hdr, 4, deadline);
+    ssize_t r = read_full_fds(fd, hdr, 4, deadline, fds);
+    if (fds) *memfd = c.first, *n_fds = c.n;
     if (r == 0) return RAW_EOF;
     if (r == -1) {
         snprintf(err, errlen, "no reply within %d ms", timeout_ms);
         return RAW_TIMEOUT;
+    }
+    if (r == -3) {
+        snprintf(err, errlen, "control data cut short: more descriptors than a reply may carry");
+        return RAW_ERROR;
     }
     if (r != 4) {
         snprintf(err, errlen, "the connection ended inside a length prefix (%zd of 4 bytes)", r);
@@ -440,11 +477,12 @@ int raw_recv(int fd, int timeout_ms, Tandem__V1__Reply **out, char *err, size_t 
         snprintf(err, errlen, "out of memory for %u bytes", len);
         return RAW_ERROR;
     }
-    r = read_full(fd, body, len, deadline);
+    r = read_full_fds(fd, body, len, deadline, fds);
+    if (fds) *memfd = c.first, *n_fds = c.n;
     if (r != (ssize_t)len) {
         free(body);
-        snprintf(err, errlen, r == -1 ? "timed out inside a reply of %u bytes" : "the connection ended inside a "
-                 "reply of %u bytes", len);
+        snprintf(err, errlen, "%s inside a reply of %u bytes",
+                 r == -1 ? "timed out" : r == -3 ? "control data cut short" : "the connection ended", len);
         return r == -1 ? RAW_TIMEOUT : RAW_ERROR;
     }
     return raw_unpack(body, len, out, err, errlen);
@@ -465,7 +503,7 @@ int raw_unpack(uint8_t *body, uint32_t len, Tandem__V1__Reply **out, char *err, 
 int raw_wait_eof(int fd, int timeout_ms)
 {
     uint8_t b[256];
-    ssize_t r = read_full(fd, b, 1, now_s() + timeout_ms / 1000.0);
+    ssize_t r = read_full_fds(fd, b, 1, now_s() + timeout_ms / 1000.0, NULL);
     if (r == 0) return RAW_EOF;
     if (r == 1) return RAW_REPLY;
     return r == -1 ? RAW_TIMEOUT : RAW_ERROR;

@@ -86,6 +86,10 @@ enum { RAW_REPLY = 1, RAW_EOF = 0, RAW_TIMEOUT = -1, RAW_ERROR = -2 };
  * before any byte of a frame, RAW_TIMEOUT, or RAW_ERROR (a socket error, a frame cut
  * short, an undecodable reply; err says which). */
 int raw_recv(int fd, int timeout_ms, Tandem__V1__Reply **out, char *err, size_t errlen);
+/* raw_recv for a reply that may carry descriptors (SCM_RIGHTS, read with recvmsg): *memfd the
+ * first that came (-1: none; the others closed), *n_fds how many came. Control data cut short
+ * is RAW_ERROR. */
+int raw_recv_fds(int fd, int timeout_ms, Tandem__V1__Reply **out, int *memfd, int *n_fds, char *err, size_t errlen);
 /* Decodes a reply frame's body (malloc'd; freed here): RAW_REPLY with *out set, or RAW_ERROR with
  * err saying so. */
 int raw_unpack(uint8_t *body, uint32_t len, Tandem__V1__Reply **out, char *err, size_t errlen);

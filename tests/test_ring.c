@@ -457,98 +457,6 @@ static uint32_t hello_max_ring(int fd, uint64_t id)
     return v;
 }
 
-/* ---- the RingOpen reply and its descriptor ------------------------------------------------ */
-
-/* daemon_util.c's read_full with recvmsg: exactly n bytes before the deadline, collecting
- * the descriptors that come with them (SCM_RIGHTS): the first in *memfd, every one counted
- * in *n_fds (the others closed). Returns n; 0..n-1 when the peer closed after that many; -1
- * on timeout; -2 on error; -3 when control data was cut short (MSG_CTRUNC). */
-static ssize_t recv_full_fds(int fd, uint8_t *p, size_t n, double deadline, int *memfd, int *n_fds)
-{
-    size_t got = 0;
-    while (got < n) {
-        int left = (int)((deadline - now_s()) * 1000);
-        if (left < 0) return -1;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, left);
-        if (pr < 0 && errno == EINTR) continue;
-        if (pr < 0) return -2;
-        if (pr == 0) return -1;
-        union {
-            struct cmsghdr align;
-            char buf[CMSG_SPACE(4 * sizeof(int))];
-        } ctl;
-        memset(&ctl, 0, sizeof ctl);
-        struct iovec iov = {.iov_base = p + got, .iov_len = n - got};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
-        ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            if (errno == ECONNRESET) return (ssize_t)got;
-            return -2;
-        }
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < k; i++) {
-                int x;
-                memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof x);
-                (*n_fds)++;
-                if (*memfd < 0) *memfd = x;
-                else close(x);
-            }
-        }
-        if (mh.msg_flags & MSG_CTRUNC) return -3;
-        if (r == 0) return (ssize_t)got;
-        got += (size_t)r;
-    }
-    return (ssize_t)got;
-}
-
-/* raw_recv for a reply that may carry a descriptor: one frame (4-byte length, body) read with
- * recvmsg and a control buffer. *memfd: the descriptor that came (-1: none), *n_fds: how many
- * came. Returns RAW_REPLY (*out set), RAW_EOF, RAW_TIMEOUT or RAW_ERROR (err says why). */
-static int recv_reply_with_fd(int fd, int timeout_ms, Tandem__V1__Reply **out, int *memfd, int *n_fds, char *err,
-                              size_t errlen)
-{
-    *memfd = -1;
-    *n_fds = 0;
-    double deadline = now_s() + timeout_ms / 1000.0;
-    uint8_t hdr[4];
-    ssize_t r = recv_full_fds(fd, hdr, 4, deadline, memfd, n_fds);
-    if (r == 0) return RAW_EOF;
-    if (r == -1) {
-        snprintf(err, errlen, "no reply within %d ms", timeout_ms);
-        return RAW_TIMEOUT;
-    }
-    if (r == -3) {
-        snprintf(err, errlen, "control data cut short: more descriptors than a reply may carry");
-        return RAW_ERROR;
-    }
-    if (r != 4) {
-        snprintf(err, errlen, "the connection ended inside a length prefix (%zd of 4 bytes)", r);
-        return RAW_ERROR;
-    }
-    uint32_t len = be32(hdr);
-    if (len == 0 || len > (256u << 20)) {
-        snprintf(err, errlen, "reply frame length %u", len);
-        return RAW_ERROR;
-    }
-    uint8_t *body = malloc(len);
-    if (!body) {
-        snprintf(err, errlen, "out of memory for %u bytes", len);
-        return RAW_ERROR;
-    }
-    r = recv_full_fds(fd, body, len, deadline, memfd, n_fds);
-    if (r != (ssize_t)len) {
-        free(body);
-        snprintf(err, errlen, "%s inside a reply of %u bytes (%zd)",
-                 r == -1 ? "timed out" : r == -3 ? "control data cut short" : "the connection ended", len, r);
-        return r == -1 ? RAW_TIMEOUT : RAW_ERROR;
-    }
-    return raw_unpack(body, len, out, err, errlen);
-}
-
 /* ---- a raw ring client -------------------------------------------------------------------- */
 
 typedef struct rring {
@@ -574,7 +482,7 @@ static uint32_t ring_open_on(rring *r, int fd, uint32_t want, uint64_t id)
     Tandem__V1__Reply *rep = NULL;
     int memfd = -1, n_fds = 0;
     char err[256] = "";
-    int rc = recv_reply_with_fd(fd, 10000, &rep, &memfd, &n_fds, err, sizeof err);
+    int rc = raw_recv_fds(fd, 10000, &rep, &memfd, &n_fds, err, sizeof err);
     cr_assert_eq(rc, RAW_REPLY, "RingOpen(%u): no reply: %s", want,
                  rc == RAW_EOF ? "the server closed the connection" : err);
     cr_assert_eq(rep->id, id, "RingOpen(%u): reply id %llu, expected %llu", want, (unsigned long long)rep->id,
