@@ -392,18 +392,26 @@ static int recv_once(tdm_client *c)
     }
 }
 
+/* How long the next wait may take: at most cap_ms (-1: no cap), and until the deadline (0:
+ * none). 0 with *ms set, or the fatal timeout once the deadline has passed. */
+static int wait_ms(tdm_client *c, double deadline, int cap_ms, int *ms)
+{
+    *ms = cap_ms;
+    if (deadline <= 0) return 0;
+    double left = deadline - tdm__now_ms();
+    if (left <= 0)
+        return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server within %d ms; the connection is closed",
+                     c->io_timeout_ms);
+    if (*ms < 0 || left < *ms) *ms = (int)left + 1;
+    return 0;
+}
+
 /* Waits for the socket; 1 when ready, 0 never (a timeout is fatal), or an error. */
 static int wait_fd(tdm_client *c, short events, double deadline, short *revents)
 {
     for (;;) {
-        int ms = -1;
-        if (deadline > 0) {
-            double left = deadline - tdm__now_ms();
-            if (left <= 0)
-                return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server within %d ms; the connection is closed",
-                             c->io_timeout_ms);
-            ms = (int)left + 1;
-        }
+        int ms, rc = wait_ms(c, deadline, -1, &ms);
+        if (rc) return rc;
         struct pollfd pf = {c->fd, events, 0};
         int n = poll(&pf, 1, ms);
         if (n > 0) {
@@ -496,15 +504,8 @@ static int ring_wait(tdm_client *c, uint32_t why, double deadline)
         } while (tdm__now_ms() < until);
     }
     for (;;) {
-        int ms = 100;
-        if (deadline > 0) {
-            double left = deadline - tdm__now_ms();
-            if (left <= 0)
-                return fatal(c, TDM_CLIENT_ETIMEOUT, "no answer from the server within %d ms; the connection is closed",
-                             c->io_timeout_ms);
-            if (left < ms) ms = (int)left + 1;
-        }
-        int rc;
+        int ms, rc = wait_ms(c, deadline, 100, &ms);
+        if (rc) return rc;
         if (atomic_load_explicit(&h->closed, memory_order_acquire)) { /* the FIN is on its way */
             if (ring_ready(c, why)) return 1;
             if ((rc = ring_socket(c, ms))) return rc;
