@@ -111,3 +111,38 @@ Test(cost_model, builtin_figures_send_large_runs_to_the_gpu)
     cr_assert(t > 1 && t < 100000, "threshold %llu", (unsigned long long)t);
     tdm_cost_model_destroy(&m);
 }
+
+/* Under load the CPU engine keeps only the runs its caller finishes alone within the solo
+ * time; past it the GPU takes them even below the threshold, and a GPU no faster per task
+ * still takes nothing. */
+Test(cost_model, under_load_the_cpu_engine_keeps_only_runs_done_alone)
+{
+    /* CPU 10 us + 1 us/task with 8 threads (8 us/task alone), GPU 1 ms + 0.1 us/task: they cross
+       at ~1 100 tasks */
+    tdm_cost_figures f = {1e-6, 1e-5, 1e-7, 1e-3};
+    tdm_cost_model m;
+    cr_assert_eq(tdm_cost_model_init(&m, &f), 0);
+    uint64_t t = tdm_cost_model_threshold(&m);
+    cr_assert(t >= 1000 && t <= 1200, "threshold %llu", (unsigned long long)t);
+    double solo = 30e-6; /* 3 tasks of 8 us alone fit, 4 do not */
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 3, 8, solo), 0);
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 4, 8, solo), 1);
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 500, 8, solo), 1);
+    cr_assert_eq(tdm_cost_model_pick_gpu(&m, 500), 0, "unloaded, the plain model keeps it");
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, t, 8, solo), 1);
+    /* one thread: a task is 1 us alone, so 30 fit */
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 30, 1, solo), 0);
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 31, 1, solo), 1);
+    /* heavier work (w = 2 after a large CPU run twice as slow as the figures) halves what fits */
+    for (int i = 0; i < 40; i++) tdm_cost_model_learn(&m, 0, 100000, 1e-5 + 100000 * 2e-6);
+    double w;
+    tdm_cost_model_get(&m, NULL, &w);
+    cr_assert(fabs(w - 2) < 0.01, "w %g", w);
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 1, 8, solo), 0);
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 2, 8, solo), 1);
+    tdm_cost_model_destroy(&m);
+    tdm_cost_figures slow = {1e-7, 1e-5, 2e-7, 1e-6};
+    cr_assert_eq(tdm_cost_model_init(&m, &slow), 0);
+    cr_assert_eq(tdm_cost_model_pick_gpu_loaded(&m, 1000000, 8, solo), 0);
+    tdm_cost_model_destroy(&m);
+}

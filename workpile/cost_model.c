@@ -41,6 +41,15 @@ int tdm_cost_model_pick_gpu(tdm_cost_model *m, uint64_t n)
     return gpu;
 }
 
+int tdm_cost_model_pick_gpu_loaded(tdm_cost_model *m, uint64_t n, int threads, double solo_s)
+{
+    pthread_mutex_lock(&m->lock);
+    int gpu = n >= m->threshold || (m->threshold != UINT64_MAX && /* a GPU no faster per task takes nothing */
+                                    (double)n * m->w * m->f.c_cpu * (threads > 1 ? threads : 1) > solo_s);
+    pthread_mutex_unlock(&m->lock);
+    return gpu;
+}
+
 void tdm_cost_model_learn(tdm_cost_model *m, int on_gpu, uint64_t n, double seconds)
 {
     pthread_mutex_lock(&m->lock);

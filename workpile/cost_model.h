@@ -48,6 +48,13 @@ void tdm_cost_model_destroy(tdm_cost_model *m);
 
 /* 1 when a run of n tasks should go to the GPU. */
 int tdm_cost_model_pick_gpu(tdm_cost_model *m, uint64_t n);
+/* The same for a host under load (other lanes running): the model weighs how soon each engine
+ * answers one run, as if it had the host to itself, but a CPU engine run that needs the thread
+ * pool takes the cores the other lanes' runs need (their fills, copies and replies), while a GPU
+ * run takes a lane's thread and the device. So under load the CPU engine takes only the runs its
+ * caller finishes alone within solo_s (n * w * c_cpu * threads, c_cpu being seconds per task
+ * with `threads` threads), and the GPU every other one. */
+int tdm_cost_model_pick_gpu_loaded(tdm_cost_model *m, uint64_t n, int threads, double solo_s);
 /* Learns from a run of n tasks that took `seconds` on the GPU (on_gpu) or the CPU engine. */
 void tdm_cost_model_learn(tdm_cost_model *m, int on_gpu, uint64_t n, double seconds);
 /* The current threshold (UINT64_MAX: the GPU takes nothing) and figures. */

@@ -242,6 +242,12 @@ struct tdm_cpu_engine {
  * the pool at once, as before. */
 #define SOLO_US 30
 
+uint64_t tdm_cpu_solo_ns(void)
+{
+    const char *solo = getenv("TDM_CPU_SOLO_US");
+    return 1000 * (solo && *solo ? strtoull(solo, NULL, 10) : SOLO_US);
+}
+
 int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
 {
     *out = NULL;
@@ -249,8 +255,7 @@ int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out)
     tdm_cpu_engine *e = calloc(1, sizeof *e);
     if (!e) return TDM_ENOMEM;
     e->pool = pool;
-    const char *solo = getenv("TDM_CPU_SOLO_US");
-    e->solo_ns = 1000 * (solo && *solo ? strtoull(solo, NULL, 10) : SOLO_US);
+    e->solo_ns = tdm_cpu_solo_ns();
     *out = e;
     return TDM_OK;
 }

@@ -24,6 +24,9 @@ int tdm_cpu_engine_create(tdm_pool *pool, tdm_cpu_engine **out);
 void tdm_cpu_engine_destroy(tdm_cpu_engine *e);
 /* The pool's threads, the caller's included. */
 int tdm_cpu_engine_threads(const tdm_cpu_engine *e);
+/* How long a run goes on its caller alone before the pool's threads are woken for the rest
+ * (30 us; TDM_CPU_SOLO_US in the environment, 0: the pool at once). */
+uint64_t tdm_cpu_solo_ns(void);
 
 /* Runs n tasks, results[i] for tasks[i]; blocks until all are done. The calling
  * thread works too. Several threads may run batches at once: they share the

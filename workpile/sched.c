@@ -144,6 +144,10 @@ struct tdm_sched {
     int lane_waiting;           /* lane_get / lane_get_dev callers waiting for a lane (an async lane gives its
                                    lane back to them: tdm_sched_async_start) */
     int busy[TDM_SCHED_MAX_GPUS]; /* runs in flight per GPU engine */
+    int running;                /* (atomic; written under lane_lock) the engines' lanes taken */
+    int dispatch_loaded;        /* dispatch under load: tdm_cost_model_pick_gpu_loaded (TDM_DISPATCH_LOADED=0:
+                                   the plain model, an A/B switch) */
+    double solo_s;              /* the CPU engine's run alone on its caller (tdm_cpu_solo_ns) */
     int next_dev;               /* the engine preferred among equally busy ones (round robin) */
     pthread_mutex_t upload_lock; /* one upload at a time: nobody inserts a tree being uploaded */
 
@@ -252,6 +256,7 @@ static lane *take_lane(tdm_sched *e, int k)
     e->free_lanes &= ~(1ull << k);
     lane *l = &e->lanes[k];
     e->busy[l->dev]++;
+    __atomic_store_n(&e->running, e->running + 1, __ATOMIC_RELAXED);
     if (e->n_gpus > 1) e->next_dev = (l->dev + 1) % e->n_gpus;
     return l;
 }
@@ -339,6 +344,7 @@ static void lane_put(tdm_sched *e, lane *l)
     }
     e->free_lanes |= 1ull << (l - e->lanes);
     e->busy[l->dev]--;
+    __atomic_store_n(&e->running, e->running - 1, __ATOMIC_RELAXED);
     /* waiters want different lanes (any usable one, or one of a given engine) */
     pthread_cond_broadcast(&e->lane_freed);
     pthread_mutex_unlock(&e->lane_lock);
@@ -675,6 +681,9 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     e->skip_answered = !(sa && strcmp(sa, "0") == 0);
     const char *dcf = getenv("TDM_ENGINE_DEVICE_CONFIGS");
     e->device_configs = !(dcf && strcmp(dcf, "0") == 0);
+    const char *dl = getenv("TDM_DISPATCH_LOADED");
+    e->dispatch_loaded = !(dl && strcmp(dl, "0") == 0);
+    e->solo_s = 1e-9 * (double)tdm_cpu_solo_ns();
     int locks = pthread_mutex_init(&e->stats_lock, NULL) == 0;
     locks += locks == 1 && pthread_mutex_init(&e->lane_lock, NULL) == 0;
     locks += locks == 2 && pthread_cond_init(&e->lane_freed, NULL) == 0;
@@ -1118,12 +1127,23 @@ static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt)
 }
 
 /* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
+/* Whether the cost model sends nt tasks to the GPU: while another lane runs too, a CPU engine
+ * run that would wake the pool goes to the GPU instead (tdm_cost_model_pick_gpu_loaded). With two
+ * GPU engines' six lanes, runs the plain model sent to the CPU engine took 13 of 32 cores and the
+ * Apartment row on both GPUs from 1.89x one GPU's to 1.44x (bench/results/issue14.md). */
+static int dispatch_gpu(tdm_sched *e, size_t nt)
+{
+    if (e->dispatch_loaded && __atomic_load_n(&e->running, __ATOMIC_RELAXED) > 1)
+        return tdm_cost_model_pick_gpu_loaded(&e->model, nt, tdm_pool_threads(e->pool), e->solo_s);
+    return tdm_cost_model_pick_gpu(&e->model, nt);
+}
+
 /* The engine the kind and the cost model pick for nt tasks on lane l: its GPU
  * engine (or the hybrid, on GPU engine 0), unless that one has failed. */
 static int pick_engine(tdm_sched *e, const lane *l, size_t nt)
 {
     if (l->cpu_only) return ON_CPU;
-    if (e->n_gpus && !engine_broken(e, l->dev) && (!e->dispatch || tdm_cost_model_pick_gpu(&e->model, nt)))
+    if (e->n_gpus && !engine_broken(e, l->dev) && (!e->dispatch || dispatch_gpu(e, nt)))
         return e->kind == TDM_BACKEND_HYBRID ? ON_HYBRID : ON_GPU;
     return ON_CPU;
 }
