@@ -17,7 +17,7 @@
 #   lanes are per GPU engine), BUILD_DIR (build), PACK (a folder made by bench/device_pack.sh: its
 #   executables are run instead of BUILD_DIR's, on a machine without our libraries; the report then names
 #   its PACK_INFO's commit), REPORTS (a folder: each row's bench/run_server.sh report is kept there as
-#   SCENE_LIST.md; with PROFILE_THREADS=1 in the environment, they hold tandemd's and the clients' CPU
+#   SCENE_LIST.md, tandemd's stderr beside it as SCENE_LIST.err; with PROFILE_THREADS=1 in the environment, they hold tandemd's and the clients' CPU
 #   by thread).
 # Many clients with large batches in flight is the load where more GPUs can help: the pooler's threads
 # (engine-lanes x GPU engines of them) each take a run and each run goes to the least busy engine.
@@ -68,7 +68,8 @@ for scene in $SCENES; do
             rows+=("| $scene | $list | (failed) | | | | |")
             continue
         fi
-        [[ -n ${REPORTS:-} ]] && mkdir -p "$REPORTS" && cp "$work/report" "$REPORTS/${scene}_${list//,/-}.md"
+        [[ -n ${REPORTS:-} ]] && mkdir -p "$REPORTS" && cp "$work/report" "$REPORTS/${scene}_${list//,/-}.md" &&
+            cp "$work/err" "$REPORTS/${scene}_${list//,/-}.err"
         line=$(grep '^RESULT' "$work/err" | tail -1)
         f() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<< "$line"; }
         qps=$(f qps)
