@@ -361,6 +361,9 @@ static tdm_sched *sched_with(tdm_backend_kind kind, int lanes, int host_lanes, u
     c.threads = 2;
     c.calibrate = 0;
     if (lanes) c.lanes = lanes;
+    /* one lane means one in all, also on a host with several GPUs (engines per device by default):
+       the tests of a lane's program cache and slots count on it */
+    if (lanes == 1) c.gpu_device = 0;
     c.host_lanes = host_lanes;
     c.gpu_program_cache = program_cache;
     /* criterion runs the tests at once, each its own engine: not 80% of the device each */
