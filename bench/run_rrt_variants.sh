@@ -36,6 +36,7 @@
 #   hcN       --host-configs N (the largest request, in configurations, the host lanes take)
 #   as0       TDM_MOTION_ANY_STOP=0 (the CPU engine runs every state of a one-motion any-state batch, as
 #             before 2026-11-29: by default it stops at the first colliding one)
+#   dl0       TDM_DISPATCH_LOADED=0 (--engine auto: the cost model alone, as before 2026-11-29's dispatch under load)
 #   sp0       TDM_MOTION_SPREAD=0 (a motion's states after its probes first to last, as before 2026-11-29:
 #             by default spread, every S-th state first)
 #   fillloop  TDM_MOTION_FILL_ON_LOOP=1 (a motion's first states made on the loop, as before 2026-11-28)
@@ -162,6 +163,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:fillloop* ]] && envs+=(TDM_MOTION_FILL_ON_LOOP=1)
     [[ $v == *:as0* ]] && envs+=(TDM_MOTION_ANY_STOP=0)
     [[ $v == *:sp0* ]] && envs+=(TDM_MOTION_SPREAD=0)
+    [[ $v == *:dl0* ]] && envs+=(TDM_DISPATCH_LOADED=0)
     [[ $v =~ :mbt([0-9]+) ]] && extra+=(--max-batch-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :llt([0-9]+) ]] && extra+=(--latency-lane-tasks "${BASH_REMATCH[1]}")
     [[ $v =~ :hl([0-9]+) ]] && extra+=(--host-lanes "${BASH_REMATCH[1]}")
