@@ -10,7 +10,7 @@ nproc; nvidia-smi --query-gpu=index,name --format=csv,noheader
 for r in 1 2; do for v in loaded plain; do for row in "4 64" "16 512"; do
   set -- $row
   env $([[ $v == plain ]] && echo TDM_DISPATCH_LOADED=0) DEVICE_LISTS="0" SCENES="Apartment" OMPL=.scenes MODE=bool \
-    N_POSES=20000 CLIENTS=$1 BATCH=$2 INFLIGHT=1 DURATION=3 PACK=/tmp/px/new REPORTS=/tmp/px/rep_${v}_$r_$1 \
+    N_POSES=20000 CLIENTS=$1 BATCH=$2 INFLIGHT=1 DURATION=3 PACK=/tmp/px/new REPORTS=/tmp/px/rep_${v}_${r}_$1 \
     bash bench/run_gpus.sh 2>&1 | grep -E '^\| Apart' | sed "s/^/$v $r c$1 b$2 /"
 done; done; done | tee $OUT/light_h200.txt
 echo "done at ${SECONDS}s"
