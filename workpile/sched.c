@@ -1126,7 +1126,6 @@ static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt)
     return n;
 }
 
-/* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
 /* Whether the cost model sends nt tasks to the GPU: while another lane runs too, a CPU engine
  * run that would wake the pool goes to the GPU instead (tdm_cost_model_pick_gpu_loaded). With two
  * GPU engines' six lanes, runs the plain model sent to the CPU engine took 13 of 32 cores and the
@@ -1138,6 +1137,7 @@ static int dispatch_gpu(tdm_sched *e, size_t nt)
     return tdm_cost_model_pick_gpu(&e->model, nt);
 }
 
+/* ... one_scene: every query of the chunk is of this scene (NULL: not known). */
 /* The engine the kind and the cost model pick for nt tasks on lane l: its GPU
  * engine (or the hybrid, on GPU engine 0), unless that one has failed. */
 static int pick_engine(tdm_sched *e, const lane *l, size_t nt)
