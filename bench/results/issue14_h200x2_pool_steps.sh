@@ -1,5 +1,5 @@
 set -uo pipefail
-# Written in the thirty-fourth session for the next one (prepared, not run: no device time was left).
+# Written in the thirty-fourth session for the next one; run in the thirty-fifth (its call 1: issue14_h200x2/s35/call1/).
 # Run after a minimal pack with symbols of a build with bench_pool_cost (STRIP=0 MINIMAL=1 ARCHIVE=1 TESTS="pool"
 # bench/device_pack.sh build .packs/new; then rm -rf .packs/new) and .scenes as for
 # issue14_h200x2_steps.sh, and Debian's perf in .perf/perf.tar.gz (as for ompl_resident's call 196),
