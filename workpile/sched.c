@@ -140,11 +140,10 @@ struct tdm_sched {
     uint32_t free_host;         /* bit k: lanes[n_lanes + k] is not running (under lane_lock) */
     pthread_mutex_t lane_lock;  /* guards free_lanes, busy, next_dev */
     pthread_cond_t lane_freed;
-    uint64_t free_lanes;        /* bit k: lanes[k] is not running */
+    uint64_t free_lanes;        /* bit k: lanes[k] is not running (written atomically: dispatch_gpu reads it) */
     int lane_waiting;           /* lane_get / lane_get_dev callers waiting for a lane (an async lane gives its
                                    lane back to them: tdm_sched_async_start) */
     int busy[TDM_SCHED_MAX_GPUS]; /* runs in flight per GPU engine */
-    int running;                /* (atomic; written under lane_lock) the engines' lanes taken */
     int dispatch_loaded;        /* dispatch under load: tdm_cost_model_pick_gpu_loaded (TDM_DISPATCH_LOADED=0:
                                    the plain model, an A/B switch) */
     double solo_s;              /* the CPU engine's run alone on its caller (tdm_cpu_solo_ns) */
@@ -253,10 +252,9 @@ static int engine_broken(const tdm_sched *e, int d) { return __atomic_load_n(&e-
 /* lane_lock held: marks lane k taken. */
 static lane *take_lane(tdm_sched *e, int k)
 {
-    e->free_lanes &= ~(1ull << k);
+    __atomic_store_n(&e->free_lanes, e->free_lanes & ~(1ull << k), __ATOMIC_RELAXED);
     lane *l = &e->lanes[k];
     e->busy[l->dev]++;
-    __atomic_store_n(&e->running, e->running + 1, __ATOMIC_RELAXED);
     if (e->n_gpus > 1) e->next_dev = (l->dev + 1) % e->n_gpus;
     return l;
 }
@@ -342,9 +340,8 @@ static void lane_put(tdm_sched *e, lane *l)
         pthread_mutex_unlock(&e->lane_lock);
         return;
     }
-    e->free_lanes |= 1ull << (l - e->lanes);
+    __atomic_store_n(&e->free_lanes, e->free_lanes | 1ull << (l - e->lanes), __ATOMIC_RELAXED);
     e->busy[l->dev]--;
-    __atomic_store_n(&e->running, e->running - 1, __ATOMIC_RELAXED);
     /* waiters want different lanes (any usable one, or one of a given engine) */
     pthread_cond_broadcast(&e->lane_freed);
     pthread_mutex_unlock(&e->lane_lock);
@@ -1132,7 +1129,8 @@ static size_t chunk_scene_copies(tdm_sched *e, lane *l, qset queries, size_t nt)
  * Apartment row on both GPUs from 1.89x one GPU's to 1.44x (bench/results/issue14.md). */
 static int dispatch_gpu(tdm_sched *e, size_t nt)
 {
-    if (e->dispatch_loaded && __atomic_load_n(&e->running, __ATOMIC_RELAXED) > 1)
+    if (e->dispatch_loaded && /* lanes taken: more than this one */
+        e->n_lanes - __builtin_popcountll(__atomic_load_n(&e->free_lanes, __ATOMIC_RELAXED)) > 1)
         return tdm_cost_model_pick_gpu_loaded(&e->model, nt, tdm_pool_threads(e->pool), e->solo_s);
     return tdm_cost_model_pick_gpu(&e->model, nt);
 }
