@@ -522,7 +522,7 @@ Tandem__V1__Reply *raw_call_or_fail(int fd, const Tandem__V1__Request *rq)
     return rep;
 }
 
-void raw_hello_or_fail(int fd, uint64_t id)
+Tandem__V1__Reply *raw_hello_reply_or_fail(int fd, uint64_t id)
 {
     Tandem__V1__Hello h = TANDEM__V1__HELLO__INIT;
     h.protocol_version = 1;
@@ -536,8 +536,10 @@ void raw_hello_or_fail(int fd, uint64_t id)
                  r->body_case == TANDEM__V1__REPLY__BODY_ERROR ? ": " : "",
                  r->body_case == TANDEM__V1__REPLY__BODY_ERROR ? r->error->message : "");
     cr_assert_eq(r->hello->protocol_version, 1);
-    tandem__v1__reply__free_unpacked(r, NULL);
+    return r;
 }
+
+void raw_hello_or_fail(int fd, uint64_t id) { tandem__v1__reply__free_unpacked(raw_hello_reply_or_fail(fd, id), NULL); }
 
 void expect_error(const Tandem__V1__Reply *r, const char *what, uint64_t id, int code, const char *field,
                   int64_t index)

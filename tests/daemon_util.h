@@ -102,6 +102,8 @@ int raw_wait_eof(int fd, int timeout_ms);
 Tandem__V1__Reply *raw_call_or_fail(int fd, const Tandem__V1__Request *rq);
 /* Hello (version 1) with id; asserts a HelloReply with that id. */
 void raw_hello_or_fail(int fd, uint64_t id);
+/* The same, returning the HelloReply (the caller frees it: tandem__v1__reply__free_unpacked). */
+Tandem__V1__Reply *raw_hello_reply_or_fail(int fd, uint64_t id);
 /* Asserts that r is an Error with this id, code, field and index (index INT64_MIN:
  * not checked). `what` names the case in messages. */
 void expect_error(const Tandem__V1__Reply *r, const char *what, uint64_t id, int code, const char *field,

@@ -442,15 +442,7 @@ static uint8_t *frame_of(const Tandem__V1__Request *rq, size_t *n)
 /* Hello on fd; returns HelloReply.limits.max_ring_bytes. */
 static uint32_t hello_max_ring(int fd, uint64_t id)
 {
-    Tandem__V1__Hello h = TANDEM__V1__HELLO__INIT;
-    h.protocol_version = 1;
-    h.client_name = "test_ring";
-    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
-    rq.id = id;
-    rq.body_case = TANDEM__V1__REQUEST__BODY_HELLO;
-    rq.hello = &h;
-    Tandem__V1__Reply *r = raw_call_or_fail(fd, &rq);
-    cr_assert_eq(r->body_case, TANDEM__V1__REPLY__BODY_HELLO, "Hello answered with body %d", (int)r->body_case);
+    Tandem__V1__Reply *r = raw_hello_reply_or_fail(fd, id);
     cr_assert_not_null(r->hello->limits, "a HelloReply without limits");
     uint32_t v = r->hello->limits->max_ring_bytes;
     tandem__v1__reply__free_unpacked(r, NULL);
