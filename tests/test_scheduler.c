@@ -17,7 +17,10 @@
  *    a list with gpu_device, or a device that does not exist, is refused; the
  *    CPU engine ignores the list; the registry keeps one copy per device and
  *    frees the removed ones device by device (tests/test_gpu.c runs two GPU
- *    engines on one GPU). */
+ *    engines on one GPU);
+ *  - removed trees' device memory is given back with no run after it: by
+ *    tdm_sched_reclaim, and by a pooler's sleeping thread, which the removal
+ *    wakes. */
 #include <pthread.h>
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -29,6 +32,7 @@
 #include "geom/bvh.h"
 #include "gpu/gpu_geom.h"
 #include "workpile/cpu_engine.h"
+#include "workpile/pooler.h"
 #include "workpile/registry.h"
 #include "workpile/sched.h"
 
@@ -493,6 +497,82 @@ Test(scheduler, trees_not_resident_run_on_cpu, .timeout = 240)
     cr_assert_eq(st.gpu_tasks, 2 * gpu_tasks);
     cr_assert_eq(st.device_meshes, 0);
     cr_assert_eq(st.mesh_bytes, 0);
+    tdm_sched_destroy(e);
+    world_free(&w);
+}
+
+static void count_removed(void *data) { (*(int *)data)++; }
+
+static void pooler_finished(tdm_pooler_job *job, void *data)
+{
+    (void)job;
+    (void)data;
+}
+
+static uint64_t mesh_bytes(tdm_sched *e)
+{
+    tdm_sched_stats st;
+    tdm_sched_get_stats(e, &st);
+    return st.mesh_bytes;
+}
+
+/* Trees removed once the engine has nothing more to run: their device memory comes back anyway,
+ * without a run or an upload after the removal (before, each engine held it, and showed it in its
+ * stats, until its next one). */
+Test(scheduler, removed_trees_are_freed_with_no_run_after, .timeout = 240)
+{
+    require_gpu();
+    world w;
+    world_and_cpu_answers(&w, 1);
+    tdm_sched *e = engine(TDM_BACKEND_GPU, 0);
+    int left = 0;
+    tdm_sched_on_removed(e, count_removed, &left);
+    for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
+    cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[0]), TDM_OK); /* two references */
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    expect_same(&got, &want[1], 1, "resident");
+    uint64_t held = mesh_bytes(e);
+    cr_assert(held > 0, "no mesh bytes on the device after %d uploads", N_MESHES);
+    cr_assert_eq(tdm_sched_reclaim_due(e), 0);
+    cr_assert_eq(tdm_sched_reclaim(e), 0);
+
+    /* one reference of two dropped: nothing leaves, no hook */
+    tdm_sched_mesh_remove(e, w.bvh[0]);
+    cr_assert_eq(left, 0, "the hook was called for a tree still referenced");
+    cr_assert_eq(tdm_sched_reclaim_due(e), 0);
+    for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+    cr_assert_eq(left, N_MESHES, "the hook was called %d times for %d trees that left", left, N_MESHES);
+    /* no run since: still on the device, until a reclaim */
+    cr_assert_eq(mesh_bytes(e), held, "mesh bytes %llu, %llu before: freed by what?",
+                 (unsigned long long)mesh_bytes(e), (unsigned long long)held);
+    cr_assert_eq(tdm_sched_reclaim_due(e), 1);
+    cr_assert_eq(tdm_sched_reclaim(e), 0, "an engine kept removed trees with every lane free");
+    cr_assert_eq(mesh_bytes(e), 0, "%llu mesh bytes left after the reclaim", (unsigned long long)mesh_bytes(e));
+    cr_assert_eq(tdm_sched_reclaim_due(e), 0);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK); /* back on the CPU engine, same answers */
+    expect_same(&got, &want[1], 1, "removed");
+
+    /* a pooler's threads, asleep for want of jobs, are woken by the removal and free them */
+    tdm_sched_on_removed(e, NULL, NULL);
+    for (int i = 0; i < N_MESHES; i++) cr_assert_eq(tdm_sched_mesh_add(e, w.bvh[i]), TDM_OK);
+    cr_assert_eq(run(e, &w, 1, &got), TDM_OK);
+    held = mesh_bytes(e);
+    cr_assert(held > 0);
+    tdm_pooler *pl = NULL;
+    cr_assert_eq(tdm_pooler_create(e, 1u << 20, 1u << 20, pooler_finished, NULL, NULL, &pl), TDM_OK);
+    struct timespec pause = {0, 50 * 1000000L}; /* the threads asleep (past their polling) */
+    nanosleep(&pause, NULL);
+    for (int i = 0; i < N_MESHES; i++) tdm_sched_mesh_remove(e, w.bvh[i]);
+    int waited_ms = 0;
+    while (mesh_bytes(e) != 0 && waited_ms < 5000) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+        waited_ms++;
+    }
+    cr_assert_eq(mesh_bytes(e), 0, "the pooler left %llu of %llu mesh bytes on the device for 5 s",
+                 (unsigned long long)mesh_bytes(e), (unsigned long long)held);
+    cr_log_info("the pooler gave %llu mesh bytes back within %d ms", (unsigned long long)held, waited_ms);
+    tdm_pooler_destroy(pl);
     tdm_sched_destroy(e);
     world_free(&w);
 }

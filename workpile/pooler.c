@@ -12,6 +12,8 @@
 #define MAX_HOST 8      /* tdm_sched_host_lanes */
 #define MAX_EXPRESS 4   /* express threads (TDM_EXPRESS_THREADS) */
 #define MAX_FLIGHTS 8   /* an async lane's batches in flight (a lane's slots at most) */
+#define RECLAIM_RETRY_NS 10000000L /* an idle thread's next try at freeing removed trees' copies, when an
+                                      engine's lanes were all running (tdm_sched_reclaim) */
 
 /* A pooler thread and its scratch (the batch's query list and, for batches of
  * several jobs, its results), kept between batches and grown when one needs more. */
@@ -938,6 +940,18 @@ static void *pooler_main(void *arg)
                     continue;
                 }
             }
+            /* about to sleep: the device copies of trees removed meanwhile are freed first (an
+               engine that runs nothing more would hold them until its next run), outside the
+               lock; then a look for work again. When an engine's lanes were all running, the
+               sleep is cut short to try again (its runs may be another caller's, which frees
+               nothing once they end). */
+            int reclaim_left = 0;
+            if (!w->host && tdm_sched_reclaim_due(p->engine)) {
+                pthread_mutex_unlock(&p->lock);
+                reclaim_left = tdm_sched_reclaim(p->engine);
+                pthread_mutex_lock(&p->lock);
+                if (!reclaim_left) continue;
+            }
             /* a sleeper first, then one more look at the inbox: a submitter that pushed after
                that look sees the sleeper and wakes it (tdm_pooler_submit). Every sleeper clears
                `waking` before each look (here, and on waking up, before the drain above): a
@@ -947,7 +961,20 @@ static void *pooler_main(void *arg)
             waiters *k = &p->kind[w->host];
             __atomic_add_fetch(&k->sleepers, 1, __ATOMIC_SEQ_CST);
             __atomic_store_n(&k->waking, 0, __ATOMIC_SEQ_CST);
-            if (inbox_empty(p)) pthread_cond_wait(&k->wake, &p->lock);
+            if (inbox_empty(p)) {
+                if (reclaim_left) {
+                    struct timespec ts;
+                    clock_gettime(CLOCK_REALTIME, &ts);
+                    ts.tv_nsec += RECLAIM_RETRY_NS;
+                    if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                    }
+                    pthread_cond_timedwait(&k->wake, &p->lock, &ts);
+                } else {
+                    pthread_cond_wait(&k->wake, &p->lock);
+                }
+            }
             __atomic_sub_fetch(&k->sleepers, 1, __ATOMIC_SEQ_CST);
             __atomic_store_n(&k->waking, 0, __ATOMIC_SEQ_CST);
             until = 0; /* woken: polls again before it sleeps again */
@@ -1010,6 +1037,16 @@ static void *pooler_main(void *arg)
         for (int k = 0; k < MAX_FLIGHTS; k++) free(w->flights[k].res);
     }
     return NULL;
+}
+
+/* A tree left the engine's devices (tdm_sched_on_removed): one sleeping lane thread is woken to
+ * free its copies (tdm_sched_reclaim, before it sleeps again). */
+static void removed_wake(void *data)
+{
+    tdm_pooler *p = data;
+    pthread_mutex_lock(&p->lock);
+    if (p->kind[0].sleepers) pthread_cond_signal(&p->kind[0].wake);
+    pthread_mutex_unlock(&p->lock);
 }
 
 int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
@@ -1081,6 +1118,7 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
         p->n_host = k + 1;
         pthread_mutex_unlock(&p->lock);
     }
+    tdm_sched_on_removed(engine, removed_wake, p); /* undone by tdm_pooler_stop */
     *out = p;
     return TDM_OK;
 fail:
@@ -1380,6 +1418,7 @@ static void express_wake(struct xworker *w)
 void tdm_pooler_stop(tdm_pooler *p)
 {
     if (!p || p->stopped) return;
+    tdm_sched_on_removed(p->engine, NULL, NULL);
     pthread_mutex_lock(&p->lock);
     __atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
     wake_all(p);

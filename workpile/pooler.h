@@ -203,7 +203,10 @@ typedef struct tdm_pooler tdm_pooler;
  * nothing is started and neither callback is ever called. With TDM_ASYNC_LANES=1 in
  * the environment at create (A/B runs) and a device engine for configurations, each
  * lane's thread keeps several device runs of configurations in flight
- * (tdm_sched_async), finishing each batch as its run ends; the callbacks are as above. */
+ * (tdm_sched_async), finishing each batch as its run ends; the callbacks are as above.
+ * A lane's thread about to sleep first frees the device copies of trees removed
+ * meanwhile (tdm_sched_reclaim); the pooler sets the engine's removal hook
+ * (tdm_sched_on_removed) to wake one for it, until tdm_pooler_stop. */
 int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_batch_pairs,
                       void (*finished)(tdm_pooler_job *job, void *data),
                       void (*ran)(const tdm_pooler_batch *batch, void *data), void *data, tdm_pooler **out);

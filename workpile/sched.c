@@ -148,6 +148,11 @@ struct tdm_sched {
                                    the plain model, an A/B switch) */
     double solo_s;              /* the CPU engine's run alone on its caller (tdm_cpu_solo_ns) */
     int next_dev;               /* the engine preferred among equally busy ones (round robin) */
+    uint64_t reclaimed;         /* (atomic) the registry's epoch up to which every removed copy was freed on
+                                   every engine standing (tdm_sched_reclaim) */
+    pthread_mutex_t hook_lock;  /* guards the hook called when a tree leaves (tdm_sched_on_removed) */
+    void (*on_removed)(void *);
+    void *on_removed_data;
     pthread_mutex_t upload_lock; /* one upload at a time: nobody inserts a tree being uploaded */
 
     tdm_registry *reg;     /* resident trees: host tree -> each GPU engine's copy */
@@ -256,6 +261,17 @@ static lane *take_lane(tdm_sched *e, int k)
     lane *l = &e->lanes[k];
     e->busy[l->dev]++;
     if (e->n_gpus > 1) e->next_dev = (l->dev + 1) % e->n_gpus;
+    return l;
+}
+
+/* Takes a free lane of GPU engine d without waiting; NULL when every one of them runs. */
+static lane *lane_try_dev(tdm_sched *e, int d)
+{
+    lane *l = NULL;
+    pthread_mutex_lock(&e->lane_lock);
+    for (int k = 0; k < e->n_lanes && !l; k++)
+        if ((e->free_lanes >> k & 1) && e->lanes[k].dev == d) l = take_lane(e, k);
+    pthread_mutex_unlock(&e->lane_lock);
     return l;
 }
 
@@ -546,8 +562,53 @@ int tdm_sched_meshes_add(tdm_sched *e, const tdm_bvh *const *bvhs, size_t n, siz
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh)
 {
     if (!e->n_gpus) return;
+    uint64_t epoch = tdm_registry_epoch(e->reg);
     tdm_registry_unref(e->reg, bvh);
     count_meshes(e);
+    if (tdm_registry_epoch(e->reg) == epoch) return; /* still referenced */
+    pthread_mutex_lock(&e->hook_lock);
+    if (e->on_removed) e->on_removed(e->on_removed_data);
+    pthread_mutex_unlock(&e->hook_lock);
+}
+
+void tdm_sched_on_removed(tdm_sched *e, void (*fn)(void *data), void *data)
+{
+    pthread_mutex_lock(&e->hook_lock);
+    e->on_removed = fn;
+    e->on_removed_data = data;
+    pthread_mutex_unlock(&e->hook_lock);
+}
+
+int tdm_sched_reclaim_due(tdm_sched *e)
+{
+    return e->n_gpus && __atomic_load_n(&e->reclaimed, __ATOMIC_ACQUIRE) != tdm_registry_epoch(e->reg);
+}
+
+int tdm_sched_reclaim(tdm_sched *e)
+{
+    if (!e->n_gpus) return 0;
+    uint64_t epoch = tdm_registry_epoch(e->reg); /* read first: a tree that leaves meanwhile is due again */
+    if (__atomic_load_n(&e->reclaimed, __ATOMIC_ACQUIRE) == epoch) return 0;
+    int left = 0;
+    for (int d = 0; d < e->n_gpus; d++) {
+        if (engine_broken(e, d) || !tdm_registry_removed(e->reg, d)) continue; /* a failed engine is never used */
+        lane *l = lane_try_dev(e, d);
+        if (!l) { /* every lane of it runs: each run frees at its start, or the next try does */
+            left++;
+            continue;
+        }
+        free_removed(e, l);
+        device_stats(e, l);
+        lane_put(e, l);
+    }
+    if (left) return left;
+    /* up to epoch, every engine standing is done: moved forward only (another caller may have read a
+       later epoch) */
+    uint64_t seen = __atomic_load_n(&e->reclaimed, __ATOMIC_RELAXED);
+    while (seen < epoch && !__atomic_compare_exchange_n(&e->reclaimed, &seen, epoch, 1, __ATOMIC_RELEASE,
+                                                        __ATOMIC_RELAXED)) {
+    }
+    return 0;
 }
 
 /* ---- creation ----------------------------------------------------------------- */
@@ -685,13 +746,15 @@ int tdm_sched_create(const tdm_sched_config *cfg, tdm_sched **out, char *why, si
     locks += locks == 1 && pthread_mutex_init(&e->lane_lock, NULL) == 0;
     locks += locks == 2 && pthread_cond_init(&e->lane_freed, NULL) == 0;
     locks += locks == 3 && pthread_mutex_init(&e->upload_lock, NULL) == 0;
+    locks += locks == 4 && pthread_mutex_init(&e->hook_lock, NULL) == 0;
     tdm_cost_figures none = {0, 0, 0, 0}; /* the GPU takes nothing until calibrated */
-    locks += locks == 4 && tdm_cost_model_init(&e->model, &none) == TDM_OK;
-    if (locks < 5) {
+    locks += locks == 5 && tdm_cost_model_init(&e->model, &none) == TDM_OK;
+    if (locks < 6) {
         if (locks > 0) pthread_mutex_destroy(&e->stats_lock);
         if (locks > 1) pthread_mutex_destroy(&e->lane_lock);
         if (locks > 2) pthread_cond_destroy(&e->lane_freed);
         if (locks > 3) pthread_mutex_destroy(&e->upload_lock);
+        if (locks > 4) pthread_mutex_destroy(&e->hook_lock);
         free(e);
         return TDM_ESYS;
     }
@@ -815,6 +878,7 @@ void tdm_sched_destroy(tdm_sched *e)
     pthread_mutex_destroy(&e->lane_lock);
     pthread_cond_destroy(&e->lane_freed);
     pthread_mutex_destroy(&e->upload_lock);
+    pthread_mutex_destroy(&e->hook_lock);
     tdm_cost_model_destroy(&e->model);
     free(e);
 }

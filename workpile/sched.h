@@ -163,9 +163,10 @@ int tdm_sched_gpu_engines(const tdm_sched *e);
  * progress (it takes a lane of each device in turn). Any thread.
  *
  * tdm_sched_mesh_remove drops a reference; at zero the tree is no longer used
- * by later runs and its device memory is freed before the next run or upload
- * (no run in progress may still use it: the caller's reference counting sees
- * to that). Never blocks on a run. Any thread. */
+ * by later runs and its device memory is freed by the next run or upload on
+ * each engine, or by tdm_sched_reclaim, whichever comes first (no run in
+ * progress may still use it: the caller's reference counting sees to that).
+ * Never blocks. Any thread. */
 int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh);
 /* n trees at once (a scene's): as tdm_sched_mesh_add on each in order, but a
  * lane of each device is taken once for all of them, not once per tree (under
@@ -176,6 +177,24 @@ int tdm_sched_mesh_add(tdm_sched *e, const tdm_bvh *bvh);
  * references. Returns as tdm_sched_mesh_add. */
 int tdm_sched_meshes_add(tdm_sched *e, const tdm_bvh *const *bvhs, size_t n, size_t *added);
 void tdm_sched_mesh_remove(tdm_sched *e, const tdm_bvh *bvh);
+/* Frees the device copies of removed trees now, on each GPU engine that has a
+ * lane free (without that, an engine that runs nothing more would hold them, and
+ * show them in its stats, until its next run or upload). Returns how many
+ * engines still hold some because each of their lanes was running (their runs
+ * free them at their next start; call again later), 0 when none does. May block
+ * for the frees themselves (a device's memory given back), never for a run: for
+ * an idle thread (the pooler's, before it sleeps). tdm_sched_reclaim_due says,
+ * without a lock, whether a tree left since the last complete reclaim. Any
+ * thread. */
+int tdm_sched_reclaim(tdm_sched *e);
+int tdm_sched_reclaim_due(tdm_sched *e);
+/* fn(data) is called when a tree leaves the devices (tdm_sched_mesh_remove drops
+ * its last reference), on the thread that removed it, with nothing of the
+ * scheduler's locked but the hook's own: a wake-up for a thread that calls
+ * tdm_sched_reclaim (the pooler's). It must not block, nor add or remove trees.
+ * fn NULL: none. Once set to NULL, no call is in progress nor starts. One hook
+ * per scheduler. */
+void tdm_sched_on_removed(tdm_sched *e, void (*fn)(void *data), void *data);
 
 /* Sizes every lane's scratch (touched, so that no run pays its page faults)
  * and GPU buffers for runs of up to max_tasks tasks, and loads the kernels
