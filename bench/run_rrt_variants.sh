@@ -20,6 +20,7 @@
 #   bceN      TDM_GPU_BLOCK_CONFIG_ENTRIES=N (configs runs of at most N entries in block runs; 0: never)
 #   shm       the data directory on /dev/shm
 #   dup       --gpu-devices 0,0 (two GPU engines on device 0: twice the lanes, each with its own trees)
+#   gpu1      --gpu-devices 0 (the first GPU alone, on a host with several: tandemd takes every one by default)
 #   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
 #   spinN     TDM_POOLER_SPIN_US=N (idle pooler threads poll N us for work before they sleep)
 #   ioN       --io-threads N (N event loops on threads of their own take the connections)
@@ -123,6 +124,7 @@ for v in "${variants[@]}"; do
     [[ $v == *:block* ]] && envs+=(TDM_GPU_BLOCKING_SYNC=1)
     [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
+    [[ $v =~ :gpu1(:|$) ]] && extra+=(--gpu-devices 0)
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
     [[ $v == *:prebuild0* ]] && envs+=(TDM_SCENE_PREBUILD=0)
     [[ $v == *:fused0* ]] && envs+=(TDM_GPU_CONFIG_FUSED=0)
