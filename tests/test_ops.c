@@ -591,15 +591,16 @@ static char *readyz(int port, int *status)
     return body;
 }
 
-/* Starts tandemd on the GPU engine (one lane) with TDM_GPU_FAULT_AFTER=fault (NULL:
- * none): that lane's chunk number `fault` writes through a null pointer, a real sticky
- * CUDA error. 0, or -1 where there is no GPU engine. */
+/* Starts tandemd on one GPU engine (one lane, on the first GPU: on a host with several,
+ * tandemd would make one engine a GPU, and the queries would take turns between them) with
+ * TDM_GPU_FAULT_AFTER=fault (NULL: none): that lane's chunk number `fault` writes through a
+ * null pointer, a real sticky CUDA error. 0, or -1 where there is no GPU engine. */
 static int start_gpu(const char *fault, const char *exit_on_failure)
 {
     if (fault) setenv("TDM_GPU_FAULT_AFTER", fault, 1);
     int st;
-    int rc = dmn_try_start(&D, (const char *const[]){"--engine", "gpu", "--engine-lanes", "1", "--metrics-listen",
-                                                     "127.0.0.1:0", "--metrics-interval", "50",
+    int rc = dmn_try_start(&D, (const char *const[]){"--engine", "gpu", "--gpu-devices", "0", "--engine-lanes", "1",
+                                                     "--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50",
                                                      "--exit-on-gpu-failure", exit_on_failure, NULL},
                            &st);
     unsetenv("TDM_GPU_FAULT_AFTER");
