@@ -21,6 +21,8 @@
 #   shm       the data directory on /dev/shm
 #   dup       --gpu-devices 0,0 (two GPU engines on device 0: twice the lanes, each with its own trees)
 #   gpu1      --gpu-devices 0 (the first GPU alone, on a host with several: tandemd takes every one by default)
+#   rc0       TDM_POOLER_RECLAIM=0 (removed trees' device copies freed by each engine's next run or upload only,
+#             as before 2026-11-29's reclaim by idle pooler threads)
 #   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
 #   spinN     TDM_POOLER_SPIN_US=N (idle pooler threads poll N us for work before they sleep)
 #   ioN       --io-threads N (N event loops on threads of their own take the connections)
@@ -125,6 +127,7 @@ for v in "${variants[@]}"; do
     [[ $v =~ :bce([0-9]+) ]] && envs+=(TDM_GPU_BLOCK_CONFIG_ENTRIES="${BASH_REMATCH[1]}")
     [[ $v == *:dup* ]] && extra+=(--gpu-devices 0,0)
     [[ $v =~ :gpu1(:|$) ]] && extra+=(--gpu-devices 0)
+    [[ $v =~ :rc0(:|$) ]] && envs+=(TDM_POOLER_RECLAIM=0)
     [[ $v == *:nodirect* ]] && envs+=(TDM_DIRECT_REPLIES=0)
     [[ $v == *:prebuild0* ]] && envs+=(TDM_SCENE_PREBUILD=0)
     [[ $v == *:fused0* ]] && envs+=(TDM_GPU_CONFIG_FUSED=0)

@@ -108,6 +108,8 @@ struct tdm_pooler {
     /* the others: a queue per owner (tdm_pooler_owner), the owners with jobs queued in a heap by
        their heads' virtual start tags (tdm_pooler_set_share) */
     int share;                   /* jobs queued by their owner (else all as the pooler's own: in order) */
+    int reclaim;                 /* idle lane threads free removed trees' copies (TDM_POOLER_RECLAIM=0: not, an
+                                    A/B switch: each engine's next run or upload does) */
     tdm_pooler_owner anon;       /* the owner of jobs without one (and of all, without shares) */
     tdm_pooler_owner **heap;     /* heap_n owners, the least tag first; room for heap_cap, one kept spare
                                     for anon */
@@ -946,7 +948,7 @@ static void *pooler_main(void *arg)
                sleep is cut short to try again (its runs may be another caller's, which frees
                nothing once they end). */
             int reclaim_left = 0;
-            if (!w->host && tdm_sched_reclaim_due(p->engine)) {
+            if (!w->host && p->reclaim && tdm_sched_reclaim_due(p->engine)) {
                 pthread_mutex_unlock(&p->lock);
                 reclaim_left = tdm_sched_reclaim(p->engine);
                 pthread_mutex_lock(&p->lock);
@@ -1083,6 +1085,8 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
     p->host_min = hm && *hm ? (uint32_t)strtoul(hm, NULL, 10) : 1;
     const char *sh = getenv("TDM_POOLER_SHARE");
     p->share = !(sh && strcmp(sh, "0") == 0);
+    const char *rc = getenv("TDM_POOLER_RECLAIM");
+    p->reclaim = !(rc && strcmp(rc, "0") == 0);
     p->heap_cap = 64;
     p->heap = malloc(p->heap_cap * sizeof *p->heap);
     if (!p->heap) {
@@ -1118,7 +1122,7 @@ int tdm_pooler_create(tdm_sched *engine, uint64_t max_batch_tasks, uint64_t max_
         p->n_host = k + 1;
         pthread_mutex_unlock(&p->lock);
     }
-    tdm_sched_on_removed(engine, removed_wake, p); /* undone by tdm_pooler_stop */
+    if (p->reclaim) tdm_sched_on_removed(engine, removed_wake, p); /* undone by tdm_pooler_stop */
     *out = p;
     return TDM_OK;
 fail:
