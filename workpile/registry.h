@@ -13,9 +13,9 @@
  * dropped is not freed at once (a run in progress may still use its copies:
  * lookups hand out bare pointers) but moved to a list that
  * tdm_registry_free_removed empties, device by device; the scheduler calls it
- * where no run can be using the copies: at the start of a run (for the run's
- * device) and of an upload (for each device), which see only copies registered
- * now.
+ * on a lane of the device, where no run can be using the copies (a tree leaves
+ * only once no query holds it): at the start of a run (for the run's device), of
+ * an upload (for each device), and on a free lane (tdm_sched_reclaim).
  *
  * Every function is safe from any thread (locks inside; copies are freed
  * outside the lock that lookups take). The copies are opaque here: the engine

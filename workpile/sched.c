@@ -1115,8 +1115,9 @@ static int make_refs(const tdm_task_list *l, size_t lo, size_t hi, tdm_task *out
             continue;
         }
         if (!c->reg) continue;
-        /* an entry found stays valid for the run: removed copies are freed only
-         * at the start of a run or upload (free_removed) */
+        /* an entry found stays valid for the run: a tree leaves only once no query holds it,
+         * and its copies are freed after that (free_removed: at a run's or an upload's start,
+         * or by tdm_sched_reclaim on a free lane) */
         if (out->a != la || out->b != lb) {
             tdm_registry_find2(c->reg, c->dev, out->a, out->b, &da, &db);
             la = out->a;
