@@ -37,6 +37,7 @@ enum {
  * order with the same timeout, so the smallest waiting id has the earliest deadline). */
 
 struct tdm_async {
+    int ephemeral_scenes; /* tdm_async_set_ephemeral_scenes */
     int fd;
     tdm__tls *tls; /* tls:// addresses */
     unsigned flags;
@@ -526,7 +527,8 @@ int tdm_async_scene_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, c
                         const tdm_scene_object *objects, size_t n_objects, const tdm_object_pair *allowed,
                         size_t n_allowed, uint64_t *id)
 {
-    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT, .u.scene_put = {name, objects, n_objects, allowed, n_allowed}};
+    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT,
+                   .u.scene_put = {name, objects, n_objects, allowed, n_allowed, ac->ephemeral_scenes}};
     return submit(ac, &rq, cb, privdata, 0, 0, id);
 }
 
@@ -584,8 +586,14 @@ int tdm_async_robot_delete(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata
 int tdm_async_robot_scene_put(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata, const char *name,
                               const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml, uint64_t *id)
 {
-    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT,
+                   .u.robot_scene_put = {name, robot_id, world_yaml, ac->ephemeral_scenes}};
     return submit(ac, &rq, cb, privdata, 0, 0, id);
+}
+
+void tdm_async_set_ephemeral_scenes(tdm_async *ac, int on)
+{
+    if (ac) ac->ephemeral_scenes = on != 0;
 }
 
 int tdm_async_query_configs(tdm_async *ac, tdm_async_reply_cb *cb, void *privdata,

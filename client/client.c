@@ -75,6 +75,7 @@ struct tdm_client {
     int want_fd; /* the RingOpen reply is awaited: the socket is read with its descriptor */
     int got_fd;
     unsigned fork_gen; /* the process's fork generation at the connect (forked) */
+    int ephemeral_scenes; /* tdm_client_set_ephemeral_scenes */
 };
 
 static int local_error(tdm_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -935,7 +936,8 @@ int tdm_scene_put(tdm_client *c, const char *name, const tdm_scene_object *objec
         return local_error(c, TDM_CLIENT_ELIMIT, "the scene has %zu objects; the server takes at most %u", n_objects,
                            c->info.limits.max_objects);
     }
-    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT, .u.scene_put = {name, objects, n_objects, allowed, n_allowed}};
+    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT,
+                   .u.scene_put = {name, objects, n_objects, allowed, n_allowed, c->ephemeral_scenes}};
     uint8_t id[TDM_ID_BYTES];
     int cr = 0;
     size_t nm = 0;
@@ -1090,7 +1092,8 @@ int tdm_robot_scene_put(tdm_client *c, const char *name, const uint8_t robot_id[
     if (maxt && strlen(world_yaml) > maxt)
         return local_error(c, TDM_CLIENT_ELIMIT, "the planning scene is over the server's max_robot_text_bytes %u",
                            maxt);
-    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT,
+                   .u.robot_scene_put = {name, robot_id, world_yaml, c->ephemeral_scenes}};
     void *block = NULL;
     outs o = {.block = &block};
     int rc = call(c, &rq, NULL, &o, deadline_of(c));
@@ -1108,6 +1111,11 @@ int tdm_robot_scene_put(tdm_client *c, const char *name, const uint8_t robot_id[
 }
 
 void tdm_robot_scene_info_free(tdm_robot_scene_info *info) { free(info); }
+
+void tdm_client_set_ephemeral_scenes(tdm_client *c, int on)
+{
+    if (c) c->ephemeral_scenes = on != 0;
+}
 
 static int configs_prepare(tdm_client *c, tdm__req *rq, tdm__qsink *qs, const uint8_t *scene_id,
                            tdm_query_mode mode, const double *configs, uint32_t n_joints, size_t n_queries,

@@ -222,6 +222,7 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         SET_CB(st->m.robot_scene_put.name, enc_string, rq->u.robot_scene_put.name);
         SET_CB(st->m.robot_scene_put.robot_id, enc_id, rq->u.robot_scene_put.robot_id);
         SET_CB(st->m.robot_scene_put.world, enc_string, rq->u.robot_scene_put.world);
+        st->m.robot_scene_put.ephemeral = rq->u.robot_scene_put.ephemeral != 0;
         return 0;
     case TDM_REPLY_ROBOT_LIST:
         st->fields = tandem_v1_RobotList_fields;
@@ -255,6 +256,7 @@ static int enc_prepare(const tdm__req *rq, encst *st, char *err, size_t errlen)
         SET_CB(st->m.scene_put.name, enc_string, rq->u.scene_put.name);
         SET_CB(st->m.scene_put.objects, enc_objects, st);
         SET_CB(st->m.scene_put.allowed, enc_allowed, st);
+        st->m.scene_put.ephemeral = rq->u.scene_put.ephemeral != 0;
         return 0;
     case TDM_REPLY_QUERY:
         if (!rq->u.query.scene_id || !rq->u.query.poses || rq->u.query.n_doubles == 0) break;

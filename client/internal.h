@@ -48,6 +48,7 @@ typedef struct tdm__req {
             size_t n_objects;
             const tdm_object_pair *allowed;
             size_t n_allowed;
+            int ephemeral;
         } scene_put;
         struct {
             const uint8_t *scene_id;
@@ -67,6 +68,7 @@ typedef struct tdm__req {
             const char *name;
             const uint8_t *robot_id;
             const char *world;
+            int ephemeral;
         } robot_scene_put;
         struct {
             const uint8_t *scene_id;

@@ -50,6 +50,7 @@ typedef struct log_entry {
         struct { char *urdf, *srdf; tdm_robot_mesh_ref *meshes; size_t n; } robot;
         struct { uint8_t robot_id[TDM_ID_BYTES]; char *world; } rscene;
     } u;
+    int ephemeral; /* scenes: put ephemeral (tdm_multi_set_ephemeral_scenes when it was logged) */
 } log_entry;
 
 enum { P_QUEUED, P_SENT, P_DONE };
@@ -106,6 +107,7 @@ struct tdm_multi {
     int retry_min_ms, retry_max_ms;
     size_t min_part;
     size_t rr;
+    int ephemeral_scenes; /* tdm_multi_set_ephemeral_scenes */
     log_entry *log;
     size_t log_len, log_cap;
     op *cur;
@@ -172,12 +174,14 @@ static int send_entry(server *s, const log_entry *e, tdm_async_reply_cb *cb, voi
         return tdm_async_mesh_put(s->ac, cb, priv, e->name, e->u.mesh.verts, e->u.mesh.n_verts, e->u.mesh.tris,
                                   e->u.mesh.n_tris, NULL);
     case L_SCENE:
+        tdm_async_set_ephemeral_scenes(s->ac, e->ephemeral);
         return tdm_async_scene_put(s->ac, cb, priv, e->name, e->u.scene.objects, e->u.scene.n, e->u.scene.allowed,
                                    e->u.scene.n_allowed, NULL);
     case L_ROBOT:
         return tdm_async_robot_put(s->ac, cb, priv, e->name, e->u.robot.urdf, e->u.robot.srdf, e->u.robot.meshes,
                                    e->u.robot.n, NULL);
     default:
+        tdm_async_set_ephemeral_scenes(s->ac, e->ephemeral);
         return tdm_async_robot_scene_put(s->ac, cb, priv, e->name, e->u.rscene.robot_id, e->u.rscene.world, NULL);
     }
 }
@@ -772,6 +776,11 @@ int tdm_multi_mesh_put(tdm_multi *m, const char *name, const float *verts, uint3
     return 0;
 }
 
+void tdm_multi_set_ephemeral_scenes(tdm_multi *m, int on)
+{
+    if (m) m->ephemeral_scenes = on != 0;
+}
+
 int tdm_multi_scene_put(tdm_multi *m, const char *name, const tdm_scene_object *objects, size_t n_objects,
                         const tdm_object_pair *allowed, size_t n_allowed, uint8_t scene_id[TDM_ID_BYTES], int *created,
                         uint32_t *movable, size_t movable_cap, size_t *n_movable)
@@ -779,7 +788,7 @@ int tdm_multi_scene_put(tdm_multi *m, const char *name, const tdm_scene_object *
     int rc = begin(m);
     if (rc) return rc;
     if (!objects || !scene_id || (n_allowed && !allowed)) return TDM_CLIENT_EINVAL;
-    log_entry e = {.kind = L_SCENE, .name = dup_or_null(name)};
+    log_entry e = {.kind = L_SCENE, .name = dup_or_null(name), .ephemeral = m->ephemeral_scenes};
     e.u.scene.objects = memdup(objects, n_objects * sizeof *objects);
     e.u.scene.allowed = memdup(allowed, n_allowed * sizeof *allowed);
     e.u.scene.n = n_objects;
@@ -832,7 +841,7 @@ int tdm_multi_robot_scene_put(tdm_multi *m, const char *name, const uint8_t robo
     int rc = begin(m);
     if (rc) return rc;
     if (!robot_id || !world_yaml || !scene_id) return TDM_CLIENT_EINVAL;
-    log_entry e = {.kind = L_ROBOT_SCENE, .name = dup_or_null(name)};
+    log_entry e = {.kind = L_ROBOT_SCENE, .name = dup_or_null(name), .ephemeral = m->ephemeral_scenes};
     memcpy(e.u.rscene.robot_id, robot_id, TDM_ID_BYTES);
     e.u.rscene.world = strdup(world_yaml);
     if (!e.u.rscene.world || (name && !e.name)) {

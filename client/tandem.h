@@ -443,6 +443,15 @@ TDM_API tdm_client *tdm_client_connect(const char *addr, int timeout_ms);
 TDM_API tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts);
 /* Closes the connection and frees everything the context owns. NULL is a no-op. */
 TDM_API void tdm_client_free(tdm_client *c);
+/* on (1): the scenes this client puts from now on (tdm_scene_put, tdm_robot_scene_put and the
+ * file helpers over it) are ephemeral: the server holds them in memory only and never writes
+ * them to its data directory, so they are gone when it restarts (a planner's per-request
+ * scenes). An ephemeral scene's id differs from the same content's stored one
+ * (proto/README.md, "Ephemeral scenes"); deletes, queries and limits are as for stored
+ * scenes. 0 (the default): stored. tdm_async_set_ephemeral_scenes and
+ * tdm_multi_set_ephemeral_scenes are the same for those contexts (a tdm_multi replays each
+ * scene as it was put). */
+TDM_API void tdm_client_set_ephemeral_scenes(tdm_client *c, int on);
 
 /* 0 while the connection is usable; otherwise the TDM_CLIENT_E* code that broke it. Once
  * set it stays set: every later call returns it, and the context can only be freed. */
@@ -670,6 +679,8 @@ TDM_API tdm_async *tdm_async_connect(const tdm_connect_opts *opts);
 TDM_API int tdm_async_attach(tdm_async *ac, const tdm_async_ev *ev);
 TDM_API void tdm_async_set_connect_cb(tdm_async *ac, tdm_async_connect_cb *cb);
 TDM_API void tdm_async_set_disconnect_cb(tdm_async *ac, tdm_async_disconnect_cb *cb);
+/* As tdm_client_set_ephemeral_scenes, for the scene puts this context sends from now on. */
+TDM_API void tdm_async_set_ephemeral_scenes(tdm_async *ac, int on);
 /* User data, free for the caller's use. */
 TDM_API void tdm_async_set_data(tdm_async *ac, void *data);
 TDM_API void *tdm_async_data(const tdm_async *ac);
@@ -763,6 +774,9 @@ typedef struct tdm_multi tdm_multi;
  * could be reached, tdm_multi_err is set and the context can only be freed. */
 TDM_API tdm_multi *tdm_multi_connect(const char *const *addrs, size_t n, const tdm_connect_opts *opts);
 TDM_API void tdm_multi_free(tdm_multi *m);
+/* As tdm_client_set_ephemeral_scenes, for the scene puts made from now on (each replayed to a
+ * server that comes back as it was put). */
+TDM_API void tdm_multi_set_ephemeral_scenes(tdm_multi *m, int on);
 TDM_API int tdm_multi_err(const tdm_multi *m);
 /* The text of the last failure (owned by m, valid until the next call on m). */
 TDM_API const char *tdm_multi_errstr(const tdm_multi *m);

@@ -7,7 +7,9 @@
  * the writer thread ran). The two differ only while a writer op is in flight: a
  * mesh just written is on disk and not yet listed until the loop takes the
  * put's completion; a deleted one is unlisted at once and stays on disk until
- * the writer has removed its file. Requests look up listed objects; the writer
+ * the writer has removed its file (an ephemeral scene has no file: "on disk" is
+ * then its stored state in the writer's order, and it is never loaded again after
+ * a restart). Requests look up listed objects; the writer
  * asks whether an id is on disk, so that a MeshPut of a stored mesh is answered
  * "exists" without building its tree again, and its answer follows the order of
  * the writer's ops (a delete queued before a put has removed the file by then).
@@ -62,7 +64,10 @@ typedef struct tdm_catalog_entry {
     struct tdm_catalog *catalog;     /* set when it first enters a table */
     uint8_t in_table;                /* listed || on_disk */
     uint8_t listed;                  /* the loops (server's lock) */
-    uint8_t on_disk;                 /* writer thread */
+    uint8_t on_disk;                 /* writer thread (an ephemeral object: stored, as of the writer's ops) */
+    uint8_t ephemeral;               /* set before the object is first listed or stored, then fixed: held in
+                                        memory only, no file or owner record ever written (scenes put with
+                                        `ephemeral`) */
     tdm_owners owners;               /* the loops: the tenants that own it (owners.h); freed with the object */
 } tdm_catalog_entry;
 

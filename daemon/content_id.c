@@ -148,6 +148,14 @@ int tdm_sha256(const void *buf, size_t len, uint8_t out[TDM_ID_LEN])
     return EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL) && n == TDM_ID_LEN ? TDM_OK : TDM_ENOMEM;
 }
 
+int tdm_ephemeral_id(uint8_t id[TDM_ID_LEN])
+{
+    uint8_t buf[sizeof TDM_EPHEMERAL_ID_MAGIC + TDM_ID_LEN]; /* the magic, its zero byte, the id */
+    memcpy(buf, TDM_EPHEMERAL_ID_MAGIC, sizeof TDM_EPHEMERAL_ID_MAGIC);
+    memcpy(buf + sizeof TDM_EPHEMERAL_ID_MAGIC, id, TDM_ID_LEN);
+    return tdm_sha256(buf, sizeof buf, id);
+}
+
 void tdm_id_hex(const uint8_t id[TDM_ID_LEN], char out[2 * TDM_ID_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";

@@ -74,6 +74,11 @@ int tdm_robot_scene_canon_parse(const uint8_t *buf, size_t len, uint8_t robot_id
 
 /* 0 or TDM_ENOMEM. */
 int tdm_sha256(const void *buf, size_t len, uint8_t out[TDM_ID_LEN]);
+/* An ephemeral scene's id (ScenePut.ephemeral, RobotScenePut.ephemeral): the SHA-256 of
+ * "tandem-ephemeral-v1", a zero byte and the id the same content has when stored, so
+ * that the two never share an id (proto/README.md). In place. 0 or TDM_ENOMEM. */
+#define TDM_EPHEMERAL_ID_MAGIC "tandem-ephemeral-v1"
+int tdm_ephemeral_id(uint8_t id[TDM_ID_LEN]);
 /* 64 lowercase hex digits and a zero byte. */
 void tdm_id_hex(const uint8_t id[TDM_ID_LEN], char out[2 * TDM_ID_LEN + 1]);
 /* Parses 64 lowercase hex digits: 0 or TDM_EINVAL. */

@@ -215,6 +215,7 @@ tdm_writer_op *tdm__owners_change(tdm_conn *c, uint64_t req, tdm_catalog_entry *
         goto nomem;
     }
     op->kind = TDM_WRITER_OWNERS;
+    op->ephemeral = e->ephemeral; /* no record to write */
     op->owner = c;
     op->request_id = req;
     op->tenant = c->tenant;

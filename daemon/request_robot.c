@@ -725,10 +725,17 @@ static void scene_build_after(uv_work_t *w, int status)
  * made on libuv's pool), then the scene found stored or built. */
 static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotScenePut *p,
                                    const uint8_t rid[TDM_ID_LEN], uint8_t *canon, size_t canon_len,
-                                   const uint8_t sid[TDM_ID_LEN])
+                                   const uint8_t content_id[TDM_ID_LEN])
 {
     tdm_server *srv = c->srv;
     const tdm_config *cfg = srv->cfg;
+    uint8_t sid[TDM_ID_LEN]; /* an ephemeral scene's differs from its content's (content_id.h) */
+    memcpy(sid, content_id, TDM_ID_LEN);
+    if (p->ephemeral && tdm_ephemeral_id(sid) != 0) {
+        free(canon);
+        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
+        return;
+    }
     tdm_stored_robot *robot = tdm__find_robot(c, rid);
     if (!robot) {
         free(canon);
@@ -766,6 +773,7 @@ static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__R
     tdm_stored_robot_ref(robot); /* the op's, handed to the scene it builds */
     robot->scenes++;
     op->kind = TDM_WRITER_ROBOT_SCENE_PUT;
+    op->ephemeral = p->ephemeral != 0;
     op->max_objects = cfg->max_objects;
     op->done = robot_scene_put_done;
     op->owner = c;

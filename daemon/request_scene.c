@@ -215,6 +215,7 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
     if (rc != 0) goto nomem;
     uint8_t sid[TDM_ID_LEN];
     if (tdm_sha256(canon, canon_len, sid) != 0) goto nomem;
+    if (p->ephemeral && tdm_ephemeral_id(sid) != 0) goto nomem;
 
     tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
     if (have) {
@@ -230,6 +231,8 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
     sc = tdm_stored_scene_new(sid, p->name ? p->name : "", scene, meshes, (uint32_t)n);
     scene = NULL; /* owned by sc, or freed */
     if (!sc) goto nomem;
+    sc->entry.ephemeral = p->ephemeral != 0;
+    op->ephemeral = p->ephemeral != 0;
     op->kind = TDM_WRITER_SCENE_PUT;
     op->done = scene_put_done;
     op->owner = c;
@@ -288,6 +291,7 @@ void tdm__scene_list(tdm_conn *c, uint64_t id)
             si.robot_id.data = s->robot->entry.id;
             si.robot_id.len = TDM_ID_LEN;
         }
+        si.ephemeral = s->entry.ephemeral;
         infos[i] = si;
         ptrs[i] = &infos[i];
         i++;

@@ -139,6 +139,7 @@ static void upload_error(tdm_writer *st, tdm_writer_op *op, size_t tree_bytes)
  * the object never stands on disk with the wrong owners. 0, or -1 with op's error set. */
 static int store_owners(tdm_writer *st, tdm_writer_op *op)
 {
+    if (op->ephemeral) return 0; /* held in memory only */
     char err[300];
     int rc = op->owners_rec ? tdm_datadir_write(st->dir, TDM_DATADIR_OWNERS, op->id, "",
                                                 &(struct iovec){op->owners_rec, op->owners_len}, 1, NULL, 0, err,
@@ -305,8 +306,8 @@ static void scene_put(tdm_writer *st, tdm_writer_op *op)
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
     if (store_owners(st, op) != 0) return;
-    if (tdm_datadir_write(st->dir, TDM_DATADIR_SCENE, op->id, op->scene->name, &part, 1, NULL, 0, err,
-                          sizeof err) != 0) {
+    if (!op->ephemeral && tdm_datadir_write(st->dir, TDM_DATADIR_SCENE, op->id, op->scene->name, &part, 1, NULL, 0,
+                                            err, sizeof err) != 0) {
         set_err(op, TDM_EIO, "", -1, err);
         return;
     }
@@ -383,6 +384,7 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
         set_err(op, TDM_ENOMEM, "", -1, "out of memory");
         return;
     }
+    sc->entry.ephemeral = op->ephemeral != 0;
     op->scene = sc;
     if (st->engine) {
         sc->engine = st->engine;
@@ -402,8 +404,9 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     struct iovec part = {op->canon, op->canon_len};
     char err[300];
     if (store_owners(st, op) != 0) return;
-    int wrote = tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT_SCENE, op->id, sc->name, &part, 1, NULL, 0, err,
-                                  sizeof err);
+    int wrote = op->ephemeral ? 0
+                              : tdm_datadir_write(st->dir, TDM_DATADIR_ROBOT_SCENE, op->id, sc->name, &part, 1, NULL,
+                                                  0, err, sizeof err);
     if (st->trace) st->rs_files_ms += trace_ms() - t2;
     if (wrote != 0) {
         set_err(op, TDM_EIO, "", -1, err);
@@ -435,6 +438,10 @@ static void trash_file(tdm_writer *st, tdm_datadir_staged *aside)
 static void remove_file(tdm_writer *st, tdm_writer_op *op, tdm_datadir_kind kind)
 {
     char err[300];
+    if (op->scene && op->scene->entry.ephemeral) { /* no file, no owner record */
+        tdm_catalog_scene_removed(st->catalog, op->id);
+        return;
+    }
     tdm_datadir_staged aside = {0};
     /* a mesh's file, the large kind, is renamed aside and unlinked off the writer */
     int rc = st->stage && kind == TDM_DATADIR_MESH ? tdm_datadir_remove_aside(st->dir, kind, op->id, &aside, err, sizeof err)

@@ -131,6 +131,10 @@ struct tdm_writer_op {
     size_t owners_len;
     uint32_t tenant;
     int owners_adding;   /* OWNERS: the change added `tenant` (else took it out), for undoing it */
+    /* SCENE_PUT, ROBOT_SCENE_PUT, OWNERS in: the scene is ephemeral (catalog.h): held in
+     * memory only, so neither its file nor its owner record is written (its delete, from
+     * the scene's own mark, removes neither). */
+    int ephemeral;
     int attempts;        /* puts answered "exists" for an object unlisted meanwhile, run again */
 
     /* out; the submitter zeroes them (field "", index -1) */

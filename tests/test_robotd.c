@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include <tandem/adapters/libuv.h>
 #include <tandem/tandem.h>
 
@@ -382,6 +384,100 @@ Test(robotd, store_list_delete_persist)
     cr_assert_eq(n, 0);
     tdm_client_free(c);
     dmn_stop(&D, SIGTERM);
+}
+
+/* The id an ephemeral scene gets (proto/README.md, "Ephemeral scenes"), computed here apart from
+ * the server's code: SHA-256 of "tandem-ephemeral-v1", a zero byte and the stored scene's id. */
+static void ephemeral_id_of(const uint8_t stored[32], uint8_t out[32])
+{
+    static const char magic[] = "tandem-ephemeral-v1";
+    uint8_t buf[sizeof magic + 32];
+    memcpy(buf, magic, sizeof magic);
+    memcpy(buf + sizeof magic, stored, 32);
+    unsigned int n = 0;
+    cr_assert(EVP_Digest(buf, sizeof buf, out, &n, EVP_sha256(), NULL) && n == 32);
+}
+
+/* Ephemeral robot scenes (a planner's per-request scenes): answered as the stored one, under an id
+ * of their own, never written to the data directory (no file on put, nothing to remove on
+ * delete), and gone after a restart, while the stored scene of the same YAML stays. */
+Test(robotd, ephemeral_scenes_are_never_written)
+{
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32], eid[32], eid2[32], want[32];
+    int created = -1;
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, &created, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, "stored", rid, in_root("scene.yaml"), sid, &created, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 1);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
+
+    tdm_client_set_ephemeral_scenes(c, 1);
+    tdm_robot_scene_info *rsi = NULL;
+    cr_assert_eq(tdm_robot_scene_put_file(c, "ephemeral", rid, in_root("scene.yaml"), eid, &created, &rsi), 0, "%s",
+                 tdm_client_errstr(c));
+    cr_assert_eq(created, 1, "the ephemeral scene is another scene than the stored one");
+    ephemeral_id_of(sid, want);
+    cr_assert(!memcmp(eid, want, 32), "the ephemeral scene's id is not SHA-256(magic, 0, stored id)");
+    cr_assert_eq(rsi->n_objects, N_OBJ);
+    tdm_robot_scene_info_free(rsi);
+    cr_assert_eq(tdm_robot_scene_put_file(c, "again", rid, in_root("scene.yaml"), eid2, &created, NULL), 0);
+    cr_assert_eq(created, 0);
+    cr_assert(!memcmp(eid, eid2, 32));
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1, "an ephemeral scene was written");
+    tdm_client_set_ephemeral_scenes(c, 0);
+
+    /* the same answers as the stored scene's */
+    enum { NQ = 64 };
+    gen_rng g = {seed ^ 0xe9};
+    double q[NQ * N_J];
+    for (int i = 0; i < NQ; i++) random_config(&g, q + i * N_J);
+    tdm_query_result a[NQ], b[NQ];
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, a, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_query_configs(c, eid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, b, NULL), 0, "%s", tdm_client_errstr(c));
+    int colliding = 0;
+    for (int i = 0; i < NQ; i++) {
+        cr_assert(a[i].colliding == b[i].colliding && a[i].contacts == b[i].contacts &&
+                      a[i].object_a == b[i].object_a && a[i].object_b == b[i].object_b,
+                  "configuration %d: the ephemeral scene answers otherwise", i);
+        colliding += a[i].colliding;
+    }
+    cr_assert(colliding > 0 && colliding < NQ, "%d of %d colliding: the comparison proves little", colliding, NQ);
+    tdm_robot_info *rl;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(c, &rl, &n), 0);
+    cr_assert(n == 1 && rl[0].scenes == 2, "the robot counts %u scenes", n ? rl[0].scenes : 0);
+    tdm_robot_info_free(rl);
+
+    /* deleted: refused from then on, no file touched, and put again as new */
+    cr_assert_eq(tdm_scene_delete(c, eid), 0, "%s", tdm_client_errstr(c));
+    expect_server_error(c, tdm_query_configs(c, eid, TDM_QUERY_BOOL, q, N_J, 1, 0, b, NULL),
+                        "Query on a deleted ephemeral scene", TDM_SERVER_UNKNOWN_SCENE, "scene_id", -1, NULL);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
+    tdm_client_set_ephemeral_scenes(c, 1);
+    cr_assert_eq(tdm_robot_scene_put_file(c, "back", rid, in_root("scene.yaml"), eid2, &created, NULL), 0);
+    cr_assert(created == 1 && !memcmp(eid, eid2, 32));
+    tdm_client_free(c);
+
+    /* a restart: the stored scene is back, the ephemeral one is not */
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    dmn_start(&D, NULL);
+    c = lib_connect(D.unix_addr);
+    tdm_scene_info *sl;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
+    cr_assert(n == 1 && !memcmp(sl[0].scene_id, sid, 32), "%zu scenes after the restart", n);
+    tdm_scene_list_free(sl);
+    expect_server_error(c, tdm_query_configs(c, eid, TDM_QUERY_BOOL, q, N_J, 1, 0, b, NULL),
+                        "Query on an ephemeral scene after a restart", TDM_SERVER_UNKNOWN_SCENE, "scene_id", -1, NULL);
+    cr_assert_eq(tdm_robot_list(c, &rl, &n), 0);
+    cr_assert(n == 1 && rl[0].scenes == 1, "the robot counts %u scenes after the restart", n ? rl[0].scenes : 0);
+    tdm_robot_info_free(rl);
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, b, NULL), 0, "%s", tdm_client_errstr(c));
+    for (int i = 0; i < NQ; i++) cr_assert_eq(b[i].contacts, a[i].contacts, "configuration %d after the restart", i);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
 /* A URDF with one element replaced: `from` (which must occur in urdf_text) by `to`. */
