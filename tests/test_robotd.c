@@ -428,6 +428,28 @@ Test(robotd, ephemeral_scenes_are_never_written)
     cr_assert(!memcmp(eid, eid2, 32));
     cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1, "an ephemeral scene was written");
     tdm_client_set_ephemeral_scenes(c, 0);
+    /* SceneList says which is which */
+    int fd = raw_connect(D.unix_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    Tandem__V1__SceneList list_rq = TANDEM__V1__SCENE_LIST__INIT;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 2;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_SCENE_LIST;
+    rq.scene_list = &list_rq;
+    Tandem__V1__Reply *rep = raw_call_or_fail(fd, &rq);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_SCENE_LIST);
+    cr_assert_eq(rep->scene_list->n_scenes, 2);
+    for (size_t i = 0; i < rep->scene_list->n_scenes; i++) {
+        const Tandem__V1__SceneInfo *si = rep->scene_list->scenes[i];
+        cr_assert_eq(si->scene_id.len, 32);
+        int is_eph = !memcmp(si->scene_id.data, eid, 32);
+        cr_assert(is_eph || !memcmp(si->scene_id.data, sid, 32));
+        cr_assert_eq(si->ephemeral, is_eph, "SceneInfo.ephemeral %d for the %s scene", si->ephemeral,
+                     is_eph ? "ephemeral" : "stored");
+    }
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    close(fd);
 
     /* the same answers as the stored scene's */
     enum { NQ = 64 };

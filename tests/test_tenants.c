@@ -323,6 +323,71 @@ static size_t n_robots(tdm_client *c)
     return n;
 }
 
+/* An ephemeral scene put by two tenants: held once, each tenant's own (one's delete leaves it to the
+ * other), and no owner record or scene file is ever written for it, nor removed; gone after a
+ * restart, while the meshes (stored) and their records stay. */
+Test(tenants, ephemeral_scenes_of_two_tenants_write_no_records)
+{
+    const char *flags[] = {"--tenants-file", tenants_file(), NULL};
+    dmn_start(&D, flags);
+    tdm_client *a = connect_as(D.tcp_addr, ALICE), *b = connect_as(D.tcp_addr, BOB);
+    uint8_t cube[32], big[32], big_b[32], sa[32], sb[32], stored[32];
+    int created;
+    put_cube(a, "a-cube", 1.0f, cube, &created);
+    put_cube(a, "a-big", 2.0f, big, &created);
+    put_cube(b, "b-big", 2.0f, big_b, &created);
+    put_cube(b, "b-cube", 1.0f, cube, &created);
+    int records = dmn_count_files(&D, "owners");
+    cr_assert_eq(records, 2, "the two shared meshes' owner records");
+
+    tdm_client_set_ephemeral_scenes(a, 1);
+    tdm_client_set_ephemeral_scenes(b, 1);
+    put_scene(a, "a-eph", big, cube, sa, &created);
+    cr_assert_eq(created, 1);
+    put_scene(b, "b-eph", big_b, cube, sb, &created);
+    cr_assert_eq(created, 1, "new to bob");
+    cr_assert(!memcmp(sa, sb, 32), "one content, one ephemeral id");
+    cr_assert_eq(dmn_count_files(&D, "scenes"), 0, "an ephemeral scene was written");
+    cr_assert_eq(dmn_count_files(&D, "owners"), records, "an ephemeral scene's owners were written");
+    tdm_client_set_ephemeral_scenes(a, 0);
+    put_scene(a, "a-stored", big, cube, stored, &created);
+    cr_assert(created == 1 && memcmp(stored, sa, 32) != 0, "the stored scene of the same content is another");
+    cr_assert_eq(dmn_count_files(&D, "scenes"), 1);
+    cr_assert_eq(dmn_count_files(&D, "owners"), records + 1, "a stored scene of a tenant has its owner record");
+    records++;
+
+    /* alice lets go: bob's still answers; no record changes */
+    cr_assert_eq(tdm_scene_delete(a, sa), 0, "%s", tdm_client_errstr(a));
+    cr_assert_eq(query_at(b, sb, 1.4), 1);
+    cr_assert_eq(query_at(b, sb, 0.0), 0);
+    cr_assert_eq(dmn_count_files(&D, "owners"), records);
+    expect_server_error(a, tdm_scene_delete(a, sa), "alice deletes it again", TDM_SERVER_UNKNOWN_SCENE, "scene_id",
+                        "no stored scene has this id");
+    /* alice takes it again, then bob lets go: still alice's */
+    tdm_client_set_ephemeral_scenes(a, 1);
+    put_scene(a, "a-eph-again", big, cube, sa, &created);
+    cr_assert_eq(created, 1);
+    cr_assert_eq(tdm_scene_delete(b, sb), 0, "%s", tdm_client_errstr(b));
+    cr_assert_eq(query_at(a, sa, 1.4), 1);
+    cr_assert_eq(dmn_count_files(&D, "owners"), records);
+    cr_assert_eq(dmn_count_files(&D, "scenes"), 1);
+    tdm_client_free(a);
+    tdm_client_free(b);
+
+    /* a restart: the stored scene and the meshes are back, the ephemeral scene is not */
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    dmn_start(&D, flags);
+    a = connect_as(D.tcp_addr, ALICE);
+    cr_assert_eq(n_scenes(a), 1);
+    cr_assert_eq(query_at(a, stored, 1.4), 1);
+    double pose[7] = {1.4, 0, 0, 0, 0, 0, 1};
+    tdm_query_result r;
+    expect_server_error(a, tdm_query(a, sa, TDM_QUERY_BOOL, pose, 1, 1, 0, &r, NULL), "the ephemeral scene after a restart",
+                        TDM_SERVER_UNKNOWN_SCENE, "scene_id", "no stored scene has this id");
+    tdm_client_free(a);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(tenants, ownership_survives_a_restart)
 {
     /* first without tenants: what it stores has no owner record, and is the default tenant's */
