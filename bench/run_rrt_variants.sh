@@ -21,6 +21,8 @@
 #   shm       the data directory on /dev/shm
 #   dup       --gpu-devices 0,0 (two GPU engines on device 0: twice the lanes, each with its own trees)
 #   gpu1      --gpu-devices 0 (the first GPU alone, on a host with several: tandemd takes every one by default)
+#   eph0      ompl_plan --ephemeral-scenes 0 (each problem's scene stored in tandemd's data directory, as before
+#             2026-11-29's ephemeral scenes)
 #   rc0       TDM_POOLER_RECLAIM=0 (removed trees' device copies freed by each engine's next run or upload only,
 #             as before 2026-11-29's reclaim by idle pooler threads)
 #   nodirect  TDM_DIRECT_REPLIES=0 (replies written by the loop, not by the pooler thread that packed them)
@@ -115,6 +117,7 @@ for v in "${variants[@]}"; do
     eng=${v%%:*} extra=() envs=() plan_extra=()
     [[ $v == *:any0* ]] && plan_extra+=(--motion-any 0)
     [[ $v =~ :ring(:|$) ]] && plan_extra+=(--ring on)
+    [[ $v =~ :eph0(:|$) ]] && plan_extra+=(--ephemeral-scenes 0)
     [[ $v =~ :rsu([0-9]+) ]] && plan_extra+=(--ring-spin-us "${BASH_REMATCH[1]}")
     [[ $v =~ :pr([0-9]+) ]] && extra+=(--motion-probes "${BASH_REMATCH[1]}")
     [[ $v == *:levels* ]] && envs+=(TDM_GPU_SMALL_TASKS=0)

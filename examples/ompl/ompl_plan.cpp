@@ -8,7 +8,7 @@
  *             [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]
- *             [--ring auto|off|on|BYTES] [--ring-spin-us US]
+ *             [--ring auto|off|on|BYTES] [--ring-spin-us US] [--ephemeral-scenes 0|1]
  *             PROBLEM...
  *
  * Output: one line per problem, in the order listed, `scenario problem solved
@@ -70,7 +70,7 @@ void usage()
             "                 [--checker tandem|fcl] [--time-limit S] [--seed N] [--planners P]\n"
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]\n"
-            "                 [--ring auto|off|on|BYTES] [--ring-spin-us US]\n"
+            "                 [--ring auto|off|on|BYTES] [--ring-spin-us US] [--ephemeral-scenes 0|1]\n"
             "                 PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
@@ -88,6 +88,7 @@ struct options {
                               server's default), -1: the socket (tdm_client_ring); -2 (auto): the
                               server's default rings on a unix: address when it offers them */
     long ring_spin_us = 0; /* how long a planner polls its reply ring before it sleeps */
+    bool ephemeral = true; /* Tandem: each problem's scene put ephemeral (held in memory, never written) */
 };
 
 /* Robot meshes read once (raw), handed to each robot scene as a copy. */
@@ -400,7 +401,8 @@ int main(int argc, char **argv)
             else if (!strcmp(v, "off")) o.ring = -1;
             else if (!strcmp(v, "on")) o.ring = 0;
             else ok = parse_num(v, 65536, 1 << 30, &d) && d == floor(d), o.ring = (long)d;
-        } else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
+        } else if (a == "--ephemeral-scenes") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.ephemeral = !strcmp(v, "1");
+        else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;
         else {
             fprintf(stderr, "ompl_plan: unknown flag %s\n", a.c_str());
@@ -469,6 +471,7 @@ int main(int argc, char **argv)
             co.client_name = name.c_str();
             tdm_client *c = tdm_client_connect_with(&co);
             sh.conn_names[c] = name;
+            tdm_client_set_ephemeral_scenes(c, o.ephemeral); /* a problem's scene lives as long as it is planned */
             conns.push_back(c);
             if (!c || tdm_client_err(c)) {
                 fprintf(stderr, "ompl_plan: cannot connect to %s: %s\n", o.server,
