@@ -15,7 +15,9 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["Library", "load_library", "LibraryNotFound"]
+from .errors import not_supported
+
+__all__ = ["Library", "load_library", "LibraryNotFound", "ephemeral_puts"]
 
 ID_BYTES = 32
 SONAME = "libtandem.so.0"
@@ -438,10 +440,39 @@ _MULTI_MOTION_FLAGS_PROTOTYPES = {
 }
 
 
+# ephemeral scenes (held in memory only): absent from libraries before the thirty-sixth session
+_EPHEMERAL_PROTOTYPES = {
+    "tdm_client_set_ephemeral_scenes": (None, [_P, _c.c_int]),
+}
+_MULTI_EPHEMERAL_PROTOTYPES = {
+    "tdm_multi_set_ephemeral_scenes": (None, [_M, _c.c_int]),
+}
+
 _RING_PROTOTYPES = {
     "tdm_client_ring": (_c.c_int, [_P, _c.c_uint32, _c.c_int]),
     "tdm_client_ring_open": (_c.c_int, [_P]),
 }
+
+
+class ephemeral_puts:
+    """Within it, the scene puts of a libtandem client context (``tdm_client *``) are ephemeral when
+    ``on`` (``tdm_client_set_ephemeral_scenes``); back to stored after it. NotSupported when the
+    library cannot."""
+
+    def __init__(self, lib, ctx, on: bool, setter: str = "tdm_client_set_ephemeral_scenes"):
+        self.lib, self.ctx, self.on, self.setter = lib, ctx, bool(on), setter
+        if self.on and not hasattr(lib, setter):
+            raise not_supported(f"ephemeral scenes: this libtandem ({lib.path}) lacks {setter}")
+
+    def __enter__(self):
+        if self.on:
+            getattr(self.lib, self.setter)(self.ctx, 1)
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            getattr(self.lib, self.setter)(self.ctx, 0)
+        return False
 
 
 class Library:
@@ -451,7 +482,8 @@ class Library:
     (``ROBOT_SYMBOLS``), and so which layout its list and info structs have (``MeshInfo``,
     ``SceneInfo``, ``ServerInfo``); ``has_motion_flags`` whether it also exports
     ``tdm_motion_check_flags`` (motion checks with ``any_state``); ``has_ring`` whether it has shared-memory
-    rings (``tdm_client_ring``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
+    rings (``tdm_client_ring``); ``has_ephemeral`` whether scenes can be put ephemeral
+    (``tdm_client_set_ephemeral_scenes``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
 
     def __init__(self, cdll: ctypes.CDLL, path: str):
         self.cdll = cdll
@@ -484,6 +516,12 @@ class Library:
         )
         if self.has_multi_motion_flags:
             self._declare(_MULTI_MOTION_FLAGS_PROTOTYPES)
+        self.has_ephemeral = all(hasattr(cdll, name) for name in _EPHEMERAL_PROTOTYPES)
+        if self.has_ephemeral:
+            self._declare(_EPHEMERAL_PROTOTYPES)
+        self.has_multi_ephemeral = self.has_multi and all(hasattr(cdll, name) for name in _MULTI_EPHEMERAL_PROTOTYPES)
+        if self.has_multi_ephemeral:
+            self._declare(_MULTI_EPHEMERAL_PROTOTYPES)
         # the structs of this library's version
         self.MeshInfo = MeshInfoRobotStruct if self.has_robots else MeshInfoStruct
         self.SceneInfo = SceneInfoRobotStruct if self.has_robots else SceneInfoStruct

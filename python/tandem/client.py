@@ -23,6 +23,7 @@ from ._library import (
     PairsStruct,
     SceneObjectStruct,
     StatsStruct,
+    ephemeral_puts,
     load_library,
 )
 from .errors import ClientCode, ServerCode, TandemError, invalid, server_error
@@ -50,6 +51,7 @@ SceneRef = Union[Scene, SceneId, bytes, str]
 # unless the Client is told the server's values.
 DEFAULT_MAX_REPLY_PAIRS = 1_000_000
 DEFAULT_MAX_QUERY_TASKS = 16_777_216
+
 
 
 def _id_arg(b: bytes):
@@ -286,6 +288,7 @@ class Client(RobotMixin):
         objects: Sequence[SceneObject],
         allowed: Iterable[tuple[int, int]] = (),
         name: str = "",
+        ephemeral: bool = False,
     ) -> Scene:
         """Stores a scene of stored meshes and returns it (its id and its movable object ids in the
         order query poses use).
@@ -295,6 +298,9 @@ class Client(RobotMixin):
                 for its index in this list). At least one must be movable.
             allowed: object id pairs never checked against each other.
             name: a label for listings.
+            ephemeral: the server holds the scene in memory only and never writes it, so it is
+                gone when the server restarts (a planner's per-request scenes); its id differs
+                from the same content's stored one.
 
         Checked pairs: every movable object against every fixed one and every other movable one,
         less the allowed pairs. Raises InvalidArgument for a malformed object (field "objects" and
@@ -305,21 +311,22 @@ class Client(RobotMixin):
         created = ctypes.c_int()
         movable = (ctypes.c_uint32 * max(1, len(objs)))()
         n_movable = ctypes.c_size_t()
-        self._check(
-            self._lib.tdm_scene_put(
-                self._ctx(),
-                name.encode(),
-                arr,
-                len(objs),
-                parr,
-                len(pairs),
-                sid,
-                ctypes.byref(created),
-                movable,
-                len(objs),
-                ctypes.byref(n_movable),
+        with ephemeral_puts(self._lib, self._ctx(), ephemeral):
+            self._check(
+                self._lib.tdm_scene_put(
+                    self._ctx(),
+                    name.encode(),
+                    arr,
+                    len(objs),
+                    parr,
+                    len(pairs),
+                    sid,
+                    ctypes.byref(created),
+                    movable,
+                    len(objs),
+                    ctypes.byref(n_movable),
+                )
             )
-        )
         scene = Scene(
             SceneId(bytes(sid)),
             tuple(int(movable[i]) for i in range(n_movable.value)),

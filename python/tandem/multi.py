@@ -15,7 +15,15 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 
 from . import _arrays
-from ._library import MOTION_ANY_STATE, ConnectOptsStruct, IdBytes, Library, RobotInfoStruct, load_library
+from ._library import (
+    MOTION_ANY_STATE,
+    ConnectOptsStruct,
+    IdBytes,
+    Library,
+    RobotInfoStruct,
+    ephemeral_puts,
+    load_library,
+)
 from .client import MODES, _id_arg, _ms, _result, _scene_args, _scene_id
 from .errors import ClientCode, NotSupported, ServerCode, TandemError, invalid, server_error
 from .robots import MotionResult, Robot, RobotScene, _file, _motion_args, _robot, _robot_scene
@@ -147,20 +155,28 @@ class MultiClient:
         )  # fmt: skip
         return MeshId(bytes(out))
 
-    def put_scene(self, objects: Sequence[SceneObject], allowed: Iterable[tuple[int, int]] = (), name: str = "") -> Scene:
-        """As ``Client.put_scene``, on every server."""
+    def put_scene(
+        self,
+        objects: Sequence[SceneObject],
+        allowed: Iterable[tuple[int, int]] = (),
+        name: str = "",
+        ephemeral: bool = False,
+    ) -> Scene:
+        """As ``Client.put_scene``, on every server (an ephemeral scene put again on a server that
+        comes back)."""
         objs = list(objects)
         arr, parr, pairs = _scene_args(objs, allowed)
         sid = IdBytes()
         created = ctypes.c_int()
         movable = (ctypes.c_uint32 * max(1, len(objs)))()
         n_movable = ctypes.c_size_t()
-        self._check(
-            self._lib.tdm_multi_scene_put(
-                self._ctx(), name.encode(), arr, len(objs), parr, len(pairs), sid, ctypes.byref(created), movable,
-                len(objs), ctypes.byref(n_movable),
-            )
-        )  # fmt: skip
+        with ephemeral_puts(self._lib, self._ctx(), ephemeral, "tdm_multi_set_ephemeral_scenes"):
+            self._check(
+                self._lib.tdm_multi_scene_put(
+                    self._ctx(), name.encode(), arr, len(objs), parr, len(pairs), sid, ctypes.byref(created), movable,
+                    len(objs), ctypes.byref(n_movable),
+                )
+            )  # fmt: skip
         scene = Scene(
             SceneId(bytes(sid)),
             tuple(int(movable[i]) for i in range(n_movable.value)),
@@ -229,7 +245,7 @@ class MultiClient:
             self._lib.tdm_robot_info_free(info)
         return Robot(r.id, r.joints, name, r.n_links, r.n_elements, 0, bool(created.value))
 
-    def put_robot_scene(self, robot: Robot, world_yaml_path, name: str = "") -> RobotScene:
+    def put_robot_scene(self, robot: Robot, world_yaml_path, name: str = "", ephemeral: bool = False) -> RobotScene:
         """As ``Client.put_robot_scene``, on every server. The RobotScene has no ``objects``
         table and ``n_checks`` 0 (a MultiClient does not read the servers' descriptions)."""
         self._robots("put_robot_scene")
@@ -238,12 +254,13 @@ class MultiClient:
         world = _file(world_yaml_path, "world")
         sid = IdBytes()
         created = ctypes.c_int()
-        self._check(
-            self._lib.tdm_multi_robot_scene_put_file(
-                self._ctx(), name.encode(), (ctypes.c_uint8 * 32).from_buffer_copy(robot.id), os.fsencode(world), sid,
-                ctypes.byref(created),
-            )
-        )  # fmt: skip
+        with ephemeral_puts(self._lib, self._ctx(), ephemeral, "tdm_multi_set_ephemeral_scenes"):
+            self._check(
+                self._lib.tdm_multi_robot_scene_put_file(
+                    self._ctx(), name.encode(), (ctypes.c_uint8 * 32).from_buffer_copy(robot.id), os.fsencode(world),
+                    sid, ctypes.byref(created),
+                )
+            )  # fmt: skip
         return RobotScene(SceneId(bytes(sid)), robot, name, (), 0, bool(created.value))
 
     def query_configs(self, scene: RobotScene, configs, mode: str = "bool", max_contacts: int = 0) -> QueryResult:

@@ -16,7 +16,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _arrays
-from ._library import MOTION_ANY_STATE, ROBOT_SYMBOLS, IdBytes, RobotInfoStruct, RobotSceneInfoStruct
+from ._library import MOTION_ANY_STATE, ROBOT_SYMBOLS, IdBytes, RobotInfoStruct, RobotSceneInfoStruct, ephemeral_puts
 from .errors import ServerCode, invalid, not_supported, server_error
 from .types import QueryResult, RobotId, SceneId
 
@@ -169,9 +169,12 @@ class RobotMixin:
         lib = self._robot_call("delete_robot")
         self._check(lib.tdm_robot_delete(self._ctx(), (ctypes.c_uint8 * 32).from_buffer_copy(rid)))
 
-    def put_robot_scene(self, robot: Robot, world_yaml_path: PathLike, name: str = "") -> RobotScene:
+    def put_robot_scene(
+        self, robot: Robot, world_yaml_path: PathLike, name: str = "", ephemeral: bool = False
+    ) -> RobotScene:
         """Stores the robot in a MoveIt planning scene (YAML: world collision objects, the
-        allowed-collision matrix, the robot state's joint defaults and root transform)."""
+        allowed-collision matrix, the robot state's joint defaults and root transform).
+        ``ephemeral``: held in memory only, as ``Client.put_scene``'s."""
         if not isinstance(robot, Robot):
             raise invalid(f"robot must be a Robot (from put_robot), not {type(robot).__name__}", field="robot")
         world = _file(world_yaml_path, "world")
@@ -179,17 +182,18 @@ class RobotMixin:
         sid = IdBytes()
         created = ctypes.c_int()
         info = ctypes.POINTER(RobotSceneInfoStruct)()
-        self._check(
-            lib.tdm_robot_scene_put_file(
-                self._ctx(),
-                name.encode(),
-                (ctypes.c_uint8 * 32).from_buffer_copy(robot.id),
-                os.fsencode(world),
-                sid,
-                ctypes.byref(created),
-                ctypes.byref(info),
+        with ephemeral_puts(lib, self._ctx(), ephemeral):
+            self._check(
+                lib.tdm_robot_scene_put_file(
+                    self._ctx(),
+                    name.encode(),
+                    (ctypes.c_uint8 * 32).from_buffer_copy(robot.id),
+                    os.fsencode(world),
+                    sid,
+                    ctypes.byref(created),
+                    ctypes.byref(info),
+                )
             )
-        )
         try:
             si = info.contents
             joints = _joints(si.joints, si.n_joints)

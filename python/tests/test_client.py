@@ -133,6 +133,39 @@ def test_scene_with_allowed_pairs_has_the_specified_id(client):
     assert bytes(scene.id) == want and scene.movable == (1, 2)
 
 
+def test_ephemeral_scene_is_never_written(client, daemon):
+    rng = np.random.default_rng(11)
+    env = client.put_mesh(*oracle.soup(rng, 10, 1.0, 0.3))
+    robot = client.put_mesh(*oracle.soup(rng, 4, 0.3, 0.2))
+    objs = [tandem.SceneObject.fixed(env, object_id=1), tandem.SceneObject.moving(robot, object_id=2)]
+    scenes_dir = Path(daemon.root) / "data" / "scenes"
+    files = lambda: len(list(scenes_dir.glob("*.scene"))) if scenes_dir.is_dir() else 0  # noqa: E731
+    before = files()
+    stored = client.put_scene(objs, name="stored")
+    assert files() == before + 1
+    eph = client.put_scene(objs, name="ephemeral", ephemeral=True)
+    assert eph.created and eph.id != stored.id
+    assert bytes(eph.id) == hashlib.sha256(b"tandem-ephemeral-v1\0" + bytes(stored.id)).digest()
+    assert files() == before + 1, "an ephemeral scene was written"
+    poses = oracle.random_poses(rng, 300, 1.0)
+    want = client.check(stored, poses)
+    assert 0 < want.sum() < len(want)
+    assert (client.check(eph, poses) == want).all()
+    # the next put without the flag is stored again
+    other = client.put_scene([tandem.SceneObject.fixed(robot, object_id=1), tandem.SceneObject.moving(env, object_id=2)])
+    assert other.created and files() == before + 2
+    client.delete_scene(eph)
+    assert files() == before + 2
+    with pytest.raises(TandemError) as e:
+        client.check(eph, poses[:1])
+    assert e.value.code == ServerCode.UNKNOWN_SCENE
+    assert client.put_scene(objs, ephemeral=True).created
+    for s in (eph, stored, other):
+        client.delete_scene(s)
+    client.delete_mesh(env)
+    client.delete_mesh(robot)
+
+
 def test_stats_count_queries(daemon):
     with tandem.Client(daemon.unix) as c:
         rng = np.random.default_rng(10)
