@@ -6,6 +6,7 @@ suite checks that every call says so (NotSupported) and skips the rest with that
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -280,6 +281,23 @@ def test_configurations_match_oracle(client, stick):
             assert oracle.intersecting(parts[name], WALL)[0].any(), f"config {i}: {name}"
 
 
+def test_ephemeral_robot_scene_answers_as_the_stored_one(client, stick, files, daemon):
+    robot, scene = stick
+    _, world = files
+    rscenes = Path(daemon.root) / "data" / "robot-scenes"
+    before = len(list(rscenes.glob("*.rscene")))
+    eph = client.put_robot_scene(robot, world, name="wall, ephemeral", ephemeral=True)
+    assert eph.created and eph.id != scene.id and eph.n_checks == scene.n_checks
+    assert len(list(rscenes.glob("*.rscene"))) == before, "an ephemeral robot scene was written"
+    rng = np.random.default_rng(37)
+    configs = np.stack([rng.uniform(-1.2, 1.2, 400), rng.uniform(0, 0.3, 400)], axis=1)
+    want = client.check(scene, configs)
+    assert 0 < want.sum() < len(want)
+    np.testing.assert_array_equal(client.check(eph, configs), want)
+    client.delete_scene(eph)
+    assert len(list(rscenes.glob("*.rscene"))) == before
+
+
 def test_configuration_errors_from_the_server(client, stick, monkeypatch):
     robot, scene = stick
     configs = np.zeros((MAX_QUERIES + 300, 2))
@@ -402,6 +420,14 @@ def test_multi_client_robots_match_one_server(files):
             assert robot.joints == (tandem.Joint("j1", -1.5, 1.5), tandem.Joint("j2", 0.0, 0.3))
             assert (robot.n_links, robot.n_elements) == (3, 3)
             scene = mc.put_robot_scene(robot, world, name="wall")
+            if mc._lib.has_multi_ephemeral:  # an ephemeral one too, on every server, written on none
+                eph = mc.put_robot_scene(robot, world, name="wall, ephemeral", ephemeral=True)
+                assert eph.id != scene.id
+                for d in ds:
+                    with tandem.Client(d.tcp) as c:
+                        assert eph.id in [s.id for s in c.list_scenes()]
+                        c.delete_scene(eph)
+                    assert len(list((Path(d.root) / "data" / "robot-scenes").glob("*.rscene"))) == 1
             for d in ds:  # every server holds the robot and the scene
                 with tandem.Client(d.tcp) as c:
                     assert [r.id for r in c.list_robots()] == [robot.id]
