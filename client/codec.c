@@ -410,7 +410,7 @@ int tdm_encode_scene_put(void *dst, size_t cap, size_t *len, uint64_t id, const 
                          const tdm_scene_object *objects, size_t n_objects, const tdm_object_pair *allowed,
                          size_t n_allowed)
 {
-    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT, .u.scene_put = {name, objects, n_objects, allowed, n_allowed}};
+    tdm__req rq = {.type = TDM_REPLY_SCENE_PUT, .u.scene_put = {name, objects, n_objects, allowed, n_allowed, 0}};
     return encode_into(&rq, dst, cap, len, id);
 }
 
@@ -467,7 +467,7 @@ int tdm_encode_robot_delete(void *dst, size_t cap, size_t *len, uint64_t id, con
 int tdm_encode_robot_scene_put(void *dst, size_t cap, size_t *len, uint64_t id, const char *name,
                                const uint8_t robot_id[TDM_ID_BYTES], const char *world_yaml)
 {
-    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml}};
+    tdm__req rq = {.type = TDM_REPLY_ROBOT_SCENE_PUT, .u.robot_scene_put = {name, robot_id, world_yaml, 0}};
     return encode_into(&rq, dst, cap, len, id);
 }
 
