@@ -29,6 +29,7 @@ struct tdm_catalog {
     tdm_stored_scene *scene_head, *scene_tail;
     tdm_stored_robot *robot_head, *robot_tail;
     uint32_t n_meshes, n_scenes, n_robots; /* listed */
+    uint32_t n_ephemeral;                   /* listed scenes that are ephemeral */
     uint64_t bytes, reserved;
 };
 
@@ -451,6 +452,7 @@ void tdm_catalog_add_scene(tdm_catalog *c, tdm_stored_scene *sc)
     else c->scene_head = sc;
     c->scene_tail = sc;
     c->n_scenes++;
+    c->n_ephemeral += sc->entry.ephemeral;
 }
 
 void tdm_catalog_remove_scene(tdm_catalog *c, tdm_stored_scene *sc)
@@ -462,6 +464,7 @@ void tdm_catalog_remove_scene(tdm_catalog *c, tdm_stored_scene *sc)
     else c->scene_tail = sc->prev;
     sc->prev = sc->next = NULL;
     c->n_scenes--;
+    c->n_ephemeral -= sc->entry.ephemeral;
 }
 
 tdm_stored_robot *tdm_catalog_find_robot(tdm_catalog *c, const uint8_t id[TDM_ID_LEN])
@@ -501,6 +504,7 @@ tdm_stored_mesh *tdm_catalog_meshes(tdm_catalog *c) { return c->mesh_head; }
 tdm_stored_scene *tdm_catalog_scenes(tdm_catalog *c) { return c->scene_head; }
 uint32_t tdm_catalog_n_meshes(const tdm_catalog *c) { return c->n_meshes; }
 uint32_t tdm_catalog_n_scenes(const tdm_catalog *c) { return c->n_scenes; }
+uint32_t tdm_catalog_n_ephemeral_scenes(const tdm_catalog *c) { return c->n_ephemeral; }
 uint64_t tdm_catalog_bytes(const tdm_catalog *c) { return c->bytes; }
 uint64_t tdm_catalog_reserved(const tdm_catalog *c) { return c->reserved; }
 void tdm_catalog_reserve(tdm_catalog *c, uint64_t bytes) { c->reserved += bytes; }

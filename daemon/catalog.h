@@ -193,6 +193,7 @@ tdm_stored_mesh *tdm_catalog_meshes(tdm_catalog *c);
 tdm_stored_scene *tdm_catalog_scenes(tdm_catalog *c);
 uint32_t tdm_catalog_n_meshes(const tdm_catalog *c);
 uint32_t tdm_catalog_n_scenes(const tdm_catalog *c);
+uint32_t tdm_catalog_n_ephemeral_scenes(const tdm_catalog *c); /* of them, ephemeral */
 uint64_t tdm_catalog_bytes(const tdm_catalog *c); /* of listed meshes */
 
 /* Budget held for MeshPuts in progress, so that concurrent puts cannot overrun

@@ -44,6 +44,7 @@ static void beat(tdm_heartbeat *hb)
     if (srv->catalog) {
         s.meshes = tdm_catalog_n_meshes(srv->catalog);
         s.scenes = tdm_catalog_n_scenes(srv->catalog);
+        s.scenes_ephemeral = tdm_catalog_n_ephemeral_scenes(srv->catalog);
         s.robots = tdm_catalog_n_robots(srv->catalog);
         s.meshes_bytes = tdm_catalog_bytes(srv->catalog);
     }

@@ -292,6 +292,9 @@ char *tdm_metrics_render(size_t *len)
     head(f, "tandem_stored", "gauge", "Objects stored, by kind.");
     fprintf(f, "tandem_stored{kind=\"mesh\"} %u\ntandem_stored{kind=\"scene\"} %u\ntandem_stored{kind=\"robot\"} %u\n",
             s.meshes, s.scenes, s.robots);
+    gauge(f, "tandem_scenes_ephemeral",
+          "Scenes put ephemeral (held in memory only, gone at a restart), counted in tandem_stored's scenes.",
+          (double)s.scenes_ephemeral);
     gauge(f, "tandem_meshes_bytes", "Bytes of stored meshes and their trees (max-meshes-bytes).",
           (double)s.meshes_bytes);
     gauge(f, "tandem_pooler_jobs", "Query jobs in the pooler: waiting for an engine run or in one.",

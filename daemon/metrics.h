@@ -83,6 +83,7 @@ typedef struct tdm_metrics_snapshot {
     uint32_t conns_ring_parked;     /* ... of those parked (idle past ring-park-us) */
     uint64_t ring_bytes;            /* the rings' mappings (max-ring-memory) */
     uint32_t meshes, scenes, robots;
+    uint32_t scenes_ephemeral;      /* of the scenes, those held in memory only */
     uint64_t meshes_bytes;
     uint64_t pooler_jobs;           /* query jobs submitted to the pooler, not yet answered */
     uint64_t pooler_owners;         /* owners (--share-by) with jobs waiting for an engine lane */

@@ -174,7 +174,7 @@ static void put_mesh(int fd, uint64_t id, const tdm_mesh *m, uint8_t mesh_id[32]
     tandem__v1__reply__free_unpacked(rep, NULL);
 }
 
-static void put_scene(int fd, uint64_t id, const uint8_t mesh_id[32], uint8_t scene_id[32])
+static void put_scene_as(int fd, uint64_t id, const uint8_t mesh_id[32], uint8_t scene_id[32], int ephemeral)
 {
     Tandem__V1__SceneObject o[2] = {TANDEM__V1__SCENE_OBJECT__INIT, TANDEM__V1__SCENE_OBJECT__INIT};
     Tandem__V1__SceneObject *op[2] = {&o[0], &o[1]};
@@ -188,6 +188,7 @@ static void put_scene(int fd, uint64_t id, const uint8_t mesh_id[32], uint8_t sc
     sp.name = "two boxes";
     sp.n_objects = 2;
     sp.objects = op;
+    sp.ephemeral = ephemeral != 0;
     Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
     rq.id = id;
     rq.body_case = TANDEM__V1__REQUEST__BODY_SCENE_PUT;
@@ -196,6 +197,11 @@ static void put_scene(int fd, uint64_t id, const uint8_t mesh_id[32], uint8_t sc
     cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_SCENE_PUT, "ScenePut answered with case %d", rep->body_case);
     memcpy(scene_id, rep->scene_put->scene_id.data, 32);
     tandem__v1__reply__free_unpacked(rep, NULL);
+}
+
+static void put_scene(int fd, uint64_t id, const uint8_t mesh_id[32], uint8_t scene_id[32])
+{
+    put_scene_as(fd, id, mesh_id, scene_id, 0);
 }
 
 /* n poses of the movable box: x = 0, 10, 20... (the first overlaps the fixed box). */
@@ -570,6 +576,41 @@ Test(ops, ring_connections_are_counted)
     wait_metric(port, "tandem_ring_connections", 0);
     wait_metric(port, "tandem_ring_connections_parked", 0);
     wait_metric(port, "tandem_ring_memory_bytes", 0);
+}
+
+/* Ephemeral scenes are counted apart, among the stored scenes, and leave the count with their delete. */
+Test(ops, ephemeral_scenes_are_counted)
+{
+    dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50", "--engine",
+                                        "cpu", NULL});
+    int port = logged_metrics_port();
+    int fd = raw_connect(D.tcp_addr);
+    cr_assert(fd >= 0);
+    raw_hello_or_fail(fd, 1);
+    tdm_mesh *box = gen_box(0.5, 0.5, 0.5);
+    uint8_t mesh_id[32], stored[32], eph[32];
+    put_mesh(fd, 2, box, mesh_id);
+    put_scene_as(fd, 3, mesh_id, stored, 0);
+    put_scene_as(fd, 4, mesh_id, eph, 1);
+    cr_assert(memcmp(stored, eph, 32) != 0);
+    wait_metric(port, "tandem_stored{kind=\"scene\"}", 2);
+    wait_metric(port, "tandem_scenes_ephemeral", 1);
+    Tandem__V1__SceneDelete sd = TANDEM__V1__SCENE_DELETE__INIT;
+    sd.scene_id.data = eph;
+    sd.scene_id.len = 32;
+    Tandem__V1__Request rq = TANDEM__V1__REQUEST__INIT;
+    rq.id = 5;
+    rq.body_case = TANDEM__V1__REQUEST__BODY_SCENE_DELETE;
+    rq.scene_delete = &sd;
+    Tandem__V1__Reply *rep = call(fd, &rq);
+    cr_assert_eq(rep->body_case, TANDEM__V1__REPLY__BODY_SCENE_DELETE, "SceneDelete answered with case %d",
+                 rep->body_case);
+    tandem__v1__reply__free_unpacked(rep, NULL);
+    wait_metric(port, "tandem_scenes_ephemeral", 0);
+    wait_metric(port, "tandem_stored{kind=\"scene\"}", 1);
+    close(fd);
+    tdm_mesh_free(box);
+    cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
 }
 
 Test(ops, metrics_listen_is_checked)
