@@ -120,6 +120,7 @@ typedef struct tdm_stored_scene {
     tdm_stored_mesh **meshes;  /* distinct meshes used: one ref and one `scenes` count each */
     uint32_t n_meshes;
     uint32_t refs;
+    uint32_t holders;          /* ephemeral: the connections that hold it (request_scene.c; the loops') */
     int retired;
     struct tdm_stored_scene *prev, *next; /* listed, in insertion order */
 } tdm_stored_scene;

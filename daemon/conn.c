@@ -182,6 +182,7 @@ static void maybe_free(tdm_conn *c)
     free(c->stage);
     tdm_tls_free(c->tls);
     tdm_arena_free(c->arena);
+    free(c->eph);
     if (c->ring) { /* no thread writes into it any more: the close took it from the loop and the reply threads */
         munmap(c->ring, tdm_ring_map_bytes(c->ring_cap));
         tdm_budget_release(&srv->mem, TDM_MEM_RING, tdm_ring_map_bytes(c->ring_cap));
@@ -217,6 +218,7 @@ void tdm_conn_close(tdm_conn *c, const char *why)
     body_free(c);
     if (c->ring) ring_detach(c);
     tdm_conn_jobs_cancel(c); /* its queued work is dropped, its running work answered into the void */
+    tdm__ephemeral_release(c); /* the ephemeral scenes it was the last to hold go */
     uv_close(&c->h.handle, on_closed);
     uv_close((uv_handle_t *)&c->linger, on_closed);
 }

@@ -118,6 +118,10 @@ struct tdm_conn {
     uint64_t read_ns;         /* TDM_REQUEST_TRACE: when its last read came (uv_hrtime), before the lock */
     int authed;
     uint32_t tenant;          /* tenants.h index, set by the first Hello */
+    /* the ephemeral scenes this connection put and holds (request_scene.c, tdm__ephemeral_*): each by
+       its id and its tdm_scene serial, so that a scene deleted and put again is not taken for the old */
+    struct tdm_ephemeral_hold { uint8_t id[32]; uint64_t serial; } *eph;
+    uint32_t n_eph, cap_eph;
     tdm_share share;          /* the connection's turns (--share-by connection) */
     tdm_share *share_of;      /* whose turns its query jobs (tdm_pooler_job.owner) and large MeshPuts (the
                                  builder's, writer.c) take: &share, its tenant's (tdm_tenants_share, from

@@ -25,6 +25,14 @@ void tdm__mesh_delete(tdm_conn *c, uint64_t id, const Tandem__V1__MeshDelete *d)
 void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p);    /* request_scene.c */
 void tdm__scene_list(tdm_conn *c, uint64_t id);
 void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d);
+/* Ephemeral scenes are held by the connections that put them (proto/README.md, "Ephemeral
+ * scenes"); the server's lock held exclusive. _hold: a put of sc was answered on c (nothing for a
+ * stored scene, nor when c holds it already). _settle: a put of sc finished on c, answered or not
+ * (c closing): a scene that no connection holds is dropped. _release: c is closing; the scenes
+ * it was the last to hold are dropped. */
+void tdm__ephemeral_hold(tdm_conn *c, tdm_stored_scene *sc);
+void tdm__ephemeral_settle(tdm_conn *c, tdm_stored_scene *sc);
+void tdm__ephemeral_release(tdm_conn *c);
 void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q);           /* request_query.c */
 void tdm__stats(tdm_conn *c, uint64_t id);                                        /* stats.c */
 void tdm__robot_put(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPut *p);    /* request_robot.c */

@@ -70,8 +70,9 @@ static void send_robot_put(tdm_conn *c, uint64_t id, const tdm_stored_robot *sr,
     free(ptrs);
 }
 
-static void send_robot_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scene *sc, int created)
+static void send_robot_scene_put(tdm_conn *c, uint64_t id, tdm_stored_scene *sc, int created)
 {
+    tdm__ephemeral_hold(c, sc); /* (an ephemeral scene) */
     const tdm_robot_scene *rs = sc->rs;
     const tdm_robot *r = rs->robot;
     uint32_t n = rs->n_objects;
@@ -147,6 +148,8 @@ static void robot_owners_done(tdm_writer_op *op)
         /* created: new to this tenant, which so cannot tell what other tenants stored */
         if (op->scene) send_robot_scene_put(c, op->request_id, op->scene, 1);
         else send_robot_put(c, op->request_id, op->robot, 1);
+    } else if (op->scene) {
+        tdm__ephemeral_settle(c, op->scene); /* put for a connection gone meanwhile */
     }
     if (op->scene) tdm_stored_scene_unref(op->scene);
     else tdm_stored_robot_unref(op->robot);
@@ -676,6 +679,7 @@ static void robot_scene_put_done(tdm_writer_op *op)
         }
         if (have && have->rs && !created && tdm_conn_alive(c))
             claimed = robot_owners(c, op->request_id, NULL, have, 1, op->name ? op->name : "");
+        if (!tdm_conn_alive(c) && have) tdm__ephemeral_settle(c, have); /* put for a connection gone meanwhile */
         if (tdm_conn_alive(c) && !claimed) {
             if (have && have->rs) send_robot_scene_put(c, op->request_id, have, created);
             else if (have) tdm_conn_send_error(c, op->request_id, E(INTERNAL), "", -1, "the scene id is a rigid scene's");

@@ -14,8 +14,9 @@
 #include "log.h"
 #include "request_handlers.h"
 
-static void send_scene_put(tdm_conn *c, uint64_t id, const tdm_stored_scene *sc, int created)
+static void send_scene_put(tdm_conn *c, uint64_t id, tdm_stored_scene *sc, int created)
 {
+    tdm__ephemeral_hold(c, sc); /* (an ephemeral scene) */
     Tandem__V1__ScenePutReply r = TANDEM__V1__SCENE_PUT_REPLY__INIT;
     r.scene_id.data = (uint8_t *)sc->entry.id;
     r.scene_id.len = TDM_ID_LEN;
@@ -35,6 +36,8 @@ static void scene_claim_done(tdm_writer_op *op)
         if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
     } else if (tdm_conn_alive(c)) {
         send_scene_put(c, op->request_id, op->scene, 1); /* new to this tenant */
+    } else {
+        tdm__ephemeral_settle(c, op->scene);
     }
     tdm_stored_scene_unref(op->scene);
     free(op->owners_rec);
@@ -100,6 +103,7 @@ static void scene_put_done(tdm_writer_op *op)
             if (tdm_conn_alive(c)) claimed = claim_scene(c, op->request_id, have, sc->name);
         }
         if (tdm_conn_alive(c) && !claimed) send_scene_put(c, op->request_id, have, created);
+        if (!tdm_conn_alive(c)) tdm__ephemeral_settle(c, have); /* put for a connection gone meanwhile */
         if (have != sc) tdm_stored_scene_unref(sc);
     }
 out:
@@ -351,6 +355,99 @@ static void scene_disown_done(tdm_writer_op *op)
     tdm_conn_end(c);
 }
 
+/* ---- ephemeral scenes: held by the connections that put them ---- */
+
+static int holds(const tdm_conn *c, const tdm_stored_scene *sc, uint32_t *at)
+{
+    for (uint32_t i = 0; i < c->n_eph; i++)
+        if (c->eph[i].serial == sc->scene->serial && !memcmp(c->eph[i].id, sc->entry.id, TDM_ID_LEN)) {
+            if (at) *at = i;
+            return 1;
+        }
+    return 0;
+}
+
+/* Whether c's hold i still names a listed scene (one deleted, or deleted and put again, does not). */
+static tdm_stored_scene *held_scene(tdm_conn *c, uint32_t i)
+{
+    tdm_stored_scene *sc = tdm_catalog_find_scene(c->srv->catalog, c->eph[i].id);
+    return sc && sc->entry.ephemeral && sc->scene->serial == c->eph[i].serial ? sc : NULL;
+}
+
+void tdm__ephemeral_hold(tdm_conn *c, tdm_stored_scene *sc)
+{
+    tdm_srv_exclusive(c->srv);
+    if (!sc->entry.ephemeral || holds(c, sc, NULL)) return;
+    if (c->n_eph == c->cap_eph) {
+        /* first the holds of scenes deleted meanwhile (by another connection): a connection that puts
+           and others that delete would otherwise grow the list without end */
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < c->n_eph; i++)
+            if (held_scene(c, i)) c->eph[kept++] = c->eph[i];
+        c->n_eph = kept;
+    }
+    if (c->n_eph == c->cap_eph) {
+        uint32_t cap = c->cap_eph ? 2 * c->cap_eph : 8;
+        struct tdm_ephemeral_hold *v = realloc(c->eph, cap * sizeof *v);
+        if (!v) { /* it stays until deleted, or until the server restarts */
+            char hex[2 * TDM_ID_LEN + 1];
+            tdm_log_warn("conn %llu: no memory to hold ephemeral scene %s: it is not dropped when the connection "
+                         "closes", (unsigned long long)c->id, tdm__id_hex(sc->entry.id, hex));
+            return;
+        }
+        c->eph = v;
+        c->cap_eph = cap;
+    }
+    memcpy(c->eph[c->n_eph].id, sc->entry.id, TDM_ID_LEN);
+    c->eph[c->n_eph].serial = sc->scene->serial;
+    c->n_eph++;
+    sc->holders++;
+}
+
+static void scene_delete_done(tdm_writer_op *op);
+
+/* sc, listed, is held by no connection: deleted as by its last owner's SceneDelete, no reply (c is
+ * the connection whose close or put let it go; its op keeps it until the writer is done). */
+static void ephemeral_drop(tdm_conn *c, tdm_stored_scene *sc)
+{
+    char hex[2 * TDM_ID_LEN + 1];
+    tdm_writer_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        tdm_log_warn("no memory to drop ephemeral scene %s: it stays until deleted", tdm__id_hex(sc->entry.id, hex));
+        return;
+    }
+    tdm_log_debug("ephemeral scene %s: no connection holds it: dropped", tdm__id_hex(sc->entry.id, hex));
+    tdm_catalog_remove_scene(c->srv->catalog, sc); /* the catalogue's reference passes to the op */
+    op->kind = TDM_WRITER_SCENE_DELETE;
+    op->done = scene_delete_done;
+    op->owner = c;
+    op->scene = sc;
+    memcpy(op->id, sc->entry.id, TDM_ID_LEN);
+    op->field = "";
+    op->index = -1;
+    tdm_conn_begin(c);
+    tdm_writer_submit(c->srv->writer, op);
+}
+
+void tdm__ephemeral_settle(tdm_conn *c, tdm_stored_scene *sc)
+{
+    tdm_srv_exclusive(c->srv);
+    if (!sc || !sc->entry.ephemeral || sc->holders > 0) return;
+    if (tdm_catalog_find_scene(c->srv->catalog, sc->entry.id) == sc) ephemeral_drop(c, sc);
+}
+
+void tdm__ephemeral_release(tdm_conn *c)
+{
+    if (!c->n_eph) return;
+    tdm_srv_exclusive(c->srv);
+    for (uint32_t i = 0; i < c->n_eph; i++) {
+        tdm_stored_scene *sc = held_scene(c, i);
+        if (!sc || sc->holders == 0) continue;
+        if (--sc->holders == 0) ephemeral_drop(c, sc);
+    }
+    c->n_eph = 0;
+}
+
 void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d)
 {
     tdm_server *srv = c->srv;
@@ -361,7 +458,13 @@ void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *
         tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
         return;
     }
-    if (sc->entry.owners.n > 1) { /* others own it too: it stays theirs */
+    uint32_t at;
+    if (sc->entry.ephemeral && holds(c, sc, &at)) { /* this connection lets go of it */
+        c->eph[at] = c->eph[--c->n_eph];
+        sc->holders--;
+    }
+    /* others own it too: it stays theirs (an ephemeral scene while a connection holds it) */
+    if (sc->entry.owners.n > 1 && !(sc->entry.ephemeral && sc->holders == 0)) {
         tdm_writer_op *op = tdm__owners_change(c, id, &sc->entry, sc->name, 0, NULL);
         if (!op) return;
         op->done = scene_disown_done;

@@ -388,6 +388,93 @@ Test(tenants, ephemeral_scenes_of_two_tenants_write_no_records)
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
+/* Polls a query of sid on c until it answers UNKNOWN_SCENE (the server notices a closed connection in
+ * its own time): 1 when it did within 5 s, 0 while it still answers. */
+static int gone_within(tdm_client *c, const uint8_t sid[32])
+{
+    double pose[7] = {0, 0, 0, 0, 0, 0, 1};
+    tdm_query_result r;
+    for (int i = 0; i < 500; i++) {
+        int rc = tdm_query(c, sid, TDM_QUERY_BOOL, pose, 1, 1, 0, &r, NULL);
+        if (rc == TDM_CLIENT_ESERVER && tdm_client_server_error(c)->code == TDM_SERVER_UNKNOWN_SCENE) return 1;
+        cr_assert_eq(rc, 0, "query: %s", tdm_client_errstr(c));
+        struct timespec ms10 = {0, 10 * 1000000L};
+        nanosleep(&ms10, NULL);
+    }
+    return 0;
+}
+
+/* An ephemeral scene lives while a connection that put it is open (each put holds it, for the putting
+ * connection): it outlives its first holder's close while another holds it, goes with the last one for
+ * every tenant (a client that dies leaves none behind), and a connection that deleted it and put it
+ * again holds it once. Another connection that only uses it does not hold it. */
+Test(tenants, ephemeral_scenes_go_with_the_connections_that_put_them)
+{
+    const char *flags[] = {"--tenants-file", tenants_file(), NULL};
+    dmn_start(&D, flags);
+    tdm_client *a1 = connect_as(D.tcp_addr, ALICE), *a2 = connect_as(D.unix_addr, ALICE);
+    tdm_client *watch = connect_as(D.tcp_addr, ALICE), *b = connect_as(D.tcp_addr, BOB);
+    uint8_t cube[32], big[32], s[32], s2[32], s3[32];
+    int created;
+    put_cube(a1, "cube", 1.0f, cube, &created);
+    put_cube(a1, "big", 2.0f, big, &created);
+    tdm_client_set_ephemeral_scenes(a1, 1);
+    tdm_client_set_ephemeral_scenes(a2, 1);
+    put_scene(a1, "eph", big, cube, s, &created);
+    cr_assert_eq(created, 1);
+    put_scene(a2, "eph again", big, cube, s2, &created);
+    cr_assert(created == 0 && !memcmp(s, s2, 32));
+    cr_assert_eq(query_at(watch, s, 1.4), 1, "the tenant's other connection uses it");
+
+    /* a1 goes: a2 still holds it */
+    tdm_client_free(a1);
+    struct timespec settle = {0, 200 * 1000000L};
+    nanosleep(&settle, NULL);
+    cr_assert_eq(query_at(watch, s, 1.4), 1, "the scene went with its first holder");
+    cr_assert_eq(query_at(watch, s, 0.0), 0);
+    /* a2 goes: nobody holds it, and it is gone; its meshes are free to delete */
+    tdm_client_free(a2);
+    cr_assert(gone_within(watch, s), "the ephemeral scene outlived every connection that put it");
+    expect_server_error(watch, tdm_scene_delete(watch, s), "SceneDelete of a dropped scene", TDM_SERVER_UNKNOWN_SCENE,
+                        "scene_id", "no stored scene has this id");
+    cr_assert_eq(tdm_mesh_delete(watch, big), 0, "%s", tdm_client_errstr(watch));
+    put_cube(watch, "big", 2.0f, big, &created);
+
+    /* two tenants: held by each one's connection; gone with the last, for both */
+    uint8_t cube_b[32], big_b[32];
+    put_cube(b, "b-cube", 1.0f, cube_b, &created);
+    put_cube(b, "b-big", 2.0f, big_b, &created);
+    tdm_client_set_ephemeral_scenes(b, 1);
+    tdm_client *a3 = connect_as(D.tcp_addr, ALICE), *b_watch = connect_as(D.tcp_addr, BOB);
+    tdm_client_set_ephemeral_scenes(a3, 1);
+    put_scene(b, "b-eph", big_b, cube_b, s2, &created);
+    put_scene(a3, "a-eph", big, cube, s3, &created);
+    cr_assert(!memcmp(s2, s3, 32), "one content, one ephemeral id");
+    tdm_client_free(b);
+    nanosleep(&settle, NULL);
+    cr_assert_eq(query_at(b_watch, s2, 1.4), 1, "bob still owns it while alice's connection holds it");
+    tdm_client_free(a3);
+    cr_assert(gone_within(b_watch, s2), "the shared ephemeral scene outlived its holders (bob's view)");
+    cr_assert(gone_within(watch, s2), "the shared ephemeral scene outlived its holders (alice's view)");
+
+    /* deleted and put again on one connection: held once, gone with it */
+    tdm_client *a4 = connect_as(D.unix_addr, ALICE);
+    tdm_client_set_ephemeral_scenes(a4, 1);
+    put_scene(a4, "eph", big, cube, s3, &created);
+    cr_assert_eq(tdm_scene_delete(a4, s3), 0, "%s", tdm_client_errstr(a4));
+    for (int i = 0; i < 3; i++) { /* put twice on one connection: one hold */
+        put_scene(a4, "eph", big, cube, s3, &created);
+        cr_assert_eq(created, i == 0);
+    }
+    tdm_client_free(a4);
+    cr_assert(gone_within(watch, s3), "the scene put again outlived its connection");
+    cr_assert_eq(n_scenes(watch), 0);
+    cr_assert(dmn_running(&D));
+    tdm_client_free(watch);
+    tdm_client_free(b_watch);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(tenants, ownership_survives_a_restart)
 {
     /* first without tenants: what it stores has no owner record, and is the default tenant's */
