@@ -445,8 +445,10 @@ TDM_API tdm_client *tdm_client_connect_with(const tdm_connect_opts *opts);
 TDM_API void tdm_client_free(tdm_client *c);
 /* on (1): the scenes this client puts from now on (tdm_scene_put, tdm_robot_scene_put and the
  * file helpers over it) are ephemeral: the server holds them in memory only and never writes
- * them to its data directory, so they are gone when it restarts (a planner's per-request
- * scenes). An ephemeral scene's id differs from the same content's stored one
+ * them to its data directory, so they are gone when it restarts, and it keeps each only while a
+ * connection that put it is open (this one: the scene goes when the last holder's connection
+ * closes, tdm_client_free or a crash alike; a planner's per-request scenes). An ephemeral scene's
+ * id differs from the same content's stored one
  * (proto/README.md, "Ephemeral scenes"); deletes, queries and limits are as for stored
  * scenes. 0 (the default): stored. tdm_async_set_ephemeral_scenes and
  * tdm_multi_set_ephemeral_scenes are the same for those contexts (a tdm_multi replays each
