@@ -293,6 +293,10 @@ static const opt opts[] = {
     {"max-connections-per-address", T_U32, OFF(max_per_address), "256", 0, 1u << 20, NULL, "N",
      "TCP connections from one peer address at once (0: no limit); more are refused with ERROR_BUSY. "
      "Unix-socket connections are not counted."},
+    {"max-ephemeral-scenes", T_U32, OFF(max_ephemeral), "4096", 1, 1u << 24, NULL, "N",
+     "Ephemeral scenes one connection holds at once (each put of one holds it until the connection "
+     "closes or deletes it): a put of another is refused with ERROR_LIMIT (checked as the put arrives, so "
+     "pipelined puts may pass it by their number). It bounds what a connection's close drops at once."},
     {"idle-timeout", T_U32, OFF(idle_timeout), "600", 0, 1u << 30, NULL, "SECONDS",
      "A connection that sends nothing this long, with no request in flight and no reply waiting to be "
      "written, is closed (0: no limit)."},

@@ -88,6 +88,7 @@ typedef struct tdm_config {
     uint32_t hello_timeout;    /* seconds a new connection has to say Hello (0: no limit) */
     uint32_t max_unauthenticated; /* connections open before their Hello, at once */
     uint32_t max_per_address;  /* TCP connections from one address, at once (0: no limit) */
+    uint32_t max_ephemeral;    /* ephemeral scenes one connection holds at once */
     uint32_t idle_timeout;     /* seconds an authenticated connection may do nothing (0: no limit) */
     uint64_t max_memory;       /* bytes clients may make the daemon hold, all counters of budget.h (0: half of RAM) */
     uint64_t max_input_bytes;  /* partial frames of all connections together */

@@ -119,9 +119,10 @@ struct tdm_conn {
     int authed;
     uint32_t tenant;          /* tenants.h index, set by the first Hello */
     /* the ephemeral scenes this connection put and holds (request_scene.c, tdm__ephemeral_*): each by
-       its id and its tdm_scene serial, so that a scene deleted and put again is not taken for the old */
-    struct tdm_ephemeral_hold { uint8_t id[32]; uint64_t serial; } *eph;
-    uint32_t n_eph, cap_eph;
+       its id and its tdm_scene serial, so that a scene deleted and put again is not taken for the old;
+       an open-addressing table of cap_eph slots (a power of two), n_eph used, n_eph_gone let go of */
+    struct tdm_ephemeral_hold { uint8_t id[32]; uint64_t serial; uint8_t state; } *eph;
+    uint32_t n_eph, n_eph_gone, cap_eph;
     tdm_share share;          /* the connection's turns (--share-by connection) */
     tdm_share *share_of;      /* whose turns its query jobs (tdm_pooler_job.owner) and large MeshPuts (the
                                  builder's, writer.c) take: &share, its tenant's (tdm_tenants_share, from

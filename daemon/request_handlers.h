@@ -31,6 +31,9 @@ void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *
  * (c closing): a scene that no connection holds is dropped. _release: c is closing; the scenes
  * it was the last to hold are dropped. */
 void tdm__ephemeral_hold(tdm_conn *c, tdm_stored_scene *sc);
+/* A put of the ephemeral scene sid on c, before anything else: refused (ERROR_LIMIT sent, 1) when c
+ * holds max-ephemeral-scenes others already, else 0. */
+int tdm__ephemeral_refuse(tdm_conn *c, uint64_t req, const uint8_t sid[TDM_ID_LEN]);
 void tdm__ephemeral_settle(tdm_conn *c, tdm_stored_scene *sc);
 void tdm__ephemeral_release(tdm_conn *c);
 void tdm__query(tdm_conn *c, uint64_t id, const Tandem__V1__Query *q);           /* request_query.c */

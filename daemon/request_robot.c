@@ -740,6 +740,10 @@ static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__R
         tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
         return;
     }
+    if (p->ephemeral && tdm__ephemeral_refuse(c, id, sid)) {
+        free(canon);
+        return;
+    }
     tdm_stored_robot *robot = tdm__find_robot(c, rid);
     if (!robot) {
         free(canon);

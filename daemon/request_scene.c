@@ -220,6 +220,7 @@ void tdm__scene_put(tdm_conn *c, uint64_t id, const Tandem__V1__ScenePut *p)
     uint8_t sid[TDM_ID_LEN];
     if (tdm_sha256(canon, canon_len, sid) != 0) goto nomem;
     if (p->ephemeral && tdm_ephemeral_id(sid) != 0) goto nomem;
+    if (p->ephemeral && tdm__ephemeral_refuse(c, id, sid)) goto out;
 
     tdm_stored_scene *have = tdm_catalog_find_scene(srv->catalog, sid);
     if (have) {
@@ -357,49 +358,100 @@ static void scene_disown_done(tdm_writer_op *op)
 
 /* ---- ephemeral scenes: held by the connections that put them ---- */
 
-static int holds(const tdm_conn *c, const tdm_stored_scene *sc, uint32_t *at)
+/* A connection's holds: an open-addressing table (linear probing) keyed by scene id and serial. */
+enum { HOLD_FREE = 0, HOLD_USED = 1, HOLD_GONE = 2 };
+
+static uint32_t hold_hash(const uint8_t id[TDM_ID_LEN], uint64_t serial)
 {
-    for (uint32_t i = 0; i < c->n_eph; i++)
-        if (c->eph[i].serial == sc->scene->serial && !memcmp(c->eph[i].id, sc->entry.id, TDM_ID_LEN)) {
-            if (at) *at = i;
-            return 1;
-        }
+    uint64_t h;
+    memcpy(&h, id, sizeof h); /* a SHA-256: its bytes are uniform already */
+    h ^= serial * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* The slot holding (id, serial), or -1. */
+static int64_t hold_find(const tdm_conn *c, const uint8_t id[TDM_ID_LEN], uint64_t serial)
+{
+    if (!c->cap_eph) return -1;
+    uint32_t mask = c->cap_eph - 1;
+    for (uint32_t i = hold_hash(id, serial) & mask, k = 0; k < c->cap_eph; i = (i + 1) & mask, k++) {
+        const struct tdm_ephemeral_hold *h = &c->eph[i];
+        if (h->state == HOLD_FREE) return -1;
+        if (h->state == HOLD_USED && h->serial == serial && !memcmp(h->id, id, TDM_ID_LEN)) return i;
+    }
+    return -1;
+}
+
+/* Whether c holds some scene of this id (whatever its serial: a put of it is no new hold's worth). */
+static int holds_id(const tdm_conn *c, const uint8_t id[TDM_ID_LEN])
+{
+    tdm_stored_scene *sc = tdm_catalog_find_scene(c->srv->catalog, id);
+    return sc && sc->entry.ephemeral && hold_find(c, id, sc->scene->serial) >= 0;
+}
+
+/* The listed scene hold h names, or NULL (deleted, or deleted and put again: another serial). */
+static tdm_stored_scene *held_scene(tdm_conn *c, const struct tdm_ephemeral_hold *h)
+{
+    tdm_stored_scene *sc = tdm_catalog_find_scene(c->srv->catalog, h->id);
+    return sc && sc->entry.ephemeral && sc->scene->serial == h->serial ? sc : NULL;
+}
+
+static void hold_put(struct tdm_ephemeral_hold *t, uint32_t cap, const uint8_t id[TDM_ID_LEN], uint64_t serial)
+{
+    uint32_t i = hold_hash(id, serial) & (cap - 1);
+    while (t[i].state == HOLD_USED) i = (i + 1) & (cap - 1);
+    memcpy(t[i].id, id, TDM_ID_LEN);
+    t[i].serial = serial;
+    t[i].state = HOLD_USED;
+}
+
+/* Room for one more hold: the table rebuilt without what was let go of and the holds of scenes
+ * deleted meanwhile (by another connection), grown when still over half full; rebuilt anyway with
+ * `sweep` (n_eph then counts live holds only). 0 or -1 (memory). */
+static int hold_room(tdm_conn *c, int sweep)
+{
+    if (!sweep && (uint64_t)(c->n_eph + c->n_eph_gone + 1) * 2 <= c->cap_eph) return 0;
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < c->cap_eph; i++)
+        if (c->eph[i].state == HOLD_USED && held_scene(c, &c->eph[i])) live++;
+        else if (c->eph[i].state == HOLD_USED) c->eph[i].state = HOLD_GONE;
+    uint32_t cap = 8;
+    while (cap < 4 * (live + 1)) cap *= 2;
+    struct tdm_ephemeral_hold *t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    for (uint32_t i = 0; i < c->cap_eph; i++)
+        if (c->eph[i].state == HOLD_USED) hold_put(t, cap, c->eph[i].id, c->eph[i].serial);
+    free(c->eph);
+    c->eph = t;
+    c->cap_eph = cap;
+    c->n_eph = live;
+    c->n_eph_gone = 0;
     return 0;
 }
 
-/* Whether c's hold i still names a listed scene (one deleted, or deleted and put again, does not). */
-static tdm_stored_scene *held_scene(tdm_conn *c, uint32_t i)
+int tdm__ephemeral_refuse(tdm_conn *c, uint64_t req, const uint8_t sid[TDM_ID_LEN])
 {
-    tdm_stored_scene *sc = tdm_catalog_find_scene(c->srv->catalog, c->eph[i].id);
-    return sc && sc->entry.ephemeral && sc->scene->serial == c->eph[i].serial ? sc : NULL;
+    uint32_t max = c->srv->cfg->max_ephemeral;
+    if (c->n_eph < max || holds_id(c, sid)) return 0;
+    hold_room(c, 1); /* the holds of scenes deleted meanwhile do not count */
+    if (c->n_eph < max) return 0;
+    tdm_conn_send_error(c, req, E(LIMIT), "ephemeral", -1,
+                        "this connection holds %u ephemeral scenes, max-ephemeral-scenes %u: delete some first",
+                        c->n_eph, max);
+    return 1;
 }
 
 void tdm__ephemeral_hold(tdm_conn *c, tdm_stored_scene *sc)
 {
     tdm_srv_exclusive(c->srv);
-    if (!sc->entry.ephemeral || holds(c, sc, NULL)) return;
-    if (c->n_eph == c->cap_eph) {
-        /* first the holds of scenes deleted meanwhile (by another connection): a connection that puts
-           and others that delete would otherwise grow the list without end */
-        uint32_t kept = 0;
-        for (uint32_t i = 0; i < c->n_eph; i++)
-            if (held_scene(c, i)) c->eph[kept++] = c->eph[i];
-        c->n_eph = kept;
+    if (!sc->entry.ephemeral || hold_find(c, sc->entry.id, sc->scene->serial) >= 0) return;
+    if (hold_room(c, 0) != 0) { /* it stays until deleted, or until the server restarts */
+        char hex[2 * TDM_ID_LEN + 1];
+        tdm_log_warn("conn %llu: no memory to hold ephemeral scene %s: it is not dropped when the connection "
+                     "closes", (unsigned long long)c->id, tdm__id_hex(sc->entry.id, hex));
+        return;
     }
-    if (c->n_eph == c->cap_eph) {
-        uint32_t cap = c->cap_eph ? 2 * c->cap_eph : 8;
-        struct tdm_ephemeral_hold *v = realloc(c->eph, cap * sizeof *v);
-        if (!v) { /* it stays until deleted, or until the server restarts */
-            char hex[2 * TDM_ID_LEN + 1];
-            tdm_log_warn("conn %llu: no memory to hold ephemeral scene %s: it is not dropped when the connection "
-                         "closes", (unsigned long long)c->id, tdm__id_hex(sc->entry.id, hex));
-            return;
-        }
-        c->eph = v;
-        c->cap_eph = cap;
-    }
-    memcpy(c->eph[c->n_eph].id, sc->entry.id, TDM_ID_LEN);
-    c->eph[c->n_eph].serial = sc->scene->serial;
+    hold_put(c->eph, c->cap_eph, sc->entry.id, sc->scene->serial);
     c->n_eph++;
     sc->holders++;
 }
@@ -440,12 +492,16 @@ void tdm__ephemeral_release(tdm_conn *c)
 {
     if (!c->n_eph) return;
     tdm_srv_exclusive(c->srv);
-    for (uint32_t i = 0; i < c->n_eph; i++) {
-        tdm_stored_scene *sc = held_scene(c, i);
+    for (uint32_t i = 0; i < c->cap_eph; i++) {
+        if (c->eph[i].state != HOLD_USED) continue;
+        c->eph[i].state = HOLD_GONE;
+        tdm_stored_scene *sc = held_scene(c, &c->eph[i]);
         if (!sc || sc->holders == 0) continue;
         if (--sc->holders == 0) ephemeral_drop(c, sc);
     }
     c->n_eph = 0;
+    c->n_eph_gone = 0;
+    memset(c->eph, 0, c->cap_eph * sizeof *c->eph);
 }
 
 void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *d)
@@ -458,9 +514,11 @@ void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *
         tdm_conn_send_error(c, id, E(UNKNOWN_SCENE), "scene_id", -1, "no stored scene has this id");
         return;
     }
-    uint32_t at;
-    if (sc->entry.ephemeral && holds(c, sc, &at)) { /* this connection lets go of it */
-        c->eph[at] = c->eph[--c->n_eph];
+    int64_t at = sc->entry.ephemeral ? hold_find(c, sid, sc->scene->serial) : -1;
+    if (at >= 0) { /* this connection lets go of it */
+        c->eph[at].state = HOLD_GONE;
+        c->n_eph--;
+        c->n_eph_gone++;
         sc->holders--;
     }
     /* others own it too: it stays theirs (an ephemeral scene while a connection holds it) */

@@ -475,6 +475,65 @@ Test(tenants, ephemeral_scenes_go_with_the_connections_that_put_them)
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
+/* Scene k: mesh `fixed` as object 1, mesh `moving` movable as object k + 2 (so each k is another
+ * content). Returns tdm_scene_put's rc. */
+static int put_scene_k(tdm_client *c, const uint8_t fixed[32], const uint8_t moving[32], uint32_t k, uint8_t sid[32],
+                       int *created)
+{
+    tdm_scene_object o[2] = {{.object_id = 1}, {.object_id = k + 2, .movable = 1}};
+    memcpy(o[0].mesh_id, fixed, 32);
+    memcpy(o[1].mesh_id, moving, 32);
+    return tdm_scene_put(c, "k", o, 2, NULL, 0, sid, created, NULL, 0, NULL);
+}
+
+/* --max-ephemeral-scenes bounds the ephemeral scenes one connection holds: one more is refused
+ * (ERROR_LIMIT, field "ephemeral"), one it holds may be put again, a delete makes room, another
+ * connection has room of its own, and holds of scenes another connection deleted do not count; many
+ * puts and deletes on one connection keep working (its table of holds reused). */
+Test(tenants, ephemeral_scenes_per_connection_are_limited)
+{
+    const char *flags[] = {"--tenants-file", tenants_file(), "--max-ephemeral-scenes", "3", NULL};
+    dmn_start(&D, flags);
+    tdm_client *a = connect_as(D.tcp_addr, ALICE), *a2 = connect_as(D.tcp_addr, ALICE);
+    uint8_t cube[32], big[32], sid[8][32];
+    int created;
+    put_cube(a, "cube", 1.0f, cube, &created);
+    put_cube(a, "big", 2.0f, big, &created);
+    tdm_client_set_ephemeral_scenes(a, 1);
+    tdm_client_set_ephemeral_scenes(a2, 1);
+    for (uint32_t k = 0; k < 3; k++)
+        cr_assert_eq(put_scene_k(a, big, cube, k, sid[k], &created), 0, "%s", tdm_client_errstr(a));
+    expect_server_error(a, put_scene_k(a, big, cube, 3, sid[3], &created), "a fourth ephemeral scene",
+                        TDM_SERVER_LIMIT, "ephemeral",
+                        "this connection holds 3 ephemeral scenes, max-ephemeral-scenes 3: delete some first");
+    cr_assert_eq(put_scene_k(a, big, cube, 1, sid[1], &created), 0, "one it holds, again: %s", tdm_client_errstr(a));
+    cr_assert_eq(created, 0);
+    tdm_client_set_ephemeral_scenes(a, 0); /* stored scenes are not counted */
+    cr_assert_eq(put_scene_k(a, big, cube, 3, sid[3], &created), 0, "%s", tdm_client_errstr(a));
+    tdm_client_set_ephemeral_scenes(a, 1);
+    cr_assert_eq(put_scene_k(a2, big, cube, 4, sid[4], &created), 0, "another connection: %s", tdm_client_errstr(a2));
+    cr_assert_eq(tdm_scene_delete(a, sid[0]), 0, "%s", tdm_client_errstr(a));
+    cr_assert_eq(put_scene_k(a, big, cube, 5, sid[5], &created), 0, "after a delete: %s", tdm_client_errstr(a));
+    /* a2 deletes a's three (the tenant's deletes): a's holds of them no longer count */
+    const int mine[3] = {1, 2, 5};
+    for (int i = 0; i < 3; i++) cr_assert_eq(tdm_scene_delete(a2, sid[mine[i]]), 0, "%s", tdm_client_errstr(a2));
+    for (uint32_t k = 6; k < 9; k++)
+        cr_assert_eq(put_scene_k(a, big, cube, k, sid[k - 6], &created), 0, "scene %u after a2's deletes: %s", k,
+                     tdm_client_errstr(a));
+    /* many puts and deletes on one connection */
+    for (uint32_t k = 0; k < 3; k++) cr_assert_eq(tdm_scene_delete(a, sid[k]), 0, "%s", tdm_client_errstr(a));
+    for (uint32_t k = 100; k < 400; k++) {
+        cr_assert_eq(put_scene_k(a, big, cube, k, sid[0], &created), 0, "scene %u: %s", k, tdm_client_errstr(a));
+        cr_assert_eq(created, 1);
+        cr_assert_eq(tdm_scene_delete(a, sid[0]), 0, "scene %u: %s", k, tdm_client_errstr(a));
+    }
+    cr_assert_eq(n_scenes(a), 2, "the stored scene and a2's");
+    tdm_client_free(a);
+    tdm_client_free(a2);
+    cr_assert(dmn_running(&D));
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(tenants, ownership_survives_a_restart)
 {
     /* first without tenants: what it stores has no owner record, and is the default tenant's */
