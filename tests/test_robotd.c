@@ -1034,6 +1034,15 @@ Test(robotd, cli_robot_and_query)
                                "--batch", "37", "--connections", "2", NULL};
         char *a = gen_read_file(in_root("check_out.txt"), NULL);
         cr_assert_not_null(a);
+        /* --ephemeral 1 (first: no stored scene of this world yet): the same answers, and its scene is not
+           written (it goes with the command) */
+        int files = dmn_count_files(&D, "robot-scenes");
+        const char *eph[] = {"query", "--server", server, "--urdf", in_root("arm.urdf"), "--srdf",
+                             in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
+                             in_root("configs.txt"), "--mode", modes[m], "--out", in_root("eph_out.txt"),
+                             "--ephemeral", "1", NULL};
+        expect_as_check(eph, "eph_out.txt", check_tail, a, "tandem query --urdf --ephemeral 1", modes[m]);
+        cr_assert_eq(dmn_count_files(&D, "robot-scenes"), files, "tandem query --ephemeral 1 wrote its scene");
         expect_as_check(query, "query_out.txt", check_tail, a, "tandem query --urdf", modes[m]);
         /* several servers (tdm_multi): the same daemon over its two listeners */
         char servers[600];
@@ -1044,6 +1053,22 @@ Test(robotd, cli_robot_and_query)
                                "--batch", "37", NULL};
         expect_as_check(multi, "multi_out.txt", check_tail, a, "tandem query --urdf --server A,B", modes[m]);
         free(a);
+    }
+    {
+        tdm_client *lc = lib_connect(D.unix_addr);
+        size_t n_sc = 0;
+        tdm_scene_info *sl = NULL;
+        for (int i = 0; i < 500; i++) { /* the ephemeral scenes go as tandemd notices the commands' closes */
+            cr_assert_eq(tdm_scene_list(lc, &sl, &n_sc), 0, "%s", tdm_client_errstr(lc));
+            tdm_scene_list_free(sl);
+            if (n_sc == (size_t)dmn_count_files(&D, "robot-scenes")) break;
+            struct timespec ms10 = {0, 10 * 1000000L};
+            nanosleep(&ms10, NULL);
+        }
+        cr_assert_eq(n_sc, (size_t)dmn_count_files(&D, "robot-scenes"),
+                     "%zu scenes listed, %d stored: an ephemeral one outlived its command", n_sc,
+                     dmn_count_files(&D, "robot-scenes"));
+        tdm_client_free(lc);
     }
     /* a configuration line with a wrong count: check's message */
     write_file("bad.txt", "0 0 0\n0.1 0.2\n");

@@ -184,12 +184,12 @@ int tdm_cmd_motions(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *motions_path = NULL, *res_s = NULL, *mode_s = "bool",
                *threads_s = "0", *out_path = NULL, *backend_s = "cpu", *batch_s = "0", *server = NULL,
-               *streams_s = "2", *any_s = "0";
+               *streams_s = "2", *any_s = "0", *eph_s = "0";
     const tdm_opt opts[] = {{"--urdf", &urdf},         {"--srdf", &srdf},         {"--world", &world},
                             {"--motions", &motions_path}, {"--resolution", &res_s}, {"--mode", &mode_s},
                             {"--threads", &threads_s}, {"--out", &out_path},      {"--backend", &backend_s},
                             {"--batch", &batch_s},     {"--server", &server},     {"--gpu-streams", &streams_s},
-                            {"--any-state", &any_s}};
+                            {"--any-state", &any_s}, {"--ephemeral", &eph_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "motions") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !motions_path || !res_s) {
         tdm_cli_error("motions: --urdf, --world, --motions and --resolution are required");
@@ -207,6 +207,13 @@ int tdm_cmd_motions(int argc, char **argv)
     if (tdm_cli_u64("--batch", batch_s, 0, 1u << 24, &batch_opt) < 0) return TDM_EXIT_USAGE;
     uint64_t streams, any_state;
     if (tdm_cli_u64("--any-state", any_s, 0, 1, &any_state) < 0) return TDM_EXIT_USAGE;
+    uint64_t eph;
+    if (tdm_cli_u64("--ephemeral", eph_s, 0, 1, &eph) < 0) return TDM_EXIT_USAGE;
+    if (eph && !server) {
+        tdm_cli_error("motions: --ephemeral is for a server's scene (--server)");
+        return TDM_EXIT_USAGE;
+    }
+    tdm_cli_set_ephemeral((int)eph);
     if (tdm_cli_u64("--gpu-streams", streams_s, 1, 8, &streams) < 0) return TDM_EXIT_USAGE;
     char *end;
     double resolution = strtod(res_s, &end);

@@ -266,11 +266,12 @@ done:
 static int query_robot(int argc, char **argv)
 {
     const char *server = NULL, *urdf = NULL, *srdf = NULL, *world = NULL, *configs_path = NULL, *mode_s = NULL,
-               *out_path = NULL, *max_s = "1000000", *batch_s = "1024", *conns_s = "1", *inflight_s = "4";
+               *out_path = NULL, *max_s = "1000000", *batch_s = "1024", *conns_s = "1", *inflight_s = "4",
+               *eph_s = "0";
     const tdm_opt opts[] = {{"--server", &server},       {"--urdf", &urdf},         {"--srdf", &srdf},
                             {"--world", &world},         {"--configs", &configs_path}, {"--mode", &mode_s},
                             {"--out", &out_path},        {"--max-contacts", &max_s}, {"--batch", &batch_s},
-                            {"--connections", &conns_s}, {"--inflight", &inflight_s}};
+                            {"--connections", &conns_s}, {"--inflight", &inflight_s}, {"--ephemeral", &eph_s}};
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "query") < 0) return TDM_EXIT_USAGE;
     if (!urdf || !world || !configs_path || !mode_s) {
         tdm_cli_error("query: --urdf, --world, --configs and --mode are required");
@@ -285,6 +286,9 @@ static int query_robot(int argc, char **argv)
         tdm_cli_u64("--connections", conns_s, 1, 256, &conns) < 0 ||
         tdm_cli_u64("--inflight", inflight_s, 1, 1024, &inflight) < 0)
         return TDM_EXIT_USAGE;
+    uint64_t eph;
+    if (tdm_cli_u64("--ephemeral", eph_s, 0, 1, &eph) < 0) return TDM_EXIT_USAGE;
+    tdm_cli_set_ephemeral((int)eph);
     server = tdm_cli_server(server);
     if (strchr(server, ','))
         return query_robot_multi(server, urdf, srdf, world, configs_path, mode_i ? TDM_QUERY_CONTACTS : TDM_QUERY_BOOL,
@@ -403,11 +407,12 @@ done:
 int tdm_cmd_query(int argc, char **argv)
 {
     const char *server = NULL, *env = NULL, *robot = NULL, *poses_path = NULL, *mode_s = NULL, *out_path = NULL,
-               *origin_s = "raw", *max_s = "1000000", *batch_s = "1024", *conns_s = "1", *inflight_s = "4";
+               *origin_s = "raw", *max_s = "1000000", *batch_s = "1024", *conns_s = "1", *inflight_s = "4",
+               *eph_s = "0";
     const tdm_opt opts[] = {{"--server", &server},        {"--env", &env},           {"--robot", &robot},
                             {"--poses", &poses_path},     {"--mode", &mode_s},       {"--out", &out_path},
                             {"--robot-origin", &origin_s}, {"--max-contacts", &max_s}, {"--batch", &batch_s},
-                            {"--connections", &conns_s},  {"--inflight", &inflight_s}};
+                            {"--connections", &conns_s},  {"--inflight", &inflight_s}, {"--ephemeral", &eph_s}};
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--urdf")) return query_robot(argc, argv);
     if (tdm_cli_parse(argc, argv, opts, sizeof opts / sizeof opts[0], "query") < 0) return TDM_EXIT_USAGE;
@@ -427,6 +432,9 @@ int tdm_cmd_query(int argc, char **argv)
         tdm_cli_u64("--connections", conns_s, 1, 256, &conns) < 0 ||
         tdm_cli_u64("--inflight", inflight_s, 1, 1024, &inflight) < 0)
         return TDM_EXIT_USAGE;
+    uint64_t eph;
+    if (tdm_cli_u64("--ephemeral", eph_s, 0, 1, &eph) < 0) return TDM_EXIT_USAGE;
+    tdm_cli_set_ephemeral((int)eph);
     server = tdm_cli_server(server);
 
     int status = TDM_EXIT_FAIL;

@@ -13,6 +13,10 @@ const char *tdm_cli_server(const char *opt)
     return env && *env ? env : "127.0.0.1:7450";
 }
 
+static int cli_ephemeral; /* tdm_cli_set_ephemeral */
+
+void tdm_cli_set_ephemeral(int on) { cli_ephemeral = on != 0; }
+
 tdm_client *tdm_cli_connect(const char *server)
 {
     if (strchr(server, ',')) {
@@ -34,6 +38,7 @@ tdm_client *tdm_cli_connect(const char *server)
         tdm_client_free(c);
         return NULL;
     }
+    tdm_client_set_ephemeral_scenes(c, cli_ephemeral);
     return c;
 }
 
@@ -59,5 +64,6 @@ tdm_multi *tdm_cli_multi_connect(const char *server)
         tdm_multi_free(m);
         return NULL;
     }
+    tdm_multi_set_ephemeral_scenes(m, cli_ephemeral);
     return m;
 }

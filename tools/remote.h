@@ -13,6 +13,9 @@ tdm_client *tdm_cli_connect(const char *server);
 /* A tdm_multi over the comma-separated servers (as tdm_cli_connect, one connection each),
  * or NULL after printing why. */
 tdm_multi *tdm_cli_multi_connect(const char *server);
+/* on: the scenes put through the connections made from now on are ephemeral (held by tandemd
+ * while this process's connection is open: a query's scene goes when the command ends). */
+void tdm_cli_set_ephemeral(int on);
 /* Parses a 64-hex-digit id given for opt; prints an error and returns -1 otherwise. */
 int tdm_cli_id(const char *opt, const char *hex, uint8_t id[TDM_ID_BYTES]);
 
