@@ -456,29 +456,35 @@ void tdm__ephemeral_hold(tdm_conn *c, tdm_stored_scene *sc)
     sc->holders++;
 }
 
-static void scene_delete_done(tdm_writer_op *op);
-
-/* sc, listed, is held by no connection: deleted as by its last owner's SceneDelete, no reply (c is
- * the connection whose close or put let it go; its op keeps it until the writer is done). */
-static void ephemeral_drop(tdm_conn *c, tdm_stored_scene *sc)
+/* The listed scene sc unlisted and its delete submitted to the writer for c (its reply to request
+ * req, when c is still open, from scene_delete_done). 0, or -1 when out of memory (nothing done). */
+static int submit_delete(tdm_conn *c, uint64_t req, tdm_stored_scene *sc)
 {
-    char hex[2 * TDM_ID_LEN + 1];
     tdm_writer_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        tdm_log_warn("no memory to drop ephemeral scene %s: it stays until deleted", tdm__id_hex(sc->entry.id, hex));
-        return;
-    }
-    tdm_log_debug("ephemeral scene %s: no connection holds it: dropped", tdm__id_hex(sc->entry.id, hex));
+    if (!op) return -1;
     tdm_catalog_remove_scene(c->srv->catalog, sc); /* the catalogue's reference passes to the op */
     op->kind = TDM_WRITER_SCENE_DELETE;
     op->done = scene_delete_done;
     op->owner = c;
+    op->request_id = req;
     op->scene = sc;
     memcpy(op->id, sc->entry.id, TDM_ID_LEN);
     op->field = "";
     op->index = -1;
     tdm_conn_begin(c);
     tdm_writer_submit(c->srv->writer, op);
+    return 0;
+}
+
+/* sc, listed, is held by no connection: deleted as by its last owner's SceneDelete, no reply (c is
+ * the connection whose close or put let it go; its op keeps it until the writer is done). */
+static void ephemeral_drop(tdm_conn *c, tdm_stored_scene *sc)
+{
+    char hex[2 * TDM_ID_LEN + 1];
+    if (submit_delete(c, 0, sc) != 0)
+        tdm_log_warn("no memory to drop ephemeral scene %s: it stays until deleted", tdm__id_hex(sc->entry.id, hex));
+    else
+        tdm_log_debug("ephemeral scene %s: no connection holds it: dropped", tdm__id_hex(sc->entry.id, hex));
 }
 
 void tdm__ephemeral_settle(tdm_conn *c, tdm_stored_scene *sc)
@@ -532,21 +538,6 @@ void tdm__scene_delete(tdm_conn *c, uint64_t id, const Tandem__V1__SceneDelete *
         tdm_writer_submit(srv->writer, op);
         return;
     }
-    tdm_writer_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
-        return;
-    }
-    tdm_catalog_remove_scene(srv->catalog, sc); /* the catalogue's reference passes to the op */
-    op->kind = TDM_WRITER_SCENE_DELETE;
-    op->done = scene_delete_done;
-    op->owner = c;
-    op->request_id = id;
-    op->scene = sc;
-    memcpy(op->id, sid, TDM_ID_LEN);
-    op->field = "";
-    op->index = -1;
-    tdm_conn_begin(c);
-    tdm_writer_submit(srv->writer, op);
+    if (submit_delete(c, id, sc) != 0) tdm_conn_send_error(c, id, E(NO_MEMORY), "", -1, "out of memory");
 }
 
