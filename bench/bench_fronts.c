@@ -240,20 +240,20 @@ int main(int argc, char **argv)
         const double *a = motions + m * 2 * J, *b = a + J;
         uint64_t n = tdm__motion_states(a, b, J, resolution);
         if (n == 0) die("a motion with too many states%s", "");
-        tdm_xform *poses = malloc(sizeof *poses * n * rs->n_elements);
+        tdm_xform *poses = malloc(sizeof *poses * n * rs->n_movable);
         uint64_t *bits = malloc(sizeof *bits * n * words); /* each state's kept checks, as the scheduler culls */
         if (!poses || !bits || !link_world || !q) die("out of memory%s", "");
         for (uint64_t k = 0; k < n; k++) {
             tdm__motion_state(a, b, J, k, n, q);
-            if (tdm_robot_scene_poses(rs, q, J, link_world, poses + k * rs->n_elements)) die("bad motion%s", "");
-            tdm_scene_cull(s, poses + k * rs->n_elements, centres, bits + k * words);
+            if (tdm_robot_scene_poses(rs, q, J, link_world, poses + k * rs->n_movable)) die("bad motion%s", "");
+            tdm_scene_cull(s, poses + k * rs->n_movable, centres, bits + k * words);
         }
         uint64_t last = n - 1; /* the last state checked: the first colliding one, unless --all-states */
         if (!all_states) {
             for (uint64_t k = 0; k < n && last == n - 1; k++)
                 for (uint32_t c = 0; c < s->n_checks; c++) {
                     if (!kept(bits + k * words, c)) continue;
-                    tdm_task t = task_of(s, c, poses + k * rs->n_elements);
+                    tdm_task t = task_of(s, c, poses + k * rs->n_movable);
                     tdm_collide_result r;
                     tdm_collide(&t, &r);
                     if (r.colliding) {
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
             size_t first = w.n_tasks;
             for (uint64_t k = 0; k <= last; k++)
                 if (kept(bits + k * words, c)) {
-                    tdm_task t = task_of(s, c, poses + k * rs->n_elements);
+                    tdm_task t = task_of(s, c, poses + k * rs->n_movable);
                     push_task(&w, &t);
                 }
             push_seq(&w, first, w.n_tasks - first);

@@ -119,7 +119,7 @@ template <class F> double timed_on_threads(F &worker, long threads)
 int run_motions(const tdm_robot_scene *rs, const tdm_robot *robot, const tdm_fcl_model &model,
                 const std::vector<double> &mot, size_t n, size_t n_q, double r, long threads, const char *out_path)
 {
-    const size_t n_el = rs->n_elements;
+    const size_t n_el = rs->n_movable;
     std::vector<uint64_t> first(n + 1, 0); /* motion i's states: first[i] .. first[i + 1] - 1 */
     for (size_t i = 0; i < n; i++) {
         uint64_t m = tdm__motion_states(&mot[2 * i * n_q], &mot[(2 * i + 1) * n_q], n_q, r);
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_robot: scene: %s\n", err);
         return 1;
     }
-    const size_t n_q = robot->n_active, n_el = rs->n_elements;
+    const size_t n_q = robot->n_active, n_el = rs->n_movable;
 
     /* Configurations (or motions: two a line): the same reader rules as tandem check
        (numbers, # comments, blank lines). */

@@ -114,10 +114,10 @@ int tdm_fcl_model_build(const tdm_planning_scene *ps, const tdm_robot_scene *rs,
     for (uint32_t id = 0; id < rs->n_objects; id++) {
         const tdm_robot_scene_obj &o = rs->objs[id];
         tdm_fcl_geom g;
-        if (o.movable) {
+        if (o.movable && !o.attached) {
             if (o.index < robot_geoms.size()) g = robot_geoms[o.index];
-        } else {
-            const tdm_ps_object &wo = ps->objects[o.index];
+        } else { /* a world shape, or an attached object's (in its link's frame: the scene's poses place it) */
+            const tdm_ps_object &wo = o.attached ? ps->attached[o.index].object : ps->objects[o.index];
             if (o.shape < wo.n_primitives) {
                 const tdm_ps_primitive &p = wo.primitives[o.shape];
                 switch (p.type) {
@@ -153,7 +153,7 @@ int tdm_fcl_model_build(const tdm_planning_scene *ps, const tdm_robot_scene *rs,
         m.slot_of[sc->objects[i].id] = sc->slot[i];
         m.fixed_pose[sc->objects[i].id] = tdm_fcl_transform(sc->objects[i].pose);
     }
-    m.n_elements = rs->n_elements;
+    m.n_elements = rs->n_movable;
     *out = std::move(m);
     return 0;
 }

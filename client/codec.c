@@ -1083,7 +1083,7 @@ static bool dec_robot_object(pb_istream_t *s, const pb_field_t *f, void **arg)
     if (!pb_decode(s, tandem_v1_RobotSceneObject_fields, &m)) return false;
     tdm_robot_object *o = &d->r->objects[d->n_objects++];
     o->object_id = m.object_id;
-    o->movable = m.movable;
+    o->movable = m.attached ? 2 : m.movable;
     o->link = (const char *)(uintptr_t)link.off;
     o->element = m.element;
     o->world_object = (const char *)(uintptr_t)wo.off;

@@ -181,15 +181,17 @@ typedef struct tdm_robot_info {
     int created;                   /* puts: 0 when an identical robot was already stored */
 } tdm_robot_info;
 
-/* One object of a robot scene: a robot collision element (movable: its link and its index
- * among the link's collisions) or a world shape (fixed: the world object's id and the
- * shape's index in it, primitives first then meshes). */
+/* One object of a robot scene: a robot collision element (movable 1: its link and its index
+ * among the link's collisions), a shape of an object attached to a link (movable 2: the link
+ * it moves with, the attached object's id in world_object and the shape's index in it) or a
+ * world shape (movable 0: the world object's id and the shape's index in it, primitives
+ * first then meshes). */
 typedef struct tdm_robot_object {
     uint32_t object_id;
-    int movable;
+    int movable;              /* 0 a world shape, 1 a robot element, 2 an attached object's shape */
     const char *link;         /* movable; "" otherwise */
-    uint32_t element;
-    const char *world_object; /* fixed; "" otherwise */
+    uint32_t element;         /* a robot element's; 0 otherwise */
+    const char *world_object; /* a world or attached object's id; "" for a robot element */
     uint32_t shape;
 } tdm_robot_object;
 

@@ -130,7 +130,7 @@ static void make_batch(motion_job *m)
 {
     tdm_motion_rounds_fill(m->mc, m->configs);
     if (m->q.pool.configs) return;
-    uint32_t el = m->rs->n_elements;
+    uint32_t el = m->rs->n_movable;
     for (size_t i = 0; i < m->q.pool.n_queries; i++)
         tdm_robot_scene_poses(m->rs, m->configs + i * m->J, m->J, m->links, m->q.poses + i * el); /* finite */
 }
@@ -374,12 +374,12 @@ static int motion_start(tdm_conn *c, uint64_t id, const Tandem__V1__MotionCheck 
      * per motion two varints and the last free configuration */
     uint64_t mem = sizeof(motion_job) + 2 * (uint64_t)mc->n_motions * sizeof(double) + 4 * (uint64_t)n +
                    (uint64_t)batch * (J * sizeof(double) + sizeof(tdm_sched_result)) +
-                   (uint64_t)pose_room * rs->n_elements * sizeof(tdm_xform);
+                   (uint64_t)pose_room * rs->n_movable * sizeof(tdm_xform);
     uint64_t reply = 32 + (uint64_t)n * (26 + 3 + 9 * (uint64_t)J);
     if (tdm_conn_job_admit(c, id, mem, reply) != 0) goto fail;
     {
         size_t cb = batch * J * sizeof *m->configs, lb = rs->robot->n_links * sizeof *m->links,
-               pb = pose_room * rs->n_elements * sizeof *m->q.poses, rb = batch * sizeof *m->q.pool.results;
+               pb = pose_room * rs->n_movable * sizeof *m->q.poses, rb = batch * sizeof *m->q.pool.results;
         unsigned char *b = malloc(cb + lb + pb + rb + 1); /* each piece's size a multiple of 8 bytes */
         if (!b) {
             tdm_conn_job_unadmit(c, mem, reply);

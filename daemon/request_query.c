@@ -141,7 +141,7 @@ static ecode convert_poses(tdm_query_job *j, const double *p)
 static ecode convert_configs(tdm_query_job *j, const double *q)
 {
     const tdm_robot_scene *rs = j->rs;
-    uint32_t J = rs->robot->n_active, m = rs->n_elements;
+    uint32_t J = rs->robot->n_active, m = rs->n_movable;
     size_t total = (size_t)j->pool.n_queries * J;
     for (size_t k = 0; k < total; k++)
         if (!isfinite(q[k])) {

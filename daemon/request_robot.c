@@ -96,7 +96,12 @@ static void send_robot_scene_put(tdm_conn *c, uint64_t id, tdm_stored_scene *sc,
         const tdm_robot_scene_obj *ob = &rs->objs[i];
         o.object_id = i;
         o.movable = ob->movable != 0;
-        if (ob->movable) {
+        if (ob->attached) { /* an attached object's shape, moving with its link */
+            o.link = r->links[rs->kin.elems[i].link].name;
+            o.world_object = sc->ps->attached[ob->index].object.id;
+            o.shape = ob->shape;
+            o.attached = 1;
+        } else if (ob->movable) {
             const tdm_robot_collision *e = &r->collisions[ob->index];
             o.link = r->links[e->link].name;
             o.element = ob->index - r->links[e->link].first_collision;

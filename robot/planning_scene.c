@@ -446,18 +446,14 @@ static int f_meshes(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 
 /* ---- objects, world, scene ----------------------------------------------------------- */
 
-/* The checks that need the whole object: id, matching pose lists, poses composed. */
-static int object_finish(tdm__yaml *y, const tdm_planning_scene *s, uint32_t index, const yaml_event_t *ev,
-                         const tdm__yaml_field *f, const object_build *b)
+/* The checks that need the whole object: id, matching pose lists, poses composed.
+ * Its id's uniqueness is the caller's to check (world and attached objects apart). */
+static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_field *f, const object_build *b)
 {
     tdm_ps_object *o = b->o;
     const tdm__yaml_field *id = &f[0], *prims = &f[4], *prim_poses = &f[5], *meshes = &f[6], *mesh_poses = &f[7];
     if (!id->seen) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no id");
     if (!o->id[0]) return tdm__yaml_fail_field(y, id, TDM_EFORMAT, "empty id");
-    for (uint32_t j = 0; j < index; j++)
-        if (strcmp(s->objects[j].id, o->id) == 0)
-            return tdm__yaml_fail_field(y, id, TDM_EFORMAT, "duplicate id '%s' (also world.collision_objects[%u])",
-                                        o->id, j);
     if (b->prim_poses.n != o->n_primitives)
         return tdm__yaml_fail_field(y, prim_poses->seen ? prim_poses : prims, TDM_EFORMAT,
                                     "%u primitive_poses for %u primitives", b->prim_poses.n, o->n_primitives);
@@ -476,19 +472,13 @@ static int object_finish(tdm__yaml *y, const tdm_planning_scene *s, uint32_t ind
     return TDM_OK;
 }
 
-static int item_object(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
+/* One moveit_msgs/CollisionObject mapping into *o (zeroed by its array's growth);
+ * *id_field receives the id's field, for the caller's uniqueness check. */
+static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, uint32_t *n_shapes,
+                       tdm__yaml_field *id_field)
 {
-    scene_build *sb = dst;
-    tdm_planning_scene *s = sb->s;
-    int rc = TDM_OK;
-    tdm_ps_object *a =
-        tdm__yaml_grow(y, &ev->start_mark, s->objects, i, sizeof *a, TDM_PS_MAX_OBJECTS, "collision objects", &rc);
-    if (!a) return rc;
-    s->objects = a;
-    s->n_objects = i + 1;
-    tdm_ps_object *o = &a[i];
     o->pose = tdm_xform_identity();
-    object_build b = {o, &sb->n_shapes, {NULL, 0, "position", "orientation"}, {NULL, 0, "position", "orientation"}};
+    object_build b = {o, n_shapes, {NULL, 0, "position", "orientation"}, {NULL, 0, "position", "orientation"}};
     tdm__yaml_field f[] = {TDM__YAML_FIELD("id", tdm__yaml_read_string, &o->id),
                            TDM__YAML_FIELD("header", f_header, &o->frame_id),
                            TDM__YAML_FIELD("pose", f_pose, &o->pose),
@@ -500,15 +490,101 @@ static int item_object(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t
                            TDM__YAML_FIELD("planes", tdm__yaml_read_empty, "planes (infinite half-spaces)")};
     if (ev->type != YAML_MAPPING_START_EVENT)
         return tdm__yaml_bad_kind(y, ev, "a mapping (moveit_msgs/CollisionObject)");
-    rc = tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
-    if (rc == TDM_OK) rc = object_finish(y, s, i, ev, f, &b);
+    int rc = tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
+    if (rc == TDM_OK) rc = object_finish(y, ev, f, &b);
+    *id_field = f[0];
     free(b.prim_poses.arr);
     free(b.mesh_poses.arr);
     return rc;
 }
+
+static int item_object(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
+{
+    scene_build *sb = dst;
+    tdm_planning_scene *s = sb->s;
+    int rc = TDM_OK;
+    tdm_ps_object *a =
+        tdm__yaml_grow(y, &ev->start_mark, s->objects, i, sizeof *a, TDM_PS_MAX_OBJECTS, "collision objects", &rc);
+    if (!a) return rc;
+    s->objects = a;
+    s->n_objects = i + 1;
+    tdm_ps_object *o = &a[i];
+    tdm__yaml_field id;
+    if ((rc = read_object(y, ev, o, &sb->n_shapes, &id))) return rc;
+    for (uint32_t j = 0; j < i; j++)
+        if (strcmp(s->objects[j].id, o->id) == 0)
+            return tdm__yaml_fail_field(y, &id, TDM_EFORMAT, "duplicate id '%s' (also world.collision_objects[%u])",
+                                        o->id, j);
+    return TDM_OK;
+}
 static int f_objects(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     return tdm__yaml_read_seq(y, ev, item_object, dst);
+}
+
+/* ---- attached objects (moveit_msgs/AttachedCollisionObject) -------------------------- */
+
+typedef struct attached_build {
+    scene_build *sb;
+    tdm_ps_attached *at;
+    tdm__yaml_field id; /* the object's id field, for the uniqueness check */
+} attached_build;
+
+static int f_attached_object(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    attached_build *ab = dst;
+    return read_object(y, ev, &ab->at->object, &ab->sb->n_shapes, &ab->id);
+}
+
+static int item_attached(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
+{
+    scene_build *sb = dst;
+    tdm_planning_scene *s = sb->s;
+    int rc = TDM_OK;
+    tdm_ps_attached *a = tdm__yaml_grow(y, &ev->start_mark, s->attached, i, sizeof *a, TDM_PS_MAX_OBJECTS,
+                                        "attached collision objects", &rc);
+    if (!a) return rc;
+    s->attached = a;
+    s->n_attached = i + 1;
+    tdm_ps_attached *at = &a[i];
+    attached_build ab = {sb, at, {0}};
+    tdm__yaml_list touch = {TDM__YAML_STRINGS, NULL, 0, TDM_PS_MAX_JOINTS, "touch links"};
+    tdm__yaml_field f[] = {TDM__YAML_FIELD("link_name", tdm__yaml_read_string, &at->link_name),
+                           TDM__YAML_FIELD("object", f_attached_object, &ab),
+                           TDM__YAML_FIELD("touch_links", tdm__yaml_read_list, &touch)};
+    if (ev->type != YAML_MAPPING_START_EVENT)
+        return tdm__yaml_bad_kind(y, ev, "a mapping (moveit_msgs/AttachedCollisionObject)");
+    rc = tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
+    at->touch_links = touch.arr; /* the scene owns them from here, whatever happened */
+    at->n_touch = touch.n;
+    if (rc) return rc;
+    if (!f[0].seen || !at->link_name[0])
+        return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no link_name (the link the object is attached to)");
+    if (!f[1].seen) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no object");
+    for (uint32_t j = 0; j < i; j++)
+        if (strcmp(s->attached[j].object.id, at->object.id) == 0) {
+            size_t m = tdm__yaml_push(y, "object", 0);
+            rc = tdm__yaml_fail_field(y, &ab.id, TDM_EFORMAT,
+                                      "duplicate id '%s' (also robot_state.attached_collision_objects[%u])",
+                                      at->object.id, j);
+            tdm__yaml_pop(y, m);
+            return rc;
+        }
+    return TDM_OK;
+}
+static int f_attached(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    return tdm__yaml_read_seq(y, ev, item_attached, dst);
+}
+
+/* A scene's robot_state: as f_robot_state, and its attached objects. */
+static int f_scene_robot_state(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    scene_build *sb = dst;
+    tdm__yaml_field f[] = {TDM__YAML_FIELD("joint_state", f_joint_state, &sb->s->robot_state),
+                           TDM__YAML_FIELD("multi_dof_joint_state", f_multi_dof, &sb->s->robot_state),
+                           TDM__YAML_FIELD("attached_collision_objects", f_attached, sb)};
+    return tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
 }
 
 static int f_octomap_data(tdm__yaml *y, const yaml_event_t *ev, void *dst)
@@ -539,7 +615,7 @@ static int scene_root(tdm__yaml *y, const yaml_event_t *ev, void *dst)
                            TDM__YAML_FIELD("robot_model_name", tdm__yaml_read_string, &s->robot_model_name),
                            TDM__YAML_FIELD("world", f_world, &sb),
                            TDM__YAML_FIELD("allowed_collision_matrix", f_acm, &s->acm),
-                           TDM__YAML_FIELD("robot_state", f_robot_state, &s->robot_state)};
+                           TDM__YAML_FIELD("robot_state", f_scene_robot_state, &sb)};
     return tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
 }
 
@@ -655,21 +731,29 @@ static void robot_state_free(tdm_ps_robot_state *st)
     free(st->multi_dof);
 }
 
+static void object_free(tdm_ps_object *o)
+{
+    free(o->id);
+    free(o->frame_id);
+    free(o->primitives);
+    for (uint32_t k = 0; k < o->n_meshes; k++) {
+        free(o->meshes[k].verts);
+        free(o->meshes[k].tris);
+    }
+    free(o->meshes);
+}
+
 void tdm_planning_scene_free(tdm_planning_scene *s)
 {
     if (!s) return;
-    for (uint32_t i = 0; i < s->n_objects; i++) {
-        tdm_ps_object *o = &s->objects[i];
-        free(o->id);
-        free(o->frame_id);
-        free(o->primitives);
-        for (uint32_t k = 0; k < o->n_meshes; k++) {
-            free(o->meshes[k].verts);
-            free(o->meshes[k].tris);
-        }
-        free(o->meshes);
-    }
+    for (uint32_t i = 0; i < s->n_objects; i++) object_free(&s->objects[i]);
     free(s->objects);
+    for (uint32_t i = 0; i < s->n_attached; i++) {
+        free(s->attached[i].link_name);
+        object_free(&s->attached[i].object);
+        free_names(s->attached[i].touch_links, s->attached[i].n_touch);
+    }
+    free(s->attached);
     free_names(s->acm.names, s->acm.n);
     free(s->acm.allowed);
     free_names(s->acm.default_names, s->acm.n_defaults);

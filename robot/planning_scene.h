@@ -22,7 +22,9 @@
  *            allowed_collision_matrix: entry_names, entry_values,
  *              default_entry_names, default_entry_values,
  *            robot_state.joint_state (name, position),
- *            robot_state.multi_dof_joint_state (joint_names, transforms).
+ *            robot_state.multi_dof_joint_state (joint_names, transforms),
+ *            robot_state.attached_collision_objects[]: link_name, object (a
+ *              collision object as above), touch_links.
  *   request: group_name, start_state (as robot_state above),
  *            goal_constraints[0].joint_constraints[] (joint_name, position).
  *
@@ -32,8 +34,9 @@
  *     tessellation that contains one is not written yet;
  *   - an `operation` other than ADD (0, or absent): the file is read as a whole
  *     scene, so there is nothing to remove, append to or move;
- *   - non-empty `planes` (infinite half-spaces), non-empty
- *     `robot_state.attached_collision_objects`, an octomap with data;
+ *   - non-empty `planes` (infinite half-spaces), an octomap with data, and in a
+ *     request's start_state non-empty `attached_collision_objects` (a scene's
+ *     are read: see below);
  *   - a goal whose first constraint set has position, orientation or visibility
  *     constraints, or no joint constraint (Cartesian goals);
  *   - YAML aliases (`*name`) in any element that is read: they would let a small
@@ -54,6 +57,13 @@
  *   - quaternions are normalised; one whose norm is not within
  *     TDM_QUAT_UNIT_TOLERANCE of 1 is an error (geom/vec.h; MoveIt would take an
  *     all-zero quaternion as the identity, this reader refuses it).
+ *   - attached objects (moveit_msgs/AttachedCollisionObject): the object moves
+ *     with link `link_name`; its shapes' poses are read as a world object's (in
+ *     its header frame, its `pose` applied), and robot/robot_scene.h puts them in
+ *     the link's frame. Its id is unique among attached objects (a world object
+ *     may have the same id, as MoveIt allows in a complete scene). An attached
+ *     object without shapes (MoveIt's "attach the world object of this id", a
+ *     diff) is refused; detach_posture and weight are ignored.
  *   - the ACM: `entry_values[i][j]` true means the pair (entry_names[i],
  *     entry_names[j]) is never checked, false that it is checked even if a default
  *     says otherwise; the matrix must be square and symmetric (MoveIt writes it so;
@@ -89,7 +99,7 @@ extern "C" {
  * is streamed through libyaml's event parser, so memory grows with what is kept,
  * not with the YAML's node count; the file limit bounds the rest. */
 #define TDM_PS_MAX_FILE_BYTES ((size_t)64 << 20)  /* bytes of YAML in one file */
-#define TDM_PS_MAX_OBJECTS 8192u                  /* world collision objects */
+#define TDM_PS_MAX_OBJECTS 8192u                  /* world collision objects; attached objects */
 #define TDM_PS_MAX_SHAPES 65536u                  /* primitives and meshes in one scene, all objects */
 #define TDM_PS_MAX_ACM_ENTRIES 4096u              /* ACM names (the matrix is their square) and default names */
 #define TDM_PS_MAX_JOINTS 4096u                   /* names in a joint state, multi-DOF joints, goal constraints */
@@ -132,6 +142,14 @@ typedef struct tdm_ps_object {
     tdm_ps_mesh *meshes; /* owned, in the file's order */
 } tdm_ps_object;
 
+/* moveit_msgs/AttachedCollisionObject. */
+typedef struct tdm_ps_attached {
+    char *link_name;      /* owned, not empty: the link it moves with */
+    tdm_ps_object object; /* id unique among the scene's attached objects */
+    uint32_t n_touch;
+    char **touch_links;   /* owned: links allowed to touch it besides link_name (not checked against the robot) */
+} tdm_ps_attached;
+
 /* moveit_msgs/RobotState: joint values and the multi-DOF (virtual) joints' transforms. */
 typedef struct tdm_ps_robot_state {
     uint32_t n_joints;
@@ -159,6 +177,8 @@ typedef struct tdm_planning_scene {
     tdm_ps_object *objects; /* owned, in the file's order */
     tdm_ps_acm acm;
     tdm_ps_robot_state robot_state;
+    uint32_t n_attached;
+    tdm_ps_attached *attached; /* robot_state.attached_collision_objects, owned, in the file's order */
 } tdm_planning_scene;
 
 typedef struct tdm_motion_request {

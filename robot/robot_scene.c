@@ -27,11 +27,12 @@ static int pair_push(pair_list *l, uint32_t a, uint32_t b)
     return TDM_OK;
 }
 
-/* rs->kin: the robot's joints and elements as geom/kin.h's table. */
+/* rs->kin: the robot's joints and its movable objects (elements, then attached
+ * shapes, whose entries the caller fills) as geom/kin.h's table. */
 static int kin_build(tdm_robot_scene *rs, const tdm_robot *r)
 {
     tdm_kin_joint *j = calloc(r->n_joints + 1, sizeof *j);
-    tdm_kin_elem *el = calloc(r->n_collisions + 1, sizeof *el);
+    tdm_kin_elem *el = calloc(rs->n_movable + 1, sizeof *el);
     if (!j || !el) {
         free(j);
         free(el);
@@ -48,7 +49,7 @@ static int kin_build(tdm_robot_scene *rs, const tdm_robot *r)
     for (uint32_t e = 0; e < r->n_collisions; e++) el[e] = (tdm_kin_elem){r->collisions[e].link, 0, r->collisions[e].origin};
     rs->kin_joints = j;
     rs->kin_elems = el;
-    rs->kin = (tdm_kin){r->n_links, r->n_collisions, r->n_active, j, el, rs->base};
+    rs->kin = (tdm_kin){r->n_links, rs->n_movable, r->n_active, j, el, rs->base};
     return TDM_OK;
 }
 
@@ -114,13 +115,13 @@ static int world_primitive(const tdm_ps_object *o, uint32_t k, tdm_primitive *p,
     case TDM_PS_SPHERE: *p = tdm_primitive_sphere(q->dims[0]); return TDM_OK;
     case TDM_PS_CYLINDER: *p = tdm_primitive_cylinder(q->dims[0], q->dims[1]); return TDM_OK; /* MoveIt: height, radius */
     default:
-        snprintf(err, errlen, "world object '%s' primitive %u: unknown type %d", o->id, k, (int)q->type);
+        snprintf(err, errlen, "object '%s' primitive %u: unknown type %d", o->id, k, (int)q->type);
         return TDM_EINVAL;
     }
 }
 
 /* A world primitive's mesh, in its own frame, and its true shape in *solid. */
-static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
+static int world_primitive_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
                                 tdm_scene_solid *solid, char *err, size_t errlen)
 {
     tdm_primitive p;
@@ -129,12 +130,12 @@ static int world_primitive_mesh(const tdm_ps_object *o, uint32_t k, double tol, 
     char why[400];
     double dev = 0;
     int rc = tdm_primitive_mesh(&p, tol, out, &dev, why, sizeof why);
-    if (rc != TDM_OK) snprintf(err, errlen, "world object '%s' primitive %u: %s", o->id, k, why);
+    if (rc != TDM_OK) snprintf(err, errlen, "%s object '%s' primitive %u: %s", kind, o->id, k, why);
     else *solid = (tdm_scene_solid){p, tdm_xform_identity(), dev};
     return rc;
 }
 
-static int world_mesh(const tdm_ps_object *o, uint32_t k, tdm_mesh **out, char *err, size_t errlen)
+static int world_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, tdm_mesh **out, char *err, size_t errlen)
 {
     const tdm_ps_mesh *q = &o->meshes[k];
     float *v = malloc((3 * (size_t)q->n_verts + 1) * sizeof *v);
@@ -143,7 +144,7 @@ static int world_mesh(const tdm_ps_object *o, uint32_t k, tdm_mesh **out, char *
     char why[400];
     int rc = tdm_mesh_create(v, q->n_verts, q->tris, q->n_tris, NULL, out, why, sizeof why);
     free(v);
-    if (rc != TDM_OK) snprintf(err, errlen, "world object '%s' mesh %u: %s", o->id, k, why);
+    if (rc != TDM_OK) snprintf(err, errlen, "%s object '%s' mesh %u: %s", kind, o->id, k, why);
     return rc;
 }
 
@@ -209,21 +210,65 @@ void tdm_robot_elems_destroy(tdm_robot_elems *el)
     free(el);
 }
 
-/* The world's shapes counted against TDM_SCENE_MAX_OBJECTS with the robot's elements. */
-static int count_objects(const tdm_robot *r, const tdm_planning_scene *ps, size_t *n, char *err, size_t errlen)
+/* The attached and world shapes counted against TDM_SCENE_MAX_OBJECTS with the
+ * robot's elements; *n_attached: the attached objects' shapes. */
+static int count_objects(const tdm_robot *r, const tdm_planning_scene *ps, size_t *n, size_t *n_attached, char *err,
+                         size_t errlen)
 {
-    size_t n_world = 0;
+    size_t n_world = 0, n_att = 0;
     for (uint32_t i = 0; i < ps->n_objects; i++) n_world += ps->objects[i].n_primitives + ps->objects[i].n_meshes;
-    *n = r->n_collisions + n_world;
+    for (uint32_t i = 0; i < ps->n_attached; i++)
+        n_att += ps->attached[i].object.n_primitives + ps->attached[i].object.n_meshes;
+    *n = r->n_collisions + n_att + n_world;
+    *n_attached = n_att;
     if (*n > TDM_SCENE_MAX_OBJECTS) {
-        snprintf(err, errlen, "%zu robot elements and world shapes: at most %u objects", *n, TDM_SCENE_MAX_OBJECTS);
+        snprintf(err, errlen, "%zu robot elements, attached and world shapes: at most %u objects", *n,
+                 TDM_SCENE_MAX_OBJECTS);
         return TDM_ERANGE;
     }
     return TDM_OK;
 }
 
-/* tdm_robot_scene_create_shared, with the world primitives' trees from el's shape
- * cache (use_cache) or the scene's own. */
+/* Shape k of collision object o (attached or world) as a tree, from el's shape
+ * cache (use_cache, primitives) or its own; its id's entries of rs, objs and solids. */
+static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const tdm_ps_object *o, uint32_t k,
+                        int use_cache, uint32_t id, tdm_scene_solid *solid, char *err, size_t errlen)
+{
+    int rc, prim = k < o->n_primitives;
+    const char *kind = rs->objs[id].movable ? "attached" : "world";
+    char what[TDM_ROBOT_MAX_NAME + 64];
+    if (prim && use_cache) { /* the shape's tree, built by the first scene that holds it */
+        tdm_primitive p;
+        double dev = 0;
+        char why[400];
+        if ((rc = world_primitive(o, k, &p, err, errlen)) != TDM_OK) return rc;
+        if ((rc = tdm_shape_cache_get(el->shapes, &p, el->tolerance, &rs->bvhs[id], &dev, why, sizeof why)) != TDM_OK) {
+            snprintf(err, errlen, "%s object '%s' primitive %u: %s", kind, o->id, k, why);
+            return rc;
+        }
+        rs->objs[id].cached = 1;
+        rs->objs[id].prim = p;
+        *solid = (tdm_scene_solid){p, tdm_xform_identity(), dev};
+        return TDM_OK;
+    }
+    tdm_mesh *m = NULL;
+    rc = prim ? world_primitive_mesh(kind, o, k, el->tolerance, &m, solid, err, errlen)
+              : world_mesh(kind, o, k - o->n_primitives, &m, err, errlen);
+    if (rc != TDM_OK) return rc;
+    snprintf(what, sizeof what, "%s object '%.256s' shape %u", kind, o->id, k);
+    return build_tree(m, &rs->bvhs[id], what, err, errlen);
+}
+
+/* Is name among the n names? */
+static int name_in(const char *name, char *const *names, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return 1;
+    return 0;
+}
+
+/* tdm_robot_scene_create_shared, with the attached and world primitives' trees
+ * from el's shape cache (use_cache) or the scene's own. */
 static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, int use_cache, tdm_robot_scene **out,
                        char *err, size_t errlen)
 {
@@ -231,29 +276,31 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
     *out = NULL;
     if (!el || !ps) return TDM_EINVAL;
     const tdm_robot *r = el->robot;
-    double tolerance = el->tolerance;
-    size_t n;
-    int rc = count_objects(r, ps, &n, err, errlen);
+    size_t n, n_att;
+    int rc = count_objects(r, ps, &n, &n_att, err, errlen);
     if (rc != TDM_OK) return rc;
     rc = TDM_ENOMEM;
+    const uint32_t E = r->n_collisions, M = E + (uint32_t)n_att; /* elements; movable objects */
     tdm_robot_scene *rs = calloc(1, sizeof *rs);
     tdm_scene_obj *objs = calloc(n, sizeof *objs);
     tdm_scene_solid *solids = calloc(n, sizeof *solids); /* all-zero: not solid */
     tdm_xform *links = malloc(r->n_links * sizeof *links);
     double *q0 = calloc(r->n_active + 1, sizeof *q0);
+    uint32_t *att_link = calloc(ps->n_attached + 1, sizeof *att_link);
     pair_list allowed = {0};
-    if (!rs || !objs || !solids || !links || !q0) goto fail;
+    if (!rs || !objs || !solids || !links || !q0 || !att_link) goto fail;
     rs->robot = r;
     rs->elems = el;
     rs->n_objects = (uint32_t)n;
-    rs->n_elements = r->n_collisions;
+    rs->n_elements = E;
+    rs->n_movable = M;
     rs->bvhs = calloc(n, sizeof *rs->bvhs);
     rs->objs = calloc(n, sizeof *rs->objs);
     if (!rs->bvhs || !rs->objs) goto fail;
     rs->base = tdm_ps_robot_state_root(&ps->robot_state, NULL);
     if ((rc = kin_build(rs, r)) != TDM_OK) goto fail;
 
-    /* The scene's robot state, for world objects in a link's frame. */
+    /* The scene's robot state, for objects in a link's frame. */
     for (uint32_t k = 0; k < r->n_active; k++)
         tdm_ps_robot_state_position(&ps->robot_state, r->joints[r->active[k]].name, &q0[k]);
     if ((rc = tdm_robot_fk(r, q0, r->n_active, &rs->base, links)) != TDM_OK) {
@@ -261,56 +308,74 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         goto fail;
     }
 
-    for (uint32_t e = 0; e < r->n_collisions; e++) { /* the elements' trees, borrowed */
+    for (uint32_t e = 0; e < E; e++) { /* the elements' trees, borrowed */
         rs->bvhs[e] = el->bvhs[e];
         solids[e] = el->solids[e];
         objs[e] = (tdm_scene_obj){e, rs->bvhs[e], 1, tdm_xform_identity()};
-        rs->objs[e] = (tdm_robot_scene_obj){1, e, 0, 0, {0, {0, 0, 0}}};
+        rs->objs[e] = (tdm_robot_scene_obj){1, e, 0, 0, {0, {0, 0, 0}}, 0};
     }
-    char what[TDM_ROBOT_MAX_NAME + 64];
-    uint32_t id = r->n_collisions;
+    uint32_t id = E;
+    /* Attached objects' shapes: movable, each an element of its link at the pose it
+     * has in the link's frame in the scene's robot state (as MoveIt attaches it). */
+    for (uint32_t i = 0; i < ps->n_attached; i++) {
+        const tdm_ps_attached *at = &ps->attached[i];
+        const tdm_ps_object *o = &at->object;
+        int32_t l = tdm_robot_find_link(r, at->link_name);
+        if (l < 0) {
+            rc = TDM_EINVAL;
+            snprintf(err, errlen, "attached object '%.256s': link_name '%.256s' is not a link of the robot", o->id,
+                     at->link_name);
+            goto fail;
+        }
+        att_link[i] = (uint32_t)l;
+        /* frame -> link: identity when the header frame is the link itself */
+        int in_link = o->frame_id && strcmp(o->frame_id, at->link_name) == 0;
+        tdm_xform frame = object_frame(r, links, o), to_link = tdm_xform_rel(&links[l], &frame);
+        for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
+            rs->objs[id] = (tdm_robot_scene_obj){1, i, k, 0, {0, {0, 0, 0}}, 1};
+            if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;
+            const tdm_xform *pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
+            rs->kin_elems[id] = (tdm_kin_elem){(uint32_t)l, 0, in_link ? *pose : tdm_xform_mul(&to_link, pose)};
+            objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 1, tdm_xform_identity()};
+        }
+    }
     for (uint32_t i = 0; i < ps->n_objects; i++) {
         const tdm_ps_object *o = &ps->objects[i];
         tdm_xform frame = object_frame(r, links, o);
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
-            int prim = k < o->n_primitives;
-            rs->objs[id] = (tdm_robot_scene_obj){0, i, k, 0, {0, {0, 0, 0}}};
-            if (prim && use_cache) { /* the shape's tree, built by the first scene that holds it */
-                tdm_primitive p;
-                double dev = 0;
-                char why[400];
-                if ((rc = world_primitive(o, k, &p, err, errlen)) != TDM_OK) goto fail;
-                if ((rc = tdm_shape_cache_get(el->shapes, &p, tolerance, &rs->bvhs[id], &dev, why, sizeof why)) !=
-                    TDM_OK) {
-                    snprintf(err, errlen, "world object '%s' primitive %u: %s", o->id, k, why);
-                    goto fail;
-                }
-                rs->objs[id].cached = 1;
-                rs->objs[id].prim = p;
-                solids[id] = (tdm_scene_solid){p, tdm_xform_identity(), dev};
-            } else {
-                tdm_mesh *m = NULL;
-                rc = prim ? world_primitive_mesh(o, k, tolerance, &m, &solids[id], err, errlen)
-                          : world_mesh(o, k - o->n_primitives, &m, err, errlen);
-                if (rc != TDM_OK) goto fail;
-                snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
-                if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
-            }
-            const tdm_xform *pose = prim ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
+            rs->objs[id] = (tdm_robot_scene_obj){0, i, k, 0, {0, {0, 0, 0}}, 0};
+            if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;
+            const tdm_xform *pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
         }
     }
 
-    /* The allowed list: element pairs by their links, element-shape pairs by the ACM. */
-    for (uint32_t a = 0; a < r->n_collisions; a++) {
-        uint32_t la = r->collisions[a].link;
-        const char *na = r->links[la].name;
-        for (uint32_t b = a + 1; b < r->n_collisions; b++) {
-            uint32_t lb = r->collisions[b].link;
-            if (la == lb || tdm_robot_pair_disabled(r, la, lb) || tdm_ps_acm_allowed(&ps->acm, na, r->links[lb].name))
-                if ((rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
+    /* The allowed list. Element pairs by their links (same link, SRDF, ACM);
+     * element-shape pairs by the ACM; an attached object's shapes against its own
+     * link, its touch links and, as MoveIt has it, each other and any other object
+     * attached to the same link; otherwise by the ACM with its id. */
+    for (uint32_t a = 0; a < M; a++) {
+        const int att_a = a >= E;
+        const tdm_ps_attached *A = att_a ? &ps->attached[rs->objs[a].index] : NULL;
+        const uint32_t la = att_a ? att_link[rs->objs[a].index] : r->collisions[a].link;
+        const char *na = att_a ? A->object.id : r->links[la].name;
+        for (uint32_t b = a + 1; b < M; b++) {
+            int allow;
+            if (b < E) { /* both elements */
+                uint32_t lb = r->collisions[b].link;
+                allow = la == lb || tdm_robot_pair_disabled(r, la, lb) ||
+                        tdm_ps_acm_allowed(&ps->acm, na, r->links[lb].name);
+            } else if (!att_a) { /* element a, attached shape b */
+                const tdm_ps_attached *B = &ps->attached[rs->objs[b].index];
+                allow = la == att_link[rs->objs[b].index] || name_in(na, B->touch_links, B->n_touch) ||
+                        tdm_ps_acm_allowed(&ps->acm, na, B->object.id);
+            } else { /* two attached shapes */
+                const tdm_ps_attached *B = &ps->attached[rs->objs[b].index];
+                allow = A == B || la == att_link[rs->objs[b].index] || tdm_ps_acm_allowed(&ps->acm, na, B->object.id);
+            }
+            if (allow && (rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
         }
-        for (uint32_t b = r->n_collisions; b < n; b++)
+        for (uint32_t b = M; b < n; b++)
             if (tdm_ps_acm_allowed(&ps->acm, na, ps->objects[rs->objs[b].index].id))
                 if ((rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
     }
@@ -326,6 +391,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         goto fail;
     }
     free(allowed.v);
+    free(att_link);
     free(q0);
     free(links);
     free(objs);
@@ -335,6 +401,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
 fail:
     if (rc == TDM_ENOMEM && errlen && !err[0]) snprintf(err, errlen, "out of memory");
     free(allowed.v);
+    free(att_link);
     free(q0);
     free(links);
     free(objs);
@@ -359,8 +426,8 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
         snprintf(err, errlen, "%s: the robot has no collision element", r->urdf_path);
         return TDM_EEMPTY;
     }
-    size_t n;
-    int rc = count_objects(r, ps, &n, err, errlen);
+    size_t n, n_att;
+    int rc = count_objects(r, ps, &n, &n_att, err, errlen);
     if (rc != TDM_OK) return rc;
     tdm_robot_elems *el;
     if ((rc = tdm_robot_elems_create(r, load, ctx, tolerance, &el, err, errlen)) != TDM_OK) return rc;
@@ -396,7 +463,8 @@ int tdm_robot_scene_poses(const tdm_robot_scene *rs, const double *q, size_t n_q
     if (n_q != rs->kin.n_q) return TDM_EINVAL;
     for (size_t i = 0; i < n_q; i++)
         if (!isfinite(q[i])) return TDM_ENONFINITE;
-    /* Movable ids are the element indices, so scene->movable order is element order. */
+    /* Movable ids are the kinematics' elements (robot elements, then attached shapes), so
+       scene->movable order is their order. */
     tdm_kin_links(&rs->kin, q, link_world);
     tdm_kin_elems(&rs->kin, link_world, poses);
     return TDM_OK;

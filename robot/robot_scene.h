@@ -5,10 +5,14 @@
  * Objects and ids. Collision element e of the robot (tdm_robot.collisions[e],
  * grouped by link in link order) is the movable object with id e; its pose for a
  * configuration is the element's world transform (robot/kinematics.h), so the
- * poses a query gives (scene->movable order: increasing id) are exactly
- * tdm_robot_collision_world's array. Fixed objects follow, ids n_elements, ...:
- * for each world collision object in file order, its primitives and then its
- * meshes, each one object at its pose in the planning frame. Element meshes:
+ * poses a query gives (scene->movable order: increasing id) begin with
+ * tdm_robot_collision_world's array. The attached objects' shapes follow, ids
+ * n_elements .. n_movable - 1: for each attached object in file order, its
+ * primitives and then its meshes, each a movable object that keeps the pose it has
+ * in its link's frame in the scene's robot state. Fixed objects follow, ids
+ * n_movable, ...: for each world collision object in file order, its primitives
+ * and then its meshes, each one object at its pose in the planning frame. Element
+ * meshes:
  *   - box, cylinder, sphere, capsule: geom/primitive.h's meshes (URDF cylinders and
  *     capsules are (radius, length), primitive.h's cylinder (height, radius): the
  *     named constructors convert); boxes exact, curved shapes tessellated to
@@ -16,24 +20,33 @@
  *   - mesh: the file at mesh_path, read by the caller's loader (robot/ reads no
  *     mesh formats: assimp lives in tools/), each vertex scaled per axis by the
  *     element's scale in double and rounded to float.
- * World shapes: MoveIt primitives likewise (cylinder (height, radius)), inline
- * meshes with their double vertices rounded to float.
+ * Attached and world shapes: MoveIt primitives likewise (cylinder (height,
+ * radius)), inline meshes with their double vertices rounded to float.
  *
  * Frames. The root link sits at the scene's robot-state multi-DOF transform (its
  * only multi-DOF joint; identity if none). A world object whose header frame is
  * absent, or names no link of the robot, is in the planning frame; one whose frame
  * names a link is placed at that link's pose in the scene's robot state (as
  * MoveIt does when it adds it): the state's joint positions, 0 for active joints
- * it does not name, and stays there (it is a fixed object, not attached).
+ * it does not name, and stays there (it is a fixed object, not attached). An
+ * attached object's shapes are read in its header frame likewise (the link it is
+ * attached to, another link, or the planning frame) and put in its link's frame
+ * with that state, as MoveIt attaches them; a link_name that names no link of the
+ * robot is an error naming the object.
  *
  * Allowed (never checked) pairs: two elements of the same link; elements of links
  * a, b when the SRDF disabled (a, b) or tdm_ps_acm_allowed(acm, name(a), name(b));
  * an element of link a and a world shape of object o when
- * tdm_ps_acm_allowed(acm, name(a), o.id). Nothing else: every other element pair
- * and every element-object pair is checked (the scene never checks fixed pairs).
+ * tdm_ps_acm_allowed(acm, name(a), o.id). An attached object's shapes (MoveIt's
+ * rules for attached bodies): against an element of its link_name's link or of one
+ * of its touch_links, never; against each other, and against the shapes of another
+ * object attached to the same link, never; against anything else (an element,
+ * another attached object, a world shape) unless tdm_ps_acm_allowed(acm, its id,
+ * the other's link name or id). Nothing else: every other element pair and every
+ * movable-fixed pair is checked (the scene never checks fixed pairs).
  *
- * Solids. Every primitive (a link's box, cylinder, sphere or capsule element, a
- * world box, sphere or cylinder) is a solid object of the scene
+ * Solids. Every primitive (a link's box, cylinder, sphere or capsule element, an
+ * attached or world box, sphere or cylinder) is a solid object of the scene
  * (tdm_scene_create_solids, with tdm_primitive_mesh's deviation as its margin),
  * as FCL's primitives are: a link wholly inside a world box, or a world object
  * wholly inside a link's primitive, collides though no triangles meet
@@ -66,20 +79,24 @@ typedef int (*tdm_robot_mesh_loader)(void *ctx, const char *path, tdm_mesh **out
 
 /* What a scene object is, by id. */
 typedef struct tdm_robot_scene_obj {
-    int movable;        /* 1: a robot collision element; 0: a world shape */
-    uint32_t index;     /* movable: the element's index in tdm_robot.collisions (== the id);
+    int movable;        /* 1: a robot collision element or an attached object's shape; 0: a world shape */
+    uint32_t index;     /* a robot element: its index in tdm_robot.collisions (== the id);
+                           an attached shape: its object's index in tdm_planning_scene.attached;
                            fixed: the world object's index in tdm_planning_scene.objects */
-    uint32_t shape;     /* fixed: the shape's index in that object, primitives first then meshes */
-    int cached;         /* fixed: its tree is `prim`'s, held from the elements' shape cache
+    uint32_t shape;     /* attached or fixed: the shape's index in that object, primitives first then meshes */
+    int cached;         /* attached or fixed: its tree is `prim`'s, held from the elements' shape cache
                            (tdm_robot_elems.shapes) rather than owned */
     tdm_primitive prim;
+    int attached;       /* 1: an attached object's shape (movable) */
 } tdm_robot_scene_obj;
 
 typedef struct tdm_robot_scene {
     const tdm_robot *robot;    /* borrowed: must outlive this */
     tdm_scene *scene;          /* owned; borrows `bvhs` */
-    uint32_t n_objects;        /* n_elements + n_world; ids 0 .. n_objects - 1 */
-    uint32_t n_elements;       /* == robot->n_collisions: movable ids 0 .. n_elements - 1 */
+    uint32_t n_objects;        /* n_movable + world shapes; ids 0 .. n_objects - 1 */
+    uint32_t n_elements;       /* == robot->n_collisions: ids 0 .. n_elements - 1 */
+    uint32_t n_movable;        /* n_elements + attached shapes: movable ids 0 .. n_movable - 1, the poses of a
+                                  configuration (tdm_robot_scene_poses) */
     tdm_bvh **bvhs;            /* by id, owned; the elements' (ids < n_elements) borrowed from `elems` when
                                   it is not NULL, and the world primitives' held from its shape cache */
     const struct tdm_robot_elems *elems; /* NULL, or the shared element trees it was made from
@@ -141,7 +158,7 @@ int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_
 void tdm_robot_scene_destroy(tdm_robot_scene *rs);
 
 /* The movable objects' poses for configuration q[0..n_q) (the active joints'
- * values in tdm_robot.active order): poses[0..n_elements), in scene->movable
+ * values in tdm_robot.active order): poses[0..n_movable), in scene->movable
  * order, ready for tdm_sched_query.poses. link_world is scratch for
  * robot->n_links transforms. Returns 0, TDM_EINVAL (n_q is not
  * robot->n_active) or TDM_ENONFINITE (a value is NaN or infinite). */

@@ -71,24 +71,57 @@ static int boxes_meet(const obox *p, const obox *q)
     return 1;
 }
 
+/* A box grown by pad on every side (negative: shrunk). */
+static obox grown(obox b, double pad)
+{
+    for (int i = 0; i < 3; i++) b.h[i] += pad;
+    return b;
+}
+
+/* link2's frame at (j1, j2): Rz(j1) * Ry(j2) at (0, 0, 0.5); the box with centre c and
+ * half sizes h in that frame, axes along its axes. */
+static obox on_link2(const double q[2], const double c[3], const double h[3])
+{
+    const double c1 = cos(q[0]), s1 = sin(q[0]), c2 = cos(q[1]), s2 = sin(q[1]);
+    const double R[3][3] = {{c1 * c2, -s1, c1 * s2}, {s1 * c2, c1, s1 * s2}, {-s2, 0, c2}};
+    obox b;
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 3; k++) b.a[i][k] = R[k][i];
+        b.c[i] = R[i][0] * c[0] + R[i][1] * c[1] + R[i][2] * c[2] + (i == 2 ? 0.5 : 0);
+        b.h[i] = h[i];
+    }
+    return b;
+}
+
+static const obox post = {{0.45, 0.1, 0.4}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.075, 0.075, 0.4}};
+static const obox base = {{0, 0, 0.05}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.15, 0.15, 0.05}};
+
 /* Collides at (j1, j2)? base_link and the post are fixed; link1 (a post of radius
  * < 0.043 about the z axis) can reach neither the post (x >= 0.375) nor, the pair
  * being disabled, link2 or the base; so: link2 against the post and the base. */
-int arm_oracle_collides(const double q[2])
+static int bar_collides(const double q[2], double pad)
 {
-    const double c1 = cos(q[0]), s1 = sin(q[0]), c2 = cos(q[1]), s2 = sin(q[1]);
-    /* link2's frame: Rz(j1) * Ry(j2) at (0, 0, 0.5); its box centred at (0.3, 0, 0) */
-    const double R[3][3] = {{c1 * c2, -s1, c1 * s2}, {s1 * c2, c1, s1 * s2}, {-s2, 0, c2}};
-    obox bar;
-    for (int i = 0; i < 3; i++) {
-        for (int k = 0; k < 3; k++) bar.a[i][k] = R[k][i];
-        bar.c[i] = R[i][0] * 0.3 + (i == 2 ? 0.5 : 0);
-    }
-    bar.h[0] = 0.25;
-    bar.h[1] = bar.h[2] = 0.025;
-    const obox post = {{0.45, 0.1, 0.4}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.075, 0.075, 0.4}};
-    const obox base = {{0, 0, 0.05}, {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0.15, 0.15, 0.05}};
+    static const double c[3] = {0.3, 0, 0}, h[3] = {0.25, 0.025, 0.025};
+    obox bar = grown(on_link2(q, c, h), pad);
     return boxes_meet(&bar, &post) || boxes_meet(&bar, &base);
+}
+
+int arm_oracle_collides(const double q[2]) { return bar_collides(q, 0); }
+
+int arm_oracle_holding(const double q[2], const double (*boxes)[6], int n, int link1_checked, int post_checked,
+                       double pad)
+{
+    if (bar_collides(q, pad)) return 1;
+    /* link1: Rz(j1) at (0, 0, 0.1), its box centred 0.2 up its axis */
+    const double c1 = cos(q[0]), s1 = sin(q[0]);
+    const obox link1 = {{0, 0, 0.3}, {{c1, s1, 0}, {-s1, c1, 0}, {0, 0, 1}}, {0.03, 0.03, 0.2}};
+    for (int i = 0; i < n; i++) {
+        obox b = grown(on_link2(q, boxes[i], boxes[i] + 3), pad);
+        if (boxes_meet(&b, &base) || (post_checked && boxes_meet(&b, &post)) ||
+            (link1_checked && boxes_meet(&b, &link1)))
+            return 1;
+    }
+    return 0;
 }
 
 /* The first colliding state of a -> b cut at resolution r (issue 13's formula), or -1. */

@@ -18,6 +18,15 @@ extern const char *arm_urdf_text, *arm_srdf_text, *arm_scene_text;
 
 /* Does configuration (j1, j2) collide (touching counts)? */
 int arm_oracle_collides(const double q[2]);
+/* Does (j1, j2) collide when the arm holds the boxes boxes[0..n) attached to link2
+ * (each: centre x y z and half sizes in link2's frame, its axes along link2's)? The
+ * held boxes are checked against the base, against the world's post when post_checked
+ * and against link1 when link1_checked (link2 itself is a touch link); the arm's own
+ * pairs as arm_oracle_collides. Every box (the bar's and the held ones) is grown by
+ * pad on each side (negative: shrunk), so that a caller can set aside configurations
+ * within pad of touching. */
+int arm_oracle_holding(const double q[2], const double (*boxes)[6], int n, int link1_checked, int post_checked,
+                       double pad);
 /* The first colliding state of a -> b cut at resolution r by issue 13's formula
  * (n = max(2, ceil(max_j |b_j - a_j| / r) + 1), q_k = a + k/(n-1) (b - a), written
  * out here), or -1; *n_out (may be NULL) receives n. */

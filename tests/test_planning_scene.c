@@ -552,10 +552,108 @@ Test(planning_scene, types_and_operations_refused)
                 "operation MOVE (3) is not supported");
     scene_error(edit(16, "    - id: table\n      planes: [{coef: [0, 0, 1, 0]}]", 0), TDM_EFORMAT, 17, OBJ0 ".planes",
                 "not supported: planes");
-    scene_error(edit(1, "robot_state:\n  attached_collision_objects: [{object: {id: x}}]", 0), TDM_EFORMAT, 2,
-                "robot_state.attached_collision_objects", "not supported: attached collision objects");
     scene_error(edit(14, "world:\n  octomap: {octomap: {data: [1, 2]}}", 0), TDM_EFORMAT, 15, "world.octomap.octomap.data",
                 "not supported: octomaps");
+}
+
+/* Attached objects: every field read back, shape poses composed with the object's pose
+ * as a world object's are, a world object of the same id allowed (MoveIt keeps both in a
+ * complete scene); the rest of an AttachedCollisionObject skipped. */
+Test(planning_scene, attached_objects_read_back)
+{
+    tdm_planning_scene *s = scene_ok("robot_state:\n"
+                                     "  joint_state: {name: [j1], position: [0.5]}\n"
+                                     "  attached_collision_objects:\n"
+                                     "    - link_name: hand\n"
+                                     "      object:\n"
+                                     "        id: cup\n"
+                                     "        header: {frame_id: hand}\n"
+                                     "        pose: {position: [0, 0, 0.1], orientation: [0, 0, 0, 1]}\n"
+                                     "        primitives: [{type: cylinder, dimensions: [0.1, 0.03]}, {type: box, dimensions: [1, 2, 3]}]\n"
+                                     "        primitive_poses:\n"
+                                     "          - {position: [1, 0, 0], orientation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"
+                                     "          - {position: [0, 2, 0], orientation: [0, 0, 0, 1]}\n"
+                                     "      touch_links: [finger1, finger2]\n"
+                                     "      detach_posture: {joint_names: [f], points: []}\n"
+                                     "      weight: 0.2\n"
+                                     "    - link_name: forearm\n"
+                                     "      object:\n"
+                                     "        id: strap\n"
+                                     "        header: {frame_id: world}\n"
+                                     "        meshes: [{vertices: [[0, 0, 0], [1, 0, 0], [0, 1, 0]], triangles: [[0, 1, 2]]}]\n"
+                                     "        mesh_poses: [{position: [0, 0, 3], orientation: [0, 0, 0, 1]}]\n"
+                                     "world:\n"
+                                     "  collision_objects:\n"
+                                     "    - id: cup\n"
+                                     "      primitives: [{type: sphere, dimensions: [1]}]\n"
+                                     "      primitive_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n");
+    cr_assert_eq(s->n_attached, 2);
+    cr_assert_eq(s->n_objects, 1);
+    cr_assert_str_eq(s->objects[0].id, "cup");
+    const tdm_ps_attached *a = &s->attached[0], *b = &s->attached[1];
+    cr_assert_str_eq(a->link_name, "hand");
+    cr_assert_str_eq(a->object.id, "cup");
+    cr_assert_str_eq(a->object.frame_id, "hand");
+    cr_assert_eq(a->n_touch, 2);
+    cr_assert_str_eq(a->touch_links[0], "finger1");
+    cr_assert_str_eq(a->touch_links[1], "finger2");
+    cr_assert_eq(a->object.n_primitives, 2);
+    cr_assert_eq(a->object.n_meshes, 0);
+    cr_assert_eq(a->object.primitives[0].type, TDM_PS_CYLINDER);
+    cr_assert_eq(a->object.has_pose, 1);
+    assert_vec(a->object.primitives[0].pose.t, 1, 0, 0.1, "first primitive, object pose applied");
+    assert_mat(&a->object.primitives[0].pose.r, RZ90, "first primitive's rotation");
+    assert_vec(a->object.primitives[1].pose.t, 0, 2, 0.1, "second primitive");
+    cr_assert_str_eq(b->link_name, "forearm");
+    cr_assert_str_eq(b->object.id, "strap");
+    cr_assert_str_eq(b->object.frame_id, "world");
+    cr_assert_eq(b->n_touch, 0);
+    cr_assert_eq(b->object.n_meshes, 1);
+    cr_assert_eq(b->object.meshes[0].n_tris, 1);
+    assert_vec(b->object.meshes[0].pose.t, 0, 0, 3, "the mesh");
+    double v = 0;
+    cr_assert_eq(tdm_ps_robot_state_position(&s->robot_state, "j1", &v), 1);
+    cr_assert_float_eq(v, 0.5, 0);
+    tdm_planning_scene_free(s);
+}
+
+#define ATT "robot_state.attached_collision_objects"
+
+Test(planning_scene, attached_objects_refused)
+{
+    static const char one_box[] = "primitives: [{type: box, dimensions: [1, 1, 1]}], "
+                                  "primitive_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]";
+    char t[1024];
+    snprintf(t, sizeof t, "robot_state:\n  attached_collision_objects:\n    - object: {id: a, %s}\n", one_box);
+    scene_error(t, TDM_EFORMAT, 3, ATT "[0]", "no link_name");
+    snprintf(t, sizeof t, "robot_state:\n  attached_collision_objects:\n    - {link_name: '', object: {id: a, %s}}\n",
+             one_box);
+    scene_error(t, TDM_EFORMAT, 3, ATT "[0]", "no link_name");
+    scene_error("robot_state:\n  attached_collision_objects:\n    - link_name: hand\n", TDM_EFORMAT, 3, ATT "[0]",
+                "no object");
+    scene_error("robot_state:\n  attached_collision_objects:\n    - link_name: hand\n      object: {id: a}\n",
+                TDM_EEMPTY, 4, ATT "[0].object", "an object without primitives or meshes");
+    snprintf(t, sizeof t,
+             "robot_state:\n  attached_collision_objects:\n    - link_name: hand\n      object: {id: a, operation: 1, %s}\n",
+             one_box);
+    scene_error(t, TDM_EFORMAT, 4, ATT "[0].object.operation", "operation REMOVE (1) is not supported");
+    snprintf(t, sizeof t,
+             "robot_state:\n  attached_collision_objects:\n"
+             "    - {link_name: hand, object: {id: a, %s}}\n"
+             "    - {link_name: arm, object: {id: a, %s}}\n",
+             one_box, one_box);
+    scene_error(t, TDM_EFORMAT, 4, ATT "[1].object.id", "duplicate id 'a' (also " ATT "[0])");
+    snprintf(t, sizeof t,
+             "robot_state:\n  attached_collision_objects:\n    - {link_name: hand, touch_links: x, object: {id: a, %s}}\n",
+             one_box);
+    scene_error(t, TDM_EFORMAT, 3, ATT "[0].touch_links", "expected a list");
+    snprintf(t, sizeof t, "robot_state:\n  attached_collision_objects:\n    - {link_name: hand, object: {id: a, %s, "
+                          "planes: [{coef: [0, 0, 1, 0]}]}}\n", one_box);
+    scene_error(t, TDM_EFORMAT, 3, ATT "[0].object.planes", "not supported: planes");
+    /* a request's start state may not bring attached objects: they would be dropped */
+    request_error("start_state:\n  attached_collision_objects: [{link_name: hand}]\n"
+                  "goal_constraints: [{joint_constraints: [{joint_name: a, position: 1}]}]\n",
+                  TDM_EFORMAT, 2, "start_state.attached_collision_objects", "not supported: attached collision objects");
 }
 
 Test(planning_scene, objects_and_names)

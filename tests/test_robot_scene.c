@@ -290,7 +290,7 @@ static tdm_robot_scene *make_scene(void)
 Test(robot_scene, objects_and_allowed_pairs)
 {
     tdm_robot_scene *rs = make_scene();
-    cr_assert_eq(rs->n_elements, N_EL);
+    cr_assert_eq(rs->n_movable, N_EL);
     cr_assert_eq(rs->n_objects, N_OBJ);
     cr_assert_eq(rs->scene->n_movable, N_EL);
     for (uint32_t i = 0; i < N_OBJ; i++) {
@@ -842,7 +842,7 @@ static void long_chain_on_gpu(int joints, int fused)
     for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(e, rs->bvhs[i]), TDM_OK);
     const size_t n = 3000, nq = r->n_active;
     double *q = malloc(n * nq * sizeof *q);
-    tdm_xform *x = malloc(n * rs->n_elements * sizeof *x), *links = malloc(r->n_links * sizeof *links);
+    tdm_xform *x = malloc(n * rs->n_movable * sizeof *x), *links = malloc(r->n_links * sizeof *links);
     tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
     cr_assert(q && x && links && want && got);
     gen_rng g = {seed ^ 0xc4a1ull};
@@ -851,7 +851,7 @@ static void long_chain_on_gpu(int joints, int fused)
             const tdm_robot_joint *jt = &r->joints[r->active[a]];
             q[i * nq + a] = gen_range(&g, jt->lower, jt->upper);
         }
-        cr_assert_eq(tdm_robot_scene_poses(rs, q + i * nq, nq, links, x + i * rs->n_elements), TDM_OK);
+        cr_assert_eq(tdm_robot_scene_poses(rs, q + i * nq, nq, links, x + i * rs->n_movable), TDM_OK);
     }
     tdm_sched *cpu = sched_of(TDM_BACKEND_CPU, why, sizeof why);
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};

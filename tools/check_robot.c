@@ -93,7 +93,7 @@ int tdm_cmd_check_robot(int argc, char **argv)
     if (tdm__robot_sched(&run, kind, (int)threads, (int)streams) < 0) goto done;
     tdm_sched *sched = run.sched;
 
-    size_t n_alloc = n ? n : 1, m_el = rs->n_elements;
+    size_t n_alloc = n ? n : 1, m_el = rs->n_movable;
     xs = malloc(n_alloc * m_el * sizeof *xs);
     links = malloc(robot->n_links * sizeof *links);
     res = calloc(chunk, sizeof *res);

@@ -259,7 +259,7 @@ int tdm_cmd_motions(int argc, char **argv)
         goto done;
     }
 
-    size_t m_el = rs->n_elements;
+    size_t m_el = rs->n_movable;
     xs = malloc((kind == TDM_BACKEND_HYBRID ? batch : 1) * m_el * sizeof *xs);
     links = malloc(robot->n_links * sizeof *links);
     q = malloc(batch * (n_q ? n_q : 1) * sizeof *q);

@@ -14,7 +14,7 @@ struct fcl_plan_checker::worker {
     std::vector<tdm_xform> links, poses;
     std::vector<double> q;
     worker(const tdm_robot_scene *r, const tdm_fcl_model &m)
-        : fc(m), rs(r), links(r->robot->n_links), poses(r->n_elements), q(r->robot->n_active) {}
+        : fc(m), rs(r), links(r->robot->n_links), poses(r->n_movable), q(r->robot->n_active) {}
     /* 1 colliding, 0 free, -1 bad configuration */
     int collides(const double *cfg)
     {

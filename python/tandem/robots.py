@@ -58,9 +58,10 @@ class Robot:
 @dataclass(frozen=True)
 class RobotObject:
     """One object of a robot scene: a robot collision element (movable: ``link`` and ``element``,
-    its index among the link's collisions) or a world shape (fixed: ``world_object`` and
-    ``shape``, its index in the object, primitives first then meshes). Query answers'
-    ``object_pair`` holds these ids."""
+    its index among the link's collisions), a shape of an object attached to a link (movable and
+    ``attached``: ``link`` it moves with, ``world_object`` the attached object's id, ``shape``) or
+    a world shape (fixed: ``world_object`` and ``shape``, its index in the object, primitives first
+    then meshes). Query answers' ``object_pair`` holds these ids."""
 
     object_id: int
     movable: bool
@@ -68,6 +69,7 @@ class RobotObject:
     element: int
     world_object: str
     shape: int
+    attached: bool = False
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class RobotMixin:
                     int(o.element),
                     (o.world_object or b"").decode(errors="replace"),
                     int(o.shape),
+                    int(o.movable) == 2,
                 )
                 for o in (si.objects[i] for i in range(si.n_objects))
             )

@@ -1,0 +1,358 @@
+/* Attached collision objects (moveit_msgs/AttachedCollisionObject in a planning
+ * scene's robot state): an object held by a link moves with it, is checked against
+ * the world and the robot except its link and touch links, and follows the ACM.
+ *
+ *   a_held_object_answers_as_the_oracle   tests/arm_oracle.h's arm holding two boxes
+ *                                         on link2, in five spellings of the scene
+ *                                         (touch links, an ACM entry, the header frame
+ *                                         the link itself, the planning frame with an
+ *                                         object pose, another link): every
+ *                                         configuration's bool answer on the CPU engine
+ *                                         equals the oracle's (separating axes in
+ *                                         double); the three frames give the same
+ *                                         answers, object pairs included
+ *   attached_objects_follow_moveit_rules  which pairs are never checked, each written
+ *                                         out: own link, touch links, one object's
+ *                                         shapes, objects on one link, the ACM by id
+ *   attached_to_no_link_is_refused        a link_name the robot lacks: an error naming
+ *                                         the object, no scene
+ *   configs_on_gpu_match_cpu_engine       the held scene's configurations on the GPU
+ *                                         engine (skipped without one), bool and
+ *                                         contacts, equal to the CPU engine's */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen.h"
+#include "arm_oracle.h"
+#include "robot/robot_scene.h"
+#include "workpile/sched.h"
+
+static uint64_t seed;
+static tdm_robot *robot;
+
+static int no_meshes(void *ctx, const char *uri, char **path, char *why, size_t whylen)
+{
+    (void)ctx;
+    (void)path;
+    snprintf(why, whylen, "no mesh expected, got %s", uri);
+    return TDM_EINVAL;
+}
+
+static void suite_init(void)
+{
+    const char *e = getenv("TDM_TEST_SEED");
+    seed = e ? strtoull(e, NULL, 0) : (uint64_t)time(NULL);
+    cr_log_info("TDM_TEST_SEED=%llu", (unsigned long long)seed);
+    tdm_robot_source src = {arm_urdf_text, strlen(arm_urdf_text), "arm.urdf", arm_srdf_text, strlen(arm_srdf_text),
+                            "arm.srdf", no_meshes, NULL};
+    char err[512];
+    cr_assert_eq(tdm_robot_parse(&src, &robot, err, sizeof err), TDM_OK, "%s", err);
+}
+
+static void suite_fini(void) { tdm_robot_free(robot); }
+
+TestSuite(attached, .init = suite_init, .fini = suite_fini, .timeout = 240);
+
+/* The held object: a cube past the bar's end and a hanger below the bar near the
+ * joint, which swings into link1 as j2 turns. Centre, then half sizes, in link2's
+ * frame (the scene's primitive_poses and dimensions say the same). */
+static const double HELD[2][6] = {{0.62, 0, 0, 0.06, 0.06, 0.06}, {0.06, 0, -0.2, 0.02, 0.02, 0.15}};
+
+/* The scene's robot state: the frames other than link2 are read at it. */
+#define J1 0.3
+#define J2 -0.4
+
+/* The planning scene: the post (arm_scene_text's) and the held object, its header
+ * frame `frame` with object pose `pose` ("" for none), `touch` its touch_links, `acm`
+ * an allowed_collision_matrix block ("" for none). */
+static char *held_scene(const char *frame, const char *pose, const char *touch, const char *acm)
+{
+    char *t = malloc(4096);
+    cr_assert_not_null(t);
+    snprintf(t, 4096,
+             "name: held\n"
+             "robot_state:\n"
+             "  joint_state: {name: [j1, j2], position: [%.17g, %.17g]}\n"
+             "  attached_collision_objects:\n"
+             "    - link_name: link2\n"
+             "      touch_links: %s\n"
+             "      object:\n"
+             "        id: held\n"
+             "        header: {frame_id: %s}\n"
+             "%s"
+             "        primitives: [{type: box, dimensions: [0.12, 0.12, 0.12]}, {type: box, dimensions: [0.04, 0.04, 0.3]}]\n"
+             "        primitive_poses:\n"
+             "          - {position: [0.62, 0, 0], orientation: [0, 0, 0, 1]}\n"
+             "          - {position: [0.06, 0, -0.2], orientation: [0, 0, 0, 1]}\n"
+             "world:\n"
+             "  collision_objects:\n"
+             "    - id: post\n"
+             "      header: {frame_id: world}\n"
+             "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+             "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n"
+             "%s",
+             J1, J2, touch, frame, pose, acm);
+    return t;
+}
+
+static tdm_robot_scene *scene_of(const char *yaml, tdm_planning_scene **ps_out)
+{
+    tdm_planning_scene *ps = NULL;
+    tdm_robot_scene *rs = NULL;
+    char err[512];
+    cr_assert_eq(tdm_planning_scene_parse(yaml, strlen(yaml), "held", &ps, err, sizeof err), TDM_OK, "%s\n%s", err,
+                 yaml);
+    cr_assert_eq(tdm_robot_scene_create(robot, ps, NULL, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err), TDM_OK,
+                 "%s", err);
+    if (ps_out) *ps_out = ps;
+    else tdm_planning_scene_free(ps);
+    return rs;
+}
+
+static tdm_sched *cpu_engine(void)
+{
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_CPU;
+    c.threads = 2;
+    c.calibrate = 0;
+    tdm_sched *e = NULL;
+    char why[320];
+    cr_assert_eq(tdm_sched_create(&c, &e, why, sizeof why), TDM_OK, "%s", why);
+    return e;
+}
+
+#define N_CFG 4000
+
+static double *random_configs(size_t n, uint64_t salt)
+{
+    gen_rng g = {seed ^ salt};
+    double *q = malloc(2 * n * sizeof *q);
+    cr_assert_not_null(q);
+    for (size_t i = 0; i < n; i++) {
+        q[2 * i] = gen_range(&g, -3.14, 3.14);
+        q[2 * i + 1] = gen_range(&g, -2.6, 2.6);
+    }
+    return q;
+}
+
+static void run_configs(tdm_sched *e, const tdm_robot_scene *rs, const double *q, size_t n, tdm_mode mode,
+                        uint32_t cap, tdm_sched_result *out)
+{
+    tdm_sched_query proto = {rs->scene, NULL, mode, cap, NULL, NULL};
+    cr_assert_eq(tdm_sched_run_configs(e, &proto, &rs->kin, q, n, out), TDM_OK);
+}
+
+Test(attached, a_held_object_answers_as_the_oracle)
+{
+    /* link2's pose at the scene's state, in the planning frame and in link1's: the
+     * quaternions of Rz(J1) Ry(J2) and of Ry(J2) */
+    const double sz = sin(J1 / 2), cz = cos(J1 / 2), sy = sin(J2 / 2), cy = cos(J2 / 2);
+    char in_world[256], in_link1[256];
+    snprintf(in_world, sizeof in_world,
+             "        pose: {position: [0, 0, 0.5], orientation: [%.17g, %.17g, %.17g, %.17g]}\n", -sz * sy, cz * sy,
+             sz * cy, cz * cy);
+    snprintf(in_link1, sizeof in_link1, "        pose: {position: [0, 0, 0.4], orientation: [0, %.17g, 0, %.17g]}\n", sy,
+             cy);
+    static const char acm_post[] = "allowed_collision_matrix:\n"
+                                   "  entry_names: [held, post]\n"
+                                   "  entry_values: [[false, true], [true, false]]\n";
+    struct {
+        const char *what, *frame, *pose, *touch, *acm;
+        int link1_checked, post_checked;
+    } v[5] = {
+        {"the link's frame", "link2", "", "[]", "", 1, 1},
+        {"link1 a touch link", "link2", "", "[link1]", "", 0, 1},
+        {"the post allowed by the ACM", "link2", "", "[]", acm_post, 1, 0},
+        {"the planning frame and an object pose", "world", in_world, "[]", "", 1, 1},
+        {"link1's frame and an object pose", "link1", in_link1, "[]", "", 1, 1},
+    };
+    double *q = random_configs(N_CFG, 0xa77ac4ull);
+    tdm_sched *e = cpu_engine();
+    tdm_sched_result *first = malloc(N_CFG * sizeof *first), *got = malloc(N_CFG * sizeof *got);
+    cr_assert(first && got);
+    for (int k = 0; k < 5; k++) {
+        char *yaml = held_scene(v[k].frame, v[k].pose, v[k].touch, v[k].acm);
+        tdm_robot_scene *rs = scene_of(yaml, NULL);
+        cr_assert_eq(rs->n_elements, 3);
+        cr_assert_eq(rs->n_movable, 5, "three elements and the held object's two boxes");
+        cr_assert_eq(rs->n_objects, 6);
+        for (uint32_t id = 3; id < 5; id++) {
+            cr_assert(rs->objs[id].movable && rs->objs[id].attached);
+            cr_assert_eq(rs->objs[id].index, 0);
+            cr_assert_eq(rs->objs[id].shape, id - 3);
+            cr_assert_eq(rs->kin.elems[id].link, 2, "the boxes move with link2");
+        }
+        run_configs(e, rs, q, N_CFG, TDM_MODE_BOOL, 1, got);
+        size_t colliding = 0, held_only = 0, by_link1 = 0, near = 0;
+        for (size_t i = 0; i < N_CFG; i++) {
+            const double *qi = q + 2 * i;
+            int lo = arm_oracle_holding(qi, HELD, 2, v[k].link1_checked, v[k].post_checked, -1e-7),
+                hi = arm_oracle_holding(qi, HELD, 2, v[k].link1_checked, v[k].post_checked, 1e-7);
+            if (lo != hi) { /* within 1e-7 of touching: float rounding may go either way */
+                near++;
+                continue;
+            }
+            cr_assert_eq(got[i].colliding, lo, "seed=%llu %s, configuration %zu (%.17g, %.17g): got %u, oracle %d",
+                         (unsigned long long)seed, v[k].what, i, qi[0], qi[1], got[i].colliding, lo);
+            if (got[i].colliding)
+                cr_assert(!tdm_robot_scene_allowed(rs, got[i].object_a, got[i].object_b), "%s: an allowed pair (%u, %u)",
+                          v[k].what, got[i].object_a, got[i].object_b);
+            colliding += lo;
+            held_only += lo && !arm_oracle_collides(qi);
+            by_link1 += lo && !arm_oracle_holding(qi, HELD, 2, 0, v[k].post_checked, 0);
+        }
+        cr_log_info("%s: %zu of %d configurations colliding, %zu by the held boxes alone, %zu by link1 alone, %zu "
+                    "within 1e-7 of touching",
+                    v[k].what, colliding, N_CFG, held_only, by_link1, near);
+        cr_assert(near < N_CFG / 100);
+        cr_assert(colliding > 0 && colliding < N_CFG);
+        cr_assert(held_only > 0, "%s: the held boxes must matter", v[k].what);
+        if (v[k].link1_checked) cr_assert(by_link1 > 0, "%s: the hanger must reach link1", v[k].what);
+        if (k == 0) memcpy(first, got, N_CFG * sizeof *got);
+        if (k >= 3) /* another frame, the same boxes: the same answers, pairs included */
+            for (size_t i = 0; i < N_CFG; i++)
+                cr_assert(got[i].colliding == first[i].colliding && got[i].object_a == first[i].object_a &&
+                              got[i].object_b == first[i].object_b,
+                          "%s, configuration %zu: (%u %u %u) against the link's frame's (%u %u %u)", v[k].what, i,
+                          got[i].colliding, got[i].object_a, got[i].object_b, first[i].colliding, first[i].object_a,
+                          first[i].object_b);
+        tdm_robot_scene_destroy(rs);
+        free(yaml);
+    }
+    free(first);
+    free(got);
+    free(q);
+    tdm_sched_destroy(e);
+}
+
+/* Ids: 0 base_link, 1 link1, 2 link2 (the arm's elements); 3, 4 cup's two shapes
+ * (on link2, touch link link1); 5 lid (on link2); 6 strap (on link1); 7 the post. */
+Test(attached, attached_objects_follow_moveit_rules)
+{
+    static const char yaml[] =
+        "robot_state:\n"
+        "  attached_collision_objects:\n"
+        "    - link_name: link2\n"
+        "      touch_links: [link1]\n"
+        "      object:\n"
+        "        id: cup\n"
+        "        header: {frame_id: link2}\n"
+        "        primitives: [{type: box, dimensions: [0.1, 0.1, 0.1]}, {type: sphere, dimensions: [0.05]}]\n"
+        "        primitive_poses: [{position: [0.6, 0, 0], orientation: [0, 0, 0, 1]},\n"
+        "                          {position: [0.7, 0, 0], orientation: [0, 0, 0, 1]}]\n"
+        "    - link_name: link2\n"
+        "      object:\n"
+        "        id: lid\n"
+        "        header: {frame_id: link2}\n"
+        "        primitives: [{type: cylinder, dimensions: [0.02, 0.05]}]\n"
+        "        primitive_poses: [{position: [0.6, 0, 0.06], orientation: [0, 0, 0, 1]}]\n"
+        "    - link_name: link1\n"
+        "      object:\n"
+        "        id: strap\n"
+        "        header: {frame_id: link1}\n"
+        "        primitives: [{type: box, dimensions: [0.1, 0.01, 0.02]}]\n"
+        "        primitive_poses: [{position: [0, 0, 0.2], orientation: [0, 0, 0, 1]}]\n"
+        "world:\n"
+        "  collision_objects:\n"
+        "    - id: post\n"
+        "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+        "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n"
+        "allowed_collision_matrix:\n"
+        "  entry_names: [strap, post, lid, base_link]\n"
+        "  entry_values: [[false, true, false, false], [true, false, false, false],\n"
+        "                 [false, false, false, true], [false, false, true, false]]\n";
+    tdm_robot_scene *rs = scene_of(yaml, NULL);
+    cr_assert_eq(rs->n_movable, 7);
+    cr_assert_eq(rs->n_objects, 8);
+    /* never checked: 1 of each pair below; the rest checked */
+    static const char *const rule[8][8] = {
+        [0][1] = "SRDF", [1][2] = "SRDF",
+        [2][3] = "cup's own link", [2][4] = "cup's own link", [1][3] = "cup's touch link", [1][4] = "cup's touch link",
+        [3][4] = "one object's shapes", [3][5] = "one link's objects", [4][5] = "one link's objects",
+        [2][5] = "lid's own link", [0][5] = "the ACM (lid, base_link)",
+        [1][6] = "strap's own link", [6][7] = "the ACM (strap, post)",
+    };
+    size_t checked = 0;
+    for (uint32_t a = 0; a < 8; a++)
+        for (uint32_t b = a + 1; b < 8; b++) {
+            int want = b < rs->n_movable || a < rs->n_movable ? rule[a][b] != NULL : 1;
+            cr_assert_eq(tdm_robot_scene_allowed(rs, a, b), want, "pair (%u, %u): want %s", a, b,
+                         rule[a][b] ? rule[a][b] : want ? "fixed pair" : "checked");
+            checked += !want;
+        }
+    cr_assert_eq(rs->scene->n_checks, checked);
+    cr_assert_eq(checked, 15);
+    tdm_robot_scene_destroy(rs);
+}
+
+Test(attached, attached_to_no_link_is_refused)
+{
+    char *yaml = held_scene("link2", "", "[]", "");
+    char *at = strstr(yaml, "link_name: link2");
+    cr_assert_not_null(at);
+    memcpy(at, "link_name: hand2", 16);
+    tdm_planning_scene *ps = NULL;
+    tdm_robot_scene *rs = (tdm_robot_scene *)1;
+    char err[512] = "";
+    cr_assert_eq(tdm_planning_scene_parse(yaml, strlen(yaml), "held", &ps, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create(robot, ps, NULL, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err),
+                 TDM_EINVAL);
+    cr_assert_null(rs);
+    cr_assert_str_eq(err, "attached object 'held': link_name 'hand2' is not a link of the robot");
+    tdm_planning_scene_free(ps);
+    free(yaml);
+}
+
+Test(attached, configs_on_gpu_match_cpu_engine)
+{
+    tdm_sched_config c = tdm_sched_config_default();
+    c.kind = TDM_BACKEND_GPU;
+    c.threads = 2;
+    c.calibrate = 0;
+    c.gpu_memory = 2ull << 30;
+    tdm_sched *gpu = NULL;
+    char why[320] = "";
+    int rc = tdm_sched_create(&c, &gpu, why, sizeof why);
+    if (rc == TDM_ENODEV) cr_skip_test("no GPU engine: %s", why);
+    cr_assert_eq(rc, TDM_OK, "%s", why);
+    char *yaml = held_scene("world", "        pose: {position: [0, 0, 0.5], orientation: [0, 0, 0, 1]}\n", "[]", "");
+    tdm_robot_scene *rs = scene_of(yaml, NULL);
+    for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(gpu, rs->bvhs[i]), TDM_OK);
+    tdm_sched *cpu = cpu_engine();
+    const size_t n = 20000;
+    double *q = random_configs(n, 0x6e0ull);
+    tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    cr_assert(want && got);
+    const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
+    for (int m = 0; m < 2; m++) {
+        tdm_sched_stats before, after;
+        tdm_sched_get_stats(gpu, &before);
+        run_configs(cpu, rs, q, n, modes[m], m ? 3 : 1, want);
+        run_configs(gpu, rs, q, n, modes[m], m ? 3 : 1, got);
+        tdm_sched_get_stats(gpu, &after);
+        cr_assert_eq(after.gpu_queries - before.gpu_queries, n, "every configuration on the GPU engine");
+        size_t d = 0, colliding = 0;
+        for (size_t i = 0; i < n; i++) {
+            colliding += want[i].colliding;
+            d += got[i].colliding != want[i].colliding || got[i].object_a != want[i].object_a ||
+                 got[i].object_b != want[i].object_b || got[i].contacts != want[i].contacts ||
+                 got[i].truncated != want[i].truncated;
+        }
+        cr_log_info("%s: %zu configurations, %zu colliding, %zu differences", m ? "contacts" : "bool", n, colliding, d);
+        cr_assert_eq(d, 0, "seed=%llu: %zu of %zu differ", (unsigned long long)seed, d, n);
+        cr_assert(colliding > 0 && colliding < n);
+    }
+    for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(gpu, rs->bvhs[i]);
+    free(want);
+    free(got);
+    free(q);
+    tdm_sched_destroy(cpu);
+    tdm_sched_destroy(gpu);
+    tdm_robot_scene_destroy(rs);
+    free(yaml);
+}
