@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Writes a MoveIt planning scene with two attached collision objects added to its robot state, for
+checking Tandem's attached objects against the FCL reference (bench/run_attached.sh) on real scenes.
+
+    bench/attached_scene.py SCENE.yaml OUT.yaml
+
+The scene must be a complete planning scene with a `robot_state:` mapping at the top level and no
+attached objects (MotionBenchMaker's Panda scenes are). Added, in the robot state:
+  - `tool` on panda_hand (touch links: the two fingers), in the hand's frame: a cylinder (height 0.16,
+    radius 0.025) 0.16 m along the hand's z, and a box (0.12 x 0.04 x 0.04) 0.26 m along it, turned
+    45 degrees about z;
+  - `strap` on panda_link5, given in the planning frame (so placed by the scene's robot state): an
+    inline tetrahedron mesh.
+The shapes are arbitrary; they only have to reach the world and the robot in some configurations."""
+import sys
+
+BLOCK = """  attached_collision_objects:
+    - link_name: panda_hand
+      touch_links: [panda_leftfinger, panda_rightfinger]
+      object:
+        id: tool
+        header: {frame_id: panda_hand}
+        primitives: [{type: cylinder, dimensions: [0.16, 0.025]}, {type: box, dimensions: [0.12, 0.04, 0.04]}]
+        primitive_poses:
+          - {position: [0, 0, 0.16], orientation: [0, 0, 0, 1]}
+          - {position: [0, 0, 0.26], orientation: [0, 0, 0.3826834323650898, 0.9238795325112867]}
+    - link_name: panda_link5
+      object:
+        id: strap
+        header: {frame_id: world}
+        meshes:
+          - vertices: [[0.1, 0, 0.5], [0.2, 0, 0.5], [0.1, 0.1, 0.6], [0.15, 0.05, 0.4]]
+            triangles: [[0, 1, 2], [0, 1, 3], [1, 2, 3], [0, 2, 3]]
+        mesh_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]"""
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: attached_scene.py SCENE.yaml OUT.yaml")
+    lines = open(sys.argv[1]).read().split("\n")
+    if "robot_state:" not in lines:
+        sys.exit(f"attached_scene.py: {sys.argv[1]}: no top-level robot_state mapping")
+    if any("attached_collision_objects" in l for l in lines):
+        sys.exit(f"attached_scene.py: {sys.argv[1]}: already has attached objects")
+    out = []
+    for l in lines:
+        out.append(l)
+        if l == "robot_state:":
+            out.append(BLOCK)
+    with open(sys.argv[2], "w") as f:
+        f.write("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Attached collision objects against the FCL reference on real scenes: each of the 7
+# MotionBenchMaker Panda scenarios' scene0001.yaml with two objects attached
+# (bench/attached_scene.py: a tool of two primitives on panda_hand, the fingers its
+# touch links; a mesh on panda_link5 given in the planning frame), N random
+# configurations uniform in the joint limits, `tandem check --urdf` against bench_robot
+# (the FCL reference: robot/'s model and pairs, FCL's geometry) in bool mode.
+#
+#   bench/run_attached.sh [BUILD_DIR] [N] [SEED] [BACKEND]
+#     BUILD_DIR  with tools/tandem and bench/bench_robot   (default build)
+#     N          configurations per scene                   (default 20000)
+#     SEED       bench/robot_configs.py's seed              (default 1)
+#     BACKEND    tandem check --backend: cpu | gpu | hybrid (default cpu)
+#   env: PANDA (default ../shared/robots/panda beside the checkout), WORK (scratch, default mktemp -d)
+#
+# Prints a markdown table: per scenario, configurations colliding without the objects
+# and with them (Tandem, FCL), and the configurations where the two differ (Tandem
+# colliding and FCL free, and the other way). Curved primitives (the tool's cylinder)
+# are tessellated by Tandem to contain the true shape within 0.1 mm, so "Tandem only"
+# may be non-zero within that distance: each such configuration is measured with
+# bench_robot --near-out (the smallest FCL distance of a checked pair with a curved
+# primitive) and counted "near" within 0.11 mm (the run_robot_all.sh rule). "FCL only"
+# must be 0.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$ROOT/build}
+N=${2:-20000}
+SEED=${3:-1}
+BACKEND=${4:-cpu}
+PANDA=${PANDA:-$ROOT/../shared/robots/panda}
+WORK=${WORK:-$(mktemp -d)}
+TANDEM=$BUILD/tools/tandem
+FCLREF=$BUILD/bench/bench_robot
+for f in "$TANDEM" "$FCLREF" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
+    [[ -e $f ]] || { echo "run_attached.sh: $f not found" >&2; exit 1; }
+done
+robot=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf")
+[[ -d $WORK/problems ]] || tar -xjf "$PANDA/problems.tar.bz2" -C "$WORK"
+"$TANDEM" robot joints --urdf "$PANDA/panda.urdf" > "$WORK/joints.txt"
+python3 "$ROOT/bench/robot_configs.py" "$WORK/joints.txt" "$N" "$SEED" > "$WORK/configs.txt"
+echo "| scenario | configurations | colliding without | with: Tandem ($BACKEND) | with: FCL | Tandem only (near) | FCL only |"
+echo "|---|--:|--:|--:|--:|--:|--:|"
+total_t=0 total_f=0 total_near=0
+for dir in "$WORK"/problems/*_panda; do
+    sc=$(basename "$dir")
+    python3 "$ROOT/bench/attached_scene.py" "$dir/scene0001.yaml" "$WORK/$sc.yaml"
+    "$TANDEM" check "${robot[@]}" --world "$dir/scene0001.yaml" --configs "$WORK/configs.txt" --mode bool \
+        --backend "$BACKEND" --out "$WORK/$sc.plain.out" > /dev/null
+    "$TANDEM" check "${robot[@]}" --world "$WORK/$sc.yaml" --configs "$WORK/configs.txt" --mode bool \
+        --backend "$BACKEND" --out "$WORK/$sc.tandem.out" > /dev/null
+    "$FCLREF" "${robot[@]}" --world "$WORK/$sc.yaml" --configs "$WORK/configs.txt" --mode bool \
+        --out "$WORK/$sc.fcl.out" > /dev/null
+    read -r plain t f t_only f_only < <(paste "$WORK/$sc.plain.out" "$WORK/$sc.tandem.out" "$WORK/$sc.fcl.out" |
+        awk '{p += $1 > 0; t += $2 > 0; f += $3 > 0; to += ($2 > 0 && $3 == 0); fo += ($2 == 0 && $3 > 0)}
+             END {print p, t, f, to, fo}')
+    near=0
+    if ((t_only > 0)); then
+        paste "$WORK/$sc.tandem.out" "$WORK/$sc.fcl.out" | awk '$1 > 0 && $2 == 0 {print NR}' > "$WORK/$sc.tonly"
+        awk 'NR == FNR {want[$1] = 1; next} want[FNR]' "$WORK/$sc.tonly" "$WORK/configs.txt" > "$WORK/$sc.tonly.cfg"
+        "$FCLREF" "${robot[@]}" --world "$WORK/$sc.yaml" --configs "$WORK/$sc.tonly.cfg" --mode bool \
+            --near-out "$WORK/$sc.near" > /dev/null
+        near=$(awk '$1 != "inf" && $1 <= 0.00011' "$WORK/$sc.near" | wc -l)
+    fi
+    echo "| $sc | $N | $plain | $t | $f | $t_only ($near) | $f_only |"
+    total_t=$((total_t + t_only)) total_f=$((total_f + f_only)) total_near=$((total_near + near))
+done
+echo
+echo "Differences: Tandem only $total_t ($total_near within 0.11 mm of a curved primitive), FCL only $total_f" \
+    "(bench/run_attached.sh $BUILD $N $SEED $BACKEND)."
