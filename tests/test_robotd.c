@@ -25,6 +25,13 @@
  *                              `tandem motions --server` writes `tandem motions`' file
  *   async_calls_equal_blocking the async robot calls (libuv adapter) chained from
  *                              connect to list, answers equal the blocking calls'
+ *   attached_objects_answer_as_the_oracle  tests/arm_oracle.h's arm holding two boxes
+ *                              on link2 (robot_state.attached_collision_objects):
+ *                              the reply's objects say which ids are the held
+ *                              shapes (movable 2), the world's come after them;
+ *                              1000 configurations answer as arm_oracle_holding,
+ *                              link1 checked and then a touch link; a link_name
+ *                              of no link refused naming the object, nothing stored
  *   concurrent_scene_puts_store_each_once  9 connections (both listeners) put 3
  *                              worlds and a bad one at once, twice: each world
  *                              stored once, each put told its id, one told it
@@ -61,6 +68,7 @@
 #include "tools/io.h"
 #include "workpile/sched.h"
 #include "arm_fixture.h"
+#include "arm_oracle.h"
 
 #ifndef TANDEM_BIN
 #error "TANDEM_BIN must be defined by the build"
@@ -954,6 +962,187 @@ Test(robotd, scenes_of_one_robot_share_its_trees)
     free(q);
     free(want);
     offline_close(&o);
+}
+
+/* ---- objects held by the arm (tests/arm_oracle.h) ---- */
+
+/* The held object: a cube gripped over the bar's end (it overlaps link2, its own link) and a
+ * hanger below the bar near the joint, which swings into link1 as j2 turns. Centre, then half
+ * sizes, in link2's frame, as held_world's primitive_poses and dimensions say. */
+static const double HELD[2][6] = {{0.58, 0, 0, 0.06, 0.06, 0.06}, {0.06, 0, -0.2, 0.02, 0.02, 0.15}};
+
+/* arm_scene_text's post, and the object `held` attached to link `link` with touch_links `touch`
+ * (malloc'd). */
+static char *held_world(const char *link, const char *touch)
+{
+    char *t = malloc(2048);
+    cr_assert_not_null(t);
+    snprintf(t, 2048,
+             "name: held\n"
+             "robot_state:\n"
+             "  attached_collision_objects:\n"
+             "    - link_name: %s\n"
+             "      touch_links: %s\n"
+             "      object:\n"
+             "        id: held\n"
+             "        header: {frame_id: link2}\n"
+             "        primitives: [{type: box, dimensions: [0.12, 0.12, 0.12]}, {type: box, dimensions: [0.04, 0.04, "
+             "0.3]}]\n"
+             "        primitive_poses:\n"
+             "          - {position: [0.58, 0, 0], orientation: [0, 0, 0, 1]}\n"
+             "          - {position: [0.06, 0, -0.2], orientation: [0, 0, 0, 1]}\n"
+             "world:\n"
+             "  collision_objects:\n"
+             "    - id: post\n"
+             "      header: {frame_id: world}\n"
+             "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+             "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n",
+             link, touch);
+    return t;
+}
+
+/* Ids of the held scenes: 0 base_link, 1 link1, 2 link2, 3 and 4 the held shapes, 5 the post.
+ * Is (a, b), a < b, never checked? The SRDF's pairs, the held shapes against link2 (their link)
+ * and each other, and against link1 when it is a touch link. */
+static int held_never_checked(uint32_t a, uint32_t b, int link1_touch)
+{
+    if ((a == 0 && b == 1) || (a == 1 && b == 2)) return 1;
+    if (b == 3 || b == 4) return a == 2 || a == 3 || (a == 1 && link1_touch);
+    return 0;
+}
+
+/* An object attached to link2 through tandemd: RobotScenePutReply's objects say which ids are its
+ * shapes (movable 2, link2, the object's id, the shape's index) and the post's id comes after
+ * them; 1000 random configurations, bool mode, answer as arm_oracle_holding (those within 1e-7 of
+ * touching set aside), with link1 checked against the held shapes and then a touch link; some
+ * configurations collide only because of the held object (their answers name a held shape), some
+ * only because the hanger meets link1; a named pair is never one that is not checked. An attached
+ * object whose link_name names no link of the robot: BAD_ROBOT naming the object, nothing stored. */
+Test(robotd, attached_objects_answer_as_the_oracle)
+{
+    enum { N = 1000 };
+    gen_rng g = {seed ^ 0xa77ull};
+    double *q = malloc(sizeof *q * 2 * N);
+    tdm_query_result *got = calloc(N, sizeof *got);
+    cr_assert(q && got);
+    for (int i = 0; i < N; i++) {
+        q[2 * i] = gen_range(&g, -3.14, 3.14);
+        q[2 * i + 1] = gen_range(&g, -2.6, 2.6);
+    }
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[2][32];
+    cr_assert_eq(tdm_robot_put(c, "arm2", arm_urdf_text, arm_srdf_text, NULL, 0, rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    static const struct {
+        const char *touch;
+        int link1_touch;
+        uint32_t n_checks; /* movable pairs (0, 2), (0, 3), (0, 4), (1, 3), (1, 4) less the touch
+                              link's, and the five movable objects against the post */
+    } v[2] = {{"[]", 0, 10}, {"[link1]", 1, 8}};
+    for (int k = 0; k < 2; k++) {
+        char *yaml = held_world("link2", v[k].touch);
+        tdm_robot_scene_info *si = NULL;
+        int created = -1;
+        cr_assert_eq(tdm_robot_scene_put(c, "held", rid, yaml, sid[k], &created, &si), 0, "touch_links %s: %s",
+                     v[k].touch, tdm_client_errstr(c));
+        free(yaml);
+        cr_assert_eq(created, 1);
+        cr_assert_eq(si->n_joints, 2);
+        cr_assert_eq(si->n_objects, 6, "three elements, the held object's two boxes, the post");
+        static const char *const links[3] = {"base_link", "link1", "link2"};
+        for (uint32_t i = 0; i < 3; i++) {
+            cr_assert_eq(si->objects[i].object_id, i);
+            cr_assert_eq(si->objects[i].movable, 1, "object %u: an element", i);
+            cr_assert_str_eq(si->objects[i].link, links[i]);
+            cr_assert_eq(si->objects[i].element, 0);
+            cr_assert_str_eq(si->objects[i].world_object, "");
+        }
+        for (uint32_t i = 3; i < 5; i++) {
+            cr_assert_eq(si->objects[i].object_id, i);
+            cr_assert_eq(si->objects[i].movable, 2, "object %u: movable %d, not an attached shape", i,
+                         si->objects[i].movable);
+            cr_assert_str_eq(si->objects[i].link, "link2");
+            cr_assert_str_eq(si->objects[i].world_object, "held");
+            cr_assert_eq(si->objects[i].shape, i - 3);
+            cr_assert_eq(si->objects[i].element, 0);
+        }
+        cr_assert_eq(si->objects[5].object_id, 5);
+        cr_assert_eq(si->objects[5].movable, 0);
+        cr_assert_str_eq(si->objects[5].world_object, "post");
+        cr_assert_eq(si->objects[5].shape, 0);
+        cr_assert_str_eq(si->objects[5].link, "");
+        cr_assert_eq(si->n_checks, v[k].n_checks, "touch_links %s: %u checked pairs", v[k].touch, si->n_checks);
+        tdm_robot_scene_info_free(si);
+
+        cr_assert_eq(tdm_query_configs(c, sid[k], TDM_QUERY_BOOL, q, 2, N, 0, got, NULL), 0, "%s",
+                     tdm_client_errstr(c));
+        size_t colliding = 0, held_only = 0, link1_only = 0, near = 0;
+        for (int i = 0; i < N; i++) {
+            const double *qi = q + 2 * i;
+            int lo = arm_oracle_holding(qi, HELD, 2, !v[k].link1_touch, 1, -1e-7),
+                hi = arm_oracle_holding(qi, HELD, 2, !v[k].link1_touch, 1, 1e-7);
+            if (lo != hi) { /* within 1e-7 of touching: float rounding may go either way */
+                near++;
+                continue;
+            }
+            cr_assert_eq(got[i].colliding, lo, "seed=%llu touch_links %s, configuration %d (%.17g, %.17g): got %u, "
+                         "oracle %d", (unsigned long long)seed, v[k].touch, i, qi[0], qi[1], got[i].colliding, lo);
+            if (!lo) continue;
+            uint32_t a = got[i].object_a, b = got[i].object_b;
+            cr_assert(a < b && b < 6, "configuration %d: pair (%u, %u)", i, a, b);
+            cr_assert(!held_never_checked(a, b, v[k].link1_touch), "touch_links %s, configuration %d: (%u, %u) is "
+                      "never checked", v[k].touch, i, a, b);
+            colliding++;
+            if (!arm_oracle_holding(qi, HELD, 0, 0, 0, 1e-7)) { /* the arm alone is clear: the held object collides */
+                held_only++;
+                cr_assert(a == 3 || a == 4 || b == 3 || b == 4, "touch_links %s, configuration %d: only the held "
+                          "object collides, the answer names (%u, %u)", v[k].touch, i, a, b);
+            }
+            /* colliding only because link1 is checked: free when it is a touch link */
+            link1_only += !v[k].link1_touch && !arm_oracle_holding(qi, HELD, 2, 0, 1, -1e-7) &&
+                          !arm_oracle_holding(qi, HELD, 2, 0, 1, 1e-7);
+        }
+        cr_log_info("touch_links %s: %zu of %d colliding, %zu by the held boxes alone, %zu by link1 alone, %zu within "
+                    "1e-7 of touching", v[k].touch, colliding, N, held_only, link1_only, near);
+        cr_assert(near < N / 50, "%zu configurations within 1e-7 of touching", near);
+        cr_assert(colliding > N / 10 && colliding < N - N / 10, "%zu of %d colliding: the test needs both", colliding,
+                  N);
+        cr_assert(held_only > 0, "touch_links %s: no configuration collides only because of the held object",
+                  v[k].touch);
+        if (!v[k].link1_touch) cr_assert(link1_only > 0, "the hanger never meets link1 alone: touch_links untested");
+    }
+
+    /* link_name naming no link: refused, naming the object; nothing stored */
+    tdm_scene_info *sl;
+    size_t n;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 2);
+    tdm_scene_list_free(sl);
+    int files = dmn_count_files(&D, "robot-scenes");
+    cr_assert_eq(files, 2);
+    char *yaml = held_world("hand2", "[link1]");
+    uint8_t bad[32];
+    expect_server_error(c, tdm_robot_scene_put(c, "bad", rid, yaml, bad, NULL, NULL), "link_name of no link",
+                        TDM_SERVER_BAD_ROBOT, "world", -1, "attached object 'held'");
+    cr_assert(strstr(tdm_client_server_error(c)->message, "hand2") != NULL, "%s", tdm_client_server_error(c)->message);
+    free(yaml);
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 2, "%zu scenes after a refused put", n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(!memcmp(sl[i].scene_id, sid[0], 32) || !memcmp(sl[i].scene_id, sid[1], 32));
+    tdm_scene_list_free(sl);
+    cr_assert_eq(dmn_count_files(&D, "robot-scenes"), files);
+    tdm_robot_info *rl;
+    cr_assert_eq(tdm_robot_list(c, &rl, &n), 0);
+    cr_assert(n == 1 && rl[0].scenes == 2, "the robot counts %u scenes", n ? rl[0].scenes : 0);
+    tdm_robot_info_free(rl);
+    for (int k = 0; k < 2; k++) cr_assert_eq(tdm_scene_delete(c, sid[k]), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_delete(c, rid), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+    free(q);
+    free(got);
 }
 
 /* ---- the CLI ---- */

@@ -391,6 +391,104 @@ def test_motions_any_state_without_the_flags_call(client, stick, monkeypatch):
     assert client.motions(scene, starts, ends, 0.05).shape == (3,)
 
 
+# An object held by the tip (robot_state.attached_collision_objects), in the tip's frame: a rod
+# along x through the tip cube (its own link) and over the arm's end while j2 < 0.1 (a touch
+# link), reaching 0.16 past the tip's origin where the cube reaches 0.04, and a tab beside it.
+# Centre and size of each box.
+HELD = [((0.03, 0.0, 0.0), (0.26, 0.02, 0.02)), ((0.1, 0.05, 0.0), (0.04, 0.04, 0.04))]
+HELD_WORLD = """robot_state:
+  attached_collision_objects:
+    - link_name: {link}
+      touch_links: [arm]
+      object:
+        id: probe
+        header: {{frame_id: tip}}
+        primitives: [{{type: box, dimensions: {s0}}}, {{type: box, dimensions: {s1}}}]
+        primitive_poses: [{{position: {c0}, orientation: [0, 0, 0, 1]}},
+                          {{position: {c1}, orientation: [0, 0, 0, 1]}}]
+"""
+
+
+def held_world(link="tip"):
+    """WORLD with HELD attached to ``link``."""
+    (c0, s0), (c1, s1) = HELD
+    return HELD_WORLD.format(link=link, c0=list(c0), s0=list(s0), c1=list(c1), s1=list(s1)) + WORLD
+
+
+def held_collides(config):
+    """(colliding, ambiguous) with the tip holding HELD: the links as ``collides``, and the held
+    boxes against the wall only (the tip is their link, the arm a touch link, the base beyond
+    their reach)."""
+    hit, tight = collides(config)
+    theta, d = config
+    c, s = math.cos(theta), math.sin(theta)
+    rz = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    for centre, size in HELD:
+        v, t = box_mesh(size, np.asarray(centre) + (0.6 + d, 0, 0))
+        tris = (v @ rz.T)[t]
+        h, tt = oracle.intersecting(tris, WALL)
+        inside, near = inside_wall(tris)
+        hit |= bool(h.any()) or inside
+        tight |= bool(tt.any()) or near
+    return hit, tight
+
+
+def test_attached_object_moves_with_its_link(client, stick, tmp_path):
+    """A held object's shapes are movable objects after the links (``attached``: the link they
+    move with, the object's id, the shape's index), the wall after them; configurations answer as
+    the oracle with the tip holding it, some colliding only because of it; a link_name of no link
+    is refused naming the object."""
+    robot, wall_scene = stick
+    (tmp_path / "held.yaml").write_text(held_world())
+    scene = client.put_robot_scene(robot, tmp_path / "held.yaml", name="held")
+    try:
+        assert scene.created and scene.n_joints == 2
+        objs = sorted(scene.objects, key=lambda o: o.object_id)
+        assert [o.object_id for o in objs] == list(range(6))
+        assert sorted((o.link, o.element, o.attached) for o in objs[:3] if o.movable) == [
+            ("arm", 0, False), ("base", 0, False), ("tip", 0, False)
+        ]  # fmt: skip
+        held = [(o.object_id, o.movable, o.attached, o.link, o.world_object, o.shape) for o in objs[3:5]]
+        assert held == [(3, True, True, "tip", "probe", 0), (4, True, True, "tip", "probe", 1)]
+        wall = objs[5]
+        assert (wall.movable, wall.attached, wall.world_object, wall.shape) == (False, False, "wall", 0)
+        # the links and the held shapes against the wall, the held shapes against the base
+        assert scene.n_checks == 7
+
+        # by hand: level, the tip's cube (x <= 0.64) clears the wall (x >= ~0.70) and the rod
+        # (x <= 0.76) does not; turned away, nothing reaches it (the rod over the arm's end is a
+        # touch link's); pushed out, the tip itself meets it
+        known = np.array([[0.0, 0.0], [1.2, 0.0], [0.0, 0.12]])
+        np.testing.assert_array_equal(client.check(wall_scene, known), [False, False, True])
+        np.testing.assert_array_equal(client.check(scene, known), [True, False, True])
+        res = client.query_configs(scene, known[:1])
+        assert sorted(int(x) for x in res.object_pair[0]) in ([3, 5], [4, 5])  # a held shape and the wall
+
+        rng = np.random.default_rng(41)
+        n = 400
+        configs = np.stack([rng.uniform(-1.2, 1.2, n), rng.uniform(0, 0.3, n)], axis=1)
+        got = client.check(scene, configs)
+        answers = [held_collides(c) for c in configs]
+        expect = np.array([a for a, _ in answers])
+        keep = ~np.array([t for _, t in answers])
+        assert keep.sum() >= n - 5
+        bad = np.flatnonzero(got[keep] != expect[keep])
+        assert bad.size == 0, f"configurations {configs[keep][bad][:5].tolist()} differ from the oracle"
+        assert 0.1 * n < expect.sum() < 0.9 * n
+        held_only = expect & ~client.check(wall_scene, configs)
+        assert held_only.sum() > 0.05 * n, "no configuration collides only because of the held object"
+        assert (~got & (configs[:, 1] < 0.1)).any(), "no free configuration with the rod over the arm"
+    finally:
+        client.delete_scene(scene)
+
+    before = {s.id for s in client.list_scenes()}
+    (tmp_path / "nowhere.yaml").write_text(held_world("hand"))
+    with pytest.raises(TandemError) as e:
+        client.put_robot_scene(robot, tmp_path / "nowhere.yaml")
+    assert e.value.code == ServerCode.BAD_ROBOT and e.value.from_server
+    assert "'probe'" in e.value.message and "'hand'" in e.value.message
+    assert {s.id for s in client.list_scenes()} == before
+
 def test_bad_robot_files(client, files, tmp_path):
     _robots(client)
     urdf, world = files
