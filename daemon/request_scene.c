@@ -316,7 +316,9 @@ static void scene_delete_done(tdm_writer_op *op)
     char hex[2 * TDM_ID_LEN + 1];
     if (op->rc != TDM_OK) {
         tdm_log_error("SceneDelete %s: %s", tdm__id_hex(op->id, hex), op->msg);
-        if (!tdm_catalog_find_scene(srv->catalog, op->id)) tdm_catalog_add_scene(srv->catalog, op->scene);
+        /* back in the catalogue, unless already retired (ephemeral: submit_delete; never fails) */
+        if (!op->scene->retired && !tdm_catalog_find_scene(srv->catalog, op->id))
+            tdm_catalog_add_scene(srv->catalog, op->scene);
         else tdm_stored_scene_unref(op->scene);
         if (tdm_conn_alive(c)) tdm_conn_send_error(c, op->request_id, E(STORAGE), "", -1, "%s", op->msg);
     } else {
@@ -463,6 +465,10 @@ static int submit_delete(tdm_conn *c, uint64_t req, tdm_stored_scene *sc)
     tdm_writer_op *op = calloc(1, sizeof *op);
     if (!op) return -1;
     tdm_catalog_remove_scene(c->srv->catalog, sc); /* the catalogue's reference passes to the op */
+    /* An ephemeral scene has no file whose removal must come before its meshes' and robot's (the
+     * writer's op only keeps the order of ops on its id, and cannot fail): they may be deleted from
+     * the moment it is gone, as a client that saw it go expects. */
+    if (sc->entry.ephemeral) tdm_stored_scene_retire(sc);
     op->kind = TDM_WRITER_SCENE_DELETE;
     op->done = scene_delete_done;
     op->owner = c;
