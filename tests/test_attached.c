@@ -18,7 +18,11 @@
  *                                         the object, no scene
  *   configs_on_gpu_match_cpu_engine       the held scene's configurations on the GPU
  *                                         engine (skipped without one), bool and
- *                                         contacts, equal to the CPU engine's */
+ *                                         contacts, equal to the CPU engine's
+ *   check_command_reads_attached_objects  `tandem check --urdf` on the held scene
+ *                                         answers as the oracle; a link_name of no
+ *                                         link: exit 1, the world file and the object
+ *                                         named, nothing written */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -27,7 +31,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "gen.h"
+#include "spawn.h"
 #include "arm_oracle.h"
 #include "robot/robot_scene.h"
 #include "workpile/sched.h"
@@ -354,5 +361,98 @@ Test(attached, configs_on_gpu_match_cpu_engine)
     tdm_sched_destroy(cpu);
     tdm_sched_destroy(gpu);
     tdm_robot_scene_destroy(rs);
+    free(yaml);
+}
+
+/* ---- the command line ---- */
+
+#ifndef TANDEM_BIN
+#error "TANDEM_BIN must be defined by the build"
+#endif
+
+static char cli_dir[256];
+
+static const char *in_dir(const char *name)
+{
+    static char p[16][512];
+    static int k;
+    k = (k + 1) % 16;
+    snprintf(p[k], sizeof p[k], "%s/%s", cli_dir, name);
+    return p[k];
+}
+
+static void put_file(const char *name, const char *text)
+{
+    FILE *f = fopen(in_dir(name), "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fputs(text, f) >= 0, 1);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static tdm_run_result run_tandem(const char *const *args)
+{
+    tdm_run_result r;
+    int rc = tdm_run_capture(TANDEM_BIN, args, in_dir("stdout"), in_dir("stderr"), &r);
+    cr_assert_eq(rc, 0, "cannot run %s: %s", TANDEM_BIN, strerror(rc));
+    return r;
+}
+
+Test(attached, check_command_reads_attached_objects)
+{
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(cli_dir, sizeof cli_dir, "%s/tdm-attached-XXXXXX", tmp);
+    cr_assert_not_null(mkdtemp(cli_dir));
+    put_file("arm.urdf", arm_urdf_text);
+    put_file("arm.srdf", arm_srdf_text);
+    char *yaml = held_scene("link2", "", "[]", "");
+    put_file("held.yaml", yaml);
+    memcpy(strstr(yaml, "link_name: link2"), "link_name: hand2", 16);
+    put_file("bad.yaml", yaml);
+    enum { N = 500 };
+    double *q = random_configs(N, 0xc11ull);
+    FILE *f = fopen(in_dir("configs.txt"), "w");
+    cr_assert_not_null(f);
+    for (size_t i = 0; i < N; i++) fprintf(f, "%.17g %.17g\n", q[2 * i], q[2 * i + 1]);
+    cr_assert_eq(fclose(f), 0);
+
+    const char *args[] = {"check", "--urdf", in_dir("arm.urdf"), "--srdf", in_dir("arm.srdf"), "--world",
+                          in_dir("held.yaml"), "--configs", in_dir("configs.txt"), "--mode", "bool", "--backend", "cpu",
+                          "--out", in_dir("out.txt"), NULL};
+    tdm_run_result r = run_tandem(args);
+    cr_assert_eq(r.status, 0, "tandem check failed: %s", r.err);
+    char *out = gen_read_file(in_dir("out.txt"), NULL);
+    cr_assert_not_null(out);
+    char **lines;
+    size_t k = gen_split_lines(out, &lines), held_only = 0;
+    cr_assert_eq(k, N);
+    for (size_t i = 0; i < N; i++) {
+        const double *qi = q + 2 * i;
+        int lo = arm_oracle_holding(qi, HELD, 2, 1, 1, -1e-7), hi = arm_oracle_holding(qi, HELD, 2, 1, 1, 1e-7);
+        if (lo != hi) continue;
+        cr_assert_eq(atoi(lines[i]), lo, "configuration %zu (%.17g, %.17g): %s, oracle %d", i, qi[0], qi[1], lines[i],
+                     lo);
+        held_only += lo && !arm_oracle_collides(qi);
+    }
+    cr_assert(held_only > 0, "the held object must matter");
+    free(lines);
+    free(out);
+    tdm_run_free(&r);
+
+    const char *bad[] = {"check", "--urdf", in_dir("arm.urdf"), "--world", in_dir("bad.yaml"), "--configs",
+                         in_dir("configs.txt"), "--mode", "bool", "--backend", "cpu", "--out", in_dir("out2.txt"), NULL};
+    r = run_tandem(bad);
+    cr_assert_eq(r.status, 1, "exit %d", r.status);
+    char want[700];
+    snprintf(want, sizeof want, "check: %s: attached object 'held': link_name 'hand2' is not a link of the robot",
+             in_dir("bad.yaml"));
+    cr_assert_not_null(strstr(r.err, want), "stderr '%s' lacks '%s'", r.err, want);
+    cr_assert_eq(access(in_dir("out2.txt"), F_OK), -1, "nothing is written");
+    tdm_run_free(&r);
+
+    static const char *const files[] = {"arm.urdf", "arm.srdf", "held.yaml", "bad.yaml", "configs.txt", "out.txt",
+                                        "stdout", "stderr"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) unlink(in_dir(files[i]));
+    cr_assert_eq(rmdir(cli_dir), 0, "%s left files behind", cli_dir);
+    free(q);
     free(yaml);
 }

@@ -101,6 +101,7 @@ int tdm__robot_open(tdm__robot_run *run, const char *urdf, const char *srdf, con
         tdm_cli_error("world: %s", err);
         return -1;
     }
+    run->world = world;
     return 0;
 }
 
@@ -109,7 +110,9 @@ int tdm__robot_scene(tdm__robot_run *run, const char *what)
     char err[1024];
     if (tdm_robot_scene_create(run->robot, run->ps, load_mesh, NULL, TDM_PRIMITIVE_TOLERANCE, &run->rs, err,
                                sizeof err) != TDM_OK) {
-        tdm_cli_error("%s: %s", what, err);
+        const char *urdf = run->robot->urdf_path;
+        if (run->world && strncmp(err, urdf, strlen(urdf)) != 0) tdm_cli_error("%s: %s: %s", what, run->world, err);
+        else tdm_cli_error("%s: %s", what, err);
         return -1;
     }
     return 0;

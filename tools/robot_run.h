@@ -55,16 +55,19 @@ typedef struct tdm__robot_run {
     tdm_robot_scene *rs;
     tdm_sched *sched;
     uint32_t n_added; /* the robot scene's trees added to sched */
+    const char *world; /* the planning scene's path (borrowed), for messages */
 } tdm__robot_run;
 
-#define TDM__ROBOT_RUN_INIT {NULL, NULL, NULL, NULL, 0}
+#define TDM__ROBOT_RUN_INIT {NULL, NULL, NULL, NULL, 0, NULL}
 
 /* Loads the URDF (and SRDF, may be NULL) and the planning scene `world`.
  * Errors: "robot: ...", "world: ...". */
 int tdm__robot_open(tdm__robot_run *run, const char *urdf, const char *srdf, const char *world);
 
 /* Builds the robot scene (meshes loaded raw, TDM_PRIMITIVE_TOLERANCE).
- * Error: "WHAT: ..." (WHAT the command: "check", "motions"). */
+ * Error: "WHAT: ..." (WHAT the command: "check", "motions"), the world's path
+ * before a message about its objects ("WHAT: WORLD: attached object ..."); one
+ * about a robot element names the URDF already. */
 int tdm__robot_scene(tdm__robot_run *run, const char *what);
 
 /* Creates the scheduler (kind, threads, GPU streams; no calibration, one lane) and adds the
