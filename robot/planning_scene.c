@@ -227,6 +227,28 @@ static int acm_check(tdm__yaml *y, tdm_ps_acm *acm, const tdm__yaml_field *f, co
     return tdm__yaml_check_distinct(y, &f[2], acm->default_names, acm->n_defaults);
 }
 
+/* qsort has no context argument in C11: the pairs (name, index) are sorted. */
+typedef struct named { const char *name; uint32_t index; } named;
+static int cmp_named(const void *x, const void *y)
+{
+    return strcmp(((const named *)x)->name, ((const named *)y)->name);
+}
+uint32_t *tdm_ps_name_order(char *const *names, uint32_t n)
+{
+    uint32_t *o = malloc(((size_t)n + 1) * sizeof *o);
+    named *v = malloc(((size_t)n + 1) * sizeof *v);
+    if (!o || !v) {
+        free(o);
+        free(v);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) v[i] = (named){names[i], i};
+    qsort(v, n, sizeof *v, cmp_named);
+    for (uint32_t i = 0; i < n; i++) o[i] = v[i].index;
+    free(v);
+    return o;
+}
+
 static int f_acm(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     tdm_ps_acm *acm = dst;
@@ -245,6 +267,12 @@ static int f_acm(tdm__yaml *y, const yaml_event_t *ev, void *dst)
     acm->n_defaults = dnames.n;
     acm->default_allowed = dvalues.arr;
     if (rc == TDM_OK) rc = acm_check(y, acm, f, &rows, dvalues.n);
+    if (rc == TDM_OK) {
+        acm->by_name = tdm_ps_name_order(acm->names, acm->n);
+        acm->defaults_by_name = tdm_ps_name_order(acm->default_names, acm->n_defaults);
+        if (!acm->by_name || !acm->defaults_by_name)
+            rc = tdm__yaml_fail(y, &ev->start_mark, TDM_ENOMEM, "out of memory");
+    }
     for (uint32_t i = 0; i < rows.n; i++) free(rows.arr[i].v);
     free(rows.arr);
     return rc;
@@ -758,6 +786,8 @@ void tdm_planning_scene_free(tdm_planning_scene *s)
     free(s->acm.allowed);
     free_names(s->acm.default_names, s->acm.n_defaults);
     free(s->acm.default_allowed);
+    free(s->acm.by_name);
+    free(s->acm.defaults_by_name);
     robot_state_free(&s->robot_state);
     free(s->name);
     free(s->robot_model_name);
@@ -810,16 +840,39 @@ static int64_t index_of(char *const *names, uint32_t n, const char *name)
     return -1;
 }
 
+int32_t tdm_ps_name_find(char *const *names, const uint32_t *order, uint32_t n, const char *name)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(names[order[mid]], name);
+        if (c == 0) return (int32_t)order[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+tdm_ps_acm_key tdm_ps_acm_key_of(const tdm_ps_acm *acm, const char *name)
+{
+    tdm_ps_acm_key k = {tdm_ps_name_find(acm->names, acm->by_name, acm->n, name),
+                        tdm_ps_name_find(acm->default_names, acm->defaults_by_name, acm->n_defaults, name)};
+    return k;
+}
+
+int tdm_ps_acm_allowed_keys(const tdm_ps_acm *acm, tdm_ps_acm_key a, tdm_ps_acm_key b)
+{
+    if (a.entry >= 0 && b.entry >= 0 && a.entry != b.entry)
+        return acm->allowed[(size_t)a.entry * acm->n + (size_t)b.entry];
+    if (a.def >= 0 && b.def >= 0) return acm->default_allowed[a.def] && acm->default_allowed[b.def];
+    if (a.def >= 0) return acm->default_allowed[a.def];
+    if (b.def >= 0) return acm->default_allowed[b.def];
+    return 0;
+}
+
 int tdm_ps_acm_allowed(const tdm_ps_acm *acm, const char *a, const char *b)
 {
-    int64_t i = index_of(acm->names, acm->n, a), j = index_of(acm->names, acm->n, b);
-    if (i >= 0 && j >= 0 && i != j) return acm->allowed[(size_t)i * acm->n + (size_t)j];
-    int64_t da = index_of(acm->default_names, acm->n_defaults, a);
-    int64_t db = index_of(acm->default_names, acm->n_defaults, b);
-    if (da >= 0 && db >= 0) return acm->default_allowed[da] && acm->default_allowed[db];
-    if (da >= 0) return acm->default_allowed[da];
-    if (db >= 0) return acm->default_allowed[db];
-    return 0;
+    return tdm_ps_acm_allowed_keys(acm, tdm_ps_acm_key_of(acm, a), tdm_ps_acm_key_of(acm, b));
 }
 
 int tdm_ps_robot_state_position(const tdm_ps_robot_state *st, const char *joint, double *value)

@@ -168,7 +168,16 @@ typedef struct tdm_ps_acm {
     uint32_t n_defaults;
     char **default_names;     /* owned, distinct */
     uint8_t *default_allowed; /* n_defaults, owned */
+    uint32_t *by_name;        /* n, owned: the entries' indices in name order (strcmp), for lookups */
+    uint32_t *defaults_by_name; /* n_defaults, owned: likewise for the default names */
 } tdm_ps_acm;
+
+/* A name's place in an ACM, found once (tdm_ps_acm_key_of, O(log n)) so that each pair
+ * it is in is decided in O(1) (tdm_ps_acm_allowed_keys): its entry and its default, -1
+ * when it has none. */
+typedef struct tdm_ps_acm_key {
+    int32_t entry, def;
+} tdm_ps_acm_key;
 
 typedef struct tdm_planning_scene {
     char *name;             /* owned, "" when absent */
@@ -210,8 +219,18 @@ void tdm_motion_request_free(tdm_motion_request *r);
 /* Is the pair (a, b) never checked? As MoveIt decides: the matrix entry for the
  * pair if both are distinct entry names; otherwise the default of the one name
  * that has one, or, when both have one, allowed only if both defaults allow;
- * otherwise 0 (checked). Names are compared exactly. O(n) in the names. */
+ * otherwise 0 (checked). Names are compared exactly. O(log n) in the names. */
 int tdm_ps_acm_allowed(const tdm_ps_acm *acm, const char *a, const char *b);
+tdm_ps_acm_key tdm_ps_acm_key_of(const tdm_ps_acm *acm, const char *name);
+/* tdm_ps_acm_allowed for the names whose keys are a and b; two names with the same
+ * entry are taken as one name (the matrix's diagonal is not read). */
+int tdm_ps_acm_allowed_keys(const tdm_ps_acm *acm, tdm_ps_acm_key a, tdm_ps_acm_key b);
+
+/* Names looked up in O(log n): tdm_ps_name_order gives the indices of names[0..n)
+ * (distinct) in name order (malloc'd; NULL when out of memory), tdm_ps_name_find the
+ * index of `name` through that order, or -1. */
+uint32_t *tdm_ps_name_order(char *const *names, uint32_t n);
+int32_t tdm_ps_name_find(char *const *names, const uint32_t *order, uint32_t n, const char *name);
 
 /* The state's position of `joint` into *value: 1 if the state names it, else 0
  * (*value untouched). */

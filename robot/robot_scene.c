@@ -259,14 +259,6 @@ static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const td
     return build_tree(m, &rs->bvhs[id], what, err, errlen);
 }
 
-/* Is name among the n names? */
-static int name_in(const char *name, char *const *names, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0) return 1;
-    return 0;
-}
-
 /* tdm_robot_scene_create_shared, with the attached and world primitives' trees
  * from el's shape cache (use_cache) or the scene's own. */
 static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, int use_cache, tdm_robot_scene **out,
@@ -287,6 +279,10 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
     tdm_xform *links = malloc(r->n_links * sizeof *links);
     double *q0 = calloc(r->n_active + 1, sizeof *q0);
     uint32_t *att_link = calloc(ps->n_attached + 1, sizeof *att_link);
+    tdm_ps_acm_key *link_key = NULL, *att_key = NULL, *world_key = NULL;
+    uint8_t *touch = NULL;
+    char **link_names = NULL;
+    uint32_t *link_order = NULL;
     pair_list allowed = {0};
     if (!rs || !objs || !solids || !links || !q0 || !att_link) goto fail;
     rs->robot = r;
@@ -350,33 +346,57 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         }
     }
 
+    /* Each name decided once, so that each pair below is O(1) whatever the ACM's size: the
+     * ACM keys of the links, attached objects and world objects, and each attached object's
+     * touch links as a row of link flags. */
+    const uint32_t L = r->n_links;
+    link_key = malloc(L * sizeof *link_key);
+    att_key = malloc((ps->n_attached + 1) * sizeof *att_key);
+    world_key = malloc((ps->n_objects + 1) * sizeof *world_key);
+    touch = calloc((size_t)ps->n_attached * L + 1, 1);
+    link_names = malloc(L * sizeof *link_names);
+    if (!link_key || !att_key || !world_key || !touch || !link_names) goto fail_nomem;
+    for (uint32_t l = 0; l < L; l++) {
+        link_key[l] = tdm_ps_acm_key_of(&ps->acm, r->links[l].name);
+        link_names[l] = r->links[l].name;
+    }
+    if (!(link_order = tdm_ps_name_order(link_names, L))) goto fail_nomem;
+    for (uint32_t i = 0; i < ps->n_attached; i++) {
+        const tdm_ps_attached *at = &ps->attached[i];
+        att_key[i] = tdm_ps_acm_key_of(&ps->acm, at->object.id);
+        for (uint32_t t = 0; t < at->n_touch; t++) { /* names of no link are MoveIt's to ignore too */
+            int32_t l = tdm_ps_name_find(link_names, link_order, L, at->touch_links[t]);
+            if (l >= 0) touch[(size_t)i * L + (uint32_t)l] = 1;
+        }
+    }
+    for (uint32_t i = 0; i < ps->n_objects; i++) world_key[i] = tdm_ps_acm_key_of(&ps->acm, ps->objects[i].id);
+
     /* The allowed list. Element pairs by their links (same link, SRDF, ACM);
      * element-shape pairs by the ACM; an attached object's shapes against its own
      * link, its touch links and, as MoveIt has it, each other and any other object
      * attached to the same link; otherwise by the ACM with its id. */
     for (uint32_t a = 0; a < M; a++) {
         const int att_a = a >= E;
-        const tdm_ps_attached *A = att_a ? &ps->attached[rs->objs[a].index] : NULL;
-        const uint32_t la = att_a ? att_link[rs->objs[a].index] : r->collisions[a].link;
-        const char *na = att_a ? A->object.id : r->links[la].name;
+        const uint32_t ia = rs->objs[a].index; /* att_a: its attached object */
+        const uint32_t la = att_a ? att_link[ia] : r->collisions[a].link;
+        const tdm_ps_acm_key ka = att_a ? att_key[ia] : link_key[la];
         for (uint32_t b = a + 1; b < M; b++) {
             int allow;
+            const uint32_t ib = rs->objs[b].index;
             if (b < E) { /* both elements */
                 uint32_t lb = r->collisions[b].link;
                 allow = la == lb || tdm_robot_pair_disabled(r, la, lb) ||
-                        tdm_ps_acm_allowed(&ps->acm, na, r->links[lb].name);
+                        tdm_ps_acm_allowed_keys(&ps->acm, ka, link_key[lb]);
             } else if (!att_a) { /* element a, attached shape b */
-                const tdm_ps_attached *B = &ps->attached[rs->objs[b].index];
-                allow = la == att_link[rs->objs[b].index] || name_in(na, B->touch_links, B->n_touch) ||
-                        tdm_ps_acm_allowed(&ps->acm, na, B->object.id);
+                allow = la == att_link[ib] || touch[(size_t)ib * L + la] ||
+                        tdm_ps_acm_allowed_keys(&ps->acm, ka, att_key[ib]);
             } else { /* two attached shapes */
-                const tdm_ps_attached *B = &ps->attached[rs->objs[b].index];
-                allow = A == B || la == att_link[rs->objs[b].index] || tdm_ps_acm_allowed(&ps->acm, na, B->object.id);
+                allow = ia == ib || la == att_link[ib] || tdm_ps_acm_allowed_keys(&ps->acm, ka, att_key[ib]);
             }
             if (allow && (rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
         }
         for (uint32_t b = M; b < n; b++)
-            if (tdm_ps_acm_allowed(&ps->acm, na, ps->objects[rs->objs[b].index].id))
+            if (tdm_ps_acm_allowed_keys(&ps->acm, ka, world_key[rs->objs[b].index]))
                 if ((rc = pair_push(&allowed, a, b)) != TDM_OK) goto fail;
     }
     if (allowed.n > UINT32_MAX) {
@@ -390,16 +410,21 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         snprintf(err, errlen, "making the scene failed: %s", serr.msg);
         goto fail;
     }
-    free(allowed.v);
-    free(att_link);
-    free(q0);
-    free(links);
-    free(objs);
-    free(solids);
+    rc = TDM_OK;
     *out = rs;
-    return TDM_OK;
+    rs = NULL;
+    goto done;
+fail_nomem:
+    rc = TDM_ENOMEM;
 fail:
     if (rc == TDM_ENOMEM && errlen && !err[0]) snprintf(err, errlen, "out of memory");
+done:
+    free(link_key);
+    free(att_key);
+    free(world_key);
+    free(touch);
+    free(link_names);
+    free(link_order);
     free(allowed.v);
     free(att_link);
     free(q0);

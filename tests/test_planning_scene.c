@@ -364,6 +364,62 @@ Test(planning_scene, acm_defaults_follow_moveit)
     tdm_planning_scene_free(s);
 }
 
+/* Many names in no order (the lookups go through a sorted index): every pair, names
+ * absent included, as a linear reading of the matrix and the defaults says. */
+Test(planning_scene, acm_lookups_of_many_names)
+{
+    enum { N = 61, D = 23, NAMES = N + 9 };
+    char names[NAMES][16];
+    uint64_t g = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < NAMES; i++) { /* distinct, in no sorted order: a scrambled number */
+        g = g * 6364136223846793005ull + 1442695040888963407ull;
+        snprintf(names[i], sizeof names[i], "n%08x_%d", (unsigned)(g >> 33), i);
+    }
+    uint8_t m[N][N], def[D];
+    size_t cap = 64 * N * N + 4096, len = 0;
+    char *t = malloc(cap);
+    cr_assert_not_null(t);
+    len += (size_t)snprintf(t + len, cap - len, "allowed_collision_matrix:\n  entry_names: [");
+    for (int i = 0; i < N; i++) len += (size_t)snprintf(t + len, cap - len, "%s%s", i ? ", " : "", names[i]);
+    len += (size_t)snprintf(t + len, cap - len, "]\n  entry_values:\n");
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j <= i; j++) {
+            g = g * 6364136223846793005ull + 1442695040888963407ull;
+            m[i][j] = m[j][i] = (uint8_t)((g >> 40) & 1);
+        }
+    for (int i = 0; i < N; i++) {
+        len += (size_t)snprintf(t + len, cap - len, "    - [");
+        for (int j = 0; j < N; j++)
+            len += (size_t)snprintf(t + len, cap - len, "%s%s", j ? ", " : "", m[i][j] ? "true" : "false");
+        len += (size_t)snprintf(t + len, cap - len, "]\n");
+    }
+    /* defaults for the last D names: some entries, some not */
+    len += (size_t)snprintf(t + len, cap - len, "  default_entry_names: [");
+    for (int k = 0; k < D; k++)
+        len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? ", " : "", names[NAMES - D + k]);
+    len += (size_t)snprintf(t + len, cap - len, "]\n  default_entry_values: [");
+    for (int k = 0; k < D; k++) {
+        g = g * 6364136223846793005ull + 1442695040888963407ull;
+        def[k] = (uint8_t)((g >> 40) & 1);
+        len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? ", " : "", def[k] ? "true" : "false");
+    }
+    snprintf(t + len, cap - len, "]\n");
+    tdm_planning_scene *s = scene_ok(t);
+    for (int a = 0; a < NAMES; a++)
+        for (int b = 0; b < NAMES; b++) {
+            int da = a >= NAMES - D ? def[a - (NAMES - D)] : -1, db = b >= NAMES - D ? def[b - (NAMES - D)] : -1;
+            int want = a < N && b < N && a != b ? m[a][b]
+                       : da >= 0 && db >= 0    ? da && db
+                       : da >= 0               ? da
+                       : db >= 0               ? db
+                                               : 0;
+            cr_assert_eq(tdm_ps_acm_allowed(&s->acm, names[a], names[b]), want, "(%s, %s)", names[a], names[b]);
+        }
+    cr_assert_eq(tdm_ps_acm_allowed(&s->acm, "absent", names[0]), 0);
+    tdm_planning_scene_free(s);
+    free(t);
+}
+
 Test(planning_scene, inline_meshes)
 {
     tdm_planning_scene *s = scene_ok("world:\n"
