@@ -277,7 +277,8 @@ static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
     tdm_robot_fail f;
     tdm_robot_scene *rs;
     tdm_planning_scene *ps;
-    if (tdm__robot_scene_build(s->datadir, robot, yaml, len, &rs, &ps, &f) != TDM_OK) {
+    /* no max_objects: a stored scene is loaded whatever the limit is now */
+    if (tdm__robot_scene_build(s->datadir, robot, yaml, len, 0, &rs, &ps, &f) != TDM_OK) {
         tdm_log_error("skipping %s: %s", it->path, f.msg);
         return -1;
     }

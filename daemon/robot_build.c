@@ -172,7 +172,7 @@ static int load_stored_mesh(void *ctx, const char *path, tdm_mesh **out, char *e
 }
 
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
-                           tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f)
+                           uint32_t max_objects, tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f)
 {
     *rs = NULL;
     *ps = NULL;
@@ -183,6 +183,16 @@ int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char
     if (rc != TDM_OK) {
         f->code = code_of(rc);
         return rc;
+    }
+    size_t n = tdm_robot_scene_count(robot->robot, *ps);
+    if (max_objects && n > max_objects) {
+        snprintf(f->msg, sizeof f->msg,
+                 "the robot scene has %zu objects (robot elements, attached and world shapes), over max_objects %u", n,
+                 max_objects);
+        f->code = code_of(TDM_ERANGE);
+        tdm_planning_scene_free(*ps);
+        *ps = NULL;
+        return TDM_ERANGE;
     }
     tdm_robot_elems *el = __atomic_load_n(&robot->elems, __ATOMIC_ACQUIRE);
     if (!el) {

@@ -51,8 +51,11 @@ int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, s
  * On success *rs and *ps are the caller's. Any thread (the writer's, the
  * loader's): reads only files and the robot, and publishes robot->elems with an
  * atomic compare-and-swap (two threads building at once: one set is kept). 0, or
- * a negative TDM_E* code with *f filled. */
+ * a negative TDM_E* code with *f filled. A scene of more than max_objects objects
+ * (robot elements, attached and world shapes; 0: no limit) is refused once parsed,
+ * before anything is built (TDM_ERANGE, field "world"), so that the limit also
+ * bounds the work and memory of a put over it. */
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
-                           tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);
+                           uint32_t max_objects, tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);
 
 #endif

@@ -341,7 +341,7 @@ int tdm_writer_build_robot_scene(tdm_datadir *dir, tdm_writer_op *op, tdm_robot_
         return op->rc;
     }
     tdm_robot_fail f;
-    int rc = tdm__robot_scene_build(dir, op->robot, yaml, len, rs, ps, &f);
+    int rc = tdm__robot_scene_build(dir, op->robot, yaml, len, op->max_objects, rs, ps, &f);
     if (rc != TDM_OK) {
         set_err(op, rc, f.field, f.index, f.msg);
         op->wire_code = f.code;
@@ -369,16 +369,7 @@ static void robot_scene_put(tdm_writer *st, tdm_writer_op *op)
     if (!rs && tdm_writer_build_robot_scene(st->dir, op, &rs, &ps) != TDM_OK) return;
     double t1 = st->trace ? trace_ms() : 0;
     st->rs_build_ms += t1 - t0;
-    int rc;
-    if (rs->n_objects > op->max_objects) {
-        char why[200];
-        snprintf(why, sizeof why, "the robot scene has %u objects (robot elements and world shapes), over max_objects %u",
-                 rs->n_objects, op->max_objects);
-        set_err(op, TDM_ERANGE, "world", -1, why);
-        tdm_robot_scene_destroy(rs);
-        tdm_planning_scene_free(ps);
-        return;
-    }
+    int rc; /* (over max_objects: refused by the build, before building) */
     tdm_stored_scene *sc = tdm_stored_scene_new_robot(op->id, op->name ? op->name : "", rs, ps, op->robot);
     if (!sc) {
         set_err(op, TDM_ENOMEM, "", -1, "out of memory");

@@ -210,17 +210,27 @@ void tdm_robot_elems_destroy(tdm_robot_elems *el)
     free(el);
 }
 
+static size_t attached_shapes(const tdm_planning_scene *ps)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < ps->n_attached; i++) n += ps->attached[i].object.n_primitives + ps->attached[i].object.n_meshes;
+    return n;
+}
+
+size_t tdm_robot_scene_count(const tdm_robot *r, const tdm_planning_scene *ps)
+{
+    size_t n = r->n_collisions + attached_shapes(ps);
+    for (uint32_t i = 0; i < ps->n_objects; i++) n += ps->objects[i].n_primitives + ps->objects[i].n_meshes;
+    return n;
+}
+
 /* The attached and world shapes counted against TDM_SCENE_MAX_OBJECTS with the
  * robot's elements; *n_attached: the attached objects' shapes. */
 static int count_objects(const tdm_robot *r, const tdm_planning_scene *ps, size_t *n, size_t *n_attached, char *err,
                          size_t errlen)
 {
-    size_t n_world = 0, n_att = 0;
-    for (uint32_t i = 0; i < ps->n_objects; i++) n_world += ps->objects[i].n_primitives + ps->objects[i].n_meshes;
-    for (uint32_t i = 0; i < ps->n_attached; i++)
-        n_att += ps->attached[i].object.n_primitives + ps->attached[i].object.n_meshes;
-    *n = r->n_collisions + n_att + n_world;
-    *n_attached = n_att;
+    *n = tdm_robot_scene_count(r, ps);
+    *n_attached = attached_shapes(ps);
     if (*n > TDM_SCENE_MAX_OBJECTS) {
         snprintf(err, errlen, "%zu robot elements, attached and world shapes: at most %u objects", *n,
                  TDM_SCENE_MAX_OBJECTS);

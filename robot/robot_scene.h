@@ -110,6 +110,11 @@ typedef struct tdm_robot_scene {
     tdm_kin_elem *kin_elems;   /* owned */
 } tdm_robot_scene;
 
+/* The objects robot r's scene in ps would have (its elements, the attached and the
+ * world shapes), counted from the parsed scene without building anything: what a
+ * caller with a limit checks first. */
+size_t tdm_robot_scene_count(const tdm_robot *r, const tdm_planning_scene *ps);
+
 /* Builds the scene for robot r in planning scene ps (both only read; ps is not
  * kept, r is borrowed for the result's lifetime). `load` reads mesh files and may
  * be NULL when the robot has no mesh element; `tolerance` is the tessellation

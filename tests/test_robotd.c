@@ -2115,6 +2115,52 @@ static void *putter_run(void *arg)
     return NULL;
 }
 
+/* Attached shapes count against max_objects with the robot's elements and the world's
+ * shapes, and a put over it is refused once its YAML is read, before anything is built:
+ * the limit bounds what a hostile put of thousands of attached shapes costs (their pairs
+ * are listed, quadratic in the shapes, only for a scene within the limit). */
+Test(robotd, attached_shapes_count_against_max_objects)
+{
+    const char *flags[] = {"--max-objects", "6", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32];
+    cr_assert_eq(tdm_robot_put(c, "arm2", arm_urdf_text, arm_srdf_text, NULL, 0, rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    char *yaml = held_world("link2", "[]"); /* 3 elements, 2 held boxes, the post: 6 */
+    cr_assert_eq(tdm_robot_scene_put(c, "held", rid, yaml, sid, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    free(yaml);
+    /* 8 000 objects of two boxes attached to one link: 16 003 objects, 1.3e8 pairs never checked */
+    size_t cap = 8000 * 260 + 4096, len = 0;
+    char *big = malloc(cap);
+    cr_assert_not_null(big);
+    len += (size_t)snprintf(big + len, cap - len, "robot_state:\n  attached_collision_objects:\n");
+    for (int i = 0; i < 8000; i++)
+        len += (size_t)snprintf(big + len, cap - len,
+                                "    - {link_name: link2, object: {id: o%d, primitives: [{type: box, dimensions: [0.01, "
+                                "0.01, 0.01]}, {type: sphere, dimensions: [0.01]}], primitive_poses: [{position: [0, 0, "
+                                "0], orientation: [0, 0, 0, 1]}, {position: [0, 0, 0], orientation: [0, 0, 0, 1]}]}}\n",
+                                i);
+    cr_assert(len < cap);
+    uint8_t bad[32];
+    expect_server_error(c, tdm_robot_scene_put(c, "many", rid, big, bad, NULL, NULL), "16 000 attached shapes",
+                        TDM_SERVER_LIMIT, "world", -1, "the robot scene has 16003 objects");
+    cr_assert(strstr(tdm_client_server_error(c)->message, "over max_objects 6") != NULL, "%s",
+              tdm_client_server_error(c)->message);
+    free(big);
+    /* the scene within the limit still stored and answering */
+    tdm_scene_info *sl;
+    size_t n;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 1, "%zu scenes: only the one within the limit", n);
+    tdm_scene_list_free(sl);
+    double q[2] = {0, 0};
+    tdm_query_result r;
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, 2, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(robotd, concurrent_scene_puts_store_each_once)
 {
     static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
