@@ -175,7 +175,8 @@ class RobotMixin:
         self, robot: Robot, world_yaml_path: PathLike, name: str = "", ephemeral: bool = False
     ) -> RobotScene:
         """Stores the robot in a MoveIt planning scene (YAML: world collision objects, the
-        allowed-collision matrix, the robot state's joint defaults and root transform).
+        allowed-collision matrix, the robot state's joint defaults, root transform and attached
+        collision objects, which move with their links: ``RobotObject.attached``).
         ``ephemeral``: held in memory only, as ``Client.put_scene``'s."""
         if not isinstance(robot, Robot):
             raise invalid(f"robot must be a Robot (from put_robot), not {type(robot).__name__}", field="robot")
