@@ -2,6 +2,8 @@
 #include "arm_oracle.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* base_link: a slab; link1 a post turning about z; link2 a bar at the post's top
@@ -138,3 +140,40 @@ long arm_oracle_motion(const double a[2], const double b[2], double r, long *n_o
     return -1;
 }
 
+
+const double arm_held_boxes[2][6] = {{0.58, 0, 0, 0.06, 0.06, 0.06}, {0.06, 0, -0.2, 0.02, 0.02, 0.15}};
+
+char *arm_held_scene(const char *link, const char *frame, const char *pose, const char *touch, const char *extra)
+{
+    const size_t cap = 4096 + strlen(link) + strlen(frame) + strlen(pose) + strlen(touch) + strlen(extra);
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    snprintf(t, cap,
+             "name: held\n"
+             "robot_state:\n"
+             "  joint_state: {name: [j1, j2], position: [%.17g, %.17g]}\n"
+             "  attached_collision_objects:\n"
+             "    - link_name: %s\n"
+             "      touch_links: %s\n"
+             "      object:\n"
+             "        id: held\n"
+             "        header: {frame_id: %s}\n"
+             "%s"
+             "        primitives: [{type: box, dimensions: [%.17g, %.17g, %.17g]}, {type: box, dimensions: [%.17g, "
+             "%.17g, %.17g]}]\n"
+             "        primitive_poses:\n"
+             "          - {position: [%.17g, %.17g, %.17g], orientation: [0, 0, 0, 1]}\n"
+             "          - {position: [%.17g, %.17g, %.17g], orientation: [0, 0, 0, 1]}\n"
+             "world:\n"
+             "  collision_objects:\n"
+             "    - id: post\n"
+             "      header: {frame_id: world}\n"
+             "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+             "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n"
+             "%s",
+             ARM_HELD_J1, ARM_HELD_J2, link, touch, frame, pose, 2 * arm_held_boxes[0][3], 2 * arm_held_boxes[0][4],
+             2 * arm_held_boxes[0][5], 2 * arm_held_boxes[1][3], 2 * arm_held_boxes[1][4], 2 * arm_held_boxes[1][5],
+             arm_held_boxes[0][0], arm_held_boxes[0][1], arm_held_boxes[0][2], arm_held_boxes[1][0],
+             arm_held_boxes[1][1], arm_held_boxes[1][2], extra);
+    return t;
+}

@@ -18,6 +18,20 @@ extern const char *arm_urdf_text, *arm_srdf_text, *arm_scene_text;
 
 /* Does configuration (j1, j2) collide (touching counts)? */
 int arm_oracle_collides(const double q[2]);
+/* The object the arm holds in the attached-object tests (test_attached, test_robotd):
+ * a cube gripped over the bar's end (it overlaps link2, its own link) and a hanger
+ * below the bar near the joint, which swings into link1 as j2 turns. Each box: centre
+ * x y z, then half sizes, in link2's frame, as arm_held_scene's YAML says. */
+extern const double arm_held_boxes[2][6];
+/* A planning scene (malloc'd YAML): arm_scene_text's post, the robot state (j1, j2) =
+ * (ARM_HELD_J1, ARM_HELD_J2), and the object `held` (arm_held_boxes) attached to link
+ * `link` with touch_links `touch` (a YAML list), its header frame `frame` and the
+ * object pose line `pose` ("" for none: the boxes' poses are then in `frame`), and
+ * `extra` appended at the top level ("" for nothing; e.g. an allowed_collision_matrix). */
+char *arm_held_scene(const char *link, const char *frame, const char *pose, const char *touch, const char *extra);
+#define ARM_HELD_J1 0.3
+#define ARM_HELD_J2 -0.4
+
 /* Does (j1, j2) collide when the arm holds the boxes boxes[0..n) attached to link2
  * (each: centre x y z and half sizes in link2's frame, its axes along link2's)? The
  * held boxes are checked against the base, against the world's post when post_checked

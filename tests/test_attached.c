@@ -65,45 +65,14 @@ static void suite_fini(void) { tdm_robot_free(robot); }
 
 TestSuite(attached, .init = suite_init, .fini = suite_fini, .timeout = 240);
 
-/* The held object: a cube past the bar's end and a hanger below the bar near the
- * joint, which swings into link1 as j2 turns. Centre, then half sizes, in link2's
- * frame (the scene's primitive_poses and dimensions say the same). */
-static const double HELD[2][6] = {{0.62, 0, 0, 0.06, 0.06, 0.06}, {0.06, 0, -0.2, 0.02, 0.02, 0.15}};
+#define HELD arm_held_boxes
+#define J1 ARM_HELD_J1
+#define J2 ARM_HELD_J2
 
-/* The scene's robot state: the frames other than link2 are read at it. */
-#define J1 0.3
-#define J2 -0.4
-
-/* The planning scene: the post (arm_scene_text's) and the held object, its header
- * frame `frame` with object pose `pose` ("" for none), `touch` its touch_links, `acm`
- * an allowed_collision_matrix block ("" for none). */
 static char *held_scene(const char *frame, const char *pose, const char *touch, const char *acm)
 {
-    char *t = malloc(4096);
+    char *t = arm_held_scene("link2", frame, pose, touch, acm);
     cr_assert_not_null(t);
-    snprintf(t, 4096,
-             "name: held\n"
-             "robot_state:\n"
-             "  joint_state: {name: [j1, j2], position: [%.17g, %.17g]}\n"
-             "  attached_collision_objects:\n"
-             "    - link_name: link2\n"
-             "      touch_links: %s\n"
-             "      object:\n"
-             "        id: held\n"
-             "        header: {frame_id: %s}\n"
-             "%s"
-             "        primitives: [{type: box, dimensions: [0.12, 0.12, 0.12]}, {type: box, dimensions: [0.04, 0.04, 0.3]}]\n"
-             "        primitive_poses:\n"
-             "          - {position: [0.62, 0, 0], orientation: [0, 0, 0, 1]}\n"
-             "          - {position: [0.06, 0, -0.2], orientation: [0, 0, 0, 1]}\n"
-             "world:\n"
-             "  collision_objects:\n"
-             "    - id: post\n"
-             "      header: {frame_id: world}\n"
-             "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
-             "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n"
-             "%s",
-             J1, J2, touch, frame, pose, acm);
     return t;
 }
 

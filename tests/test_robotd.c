@@ -966,38 +966,13 @@ Test(robotd, scenes_of_one_robot_share_its_trees)
 
 /* ---- objects held by the arm (tests/arm_oracle.h) ---- */
 
-/* The held object: a cube gripped over the bar's end (it overlaps link2, its own link) and a
- * hanger below the bar near the joint, which swings into link1 as j2 turns. Centre, then half
- * sizes, in link2's frame, as held_world's primitive_poses and dimensions say. */
-static const double HELD[2][6] = {{0.58, 0, 0, 0.06, 0.06, 0.06}, {0.06, 0, -0.2, 0.02, 0.02, 0.15}};
+#define HELD arm_held_boxes
 
-/* arm_scene_text's post, and the object `held` attached to link `link` with touch_links `touch`
- * (malloc'd). */
+/* arm_held_scene's object attached to link `link`, in link2's frame, touch_links `touch`. */
 static char *held_world(const char *link, const char *touch)
 {
-    char *t = malloc(2048);
+    char *t = arm_held_scene(link, "link2", "", touch, "");
     cr_assert_not_null(t);
-    snprintf(t, 2048,
-             "name: held\n"
-             "robot_state:\n"
-             "  attached_collision_objects:\n"
-             "    - link_name: %s\n"
-             "      touch_links: %s\n"
-             "      object:\n"
-             "        id: held\n"
-             "        header: {frame_id: link2}\n"
-             "        primitives: [{type: box, dimensions: [0.12, 0.12, 0.12]}, {type: box, dimensions: [0.04, 0.04, "
-             "0.3]}]\n"
-             "        primitive_poses:\n"
-             "          - {position: [0.58, 0, 0], orientation: [0, 0, 0, 1]}\n"
-             "          - {position: [0.06, 0, -0.2], orientation: [0, 0, 0, 1]}\n"
-             "world:\n"
-             "  collision_objects:\n"
-             "    - id: post\n"
-             "      header: {frame_id: world}\n"
-             "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
-             "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n",
-             link, touch);
     return t;
 }
 
