@@ -327,6 +327,18 @@ _ROBOT_PROTOTYPES = {
     "tdm_robot_list": (_c.c_int, [_P, _c.POINTER(_c.POINTER(RobotInfoStruct)), _c.POINTER(_c.c_size_t)]),
     "tdm_robot_info_free": (None, [_c.POINTER(RobotInfoStruct)]),
     "tdm_robot_delete": (_c.c_int, [_P, _ID]),
+    "tdm_robot_scene_put": (
+        _c.c_int,
+        [
+            _P,
+            _c.c_char_p,
+            _ID,
+            _c.c_char_p,
+            _ID,
+            _c.POINTER(_c.c_int),
+            _c.POINTER(_c.POINTER(RobotSceneInfoStruct)),
+        ],
+    ),
     "tdm_robot_scene_put_file": (
         _c.c_int,
         [
@@ -415,6 +427,10 @@ _MULTI_ROBOT_PROTOTYPES = {
     "tdm_multi_robot_put_files": (
         _c.c_int,
         [_M, _c.c_char_p, _c.c_char_p, _c.c_char_p, _ID, _c.POINTER(_c.c_int), _c.POINTER(_c.POINTER(RobotInfoStruct))],
+    ),
+    "tdm_multi_robot_scene_put": (
+        _c.c_int,
+        [_M, _c.c_char_p, _ID, _c.c_char_p, _ID, _c.POINTER(_c.c_int)],
     ),
     "tdm_multi_robot_scene_put_file": (
         _c.c_int,

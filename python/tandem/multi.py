@@ -248,16 +248,27 @@ class MultiClient:
     def put_robot_scene(self, robot: Robot, world_yaml_path, name: str = "", ephemeral: bool = False) -> RobotScene:
         """As ``Client.put_robot_scene``, on every server. The RobotScene has no ``objects``
         table and ``n_checks`` 0 (a MultiClient does not read the servers' descriptions)."""
+        world = _file(world_yaml_path, "world")
+        return self._put_robot_scene(robot, name, ephemeral, "tdm_multi_robot_scene_put_file", os.fsencode(world))
+
+    def put_robot_scene_text(self, robot: Robot, world_yaml: str, name: str = "", ephemeral: bool = False) -> RobotScene:
+        """As ``Client.put_robot_scene_text``, on every server (the RobotScene as ``put_robot_scene``'s)."""
+        if not isinstance(world_yaml, str):
+            raise invalid(f"world_yaml must be a str of YAML, not {type(world_yaml).__name__}", field="world")
+        if "\0" in world_yaml:
+            raise invalid("world_yaml holds a NUL character", field="world")
+        return self._put_robot_scene(robot, name, ephemeral, "tdm_multi_robot_scene_put", world_yaml.encode())
+
+    def _put_robot_scene(self, robot: Robot, name: str, ephemeral: bool, call: str, world: bytes) -> RobotScene:
         self._robots("put_robot_scene")
         if not isinstance(robot, Robot):
             raise invalid(f"robot must be a Robot (from put_robot), not {type(robot).__name__}", field="robot")
-        world = _file(world_yaml_path, "world")
         sid = IdBytes()
         created = ctypes.c_int()
         with ephemeral_puts(self._lib, self._ctx(), ephemeral, "tdm_multi_set_ephemeral_scenes"):
             self._check(
-                self._lib.tdm_multi_robot_scene_put_file(
-                    self._ctx(), name.encode(), (ctypes.c_uint8 * 32).from_buffer_copy(robot.id), os.fsencode(world),
+                getattr(self._lib, call)(
+                    self._ctx(), name.encode(), (ctypes.c_uint8 * 32).from_buffer_copy(robot.id), world,
                     sid, ctypes.byref(created),
                 )
             )  # fmt: skip

@@ -178,20 +178,32 @@ class RobotMixin:
         allowed-collision matrix, the robot state's joint defaults, root transform and attached
         collision objects, which move with their links: ``RobotObject.attached``).
         ``ephemeral``: held in memory only, as ``Client.put_scene``'s."""
+        world = _file(world_yaml_path, "world")
+        return self._put_robot_scene(robot, name, ephemeral, "tdm_robot_scene_put_file", os.fsencode(world))
+
+    def put_robot_scene_text(self, robot: Robot, world_yaml: str, name: str = "", ephemeral: bool = False) -> RobotScene:
+        """As ``put_robot_scene``, the planning scene given as YAML text (a planner that makes its
+        scenes in memory writes no file)."""
+        if not isinstance(world_yaml, str):
+            raise invalid(f"world_yaml must be a str of YAML, not {type(world_yaml).__name__}", field="world")
+        if "\0" in world_yaml:
+            raise invalid("world_yaml holds a NUL character", field="world")
+        return self._put_robot_scene(robot, name, ephemeral, "tdm_robot_scene_put", world_yaml.encode())
+
+    def _put_robot_scene(self, robot: Robot, name: str, ephemeral: bool, call: str, world: bytes) -> RobotScene:
         if not isinstance(robot, Robot):
             raise invalid(f"robot must be a Robot (from put_robot), not {type(robot).__name__}", field="robot")
-        world = _file(world_yaml_path, "world")
         lib = self._robot_call("put_robot_scene")
         sid = IdBytes()
         created = ctypes.c_int()
         info = ctypes.POINTER(RobotSceneInfoStruct)()
         with ephemeral_puts(lib, self._ctx(), ephemeral):
             self._check(
-                lib.tdm_robot_scene_put_file(
+                getattr(lib, call)(
                     self._ctx(),
                     name.encode(),
                     (ctypes.c_uint8 * 32).from_buffer_copy(robot.id),
-                    os.fsencode(world),
+                    world,
                     sid,
                     ctypes.byref(created),
                     ctypes.byref(info),

@@ -169,6 +169,7 @@ def test_without_robot_support_every_call_says_so(client, files, fake_scene, mon
         lambda: client.list_robots(),
         lambda: client.delete_robot(fake_scene.robot),
         lambda: client.put_robot_scene(fake_scene.robot, world),
+        lambda: client.put_robot_scene_text(fake_scene.robot, "world: {}\n"),
         lambda: client.check(fake_scene, np.zeros((3, 2))),
         lambda: client.query_configs(fake_scene, np.zeros((3, 2)), mode="contacts"),
         lambda: client.motions(fake_scene, np.zeros((3, 2)), np.ones((3, 2)), 0.05),
@@ -305,6 +306,27 @@ def test_ephemeral_robot_scene_answers_as_the_stored_one(client, stick, files, d
     np.testing.assert_array_equal(client.check(eph, configs), want)
     client.delete_scene(eph)
     assert len(list(rscenes.glob("*.rscene"))) == before
+
+
+def test_scene_from_text_is_the_file_scene(client, stick, files):
+    """put_robot_scene_text stores the same content as put_robot_scene of the same YAML in a file:
+    the same id, told it was stored already; text that is not a str, or holds a NUL, is refused
+    before anything is sent."""
+    robot, scene = stick
+    _, world = files
+    text = open(world).read()
+    again = client.put_robot_scene_text(robot, text, name="from text")
+    assert again.id == scene.id and not again.created
+    assert again.objects == scene.objects and again.n_checks == scene.n_checks
+    with pytest.raises(TandemError) as e:
+        client.put_robot_scene_text(robot, text.encode())
+    assert e.value.field == "world"
+    with pytest.raises(TandemError) as e:
+        client.put_robot_scene_text(robot, "world:\0\n")
+    assert e.value.field == "world" and "NUL" in str(e.value)
+    with pytest.raises(TandemError) as e:
+        client.put_robot_scene_text(robot, "world: [\n")
+    assert e.value.code == ServerCode.BAD_ROBOT and e.value.from_server
 
 
 def test_configuration_errors_from_the_server(client, stick, monkeypatch):
