@@ -634,6 +634,42 @@ static int f_world(tdm__yaml *y, const yaml_event_t *ev, void *dst)
     return tdm__yaml_read_map(y, ev, f, 2);
 }
 
+/* moveit_msgs/LinkPadding and LinkScale: MoveIt grows (or scales) each link so named
+ * before checking it; Tandem checks the links as they are, so only the values that
+ * change nothing are accepted (the zero paddings and unit scales MoveIt writes for
+ * every link when it dumps a scene), anything else refused rather than dropped. */
+typedef struct link_change { const char *field, *what; double neutral; } link_change;
+static int item_link_change(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
+{
+    (void)i;
+    const link_change *lc = dst;
+    char *name = NULL;
+    double v = lc->neutral;
+    tdm__yaml_field f[] = {TDM__YAML_FIELD("link_name", tdm__yaml_read_string, &name),
+                           TDM__YAML_FIELD(lc->field, tdm__yaml_read_double, &v)};
+    if (ev->type != YAML_MAPPING_START_EVENT) return tdm__yaml_bad_kind(y, ev, "a mapping");
+    int rc = tdm__yaml_read_map(y, ev, f, 2);
+    if (rc == TDM_OK && v != lc->neutral)
+        rc = tdm__yaml_fail_field(y, &f[1], TDM_EFORMAT,
+                                  "%s %g for link '%s' is not supported: the links are checked as they are "
+                                  "(only %g is accepted)",
+                                  lc->what, v, name ? name : "", lc->neutral);
+    free(name);
+    return rc;
+}
+static int f_link_padding(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    (void)dst;
+    link_change lc = {"padding", "a padding of", 0};
+    return tdm__yaml_read_seq(y, ev, item_link_change, &lc);
+}
+static int f_link_scale(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    (void)dst;
+    link_change lc = {"scale", "a scale of", 1};
+    return tdm__yaml_read_seq(y, ev, item_link_change, &lc);
+}
+
 static int scene_root(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     tdm_planning_scene *s = dst;
@@ -643,7 +679,9 @@ static int scene_root(tdm__yaml *y, const yaml_event_t *ev, void *dst)
                            TDM__YAML_FIELD("robot_model_name", tdm__yaml_read_string, &s->robot_model_name),
                            TDM__YAML_FIELD("world", f_world, &sb),
                            TDM__YAML_FIELD("allowed_collision_matrix", f_acm, &s->acm),
-                           TDM__YAML_FIELD("robot_state", f_scene_robot_state, &sb)};
+                           TDM__YAML_FIELD("robot_state", f_scene_robot_state, &sb),
+                           TDM__YAML_FIELD("link_padding", f_link_padding, NULL),
+                           TDM__YAML_FIELD("link_scale", f_link_scale, NULL)};
     return tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
 }
 

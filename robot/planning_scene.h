@@ -24,7 +24,9 @@
  *            robot_state.joint_state (name, position),
  *            robot_state.multi_dof_joint_state (joint_names, transforms),
  *            robot_state.attached_collision_objects[]: link_name, object (a
- *              collision object as above), touch_links.
+ *              collision object as above), touch_links,
+ *            link_padding[] and link_scale[] (link_name, padding or scale),
+ *              checked as below.
  *   request: group_name, start_state (as robot_state above),
  *            goal_constraints[0].joint_constraints[] (joint_name, position).
  *
@@ -34,6 +36,9 @@
  *     tessellation that contains one is not written yet;
  *   - an `operation` other than ADD (0, or absent): the file is read as a whole
  *     scene, so there is nothing to remove, append to or move;
+ *   - a `link_padding` other than 0 or a `link_scale` other than 1 (MoveIt would
+ *     grow or scale that link; the zeros and ones MoveIt writes for every link
+ *     when it dumps a scene are accepted);
  *   - non-empty `planes` (infinite half-spaces), an octomap with data, and in a
  *     request's start_state non-empty `attached_collision_objects` (a scene's
  *     are read: see below);
@@ -43,8 +48,8 @@
  *     file stand for a huge scene;
  *   - an element nested deeper than TDM_PS_MAX_DEPTH, even in skipped keys.
  * `is_diff` is ignored: a file is always read as a complete scene. Goal
- * constraint sets after the first, joint tolerances, padding, colours and
- * subframes are ignored.
+ * constraint sets after the first, joint tolerances, colours and subframes are
+ * ignored.
  *
  * Conventions kept from MoveIt:
  *   - dimensions: box [x, y, z] full edge lengths; sphere [radius]; cylinder

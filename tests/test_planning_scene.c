@@ -673,6 +673,23 @@ Test(planning_scene, attached_objects_read_back)
     tdm_planning_scene_free(s);
 }
 
+/* MoveIt's link padding and scale: the neutral values a dumped scene carries for every
+ * link are accepted; others would change the problem, and are refused naming the link. */
+Test(planning_scene, link_padding_and_scale)
+{
+    tdm_planning_scene *s = scene_ok("link_padding: [{link_name: a, padding: 0}, {link_name: b, padding: 0.0}]\n"
+                                     "link_scale:\n  - {link_name: a, scale: 1}\n  - link_name: b\n    scale: 1.0\n");
+    cr_assert_eq(s->n_objects, 0);
+    tdm_planning_scene_free(s);
+    scene_error("link_padding:\n  - {link_name: a, padding: 0}\n  - {link_name: hand, padding: 0.01}\n", TDM_EFORMAT, 3,
+                "link_padding[1].padding", "a padding of 0.01 for link 'hand' is not supported");
+    scene_error("link_scale: [{link_name: arm, scale: 1.1}]\n", TDM_EFORMAT, 1, "link_scale[0].scale",
+                "a scale of 1.1 for link 'arm' is not supported");
+    scene_error("link_padding: [{link_name: a, padding: .nan}]\n", TDM_ENONFINITE, 1, "link_padding[0].padding",
+                "not a finite number");
+    scene_error("link_padding: [0.1]\n", TDM_EFORMAT, 1, "link_padding[0]", "expected a mapping");
+}
+
 #define ATT "robot_state.attached_collision_objects"
 
 Test(planning_scene, attached_objects_refused)
