@@ -95,6 +95,10 @@ static int f_pose(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     return read_rigid(y, ev, dst, "position", "orientation");
 }
+static int f_transform(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    return read_rigid(y, ev, dst, "translation", "rotation");
+}
 
 /* A list of poses or transforms into an array and its count. */
 typedef struct xforms { tdm_xform *arr; uint32_t n; const char *t, *r; } xforms;
@@ -634,6 +638,43 @@ static int f_world(tdm__yaml *y, const yaml_event_t *ev, void *dst)
     return tdm__yaml_read_map(y, ev, f, 2);
 }
 
+/* geometry_msgs/TransformStamped: child_frame_id, transform {translation, rotation}. */
+static int item_fixed_frame(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
+{
+    tdm_planning_scene *s = dst;
+    int rc = TDM_OK;
+    char **names = tdm__yaml_grow(y, &ev->start_mark, s->frame_names, i, sizeof *names, TDM_PS_MAX_OBJECTS,
+                                  "fixed frame transforms", &rc);
+    if (!names) return rc;
+    s->frame_names = names;
+    tdm_xform *x = tdm__yaml_grow(y, &ev->start_mark, s->frames, i, sizeof *x, TDM_PS_MAX_OBJECTS,
+                                  "fixed frame transforms", &rc);
+    if (!x) return rc;
+    s->frames = x;
+    s->n_frames = i + 1;
+    x[i] = tdm_xform_identity();
+    tdm__yaml_field f[] = {TDM__YAML_FIELD("child_frame_id", tdm__yaml_read_string, &names[i]),
+                           TDM__YAML_FIELD("transform", f_transform, &x[i])};
+    if (ev->type != YAML_MAPPING_START_EVENT)
+        return tdm__yaml_bad_kind(y, ev, "a mapping (geometry_msgs/TransformStamped)");
+    if ((rc = tdm__yaml_read_map(y, ev, f, 2))) return rc;
+    if (!names[i] || !names[i][0]) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no child_frame_id");
+    /* no transform: the identity (x[i] as set above) */
+    for (uint32_t j = 0; j < i; j++)
+        if (strcmp(names[j], names[i]) == 0)
+            return tdm__yaml_fail_field(y, &f[0], TDM_EFORMAT,
+                                        "frame '%s' is given twice (also fixed_frame_transforms[%u])", names[i], j);
+    return TDM_OK;
+}
+static int f_fixed_frames(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    tdm_planning_scene *s = dst;
+    int rc = tdm__yaml_read_seq(y, ev, item_fixed_frame, dst);
+    if (rc == TDM_OK && !(s->frames_by_name = tdm_ps_name_order(s->frame_names, s->n_frames)))
+        rc = tdm__yaml_fail(y, &ev->start_mark, TDM_ENOMEM, "out of memory");
+    return rc;
+}
+
 /* moveit_msgs/LinkPadding and LinkScale: MoveIt grows (or scales) each link so named
  * before checking it; Tandem checks the links as they are, so only the values that
  * change nothing are accepted (the zero paddings and unit scales MoveIt writes for
@@ -680,6 +721,7 @@ static int scene_root(tdm__yaml *y, const yaml_event_t *ev, void *dst)
                            TDM__YAML_FIELD("world", f_world, &sb),
                            TDM__YAML_FIELD("allowed_collision_matrix", f_acm, &s->acm),
                            TDM__YAML_FIELD("robot_state", f_scene_robot_state, &sb),
+                           TDM__YAML_FIELD("fixed_frame_transforms", f_fixed_frames, s),
                            TDM__YAML_FIELD("link_padding", f_link_padding, NULL),
                            TDM__YAML_FIELD("link_scale", f_link_scale, NULL)};
     return tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
@@ -820,6 +862,9 @@ void tdm_planning_scene_free(tdm_planning_scene *s)
         free_names(s->attached[i].touch_links, s->attached[i].n_touch);
     }
     free(s->attached);
+    free_names(s->frame_names, s->n_frames);
+    free(s->frames);
+    free(s->frames_by_name);
     free_names(s->acm.names, s->acm.n);
     free(s->acm.allowed);
     free_names(s->acm.default_names, s->acm.n_defaults);
@@ -911,6 +956,14 @@ int tdm_ps_acm_allowed_keys(const tdm_ps_acm *acm, tdm_ps_acm_key a, tdm_ps_acm_
 int tdm_ps_acm_allowed(const tdm_ps_acm *acm, const char *a, const char *b)
 {
     return tdm_ps_acm_allowed_keys(acm, tdm_ps_acm_key_of(acm, a), tdm_ps_acm_key_of(acm, b));
+}
+
+int tdm_ps_fixed_frame(const tdm_planning_scene *ps, const char *name, tdm_xform *out)
+{
+    int32_t i = tdm_ps_name_find(ps->frame_names, ps->frames_by_name, ps->n_frames, name);
+    if (i < 0) return 0;
+    *out = ps->frames[i];
+    return 1;
 }
 
 int tdm_ps_robot_state_position(const tdm_ps_robot_state *st, const char *joint, double *value)

@@ -11,8 +11,9 @@
  *
  * Nothing here knows the robot: joint names, ACM names and frame ids are kept as
  * strings for the caller to match against its URDF (robot/urdf.h). Frames are not
- * resolved either: an object's header.frame_id is kept, and the scene's
- * `fixed_frame_transforms` are ignored (MBM's only map `world` to itself).
+ * resolved either: an object's header.frame_id is kept, and so are the scene's
+ * `fixed_frame_transforms` (named frames placed in the planning frame), for
+ * robot/robot_scene.h to place objects in.
  *
  * What is read (anything else in the files is ignored):
  *   scene:   name, robot_model_name,
@@ -26,7 +27,11 @@
  *            robot_state.attached_collision_objects[]: link_name, object (a
  *              collision object as above), touch_links,
  *            link_padding[] and link_scale[] (link_name, padding or scale),
- *              checked as below.
+ *              checked as below,
+ *            fixed_frame_transforms[]: child_frame_id, transform (translation,
+ *              rotation; the identity when absent): the child frame's pose in the planning frame, as
+ *              MoveIt's Transforms::setTransforms takes them (header.frame_id,
+ *              which MoveIt requires to be the planning frame, is not read).
  *   request: group_name, start_state (as robot_state above),
  *            goal_constraints[0].joint_constraints[] (joint_name, position).
  *
@@ -193,6 +198,10 @@ typedef struct tdm_planning_scene {
     tdm_ps_robot_state robot_state;
     uint32_t n_attached;
     tdm_ps_attached *attached; /* robot_state.attached_collision_objects, owned, in the file's order */
+    uint32_t n_frames;
+    char **frame_names;        /* fixed_frame_transforms' child_frame_id, owned, distinct, not empty */
+    tdm_xform *frames;         /* n_frames, owned: each frame's pose in the planning frame */
+    uint32_t *frames_by_name;  /* n_frames, owned: their indices in name order (lookups) */
 } tdm_planning_scene;
 
 typedef struct tdm_motion_request {
@@ -230,6 +239,10 @@ tdm_ps_acm_key tdm_ps_acm_key_of(const tdm_ps_acm *acm, const char *name);
 /* tdm_ps_acm_allowed for the names whose keys are a and b; two names with the same
  * entry are taken as one name (the matrix's diagonal is not read). */
 int tdm_ps_acm_allowed_keys(const tdm_ps_acm *acm, tdm_ps_acm_key a, tdm_ps_acm_key b);
+
+/* The pose of the scene's fixed frame `name` (fixed_frame_transforms) in the
+ * planning frame into *out: 1 if the scene has that frame, else 0 (*out untouched). */
+int tdm_ps_fixed_frame(const tdm_planning_scene *ps, const char *name, tdm_xform *out);
 
 /* Names looked up in O(log n): tdm_ps_name_order gives the indices of names[0..n)
  * (distinct) in name order (malloc'd; NULL when out of memory), tdm_ps_name_find the

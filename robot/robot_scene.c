@@ -148,12 +148,17 @@ static int world_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, tdm_
     return rc;
 }
 
-/* Where a world object's header frame puts it: the planning frame, or a robot
- * link's pose in the scene's robot state (state_links). */
-static tdm_xform object_frame(const tdm_robot *r, const tdm_xform *state_links, const tdm_ps_object *o)
+/* Where an object's header frame puts it, as MoveIt looks frames up: a robot link's
+ * pose in the scene's robot state (state_links), else one of the scene's fixed
+ * frames, else the planning frame. */
+static tdm_xform object_frame(const tdm_robot *r, const tdm_planning_scene *ps, const tdm_xform *state_links,
+                              const tdm_ps_object *o)
 {
-    int32_t l = o->frame_id ? tdm_robot_find_link(r, o->frame_id) : -1;
-    return l >= 0 ? state_links[l] : tdm_xform_identity();
+    if (!o->frame_id) return tdm_xform_identity();
+    int32_t l = tdm_robot_find_link(r, o->frame_id);
+    if (l >= 0) return state_links[l];
+    tdm_xform x;
+    return tdm_ps_fixed_frame(ps, o->frame_id, &x) ? x : tdm_xform_identity();
 }
 
 static int build_tree(tdm_mesh *m, tdm_bvh **out, const char *what, char *err, size_t errlen)
@@ -213,7 +218,8 @@ void tdm_robot_elems_destroy(tdm_robot_elems *el)
 static size_t attached_shapes(const tdm_planning_scene *ps)
 {
     size_t n = 0;
-    for (uint32_t i = 0; i < ps->n_attached; i++) n += ps->attached[i].object.n_primitives + ps->attached[i].object.n_meshes;
+    for (uint32_t i = 0; i < ps->n_attached; i++)
+        n += ps->attached[i].object.n_primitives + ps->attached[i].object.n_meshes;
     return n;
 }
 
@@ -336,7 +342,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         att_link[i] = (uint32_t)l;
         /* frame -> link: identity when the header frame is the link itself */
         int in_link = o->frame_id && strcmp(o->frame_id, at->link_name) == 0;
-        tdm_xform frame = object_frame(r, links, o), to_link = tdm_xform_rel(&links[l], &frame);
+        tdm_xform frame = object_frame(r, ps, links, o), to_link = tdm_xform_rel(&links[l], &frame);
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){1, i, k, 0, {0, {0, 0, 0}}, 1};
             if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;
@@ -347,7 +353,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
     }
     for (uint32_t i = 0; i < ps->n_objects; i++) {
         const tdm_ps_object *o = &ps->objects[i];
-        tdm_xform frame = object_frame(r, links, o);
+        tdm_xform frame = object_frame(r, ps, links, o);
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){0, i, k, 0, {0, {0, 0, 0}}, 0};
             if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;

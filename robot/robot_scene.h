@@ -24,11 +24,12 @@
  * radius)), inline meshes with their double vertices rounded to float.
  *
  * Frames. The root link sits at the scene's robot-state multi-DOF transform (its
- * only multi-DOF joint; identity if none). A world object whose header frame is
- * absent, or names no link of the robot, is in the planning frame; one whose frame
- * names a link is placed at that link's pose in the scene's robot state (as
- * MoveIt does when it adds it): the state's joint positions, 0 for active joints
- * it does not name, and stays there (it is a fixed object, not attached). An
+ * only multi-DOF joint; identity if none). A world object's header frame is looked
+ * up as MoveIt looks it up: a frame that names a link places the object at that
+ * link's pose in the scene's robot state (the state's joint positions, 0 for active
+ * joints it does not name), where it stays (it is a fixed object, not attached); a
+ * frame of the scene's fixed_frame_transforms places it at that frame's pose; an
+ * absent frame, or one that names neither, is the planning frame. An
  * attached object's shapes are read in its header frame likewise (the link it is
  * attached to, another link, or the planning frame) and put in its link's frame
  * with that state, as MoveIt attaches them; a link_name that names no link of the

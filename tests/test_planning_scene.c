@@ -690,6 +690,41 @@ Test(planning_scene, link_padding_and_scale)
     scene_error("link_padding: [0.1]\n", TDM_EFORMAT, 1, "link_padding[0]", "expected a mapping");
 }
 
+/* fixed_frame_transforms: each child frame's pose read back (the identity without a
+ * transform); a frame given twice, or without its name, refused. */
+Test(planning_scene, fixed_frames)
+{
+    tdm_planning_scene *s = scene_ok("fixed_frame_transforms:\n"
+                                     "  - header: {frame_id: world}\n"
+                                     "    child_frame_id: table\n"
+                                     "    transform: {translation: [1, 2, 3], rotation: [0, 0, 0.7071067811865476, "
+                                     "0.7071067811865476]}\n"
+                                     "  - {child_frame_id: world, transform: {translation: [0, 0, 0], rotation: [0, 0, 0, 1]}}\n");
+    cr_assert_eq(s->n_frames, 2);
+    tdm_xform x;
+    cr_assert_eq(tdm_ps_fixed_frame(s, "table", &x), 1);
+    assert_vec(x.t, 1, 2, 3, "table's translation");
+    assert_mat(&x.r, RZ90, "table's rotation");
+    cr_assert_eq(tdm_ps_fixed_frame(s, "world", &x), 1);
+    assert_mat(&x.r, IDENTITY, "world's rotation");
+    cr_assert_eq(tdm_ps_fixed_frame(s, "shelf", &x), 0);
+    tdm_planning_scene_free(s);
+    static const char id1[] = "{translation: [0, 0, 0], rotation: [0, 0, 0, 1]}";
+    char t[512];
+    snprintf(t, sizeof t, "fixed_frame_transforms:\n  - {child_frame_id: a, transform: %s}\n"
+             "  - {child_frame_id: a, transform: %s}\n", id1, id1);
+    scene_error(t, TDM_EFORMAT, 3, "fixed_frame_transforms[1].child_frame_id", "frame 'a' is given twice");
+    snprintf(t, sizeof t, "fixed_frame_transforms:\n  - {transform: %s}\n", id1);
+    scene_error(t, TDM_EFORMAT, 2, "fixed_frame_transforms[0]", "no child_frame_id");
+    s = scene_ok("fixed_frame_transforms:\n  - {child_frame_id: a}\n");
+    cr_assert_eq(tdm_ps_fixed_frame(s, "a", &x), 1);
+    assert_vec(x.t, 0, 0, 0, "no transform: the identity");
+    assert_mat(&x.r, IDENTITY, "no transform: the identity");
+    tdm_planning_scene_free(s);
+    scene_error("fixed_frame_transforms:\n  - {child_frame_id: a, transform: {translation: [0, 0, 0], rotation: [0, 0, "
+                "0, 2]}}\n", TDM_ERANGE, 2, "fixed_frame_transforms[0].transform.rotation", "quaternion norm 2");
+}
+
 #define ATT "robot_state.attached_collision_objects"
 
 Test(planning_scene, attached_objects_refused)
