@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Attached collision objects against the FCL reference on real scenes: each of the 7
-# MotionBenchMaker Panda scenarios' scene0001.yaml with two objects attached
+# MotionBenchMaker Panda scenarios' scene0001.yaml (SCENES=all: every scene, 100 a
+# scenario, each with its own N configurations) with two objects attached
 # (bench/attached_scene.py: a tool of two primitives on panda_hand, the fingers its
 # touch links; a mesh on panda_link5 given in the planning frame), N random
 # configurations uniform in the joint limits, `tandem check --urdf` against bench_robot
@@ -11,7 +12,8 @@
 #     N          configurations per scene                   (default 20000)
 #     SEED       bench/robot_configs.py's seed              (default 1)
 #     BACKEND    tandem check --backend: cpu | gpu | hybrid (default cpu)
-#   env: PANDA (default ../shared/robots/panda beside the checkout), WORK (scratch, default mktemp -d)
+#   env: PANDA (default ../shared/robots/panda beside the checkout), WORK (scratch, default mktemp -d),
+#        SCENES (first: scene0001 of each scenario, the default; all: every scene)
 #
 # Prints a markdown table: per scenario, configurations colliding without the objects
 # and with them (Tandem, FCL), and the configurations where the two differ (Tandem
@@ -27,6 +29,8 @@ BUILD=${1:-$ROOT/build}
 N=${2:-20000}
 SEED=${3:-1}
 BACKEND=${4:-cpu}
+SCENES=${SCENES:-first}
+[[ $SCENES == first || $SCENES == all ]] || { echo "run_attached.sh: SCENES must be first or all" >&2; exit 2; }
 PANDA=${PANDA:-$ROOT/../shared/robots/panda}
 WORK=${WORK:-$(mktemp -d)}
 TANDEM=$BUILD/tools/tandem
@@ -43,27 +47,41 @@ echo "|---|--:|--:|--:|--:|--:|--:|"
 total_t=0 total_f=0 total_near=0
 for dir in "$WORK"/problems/*_panda; do
     sc=$(basename "$dir")
-    python3 "$ROOT/bench/attached_scene.py" "$dir/scene0001.yaml" "$WORK/$sc.yaml"
-    "$TANDEM" check "${robot[@]}" --world "$dir/scene0001.yaml" --configs "$WORK/configs.txt" --mode bool \
-        --backend "$BACKEND" --out "$WORK/$sc.plain.out" > /dev/null
-    "$TANDEM" check "${robot[@]}" --world "$WORK/$sc.yaml" --configs "$WORK/configs.txt" --mode bool \
-        --backend "$BACKEND" --out "$WORK/$sc.tandem.out" > /dev/null
-    "$FCLREF" "${robot[@]}" --world "$WORK/$sc.yaml" --configs "$WORK/configs.txt" --mode bool \
-        --out "$WORK/$sc.fcl.out" > /dev/null
+    : > "$WORK/$sc.plain.out"; : > "$WORK/$sc.tandem.out"; : > "$WORK/$sc.fcl.out"; : > "$WORK/$sc.cfg"
+    if [[ $SCENES == all ]]; then scenes=("$dir"/scene*.yaml); else scenes=("$dir/scene0001.yaml"); fi
+    for scene in "${scenes[@]}"; do # the scenario's files: each scene's answers appended, in scene order
+        base=$(basename "$scene" .yaml)
+        python3 "$ROOT/bench/attached_scene.py" "$scene" "$WORK/$sc.$base.yaml"
+        "$TANDEM" check "${robot[@]}" --world "$scene" --configs "$WORK/configs.txt" --mode bool \
+            --backend "$BACKEND" --out "$WORK/part.out" > /dev/null
+        cat "$WORK/part.out" >> "$WORK/$sc.plain.out"
+        "$TANDEM" check "${robot[@]}" --world "$WORK/$sc.$base.yaml" --configs "$WORK/configs.txt" --mode bool \
+            --backend "$BACKEND" --out "$WORK/part.out" > /dev/null
+        cat "$WORK/part.out" >> "$WORK/$sc.tandem.out"
+        "$FCLREF" "${robot[@]}" --world "$WORK/$sc.$base.yaml" --configs "$WORK/configs.txt" --mode bool \
+            --out "$WORK/part.out" > /dev/null
+        cat "$WORK/part.out" >> "$WORK/$sc.fcl.out"
+        awk -v s="$base" '{print s, $0}' "$WORK/configs.txt" >> "$WORK/$sc.cfg"
+    done
+    [[ $SCENES == all ]] || cp "$WORK/$sc.scene0001.yaml" "$WORK/$sc.yaml" # the file bench/results/attached's steps carry
+    total=$(wc -l < "$WORK/$sc.tandem.out")
     read -r plain t f t_only f_only < <(paste "$WORK/$sc.plain.out" "$WORK/$sc.tandem.out" "$WORK/$sc.fcl.out" |
         awk '{p += $1 > 0; t += $2 > 0; f += $3 > 0; to += ($2 > 0 && $3 == 0); fo += ($2 == 0 && $3 > 0)}
              END {print p, t, f, to, fo}')
     near=0
-    if ((t_only > 0)); then
+    if ((t_only > 0)); then # each such configuration's distance to a curved primitive, in its own scene
         paste "$WORK/$sc.tandem.out" "$WORK/$sc.fcl.out" | awk '$1 > 0 && $2 == 0 {print NR}' > "$WORK/$sc.tonly"
-        awk 'NR == FNR {want[$1] = 1; next} want[FNR]' "$WORK/$sc.tonly" "$WORK/configs.txt" > "$WORK/$sc.tonly.cfg"
-        "$FCLREF" "${robot[@]}" --world "$WORK/$sc.yaml" --configs "$WORK/$sc.tonly.cfg" --mode bool \
-            --near-out "$WORK/$sc.near" > /dev/null
-        near=$(awk '$1 != "inf" && $1 <= 0.00011' "$WORK/$sc.near" | wc -l)
+        while read -r line; do
+            read -r base q < <(sed -n "${line}p" "$WORK/$sc.cfg")
+            echo "$q" > "$WORK/one.cfg"
+            "$FCLREF" "${robot[@]}" --world "$WORK/$sc.$base.yaml" --configs "$WORK/one.cfg" --mode bool \
+                --near-out "$WORK/one.near" > /dev/null
+            near=$((near + $(awk '$1 != "inf" && $1 <= 0.00011' "$WORK/one.near" | wc -l)))
+        done < "$WORK/$sc.tonly"
     fi
-    echo "| $sc | $N | $plain | $t | $f | $t_only ($near) | $f_only |"
+    echo "| $sc | $total | $plain | $t | $f | $t_only ($near) | $f_only |"
     total_t=$((total_t + t_only)) total_f=$((total_f + f_only)) total_near=$((total_near + near))
 done
 echo
 echo "Differences: Tandem only $total_t ($total_near within 0.11 mm of a curved primitive), FCL only $total_f" \
-    "(bench/run_attached.sh $BUILD $N $SEED $BACKEND)."
+    "(SCENES=$SCENES bench/run_attached.sh $BUILD $N $SEED $BACKEND)."
