@@ -2,7 +2,7 @@
 """Writes a MoveIt planning scene with two attached collision objects added to its robot state, for
 checking Tandem's attached objects against the FCL reference (bench/run_attached.sh) on real scenes.
 
-    bench/attached_scene.py SCENE.yaml OUT.yaml
+    bench/attached_scene.py SCENE.yaml OUT.yaml [--plane]
 
 The scene must be a complete planning scene with a `robot_state:` mapping at the top level and no
 attached objects (MotionBenchMaker's Panda scenes are). Added, in the robot state:
@@ -11,6 +11,8 @@ attached objects (MotionBenchMaker's Panda scenes are). Added, in the robot stat
     45 degrees about z;
   - `strap` on panda_link5, given in the planning frame (so placed by the scene's robot state): an
     inline tetrahedron mesh.
+With --plane, also a world object `wall`: a plane (shape_msgs/Plane coef [1, 0.2, 0.1, 0.45], which MoveIt
+places at x + 0.2 y + 0.1 z = 0.45) in a frame turned 45 degrees about z and moved to (0.1, 0, 0.2).
 The shapes are arbitrary; they only have to reach the world and the robot in some configurations."""
 import sys
 
@@ -34,19 +36,31 @@ BLOCK = """  attached_collision_objects:
         mesh_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]"""
 
 
+WALL = """    - id: wall
+      header: {frame_id: world}
+      pose: {position: [0.1, 0, 0.2], orientation: [0, 0, 0.3826834323650898, 0.9238795325112867]}
+      planes: [{coef: [1, 0.2, 0.1, 0.45]}]
+      plane_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]"""
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: attached_scene.py SCENE.yaml OUT.yaml")
+    if len(sys.argv) not in (3, 4) or (len(sys.argv) == 4 and sys.argv[3] != "--plane"):
+        sys.exit("usage: attached_scene.py SCENE.yaml OUT.yaml [--plane]")
+    plane = len(sys.argv) == 4
     lines = open(sys.argv[1]).read().split("\n")
     if "robot_state:" not in lines:
         sys.exit(f"attached_scene.py: {sys.argv[1]}: no top-level robot_state mapping")
     if any("attached_collision_objects" in l for l in lines):
         sys.exit(f"attached_scene.py: {sys.argv[1]}: already has attached objects")
+    if plane and "  collision_objects:" not in lines:
+        sys.exit(f"attached_scene.py: {sys.argv[1]}: no world.collision_objects list to add the plane to")
     out = []
     for l in lines:
         out.append(l)
         if l == "robot_state:":
             out.append(BLOCK)
+        if plane and l == "  collision_objects:":
+            out.append(WALL)
     with open(sys.argv[2], "w") as f:
         f.write("\n".join(out))
 

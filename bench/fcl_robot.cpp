@@ -6,6 +6,7 @@
 #include <fcl/geometry/bvh/BVH_model.h>
 #include <fcl/geometry/shape/box.h>
 #include <fcl/geometry/shape/capsule.h>
+#include <fcl/geometry/shape/plane.h>
 #include <fcl/geometry/shape/cylinder.h>
 #include <fcl/geometry/shape/sphere.h>
 #include <fcl/math/bv/OBBRSS.h>
@@ -125,6 +126,9 @@ int tdm_fcl_model_build(const tdm_planning_scene *ps, const tdm_robot_scene *rs,
                 case TDM_PS_SPHERE: g = std::make_shared<fcl::Sphered>(p.dims[0]); break;
                 case TDM_PS_CYLINDER: g = std::make_shared<fcl::Cylinderd>(p.dims[1], p.dims[0]); break; /* (r, h) */
                 }
+            } else if (o.shape >= wo.n_primitives + wo.n_meshes) { /* a plane, as MoveIt hands it to FCL */
+                const double *c = wo.planes[o.shape - wo.n_primitives - wo.n_meshes].coef;
+                g = std::make_shared<fcl::Planed>(c[0], c[1], c[2], c[3]);
             } else {
                 const tdm_ps_mesh &pm = wo.meshes[o.shape - wo.n_primitives];
                 std::vector<fcl::Vector3d> pts(pm.n_verts);

@@ -185,7 +185,7 @@ typedef struct tdm_robot_info {
  * among the link's collisions), a shape of an object attached to a link (movable 2: the link
  * it moves with, the attached object's id in world_object and the shape's index in it) or a
  * world shape (movable 0: the world object's id and the shape's index in it, primitives
- * first then meshes). */
+ * first, then meshes, then planes). */
 typedef struct tdm_robot_object {
     uint32_t object_id;
     int movable;              /* 0 a world shape, 1 a robot element, 2 an attached object's shape */

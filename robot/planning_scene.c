@@ -53,6 +53,12 @@ static int read_vec(tdm__yaml *y, const yaml_event_t *ev, double *out, uint32_t 
     return tdm__yaml_read_tuple(y, ev, n, what, tdm__yaml_read_double, out, sizeof *out);
 }
 
+/* shape_msgs/Plane's coef: a, b, c, d. */
+static int f_coef(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    return tdm__yaml_read_tuple(y, ev, 4, "numbers (a, b, c, d)", tdm__yaml_read_double, dst, sizeof(double));
+}
+
 static int f_vec3(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     double v[3];
@@ -339,7 +345,7 @@ typedef struct scene_build {
 typedef struct object_build {
     tdm_ps_object *o;
     uint32_t *n_shapes; /* the scene's */
-    xforms prim_poses, mesh_poses;
+    xforms prim_poses, mesh_poses, plane_poses;
 } object_build;
 
 /* One more primitive or mesh, refused past TDM_PS_MAX_SHAPES in the scene. */
@@ -476,6 +482,30 @@ static int f_meshes(tdm__yaml *y, const yaml_event_t *ev, void *dst)
     return tdm__yaml_read_seq(y, ev, item_mesh, dst);
 }
 
+/* ---- planes ------------------------------------------------------------------ */
+
+static int item_plane(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
+{
+    tdm_ps_object *o = ((object_build *)dst)->o;
+    int rc = count_shape(y, ev, dst);
+    if (rc) return rc;
+    tdm_ps_plane *a = tdm__yaml_grow(y, &ev->start_mark, o->planes, i, sizeof *a, TDM_PS_MAX_SHAPES, "planes", &rc);
+    if (!a) return rc;
+    o->planes = a;
+    o->n_planes = i + 1;
+    tdm__yaml_field f[] = {TDM__YAML_FIELD("coef", f_coef, a[i].coef)};
+    if (ev->type != YAML_MAPPING_START_EVENT) return tdm__yaml_bad_kind(y, ev, "a mapping (shape_msgs/Plane)");
+    if ((rc = tdm__yaml_read_map(y, ev, f, 1))) return rc;
+    if (!f[0].seen) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no coef");
+    if (a[i].coef[0] == 0 && a[i].coef[1] == 0 && a[i].coef[2] == 0)
+        return tdm__yaml_fail_field(y, &f[0], TDM_ERANGE, "the plane's normal (a, b, c) is zero");
+    return TDM_OK;
+}
+static int f_planes(tdm__yaml *y, const yaml_event_t *ev, void *dst)
+{
+    return tdm__yaml_read_seq(y, ev, item_plane, dst);
+}
+
 /* ---- objects, world, scene ----------------------------------------------------------- */
 
 /* The checks that need the whole object: id, matching pose lists, poses composed.
@@ -483,7 +513,8 @@ static int f_meshes(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_field *f, const object_build *b)
 {
     tdm_ps_object *o = b->o;
-    const tdm__yaml_field *id = &f[0], *prims = &f[4], *prim_poses = &f[5], *meshes = &f[6], *mesh_poses = &f[7];
+    const tdm__yaml_field *id = &f[0], *prims = &f[4], *prim_poses = &f[5], *meshes = &f[6], *mesh_poses = &f[7],
+                          *planes = &f[8], *plane_poses = &f[9];
     if (!id->seen) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no id");
     if (!o->id[0]) return tdm__yaml_fail_field(y, id, TDM_EFORMAT, "empty id");
     if (b->prim_poses.n != o->n_primitives)
@@ -492,8 +523,11 @@ static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_f
     if (b->mesh_poses.n != o->n_meshes)
         return tdm__yaml_fail_field(y, mesh_poses->seen ? mesh_poses : meshes, TDM_EFORMAT,
                                     "%u mesh_poses for %u meshes", b->mesh_poses.n, o->n_meshes);
-    if (o->n_primitives + o->n_meshes == 0)
-        return tdm__yaml_fail(y, &ev->start_mark, TDM_EEMPTY, "an object without primitives or meshes");
+    if (b->plane_poses.n != o->n_planes)
+        return tdm__yaml_fail_field(y, plane_poses->seen ? plane_poses : planes, TDM_EFORMAT,
+                                    "%u plane_poses for %u planes", b->plane_poses.n, o->n_planes);
+    if (o->n_primitives + o->n_meshes + o->n_planes == 0)
+        return tdm__yaml_fail(y, &ev->start_mark, TDM_EEMPTY, "an object without primitives, meshes or planes");
     if (o->frame_id && !o->frame_id[0]) {
         free(o->frame_id);
         o->frame_id = NULL;
@@ -501,6 +535,7 @@ static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_f
     o->has_pose = f[2].seen;
     for (uint32_t k = 0; k < o->n_primitives; k++) o->primitives[k].pose = tdm_xform_mul(&o->pose, &b->prim_poses.arr[k]);
     for (uint32_t k = 0; k < o->n_meshes; k++) o->meshes[k].pose = tdm_xform_mul(&o->pose, &b->mesh_poses.arr[k]);
+    for (uint32_t k = 0; k < o->n_planes; k++) o->planes[k].pose = tdm_xform_mul(&o->pose, &b->plane_poses.arr[k]);
     return TDM_OK;
 }
 
@@ -510,7 +545,8 @@ static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, u
                        tdm__yaml_field *id_field)
 {
     o->pose = tdm_xform_identity();
-    object_build b = {o, n_shapes, {NULL, 0, "position", "orientation"}, {NULL, 0, "position", "orientation"}};
+    object_build b = {o, n_shapes, {NULL, 0, "position", "orientation"}, {NULL, 0, "position", "orientation"},
+                      {NULL, 0, "position", "orientation"}};
     tdm__yaml_field f[] = {TDM__YAML_FIELD("id", tdm__yaml_read_string, &o->id),
                            TDM__YAML_FIELD("header", f_header, &o->frame_id),
                            TDM__YAML_FIELD("pose", f_pose, &o->pose),
@@ -519,7 +555,8 @@ static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, u
                            TDM__YAML_FIELD("primitive_poses", f_rigids, &b.prim_poses),
                            TDM__YAML_FIELD("meshes", f_meshes, &b),
                            TDM__YAML_FIELD("mesh_poses", f_rigids, &b.mesh_poses),
-                           TDM__YAML_FIELD("planes", tdm__yaml_read_empty, "planes (infinite half-spaces)")};
+                           TDM__YAML_FIELD("planes", f_planes, &b),
+                           TDM__YAML_FIELD("plane_poses", f_rigids, &b.plane_poses)};
     if (ev->type != YAML_MAPPING_START_EVENT)
         return tdm__yaml_bad_kind(y, ev, "a mapping (moveit_msgs/CollisionObject)");
     int rc = tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
@@ -527,6 +564,7 @@ static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, u
     *id_field = f[0];
     free(b.prim_poses.arr);
     free(b.mesh_poses.arr);
+    free(b.plane_poses.arr);
     return rc;
 }
 
@@ -593,6 +631,13 @@ static int item_attached(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32
     if (!f[0].seen || !at->link_name[0])
         return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no link_name (the link the object is attached to)");
     if (!f[1].seen) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no object");
+    if (at->object.n_planes) {
+        size_t m = tdm__yaml_push(y, "object", 0);
+        rc = tdm__yaml_fail(y, &f[1].mark, TDM_EFORMAT, "an attached object with planes is not supported (an infinite "
+                                                        "plane moving with a link)");
+        tdm__yaml_pop(y, m);
+        return rc;
+    }
     for (uint32_t j = 0; j < i; j++)
         if (strcmp(s->attached[j].object.id, at->object.id) == 0) {
             size_t m = tdm__yaml_push(y, "object", 0);
@@ -849,6 +894,7 @@ static void object_free(tdm_ps_object *o)
         free(o->meshes[k].tris);
     }
     free(o->meshes);
+    free(o->planes);
 }
 
 void tdm_planning_scene_free(tdm_planning_scene *s)

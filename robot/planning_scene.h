@@ -20,6 +20,7 @@
  *            world.collision_objects[]: id, header.frame_id, pose, operation,
  *              primitives[] (type, dimensions), primitive_poses[],
  *              meshes[] (vertices, triangles), mesh_poses[],
+ *              planes[] (coef: a, b, c, d), plane_poses[],
  *            allowed_collision_matrix: entry_names, entry_values,
  *              default_entry_names, default_entry_values,
  *            robot_state.joint_state (name, position),
@@ -44,9 +45,9 @@
  *   - a `link_padding` other than 0 or a `link_scale` other than 1 (MoveIt would
  *     grow or scale that link; the zeros and ones MoveIt writes for every link
  *     when it dumps a scene are accepted);
- *   - non-empty `planes` (infinite half-spaces), an octomap with data, and in a
- *     request's start_state non-empty `attached_collision_objects` (a scene's
- *     are read: see below);
+ *   - planes in an attached object, an octomap with data, and in a request's
+ *     start_state non-empty `attached_collision_objects` (a scene's are read: see
+ *     below);
  *   - a goal whose first constraint set has position, orientation or visibility
  *     constraints, or no joint constraint (Cartesian goals);
  *   - YAML aliases (`*name`) in any element that is read: they would let a small
@@ -141,6 +142,17 @@ typedef struct tdm_ps_mesh {
     tdm_xform pose; /* mesh frame -> the object's header frame (object pose applied) */
 } tdm_ps_mesh;
 
+/* shape_msgs/Plane, in its pose's frame: the points p with a p.x + b p.y + c p.z = d,
+ * (a, b, c) not zero (not normalised here). That is where MoveIt puts it, not where
+ * the message's comment does (a x + b y + c z + d = 0): MoveIt hands the four
+ * numbers to FCL's Plane, whose plane is n . x = d, and RViz draws it there too.
+ * MoveIt checks it as FCL's two-sided Plane: an object collides with it when it
+ * meets the plane itself (either side is free). */
+typedef struct tdm_ps_plane {
+    double coef[4];
+    tdm_xform pose; /* plane frame -> the object's header frame (object pose applied) */
+} tdm_ps_plane;
+
 typedef struct tdm_ps_object {
     char *id;       /* owned, unique in the scene, not empty */
     char *frame_id; /* header.frame_id, owned; NULL when absent or empty (the planning frame) */
@@ -150,6 +162,8 @@ typedef struct tdm_ps_object {
     tdm_ps_primitive *primitives; /* owned, in the file's order */
     uint32_t n_meshes;
     tdm_ps_mesh *meshes; /* owned, in the file's order */
+    uint32_t n_planes;
+    tdm_ps_plane *planes; /* owned, in the file's order (world objects only) */
 } tdm_ps_object;
 
 /* moveit_msgs/AttachedCollisionObject. */

@@ -223,11 +223,71 @@ static size_t attached_shapes(const tdm_planning_scene *ps)
     return n;
 }
 
+/* A world object's shapes: primitives, meshes, planes. */
+static uint32_t world_shapes(const tdm_ps_object *o) { return o->n_primitives + o->n_meshes + o->n_planes; }
+
 size_t tdm_robot_scene_count(const tdm_robot *r, const tdm_planning_scene *ps)
 {
     size_t n = r->n_collisions + attached_shapes(ps);
-    for (uint32_t i = 0; i < ps->n_objects; i++) n += ps->objects[i].n_primitives + ps->objects[i].n_meshes;
+    for (uint32_t i = 0; i < ps->n_objects; i++) n += world_shapes(&ps->objects[i]);
     return n;
+}
+
+/* How far from the root link's origin any point of a movable object can be, the
+ * prismatic joints within their limits (a revolute joint turns its child about the
+ * child's own origin, so only the joints' offsets and slides add up): the radius a
+ * plane's square must cover. rs's element and attached trees must be built. */
+static double movable_reach(const tdm_robot *r, const tdm_robot_scene *rs)
+{
+    double *d = calloc(r->n_links, sizeof *d), reach = 0;
+    if (!d) return -1;
+    for (uint32_t k = 0; k < r->n_joints; k++) { /* depth first: a joint's parent link is done */
+        const tdm_robot_joint *j = &r->joints[k];
+        double slide = 0;
+        if (j->type == TDM_JOINT_PRISMATIC) {
+            int32_t src = j->active >= 0 ? j->active : j->mimic_source;
+            double mult = j->active >= 0 ? 1 : j->mimic_multiplier, off = j->active >= 0 ? 0 : j->mimic_offset;
+            if (src >= 0) {
+                const tdm_robot_joint *s = &r->joints[r->active[src]];
+                slide = fabs(mult) * fmax(fabs(s->lower), fabs(s->upper));
+            }
+            slide += fabs(off);
+        }
+        d[k + 1] = d[j->parent] + tdm_d3_len(j->origin.t) + slide;
+    }
+    for (uint32_t e = 0; e < rs->n_movable; e++) { /* a tree's radius bounds each coordinate: sqrt(3) of it */
+        const tdm_kin_elem *k = &rs->kin.elems[e];
+        double far = d[k->link] + tdm_d3_len(k->origin.t) + sqrt(3.0) * (double)rs->bvhs[e]->radius;
+        if (far > reach) reach = far;
+    }
+    free(d);
+    return reach;
+}
+
+/* A plane (shape_msgs/Plane, in its own frame) as a square of two triangles about the
+ * point of the plane nearest `centre` (in the plane's frame), of half-side `half`. */
+static int plane_mesh(const tdm_ps_plane *p, tdm_dvec3 centre, double half, tdm_mesh **out, char *err, size_t errlen)
+{
+    tdm_dvec3 n = tdm_d3(p->coef[0], p->coef[1], p->coef[2]);
+    double len = tdm_d3_len(n);
+    n = tdm_d3_scale(n, 1 / len);
+    double off = -p->coef[3] / len; /* n . x + off = 0: MoveIt's (FCL's) a x + b y + c z = d */
+    tdm_dvec3 o = tdm_d3_sub(centre, tdm_d3_scale(n, tdm_d3_dot(n, centre) + off));
+    /* tangents: n crossed with the axis least along it, then n crossed with that */
+    tdm_dvec3 axis = fabs(n.x) <= fabs(n.y) && fabs(n.x) <= fabs(n.z) ? tdm_d3(1, 0, 0)
+                     : fabs(n.y) <= fabs(n.z)                        ? tdm_d3(0, 1, 0)
+                                                                     : tdm_d3(0, 0, 1);
+    tdm_dvec3 u = tdm_d3_cross(n, axis);
+    u = tdm_d3_scale(u, 1 / tdm_d3_len(u));
+    tdm_dvec3 v = tdm_d3_cross(n, u);
+    float verts[12];
+    static const double su[4] = {-1, 1, 1, -1}, sv[4] = {-1, -1, 1, 1};
+    for (int c = 0; c < 4; c++) {
+        tdm_dvec3 q = tdm_d3_add(o, tdm_d3_add(tdm_d3_scale(u, su[c] * half), tdm_d3_scale(v, sv[c] * half)));
+        verts[3 * c] = (float)q.x, verts[3 * c + 1] = (float)q.y, verts[3 * c + 2] = (float)q.z;
+    }
+    static const uint32_t tris[6] = {0, 1, 2, 0, 2, 3};
+    return tdm_mesh_create(verts, 4, tris, 2, NULL, out, err, errlen);
 }
 
 /* The attached and world shapes counted against TDM_SCENE_MAX_OBJECTS with the
@@ -351,13 +411,31 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 1, tdm_xform_identity()};
         }
     }
+    double reach = -1; /* movable_reach, with the first plane */
     for (uint32_t i = 0; i < ps->n_objects; i++) {
         const tdm_ps_object *o = &ps->objects[i];
         tdm_xform frame = object_frame(r, ps, links, o);
-        for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
+        for (uint32_t k = 0; k < world_shapes(o); k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){0, i, k, 0, {0, {0, 0, 0}}, 0};
-            if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;
-            const tdm_xform *pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
+            const tdm_xform *pose;
+            if (k < o->n_primitives + o->n_meshes) {
+                if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;
+                pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
+            } else { /* a plane: a square over all the movable objects can reach, 1 m to spare */
+                const tdm_ps_plane *pl = &o->planes[k - o->n_primitives - o->n_meshes];
+                pose = &pl->pose;
+                if (reach < 0 && (reach = movable_reach(r, rs)) < 0) goto fail_nomem;
+                tdm_xform at = tdm_xform_mul(&frame, pose);
+                tdm_dvec3 root = tdm_xform_rel(&at, &rs->base).t; /* the root's origin in the plane's frame */
+                tdm_mesh *m = NULL;
+                char why[300], what[TDM_ROBOT_MAX_NAME + 64];
+                if ((rc = plane_mesh(pl, root, reach + 1.0, &m, why, sizeof why)) != TDM_OK) {
+                    snprintf(err, errlen, "world object '%.256s' plane %u: %s", o->id, k, why);
+                    goto fail;
+                }
+                snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
+                if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
+            }
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
         }
     }

@@ -10,9 +10,9 @@
  * n_elements .. n_movable - 1: for each attached object in file order, its
  * primitives and then its meshes, each a movable object that keeps the pose it has
  * in its link's frame in the scene's robot state. Fixed objects follow, ids
- * n_movable, ...: for each world collision object in file order, its primitives
- * and then its meshes, each one object at its pose in the planning frame. Element
- * meshes:
+ * n_movable, ...: for each world collision object in file order, its primitives,
+ * its meshes and then its planes, each one object at its pose in the planning
+ * frame. Element meshes:
  *   - box, cylinder, sphere, capsule: geom/primitive.h's meshes (URDF cylinders and
  *     capsules are (radius, length), primitive.h's cylinder (height, radius): the
  *     named constructors convert); boxes exact, curved shapes tessellated to
@@ -21,7 +21,14 @@
  *     mesh formats: assimp lives in tools/), each vertex scaled per axis by the
  *     element's scale in double and rounded to float.
  * Attached and world shapes: MoveIt primitives likewise (cylinder (height,
- * radius)), inline meshes with their double vertices rounded to float.
+ * radius)), inline meshes with their double vertices rounded to float. A world
+ * plane (shape_msgs/Plane, which MoveIt checks as FCL's two-sided Plane: an object
+ * collides when it meets the plane) is a square of two triangles in the plane,
+ * centred on the point nearest the root link's origin, its half-side 1 m more than
+ * the farthest any movable object can be from that origin with the prismatic joints
+ * within their limits (a configuration that takes one over a metre past its limits
+ * could meet the plane beyond the square); its corners are rounded to float like
+ * any vertex (~2^-24 of their distance from the plane frame's origin).
  *
  * Frames. The root link sits at the scene's robot-state multi-DOF transform (its
  * only multi-DOF joint; identity if none). A world object's header frame is looked

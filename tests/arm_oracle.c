@@ -110,6 +110,28 @@ static int bar_collides(const double q[2], double pad)
 
 int arm_oracle_collides(const double q[2]) { return bar_collides(q, 0); }
 
+/* Does box b meet the plane n . x + d = 0 (n unit)? */
+static int box_meets_plane(const obox *b, const double n[3], double d)
+{
+    double r = 0;
+    for (int i = 0; i < 3; i++) r += b->h[i] * fabs(dot3(b->a[i], n));
+    return fabs(dot3(n, b->c) + d) <= r;
+}
+
+int arm_oracle_plane(const double q[2], const double plane[4], double pad, int *self)
+{
+    double len = sqrt(dot3(plane, plane)), n[3] = {plane[0] / len, plane[1] / len, plane[2] / len}, d = -plane[3] / len;
+    static const double c[3] = {0.3, 0, 0}, h[3] = {0.25, 0.025, 0.025};
+    const double c1 = cos(q[0]), s1 = sin(q[0]);
+    const obox link1 = {{0, 0, 0.3}, {{c1, s1, 0}, {-s1, c1, 0}, {0, 0, 1}}, {0.03, 0.03, 0.2}};
+    obox boxes[3] = {grown(on_link2(q, c, h), pad), grown(link1, pad), grown(base, pad)};
+    int own = boxes_meet(&boxes[0], &boxes[2]);
+    if (self) *self = own;
+    for (int i = 0; i < 3; i++)
+        if (box_meets_plane(&boxes[i], n, d)) return 1;
+    return own;
+}
+
 int arm_oracle_holding(const double q[2], const double (*boxes)[6], int n, int link1_checked, int post_checked,
                        double pad)
 {

@@ -41,6 +41,12 @@ char *arm_held_scene(const char *link, const char *frame, const char *pose, cons
  * within pad of touching. */
 int arm_oracle_holding(const double q[2], const double (*boxes)[6], int n, int link1_checked, int post_checked,
                        double pad);
+/* Does (j1, j2) collide in a world of one plane plane[0] x + plane[1] y + plane[2] z =
+ * plane[3] (MoveIt's and FCL's reading of shape_msgs/Plane): a link of the arm on the plane (two-sided, as FCL's Plane: a box meets
+ * it when its extent along the normal reaches it; touching counts), or the arm's own
+ * checked pair (link2 against the base)? *self (may be NULL) receives the latter
+ * alone. Every box grown by pad (negative: shrunk). */
+int arm_oracle_plane(const double q[2], const double plane[4], double pad, int *self);
 /* The first colliding state of a -> b cut at resolution r by issue 13's formula
  * (n = max(2, ceil(max_j |b_j - a_j| / r) + 1), q_k = a + k/(n-1) (b - a), written
  * out here), or -1; *n_out (may be NULL) receives n. */

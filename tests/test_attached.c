@@ -16,12 +16,18 @@
  *                                         shapes, objects on one link, the ACM by id
  *   attached_to_no_link_is_refused        a link_name the robot lacks: an error naming
  *                                         the object, no scene
- *   configs_on_gpu_match_cpu_engine       the held scene's configurations on the GPU
+ *   configs_on_gpu_match_cpu_engine       the held scene's configurations (and with a
+ *                                         plane) on the GPU
  *                                         engine (skipped without one), bool and
  *                                         contacts, equal to the CPU engine's
  *   fixed_frames_place_objects            a world object in a frame of the scene's
  *                                         fixed_frame_transforms answers as the same
  *                                         object given in the planning frame
+ *   planes_answer_as_the_oracle           world planes (shape_msgs/Plane, two-sided as
+ *                                         FCL's): the arm against a level and a
+ *                                         tilted plane, as the oracle says
+ *   planes_cover_a_prismatic_joints_reach a cart sliding 5 m meets a plane wherever
+ *                                         it is (the square reaches that far)
  *   check_command_reads_attached_objects  `tandem check --urdf` on the held scene
  *                                         answers as the oracle; a link_name of no
  *                                         link: exit 1, the world file and the object
@@ -344,6 +350,102 @@ Test(attached, fixed_frames_place_objects)
     tdm_sched_destroy(e);
 }
 
+/* World planes (a x + b y + c z = d, as MoveIt places shape_msgs/Plane): the arm (no
+ * held object) against a level plane above link1's top and a tilted one, each given in a
+ * turned frame (the object's pose) to be read back through it:
+ * every configuration answers as arm_oracle_plane says (those within 1e-7 of touching
+ * set aside), and both answers occur. */
+Test(attached, planes_answer_as_the_oracle)
+{
+    /* the plane in the planning frame, and the same plane as written in a frame turned a
+       quarter about z and lifted 0.1: coefficients (a, b, c, d) of the frame's coordinates */
+    static const struct {
+        double world[4], local[4];
+    } v[2] = {{{0, 0, 1, 0.62}, {0, 0, 1, 0.52}}, {{0.3, 0.2, 1, 0.55}, {0.2, -0.3, 1, 0.45}}};
+    double *q = random_configs(N_CFG, 0x91a7eull);
+    tdm_sched *e = cpu_engine();
+    tdm_sched_result *got = malloc(N_CFG * sizeof *got);
+    cr_assert_not_null(got);
+    for (int k = 0; k < 2; k++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof yaml,
+                 "world:\n  collision_objects:\n    - id: plane\n      header: {frame_id: world}\n"
+                 "      pose: {position: [0, 0, 0.1], orientation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"
+                 "      planes: [{coef: [%.17g, %.17g, %.17g, %.17g]}]\n"
+                 "      plane_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n",
+                 v[k].local[0], v[k].local[1], v[k].local[2], v[k].local[3]);
+        tdm_robot_scene *rs = scene_of(yaml, NULL);
+        cr_assert_eq(rs->n_objects, 4, "three elements and the plane");
+        run_configs(e, rs, q, N_CFG, TDM_MODE_BOOL, 1, got);
+        size_t colliding = 0, near = 0;
+        for (size_t i = 0; i < N_CFG; i++) {
+            const double *qi = q + 2 * i;
+            int self = 0, lo = arm_oracle_plane(qi, v[k].world, -1e-7, &self),
+                hi = arm_oracle_plane(qi, v[k].world, 1e-7, NULL);
+            if (lo != hi) {
+                near++;
+                continue;
+            }
+            cr_assert_eq(got[i].colliding, lo, "seed=%llu plane %d, configuration %zu (%.17g, %.17g): got %u, oracle %d",
+                         (unsigned long long)seed, k, i, qi[0], qi[1], got[i].colliding, lo);
+            if (lo && !self) cr_assert_eq(got[i].object_b, 3, "the plane is object 3");
+            colliding += lo && !self;
+        }
+        cr_log_info("plane %d: %zu of %d configurations on it (and not colliding with itself), %zu within 1e-7 of "
+                    "touching", k, colliding, N_CFG, near);
+        cr_assert(near < N_CFG / 100);
+        cr_assert(colliding > N_CFG / 20 && colliding < N_CFG - N_CFG / 20, "the test needs both answers");
+        tdm_robot_scene_destroy(rs);
+    }
+    free(got);
+    free(q);
+    tdm_sched_destroy(e);
+}
+
+/* A plane is a square over all the movable objects can reach: a cart on a prismatic joint
+ * of +-5 m along y carries a box across the plane x = 0.3 wherever it is (the square,
+ * centred where the root's origin projects onto the plane, must reach y = +-5), and never
+ * meets the plane x = 0.5. */
+Test(attached, planes_cover_a_prismatic_joints_reach)
+{
+    static const char urdf[] =
+        "<robot name='cart'><link name='base'/>"
+        "<joint name='slide' type='prismatic'><parent link='base'/><child link='cart'/><axis xyz='0 1 0'/>"
+        "<limit lower='-5' upper='5'/></joint>"
+        "<link name='cart'><collision><origin xyz='0.3 0 0'/><geometry><box size='0.1 0.1 0.1'/></geometry>"
+        "</collision></link></robot>";
+    tdm_robot_source src = {urdf, strlen(urdf), "cart.urdf", NULL, 0, NULL, no_meshes, NULL};
+    tdm_robot *cart = NULL;
+    char err[512];
+    cr_assert_eq(tdm_robot_parse(&src, &cart, err, sizeof err), TDM_OK, "%s", err);
+    const double q[6] = {-4.9, -2, 0, 0.7, 3, 4.9};
+    tdm_sched *e = cpu_engine();
+    for (int k = 0; k < 2; k++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml,
+                 "world:\n  collision_objects:\n    - id: wall\n      planes: [{coef: [1, 0, 0, %s]}]\n"
+                 "      plane_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n",
+                 k ? "0.5" : "0.3");
+        tdm_planning_scene *ps = NULL;
+        tdm_robot_scene *rs = NULL;
+        cr_assert_eq(tdm_planning_scene_parse(yaml, strlen(yaml), "wall", &ps, err, sizeof err), TDM_OK, "%s", err);
+        cr_assert_eq(tdm_robot_scene_create(cart, ps, NULL, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err), TDM_OK,
+                     "%s", err);
+        tdm_sched_result res[6];
+        tdm_sched_query proto = {rs->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+        cr_assert_eq(tdm_sched_run_configs(e, &proto, &rs->kin, q, 6, res), TDM_OK);
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(res[i].colliding, k ? 0 : 1, "plane x = %s, the cart at y = %g: %u", k ? "0.5" : "0.3", q[i],
+                         res[i].colliding);
+        tdm_robot_scene_destroy(rs);
+        tdm_planning_scene_free(ps);
+    }
+    tdm_sched_destroy(e);
+    tdm_robot_free(cart);
+}
+
+/* The held scene, and the plane scene of planes_answer_as_the_oracle with the post and the
+ * held object too, on the GPU engine: bool and contacts, every answer the CPU engine's. */
 Test(attached, configs_on_gpu_match_cpu_engine)
 {
     tdm_sched_config c = tdm_sched_config_default();
@@ -356,41 +458,57 @@ Test(attached, configs_on_gpu_match_cpu_engine)
     int rc = tdm_sched_create(&c, &gpu, why, sizeof why);
     if (rc == TDM_ENODEV) cr_skip_test("no GPU engine: %s", why);
     cr_assert_eq(rc, TDM_OK, "%s", why);
-    char *yaml = held_scene("world", "        pose: {position: [0, 0, 0.5], orientation: [0, 0, 0, 1]}\n", "[]", "");
-    tdm_robot_scene *rs = scene_of(yaml, NULL);
-    for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(gpu, rs->bvhs[i]), TDM_OK);
+    char *yaml[2] = {held_scene("world", "        pose: {position: [0, 0, 0.5], orientation: [0, 0, 0, 1]}\n", "[]", ""),
+                     held_scene("link2", "", "[]", "")};
+    static const char plane[] = "    - id: tilted\n      planes: [{coef: [0.3, 0.2, 1, 0.55]}]\n"
+                                "      plane_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n";
+    char *with_plane = malloc(strlen(yaml[1]) + sizeof plane);
+    cr_assert_not_null(with_plane);
+    const char *list = strstr(yaml[1], "  collision_objects:\n");
+    cr_assert_not_null(list);
+    size_t head = (size_t)(list - yaml[1]) + strlen("  collision_objects:\n");
+    sprintf(with_plane, "%.*s%s%s", (int)head, yaml[1], plane, yaml[1] + head);
+    free(yaml[1]);
+    yaml[1] = with_plane;
     tdm_sched *cpu = cpu_engine();
     const size_t n = 20000;
     double *q = random_configs(n, 0x6e0ull);
     tdm_sched_result *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
     cr_assert(want && got);
     const tdm_mode modes[2] = {TDM_MODE_BOOL, TDM_MODE_CONTACTS};
-    for (int m = 0; m < 2; m++) {
-        tdm_sched_stats before, after;
-        tdm_sched_get_stats(gpu, &before);
-        run_configs(cpu, rs, q, n, modes[m], m ? 3 : 1, want);
-        run_configs(gpu, rs, q, n, modes[m], m ? 3 : 1, got);
-        tdm_sched_get_stats(gpu, &after);
-        cr_assert_eq(after.gpu_queries - before.gpu_queries, n, "every configuration on the GPU engine");
-        size_t d = 0, colliding = 0;
-        for (size_t i = 0; i < n; i++) {
-            colliding += want[i].colliding;
-            d += got[i].colliding != want[i].colliding || got[i].object_a != want[i].object_a ||
-                 got[i].object_b != want[i].object_b || got[i].contacts != want[i].contacts ||
-                 got[i].truncated != want[i].truncated;
+    for (int k = 0; k < 2; k++) {
+        tdm_robot_scene *rs = scene_of(yaml[k], NULL);
+        cr_assert_eq(rs->n_objects, 6u + (uint32_t)k, "scene %d: the elements, the held boxes, the post (and the plane)",
+                     k);
+        for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(gpu, rs->bvhs[i]), TDM_OK);
+        for (int m = 0; m < 2; m++) {
+            tdm_sched_stats before, after;
+            tdm_sched_get_stats(gpu, &before);
+            run_configs(cpu, rs, q, n, modes[m], m ? 3 : 1, want);
+            run_configs(gpu, rs, q, n, modes[m], m ? 3 : 1, got);
+            tdm_sched_get_stats(gpu, &after);
+            cr_assert_eq(after.gpu_queries - before.gpu_queries, n, "every configuration on the GPU engine");
+            size_t d = 0, colliding = 0;
+            for (size_t i = 0; i < n; i++) {
+                colliding += want[i].colliding;
+                d += got[i].colliding != want[i].colliding || got[i].object_a != want[i].object_a ||
+                     got[i].object_b != want[i].object_b || got[i].contacts != want[i].contacts ||
+                     got[i].truncated != want[i].truncated;
+            }
+            cr_log_info("scene %d, %s: %zu configurations, %zu colliding, %zu differences", k, m ? "contacts" : "bool",
+                        n, colliding, d);
+            cr_assert_eq(d, 0, "seed=%llu scene %d: %zu of %zu differ", (unsigned long long)seed, k, d, n);
+            cr_assert(colliding > 0 && colliding < n);
         }
-        cr_log_info("%s: %zu configurations, %zu colliding, %zu differences", m ? "contacts" : "bool", n, colliding, d);
-        cr_assert_eq(d, 0, "seed=%llu: %zu of %zu differ", (unsigned long long)seed, d, n);
-        cr_assert(colliding > 0 && colliding < n);
+        for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(gpu, rs->bvhs[i]);
+        tdm_robot_scene_destroy(rs);
+        free(yaml[k]);
     }
-    for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(gpu, rs->bvhs[i]);
     free(want);
     free(got);
     free(q);
     tdm_sched_destroy(cpu);
     tdm_sched_destroy(gpu);
-    tdm_robot_scene_destroy(rs);
-    free(yaml);
 }
 
 /* ---- the command line ---- */

@@ -607,7 +607,12 @@ Test(planning_scene, types_and_operations_refused)
     scene_error(edit(16, "    - id: table\n      operation: move", 0), TDM_EFORMAT, 17, OBJ0 ".operation",
                 "operation MOVE (3) is not supported");
     scene_error(edit(16, "    - id: table\n      planes: [{coef: [0, 0, 1, 0]}]", 0), TDM_EFORMAT, 17, OBJ0 ".planes",
-                "not supported: planes");
+                "0 plane_poses for 1 planes");
+    scene_error(edit(16, "    - id: table\n      planes: [{coef: [0, 0, 0, 1]}]\n      plane_poses: [{position: [0, 0, 0], "
+                         "orientation: [0, 0, 0, 1]}]", 0),
+                TDM_ERANGE, 17, OBJ0 ".planes[0].coef", "the plane's normal (a, b, c) is zero");
+    scene_error(edit(16, "    - id: table\n      planes: [{coef: [0, 0, 1]}]", 0), TDM_EFORMAT, 17, OBJ0 ".planes[0].coef",
+                "numbers (a, b, c, d)");
     scene_error(edit(14, "world:\n  octomap: {octomap: {data: [1, 2]}}", 0), TDM_EFORMAT, 15, "world.octomap.octomap.data",
                 "not supported: octomaps");
 }
@@ -725,6 +730,30 @@ Test(planning_scene, fixed_frames)
                 "0, 2]}}\n", TDM_ERANGE, 2, "fixed_frame_transforms[0].transform.rotation", "quaternion norm 2");
 }
 
+/* Planes (shape_msgs/Plane): coefficients read back, the object's pose composed with
+ * each plane_pose, shapes counted with the primitives and meshes. */
+Test(planning_scene, planes_read_back)
+{
+    tdm_planning_scene *s = scene_ok("world:\n  collision_objects:\n    - id: floor\n"
+                                     "      pose: {position: [0, 0, 1], orientation: [0, 0, 0, 1]}\n"
+                                     "      planes: [{coef: [0, 0, 2, -1]}, {coef: [1, 0, 0, 0.5]}]\n"
+                                     "      plane_poses:\n"
+                                     "        - {position: [0, 0, 0], orientation: [0, 0, 0, 1]}\n"
+                                     "        - {position: [1, 2, 3], orientation: [0, 0, 0.7071067811865476, "
+                                     "0.7071067811865476]}\n");
+    cr_assert_eq(s->n_objects, 1);
+    const tdm_ps_object *o = &s->objects[0];
+    cr_assert_eq(o->n_planes, 2);
+    cr_assert_eq(o->n_primitives + o->n_meshes, 0);
+    cr_assert_float_eq(o->planes[0].coef[2], 2, 0);
+    cr_assert_float_eq(o->planes[0].coef[3], -1, 0);
+    cr_assert_float_eq(o->planes[1].coef[0], 1, 0);
+    assert_vec(o->planes[0].pose.t, 0, 0, 1, "the first plane, the object's pose applied");
+    assert_vec(o->planes[1].pose.t, 1, 2, 4, "the second plane");
+    assert_mat(&o->planes[1].pose.r, RZ90, "the second plane's rotation");
+    tdm_planning_scene_free(s);
+}
+
 #define ATT "robot_state.attached_collision_objects"
 
 Test(planning_scene, attached_objects_refused)
@@ -740,7 +769,7 @@ Test(planning_scene, attached_objects_refused)
     scene_error("robot_state:\n  attached_collision_objects:\n    - link_name: hand\n", TDM_EFORMAT, 3, ATT "[0]",
                 "no object");
     scene_error("robot_state:\n  attached_collision_objects:\n    - link_name: hand\n      object: {id: a}\n",
-                TDM_EEMPTY, 4, ATT "[0].object", "an object without primitives or meshes");
+                TDM_EEMPTY, 4, ATT "[0].object", "an object without primitives, meshes or planes");
     snprintf(t, sizeof t,
              "robot_state:\n  attached_collision_objects:\n    - link_name: hand\n      object: {id: a, operation: 1, %s}\n",
              one_box);
@@ -756,8 +785,9 @@ Test(planning_scene, attached_objects_refused)
              one_box);
     scene_error(t, TDM_EFORMAT, 3, ATT "[0].touch_links", "expected a list");
     snprintf(t, sizeof t, "robot_state:\n  attached_collision_objects:\n    - {link_name: hand, object: {id: a, %s, "
-                          "planes: [{coef: [0, 0, 1, 0]}]}}\n", one_box);
-    scene_error(t, TDM_EFORMAT, 3, ATT "[0].object.planes", "not supported: planes");
+                          "planes: [{coef: [0, 0, 1, 0]}], plane_poses: [{position: [0, 0, 0], orientation: [0, 0, "
+                          "0, 1]}]}}\n", one_box);
+    scene_error(t, TDM_EFORMAT, 3, ATT "[0].object", "an attached object with planes is not supported");
     /* a request's start state may not bring attached objects: they would be dropped */
     request_error("start_state:\n  attached_collision_objects: [{link_name: hand}]\n"
                   "goal_constraints: [{joint_constraints: [{joint_name: a, position: 1}]}]\n",
@@ -771,7 +801,7 @@ Test(planning_scene, objects_and_names)
     scene_error(edit(30, "      idx: ball", 0), TDM_EFORMAT, 27, OBJ1, "no id");
     scene_error(edit(30, "      id: ''", 0), TDM_EFORMAT, 30, OBJ1 ".id", "empty id");
     scene_error(edit(27, "    - primitive_poses: []", 28, "#", 29, "#", 31, "      primitives: []", 32, "#", 33, "#", 0),
-                TDM_EEMPTY, 27, OBJ1, "an object without primitives or meshes");
+                TDM_EEMPTY, 27, OBJ1, "an object without primitives, meshes or planes");
     scene_error(edit(3, "    name: [j1, j2, j1]", 0), TDM_EFORMAT, 3, "robot_state.joint_state.name[2]",
                 "'j1' is named twice");
     char long_name[TDM_PS_MAX_NAME + 32];

@@ -61,7 +61,7 @@ class RobotObject:
     its index among the link's collisions), a shape of an object attached to a link (movable and
     ``attached``: ``link`` it moves with, ``world_object`` the attached object's id, ``shape``) or
     a world shape (fixed: ``world_object`` and ``shape``, its index in the object, primitives first
-    then meshes). Query answers' ``object_pair`` holds these ids."""
+    then meshes, then planes). Query answers' ``object_pair`` holds these ids."""
 
     object_id: int
     movable: bool
