@@ -181,13 +181,20 @@ uint64_t tdm_fcl_checker::check(const tdm_xform *x, bool contacts, uint64_t max_
             objs_[id]->computeAABB();
         }
     fcl::CollisionRequestd req(contacts ? (size_t)max_contacts : 1, false);
+    /* A plane against a cylinder: FCL's test without contacts (cylinderPlaneIntersect in
+     * narrowphase/detail/primitive_shape_algorithm/plane-inl.h, FCL 0.7) takes the
+     * cylinder's whole length where half of it belongs, and calls apart cylinders colliding;
+     * its test with contacts measures it right. Plane pairs take that one. */
+    fcl::CollisionRequestd req_plane(contacts ? (size_t)max_contacts : 1, true);
     fcl::CollisionResultd res;
     uint64_t total = 0;
     for (const auto &pr : model_.checks) {
         fcl::CollisionObjectd *a = objs_[pr.first].get(), *b = objs_[pr.second].get();
         if (!a->getAABB().overlap(b->getAABB())) continue;
         res.clear();
-        fcl::collide(a, b, req, res);
+        bool plane = a->getObjectType() == fcl::OT_GEOM && b->getObjectType() == fcl::OT_GEOM &&
+                     (a->getNodeType() == fcl::GEOM_PLANE || b->getNodeType() == fcl::GEOM_PLANE);
+        fcl::collide(a, b, plane ? req_plane : req, res);
         if (!contacts) {
             if (res.isCollision()) return 1;
         } else {

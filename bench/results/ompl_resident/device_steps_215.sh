@@ -4,7 +4,8 @@ set -uo pipefail
 # TESTS="attached robot_scene robotd" bench/device_pack.sh build .packs/new; then rm -rf .packs/new;
 # carrying [".packs", ".panda"], on a fresh one-GPU machine:
 # device run "CALL=215 bash bench/results/ompl_resident/device_steps_215.sh".
-# Call 215: attached, robot_scene and robotd on the GPU; then the goal's eight rounds at the defaults.
+# Call 215: attached, robot_scene and robotd on the GPU; then the goal's eight rounds at the defaults. Call 216 ran it
+# again (CALL=216) on dd58f0a (world planes; test_attached's GPU test with a plane).
 CALL=${CALL:?CALL}
 source bench/device_unpack.sh /tmp/p$CALL
 nproc; nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
