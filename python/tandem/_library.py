@@ -319,6 +319,17 @@ _PROTOTYPES = {
 
 
 _QUERY_ARGS = [_P, _ID, _c.c_int, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint32, _c.c_void_p]
+# tdm_robot_scene_put and _file: client, name, robot id, YAML text or its path, scene id, created, info
+_ROBOT_SCENE_PUT_ARGS = [
+    _P,
+    _c.c_char_p,
+    _ID,
+    _c.c_char_p,
+    _ID,
+    _c.POINTER(_c.c_int),
+    _c.POINTER(_c.POINTER(RobotSceneInfoStruct)),
+]
+
 _ROBOT_PROTOTYPES = {
     "tdm_robot_put_files": (
         _c.c_int,
@@ -327,30 +338,8 @@ _ROBOT_PROTOTYPES = {
     "tdm_robot_list": (_c.c_int, [_P, _c.POINTER(_c.POINTER(RobotInfoStruct)), _c.POINTER(_c.c_size_t)]),
     "tdm_robot_info_free": (None, [_c.POINTER(RobotInfoStruct)]),
     "tdm_robot_delete": (_c.c_int, [_P, _ID]),
-    "tdm_robot_scene_put": (
-        _c.c_int,
-        [
-            _P,
-            _c.c_char_p,
-            _ID,
-            _c.c_char_p,
-            _ID,
-            _c.POINTER(_c.c_int),
-            _c.POINTER(_c.POINTER(RobotSceneInfoStruct)),
-        ],
-    ),
-    "tdm_robot_scene_put_file": (
-        _c.c_int,
-        [
-            _P,
-            _c.c_char_p,
-            _ID,
-            _c.c_char_p,
-            _ID,
-            _c.POINTER(_c.c_int),
-            _c.POINTER(_c.POINTER(RobotSceneInfoStruct)),
-        ],
-    ),
+    "tdm_robot_scene_put": (_c.c_int, _ROBOT_SCENE_PUT_ARGS),
+    "tdm_robot_scene_put_file": (_c.c_int, _ROBOT_SCENE_PUT_ARGS),
     "tdm_robot_scene_info_free": (None, [_c.POINTER(RobotSceneInfoStruct)]),
     "tdm_query_configs_send": (_c.c_int, _QUERY_ARGS + [_c.POINTER(PairsStruct), _c.POINTER(_c.c_uint64)]),
     "tdm_motion_check": (
