@@ -543,6 +543,8 @@ def test_multi_client_robots_match_one_server(files):
             assert robot.joints == (tandem.Joint("j1", -1.5, 1.5), tandem.Joint("j2", 0.0, 0.3))
             assert (robot.n_links, robot.n_elements) == (3, 3)
             scene = mc.put_robot_scene(robot, world, name="wall")
+            again = mc.put_robot_scene_text(robot, open(world).read(), name="wall, from text")
+            assert again.id == scene.id and not again.created  # the same content on every server
             if mc._lib.has_multi_ephemeral:  # an ephemeral one too, on every server, written on none
                 eph = mc.put_robot_scene(robot, world, name="wall, ephemeral", ephemeral=True)
                 assert eph.id != scene.id
