@@ -157,6 +157,8 @@ int tdm_fcl_model_build(const tdm_planning_scene *ps, const tdm_robot_scene *rs,
         m.slot_of[sc->objects[i].id] = sc->slot[i];
         m.fixed_pose[sc->objects[i].id] = tdm_fcl_transform(sc->objects[i].pose);
     }
+    m.plane.assign(rs->n_objects, 0);
+    for (uint32_t id = 0; id < rs->n_objects; id++) m.plane[id] = m.geoms[id]->getNodeType() == fcl::GEOM_PLANE;
     m.n_elements = rs->n_movable;
     *out = std::move(m);
     return 0;
@@ -192,9 +194,7 @@ uint64_t tdm_fcl_checker::check(const tdm_xform *x, bool contacts, uint64_t max_
         fcl::CollisionObjectd *a = objs_[pr.first].get(), *b = objs_[pr.second].get();
         if (!a->getAABB().overlap(b->getAABB())) continue;
         res.clear();
-        bool plane = a->getObjectType() == fcl::OT_GEOM && b->getObjectType() == fcl::OT_GEOM &&
-                     (a->getNodeType() == fcl::GEOM_PLANE || b->getNodeType() == fcl::GEOM_PLANE);
-        fcl::collide(a, b, plane ? req_plane : req, res);
+        fcl::collide(a, b, model_.plane[pr.first] || model_.plane[pr.second] ? req_plane : req, res);
         if (!contacts) {
             if (res.isCollision()) return 1;
         } else {

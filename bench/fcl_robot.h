@@ -79,6 +79,7 @@ struct tdm_fcl_model {
     std::vector<std::pair<uint32_t, uint32_t>> checks;    /* checked pairs, as object ids */
     std::vector<uint32_t> slot_of;                        /* movable slot of each id, UINT32_MAX: fixed */
     std::vector<fcl::Transform3d> fixed_pose;             /* fixed objects' poses, by id */
+    std::vector<uint8_t> plane;                           /* 1: a plane (tdm_fcl_checker::check), by id */
     size_t n_elements = 0;                                /* movable objects (poses per configuration) */
 };
 

@@ -106,8 +106,8 @@ static int element_mesh(const tdm_robot *r, uint32_t e, tdm_robot_mesh_loader lo
     return rc;
 }
 
-/* A world primitive as Tandem's primitive. */
-static int world_primitive(const tdm_ps_object *o, uint32_t k, tdm_primitive *p, char *err, size_t errlen)
+/* A collision object's (world or attached) primitive as Tandem's primitive. */
+static int object_primitive(const tdm_ps_object *o, uint32_t k, tdm_primitive *p, char *err, size_t errlen)
 {
     const tdm_ps_primitive *q = &o->primitives[k];
     switch (q->type) {
@@ -120,12 +120,12 @@ static int world_primitive(const tdm_ps_object *o, uint32_t k, tdm_primitive *p,
     }
 }
 
-/* A world primitive's mesh, in its own frame, and its true shape in *solid. */
-static int world_primitive_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
+/* That primitive's mesh, in its own frame, and its true shape in *solid. */
+static int object_primitive_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, double tol, tdm_mesh **out,
                                 tdm_scene_solid *solid, char *err, size_t errlen)
 {
     tdm_primitive p;
-    int prc = world_primitive(o, k, &p, err, errlen);
+    int prc = object_primitive(o, k, &p, err, errlen);
     if (prc != TDM_OK) return prc;
     char why[400];
     double dev = 0;
@@ -135,7 +135,7 @@ static int world_primitive_mesh(const char *kind, const tdm_ps_object *o, uint32
     return rc;
 }
 
-static int world_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, tdm_mesh **out, char *err, size_t errlen)
+static int object_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, tdm_mesh **out, char *err, size_t errlen)
 {
     const tdm_ps_mesh *q = &o->meshes[k];
     float *v = malloc((3 * (size_t)q->n_verts + 1) * sizeof *v);
@@ -317,7 +317,7 @@ static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const td
         tdm_primitive p;
         double dev = 0;
         char why[400];
-        if ((rc = world_primitive(o, k, &p, err, errlen)) != TDM_OK) return rc;
+        if ((rc = object_primitive(o, k, &p, err, errlen)) != TDM_OK) return rc;
         if ((rc = tdm_shape_cache_get(el->shapes, &p, el->tolerance, &rs->bvhs[id], &dev, why, sizeof why)) != TDM_OK) {
             snprintf(err, errlen, "%s object '%s' primitive %u: %s", kind, o->id, k, why);
             return rc;
@@ -328,8 +328,8 @@ static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const td
         return TDM_OK;
     }
     tdm_mesh *m = NULL;
-    rc = prim ? world_primitive_mesh(kind, o, k, el->tolerance, &m, solid, err, errlen)
-              : world_mesh(kind, o, k - o->n_primitives, &m, err, errlen);
+    rc = prim ? object_primitive_mesh(kind, o, k, el->tolerance, &m, solid, err, errlen)
+              : object_mesh(kind, o, k - o->n_primitives, &m, err, errlen);
     if (rc != TDM_OK) return rc;
     snprintf(what, sizeof what, "%s object '%.256s' shape %u", kind, o->id, k);
     return build_tree(m, &rs->bvhs[id], what, err, errlen);

@@ -26,7 +26,7 @@ from ._library import (
 )
 from .client import MODES, _id_arg, _ms, _result, _scene_args, _scene_id
 from .errors import ClientCode, NotSupported, ServerCode, TandemError, invalid, server_error
-from .robots import MotionResult, Robot, RobotScene, _file, _motion_args, _robot, _robot_scene
+from .robots import MotionResult, Robot, RobotScene, _file, _motion_args, _robot, _robot_scene, _yaml_text
 from .types import MeshId, QueryResult, Scene, SceneId, SceneObject
 
 __all__ = ["MultiClient"]
@@ -253,11 +253,7 @@ class MultiClient:
 
     def put_robot_scene_text(self, robot: Robot, world_yaml: str, name: str = "", ephemeral: bool = False) -> RobotScene:
         """As ``Client.put_robot_scene_text``, on every server (the RobotScene as ``put_robot_scene``'s)."""
-        if not isinstance(world_yaml, str):
-            raise invalid(f"world_yaml must be a str of YAML, not {type(world_yaml).__name__}", field="world")
-        if "\0" in world_yaml:
-            raise invalid("world_yaml holds a NUL character", field="world")
-        return self._put_robot_scene(robot, name, ephemeral, "tdm_multi_robot_scene_put", world_yaml.encode())
+        return self._put_robot_scene(robot, name, ephemeral, "tdm_multi_robot_scene_put", _yaml_text(world_yaml))
 
     def _put_robot_scene(self, robot: Robot, name: str, ephemeral: bool, call: str, world: bytes) -> RobotScene:
         self._robots("put_robot_scene")

@@ -102,6 +102,15 @@ class MotionResult:
     last_free: np.ndarray
 
 
+def _yaml_text(world_yaml: str) -> bytes:
+    """A planning scene's YAML text as the C string the library takes."""
+    if not isinstance(world_yaml, str):
+        raise invalid(f"world_yaml must be a str of YAML, not {type(world_yaml).__name__}", field="world")
+    if "\0" in world_yaml:
+        raise invalid("world_yaml holds a NUL character", field="world")
+    return world_yaml.encode()
+
+
 def _file(path: PathLike, field: str) -> str:
     p = os.fspath(path)
     if not os.path.isfile(p):
@@ -184,11 +193,7 @@ class RobotMixin:
     def put_robot_scene_text(self, robot: Robot, world_yaml: str, name: str = "", ephemeral: bool = False) -> RobotScene:
         """As ``put_robot_scene``, the planning scene given as YAML text (a planner that makes its
         scenes in memory writes no file)."""
-        if not isinstance(world_yaml, str):
-            raise invalid(f"world_yaml must be a str of YAML, not {type(world_yaml).__name__}", field="world")
-        if "\0" in world_yaml:
-            raise invalid("world_yaml holds a NUL character", field="world")
-        return self._put_robot_scene(robot, name, ephemeral, "tdm_robot_scene_put", world_yaml.encode())
+        return self._put_robot_scene(robot, name, ephemeral, "tdm_robot_scene_put", _yaml_text(world_yaml))
 
     def _put_robot_scene(self, robot: Robot, name: str, ephemeral: bool, call: str, world: bytes) -> RobotScene:
         if not isinstance(robot, Robot):
