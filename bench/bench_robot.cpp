@@ -30,7 +30,7 @@
  *   - robot mesh elements: fcl::BVHModel<OBBRSS> of the file read by tools'
  *     tdm_mesh_load_file (raw origin), scaled per axis as robot_scene.c scales it;
  *   - URDF box / cylinder / sphere / capsule elements and MoveIt box / cylinder /
- *     sphere primitives: fcl::Box / Cylinder / Sphere / Capsule, exact and SOLID
+ *     sphere / cone primitives: fcl::Box / Cylinder / Sphere / Capsule / Cone, exact and SOLID
  *     (Tandem meshes curved primitives, containing the true shape within 0.1 mm, and
  *     treats primitives as solids too: workpile/solid.h);
  *   - world inline meshes: BVHModel<OBBRSS> of the double vertices as read.
@@ -50,7 +50,7 @@
  *
  * --near-out FILE (after the timed loop, not timed): one line per configuration,
  * the smallest fcl::distance over its checked pairs that have a curved primitive
- * (sphere, cylinder, capsule) on either side, in metres ("inf" when the scene has
+ * (sphere, cylinder, capsule, cone) on either side, in metres ("inf" when the scene has
  * none). bench/run_robot_all.sh asks it for the configurations Tandem calls
  * colliding and FCL free, to tell whether each lies within the tessellation's
  * 0.1 mm of a curved primitive (the difference issue 13 allows). */
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
         for (const auto &pr : model.checks) {
             auto is_curved = [&](uint32_t id) {
                 fcl::NODE_TYPE t = model.geoms[id]->getNodeType();
-                return t == fcl::GEOM_SPHERE || t == fcl::GEOM_CYLINDER || t == fcl::GEOM_CAPSULE;
+                return t == fcl::GEOM_SPHERE || t == fcl::GEOM_CYLINDER || t == fcl::GEOM_CAPSULE || t == fcl::GEOM_CONE;
             };
             if (is_curved(pr.first) || is_curved(pr.second)) curved.push_back(pr);
         }

@@ -6,6 +6,7 @@
 #include <fcl/geometry/bvh/BVH_model.h>
 #include <fcl/geometry/shape/box.h>
 #include <fcl/geometry/shape/capsule.h>
+#include <fcl/geometry/shape/cone.h>
 #include <fcl/geometry/shape/plane.h>
 #include <fcl/geometry/shape/cylinder.h>
 #include <fcl/geometry/shape/sphere.h>
@@ -125,6 +126,7 @@ int tdm_fcl_model_build(const tdm_planning_scene *ps, const tdm_robot_scene *rs,
                 case TDM_PS_BOX: g = std::make_shared<fcl::Boxd>(p.dims[0], p.dims[1], p.dims[2]); break;
                 case TDM_PS_SPHERE: g = std::make_shared<fcl::Sphered>(p.dims[0]); break;
                 case TDM_PS_CYLINDER: g = std::make_shared<fcl::Cylinderd>(p.dims[1], p.dims[0]); break; /* (r, h) */
+                case TDM_PS_CONE: g = std::make_shared<fcl::Coned>(p.dims[1], p.dims[0]); break;         /* (r, h) */
                 }
             } else if (o.shape >= wo.n_primitives + wo.n_meshes) { /* a plane, as MoveIt hands it to FCL */
                 const double *c = wo.planes[o.shape - wo.n_primitives - wo.n_meshes].coef;

@@ -15,7 +15,7 @@
  *   - robot mesh elements: fcl::BVHModel<OBBRSS> of the file read by tools'
  *     tdm_mesh_load_file (raw origin), scaled per axis as robot_scene.c scales it;
  *   - URDF box / cylinder / sphere / capsule elements and MoveIt box / cylinder /
- *     sphere primitives: fcl::Box / Cylinder / Sphere / Capsule, exact and SOLID
+ *     sphere / cone primitives: fcl::Box / Cylinder / Sphere / Capsule / Cone, exact and SOLID
  *     (Tandem meshes curved primitives, containing the true shape within 0.1 mm, and
  *     treats primitives as solids too: workpile/solid.h);
  *   - world inline meshes: BVHModel<OBBRSS> of the double vertices as read.

@@ -14,11 +14,12 @@
 #     BACKEND    tandem check --backend: cpu | gpu | hybrid (default cpu)
 #   env: PANDA (default ../shared/robots/panda beside the checkout), WORK (scratch, default mktemp -d),
 #        SCENES (first: scene0001 of each scenario, the default; all: every scene),
-#        PLANE=1 (bench/attached_scene.py --plane: a world plane too)
+#        PLANE=1 (bench/attached_scene.py --plane: a world plane too),
+#        CONE=1 (bench/attached_scene.py --cone: a cone in the tool and one in the world)
 #
 # Prints a markdown table: per scenario, configurations colliding without the objects
 # and with them (Tandem, FCL), and the configurations where the two differ (Tandem
-# colliding and FCL free, and the other way). Curved primitives (the tool's cylinder)
+# colliding and FCL free, and the other way). Curved primitives (the tool's cylinder, the cones)
 # are tessellated by Tandem to contain the true shape within 0.1 mm, so "Tandem only"
 # may be non-zero within that distance: each such configuration is measured with
 # bench_robot --near-out (the smallest FCL distance of a checked pair with a curved
@@ -52,7 +53,7 @@ for dir in "$WORK"/problems/*_panda; do
     if [[ $SCENES == all ]]; then scenes=("$dir"/scene*.yaml); else scenes=("$dir/scene0001.yaml"); fi
     for scene in "${scenes[@]}"; do # the scenario's files: each scene's answers appended, in scene order
         base=$(basename "$scene" .yaml)
-        python3 "$ROOT/bench/attached_scene.py" "$scene" "$WORK/$sc.$base.yaml" ${PLANE:+--plane}
+        python3 "$ROOT/bench/attached_scene.py" "$scene" "$WORK/$sc.$base.yaml" ${PLANE:+--plane} ${CONE:+--cone}
         "$TANDEM" check "${robot[@]}" --world "$scene" --configs "$WORK/configs.txt" --mode bool \
             --backend "$BACKEND" --out "$WORK/part.out" > /dev/null
         cat "$WORK/part.out" >> "$WORK/$sc.plain.out"
@@ -85,4 +86,4 @@ for dir in "$WORK"/problems/*_panda; do
 done
 echo
 echo "Differences: Tandem only $total_t ($total_near within 0.11 mm of a curved primitive), FCL only $total_f" \
-    "(SCENES=$SCENES${PLANE:+ PLANE=$PLANE} bench/run_attached.sh $BUILD $N $SEED $BACKEND)."
+    "(SCENES=$SCENES${PLANE:+ PLANE=$PLANE}${CONE:+ CONE=$CONE} bench/run_attached.sh $BUILD $N $SEED $BACKEND)."

@@ -23,17 +23,18 @@ static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
     return code;
 }
 
-static const char *const type_name[] = {"", "box", "sphere", "cylinder", "capsule"};
-static const int n_dims[] = {0, 3, 1, 2, 2};
-static const char *const dim_name[][3] = {
-    {"", "", ""}, {"x", "y", "z"}, {"radius", "", ""}, {"height", "radius", ""}, {"radius", "length", ""}};
+static const char *const type_name[] = {"", "box", "sphere", "cylinder", "capsule", "cone"};
+static const int n_dims[] = {0, 3, 1, 2, 2, 2};
+static const char *const dim_name[][3] = {{"", "", ""},           {"x", "y", "z"},          {"radius", "", ""},
+                                          {"height", "radius", ""}, {"radius", "length", ""}, {"height", "radius", ""}};
 
 int tdm_primitive_check(const tdm_primitive *p, char *err, size_t errlen)
 {
     if (!p) return fail(TDM_EINVAL, err, errlen, "no primitive");
     int t = (int)p->type;
-    if (t < TDM_PRIMITIVE_BOX || t > TDM_PRIMITIVE_CAPSULE)
-        return fail(TDM_EINVAL, err, errlen, "unknown primitive type %d (box 1, sphere 2, cylinder 3, capsule 4)", t);
+    if (t < TDM_PRIMITIVE_BOX || t > TDM_PRIMITIVE_CONE)
+        return fail(TDM_EINVAL, err, errlen, "unknown primitive type %d (box 1, sphere 2, cylinder 3, capsule 4, cone 5)",
+                    t);
     for (int i = 0; i < n_dims[t]; i++) {
         double d = p->dims[i];
         if (!(d >= TDM_PRIMITIVE_MIN_DIM && d <= TDM_PRIMITIVE_MAX_DIM)) /* NaN fails too */
@@ -49,6 +50,21 @@ int tdm_primitive_check(const tdm_primitive *p, char *err, size_t errlen)
 }
 
 /* ---- measuring a mesh against the true shape ------------------------------- */
+
+/* Distance from (rho, z), rho >= 0, to the triangle (0, h/2), (0, -h/2), (r, -h/2):
+ * a cone's half-section. 0 inside. */
+static double cone_outside(double h, double r, double rho, double z)
+{
+    if (z >= -0.5 * h && z <= 0.5 * h && rho * h <= r * (0.5 * h - z)) return 0;
+    /* the base edge, then the side from the rim (r, -h/2) to the apex (0, h/2) */
+    double bx = fmin(rho, r), dbx = rho - bx, dbz = z + 0.5 * h;
+    double best = dbx * dbx + dbz * dbz;
+    double ux = -r, uz = h, px = rho - r, pz = z + 0.5 * h;
+    double t = (px * ux + pz * uz) / (ux * ux + uz * uz);
+    t = fmin(fmax(t, 0), 1);
+    double sx = px - t * ux, sz = pz - t * uz;
+    return sqrt(fmin(best, sx * sx + sz * sz));
+}
 
 /* Distance from q, a point outside or on the solid, to it: the deviation of a
  * mesh vertex. A convex function of q, so its maximum over a triangle is at a
@@ -71,6 +87,7 @@ static double outside_distance(const tdm_primitive *p, double x, double y, doubl
         double ez = fmax(fabs(z) - 0.5 * d[1], 0);
         return sqrt(x * x + y * y + ez * ez) - d[0];
     }
+    case TDM_PRIMITIVE_CONE: return cone_outside(d[TDM_CONE_HEIGHT], d[TDM_CONE_RADIUS], sqrt(x * x + y * y), z);
     }
     return 0;
 }
@@ -307,11 +324,61 @@ static double sphere_radius(const shape *s, double r, double zc)
     return R;
 }
 
-/* Builds a curved primitive with `seg` segments (n for a cylinder, k for a
- * sphere or capsule), already range-checked. */
+/* A cone with n segments (primitive.h): apex, base polygon, base centre; the side
+ * faces checked against the true cone after rounding. */
+static int cone_mesh(const tdm_primitive *p, int n, tdm_mesh **out, double *deviation, char *err, size_t errlen)
+{
+    double h = p->dims[TDM_CONE_HEIGHT], r = p->dims[TDM_CONE_RADIUS], h2 = 0.5 * h;
+    double za = tdm_float_up(h2), zb = -(double)tdm_float_up(h2);
+    /* the apothem that keeps the rim inside every side face, and room for rounding */
+    double a = r * (za - zb) / (za + h2) * (1 + ldexp(1, -21));
+    double rv = a / cos(PI / n);
+    uint32_t nv = (uint32_t)n + 2, nt = 2 * (uint32_t)n;
+    float *v = malloc(sizeof *v * 3 * nv);
+    uint32_t *t = malloc(sizeof *t * 3 * nt);
+    if (!v || !t) {
+        free(v);
+        free(t);
+        *out = NULL;
+        return fail(TDM_ENOMEM, err, errlen, "out of memory for a cone of %d segments", n);
+    }
+    /* vertex 0 the apex, 1..n the base polygon, n + 1 the base centre */
+    v[0] = v[1] = 0, v[2] = (float)za;
+    for (int i = 0; i < n; i++) {
+        double phi = 2 * PI * i / n;
+        v[3 * (i + 1)] = (float)(rv * cos(phi));
+        v[3 * (i + 1) + 1] = (float)(rv * sin(phi));
+        v[3 * (i + 1) + 2] = (float)zb;
+    }
+    v[3 * (n + 1)] = v[3 * (n + 1) + 1] = 0, v[3 * (n + 1) + 2] = (float)zb;
+    int rc = TDM_OK;
+    for (int i = 0; i < n; i++) {
+        uint32_t b = 1 + (uint32_t)i, c = 1 + (uint32_t)((i + 1) % n);
+        uint32_t *o = t + 6 * (size_t)i;
+        o[0] = 0, o[1] = b, o[2] = c;         /* side, counter-clockwise from outside */
+        o[3] = b, o[4] = (uint32_t)n + 1, o[5] = c; /* base */
+        /* the edge's distance from the axis, cross / len, against the bound */
+        double x1 = v[3 * b], y1 = v[3 * b + 1], x2 = v[3 * c], y2 = v[3 * c + 1];
+        double cross = x1 * y2 - x2 * y1, len = sqrt((x2 - x1) * (x2 - x1) + (y2 - y1) * (y2 - y1));
+        if (!(cross > 0 && r * (za - zb) * len * (1 + 1e-12) <= cross * (za + h2))) rc = TDM_ERANGE;
+    }
+    if (rc == TDM_OK) rc = tdm_mesh_create(v, nv, t, nt, NULL, out, err, errlen);
+    else {
+        *out = NULL;
+        fail(rc, err, errlen, "internal error: cone(%.17g, %.17g) with %d segments cuts the cone", h, r, n);
+    }
+    if (rc == TDM_OK && deviation) *deviation = measure_deviation(p, v, nv);
+    free(v);
+    free(t);
+    return rc;
+}
+
+/* Builds a curved primitive with `seg` segments (n for a cylinder or cone, k for
+ * a sphere or capsule), already range-checked. */
 static int curved_mesh(const tdm_primitive *p, int seg, tdm_mesh **out, double *deviation, char *err,
                        size_t errlen)
 {
+    if (p->type == TDM_PRIMITIVE_CONE) return cone_mesh(p, seg, out, deviation, err, errlen);
     shape s;
     memset(&s, 0, sizeof s);
     float *v = NULL;
@@ -371,7 +438,8 @@ static double effective_tolerance(const tdm_primitive *p, double tol)
 {
     double size;
     switch (p->type) {
-    case TDM_PRIMITIVE_CYLINDER: size = p->dims[TDM_CYLINDER_RADIUS] + 0.5 * p->dims[TDM_CYLINDER_HEIGHT]; break;
+    case TDM_PRIMITIVE_CYLINDER:
+    case TDM_PRIMITIVE_CONE: size = p->dims[TDM_CYLINDER_RADIUS] + 0.5 * p->dims[TDM_CYLINDER_HEIGHT]; break;
     case TDM_PRIMITIVE_CAPSULE: size = p->dims[TDM_CAPSULE_RADIUS] + 0.5 * p->dims[TDM_CAPSULE_LENGTH]; break;
     default: size = p->dims[0];
     }
@@ -383,7 +451,8 @@ static double effective_tolerance(const tdm_primitive *p, double tol)
 static int start_segments(const tdm_primitive *p, double tol)
 {
     double r, half;
-    if (p->type == TDM_PRIMITIVE_CYLINDER)
+    int around = p->type == TDM_PRIMITIVE_CYLINDER || p->type == TDM_PRIMITIVE_CONE; /* segments, not rings */
+    if (around)
         r = p->dims[TDM_CYLINDER_RADIUS], half = 0.5 * p->dims[TDM_CYLINDER_HEIGHT];
     else
         r = p->dims[0], half = p->type == TDM_PRIMITIVE_CAPSULE ? 0.5 * p->dims[TDM_CAPSULE_LENGTH] : 0;
@@ -393,7 +462,7 @@ static int start_segments(const tdm_primitive *p, double tol)
     double u = (effective_tolerance(p, tol) - slack) / (r * (1 + ldexp(1, -22)));
     int lo, hi;
     double seg;
-    if (p->type == TDM_PRIMITIVE_CYLINDER) {
+    if (around) {
         lo = TDM_PRIMITIVE_MIN_SEGMENTS, hi = TDM_PRIMITIVE_MAX_SEGMENTS;
         seg = u > 0 ? ceil(PI / acos(1 / (1 + u))) : hi; /* 1/cos(pi/n) <= 1 + u */
     } else {
@@ -414,7 +483,8 @@ int tdm_primitive_mesh(const tdm_primitive *p, double tolerance, tdm_mesh **out,
                     TDM_PRIMITIVE_MIN_TOLERANCE, TDM_PRIMITIVE_MAX_TOLERANCE);
     if (p->type == TDM_PRIMITIVE_BOX) return box_mesh(p, out, deviation, err, errlen);
 
-    int hi = p->type == TDM_PRIMITIVE_CYLINDER ? TDM_PRIMITIVE_MAX_SEGMENTS : TDM_PRIMITIVE_MAX_RINGS;
+    int hi = p->type == TDM_PRIMITIVE_CYLINDER || p->type == TDM_PRIMITIVE_CONE ? TDM_PRIMITIVE_MAX_SEGMENTS
+                                                                               : TDM_PRIMITIVE_MAX_RINGS;
     int seg = start_segments(p, tolerance);
     double goal = effective_tolerance(p, tolerance);
     for (;;) {
@@ -442,7 +512,8 @@ int tdm__primitive_mesh_segments(const tdm_primitive *p, int segments, tdm_mesh 
     if (rc) return rc;
     int lo, hi;
     switch (p->type) {
-    case TDM_PRIMITIVE_CYLINDER: lo = TDM_PRIMITIVE_MIN_SEGMENTS, hi = TDM_PRIMITIVE_MAX_SEGMENTS; break;
+    case TDM_PRIMITIVE_CYLINDER:
+    case TDM_PRIMITIVE_CONE: lo = TDM_PRIMITIVE_MIN_SEGMENTS, hi = TDM_PRIMITIVE_MAX_SEGMENTS; break;
     case TDM_PRIMITIVE_SPHERE:
     case TDM_PRIMITIVE_CAPSULE: lo = TDM_PRIMITIVE_MIN_RINGS, hi = TDM_PRIMITIVE_MAX_RINGS; break;
     default: return fail(TDM_EINVAL, err, errlen, "a box has no segment count");
@@ -455,10 +526,10 @@ int tdm__primitive_mesh_segments(const tdm_primitive *p, int segments, tdm_mesh 
 
 /* ---- the exact solid test ------------------------------------------------------ */
 
-/* Sign of the exact sum of n <= 12 doubles. */
+/* Sign of the exact sum of n <= 32 doubles. */
 static int sum_sign(const double *t, int n)
 {
-    double h[16], tmp[16];
+    double h[40], tmp[40];
     int k = 1;
     h[0] = 0;
     for (int i = 0; i < n; i++) {
@@ -485,6 +556,43 @@ static int in_ball(double x, double y, double zh, double zl, double r)
     tdm__two_prod(zl, zl, &t[8], &t[9]);
     tdm__two_prod(-r, r, &t[10], &t[11]);
     return sum_sign(t, 12) <= 0;
+}
+
+/* Is (x, y, z) in the cone (height h, radius r)? |z| <= h/2 and
+ * h^2 (x^2 + y^2) <= r^2 (h/2 - z)^2, exactly: every product below is split
+ * into two doubles without error (the flushes of primitive.h keep them clear of
+ * underflow), and the 32 terms summed as an expansion. */
+static int cone_contains(double h, double r, tdm_dvec3 q)
+{
+    double h2 = 0.5 * h;
+    if (fabs(q.z) > h2 || fabs(q.x) > r || fabs(q.y) > r) return 0;
+    double x = q.x, y = q.y, z = q.z;
+    if (fabs(x) < ldexp(r, -300)) x = 0;
+    if (fabs(y) < ldexp(r, -300)) y = 0;
+    if (fabs(z) < ldexp(h, -300)) z = z < 0 ? -ldexp(h, -300) : 0;
+    double t[32], wh, wl, a[4];
+    int k = 0;
+    /* h^2 x^2 + h^2 y^2: (p + e)^2 = p^2 + 2 p e + e^2 for h x = p + e */
+    double c[2] = {x, y};
+    for (int i = 0; i < 2; i++) {
+        double p, e;
+        tdm__two_prod(h, c[i], &p, &e);
+        tdm__two_prod(p, p, &t[k], &t[k + 1]);
+        tdm__two_prod(2 * p, e, &t[k + 2], &t[k + 3]);
+        tdm__two_prod(e, e, &t[k + 4], &t[k + 5]);
+        k += 6;
+    }
+    /* - (r w)^2, w = h/2 - z = wh + wl, r w = a0 + a1 + a2 + a3 */
+    tdm__two_sum(h2, -z, &wh, &wl);
+    tdm__two_prod(r, wh, &a[0], &a[1]);
+    tdm__two_prod(r, wl, &a[2], &a[3]);
+    for (int i = 0; i < 4; i++)
+        for (int j = i; j < 4; j++) {
+            double f = i == j ? -1 : -2;
+            tdm__two_prod(f * a[i], a[j], &t[k], &t[k + 1]);
+            k += 2;
+        }
+    return sum_sign(t, k) <= 0;
 }
 
 int tdm_primitive_contains(const tdm_primitive *p, tdm_dvec3 q)
@@ -519,6 +627,7 @@ int tdm_primitive_contains(const tdm_primitive *p, tdm_dvec3 q)
         }
         return in_ball(q.x, q.y, zh, zl, r);
     }
+    case TDM_PRIMITIVE_CONE: return cone_contains(d[TDM_CONE_HEIGHT], d[TDM_CONE_RADIUS], q);
     }
     return TDM_EINVAL;
 }

@@ -1,12 +1,15 @@
-/* Primitive shapes (box, sphere, cylinder, capsule) as triangle meshes for the
+/* Primitive shapes (box, sphere, cylinder, capsule, cone) as triangle meshes for the
  * mesh engines, and an exact point-in-solid test on the true shapes.
  *
  * Conventions are MoveIt's (shape_msgs/SolidPrimitive): every shape is centred on
  * its frame's origin; a box has full edge lengths (x, y, z); a cylinder is
  * (height, radius) along z; a capsule is (radius, length of the cylindrical part)
  * along z, i.e. the points within `radius` of the segment from (0, 0, -length/2)
- * to (0, 0, length/2). Note the orders: cylinder height first (MoveIt), capsule
- * radius first (FCL's Capsule(radius, lz)); the constructors below name them.
+ * to (0, 0, length/2); a cone is (height, radius) along z, its apex at
+ * (0, 0, height/2) and its base, a disc of that radius, at z = -height/2 (MoveIt's
+ * shapes::Cone and FCL's Cone place it so). Note the orders: cylinder and cone
+ * height first (MoveIt), capsule radius first (FCL's Capsule(radius, lz)); the
+ * constructors below name them.
  *
  * Meshes. A box is exact: its 8 vertices are the corners, each coordinate rounded
  * to float away from the centre (exactly the corners whenever half an edge is a
@@ -25,6 +28,21 @@
  *   r'/cos(pi/n) - r <= tolerance (minus float rounding), at least 8 and at most
  *   TDM_PRIMITIVE_MAX_SEGMENTS: at the cap the deviation is r (1/cos(pi/1024) - 1)
  *   ~ 4.7e-6 r, above the default tolerance from r ~ 21 m on.
+ *
+ *   Cone, n segments: a pyramid over a regular n-gon, apex (0, 0, z_a) with
+ *   z_a = h/2 rounded up to float, base at z_b = -(h/2 rounded up to float), every
+ *   base vertex at that same float z, so that the base is exactly planar. A side
+ *   face holds the apex and a base edge at distance a' from the axis; it has the
+ *   whole cone on its inner side exactly when z_a >= h/2 and a' (z_a + h/2) >= r
+ *   (z_a - z_b) (the cone's extreme points towards the face are its apex and the
+ *   point of its rim under the edge). The polygon's apothem is that bound times
+ *   1 + 2^-21, more than the rounding of its vertices to float can take away
+ *   (2^-24 of their radius), and every side face is checked after rounding (in
+ *   double, with a relative slack of 1e-12, far above the evaluation's error);
+ *   a tessellation that fails the check is an internal error, never returned.
+ *   Every face then has the cone on its inner side, so the cone lies in the
+ *   mesh's kernel, inside it. The deviation is the sagitta r (1/cos(pi/n) - 1)
+ *   plus the margins, so n follows the cylinder's rule; 2n triangles.
  *
  *   Sphere and capsule, k latitude steps from pole to equator: ring m (0..k) at
  *   colatitude m pi/(2k) holds max(3, round(4k sin)) vertices (the equator 4k),
@@ -45,7 +63,8 @@
  *   Float rounding: every vertex is computed in double and rounded to the nearest
  *   float, which moves it by at most 2^-24 times its distance from the origin,
  *   radially (in x, y) and axially (in z) separately. The margins e_r = 2^-22 r and
- *   e_z = 2^-22 (h/2, or length/2 + r) are at least twice that, so the double
+ *   e_z = 2^-22 (h/2, or length/2 + r) are at least twice that (cones: see
+ *   above; their vertices are checked after rounding), so the double
  *   tessellation contains the true solid grown by every such move, and moving the
  *   vertices continuously to their floats never sweeps the surface across a point
  *   of the true solid: containment survives the conversion. The deviation reported
@@ -60,7 +79,7 @@
  *   radii is refused, its ends being flat at float resolution.
  *
  *   The caps bound the triangles: at most 4 * TDM_PRIMITIVE_MAX_SEGMENTS (4 096)
- *   for a cylinder, ~10.2 * 128^2 (~167 000) for a sphere or capsule. When a cap
+ *   for a cylinder, 2 * TDM_PRIMITIVE_MAX_SEGMENTS for a cone, ~10.2 * 128^2 (~167 000) for a sphere or capsule. When a cap
  *   or float resolution binds, the deviation reported is larger than the
  *   tolerance asked for: that is how a caller tells. A box's deviation is the
  *   rounding of its corners (at most 2^-24 of each half-edge), whatever the
@@ -79,12 +98,13 @@
 #include "vec.h"
 
 /* BOX, SPHERE and CYLINDER have shape_msgs/SolidPrimitive's numbers; its 4 is
- * CONE, not a capsule: convert types by name, never by number. */
+ * CONE, here 5, and 4 is a capsule: convert types by name, never by number. */
 typedef enum tdm_primitive_type {
     TDM_PRIMITIVE_BOX = 1,
     TDM_PRIMITIVE_SPHERE = 2,
     TDM_PRIMITIVE_CYLINDER = 3,
-    TDM_PRIMITIVE_CAPSULE = 4
+    TDM_PRIMITIVE_CAPSULE = 4,
+    TDM_PRIMITIVE_CONE = 5
 } tdm_primitive_type;
 
 /* Indices into tdm_primitive.dims, as SolidPrimitive's BOX_X, CYLINDER_HEIGHT... */
@@ -92,12 +112,13 @@ enum {
     TDM_BOX_X = 0, TDM_BOX_Y = 1, TDM_BOX_Z = 2,
     TDM_SPHERE_RADIUS = 0,
     TDM_CYLINDER_HEIGHT = 0, TDM_CYLINDER_RADIUS = 1,
-    TDM_CAPSULE_RADIUS = 0, TDM_CAPSULE_LENGTH = 1
+    TDM_CAPSULE_RADIUS = 0, TDM_CAPSULE_LENGTH = 1,
+    TDM_CONE_HEIGHT = 0, TDM_CONE_RADIUS = 1
 };
 
 typedef struct tdm_primitive {
     tdm_primitive_type type;
-    double dims[3]; /* box: x, y, z; sphere: radius; cylinder: height, radius; capsule: radius, length.
+    double dims[3]; /* box: x, y, z; sphere: radius; cylinder, cone: height, radius; capsule: radius, length.
                      * Entries past the type's count are ignored. */
 } tdm_primitive;
 
@@ -107,8 +128,8 @@ typedef struct tdm_primitive {
 #define TDM_PRIMITIVE_TOLERANCE 1e-4           /* m: the default deviation, 0.1 mm */
 #define TDM_PRIMITIVE_MIN_TOLERANCE 1e-6       /* m */
 #define TDM_PRIMITIVE_MAX_TOLERANCE 1.0        /* m */
-#define TDM_PRIMITIVE_MIN_SEGMENTS 8           /* around a cylinder */
-#define TDM_PRIMITIVE_MAX_SEGMENTS 1024        /* around a cylinder */
+#define TDM_PRIMITIVE_MIN_SEGMENTS 8           /* around a cylinder or cone */
+#define TDM_PRIMITIVE_MAX_SEGMENTS 1024        /* around a cylinder or cone */
 #define TDM_PRIMITIVE_MIN_RINGS 2              /* latitude steps, pole to equator, of a sphere or capsule */
 #define TDM_PRIMITIVE_MAX_RINGS 128            /* (its equator has 4 times as many segments) */
 
@@ -130,6 +151,11 @@ TDM_INLINE tdm_primitive tdm_primitive_cylinder(double height, double radius)
 TDM_INLINE tdm_primitive tdm_primitive_capsule(double radius, double length)
 {
     tdm_primitive p = {TDM_PRIMITIVE_CAPSULE, {radius, length, 0}};
+    return p;
+}
+TDM_INLINE tdm_primitive tdm_primitive_cone(double height, double radius)
+{
+    tdm_primitive p = {TDM_PRIMITIVE_CONE, {height, radius, 0}};
     return p;
 }
 
@@ -158,7 +184,10 @@ int tdm_primitive_mesh(const tdm_primitive *p, double tolerance, tdm_mesh **out,
  * as exact floating-point expansions), except that a nonzero x or y coordinate
  * (or a sphere's z) smaller than 2^-400 times the radius counts as 0, whose square
  * a double cannot hold: that can only turn a point outside by less than
- * 2^-800 r^2 into "inside" (the safe side for collision).
+ * 2^-800 r^2 into "inside" (the safe side for collision). A cone's products are
+ * of higher degree: there x and y under 2^-300 r count as 0, and a z under
+ * 2^-300 h in size as 0 when positive and as -2^-300 h when negative, again
+ * only towards "inside".
  * TDM_EINVAL for an invalid primitive (tdm_primitive_check) or a non-finite
  * point. The exact reference (tests, oracles); the scheduler's solid rule
  * (workpile/solid.h) uses tdm_primitive_contains_grown below. */
@@ -167,8 +196,10 @@ int tdm_primitive_contains(const tdm_primitive *p, tdm_dvec3 point);
 /* Is `q` (in the primitive's frame) within `reach` metres of the true solid, or
  * at most sqrt(3) reach from it? 1 or 0. Sphere and capsule: the solid grown by
  * `reach` exactly; box: each half-edge grown by `reach`; cylinder: its radius and
- * half-height grown by `reach` (the grown box and cylinder contain the points
- * within `reach`, and a little more at edges and corners). Evaluated in double,
+ * half-height grown by `reach`; cone: its slab and radius grown by `reach` and its
+ * side moved out by `reach` (the grown box, cylinder and cone contain the points
+ * within `reach`, and a little more at edges and corners, at most sqrt(2) reach
+ * from the solid there). Evaluated in double,
  * so a point within ~2^-50 (|q| + size) of the grown solid's surface may fall
  * either way: a caller that needs a one-sided answer adds at least that to
  * `reach` (workpile/solid.h does). p must be valid (tdm_primitive_check) and
@@ -194,6 +225,17 @@ TDM_INLINE TDM_HD int tdm_primitive_contains_grown(const tdm_primitive *p, tdm_d
         double z = az - 0.5 * d[TDM_CAPSULE_LENGTH];
         if (z < 0) z = 0;
         return ax * ax + ay * ay + z * z <= r * r;
+    }
+    case TDM_PRIMITIVE_CONE: {
+        /* the slab and the cylinder around the cone, grown; then the side: the
+         * distance from (rho, z) to the line of the cone's side is
+         * (rho h - r (h/2 - z)) / sqrt(h^2 + r^2) */
+        double h = d[TDM_CONE_HEIGHT], rc = d[TDM_CONE_RADIUS];
+        if (az > 0.5 * h + reach) return 0;
+        double rho2 = ax * ax + ay * ay;
+        r = rc + reach;
+        if (rho2 > r * r) return 0;
+        return sqrt(rho2) * h - rc * (0.5 * h - q.z) <= reach * sqrt(h * h + rc * rc);
     }
     }
     return 0;

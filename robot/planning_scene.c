@@ -326,13 +326,13 @@ static int f_primitive_type(tdm__yaml *y, const yaml_event_t *ev, void *dst)
     for (int i = 1; i < 6; i++) {
         char num[2] = {(char)('0' + i), 0};
         if (!tdm__yaml_sval_is(ev, num) && !name_is(ev, names[i])) continue;
-        if (i >= 4)
+        if (i >= 5)
             return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT,
-                                  "%s primitives are not supported (box, sphere, cylinder)", names[i]);
+                                  "%s primitives are not supported (box, sphere, cylinder, cone)", names[i]);
         *(tdm_ps_primitive_type *)dst = (tdm_ps_primitive_type)i;
         return TDM_OK;
     }
-    return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "unknown primitive type '%.40s' (box, sphere, cylinder)",
+    return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "unknown primitive type '%.40s' (box, sphere, cylinder, cone)",
                           tdm__yaml_sval(ev));
 }
 
@@ -358,10 +358,10 @@ static int count_shape(tdm__yaml *y, const yaml_event_t *ev, object_build *b)
     return TDM_OK;
 }
 
-static const char *const type_name[4] = {NULL, "box", "sphere", "cylinder"};
-static const uint32_t type_dims[4] = {0, 3, 1, 2};
-static const char *const type_form[4] = {NULL, "[x, y, z]", "[radius]", "[height, radius]"};
-static const char *const dim_name[4][3] = {{NULL}, {"x", "y", "z"}, {"radius"}, {"height", "radius"}};
+static const char *const type_name[5] = {NULL, "box", "sphere", "cylinder", "cone"};
+static const uint32_t type_dims[5] = {0, 3, 1, 2, 2};
+static const char *const type_form[5] = {NULL, "[x, y, z]", "[radius]", "[height, radius]", "[height, radius]"};
+static const char *const dim_name[5][3] = {{NULL}, {"x", "y", "z"}, {"radius"}, {"height", "radius"}, {"height", "radius"}};
 
 static int item_primitive(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
 {

@@ -6,7 +6,7 @@
  * (`position: [x, y, z]`, `orientation: [x, y, z, w]`, MBM) or a mapping
  * (`position: {x: .., y: .., z: ..}`, ROS). Primitive types are read as names
  * (`box`, MBM) or as shape_msgs/SolidPrimitive numbers (1 box, 2 sphere,
- * 3 cylinder). Keys this reader does not know are skipped; a key it reads may
+ * 3 cylinder, 4 cone). Keys this reader does not know are skipped; a key it reads may
  * appear once; a null value (`key:`, `~`) stands for an empty list or mapping.
  *
  * Nothing here knows the robot: joint names, ACM names and frame ids are kept as
@@ -38,8 +38,8 @@
  *
  * Refused, each with an error naming the element, because ignoring it would drop
  * an obstacle or change the problem silently:
- *   - cone (4) and prism (5) primitives: the engines have no cone or prism, and a
- *     tessellation that contains one is not written yet;
+ *   - prism (5) primitives (a SolidPrimitive with a polygon, newer than the
+ *     MoveIt scenes this reads): a tessellation that contains one is not written;
  *   - an `operation` other than ADD (0, or absent): the file is read as a whole
  *     scene, so there is nothing to remove, append to or move;
  *   - a `link_padding` other than 0 or a `link_scale` other than 1 (MoveIt would
@@ -123,13 +123,14 @@ extern "C" {
 typedef enum tdm_ps_primitive_type {
     TDM_PS_BOX = 1,
     TDM_PS_SPHERE = 2,
-    TDM_PS_CYLINDER = 3
+    TDM_PS_CYLINDER = 3,
+    TDM_PS_CONE = 4
 } tdm_ps_primitive_type;
 
 typedef struct tdm_ps_primitive {
     tdm_ps_primitive_type type;
-    int n_dims;     /* 3 box, 1 sphere, 2 cylinder */
-    double dims[3]; /* box: x, y, z full edge lengths; sphere: radius; cylinder: height, radius */
+    int n_dims;     /* 3 box, 1 sphere, 2 cylinder and cone */
+    double dims[3]; /* box: x, y, z full edge lengths; sphere: radius; cylinder, cone: height, radius */
     tdm_xform pose; /* shape frame -> the object's header frame (object pose applied) */
 } tdm_ps_primitive;
 

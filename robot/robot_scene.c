@@ -114,6 +114,7 @@ static int object_primitive(const tdm_ps_object *o, uint32_t k, tdm_primitive *p
     case TDM_PS_BOX: *p = tdm_primitive_box(q->dims[0], q->dims[1], q->dims[2]); return TDM_OK;
     case TDM_PS_SPHERE: *p = tdm_primitive_sphere(q->dims[0]); return TDM_OK;
     case TDM_PS_CYLINDER: *p = tdm_primitive_cylinder(q->dims[0], q->dims[1]); return TDM_OK; /* MoveIt: height, radius */
+    case TDM_PS_CONE: *p = tdm_primitive_cone(q->dims[0], q->dims[1]); return TDM_OK;         /* MoveIt: height, radius */
     default:
         snprintf(err, errlen, "object '%s' primitive %u: unknown type %d", o->id, k, (int)q->type);
         return TDM_EINVAL;

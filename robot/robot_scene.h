@@ -13,7 +13,7 @@
  * n_movable, ...: for each world collision object in file order, its primitives,
  * its meshes and then its planes, each one object at its pose in the planning
  * frame. Element meshes:
- *   - box, cylinder, sphere, capsule: geom/primitive.h's meshes (URDF cylinders and
+ *   - box, cylinder, sphere, capsule, cone: geom/primitive.h's meshes (URDF cylinders and
  *     capsules are (radius, length), primitive.h's cylinder (height, radius): the
  *     named constructors convert); boxes exact, curved shapes tessellated to
  *     contain the true shape within `tolerance`;
@@ -54,7 +54,7 @@
  * movable-fixed pair is checked (the scene never checks fixed pairs).
  *
  * Solids. Every primitive (a link's box, cylinder, sphere or capsule element, an
- * attached or world box, sphere or cylinder) is a solid object of the scene
+ * attached or world box, sphere, cylinder or cone) is a solid object of the scene
  * (tdm_scene_create_solids, with tdm_primitive_mesh's deviation as its margin),
  * as FCL's primitives are: a link wholly inside a world box, or a world object
  * wholly inside a link's primitive, collides though no triangles meet

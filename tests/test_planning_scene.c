@@ -273,11 +273,13 @@ Test(planning_scene, ros_style_fields_and_object_pose)
                                      "        - {type: 1, dimensions: [1, 2, 3]}\n"
                                      "        - {type: 2, dimensions: [0.5]}\n"
                                      "        - {type: 3, dimensions: [2, 0.25]}\n"
+                                     "        - {type: 4, dimensions: [0.5, 0.125]}\n"
                                      "      primitive_poses:\n"
                                      "        - position: {x: 1, y: 0, z: 0}\n"
                                      "          orientation: {x: 0.7071067811865476, y: 0, z: 0, w: 0.7071067811865476}\n"
                                      "        - {position: {x: 0, y: 0, z: 0}, orientation: {x: 0, y: 0, z: 0, w: 1}}\n"
                                      "        - {position: {x: 0, y: 1, z: 0}, orientation: {x: 0, y: 0, z: 0, w: 1}}\n"
+                                     "        - {position: {x: 0, y: 0, z: 0}, orientation: {x: 0, y: 0, z: 0, w: 1}}\n"
                                      "      planes: []\n"
                                      "      operation_note: ignored\n"
                                      "    - header: {frame_id: ''}\n"
@@ -307,11 +309,15 @@ Test(planning_scene, ros_style_fields_and_object_pose)
     cr_assert_eq(o->has_pose, 1);
     assert_mat(&o->pose.r, RZ90, "object pose");
     assert_vec(o->pose.t, 1, 2, 3, "object pose");
-    cr_assert_eq(o->n_primitives, 3);
+    cr_assert_eq(o->n_primitives, 4);
     cr_assert_eq(o->primitives[0].type, TDM_PS_BOX);
     cr_assert_eq(o->primitives[1].type, TDM_PS_SPHERE);
     cr_assert_eq(o->primitives[2].type, TDM_PS_CYLINDER);
     cr_assert_eq(o->primitives[2].dims[1], 0.25);
+    cr_assert_eq(o->primitives[3].type, TDM_PS_CONE);
+    cr_assert_eq(o->primitives[3].n_dims, 2);
+    cr_assert_eq(o->primitives[3].dims[0], 0.5);
+    cr_assert_eq(o->primitives[3].dims[1], 0.125);
     /* object pose then primitive pose: Rz90 (1, 0, 0) + (1, 2, 3) = (1, 3, 3); R = Rz90 Rx90 */
     const double rzrx[9] = {0, 0, 1, 1, 0, 0, 0, 1, 0};
     assert_mat(&o->primitives[0].pose.r, rzrx, "composed rotation");
@@ -598,8 +604,8 @@ Test(planning_scene, types_and_operations_refused)
 {
     scene_error(edit(18, "        - type: torus", 0), TDM_EFORMAT, 18, OBJ0 ".primitives[0].type",
                 "unknown primitive type 'torus'");
-    scene_error(edit(18, "        - type: cone", 0), TDM_EFORMAT, 18, OBJ0 ".primitives[0].type",
-                "cone primitives are not supported");
+    scene_error(edit(18, "        - type: cone", 0), TDM_EFORMAT, 19, OBJ0 ".primitives[0].dimensions",
+                "a cone needs 2 dimensions [height, radius], got 3");
     scene_error(edit(18, "        - type: 5", 0), TDM_EFORMAT, 18, OBJ0 ".primitives[0].type",
                 "prism primitives are not supported");
     scene_error(edit(16, "    - id: table\n      operation: 1", 0), TDM_EFORMAT, 17, OBJ0 ".operation",

@@ -136,8 +136,9 @@ static int oracle_checked(int a, int b)
 
 /* ---- the oracle's meshes and brute force ---- */
 
-static tdm_mesh *meshes[N_EL + N_OBS];
-static tdm_primitive prims[N_EL + N_OBS]; /* each object's true shape; type 0 for the mesh element */
+/* (one more slot: the cone of cone_obstacle_answers_as_the_oracle) */
+static tdm_mesh *meshes[N_EL + N_OBS + 1];
+static tdm_primitive prims[N_EL + N_OBS + 1]; /* each object's true shape; type 0 for the mesh element */
 
 static int loader(void *ctx, const char *p, tdm_mesh **out, char *err, size_t errlen)
 {
@@ -447,6 +448,96 @@ Test(robot_scene, engine_matches_brute_force)
     free(pairs);
     tdm_sched_destroy(e);
     tdm_robot_scene_destroy(rs);
+}
+
+/* A cone in the world (MoveIt's SolidPrimitive 4), tilted: the CPU engine answers as the
+ * oracle, with the cone's true shape for containment and its tessellation for triangles. */
+Test(robot_scene, cone_obstacle_answers_as_the_oracle)
+{
+    /* the fixture's world and a cone (height 0.5, radius 0.2) turned by pi/4 about x */
+    static const char cone_text[] =
+        "    - id: obs_cone\n"
+        "      primitives: [{type: cone, dimensions: [0.5, 0.2]}]\n"
+        "      primitive_poses: [{position: [0.0, 0.38, 0.5], orientation: [0.38268343236508978, 0, 0, "
+        "0.92387953251128674]}]\n";
+    size_t n = strlen(scene_text) + sizeof cone_text;
+    char *text = malloc(n), err[512];
+    cr_assert_not_null(text);
+    snprintf(text, n, "%s%s", scene_text, cone_text);
+    tdm_planning_scene *cps;
+    cr_assert_eq(tdm_planning_scene_parse(text, strlen(text), "cone", &cps, err, sizeof err), TDM_OK, "%s", err);
+    free(text);
+    tdm_robot_scene *rs;
+    int loads = 0;
+    cr_assert_eq(tdm_robot_scene_create(robot, cps, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err),
+                 TDM_OK, "%s", err);
+    const int C = N_OBJ; /* the cone's object id */
+    cr_assert_eq(rs->n_objects, N_OBJ + 1);
+    meshes[C] = prim(C, tdm_primitive_cone(0.5, 0.2));
+    const double c = cos(0.78539816339744831), sn = sin(0.78539816339744831);
+    m4 cone_pose = {{{1, 0, 0}, {0, c, -sn}, {0, sn, c}}, {0.0, 0.38, 0.5}};
+    wtri *wc = world_tris(C, &cone_pose);
+
+    char why[320];
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    gen_rng g = {seed ^ 0xc0e5ull};
+    tdm_xform links[4], poses[N_EL];
+    size_t colliding = 0, with_cone = 0, cone_inside = 0;
+    for (int it = 0; it < N_CFG; it++) {
+        double q[3];
+        random_config(&g, q);
+        uint32_t count[N_OBJ][N_OBJ];
+        uint8_t inside[N_OBJ][N_OBJ];
+        oracle(q, count, inside);
+        uint32_t total = 0, cone_tris = 0;
+        int contained = 0, cone_in = 0;
+        for (int a = 0; a < N_EL; a++)
+            for (int b = a + 1; b < N_OBJ; b++)
+                if (oracle_checked(a, b)) total += count[a][b], contained |= inside[a][b];
+        /* every element against the cone: no ACM entry names it */
+        m4 el[N_EL], obs[N_OBS];
+        oracle_poses(q, el, obs);
+        for (int a = 0; a < N_EL; a++) {
+            wtri *w = world_tris(a, &el[a]);
+            uint32_t k = 0;
+            for (uint32_t i = 0; i < meshes[a]->n_tris; i++)
+                for (uint32_t j = 0; j < meshes[C]->n_tris; j++) {
+                    const wtri *s = &w[i], *t = &wc[j];
+                    if (s->hi[0] < t->lo[0] || t->hi[0] < s->lo[0] || s->hi[1] < t->lo[1] || t->hi[1] < s->lo[1] ||
+                        s->hi[2] < t->lo[2] || t->hi[2] < s->lo[2])
+                        continue;
+                    k += (uint32_t)tdm_tri_tri_intersect(s->v, t->v);
+                }
+            cone_tris += k;
+            if (!k && (vertex_in(a, w, C, &cone_pose) || vertex_in(C, wc, a, &el[a]))) cone_in = 1;
+            free(w);
+        }
+        total += cone_tris;
+        contained |= cone_in;
+        with_cone += cone_tris > 0 || cone_in;
+        cone_inside += cone_in && !cone_tris;
+        cr_assert_eq(tdm_robot_scene_poses(rs, q, 3, links, poses), TDM_OK);
+        tdm_sched_query qs[2] = {{rs->scene, poses, TDM_MODE_BOOL, 1, NULL, NULL},
+                                 {rs->scene, poses, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
+        tdm_sched_result res[2];
+        cr_assert_eq(tdm_sched_run(e, qs, 2, res), TDM_OK);
+        cr_assert_eq(res[0].colliding, total > 0 || contained,
+                     "seed=%llu config %d (%.17g %.17g %.17g): bool %u, oracle %u pairs (%u with the cone), contained %d",
+                     (unsigned long long)seed, it, q[0], q[1], q[2], res[0].colliding, total, cone_tris, contained);
+        cr_assert_eq(res[1].contacts, total, "seed=%llu config %d: contacts %u, oracle %u", (unsigned long long)seed, it,
+                     res[1].contacts, total);
+        colliding += res[0].colliding;
+    }
+    cr_log_info("cone: %d configurations, %zu colliding, %zu touching the cone (%zu by containment alone)", N_CFG,
+                colliding, with_cone, cone_inside);
+    cr_assert(with_cone > 20 && colliding < N_CFG, "the cone must be met, and not always");
+    free(wc);
+    tdm_sched_destroy(e);
+    tdm_robot_scene_destroy(rs);
+    tdm_planning_scene_free(cps);
+    tdm_mesh_free(meshes[C]);
+    meshes[C] = NULL;
+    prims[C] = (tdm_primitive){0};
 }
 
 /* Scenes made from one set of element trees (tdm_robot_elems, what tandemd keeps per

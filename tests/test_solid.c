@@ -198,7 +198,7 @@ Test(solid, bad_solids_are_refused)
 /* ---- the random scenes ---- */
 
 /* Links (movable, ids 0..N_LINK-1) and obstacles (fixed, ids N_LINK..). */
-enum { N_LINK = 8, N_OBST = 5, N_OBJ = N_LINK + N_OBST, N_CFG = 3000 };
+enum { N_PRIM = 5, N_LINK = 4 + N_PRIM, N_OBST = N_PRIM + 1, N_OBJ = N_LINK + N_OBST, N_CFG = 3000 };
 
 typedef struct world {
     tdm_mesh *mesh[N_OBJ];
@@ -215,7 +215,8 @@ static tdm_primitive random_prim(gen_rng *g, int type, double size)
     case 0: return tdm_primitive_box(2 * a, 2 * b, 2 * c);
     case 1: return tdm_primitive_sphere(a);
     case 2: return tdm_primitive_cylinder(2 * a, b);
-    default: return tdm_primitive_capsule(a, 2 * b);
+    case 3: return tdm_primitive_capsule(a, 2 * b);
+    default: return tdm_primitive_cone(2 * a, 1.5 * b);
     }
 }
 
@@ -223,24 +224,24 @@ static void world_make(world *w, gen_rng *g)
 {
     memset(w, 0, sizeof *w);
     /* links 0..3: meshes (one closed box; a box and a sphere apart; a soup of
-     * slivers; a small torus); 4..7: the four primitives, solid */
+     * slivers; a small torus); 4..8: the five primitives, solid */
     w->mesh[0] = gen_box(0.04, 0.03, 0.06);
     w->mesh[1] = join(gen_box(0.03, 0.03, 0.03), moved(gen_sphere(0.03, 8), 0.09, 0, 0));
     w->mesh[2] = gen_pile(g, 6, 0.05, 0.03);
     w->mesh[3] = gen_torus(0.05, 0.015, 12, 8);
-    for (int i = 4; i < 8; i++) {
+    for (int i = 4; i < N_LINK; i++) {
         double dev = 0;
         w->solid[i].shape = random_prim(g, i - 4, 0.04);
         w->solid[i].frame = tdm_xform_identity();
         w->mesh[i] = prim_mesh(w->solid[i].shape, &dev);
         w->solid[i].margin = dev;
     }
-    /* obstacles: the four primitives, large, and a mesh (not solid) */
+    /* obstacles: the five primitives, large, and a mesh (not solid) */
     for (int k = 0; k < N_OBST; k++) {
         int i = N_LINK + k;
         tdm_dvec3 c = tdm_d3(0.6 * (k - 2), gen_range(g, -0.1, 0.1), gen_range(g, -0.1, 0.1));
         w->obst_pose[k] = tdm_xform_from_pose(c, gen_rotation(g));
-        if (k < 4) {
+        if (k < N_PRIM) {
             double dev = 0;
             w->solid[i].shape = random_prim(g, k, 0.2);
             w->solid[i].frame = tdm_xform_identity();
@@ -276,12 +277,12 @@ static void world_free(world *w)
 static tdm_dvec3 point_in_obstacle(gen_rng *g, const world *w, int k)
 {
     const tdm_primitive *p = &w->solid[N_LINK + k].shape;
-    double ext = k < 4 ? 0 : 0.2;
-    if (k < 4)
+    double ext = k < N_PRIM ? 0 : 0.2;
+    if (k < N_PRIM)
         for (int d = 0; d < 3; d++) ext = fmax(ext, p->dims[d]);
     for (;;) {
         tdm_dvec3 q = tdm_d3(gen_range(g, -ext, ext), gen_range(g, -ext, ext), gen_range(g, -ext, ext));
-        int in = k < 4 ? tdm_primitive_contains(p, q) == 1 : q.x * q.x + q.y * q.y + q.z * q.z < 0.19 * 0.19;
+        int in = k < N_PRIM ? tdm_primitive_contains(p, q) == 1 : q.x * q.x + q.y * q.y + q.z * q.z < 0.19 * 0.19;
         if (in) return tdm_xform_apply(&w->obst_pose[k], q);
     }
 }

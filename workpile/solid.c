@@ -141,10 +141,11 @@ static double shape_bound(const tdm_primitive *p, double reach)
     switch (p->type) {
     case TDM_PRIMITIVE_BOX: r = 0.5 * sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]); break;
     case TDM_PRIMITIVE_SPHERE: r = d[0]; break;
-    case TDM_PRIMITIVE_CYLINDER: r = sqrt(d[1] * d[1] + 0.25 * d[0] * d[0]); break;
+    case TDM_PRIMITIVE_CYLINDER:
+    case TDM_PRIMITIVE_CONE: r = sqrt(d[1] * d[1] + 0.25 * d[0] * d[0]); break; /* a rim point */
     default: r = d[0] + 0.5 * d[1]; break; /* capsule */
     }
-    /* grown box and cylinder: sqrt(3) reach at a corner at most */
+    /* grown box, cylinder and cone: sqrt(3) reach at a corner at most */
     return (r + 2 * reach) * (1 + 0x1p-40) + TDM_SOLID_SLACK;
 }
 
