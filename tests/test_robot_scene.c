@@ -238,6 +238,21 @@ static int vertex_in(int o, const wtri *w, int p, const m4 *x)
     return 0;
 }
 
+/* The triangle pairs of a (na, world) and b (nb) that intersect. */
+static uint32_t tri_pairs(const wtri *a, uint32_t na, const wtri *b, uint32_t nb)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < na; i++)
+        for (uint32_t j = 0; j < nb; j++) {
+            const wtri *s = &a[i], *t = &b[j];
+            if (s->hi[0] < t->lo[0] || t->hi[0] < s->lo[0] || s->hi[1] < t->lo[1] || t->hi[1] < s->lo[1] ||
+                s->hi[2] < t->lo[2] || t->hi[2] < s->lo[2])
+                continue;
+            n += (uint32_t)tdm_tri_tri_intersect(s->v, t->v);
+        }
+    return n;
+}
+
 /* The oracle for configuration q: per object pair (a < b), the number of
  * intersecting triangle pairs, into count[a][b] (every pair, checked or not),
  * and whether no triangles meet but one lies inside the other's solid shape,
@@ -255,14 +270,7 @@ static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ], uint8_t insi
     for (int a = 0; a < N_OBJ; a++)
         for (int b = a + 1; b < N_OBJ; b++) {
             if (a >= N_EL) continue; /* two obstacles: never checked, not needed */
-            for (uint32_t i = 0; i < meshes[a]->n_tris; i++)
-                for (uint32_t j = 0; j < meshes[b]->n_tris; j++) {
-                    const wtri *s = &w[a][i], *t = &w[b][j];
-                    if (s->hi[0] < t->lo[0] || t->hi[0] < s->lo[0] || s->hi[1] < t->lo[1] || t->hi[1] < s->lo[1] ||
-                        s->hi[2] < t->lo[2] || t->hi[2] < s->lo[2])
-                        continue;
-                    count[a][b] += (uint32_t)tdm_tri_tri_intersect(s->v, t->v);
-                }
+            count[a][b] = tri_pairs(w[a], meshes[a]->n_tris, w[b], meshes[b]->n_tris);
             inside[a][b] = !count[a][b] && (vertex_in(a, w[a], b, &x[b]) || vertex_in(b, w[b], a, &x[a]));
         }
     for (int i = 0; i < N_OBJ; i++) free(w[i]);
@@ -499,15 +507,7 @@ Test(robot_scene, cone_obstacle_answers_as_the_oracle)
         oracle_poses(q, el, obs);
         for (int a = 0; a < N_EL; a++) {
             wtri *w = world_tris(a, &el[a]);
-            uint32_t k = 0;
-            for (uint32_t i = 0; i < meshes[a]->n_tris; i++)
-                for (uint32_t j = 0; j < meshes[C]->n_tris; j++) {
-                    const wtri *s = &w[i], *t = &wc[j];
-                    if (s->hi[0] < t->lo[0] || t->hi[0] < s->lo[0] || s->hi[1] < t->lo[1] || t->hi[1] < s->lo[1] ||
-                        s->hi[2] < t->lo[2] || t->hi[2] < s->lo[2])
-                        continue;
-                    k += (uint32_t)tdm_tri_tri_intersect(s->v, t->v);
-                }
+            uint32_t k = tri_pairs(w, meshes[a]->n_tris, wc, meshes[C]->n_tris);
             cone_tris += k;
             if (!k && (vertex_in(a, w, C, &cone_pose) || vertex_in(C, wc, a, &el[a]))) cone_in = 1;
             free(w);
