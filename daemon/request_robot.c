@@ -788,6 +788,7 @@ static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__R
     op->kind = TDM_WRITER_ROBOT_SCENE_PUT;
     op->ephemeral = p->ephemeral != 0;
     op->max_objects = cfg->max_objects;
+    op->max_scene_triangles = cfg->max_scene_triangles;
     op->done = robot_scene_put_done;
     op->owner = c;
     op->request_id = id;

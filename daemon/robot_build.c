@@ -172,7 +172,8 @@ static int load_stored_mesh(void *ctx, const char *path, tdm_mesh **out, char *e
 }
 
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
-                           uint32_t max_objects, tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f)
+                           uint32_t max_objects, uint32_t max_triangles, tdm_robot_scene **rs, tdm_planning_scene **ps,
+                           tdm_robot_fail *f)
 {
     *rs = NULL;
     *ps = NULL;
@@ -206,7 +207,12 @@ int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char
             }
         }
     }
-    if (rc == TDM_OK) rc = tdm_robot_scene_create_shared(el, *ps, rs, f->msg, sizeof f->msg);
+    if (rc == TDM_OK) {
+        rc = tdm_robot_scene_create_limited(el, *ps, max_triangles, rs, f->msg, sizeof f->msg);
+        size_t l = strlen(f->msg);
+        if (rc == TDM_ERANGE && max_triangles && strstr(f->msg, "more than") && l + 32 < sizeof f->msg)
+            snprintf(f->msg + l, sizeof f->msg - l, ", over max_scene_triangles");
+    }
     if (rc != TDM_OK) {
         f->code = code_of(rc);
         tdm_planning_scene_free(*ps);

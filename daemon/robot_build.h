@@ -54,8 +54,12 @@ int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, s
  * a negative TDM_E* code with *f filled. A scene of more than max_objects objects
  * (robot elements, attached and world shapes; 0: no limit) is refused once parsed,
  * before anything is built (TDM_ERANGE, field "world"), so that the limit also
- * bounds the work and memory of a put over it. */
+ * bounds the work and memory of a put over it. One whose attached and world shapes
+ * have more than max_triangles triangles (0: no limit) is refused while they are
+ * built (tdm_robot_scene_create_limited: TDM_ERANGE, field "world"), having cost
+ * at most that and one shape. */
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
-                           uint32_t max_objects, tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);
+                           uint32_t max_objects, uint32_t max_triangles, tdm_robot_scene **rs, tdm_planning_scene **ps,
+                           tdm_robot_fail *f);
 
 #endif

@@ -336,10 +336,25 @@ static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const td
     return build_tree(m, &rs->bvhs[id], what, err, errlen);
 }
 
+/* Adds shape id's triangles to *total: TDM_ERANGE, with err, once the attached and
+ * world shapes have more than max (0: no limit). Checked as each shape is built,
+ * so that a scene over the limit costs at most the limit and one shape. */
+static int count_triangles(const tdm_robot_scene *rs, uint32_t id, uint64_t max, uint64_t *total, char *err,
+                           size_t errlen)
+{
+    *total += rs->bvhs[id]->n_tris;
+    if (!max || *total <= max) return TDM_OK;
+    snprintf(err, errlen,
+             "the robot scene's attached and world shapes have more than %llu triangles (%llu by shape %u, "
+             "curved primitives as tessellated)",
+             (unsigned long long)max, (unsigned long long)*total, id);
+    return TDM_ERANGE;
+}
+
 /* tdm_robot_scene_create_shared, with the attached and world primitives' trees
  * from el's shape cache (use_cache) or the scene's own. */
-static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, int use_cache, tdm_robot_scene **out,
-                       char *err, size_t errlen)
+static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, int use_cache, uint64_t max_triangles,
+                       tdm_robot_scene **out, char *err, size_t errlen)
 {
     if (errlen) err[0] = 0;
     *out = NULL;
@@ -388,6 +403,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         rs->objs[e] = (tdm_robot_scene_obj){1, e, 0, 0, {0, {0, 0, 0}}, 0};
     }
     uint32_t id = E;
+    uint64_t shape_tris = 0; /* the attached and world shapes', against max_triangles */
     /* Attached objects' shapes: movable, each an element of its link at the pose it
      * has in the link's frame in the scene's robot state (as MoveIt attaches it). */
     for (uint32_t i = 0; i < ps->n_attached; i++) {
@@ -406,7 +422,9 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         tdm_xform frame = object_frame(r, ps, links, o), to_link = tdm_xform_rel(&links[l], &frame);
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){1, i, k, 0, {0, {0, 0, 0}}, 1};
-            if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK) goto fail;
+            if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK ||
+                (rc = count_triangles(rs, id, max_triangles, &shape_tris, err, errlen)) != TDM_OK)
+                goto fail;
             const tdm_xform *pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
             rs->kin_elems[id] = (tdm_kin_elem){(uint32_t)l, 0, in_link ? *pose : tdm_xform_mul(&to_link, pose)};
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 1, tdm_xform_identity()};
@@ -437,6 +455,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
                 snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
                 if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
             }
+            if ((rc = count_triangles(rs, id, max_triangles, &shape_tris, err, errlen)) != TDM_OK) goto fail;
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
         }
     }
@@ -533,7 +552,13 @@ done:
 int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
                                   char *err, size_t errlen)
 {
-    return create_from(el, ps, 1, out, err, errlen);
+    return create_from(el, ps, 1, 0, out, err, errlen);
+}
+
+int tdm_robot_scene_create_limited(const tdm_robot_elems *el, const tdm_planning_scene *ps, uint64_t max_triangles,
+                                   tdm_robot_scene **out, char *err, size_t errlen)
+{
+    return create_from(el, ps, 1, max_triangles, out, err, errlen);
 }
 
 int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
@@ -551,7 +576,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     if (rc != TDM_OK) return rc;
     tdm_robot_elems *el;
     if ((rc = tdm_robot_elems_create(r, load, ctx, tolerance, &el, err, errlen)) != TDM_OK) return rc;
-    rc = create_from(el, ps, 0, out, err, errlen); /* every tree its own: el goes now */
+    rc = create_from(el, ps, 0, 0, out, err, errlen); /* every tree its own: el goes now */
     if (rc == TDM_OK) { /* the elements' trees become the scene's own */
         (*out)->elems = NULL;
         for (uint32_t e = 0; e < el->n; e++) el->bvhs[e] = NULL;

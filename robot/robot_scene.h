@@ -165,6 +165,15 @@ void tdm_robot_elems_destroy(tdm_robot_elems *el);
  * of any primitive shape a scene of el holds already. */
 int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
                                   char *err, size_t errlen);
+/* tdm_robot_scene_create_shared with a budget: TDM_ERANGE, and nothing made, when
+ * the attached and world shapes together have more than max_triangles triangles
+ * (0: no limit; curved primitives counted as tessellated, every shape counted,
+ * shared or not). Counted as the shapes are built, so that a refused scene costs
+ * at most the budget and one shape (the largest a primitive can be is
+ * geom/primitive.h's cap, ~167 000 triangles; an inline mesh is bounded by the
+ * YAML's size): what a server that builds scenes for its clients uses. */
+int tdm_robot_scene_create_limited(const tdm_robot_elems *el, const tdm_planning_scene *ps, uint64_t max_triangles,
+                                   tdm_robot_scene **out, char *err, size_t errlen);
 
 /* Frees rs and everything it owns (not borrowed element trees); NULL is ignored.
  * Its trees must no longer be resident in a scheduler (tdm_sched_mesh_remove first). */

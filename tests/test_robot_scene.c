@@ -540,6 +540,60 @@ Test(robot_scene, cone_obstacle_answers_as_the_oracle)
     prims[C] = (tdm_primitive){0};
 }
 
+/* A budget of triangles for the attached and world shapes (tdm_robot_scene_create_limited):
+ * the fixture's world within it builds as without one; one triangle less is refused
+ * naming the count, and so is a world of large spheres, long before all are built. */
+Test(robot_scene, shape_triangles_are_limited)
+{
+    char err[512];
+    int loads = 0;
+    tdm_robot_elems *el;
+    cr_assert_eq(tdm_robot_elems_create(robot, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
+                 "%s", err);
+    tdm_robot_scene *rs;
+    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, 0, &rs, err, sizeof err), TDM_OK, "%s", err);
+    uint64_t tris = 0;
+    for (uint32_t i = rs->n_movable; i < rs->n_objects; i++) tris += rs->bvhs[i]->n_tris;
+    cr_assert_gt(tris, 100);
+    uint32_t checks = rs->scene->n_checks;
+    tdm_robot_scene_destroy(rs);
+    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris, &rs, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(rs->scene->n_checks, checks);
+    tdm_robot_scene_destroy(rs);
+    rs = (tdm_robot_scene *)1;
+    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris - 1, &rs, err, sizeof err), TDM_ERANGE);
+    cr_assert_null(rs);
+    char want[128];
+    snprintf(want, sizeof want, "more than %llu triangles (%llu by shape", (unsigned long long)(tris - 1),
+             (unsigned long long)tris);
+    cr_assert(strstr(err, want) != NULL, "'%s' does not say '%s'", err, want);
+
+    /* 200 spheres of 2 m, each ~100 000 triangles at 0.1 mm: refused at the second */
+    size_t cap = 200 * 200 + 64, len = 0;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    len += (size_t)snprintf(text + len, cap - len, "world:\n  collision_objects:\n");
+    for (int i = 0; i < 200; i++)
+        len += (size_t)snprintf(text + len, cap - len,
+                                "    - {id: s%d, primitives: [{type: sphere, dimensions: [%.4f]}], primitive_poses: "
+                                "[{position: [%d, 0, 0], orientation: [0, 0, 0, 1]}]}\n",
+                                i, 2 + 0.001 * i, 10 + i);
+    cr_assert(len < cap);
+    tdm_planning_scene *big;
+    cr_assert_eq(tdm_planning_scene_parse(text, len, "spheres", &big, err, sizeof err), TDM_OK, "%s", err);
+    free(text);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(tdm_robot_scene_create_limited(el, big, 150000, &rs, err, sizeof err), TDM_ERANGE);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert(strstr(err, "more than 150000 triangles") != NULL, "%s", err);
+    cr_log_info("200 large spheres refused over 150 000 triangles in %.2f s: %s",
+                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), err);
+    cr_assert_eq(tdm_shape_cache_count(el->shapes), 0, "nothing of the refused scene is kept");
+    tdm_planning_scene_free(big);
+    tdm_robot_elems_destroy(el);
+}
+
 /* Scenes made from one set of element trees (tdm_robot_elems, what tandemd keeps per
  * robot): the elements are loaded and built once, every scene borrows the same trees
  * and builds only its world's, and answers as the oracle says. */

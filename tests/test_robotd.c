@@ -2136,6 +2136,40 @@ Test(robotd, attached_shapes_count_against_max_objects)
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
+/* --max-scene-triangles: a put whose world shapes are over it is refused with LIMIT,
+ * naming the limit, and leaves nothing stored; the fixture's world (a box and a
+ * cylinder) is within it, and its scene answers. */
+Test(robotd, scene_triangles_count_against_max_scene_triangles)
+{
+    const char *flags[] = {"--max-scene-triangles", "20000", NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32], sid[32], bad[32];
+    cr_assert_eq(tdm_robot_put(c, "arm2", arm_urdf_text, arm_srdf_text, NULL, 0, rid, NULL, NULL), 0, "%s",
+                 tdm_client_errstr(c));
+    static const char ball[] = "world:\n  collision_objects:\n    - id: ball\n"
+                               "      primitives: [{type: sphere, dimensions: [1.0]}]\n"
+                               "      primitive_poses: [{position: [3, 0, 0], orientation: [0, 0, 0, 1]}]\n";
+    expect_server_error(c, tdm_robot_scene_put(c, "ball", rid, ball, bad, NULL, NULL), "a sphere of ~70 000 triangles",
+                        TDM_SERVER_LIMIT, "world", -1, "more than 20000 triangles");
+    cr_assert(strstr(tdm_client_server_error(c)->message, "over max_scene_triangles") != NULL, "%s",
+              tdm_client_server_error(c)->message);
+    tdm_scene_info *sl;
+    size_t n;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 0, "%zu scenes stored after a refused put", n);
+    tdm_scene_list_free(sl);
+    cr_assert_eq(tdm_robot_scene_put(c, "post", rid, arm_scene_text, sid, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    const double q[3][2] = {{0, 0}, {0.6, -0.4}, {-1.2, 0.9}};
+    for (int k = 0; k < 3; k++) {
+        tdm_query_result r;
+        cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q[k], 2, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(c));
+        cr_assert_eq((int)r.colliding, arm_oracle_collides(q[k]), "configuration %d", k);
+    }
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(robotd, concurrent_scene_puts_store_each_once)
 {
     static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
