@@ -339,15 +339,16 @@ static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const td
 /* Adds shape id's triangles to *total: TDM_ERANGE, with err, once the attached and
  * world shapes have more than max (0: no limit). Checked as each shape is built,
  * so that a scene over the limit costs at most the limit and one shape. */
-static int count_triangles(const tdm_robot_scene *rs, uint32_t id, uint64_t max, uint64_t *total, char *err,
-                           size_t errlen)
+static int count_triangles(const tdm_robot_scene *rs, uint32_t id, const tdm_ps_object *o, uint32_t k, uint64_t max,
+                           uint64_t *total, char *err, size_t errlen)
 {
     *total += rs->bvhs[id]->n_tris;
     if (!max || *total <= max) return TDM_OK;
     snprintf(err, errlen,
-             "the robot scene's attached and world shapes have more than %llu triangles (%llu by shape %u, "
-             "curved primitives as tessellated)",
-             (unsigned long long)max, (unsigned long long)*total, id);
+             "the robot scene's attached and world shapes have more than %llu triangles: %llu with %s object "
+             "'%.256s' shape %u (curved primitives as tessellated)",
+             (unsigned long long)max, (unsigned long long)*total, rs->objs[id].movable ? "attached" : "world", o->id,
+             k);
     return TDM_ERANGE;
 }
 
@@ -423,7 +424,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){1, i, k, 0, {0, {0, 0, 0}}, 1};
             if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK ||
-                (rc = count_triangles(rs, id, max_triangles, &shape_tris, err, errlen)) != TDM_OK)
+                (rc = count_triangles(rs, id, o, k, max_triangles, &shape_tris, err, errlen)) != TDM_OK)
                 goto fail;
             const tdm_xform *pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
             rs->kin_elems[id] = (tdm_kin_elem){(uint32_t)l, 0, in_link ? *pose : tdm_xform_mul(&to_link, pose)};
@@ -455,7 +456,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
                 snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
                 if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
             }
-            if ((rc = count_triangles(rs, id, max_triangles, &shape_tris, err, errlen)) != TDM_OK) goto fail;
+            if ((rc = count_triangles(rs, id, o, k, max_triangles, &shape_tris, err, errlen)) != TDM_OK) goto fail;
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
         }
     }

@@ -564,8 +564,8 @@ Test(robot_scene, shape_triangles_are_limited)
     cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris - 1, &rs, err, sizeof err), TDM_ERANGE);
     cr_assert_null(rs);
     char want[128];
-    snprintf(want, sizeof want, "more than %llu triangles (%llu by shape", (unsigned long long)(tris - 1),
-             (unsigned long long)tris);
+    snprintf(want, sizeof want, "more than %llu triangles: %llu with world object 'obs_cyl' shape 0",
+             (unsigned long long)(tris - 1), (unsigned long long)tris);
     cr_assert(strstr(err, want) != NULL, "'%s' does not say '%s'", err, want);
 
     /* 200 spheres of 2 m, each ~100 000 triangles at 0.1 mm: refused at the second */
@@ -586,7 +586,8 @@ Test(robot_scene, shape_triangles_are_limited)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cr_assert_eq(tdm_robot_scene_create_limited(el, big, 150000, &rs, err, sizeof err), TDM_ERANGE);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    cr_assert(strstr(err, "more than 150000 triangles") != NULL, "%s", err);
+    cr_assert(strstr(err, "more than 150000 triangles") != NULL && strstr(err, "world object 's1' shape 0") != NULL,
+              "%s", err);
     cr_log_info("200 large spheres refused over 150 000 triangles in %.2f s: %s",
                 (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), err);
     cr_assert_eq(tdm_shape_cache_count(el->shapes), 0, "nothing of the refused scene is kept");
