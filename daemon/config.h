@@ -48,6 +48,7 @@ typedef struct tdm_config {
     uint32_t max_triangles;
     uint32_t max_objects;
     uint32_t max_scene_triangles;  /* a RobotScenePut's attached and world shapes, together */
+    uint32_t max_robot_triangles;  /* a robot's collision elements (their distinct shapes), together */
     uint32_t max_queries;
     uint32_t max_contacts;
     uint32_t io_threads;      /* event loops besides the main one, taking the connections (io.h) */

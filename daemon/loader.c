@@ -277,8 +277,9 @@ static int load_robot_scene(void *ctx, const tdm_datadir_item *it)
     tdm_robot_fail f;
     tdm_robot_scene *rs;
     tdm_planning_scene *ps;
-    /* no max_objects or max_scene_triangles: a stored scene is loaded whatever the limits are now */
-    if (tdm__robot_scene_build(s->datadir, robot, yaml, len, 0, 0, &rs, &ps, &f) != TDM_OK) {
+    /* no max_objects, max_scene_triangles or max_robot_triangles: a stored scene is loaded whatever
+       the limits are now */
+    if (tdm__robot_scene_build(s->datadir, robot, yaml, len, 0, 0, 0, &rs, &ps, &f) != TDM_OK) {
         tdm_log_error("skipping %s: %s", it->path, f.msg);
         return -1;
     }

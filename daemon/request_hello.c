@@ -144,6 +144,7 @@ void tdm__hello(tdm_conn *c, uint64_t id, const Tandem__V1__Hello *h)
     l.max_query_work = cfg->max_query_work;
     l.max_ring_bytes = cfg->max_ring_bytes;
     l.max_scene_triangles = cfg->max_scene_triangles;
+    l.max_robot_triangles = cfg->max_robot_triangles;
     Tandem__V1__HelloReply r = TANDEM__V1__HELLO_REPLY__INIT;
     r.protocol_version = PROTOCOL_VERSION;
     r.server_version = TDM_VERSION;

@@ -789,6 +789,7 @@ static void robot_scene_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__R
     op->ephemeral = p->ephemeral != 0;
     op->max_objects = cfg->max_objects;
     op->max_scene_triangles = cfg->max_scene_triangles;
+    op->max_robot_triangles = cfg->max_robot_triangles;
     op->done = robot_scene_put_done;
     op->owner = c;
     op->request_id = id;

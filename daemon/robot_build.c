@@ -172,8 +172,8 @@ static int load_stored_mesh(void *ctx, const char *path, tdm_mesh **out, char *e
 }
 
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
-                           uint32_t max_objects, uint32_t max_triangles, tdm_robot_scene **rs, tdm_planning_scene **ps,
-                           tdm_robot_fail *f)
+                           uint32_t max_objects, uint32_t max_triangles, uint32_t max_robot_triangles,
+                           tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f)
 {
     *rs = NULL;
     *ps = NULL;
@@ -197,8 +197,11 @@ int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char
     }
     tdm_robot_elems *el = __atomic_load_n(&robot->elems, __ATOMIC_ACQUIRE);
     if (!el) {
-        rc = tdm_robot_elems_create(robot->robot, load_stored_mesh, dir, TDM_PRIMITIVE_TOLERANCE, &el, f->msg,
-                                    sizeof f->msg);
+        rc = tdm_robot_elems_create_limited(robot->robot, load_stored_mesh, dir, TDM_PRIMITIVE_TOLERANCE,
+                                            max_robot_triangles, &el, f->msg, sizeof f->msg);
+        size_t l = strlen(f->msg);
+        if (rc == TDM_ERANGE && max_robot_triangles && strstr(f->msg, "more than") && l + 32 < sizeof f->msg)
+            snprintf(f->msg + l, sizeof f->msg - l, ", over max_robot_triangles");
         if (rc == TDM_OK) {
             tdm_robot_elems *none = NULL;
             if (!__atomic_compare_exchange_n(&robot->elems, &none, el, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

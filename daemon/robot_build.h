@@ -57,9 +57,12 @@ int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, s
  * bounds the work and memory of a put over it. One whose attached and world shapes
  * have more than max_triangles triangles (0: no limit) is refused while they are
  * built (tdm_robot_scene_create_limited: TDM_ERANGE, field "world"), having cost
- * at most that and one shape. */
+ * at most that and one shape. The robot's elements, built by its first scene, are
+ * refused likewise when their distinct trees have more than max_robot_triangles
+ * (tdm_robot_elems_create_limited; 0: no limit); nothing is kept, and a later
+ * scene tries again. */
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
-                           uint32_t max_objects, uint32_t max_triangles, tdm_robot_scene **rs, tdm_planning_scene **ps,
-                           tdm_robot_fail *f);
+                           uint32_t max_objects, uint32_t max_triangles, uint32_t max_robot_triangles,
+                           tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);
 
 #endif

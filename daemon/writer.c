@@ -341,7 +341,8 @@ int tdm_writer_build_robot_scene(tdm_datadir *dir, tdm_writer_op *op, tdm_robot_
         return op->rc;
     }
     tdm_robot_fail f;
-    int rc = tdm__robot_scene_build(dir, op->robot, yaml, len, op->max_objects, op->max_scene_triangles, rs, ps, &f);
+    int rc = tdm__robot_scene_build(dir, op->robot, yaml, len, op->max_objects, op->max_scene_triangles,
+                                    op->max_robot_triangles, rs, ps, &f);
     if (rc != TDM_OK) {
         set_err(op, rc, f.field, f.index, f.msg);
         op->wire_code = f.code;

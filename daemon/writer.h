@@ -112,6 +112,7 @@ struct tdm_writer_op {
     int wire_code;       /* out: the Error code when not 0 (else from rc) */
     uint32_t max_objects; /* ROBOT_SCENE_PUT in: the server's max_objects */
     uint32_t max_scene_triangles; /* ROBOT_SCENE_PUT in: the server's max_scene_triangles */
+    uint32_t max_robot_triangles; /* ROBOT_SCENE_PUT in: the server's max_robot_triangles */
     /* ROBOT_SCENE_PUT in: the scene built before submission, on libuv's pool (request_robot.c,
      * tdm_writer_build_robot_scene), owned by the op (the writer frees what it does not keep),
      * or the build's failure in rc, field, index, msg and wire_code; NULL with rc 0: the writer

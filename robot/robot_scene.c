@@ -170,8 +170,31 @@ static int build_tree(tdm_mesh *m, tdm_bvh **out, const char *what, char *err, s
     return rc;
 }
 
+/* The first element before e of the same shape as e (a mesh of the same path and
+ * scale, or the same primitive), whose tree e can share; e itself if none. O(e):
+ * a robot has at most TDM_ROBOT_MAX_COLLISIONS elements. */
+static uint32_t first_same(const tdm_robot *r, uint32_t e)
+{
+    const tdm_robot_collision *c = &r->collisions[e];
+    for (uint32_t k = 0; k < e; k++) {
+        const tdm_robot_collision *d = &r->collisions[k];
+        if (d->shape != c->shape) continue;
+        if (c->shape == TDM_SHAPE_MESH ? d->scale.x == c->scale.x && d->scale.y == c->scale.y &&
+                                             d->scale.z == c->scale.z && strcmp(d->mesh_path, c->mesh_path) == 0
+                                       : d->size[0] == c->size[0] && d->size[1] == c->size[1] && d->size[2] == c->size[2])
+            return k;
+    }
+    return e;
+}
+
 int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
                            tdm_robot_elems **out, char *err, size_t errlen)
+{
+    return tdm_robot_elems_create_limited(r, load, ctx, tolerance, 0, out, err, errlen);
+}
+
+int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
+                                   uint64_t max_triangles, tdm_robot_elems **out, char *err, size_t errlen)
 {
     if (errlen) err[0] = 0;
     *out = NULL;
@@ -187,15 +210,34 @@ int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void 
     el->n = r->n_collisions;
     el->tolerance = tolerance;
     el->bvhs = calloc(el->n, sizeof *el->bvhs);
+    el->owner = calloc(el->n, sizeof *el->owner);
     el->solids = calloc(el->n, sizeof *el->solids); /* all-zero: not solid */
-    if (!el->bvhs || !el->solids || tdm_shape_cache_create(&el->shapes) != TDM_OK) goto fail;
+    if (!el->bvhs || !el->owner || !el->solids || tdm_shape_cache_create(&el->shapes) != TDM_OK) goto fail;
     char what[TDM_ROBOT_MAX_NAME + 64];
+    uint64_t tris = 0;
     for (uint32_t e = 0; e < r->n_collisions; e++) {
+        const tdm_robot_collision *c = &r->collisions[e];
+        uint32_t k = first_same(r, e);
+        el->owner[e] = k;
+        if (k != e) { /* the tree and true shape of an earlier element of the same shape */
+            el->bvhs[e] = el->bvhs[k];
+            el->solids[e] = el->solids[k];
+            continue;
+        }
         tdm_mesh *m = NULL;
         if ((rc = element_mesh(r, e, load, ctx, tolerance, &m, &el->solids[e], err, errlen)) != TDM_OK) goto fail;
-        snprintf(what, sizeof what, "%s:%u: link '%s'", r->urdf_path, r->collisions[e].line,
-                 r->links[r->collisions[e].link].name);
+        snprintf(what, sizeof what, "%s:%u: link '%s'", r->urdf_path, c->line, r->links[c->link].name);
         if ((rc = build_tree(m, &el->bvhs[e], what, err, errlen)) != TDM_OK) goto fail;
+        tris += el->bvhs[e]->n_tris;
+        if (max_triangles && tris > max_triangles) {
+            rc = TDM_ERANGE;
+            snprintf(err, errlen,
+                     "%s:%u: link '%s' collision %u: the robot's collision elements have more than %llu triangles: "
+                     "%llu with this one (its distinct shapes, meshes as scaled, primitives as tessellated)",
+                     r->urdf_path, c->line, r->links[c->link].name, e - r->links[c->link].first_collision,
+                     (unsigned long long)max_triangles, (unsigned long long)tris);
+            goto fail;
+        }
     }
     *out = el;
     return TDM_OK;
@@ -209,8 +251,10 @@ void tdm_robot_elems_destroy(tdm_robot_elems *el)
 {
     if (!el) return;
     if (el->bvhs)
-        for (uint32_t i = 0; i < el->n; i++) tdm_bvh_free(el->bvhs[i]);
+        for (uint32_t i = 0; i < el->n; i++)
+            if (!el->owner || el->owner[i] == i) tdm_bvh_free(el->bvhs[i]);
     free(el->bvhs);
+    free(el->owner);
     free(el->solids);
     tdm_shape_cache_destroy(el->shapes);
     free(el);
@@ -577,12 +621,9 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     if (rc != TDM_OK) return rc;
     tdm_robot_elems *el;
     if ((rc = tdm_robot_elems_create(r, load, ctx, tolerance, &el, err, errlen)) != TDM_OK) return rc;
-    rc = create_from(el, ps, 0, 0, out, err, errlen); /* every tree its own: el goes now */
-    if (rc == TDM_OK) { /* the elements' trees become the scene's own */
-        (*out)->elems = NULL;
-        for (uint32_t e = 0; e < el->n; e++) el->bvhs[e] = NULL;
-    }
-    tdm_robot_elems_destroy(el);
+    rc = create_from(el, ps, 0, 0, out, err, errlen); /* the world's trees its own: no shape cache */
+    if (rc == TDM_OK) (*out)->own_elems = el; /* the elements' trees go with the scene */
+    else tdm_robot_elems_destroy(el);
     return rc;
 }
 
@@ -600,6 +641,7 @@ void tdm_robot_scene_destroy(tdm_robot_scene *rs)
     free(rs->objs);
     free(rs->kin_joints);
     free(rs->kin_elems);
+    tdm_robot_elems_destroy(rs->own_elems);
     free(rs);
 }
 

@@ -105,10 +105,12 @@ typedef struct tdm_robot_scene {
     uint32_t n_elements;       /* == robot->n_collisions: ids 0 .. n_elements - 1 */
     uint32_t n_movable;        /* n_elements + attached shapes: movable ids 0 .. n_movable - 1, the poses of a
                                   configuration (tdm_robot_scene_poses) */
-    tdm_bvh **bvhs;            /* by id, owned; the elements' (ids < n_elements) borrowed from `elems` when
-                                  it is not NULL, and the world primitives' held from its shape cache */
-    const struct tdm_robot_elems *elems; /* NULL, or the shared element trees it was made from
-                                  (tdm_robot_scene_create_shared; borrowed: must outlive this) */
+    tdm_bvh **bvhs;            /* by id, owned; the elements' (ids < n_elements) borrowed from `elems`, and
+                                  the world primitives' held from its shape cache */
+    struct tdm_robot_elems *own_elems;   /* tdm_robot_scene_create's: its element trees, freed with it */
+    const struct tdm_robot_elems *elems; /* the element trees it was made from: borrowed from
+                                  tdm_robot_scene_create_shared's caller (must outlive this), or
+                                  own_elems */
     tdm_robot_scene_obj *objs; /* by id, owned */
     tdm_xform base;            /* the root link's transform */
     tdm_kin kin;               /* the robot's kinematics at `base` (geom/kin.h): what tdm_robot_scene_poses
@@ -146,18 +148,30 @@ typedef struct tdm_robot_elems {
     const tdm_robot *robot;   /* borrowed: must outlive this */
     uint32_t n;               /* robot->n_collisions */
     double tolerance;
-    tdm_bvh **bvhs;           /* by element, owned */
+    tdm_bvh **bvhs;           /* by element: owned by the first element of its shape (owner) */
+    uint32_t *owner;          /* by element: the element whose tree it uses, the first with the same
+                                 shape (a mesh of the same path and scale, or the same primitive);
+                                 itself when its tree is its own */
     tdm_scene_solid *solids;  /* by element: a primitive's true shape, all-zero for a mesh */
     struct tdm_shape_cache *shapes; /* owned: the world primitives' trees of the scenes made from this
                                        (robot/shape_cache.h), each built once while a scene holds it */
 } tdm_robot_elems;
 
-/* Builds robot r's element trees (load and tolerance as for tdm_robot_scene_create).
+/* Builds robot r's element trees (load and tolerance as for tdm_robot_scene_create):
+ * one tree per distinct shape, elements of the same mesh path and scale, or of the
+ * same primitive, sharing it (a URDF may name one mesh in thousands of elements).
  * On success *out is freed with tdm_robot_elems_destroy, after every scene made
  * from it; on failure a negative TDM_E* code (TDM_EEMPTY: no collision element)
  * with one line in err naming the element. */
 int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
                            tdm_robot_elems **out, char *err, size_t errlen);
+/* tdm_robot_elems_create with a budget: TDM_ERANGE, and nothing made, when the
+ * distinct trees have more than max_triangles triangles together (0: no limit;
+ * meshes as loaded and scaled, primitives as tessellated), naming the element that
+ * crossed it; counted as they are built, so that a refused robot costs at most the
+ * budget and one shape. */
+int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
+                                   uint64_t max_triangles, tdm_robot_elems **out, char *err, size_t errlen);
 void tdm_robot_elems_destroy(tdm_robot_elems *el);
 /* tdm_robot_scene_create for el's robot, its element trees borrowed from el (which
  * must outlive the scene), its world primitives' trees held from el's shape cache:

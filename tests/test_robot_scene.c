@@ -543,6 +543,162 @@ Test(robot_scene, cone_obstacle_answers_as_the_oracle)
 /* A budget of triangles for the attached and world shapes (tdm_robot_scene_create_limited):
  * the fixture's world within it builds as without one; one triangle less is refused
  * naming the count, and so is a world of large spheres, long before all are built. */
+/* A URDF naming one mesh (path and scale) or one primitive in several elements: the
+ * elements share one tree (tdm_robot_elems.owner), the scene answers as the same robot
+ * with every element its own copy of the mesh, and the triangle budget counts each tree
+ * once (tdm_robot_elems_create_limited). */
+static char *repeat_urdf(const char *m1, const char *m2, const char *m3)
+{
+    static const char fmt[] =
+        "<robot name='rep'>\n"
+        "<link name='base'><collision><geometry><box size='0.2 0.2 0.1'/></geometry></collision></link>\n"
+        "<joint name='j1' type='revolute'><parent link='base'/><child link='l1'/><origin xyz='0 0 0.1'/>"
+        "<axis xyz='0 0 1'/><limit lower='-3.14' upper='3.14' effort='1' velocity='1'/></joint>\n"
+        "<link name='l1'>\n"
+        "<collision><origin xyz='0 0 0.2'/><geometry><mesh filename='%s' scale='0.5 0.5 0.5'/></geometry></collision>\n"
+        "<collision><origin xyz='0 0.1 0.3' rpy='0 0 1.2'/><geometry><mesh filename='%s' scale='0.5 0.5 0.5'/>"
+        "</geometry></collision>\n"
+        "<collision><origin xyz='0 -0.25 0.1'/><geometry><box size='0.2 0.2 0.1'/></geometry></collision>\n"
+        "</link>\n"
+        "<joint name='j2' type='revolute'><parent link='l1'/><child link='l2'/><origin xyz='0 0 0.75'/>"
+        "<axis xyz='0 1 0'/><limit lower='-2.6' upper='2.6' effort='1' velocity='1'/></joint>\n"
+        "<link name='l2'>\n"
+        "<collision><geometry><mesh filename='%s' scale='0.5 0.5 0.5'/></geometry></collision>\n"
+        "<collision><origin xyz='0 0 0.1'/><geometry><mesh filename='%s' scale='0.5 0.5 0.25'/></geometry></collision>\n"
+        "</link>\n</robot>\n";
+    size_t n = sizeof fmt + 4 * 64;
+    char *t = malloc(n);
+    cr_assert_not_null(t);
+    snprintf(t, n, fmt, m1, m2, m3, m1);
+    return t;
+}
+
+Test(robot_scene, repeated_element_shapes_share_a_tree)
+{
+    write_file("meshes/bar2.obj", bar_obj);
+    write_file("meshes/bar3.obj", bar_obj);
+    char *u = repeat_urdf("meshes/bar.obj", "meshes/bar.obj", "meshes/bar.obj");
+    write_file("rep_shared.urdf", u);
+    free(u);
+    u = repeat_urdf("meshes/bar.obj", "meshes/bar2.obj", "meshes/bar3.obj");
+    write_file("rep_apart.urdf", u);
+    free(u);
+    static const char world[] = "world:\n  collision_objects:\n"
+                                "    - id: wall\n      primitives: [{type: box, dimensions: [0.1, 0.3, 0.3]}]\n"
+                                "      primitive_poses: [{position: [0.35, 0, 0.35], orientation: [0, 0, 0, 1]}]\n"
+                                "    - id: post\n      primitives: [{type: cylinder, dimensions: [1.2, 0.06]}]\n"
+                                "      primitive_poses: [{position: [-0.3, -0.2, 0.6], orientation: [0, 0, 0, 1]}]\n";
+    char err[512];
+    tdm_planning_scene *wps;
+    cr_assert_eq(tdm_planning_scene_parse(world, strlen(world), "rep", &wps, err, sizeof err), TDM_OK, "%s", err);
+    tdm_robot *shared, *apart;
+    cr_assert_eq(tdm_robot_load(path("rep_shared.urdf"), NULL, &shared, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_load(path("rep_apart.urdf"), NULL, &apart, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(shared->n_collisions, 6);
+
+    /* elements 1, 2 and 4 are one mesh at one scale, 5 the mesh at another; 0 and 3 one box */
+    int loads = 0;
+    tdm_robot_elems *el, *ea;
+    cr_assert_eq(tdm_robot_elems_create(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
+                 "%s", err);
+    cr_assert_eq(loads, 2, "two distinct meshes loaded, not four");
+    const uint32_t want_owner[6] = {0, 1, 1, 0, 1, 5};
+    uint64_t tris_shared = 0, tris_apart = 0;
+    for (uint32_t e = 0; e < 6; e++) {
+        cr_assert_eq(el->owner[e], want_owner[e], "element %u", e);
+        cr_assert(el->bvhs[e] == el->bvhs[want_owner[e]], "element %u shares its tree", e);
+        if (el->owner[e] == e) tris_shared += el->bvhs[e]->n_tris;
+    }
+    loads = 0;
+    cr_assert_eq(tdm_robot_elems_create(apart, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &ea, err, sizeof err), TDM_OK,
+                 "%s", err);
+    cr_assert_eq(loads, 4);
+    for (uint32_t e = 0; e < 6; e++)
+        if (ea->owner[e] == e) tris_apart += ea->bvhs[e]->n_tris;
+    cr_assert_gt(tris_apart, tris_shared);
+
+    /* the same answers, configuration by configuration */
+    tdm_robot_scene *rs, *ra;
+    cr_assert_eq(tdm_robot_scene_create_shared(el, wps, &rs, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create_shared(ea, wps, &ra, err, sizeof err), TDM_OK, "%s", err);
+    char why[320];
+    tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
+    gen_rng g = {seed ^ 0x5ea7ull};
+    size_t colliding = 0;
+    enum { N_REP = 2000 };
+    double *qs_all = malloc(N_REP * 2 * sizeof *qs_all);
+    tdm_sched_result *cpu = malloc(N_REP * sizeof *cpu);
+    cr_assert(qs_all && cpu);
+    for (int it = 0; it < N_REP; it++) {
+        double *q = qs_all + 2 * it;
+        q[0] = gen_range(&g, -3.14, 3.14), q[1] = gen_range(&g, -2.6, 2.6);
+        tdm_xform links[3], ps_[6], pa[6];
+        cr_assert_eq(tdm_robot_scene_poses(rs, q, 2, links, ps_), TDM_OK);
+        cr_assert_eq(tdm_robot_scene_poses(ra, q, 2, links, pa), TDM_OK);
+        tdm_sched_query qs[2] = {{rs->scene, ps_, TDM_MODE_CONTACTS, MAXC, NULL, NULL},
+                                 {ra->scene, pa, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
+        tdm_sched_result res[2];
+        cr_assert_eq(tdm_sched_run(e, qs, 2, res), TDM_OK);
+        cr_assert_eq(res[0].colliding, res[1].colliding, "config %d", it);
+        cr_assert_eq(res[0].contacts, res[1].contacts, "config %d", it);
+        cpu[it] = res[0];
+        colliding += res[0].colliding;
+    }
+    cr_log_info("repeated shapes: %zu of 2000 colliding, %llu triangles shared against %llu apart", colliding,
+                (unsigned long long)tris_shared, (unsigned long long)tris_apart);
+    cr_assert(colliding > 100 && colliding < 1900);
+    tdm_sched_destroy(e);
+    /* the device's kinematics and checks over the shared trees (each added once per object) */
+    tdm_sched *eg = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (eg) {
+        for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(eg, rs->bvhs[i]), TDM_OK);
+        tdm_sched_result *gpu = malloc(N_REP * sizeof *gpu);
+        cr_assert_not_null(gpu);
+        tdm_sched_query proto = {rs->scene, NULL, TDM_MODE_CONTACTS, MAXC, NULL, NULL};
+        cr_assert_eq(tdm_sched_run_configs(eg, &proto, &rs->kin, qs_all, N_REP, gpu), TDM_OK);
+        for (int it = 0; it < N_REP; it++) {
+            cr_assert_eq(gpu[it].colliding, cpu[it].colliding, "GPU config %d", it);
+            cr_assert_eq(gpu[it].contacts, cpu[it].contacts, "GPU config %d", it);
+        }
+        for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(eg, rs->bvhs[i]);
+        free(gpu);
+        tdm_sched_destroy(eg);
+    } else {
+        cr_log_info("no GPU engine: the device part skipped (%s)", why);
+    }
+    free(qs_all);
+    free(cpu);
+    tdm_robot_scene_destroy(rs);
+    tdm_robot_scene_destroy(ra);
+    tdm_robot_elems_destroy(el);
+    tdm_robot_elems_destroy(ea);
+
+    /* the budget counts each tree once, and names the element that crosses it */
+    tdm_robot_elems *lim = (tdm_robot_elems *)1;
+    cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared, &lim, err,
+                                                sizeof err),
+                 TDM_OK, "%s", err);
+    tdm_robot_elems_destroy(lim);
+    lim = (tdm_robot_elems *)1;
+    cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared - 1, &lim,
+                                                err, sizeof err),
+                 TDM_ERANGE);
+    cr_assert_null(lim);
+    char want[96];
+    snprintf(want, sizeof want, "link 'l2' collision 1: the robot's collision elements have more than %llu triangles",
+             (unsigned long long)(tris_shared - 1));
+    cr_assert(strstr(err, want) != NULL, "'%s' does not say '%s'", err, want);
+
+    /* tdm_robot_scene_create keeps the shared trees with the scene, and frees each once */
+    cr_assert_eq(tdm_robot_scene_create(shared, wps, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err),
+                 TDM_OK, "%s", err);
+    cr_assert(rs->bvhs[1] == rs->bvhs[4] && rs->bvhs[0] == rs->bvhs[3]);
+    tdm_robot_scene_destroy(rs);
+    tdm_robot_free(shared);
+    tdm_robot_free(apart);
+    tdm_planning_scene_free(wps);
+}
+
 Test(robot_scene, shape_triangles_are_limited)
 {
     char err[512];

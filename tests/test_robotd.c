@@ -2170,6 +2170,71 @@ Test(robotd, scene_triangles_count_against_max_scene_triangles)
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
+/* --max-robot-triangles: a robot's elements are built by its first scene, one tree per
+ * distinct shape (three spheres of one radius: one tree), counted against the limit; a
+ * robot over it stays stored, each scene put of it is refused with LIMIT naming the element
+ * and the limit, and nothing else changes. */
+static char *spheres_urdf(const char *name, double r1, double r2, double r3)
+{
+    char *t = malloc(1024);
+    cr_assert_not_null(t);
+    snprintf(t, 1024,
+             "<robot name='%s'><link name='base'>"
+             "<collision><geometry><sphere radius='%.4f'/></geometry></collision>"
+             "<collision><origin xyz='1 0 0'/><geometry><sphere radius='%.4f'/></geometry></collision>"
+             "<collision><origin xyz='2 0 0'/><geometry><sphere radius='%.4f'/></geometry></collision>"
+             "</link><joint name='j' type='revolute'><parent link='base'/><child link='far'/>"
+             "<origin xyz='0 5 0'/><axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
+             "<link name='far'><collision><geometry><box size='0.1 0.1 0.1'/></geometry></collision></link></robot>",
+             name, r1, r2, r3);
+    return t;
+}
+
+Test(robotd, robot_triangles_count_against_max_robot_triangles)
+{
+    tdm_primitive ball = tdm_primitive_sphere(0.5);
+    tdm_mesh *m;
+    cr_assert_eq(tdm_primitive_mesh(&ball, TDM_PRIMITIVE_TOLERANCE, &m, NULL, NULL, 0), TDM_OK);
+    uint32_t t = m->n_tris;
+    tdm_mesh_free(m);
+    char limit[32];
+    snprintf(limit, sizeof limit, "%u", t + t / 2); /* one sphere's tree, not two */
+    const char *flags[] = {"--max-robot-triangles", limit, NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    static const char world[] = "world:\n  collision_objects:\n    - id: box\n"
+                                "      primitives: [{type: box, dimensions: [0.2, 0.2, 0.2]}]\n"
+                                "      primitive_poses: [{position: [1, 0, 0], orientation: [0, 0, 0, 1]}]\n";
+    uint8_t same[32], other[32], sid[32], bad[32];
+    char *u = spheres_urdf("same", 0.5, 0.5, 0.5);
+    cr_assert_eq(tdm_robot_put(c, "same", u, NULL, NULL, 0, same, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    free(u);
+    cr_assert_eq(tdm_robot_scene_put(c, "same", same, world, sid, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    tdm_query_result r;
+    const double q0[1] = {0};
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q0, 1, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(r.colliding, 1, "the middle sphere holds the box");
+    u = spheres_urdf("other", 0.5, 0.5001, 0.5);
+    cr_assert_eq(tdm_robot_put(c, "other", u, NULL, NULL, 0, other, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    free(u);
+    for (int k = 0; k < 2; k++) { /* nothing kept from the first refusal: the second builds and refuses again */
+        expect_server_error(c, tdm_robot_scene_put(c, "other", other, world, bad, NULL, NULL),
+                            "two sphere trees over the limit", TDM_SERVER_LIMIT, "world", -1,
+                            "link 'base' collision 1: the robot's collision elements have more than");
+        cr_assert(strstr(tdm_client_server_error(c)->message, "over max_robot_triangles") != NULL, "%s",
+                  tdm_client_server_error(c)->message);
+    }
+    tdm_scene_info *sl;
+    size_t n;
+    cr_assert_eq(tdm_scene_list(c, &sl, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 1, "%zu scenes: the refused robot's none", n);
+    tdm_scene_list_free(sl);
+    cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q0, 1, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(r.colliding, 1);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(robotd, concurrent_scene_puts_store_each_once)
 {
     static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
