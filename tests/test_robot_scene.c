@@ -276,6 +276,20 @@ static void oracle(const double q[3], uint32_t count[N_OBJ][N_OBJ], uint8_t insi
     for (int i = 0; i < N_OBJ; i++) free(w[i]);
 }
 
+/* The oracle's answer for q over the checked pairs: the triangle pairs that meet, and
+ * whether a pair with none is held by containment. */
+static void oracle_totals(const double q[3], uint32_t *total, int *contained)
+{
+    uint32_t count[N_OBJ][N_OBJ];
+    uint8_t inside[N_OBJ][N_OBJ];
+    oracle(q, count, inside);
+    *total = 0;
+    *contained = 0;
+    for (int a = 0; a < N_EL; a++)
+        for (int b = a + 1; b < N_OBJ; b++)
+            if (oracle_checked(a, b)) *total += count[a][b], *contained |= inside[a][b];
+}
+
 static void random_config(gen_rng *g, double q[3])
 {
     q[0] = gen_range(g, -3.14, 3.14);
@@ -494,14 +508,9 @@ Test(robot_scene, cone_obstacle_answers_as_the_oracle)
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
         random_config(&g, q);
-        uint32_t count[N_OBJ][N_OBJ];
-        uint8_t inside[N_OBJ][N_OBJ];
-        oracle(q, count, inside);
-        uint32_t total = 0, cone_tris = 0;
-        int contained = 0, cone_in = 0;
-        for (int a = 0; a < N_EL; a++)
-            for (int b = a + 1; b < N_OBJ; b++)
-                if (oracle_checked(a, b)) total += count[a][b], contained |= inside[a][b];
+        uint32_t total, cone_tris = 0;
+        int contained, cone_in = 0;
+        oracle_totals(q, &total, &contained);
         /* every element against the cone: no ACM entry names it */
         m4 el[N_EL], obs[N_OBS];
         oracle_poses(q, el, obs);
@@ -699,13 +708,22 @@ Test(robot_scene, repeated_element_shapes_share_a_tree)
     tdm_planning_scene_free(wps);
 }
 
+/* The fixture robot's element trees; *loads (may be NULL) counts the mesh loads. */
+static tdm_robot_elems *fixture_elems(int *loads)
+{
+    char err[512];
+    int n = 0;
+    tdm_robot_elems *el;
+    cr_assert_eq(tdm_robot_elems_create(robot, loader, &n, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
+                 "%s", err);
+    if (loads) *loads = n;
+    return el;
+}
+
 Test(robot_scene, shape_triangles_are_limited)
 {
     char err[512];
-    int loads = 0;
-    tdm_robot_elems *el;
-    cr_assert_eq(tdm_robot_elems_create(robot, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
-                 "%s", err);
+    tdm_robot_elems *el = fixture_elems(NULL);
     tdm_robot_scene *rs;
     cr_assert_eq(tdm_robot_scene_create_limited(el, ps, 0, &rs, err, sizeof err), TDM_OK, "%s", err);
     uint64_t tris = 0;
@@ -758,9 +776,7 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
 {
     char err[512];
     int loads = 0;
-    tdm_robot_elems *el;
-    cr_assert_eq(tdm_robot_elems_create(robot, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
-                 "%s", err);
+    tdm_robot_elems *el = fixture_elems(&loads);
     cr_assert_eq(el->n, N_EL);
     tdm_robot_scene *a, *b;
     cr_assert_eq(tdm_robot_scene_create_shared(el, ps, &a, err, sizeof err), TDM_OK, "%s", err);
@@ -794,14 +810,9 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
         random_config(&g, q);
-        uint32_t count[N_OBJ][N_OBJ];
-        uint8_t inside[N_OBJ][N_OBJ];
-        oracle(q, count, inside);
-        uint32_t total = 0;
-        int contained = 0;
-        for (int i = 0; i < N_EL; i++)
-            for (int j = i + 1; j < N_OBJ; j++)
-                if (oracle_checked(i, j)) total += count[i][j], contained |= inside[i][j];
+        uint32_t total;
+        int contained;
+        oracle_totals(q, &total, &contained);
         cr_assert_eq(tdm_robot_scene_poses(a, q, 3, links, poses), TDM_OK);
         tdm_sched_query qs[2] = {{a->scene, poses, TDM_MODE_BOOL, 1, NULL, NULL},
                                  {a->scene, poses, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
