@@ -582,7 +582,16 @@ static char *repeat_urdf(const char *m1, const char *m2, const char *m3)
     return t;
 }
 
-Test(robot_scene, repeated_element_shapes_share_a_tree)
+/* The two robots of the tests below, their element trees and their scenes in one world. */
+typedef struct rep_world {
+    tdm_planning_scene *wps;
+    tdm_robot *shared, *apart; /* every mesh element of one file, or each its own copy */
+    tdm_robot_elems *el, *ea;
+    tdm_robot_scene *rs, *ra;
+    uint64_t tris_shared, tris_apart; /* their distinct trees' triangles */
+} rep_world;
+
+static void rep_make(rep_world *w)
 {
     write_file("meshes/bar2.obj", bar_obj);
     write_file("meshes/bar3.obj", bar_obj);
@@ -598,54 +607,57 @@ Test(robot_scene, repeated_element_shapes_share_a_tree)
                                 "    - id: post\n      primitives: [{type: cylinder, dimensions: [1.2, 0.06]}]\n"
                                 "      primitive_poses: [{position: [-0.3, -0.2, 0.6], orientation: [0, 0, 0, 1]}]\n";
     char err[512];
-    tdm_planning_scene *wps;
-    cr_assert_eq(tdm_planning_scene_parse(world, strlen(world), "rep", &wps, err, sizeof err), TDM_OK, "%s", err);
-    tdm_robot *shared, *apart;
-    cr_assert_eq(tdm_robot_load(path("rep_shared.urdf"), NULL, &shared, err, sizeof err), TDM_OK, "%s", err);
-    cr_assert_eq(tdm_robot_load(path("rep_apart.urdf"), NULL, &apart, err, sizeof err), TDM_OK, "%s", err);
-    cr_assert_eq(shared->n_collisions, 6);
-
-    /* elements 1, 2 and 4 are one mesh at one scale, 5 the mesh at another; 0 and 3 one box */
+    memset(w, 0, sizeof *w);
+    cr_assert_eq(tdm_planning_scene_parse(world, strlen(world), "rep", &w->wps, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_load(path("rep_shared.urdf"), NULL, &w->shared, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_load(path("rep_apart.urdf"), NULL, &w->apart, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(w->shared->n_collisions, 6);
     int loads = 0;
-    tdm_robot_elems *el, *ea;
-    cr_assert_eq(tdm_robot_elems_create(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &el, err, sizeof err), TDM_OK,
-                 "%s", err);
+    cr_assert_eq(tdm_robot_elems_create(w->shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &w->el, err, sizeof err),
+                 TDM_OK, "%s", err);
     cr_assert_eq(loads, 2, "two distinct meshes loaded, not four");
-    const uint32_t want_owner[6] = {0, 1, 1, 0, 1, 5};
-    uint64_t tris_shared = 0, tris_apart = 0;
-    for (uint32_t e = 0; e < 6; e++) {
-        cr_assert_eq(el->owner[e], want_owner[e], "element %u", e);
-        cr_assert(el->bvhs[e] == el->bvhs[want_owner[e]], "element %u shares its tree", e);
-        if (el->owner[e] == e) tris_shared += el->bvhs[e]->n_tris;
-    }
     loads = 0;
-    cr_assert_eq(tdm_robot_elems_create(apart, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &ea, err, sizeof err), TDM_OK,
-                 "%s", err);
+    cr_assert_eq(tdm_robot_elems_create(w->apart, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &w->ea, err, sizeof err),
+                 TDM_OK, "%s", err);
     cr_assert_eq(loads, 4);
-    for (uint32_t e = 0; e < 6; e++)
-        if (ea->owner[e] == e) tris_apart += ea->bvhs[e]->n_tris;
-    cr_assert_gt(tris_apart, tris_shared);
+    for (uint32_t e = 0; e < 6; e++) {
+        if (w->el->owner[e] == e) w->tris_shared += w->el->bvhs[e]->n_tris;
+        if (w->ea->owner[e] == e) w->tris_apart += w->ea->bvhs[e]->n_tris;
+    }
+    cr_assert_eq(tdm_robot_scene_create_shared(w->el, w->wps, &w->rs, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create_shared(w->ea, w->wps, &w->ra, err, sizeof err), TDM_OK, "%s", err);
+}
 
-    /* the same answers, configuration by configuration */
-    tdm_robot_scene *rs, *ra;
-    cr_assert_eq(tdm_robot_scene_create_shared(el, wps, &rs, err, sizeof err), TDM_OK, "%s", err);
-    cr_assert_eq(tdm_robot_scene_create_shared(ea, wps, &ra, err, sizeof err), TDM_OK, "%s", err);
+static void rep_free(rep_world *w)
+{
+    tdm_robot_scene_destroy(w->rs);
+    tdm_robot_scene_destroy(w->ra);
+    tdm_robot_elems_destroy(w->el);
+    tdm_robot_elems_destroy(w->ea);
+    tdm_robot_free(w->shared);
+    tdm_robot_free(w->apart);
+    tdm_planning_scene_free(w->wps);
+}
+
+enum { N_REP = 2000 };
+
+/* N_REP random configurations into q (2 each), and the CPU engine's contacts answers for
+ * the shared robot into cpu, each checked equal to the other robot's; returns how many
+ * collide. */
+static size_t rep_cpu(const rep_world *w, double *q, tdm_sched_result *cpu)
+{
     char why[320];
     tdm_sched *e = sched_of(TDM_BACKEND_CPU, why, sizeof why);
     gen_rng g = {seed ^ 0x5ea7ull};
     size_t colliding = 0;
-    enum { N_REP = 2000 };
-    double *qs_all = malloc(N_REP * 2 * sizeof *qs_all);
-    tdm_sched_result *cpu = malloc(N_REP * sizeof *cpu);
-    cr_assert(qs_all && cpu);
     for (int it = 0; it < N_REP; it++) {
-        double *q = qs_all + 2 * it;
-        q[0] = gen_range(&g, -3.14, 3.14), q[1] = gen_range(&g, -2.6, 2.6);
+        double *qi = q + 2 * it;
+        qi[0] = gen_range(&g, -3.14, 3.14), qi[1] = gen_range(&g, -2.6, 2.6);
         tdm_xform links[3], ps_[6], pa[6];
-        cr_assert_eq(tdm_robot_scene_poses(rs, q, 2, links, ps_), TDM_OK);
-        cr_assert_eq(tdm_robot_scene_poses(ra, q, 2, links, pa), TDM_OK);
-        tdm_sched_query qs[2] = {{rs->scene, ps_, TDM_MODE_CONTACTS, MAXC, NULL, NULL},
-                                 {ra->scene, pa, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
+        cr_assert_eq(tdm_robot_scene_poses(w->rs, qi, 2, links, ps_), TDM_OK);
+        cr_assert_eq(tdm_robot_scene_poses(w->ra, qi, 2, links, pa), TDM_OK);
+        tdm_sched_query qs[2] = {{w->rs->scene, ps_, TDM_MODE_CONTACTS, MAXC, NULL, NULL},
+                                 {w->ra->scene, pa, TDM_MODE_CONTACTS, MAXC, NULL, NULL}};
         tdm_sched_result res[2];
         cr_assert_eq(tdm_sched_run(e, qs, 2, res), TDM_OK);
         cr_assert_eq(res[0].colliding, res[1].colliding, "config %d", it);
@@ -653,35 +665,36 @@ Test(robot_scene, repeated_element_shapes_share_a_tree)
         cpu[it] = res[0];
         colliding += res[0].colliding;
     }
-    cr_log_info("repeated shapes: %zu of 2000 colliding, %llu triangles shared against %llu apart", colliding,
-                (unsigned long long)tris_shared, (unsigned long long)tris_apart);
-    cr_assert(colliding > 100 && colliding < 1900);
     tdm_sched_destroy(e);
-    /* the device's kinematics and checks over the shared trees (each added once per object) */
-    tdm_sched *eg = sched_of(TDM_BACKEND_GPU, why, sizeof why);
-    if (eg) {
-        for (uint32_t i = 0; i < rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(eg, rs->bvhs[i]), TDM_OK);
-        tdm_sched_result *gpu = malloc(N_REP * sizeof *gpu);
-        cr_assert_not_null(gpu);
-        tdm_sched_query proto = {rs->scene, NULL, TDM_MODE_CONTACTS, MAXC, NULL, NULL};
-        cr_assert_eq(tdm_sched_run_configs(eg, &proto, &rs->kin, qs_all, N_REP, gpu), TDM_OK);
-        for (int it = 0; it < N_REP; it++) {
-            cr_assert_eq(gpu[it].colliding, cpu[it].colliding, "GPU config %d", it);
-            cr_assert_eq(gpu[it].contacts, cpu[it].contacts, "GPU config %d", it);
-        }
-        for (uint32_t i = 0; i < rs->n_objects; i++) tdm_sched_mesh_remove(eg, rs->bvhs[i]);
-        free(gpu);
-        tdm_sched_destroy(eg);
-    } else {
-        cr_log_info("no GPU engine: the device part skipped (%s)", why);
-    }
-    free(qs_all);
-    free(cpu);
-    tdm_robot_scene_destroy(rs);
-    tdm_robot_scene_destroy(ra);
-    tdm_robot_elems_destroy(el);
-    tdm_robot_elems_destroy(ea);
+    return colliding;
+}
 
+Test(robot_scene, repeated_element_shapes_share_a_tree)
+{
+    rep_world w;
+    rep_make(&w);
+    /* elements 1, 2 and 4 are one mesh at one scale, 5 the mesh at another; 0 and 3 one box */
+    const uint32_t want_owner[6] = {0, 1, 1, 0, 1, 5};
+    for (uint32_t e = 0; e < 6; e++) {
+        cr_assert_eq(w.el->owner[e], want_owner[e], "element %u", e);
+        cr_assert(w.el->bvhs[e] == w.el->bvhs[want_owner[e]], "element %u shares its tree", e);
+        cr_assert_eq(w.ea->owner[e], e == 3 ? 0 : e, "apart: element %u", e);
+    }
+    cr_assert_gt(w.tris_apart, w.tris_shared);
+    /* the same answers, configuration by configuration */
+    double *q = malloc(N_REP * 2 * sizeof *q);
+    tdm_sched_result *cpu = malloc(N_REP * sizeof *cpu);
+    cr_assert(q && cpu);
+    size_t colliding = rep_cpu(&w, q, cpu);
+    cr_log_info("repeated shapes: %zu of %d colliding, %llu triangles shared against %llu apart", colliding, N_REP,
+                (unsigned long long)w.tris_shared, (unsigned long long)w.tris_apart);
+    cr_assert(colliding > 100 && colliding < N_REP - 100);
+    free(q);
+    free(cpu);
+    uint64_t tris_shared = w.tris_shared;
+    const tdm_robot *shared = w.shared;
+    char err[512];
+    int loads = 0;
     /* the budget counts each tree once, and names the element that crosses it */
     tdm_robot_elems *lim = (tdm_robot_elems *)1;
     cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared, &lim, err,
@@ -699,13 +712,44 @@ Test(robot_scene, repeated_element_shapes_share_a_tree)
     cr_assert(strstr(err, want) != NULL, "'%s' does not say '%s'", err, want);
 
     /* tdm_robot_scene_create keeps the shared trees with the scene, and frees each once */
-    cr_assert_eq(tdm_robot_scene_create(shared, wps, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err),
+    tdm_robot_scene *rs;
+    cr_assert_eq(tdm_robot_scene_create(shared, w.wps, loader, &loads, TDM_PRIMITIVE_TOLERANCE, &rs, err, sizeof err),
                  TDM_OK, "%s", err);
     cr_assert(rs->bvhs[1] == rs->bvhs[4] && rs->bvhs[0] == rs->bvhs[3]);
     tdm_robot_scene_destroy(rs);
-    tdm_robot_free(shared);
-    tdm_robot_free(apart);
-    tdm_planning_scene_free(wps);
+    rep_free(&w);
+}
+
+/* The device's kinematics and checks over the shared trees (each added once per object
+ * that uses it): the GPU engine's answers equal the CPU engine's. */
+Test(robot_scene, repeated_element_shapes_on_gpu_match_cpu_engine)
+{
+    char why[320];
+    tdm_sched *eg = sched_of(TDM_BACKEND_GPU, why, sizeof why);
+    if (!eg) cr_skip_test("no GPU engine: %s", why);
+    rep_world w;
+    rep_make(&w);
+    double *q = malloc(N_REP * 2 * sizeof *q);
+    tdm_sched_result *cpu = malloc(N_REP * sizeof *cpu), *gpu = malloc(N_REP * sizeof *gpu);
+    cr_assert(q && cpu && gpu);
+    rep_cpu(&w, q, cpu);
+    for (uint32_t i = 0; i < w.rs->n_objects; i++) cr_assert_eq(tdm_sched_mesh_add(eg, w.rs->bvhs[i]), TDM_OK);
+    tdm_sched_stats before, after;
+    tdm_sched_get_stats(eg, &before);
+    tdm_sched_query proto = {w.rs->scene, NULL, TDM_MODE_CONTACTS, MAXC, NULL, NULL};
+    cr_assert_eq(tdm_sched_run_configs(eg, &proto, &w.rs->kin, q, N_REP, gpu), TDM_OK);
+    tdm_sched_get_stats(eg, &after);
+    cr_assert_eq(after.gpu_queries - before.gpu_queries, N_REP, "every configuration on the GPU engine");
+    for (int it = 0; it < N_REP; it++) {
+        cr_assert_eq(gpu[it].colliding, cpu[it].colliding, "config %d", it);
+        cr_assert_eq(gpu[it].contacts, cpu[it].contacts, "config %d", it);
+    }
+    for (uint32_t i = 0; i < w.rs->n_objects; i++) tdm_sched_mesh_remove(eg, w.rs->bvhs[i]);
+    tdm_sched_destroy(eg);
+    free(q);
+    free(cpu);
+    free(gpu);
+    rep_free(&w);
 }
 
 /* The fixture robot's element trees; *loads (may be NULL) counts the mesh loads. */
