@@ -336,6 +336,7 @@ void tdm_stored_robot_unref(tdm_stored_robot *r)
     forget(&r->entry, KIND_ROBOT);
     tdm_stored_robot_retire(r);
     tdm_robot_elems_destroy(r->elems);
+    free(r->elems_refused);
     tdm_robot_free(r->robot);
     for (uint32_t i = 0; i < r->n_meshes; i++) tdm_stored_mesh_unref(r->meshes[i]);
     free(r->meshes);

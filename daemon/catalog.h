@@ -102,6 +102,10 @@ typedef struct tdm_stored_robot {
      * loader's thread, and publishes them atomically; freed with the robot, after
      * every scene, each of which holds a reference to the robot) */
     struct tdm_robot_elems *elems;
+    /* NULL, or why its elements were refused over max_robot_triangles (owned; set once,
+     * atomically, by the first build refused): later scenes are refused with it at once
+     * instead of building up to the limit again */
+    char *elems_refused;
 } tdm_stored_robot;
 
 typedef struct tdm_stored_scene {

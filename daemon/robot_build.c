@@ -196,12 +196,21 @@ int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char
         return TDM_ERANGE;
     }
     tdm_robot_elems *el = __atomic_load_n(&robot->elems, __ATOMIC_ACQUIRE);
-    if (!el) {
+    const char *refused = max_robot_triangles ? __atomic_load_n(&robot->elems_refused, __ATOMIC_ACQUIRE) : NULL;
+    if (!el && refused) { /* refused before: the limit is the server's, the robot's content fixed */
+        snprintf(f->msg, sizeof f->msg, "%s", refused);
+        rc = TDM_ERANGE;
+    } else if (!el) {
         rc = tdm_robot_elems_create_limited(robot->robot, load_stored_mesh, dir, TDM_PRIMITIVE_TOLERANCE,
                                             max_robot_triangles, &el, f->msg, sizeof f->msg);
         size_t l = strlen(f->msg);
-        if (rc == TDM_ERANGE && max_robot_triangles && strstr(f->msg, "more than") && l + 32 < sizeof f->msg)
+        if (rc == TDM_ERANGE && max_robot_triangles && strstr(f->msg, "more than") && l + 32 < sizeof f->msg) {
             snprintf(f->msg + l, sizeof f->msg - l, ", over max_robot_triangles");
+            char *why = strdup(f->msg), *none = NULL;
+            if (why && !__atomic_compare_exchange_n(&robot->elems_refused, &none, why, 0, __ATOMIC_ACQ_REL,
+                                                    __ATOMIC_ACQUIRE))
+                free(why); /* another thread's refusal was kept first */
+        }
         if (rc == TDM_OK) {
             tdm_robot_elems *none = NULL;
             if (!__atomic_compare_exchange_n(&robot->elems, &none, el, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

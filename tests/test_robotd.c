@@ -2173,7 +2173,8 @@ Test(robotd, scene_triangles_count_against_max_scene_triangles)
 /* --max-robot-triangles: a robot's elements are built by its first scene, one tree per
  * distinct shape (three spheres of one radius: one tree), counted against the limit; a
  * robot over it stays stored, each scene put of it is refused with LIMIT naming the element
- * and the limit, and nothing else changes. */
+ * and the limit (the later ones at once, with the first one's message), and nothing else
+ * changes. */
 static char *spheres_urdf(const char *name, double r1, double r2, double r3)
 {
     char *t = malloc(1024);
@@ -2217,7 +2218,7 @@ Test(robotd, robot_triangles_count_against_max_robot_triangles)
     u = spheres_urdf("other", 0.5, 0.5001, 0.5);
     cr_assert_eq(tdm_robot_put(c, "other", u, NULL, NULL, 0, other, NULL, NULL), 0, "%s", tdm_client_errstr(c));
     free(u);
-    for (int k = 0; k < 2; k++) { /* nothing kept from the first refusal: the second builds and refuses again */
+    for (int k = 0; k < 2; k++) { /* the second refused with the first refusal's message */
         expect_server_error(c, tdm_robot_scene_put(c, "other", other, world, bad, NULL, NULL),
                             "two sphere trees over the limit", TDM_SERVER_LIMIT, "world", -1,
                             "link 'base' collision 1: the robot's collision elements have more than");
