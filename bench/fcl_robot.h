@@ -55,7 +55,8 @@ typedef std::shared_ptr<fcl::CollisionGeometryd> tdm_fcl_geom;
 
 /* A tdm_robot_mesh_loader (ctx: a tdm_fcl_meshes) that reads the file raw with
  * tdm_mesh_load_file and keeps a copy of each mesh, in element order, for
- * tdm_fcl_robot_geoms. The robot scene frees the mesh it is handed; the copies
+ * tdm_fcl_robot_geoms (once per distinct path and scale: robot/ loads a mesh once
+ * for the elements that share it, tdm_robot_elems.owner). The robot scene frees the mesh it is handed; the copies
  * are the tdm_fcl_meshes' (freed by its destructor). */
 struct tdm_fcl_meshes {
     std::vector<tdm_mesh *> meshes;
@@ -68,7 +69,8 @@ int tdm_fcl_load_mesh(void *ctx, const char *path, tdm_mesh **out, char *err, si
 
 /* FCL geometry of each collision element of r (by element index), mesh elements
  * taken in order from meshes (what tdm_fcl_load_mesh kept while a robot scene of r
- * was built). Depends on the robot only: build it once, use it in every scene.
+ * was built), an element of the same path and scale as an earlier one sharing its
+ * geometry. Depends on the robot only: build it once, use it in every scene.
  * Returns 0, or -1 with a message in err. */
 int tdm_fcl_robot_geoms(const tdm_robot *r, const std::vector<tdm_mesh *> &meshes, std::vector<tdm_fcl_geom> *out,
                         char *err, size_t errlen);

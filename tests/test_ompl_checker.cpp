@@ -253,3 +253,40 @@ Test(ompl_checker, ompl_faces_equal_the_oracle)
     si->freeState(s2);
     si->freeState(last);
 }
+
+/* robot/ loads a mesh once for the elements of one path and scale (tdm_robot_elems.owner):
+ * the FCL reference takes the meshes so loaded and gives those elements one geometry,
+ * and an element of the same file at another scale its own. */
+Test(ompl_checker, fcl_geoms_of_repeated_meshes)
+{
+    write_file("tet.obj", "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 2 3 4\nf 1 4 3\n");
+    write_file("rep.urdf",
+               "<robot name='rep'><link name='a'>"
+               "<collision><geometry><mesh filename='tet.obj'/></geometry></collision>"
+               "<collision><origin xyz='0.3 0 0'/><geometry><mesh filename='tet.obj' scale='2 2 2'/></geometry>"
+               "</collision></link>"
+               "<joint name='j' type='revolute'><parent link='a'/><child link='b'/><origin xyz='0 0 1'/>"
+               "<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
+               "<link name='b'><collision><geometry><mesh filename='tet.obj'/></geometry></collision></link></robot>");
+    write_file("rep.yaml", "world:\n  collision_objects: []\n");
+    char err[512];
+    tdm_robot *robot;
+    tdm_planning_scene *ps;
+    tdm_robot_scene *rs;
+    tdm_fcl_meshes meshes;
+    std::vector<tdm_fcl_geom> geoms;
+    cr_assert_eq(tdm_robot_load(path("rep.urdf"), NULL, &robot, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tdm_planning_scene_read(path("rep.yaml"), &ps, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create(robot, ps, tdm_fcl_load_mesh, &meshes, TDM_PRIMITIVE_TOLERANCE, &rs, err,
+                                        sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(meshes.meshes.size(), 2u, "two distinct (path, scale): two loads");
+    cr_assert_eq(tdm_fcl_robot_geoms(robot, meshes.meshes, &geoms, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(geoms.size(), 3u);
+    cr_assert(geoms[2] == geoms[0], "link b's element shares link a's first geometry");
+    cr_assert(geoms[1] != geoms[0], "the scaled element has its own");
+    cr_assert(geoms[0] && geoms[1]);
+    tdm_robot_scene_destroy(rs);
+    tdm_planning_scene_free(ps);
+    tdm_robot_free(robot);
+}
