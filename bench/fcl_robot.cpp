@@ -2,7 +2,6 @@
 #include "fcl_robot.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include <fcl/geometry/bvh/BVH_model.h>
 #include <fcl/geometry/shape/box.h>
@@ -75,14 +74,8 @@ int tdm_fcl_robot_geoms(const tdm_robot *robot, const std::vector<tdm_mesh *> &m
         case TDM_SHAPE_MESH: {
             /* robot/robot_scene.c loads a mesh once for the elements of one path and scale
                (tdm_robot_elems.owner): the first such element's geometry serves the others */
-            uint32_t k = 0;
-            for (; k < e; k++) {
-                const tdm_robot_collision &d = robot->collisions[k];
-                if (d.shape == TDM_SHAPE_MESH && d.scale.x == c.scale.x && d.scale.y == c.scale.y &&
-                    d.scale.z == c.scale.z && strcmp(d.mesh_path, c.mesh_path) == 0)
-                    break;
-            }
-            if (k < e) {
+            uint32_t k = tdm_robot_elem_first_same(robot, e);
+            if (k != e) {
                 g = geoms[k];
                 break;
             }

@@ -102,7 +102,8 @@ typedef struct tdm_stored_robot {
      * loader's thread, and publishes them atomically; freed with the robot, after
      * every scene, each of which holds a reference to the robot) */
     struct tdm_robot_elems *elems;
-    /* NULL, or why its elements were refused over max_robot_triangles (owned; set once,
+    /* NULL, or why its elements were refused over max_robot_triangles (or for a scaled
+     * vertex over float: TDM_ERANGE either way, as lasting as the robot; owned; set once,
      * atomically, by the first build refused): later scenes are refused with it at once
      * instead of building up to the limit again */
     char *elems_refused;

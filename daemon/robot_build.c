@@ -202,10 +202,9 @@ int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char
         rc = TDM_ERANGE;
     } else if (!el) {
         rc = tdm_robot_elems_create_limited(robot->robot, load_stored_mesh, dir, TDM_PRIMITIVE_TOLERANCE,
-                                            max_robot_triangles, &el, f->msg, sizeof f->msg);
-        size_t l = strlen(f->msg);
-        if (rc == TDM_ERANGE && max_robot_triangles && strstr(f->msg, "more than") && l + 32 < sizeof f->msg) {
-            snprintf(f->msg + l, sizeof f->msg - l, ", over max_robot_triangles");
+                                            max_robot_triangles, "max_robot_triangles", &el, f->msg, sizeof f->msg);
+        if (rc == TDM_ERANGE && max_robot_triangles) { /* over it (or a scaled vertex over float): the same
+                                                          robot is refused the same way every time */
             char *why = strdup(f->msg), *none = NULL;
             if (why && !__atomic_compare_exchange_n(&robot->elems_refused, &none, why, 0, __ATOMIC_ACQ_REL,
                                                     __ATOMIC_ACQUIRE))
@@ -220,10 +219,7 @@ int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char
         }
     }
     if (rc == TDM_OK) {
-        rc = tdm_robot_scene_create_limited(el, *ps, max_triangles, rs, f->msg, sizeof f->msg);
-        size_t l = strlen(f->msg);
-        if (rc == TDM_ERANGE && max_triangles && strstr(f->msg, "more than") && l + 32 < sizeof f->msg)
-            snprintf(f->msg + l, sizeof f->msg - l, ", over max_scene_triangles");
+        rc = tdm_robot_scene_create_limited(el, *ps, max_triangles, "max_scene_triangles", rs, f->msg, sizeof f->msg);
     }
     if (rc != TDM_OK) {
         f->code = code_of(rc);

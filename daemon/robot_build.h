@@ -60,8 +60,9 @@ int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, s
  * at most that and one shape. The robot's elements, built by its first scene, are
  * refused likewise when their distinct trees have more than max_robot_triangles
  * (tdm_robot_elems_create_limited; 0: no limit); no trees are kept, and the
- * refusal is (robot->elems_refused), so that a later scene of the robot is refused
- * at once with the same message instead of building up to the limit again. */
+ * refusal is (robot->elems_refused: any TDM_ERANGE of the elements, which lasts as
+ * long as the robot), so that a later scene of the robot is refused at once with
+ * the same message instead of building up to the limit again. */
 int tdm__robot_scene_build(tdm_datadir *dir, tdm_stored_robot *robot, const char *yaml, size_t len,
                            uint32_t max_objects, uint32_t max_triangles, uint32_t max_robot_triangles,
                            tdm_robot_scene **rs, tdm_planning_scene **ps, tdm_robot_fail *f);

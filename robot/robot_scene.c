@@ -170,10 +170,7 @@ static int build_tree(tdm_mesh *m, tdm_bvh **out, const char *what, char *err, s
     return rc;
 }
 
-/* The first element before e of the same shape as e (a mesh of the same path and
- * scale, or the same primitive), whose tree e can share; e itself if none. O(e):
- * a robot has at most TDM_ROBOT_MAX_COLLISIONS elements. */
-static uint32_t first_same(const tdm_robot *r, uint32_t e)
+uint32_t tdm_robot_elem_first_same(const tdm_robot *r, uint32_t e)
 {
     const tdm_robot_collision *c = &r->collisions[e];
     for (uint32_t k = 0; k < e; k++) {
@@ -190,11 +187,12 @@ static uint32_t first_same(const tdm_robot *r, uint32_t e)
 int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
                            tdm_robot_elems **out, char *err, size_t errlen)
 {
-    return tdm_robot_elems_create_limited(r, load, ctx, tolerance, 0, out, err, errlen);
+    return tdm_robot_elems_create_limited(r, load, ctx, tolerance, 0, NULL, out, err, errlen);
 }
 
 int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
-                                   uint64_t max_triangles, tdm_robot_elems **out, char *err, size_t errlen)
+                                   uint64_t max_triangles, const char *limit_name, tdm_robot_elems **out, char *err,
+                                   size_t errlen)
 {
     if (errlen) err[0] = 0;
     *out = NULL;
@@ -217,7 +215,7 @@ int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader loa
     uint64_t tris = 0;
     for (uint32_t e = 0; e < r->n_collisions; e++) {
         const tdm_robot_collision *c = &r->collisions[e];
-        uint32_t k = first_same(r, e);
+        uint32_t k = tdm_robot_elem_first_same(r, e);
         el->owner[e] = k;
         if (k != e) { /* the tree and true shape of an earlier element of the same shape */
             el->bvhs[e] = el->bvhs[k];
@@ -233,9 +231,10 @@ int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader loa
             rc = TDM_ERANGE;
             snprintf(err, errlen,
                      "%s:%u: link '%s' collision %u: the robot's collision elements have more than %llu triangles: "
-                     "%llu with this one (its distinct shapes, meshes as scaled, primitives as tessellated)",
+                     "%llu with this one (its distinct shapes, meshes as scaled, primitives as tessellated)%s%s",
                      r->urdf_path, c->line, r->links[c->link].name, e - r->links[c->link].first_collision,
-                     (unsigned long long)max_triangles, (unsigned long long)tris);
+                     (unsigned long long)max_triangles, (unsigned long long)tris, limit_name ? ", over " : "",
+                     limit_name ? limit_name : "");
             goto fail;
         }
     }
@@ -384,22 +383,22 @@ static int object_shape(const tdm_robot_elems *el, tdm_robot_scene *rs, const td
  * world shapes have more than max (0: no limit). Checked as each shape is built,
  * so that a scene over the limit costs at most the limit and one shape. */
 static int count_triangles(const tdm_robot_scene *rs, uint32_t id, const tdm_ps_object *o, uint32_t k, uint64_t max,
-                           uint64_t *total, char *err, size_t errlen)
+                           const char *limit_name, uint64_t *total, char *err, size_t errlen)
 {
     *total += rs->bvhs[id]->n_tris;
     if (!max || *total <= max) return TDM_OK;
     snprintf(err, errlen,
              "the robot scene's attached and world shapes have more than %llu triangles: %llu with %s object "
-             "'%.256s' shape %u (curved primitives as tessellated)",
+             "'%.256s' shape %u (curved primitives as tessellated)%s%s",
              (unsigned long long)max, (unsigned long long)*total, rs->objs[id].movable ? "attached" : "world", o->id,
-             k);
+             k, limit_name ? ", over " : "", limit_name ? limit_name : "");
     return TDM_ERANGE;
 }
 
 /* tdm_robot_scene_create_shared, with the attached and world primitives' trees
  * from el's shape cache (use_cache) or the scene's own. */
 static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, int use_cache, uint64_t max_triangles,
-                       tdm_robot_scene **out, char *err, size_t errlen)
+                       const char *limit_name, tdm_robot_scene **out, char *err, size_t errlen)
 {
     if (errlen) err[0] = 0;
     *out = NULL;
@@ -468,7 +467,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){1, i, k, 0, {0, {0, 0, 0}}, 1};
             if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK ||
-                (rc = count_triangles(rs, id, o, k, max_triangles, &shape_tris, err, errlen)) != TDM_OK)
+                (rc = count_triangles(rs, id, o, k, max_triangles, limit_name, &shape_tris, err, errlen)) != TDM_OK)
                 goto fail;
             const tdm_xform *pose = k < o->n_primitives ? &o->primitives[k].pose : &o->meshes[k - o->n_primitives].pose;
             rs->kin_elems[id] = (tdm_kin_elem){(uint32_t)l, 0, in_link ? *pose : tdm_xform_mul(&to_link, pose)};
@@ -500,7 +499,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
                 snprintf(what, sizeof what, "world object '%.256s' shape %u", o->id, k);
                 if ((rc = build_tree(m, &rs->bvhs[id], what, err, errlen)) != TDM_OK) goto fail;
             }
-            if ((rc = count_triangles(rs, id, o, k, max_triangles, &shape_tris, err, errlen)) != TDM_OK) goto fail;
+            if ((rc = count_triangles(rs, id, o, k, max_triangles, limit_name, &shape_tris, err, errlen)) != TDM_OK) goto fail;
             objs[id] = (tdm_scene_obj){id, rs->bvhs[id], 0, tdm_xform_mul(&frame, pose)};
         }
     }
@@ -597,13 +596,13 @@ done:
 int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_scene *ps, tdm_robot_scene **out,
                                   char *err, size_t errlen)
 {
-    return create_from(el, ps, 1, 0, out, err, errlen);
+    return create_from(el, ps, 1, 0, NULL, out, err, errlen);
 }
 
 int tdm_robot_scene_create_limited(const tdm_robot_elems *el, const tdm_planning_scene *ps, uint64_t max_triangles,
-                                   tdm_robot_scene **out, char *err, size_t errlen)
+                                   const char *limit_name, tdm_robot_scene **out, char *err, size_t errlen)
 {
-    return create_from(el, ps, 1, max_triangles, out, err, errlen);
+    return create_from(el, ps, 1, max_triangles, limit_name, out, err, errlen);
 }
 
 int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm_robot_mesh_loader load,
@@ -621,7 +620,7 @@ int tdm_robot_scene_create(const tdm_robot *r, const tdm_planning_scene *ps, tdm
     if (rc != TDM_OK) return rc;
     tdm_robot_elems *el;
     if ((rc = tdm_robot_elems_create(r, load, ctx, tolerance, &el, err, errlen)) != TDM_OK) return rc;
-    rc = create_from(el, ps, 0, 0, out, err, errlen); /* the world's trees its own: no shape cache */
+    rc = create_from(el, ps, 0, 0, NULL, out, err, errlen); /* the world's trees its own: no shape cache */
     if (rc == TDM_OK) (*out)->own_elems = el; /* the elements' trees go with the scene */
     else tdm_robot_elems_destroy(el);
     return rc;

@@ -168,10 +168,17 @@ int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void 
 /* tdm_robot_elems_create with a budget: TDM_ERANGE, and nothing made, when the
  * distinct trees have more than max_triangles triangles together (0: no limit;
  * meshes as loaded and scaled, primitives as tessellated), naming the element that
- * crossed it; counted as they are built, so that a refused robot costs at most the
- * budget and one shape. */
+ * crossed it (and the limit as limit_name, when not NULL: ", over NAME"); counted
+ * as they are built, so that a refused robot costs at most the budget and one
+ * shape. */
 int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
-                                   uint64_t max_triangles, tdm_robot_elems **out, char *err, size_t errlen);
+                                   uint64_t max_triangles, const char *limit_name, tdm_robot_elems **out, char *err,
+                                   size_t errlen);
+/* The first element of r up to e with the same shape as e (a mesh of the same
+ * path and scale, or the same primitive): the element whose tree e shares
+ * (tdm_robot_elems.owner), e itself if none. O(e): a robot has at most
+ * TDM_ROBOT_MAX_COLLISIONS elements. */
+uint32_t tdm_robot_elem_first_same(const tdm_robot *r, uint32_t e);
 void tdm_robot_elems_destroy(tdm_robot_elems *el);
 /* tdm_robot_scene_create for el's robot, its element trees borrowed from el (which
  * must outlive the scene), its world primitives' trees held from el's shape cache:
@@ -185,9 +192,10 @@ int tdm_robot_scene_create_shared(const tdm_robot_elems *el, const tdm_planning_
  * shared or not). Counted as the shapes are built, so that a refused scene costs
  * at most the budget and one shape (the largest a primitive can be is
  * geom/primitive.h's cap, ~167 000 triangles; an inline mesh is bounded by the
- * YAML's size): what a server that builds scenes for its clients uses. */
+ * YAML's size): what a server that builds scenes for its clients uses. limit_name
+ * (may be NULL) names the limit in the message (", over NAME"). */
 int tdm_robot_scene_create_limited(const tdm_robot_elems *el, const tdm_planning_scene *ps, uint64_t max_triangles,
-                                   tdm_robot_scene **out, char *err, size_t errlen);
+                                   const char *limit_name, tdm_robot_scene **out, char *err, size_t errlen);
 
 /* Frees rs and everything it owns (not borrowed element trees); NULL is ignored.
  * Its trees must no longer be resident in a scheduler (tdm_sched_mesh_remove first). */

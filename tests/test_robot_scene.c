@@ -697,12 +697,12 @@ Test(robot_scene, repeated_element_shapes_share_a_tree)
     int loads = 0;
     /* the budget counts each tree once, and names the element that crosses it */
     tdm_robot_elems *lim = (tdm_robot_elems *)1;
-    cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared, &lim, err,
+    cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared, NULL, &lim, err,
                                                 sizeof err),
                  TDM_OK, "%s", err);
     tdm_robot_elems_destroy(lim);
     lim = (tdm_robot_elems *)1;
-    cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared - 1, &lim,
+    cr_assert_eq(tdm_robot_elems_create_limited(shared, loader, &loads, TDM_PRIMITIVE_TOLERANCE, tris_shared - 1, NULL, &lim,
                                                 err, sizeof err),
                  TDM_ERANGE);
     cr_assert_null(lim);
@@ -769,17 +769,17 @@ Test(robot_scene, shape_triangles_are_limited)
     char err[512];
     tdm_robot_elems *el = fixture_elems(NULL);
     tdm_robot_scene *rs;
-    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, 0, &rs, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, 0, NULL, &rs, err, sizeof err), TDM_OK, "%s", err);
     uint64_t tris = 0;
     for (uint32_t i = rs->n_movable; i < rs->n_objects; i++) tris += rs->bvhs[i]->n_tris;
     cr_assert_gt(tris, 100);
     uint32_t checks = rs->scene->n_checks;
     tdm_robot_scene_destroy(rs);
-    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris, &rs, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris, NULL, &rs, err, sizeof err), TDM_OK, "%s", err);
     cr_assert_eq(rs->scene->n_checks, checks);
     tdm_robot_scene_destroy(rs);
     rs = (tdm_robot_scene *)1;
-    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris - 1, &rs, err, sizeof err), TDM_ERANGE);
+    cr_assert_eq(tdm_robot_scene_create_limited(el, ps, tris - 1, NULL, &rs, err, sizeof err), TDM_ERANGE);
     cr_assert_null(rs);
     char want[128];
     snprintf(want, sizeof want, "more than %llu triangles: %llu with world object 'obs_cyl' shape 0",
@@ -802,7 +802,7 @@ Test(robot_scene, shape_triangles_are_limited)
     free(text);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cr_assert_eq(tdm_robot_scene_create_limited(el, big, 150000, &rs, err, sizeof err), TDM_ERANGE);
+    cr_assert_eq(tdm_robot_scene_create_limited(el, big, 150000, NULL, &rs, err, sizeof err), TDM_ERANGE);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     cr_assert(strstr(err, "more than 150000 triangles") != NULL && strstr(err, "world object 's1' shape 0") != NULL,
               "%s", err);
