@@ -22,6 +22,11 @@
 #   TIME_LIMIT=2 RESOLUTION=0.02 SEED=1   as bench/run_ompl.sh (the same for both checkers)
 #   PLANNER=rrtconnect     ompl_plan --planner for both rows (rrtconnect: OMPL's, the goal's; or
 #                          rrtconnect-fused, examples/ompl/rrt_fused.h)
+#   ALT_ARGS=              when set, a third row in every round: the Tandem row with these ompl_plan flags
+#                          added (e.g. "--local-states 1"), against the same FCL row; its rounds are
+#                          reported in ALT_OUT (default REPORT_alt.md), in the same format, so that
+#                          bench/goal_stats.py reads either report. Odd rounds run FCL, Tandem, the
+#                          third; even ones the reverse.
 # Time: a round is about FCL's row (~15 s on a 16-core host) plus Tandem's (~5 s) plus set-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +46,8 @@ TIME_LIMIT=${TIME_LIMIT:-2}
 RESOLUTION=${RESOLUTION:-0.02}
 SEED=${SEED:-1}
 PLANNER=${PLANNER:-rrtconnect}
+ALT_ARGS=${ALT_ARGS:-}
+alt_file=${ALT_OUT:-${out_file%.md}_alt.md}
 plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
@@ -53,7 +60,7 @@ command="$(printf '%q ' env "${tdm_env[@]}" ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"}
     ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ROUNDS="$ROUNDS" \
     MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" PER_SCENARIO="$PER_SCENARIO" ENGINE="$ENGINE" THREADS="$THREADS" \
     ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} ${PLAN_ARGS:+PLAN_ARGS="$PLAN_ARGS"} TIME_LIMIT="$TIME_LIMIT" RESOLUTION="$RESOLUTION" SEED="$SEED" \
-    PLANNER="$PLANNER" \
+    PLANNER="$PLANNER" ${ALT_ARGS:+ALT_ARGS="$ALT_ARGS"} ${ALT_OUT:+ALT_OUT="$ALT_OUT"} \
     bench/run_goal_rounds.sh "$out_file")"
 
 work=$(mktemp -d)
@@ -66,6 +73,7 @@ base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOL
 
 read -r -a more <<< "$TANDEMD_ARGS"
 read -r -a plan_more <<< "$PLAN_ARGS"
+read -r -a alt_more <<< "$ALT_ARGS"
 sock=$work/tandemd.sock
 "$tandemd" --listen "unix:$sock" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" "${more[@]}" \
     --log-level warn 2> "$work/tandemd.log" &
@@ -84,16 +92,28 @@ pct() { awk -v x="${1:-0}" 'BEGIN { printf "%.0f %%", 100 * x }'; }
 rows=()
 ratios=()
 busy_f="" busy_t="" # each row's busy shares, rounds in order ("96 %, 95 %")
+alt_rows=() alt_ratios=() busy_a=""
+alt_row() { row "alt.$1" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}" "${alt_more[@]}"; }
 t_start=$(date +%s)
 for r in $(seq "$ROUNDS"); do
     if (( r % 2 )); then
         read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
         read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}")
+        [[ -n $ALT_ARGS ]] && read -r a as an ab < <(alt_row "$r")
         order="FCL, then Tandem"
     else
+        [[ -n $ALT_ARGS ]] && read -r a as an ab < <(alt_row "$r")
         read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}")
         read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
         order="Tandem, then FCL"
+    fi
+    if [[ -n $ALT_ARGS ]]; then
+        qa=$(awk -v a="$a" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+        alt_ratios+=("$qa")
+        busy_a+="${busy_a:+, }$(pct "$ab")"
+        (( r % 2 )) && alt_order="FCL, Tandem, then this row" || alt_order="this row, Tandem, then FCL"
+        alt_rows+=("| $r | $alt_order | $f ($fs of $fn solved) | $a ($as of $an solved) | $qa× |")
+        echo "run_goal_rounds.sh: (ALT_ARGS) ${alt_rows[-1]}" >&2
     fi
     q=$(awk -v a="$t" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     ratios+=("$q")
@@ -105,29 +125,39 @@ done
 t_total=$(( $(date +%s) - t_start ))
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 
-read -r median least most < <(printf '%s\n' "${ratios[@]}" | sort -g |
-    awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f %.2f\n", m, v[1], v[NR] }')
+spread() { printf '%s\n' "$@" | sort -g |
+    awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f %.2f\n", m, v[1], v[NR] }'; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 pack_info=$(dirname "$tandemd")/../PACK_INFO
 built=$( [[ -f $pack_info ]] && sed -n 's/^commit=\([^ ]*\).*/\1 (the pack'"'"'s PACK_INFO)/p' "$pack_info" || true)
 if [[ $PLANNER == rrtconnect ]]; then planner_said="RRTConnect (OMPL's)"
 else planner_said="$PLANNER (ompl_plan --planner; not the goal's planner, which is OMPL's RRTConnect)"; fi
-{
-    echo "# Issue 13's many-planner goal in alternated rounds: $MANY planners through tandemd against $FCL_PLANNERS FCL planners"
+report() { # $1: the Tandem row's flags beyond PLAN_ARGS ("" for the goal's row); rows in trows, ratios in tratios
+    local extra=$1 m lo hi
+    read -r m lo hi < <(spread "${tratios[@]}")
+    echo "# Issue 13's many-planner goal in alternated rounds: $MANY planners through tandemd against $FCL_PLANNERS FCL planners${extra:+ (the Tandem row with \`$extra\`)}"
     echo
     echo "Command: \`$command\`"
     echo
     echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; $ROUNDS rounds in ${t_total} s."
     echo "- $planner_said, time limit $TIME_LIMIT s a problem, motion resolution $RESOLUTION rad, seed $SEED; problems per scenario: $PER_SCENARIO (0: all 100)."
-    echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`${PLAN_ARGS:+; ompl_plan of the Tandem row with \`$PLAN_ARGS\`}; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
+    echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`${PLAN_ARGS:+; ompl_plan of the Tandem row with \`$PLAN_ARGS\`}${extra:+, and \`$extra\`}; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
+    [[ -n $ALT_ARGS && -z $extra ]] && echo "- Each round also ran a third row, the Tandem row with \`$ALT_ARGS\` (reported in \`$(basename "$alt_file")\`)."
+    [[ -n $extra ]] && echo "- The same rounds as \`$(basename "$out_file")\`'s, whose FCL rows these are (each round ran three rows)."
     echo "- problems/s: problems over the run's wall time, as \`bench/run_ompl.sh\`'s (c) rows."
     echo
     echo "| round | order | FCL, $FCL_PLANNERS planners: problems/s | Tandem, $MANY planners: problems/s | ratio |"
     echo "|---:|---|---:|---:|---:|"
-    printf '%s\n' "${rows[@]}"
+    printf '%s\n' "${trows[@]}"
     echo
-    echo "Ratio over the rounds: median **$median×**, least $least×, largest $most× (goal: ≥ 4×)."
+    echo "Ratio over the rounds: median **$m×**, least $lo×, largest $hi× (goal: ≥ 4×)."
     echo
     echo "Planners busy (each row's problems' whole times over its planners × its wall time; the rest is the"
-    echo "batch's end, when the last problems run alone, some to the time limit): FCL $busy_f; Tandem $busy_t (rounds in order)."
-} | tee "$out_file"
+    echo "batch's end, when the last problems run alone, some to the time limit): FCL $busy_f; Tandem $tbusy (rounds in order)."
+}
+trows=("${rows[@]}") tratios=("${ratios[@]}") tbusy=$busy_t
+report "" | tee "$out_file"
+if [[ -n $ALT_ARGS ]]; then
+    trows=("${alt_rows[@]}") tratios=("${alt_ratios[@]}") tbusy=$busy_a
+    report "$ALT_ARGS" | tee "$alt_file"
+fi

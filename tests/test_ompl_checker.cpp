@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -142,6 +143,57 @@ Test(ompl_checker, states_in_batches_equal_the_oracle)
     cr_assert_eq(b.fcl->checks, n);
     cr_assert_eq(b.tdm->requests, 5, "300 configurations at max_queries 64: 5 requests, not %llu",
                  (unsigned long long)b.tdm->requests);
+}
+
+/* tandem_checker's local states (answer_states_locally): batches of at most 4 answered by
+ * a CPU engine in process over the same robot scene, with no request to tandemd; a larger
+ * batch still goes to tandemd; every answer the oracle's. */
+Test(ompl_checker, local_states_equal_the_oracle)
+{
+    both b;
+    tdm_sched_config sc = tdm_sched_config_default();
+    sc.kind = TDM_BACKEND_CPU;
+    sc.threads = 1;
+    sc.lanes = 1;
+    sc.calibrate = 0;
+    tdm_sched *sched = NULL;
+    char why[320] = "";
+    cr_assert_eq(tdm_sched_create(&sc, &sched, why, sizeof why), TDM_OK, "%s", why);
+    b.tdm->answer_states_locally(sched, b.rs, 4);
+    gen_rng g = {seed ^ 0x10ca1ull};
+    const size_t n = 300;
+    std::vector<double> q(2 * n);
+    for (size_t i = 0; i < n; i++) random_config(&g, &q[2 * i]);
+    std::vector<uint8_t> v(n, 7), vbig(n, 7);
+    size_t colliding = 0, batches = 0;
+    for (size_t lo = 0; lo < n; batches++) { /* batches of 1, 2, 3, 4, 1, ... */
+        size_t m = std::min(n - lo, batches % 4 + 1);
+        cr_assert_eq(b.tdm->states(&q[2 * lo], m, &v[lo]), 0, "%s", b.tdm->error().c_str());
+        lo += m;
+    }
+    cr_assert_eq(b.tdm->requests, 0, "batches of at most 4 answered in process, not %llu requests",
+                 (unsigned long long)b.tdm->requests);
+    cr_assert_eq(b.tdm->local_batches, batches);
+    cr_assert_eq(b.tdm->states(q.data(), n, vbig.data()), 0, "%s", b.tdm->error().c_str());
+    cr_assert_eq(b.tdm->requests, 5, "300 configurations go to tandemd in 5 requests, not %llu",
+                 (unsigned long long)b.tdm->requests);
+    for (size_t i = 0; i < n; i++) {
+        int want = !arm_oracle_collides(&q[2 * i]);
+        colliding += !want;
+        cr_assert_eq(v[i], want, "seed=%llu config %zu (%.17g %.17g): local %d, oracle %d", (unsigned long long)seed, i,
+                     q[2 * i], q[2 * i + 1], v[i], want);
+        cr_assert_eq(vbig[i], want, "seed=%llu config %zu: tandemd %d, oracle %d", (unsigned long long)seed, i, vbig[i],
+                     want);
+    }
+    cr_assert(colliding > 10 && colliding < n - 10, "a test that means something: %zu of %zu colliding", colliding, n);
+    cr_assert_eq(b.tdm->checks, 2 * n);
+    /* a non-finite configuration: an error, as tandemd's */
+    double bad[2] = {NAN, 0};
+    uint8_t vb = 7;
+    cr_assert_eq(b.tdm->states(bad, 1, &vb), -1);
+    cr_assert(strstr(b.tdm->error().c_str(), "CPU engine"), "%s", b.tdm->error().c_str());
+    b.tdm.reset();
+    tdm_sched_destroy(sched);
 }
 
 Test(ompl_checker, motions_in_batches_equal_the_oracle)

@@ -9,6 +9,7 @@
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]
  *             [--ring auto|off|on|BYTES] [--ring-spin-us US] [--ephemeral-scenes 0|1]
+ *             [--local-states N]
  *             PROBLEM...
  *
  * Output: one line per problem, in the order listed, `scenario problem solved
@@ -71,6 +72,7 @@ void usage()
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]\n"
             "                 [--ring auto|off|on|BYTES] [--ring-spin-us US] [--ephemeral-scenes 0|1]\n"
+            "                 [--local-states N]\n"
             "                 PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
@@ -89,6 +91,8 @@ struct options {
                               server's default rings on a unix: address when it offers them */
     long ring_spin_us = 0; /* how long a planner polls its reply ring before it sleeps */
     bool ephemeral = true; /* Tandem: each problem's scene put ephemeral (held in memory, never written) */
+    size_t local_states = 0; /* Tandem: state batches of at most this many answered in process by Tandem's
+                                CPU engine (tandem_checker.h, "Local states"); 0: every one by tandemd */
 };
 
 /* Robot meshes read once (raw), handed to each robot scene as a copy. */
@@ -126,6 +130,8 @@ struct shared_ctx {
     uint8_t robot_id[TDM_ID_BYTES];
     std::vector<double> lo, hi;
     std::map<tdm_client *, std::string> conn_names; /* set before the planners start */
+    tdm_robot_elems *elems = NULL; /* --local-states: the robot's element trees, for each problem's local scene */
+    ~shared_ctx() { tdm_robot_elems_destroy(elems); }
 };
 
 /* One problem's local model: its planning scene, the robot scene and FCL's model. */
@@ -230,7 +236,8 @@ void plan(shared_ctx &sh, plan_checker *c, const std::vector<double> &start, con
 }
 
 /* Sets up and plans problem pf on this planner's connection (Tandem) or in process. */
-void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t seed, outcome *out)
+void run_problem(shared_ctx &sh, tdm_client *c, tdm_sched *local, const problem_file &pf, uint64_t seed,
+                 outcome *out)
 {
     const options &o = sh.o;
     local_scene ls;
@@ -261,6 +268,18 @@ void run_problem(shared_ctx &sh, tdm_client *c, const problem_file &pf, uint64_t
         out->setup_s = now() - t_setup;
         if (rc < 0) return;
         tandem_checker tc(c, lease.id, sh.robot->n_active, sh.o.motion_any);
+        /* --local-states: the same robot scene in process, for the CPU engine's few states */
+        tdm_robot_scene *local_rs = NULL;
+        if (local) {
+            if (tdm_robot_scene_create_shared(sh.elems, ls.ps, &local_rs, e, sizeof e)) {
+                out->error = pf.scene + ": " + e;
+                std::string del_err;
+                sh.scenes.release(c, &lease, &del_err);
+                return;
+            }
+            tc.answer_states_locally(local, local_rs, o.local_states);
+        }
+        std::unique_ptr<tdm_robot_scene, void (*)(tdm_robot_scene *)> local_guard(local_rs, tdm_robot_scene_destroy);
         auto named = sh.conn_names.find(c); /* read only while the planners run */
         if (named != sh.conn_names.end()) tc.trace_as(named->second);
         plan(sh, &tc, out->start, out->goal, seed, out);
@@ -403,6 +422,7 @@ int main(int argc, char **argv)
             else ok = parse_num(v, 65536, 1 << 30, &d) && d == floor(d), o.ring = (long)d;
         } else if (a == "--ephemeral-scenes") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.ephemeral = !strcmp(v, "1");
         else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
+        else if (a == "--local-states") ok = parse_num(v, 0, 65536, &d) && d == floor(d), o.local_states = (size_t)d;
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;
         else {
             fprintf(stderr, "ompl_plan: unknown flag %s\n", a.c_str());
@@ -417,6 +437,10 @@ int main(int argc, char **argv)
     }
     if (!o.urdf || paths.empty()) {
         usage();
+        return 2;
+    }
+    if (o.fcl && o.local_states) {
+        fprintf(stderr, "ompl_plan: --local-states is for --checker tandem (FCL answers every state in process)\n");
         return 2;
     }
     if (!o.server) o.server = getenv("TANDEM_SERVER") && *getenv("TANDEM_SERVER") ? getenv("TANDEM_SERVER")
@@ -489,6 +513,12 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
+        if (o.local_states &&
+            tdm_robot_elems_create(sh.robot, cached_load, &sh.meshes, TDM_PRIMITIVE_TOLERANCE, &sh.elems, e, sizeof e)) {
+            fprintf(stderr, "ompl_plan: robot (local states): %s\n", e);
+            free_conns();
+            return 1;
+        }
         if (tdm_robot_put_files(conns[0], NULL, o.urdf, o.srdf, sh.robot_id, NULL, NULL)) {
             fprintf(stderr, "ompl_plan: robot: %s\n", tdm_client_errstr(conns[0]));
             free_conns();
@@ -499,13 +529,32 @@ int main(int argc, char **argv)
     /* Phase 1: plan, P planners at once, each taking the next problem */
     std::vector<outcome> res(probs.size());
     std::atomic<size_t> next(0);
+    std::atomic<bool> local_failed(false);
     double t0 = now();
     auto planner = [&](long p) {
+        /* --local-states: this planner's own CPU engine, on its own thread (no workers) */
+        std::unique_ptr<tdm_sched, void (*)(tdm_sched *)> local(NULL, tdm_sched_destroy);
+        if (sh.elems) {
+            tdm_sched_config sc = tdm_sched_config_default();
+            sc.kind = TDM_BACKEND_CPU;
+            sc.threads = 1;
+            sc.lanes = 1;
+            sc.calibrate = 0;
+            sc.chunk_tasks = 65536;
+            tdm_sched *s = NULL;
+            char why[320] = "";
+            if (tdm_sched_create(&sc, &s, why, sizeof why) != TDM_OK) {
+                fprintf(stderr, "ompl_plan: planner %ld: no CPU engine for local states: %s\n", p, why);
+                local_failed = true;
+                return;
+            }
+            local.reset(s);
+        }
         for (;;) {
             size_t i = next.fetch_add(1);
             if (i >= probs.size()) break;
             double t_busy = now();
-            run_problem(sh, o.fcl ? NULL : conns[p], probs[i], o.seed + i, &res[i]);
+            run_problem(sh, o.fcl ? NULL : conns[p], local.get(), probs[i], o.seed + i, &res[i]);
             res[i].busy_s = now() - t_busy;
         }
     };
@@ -580,8 +629,9 @@ int main(int argc, char **argv)
        problems, once none is left to take, and the threads' start) */
     printf(" busy_s=%.3f busy_share=%.3f", busy_s, wall > 0 ? busy_s / (wall * (double)o.planners) : 0.0);
     if (!o.prm) printf(" check_s=%.3f state_calls=%llu state_s=%.3f", check_s, (unsigned long long)state_calls, state_s);
-    printf(" planner=%s checker=%s planners=%ld\n", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
-           o.fcl ? "fcl" : "tandem",
-           o.planners);
+    printf(" planner=%s checker=%s planners=%ld", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
+           o.fcl ? "fcl" : "tandem", o.planners);
+    if (sh.elems) printf(" local_states=%zu", o.local_states);
+    printf("\n");
     return errors ? 1 : 0;
 }

@@ -57,6 +57,15 @@ tandem_checker::~tandem_checker()
 int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
 {
     checks += n;
+    if (n && n <= local_max_) {
+        local_res_.resize(n);
+        const tdm_sched_query proto = {local_rs_->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+        int rc = tdm_sched_run_configs(local_, &proto, &local_rs_->kin, q, n, local_res_.data());
+        if (rc != TDM_OK) return fail(std::string("Tandem's CPU engine: ") + tdm_strerror(rc));
+        for (size_t i = 0; i < n; i++) valid[i] = local_res_[i].colliding ? 0 : 1;
+        local_batches++;
+        return 0;
+    }
     for (size_t lo = 0; lo < n;) {
         size_t m = std::min(n - lo, max_queries_);
         results_.resize(m);

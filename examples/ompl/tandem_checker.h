@@ -16,6 +16,11 @@
 #include "checker.h"
 #include <tandem/tandem.h>
 
+extern "C" {
+#include "robot/robot_scene.h"
+#include "workpile/sched.h"
+}
+
 class tandem_checker : public plan_checker {
 public:
     /* c: a connected client (borrowed, this checker's only), scene_id: a stored robot
@@ -26,6 +31,17 @@ public:
      * appended to FILE, under `name` (its connection's Hello client_name), when the checker
      * goes: what tandemd's TDM_REQUEST_TRACE joins with (bench/request_legs.py). */
     void trace_as(const std::string &name) { name_ = name; }
+    /* Batches of at most max_n states answered by sched (borrowed: a CPU engine
+     * scheduler only this checker's thread runs) over rs (borrowed: the robot
+     * scene of the stored one's robot and planning scene) instead of tandemd;
+     * max_n 0: none. */
+    void answer_states_locally(tdm_sched *sched, const tdm_robot_scene *rs, size_t max_n)
+    {
+        local_ = sched;
+        local_rs_ = rs;
+        local_max_ = sched && rs ? max_n : 0;
+    }
+    uint64_t local_batches = 0; /* state batches answered in process (not in `requests`) */
     int states(const double *q, size_t n, uint8_t *valid) override;
     int motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
                 double *last_free) override;
@@ -41,6 +57,10 @@ private:
     std::vector<rec> trace_;
     void traced(char kind, uint64_t t_send);
     std::vector<tdm_query_result> results_;
+    tdm_sched *local_ = nullptr;
+    const tdm_robot_scene *local_rs_ = nullptr;
+    size_t local_max_ = 0;
+    std::vector<tdm_sched_result> local_res_;
 };
 
 #endif
