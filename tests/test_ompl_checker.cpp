@@ -196,6 +196,70 @@ Test(ompl_checker, local_states_equal_the_oracle)
     tdm_sched_destroy(sched);
 }
 
+/* tandem_checker's local probes: an any-state motion whose first 4 states of the
+ * any-state order collide in one is answered locally with that state; the others go to
+ * tandemd; motions asked for their first colliding state all go to tandemd. */
+Test(ompl_checker, local_probes_answer_as_the_oracle)
+{
+    both b;
+    tdm_sched_config sc = tdm_sched_config_default();
+    sc.kind = TDM_BACKEND_CPU;
+    sc.threads = 1;
+    sc.lanes = 1;
+    sc.calibrate = 0;
+    tdm_sched *sched = NULL;
+    char why[320] = "";
+    cr_assert_eq(tdm_sched_create(&sc, &sched, why, sizeof why), TDM_OK, "%s", why);
+    b.tdm->answer_states_locally(sched, b.rs, 0, 4);
+    gen_rng g = {seed ^ 0x9b0bull};
+    const size_t n = 200;
+    std::vector<double> ab(4 * n);
+    for (size_t i = 0; i < n; i++) {
+        random_config(&g, &ab[4 * i]);
+        if (i % 2) random_config(&g, &ab[4 * i + 2]);
+        else
+            for (int j = 0; j < 2; j++) ab[4 * i + 2 + j] = ab[4 * i + j] + gen_range(&g, -0.3, 0.3);
+    }
+    std::vector<int64_t> fany(n), one(1), ffirst(n);
+    /* in batches of 1 (a planner's) and one batch of the rest */
+    for (size_t i = 0; i < n / 2; i++) {
+        cr_assert_eq(b.tdm->motions(&ab[4 * i], 1, RES, false, one.data(), NULL), 0, "%s", b.tdm->error().c_str());
+        fany[i] = one[0];
+    }
+    cr_assert_eq(b.tdm->motions(&ab[4 * (n / 2)], n - n / 2, RES, false, &fany[n / 2], NULL), 0, "%s",
+                 b.tdm->error().c_str());
+    uint64_t states = 0, local = b.tdm->local_motions, requests = b.tdm->requests;
+    size_t colliding = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double *a = &ab[4 * i], *e = a + 2;
+        long nk = 0;
+        long k = arm_oracle_motion(a, e, RES, &nk);
+        states += (uint64_t)nk;
+        colliding += k >= 0;
+        cr_assert_eq(fany[i] >= 0, k >= 0, "seed=%llu motion %zu: tandem (any) %lld, oracle %ld",
+                     (unsigned long long)seed, i, (long long)fany[i], k);
+        if (fany[i] >= 0) {
+            cr_assert_lt(fany[i], nk);
+            double t = (double)fany[i] / (double)(nk - 1), q[2] = {a[0] + t * (e[0] - a[0]), a[1] + t * (e[1] - a[1])};
+            cr_assert(arm_oracle_collides(q), "motion %zu: state %lld is free", i, (long long)fany[i]);
+        }
+    }
+    cr_assert(colliding > 10 && colliding < n - 10, "%zu of %zu motions colliding", colliding, n);
+    cr_assert(local > 0 && local < colliding, "%llu of %zu colliding motions answered by their probes",
+              (unsigned long long)local, colliding);
+    cr_assert(requests < n / 2 + 1, "the probes' motions sent nothing: %llu requests", (unsigned long long)requests);
+    cr_assert_eq(b.tdm->checks, states, "checks count every state of every motion");
+    /* first colliding states: tandemd's, none local */
+    cr_assert_eq(b.tdm->motions(ab.data(), n, RES, true, ffirst.data(), NULL), 0, "%s", b.tdm->error().c_str());
+    cr_assert_eq(b.tdm->local_motions, local);
+    for (size_t i = 0; i < n; i++) {
+        long nk = 0;
+        cr_assert_eq(ffirst[i], arm_oracle_motion(&ab[4 * i], &ab[4 * i + 2], RES, &nk), "motion %zu", i);
+    }
+    b.tdm.reset();
+    tdm_sched_destroy(sched);
+}
+
 Test(ompl_checker, motions_in_batches_equal_the_oracle)
 {
     both b;

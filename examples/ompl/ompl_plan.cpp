@@ -9,7 +9,7 @@
  *             [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]
  *             [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]
  *             [--ring auto|off|on|BYTES] [--ring-spin-us US] [--ephemeral-scenes 0|1]
- *             [--local-states N]
+ *             [--local-states N] [--local-probes K]
  *             PROBLEM...
  *
  * Output: one line per problem, in the order listed, `scenario problem solved
@@ -72,7 +72,7 @@ void usage()
             "                 [--fcl-threads T] [--nn-threads T] [--resolution R] [--recheck-resolution R]\n"
             "                 [--per-scenario K] [--prm-samples N] [--prm-k K] [--path-out DIR] [--motion-any 0|1]\n"
             "                 [--ring auto|off|on|BYTES] [--ring-spin-us US] [--ephemeral-scenes 0|1]\n"
-            "                 [--local-states N]\n"
+            "                 [--local-states N] [--local-probes K]\n"
             "                 PROBLEM...\n"
             "  PROBLEM: a requestNNNN.yaml (sceneNNNN.yaml beside it), a scenario folder, or a folder of them\n");
 }
@@ -93,6 +93,7 @@ struct options {
     bool ephemeral = true; /* Tandem: each problem's scene put ephemeral (held in memory, never written) */
     size_t local_states = 0; /* Tandem: state batches of at most this many answered in process by Tandem's
                                 CPU engine (tandem_checker.h, "Local states"); 0: every one by tandemd */
+    unsigned local_probes = 0; /* Tandem: any-state motions' first K states checked there too ("Local probes") */
 };
 
 /* Robot meshes read once (raw), handed to each robot scene as a copy. */
@@ -130,7 +131,7 @@ struct shared_ctx {
     uint8_t robot_id[TDM_ID_BYTES];
     std::vector<double> lo, hi;
     std::map<tdm_client *, std::string> conn_names; /* set before the planners start */
-    tdm_robot_elems *elems = NULL; /* --local-states: the robot's element trees, for each problem's local scene */
+    tdm_robot_elems *elems = NULL; /* --local-states/probes: the robot's element trees, for each problem's local scene */
     ~shared_ctx() { tdm_robot_elems_destroy(elems); }
 };
 
@@ -268,7 +269,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, tdm_sched *local, const problem_
         out->setup_s = now() - t_setup;
         if (rc < 0) return;
         tandem_checker tc(c, lease.id, sh.robot->n_active, sh.o.motion_any);
-        /* --local-states: the same robot scene in process, for the CPU engine's few states */
+        /* --local-states/probes: the same robot scene in process, for the CPU engine's few states */
         tdm_robot_scene *local_rs = NULL;
         if (local) {
             if (tdm_robot_scene_create_shared(sh.elems, ls.ps, &local_rs, e, sizeof e)) {
@@ -277,7 +278,7 @@ void run_problem(shared_ctx &sh, tdm_client *c, tdm_sched *local, const problem_
                 sh.scenes.release(c, &lease, &del_err);
                 return;
             }
-            tc.answer_states_locally(local, local_rs, o.local_states);
+            tc.answer_states_locally(local, local_rs, o.local_states, o.local_probes);
         }
         std::unique_ptr<tdm_robot_scene, void (*)(tdm_robot_scene *)> local_guard(local_rs, tdm_robot_scene_destroy);
         auto named = sh.conn_names.find(c); /* read only while the planners run */
@@ -423,6 +424,7 @@ int main(int argc, char **argv)
         } else if (a == "--ephemeral-scenes") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.ephemeral = !strcmp(v, "1");
         else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
         else if (a == "--local-states") ok = parse_num(v, 0, 65536, &d) && d == floor(d), o.local_states = (size_t)d;
+        else if (a == "--local-probes") ok = parse_num(v, 0, 16, &d) && d == floor(d), o.local_probes = (unsigned)d;
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;
         else {
             fprintf(stderr, "ompl_plan: unknown flag %s\n", a.c_str());
@@ -439,8 +441,9 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    if (o.fcl && o.local_states) {
-        fprintf(stderr, "ompl_plan: --local-states is for --checker tandem (FCL answers every state in process)\n");
+    if (o.fcl && (o.local_states || o.local_probes)) {
+        fprintf(stderr, "ompl_plan: --local-states and --local-probes are for --checker tandem (FCL answers "
+                        "every state in process)\n");
         return 2;
     }
     if (!o.server) o.server = getenv("TANDEM_SERVER") && *getenv("TANDEM_SERVER") ? getenv("TANDEM_SERVER")
@@ -513,7 +516,7 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-        if (o.local_states &&
+        if ((o.local_states || o.local_probes) &&
             tdm_robot_elems_create(sh.robot, cached_load, &sh.meshes, TDM_PRIMITIVE_TOLERANCE, &sh.elems, e, sizeof e)) {
             fprintf(stderr, "ompl_plan: robot (local states): %s\n", e);
             free_conns();
@@ -532,7 +535,7 @@ int main(int argc, char **argv)
     std::atomic<bool> local_failed(false);
     double t0 = now();
     auto planner = [&](long p) {
-        /* --local-states: this planner's own CPU engine, on its own thread (no workers) */
+        /* --local-states/probes: this planner's own CPU engine, on its own thread (no workers) */
         std::unique_ptr<tdm_sched, void (*)(tdm_sched *)> local(NULL, tdm_sched_destroy);
         if (sh.elems) {
             tdm_sched_config sc = tdm_sched_config_default();
@@ -631,7 +634,7 @@ int main(int argc, char **argv)
     if (!o.prm) printf(" check_s=%.3f state_calls=%llu state_s=%.3f", check_s, (unsigned long long)state_calls, state_s);
     printf(" planner=%s checker=%s planners=%ld", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
            o.fcl ? "fcl" : "tandem", o.planners);
-    if (sh.elems) printf(" local_states=%zu", o.local_states);
+    if (sh.elems) printf(" local_states=%zu local_probes=%u", o.local_states, o.local_probes);
     printf("\n");
     return errors ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 
 extern "C" {
+#include "robot/motion_rounds.h"
 #include "robot/motions.h"
 }
 
@@ -58,10 +59,7 @@ int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
 {
     checks += n;
     if (n && n <= local_max_) {
-        local_res_.resize(n);
-        const tdm_sched_query proto = {local_rs_->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
-        int rc = tdm_sched_run_configs(local_, &proto, &local_rs_->kin, q, n, local_res_.data());
-        if (rc != TDM_OK) return fail(std::string("Tandem's CPU engine: ") + tdm_strerror(rc));
+        if (local_run(q, n) < 0) return -1;
         for (size_t i = 0; i < n; i++) valid[i] = local_res_[i].colliding ? 0 : 1;
         local_batches++;
         return 0;
@@ -81,8 +79,60 @@ int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
     return 0;
 }
 
+/* n configurations on the local engine, answers in local_res_ */
+int tandem_checker::local_run(const double *q, size_t n)
+{
+    local_res_.resize(n);
+    const tdm_sched_query proto = {local_rs_->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
+    int rc = tdm_sched_run_configs(local_, &proto, &local_rs_->kin, q, n, local_res_.data());
+    return rc == TDM_OK ? 0 : fail(std::string("Tandem's CPU engine: ") + tdm_strerror(rc));
+}
+
 int tandem_checker::motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
                             double *last_free)
+{
+    if (!local_probes_ || need_first || last_free || !any_state_)
+        return motions_remote(ab, n, resolution, need_first, first, last_free);
+    /* the probes of every motion in one local run; those a probe answers are done */
+    const size_t j = n_joints;
+    std::vector<uint64_t> ns(n);
+    probe_q_.clear();
+    for (size_t i = 0; i < n; i++) {
+        const double *a = ab + i * 2 * j, *b = a + j;
+        ns[i] = tdm__motion_states(a, b, j, resolution);
+        uint64_t p = std::min<uint64_t>(local_probes_, ns[i]); /* 0 states: tandemd says why */
+        for (uint64_t x = 0; x < p; x++) {
+            probe_q_.resize(probe_q_.size() + j);
+            tdm__motion_state(a, b, j, tdm_motion_rounds_order(ns[i], local_probes_, x), ns[i],
+                              &probe_q_[probe_q_.size() - j]);
+        }
+    }
+    if (!probe_q_.empty() && local_run(probe_q_.data(), probe_q_.size() / j) < 0) return -1;
+    rest_.clear();
+    rest_ab_.clear();
+    for (size_t i = 0, r = 0; i < n; i++) {
+        uint64_t p = std::min<uint64_t>(local_probes_, ns[i]);
+        first[i] = -1;
+        for (uint64_t x = 0; x < p && first[i] < 0; x++)
+            if (local_res_[r + x].colliding) first[i] = (int64_t)tdm_motion_rounds_order(ns[i], local_probes_, x);
+        r += p;
+        if (first[i] >= 0) {
+            checks += ns[i];
+            local_motions++;
+        } else {
+            rest_.push_back(i);
+            rest_ab_.insert(rest_ab_.end(), ab + i * 2 * j, ab + (i + 1) * 2 * j);
+        }
+    }
+    if (rest_.empty()) return 0;
+    rest_first_.resize(rest_.size());
+    if (motions_remote(rest_ab_.data(), rest_.size(), resolution, false, rest_first_.data(), NULL) < 0) return -1;
+    for (size_t x = 0; x < rest_.size(); x++) first[rest_[x]] = rest_first_[x];
+    return 0;
+}
+
+int tandem_checker::motions_remote(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
+                                   double *last_free)
 {
     const size_t j = n_joints;
     /* a validity check only (checkMotion(s1, s2), a roadmap's edges): any colliding state will do,

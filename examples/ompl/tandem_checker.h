@@ -6,10 +6,26 @@
  * max_motion_states) say so. With need_first (or last_free) the server checks a
  * motion's states first to last and answers the first colliding k; without, and with
  * any_state, it answers any colliding k (MotionCheck's any_state: a few states coarse
- * to fine first, tandemd's --motion-probes). */
+ * to fine first, tandemd's --motion-probes).
+ *
+ * Local states (answer_states_locally): batches of at most a few states are
+ * answered in this process by Tandem's CPU engine, on the planner's own thread,
+ * over a robot scene built from the same robot and planning scene as the stored
+ * one (so the same answers: the same code builds both), and only motions and
+ * larger batches go to tandemd. A planner's lone isValid then costs a CPU
+ * engine run instead of a round trip: the hybrid of the workpile design, small
+ * queries on the host, large ones pooled on the device.
+ *
+ * Local probes (the same call's `probes`): a motion asked with any_state first has
+ * its first `probes` states of tandemd's any-state order (the end, the middle, the
+ * quarters...: robot/motion_rounds.h's tdm_motion_rounds_order, as --motion-probes
+ * orders them) checked by the same local engine; a motion one of them collides
+ * in is answered with that state, and only the others go to tandemd, which
+ * checks them whole. */
 #ifndef TDM_OMPL_TANDEM_CHECKER_H
 #define TDM_OMPL_TANDEM_CHECKER_H
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,14 +50,17 @@ public:
     /* Batches of at most max_n states answered by sched (borrowed: a CPU engine
      * scheduler only this checker's thread runs) over rs (borrowed: the robot
      * scene of the stored one's robot and planning scene) instead of tandemd;
-     * max_n 0: none. */
-    void answer_states_locally(tdm_sched *sched, const tdm_robot_scene *rs, size_t max_n)
+     * max_n 0: none. probes (at most 16): any-state motions' first states checked
+     * there too (see the top); 0: none. */
+    void answer_states_locally(tdm_sched *sched, const tdm_robot_scene *rs, size_t max_n, unsigned probes = 0)
     {
         local_ = sched;
         local_rs_ = rs;
         local_max_ = sched && rs ? max_n : 0;
+        local_probes_ = sched && rs ? std::min(probes, 16u) : 0;
     }
-    uint64_t local_batches = 0; /* state batches answered in process (not in `requests`) */
+    uint64_t local_batches = 0;  /* state batches answered in process (not in `requests`) */
+    uint64_t local_motions = 0;  /* motions answered by their local probes (not in `requests`) */
     int states(const double *q, size_t n, uint8_t *valid) override;
     int motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
                 double *last_free) override;
@@ -60,7 +79,14 @@ private:
     tdm_sched *local_ = nullptr;
     const tdm_robot_scene *local_rs_ = nullptr;
     size_t local_max_ = 0;
+    unsigned local_probes_ = 0;
     std::vector<tdm_sched_result> local_res_;
+    std::vector<double> probe_q_, rest_ab_;
+    std::vector<size_t> rest_;
+    std::vector<int64_t> rest_first_;
+    int local_run(const double *q, size_t n);
+    int motions_remote(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,
+                       double *last_free);
 };
 
 #endif
