@@ -22,11 +22,12 @@
 #   TIME_LIMIT=2 RESOLUTION=0.02 SEED=1   as bench/run_ompl.sh (the same for both checkers)
 #   PLANNER=rrtconnect     ompl_plan --planner for both rows (rrtconnect: OMPL's, the goal's; or
 #                          rrtconnect-fused, examples/ompl/rrt_fused.h)
-#   ALT_ARGS=              when set, a third row in every round: the Tandem row with these ompl_plan flags
-#                          added (e.g. "--local-states 1"), against the same FCL row; its rounds are
-#                          reported in ALT_OUT (default REPORT_alt.md), in the same format, so that
-#                          bench/goal_stats.py reads either report. Odd rounds run FCL, Tandem, the
-#                          third; even ones the reverse.
+#   ALT_ARGS=              when set, more rows in every round: the Tandem row with these ompl_plan flags
+#                          added (e.g. "--local-states 1"; several rows: their flags separated by ";"),
+#                          against the same FCL row; their rounds are reported apart, the first row's in
+#                          ALT_OUT (default REPORT_alt.md), the k-th's in REPORT_altK.md, in the same
+#                          format, so that bench/goal_stats.py reads any report. Odd rounds run FCL,
+#                          Tandem, then these in order; even ones the reverse.
 # Time: a round is about FCL's row (~15 s on a 16-core host) plus Tandem's (~5 s) plus set-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +48,11 @@ RESOLUTION=${RESOLUTION:-0.02}
 SEED=${SEED:-1}
 PLANNER=${PLANNER:-rrtconnect}
 ALT_ARGS=${ALT_ARGS:-}
-alt_file=${ALT_OUT:-${out_file%.md}_alt.md}
+IFS=';' read -r -a alts <<< "$ALT_ARGS"
+alt_files=()
+for k in "${!alts[@]}"; do
+    if (( k == 0 )); then alt_files+=("${ALT_OUT:-${out_file%.md}_alt.md}"); else alt_files+=("${out_file%.md}_alt$((k + 1)).md"); fi
+done
 plan=${OMPL_PLAN:-$BUILD_DIR/examples/ompl/ompl_plan}
 tandemd=${TANDEMD:-$BUILD_DIR/daemon/tandemd}
 for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
@@ -73,7 +78,6 @@ base=(--urdf "$PANDA/panda.urdf" --srdf "$PANDA/panda.srdf" --resolution "$RESOL
 
 read -r -a more <<< "$TANDEMD_ARGS"
 read -r -a plan_more <<< "$PLAN_ARGS"
-read -r -a alt_more <<< "$ALT_ARGS"
 sock=$work/tandemd.sock
 "$tandemd" --listen "unix:$sock" --data-dir "$work/data" --threads "$THREADS" --engine "$ENGINE" "${more[@]}" \
     --log-level warn 2> "$work/tandemd.log" &
@@ -92,29 +96,41 @@ pct() { awk -v x="${1:-0}" 'BEGIN { printf "%.0f %%", 100 * x }'; }
 rows=()
 ratios=()
 busy_f="" busy_t="" # each row's busy shares, rounds in order ("96 %, 95 %")
-alt_rows=() alt_ratios=() busy_a=""
-alt_row() { row "alt.$1" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}" "${alt_more[@]}"; }
+declare -A alt_rows=() alt_ratios=() busy_a=() alt_got=()
+alt_row() { # round, alternative
+    local more
+    read -r -a more <<< "${alts[$2]}"
+    row "alt$2.$1" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}" "${more[@]}"
+}
+alts_run() { # round, then the alternatives' indices in the order to run them
+    local r=$1 k; shift
+    for k in "$@"; do alt_got[$k]=$(alt_row "$r" "$k"); done
+}
+n_alts=${#alts[@]}
+fwd=() rev=()
+for (( k = 0; k < n_alts; k++ )); do fwd+=("$k"); rev=("$k" "${rev[@]}"); done
 t_start=$(date +%s)
 for r in $(seq "$ROUNDS"); do
     if (( r % 2 )); then
         read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
         read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}")
-        [[ -n $ALT_ARGS ]] && read -r a as an ab < <(alt_row "$r")
+        alts_run "$r" "${fwd[@]}"
         order="FCL, then Tandem"
     else
-        [[ -n $ALT_ARGS ]] && read -r a as an ab < <(alt_row "$r")
+        alts_run "$r" "${rev[@]}"
         read -r t ts tn tb < <(row "tdm.$r" --checker tandem --server "unix:$sock" --planners "$MANY" "${plan_more[@]}")
         read -r f fs fn fb < <(row "fcl.$r" --checker fcl --planners "$FCL_PLANNERS")
         order="Tandem, then FCL"
     fi
-    if [[ -n $ALT_ARGS ]]; then
+    for (( k = 0; k < n_alts; k++ )); do
+        read -r a as an ab <<< "${alt_got[$k]}"
         qa=$(awk -v a="$a" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-        alt_ratios+=("$qa")
-        busy_a+="${busy_a:+, }$(pct "$ab")"
-        (( r % 2 )) && alt_order="FCL, Tandem, then this row" || alt_order="this row, Tandem, then FCL"
-        alt_rows+=("| $r | $alt_order | $f ($fs of $fn solved) | $a ($as of $an solved) | $qa× |")
-        echo "run_goal_rounds.sh: (ALT_ARGS) ${alt_rows[-1]}" >&2
-    fi
+        alt_ratios[$k]+="${alt_ratios[$k]:+ }$qa"
+        busy_a[$k]+="${busy_a[$k]:+, }$(pct "$ab")"
+        (( r % 2 )) && alt_order="FCL, Tandem, then the extra rows" || alt_order="the extra rows, Tandem, then FCL"
+        alt_rows[$k]+="| $r | $alt_order | $f ($fs of $fn solved) | $a ($as of $an solved) | $qa× |"$'\n'
+        echo "run_goal_rounds.sh: (${alts[$k]}) | $r | $alt_order | $f | $a | $qa× |" >&2
+    done
     q=$(awk -v a="$t" -v b="$f" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     ratios+=("$q")
     busy_f+="${busy_f:+, }$(pct "$fb")"
@@ -142,8 +158,13 @@ report() { # $1: the Tandem row's flags beyond PLAN_ARGS ("" for the goal's row)
     echo "- Host: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))${gpu:+, GPU: $gpu}; commit ${COMMIT:-${built:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}; $ROUNDS rounds in ${t_total} s."
     echo "- $planner_said, time limit $TIME_LIMIT s a problem, motion resolution $RESOLUTION rad, seed $SEED; problems per scenario: $PER_SCENARIO (0: all 100)."
     echo "- One tandemd for every round: \`--engine $ENGINE --threads $THREADS${TANDEMD_ARGS:+ $TANDEMD_ARGS}\`${PLAN_ARGS:+; ompl_plan of the Tandem row with \`$PLAN_ARGS\`}${extra:+, and \`$extra\`}; the planners' paths re-checked by FCL at 0.005 rad (a failing one unsolved)."
-    [[ -n $ALT_ARGS && -z $extra ]] && echo "- Each round also ran a third row, the Tandem row with \`$ALT_ARGS\` (reported in \`$(basename "$alt_file")\`)."
-    [[ -n $extra ]] && echo "- The same rounds as \`$(basename "$out_file")\`'s, whose FCL rows these are (each round ran three rows)."
+    if [[ -z $extra ]]; then
+        for (( k = 0; k < n_alts; k++ )); do
+            echo "- Each round also ran the Tandem row with \`${alts[$k]}\` (reported in \`$(basename "${alt_files[$k]}")\`)."
+        done
+    else
+        echo "- The same rounds as \`$(basename "$out_file")\`'s, whose FCL rows these are (each round ran $((n_alts + 2)) rows)."
+    fi
     echo "- problems/s: problems over the run's wall time, as \`bench/run_ompl.sh\`'s (c) rows."
     echo
     echo "| round | order | FCL, $FCL_PLANNERS planners: problems/s | Tandem, $MANY planners: problems/s | ratio |"
@@ -157,7 +178,9 @@ report() { # $1: the Tandem row's flags beyond PLAN_ARGS ("" for the goal's row)
 }
 trows=("${rows[@]}") tratios=("${ratios[@]}") tbusy=$busy_t
 report "" | tee "$out_file"
-if [[ -n $ALT_ARGS ]]; then
-    trows=("${alt_rows[@]}") tratios=("${alt_ratios[@]}") tbusy=$busy_a
-    report "$ALT_ARGS" | tee "$alt_file"
-fi
+for (( k = 0; k < n_alts; k++ )); do
+    mapfile -t trows < <(printf '%s' "${alt_rows[$k]}")
+    read -r -a tratios <<< "${alt_ratios[$k]}"
+    tbusy=${busy_a[$k]}
+    report "${alts[$k]}" | tee "${alt_files[$k]}"
+done
