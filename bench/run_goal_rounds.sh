@@ -89,6 +89,7 @@ row() {
     local log=$work/$1; shift
     "$plan" "${base[@]}" "$@" "$work/problems" > "$log" 2> "$log.err" ||
         { echo "run_goal_rounds.sh: ompl_plan failed:" >&2; tail -5 "$log.err" >&2; exit 1; }
+    echo "run_goal_rounds.sh: $(basename "$log"): $(tail -1 "$log")" >&2 # the row's summary line (check_s, state_s...)
     echo "$(field "$log" problems_per_s) $(field "$log" solved) $(field "$log" problems) $(field "$log" busy_share)"
 }
 pct() { awk -v x="${1:-0}" 'BEGIN { printf "%.0f %%", 100 * x }'; }
