@@ -817,6 +817,8 @@ int tdm_client_err(const tdm_client *c) { return c->err; }
 const char *tdm_client_errstr(const tdm_client *c) { return c->errstr; }
 const tdm_server_error *tdm_client_server_error(const tdm_client *c) { return c->has_serr ? &c->serr : NULL; }
 const tdm_server_info *tdm_client_server_info(const tdm_client *c) { return &c->info; }
+
+size_t tdm_limits_size(void) { return sizeof(tdm_limits); }
 void tdm_client_set_timeout(tdm_client *c, int io_timeout_ms) { c->io_timeout_ms = io_timeout_ms; }
 int tdm_client_fd(const tdm_client *c) { return c->fd; }
 int tdm_client_ring_open(const tdm_client *c) { return c->ring != NULL; }

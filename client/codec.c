@@ -1146,6 +1146,11 @@ static void copy_limits(tdm_limits *o, const tandem_v1_Limits *l)
     o->max_robot_text_bytes = l->max_robot_text_bytes;
     o->max_motion_states = l->max_motion_states;
     o->max_query_work = l->max_query_work;
+    o->max_reply_pairs = l->max_reply_pairs;
+    o->max_ring_bytes = l->max_ring_bytes;
+    o->max_query_tasks = l->max_query_tasks;
+    o->max_scene_triangles = l->max_scene_triangles;
+    o->max_robot_triangles = l->max_robot_triangles;
 }
 
 static const char empty_string[] = "";

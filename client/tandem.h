@@ -119,7 +119,11 @@ enum tdm_engine { TDM_ENGINE_UNSPECIFIED = 0, TDM_ENGINE_CPU = 1, TDM_ENGINE_GPU
 /* "cpu", "gpu", "hybrid" or "unspecified". Thread-safe. */
 TDM_API const char *tdm_engine_name(int engine);
 
-/* The server's limits (HelloReply.limits); 0 means the server did not say. */
+/* The server's limits (HelloReply.limits); 0 means the server did not say. The library hands
+ * them out only by pointer (tdm_client_server_info, tdm_async_server_info,
+ * tdm_multi_server_limits), and fields are only ever appended, so that a program built against
+ * an older tandem.h reads the fields it knows; tdm_limits_size() says how long this library's
+ * struct is (a binding that lays it out itself, such as Python's ctypes, checks it). */
 typedef struct tdm_limits {
     uint32_t max_frame_bytes, max_vertices, max_triangles, max_objects, max_queries, max_contacts,
         max_pipelined, max_connections;
@@ -127,7 +131,15 @@ typedef struct tdm_limits {
     uint32_t max_robots, max_robot_text_bytes;
     uint64_t max_motion_states;
     uint64_t max_query_work; /* box and triangle tests per query (0: no budget) */
+    /* appended with tdm_limits_size (a library without that symbol ends at max_query_work): */
+    uint32_t max_reply_pairs;     /* want_pairs: a Query's queries x max_contacts at most this */
+    uint32_t max_ring_bytes;      /* the largest shared-memory ring RingOpen gives (0: none offered) */
+    uint64_t max_query_tasks;     /* a Query's queries x the scene's checked object pairs at most this */
+    uint32_t max_scene_triangles; /* a RobotScenePut's attached and world shapes' triangles together */
+    uint32_t max_robot_triangles; /* a robot's distinct collision shapes' triangles together */
 } tdm_limits;
+/* sizeof(tdm_limits) in this library: the fields above up to that size are filled. Thread-safe. */
+TDM_API size_t tdm_limits_size(void);
 
 /* What the server said in its HelloReply. */
 typedef struct tdm_server_info {

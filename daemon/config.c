@@ -204,9 +204,9 @@ static const opt opts[] = {
      "physical memory, or of the cgroup's memory limit (a container's) when that is lower."},
     {"max-reply-pairs", T_U32, OFF(max_reply_pairs), "1000000", 0, U32MAX, NULL, "N",
      "Contact pairs one Query reply may carry: want_pairs needs queries x max_contacts <= N, else "
-     "ERROR_LIMIT. Not in HelloReply.limits."},
+     "ERROR_LIMIT. In HelloReply.limits."},
     {"max-query-tasks", T_U64, OFF(max_query_tasks), "16777216", 1, UINT64_MAX, NULL, "N",
-     "Work per Query request: queries x checked object pairs of the scene; over it is ERROR_LIMIT. Not in "
+     "Work per Query request: queries x checked object pairs of the scene; over it is ERROR_LIMIT. In "
      "HelloReply.limits."},
     {"max-batch-tasks", T_U32, OFF(max_batch_tasks), "1048576", 1, 1u << 30, NULL, "N",
      "Object-pair tasks per engine run: queued Query requests are pooled into one run up to this many "
@@ -703,7 +703,9 @@ void tdm_config_usage(FILE *f)
     }
     fprintf(f, "  -h, --help\n      This text.\n  -V, --version\n      The server and protocol versions.\n\n");
     wrap(f, "Limits: max-frame-bytes, max-vertices, max-triangles, max-objects, max-queries, max-contacts, "
-            "max-pipelined, max-connections and max-meshes-bytes are reported to clients in HelloReply.limits. "
+            "max-pipelined, max-connections, max-meshes-bytes, max-reply-pairs, max-query-tasks, max-robots, "
+            "max-robot-text-bytes, max-motion-states, max-query-work, max-ring-bytes, max-scene-triangles and "
+            "max-robot-triangles are reported to clients in HelloReply.limits (libtandem's tdm_limits). "
             "Signals: SIGINT or SIGTERM shut down gracefully (stop accepting, answer what is in flight, close); "
             "a second one closes connections at once.", 0);
 }

@@ -1299,6 +1299,44 @@ Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
     }
 }
 
+/* Every limit HelloReply carries reaches libtandem's tdm_limits, each set to a value of its
+ * own; tdm_limits_size is this build's struct. */
+Test(limits, hello_carries_every_limit_to_the_client)
+{
+    const char *flags[] = {"--max-frame-bytes", "3000001", "--max-vertices", "300002", "--max-triangles", "300003",
+                           "--max-objects", "304", "--max-queries", "3005", "--max-contacts", "3006",
+                           "--max-pipelined", "307", "--max-connections", "308", "--max-meshes-bytes", "300000009",
+                           "--max-reply-pairs", "3010", "--max-query-tasks", "3000000011", "--max-robots", "312",
+                           "--max-robot-text-bytes", "300013", "--max-motion-states", "3000000014",
+                           "--max-query-work", "3000000015", "--max-ring-bytes", "300016", "--max-scene-triangles",
+                           "300017", "--max-robot-triangles", "300018", NULL};
+    start_with(flags);
+    tdm_client *c = tdm_client_connect(D.unix_addr, 10000);
+    cr_assert(c && !tdm_client_err(c), "connect: %s", c ? tdm_client_errstr(c) : "out of memory");
+    const tdm_limits *l = &tdm_client_server_info(c)->limits;
+    cr_assert_eq(tdm_limits_size(), sizeof(tdm_limits));
+    cr_assert_eq(l->max_frame_bytes, 3000001u);
+    cr_assert_eq(l->max_vertices, 300002u);
+    cr_assert_eq(l->max_triangles, 300003u);
+    cr_assert_eq(l->max_objects, 304u);
+    cr_assert_eq(l->max_queries, 3005u);
+    cr_assert_eq(l->max_contacts, 3006u);
+    cr_assert_eq(l->max_pipelined, 307u);
+    cr_assert_eq(l->max_connections, 308u);
+    cr_assert_eq(l->max_meshes_bytes, 300000009u);
+    cr_assert_eq(l->max_reply_pairs, 3010u);
+    cr_assert_eq(l->max_query_tasks, 3000000011u);
+    cr_assert_eq(l->max_robots, 312u);
+    cr_assert_eq(l->max_robot_text_bytes, 300013u);
+    cr_assert_eq(l->max_motion_states, 3000000014u);
+    cr_assert_eq(l->max_query_work, 3000000015u);
+    cr_assert_eq(l->max_ring_bytes, 300016u);
+    cr_assert_eq(l->max_scene_triangles, 300017u);
+    cr_assert_eq(l->max_robot_triangles, 300018u);
+    tdm_client_free(c);
+    stop_clean();
+}
+
 /* --max-query-work: a request that costs more than its budget (per query, times its
  * queries) is cut off and answered ERROR_WORK_BUDGET; HelloReply says the budget; the
  * connection and the other clients go on. */

@@ -81,6 +81,18 @@ class LimitsRobotStruct(ctypes.Structure):
     ]
 
 
+class LimitsV2Struct(ctypes.Structure):
+    """tdm_limits of a library with tdm_limits_size: every HelloReply limit."""
+
+    _fields_ = LimitsRobotStruct._fields_ + [
+        ("max_reply_pairs", ctypes.c_uint32),
+        ("max_ring_bytes", ctypes.c_uint32),
+        ("max_query_tasks", ctypes.c_uint64),
+        ("max_scene_triangles", ctypes.c_uint32),
+        ("max_robot_triangles", ctypes.c_uint32),
+    ]
+
+
 class ServerInfoStruct(ctypes.Structure):
     _fields_ = [
         ("protocol_version", ctypes.c_uint32),
@@ -92,6 +104,10 @@ class ServerInfoStruct(ctypes.Structure):
 
 class ServerInfoRobotStruct(ctypes.Structure):
     _fields_ = ServerInfoStruct._fields_[:-1] + [("limits", LimitsRobotStruct)]
+
+
+class ServerInfoV2Struct(ctypes.Structure):
+    _fields_ = ServerInfoStruct._fields_[:-1] + [("limits", LimitsV2Struct)]
 
 
 class MeshInfoStruct(ctypes.Structure):
@@ -453,6 +469,10 @@ _MULTI_EPHEMERAL_PROTOTYPES = {
     "tdm_multi_set_ephemeral_scenes": (None, [_M, _c.c_int]),
 }
 
+_LIMITS_SIZE_PROTOTYPES = {
+    "tdm_limits_size": (_c.c_size_t, []),
+}
+
 _RING_PROTOTYPES = {
     "tdm_client_ring": (_c.c_int, [_P, _c.c_uint32, _c.c_int]),
     "tdm_client_ring_open": (_c.c_int, [_P]),
@@ -488,7 +508,8 @@ class Library:
     ``SceneInfo``, ``ServerInfo``); ``has_motion_flags`` whether it also exports
     ``tdm_motion_check_flags`` (motion checks with ``any_state``); ``has_ring`` whether it has shared-memory
     rings (``tdm_client_ring``); ``has_ephemeral`` whether scenes can be put ephemeral
-    (``tdm_client_set_ephemeral_scenes``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
+    (``tdm_client_set_ephemeral_scenes``); ``has_all_limits`` whether its ``tdm_limits`` carries every
+    HelloReply limit (``tdm_limits_size``). Calls are reached as attributes (``lib.tdm_mesh_put``)."""
 
     def __init__(self, cdll: ctypes.CDLL, path: str):
         self.cdll = cdll
@@ -527,10 +548,18 @@ class Library:
         self.has_multi_ephemeral = self.has_multi and all(hasattr(cdll, name) for name in _MULTI_EPHEMERAL_PROTOTYPES)
         if self.has_multi_ephemeral:
             self._declare(_MULTI_EPHEMERAL_PROTOTYPES)
+        # every HelloReply limit (tdm_limits_size, which says how long the library's tdm_limits is):
+        # absent from libraries before the thirty-ninth session
+        self.has_all_limits = self.has_robots and all(hasattr(cdll, name) for name in _LIMITS_SIZE_PROTOTYPES)
+        if self.has_all_limits:
+            self._declare(_LIMITS_SIZE_PROTOTYPES)
+            self.has_all_limits = self.tdm_limits_size() >= ctypes.sizeof(LimitsV2Struct)
         # the structs of this library's version
         self.MeshInfo = MeshInfoRobotStruct if self.has_robots else MeshInfoStruct
         self.SceneInfo = SceneInfoRobotStruct if self.has_robots else SceneInfoStruct
-        self.ServerInfo = ServerInfoRobotStruct if self.has_robots else ServerInfoStruct
+        self.ServerInfo = (
+            ServerInfoV2Struct if self.has_all_limits else ServerInfoRobotStruct if self.has_robots else ServerInfoStruct
+        )
 
     def _declare(self, prototypes) -> None:
         """Sets each call's result and argument types and makes it an attribute."""

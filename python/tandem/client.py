@@ -47,8 +47,8 @@ MODES = {"bool": 0, "contacts": 1}
 
 SceneRef = Union[Scene, SceneId, bytes, str]
 
-# Server limits that HelloReply does not carry (tandemd --help): the defaults, used to cut batches
-# unless the Client is told the server's values.
+# tandemd's defaults of two limits that cut batches, used when the library cannot read the server's
+# (a libtandem without tdm_limits_size) and the Client is not told them.
 DEFAULT_MAX_REPLY_PAIRS = 1_000_000
 DEFAULT_MAX_QUERY_TASKS = 16_777_216
 
@@ -78,8 +78,10 @@ class Client(RobotMixin):
         pipeline: Query requests a large ``query`` keeps in flight at once.
         batch: the most queries one Query request carries (None: the server's ``max_queries``);
             ``query`` cuts larger arrays into such batches.
-        max_reply_pairs, max_query_tasks: the server's limits of those names when they are not
-            tandemd's defaults (they are not in HelloReply); used to cut batches.
+        max_reply_pairs, max_query_tasks: caps on those two of the server's limits, used to cut
+            batches (None: the server's own, from HelloReply, with a libtandem that reads them
+            (``tdm_limits_size``), else tandemd's defaults). A cap above the server's value is
+            lowered to it.
         ring: on a ``unix:`` address, carry the connection's requests and replies through
             shared-memory rings instead of the socket (``tdm_client_ring``; proto/README.md,
             "Shared-memory rings"): True for the server's default size, or each ring's size in
@@ -100,8 +102,8 @@ class Client(RobotMixin):
         library: Optional[Union[str, os.PathLike]] = None,
         pipeline: int = 4,
         batch: Optional[int] = None,
-        max_reply_pairs: int = DEFAULT_MAX_REPLY_PAIRS,
-        max_query_tasks: int = DEFAULT_MAX_QUERY_TASKS,
+        max_reply_pairs: Optional[int] = None,
+        max_query_tasks: Optional[int] = None,
         tls_ca: Optional[Union[str, os.PathLike]] = None,
         ring: Union[bool, int] = False,
     ):
@@ -124,8 +126,9 @@ class Client(RobotMixin):
         self.address = str(address)
         self.pipeline = int(pipeline)
         self.batch = batch
-        self.max_reply_pairs = int(max_reply_pairs)
-        self.max_query_tasks = int(max_query_tasks)
+        for name, v in (("max_reply_pairs", max_reply_pairs), ("max_query_tasks", max_query_tasks)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise invalid(f"{name} must be a positive integer or None", field=name)
         self._scenes: dict[bytes, Scene] = {}
         opts = ConnectOptsStruct(
             addr=self.address.encode(),
@@ -154,6 +157,8 @@ class Client(RobotMixin):
         info = ctypes.cast(self._lib.tdm_client_server_info(c), ctypes.POINTER(self._lib.ServerInfo))
         self.server_info = _server_info(self._lib, info.contents)
         self.limits: Limits = self.server_info.limits
+        self.max_reply_pairs = _cap(max_reply_pairs, self.limits.max_reply_pairs, DEFAULT_MAX_REPLY_PAIRS)
+        self.max_query_tasks = _cap(max_query_tasks, self.limits.max_query_tasks, DEFAULT_MAX_QUERY_TASKS)
 
     # ---- life ---------------------------------------------------------------------------------
 
@@ -626,6 +631,14 @@ def _ms(seconds: Optional[float], field: str) -> int:
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise invalid(f"{field} must be a positive number of seconds or None, not {seconds!r}", field=field)
     return max(1, min(int(math.ceil(seconds * 1000)), 2**31 - 1))
+
+
+def _cap(given: Optional[int], server: int, default: int) -> int:
+    """A limit used to cut batches: the caller's cap, lowered to the server's value when it says
+    one; else the server's; else tandemd's default."""
+    if given is None:
+        return server or default
+    return min(given, server) if server else given
 
 
 def _server_info(lib: Library, s: ctypes.Structure) -> ServerInfo:

@@ -172,6 +172,12 @@ class Limits:
     max_robot_text_bytes: int = 0
     max_motion_states: int = 0
     max_query_work: int = 0
+    # a libtandem with tdm_limits_size (0 otherwise, or when the server did not say)
+    max_reply_pairs: int = 0
+    max_ring_bytes: int = 0
+    max_query_tasks: int = 0
+    max_scene_triangles: int = 0
+    max_robot_triangles: int = 0
 
 
 @dataclass(frozen=True)

@@ -268,3 +268,42 @@ def test_rings_answer_as_the_socket(daemon, client, one_robot):
     assert e.value.from_server and e.value.field == "ring_open"
     with pytest.raises(tandem.TandemError):
         tandem.Client(daemon.unix, ring=-1)
+
+
+def test_batches_follow_the_servers_reply_and_task_limits():
+    """The server's max_query_tasks and max_reply_pairs come in the handshake (a libtandem with
+    tdm_limits_size) and cut ``query``'s batches: a tandemd with small ones answers every query
+    where one request of them all would be refused. A cap given to the Client is lowered to the
+    server's value, never raised past it."""
+    from conftest import Daemon
+
+    d = Daemon("--max-query-tasks", "70", "--max-reply-pairs", "300")
+    try:
+        with tandem.Client(d.unix, timeout=10) as c:
+            if not c._lib.has_all_limits:
+                pytest.skip(f"{c.library_path} has no tdm_limits_size: it cannot read these limits")
+            assert (c.limits.max_query_tasks, c.limits.max_reply_pairs) == (70, 300)
+            assert (c.max_query_tasks, c.max_reply_pairs) == (70, 300)
+            rng = np.random.default_rng(SEED + 1)
+            ev, et = oracle.soup(rng, 40, 1.0, 0.25)
+            rv, rt = oracle.soup(rng, 12, 0.3, 0.2)
+            env, robot = c.put_mesh(ev, et), c.put_mesh(rv, rt)
+            scene = c.put_scene([tandem.SceneObject.fixed(env), tandem.SceneObject.moving(robot)])
+            poses = oracle.random_poses(rng, 500, 1.0)
+            res = c.query(scene, poses)  # one checked pair a pose: batches of at most 70
+            assert res.colliding.shape == (500,) and 50 < res.colliding.sum() < 450
+            pairs = c.query(scene, poses[:200], mode="contacts", max_contacts=10, want_pairs=True)
+            np.testing.assert_array_equal(pairs.colliding, res.colliding[:200])  # batches of at most 30
+            np.testing.assert_array_equal(np.diff(pairs.pair_offsets), np.minimum(pairs.contacts, 10))
+            # one request of all of them is what the server refuses
+            with tandem.Client(d.unix, timeout=10, batch=500) as big:
+                big.max_query_tasks = 10**9
+                with pytest.raises(tandem.TandemError) as e:
+                    big.query(scene, poses)
+                assert e.value.code == tandem.ServerCode.LIMIT
+        with tandem.Client(d.unix, timeout=10, max_query_tasks=20, max_reply_pairs=10**6) as c:
+            assert (c.max_query_tasks, c.max_reply_pairs) == (20, 300)
+    finally:
+        rc = d.stop()
+        d.cleanup()
+    assert rc == 0
