@@ -170,9 +170,10 @@ static void witness_free(witness *w)
 static void start_with(const char *const *flags)
 {
     static const char *const newer[] = {"--output-stall-timeout", "--max-input-bytes", "--max-memory"};
-    const char *kept[32];
+    const char *kept[64];
     int n = 0;
     for (int i = 0; flags[i]; i += 2) {
+        cr_assert(n + 3 <= (int)(sizeof kept / sizeof *kept), "start_with: more flags than it holds");
         int drop = 0;
         for (size_t k = 0; getenv("TDM_TEST_OLD_FLAGS") && k < sizeof newer / sizeof *newer; k++)
             drop |= !strcmp(flags[i], newer[k]);

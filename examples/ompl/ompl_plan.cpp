@@ -585,7 +585,7 @@ int main(int argc, char **argv)
         for (auto &t : ts) t.join();
     }
 
-    size_t solved = 0, failed_recheck = 0, errors = 0;
+    size_t solved = 0, failed_recheck = 0, errors = local_failed ? 1 : 0; /* a planner without its engine */
     uint64_t checks = 0, requests = 0;
     double setup_s = 0, solve_s = 0, check_s = 0, state_s = 0, busy_s = 0;
     uint64_t state_calls = 0;
