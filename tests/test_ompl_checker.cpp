@@ -151,14 +151,9 @@ Test(ompl_checker, states_in_batches_equal_the_oracle)
 Test(ompl_checker, local_states_equal_the_oracle)
 {
     both b;
-    tdm_sched_config sc = tdm_sched_config_default();
-    sc.kind = TDM_BACKEND_CPU;
-    sc.threads = 1;
-    sc.lanes = 1;
-    sc.calibrate = 0;
-    tdm_sched *sched = NULL;
-    char why[320] = "";
-    cr_assert_eq(tdm_sched_create(&sc, &sched, why, sizeof why), TDM_OK, "%s", why);
+    std::string why;
+    tdm_sched *sched = local_cpu_engine(&why);
+    cr_assert_not_null(sched, "%s", why.c_str());
     b.tdm->answer_states_locally(sched, b.rs, 4);
     gen_rng g = {seed ^ 0x10ca1ull};
     const size_t n = 300;
@@ -202,14 +197,9 @@ Test(ompl_checker, local_states_equal_the_oracle)
 Test(ompl_checker, local_probes_answer_as_the_oracle)
 {
     both b;
-    tdm_sched_config sc = tdm_sched_config_default();
-    sc.kind = TDM_BACKEND_CPU;
-    sc.threads = 1;
-    sc.lanes = 1;
-    sc.calibrate = 0;
-    tdm_sched *sched = NULL;
-    char why[320] = "";
-    cr_assert_eq(tdm_sched_create(&sc, &sched, why, sizeof why), TDM_OK, "%s", why);
+    std::string why;
+    tdm_sched *sched = local_cpu_engine(&why);
+    cr_assert_not_null(sched, "%s", why.c_str());
     b.tdm->answer_states_locally(sched, b.rs, 0, 4);
     gen_rng g = {seed ^ 0x9b0bull};
     const size_t n = 200;

@@ -538,20 +538,13 @@ int main(int argc, char **argv)
         /* --local-states/probes: this planner's own CPU engine, on its own thread (no workers) */
         std::unique_ptr<tdm_sched, void (*)(tdm_sched *)> local(NULL, tdm_sched_destroy);
         if (sh.elems) {
-            tdm_sched_config sc = tdm_sched_config_default();
-            sc.kind = TDM_BACKEND_CPU;
-            sc.threads = 1;
-            sc.lanes = 1;
-            sc.calibrate = 0;
-            sc.chunk_tasks = 65536;
-            tdm_sched *s = NULL;
-            char why[320] = "";
-            if (tdm_sched_create(&sc, &s, why, sizeof why) != TDM_OK) {
-                fprintf(stderr, "ompl_plan: planner %ld: no CPU engine for local states: %s\n", p, why);
+            std::string why;
+            local.reset(local_cpu_engine(&why));
+            if (!local) {
+                fprintf(stderr, "ompl_plan: planner %ld: no CPU engine for local states: %s\n", p, why.c_str());
                 local_failed = true;
                 return;
             }
-            local.reset(s);
         }
         for (;;) {
             size_t i = next.fetch_add(1);

@@ -79,6 +79,22 @@ int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
     return 0;
 }
 
+tdm_sched *local_cpu_engine(std::string *why)
+{
+    tdm_sched_config sc = tdm_sched_config_default();
+    sc.kind = TDM_BACKEND_CPU;
+    sc.threads = 1;
+    sc.lanes = 1;
+    sc.calibrate = 0;
+    sc.chunk_tasks = 65536; /* a planner's few states and probes: small runs */
+    tdm_sched *s = NULL;
+    char w[320] = "";
+    int rc = tdm_sched_create(&sc, &s, w, sizeof w);
+    if (rc == TDM_OK) return s;
+    *why = w[0] ? w : tdm_strerror(rc);
+    return NULL;
+}
+
 /* n configurations on the local engine, answers in local_res_ */
 int tandem_checker::local_run(const double *q, size_t n)
 {

@@ -37,6 +37,10 @@ extern "C" {
 #include "workpile/sched.h"
 }
 
+/* A CPU engine for answer_states_locally: one thread (its caller's), no workers, no
+ * calibration. NULL with the reason in *why when it cannot be made. */
+tdm_sched *local_cpu_engine(std::string *why);
+
 class tandem_checker : public plan_checker {
 public:
     /* c: a connected client (borrowed, this checker's only), scene_id: a stored robot
