@@ -1147,6 +1147,64 @@ static void expect_as_check(const char *const *args, const char *out, const char
     free(b);
 }
 
+/* tandem query --urdf against a tandemd whose max_query_tasks holds only a few configurations
+ * a request: the tool cuts its batches by it (HelloReply's limit and the scene's checked
+ * pairs) and says so, and answers as tandem check --urdf does, where a batch of them all
+ * is refused. */
+Test(robotd, cli_query_batches_follow_max_query_tasks)
+{
+    gen_rng g = {seed ^ 0x7a5c};
+    FILE *f = fopen(in_root("configs.txt"), "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 300; i++) {
+        double q[N_J];
+        random_config(&g, q);
+        fprintf(f, "%.17g %.17g %.17g\n", q[0], q[1], q[2]);
+    }
+    fclose(f);
+    const char *flags[] = {"--max-query-tasks", "100", NULL};
+    dmn_start(&D, flags);
+    const char *check[] = {"check", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
+                           in_root("scene.yaml"), "--configs", in_root("configs.txt"), "--mode", "bool",
+                           "--out", in_root("check_out.txt"), NULL};
+    tdm_run_result r = run(check);
+    cr_assert_eq(r.status, 0, "check --urdf: %s", r.err);
+    char check_tail[64];
+    snprintf(check_tail, sizeof check_tail, "%s", strrchr(r.out, 'c'));
+    free(r.out);
+    free(r.err);
+    char *want = gen_read_file(in_root("check_out.txt"), NULL);
+    cr_assert_not_null(want);
+    const char *query[] = {"query", "--server", D.unix_addr, "--urdf", in_root("arm.urdf"), "--srdf",
+                           in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs", in_root("configs.txt"),
+                           "--mode", "bool", "--out", in_root("query_out.txt"), "--batch", "300", NULL};
+    r = run(query);
+    cr_assert_eq(r.status, 0, "query: %s", r.err);
+    cr_assert(strstr(r.err, "over the server's max_query_tasks; using "), "no note of the cut: %s", r.err);
+    cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
+    free(r.out);
+    free(r.err);
+    char *got = gen_read_file(in_root("query_out.txt"), NULL);
+    cr_assert_not_null(got);
+    cr_assert_str_eq(got, want, "tandem query's --out differs from tandem check --urdf's");
+    free(got);
+    free(want);
+    /* the cut is what makes it work: one request of 300 is over the limit */
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
+    tdm_robot_scene_info *info = NULL;
+    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), robot_id, NULL, NULL), 0);
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, robot_id, in_root("scene.yaml"), scene_id, NULL, &info), 0);
+    cr_assert(info->n_checks > 1 && 300u * info->n_checks > 100u, "%u checked pairs", info->n_checks);
+    tdm_robot_scene_info_free(info);
+    double q[300 * N_J] = {0};
+    tdm_query_result res[300];
+    cr_assert_neq(tdm_query_configs(c, scene_id, TDM_QUERY_BOOL, q, N_J, 300, 0, res, NULL), 0);
+    cr_assert_eq(tdm_client_server_error(c)->code, TDM_SERVER_LIMIT, "%s", tdm_client_errstr(c));
+    tdm_client_free(c);
+    dmn_stop(&D, SIGTERM);
+}
+
 Test(robotd, cli_robot_and_query)
 {
     gen_rng g = {seed ^ 0x33};

@@ -100,8 +100,10 @@ static int put(tdm_client *c, const char *what, const char *path, const tdm_mesh
 }
 
 /* Streams the job's n queries over the connected workers in batches and writes the
- * answers as `check` does (out is taken and closed). 0, or -1 after printing why. */
-static int stream(job *jp, worker *workers, size_t n_workers, size_t n, uint64_t batch, FILE *out,
+ * answers as `check` does (out is taken and closed); checks: the scene's checked object
+ * pairs per query, which with the server's max_query_tasks bound a batch. 0, or -1 after
+ * printing why. */
+static int stream(job *jp, worker *workers, size_t n_workers, size_t n, uint64_t batch, uint32_t checks, FILE *out,
                   const char *out_path, uint64_t max_contacts)
 {
     tdm_client *c = workers[0].c;
@@ -112,6 +114,13 @@ static int stream(job *jp, worker *workers, size_t n_workers, size_t n, uint64_t
         tdm_cli_error("note: --batch %llu is over the server's max_queries; using %u", (unsigned long long)batch,
                       max_queries);
         batch = max_queries;
+    }
+    uint64_t max_tasks = tdm_client_server_info(c)->limits.max_query_tasks;
+    if (max_tasks && checks && batch > max_tasks / checks) {
+        uint64_t b = max_tasks / checks ? max_tasks / checks : 1;
+        tdm_cli_error("note: --batch %llu x %u checked pairs is over the server's max_query_tasks; using %llu",
+                      (unsigned long long)batch, checks, (unsigned long long)b);
+        batch = b;
     }
     uint32_t max_pipelined = tdm_client_server_info(c)->limits.max_pipelined;
     if (max_pipelined && jp->inflight > max_pipelined) jp->inflight = max_pipelined;
@@ -300,6 +309,7 @@ static int query_robot(int argc, char **argv)
     double *cfg = NULL;
     tdm_query_result *results = NULL;
     tdm_robot_info *ri = NULL;
+    tdm_robot_scene_info *rsi = NULL;
     worker *workers = NULL;
     size_t n = 0, n_workers = 0;
     FILE *out = NULL;
@@ -323,10 +333,11 @@ static int query_robot(int argc, char **argv)
     }
     size_t n_q = ri->n_joints;
     if (read_configs(configs_path, n_q, &cfg, &n) < 0) goto done;
-    if (tdm_robot_scene_put_file(c, "tandem-query", robot_id, world, j.scene_id, NULL, NULL)) {
+    if (tdm_robot_scene_put_file(c, "tandem-query", robot_id, world, j.scene_id, NULL, &rsi)) {
         tdm_cli_error("world: %s", tdm_client_errstr(c));
         goto done;
     }
+    uint32_t checks = rsi->n_checks;
     if (out_path && !(out = fopen(out_path, "w"))) {
         tdm_cli_error("cannot write %s: %s", out_path, strerror(errno));
         goto done;
@@ -341,7 +352,7 @@ static int query_robot(int argc, char **argv)
     j.results = results;
     FILE *f = out;
     out = NULL; /* closed by stream */
-    if (stream(&j, workers, n_workers, n, batch, f, out_path, max_contacts) < 0) goto done;
+    if (stream(&j, workers, n_workers, n, batch, checks, f, out_path, max_contacts) < 0) goto done;
     status = 0;
 done:
     if (out) fclose(out);
@@ -350,6 +361,7 @@ done:
     free(results);
     free(cfg);
     tdm_robot_info_free(ri);
+    tdm_robot_scene_info_free(rsi);
     pthread_mutex_destroy(&j.lock);
     return status;
 }
@@ -495,7 +507,7 @@ int tdm_cmd_query(int argc, char **argv)
     }
     j.poses = (const double *)poses;
     j.results = results;
-    if (stream(&j, workers, n_workers, n, batch, out, out_path, max_contacts) < 0) goto done;
+    if (stream(&j, workers, n_workers, n, batch, 1, out, out_path, max_contacts) < 0) goto done; /* one pair */
     out = NULL; /* closed by stream */
     status = 0;
 done:
