@@ -122,7 +122,9 @@ static const opt opts[] = {
      "(within 0.1 mm): a scene over it is refused while it is built, having cost at most this and one shape."},
     {"max-robot-triangles", T_U32, OFF(max_robot_triangles), "4194304", 1, 1u << 30, NULL, "N",
      "Triangles of a robot's collision elements together (one tree per distinct mesh and scale, or primitive), "
-     "counted as they are built, at its first RobotScenePut, which is refused when they are over it."},
+     "counted as they are built, at its first RobotScenePut, which is refused when they are over it. A RobotPut "
+     "whose distinct meshes (each stored mesh at each scale once) alone are over it is refused before "
+     "anything is stored."},
     {"max-queries", T_U32, OFF(max_queries), "65536", 1, 1u << 24, NULL, "N", "Queries (poses) per Query request."},
     {"max-contacts", T_U32, OFF(max_contacts), "1000000", 1, U32MAX - 1, NULL, "N",
      "Largest Query.max_contacts, and the cap used when a Query asks for 0."},

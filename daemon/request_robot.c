@@ -289,6 +289,11 @@ static void robot_put_finish(tdm_conn *c, uint64_t id, const Tandem__V1__RobotPu
         tdm_conn_send_error(c, id, (ecode)f.code, f.field, f.index, "%s", f.msg);
         goto out;
     }
+    /* a robot sure to be over max_robot_triangles (its distinct meshes alone) is not stored */
+    if (tdm__robot_mesh_budget(robot, refs, (uint32_t)n, meshes, srv->cfg->max_robot_triangles, &f) != TDM_OK) {
+        tdm_conn_send_error(c, id, (ecode)f.code, f.field, f.index, "%s", f.msg);
+        goto out;
+    }
     if (!canon) goto nomem;
     const uint8_t *rid = pr->rid;
     tdm_stored_robot *have = tdm_catalog_find_robot(srv->catalog, rid);

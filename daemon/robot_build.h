@@ -42,6 +42,14 @@ int tdm__robot_meshes(tdm_catalog *cat, int64_t tenant, const tdm_canon_mesh_ref
                       tdm_stored_mesh **meshes, tdm_robot_fail *f);
 int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, size_t srdf_len,
                           const tdm_canon_mesh_ref *refs, uint32_t n, tdm_robot **out, tdm_robot_fail *f);
+/* What a RobotPut can tell of max_robot_triangles before anything is built: the triangles of
+ * robot's distinct collision meshes (a stored mesh at a scale counted once, as the element trees
+ * share them: robot/robot_scene.h), a lower bound of what its first scene builds (primitives are
+ * counted there, as tessellated). robot was parsed with refs[0..n) (tdm__robot_parse_refs) and
+ * meshes[i] is refs[i]'s. 0 when within max (0: no limit), else TDM_ERANGE with *f filled
+ * (ERROR_LIMIT, field "meshes") or TDM_ENOMEM. O(elements log elements). */
+int tdm__robot_mesh_budget(const tdm_robot *robot, const tdm_canon_mesh_ref *refs, uint32_t n,
+                           tdm_stored_mesh *const *meshes, uint32_t max, tdm_robot_fail *f);
 
 /* Reads the planning scene in yaml[0..len) and builds robot's scene in it. The
  * robot's element trees are built once, by its first scene (mesh elements read

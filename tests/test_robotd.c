@@ -2294,6 +2294,73 @@ Test(robotd, robot_triangles_count_against_max_robot_triangles)
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
+/* A URDF of one link with a mesh element per scale in `scales` (a scale of 0: the mesh under
+ * its second filename, scale 1). */
+static char *bar_urdf(const double *scales, int n)
+{
+    char *t = malloc(4096);
+    cr_assert_not_null(t);
+    int k = snprintf(t, 4096, "<robot name='bars'><link name='base'>");
+    for (int i = 0; i < n; i++)
+        k += snprintf(t + k, 4096 - (size_t)k,
+                      "<collision><origin xyz='%d 0 0'/><geometry><mesh filename='%s' scale='%g %g %g'/></geometry>"
+                      "</collision>",
+                      i, scales[i] ? "meshes/bar.obj" : "meshes/bar2.obj", scales[i] ? scales[i] : 1,
+                      scales[i] ? scales[i] : 1, scales[i] ? scales[i] : 1);
+    snprintf(t + k, 4096 - (size_t)k, "</link></robot>");
+    return t;
+}
+
+/* RobotPut counts the robot's distinct meshes (a stored mesh at a scale once, whatever its
+ * filename) against max_robot_triangles before storing it: one sure to be over is refused and
+ * nothing is stored; one within is stored, and its scenes build. */
+Test(robotd, robot_put_counts_distinct_meshes_against_max_robot_triangles)
+{
+    tdm_mesh *m;
+    char err[256];
+    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &m, err, sizeof err), TDM_OK, "%s", err);
+    uint32_t t = m->n_tris;
+    tdm_mesh_free(m);
+    char limit[32];
+    snprintf(limit, sizeof limit, "%u", 2 * t); /* two distinct meshes and scales, not three */
+    const char *flags[] = {"--max-robot-triangles", limit, NULL};
+    dmn_start(&D, flags);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t bar[32], rid[32], sid[32];
+    put_bar(c, bar);
+    tdm_robot_mesh_ref refs[2] = {{"meshes/bar.obj", {0}}, {"meshes/bar2.obj", {0}}};
+    memcpy(refs[0].mesh_id, bar, 32);
+    memcpy(refs[1].mesh_id, bar, 32);
+    /* bar at 1 (three times, once under its second name) and at 2: two trees, 2t triangles */
+    const double ok_scales[5] = {1, 1, 0, 2, 2};
+    char *u = bar_urdf(ok_scales, 5);
+    cr_assert_eq(tdm_robot_put(c, "within", u, NULL, refs, 2, rid, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    free(u);
+    static const char world[] = "world:\n  collision_objects:\n    - id: box\n"
+                                "      primitives: [{type: box, dimensions: [0.2, 0.2, 0.2]}]\n"
+                                "      primitive_poses: [{position: [0, 5, 0], orientation: [0, 0, 0, 1]}]\n";
+    cr_assert_eq(tdm_robot_scene_put(c, "within", rid, world, sid, NULL, NULL), 0, "%s", tdm_client_errstr(c));
+    /* bar at 1, 2 and 3: three trees, 3t */
+    const double over_scales[4] = {1, 2, 0, 3};
+    u = bar_urdf(over_scales, 4);
+    uint8_t rid2[32];
+    expect_server_error(c, tdm_robot_put(c, "over", u, NULL, refs, 2, rid2, NULL, NULL), "three distinct bar trees",
+                        TDM_SERVER_LIMIT, "meshes", -1, "over max_robot_triangles");
+    char want[160];
+    snprintf(want, sizeof want, "have %u triangles (3 distinct meshes and scales", 3 * t);
+    cr_assert(strstr(tdm_client_server_error(c)->message, want), "%s", tdm_client_server_error(c)->message);
+    free(u);
+    tdm_robot_info *list;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 1, "%zu robots: the refused one is stored", n);
+    cr_assert_str_eq(list[0].name, "within");
+    tdm_robot_info_free(list);
+    cr_assert_eq(dmn_count_files(&D, "robots"), 1);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(robotd, concurrent_scene_puts_store_each_once)
 {
     static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
