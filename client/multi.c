@@ -51,6 +51,10 @@ typedef struct log_entry {
         struct { uint8_t robot_id[TDM_ID_BYTES]; char *world; } rscene;
     } u;
     int ephemeral; /* scenes: put ephemeral (tdm_multi_set_ephemeral_scenes when it was logged) */
+    /* scenes, once stored: their id and checked object pairs per query (what a server's
+       max_query_tasks counts; 0: not known), which bound the parts of their queries */
+    uint8_t scene_id[TDM_ID_BYTES];
+    uint32_t checks;
 } log_entry;
 
 enum { P_QUEUED, P_SENT, P_DONE };
@@ -95,6 +99,7 @@ typedef struct op {
     int created;
     uint32_t *movable;
     size_t movable_cap, n_movable_out;
+    uint32_t n_checks_out; /* a robot scene's checked pairs per configuration */
     /* outcome */
     int status; /* first failure that ends the call */
 } op;
@@ -684,7 +689,52 @@ static void on_broadcast(tdm_async *ac, const tdm_reply *r, void *priv)
     default:
         memcpy(o->id_out, r->u.robot_scene_put.scene_id, TDM_ID_BYTES);
         o->created = r->u.robot_scene_put.created;
+        o->n_checks_out = r->u.robot_scene_put.n_checks;
     }
+}
+
+static void *memdup(const void *p, size_t n);
+
+static int pair_cmp(const void *x, const void *y)
+{
+    const tdm_object_pair *a = x, *b = y;
+    return a->a != b->a ? (a->a < b->a ? -1 : 1) : (a->b > b->b) - (a->b < b->b);
+}
+
+static int object_cmp(const void *x, const void *y)
+{
+    const tdm_scene_object *a = x, *b = y;
+    return (a->object_id > b->object_id) - (a->object_id < b->object_id);
+}
+
+/* A scene's checked object pairs per query, as the server counts them (workpile/scene.c): every
+ * pair with a movable object, less the allowed ones (each once); 0 when it cannot tell (memory).
+ * Works on copies: the log replays the scene as it was put. */
+static uint32_t scene_checks(const log_entry *e)
+{
+    size_t n = e->u.scene.n, fixed = 0, na = e->u.scene.n_allowed;
+    tdm_scene_object *o = memdup(e->u.scene.objects, n * sizeof *o);
+    tdm_object_pair *p = memdup(e->u.scene.allowed, na * sizeof *p);
+    if ((n && !o) || (na && !p)) {
+        free(o);
+        free(p);
+        return 0;
+    }
+    if (n) qsort(o, n, sizeof *o, object_cmp);
+    for (size_t i = 0; i < n; i++) fixed += !o[i].movable;
+    uint64_t checks = (uint64_t)n * (n - (n > 0)) / 2 - (uint64_t)fixed * (fixed - (fixed > 0)) / 2;
+    for (size_t i = 0; i < na; i++)
+        if (p[i].a > p[i].b) p[i] = (tdm_object_pair){p[i].b, p[i].a};
+    if (na) qsort(p, na, sizeof *p, pair_cmp);
+    for (size_t i = 0; i < na; i++) {
+        if (i && !pair_cmp(&p[i - 1], &p[i])) continue;
+        tdm_scene_object ka = {.object_id = p[i].a}, kb = {.object_id = p[i].b};
+        const tdm_scene_object *a = bsearch(&ka, o, n, sizeof *o, object_cmp), *b = bsearch(&kb, o, n, sizeof *o, object_cmp);
+        if (a && b && a != b && (a->movable || b->movable) && checks) checks--;
+    }
+    free(o);
+    free(p);
+    return checks > UINT32_MAX ? 0 : (uint32_t)checks;
 }
 
 /* Appends e (taking its allocations) to the log and sends it to every connected server.
@@ -800,6 +850,9 @@ int tdm_multi_scene_put(tdm_multi *m, const char *name, const tdm_scene_object *
     op o = {.movable = movable, .movable_cap = movable_cap};
     rc = broadcast(m, &e, &o);
     if (rc) return rc;
+    log_entry *le = &m->log[m->log_len - 1]; /* the entry broadcast kept */
+    memcpy(le->scene_id, o.id_out, TDM_ID_BYTES);
+    le->checks = scene_checks(le);
     memcpy(scene_id, o.id_out, TDM_ID_BYTES);
     if (created) *created = o.created;
     if (n_movable) *n_movable = o.n_movable_out;
@@ -851,6 +904,9 @@ int tdm_multi_robot_scene_put(tdm_multi *m, const char *name, const uint8_t robo
     op o = {0};
     rc = broadcast(m, &e, &o);
     if (rc) return rc;
+    log_entry *le = &m->log[m->log_len - 1]; /* the entry broadcast kept */
+    memcpy(le->scene_id, o.id_out, TDM_ID_BYTES);
+    le->checks = o.n_checks_out;
     memcpy(scene_id, o.id_out, TDM_ID_BYTES);
     if (created) *created = o.created;
     return 0;
@@ -858,18 +914,50 @@ int tdm_multi_robot_scene_put(tdm_multi *m, const char *name, const uint8_t robo
 
 /* ---- batches: spread ------------------------------------------------------------------------- */
 
+/* The checked object pairs per query of a scene this context stored (the latest put of that
+ * id), 0 when not known (a scene stored by someone else). */
+static uint32_t logged_checks(const tdm_multi *m, const uint8_t *scene_id)
+{
+    for (size_t i = m->log_len; i-- > 0;) {
+        const log_entry *e = &m->log[i];
+        if ((e->kind == L_SCENE || e->kind == L_ROBOT_SCENE) && !memcmp(e->scene_id, scene_id, TDM_ID_BYTES))
+            return e->checks;
+    }
+    return 0;
+}
+
+/* Queries a part of op o may carry for server s's limits: max_queries, max_query_tasks over the
+ * scene's checked pairs, max_reply_pairs over the pairs a query may bring (0: no bound). */
+static uint64_t part_cap(const server *s, const op *o, uint32_t checks)
+{
+    const tdm_limits *l = &tdm_async_server_info(s->ac)->limits;
+    uint64_t cap = l->max_queries;
+    if (o->kind == OP_MOTIONS) return cap;
+    if (checks && l->max_query_tasks) {
+        uint64_t c = l->max_query_tasks / checks ? l->max_query_tasks / checks : 1;
+        if (!cap || c < cap) cap = c;
+    }
+    uint64_t per = o->max_contacts ? o->max_contacts : l->max_contacts;
+    if (o->want_pairs && per && l->max_reply_pairs) {
+        uint64_t c = l->max_reply_pairs / per ? l->max_reply_pairs / per : 1;
+        if (!cap || c < cap) cap = c;
+    }
+    return cap;
+}
+
 /* Cuts n into parts (one per usable server, at least min_part each, at most the smallest
- * max_queries a server reported) and runs them. */
+ * cap a server's limits give: part_cap) and runs them. */
 static int spread(tdm_multi *m, op *o, size_t n)
 {
     size_t usable = 0;
-    uint32_t maxq = 0;
+    uint64_t maxq = 0;
+    uint32_t checks = o->kind == OP_MOTIONS ? 0 : logged_checks(m, o->scene_id);
     for (size_t i = 0; i < m->n; i++) {
         const server *s = &m->servers[i];
         if (s->state == S_DOWN) continue;
         usable++;
         if (s->ac && (s->state == S_UP || s->state == S_REPLAYING)) {
-            uint32_t q = tdm_async_server_info(s->ac)->limits.max_queries;
+            uint64_t q = part_cap(s, o, checks);
             if (q && (!maxq || q < maxq)) maxq = q;
         }
     }

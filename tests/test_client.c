@@ -782,3 +782,105 @@ Test(client, a_forked_child_cannot_use_its_parents_connection, .timeout = 60)
     tdm_multi_free(m);
     dmn_cleanup(&d);
 }
+
+/* tdm_multi cuts a batch's parts by the servers' max_query_tasks over the scene's checked pairs
+ * (a robot scene's from its put's reply, a scene's counted from its objects and allowed pairs)
+ * and by max_reply_pairs with pairs, not only by max_queries: two daemons whose limits hold a few
+ * configurations (or 50 poses) a request answer batches of 300 as one daemon does in small ones. */
+Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
+{
+    dmn d[2];
+    const char *addrs[2];
+    const char *flags[2][5] = {{"--max-query-tasks", "100", "--max-reply-pairs", "2000", NULL},
+                               {"--max-query-tasks", "50", "--max-reply-pairs", "100", NULL}};
+    for (int i = 0; i < 2; i++) {
+        dmn_init(&d[i], "multitasks");
+        dmn_start(&d[i], flags[i]);
+        addrs[i] = d[i].tcp_addr;
+    }
+    tdm_connect_opts o = {.timeout_ms = 5000};
+    tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
+    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
+    float v[24];
+    uint32_t t[36];
+    size_t nv = 0, nt = 0;
+    for (const char *p = bar_obj; *p; p = strchr(p, '\n') + 1) {
+        if (p[0] == 'v') {
+            cr_assert_eq(sscanf(p, "v %f %f %f", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]), 3);
+            nv++;
+        } else if (p[0] == 'f') {
+            cr_assert_eq(sscanf(p, "f %u %u %u", &t[3 * nt], &t[3 * nt + 1], &t[3 * nt + 2]), 3);
+            for (int k = 0; k < 3; k++) t[3 * nt + k]--;
+            nt++;
+        }
+    }
+    tdm_robot_mesh_ref ref = {.filename = "meshes/bar.obj"};
+    cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, (uint32_t)nv, t, (uint32_t)nt, ref.mesh_id, NULL), 0, "%s",
+                 tdm_multi_errstr(m));
+    uint8_t robot[TDM_ID_BYTES], scene[TDM_ID_BYTES], rigid[TDM_ID_BYTES];
+    cr_assert_eq(tdm_multi_robot_put(m, "arm", urdf_text, srdf_text, &ref, 1, robot, NULL), 0, "%s",
+                 tdm_multi_errstr(m));
+    cr_assert_eq(tdm_multi_robot_scene_put(m, "test", robot, scene_text, scene, NULL), 0, "%s", tdm_multi_errstr(m));
+    /* a rigid scene of three bars, one movable, the fixed pair allowed (not checked anyway) and one
+       movable pair allowed: one checked pair a pose */
+    tdm_scene_object objs[3] = {{.object_id = 7, .movable = 1}, {.object_id = 2}, {.object_id = 5}};
+    for (int k = 0; k < 3; k++) memcpy(objs[k].mesh_id, ref.mesh_id, TDM_ID_BYTES);
+    objs[1].has_pose = objs[2].has_pose = 1;
+    const double far[7] = {0, 0, 5, 0, 0, 0, 1}, near[7] = {0, 0, 0, 0, 0, 0, 1};
+    memcpy(objs[1].pose, near, sizeof near);
+    memcpy(objs[2].pose, far, sizeof far);
+    tdm_object_pair allowed[2] = {{5, 2}, {5, 7}};
+    uint32_t movable[3];
+    size_t n_movable = 0;
+    cr_assert_eq(tdm_multi_scene_put(m, "bars", objs, 3, allowed, 2, rigid, NULL, movable, 3, &n_movable), 0, "%s",
+                 tdm_multi_errstr(m));
+    tdm_client *c = tdm_client_connect(d[1].tcp_addr, 5000);
+    cr_assert_eq(tdm_client_err(c), 0);
+    gen_rng g = {gen_seed(0x7a5)};
+    enum { N = 300 };
+    double q[N * 3], poses[N * 7];
+    for (size_t i = 0; i < N; i++) {
+        rand_cfg(&g, q + 3 * i);
+        for (int k = 0; k < 3; k++) poses[7 * i + k] = gen_range(&g, -0.5, 0.5);
+        poses[7 * i + 3] = poses[7 * i + 4] = poses[7 * i + 5] = 0, poses[7 * i + 6] = 1;
+    }
+    tdm_query_result want[N], got[N];
+    /* the reference: one daemon, in requests small enough for it */
+    for (size_t lo = 0; lo < N; lo += 2) {
+        cr_assert_eq(tdm_query_configs(c, scene, TDM_QUERY_BOOL, q + 3 * lo, 3, 2, 0, want + lo, NULL), 0, "%s",
+                     tdm_client_errstr(c));
+    }
+    /* one request of them all is over the limit */
+    cr_assert_neq(tdm_query_configs(c, scene, TDM_QUERY_BOOL, q, 3, N, 0, got, NULL), 0);
+    cr_assert_eq(tdm_client_server_error(c)->code, TDM_SERVER_LIMIT, "%s", tdm_client_errstr(c));
+    memset(got, 0xff, sizeof got);
+    cr_assert_eq(tdm_multi_query_configs(m, scene, TDM_QUERY_BOOL, q, 3, N, 0, got, NULL), 0, "%s",
+                 tdm_multi_errstr(m));
+    size_t colliding = 0;
+    for (size_t i = 0; i < N; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "configuration %zu", i);
+        colliding += want[i].colliding;
+    }
+    cr_assert(colliding > 0 && colliding < N, "%zu of %d configurations collide", colliding, N);
+    /* the rigid scene: 300 poses at one checked pair, in parts of at most 50; with pairs, of 100 / 8 */
+    for (size_t lo = 0; lo < N; lo += 25)
+        cr_assert_eq(tdm_query(c, rigid, TDM_QUERY_BOOL, poses + 7 * lo, 1, 25, 0, want + lo, NULL), 0, "%s",
+                     tdm_client_errstr(c));
+    cr_assert_eq(tdm_multi_query(m, rigid, TDM_QUERY_BOOL, poses, 1, N, 0, got, NULL), 0, "%s", tdm_multi_errstr(m));
+    colliding = 0;
+    for (size_t i = 0; i < N; i++) {
+        cr_assert_eq(got[i].colliding, want[i].colliding, "pose %zu", i);
+        colliding += want[i].colliding;
+    }
+    cr_assert(colliding > 0 && colliding < N, "%zu of %d poses collide", colliding, N);
+    tdm_pairs pairs = {malloc(sizeof(tdm_contact) * N * 8), N * 8, 0};
+    cr_assert_not_null(pairs.data);
+    cr_assert_eq(tdm_multi_query(m, rigid, TDM_QUERY_CONTACTS, poses, 1, N, 8, got, &pairs), 0, "%s",
+                 tdm_multi_errstr(m));
+    for (size_t i = 0; i < N; i++) cr_assert_eq(got[i].colliding, want[i].colliding, "pose %zu (contacts)", i);
+    cr_assert(pairs.count > 0 && pairs.count <= pairs.cap, "%zu pairs", pairs.count);
+    free(pairs.data);
+    tdm_client_free(c);
+    tdm_multi_free(m);
+    for (int i = 0; i < 2; i++) dmn_cleanup(&d[i]);
+}
