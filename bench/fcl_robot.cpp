@@ -66,6 +66,11 @@ int tdm_fcl_robot_geoms(const tdm_robot *robot, const std::vector<tdm_mesh *> &m
                         char *err, size_t errlen)
 {
     std::vector<tdm_fcl_geom> geoms(robot->n_collisions);
+    std::vector<uint32_t> owner(robot->n_collisions);
+    if (tdm_robot_elem_owners(robot, owner.data()) != TDM_OK) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     size_t next_mesh = 0;
     for (uint32_t e = 0; e < robot->n_collisions; e++) {
         const tdm_robot_collision &c = robot->collisions[e];
@@ -74,7 +79,7 @@ int tdm_fcl_robot_geoms(const tdm_robot *robot, const std::vector<tdm_mesh *> &m
         case TDM_SHAPE_MESH: {
             /* robot/robot_scene.c loads a mesh once for the elements of one path and scale
                (tdm_robot_elems.owner): the first such element's geometry serves the others */
-            uint32_t k = tdm_robot_elem_first_same(robot, e);
+            uint32_t k = owner[e];
             if (k != e) {
                 g = geoms[k];
                 break;

@@ -184,6 +184,52 @@ uint32_t tdm_robot_elem_first_same(const tdm_robot *r, uint32_t e)
     return e;
 }
 
+static int dcmp(double a, double b) { return a < b ? -1 : a > b; } /* -0 and 0 alike, as == */
+
+typedef struct elem_key {
+    const tdm_robot_collision *c;
+    uint32_t e;
+} elem_key;
+
+/* first_same's sameness as an order: the shape type, then a mesh's scale and path or a
+ * primitive's size; 0 exactly when tdm_robot_elem_first_same calls two elements the same. */
+static int shape_cmp(const tdm_robot_collision *a, const tdm_robot_collision *b)
+{
+    int c = (a->shape > b->shape) - (a->shape < b->shape);
+    if (c) return c;
+    if (a->shape == TDM_SHAPE_MESH) {
+        if (!(c = dcmp(a->scale.x, b->scale.x)) && !(c = dcmp(a->scale.y, b->scale.y)) &&
+            !(c = dcmp(a->scale.z, b->scale.z)))
+            c = strcmp(a->mesh_path, b->mesh_path);
+        return c;
+    }
+    for (int k = 0; k < 3 && !c; k++) c = dcmp(a->size[k], b->size[k]);
+    return c;
+}
+
+/* by shape, then by index: each run of one shape starts with its owner */
+static int elem_key_cmp(const void *x, const void *y)
+{
+    const elem_key *a = x, *b = y;
+    int c = shape_cmp(a->c, b->c);
+    return c ? c : (a->e > b->e) - (a->e < b->e);
+}
+
+int tdm_robot_elem_owners(const tdm_robot *r, uint32_t *owner)
+{
+    uint32_t n = r->n_collisions;
+    elem_key *k = malloc(sizeof *k * (n ? n : 1));
+    if (!k) return TDM_ENOMEM;
+    for (uint32_t e = 0; e < n; e++) k[e] = (elem_key){&r->collisions[e], e};
+    qsort(k, n, sizeof *k, elem_key_cmp);
+    for (uint32_t i = 0, first = 0; i < n; i++) {
+        if (i == 0 || shape_cmp(k[i - 1].c, k[i].c)) first = k[i].e;
+        owner[k[i].e] = first;
+    }
+    free(k);
+    return TDM_OK;
+}
+
 int tdm_robot_elems_create(const tdm_robot *r, tdm_robot_mesh_loader load, void *ctx, double tolerance,
                            tdm_robot_elems **out, char *err, size_t errlen)
 {
@@ -210,13 +256,14 @@ int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader loa
     el->bvhs = calloc(el->n, sizeof *el->bvhs);
     el->owner = calloc(el->n, sizeof *el->owner);
     el->solids = calloc(el->n, sizeof *el->solids); /* all-zero: not solid */
-    if (!el->bvhs || !el->owner || !el->solids || tdm_shape_cache_create(&el->shapes) != TDM_OK) goto fail;
+    if (!el->bvhs || !el->owner || !el->solids || tdm_shape_cache_create(&el->shapes) != TDM_OK ||
+        tdm_robot_elem_owners(r, el->owner) != TDM_OK)
+        goto fail;
     char what[TDM_ROBOT_MAX_NAME + 64];
     uint64_t tris = 0;
     for (uint32_t e = 0; e < r->n_collisions; e++) {
         const tdm_robot_collision *c = &r->collisions[e];
-        uint32_t k = tdm_robot_elem_first_same(r, e);
-        el->owner[e] = k;
+        uint32_t k = el->owner[e];
         if (k != e) { /* the tree and true shape of an earlier element of the same shape */
             el->bvhs[e] = el->bvhs[k];
             el->solids[e] = el->solids[k];

@@ -179,6 +179,9 @@ int tdm_robot_elems_create_limited(const tdm_robot *r, tdm_robot_mesh_loader loa
  * (tdm_robot_elems.owner), e itself if none. O(e): a robot has at most
  * TDM_ROBOT_MAX_COLLISIONS elements. */
 uint32_t tdm_robot_elem_first_same(const tdm_robot *r, uint32_t e);
+/* owner[e] = tdm_robot_elem_first_same(r, e) for every element at once (owner: room for
+ * r->n_collisions), in O(E log E) by sorting them by shape instead of O(E^2). 0 or TDM_ENOMEM. */
+int tdm_robot_elem_owners(const tdm_robot *r, uint32_t *owner);
 void tdm_robot_elems_destroy(tdm_robot_elems *el);
 /* tdm_robot_scene_create for el's robot, its element trees borrowed from el (which
  * must outlive the scene), its world primitives' trees held from el's shape cache:

@@ -720,6 +720,40 @@ Test(robot_scene, repeated_element_shapes_share_a_tree)
     rep_free(&w);
 }
 
+/* tdm_robot_elem_owners (sorted, O(E log E)) against its definition, tdm_robot_elem_first_same
+ * (each element against every earlier one), on random elements drawn from few shapes: every
+ * type, sizes and scales with -0 and 0 among them, three mesh paths. */
+Test(robot_scene, element_owners_equal_first_same)
+{
+    gen_rng g = {seed ^ 0x0e1e};
+    static const char *const paths[3] = {"a.stl", "b.stl", "a.stl "};
+    static const double vals[4] = {0.5, 1.0, 0.0, -0.0};
+    for (int round = 0; round < 20; round++) {
+        uint32_t n = 1 + (uint32_t)gen_range(&g, 0, 3000);
+        tdm_robot r = {0};
+        r.n_collisions = n;
+        r.collisions = calloc(n, sizeof *r.collisions);
+        uint32_t *owner = malloc(n * sizeof *owner);
+        cr_assert(r.collisions && owner);
+        for (uint32_t e = 0; e < n; e++) {
+            tdm_robot_collision *c = &r.collisions[e];
+            c->shape = (tdm_shape_type)(int)gen_range(&g, 0, 4.999);
+            for (int k = 0; k < 3; k++) c->size[k] = vals[(int)gen_range(&g, 0, 3.999)];
+            c->scale = (tdm_dvec3){vals[(int)gen_range(&g, 0, 3.999)], vals[(int)gen_range(&g, 0, 1.999)], 1};
+            if (c->shape == TDM_SHAPE_MESH) c->mesh_path = (char *)paths[(int)gen_range(&g, 0, 2.999)];
+        }
+        cr_assert_eq(tdm_robot_elem_owners(&r, owner), TDM_OK);
+        size_t shared = 0;
+        for (uint32_t e = 0; e < n; e++) {
+            cr_assert_eq(owner[e], tdm_robot_elem_first_same(&r, e), "round %d, element %u of %u", round, e, n);
+            shared += owner[e] != e;
+        }
+        cr_assert(n < 1000 || shared > n / 2, "a test that means something: %zu of %u share", shared, n);
+        free(owner);
+        free(r.collisions);
+    }
+}
+
 /* The device's kinematics and checks over the shared trees (each added once per object
  * that uses it): the GPU engine's answers equal the CPU engine's. */
 Test(robot_scene, repeated_element_shapes_on_gpu_match_cpu_engine)
