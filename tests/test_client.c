@@ -621,6 +621,26 @@ Test(client, bench_load_fd_limit)
 #define RQ 250
 #define RM 40
 
+/* bar.obj, read here: 8 vertices, 12 triangles (1-based in the file) */
+static void bar_mesh(float v[24], uint32_t t[36], size_t *n_verts, size_t *n_tris)
+{
+    size_t nv = 0, nt = 0;
+    for (const char *p = bar_obj; *p; p = strchr(p, '\n') + 1) {
+        if (p[0] == 'v') {
+            cr_assert_lt(nv, 8);
+            cr_assert_eq(sscanf(p, "v %f %f %f", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]), 3);
+            nv++;
+        } else if (p[0] == 'f') {
+            cr_assert_lt(nt, 12);
+            cr_assert_eq(sscanf(p, "f %u %u %u", &t[3 * nt], &t[3 * nt + 1], &t[3 * nt + 2]), 3);
+            for (int k = 0; k < 3; k++) t[3 * nt + k]--;
+            nt++;
+        }
+    }
+    *n_verts = nv;
+    *n_tris = nt;
+}
+
 static void rand_cfg(gen_rng *g, double *q)
 {
     q[0] = gen_range(g, -3.14, 3.14);
@@ -640,21 +660,10 @@ Test(client, multi_robots, .timeout = 120)
     tdm_connect_opts o = {.timeout_ms = 5000};
     tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
     cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
-    /* bar.obj, read here: 8 vertices, 12 triangles (1-based in the file) */
     float v[24];
     uint32_t t[36];
-    size_t nv = 0, nt = 0;
-    for (const char *p = bar_obj; *p;) {
-        if (p[0] == 'v') {
-            cr_assert_eq(sscanf(p, "v %f %f %f", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]), 3);
-            nv++;
-        } else if (p[0] == 'f') {
-            cr_assert_eq(sscanf(p, "f %u %u %u", &t[3 * nt], &t[3 * nt + 1], &t[3 * nt + 2]), 3);
-            for (int k = 0; k < 3; k++) t[3 * nt + k]--;
-            nt++;
-        }
-        p = strchr(p, '\n') + 1;
-    }
+    size_t nv, nt;
+    bar_mesh(v, t, &nv, &nt);
     tdm_robot_mesh_ref ref = {.filename = "meshes/bar.obj"};
     cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, (uint32_t)nv, t, (uint32_t)nt, ref.mesh_id, NULL), 0, "%s",
                  tdm_multi_errstr(m));
@@ -803,17 +812,8 @@ Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
     cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
     float v[24];
     uint32_t t[36];
-    size_t nv = 0, nt = 0;
-    for (const char *p = bar_obj; *p; p = strchr(p, '\n') + 1) {
-        if (p[0] == 'v') {
-            cr_assert_eq(sscanf(p, "v %f %f %f", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]), 3);
-            nv++;
-        } else if (p[0] == 'f') {
-            cr_assert_eq(sscanf(p, "f %u %u %u", &t[3 * nt], &t[3 * nt + 1], &t[3 * nt + 2]), 3);
-            for (int k = 0; k < 3; k++) t[3 * nt + k]--;
-            nt++;
-        }
-    }
+    size_t nv, nt;
+    bar_mesh(v, t, &nv, &nt);
     tdm_robot_mesh_ref ref = {.filename = "meshes/bar.obj"};
     cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, (uint32_t)nv, t, (uint32_t)nt, ref.mesh_id, NULL), 0, "%s",
                  tdm_multi_errstr(m));
