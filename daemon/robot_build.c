@@ -72,50 +72,32 @@ int tdm__robot_meshes(tdm_catalog *cat, int64_t tenant, const tdm_canon_mesh_ref
     return TDM_OK;
 }
 
-typedef struct mesh_use {
-    const tdm_stored_mesh *mesh;
-    double scale[3];
-} mesh_use;
-
-static int mesh_use_cmp(const void *x, const void *y)
-{
-    const mesh_use *a = x, *b = y;
-    if (a->mesh != b->mesh) return (uintptr_t)a->mesh < (uintptr_t)b->mesh ? -1 : 1;
-    return memcmp(a->scale, b->scale, sizeof a->scale);
-}
-
 int tdm__robot_mesh_budget(const tdm_robot *robot, const tdm_canon_mesh_ref *refs, uint32_t n,
                            tdm_stored_mesh *const *meshes, uint32_t max, tdm_robot_fail *f)
 {
     f->field = "meshes";
     f->index = -1;
     if (!max) return TDM_OK;
-    mesh_use *u = malloc(sizeof *u * (robot->n_collisions ? robot->n_collisions : 1));
-    if (!u) {
+    /* the element trees' own sameness (a mesh element's path is its mesh id here) */
+    uint32_t *owner = malloc(sizeof *owner * (robot->n_collisions ? robot->n_collisions : 1));
+    if (!owner || tdm_robot_elem_owners(robot, owner) != TDM_OK) {
+        free(owner);
         f->code = E(NO_MEMORY);
         snprintf(f->msg, sizeof f->msg, "out of memory for a robot");
         return TDM_ENOMEM;
     }
-    size_t k = 0;
+    uint64_t sum = 0;
+    size_t distinct = 0;
     for (uint32_t e = 0; e < robot->n_collisions; e++) {
         const tdm_robot_collision *c = &robot->collisions[e];
-        if (c->shape != TDM_SHAPE_MESH || !c->mesh_uri) continue;
+        if (c->shape != TDM_SHAPE_MESH || owner[e] != e) continue;
         tdm_canon_mesh_ref key = {c->mesh_uri, (uint32_t)strlen(c->mesh_uri), {0}};
         const tdm_canon_mesh_ref *r = bsearch(&key, refs, n, sizeof key, tdm_canon_mesh_ref_cmp);
         if (!r) continue; /* the parse resolved every one: not reached */
-        u[k] = (mesh_use){meshes[r - refs], {c->scale.x, c->scale.y, c->scale.z}};
-        for (int a = 0; a < 3; a++) u[k].scale[a] += 0.0; /* -0 and 0 one scale, as the trees' rule */
-        k++;
+        sum += meshes[r - refs]->n_tris;
+        distinct++;
     }
-    qsort(u, k, sizeof *u, mesh_use_cmp);
-    uint64_t sum = 0;
-    size_t distinct = 0;
-    for (size_t i = 0; i < k; i++)
-        if (i == 0 || mesh_use_cmp(&u[i - 1], &u[i]) != 0) {
-            sum += u[i].mesh->n_tris;
-            distinct++;
-        }
-    free(u);
+    free(owner);
     if (sum <= max) return TDM_OK;
     f->code = E(LIMIT);
     snprintf(f->msg, sizeof f->msg,

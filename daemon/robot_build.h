@@ -47,7 +47,8 @@ int tdm__robot_parse_refs(const char *urdf, size_t urdf_len, const char *srdf, s
  * share them: robot/robot_scene.h), a lower bound of what its first scene builds (primitives are
  * counted there, as tessellated). robot was parsed with refs[0..n) (tdm__robot_parse_refs) and
  * meshes[i] is refs[i]'s. 0 when within max (0: no limit), else TDM_ERANGE with *f filled
- * (ERROR_LIMIT, field "meshes") or TDM_ENOMEM. O(elements log elements). */
+ * (ERROR_LIMIT, field "meshes") or TDM_ENOMEM. O(elements log elements): the elements' owners are
+ * tdm_robot_elem_owners'. */
 int tdm__robot_mesh_budget(const tdm_robot *robot, const tdm_canon_mesh_ref *refs, uint32_t n,
                            tdm_stored_mesh *const *meshes, uint32_t max, tdm_robot_fail *f);
 
