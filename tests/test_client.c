@@ -793,7 +793,7 @@ Test(client, a_forked_child_cannot_use_its_parents_connection, .timeout = 60)
 }
 
 /* tdm_multi cuts a batch's parts by the servers' max_query_tasks over the scene's checked pairs
- * (a robot scene's from its put's reply, a scene's counted from its objects and allowed pairs)
+ * (a robot scene's from its put's reply, a scene's bounded by its movable objects)
  * and by max_reply_pairs with pairs, not only by max_queries: two daemons whose limits hold a few
  * configurations (or 50 poses) a request answer batches of 300 as one daemon does in small ones. */
 Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
@@ -822,7 +822,7 @@ Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
                  tdm_multi_errstr(m));
     cr_assert_eq(tdm_multi_robot_scene_put(m, "test", robot, scene_text, scene, NULL), 0, "%s", tdm_multi_errstr(m));
     /* a rigid scene of three bars, one movable, the fixed pair allowed (not checked anyway) and one
-       movable pair allowed: one checked pair a pose */
+       movable pair allowed: one checked pair a pose (two by the bound tdm_multi cuts by) */
     tdm_scene_object objs[3] = {{.object_id = 7, .movable = 1}, {.object_id = 2}, {.object_id = 5}};
     for (int k = 0; k < 3; k++) memcpy(objs[k].mesh_id, ref.mesh_id, TDM_ID_BYTES);
     objs[1].has_pose = objs[2].has_pose = 1;
@@ -862,7 +862,7 @@ Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
         colliding += want[i].colliding;
     }
     cr_assert(colliding > 0 && colliding < N, "%zu of %d configurations collide", colliding, N);
-    /* the rigid scene: 300 poses at one checked pair, in parts of at most 50; with pairs, of 100 / 8 */
+    /* the rigid scene: 300 poses, in parts of at most 50 / 2; with pairs, of 100 / 8 */
     for (size_t lo = 0; lo < N; lo += 25)
         cr_assert_eq(tdm_query(c, rigid, TDM_QUERY_BOOL, poses + 7 * lo, 1, 25, 0, want + lo, NULL), 0, "%s",
                      tdm_client_errstr(c));
