@@ -621,10 +621,23 @@ Test(client, bench_load_fd_limit)
 #define RQ 250
 #define RM 40
 
-/* bar.obj, read here: 8 vertices, 12 triangles (1-based in the file) */
-static void bar_mesh(float v[24], uint32_t t[36], size_t *n_verts, size_t *n_tris)
+/* Two daemons (named `name`, started with flags[i], which may be NULL) behind one tdm_multi,
+ * with bar.obj (read here: 8 vertices, 12 triangles, 1-based in the file) stored on both as
+ * bar's mesh. */
+static tdm_multi *two_with_bar(dmn d[2], const char *name, const char *const *flags[2], tdm_robot_mesh_ref *bar)
 {
-    size_t nv = 0, nt = 0;
+    const char *addrs[2];
+    for (int i = 0; i < 2; i++) {
+        dmn_init(&d[i], name);
+        dmn_start(&d[i], flags[i]);
+        addrs[i] = d[i].tcp_addr;
+    }
+    tdm_connect_opts o = {.timeout_ms = 5000};
+    tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
+    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
+    float v[24];
+    uint32_t t[36];
+    uint32_t nv = 0, nt = 0;
     for (const char *p = bar_obj; *p; p = strchr(p, '\n') + 1) {
         if (p[0] == 'v') {
             cr_assert_lt(nv, 8);
@@ -637,8 +650,9 @@ static void bar_mesh(float v[24], uint32_t t[36], size_t *n_verts, size_t *n_tri
             nt++;
         }
     }
-    *n_verts = nv;
-    *n_tris = nt;
+    *bar = (tdm_robot_mesh_ref){.filename = "meshes/bar.obj"};
+    cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, nv, t, nt, bar->mesh_id, NULL), 0, "%s", tdm_multi_errstr(m));
+    return m;
 }
 
 static void rand_cfg(gen_rng *g, double *q)
@@ -651,22 +665,9 @@ static void rand_cfg(gen_rng *g, double *q)
 Test(client, multi_robots, .timeout = 120)
 {
     dmn d[2];
-    const char *addrs[2];
-    for (int i = 0; i < 2; i++) {
-        dmn_init(&d[i], "multirobot");
-        dmn_start(&d[i], NULL);
-        addrs[i] = d[i].tcp_addr;
-    }
-    tdm_connect_opts o = {.timeout_ms = 5000};
-    tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
-    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
-    float v[24];
-    uint32_t t[36];
-    size_t nv, nt;
-    bar_mesh(v, t, &nv, &nt);
-    tdm_robot_mesh_ref ref = {.filename = "meshes/bar.obj"};
-    cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, (uint32_t)nv, t, (uint32_t)nt, ref.mesh_id, NULL), 0, "%s",
-                 tdm_multi_errstr(m));
+    const char *const *no_flags[2] = {NULL, NULL};
+    tdm_robot_mesh_ref ref;
+    tdm_multi *m = two_with_bar(d, "multirobot", no_flags, &ref);
     uint8_t robot[TDM_ID_BYTES], scene[TDM_ID_BYTES], robot1[TDM_ID_BYTES], scene1[TDM_ID_BYTES];
     cr_assert_eq(tdm_multi_robot_put(m, "arm", urdf_text, srdf_text, &ref, 1, robot, NULL), 0, "%s",
                  tdm_multi_errstr(m));
@@ -799,24 +800,11 @@ Test(client, a_forked_child_cannot_use_its_parents_connection, .timeout = 60)
 Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
 {
     dmn d[2];
-    const char *addrs[2];
-    const char *flags[2][5] = {{"--max-query-tasks", "100", "--max-reply-pairs", "2000", NULL},
-                               {"--max-query-tasks", "50", "--max-reply-pairs", "100", NULL}};
-    for (int i = 0; i < 2; i++) {
-        dmn_init(&d[i], "multitasks");
-        dmn_start(&d[i], flags[i]);
-        addrs[i] = d[i].tcp_addr;
-    }
-    tdm_connect_opts o = {.timeout_ms = 5000};
-    tdm_multi *m = tdm_multi_connect(addrs, 2, &o);
-    cr_assert_eq(tdm_multi_err(m), 0, "%s", tdm_multi_errstr(m));
-    float v[24];
-    uint32_t t[36];
-    size_t nv, nt;
-    bar_mesh(v, t, &nv, &nt);
-    tdm_robot_mesh_ref ref = {.filename = "meshes/bar.obj"};
-    cr_assert_eq(tdm_multi_mesh_put(m, "bar", v, (uint32_t)nv, t, (uint32_t)nt, ref.mesh_id, NULL), 0, "%s",
-                 tdm_multi_errstr(m));
+    static const char *const f0[] = {"--max-query-tasks", "100", "--max-reply-pairs", "2000", NULL};
+    static const char *const f1[] = {"--max-query-tasks", "50", "--max-reply-pairs", "100", NULL};
+    const char *const *flags[2] = {f0, f1};
+    tdm_robot_mesh_ref ref;
+    tdm_multi *m = two_with_bar(d, "multitasks", flags, &ref);
     uint8_t robot[TDM_ID_BYTES], scene[TDM_ID_BYTES], rigid[TDM_ID_BYTES];
     cr_assert_eq(tdm_multi_robot_put(m, "arm", urdf_text, srdf_text, &ref, 1, robot, NULL), 0, "%s",
                  tdm_multi_errstr(m));
