@@ -111,7 +111,8 @@ int tandem_checker::motions(const double *ab, size_t n, double resolution, bool 
         return motions_remote(ab, n, resolution, need_first, first, last_free);
     /* the probes of every motion in one local run; those a probe answers are done */
     const size_t j = n_joints;
-    std::vector<uint64_t> ns(n);
+    std::vector<uint64_t> &ns = probe_n_;
+    ns.resize(n);
     probe_q_.clear();
     for (size_t i = 0; i < n; i++) {
         const double *a = ab + i * 2 * j, *b = a + j;

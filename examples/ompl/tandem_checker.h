@@ -86,6 +86,7 @@ private:
     unsigned local_probes_ = 0;
     std::vector<tdm_sched_result> local_res_;
     std::vector<double> probe_q_, rest_ab_;
+    std::vector<uint64_t> probe_n_; /* each motion's state count */
     std::vector<size_t> rest_;
     std::vector<int64_t> rest_first_;
     int local_run(const double *q, size_t n);
