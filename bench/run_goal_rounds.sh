@@ -97,7 +97,7 @@ pct() { awk -v x="${1:-0}" 'BEGIN { printf "%.0f %%", 100 * x }'; }
 rows=()
 ratios=()
 busy_f="" busy_t="" # each row's busy shares, rounds in order ("96 %, 95 %")
-declare -A alt_rows=() alt_ratios=() busy_a=() alt_got=()
+declare -a alt_rows=() alt_ratios=() busy_a=() alt_got=() # by extra row
 alt_row() { # round, alternative
     local more
     read -r -a more <<< "${alts[$2]}"
