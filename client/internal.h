@@ -244,6 +244,9 @@ TDM__HIDDEN int tdm__client_local_error(tdm_client *c, int code, const char *msg
 /* The same for a tdm_multi (multi.c): sets its error and message, returns code. */
 TDM__HIDDEN int tdm__multi_local_error(tdm_multi *m, int code, const char *msg);
 
+/* A whole text file, NUL-terminated, malloc'd (robot_files.c); NULL with a message in err. */
+TDM__HIDDEN char *tdm__read_text(const char *path, char *err, size_t errlen);
+
 /* ---- fork() (client.c) ---- */
 
 /* The process's fork generation: bumped in every child of fork() (pthread_atfork, registered at

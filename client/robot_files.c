@@ -16,8 +16,7 @@
 #include "../tools/io.h"
 #include "internal.h"
 
-/* A whole text file, NUL-terminated; NULL with a message in err. */
-static char *read_text(const char *path, char *err, size_t errlen)
+char *tdm__read_text(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -110,11 +109,11 @@ static int put_files(const store *st, const char *name, const char *urdf_path, c
     }
     tdm_robot *r = NULL;
     if (tdm_robot_load(urdf_path, srdf_path, &r, err, sizeof err) != 0) goto local;
-    char *urdf = read_text(urdf_path, err, sizeof err), *srdf = NULL;
+    char *urdf = tdm__read_text(urdf_path, err, sizeof err), *srdf = NULL;
     tdm_robot_mesh_ref *refs = calloc(r->n_collisions ? r->n_collisions : 1, sizeof *refs);
     size_t n = 0;
     int rc = TDM_CLIENT_EINVAL;
-    if (!urdf || (srdf_path && !(srdf = read_text(srdf_path, err, sizeof err)))) goto fail;
+    if (!urdf || (srdf_path && !(srdf = tdm__read_text(srdf_path, err, sizeof err)))) goto fail;
     if (!refs) {
         rc = TDM_CLIENT_ENOMEM;
         tdm__fmt(err, sizeof err, "out of memory");
@@ -190,7 +189,7 @@ int tdm_robot_scene_put_file(tdm_client *c, const char *name, const uint8_t robo
 {
     char err[512];
     if (!yaml_path) return tdm__client_local_error(c, TDM_CLIENT_EINVAL, "yaml_path is NULL");
-    char *yaml = read_text(yaml_path, err, sizeof err);
+    char *yaml = tdm__read_text(yaml_path, err, sizeof err);
     if (!yaml) return tdm__client_local_error(c, TDM_CLIENT_EINVAL, err);
     int rc = tdm_robot_scene_put(c, name, robot_id, yaml, scene_id, created, info);
     free(yaml);
@@ -202,7 +201,7 @@ int tdm_multi_robot_scene_put_file(tdm_multi *m, const char *name, const uint8_t
 {
     char err[512];
     if (!yaml_path) return tdm__multi_local_error(m, TDM_CLIENT_EINVAL, "yaml_path is NULL");
-    char *yaml = read_text(yaml_path, err, sizeof err);
+    char *yaml = tdm__read_text(yaml_path, err, sizeof err);
     if (!yaml) return tdm__multi_local_error(m, TDM_CLIENT_EINVAL, err);
     int rc = tdm_multi_robot_scene_put(m, name, robot_id, yaml, scene_id, created);
     free(yaml);

@@ -61,6 +61,8 @@ static void suite_init(void)
     write_file("arm.urdf", arm_urdf_text);
     write_file("arm.srdf", arm_srdf_text);
     write_file("scene.yaml", arm_scene_text);
+    std::string other = std::string(arm_scene_text) + "# another scene, by one comment\n";
+    write_file("other.yaml", other.c_str());
 }
 
 static void suite_fini(void) { dmn_cleanup(&D); }
@@ -73,6 +75,7 @@ TestSuite(ompl_checker, .init = suite_init, .fini = suite_fini, .timeout = 240);
  * a local model. */
 struct both {
     tdm_client *c = NULL;
+    uint8_t scene_id[TDM_ID_BYTES]; /* the stored scene's */
     tdm_robot *robot = NULL;
     tdm_planning_scene *ps = NULL;
     tdm_robot_scene *rs = NULL;
@@ -85,7 +88,7 @@ struct both {
         dmn_start(&D, flags);
         c = tdm_client_connect(D.unix_addr, 10000);
         cr_assert(c && !tdm_client_err(c), "connect: %s", c ? tdm_client_errstr(c) : "");
-        uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
+        uint8_t robot_id[TDM_ID_BYTES];
         cr_assert_eq(tdm_robot_put_files(c, "arm", path("arm.urdf"), path("arm.srdf"), robot_id, NULL, NULL), 0, "%s",
                      tdm_client_errstr(c));
         cr_assert_eq(tdm_robot_scene_put_file(c, "post", robot_id, path("scene.yaml"), scene_id, NULL, NULL), 0, "%s",
@@ -120,6 +123,25 @@ static void random_config(gen_rng *g, double q[2])
     q[1] = gen_range(g, -2.6, 2.6);
 }
 
+/* libtandem's local engine and its copy of a world (scene.yaml: the stored one's) */
+struct local_copy {
+    tdm_local *l = tdm_local_create();
+    tdm_local_robot *r = NULL;
+    tdm_local_scene *s = NULL;
+    explicit local_copy(const char *world = "scene.yaml")
+    {
+        cr_assert_not_null(l);
+        cr_assert_eq(tdm_local_robot_load(l, path("arm.urdf"), path("arm.srdf"), &r), 0, "%s", tdm_local_errstr(l));
+        cr_assert_eq(tdm_local_scene_create_file(l, r, path(world), &s), 0, "%s", tdm_local_errstr(l));
+    }
+    ~local_copy()
+    {
+        tdm_local_scene_free(s);
+        tdm_local_robot_free(r);
+        tdm_local_free(l);
+    }
+};
+
 Test(ompl_checker, states_in_batches_equal_the_oracle)
 {
     both b;
@@ -151,10 +173,12 @@ Test(ompl_checker, states_in_batches_equal_the_oracle)
 Test(ompl_checker, local_states_equal_the_oracle)
 {
     both b;
-    std::string why;
-    tdm_sched *sched = local_cpu_engine(&why);
-    cr_assert_not_null(sched, "%s", why.c_str());
-    b.tdm->answer_states_locally(sched, b.rs, 4);
+    /* a copy of another world is refused: its answers would be that world's */
+    local_copy other("other.yaml"), lc;
+    cr_assert_eq(b.tdm->answer_states_locally(other.l, other.s, 4), -1);
+    cr_assert(strstr(b.tdm->error().c_str(), "is not the stored one"), "%s", b.tdm->error().c_str());
+    b.tdm.reset(new tandem_checker(b.c, b.scene_id, 2));
+    cr_assert_eq(b.tdm->answer_states_locally(lc.l, lc.s, 4), 0, "%s", b.tdm->error().c_str());
     gen_rng g = {seed ^ 0x10ca1ull};
     const size_t n = 300;
     std::vector<double> q(2 * n);
@@ -186,9 +210,7 @@ Test(ompl_checker, local_states_equal_the_oracle)
     double bad[2] = {NAN, 0};
     uint8_t vb = 7;
     cr_assert_eq(b.tdm->states(bad, 1, &vb), -1);
-    cr_assert(strstr(b.tdm->error().c_str(), "CPU engine"), "%s", b.tdm->error().c_str());
-    b.tdm.reset();
-    tdm_sched_destroy(sched);
+    cr_assert(strstr(b.tdm->error().c_str(), "local engine"), "%s", b.tdm->error().c_str());
 }
 
 /* tandem_checker's local probes: an any-state motion whose first 4 states of the
@@ -197,10 +219,8 @@ Test(ompl_checker, local_states_equal_the_oracle)
 Test(ompl_checker, local_probes_answer_as_the_oracle)
 {
     both b;
-    std::string why;
-    tdm_sched *sched = local_cpu_engine(&why);
-    cr_assert_not_null(sched, "%s", why.c_str());
-    b.tdm->answer_states_locally(sched, b.rs, 0, 4);
+    local_copy lc;
+    cr_assert_eq(b.tdm->answer_states_locally(lc.l, lc.s, 0, 4), 0, "%s", b.tdm->error().c_str());
     gen_rng g = {seed ^ 0x9b0bull};
     const size_t n = 200;
     std::vector<double> ab(4 * n);
@@ -246,8 +266,6 @@ Test(ompl_checker, local_probes_answer_as_the_oracle)
         long nk = 0;
         cr_assert_eq(ffirst[i], arm_oracle_motion(&ab[4 * i], &ab[4 * i + 2], RES, &nk), "motion %zu", i);
     }
-    b.tdm.reset();
-    tdm_sched_destroy(sched);
 }
 
 Test(ompl_checker, motions_in_batches_equal_the_oracle)

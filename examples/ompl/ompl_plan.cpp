@@ -131,8 +131,8 @@ struct shared_ctx {
     uint8_t robot_id[TDM_ID_BYTES];
     std::vector<double> lo, hi;
     std::map<tdm_client *, std::string> conn_names; /* set before the planners start */
-    tdm_robot_elems *elems = NULL; /* --local-states/probes: the robot's element trees, for each problem's local scene */
-    ~shared_ctx() { tdm_robot_elems_destroy(elems); }
+    tdm_local_robot *local_robot = NULL; /* --local-states/probes: libtandem's copy of the stored robot */
+    ~shared_ctx() { tdm_local_robot_free(local_robot); }
 };
 
 /* One problem's local model: its planning scene, the robot scene and FCL's model. */
@@ -237,7 +237,7 @@ void plan(shared_ctx &sh, plan_checker *c, const std::vector<double> &start, con
 }
 
 /* Sets up and plans problem pf on this planner's connection (Tandem) or in process. */
-void run_problem(shared_ctx &sh, tdm_client *c, tdm_sched *local, const problem_file &pf, uint64_t seed,
+void run_problem(shared_ctx &sh, tdm_client *c, tdm_local *local, const problem_file &pf, uint64_t seed,
                  outcome *out)
 {
     const options &o = sh.o;
@@ -269,18 +269,19 @@ void run_problem(shared_ctx &sh, tdm_client *c, tdm_sched *local, const problem_
         out->setup_s = now() - t_setup;
         if (rc < 0) return;
         tandem_checker tc(c, lease.id, sh.robot->n_active, sh.o.motion_any);
-        /* --local-states/probes: the same robot scene in process, for the CPU engine's few states */
-        tdm_robot_scene *local_rs = NULL;
+        /* --local-states/probes: libtandem's copy of the stored scene, for the local engine's few states */
+        tdm_local_scene *local_sc = NULL;
         if (local) {
-            if (tdm_robot_scene_create_shared(sh.elems, ls.ps, &local_rs, e, sizeof e)) {
-                out->error = pf.scene + ": " + e;
+            if (tdm_local_scene_create_file(local, sh.local_robot, pf.scene.c_str(), &local_sc) ||
+                tc.answer_states_locally(local, local_sc, o.local_states, o.local_probes) < 0) {
+                out->error = local_sc ? tc.error() : std::string("local states: ") + tdm_local_errstr(local);
+                tdm_local_scene_free(local_sc);
                 std::string del_err;
                 sh.scenes.release(c, &lease, &del_err);
                 return;
             }
-            tc.answer_states_locally(local, local_rs, o.local_states, o.local_probes);
         }
-        std::unique_ptr<tdm_robot_scene, void (*)(tdm_robot_scene *)> local_guard(local_rs, tdm_robot_scene_destroy);
+        std::unique_ptr<tdm_local_scene, void (*)(tdm_local_scene *)> local_guard(local_sc, tdm_local_scene_free);
         auto named = sh.conn_names.find(c); /* read only while the planners run */
         if (named != sh.conn_names.end()) tc.trace_as(named->second);
         plan(sh, &tc, out->start, out->goal, seed, out);
@@ -516,16 +517,25 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-        if ((o.local_states || o.local_probes) &&
-            tdm_robot_elems_create(sh.robot, cached_load, &sh.meshes, TDM_PRIMITIVE_TOLERANCE, &sh.elems, e, sizeof e)) {
-            fprintf(stderr, "ompl_plan: robot (local states): %s\n", e);
-            free_conns();
-            return 1;
-        }
         if (tdm_robot_put_files(conns[0], NULL, o.urdf, o.srdf, sh.robot_id, NULL, NULL)) {
             fprintf(stderr, "ompl_plan: robot: %s\n", tdm_client_errstr(conns[0]));
             free_conns();
             return 1;
+        }
+        if (o.local_states || o.local_probes) { /* libtandem's copy of the robot just stored */
+            std::unique_ptr<tdm_local, void (*)(tdm_local *)> l(tdm_local_create(), tdm_local_free);
+            uint8_t id[TDM_ID_BYTES];
+            if (!l || tdm_local_robot_load(l.get(), o.urdf, o.srdf, &sh.local_robot)) {
+                fprintf(stderr, "ompl_plan: robot (local states): %s\n", l ? tdm_local_errstr(l.get()) : "out of memory");
+                free_conns();
+                return 1;
+            }
+            tdm_local_robot_id(sh.local_robot, id);
+            if (memcmp(id, sh.robot_id, TDM_ID_BYTES)) { /* a file changed between the two reads */
+                fprintf(stderr, "ompl_plan: robot (local states): the local copy is not the stored robot\n");
+                free_conns();
+                return 1;
+            }
         }
     }
 
@@ -535,13 +545,12 @@ int main(int argc, char **argv)
     std::atomic<bool> local_failed(false);
     double t0 = now();
     auto planner = [&](long p) {
-        /* --local-states/probes: this planner's own CPU engine, on its own thread (no workers) */
-        std::unique_ptr<tdm_sched, void (*)(tdm_sched *)> local(NULL, tdm_sched_destroy);
-        if (sh.elems) {
-            std::string why;
-            local.reset(local_cpu_engine(&why));
+        /* --local-states/probes: this planner's own local engine, on its own thread */
+        std::unique_ptr<tdm_local, void (*)(tdm_local *)> local(NULL, tdm_local_free);
+        if (sh.local_robot) {
+            local.reset(tdm_local_create());
             if (!local) {
-                fprintf(stderr, "ompl_plan: planner %ld: no CPU engine for local states: %s\n", p, why.c_str());
+                fprintf(stderr, "ompl_plan: planner %ld: no local engine: out of memory\n", p);
                 local_failed = true;
                 return;
             }
@@ -627,7 +636,7 @@ int main(int argc, char **argv)
     if (!o.prm) printf(" check_s=%.3f state_calls=%llu state_s=%.3f", check_s, (unsigned long long)state_calls, state_s);
     printf(" planner=%s checker=%s planners=%ld", o.prm ? "prm" : o.fused ? "rrtconnect-fused" : "rrtconnect",
            o.fcl ? "fcl" : "tandem", o.planners);
-    if (sh.elems) printf(" local_states=%zu local_probes=%u", o.local_states, o.local_probes);
+    if (sh.local_robot) printf(" local_states=%zu local_probes=%u", o.local_states, o.local_probes);
     printf("\n");
     return errors ? 1 : 0;
 }

@@ -79,29 +79,33 @@ int tandem_checker::states(const double *q, size_t n, uint8_t *valid)
     return 0;
 }
 
-tdm_sched *local_cpu_engine(std::string *why)
+int tandem_checker::answer_states_locally(tdm_local *engine, const tdm_local_scene *scene, size_t max_n,
+                                          unsigned probes)
 {
-    tdm_sched_config sc = tdm_sched_config_default();
-    sc.kind = TDM_BACKEND_CPU;
-    sc.threads = 1;
-    sc.lanes = 1;
-    sc.calibrate = 0;
-    sc.chunk_tasks = 65536; /* a planner's few states and probes: small runs */
-    tdm_sched *s = NULL;
-    char w[320] = "";
-    int rc = tdm_sched_create(&sc, &s, w, sizeof w);
-    if (rc == TDM_OK) return s;
-    *why = w[0] ? w : tdm_strerror(rc);
-    return NULL;
+    local_ = NULL, local_scene_ = NULL, local_max_ = 0, local_probes_ = 0;
+    if (!engine || !scene) return 0;
+    uint8_t stored[TDM_ID_BYTES], ephemeral[TDM_ID_BYTES];
+    tdm_local_scene_id(scene, 0, stored);
+    tdm_local_scene_id(scene, 1, ephemeral);
+    if (memcmp(stored, scene_, TDM_ID_BYTES) && memcmp(ephemeral, scene_, TDM_ID_BYTES)) {
+        char want[TDM_ID_HEX], have[TDM_ID_HEX];
+        return fail(std::string("local states: the local scene (") + tdm_id_to_hex(stored, have) +
+                    ") is not the stored one (" + tdm_id_to_hex(scene_, want) + ")");
+    }
+    local_ = engine;
+    local_scene_ = scene;
+    local_max_ = max_n;
+    local_probes_ = std::min(probes, 16u);
+    return 0;
 }
 
 /* n configurations on the local engine, answers in local_res_ */
 int tandem_checker::local_run(const double *q, size_t n)
 {
     local_res_.resize(n);
-    const tdm_sched_query proto = {local_rs_->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
-    int rc = tdm_sched_run_configs(local_, &proto, &local_rs_->kin, q, n, local_res_.data());
-    return rc == TDM_OK ? 0 : fail(std::string("Tandem's CPU engine: ") + tdm_strerror(rc));
+    if (tdm_local_query_configs(local_, local_scene_, TDM_QUERY_BOOL, q, (uint32_t)n_joints, n, 0, local_res_.data()))
+        return fail(std::string("Tandem's local engine: ") + tdm_local_errstr(local_));
+    return 0;
 }
 
 int tandem_checker::motions(const double *ab, size_t n, double resolution, bool need_first, int64_t *first,

@@ -9,12 +9,12 @@
  * to fine first, tandemd's --motion-probes).
  *
  * Local states (answer_states_locally): batches of at most a few states are
- * answered in this process by Tandem's CPU engine, on the planner's own thread,
- * over a robot scene built from the same robot and planning scene as the stored
- * one (so the same answers: the same code builds both), and only motions and
- * larger batches go to tandemd. A planner's lone isValid then costs a CPU
- * engine run instead of a round trip: the hybrid of the workpile design, small
- * queries on the host, large ones pooled on the device.
+ * answered in this process by libtandem's local engine (tdm_local_*), on the
+ * planner's own thread, over its copy of the stored robot scene (built from the same
+ * files by the same code, and checked to have the stored scene's id, so the same
+ * answers), and only motions and larger batches go to tandemd. A planner's lone
+ * isValid then costs a CPU engine run instead of a round trip: the hybrid of the
+ * workpile design, small queries on the host, large ones pooled on the device.
  *
  * Local probes (the same call's `probes`): a motion asked with any_state first has
  * its first `probes` states of tandemd's any-state order (the end, the middle, the
@@ -32,14 +32,6 @@
 #include "checker.h"
 #include <tandem/tandem.h>
 
-extern "C" {
-#include "robot/robot_scene.h"
-#include "workpile/sched.h"
-}
-
-/* A CPU engine for answer_states_locally: one thread (its caller's), no workers, no
- * calibration. NULL with the reason in *why when it cannot be made. */
-tdm_sched *local_cpu_engine(std::string *why);
 
 class tandem_checker : public plan_checker {
 public:
@@ -51,18 +43,13 @@ public:
      * appended to FILE, under `name` (its connection's Hello client_name), when the checker
      * goes: what tandemd's TDM_REQUEST_TRACE joins with (bench/request_legs.py). */
     void trace_as(const std::string &name) { name_ = name; }
-    /* Batches of at most max_n states answered by sched (borrowed: a CPU engine
-     * scheduler only this checker's thread runs) over rs (borrowed: the robot
-     * scene of the stored one's robot and planning scene) instead of tandemd;
-     * max_n 0: none. probes (at most 16): any-state motions' first states checked
-     * there too (see the top); 0: none. */
-    void answer_states_locally(tdm_sched *sched, const tdm_robot_scene *rs, size_t max_n, unsigned probes = 0)
-    {
-        local_ = sched;
-        local_rs_ = rs;
-        local_max_ = sched && rs ? max_n : 0;
-        local_probes_ = sched && rs ? std::min(probes, 16u) : 0;
-    }
+    /* Batches of at most max_n states answered by engine (borrowed: a local engine only
+     * this checker's thread uses) over scene (borrowed: libtandem's copy of the stored
+     * scene) instead of tandemd; max_n 0: none. probes (at most 16): any-state motions'
+     * first states checked there too (see the top); 0: none. Returns 0, or -1 (error()
+     * says why, and nothing is answered locally) when scene's id, stored or ephemeral,
+     * is not the stored scene's: a copy of another scene would give its answers. */
+    int answer_states_locally(tdm_local *engine, const tdm_local_scene *scene, size_t max_n, unsigned probes = 0);
     uint64_t local_batches = 0;  /* state batches answered in process (not in `requests`) */
     uint64_t local_motions = 0;  /* motions answered by their local probes (not in `requests`) */
     int states(const double *q, size_t n, uint8_t *valid) override;
@@ -80,11 +67,11 @@ private:
     std::vector<rec> trace_;
     void traced(char kind, uint64_t t_send);
     std::vector<tdm_query_result> results_;
-    tdm_sched *local_ = nullptr;
-    const tdm_robot_scene *local_rs_ = nullptr;
+    tdm_local *local_ = nullptr;
+    const tdm_local_scene *local_scene_ = nullptr;
     size_t local_max_ = 0;
     unsigned local_probes_ = 0;
-    std::vector<tdm_sched_result> local_res_;
+    std::vector<tdm_query_result> local_res_;
     std::vector<double> probe_q_, rest_ab_;
     std::vector<uint64_t> probe_n_; /* each motion's state count */
     std::vector<size_t> rest_;
