@@ -159,6 +159,8 @@ static size_t check_path(void)
     return n;
 }
 
+static char summary[4096]; /* solve_and_check's last summary line */
+
 /* Runs ompl_plan with the given checker arguments on both problems; checks the two
  * output lines, the summary, and problem 1's path. */
 static void solve_and_check(const char *const *extra)
@@ -197,6 +199,7 @@ static void solve_and_check(const char *const *extra)
     cr_assert_eq(states, 0);
     cr_assert(strstr(lines[2], "problems=2 solved=1 recheck_failed=0 errors=0 ") == lines[2], "summary: %s",
               lines[2]);
+    snprintf(summary, sizeof summary, "%s", lines[2]);
     free(lines);
     tdm_run_free(&r);
 }
@@ -207,9 +210,15 @@ Test(ompl, rrtconnect_through_tandemd)
     dmn_start(&D, flags);
     const char *const extra[] = {"--checker", "tandem", "--server", D.tcp_addr, "--planner", "rrtconnect", NULL};
     solve_and_check(extra);
+    /* by default a planner's lone states are answered by libtandem's local engine */
+    cr_assert(strstr(summary, " local_states=1 local_probes=0"), "summary: %s", summary);
     /* two planners at once, each with its own connection */
     const char *const two[] = {"--checker", "tandem", "--server", D.unix_addr, "--planners", "2", NULL};
     solve_and_check(two);
+    /* every state through tandemd */
+    const char *const remote[] = {"--checker", "tandem", "--server", D.unix_addr, "--local-states", "0", NULL};
+    solve_and_check(remote);
+    cr_assert_null(strstr(summary, "local_states="), "summary: %s", summary);
 }
 
 Test(ompl, rrtconnect_fcl_in_process)

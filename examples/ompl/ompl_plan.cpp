@@ -91,9 +91,10 @@ struct options {
                               server's default rings on a unix: address when it offers them */
     long ring_spin_us = 0; /* how long a planner polls its reply ring before it sleeps */
     bool ephemeral = true; /* Tandem: each problem's scene put ephemeral (held in memory, never written) */
-    size_t local_states = 0; /* Tandem: state batches of at most this many answered in process by Tandem's
-                                CPU engine (tandem_checker.h, "Local states"); 0: every one by tandemd */
+    size_t local_states = 1; /* Tandem: state batches of at most this many answered in process by libtandem's
+                                local engine (tandem_checker.h, "Local states"); 0: every one by tandemd */
     unsigned local_probes = 0; /* Tandem: any-state motions' first K states checked there too ("Local probes") */
+    bool local_set = false;    /* --local-states or --local-probes given */
 };
 
 /* Robot meshes read once (raw), handed to each robot scene as a copy. */
@@ -424,8 +425,10 @@ int main(int argc, char **argv)
             else ok = parse_num(v, 65536, 1 << 30, &d) && d == floor(d), o.ring = (long)d;
         } else if (a == "--ephemeral-scenes") ok = (!strcmp(v, "0") || !strcmp(v, "1")), o.ephemeral = !strcmp(v, "1");
         else if (a == "--ring-spin-us") ok = parse_num(v, 0, 1e6, &d) && d == floor(d), o.ring_spin_us = (long)d;
-        else if (a == "--local-states") ok = parse_num(v, 0, 65536, &d) && d == floor(d), o.local_states = (size_t)d;
-        else if (a == "--local-probes") ok = parse_num(v, 0, 16, &d) && d == floor(d), o.local_probes = (unsigned)d;
+        else if (a == "--local-states")
+            ok = parse_num(v, 0, 65536, &d) && d == floor(d), o.local_states = (size_t)d, o.local_set = true;
+        else if (a == "--local-probes")
+            ok = parse_num(v, 0, 16, &d) && d == floor(d), o.local_probes = (unsigned)d, o.local_set = true;
         else if (a == "--prm-k") ok = parse_num(v, 1, 1000, &d) && d == floor(d), o.prm_k = (size_t)d;
         else {
             fprintf(stderr, "ompl_plan: unknown flag %s\n", a.c_str());
@@ -442,11 +445,12 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    if (o.fcl && (o.local_states || o.local_probes)) {
+    if (o.fcl && o.local_set && (o.local_states || o.local_probes)) {
         fprintf(stderr, "ompl_plan: --local-states and --local-probes are for --checker tandem (FCL answers "
                         "every state in process)\n");
         return 2;
     }
+    if (o.fcl) o.local_states = 0, o.local_probes = 0;
     if (!o.server) o.server = getenv("TANDEM_SERVER") && *getenv("TANDEM_SERVER") ? getenv("TANDEM_SERVER")
                                                                                     : "127.0.0.1:7450";
     ompl::msg::setLogLevel(ompl::msg::LOG_ERROR);
