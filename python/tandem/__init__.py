@@ -15,6 +15,7 @@ from .client import Client
 from .multi import MultiClient
 from .errors import ClientCode, InvalidArgument, NotSupported, ServerCode, TandemError
 from .robots import Joint, MotionResult, Robot, RobotObject, RobotScene, motion_states
+from .local import LocalRobot, LocalScene
 from .types import (
     Limits,
     MeshId,
@@ -58,4 +59,6 @@ __all__ = [
     "RobotObject",
     "MotionResult",
     "motion_states",
+    "LocalRobot",
+    "LocalScene",
 ]

@@ -473,6 +473,26 @@ _LIMITS_SIZE_PROTOTYPES = {
     "tdm_limits_size": (_c.c_size_t, []),
 }
 
+# the local engine (tdm_local_*): absent from libraries before the fortieth session
+_LOCAL_PROTOTYPES = {
+    "tdm_local_create": (_c.c_void_p, []),
+    "tdm_local_free": (None, [_c.c_void_p]),
+    "tdm_local_errstr": (_c.c_char_p, [_c.c_void_p]),
+    "tdm_local_robot_load": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_char_p, _c.POINTER(_c.c_void_p)]),
+    "tdm_local_robot_free": (None, [_c.c_void_p]),
+    "tdm_local_robot_id": (None, [_c.c_void_p, _ID]),
+    "tdm_local_robot_joints": (_c.c_uint32, [_c.c_void_p]),
+    "tdm_local_scene_create": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_char_p, _c.POINTER(_c.c_void_p)]),
+    "tdm_local_scene_create_file": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_char_p, _c.POINTER(_c.c_void_p)]),
+    "tdm_local_scene_free": (None, [_c.c_void_p]),
+    "tdm_local_scene_id": (None, [_c.c_void_p, _c.c_int, _ID]),
+    "tdm_local_query_configs": (
+        _c.c_int,
+        [_c.c_void_p, _c.c_void_p, _c.c_int, _c.c_void_p, _c.c_uint32, _c.c_size_t, _c.c_uint32, _c.c_void_p],
+    ),
+}
+LOCAL_SYMBOLS = tuple(_LOCAL_PROTOTYPES)
+
 _RING_PROTOTYPES = {
     "tdm_client_ring": (_c.c_int, [_P, _c.c_uint32, _c.c_int]),
     "tdm_client_ring_open": (_c.c_int, [_P]),
@@ -554,6 +574,9 @@ class Library:
         if self.has_all_limits:
             self._declare(_LIMITS_SIZE_PROTOTYPES)
             self.has_all_limits = self.tdm_limits_size() >= ctypes.sizeof(LimitsV2Struct)
+        self.has_local = all(hasattr(cdll, name) for name in _LOCAL_PROTOTYPES)
+        if self.has_local:
+            self._declare(_LOCAL_PROTOTYPES)
         # the structs of this library's version
         self.MeshInfo = MeshInfoRobotStruct if self.has_robots else MeshInfoStruct
         self.SceneInfo = SceneInfoRobotStruct if self.has_robots else SceneInfoStruct
