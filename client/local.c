@@ -11,6 +11,7 @@
  * sent, so equal ids mean the same content. The engine is workpile/'s scheduler with the CPU
  * engine alone: one thread, its caller's. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,6 +321,7 @@ int tdm_local_query_configs(tdm_local *l, const tdm_local_scene *s, tdm_query_mo
     if (n_queries == 0) return 0;
     int rc = engine(l);
     if (rc) return rc;
+    if (n_queries > SIZE_MAX / sizeof *l->res) return fail(l, TDM_CLIENT_ENOMEM, "out of memory");
     if (n_queries > l->res_cap) {
         tdm_sched_result *r = realloc(l->res, n_queries * sizeof *r);
         if (!r) return fail(l, TDM_CLIENT_ENOMEM, "out of memory");
