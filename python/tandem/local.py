@@ -80,11 +80,39 @@ def _engine(lib) -> _Engine:
     return e
 
 
-class LocalRobot:
+class _Handle:
+    """A libtandem object this Python object owns: freed by close(), at the end of a with block, or
+    when collected."""
+
+    _free = ""  # the library's call that frees it
+
+    def _release(self) -> None:
+        if getattr(self, "_ptr", None):
+            getattr(self._lib, self._free)(self._ptr)
+            self._ptr = None
+
+    def close(self) -> None:
+        self._release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        # a robot's scenes hold a reference to it, so none is alive when it is collected
+        self._release()
+
+
+class LocalRobot(_Handle):
     """A robot read from its URDF (and SRDF) and mesh files, its collision elements' trees built,
     in this process. ``id`` is the id ``Client.put_robot_files`` stores the same files under;
     ``n_joints`` its active joints (a configuration's values, in ``tandem robot joints`` order).
     Refused files raise InvalidArgument naming the file, line and element."""
+
+    _free = "tdm_local_robot_free"
 
     def __init__(self, urdf: PathLike, srdf: Optional[PathLike] = None, *, library=None):
         self._lib = lib = _library(library)
@@ -134,26 +162,14 @@ class LocalRobot:
             return
         if any(s._ptr for s in self._scenes):
             raise invalid("close this robot's LocalScenes first")
-        self._lib.tdm_local_robot_free(self._ptr)
-        self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        # scenes hold a reference to their robot, so none is alive here
-        if getattr(self, "_ptr", None):
-            self._lib.tdm_local_robot_free(self._ptr)
-            self._ptr = None
+        self._release()
 
 
-class LocalScene:
+class LocalScene(_Handle):
     """A robot in a planning scene, built in this process (``LocalRobot.scene``). ``id`` is the id
     tandemd gives the same YAML stored, ``ephemeral_id`` the one it gives it put ephemeral."""
+
+    _free = "tdm_local_scene_free"
 
     def __init__(self, robot: LocalRobot, ptr):
         self.robot = robot  # kept alive while the scene is
@@ -196,20 +212,3 @@ class LocalScene:
     def check(self, configs) -> np.ndarray:
         """(N,) bool: which configurations (N, J) collide."""
         return self.query(configs).colliding
-
-    def close(self) -> None:
-        if self._ptr:
-            self._lib.tdm_local_scene_free(self._ptr)
-            self._ptr = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        if getattr(self, "_ptr", None):
-            self._lib.tdm_local_scene_free(self._ptr)
-            self._ptr = None

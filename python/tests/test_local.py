@@ -42,39 +42,44 @@ def test_ids_and_answers_equal_tandemds_and_the_oracle(client, files):
     robot = client.put_robot(urdf, srdf_path=srdf)
     stored = client.put_robot_scene(robot, world)
     ephemeral = client.put_robot_scene(robot, world, ephemeral=True)
-    local_robot = tandem.LocalRobot(urdf, srdf)
-    assert local_robot.id == robot.id
-    assert local_robot.n_joints == 2
-    scene = local_robot.scene_file(world)
-    assert scene.id == stored.id and scene.ephemeral_id == ephemeral.id
-    assert local_robot.scene(WORLD).id == stored.id  # the same YAML as text
-    configs = _configs(41, 600)
-    # bool, one configuration at a time (a planner's), against tandemd's one batch and the oracle
-    mine = np.array([scene.check(c[None, :])[0] for c in configs])
-    theirs = client.query_configs(stored, configs).colliding
-    assert (mine == theirs).all(), f"configurations {configs[mine != theirs][:5].tolist()} differ from tandemd"
-    assert_matches_oracle(mine, configs, collides)
-    # contacts mode: counts, truncation and the smallest pair, at tandemd's limit and a cap of 2
-    for cap in (0, 2):
-        a = scene.query(configs, mode="contacts", max_contacts=cap)
-        b = client.query_configs(stored, configs, mode="contacts", max_contacts=cap)
-        assert (a.colliding == b.colliding).all()
-        assert (a.contacts == b.contacts).all()
-        assert (a.truncated == b.truncated).all()
-        assert (a.object_pair == b.object_pair).all()
-        assert a.pairs is None
-    assert a.truncated.any(), "the cap of 2 contacts is reached"
-    # bool mode's pair is a colliding pair of the scene's objects
-    r = scene.query(configs)
-    hit = r.colliding
-    assert (r.object_pair[~hit] == -1).all()
-    assert ((r.object_pair[hit, 0] < r.object_pair[hit, 1]) & (r.object_pair[hit, 1] < len(stored.objects))).all()
-    # a world that differs by a comment is another scene
-    other = local_robot.scene(WORLD + "# another\n")
-    assert other.id != stored.id
-    for s in (scene, other):
-        s.close()
-    local_robot.close()
+    try:
+        local_robot = tandem.LocalRobot(urdf, srdf)
+        assert local_robot.id == robot.id
+        assert local_robot.n_joints == 2
+        scene = local_robot.scene_file(world)
+        assert scene.id == stored.id and scene.ephemeral_id == ephemeral.id
+        assert local_robot.scene(WORLD).id == stored.id  # the same YAML as text
+        configs = _configs(41, 600)
+        # bool, one configuration at a time (a planner's), against tandemd's one batch and the oracle
+        mine = np.array([scene.check(c[None, :])[0] for c in configs])
+        theirs = client.query_configs(stored, configs).colliding
+        assert (mine == theirs).all(), f"configurations {configs[mine != theirs][:5].tolist()} differ from tandemd"
+        assert_matches_oracle(mine, configs, collides)
+        # contacts mode: counts, truncation and the smallest pair, at tandemd's limit and a cap of 2
+        for cap in (0, 2):
+            a = scene.query(configs, mode="contacts", max_contacts=cap)
+            b = client.query_configs(stored, configs, mode="contacts", max_contacts=cap)
+            assert (a.colliding == b.colliding).all()
+            assert (a.contacts == b.contacts).all()
+            assert (a.truncated == b.truncated).all()
+            assert (a.object_pair == b.object_pair).all()
+            assert a.pairs is None
+        assert a.truncated.any(), "the cap of 2 contacts is reached"
+        # bool mode's pair is a colliding pair of the scene's objects
+        r = scene.query(configs)
+        hit = r.colliding
+        assert (r.object_pair[~hit] == -1).all()
+        assert ((r.object_pair[hit, 0] < r.object_pair[hit, 1]) & (r.object_pair[hit, 1] < len(stored.objects))).all()
+        # a world that differs by a comment is another scene
+        other = local_robot.scene(WORLD + "# another\n")
+        assert other.id != stored.id
+        for s in (scene, other):
+            s.close()
+        local_robot.close()
+    finally:  # leave the session's tandemd as it was (test_robots stores this robot under its own name)
+        client.delete_scene(ephemeral)
+        client.delete_scene(stored)
+        client.delete_robot(robot)
 
 
 def test_bad_input_is_refused(client, files, tmp_path):
