@@ -130,6 +130,7 @@ static int put_files(const store *st, const char *name, const char *urdf_path, c
         if (tdm_mesh_load_file(k->mesh_path, TDM_ORIGIN_RAW, &m, why, sizeof why) != 0) {
             tdm__fmt(err, sizeof err, "%s:%u: link '%s' mesh %s: %s", urdf_path, k->line, r->links[k->link].name,
                      k->mesh_path, why);
+            rc = TDM_CLIENT_EINVAL; /* not an earlier upload's 0 */
             goto fail;
         }
         const char *base = strrchr(k->mesh_path, '/');

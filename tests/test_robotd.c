@@ -2361,6 +2361,33 @@ Test(robotd, robot_put_counts_distinct_meshes_against_max_robot_triangles)
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
 
+/* tdm_robot_put_files with a mesh file that exists but cannot be read, after one that could: the
+ * error names the file, and no robot is stored (until 2026-11-30 the first upload's success was
+ * returned, with no robot stored and robot_id left as it was). */
+Test(robotd, put_files_refuses_an_unreadable_later_mesh)
+{
+    write_file("meshes/junk.obj", "this is not a mesh\n");
+    char *u = urdf_with("<link name='link3'><collision><geometry><cylinder radius='0.03' length='0.1'/>",
+                        "<link name='link3'><collision><geometry><mesh filename='meshes/junk.obj'/>");
+    write_file("junk.urdf", u);
+    free(u);
+    dmn_start(&D, NULL);
+    tdm_client *c = lib_connect(D.unix_addr);
+    uint8_t rid[32];
+    memset(rid, 0xcd, sizeof rid);
+    int rc = tdm_robot_put_files(c, "junk", in_root("junk.urdf"), NULL, rid, NULL, NULL);
+    cr_assert_eq(rc, TDM_CLIENT_EINVAL, "rc %d: %s", rc, tdm_client_errstr(c));
+    cr_assert(strstr(tdm_client_errstr(c), "junk.urdf:") && strstr(tdm_client_errstr(c), "junk.obj"), "%s",
+              tdm_client_errstr(c));
+    tdm_robot_info *list;
+    size_t n;
+    cr_assert_eq(tdm_robot_list(c, &list, &n), 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(n, 0, "%zu robots stored", n);
+    tdm_robot_info_free(list);
+    tdm_client_free(c);
+    cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
+}
+
 Test(robotd, concurrent_scene_puts_store_each_once)
 {
     static const char *const worlds[3] = {"scene.yaml", "world1.yaml", "world2.yaml"};
