@@ -247,6 +247,20 @@ TDM__HIDDEN int tdm__multi_local_error(tdm_multi *m, int code, const char *msg);
 /* A whole text file, NUL-terminated, malloc'd (robot_files.c); NULL with a message in err. */
 TDM__HIDDEN char *tdm__read_text(const char *path, char *err, size_t errlen);
 
+struct tdm_robot;
+struct tdm_robot_collision;
+struct tdm_mesh;
+/* Reads the mesh file of each distinct mesh filename of robot r (the URDF at urdf_path), in
+ * element order, as the robot file helpers upload them (tools/mesh_io.c, vertices as the file has
+ * them), and hands each to each() with the first element naming it; each() owns the mesh.
+ * Returns 0; each()'s nonzero value (it says why); or, when a file cannot be read,
+ * TDM_CLIENT_EINVAL (TDM_CLIENT_ENOMEM when out of memory) with "URDF:LINE: link 'L' mesh PATH:
+ * why" in err. What tdm_robot_put_files uploads and the local engine (local.c) builds from. */
+TDM__HIDDEN int tdm__robot_meshes_read(const struct tdm_robot *r, const char *urdf_path,
+                                       int (*each)(void *ctx, const struct tdm_robot_collision *k,
+                                                   struct tdm_mesh *mesh),
+                                       void *ctx, char *err, size_t errlen);
+
 /* ---- fork() (client.c) ---- */
 
 /* The process's fork generation: bumped in every child of fork() (pthread_atfork, registered at

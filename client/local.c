@@ -72,8 +72,8 @@ static int client_code(int tdm_rc) { return tdm_rc == TDM_ENOMEM ? TDM_CLIENT_EN
 
 /* ---- robots -------------------------------------------------------------------------------- */
 
-/* The robot's mesh files, each read once (by resolved path): what the trees are built from
- * and what the ids are computed over. */
+/* The robot's mesh files, each filename read once as tdm_robot_put_files reads it: what the
+ * trees are built from and what the ids are computed over. */
 typedef struct mesh_file {
     const char *uri;  /* the filename as written (the table's key), borrowed from the robot */
     const char *path; /* as resolved, borrowed */
@@ -103,28 +103,11 @@ static int load_read(void *ctx, const char *path, tdm_mesh **out, char *err, siz
     return tdm_mesh_create(f->mesh->verts, f->mesh->n_verts, f->mesh->tris, f->mesh->n_tris, NULL, out, err, errlen);
 }
 
-/* Reads every mesh filename of r once, as put_files does (robot_files.c), into mf (room for
- * r->n_collisions); filenames with the same resolved path share one read. */
-static int read_meshes(tdm_local *l, const tdm_robot *r, const char *urdf_path, mesh_files *mf)
+/* tdm__robot_meshes_read's callback: the mesh kept in mf */
+static int keep_mesh(void *ctx, const tdm_robot_collision *k, tdm_mesh *m)
 {
-    for (uint32_t e = 0; e < r->n_collisions; e++) {
-        const tdm_robot_collision *k = &r->collisions[e];
-        if (k->shape != TDM_SHAPE_MESH) continue;
-        size_t i = 0;
-        while (i < mf->n && strcmp(mf->f[i].uri, k->mesh_uri) != 0) i++;
-        if (i < mf->n) continue;
-        mesh_file *f = &mf->f[mf->n];
-        *f = (mesh_file){k->mesh_uri, k->mesh_path, NULL};
-        const mesh_file *same = find_path(mf, k->mesh_path);
-        char why[512];
-        int rc = same ? tdm_mesh_create(same->mesh->verts, same->mesh->n_verts, same->mesh->tris, same->mesh->n_tris,
-                                        NULL, &f->mesh, why, sizeof why)
-                      : tdm_mesh_load_file(k->mesh_path, TDM_ORIGIN_RAW, &f->mesh, why, sizeof why);
-        if (rc != TDM_OK)
-            return fail(l, client_code(rc), "%s:%u: link '%s' mesh %s: %s", urdf_path, k->line,
-                        r->links[k->link].name, k->mesh_path, why);
-        mf->n++;
-    }
+    mesh_files *mf = ctx;
+    mf->f[mf->n++] = (mesh_file){k->mesh_uri, k->mesh_path, m};
     return 0;
 }
 
@@ -187,7 +170,8 @@ int tdm_local_robot_load(tdm_local *l, const char *urdf_path, const char *srdf_p
         rc = fail(l, TDM_CLIENT_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = read_meshes(l, lr->robot, urdf_path, &mf)) != 0 || (rc = robot_id(l, urdf_path, srdf_path, &mf, lr->id)))
+    if ((rc = tdm__robot_meshes_read(lr->robot, urdf_path, keep_mesh, &mf, l->err, sizeof l->err)) != 0 ||
+        (rc = robot_id(l, urdf_path, srdf_path, &mf, lr->id)))
         goto fail;
     rc = tdm_robot_elems_create(lr->robot, load_read, &mf, TDM_PRIMITIVE_TOLERANCE, &lr->elems, l->err, sizeof l->err);
     if (rc != TDM_OK) {

@@ -98,6 +98,48 @@ static tdm_robot_info *local_info(const tdm_robot *r, const uint8_t id[TDM_ID_BY
     return info;
 }
 
+int tdm__robot_meshes_read(const tdm_robot *r, const char *urdf_path,
+                           int (*each)(void *ctx, const tdm_robot_collision *k, tdm_mesh *mesh), void *ctx, char *err,
+                           size_t errlen)
+{
+    for (uint32_t e = 0; e < r->n_collisions; e++) {
+        const tdm_robot_collision *k = &r->collisions[e];
+        if (k->shape != TDM_SHAPE_MESH) continue;
+        uint32_t f = 0; /* the first element of this filename */
+        while (f < e && (r->collisions[f].shape != TDM_SHAPE_MESH || strcmp(r->collisions[f].mesh_uri, k->mesh_uri)))
+            f++;
+        if (f < e) continue;
+        tdm_mesh *m = NULL;
+        char why[512];
+        int rc = tdm_mesh_load_file(k->mesh_path, TDM_ORIGIN_RAW, &m, why, sizeof why);
+        if (rc != 0) {
+            tdm__fmt(err, errlen, "%s:%u: link '%s' mesh %s: %s", urdf_path, k->line, r->links[k->link].name,
+                     k->mesh_path, why);
+            return rc == TDM_ENOMEM ? TDM_CLIENT_ENOMEM : TDM_CLIENT_EINVAL;
+        }
+        if ((rc = each(ctx, k, m)) != 0) return rc;
+    }
+    return 0;
+}
+
+/* put_files' tdm__robot_meshes_read callback: each mesh stored, its filename and id in the table */
+typedef struct upload {
+    const store *st;
+    tdm_robot_mesh_ref *refs;
+    size_t n;
+    int rc; /* a store's failure */
+} upload;
+
+static int upload_mesh(void *ctx, const tdm_robot_collision *k, tdm_mesh *m)
+{
+    upload *up = ctx;
+    const char *base = strrchr(k->mesh_path, '/');
+    up->rc = store_mesh(up->st, base ? base + 1 : k->mesh_path, m, up->refs[up->n].mesh_id);
+    tdm_mesh_free(m);
+    if (up->rc == 0) up->refs[up->n++].filename = k->mesh_uri;
+    return up->rc;
+}
+
 /* Reads the robot's files and stores its meshes; then `put` with the texts and the table. */
 static int put_files(const store *st, const char *name, const char *urdf_path, const char *srdf_path,
                      uint8_t robot_id[TDM_ID_BYTES], int *created, tdm_robot_info **info)
@@ -111,7 +153,6 @@ static int put_files(const store *st, const char *name, const char *urdf_path, c
     if (tdm_robot_load(urdf_path, srdf_path, &r, err, sizeof err) != 0) goto local;
     char *urdf = tdm__read_text(urdf_path, err, sizeof err), *srdf = NULL;
     tdm_robot_mesh_ref *refs = calloc(r->n_collisions ? r->n_collisions : 1, sizeof *refs);
-    size_t n = 0;
     int rc = TDM_CLIENT_EINVAL;
     if (!urdf || (srdf_path && !(srdf = tdm__read_text(srdf_path, err, sizeof err)))) goto fail;
     if (!refs) {
@@ -119,32 +160,17 @@ static int put_files(const store *st, const char *name, const char *urdf_path, c
         tdm__fmt(err, sizeof err, "out of memory");
         goto fail;
     }
-    for (uint32_t e = 0; e < r->n_collisions; e++) {
-        const tdm_robot_collision *k = &r->collisions[e];
-        if (k->shape != TDM_SHAPE_MESH) continue;
-        size_t i = 0;
-        while (i < n && strcmp(refs[i].filename, k->mesh_uri) != 0) i++;
-        if (i < n) continue; /* one upload per filename */
-        tdm_mesh *m = NULL;
-        char why[512];
-        if (tdm_mesh_load_file(k->mesh_path, TDM_ORIGIN_RAW, &m, why, sizeof why) != 0) {
-            tdm__fmt(err, sizeof err, "%s:%u: link '%s' mesh %s: %s", urdf_path, k->line, r->links[k->link].name,
-                     k->mesh_path, why);
-            rc = TDM_CLIENT_EINVAL; /* not an earlier upload's 0 */
-            goto fail;
-        }
-        const char *base = strrchr(k->mesh_path, '/');
-        rc = store_mesh(st, base ? base + 1 : k->mesh_path, m, refs[n].mesh_id);
-        tdm_mesh_free(m);
-        if (rc != 0) goto out; /* the client's error says why */
-        refs[n++].filename = k->mesh_uri;
+    upload up = {st, refs, 0, 0};
+    if ((rc = tdm__robot_meshes_read(r, urdf_path, upload_mesh, &up, err, sizeof err)) != 0) {
+        if (up.rc) goto out; /* the client's error says why */
+        goto fail;
     }
     const char *robot_name = name ? name : r->name;
     if (st->c) {
-        rc = tdm_robot_put(st->c, robot_name, urdf, srdf, refs, n, robot_id, created, info);
+        rc = tdm_robot_put(st->c, robot_name, urdf, srdf, refs, up.n, robot_id, created, info);
     } else {
         int made = 0;
-        rc = tdm_multi_robot_put(st->m, robot_name, urdf, srdf, refs, n, robot_id, &made);
+        rc = tdm_multi_robot_put(st->m, robot_name, urdf, srdf, refs, up.n, robot_id, &made);
         if (created) *created = made;
         if (rc == 0 && info && !(*info = local_info(r, robot_id, made))) {
             rc = TDM_CLIENT_ENOMEM;
