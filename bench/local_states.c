@@ -41,11 +41,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* the q-quantile of v[0..n) (sorted in place) */
-static double quantile(double *v, size_t n, double q)
+/* the median and the 90th percentile of v[0..n), sorted in place */
+static void quantiles(double *v, size_t n, double *median, double *p90)
 {
     qsort(v, n, sizeof *v, cmp_double);
-    return n ? v[(size_t)(q * (double)(n - 1) + 0.5)] : 0;
+    *median = n ? v[(size_t)(0.5 * (double)(n - 1) + 0.5)] : 0;
+    *p90 = n ? v[(size_t)(0.9 * (double)(n - 1) + 0.5)] : 0;
 }
 
 /* splitmix64, for reproducible configurations */
@@ -127,8 +128,9 @@ int main(int argc, char **argv)
             colliding += a.colliding != 0;
             differ += (a.colliding != 0) != (b.colliding != 0);
         }
-        double rm = quantile(t_remote, (size_t)n, 0.5), r9 = quantile(t_remote, (size_t)n, 0.9);
-        double lm = quantile(t_local, (size_t)n, 0.5), l9 = quantile(t_local, (size_t)n, 0.9);
+        double rm, r9, lm, l9;
+        quantiles(t_remote, (size_t)n, &rm, &r9);
+        quantiles(t_local, (size_t)n, &lm, &l9);
         const char *name = argv[w]; /* its last two path components: a scenario folder and its file */
         for (const char *p = argv[w], *last = NULL; *p; p++)
             if (*p == '/') name = last ? last + 1 : argv[w], last = p;
@@ -139,8 +141,9 @@ int main(int argc, char **argv)
         tdm_local_scene_free(ls);
         tdm_scene_delete(c, sid);
     }
-    double rm = quantile(all_remote, at, 0.5), r9 = quantile(all_remote, at, 0.9);
-    double lm = quantile(all_local, at, 0.5), l9 = quantile(all_local, at, 0.9);
+    double rm, r9, lm, l9;
+    quantiles(all_remote, at, &rm, &r9);
+    quantiles(all_local, at, &lm, &l9);
     printf("| all | %zu | %zu | %.1f | %.1f | %.1f | %.1f | %.1f× | %zu |\n", at, total_colliding, rm, r9, lm, l9,
            rm / lm, total_differ);
     free(q);
