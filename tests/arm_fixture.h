@@ -3,7 +3,8 @@
  * both use: a URDF of three revolute/prismatic joints with box, cylinder and a
  * scaled mesh element, its SRDF, the mesh file (meshes/bar.obj beside the URDF)
  * and a MoveIt planning scene with a box and a cylinder, a multi-DOF root
- * transform and an allowed-collision matrix. Texts only; each suite writes them. */
+ * transform and an allowed-collision matrix. Texts; each suite writes those it needs
+ * (arm_fixture_write: all of them). */
 #ifndef TDM_TESTS_ARM_FIXTURE_H
 #define TDM_TESTS_ARM_FIXTURE_H
 
@@ -91,5 +92,17 @@ static const char *const world_variants[] = {
     "      primitives: [{type: box, dimensions: [0.2, 0.2, 0.2]}]\n"
     "      primitive_poses: [{position: [0.2, -0.3, 0.6], orientation: [0, 0, 0, 1]}]\n",
 };
+
+/* Every file above through a suite's writer (NAME relative to its folder, which has a meshes/
+ * folder): arm.urdf, arm.srdf, meshes/bar.obj, scene.yaml, world1.yaml and world2.yaml. */
+static inline void arm_fixture_write(void (*write)(const char *name, const char *text))
+{
+    write("arm.urdf", urdf_text);
+    write("arm.srdf", srdf_text);
+    write("meshes/bar.obj", bar_obj);
+    write("scene.yaml", scene_text);
+    write("world1.yaml", world_variants[0]);
+    write("world2.yaml", world_variants[1]);
+}
 
 #endif

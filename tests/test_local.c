@@ -74,12 +74,7 @@ static void suite_init(void)
     char meshes[600];
     snprintf(meshes, sizeof meshes, "%s/meshes", D.root);
     cr_assert_eq(mkdir(meshes, 0700), 0, "%s", strerror(errno));
-    write_file("arm.urdf", urdf_text);
-    write_file("arm.srdf", srdf_text);
-    write_file("meshes/bar.obj", bar_obj);
-    write_file("scene.yaml", scene_text);
-    write_file("world1.yaml", world_variants[0]);
-    write_file("world2.yaml", world_variants[1]);
+    arm_fixture_write(write_file);
     write_file("oracle.urdf", arm_urdf_text);
     write_file("oracle.srdf", arm_srdf_text);
     write_file("oracle.yaml", arm_scene_text);
