@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -689,4 +690,62 @@ long dmn_rss_kb(const dmn *d, long *peak_kb)
     fclose(f);
     if (peak_kb) *peak_kb = hwm;
     return rss;
+}
+
+int dmn_metrics_port(const dmn *d)
+{
+    static const char said[] = "metrics and probes on http://127.0.0.1:";
+    char *log = dmn_log(d);
+    const char *p = NULL;
+    for (const char *q = log; (q = strstr(q, said)); q++) p = q;
+    int port = p ? atoi(p + strlen(said)) : -1;
+    cr_assert(port > 0, "tandemd did not log its metrics port; its log:\n%s", log);
+    free(log);
+    return port;
+}
+
+int http_call(int port, const char *method, const char *path, char **body)
+{
+    *body = NULL;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    char req[256];
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || raw_write_all(fd, req, (size_t)n) != 0) {
+        free(buf);
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 10000) <= 0) break;
+        if (len + 4096 > cap) {
+            char *more = realloc(buf, cap *= 2);
+            if (!more) break;
+            buf = more;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r <= 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = 0;
+    int status = -1;
+    char *end = strstr(buf, "\r\n\r\n");
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || !end) status = -1;
+    else *body = strdup(end + 4);
+    free(buf);
+    return *body ? status : -1;
+}
+
+double metric_value(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, series, n) && p[n] == ' ') return strtod(p + n + 1, NULL);
+    return NAN;
 }

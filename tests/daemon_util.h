@@ -67,6 +67,21 @@ int dmn_count_files(const dmn *d, const char *sub);
 /* rm -rf, for folders the tests made. */
 void remove_tree(const char *path);
 
+/* The metrics port the daemon logged ("metrics and probes on http://127.0.0.1:PORT/..."): the
+ * last one, since after a restart the log holds the earlier runs' lines too. Asserts. Start the
+ * daemon with --metrics-listen 127.0.0.1:0. */
+int dmn_metrics_port(const dmn *d);
+
+/* ---- the operations endpoint (HTTP/1.0) ---------------------------------------------- */
+
+/* Sends "METHOD PATH" to 127.0.0.1:port and reads the whole answer. Returns the status code
+ * (*body: the body, malloc'd), or -1 when the connection or the answer failed (*body NULL).
+ * Safe in any thread. */
+int http_call(int port, const char *method, const char *path, char **body);
+/* The value of one series ("name{labels}" exactly as rendered) in a /metrics text, NAN when
+ * absent. */
+double metric_value(const char *text, const char *series);
+
 /* ---- raw protocol ------------------------------------------------------------------- */
 
 /* "127.0.0.1:PORT" or "unix:PATH". Returns a blocking socket, or -1. */

@@ -595,6 +595,7 @@ typedef struct big_put {
     uint8_t id[32];
     int created, rc;
     double secs, done_at;
+    atomic_int answered; /* set once rc and the rest are */
     char err[256];
 } big_put;
 
@@ -611,14 +612,37 @@ static void *big_put_main(void *arg)
     b->secs = b->done_at - t0;
     snprintf(b->err, sizeof b->err, "%s", c ? tdm_client_errstr(c) : "no client");
     tdm_client_free(c);
+    atomic_store(&b->answered, 1);
     return NULL;
+}
+
+/* Waits until the writer has had the first n of these puts submitted (hashed, each in its own
+ * connection, so their order on the writer is the order of their hashes' ends): until the ops it
+ * holds (tandem_writer_ops, this daemon's only client) and those the test saw answered add up to
+ * n. A put answered but not yet read counts in neither, so this never returns early. */
+static void writer_has(int port, big_put *p, int n)
+{
+    double t0 = mono_s(), ops = NAN;
+    for (;;) {
+        int answered = 0;
+        for (int k = 0; k < n; k++) answered += atomic_load(&p[k].answered);
+        char *body = NULL;
+        int status = http_call(port, "GET", "/metrics", &body);
+        ops = status == 200 ? metric_value(body, "tandem_writer_ops") : NAN;
+        free(body);
+        if (ops + answered >= n) return;
+        cr_assert(mono_s() - t0 < 60, "the writer did not get put %d in 60 s (tandem_writer_ops %g, %d answered)", n,
+                  ops, answered);
+        sleep_ms(5);
+    }
 }
 
 Test(limits, a_small_upload_does_not_wait_for_a_large_one)
 {
     gen_rng r = {seed ^ 0xb16};
-    const char *flags[] = {NULL};
+    const char *flags[] = {"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "10", NULL};
     start_with(flags);
+    int port = dmn_metrics_port(&D);
     witness w = {0};
     witness_start(&w, &r, 16, 8, 10);
     tdm_mesh *big = gen_sphere(1.0, 640), *small = gen_box(0.3, 0.2, 0.1);
@@ -629,7 +653,7 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
     big_put a = {.m = big, .addr = D.unix_addr}, b = {.m = big, .addr = D.unix_addr};
     pthread_t ta, tb;
     cr_assert_eq(pthread_create(&ta, NULL, big_put_main, &a), 0);
-    sleep_ms(300); /* sent and being built */
+    writer_has(port, &a, 1); /* sent, hashed and being built */
     cr_assert_eq(pthread_create(&tb, NULL, big_put_main, &b), 0); /* the same mesh again */
     sleep_ms(100);
     double t0 = mono_s();
@@ -678,8 +702,9 @@ Test(limits, a_small_upload_does_not_wait_for_a_large_one)
 }
 
 /* The builder takes turns (--share-by): alice puts four large meshes at once, one connection each,
- * then bob one. By tenants (the default with a tenants file) bob's is built after the one
- * building and before alice's three queued; first come, first served (`off`) after all four.
+ * then bob one, each sent once the writer has the one before (tandem_writer_ops). By tenants (the
+ * default with a tenants file) bob's is built after the one building and before alice's three
+ * queued; first come, first served (`off`) after all four.
  * Every mesh is stored with its id. */
 #define ALICE_TOKEN "alice-0123456789abcdefghijk"
 #define BOB_TOKEN "bob-0123456789abcdefghijklmn"
@@ -706,14 +731,16 @@ Test(limits, the_builder_takes_turns_between_tenants, .timeout = 300)
             m[k] = gen_sphere(1.0 + 0.05 * k + 0.5 * mode, 400);
             cr_assert(m[k] && m[k]->n_tris >= 8192, "the large mesh should take the builder (daemon/writer.h)");
         }
-        const char *flags[] = {"--tenants-file", tenants, "--share-by", modes[mode], NULL};
+        const char *flags[] = {"--tenants-file", tenants, "--share-by", modes[mode], "--metrics-listen", "127.0.0.1:0",
+                               "--metrics-interval", "10", NULL};
         start_with(flags);
+        int port = dmn_metrics_port(&D);
         big_put p[A + 1];
         pthread_t t[A + 1];
         for (int k = 0; k <= A; k++) {
             p[k] = (big_put){.m = m[k], .addr = D.unix_addr, .token = k < A ? ALICE_TOKEN : BOB_TOKEN};
             cr_assert_eq(pthread_create(&t[k], NULL, big_put_main, &p[k]), 0);
-            sleep_ms(60); /* sent in this order */
+            writer_has(port, p, k + 1);
         }
         for (int k = 0; k <= A; k++) pthread_join(t[k], NULL);
         int before = 0;
@@ -743,8 +770,9 @@ Test(limits, the_builder_takes_turns_between_tenants, .timeout = 300)
 Test(limits, a_small_upload_does_not_wait_for_two_large_ones)
 {
     gen_rng r = {seed ^ 0xb17};
-    const char *flags[] = {NULL};
+    const char *flags[] = {"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "10", NULL};
     start_with(flags);
+    int port = dmn_metrics_port(&D);
     witness w = {0};
     witness_start(&w, &r, 16, 8, 10);
     tdm_mesh *big[2] = {gen_sphere(1.0, 640), gen_sphere(1.2, 660)}, *small = gen_box(0.3, 0.2, 0.1);
@@ -756,7 +784,7 @@ Test(limits, a_small_upload_does_not_wait_for_two_large_ones)
         canon_mesh_id(big[k]->verts, big[k]->n_verts, big[k]->tris, big[k]->n_tris, want[k]);
         p[k] = (big_put){.m = big[k], .addr = D.unix_addr};
         cr_assert_eq(pthread_create(&t[k], NULL, big_put_main, &p[k]), 0);
-        sleep_ms(300); /* sent and hashed: the first being built, the second waiting for the builder */
+        writer_has(port, p, k + 1); /* sent and hashed: the first being built, the second waiting for the builder */
     }
     double t0 = mono_s();
     uint8_t id[32];

@@ -65,61 +65,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* ---- a plain HTTP/1.0 client ---- */
-
-/* Sends "METHOD PATH" and reads the whole answer. Returns the status code (*body:
- * the body, malloc'd), or -1 when the connection or the answer failed. */
-static int http(int port, const char *method, const char *path, char **body)
-{
-    *body = NULL;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        return -1;
-    }
-    char req[256];
-    int n = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", method, path);
-    if (raw_write_all(fd, req, (size_t)n) != 0) {
-        close(fd);
-        return -1;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    cr_assert(buf);
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 10000) <= 0) break;
-        if (len + 4096 > cap) buf = realloc(buf, cap *= 2);
-        cr_assert(buf);
-        ssize_t r = read(fd, buf + len, cap - len - 1);
-        if (r <= 0) break;
-        len += (size_t)r;
-    }
-    close(fd);
-    buf[len] = 0;
-    int status = -1;
-    char *end = strstr(buf, "\r\n\r\n");
-    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || !end) {
-        free(buf);
-        return -1;
-    }
-    *body = strdup(end + 4);
-    free(buf);
-    return status;
-}
-
-/* The value of one series ("name{labels}" exactly as rendered), NAN when absent. */
-static double metric(const char *text, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, series, n) && p[n] == ' ') return strtod(p + n + 1, NULL);
-    return NAN;
-}
-
 static size_t lines_starting(const char *text, const char *prefix)
 {
     size_t k = 0, n = strlen(prefix);
@@ -130,21 +75,8 @@ static size_t lines_starting(const char *text, const char *prefix)
 
 static void expect_metric(const char *text, const char *series, double want)
 {
-    double v = metric(text, series);
+    double v = metric_value(text, series);
     cr_expect(v == want, "%s is %g, expected %g", series, v, want);
-}
-
-/* The metrics port tandemd logged ("metrics and probes on http://127.0.0.1:PORT/..."). */
-static int logged_metrics_port(void)
-{
-    char *log = dmn_log(&D);
-    /* the last one: after a restart the log holds the earlier runs' lines too */
-    const char *p = NULL;
-    for (const char *q = log; (q = strstr(q, "metrics and probes on http://127.0.0.1:")); q++) p = q;
-    int port = p ? atoi(p + strlen("metrics and probes on http://127.0.0.1:")) : -1;
-    cr_assert(port > 0, "tandemd did not log its metrics port; its log:\n%s", log);
-    free(log);
-    return port;
 }
 
 /* ---- requests ---- */
@@ -230,22 +162,22 @@ Test(ops, metrics_count_requests_exactly)
 {
     dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50", "--engine",
                                         "cpu", NULL});
-    int port = logged_metrics_port();
+    int port = dmn_metrics_port(&D);
     char *body;
 
-    cr_assert_eq(http(port, "GET", "/healthz", &body), 200, "/healthz: %s", body ? body : "(no answer)");
+    cr_assert_eq(http_call(port, "GET", "/healthz", &body), 200, "/healthz: %s", body ? body : "(no answer)");
     cr_expect_str_eq(body, "ok\n");
     free(body);
-    cr_assert_eq(http(port, "GET", "/readyz", &body), 200, "/readyz: %s", body ? body : "(no answer)");
+    cr_assert_eq(http_call(port, "GET", "/readyz", &body), 200, "/readyz: %s", body ? body : "(no answer)");
     cr_expect_str_eq(body, "ready\n");
     free(body);
-    cr_expect_eq(http(port, "GET", "/nothing", &body), 404);
+    cr_expect_eq(http_call(port, "GET", "/nothing", &body), 404);
     free(body);
-    cr_expect_eq(http(port, "POST", "/metrics", &body), 405);
+    cr_expect_eq(http_call(port, "POST", "/metrics", &body), 405);
     free(body);
 
     /* before any request: every request counter is 0 and no error is counted */
-    cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+    cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
     expect_metric(body, "tandem_requests_total{type=\"hello\"}", 0);
     expect_metric(body, "tandem_requests_total{type=\"query\"}", 0);
     cr_expect_eq(lines_starting(body, "tandem_errors_total{"), 0, "errors before any request:\n%s", body);
@@ -255,10 +187,10 @@ Test(ops, metrics_count_requests_exactly)
        stopped moving with no connection open (under load the first snapshot may predate them) */
     double accepted0 = -1;
     for (int tries = 0; tries < 100; tries++) {
-        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-        double a = metric(body, "tandem_connections_accepted_total");
-        int idle = metric(body, "tandem_connections{state=\"authenticated\"}") == 0 &&
-                   metric(body, "tandem_connections{state=\"unauthenticated\"}") == 0;
+        cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+        double a = metric_value(body, "tandem_connections_accepted_total");
+        int idle = metric_value(body, "tandem_connections{state=\"authenticated\"}") == 0 &&
+                   metric_value(body, "tandem_connections{state=\"unauthenticated\"}") == 0;
         free(body);
         if (idle && a == accepted0) break;
         accepted0 = a;
@@ -327,10 +259,10 @@ Test(ops, metrics_count_requests_exactly)
     /* the gauges come with the loop's next heartbeat (every 50 ms here) */
     double t0 = now_s();
     for (;;) {
-        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-        if (metric(body, "tandem_queries_total") == 4 &&
-            metric(body, "tandem_connections{state=\"unauthenticated\"}") == 1 &&
-            metric(body, "tandem_stored{kind=\"scene\"}") == 1)
+        cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+        if (metric_value(body, "tandem_queries_total") == 4 &&
+            metric_value(body, "tandem_connections{state=\"unauthenticated\"}") == 1 &&
+            metric_value(body, "tandem_stored{kind=\"scene\"}") == 1)
             break;
         cr_assert(now_s() - t0 < 10, "the gauges did not catch up within 10 s:\n%s", body);
         free(body);
@@ -360,10 +292,10 @@ Test(ops, metrics_count_requests_exactly)
     expect_metric(body, "tandem_request_duration_seconds_count{type=\"undecodable\"}", 1);
     expect_metric(body, "tandem_request_duration_seconds_count{type=\"stats\"}", 0);
     expect_metric(body, "tandem_request_duration_seconds_bucket{type=\"query\",le=\"+Inf\"}", 3);
-    double q_sum = metric(body, "tandem_request_duration_seconds_sum{type=\"query\"}");
+    double q_sum = metric_value(body, "tandem_request_duration_seconds_sum{type=\"query\"}");
     cr_expect(q_sum > 0 && q_sum < 30, "query latency sum %g s", q_sum);
-    double le10 = metric(body, "tandem_request_duration_seconds_bucket{type=\"query\",le=\"10\"}");
-    double le1ms = metric(body, "tandem_request_duration_seconds_bucket{type=\"query\",le=\"0.001\"}");
+    double le10 = metric_value(body, "tandem_request_duration_seconds_bucket{type=\"query\",le=\"10\"}");
+    double le1ms = metric_value(body, "tandem_request_duration_seconds_bucket{type=\"query\",le=\"0.001\"}");
     cr_expect(le1ms <= le10 && le10 <= 3, "buckets not cumulative: %g > %g", le1ms, le10);
 
     /* two engine runs (the queries went one at a time): 1 and 3 queries, one task each */
@@ -393,9 +325,9 @@ Test(ops, metrics_count_requests_exactly)
     expect_metric(body, "tandem_writer_ops", 0);
     expect_metric(body, "tandem_ready", 1);
     expect_metric(body, "tandem_build_info{version=\"" TDM_VERSION "\",engine_configured=\"cpu\",engine=\"cpu\"}", 1);
-    double up = metric(body, "tandem_uptime_seconds");
+    double up = metric_value(body, "tandem_uptime_seconds");
     cr_expect(up > 0 && up < 120, "uptime %g", up);
-    double age = metric(body, "tandem_heartbeat_age_seconds");
+    double age = metric_value(body, "tandem_heartbeat_age_seconds");
     cr_expect(age >= 0 && age < 5, "heartbeat age %g", age);
     /* every sample line belongs to a family announced by # TYPE */
     cr_expect_eq(lines_starting(body, "# TYPE tandem_request_duration_seconds histogram"), 1);
@@ -413,7 +345,7 @@ Test(ops, metrics_count_requests_exactly)
     cr_expect_eq(rep->stats->errors, 4);
     cr_expect_eq(rep->stats->queries, 4);
     tandem__v1__reply__free_unpacked(rep, NULL);
-    cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
+    cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
     expect_metric(body, "tandem_requests_total{type=\"stats\"}", 1);
     expect_metric(body, "tandem_request_duration_seconds_count{type=\"stats\"}", 1);
     free(body);
@@ -422,7 +354,7 @@ Test(ops, metrics_count_requests_exactly)
     kill(D.pid, SIGTERM);
     int status;
     double t1 = now_s();
-    while ((status = http(port, "GET", "/readyz", &body)) == 200) {
+    while ((status = http_call(port, "GET", "/readyz", &body)) == 200) {
         free(body);
         cr_assert(now_s() - t1 < 1.5, "/readyz still 200 after SIGTERM");
         sleep_ms(5);
@@ -487,7 +419,7 @@ Test(ops, notify_ready_after_listening)
     cr_assert(ux >= 0, "READY=1 came before the Unix listener accepted");
     raw_hello_or_fail(ux, 1);
     char *body;
-    cr_assert_eq(http(logged_metrics_port(), "GET", "/readyz", &body), 200, "/readyz at READY=1: %s",
+    cr_assert_eq(http_call(dmn_metrics_port(&D), "GET", "/readyz", &body), 200, "/readyz at READY=1: %s",
                  body ? body : "(no answer)");
     free(body);
     cr_expect(now_s() - t0 < 60);
@@ -510,8 +442,8 @@ static void wait_metric(int port, const char *series, double want)
     double t0 = now_s();
     for (;;) {
         char *body;
-        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-        double v = metric(body, series);
+        cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+        double v = metric_value(body, series);
         if (v == want) {
             free(body);
             return;
@@ -527,7 +459,7 @@ Test(ops, ring_connections_are_counted)
     /* one loop for every connection: the TCP client's requests turn the loop the rings are on */
     dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50", "--engine",
                                         "cpu", "--io-threads", "0", "--ring-park-us", "100000", NULL});
-    int port = logged_metrics_port();
+    int port = dmn_metrics_port(&D);
     wait_metric(port, "tandem_ring_connections", 0);
     wait_metric(port, "tandem_ring_memory_bytes", 0);
     /* two on the Unix socket get rings (the memfd the reply carries is dropped by a plain recv: the
@@ -583,7 +515,7 @@ Test(ops, ephemeral_scenes_are_counted)
 {
     dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50", "--engine",
                                         "cpu", NULL});
-    int port = logged_metrics_port();
+    int port = dmn_metrics_port(&D);
     int fd = raw_connect(D.tcp_addr);
     cr_assert(fd >= 0);
     raw_hello_or_fail(fd, 1);
@@ -628,7 +560,7 @@ Test(ops, metrics_listen_is_checked)
 static char *readyz(int port, int *status)
 {
     char *body = NULL;
-    *status = http(port, "GET", "/readyz", &body);
+    *status = http_call(port, "GET", "/readyz", &body);
     return body;
 }
 
@@ -668,7 +600,7 @@ static void expect_right_answers(int fd, uint64_t id, const uint8_t scene_id[32]
 Test(ops, gpu_failure_unready_exit_3_restart_reloads)
 {
     if (start_gpu("1", "1") != 0) cr_skip_test("no GPU engine here (--engine gpu does not start)");
-    int port = logged_metrics_port();
+    int port = dmn_metrics_port(&D);
     int fd = raw_connect(D.tcp_addr);
     cr_assert(fd >= 0);
     raw_hello_or_fail(fd, 1);
@@ -702,7 +634,7 @@ Test(ops, gpu_failure_unready_exit_3_restart_reloads)
 
     /* the supervisor's restart: everything loaded again, ready, on the GPU */
     cr_assert_eq(start_gpu(NULL, "1"), 0);
-    port = logged_metrics_port();
+    port = dmn_metrics_port(&D);
     body = readyz(port, &status);
     cr_expect_eq(status, 200, "/readyz after the restart: %s", body ? body : "(no answer)");
     free(body);
@@ -712,21 +644,21 @@ Test(ops, gpu_failure_unready_exit_3_restart_reloads)
     /* the engine's figures come with the next heartbeat */
     t0 = now_s();
     for (;;) {
-        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-        double gpu = metric(body, "tandem_engine_queries_total{engine=\"gpu\"}");
+        cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+        double gpu = metric_value(body, "tandem_engine_queries_total{engine=\"gpu\"}");
         if (gpu == 3) break;
         cr_assert(now_s() - t0 < 2, "%g queries answered on the GPU after the restart, expected 3:\n%s", gpu, body);
         free(body);
         sleep_ms(20);
     }
-    cr_expect_eq(metric(body, "tandem_gpu_failed"), 0);
+    cr_expect_eq(metric_value(body, "tandem_gpu_failed"), 0);
     free(body);
     close(fd);
     cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
 
     /* without the exit: still serving (on the CPU), not ready, the failure in the metrics */
     cr_assert_eq(start_gpu("0", "0"), 0);
-    port = logged_metrics_port();
+    port = dmn_metrics_port(&D);
     fd = raw_connect(D.tcp_addr);
     raw_hello_or_fail(fd, 1);
     expect_right_answers(fd, 2, scene_id, "the first chunk, which faults");
@@ -742,9 +674,9 @@ Test(ops, gpu_failure_unready_exit_3_restart_reloads)
     sleep_ms(300);
     cr_assert(dmn_running(&D), "tandemd exited with --exit-on-gpu-failure 0");
     expect_right_answers(fd, 3, scene_id, "after the fault");
-    cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-    cr_expect_eq(metric(body, "tandem_gpu_failed"), 1);
-    cr_expect_eq(metric(body, "tandem_ready"), 0);
+    cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+    cr_expect_eq(metric_value(body, "tandem_gpu_failed"), 1);
+    cr_expect_eq(metric_value(body, "tandem_ready"), 0);
     free(body);
     close(fd);
     cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
@@ -766,7 +698,7 @@ Test(ops, gpu_failure_of_one_engine_moves_runs_to_the_other)
                            &st);
     unsetenv("TDM_GPU_FAULT_AFTER");
     if (rc != 0) cr_skip_test("no GPU engine here (--engine gpu does not start)");
-    int port = logged_metrics_port();
+    int port = dmn_metrics_port(&D);
     int fd = raw_connect(D.tcp_addr);
     cr_assert(fd >= 0);
     raw_hello_or_fail(fd, 1);
@@ -777,29 +709,29 @@ Test(ops, gpu_failure_of_one_engine_moves_runs_to_the_other)
     char *body = NULL;
     double t0 = now_s();
     for (;;) { /* the gauges of the next heartbeat */
-        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-        if (metric(body, "tandem_gpu_engines") == 2) break;
+        cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+        if (metric_value(body, "tandem_gpu_engines") == 2) break;
         cr_assert(now_s() - t0 < 2, "two GPU engines expected:\n%s", body);
         free(body);
         sleep_ms(20);
     }
-    cr_expect_eq(metric(body, "tandem_gpu_engines_failed"), 0);
-    cr_expect_eq(metric(body, "tandem_ready"), 1);
+    cr_expect_eq(metric_value(body, "tandem_gpu_engines_failed"), 0);
+    cr_expect_eq(metric_value(body, "tandem_ready"), 1);
     free(body);
     expect_right_answers(fd, 4, scene_id, "engine 0's faulting chunk");
     expect_right_answers(fd, 5, scene_id, "engine 1, on the poisoned context");
     expect_right_answers(fd, 6, scene_id, "no engine left: the CPU engine");
     t0 = now_s();
     for (;;) { /* the figures come with the next heartbeat */
-        cr_assert_eq(http(port, "GET", "/metrics", &body), 200);
-        if (metric(body, "tandem_gpu_engines_failed") == 2) break;
+        cr_assert_eq(http_call(port, "GET", "/metrics", &body), 200);
+        if (metric_value(body, "tandem_gpu_engines_failed") == 2) break;
         cr_assert(now_s() - t0 < 2, "both engines should count as failed:\n%s", body);
         free(body);
         sleep_ms(20);
     }
-    cr_expect_eq(metric(body, "tandem_gpu_failed"), 1);
-    cr_expect_eq(metric(body, "tandem_ready"), 0);
-    cr_expect_eq(metric(body, "tandem_engine_queries_total{engine=\"cpu\"}"), 9, "every query on the CPU engine");
+    cr_expect_eq(metric_value(body, "tandem_gpu_failed"), 1);
+    cr_expect_eq(metric_value(body, "tandem_ready"), 0);
+    cr_expect_eq(metric_value(body, "tandem_engine_queries_total{engine=\"cpu\"}"), 9, "every query on the CPU engine");
     free(body);
     close(fd);
     cr_assert(dmn_running(&D), "tandemd exited with --exit-on-gpu-failure 0");
@@ -820,9 +752,9 @@ Test(ops, healthz_fails_while_the_loop_is_stalled)
 {
     dmn_start(&D, (const char *const[]){"--metrics-listen", "127.0.0.1:0", "--metrics-interval", "50",
                                         "--health-loop-timeout", "1", "--engine", "cpu", NULL});
-    int port = logged_metrics_port();
+    int port = dmn_metrics_port(&D);
     char *body;
-    cr_assert_eq(http(port, "GET", "/healthz", &body), 200);
+    cr_assert_eq(http_call(port, "GET", "/healthz", &body), 200);
     free(body);
     pid_t loop_thread = D.pid; /* the main thread runs the loop */
     if (ptrace(PTRACE_SEIZE, loop_thread, 0, 0) != 0) cr_skip_test("ptrace: %s", strerror(errno));
@@ -833,7 +765,7 @@ Test(ops, healthz_fails_while_the_loop_is_stalled)
     double t0 = now_s();
     int status;
     for (;;) {
-        status = http(port, "GET", "/healthz", &body);
+        status = http_call(port, "GET", "/healthz", &body);
         if (status == 503) break;
         cr_assert_eq(status, 200, "/healthz answered %d while the loop was stopped", status);
         free(body);
@@ -844,17 +776,17 @@ Test(ops, healthz_fails_while_the_loop_is_stalled)
     cr_expect(stalled > 0.9, "/healthz failed after %.2f s, before health-loop-timeout (1 s)", stalled);
     cr_expect(strstr(body, "the event loop has not run for") != NULL, "/healthz says: %s", body);
     free(body);
-    cr_expect_eq(http(port, "GET", "/readyz", &body), 503);
+    cr_expect_eq(http_call(port, "GET", "/readyz", &body), 503);
     free(body);
     cr_assert_eq(ptrace(PTRACE_DETACH, loop_thread, 0, 0), 0, "PTRACE_DETACH: %s", strerror(errno));
     t0 = now_s();
-    while ((status = http(port, "GET", "/healthz", &body)) != 200) {
+    while ((status = http_call(port, "GET", "/healthz", &body)) != 200) {
         free(body);
         cr_assert(now_s() - t0 < 5, "/healthz still answers %d after the loop resumed", status);
         sleep_ms(20);
     }
     free(body);
-    cr_expect_eq(http(port, "GET", "/readyz", &body), 200);
+    cr_expect_eq(http_call(port, "GET", "/readyz", &body), 200);
     free(body);
     cr_expect_eq(dmn_stop(&D, SIGTERM), 0);
 }
