@@ -21,6 +21,8 @@
 #                                   ENGINE:poses runs tandemd --device-configs-min 0 (no request as configurations)
 #   THREADS=$(nproc)                tandemd --threads
 #   TANDEMD_ARGS=                   more tandemd flags for every Tandem row (e.g. "--engine-lanes 5"), named in the rows
+#   PLAN_ARGS=                      more ompl_plan flags for every Tandem row (e.g. "--local-states 0": every state
+#                                   through tandemd, ompl_plan's default before the fortieth session), named in the rows
 #   TIME_LIMIT=2                    seconds per RRTConnect problem (an unsolved problem costs it)
 #   SINGLE_PER_SCENARIO=10          problems per scenario for the 1-planner rows (0: all 100)
 #   MANY=64  FCL_PLANNERS=16        planners at once: Tandem rows, FCL row
@@ -49,6 +51,7 @@ PANDA=${PANDA:-../shared/robots/panda}
 ENGINES=${ENGINES:-cpu gpu}
 THREADS=${THREADS:-$(nproc)}
 TANDEMD_ARGS=${TANDEMD_ARGS:-}
+PLAN_ARGS=${PLAN_ARGS:-}
 TIME_LIMIT=${TIME_LIMIT:-2}
 SINGLE_PER_SCENARIO=${SINGLE_PER_SCENARIO:-10}
 MANY=${MANY:-64}
@@ -71,7 +74,7 @@ for f in "$plan" "$tandemd" "$PANDA/panda.urdf" "$PANDA/problems.tar.bz2"; do
 done
 command="$(printf '%q ' env ${OMPL_PLAN:+OMPL_PLAN="$OMPL_PLAN"} ${TANDEMD:+TANDEMD="$TANDEMD"} \
     ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH="$LD_LIBRARY_PATH"} BUILD_DIR="$BUILD_DIR" PANDA="$PANDA" ENGINES="$ENGINES" THREADS="$THREADS" \
-    ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} \
+    ${TANDEMD_ARGS:+TANDEMD_ARGS="$TANDEMD_ARGS"} ${PLAN_ARGS:+PLAN_ARGS="$PLAN_ARGS"} \
     TIME_LIMIT="$TIME_LIMIT" SINGLE_PER_SCENARIO="$SINGLE_PER_SCENARIO" MANY="$MANY" FCL_PLANNERS="$FCL_PLANNERS" \
     MANY_PER_SCENARIO="$MANY_PER_SCENARIO" \
     RESOLUTION="$RESOLUTION" PRM_SAMPLES="$PRM_SAMPLES" PRM_K="$PRM_K" PRM_PER_SCENARIO="$PRM_PER_SCENARIO" \
@@ -153,10 +156,11 @@ for variant in $ENGINES; do
         "${extra[@]}" --log-level warn 2> "$work/tandemd-$variant.log" &
     pid=$!
     wait_listening "run_ompl.sh (--engine $engine)" "$sock" "$pid" "$work/tandemd-$variant.log"
-    label="Tandem, tandemd --engine $engine${extra[*]:+ ${extra[*]}}"
-    run_c "$label" 1 --checker tandem --server "unix:$sock" --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
-    run_c "$label" "$MANY" --checker tandem --server "unix:$sock" --per-scenario "$MANY_PER_SCENARIO" "$problems"
-    run_d "$label" --checker tandem --server "unix:$sock" "$problems"
+    label="Tandem, tandemd --engine $engine${extra[*]:+ ${extra[*]}}${PLAN_ARGS:+, ompl_plan $PLAN_ARGS}"
+    read -r -a plan_args <<< "$PLAN_ARGS"
+    run_c "$label" 1 --checker tandem --server "unix:$sock" "${plan_args[@]}" --per-scenario "$SINGLE_PER_SCENARIO" "$problems"
+    run_c "$label" "$MANY" --checker tandem --server "unix:$sock" "${plan_args[@]}" --per-scenario "$MANY_PER_SCENARIO" "$problems"
+    run_d "$label" --checker tandem --server "unix:$sock" "${plan_args[@]}" "$problems"
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 done
 t_total=$(( $(date +%s) - t_start ))
@@ -175,8 +179,10 @@ report() {
     echo "  worlds); motion check resolution $RESOLUTION rad (the largest joint step between checked states, both checkers"
     echo "  the same states); every path re-checked by FCL at 0.005 rad, a failing path counted unsolved."
     [[ -n $CPU_LATENCY_US ]] && echo "- The host's CPU wake-up latency limit (/dev/cpu_dma_latency) was held at $CPU_LATENCY_US us for the whole run, every row alike."
-    echo "- The Tandem checker asks tandemd one configuration per StateValidityChecker call and one MotionCheck"
-    echo "  per MotionValidator call, each planner on its own Unix-socket connection; tandemd --threads $THREADS."
+    echo "- The Tandem checker (ompl_plan --checker tandem${PLAN_ARGS:+ $PLAN_ARGS}) sends one MotionCheck per MotionValidator"
+    echo "  call to tandemd, each planner on its own Unix-socket connection; tandemd --threads $THREADS. A planner's lone"
+    echo "  states (StateValidityChecker calls) are answered in its own process by libtandem's local engine over its"
+    echo "  copy of the stored robot scene (ompl_plan's --local-states, default 1; 0 sends them to tandemd too)."
     echo
     echo "## (c) RRTConnect, time limit $TIME_LIMIT s per problem"
     echo
