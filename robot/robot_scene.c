@@ -149,17 +149,101 @@ static int object_mesh(const char *kind, const tdm_ps_object *o, uint32_t k, tdm
     return rc;
 }
 
-/* Where an object's header frame puts it, as MoveIt looks frames up: a robot link's
- * pose in the scene's robot state (state_links), else one of the scene's fixed
- * frames, else the planning frame. */
-static tdm_xform object_frame(const tdm_robot *r, const tdm_planning_scene *ps, const tdm_xform *state_links,
-                              const tdm_ps_object *o)
+/* The frames a scene's objects are written in (robot_scene.h, "Frames"): what a header
+ * frame may name, looked up as MoveIt looks it up. */
+typedef struct frame_book {
+    const tdm_robot *r;
+    const tdm_planning_scene *ps;
+    const tdm_xform *links;       /* the links' poses in the scene's robot state */
+    char **att_ids, **obj_ids;    /* the attached and world objects' ids, borrowed */
+    uint32_t *att_order, *obj_order; /* tdm_ps_name_order of each */
+    tdm_xform *att_at, *obj_at;   /* each object's own frame (its header frame, its pose applied), once placed */
+} frame_book;
+
+/* The pose of frame f in the planning frame into *out, for attached object i (attached) or
+ * world object i: a link (in the scene's robot state), an attached object before it (any
+ * attached object, for a world object), a world object before it (world objects only), a
+ * fixed frame of the scene, or the planning frame ("world" or the SRDF's root virtual
+ * joint's parent frame); a leading '/' is dropped. 1, or 0 when f names none of them. */
+static int frame_find(const frame_book *fb, const char *f, int attached, uint32_t i, tdm_xform *out)
 {
-    if (!o->frame_id) return tdm_xform_identity();
-    int32_t l = tdm_robot_find_link(r, o->frame_id);
-    if (l >= 0) return state_links[l];
-    tdm_xform x;
-    return tdm_ps_fixed_frame(ps, o->frame_id, &x) ? x : tdm_xform_identity();
+    if (f[0] == '/') f++;
+    int32_t j = tdm_robot_find_link(fb->r, f);
+    if (j >= 0) {
+        *out = fb->links[j];
+        return 1;
+    }
+    j = tdm_ps_name_find(fb->att_ids, fb->att_order, fb->ps->n_attached, f);
+    if (j >= 0 && (!attached || (uint32_t)j < i)) {
+        *out = fb->att_at[j];
+        return 1;
+    }
+    if (!attached && (j = tdm_ps_name_find(fb->obj_ids, fb->obj_order, fb->ps->n_objects, f)) >= 0 &&
+        (uint32_t)j < i) {
+        *out = fb->obj_at[j];
+        return 1;
+    }
+    if (tdm_ps_fixed_frame(fb->ps, f, out)) return 1;
+    if (!strcmp(f, "world") || (fb->r->planning_frame && !strcmp(f, fb->r->planning_frame))) {
+        *out = tdm_xform_identity();
+        return 1;
+    }
+    return 0;
+}
+
+/* Every object's header frame placed in the planning frame, before any tree is built:
+ * att_frame[n_attached] and obj_frame[n_objects] (malloc'd, the caller frees them). An
+ * object whose header frame names nothing frame_find knows is an error naming both. */
+static int place_frames(const tdm_robot *r, const tdm_planning_scene *ps, const tdm_xform *links,
+                        tdm_xform **att_frame, tdm_xform **obj_frame, char *err, size_t errlen)
+{
+    frame_book fb = {r, ps, links, NULL, NULL, NULL, NULL, NULL, NULL};
+    const uint32_t A = ps->n_attached, W = ps->n_objects;
+    int rc = TDM_ENOMEM;
+    *att_frame = malloc((A + 1) * sizeof **att_frame);
+    *obj_frame = malloc((W + 1) * sizeof **obj_frame);
+    fb.att_ids = malloc((A + 1) * sizeof *fb.att_ids);
+    fb.obj_ids = malloc((W + 1) * sizeof *fb.obj_ids);
+    fb.att_at = malloc((A + 1) * sizeof *fb.att_at);
+    fb.obj_at = malloc((W + 1) * sizeof *fb.obj_at);
+    if (!*att_frame || !*obj_frame || !fb.att_ids || !fb.obj_ids || !fb.att_at || !fb.obj_at) goto done;
+    for (uint32_t i = 0; i < A; i++) fb.att_ids[i] = ps->attached[i].object.id;
+    for (uint32_t i = 0; i < W; i++) fb.obj_ids[i] = ps->objects[i].id;
+    if (!(fb.att_order = tdm_ps_name_order(fb.att_ids, A)) || !(fb.obj_order = tdm_ps_name_order(fb.obj_ids, W)))
+        goto done;
+    for (uint32_t k = 0; k < A + W; k++) {
+        const int attached = k < A;
+        const uint32_t i = attached ? k : k - A;
+        const tdm_ps_object *o = attached ? &ps->attached[i].object : &ps->objects[i];
+        tdm_xform *frame = attached ? &(*att_frame)[i] : &(*obj_frame)[i];
+        *frame = tdm_xform_identity();
+        if (o->frame_id && !frame_find(&fb, o->frame_id, attached, i, frame)) {
+            const int other = r->planning_frame && strcmp(r->planning_frame, "world") != 0;
+            rc = TDM_EINVAL;
+            snprintf(err, errlen,
+                     "%s object '%.256s': header frame '%.256s' is unknown: not a link of the robot, %s, a fixed frame "
+                     "of the scene, or the planning frame (world%s%.256s)",
+                     attached ? "attached" : "world", o->id, o->frame_id,
+                     attached ? "an attached object before it" : "an attached object, a world object before it",
+                     other ? " or " : "", other ? r->planning_frame : "");
+            goto done;
+        }
+        (attached ? fb.att_at : fb.obj_at)[i] = tdm_xform_mul(frame, &o->pose);
+    }
+    rc = TDM_OK;
+done:
+    if (rc != TDM_OK) {
+        free(*att_frame);
+        free(*obj_frame);
+        *att_frame = *obj_frame = NULL;
+    }
+    free(fb.att_ids);
+    free(fb.obj_ids);
+    free(fb.att_order);
+    free(fb.obj_order);
+    free(fb.att_at);
+    free(fb.obj_at);
+    return rc;
 }
 
 static int build_tree(tdm_mesh *m, tdm_bvh **out, const char *what, char *err, size_t errlen)
@@ -462,6 +546,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
     tdm_xform *links = malloc(r->n_links * sizeof *links);
     double *q0 = calloc(r->n_active + 1, sizeof *q0);
     uint32_t *att_link = calloc(ps->n_attached + 1, sizeof *att_link);
+    tdm_xform *att_frame = NULL, *obj_frame = NULL; /* the objects' header frames (place_frames) */
     tdm_ps_acm_key *link_key = NULL, *att_key = NULL, *world_key = NULL;
     uint8_t *touch = NULL;
     char **link_names = NULL;
@@ -486,6 +571,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         snprintf(err, errlen, "the scene's robot state: %s", tdm_strerror(rc));
         goto fail;
     }
+    if ((rc = place_frames(r, ps, links, &att_frame, &obj_frame, err, errlen)) != TDM_OK) goto fail;
 
     for (uint32_t e = 0; e < E; e++) { /* the elements' trees, borrowed */
         rs->bvhs[e] = el->bvhs[e];
@@ -509,8 +595,8 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
         }
         att_link[i] = (uint32_t)l;
         /* frame -> link: identity when the header frame is the link itself */
-        int in_link = o->frame_id && strcmp(o->frame_id, at->link_name) == 0;
-        tdm_xform frame = object_frame(r, ps, links, o), to_link = tdm_xform_rel(&links[l], &frame);
+        int in_link = o->frame_id && strcmp(o->frame_id + (o->frame_id[0] == '/'), at->link_name) == 0;
+        tdm_xform to_link = tdm_xform_rel(&links[l], &att_frame[i]);
         for (uint32_t k = 0; k < o->n_primitives + o->n_meshes; k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){1, i, k, 0, {0, {0, 0, 0}}, 1};
             if ((rc = object_shape(el, rs, o, k, use_cache, id, &solids[id], err, errlen)) != TDM_OK ||
@@ -524,7 +610,7 @@ static int create_from(const tdm_robot_elems *el, const tdm_planning_scene *ps, 
     double reach = -1; /* movable_reach, with the first plane */
     for (uint32_t i = 0; i < ps->n_objects; i++) {
         const tdm_ps_object *o = &ps->objects[i];
-        tdm_xform frame = object_frame(r, ps, links, o);
+        const tdm_xform frame = obj_frame[i];
         for (uint32_t k = 0; k < world_shapes(o); k++, id++) {
             rs->objs[id] = (tdm_robot_scene_obj){0, i, k, 0, {0, {0, 0, 0}}, 0};
             const tdm_xform *pose;
@@ -632,6 +718,8 @@ done:
     free(link_order);
     free(allowed.v);
     free(att_link);
+    free(att_frame);
+    free(obj_frame);
     free(q0);
     free(links);
     free(objs);

@@ -32,15 +32,23 @@
  *
  * Frames. The root link sits at the scene's robot-state multi-DOF transform (its
  * only multi-DOF joint; identity if none). A world object's header frame is looked
- * up as MoveIt looks it up: a frame that names a link places the object at that
- * link's pose in the scene's robot state (the state's joint positions, 0 for active
- * joints it does not name), where it stays (it is a fixed object, not attached); a
- * frame of the scene's fixed_frame_transforms places it at that frame's pose; an
- * absent frame, or one that names neither, is the planning frame. An
- * attached object's shapes are read in its header frame likewise (the link it is
- * attached to, another link, or the planning frame) and put in its link's frame
- * with that state, as MoveIt attaches them; a link_name that names no link of the
- * robot is an error naming the object.
+ * up as MoveIt looks it up (a leading '/' dropped), in this order: a link places the
+ * object at that link's pose in the scene's robot state (the state's joint positions,
+ * 0 for active joints it does not name), where it stays (it is a fixed object, not
+ * attached); an attached object's id, or the id of a world object before it in the
+ * file, at that object's own frame (its header frame with its `pose` applied) in that
+ * state; a frame of the scene's fixed_frame_transforms at that frame's pose; the
+ * planning frame, named `world` or as the SRDF's virtual joint of the root link names
+ * its parent_frame (tdm_robot.planning_frame), or left absent or empty. Any other
+ * name is an error naming the object and the frame, as MoveIt refuses an object in
+ * an unknown frame: a misspelt frame never misplaces an obstacle silently. (`world`
+ * is accepted whatever the SRDF says, unlike MoveIt, since most hand-written scenes
+ * name the planning frame so; subframes are not read.) An attached object's shapes
+ * are read in its header frame likewise (the link it is attached to, another link, an
+ * attached object before it, a fixed frame or the planning frame; world objects are
+ * not placed yet, as in MoveIt, which reads the robot state first) and put in its
+ * link's frame with that state, as MoveIt attaches them; a link_name that names no
+ * link of the robot is an error naming the object.
  *
  * Allowed (never checked) pairs: two elements of the same link; elements of links
  * a, b when the SRDF disabled (a, b) or tdm_ps_acm_allowed(acm, name(a), name(b));

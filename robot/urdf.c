@@ -1031,6 +1031,7 @@ static int srdf_apply(tdm_robot *r, parse *pp, xmlDoc *doc)
     uint32_t(*pairs)[2] = NULL;
     uint32_t n = r->n_disabled, cap = 0;
     int rc = 0;
+    char *frame = NULL; /* the root virtual joint's parent frame */
     names = malloc(r->n_links * sizeof *names);
     if (!names) goto nomem;
     for (uint32_t i = 0; i < r->n_links; i++) names[i] = r->links[i].name;
@@ -1038,6 +1039,15 @@ static int srdf_apply(tdm_robot *r, parse *pp, xmlDoc *doc)
     if (grow((void **)&pairs, &cap, n ? n : 1, sizeof *pairs)) goto nomem;
     if (n) memcpy(pairs, r->disabled, n * sizeof *pairs);
     for (xmlNode *e = xmlDocGetRootElement(doc)->children; e; e = e->next) {
+        if (is_elem(e, "virtual_joint") && !frame) { /* MoveIt's: the first whose child is the root link */
+            char *child = attr(e, "child_link"), *parent = attr(e, "parent_frame");
+            const char *f = parent ? parent + (parent[0] == '/') : NULL;
+            if (child && f && *f && !strcmp(child, r->links[0].name) && !(frame = strdup(f))) rc = TDM_ENOMEM;
+            if (child) xmlFree(child);
+            if (parent) xmlFree(parent);
+            if (rc) goto nomem;
+            continue;
+        }
         if (!is_elem(e, "disable_collisions")) continue;
         int32_t ab[2];
         static const char *const attrs[2] = {"link1", "link2"};
@@ -1075,10 +1085,16 @@ static int srdf_apply(tdm_robot *r, parse *pp, xmlDoc *doc)
     r->disabled = pairs;
     r->n_disabled = m;
     pairs = NULL;
+    if (frame) {
+        free(r->planning_frame);
+        r->planning_frame = frame;
+        frame = NULL;
+    }
     goto fail; /* rc == 0: the common cleanup */
 nomem:
     rc = fail(p, TDM_ENOMEM, 0, "out of memory");
 fail:
+    free(frame);
     free(pairs);
     free(ix.e);
     free(names);
@@ -1102,6 +1118,7 @@ void tdm_robot_free(tdm_robot *r)
     free(r->active);
     free(r->collisions);
     free(r->disabled);
+    free(r->planning_frame);
     free(r->name);
     free(r->urdf_path);
     free(r);

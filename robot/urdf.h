@@ -141,6 +141,11 @@ typedef struct tdm_robot {
     /* SRDF disable_collisions pairs as link indices (a < b), sorted, distinct; owned */
     uint32_t (*disabled)[2];
     uint32_t n_disabled;
+    /* The SRDF's first <virtual_joint> whose child_link is the root link: its parent_frame (a
+     * leading '/' dropped), a name of the planning frame for planning scenes' header frames
+     * (robot/robot_scene.h); NULL without one. Owned. Other virtual joints are ignored, as
+     * MoveIt skips them. */
+    char *planning_frame;
 } tdm_robot;
 
 /* Reads the URDF at urdf_path and, when srdf_path is not NULL, the SRDF at srdf_path

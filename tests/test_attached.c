@@ -20,9 +20,15 @@
  *                                         plane) on the GPU
  *                                         engine (skipped without one), bool and
  *                                         contacts, equal to the CPU engine's
- *   fixed_frames_place_objects            a world object in a frame of the scene's
- *                                         fixed_frame_transforms answers as the same
- *                                         object given in the planning frame
+ *   header_frames_are_named_as_moveit_names_them
+ *                                         a world object in a fixed frame (also
+ *                                         "/table"), in an earlier object's frame, in
+ *                                         an attached object's, in the planning frame
+ *                                         named by the SRDF's root virtual joint
+ *                                         answers as the same object
+ *                                         given in the planning frame; unknown frames,
+ *                                         later objects, another link's virtual joint:
+ *                                         refused, naming the object and the frame
  *   planes_answer_as_the_oracle           world planes (shape_msgs/Plane, two-sided as
  *                                         FCL's): the arm against a level and a
  *                                         tilted plane, as the oracle says
@@ -293,61 +299,178 @@ Test(attached, attached_to_no_link_is_refused)
     free(yaml);
 }
 
-/* The held scene's post placed through a fixed frame: `table` at (0.45, 0.1, 0) turned a
- * quarter about z, the post 0.4 up in it, turned back: the same place as in the planning
- * frame, so the same answers, pairs included; named in a frame the scene lacks, it stands
- * at the planning frame's origin instead, and the answers change. */
-Test(attached, fixed_frames_place_objects)
+/* scene_of for a scene that must be refused: *err gets the message. */
+static void scene_refused(const tdm_robot *r, const char *yaml, char *err, size_t errlen)
 {
-    static const char frames[] = "fixed_frame_transforms:\n"
-                                 "  - child_frame_id: table\n"
-                                 "    transform: {translation: [0.45, 0.1, 0], rotation: [0, 0, 0.7071067811865476, "
-                                 "0.7071067811865476]}\n";
+    tdm_planning_scene *ps = NULL;
+    tdm_robot_scene *rs = NULL;
+    cr_assert_eq(tdm_planning_scene_parse(yaml, strlen(yaml), "held", &ps, err, errlen), TDM_OK, "%s\n%s", err, yaml);
+    int rc = tdm_robot_scene_create(r, ps, NULL, NULL, TDM_PRIMITIVE_TOLERANCE, &rs, err, errlen);
+    cr_assert_neq(rc, TDM_OK, "the scene should be refused:\n%s", yaml);
+    cr_assert_null(rs);
+    tdm_planning_scene_free(ps);
+}
+
+/* The held scene with its post written in another frame: `post` replaced by OBJECTS (a
+ * YAML list's items, the post's among them), then EXTRA at the end. malloc'd. */
+static char *post_framed(const char *objects, const char *extra)
+{
     char *plain = held_scene("link2", "", "[]", "");
-    const char *from = "      header: {frame_id: world}\n"
+    const char *from = "    - id: post\n"
+                       "      header: {frame_id: world}\n"
                        "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
                        "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n";
     char *at = strstr(plain, from);
     cr_assert_not_null(at);
-    char *framed[2];
+    char *t = malloc(strlen(plain) + strlen(objects) + strlen(extra) + 1);
+    cr_assert_not_null(t);
+    sprintf(t, "%.*s%s%s%s", (int)(at - plain), plain, objects, at + strlen(from), extra);
+    free(plain);
+    return t;
+}
+
+/* The post in its own frame F: `table` at (0.45, 0.1, 0) turned a quarter about z, the post
+ * 0.4 up in it, turned back: the same place as in the planning frame. */
+#define POST_IN(F)                                                                                                  \
+    "    - id: post\n"                                                                                              \
+    "      header: {frame_id: " F "}\n"                                                                             \
+    "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"                                             \
+    "      primitive_poses: [{position: [0, 0, 0.4], orientation: [0, 0, -0.7071067811865476, "                     \
+    "0.7071067811865476]}]\n"
+#define TABLE_FRAME                                                                                                 \
+    "fixed_frame_transforms:\n"                                                                                     \
+    "  - child_frame_id: table\n"                                                                                   \
+    "    transform: {translation: [0.45, 0.1, 0], rotation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"
+/* a world object `stand` whose own frame is `table`'s (its pose; its one box 10 m below, out of reach) */
+#define STAND(NAME)                                                                                                 \
+    "    - id: " NAME "\n"                                                                                          \
+    "      header: {frame_id: world}\n"                                                                             \
+    "      pose: {position: [0.45, 0.1, 0], orientation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"       \
+    "      primitives: [{type: box, dimensions: [0.01, 0.01, 0.01]}]\n"                                            \
+    "      primitive_poses: [{position: [0, 0, -10], orientation: [0, 0, 0, 1]}]\n"
+
+/* Header frames named as MoveIt names them (robot/robot_scene.h, "Frames"): the held scene's post
+ * written in a fixed frame of the scene (also as "/table"), in the frame of a world object
+ * before it, in the held object's frame, and in the planning frame by the name the SRDF's
+ * root virtual joint gives it,
+ * answers as the post written in the planning frame, every configuration (object pairs too,
+ * but where another object comes first); a frame the scene lacks, a world object after it, a
+ * virtual joint of another link's parent frame, an attached object in a world object's frame
+ * are refused with an error naming the object and the frame (before, the unknown ones were the
+ * planning frame: a misspelt frame moved the post silently). */
+Test(attached, header_frames_are_named_as_moveit_names_them)
+{
+    static const char srdf_fmt[] = "<robot name='arm2'><virtual_joint name='v' type='floating' parent_frame='%s' "
+                                   "child_link='%s'/>%s</robot>\n";
+    tdm_robot *odom[2] = {NULL, NULL}; /* an SRDF whose root virtual joint's parent is /odom; one of link1's */
     for (int k = 0; k < 2; k++) {
-        framed[k] = malloc(strlen(plain) + 1024);
-        cr_assert_not_null(framed[k]);
-        sprintf(framed[k],
-                "%.*s      header: {frame_id: %s}\n"
-                "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
-                "      primitive_poses: [{position: [0, 0, 0.4], orientation: [0, 0, -0.7071067811865476, "
-                "0.7071067811865476]}]\n%s%s",
-                (int)(at - plain), plain, k ? "shelf" : "table", at + strlen(from), frames);
+        char srdf[1024], err[512];
+        snprintf(srdf, sizeof srdf, srdf_fmt, "/odom", k ? "link1" : "base_link",
+                 "<disable_collisions link1='link1' link2='link2' reason='Adjacent'/>"
+                 "<disable_collisions link1='base_link' link2='link1' reason='Adjacent'/>");
+        tdm_robot_source src = {arm_urdf_text, strlen(arm_urdf_text), "arm.urdf", srdf, strlen(srdf), "arm.srdf",
+                                no_meshes, NULL};
+        cr_assert_eq(tdm_robot_parse(&src, &odom[k], err, sizeof err), TDM_OK, "%s", err);
     }
-    tdm_robot_scene *rs[3] = {scene_of(plain, NULL), scene_of(framed[0], NULL), scene_of(framed[1], NULL)};
+    cr_assert_null(robot->planning_frame, "no virtual joint, no planning frame name");
+    cr_assert_str_eq(odom[0]->planning_frame, "odom", "the root's virtual joint names the planning frame");
+    cr_assert_null(odom[1]->planning_frame, "a virtual joint of another link is ignored, as MoveIt skips it");
+
+    enum { PLAIN, FIXED, SLASHED, OBJECT, SRDF_NAME, ATTACHED, N_SCENES };
+    /* ATTACHED: the post in the held object's own frame, link2's at the scene's state (J1, J2):
+     * Rz(J1) Ry(J2) at (0, 0, 0.5) */
+    tdm_quat qz = {0, 0, sin(J1 / 2), cos(J1 / 2)}, qy = {0, sin(J2 / 2), 0, cos(J2 / 2)}, q2 = tdm_quat_mul(qz, qy);
+    tdm_xform link2 = tdm_xform_from_pose(tdm_d3(0, 0, 0.5), q2),
+              post = tdm_xform_from_pose(tdm_d3(0.45, 0.1, 0.4), (tdm_quat){0, 0, 0, 1}),
+              in_held = tdm_xform_rel(&link2, &post);
+    char post_in_held[512];
+    snprintf(post_in_held, sizeof post_in_held,
+             "    - id: post\n"
+             "      header: {frame_id: held}\n"
+             "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+             "      primitive_poses: [{position: [%.17g, %.17g, %.17g], orientation: [%.17g, %.17g, %.17g, %.17g]}]\n",
+             in_held.t.x, in_held.t.y, in_held.t.z, -q2.x, -q2.y, -q2.z, q2.w);
+    char *yaml[N_SCENES] = {
+        held_scene("link2", "", "[]", ""),
+        post_framed(POST_IN("table"), TABLE_FRAME),
+        post_framed(POST_IN("/table"), TABLE_FRAME),
+        post_framed(STAND("stand") POST_IN("stand"), ""),
+        post_framed("    - id: post\n"
+                    "      header: {frame_id: odom}\n"
+                    "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
+                    "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n",
+                    ""), /* SRDF_NAME: at its plain place, in the frame named by the SRDF */
+        post_framed(post_in_held, ""),
+    };
+    tdm_robot_scene *rs[N_SCENES];
+    for (int k = 0; k < N_SCENES; k++) {
+        tdm_planning_scene *ps = NULL;
+        char err[512];
+        cr_assert_eq(tdm_planning_scene_parse(yaml[k], strlen(yaml[k]), "held", &ps, err, sizeof err), TDM_OK, "%s",
+                     err);
+        cr_assert_eq(tdm_robot_scene_create(k == SRDF_NAME ? odom[0] : robot, ps, NULL, NULL, TDM_PRIMITIVE_TOLERANCE,
+                                            &rs[k], err, sizeof err),
+                     TDM_OK, "scene %d: %s", k, err);
+        tdm_planning_scene_free(ps);
+    }
     double *q = random_configs(N_CFG, 0xf7a3eull);
     tdm_sched *e = cpu_engine();
-    tdm_sched_result *r[3];
-    for (int k = 0; k < 3; k++) {
+    tdm_sched_result *r[N_SCENES];
+    size_t colliding = 0;
+    for (int k = 0; k < N_SCENES; k++) {
         r[k] = malloc(N_CFG * sizeof *r[k]);
         cr_assert_not_null(r[k]);
         run_configs(e, rs[k], q, N_CFG, TDM_MODE_BOOL, 1, r[k]);
     }
-    size_t same = 0, unknown_differs = 0;
     for (size_t i = 0; i < N_CFG; i++) {
-        same += r[1][i].colliding == r[0][i].colliding && r[1][i].object_a == r[0][i].object_a &&
-                r[1][i].object_b == r[0][i].object_b;
-        unknown_differs += r[2][i].colliding != r[0][i].colliding;
+        colliding += r[PLAIN][i].colliding;
+        for (int k = 1; k < N_SCENES; k++) {
+            cr_assert_eq(r[k][i].colliding, r[PLAIN][i].colliding, "scene %d, configuration %zu: %d, the plain post %d",
+                         k, i, r[k][i].colliding, r[PLAIN][i].colliding);
+            if (k == OBJECT || !r[k][i].colliding) continue; /* OBJECT: the post's id is one more */
+            cr_assert(r[k][i].object_a == r[PLAIN][i].object_a && r[k][i].object_b == r[PLAIN][i].object_b,
+                      "scene %d, configuration %zu: another pair", k, i);
+        }
     }
-    cr_log_info("through the fixed frame: %zu of %d the same; in a frame the scene lacks: %zu differ", same, N_CFG,
-                unknown_differs);
-    cr_assert_eq(same, N_CFG, "a fixed frame must place the post where the planning frame does");
-    cr_assert(unknown_differs > 0, "the frame must matter");
-    for (int k = 0; k < 3; k++) {
+    cr_log_info("%zu of %d configurations colliding, the same in the %d spellings", colliding, N_CFG, N_SCENES);
+    cr_assert(colliding > N_CFG / 20 && colliding < N_CFG - N_CFG / 20, "the post must matter: %zu of %d", colliding,
+              N_CFG);
+
+    /* refused, each naming the object and the frame */
+    struct {
+        const tdm_robot *r;
+        char *yaml;
+        const char *want;
+    } bad[] = {
+        {robot, post_framed(POST_IN("shelf"), TABLE_FRAME),
+         "world object 'post': header frame 'shelf' is unknown: not a link of the robot, an attached object, a world "
+         "object before it, a fixed frame of the scene, or the planning frame (world)"},
+        {robot, post_framed(POST_IN("stand") STAND("stand"), ""), "world object 'post': header frame 'stand' is unknown"},
+        {robot, post_framed(POST_IN("post"), ""), "world object 'post': header frame 'post' is unknown"},
+        {odom[1], post_framed(POST_IN("odom"), ""), "world object 'post': header frame 'odom' is unknown"},
+        {odom[0], post_framed(POST_IN("odm"), ""),
+         "world object 'post': header frame 'odm' is unknown: not a link of the robot, an attached object, a world "
+         "object before it, a fixed frame of the scene, or the planning frame (world or odom)"},
+        {robot, held_scene("hand", "", "[]", ""),
+         "attached object 'held': header frame 'hand' is unknown: not a link of the robot, an attached object before "
+         "it, a fixed frame of the scene, or the planning frame (world)"},
+        {robot, held_scene("post", "", "[]", ""), "attached object 'held': header frame 'post' is unknown"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char err[512];
+        scene_refused(bad[k].r, bad[k].yaml, err, sizeof err);
+        cr_assert(!strncmp(err, bad[k].want, strlen(bad[k].want)), "case %zu: %s\nexpected: %s", k, err, bad[k].want);
+        free(bad[k].yaml);
+    }
+    for (int k = 0; k < N_SCENES; k++) {
         free(r[k]);
+        free(yaml[k]);
         tdm_robot_scene_destroy(rs[k]);
     }
-    free(framed[0]);
-    free(framed[1]);
-    free(plain);
     free(q);
     tdm_sched_destroy(e);
+    tdm_robot_free(odom[0]);
+    tdm_robot_free(odom[1]);
 }
 
 /* World planes (a x + b y + c z = d, as MoveIt places shape_msgs/Plane): the arm (no
