@@ -590,6 +590,15 @@ Test(robotd, bad_robot_stores_nothing)
                                                             "orientation: [0, 0, 0, 1]}]\n",
                                                sid, NULL, NULL),
                         "bad planning scene", TDM_SERVER_BAD_ROBOT, "world", -1, "world:4:");
+    /* an object in a frame the scene and the robot lack (robot/robot_scene.h, "Frames") */
+    expect_server_error(c, tdm_robot_scene_put(c, "x", rid, "world:\n  collision_objects:\n    - id: a\n"
+                                                            "      header: {frame_id: lnk1}\n"
+                                                            "      primitives: [{type: box, dimensions: [1, 2, 3]}]\n"
+                                                            "      primitive_poses: [{position: [0, 0, 0], "
+                                                            "orientation: [0, 0, 0, 1]}]\n",
+                                               sid, NULL, NULL),
+                        "unknown frame", TDM_SERVER_BAD_ROBOT, "world", -1,
+                        "world object 'a': header frame 'lnk1' is unknown");
     tdm_scene_info *sl;
     cr_assert_eq(tdm_scene_list(c, &sl, &n), 0);
     cr_assert_eq(n, 0);
