@@ -222,10 +222,11 @@ static int place_frames(const tdm_robot *r, const tdm_planning_scene *ps, const 
             rc = TDM_EINVAL;
             snprintf(err, errlen,
                      "%s object '%.256s': header frame '%.256s' is unknown: not a link of the robot, %s, a fixed frame "
-                     "of the scene, or the planning frame (world%s%.256s)",
+                     "of the scene, or the planning frame (world%s%.256s)%s",
                      attached ? "attached" : "world", o->id, o->frame_id,
                      attached ? "an attached object before it" : "an attached object, a world object before it",
-                     other ? " or " : "", other ? r->planning_frame : "");
+                     other ? " or " : "", other ? r->planning_frame : "",
+                     strchr(o->frame_id + 1, '/') ? "; subframes (OBJECT/NAME) are not read" : "");
             goto done;
         }
         (attached ? fb.att_at : fb.obj_at)[i] = tdm_xform_mul(frame, &o->pose);

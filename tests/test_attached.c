@@ -455,6 +455,10 @@ Test(attached, header_frames_are_named_as_moveit_names_them)
          "attached object 'held': header frame 'hand' is unknown: not a link of the robot, an attached object before "
          "it, a fixed frame of the scene, or the planning frame (world)"},
         {robot, held_scene("post", "", "[]", ""), "attached object 'held': header frame 'post' is unknown"},
+        {robot, post_framed(STAND("stand") POST_IN("stand/top"), ""),
+         "world object 'post': header frame 'stand/top' is unknown: not a link of the robot, an attached object, a "
+         "world object before it, a fixed frame of the scene, or the planning frame (world); subframes (OBJECT/NAME) "
+         "are not read"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char err[512];
