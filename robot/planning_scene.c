@@ -541,12 +541,40 @@ static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_f
 
 /* One moveit_msgs/CollisionObject mapping into *o (zeroed by its array's growth);
  * *id_field receives the id's field, for the caller's uniqueness check. */
+/* An object's subframes (read into it): as many poses as names, names not empty and distinct
+ * (sorted once, O(n log n), and kept sorted for lookups). */
+static int subframes_finish(tdm__yaml *y, const tdm__yaml_field *names, const tdm__yaml_field *poses,
+                            uint32_t n_poses, tdm_ps_object *o)
+{
+    if (n_poses != o->n_subframes)
+        return tdm__yaml_fail_field(y, poses->seen ? poses : names, TDM_EFORMAT, "%u subframe_poses for %u subframe_names",
+                                    n_poses, o->n_subframes);
+    if (!o->n_subframes) return TDM_OK;
+    if (!(o->subframes_by_name = tdm_ps_name_order(o->subframe_names, o->n_subframes)))
+        return tdm__yaml_fail(y, &names->mark, TDM_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < o->n_subframes; k++) {
+        const uint32_t at = o->subframes_by_name[k], prev = k ? o->subframes_by_name[k - 1] : at;
+        const char *a = o->subframe_names[at];
+        if (!a[0] || (k && !strcmp(a, o->subframe_names[prev]))) {
+            size_t m = tdm__yaml_push(y, names->key, 0);
+            tdm__yaml_push(y, NULL, at > prev ? at : prev); /* the later of two alike */
+            int rc = a[0] ? tdm__yaml_fail(y, &names->mark, TDM_EFORMAT, "'%s' is named twice", a)
+                          : tdm__yaml_fail(y, &names->mark, TDM_EFORMAT, "an empty subframe name");
+            tdm__yaml_pop(y, m);
+            return rc;
+        }
+    }
+    return TDM_OK;
+}
+
 static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, uint32_t *n_shapes,
                        tdm__yaml_field *id_field)
 {
     o->pose = tdm_xform_identity();
     object_build b = {o, n_shapes, {NULL, 0, "position", "orientation"}, {NULL, 0, "position", "orientation"},
                       {NULL, 0, "position", "orientation"}};
+    tdm__yaml_list sub_names = {TDM__YAML_STRINGS, NULL, 0, TDM_PS_MAX_SHAPES, "subframe names"};
+    xforms sub_poses = {NULL, 0, "position", "orientation"};
     tdm__yaml_field f[] = {TDM__YAML_FIELD("id", tdm__yaml_read_string, &o->id),
                            TDM__YAML_FIELD("header", f_header, &o->frame_id),
                            TDM__YAML_FIELD("pose", f_pose, &o->pose),
@@ -556,11 +584,17 @@ static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, u
                            TDM__YAML_FIELD("meshes", f_meshes, &b),
                            TDM__YAML_FIELD("mesh_poses", f_rigids, &b.mesh_poses),
                            TDM__YAML_FIELD("planes", f_planes, &b),
-                           TDM__YAML_FIELD("plane_poses", f_rigids, &b.plane_poses)};
+                           TDM__YAML_FIELD("plane_poses", f_rigids, &b.plane_poses),
+                           TDM__YAML_FIELD("subframe_names", tdm__yaml_read_list, &sub_names),
+                           TDM__YAML_FIELD("subframe_poses", f_rigids, &sub_poses)};
     if (ev->type != YAML_MAPPING_START_EVENT)
         return tdm__yaml_bad_kind(y, ev, "a mapping (moveit_msgs/CollisionObject)");
     int rc = tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
+    o->subframe_names = sub_names.arr; /* the object owns them from here, whatever happened */
+    o->n_subframes = sub_names.n;
+    o->subframe_poses = sub_poses.arr;
     if (rc == TDM_OK) rc = object_finish(y, ev, f, &b);
+    if (rc == TDM_OK) rc = subframes_finish(y, &f[10], &f[11], sub_poses.n, o);
     *id_field = f[0];
     free(b.prim_poses.arr);
     free(b.mesh_poses.arr);
@@ -895,6 +929,9 @@ static void object_free(tdm_ps_object *o)
     }
     free(o->meshes);
     free(o->planes);
+    free_names(o->subframe_names, o->n_subframes);
+    free(o->subframe_poses);
+    free(o->subframes_by_name);
 }
 
 void tdm_planning_scene_free(tdm_planning_scene *s)

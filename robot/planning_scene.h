@@ -21,6 +21,7 @@
  *              primitives[] (type, dimensions), primitive_poses[],
  *              meshes[] (vertices, triangles), mesh_poses[],
  *              planes[] (coef: a, b, c, d), plane_poses[],
+ *              subframe_names[], subframe_poses[] (in the object's own frame),
  *            allowed_collision_matrix: entry_names, entry_values,
  *              default_entry_names, default_entry_values,
  *            robot_state.joint_state (name, position),
@@ -54,7 +55,7 @@
  *     file stand for a huge scene;
  *   - an element nested deeper than TDM_PS_MAX_DEPTH, even in skipped keys.
  * `is_diff` is ignored: a file is always read as a complete scene. Goal
- * constraint sets after the first, joint tolerances, colours and subframes are
+ * constraint sets after the first, joint tolerances and colours are
  * ignored.
  *
  * Conventions kept from MoveIt:
@@ -165,6 +166,13 @@ typedef struct tdm_ps_object {
     tdm_ps_mesh *meshes; /* owned, in the file's order */
     uint32_t n_planes;
     tdm_ps_plane *planes; /* owned, in the file's order (world objects only) */
+    /* Named subframes (subframe_names, subframe_poses): frame OBJECT_ID/NAME is the object's own
+     * frame (its header frame, its pose applied) times subframe_poses[k]. Names not empty,
+     * distinct; subframes_by_name: their indices in name order (tdm_ps_name_find). Owned. */
+    uint32_t n_subframes;
+    char **subframe_names;
+    tdm_xform *subframe_poses;
+    uint32_t *subframes_by_name;
 } tdm_ps_object;
 
 /* moveit_msgs/AttachedCollisionObject. */

@@ -162,9 +162,10 @@ typedef struct frame_book {
 
 /* The pose of frame f in the planning frame into *out, for attached object i (attached) or
  * world object i: a link (in the scene's robot state), an attached object before it (any
- * attached object, for a world object), a world object before it (world objects only), a
- * fixed frame of the scene, or the planning frame ("world" or the SRDF's root virtual
- * joint's parent frame); a leading '/' is dropped. 1, or 0 when f names none of them. */
+ * attached object, for a world object) or one of its subframes, a world object before it or
+ * one of its subframes (world objects only), a fixed frame of the scene, or the planning
+ * frame ("world" or the SRDF's root virtual joint's parent frame); a leading '/' is dropped.
+ * 1, or 0 when f names none of them. */
 static int frame_find(const frame_book *fb, const char *f, int attached, uint32_t i, tdm_xform *out)
 {
     if (f[0] == '/') f++;
@@ -173,15 +174,32 @@ static int frame_find(const frame_book *fb, const char *f, int attached, uint32_
         *out = fb->links[j];
         return 1;
     }
-    j = tdm_ps_name_find(fb->att_ids, fb->att_order, fb->ps->n_attached, f);
-    if (j >= 0 && (!attached || (uint32_t)j < i)) {
-        *out = fb->att_at[j];
-        return 1;
-    }
-    if (!attached && (j = tdm_ps_name_find(fb->obj_ids, fb->obj_order, fb->ps->n_objects, f)) >= 0 &&
-        (uint32_t)j < i) {
-        *out = fb->obj_at[j];
-        return 1;
+    /* attached objects, then world objects (world objects only): an id, then OBJECT/SUBFRAME,
+     * the object's id any prefix of f that ends before a '/' */
+    for (int kind = 0; kind < (attached ? 1 : 2); kind++) {
+        char *const *ids = kind ? fb->obj_ids : fb->att_ids;
+        const uint32_t *order = kind ? fb->obj_order : fb->att_order;
+        const uint32_t n = kind ? fb->ps->n_objects : fb->ps->n_attached, before = (kind || attached) ? i : n;
+        const tdm_xform *at = kind ? fb->obj_at : fb->att_at;
+        j = tdm_ps_name_find(ids, order, n, f);
+        if (j >= 0 && (uint32_t)j < before) {
+            *out = at[j];
+            return 1;
+        }
+        char id[TDM_PS_MAX_NAME + 1];
+        for (const char *slash = strchr(f, '/'); slash; slash = strchr(slash + 1, '/')) {
+            size_t len = (size_t)(slash - f);
+            if (len > TDM_PS_MAX_NAME) break;
+            memcpy(id, f, len);
+            id[len] = 0;
+            j = tdm_ps_name_find(ids, order, n, id);
+            if (j < 0 || (uint32_t)j >= before) continue;
+            const tdm_ps_object *o = kind ? &fb->ps->objects[j] : &fb->ps->attached[j].object;
+            int32_t k = tdm_ps_name_find(o->subframe_names, o->subframes_by_name, o->n_subframes, slash + 1);
+            if (k < 0) continue;
+            *out = tdm_xform_mul(&at[j], &o->subframe_poses[k]);
+            return 1;
+        }
     }
     if (tdm_ps_fixed_frame(fb->ps, f, out)) return 1;
     if (!strcmp(f, "world") || (fb->r->planning_frame && !strcmp(f, fb->r->planning_frame))) {
@@ -221,12 +239,11 @@ static int place_frames(const tdm_robot *r, const tdm_planning_scene *ps, const 
             const int other = r->planning_frame && strcmp(r->planning_frame, "world") != 0;
             rc = TDM_EINVAL;
             snprintf(err, errlen,
-                     "%s object '%.256s': header frame '%.256s' is unknown: not a link of the robot, %s, a fixed frame "
-                     "of the scene, or the planning frame (world%s%.256s)%s",
+                     "%s object '%.256s': header frame '%.256s' is unknown: not a link of the robot, %s (or a "
+                     "subframe of one, OBJECT/NAME), a fixed frame of the scene, or the planning frame (world%s%.256s)",
                      attached ? "attached" : "world", o->id, o->frame_id,
                      attached ? "an attached object before it" : "an attached object, a world object before it",
-                     other ? " or " : "", other ? r->planning_frame : "",
-                     strchr(o->frame_id + 1, '/') ? "; subframes (OBJECT/NAME) are not read" : "");
+                     other ? " or " : "", other ? r->planning_frame : "");
             goto done;
         }
         (attached ? fb.att_at : fb.obj_at)[i] = tdm_xform_mul(frame, &o->pose);

@@ -37,18 +37,19 @@
  * 0 for active joints it does not name), where it stays (it is a fixed object, not
  * attached); an attached object's id, or the id of a world object before it in the
  * file, at that object's own frame (its header frame with its `pose` applied) in that
- * state; a frame of the scene's fixed_frame_transforms at that frame's pose; the
+ * state, and ID/NAME at that object's subframe NAME (subframe_poses, in the object's
+ * own frame); a frame of the scene's fixed_frame_transforms at that frame's pose; the
  * planning frame, named `world` or as the SRDF's virtual joint of the root link names
  * its parent_frame (tdm_robot.planning_frame), or left absent or empty. Any other
  * name is an error naming the object and the frame, as MoveIt refuses an object in
  * an unknown frame: a misspelt frame never misplaces an obstacle silently. (`world`
  * is accepted whatever the SRDF says, unlike MoveIt, since most hand-written scenes
- * name the planning frame so; subframes are not read.) An attached object's shapes
- * are read in its header frame likewise (the link it is attached to, another link, an
- * attached object before it, a fixed frame or the planning frame; world objects are
- * not placed yet, as in MoveIt, which reads the robot state first) and put in its
- * link's frame with that state, as MoveIt attaches them; a link_name that names no
- * link of the robot is an error naming the object.
+ * name the planning frame so.) An attached object's shapes are read in its header
+ * frame likewise (the link it is attached to, another link, an attached object before
+ * it or its subframe, a fixed frame or the planning frame; world objects are not
+ * placed yet, as in MoveIt, which reads the robot state first) and put in its link's
+ * frame with that state, as MoveIt attaches them; a link_name that names no link of
+ * the robot is an error naming the object.
  *
  * Allowed (never checked) pairs: two elements of the same link; elements of links
  * a, b when the SRDF disabled (a, b) or tdm_ps_acm_allowed(acm, name(a), name(b));

@@ -23,11 +23,13 @@
  *   header_frames_are_named_as_moveit_names_them
  *                                         a world object in a fixed frame (also
  *                                         "/table"), in an earlier object's frame, in
- *                                         an attached object's, in the planning frame
+ *                                         an attached object's, in subframes of both
+ *                                         (OBJECT/NAME), in the planning frame
  *                                         named by the SRDF's root virtual joint
  *                                         answers as the same object
- *                                         given in the planning frame; unknown frames,
- *                                         later objects, another link's virtual joint:
+ *                                         given in the planning frame; unknown frames
+ *                                         and subframes, later objects, another link's
+ *                                         virtual joint:
  *                                         refused, naming the object and the frame
  *   planes_answer_as_the_oracle           world planes (shape_msgs/Plane, two-sided as
  *                                         FCL's): the arm against a level and a
@@ -312,10 +314,11 @@ static void scene_refused(const tdm_robot *r, const char *yaml, char *err, size_
 }
 
 /* The held scene with its post written in another frame: `post` replaced by OBJECTS (a
- * YAML list's items, the post's among them), then EXTRA at the end. malloc'd. */
-static char *post_framed(const char *objects, const char *extra)
+ * YAML list's items, the post's among them), then EXTRA at the end, the held object's mapping
+ * given HELD's lines too. malloc'd. */
+static char *post_framed_held(const char *held, const char *objects, const char *extra)
 {
-    char *plain = held_scene("link2", "", "[]", "");
+    char *plain = held_scene("link2", held, "[]", "");
     const char *from = "    - id: post\n"
                        "      header: {frame_id: world}\n"
                        "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
@@ -328,6 +331,7 @@ static char *post_framed(const char *objects, const char *extra)
     free(plain);
     return t;
 }
+static char *post_framed(const char *objects, const char *extra) { return post_framed_held("", objects, extra); }
 
 /* The post in its own frame F: `table` at (0.45, 0.1, 0) turned a quarter about z, the post
  * 0.4 up in it, turned back: the same place as in the planning frame. */
@@ -341,22 +345,33 @@ static char *post_framed(const char *objects, const char *extra)
     "fixed_frame_transforms:\n"                                                                                     \
     "  - child_frame_id: table\n"                                                                                   \
     "    transform: {translation: [0.45, 0.1, 0], rotation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"
-/* a world object `stand` whose own frame is `table`'s (its pose; its one box 10 m below, out of reach) */
+/* a world object `stand` whose own frame is `table`'s (its pose; its one box 10 m below, out of
+ * reach), its subframe `top` where the post's centre is, turned as the planning frame */
 #define STAND(NAME)                                                                                                 \
     "    - id: " NAME "\n"                                                                                          \
     "      header: {frame_id: world}\n"                                                                             \
     "      pose: {position: [0.45, 0.1, 0], orientation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"       \
     "      primitives: [{type: box, dimensions: [0.01, 0.01, 0.01]}]\n"                                            \
-    "      primitive_poses: [{position: [0, 0, -10], orientation: [0, 0, 0, 1]}]\n"
+    "      primitive_poses: [{position: [0, 0, -10], orientation: [0, 0, 0, 1]}]\n"                                \
+    "      subframe_names: [top]\n"                                                                                 \
+    "      subframe_poses: [{position: [0, 0, 0.4], orientation: [0, 0, -0.7071067811865476, "                     \
+    "0.7071067811865476]}]\n"
+/* the post centred on frame F, turned as F */
+#define POST_AT(F)                                                                                                  \
+    "    - id: post\n"                                                                                              \
+    "      header: {frame_id: " F "}\n"                                                                             \
+    "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"                                             \
+    "      primitive_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n"
 
 /* Header frames named as MoveIt names them (robot/robot_scene.h, "Frames"): the held scene's post
  * written in a fixed frame of the scene (also as "/table"), in the frame of a world object
- * before it, in the held object's frame, and in the planning frame by the name the SRDF's
- * root virtual joint gives it,
+ * before it and in its subframe, in the held object's frame and in its subframe, and in the
+ * planning frame by the name the SRDF's root virtual joint gives it,
  * answers as the post written in the planning frame, every configuration (object pairs too,
  * but where another object comes first); a frame the scene lacks, a world object after it, a
- * virtual joint of another link's parent frame, an attached object in a world object's frame
- * are refused with an error naming the object and the frame (before, the unknown ones were the
+ * virtual joint of another link's parent frame, an attached object in a world object's frame,
+ * a subframe the object lacks or of a later object are refused with an error naming the object
+ * and the frame (before, the unknown ones were the
  * planning frame: a misspelt frame moved the post silently). */
 Test(attached, header_frames_are_named_as_moveit_names_them)
 {
@@ -376,7 +391,7 @@ Test(attached, header_frames_are_named_as_moveit_names_them)
     cr_assert_str_eq(odom[0]->planning_frame, "odom", "the root's virtual joint names the planning frame");
     cr_assert_null(odom[1]->planning_frame, "a virtual joint of another link is ignored, as MoveIt skips it");
 
-    enum { PLAIN, FIXED, SLASHED, OBJECT, SRDF_NAME, ATTACHED, N_SCENES };
+    enum { PLAIN, FIXED, SLASHED, OBJECT, SRDF_NAME, ATTACHED, SUBFRAME, ATTACHED_SUBFRAME, N_SCENES };
     /* ATTACHED: the post in the held object's own frame, link2's at the scene's state (J1, J2):
      * Rz(J1) Ry(J2) at (0, 0, 0.5) */
     tdm_quat qz = {0, 0, sin(J1 / 2), cos(J1 / 2)}, qy = {0, sin(J2 / 2), 0, cos(J2 / 2)}, q2 = tdm_quat_mul(qz, qy);
@@ -390,6 +405,12 @@ Test(attached, header_frames_are_named_as_moveit_names_them)
              "      primitives: [{type: box, dimensions: [0.15, 0.15, 0.8]}]\n"
              "      primitive_poses: [{position: [%.17g, %.17g, %.17g], orientation: [%.17g, %.17g, %.17g, %.17g]}]\n",
              in_held.t.x, in_held.t.y, in_held.t.z, -q2.x, -q2.y, -q2.z, q2.w);
+    /* ATTACHED_SUBFRAME: the held object's subframe `grip` where the post's centre is */
+    char grip[512];
+    snprintf(grip, sizeof grip,
+             "        subframe_names: [grip]\n"
+             "        subframe_poses: [{position: [%.17g, %.17g, %.17g], orientation: [%.17g, %.17g, %.17g, %.17g]}]\n",
+             in_held.t.x, in_held.t.y, in_held.t.z, -q2.x, -q2.y, -q2.z, q2.w);
     char *yaml[N_SCENES] = {
         held_scene("link2", "", "[]", ""),
         post_framed(POST_IN("table"), TABLE_FRAME),
@@ -401,6 +422,8 @@ Test(attached, header_frames_are_named_as_moveit_names_them)
                     "      primitive_poses: [{position: [0.45, 0.1, 0.4], orientation: [0, 0, 0, 1]}]\n",
                     ""), /* SRDF_NAME: at its plain place, in the frame named by the SRDF */
         post_framed(post_in_held, ""),
+        post_framed(STAND("stand") POST_AT("stand/top"), ""),
+        post_framed_held(grip, POST_AT("held/grip"), ""),
     };
     tdm_robot_scene *rs[N_SCENES];
     for (int k = 0; k < N_SCENES; k++) {
@@ -427,7 +450,7 @@ Test(attached, header_frames_are_named_as_moveit_names_them)
         for (int k = 1; k < N_SCENES; k++) {
             cr_assert_eq(r[k][i].colliding, r[PLAIN][i].colliding, "scene %d, configuration %zu: %d, the plain post %d",
                          k, i, r[k][i].colliding, r[PLAIN][i].colliding);
-            if (k == OBJECT || !r[k][i].colliding) continue; /* OBJECT: the post's id is one more */
+            if (k == OBJECT || k == SUBFRAME || !r[k][i].colliding) continue; /* the post's id is one more */
             cr_assert(r[k][i].object_a == r[PLAIN][i].object_a && r[k][i].object_b == r[PLAIN][i].object_b,
                       "scene %d, configuration %zu: another pair", k, i);
         }
@@ -444,21 +467,25 @@ Test(attached, header_frames_are_named_as_moveit_names_them)
     } bad[] = {
         {robot, post_framed(POST_IN("shelf"), TABLE_FRAME),
          "world object 'post': header frame 'shelf' is unknown: not a link of the robot, an attached object, a world "
-         "object before it, a fixed frame of the scene, or the planning frame (world)"},
+         "object before it (or a subframe of one, OBJECT/NAME), a fixed frame of the scene, or the planning frame "
+         "(world)"},
         {robot, post_framed(POST_IN("stand") STAND("stand"), ""), "world object 'post': header frame 'stand' is unknown"},
         {robot, post_framed(POST_IN("post"), ""), "world object 'post': header frame 'post' is unknown"},
         {odom[1], post_framed(POST_IN("odom"), ""), "world object 'post': header frame 'odom' is unknown"},
         {odom[0], post_framed(POST_IN("odm"), ""),
          "world object 'post': header frame 'odm' is unknown: not a link of the robot, an attached object, a world "
-         "object before it, a fixed frame of the scene, or the planning frame (world or odom)"},
+         "object before it (or a subframe of one, OBJECT/NAME), a fixed frame of the scene, or the planning frame "
+         "(world or odom)"},
         {robot, held_scene("hand", "", "[]", ""),
          "attached object 'held': header frame 'hand' is unknown: not a link of the robot, an attached object before "
-         "it, a fixed frame of the scene, or the planning frame (world)"},
+         "it (or a subframe of one, OBJECT/NAME), a fixed frame of the scene, or the planning frame (world)"},
         {robot, held_scene("post", "", "[]", ""), "attached object 'held': header frame 'post' is unknown"},
-        {robot, post_framed(STAND("stand") POST_IN("stand/top"), ""),
-         "world object 'post': header frame 'stand/top' is unknown: not a link of the robot, an attached object, a "
-         "world object before it, a fixed frame of the scene, or the planning frame (world); subframes (OBJECT/NAME) "
-         "are not read"},
+        {robot, post_framed(STAND("stand") POST_AT("stand/lid"), ""),
+         "world object 'post': header frame 'stand/lid' is unknown"},
+        {robot, post_framed(POST_AT("stand/top") STAND("stand"), ""),
+         "world object 'post': header frame 'stand/top' is unknown"},
+        {robot, post_framed_held(grip, POST_AT("held/grip/"), ""),
+         "world object 'post': header frame 'held/grip/' is unknown"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char err[512];

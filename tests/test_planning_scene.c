@@ -736,6 +736,49 @@ Test(planning_scene, fixed_frames)
                 "0, 2]}}\n", TDM_ERANGE, 2, "fixed_frame_transforms[0].transform.rotation", "quaternion norm 2");
 }
 
+/* Subframes (subframe_names, subframe_poses): read back in the object's own frame (its pose not
+ * applied to them) and found by name; unequal lengths, a repeated or empty name refused. */
+Test(planning_scene, subframes)
+{
+    static const char obj[] = "world:\n"
+                              "  collision_objects:\n"
+                              "    - id: mug\n"
+                              "      pose: {position: [5, 5, 5], orientation: [0, 0, 0, 1]}\n"
+                              "      primitives: [{type: box, dimensions: [1, 1, 1]}]\n"
+                              "      primitive_poses: [{position: [0, 0, 0], orientation: [0, 0, 0, 1]}]\n";
+    char t[2048];
+    snprintf(t, sizeof t,
+             "%s      subframe_names: [rim, handle, base]\n"
+             "      subframe_poses:\n"
+             "        - {position: [0, 0, 1], orientation: [0, 0, 0, 1]}\n"
+             "        - {position: [1, 2, 3], orientation: [0, 0, 0.7071067811865476, 0.7071067811865476]}\n"
+             "        - {position: [0, 0, -1], orientation: [0, 0, 0, 1]}\n",
+             obj);
+    tdm_planning_scene *s = scene_ok(t);
+    const tdm_ps_object *o = &s->objects[0];
+    cr_assert_eq(o->n_subframes, 3);
+    int32_t k = tdm_ps_name_find(o->subframe_names, o->subframes_by_name, 3, "handle");
+    cr_assert_eq(k, 1);
+    assert_vec(o->subframe_poses[k].t, 1, 2, 3, "handle's position, in the object's frame");
+    assert_mat(&o->subframe_poses[k].r, RZ90, "handle's rotation");
+    cr_assert_eq(tdm_ps_name_find(o->subframe_names, o->subframes_by_name, 3, "base"), 2);
+    cr_assert_eq(tdm_ps_name_find(o->subframe_names, o->subframes_by_name, 3, "lid"), -1);
+    tdm_planning_scene_free(s);
+    s = scene_ok(obj);
+    cr_assert_eq(s->objects[0].n_subframes, 0);
+    tdm_planning_scene_free(s);
+    snprintf(t, sizeof t, "%s      subframe_names: [rim, handle]\n"
+             "      subframe_poses: [{position: [0, 0, 1], orientation: [0, 0, 0, 1]}]\n", obj);
+    scene_error(t, TDM_EFORMAT, 8, "world.collision_objects[0].subframe_poses", "1 subframe_poses for 2 subframe_names");
+    snprintf(t, sizeof t, "%s      subframe_names: [rim, rim]\n"
+             "      subframe_poses: [{position: [0, 0, 1], orientation: [0, 0, 0, 1]}, {position: [0, 0, 1], "
+             "orientation: [0, 0, 0, 1]}]\n", obj);
+    scene_error(t, TDM_EFORMAT, 7, "world.collision_objects[0].subframe_names[1]", "'rim' is named twice");
+    snprintf(t, sizeof t, "%s      subframe_names: ['']\n"
+             "      subframe_poses: [{position: [0, 0, 1], orientation: [0, 0, 0, 1]}]\n", obj);
+    scene_error(t, TDM_EFORMAT, 7, "world.collision_objects[0].subframe_names[0]", "an empty subframe name");
+}
+
 /* Planes (shape_msgs/Plane): coefficients read back, the object's pose composed with
  * each plane_pose, shapes counted with the primitives and meshes. */
 Test(planning_scene, planes_read_back)
