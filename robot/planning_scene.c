@@ -15,6 +15,7 @@
  *
  * Everything read is schema-bound (at most ~10 levels deep); only skipped
  * elements meet arbitrary nesting, and they stop at TDM_PS_MAX_DEPTH. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,9 +338,46 @@ static int f_primitive_type(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 }
 
 /* The scene being read, and what is counted across its objects. */
+/* Names read so far, their items' indices kept in name order, so that each new name is
+ * checked in O(log n) comparisons: thousands of long ids alike cost no n^2 string compares. */
+typedef struct seen_names { uint32_t *idx; uint32_t n, cap; } seen_names;
+
+/* The name of item i of a list at base: a char * at offset off in items of stride bytes. */
+static const char *name_at(const void *base, size_t stride, size_t off, uint32_t i)
+{
+    return *(char *const *)((const char *)base + (size_t)i * stride + off);
+}
+
+/* Item i's name seen: -1 when it is new (then kept), else the index of the item that had it
+ * first; -2 when out of memory. */
+static int64_t seen_add(seen_names *sn, const void *base, size_t stride, size_t off, uint32_t i)
+{
+    const char *name = name_at(base, stride, off, i);
+    uint32_t lo = 0, hi = sn->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(name_at(base, stride, off, sn->idx[mid]), name);
+        if (c == 0) return sn->idx[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (sn->n == sn->cap) {
+        uint32_t cap = sn->cap ? 2 * sn->cap : 16;
+        uint32_t *v = realloc(sn->idx, (size_t)cap * sizeof *v);
+        if (!v) return -2;
+        sn->idx = v;
+        sn->cap = cap;
+    }
+    memmove(sn->idx + lo + 1, sn->idx + lo, (size_t)(sn->n - lo) * sizeof *sn->idx);
+    sn->idx[lo] = i;
+    sn->n++;
+    return -1;
+}
+
 typedef struct scene_build {
     tdm_planning_scene *s;
     uint32_t n_shapes; /* primitives and meshes so far, all objects */
+    seen_names world_ids, attached_ids;
 } scene_build;
 
 typedef struct object_build {
@@ -615,10 +653,11 @@ static int item_object(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t
     tdm_ps_object *o = &a[i];
     tdm__yaml_field id;
     if ((rc = read_object(y, ev, o, &sb->n_shapes, &id))) return rc;
-    for (uint32_t j = 0; j < i; j++)
-        if (strcmp(s->objects[j].id, o->id) == 0)
-            return tdm__yaml_fail_field(y, &id, TDM_EFORMAT, "duplicate id '%s' (also world.collision_objects[%u])",
-                                        o->id, j);
+    int64_t j = seen_add(&sb->world_ids, s->objects, sizeof *s->objects, offsetof(tdm_ps_object, id), i);
+    if (j == -2) return tdm__yaml_fail(y, &ev->start_mark, TDM_ENOMEM, "out of memory");
+    if (j >= 0)
+        return tdm__yaml_fail_field(y, &id, TDM_EFORMAT, "duplicate id '%s' (also world.collision_objects[%u])", o->id,
+                                    (uint32_t)j);
     return TDM_OK;
 }
 static int f_objects(tdm__yaml *y, const yaml_event_t *ev, void *dst)
@@ -672,15 +711,16 @@ static int item_attached(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32
         tdm__yaml_pop(y, m);
         return rc;
     }
-    for (uint32_t j = 0; j < i; j++)
-        if (strcmp(s->attached[j].object.id, at->object.id) == 0) {
-            size_t m = tdm__yaml_push(y, "object", 0);
-            rc = tdm__yaml_fail_field(y, &ab.id, TDM_EFORMAT,
-                                      "duplicate id '%s' (also robot_state.attached_collision_objects[%u])",
-                                      at->object.id, j);
-            tdm__yaml_pop(y, m);
-            return rc;
-        }
+    int64_t j = seen_add(&sb->attached_ids, s->attached, sizeof *s->attached, offsetof(tdm_ps_attached, object.id), i);
+    if (j == -2) return tdm__yaml_fail(y, &ev->start_mark, TDM_ENOMEM, "out of memory");
+    if (j >= 0) {
+        size_t m = tdm__yaml_push(y, "object", 0);
+        rc = tdm__yaml_fail_field(y, &ab.id, TDM_EFORMAT,
+                                  "duplicate id '%s' (also robot_state.attached_collision_objects[%u])", at->object.id,
+                                  (uint32_t)j);
+        tdm__yaml_pop(y, m);
+        return rc;
+    }
     return TDM_OK;
 }
 static int f_attached(tdm__yaml *y, const yaml_event_t *ev, void *dst)
@@ -718,9 +758,11 @@ static int f_world(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 }
 
 /* geometry_msgs/TransformStamped: child_frame_id, transform {translation, rotation}. */
+typedef struct frames_build { tdm_planning_scene *s; seen_names seen; } frames_build;
 static int item_fixed_frame(tdm__yaml *y, const yaml_event_t *ev, void *dst, uint32_t i)
 {
-    tdm_planning_scene *s = dst;
+    frames_build *fb = dst;
+    tdm_planning_scene *s = fb->s;
     int rc = TDM_OK;
     char **names = tdm__yaml_grow(y, &ev->start_mark, s->frame_names, i, sizeof *names, TDM_PS_MAX_OBJECTS,
                                   "fixed frame transforms", &rc);
@@ -739,16 +781,19 @@ static int item_fixed_frame(tdm__yaml *y, const yaml_event_t *ev, void *dst, uin
     if ((rc = tdm__yaml_read_map(y, ev, f, 2))) return rc;
     if (!names[i] || !names[i][0]) return tdm__yaml_fail(y, &ev->start_mark, TDM_EFORMAT, "no child_frame_id");
     /* no transform: the identity (x[i] as set above) */
-    for (uint32_t j = 0; j < i; j++)
-        if (strcmp(names[j], names[i]) == 0)
-            return tdm__yaml_fail_field(y, &f[0], TDM_EFORMAT,
-                                        "frame '%s' is given twice (also fixed_frame_transforms[%u])", names[i], j);
+    int64_t j = seen_add(&fb->seen, names, sizeof *names, 0, i);
+    if (j == -2) return tdm__yaml_fail(y, &ev->start_mark, TDM_ENOMEM, "out of memory");
+    if (j >= 0)
+        return tdm__yaml_fail_field(y, &f[0], TDM_EFORMAT, "frame '%s' is given twice (also fixed_frame_transforms[%u])",
+                                    names[i], (uint32_t)j);
     return TDM_OK;
 }
 static int f_fixed_frames(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     tdm_planning_scene *s = dst;
-    int rc = tdm__yaml_read_seq(y, ev, item_fixed_frame, dst);
+    frames_build fb = {s, {NULL, 0, 0}};
+    int rc = tdm__yaml_read_seq(y, ev, item_fixed_frame, &fb);
+    free(fb.seen.idx);
     if (rc == TDM_OK && !(s->frames_by_name = tdm_ps_name_order(s->frame_names, s->n_frames)))
         rc = tdm__yaml_fail(y, &ev->start_mark, TDM_ENOMEM, "out of memory");
     return rc;
@@ -793,7 +838,7 @@ static int f_link_scale(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 static int scene_root(tdm__yaml *y, const yaml_event_t *ev, void *dst)
 {
     tdm_planning_scene *s = dst;
-    scene_build sb = {s, 0};
+    scene_build sb = {s, 0, {NULL, 0, 0}, {NULL, 0, 0}};
     if (ev->type != YAML_MAPPING_START_EVENT) return tdm__yaml_bad_kind(y, ev, "a mapping (moveit_msgs/PlanningScene)");
     tdm__yaml_field f[] = {TDM__YAML_FIELD("name", tdm__yaml_read_string, &s->name),
                            TDM__YAML_FIELD("robot_model_name", tdm__yaml_read_string, &s->robot_model_name),
@@ -803,7 +848,10 @@ static int scene_root(tdm__yaml *y, const yaml_event_t *ev, void *dst)
                            TDM__YAML_FIELD("fixed_frame_transforms", f_fixed_frames, s),
                            TDM__YAML_FIELD("link_padding", f_link_padding, NULL),
                            TDM__YAML_FIELD("link_scale", f_link_scale, NULL)};
-    return tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
+    int rc = tdm__yaml_read_map(y, ev, f, sizeof f / sizeof *f);
+    free(sb.world_ids.idx);
+    free(sb.attached_ids.idx);
+    return rc;
 }
 
 /* ---- requests ------------------------------------------------------------------ */

@@ -187,15 +187,16 @@ static int frame_find(const frame_book *fb, const char *f, int attached, uint32_
             return 1;
         }
         char id[TDM_PS_MAX_NAME + 1];
-        for (const char *slash = strchr(f, '/'); slash; slash = strchr(slash + 1, '/')) {
-            size_t len = (size_t)(slash - f);
-            if (len > TDM_PS_MAX_NAME) break;
-            memcpy(id, f, len);
-            id[len] = 0;
+        snprintf(id, sizeof id, "%s", f);
+        int tries = 0;
+        for (char *slash = strchr(id, '/'); slash && tries < TDM_ROBOT_SCENE_FRAME_SLASHES;
+             slash = strchr(slash + 1, '/'), tries++) {
+            *slash = 0; /* id: the prefix before this '/' */
             j = tdm_ps_name_find(ids, order, n, id);
+            *slash = '/';
             if (j < 0 || (uint32_t)j >= before) continue;
             const tdm_ps_object *o = kind ? &fb->ps->objects[j] : &fb->ps->attached[j].object;
-            int32_t k = tdm_ps_name_find(o->subframe_names, o->subframes_by_name, o->n_subframes, slash + 1);
+            int32_t k = tdm_ps_name_find(o->subframe_names, o->subframes_by_name, o->n_subframes, f + (slash + 1 - id));
             if (k < 0) continue;
             *out = tdm_xform_mul(&at[j], &o->subframe_poses[k]);
             return 1;

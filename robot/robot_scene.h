@@ -38,9 +38,11 @@
  * attached); an attached object's id, or the id of a world object before it in the
  * file, at that object's own frame (its header frame with its `pose` applied) in that
  * state, and ID/NAME at that object's subframe NAME (subframe_poses, in the object's
- * own frame); a frame of the scene's fixed_frame_transforms at that frame's pose; the
- * planning frame, named `world` or as the SRDF's virtual joint of the root link names
- * its parent_frame (tdm_robot.planning_frame), or left absent or empty. Any other
+ * own frame; an ID of fewer than TDM_ROBOT_SCENE_FRAME_SLASHES '/': the first that
+ * many of the frame's are tried, which bounds a hostile frame's cost); a frame of the
+ * scene's fixed_frame_transforms at that frame's pose; the planning frame, named
+ * `world` or as the SRDF's virtual joint of the root link names its parent_frame
+ * (tdm_robot.planning_frame), or left absent or empty. Any other
  * name is an error naming the object and the frame, as MoveIt refuses an object in
  * an unknown frame: a misspelt frame never misplaces an obstacle silently. (`world`
  * is accepted whatever the SRDF says, unlike MoveIt, since most hand-written scenes
@@ -87,6 +89,10 @@
 #include "../workpile/scene.h"
 #include "planning_scene.h"
 #include "urdf.h"
+
+/* Header frames OBJECT/NAME: the first this many '/' of a frame are tried as the end of an
+ * object's id ("Frames" above). */
+#define TDM_ROBOT_SCENE_FRAME_SLASHES 4
 
 /* Reads the mesh file at `path` (an element's resolved mesh_path) into *out, a new
  * mesh the robot scene frees; returns 0 or a negative TDM_E* code with a message in

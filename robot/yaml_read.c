@@ -363,18 +363,33 @@ int tdm__yaml_read_empty(tdm__yaml *y, const yaml_event_t *ev, void *why)
     return rc;
 }
 
+/* (name, index), sorted by name then index: C11's qsort has no context argument. */
+typedef struct named_at { const char *name; uint32_t index; } named_at;
+static int cmp_named_at(const void *a, const void *b)
+{
+    const named_at *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
 int tdm__yaml_check_distinct(tdm__yaml *y, const tdm__yaml_field *f, char *const *names, uint32_t n)
 {
-    for (uint32_t i = 1; i < n; i++)
-        for (uint32_t j = 0; j < i; j++)
-            if (strcmp(names[i], names[j]) == 0) {
-                size_t m = tdm__yaml_push(y, f->key, 0);
-                tdm__yaml_push(y, NULL, i);
-                int rc = tdm__yaml_fail(y, &f->mark, TDM_EFORMAT, "'%s' is named twice", names[i]);
-                tdm__yaml_pop(y, m);
-                return rc;
-            }
-    return TDM_OK;
+    if (n < 2) return TDM_OK;
+    named_at *v = malloc((size_t)n * sizeof *v);
+    if (!v) return tdm__yaml_fail(y, &f->mark, TDM_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) v[i] = (named_at){names[i], i};
+    qsort(v, n, sizeof *v, cmp_named_at);
+    /* the first repeat in the list's order: the least index of a name equal to the one before it */
+    uint32_t first = UINT32_MAX;
+    for (uint32_t k = 1; k < n; k++)
+        if (v[k].index < first && strcmp(v[k].name, v[k - 1].name) == 0) first = v[k].index;
+    free(v);
+    if (first == UINT32_MAX) return TDM_OK;
+    size_t m = tdm__yaml_push(y, f->key, 0);
+    tdm__yaml_push(y, NULL, first);
+    int rc = tdm__yaml_fail(y, &f->mark, TDM_EFORMAT, "'%s' is named twice", names[first]);
+    tdm__yaml_pop(y, m);
+    return rc;
 }
 
 /* ---- driving the parser -------------------------------------------------------------- */

@@ -174,8 +174,8 @@ int tdm__yaml_read_tuple(tdm__yaml *y, const yaml_event_t *ev, uint32_t n, const
  * an empty list is read, anything else is "not supported: WHY", dst the const char *WHY. */
 int tdm__yaml_read_empty(tdm__yaml *y, const yaml_event_t *ev, void *why);
 
-/* The first repeated name of names[0..n), reported at field f's key as
- * "KEY[i]: 'name' is named twice". O(n^2): for small lists. */
+/* The first repeated name of names[0..n) (in the list's order), reported at field f's key
+ * as "KEY[i]: 'name' is named twice". Sorted: O(n log n) comparisons. */
 int tdm__yaml_check_distinct(tdm__yaml *y, const tdm__yaml_field *f, char *const *names, uint32_t n);
 
 #endif
