@@ -579,8 +579,8 @@ static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_f
 
 /* One moveit_msgs/CollisionObject mapping into *o (zeroed by its array's growth);
  * *id_field receives the id's field, for the caller's uniqueness check. */
-/* An object's subframes (read into it): as many poses as names, names not empty and distinct
- * (sorted once, O(n log n), and kept sorted for lookups). */
+/* An object's subframes (read into it): as many poses as names, names not empty and distinct;
+ * their order by name kept for lookups. */
 static int subframes_finish(tdm__yaml *y, const tdm__yaml_field *names, const tdm__yaml_field *poses,
                             uint32_t n_poses, tdm_ps_object *o)
 {
@@ -588,21 +588,18 @@ static int subframes_finish(tdm__yaml *y, const tdm__yaml_field *names, const td
         return tdm__yaml_fail_field(y, poses->seen ? poses : names, TDM_EFORMAT, "%u subframe_poses for %u subframe_names",
                                     n_poses, o->n_subframes);
     if (!o->n_subframes) return TDM_OK;
-    if (!(o->subframes_by_name = tdm_ps_name_order(o->subframe_names, o->n_subframes)))
-        return tdm__yaml_fail(y, &names->mark, TDM_ENOMEM, "out of memory");
-    for (uint32_t k = 0; k < o->n_subframes; k++) {
-        const uint32_t at = o->subframes_by_name[k], prev = k ? o->subframes_by_name[k - 1] : at;
-        const char *a = o->subframe_names[at];
-        if (!a[0] || (k && !strcmp(a, o->subframe_names[prev]))) {
+    for (uint32_t k = 0; k < o->n_subframes; k++)
+        if (!o->subframe_names[k][0]) {
             size_t m = tdm__yaml_push(y, names->key, 0);
-            tdm__yaml_push(y, NULL, at > prev ? at : prev); /* the later of two alike */
-            int rc = a[0] ? tdm__yaml_fail(y, &names->mark, TDM_EFORMAT, "'%s' is named twice", a)
-                          : tdm__yaml_fail(y, &names->mark, TDM_EFORMAT, "an empty subframe name");
+            tdm__yaml_push(y, NULL, k);
+            int rc = tdm__yaml_fail(y, &names->mark, TDM_EFORMAT, "an empty subframe name");
             tdm__yaml_pop(y, m);
             return rc;
         }
-    }
-    return TDM_OK;
+    int rc = tdm__yaml_check_distinct(y, names, o->subframe_names, o->n_subframes);
+    if (rc == TDM_OK && !(o->subframes_by_name = tdm_ps_name_order(o->subframe_names, o->n_subframes)))
+        rc = tdm__yaml_fail(y, &names->mark, TDM_ENOMEM, "out of memory");
+    return rc;
 }
 
 static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, uint32_t *n_shapes,

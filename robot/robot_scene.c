@@ -175,7 +175,9 @@ static int frame_find(const frame_book *fb, const char *f, int attached, uint32_
         return 1;
     }
     /* attached objects, then world objects (world objects only): an id, then OBJECT/SUBFRAME,
-     * the object's id any prefix of f that ends before a '/' */
+     * the object's id any prefix of f that ends before a '/' (id: f, cut at each in turn) */
+    char id[TDM_PS_MAX_NAME + 1];
+    snprintf(id, sizeof id, "%s", f);
     for (int kind = 0; kind < (attached ? 1 : 2); kind++) {
         char *const *ids = kind ? fb->obj_ids : fb->att_ids;
         const uint32_t *order = kind ? fb->obj_order : fb->att_order;
@@ -186,8 +188,6 @@ static int frame_find(const frame_book *fb, const char *f, int attached, uint32_
             *out = at[j];
             return 1;
         }
-        char id[TDM_PS_MAX_NAME + 1];
-        snprintf(id, sizeof id, "%s", f);
         int tries = 0;
         for (char *slash = strchr(id, '/'); slash && tries < TDM_ROBOT_SCENE_FRAME_SLASHES;
              slash = strchr(slash + 1, '/'), tries++) {

@@ -8,6 +8,8 @@
 #ifndef TDM_TESTS_ARM_FIXTURE_H
 #define TDM_TESTS_ARM_FIXTURE_H
 
+#include "gen.h"
+
 static const char *urdf_text =
     "<?xml version='1.0'?>\n"
     "<robot name='arm'>\n"
@@ -92,6 +94,14 @@ static const char *const world_variants[] = {
     "      primitives: [{type: box, dimensions: [0.2, 0.2, 0.2]}]\n"
     "      primitive_poses: [{position: [0.2, -0.3, 0.6], orientation: [0, 0, 0, 1]}]\n",
 };
+
+/* A configuration of the arm's three joints, uniform within urdf_text's limits. */
+static inline void arm_fixture_random_config(gen_rng *g, double q[3])
+{
+    q[0] = gen_range(g, -3.14, 3.14);
+    q[1] = gen_range(g, -2.6, 2.6);
+    q[2] = gen_range(g, 0, 0.1);
+}
 
 /* Every file above through a suite's writer (NAME relative to its folder, which has a meshes/
  * folder): arm.urdf, arm.srdf, meshes/bar.obj, scene.yaml, world1.yaml and world2.yaml. */

@@ -749,3 +749,21 @@ double metric_value(const char *text, const char *series)
         if (!strncmp(p, series, n) && p[n] == ' ') return strtod(p + n + 1, NULL);
     return NAN;
 }
+
+const char *dmn_path(const dmn *d, const char *name)
+{
+    static char buf[16][512];
+    static int k;
+    char *p = buf[k++ % 16];
+    snprintf(p, sizeof buf[0], "%s/%s", d->root, name);
+    return p;
+}
+
+void dmn_write(const dmn *d, const char *name, const char *text)
+{
+    const char *path = dmn_path(d, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0, "writing %s", path);
+}

@@ -64,6 +64,11 @@ char *dmn_log(const dmn *d);
 /* Files (not hidden) in the daemon's data directory's subfolder `sub` (robots/,
  * owners/...); -1 when it cannot be read. */
 int dmn_count_files(const dmn *d, const char *sub);
+/* "ROOT/name" in d's temporary folder, in one of 16 buffers used in turn (the test's own
+ * thread; a path is good until 16 more are asked for). */
+const char *dmn_path(const dmn *d, const char *name);
+/* Writes text to dmn_path(d, name); asserts. */
+void dmn_write(const dmn *d, const char *name, const char *text);
 /* rm -rf, for folders the tests made. */
 void remove_tree(const char *path);
 

@@ -655,13 +655,6 @@ static tdm_multi *two_with_bar(dmn d[2], const char *name, const char *const *fl
     return m;
 }
 
-static void rand_cfg(gen_rng *g, double *q)
-{
-    q[0] = gen_range(g, -3.14, 3.14);
-    q[1] = gen_range(g, -2.6, 2.6);
-    q[2] = gen_range(g, 0, 0.1);
-}
-
 Test(client, multi_robots, .timeout = 120)
 {
     dmn d[2];
@@ -680,8 +673,8 @@ Test(client, multi_robots, .timeout = 120)
     cr_assert(!memcmp(robot, robot1, TDM_ID_BYTES) && !memcmp(scene, scene1, TDM_ID_BYTES));
     gen_rng g = {gen_seed(0xa11)};
     double *q = malloc(sizeof(double) * RB * RQ * 3), *mo = malloc(sizeof(double) * RB * RM * 6);
-    for (size_t i = 0; i < (size_t)RB * RQ; i++) rand_cfg(&g, q + 3 * i);
-    for (size_t i = 0; i < (size_t)RB * RM * 2; i++) rand_cfg(&g, mo + 3 * i);
+    for (size_t i = 0; i < (size_t)RB * RQ; i++) arm_fixture_random_config(&g, q + 3 * i);
+    for (size_t i = 0; i < (size_t)RB * RM * 2; i++) arm_fixture_random_config(&g, mo + 3 * i);
     tdm_query_result *want = malloc(sizeof *want * RB * RQ), *got = malloc(sizeof *got * RB * RQ);
     int64_t wk[RB * RM], gk[RB * RM];
     uint64_t wn[RB * RM], gn[RB * RM];
@@ -828,7 +821,7 @@ Test(client, multi_parts_follow_max_query_tasks, .timeout = 120)
     enum { N = 300 };
     double q[N * 3], poses[N * 7];
     for (size_t i = 0; i < N; i++) {
-        rand_cfg(&g, q + 3 * i);
+        arm_fixture_random_config(&g, q + 3 * i);
         for (int k = 0; k < 3; k++) poses[7 * i + k] = gen_range(&g, -0.5, 0.5);
         poses[7 * i + 3] = poses[7 * i + 4] = poses[7 * i + 5] = 0, poses[7 * i + 6] = 1;
     }

@@ -37,34 +37,12 @@
 static uint64_t seed;
 static dmn D;
 
-static const char *in_root(const char *name)
-{
-    static char buf[16][512];
-    static int k;
-    char *p = buf[k++ % 16];
-    snprintf(p, 512, "%s/%s", D.root, name);
-    return p;
-}
-
-static void write_file(const char *name, const char *text)
-{
-    FILE *f = fopen(in_root(name), "w");
-    cr_assert_not_null(f, "cannot write %s", in_root(name));
-    fputs(text, f);
-    cr_assert_eq(fclose(f), 0);
-}
+static void write_file(const char *name, const char *text) { dmn_write(&D, name, text); }
 
 #define N_J 3 /* the fixture arm's joints */
 
 static const char *const worlds[] = {"scene.yaml", "world1.yaml", "world2.yaml"};
 #define N_WORLDS 3
-
-static void random_config(gen_rng *g, double q[N_J])
-{
-    q[0] = gen_range(g, -3.14, 3.14);
-    q[1] = gen_range(g, -2.6, 2.6);
-    q[2] = gen_range(g, 0, 0.1);
-}
 
 static void suite_init(void)
 {
@@ -97,7 +75,8 @@ static tdm_client *start_and_connect(void)
 static tdm_local_robot *load_arm(tdm_local *l)
 {
     tdm_local_robot *r = NULL;
-    cr_assert_eq(tdm_local_robot_load(l, in_root("arm.urdf"), in_root("arm.srdf"), &r), 0, "%s", tdm_local_errstr(l));
+    cr_assert_eq(tdm_local_robot_load(l, dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), &r), 0, "%s",
+                 tdm_local_errstr(l));
     cr_assert_not_null(r);
     cr_assert_eq(tdm_local_robot_joints(r), N_J);
     return r;
@@ -106,7 +85,7 @@ static tdm_local_robot *load_arm(tdm_local *l)
 static tdm_local_scene *local_scene(tdm_local *l, const tdm_local_robot *r, const char *file)
 {
     tdm_local_scene *s = NULL;
-    cr_assert_eq(tdm_local_scene_create_file(l, r, in_root(file), &s), 0, "%s: %s", file, tdm_local_errstr(l));
+    cr_assert_eq(tdm_local_scene_create_file(l, r, dmn_path(&D, file), &s), 0, "%s: %s", file, tdm_local_errstr(l));
     return s;
 }
 
@@ -117,14 +96,14 @@ Test(local, ids_equal_tandemds)
     cr_assert_not_null(l);
     tdm_local_robot *r = load_arm(l);
     uint8_t rid[TDM_ID_BYTES], lid[TDM_ID_BYTES], sid[TDM_ID_BYTES];
-    cr_assert_eq(tdm_robot_put_files(c, "arm", in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_put_files(c, "arm", dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), rid, NULL, NULL), 0,
+                 "%s", tdm_client_errstr(c));
     tdm_local_robot_id(r, lid);
     cr_assert_arr_eq(lid, rid, TDM_ID_BYTES, "the local robot's id is tandemd's");
     for (int ephemeral = 0; ephemeral < 2; ephemeral++) {
         tdm_client_set_ephemeral_scenes(c, ephemeral);
         for (int w = 0; w < N_WORLDS; w++) {
-            cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root(worlds[w]), sid, NULL, NULL), 0, "%s",
+            cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, dmn_path(&D, worlds[w]), sid, NULL, NULL), 0, "%s",
                          tdm_client_errstr(c));
             tdm_local_scene *s = local_scene(l, r, worlds[w]);
             tdm_local_scene_id(s, ephemeral, lid);
@@ -157,8 +136,9 @@ static void expect_equal(const tdm_query_result *t, const tdm_query_result *lo, 
 {
     for (size_t i = 0; i < n; i++) {
         const double *c = q + i * N_J;
-        cr_assert_eq(lo[i].colliding, t[i].colliding, "%s seed=%llu query %zu (%.17g %.17g %.17g): local %u, tandemd %u",
-                     what, (unsigned long long)seed, i, c[0], c[1], c[2], lo[i].colliding, t[i].colliding);
+        cr_assert_eq(lo[i].colliding, t[i].colliding,
+                     "%s seed=%llu query %zu (%.17g %.17g %.17g): local %u, tandemd %u", what, (unsigned long long)seed,
+                     i, c[0], c[1], c[2], lo[i].colliding, t[i].colliding);
         cr_assert_eq(lo[i].contacts, t[i].contacts, "%s query %zu: contacts local %u, tandemd %u", what, i,
                      lo[i].contacts, t[i].contacts);
         cr_assert_eq(lo[i].truncated, t[i].truncated, "%s query %zu", what, i);
@@ -177,18 +157,18 @@ Test(local, answers_equal_tandemds)
     tdm_local *l = tdm_local_create();
     tdm_local_robot *r = load_arm(l);
     uint8_t rid[TDM_ID_BYTES], sid[TDM_ID_BYTES];
-    cr_assert_eq(tdm_robot_put_files(c, "arm", in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_put_files(c, "arm", dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), rid, NULL, NULL), 0,
+                 "%s", tdm_client_errstr(c));
     gen_rng g = {seed};
     const size_t n = 1500;
     double *q = malloc(n * N_J * sizeof *q);
     tdm_query_result *t = malloc(n * sizeof *t), *lo = malloc(n * sizeof *lo);
     for (int w = 0; w < N_WORLDS; w++) {
         tdm_robot_scene_info *info = NULL;
-        cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root(worlds[w]), sid, NULL, &info), 0, "%s",
+        cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, dmn_path(&D, worlds[w]), sid, NULL, &info), 0, "%s",
                      tdm_client_errstr(c));
         tdm_local_scene *s = local_scene(l, r, worlds[w]);
-        for (size_t i = 0; i < n; i++) random_config(&g, q + i * N_J);
+        for (size_t i = 0; i < n; i++) arm_fixture_random_config(&g, q + i * N_J);
         /* bool: the local engine one configuration at a time (a planner's), tandemd in one batch */
         cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_BOOL, q, N_J, n, 0, t, NULL), 0, "%s", tdm_client_errstr(c));
         memset(lo, 0xab, n * sizeof *lo);
@@ -234,7 +214,7 @@ Test(local, answers_equal_the_oracle)
     tdm_local *l = tdm_local_create();
     tdm_local_robot *r = NULL;
     tdm_local_scene *s = NULL;
-    cr_assert_eq(tdm_local_robot_load(l, in_root("oracle.urdf"), in_root("oracle.srdf"), &r), 0, "%s",
+    cr_assert_eq(tdm_local_robot_load(l, dmn_path(&D, "oracle.urdf"), dmn_path(&D, "oracle.srdf"), &r), 0, "%s",
                  tdm_local_errstr(l));
     cr_assert_eq(tdm_local_robot_joints(r), 2);
     cr_assert_eq(tdm_local_scene_create(l, r, arm_scene_text, &s), 0, "%s", tdm_local_errstr(l));
@@ -284,9 +264,9 @@ Test(local, bad_input_changes_nothing)
     tdm_local *l = tdm_local_create();
     tdm_local_robot *r = NULL, *bad = (tdm_local_robot *)&r; /* a non-NULL value a failure must reset */
     /* files */
-    expect_err(l, tdm_local_robot_load(l, in_root("none.urdf"), NULL, &bad), TDM_CLIENT_EINVAL, "none.urdf");
+    expect_err(l, tdm_local_robot_load(l, dmn_path(&D, "none.urdf"), NULL, &bad), TDM_CLIENT_EINVAL, "none.urdf");
     cr_assert_null(bad);
-    expect_err(l, tdm_local_robot_load(l, in_root("arm.urdf"), in_root("none.srdf"), &bad), TDM_CLIENT_EINVAL,
+    expect_err(l, tdm_local_robot_load(l, dmn_path(&D, "arm.urdf"), dmn_path(&D, "none.srdf"), &bad), TDM_CLIENT_EINVAL,
                "none.srdf");
     char *nomesh = strdup(urdf_text);
     char *at = strstr(nomesh, "meshes/bar.obj");
@@ -294,14 +274,14 @@ Test(local, bad_input_changes_nothing)
     memcpy(at, "meshes/baz", 10);
     write_file("nomesh.urdf", nomesh);
     free(nomesh);
-    expect_err(l, tdm_local_robot_load(l, in_root("nomesh.urdf"), NULL, &bad), TDM_CLIENT_EINVAL, "nomesh.urdf:");
+    expect_err(l, tdm_local_robot_load(l, dmn_path(&D, "nomesh.urdf"), NULL, &bad), TDM_CLIENT_EINVAL, "nomesh.urdf:");
     cr_assert(strstr(tdm_local_errstr(l), "baz"), "%s", tdm_local_errstr(l));
     write_file("cycle.urdf", "<robot name='c'><link name='a'/><link name='b'/>"
                              "<joint name='j' type='fixed'><parent link='a'/><child link='b'/></joint>"
                              "<joint name='k' type='fixed'><parent link='b'/><child link='a'/></joint></robot>\n");
-    expect_err(l, tdm_local_robot_load(l, in_root("cycle.urdf"), NULL, &bad), TDM_CLIENT_EINVAL, "cycle.urdf");
+    expect_err(l, tdm_local_robot_load(l, dmn_path(&D, "cycle.urdf"), NULL, &bad), TDM_CLIENT_EINVAL, "cycle.urdf");
     expect_err(l, tdm_local_robot_load(l, NULL, NULL, &bad), TDM_CLIENT_EINVAL, "NULL");
-    cr_assert_eq(tdm_local_robot_load(NULL, in_root("arm.urdf"), NULL, &bad), TDM_CLIENT_EINVAL);
+    cr_assert_eq(tdm_local_robot_load(NULL, dmn_path(&D, "arm.urdf"), NULL, &bad), TDM_CLIENT_EINVAL);
     /* worlds */
     r = load_arm(l);
     tdm_local_scene *s = NULL, *sbad = (tdm_local_scene *)&s;
@@ -309,14 +289,14 @@ Test(local, bad_input_changes_nothing)
                                                "[{type: box, dimensions: [1, 2]}]\n", &sbad),
                TDM_CLIENT_EINVAL, "world:");
     cr_assert_null(sbad);
-    expect_err(l, tdm_local_scene_create_file(l, r, in_root("none.yaml"), &sbad), TDM_CLIENT_EINVAL, "none.yaml");
+    expect_err(l, tdm_local_scene_create_file(l, r, dmn_path(&D, "none.yaml"), &sbad), TDM_CLIENT_EINVAL, "none.yaml");
     expect_err(l, tdm_local_scene_create(l, r, NULL, &sbad), TDM_CLIENT_EINVAL, "NULL");
     s = local_scene(l, r, "scene.yaml");
     cr_assert_str_empty(tdm_local_errstr(l), "a success clears the message");
     /* queries: nothing answered */
     gen_rng g = {seed ^ 0xbadull};
     double q[5 * N_J];
-    for (int i = 0; i < 5; i++) random_config(&g, q + i * N_J);
+    for (int i = 0; i < 5; i++) arm_fixture_random_config(&g, q + i * N_J);
     tdm_query_result res[5], want[5];
     memset(res, 0x5a, sizeof res);
     tdm_query_result untouched = res[0];
@@ -385,7 +365,7 @@ Test(local, engines_on_threads)
     gen_rng g = {seed ^ 0x7437ull};
     const size_t n = 400;
     double *q = malloc(n * N_J * sizeof *q);
-    for (size_t i = 0; i < n; i++) random_config(&g, q + i * N_J);
+    for (size_t i = 0; i < n; i++) arm_fixture_random_config(&g, q + i * N_J);
     tdm_query_result *want_own = malloc(n * sizeof *want_own), *want_shared = malloc(n * sizeof *want_shared);
     cr_assert_eq(tdm_local_query_configs(l, own, TDM_QUERY_BOOL, q, N_J, n, 0, want_own), 0);
     cr_assert_eq(tdm_local_query_configs(l, shared, TDM_QUERY_CONTACTS, q, N_J, n, 0, want_shared), 0);

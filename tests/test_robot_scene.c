@@ -290,13 +290,6 @@ static void oracle_totals(const double q[3], uint32_t *total, int *contained)
             if (oracle_checked(a, b)) *total += count[a][b], *contained |= inside[a][b];
 }
 
-static void random_config(gen_rng *g, double q[3])
-{
-    q[0] = gen_range(g, -3.14, 3.14);
-    q[1] = gen_range(g, -2.6, 2.6);
-    q[2] = gen_range(g, 0, 0.1);
-}
-
 /* ---- tests ---- */
 
 static tdm_robot_scene *make_scene(void)
@@ -353,7 +346,7 @@ Test(robot_scene, poses_match_the_oracle)
     tdm_xform links[4], poses[N_EL];
     for (int it = 0; it < 100; it++) {
         double q[3];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         m4 el[N_EL], obs[N_OBS];
         oracle_poses(q, el, obs);
         cr_assert_eq(tdm_robot_scene_poses(rs, q, 3, links, poses), TDM_OK);
@@ -417,7 +410,7 @@ Test(robot_scene, engine_matches_brute_force)
     size_t colliding = 0, n_contained = 0, hits[6] = {0};
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         uint32_t count[N_OBJ][N_OBJ];
         uint8_t inside[N_OBJ][N_OBJ];
         oracle(q, count, inside);
@@ -507,7 +500,7 @@ Test(robot_scene, cone_obstacle_answers_as_the_oracle)
     size_t colliding = 0, with_cone = 0, cone_inside = 0;
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         uint32_t total, cone_tris = 0;
         int contained, cone_in = 0;
         oracle_totals(q, &total, &contained);
@@ -887,7 +880,7 @@ Test(robot_scene, shared_elements_answer_as_the_oracle)
     size_t colliding = 0;
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         uint32_t total;
         int contained;
         oracle_totals(q, &total, &contained);
@@ -955,7 +948,7 @@ Test(robot_scene, repeated_primitives_share_one_tree)
     size_t colliding = 0;
     for (int it = 0; it < N_CFG; it++) {
         double q[3];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         cr_assert_eq(tdm_robot_scene_poses(shared, q, 3, links, pa), TDM_OK);
         cr_assert_eq(tdm_robot_scene_poses(own, q, 3, links, pb), TDM_OK);
         tdm_sched_query qs[4] = {{shared->scene, pa, TDM_MODE_BOOL, 1, NULL, NULL},
@@ -1048,7 +1041,7 @@ static double *batch(const tdm_robot_scene *rs, size_t n, uint64_t salt, tdm_mod
     tdm_xform *x = malloc(n * N_EL * sizeof *x), links[4];
     cr_assert(q && x);
     for (size_t i = 0; i < n; i++) {
-        random_config(&g, q + 3 * i);
+        arm_fixture_random_config(&g, q + 3 * i);
         cr_assert_eq(tdm_robot_scene_poses(rs, q + 3 * i, 3, links, x + i * N_EL), TDM_OK);
     }
     char why[320];
@@ -1652,7 +1645,7 @@ Test(robot_scene, resident_programs_follow_their_scenes)
         gen_rng g = {seed ^ 0x6e5ull};
         double mq[3 * N];
         tdm_sched_result mwant[N];
-        for (size_t i = 0; i < N; i++) random_config(&g, mq + 3 * i);
+        for (size_t i = 0; i < N; i++) arm_fixture_random_config(&g, mq + 3 * i);
         tdm_sched *cpu = sched_of(TDM_BACKEND_CPU, why, sizeof why);
         tdm_sched_query proto = {set.rs[0]->scene, NULL, TDM_MODE_BOOL, 1, NULL, NULL};
         cr_assert_eq(tdm_sched_run_configs(cpu, &proto, &moved, mq, N, mwant), TDM_OK);
@@ -2183,7 +2176,7 @@ Test(robot_scene, cli_check_urdf)
     cr_assert_not_null(f);
     fprintf(f, "# j1 j2 j3\n\n");
     for (int i = 0; i < N_CLI; i++) {
-        random_config(&g, q[i]);
+        arm_fixture_random_config(&g, q[i]);
         fprintf(f, "%.17g %.17g %.17g\n", q[i][0], q[i][1], q[i][2]);
         if (i == 7) fprintf(f, "   \n# a comment\n");
         uint32_t count[N_OBJ][N_OBJ], total = 0;

@@ -77,35 +77,13 @@
 static uint64_t seed;
 static dmn D;
 
-static const char *in_root(const char *name)
-{
-    static char buf[16][512];
-    static int k;
-    char *p = buf[k++ % 16];
-    snprintf(p, 512, "%s/%s", D.root, name);
-    return p;
-}
-
-static void write_file(const char *name, const char *text)
-{
-    FILE *f = fopen(in_root(name), "w");
-    cr_assert_not_null(f, "cannot write %s", in_root(name));
-    fputs(text, f);
-    fclose(f);
-}
+static void write_file(const char *name, const char *text) { dmn_write(&D, name, text); }
 
 /* ---- the arm: tests/arm_fixture.h ---- */
 
 #define N_J 3
 #define N_EL 6
 #define N_OBJ 8
-
-static void random_config(gen_rng *g, double q[N_J])
-{
-    q[0] = gen_range(g, -3.14, 3.14);
-    q[1] = gen_range(g, -2.6, 2.6);
-    q[2] = gen_range(g, 0, 0.1);
-}
 
 static void suite_init(void)
 {
@@ -136,7 +114,7 @@ static void put_bar(tdm_client *c, uint8_t id[32])
 {
     tdm_mesh *m;
     char err[256];
-    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &m, err, sizeof err), TDM_OK, "%s",
+    cr_assert_eq(tdm_mesh_load_file(dmn_path(&D, "meshes/bar.obj"), TDM_ORIGIN_RAW, &m, err, sizeof err), TDM_OK, "%s",
                  err);
     cr_assert_eq(tdm_mesh_put(c, "bar", m->verts, m->n_verts, m->tris, m->n_tris, id, NULL), 0, "%s",
                  tdm_client_errstr(c));
@@ -177,9 +155,9 @@ typedef struct offline {
 static void offline_open_world(offline *o, const char *world)
 {
     char err[512];
-    cr_assert_eq(tdm_robot_load(in_root("arm.urdf"), in_root("arm.srdf"), &o->robot, err, sizeof err), TDM_OK, "%s",
-                 err);
-    cr_assert_eq(tdm_planning_scene_read(in_root(world), &o->ps, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_robot_load(dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), &o->robot, err, sizeof err), TDM_OK,
+                 "%s", err);
+    cr_assert_eq(tdm_planning_scene_read(dmn_path(&D, world), &o->ps, err, sizeof err), TDM_OK, "%s", err);
     cr_assert_eq(tdm_robot_scene_create(o->robot, o->ps, file_loader, NULL, TDM_PRIMITIVE_TOLERANCE, &o->rs, err,
                                         sizeof err),
                  TDM_OK, "%s", err);
@@ -225,15 +203,15 @@ static void offline_run(offline *o, const double *q, size_t n, tdm_mode mode, ui
 /* The test arm (arm.urdf, arm.srdf) stored through c: its id in rid. */
 static void put_arm(tdm_client *c, uint8_t rid[32])
 {
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, NULL, NULL), 0, "%s",
-                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_put_files(c, NULL, dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), rid, NULL, NULL), 0,
+                 "%s", tdm_client_errstr(c));
 }
 
 /* ... and its world scene.yaml: the robot scene's id in sid. */
 static void put_arm_scene(tdm_client *c, uint8_t rid[32], uint8_t sid[32])
 {
     put_arm(c, rid);
-    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, NULL), 0, "%s",
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, dmn_path(&D, "scene.yaml"), sid, NULL, NULL), 0, "%s",
                  tdm_client_errstr(c));
 }
 
@@ -248,8 +226,8 @@ Test(robotd, store_list_delete_persist)
     uint8_t rid[32], rid2[32], sid[32], bar[32];
     int created = -1;
     tdm_robot_info *ri = NULL;
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, &created, &ri), 0, "%s",
-                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_put_files(c, NULL, dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), rid, &created, &ri),
+                 0, "%s", tdm_client_errstr(c));
     cr_assert_eq(created, 1);
     cr_assert_eq(ri->n_joints, 3);
     static const char *const jn[3] = {"j1", "j2", "j3"};
@@ -301,8 +279,8 @@ Test(robotd, store_list_delete_persist)
 
     /* a robot scene, and the robot pinned by it */
     tdm_robot_scene_info *rsi = NULL;
-    cr_assert_eq(tdm_robot_scene_put_file(c, "arm in test", rid, in_root("scene.yaml"), sid, &created, &rsi), 0, "%s",
-                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, "arm in test", rid, dmn_path(&D, "scene.yaml"), sid, &created, &rsi), 0,
+                 "%s", tdm_client_errstr(c));
     cr_assert_eq(created, 1);
     cr_assert(!memcmp(rsi->robot_id, rid, 32));
     cr_assert_eq(rsi->n_joints, 3);
@@ -329,7 +307,7 @@ Test(robotd, store_list_delete_persist)
     enum { NQ = 64 };
     gen_rng g = {seed ^ 0x11};
     double q[NQ * N_J];
-    for (int i = 0; i < NQ; i++) random_config(&g, q + i * N_J);
+    for (int i = 0; i < NQ; i++) arm_fixture_random_config(&g, q + i * N_J);
     tdm_query_result before[NQ], after[NQ];
     cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, before, NULL), 0, "%s",
                  tdm_client_errstr(c));
@@ -359,7 +337,7 @@ Test(robotd, store_list_delete_persist)
     cr_assert_eq(sl[0].n_movable, N_EL);
     tdm_scene_list_free(sl);
     /* putting the scene again: the same id, not created, the same checked pairs */
-    cr_assert_eq(tdm_robot_scene_put_file(c, "again", rid, in_root("scene.yaml"), sid, &created, &rsi), 0);
+    cr_assert_eq(tdm_robot_scene_put_file(c, "again", rid, dmn_path(&D, "scene.yaml"), sid, &created, &rsi), 0);
     cr_assert_eq(created, 0);
     cr_assert_eq(rsi->n_checks, n_checks);
     tdm_robot_scene_info_free(rsi);
@@ -410,23 +388,23 @@ Test(robotd, ephemeral_scenes_are_never_written)
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32], sid[32], eid[32], eid2[32], want[32];
     int created = -1;
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), rid, &created, NULL), 0, "%s",
-                 tdm_client_errstr(c));
-    cr_assert_eq(tdm_robot_scene_put_file(c, "stored", rid, in_root("scene.yaml"), sid, &created, NULL), 0, "%s",
+    cr_assert_eq(tdm_robot_put_files(c, NULL, dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), rid, &created, NULL),
+                 0, "%s", tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, "stored", rid, dmn_path(&D, "scene.yaml"), sid, &created, NULL), 0, "%s",
                  tdm_client_errstr(c));
     cr_assert_eq(created, 1);
     cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
 
     tdm_client_set_ephemeral_scenes(c, 1);
     tdm_robot_scene_info *rsi = NULL;
-    cr_assert_eq(tdm_robot_scene_put_file(c, "ephemeral", rid, in_root("scene.yaml"), eid, &created, &rsi), 0, "%s",
-                 tdm_client_errstr(c));
+    cr_assert_eq(tdm_robot_scene_put_file(c, "ephemeral", rid, dmn_path(&D, "scene.yaml"), eid, &created, &rsi), 0,
+                 "%s", tdm_client_errstr(c));
     cr_assert_eq(created, 1, "the ephemeral scene is another scene than the stored one");
     ephemeral_id_of(sid, want);
     cr_assert(!memcmp(eid, want, 32), "the ephemeral scene's id is not SHA-256(magic, 0, stored id)");
     cr_assert_eq(rsi->n_objects, N_OBJ);
     tdm_robot_scene_info_free(rsi);
-    cr_assert_eq(tdm_robot_scene_put_file(c, "again", rid, in_root("scene.yaml"), eid2, &created, NULL), 0);
+    cr_assert_eq(tdm_robot_scene_put_file(c, "again", rid, dmn_path(&D, "scene.yaml"), eid2, &created, NULL), 0);
     cr_assert_eq(created, 0);
     cr_assert(!memcmp(eid, eid2, 32));
     cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1, "an ephemeral scene was written");
@@ -458,7 +436,7 @@ Test(robotd, ephemeral_scenes_are_never_written)
     enum { NQ = 64 };
     gen_rng g = {seed ^ 0xe9};
     double q[NQ * N_J];
-    for (int i = 0; i < NQ; i++) random_config(&g, q + i * N_J);
+    for (int i = 0; i < NQ; i++) arm_fixture_random_config(&g, q + i * N_J);
     tdm_query_result a[NQ], b[NQ];
     cr_assert_eq(tdm_query_configs(c, sid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, a, NULL), 0, "%s", tdm_client_errstr(c));
     cr_assert_eq(tdm_query_configs(c, eid, TDM_QUERY_CONTACTS, q, N_J, NQ, 0, b, NULL), 0, "%s", tdm_client_errstr(c));
@@ -482,7 +460,7 @@ Test(robotd, ephemeral_scenes_are_never_written)
                         "Query on a deleted ephemeral scene", TDM_SERVER_UNKNOWN_SCENE, "scene_id", -1, NULL);
     cr_assert_eq(dmn_count_files(&D, "robot-scenes"), 1);
     tdm_client_set_ephemeral_scenes(c, 1);
-    cr_assert_eq(tdm_robot_scene_put_file(c, "back", rid, in_root("scene.yaml"), eid2, &created, NULL), 0);
+    cr_assert_eq(tdm_robot_scene_put_file(c, "back", rid, dmn_path(&D, "scene.yaml"), eid2, &created, NULL), 0);
     cr_assert(created == 1 && !memcmp(eid, eid2, 32));
     tdm_client_free(c);
 
@@ -550,7 +528,8 @@ Test(robotd, bad_robot_stores_nothing)
     free(u);
     /* a mesh filename missing from the table (line 11 holds link2's mesh collision) */
     expect_server_error(c, tdm_robot_put(c, "x", urdf_text, NULL, NULL, 0, rid, NULL, NULL), "no table entry",
-                        TDM_SERVER_UNKNOWN_MESH, "meshes", -1, "urdf:11: link 'link2' <collision>: mesh 'meshes/bar.obj'");
+                        TDM_SERVER_UNKNOWN_MESH, "meshes", -1,
+                        "urdf:11: link 'link2' <collision>: mesh 'meshes/bar.obj'");
     /* a table entry naming a mesh id not stored */
     tdm_robot_mesh_ref bad = {"meshes/bar.obj", {0}};
     memcpy(bad.mesh_id, nowhere, 32);
@@ -655,7 +634,8 @@ static void large_urdfs(void)
     free(u0);
     char *big = padded(urdf_text, PAD);
     expect_server_error(c, tdm_robot_put(c, "x", big, NULL, NULL, 0, rid, NULL, NULL), "large: no table entry",
-                        TDM_SERVER_UNKNOWN_MESH, "meshes", -1, "urdf:11: link 'link2' <collision>: mesh 'meshes/bar.obj'");
+                        TDM_SERVER_UNKNOWN_MESH, "meshes", -1,
+                        "urdf:11: link 'link2' <collision>: mesh 'meshes/bar.obj'");
     tdm_robot_mesh_ref bad = {"meshes/bar.obj", {0}};
     memcpy(bad.mesh_id, nowhere, 32);
     expect_server_error(c, tdm_robot_put(c, "x", big, NULL, &bad, 1, rid, NULL, NULL), "large: unknown mesh id",
@@ -732,7 +712,7 @@ Test(robotd, configs_equal_offline)
     offline_open(&o);
     gen_rng g = {seed ^ 0x22};
     double *q = malloc(sizeof *q * N_CFG * N_J);
-    for (int i = 0; i < N_CFG; i++) random_config(&g, q + i * N_J);
+    for (int i = 0; i < N_CFG; i++) arm_fixture_random_config(&g, q + i * N_J);
     tdm_sched_result *want = calloc(N_CFG, sizeof *want);
     tdm_query_result *got = calloc(N_CFG, sizeof *got);
     cr_assert(q && want && got);
@@ -742,7 +722,7 @@ Test(robotd, configs_equal_offline)
     uint8_t rid[32], sid[32];
     put_arm(c, rid);
     tdm_robot_scene_info *si;
-    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root("scene.yaml"), sid, NULL, &si), 0, "%s",
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, dmn_path(&D, "scene.yaml"), sid, NULL, &si), 0, "%s",
                  tdm_client_errstr(c));
     cr_assert_eq(si->n_checks, o.rs->scene->n_checks, "checked pairs: server %u, offline %u", si->n_checks,
                  o.rs->scene->n_checks);
@@ -847,7 +827,7 @@ static void offline_random(offline *o, uint64_t salt, int n, double **q, tdm_sch
     *q = malloc(sizeof **q * (size_t)n * N_J);
     *want = calloc((size_t)n, sizeof **want);
     cr_assert(*q && *want);
-    for (int i = 0; i < n; i++) random_config(&g, *q + i * N_J);
+    for (int i = 0; i < n; i++) arm_fixture_random_config(&g, *q + i * N_J);
     offline_run(o, *q, n, TDM_MODE_CONTACTS, 1000000, *want, NULL);
 }
 
@@ -1129,7 +1109,7 @@ Test(robotd, attached_objects_answer_as_the_oracle)
 static tdm_run_result run(const char *const *args)
 {
     tdm_run_result r;
-    int rc = tdm_run_capture(TANDEM_BIN, args, in_root("stdout"), in_root("stderr"), &r);
+    int rc = tdm_run_capture(TANDEM_BIN, args, dmn_path(&D, "stdout"), dmn_path(&D, "stderr"), &r);
     cr_assert_eq(rc, 0, "cannot run %s: %s", TANDEM_BIN, strerror(rc));
     return r;
 }
@@ -1145,7 +1125,7 @@ static void expect_as_check(const char *const *args, const char *out, const char
     cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
     free(r.out);
     free(r.err);
-    char *b = gen_read_file(in_root(out), NULL);
+    char *b = gen_read_file(dmn_path(&D, out), NULL);
     cr_assert_not_null(b);
     cr_assert_str_eq(b, want, "%s: %s's --out differs from tandem check --urdf's", mode, what);
     free(b);
@@ -1158,37 +1138,52 @@ static void expect_as_check(const char *const *args, const char *out, const char
 Test(robotd, cli_query_batches_follow_max_query_tasks)
 {
     gen_rng g = {seed ^ 0x7a5c};
-    FILE *f = fopen(in_root("configs.txt"), "w");
+    FILE *f = fopen(dmn_path(&D, "configs.txt"), "w");
     cr_assert_not_null(f);
     for (int i = 0; i < 300; i++) {
         double q[N_J];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         fprintf(f, "%.17g %.17g %.17g\n", q[0], q[1], q[2]);
     }
     fclose(f);
     const char *flags[] = {"--max-query-tasks", "100", NULL};
     dmn_start(&D, flags);
-    const char *check[] = {"check", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
-                           in_root("scene.yaml"), "--configs", in_root("configs.txt"), "--mode", "bool",
-                           "--out", in_root("check_out.txt"), NULL};
+    const char *check[] = {"check", "--urdf", dmn_path(&D, "arm.urdf"), "--srdf", dmn_path(&D, "arm.srdf"), "--world",
+                           dmn_path(&D, "scene.yaml"), "--configs", dmn_path(&D, "configs.txt"), "--mode", "bool",
+                           "--out", dmn_path(&D, "check_out.txt"), NULL};
     tdm_run_result r = run(check);
     cr_assert_eq(r.status, 0, "check --urdf: %s", r.err);
     char check_tail[64];
     snprintf(check_tail, sizeof check_tail, "%s", strrchr(r.out, 'c'));
     free(r.out);
     free(r.err);
-    char *want = gen_read_file(in_root("check_out.txt"), NULL);
+    char *want = gen_read_file(dmn_path(&D, "check_out.txt"), NULL);
     cr_assert_not_null(want);
-    const char *query[] = {"query", "--server", D.unix_addr, "--urdf", in_root("arm.urdf"), "--srdf",
-                           in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs", in_root("configs.txt"),
-                           "--mode", "bool", "--out", in_root("query_out.txt"), "--batch", "300", NULL};
+    const char *query[] = {"query",
+                           "--server",
+                           D.unix_addr,
+                           "--urdf",
+                           dmn_path(&D, "arm.urdf"),
+                           "--srdf",
+                           dmn_path(&D, "arm.srdf"),
+                           "--world",
+                           dmn_path(&D, "scene.yaml"),
+                           "--configs",
+                           dmn_path(&D, "configs.txt"),
+                           "--mode",
+                           "bool",
+                           "--out",
+                           dmn_path(&D, "query_out.txt"),
+                           "--batch",
+                           "300",
+                           NULL};
     r = run(query);
     cr_assert_eq(r.status, 0, "query: %s", r.err);
     cr_assert(strstr(r.err, "over the server's max_query_tasks; using "), "no note of the cut: %s", r.err);
     cr_assert_str_eq(strrchr(r.out, 'c'), check_tail, "summary: %s", r.out);
     free(r.out);
     free(r.err);
-    char *got = gen_read_file(in_root("query_out.txt"), NULL);
+    char *got = gen_read_file(dmn_path(&D, "query_out.txt"), NULL);
     cr_assert_not_null(got);
     cr_assert_str_eq(got, want, "tandem query's --out differs from tandem check --urdf's");
     free(got);
@@ -1197,8 +1192,9 @@ Test(robotd, cli_query_batches_follow_max_query_tasks)
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t robot_id[TDM_ID_BYTES], scene_id[TDM_ID_BYTES];
     tdm_robot_scene_info *info = NULL;
-    cr_assert_eq(tdm_robot_put_files(c, NULL, in_root("arm.urdf"), in_root("arm.srdf"), robot_id, NULL, NULL), 0);
-    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, robot_id, in_root("scene.yaml"), scene_id, NULL, &info), 0);
+    cr_assert_eq(tdm_robot_put_files(c, NULL, dmn_path(&D, "arm.urdf"), dmn_path(&D, "arm.srdf"), robot_id, NULL, NULL),
+                 0);
+    cr_assert_eq(tdm_robot_scene_put_file(c, NULL, robot_id, dmn_path(&D, "scene.yaml"), scene_id, NULL, &info), 0);
     cr_assert(info->n_checks > 1 && 300u * info->n_checks > 100u, "%u checked pairs", info->n_checks);
     tdm_robot_scene_info_free(info);
     double q[300 * N_J] = {0};
@@ -1212,20 +1208,21 @@ Test(robotd, cli_query_batches_follow_max_query_tasks)
 Test(robotd, cli_robot_and_query)
 {
     gen_rng g = {seed ^ 0x33};
-    FILE *f = fopen(in_root("configs.txt"), "w");
+    FILE *f = fopen(dmn_path(&D, "configs.txt"), "w");
     cr_assert_not_null(f);
     fprintf(f, "# j1 j2 j3\n");
     for (int i = 0; i < 300; i++) {
         double q[N_J];
-        random_config(&g, q);
+        arm_fixture_random_config(&g, q);
         fprintf(f, "%.17g %.17g %.17g\n", q[0], q[1], q[2]);
     }
     fclose(f);
     dmn_start(&D, NULL);
     const char *server = D.unix_addr;
 
-    const char *put[] = {"robot", "put", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--name",
-                         "cli arm", "--server", server, NULL};
+    const char *put[] = {
+        "robot",    "put",  "--urdf", dmn_path(&D, "arm.urdf"), "--srdf", dmn_path(&D, "arm.srdf"), "--name", "cli arm",
+        "--server", server, NULL};
     tdm_run_result r = run(put);
     cr_assert_eq(r.status, 0, "robot put: %s", r.err);
     char id[65];
@@ -1244,9 +1241,22 @@ Test(robotd, cli_robot_and_query)
 
     static const char *const modes[2] = {"bool", "contacts"};
     for (int m = 0; m < 2; m++) {
-        const char *check[] = {"check", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
-                               in_root("scene.yaml"), "--configs", in_root("configs.txt"), "--mode", modes[m],
-                               "--threads", "2", "--out", in_root("check_out.txt"), NULL};
+        const char *check[] = {"check",
+                               "--urdf",
+                               dmn_path(&D, "arm.urdf"),
+                               "--srdf",
+                               dmn_path(&D, "arm.srdf"),
+                               "--world",
+                               dmn_path(&D, "scene.yaml"),
+                               "--configs",
+                               dmn_path(&D, "configs.txt"),
+                               "--mode",
+                               modes[m],
+                               "--threads",
+                               "2",
+                               "--out",
+                               dmn_path(&D, "check_out.txt"),
+                               NULL};
         r = run(check);
         cr_assert_eq(r.status, 0, "check --urdf: %s", r.err);
         char *check_last = strrchr(r.out, 'c'); /* "colliding=C\n" */
@@ -1254,18 +1264,18 @@ Test(robotd, cli_robot_and_query)
         snprintf(check_tail, sizeof check_tail, "%s", check_last);
         free(r.out);
         free(r.err);
-        const char *query[] = {"query", "--server", server, "--urdf", in_root("arm.urdf"), "--srdf",
-                               in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
-                               in_root("configs.txt"), "--mode", modes[m], "--out", in_root("query_out.txt"),
+        const char *query[] = {"query", "--server", server, "--urdf", dmn_path(&D, "arm.urdf"), "--srdf",
+                               dmn_path(&D, "arm.srdf"), "--world", dmn_path(&D, "scene.yaml"), "--configs",
+                               dmn_path(&D, "configs.txt"), "--mode", modes[m], "--out", dmn_path(&D, "query_out.txt"),
                                "--batch", "37", "--connections", "2", NULL};
-        char *a = gen_read_file(in_root("check_out.txt"), NULL);
+        char *a = gen_read_file(dmn_path(&D, "check_out.txt"), NULL);
         cr_assert_not_null(a);
         /* --ephemeral 1 (first: no stored scene of this world yet): the same answers, and its scene is not
            written (it goes with the command) */
         int files = dmn_count_files(&D, "robot-scenes");
-        const char *eph[] = {"query", "--server", server, "--urdf", in_root("arm.urdf"), "--srdf",
-                             in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
-                             in_root("configs.txt"), "--mode", modes[m], "--out", in_root("eph_out.txt"),
+        const char *eph[] = {"query", "--server", server, "--urdf", dmn_path(&D, "arm.urdf"), "--srdf",
+                             dmn_path(&D, "arm.srdf"), "--world", dmn_path(&D, "scene.yaml"), "--configs",
+                             dmn_path(&D, "configs.txt"), "--mode", modes[m], "--out", dmn_path(&D, "eph_out.txt"),
                              "--ephemeral", "1", NULL};
         expect_as_check(eph, "eph_out.txt", check_tail, a, "tandem query --urdf --ephemeral 1", modes[m]);
         cr_assert_eq(dmn_count_files(&D, "robot-scenes"), files, "tandem query --ephemeral 1 wrote its scene");
@@ -1273,9 +1283,9 @@ Test(robotd, cli_robot_and_query)
         /* several servers (tdm_multi): the same daemon over its two listeners */
         char servers[600];
         snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
-        const char *multi[] = {"query", "--server", servers, "--urdf", in_root("arm.urdf"), "--srdf",
-                               in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--configs",
-                               in_root("configs.txt"), "--mode", modes[m], "--out", in_root("multi_out.txt"),
+        const char *multi[] = {"query", "--server", servers, "--urdf", dmn_path(&D, "arm.urdf"), "--srdf",
+                               dmn_path(&D, "arm.srdf"), "--world", dmn_path(&D, "scene.yaml"), "--configs",
+                               dmn_path(&D, "configs.txt"), "--mode", modes[m], "--out", dmn_path(&D, "multi_out.txt"),
                                "--batch", "37", NULL};
         expect_as_check(multi, "multi_out.txt", check_tail, a, "tandem query --urdf --server A,B", modes[m]);
         free(a);
@@ -1298,8 +1308,18 @@ Test(robotd, cli_robot_and_query)
     }
     /* a configuration line with a wrong count: check's message */
     write_file("bad.txt", "0 0 0\n0.1 0.2\n");
-    const char *bad[] = {"query", "--server", server, "--urdf", in_root("arm.urdf"), "--world", in_root("scene.yaml"),
-                         "--configs", in_root("bad.txt"), "--mode", "bool", NULL};
+    const char *bad[] = {"query",
+                         "--server",
+                         server,
+                         "--urdf",
+                         dmn_path(&D, "arm.urdf"),
+                         "--world",
+                         dmn_path(&D, "scene.yaml"),
+                         "--configs",
+                         dmn_path(&D, "bad.txt"),
+                         "--mode",
+                         "bool",
+                         NULL};
     r = run(bad);
     cr_assert_neq(r.status, 0);
     cr_assert(strstr(r.err, "bad.txt:2: 2 values, the robot has 3 active joints") != NULL, "%s", r.err);
@@ -1330,7 +1350,7 @@ static void large_queries(void)
     tdm_sched_result *want = calloc(N, sizeof *want);
     tdm_query_result *got = calloc(N, sizeof *got);
     cr_assert(q && want && got);
-    for (int i = 0; i < N; i++) random_config(&g, q + i * N_J);
+    for (int i = 0; i < N; i++) arm_fixture_random_config(&g, q + i * N_J);
     offline_run(&o, q, N, TDM_MODE_BOOL, 1, want, NULL);
     dmn_start(&D, NULL);
     tdm_client *c = lib_connect(D.unix_addr);
@@ -1402,7 +1422,7 @@ static void large_motion_checks(void)
     int64_t *first = malloc(sizeof *first * N);
     uint64_t *states = malloc(sizeof *states * N);
     cr_assert(m && last && first && states);
-    for (int i = 0; i < 2 * N; i++) random_config(&g, m + i * N_J);
+    for (int i = 0; i < 2 * N; i++) arm_fixture_random_config(&g, m + i * N_J);
     const char *flags[] = {"--max-motion-states", "1000000", NULL};
     dmn_start(&D, flags);
     tdm_client *c = lib_connect(D.unix_addr);
@@ -1453,11 +1473,11 @@ Test(robotd, motions_equal_reference)
     uint64_t *states = malloc(sizeof *states * N_MOT);
     cr_assert(m && last && first && states);
     for (int i = 0; i < N_MOT; i++) {
-        random_config(&g, m + i * 2 * N_J);
+        arm_fixture_random_config(&g, m + i * 2 * N_J);
         if (i % 10 == 3) { /* short motions, and one that does not move */
             for (int j = 0; j < N_J; j++) m[i * 2 * N_J + N_J + j] = m[i * 2 * N_J + j] + (i == 3 ? 0 : 0.01);
         } else {
-            random_config(&g, m + i * 2 * N_J + N_J);
+            arm_fixture_random_config(&g, m + i * 2 * N_J + N_J);
         }
     }
     for (int i = 0; i < N_MOT * N_J; i++) last[i] = -99;
@@ -1544,7 +1564,7 @@ Test(robotd, motions_equal_reference)
     size_t total = 0;
     for (int i = 0; i < NP; i++) total += np[i] = (uint32_t)gen_int(&g, 2, 5);
     double *pts = malloc(sizeof *pts * total * N_J), *plast = malloc(sizeof *plast * NP * N_J);
-    for (size_t i = 0; i < total; i++) random_config(&g, pts + i * N_J);
+    for (size_t i = 0; i < total; i++) arm_fixture_random_config(&g, pts + i * N_J);
     for (int i = 0; i < NP * N_J; i++) plast[i] = -99;
     cr_assert_eq(tdm_motion_check_paths(c, sid, 0.1, pts, N_J, np, NP, first, states, plast), 0, "%s",
                  tdm_client_errstr(c));
@@ -1609,7 +1629,7 @@ Test(robotd, motions_equal_reference)
     dmn_stop(&D, SIGTERM);
 
     /* the CLI: tandem motions --server writes what tandem motions writes */
-    FILE *f = fopen(in_root("motions.txt"), "w");
+    FILE *f = fopen(dmn_path(&D, "motions.txt"), "w");
     cr_assert_not_null(f);
     for (int i = 0; i < 60; i++) {
         for (int j = 0; j < 2 * N_J; j++) fprintf(f, "%.17g ", m[i * 2 * N_J + j]);
@@ -1617,32 +1637,56 @@ Test(robotd, motions_equal_reference)
     }
     fclose(f);
     dmn_start(&D, NULL);
-    const char *off[] = {"motions", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
-                         in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05", "--out",
-                         in_root("m_off.txt"), NULL};
+    const char *off[] = {"motions",
+                         "--urdf",
+                         dmn_path(&D, "arm.urdf"),
+                         "--srdf",
+                         dmn_path(&D, "arm.srdf"),
+                         "--world",
+                         dmn_path(&D, "scene.yaml"),
+                         "--motions",
+                         dmn_path(&D, "motions.txt"),
+                         "--resolution",
+                         "0.05",
+                         "--out",
+                         dmn_path(&D, "m_off.txt"),
+                         NULL};
     tdm_run_result r = run(off);
     cr_assert_eq(r.status, 0, "motions: %s", r.err);
     char tail[64];
     snprintf(tail, sizeof tail, "%s", strrchr(r.out, 'c'));
     free(r.out);
     free(r.err);
-    char *a = gen_read_file(in_root("m_off.txt"), NULL);
+    char *a = gen_read_file(dmn_path(&D, "m_off.txt"), NULL);
     cr_assert_not_null(a);
     /* one server, and several (tdm_multi: the same daemon over its two listeners) */
     char servers[600];
     snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
     const char *const server_of[2] = {D.tcp_addr, servers};
     for (int k = 0; k < 2; k++) {
-        const char *on[] = {"motions", "--server", server_of[k], "--urdf", in_root("arm.urdf"), "--srdf",
-                            in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"),
-                            "--resolution", "0.05", "--out", in_root("m_srv.txt"), NULL};
+        const char *on[] = {"motions",
+                            "--server",
+                            server_of[k],
+                            "--urdf",
+                            dmn_path(&D, "arm.urdf"),
+                            "--srdf",
+                            dmn_path(&D, "arm.srdf"),
+                            "--world",
+                            dmn_path(&D, "scene.yaml"),
+                            "--motions",
+                            dmn_path(&D, "motions.txt"),
+                            "--resolution",
+                            "0.05",
+                            "--out",
+                            dmn_path(&D, "m_srv.txt"),
+                            NULL};
         r = run(on);
         cr_assert_eq(r.status, 0, "motions --server %s: %s", server_of[k], r.err);
         cr_assert(strstr(r.out, "queries=60 seconds=") == r.out, "%s", r.out);
         cr_assert_str_eq(strrchr(r.out, 'c'), tail);
         free(r.out);
         free(r.err);
-        char *b = gen_read_file(in_root("m_srv.txt"), NULL);
+        char *b = gen_read_file(dmn_path(&D, "m_srv.txt"), NULL);
         cr_assert_not_null(b);
         cr_assert_str_eq(b, a, "tandem motions --server %s: --out differs from tandem motions'", server_of[k]);
         free(b);
@@ -1650,15 +1694,28 @@ Test(robotd, motions_equal_reference)
     /* --any-state 1: the same motions colliding, each at a colliding state no earlier than its
        first; offline and through the servers alike (both check the same 4 probes first, and
        otherwise answer the smallest colliding state) */
-    const char *off_any[] = {"motions", "--urdf", in_root("arm.urdf"), "--srdf", in_root("arm.srdf"), "--world",
-                             in_root("scene.yaml"), "--motions", in_root("motions.txt"), "--resolution", "0.05",
-                             "--any-state", "1", "--out", in_root("m_any.txt"), NULL};
+    const char *off_any[] = {"motions",
+                             "--urdf",
+                             dmn_path(&D, "arm.urdf"),
+                             "--srdf",
+                             dmn_path(&D, "arm.srdf"),
+                             "--world",
+                             dmn_path(&D, "scene.yaml"),
+                             "--motions",
+                             dmn_path(&D, "motions.txt"),
+                             "--resolution",
+                             "0.05",
+                             "--any-state",
+                             "1",
+                             "--out",
+                             dmn_path(&D, "m_any.txt"),
+                             NULL};
     r = run(off_any);
     cr_assert_eq(r.status, 0, "motions --any-state 1: %s", r.err);
     cr_assert_str_eq(strrchr(r.out, 'c'), tail, "the same motions collide");
     free(r.out);
     free(r.err);
-    char *any = gen_read_file(in_root("m_any.txt"), NULL);
+    char *any = gen_read_file(dmn_path(&D, "m_any.txt"), NULL);
     cr_assert_not_null(any);
     int moved = 0, lines = 0;
     for (const char *pa = a, *pb = any;; lines++) {
@@ -1673,14 +1730,29 @@ Test(robotd, motions_equal_reference)
     cr_assert_eq(lines, 60);
     cr_log_info("%d of 60 motions answered at a later colliding state with any state", moved);
     for (int k = 0; k < 2; k++) {
-        const char *on[] = {"motions", "--server", server_of[k], "--urdf", in_root("arm.urdf"), "--srdf",
-                            in_root("arm.srdf"), "--world", in_root("scene.yaml"), "--motions", in_root("motions.txt"),
-                            "--resolution", "0.05", "--any-state", "1", "--out", in_root("m_srv.txt"), NULL};
+        const char *on[] = {"motions",
+                            "--server",
+                            server_of[k],
+                            "--urdf",
+                            dmn_path(&D, "arm.urdf"),
+                            "--srdf",
+                            dmn_path(&D, "arm.srdf"),
+                            "--world",
+                            dmn_path(&D, "scene.yaml"),
+                            "--motions",
+                            dmn_path(&D, "motions.txt"),
+                            "--resolution",
+                            "0.05",
+                            "--any-state",
+                            "1",
+                            "--out",
+                            dmn_path(&D, "m_srv.txt"),
+                            NULL};
         r = run(on);
         cr_assert_eq(r.status, 0, "motions --server %s --any-state 1: %s", server_of[k], r.err);
         free(r.out);
         free(r.err);
-        char *b = gen_read_file(in_root("m_srv.txt"), NULL);
+        char *b = gen_read_file(dmn_path(&D, "m_srv.txt"), NULL);
         cr_assert_not_null(b);
         cr_assert_str_eq(b, any, "tandem motions --server %s --any-state 1: --out differs from offline", server_of[k]);
         free(b);
@@ -1844,8 +1916,8 @@ Test(robotd, small_motion_checks_hold_little)
     gen_rng g = {seed ^ 0x5a11};
     for (int k = 0; k < 20; k++) {
         double m[2 * N_J];
-        random_config(&g, m);
-        random_config(&g, m + N_J);
+        arm_fixture_random_config(&g, m);
+        arm_fixture_random_config(&g, m + N_J);
         int64_t first = -2;
         uint64_t states = 0;
         cr_assert_eq(tdm_motion_check(c, sid, 0.05, m, N_J, 1, &first, &states, NULL), 0, "motion %d: %s", k,
@@ -1927,7 +1999,7 @@ static void planners_on_several_worlds(const char *const *extra)
     put_arm(c, rid);
     for (int w = 0; w < 3; w++) {
         tdm_robot_scene_info *si;
-        cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, in_root(worlds[w]), sids[w], NULL, &si), 0, "%s",
+        cr_assert_eq(tdm_robot_scene_put_file(c, NULL, rid, dmn_path(&D, worlds[w]), sids[w], NULL, &si), 0, "%s",
                      tdm_client_errstr(c));
         cr_assert_eq(si->n_checks, o[w].rs->scene->n_checks, "world %d: checked pairs", w);
         tdm_robot_scene_info_free(si);
@@ -1942,8 +2014,8 @@ static void planners_on_several_worlds(const char *const *extra)
         for (int r = 0; r < N_ROUNDS; r++) {
             p->nq[r] = 1 + (size_t)((k + r) % MOST_STATES);
             p->nm[r] = 1 + (size_t)(r % MOST_MOTIONS);
-            for (size_t i = 0; i < p->nq[r]; i++) random_config(&g, p->q[r] + i * N_J);
-            for (size_t i = 0; i < 2 * p->nm[r]; i++) random_config(&g, p->m[r] + i * N_J);
+            for (size_t i = 0; i < p->nq[r]; i++) arm_fixture_random_config(&g, p->q[r] + i * N_J);
+            for (size_t i = 0; i < 2 * p->nm[r]; i++) arm_fixture_random_config(&g, p->m[r] + i * N_J);
         }
     }
     pthread_t th[N_PLANNERS];
@@ -2026,7 +2098,7 @@ Test(robotd, clients_hanging_up_with_states_in_flight_leave_nothing_behind)
     double *q = malloc(sizeof *q * HANGUP_STATES * N_J);
     tdm_query_result *res = calloc(HANGUP_STATES, sizeof *res);
     cr_assert(q && res);
-    for (int i = 0; i < HANGUP_STATES; i++) random_config(&g, q + i * N_J);
+    for (int i = 0; i < HANGUP_STATES; i++) arm_fixture_random_config(&g, q + i * N_J);
     for (int h = 0; h < HANGUPS; h++) {
         tdm_client *x = lib_connect(h % 2 ? D.tcp_addr : D.unix_addr);
         for (int i = 0; i < HANGUP_STATES; i++) {
@@ -2066,13 +2138,14 @@ Test(robotd, clients_hanging_up_with_states_in_flight_leave_nothing_behind)
 Test(robotd, async_calls_equal_blocking)
 {
     char err[256];
-    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &bar_mesh, err, sizeof err), TDM_OK);
+    cr_assert_eq(tdm_mesh_load_file(dmn_path(&D, "meshes/bar.obj"), TDM_ORIGIN_RAW, &bar_mesh, err, sizeof err),
+                 TDM_OK);
     async_app *a = calloc(1, sizeof *a);
     gen_rng g = {seed ^ 0x55};
-    for (int i = 0; i < AQ; i++) random_config(&g, a->q + i * N_J);
+    for (int i = 0; i < AQ; i++) arm_fixture_random_config(&g, a->q + i * N_J);
     for (int i = 0; i < AM; i++) {
-        random_config(&g, a->m + i * 2 * N_J);
-        random_config(&g, a->m + i * 2 * N_J + N_J);
+        arm_fixture_random_config(&g, a->m + i * 2 * N_J);
+        arm_fixture_random_config(&g, a->m + i * 2 * N_J + N_J);
     }
     dmn_start(&D, NULL);
     uv_loop_t loop;
@@ -2173,11 +2246,12 @@ Test(robotd, attached_shapes_count_against_max_objects)
     cr_assert_not_null(big);
     len += (size_t)snprintf(big + len, cap - len, "robot_state:\n  attached_collision_objects:\n");
     for (int i = 0; i < 8000; i++)
-        len += (size_t)snprintf(big + len, cap - len,
-                                "    - {link_name: link2, object: {id: o%d, primitives: [{type: box, dimensions: [0.01, "
-                                "0.01, 0.01]}, {type: sphere, dimensions: [0.01]}], primitive_poses: [{position: [0, 0, "
-                                "0], orientation: [0, 0, 0, 1]}, {position: [0, 0, 0], orientation: [0, 0, 0, 1]}]}}\n",
-                                i);
+        len +=
+            (size_t)snprintf(big + len, cap - len,
+                             "    - {link_name: link2, object: {id: o%d, primitives: [{type: box, dimensions: [0.01, "
+                             "0.01, 0.01]}, {type: sphere, dimensions: [0.01]}], primitive_poses: [{position: [0, 0, "
+                             "0], orientation: [0, 0, 0, 1]}, {position: [0, 0, 0], orientation: [0, 0, 0, 1]}]}}\n",
+                             i);
     cr_assert(len < cap);
     uint8_t bad[32];
     expect_server_error(c, tdm_robot_scene_put(c, "many", rid, big, bad, NULL, NULL), "16 000 attached shapes",
@@ -2322,7 +2396,8 @@ Test(robotd, robot_put_counts_distinct_meshes_against_max_robot_triangles)
 {
     tdm_mesh *m;
     char err[256];
-    cr_assert_eq(tdm_mesh_load_file(in_root("meshes/bar.obj"), TDM_ORIGIN_RAW, &m, err, sizeof err), TDM_OK, "%s", err);
+    cr_assert_eq(tdm_mesh_load_file(dmn_path(&D, "meshes/bar.obj"), TDM_ORIGIN_RAW, &m, err, sizeof err), TDM_OK, "%s",
+                 err);
     uint32_t t = m->n_tris;
     tdm_mesh_free(m);
     char limit[32];
@@ -2379,7 +2454,7 @@ Test(robotd, put_files_refuses_an_unreadable_later_mesh)
     tdm_client *c = lib_connect(D.unix_addr);
     uint8_t rid[32];
     memset(rid, 0xcd, sizeof rid);
-    int rc = tdm_robot_put_files(c, "junk", in_root("junk.urdf"), NULL, rid, NULL, NULL);
+    int rc = tdm_robot_put_files(c, "junk", dmn_path(&D, "junk.urdf"), NULL, rid, NULL, NULL);
     cr_assert_eq(rc, TDM_CLIENT_EINVAL, "rc %d: %s", rc, tdm_client_errstr(c));
     cr_assert(strstr(tdm_client_errstr(c), "junk.urdf:") && strstr(tdm_client_errstr(c), "junk.obj"), "%s",
               tdm_client_errstr(c));
@@ -2407,7 +2482,7 @@ Test(robotd, concurrent_scene_puts_store_each_once)
         pthread_t th[N_PUTTERS];
         for (int k = 0; k < N_PUTTERS; k++) {
             ps[k] = (putter){.addr = k % 2 ? D.unix_addr : D.tcp_addr, .rid = rid,
-                             .path = k == N_PUTTERS - 1 ? NULL : in_root(worlds[k % 3]), .go = &go};
+                             .path = k == N_PUTTERS - 1 ? NULL : dmn_path(&D, worlds[k % 3]), .go = &go};
             cr_assert_eq(pthread_create(&th[k], NULL, putter_run, &ps[k]), 0);
         }
         for (int k = 0; k < N_PUTTERS; k++) pthread_join(th[k], NULL);

@@ -59,22 +59,10 @@ static void suite_fini(void) { dmn_cleanup(&D); }
 
 TestSuite(tenants, .init = suite_init, .fini = suite_fini, .timeout = 120);
 
-static const char *in_root(const char *name)
-{
-    static char buf[16][512];
-    static int k;
-    char *p = buf[k++ % 16];
-    snprintf(p, 512, "%s/%s", D.root, name);
-    return p;
-}
-
 static const char *write_file(const char *name, const char *text)
 {
-    const char *path = in_root(name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "cannot write %s", path);
-    fputs(text, f);
-    cr_assert_eq(fclose(f), 0);
+    dmn_write(&D, name, text);
+    const char *path = dmn_path(&D, name);
     chmod(path, 0600);
     return path;
 }
@@ -244,8 +232,8 @@ Test(tenants, two_tenants_are_apart)
     memcpy(o[0].mesh_id, unknown, 32);
     hex(unknown, h);
     snprintf(msg, sizeof msg, "object 0: no stored mesh has id %s", h);
-    expect_server_error(b, tdm_scene_put(b, "x", o, 2, NULL, 0, shared, NULL, NULL, 0, NULL), "scene on an unknown mesh",
-                        TDM_SERVER_UNKNOWN_MESH, "objects", msg);
+    expect_server_error(b, tdm_scene_put(b, "x", o, 2, NULL, 0, shared, NULL, NULL, 0, NULL),
+                        "scene on an unknown mesh", TDM_SERVER_UNKNOWN_MESH, "objects", msg);
     memcpy(o[0].mesh_id, only_a, 32);
     hex(only_a, h);
     snprintf(msg, sizeof msg, "object 0: no stored mesh has id %s", h);
@@ -382,8 +370,9 @@ Test(tenants, ephemeral_scenes_of_two_tenants_write_no_records)
     cr_assert_eq(query_at(a, stored, 1.4), 1);
     double pose[7] = {1.4, 0, 0, 0, 0, 0, 1};
     tdm_query_result r;
-    expect_server_error(a, tdm_query(a, sa, TDM_QUERY_BOOL, pose, 1, 1, 0, &r, NULL), "the ephemeral scene after a restart",
-                        TDM_SERVER_UNKNOWN_SCENE, "scene_id", "no stored scene has this id");
+    expect_server_error(a, tdm_query(a, sa, TDM_QUERY_BOOL, pose, 1, 1, 0, &r, NULL),
+                        "the ephemeral scene after a restart", TDM_SERVER_UNKNOWN_SCENE, "scene_id",
+                        "no stored scene has this id");
     tdm_client_free(a);
     cr_assert_eq(WEXITSTATUS(dmn_stop(&D, SIGTERM)), 0);
 }
@@ -582,7 +571,8 @@ Test(tenants, ownership_survives_a_restart)
     double cfg[3] = {0, 0, 0};
     tdm_query_result r;
     expect_server_error(b, tdm_query_configs(b, rsid, TDM_QUERY_BOOL, cfg, 3, 1, 0, &r, NULL),
-                        "query alice's robot scene", TDM_SERVER_UNKNOWN_SCENE, "scene_id", "no stored scene has this id");
+                        "query alice's robot scene", TDM_SERVER_UNKNOWN_SCENE, "scene_id",
+                        "no stored scene has this id");
     cr_assert_eq(tdm_query_configs(a, rsid, TDM_QUERY_BOOL, cfg, 3, 1, 0, &r, NULL), 0, "%s", tdm_client_errstr(a));
     tdm_client_free(a);
     tdm_client_free(b);
@@ -650,7 +640,8 @@ Test(tenants, bad_tenants_files_are_rejected)
     expect_bad_file("alice " ALICE "\nbob short-token\n",
                     ", line 2: tenant bob's token has 11 characters: at least 22 are needed");
     expect_bad_file("# x\nalice " ALICE "\n\nalice " BOB "\n", ", line 4: tenant alice is already on line 2");
-    expect_bad_file("alice " ALICE "\nbob " ALICE "\n", ", line 2: tenant bob has the same token as tenant alice (line 1)");
+    expect_bad_file("alice " ALICE "\nbob " ALICE "\n",
+                    ", line 2: tenant bob has the same token as tenant alice (line 1)");
     expect_bad_file("al/ice " ALICE "\n", ", line 1: the name has the character '/' at 3");
     expect_bad_file("alice " ALICE " extra\n", ", line 1: more than two fields");
     expect_bad_file("alice\n", ", line 1: a tenant's name and no token");
@@ -778,7 +769,8 @@ Test(tenants, wrong_tokens_block_the_address)
     cr_assert_eq(dmn_stop(&D, SIGTERM), 0);
     char *log = dmn_log(&D);
     cr_assert(strstr(log, "127.0.0.1:"), "%s", log);
-    cr_assert(strstr(log, "3 wrong auth tokens within 60 s (auth-fail-max): its Hellos are refused for 3 s"), "%s", log);
+    cr_assert(strstr(log, "3 wrong auth tokens within 60 s (auth-fail-max): its Hellos are refused for 3 s"), "%s",
+              log);
     free(log);
 }
 
@@ -928,7 +920,8 @@ Test(tenants, refusals_and_closes_are_logged_at_their_level)
               secs, GARBAGE, log);
     cr_assert_eq(warns, refusals, "every refusal line is a warn line:\n%s", log);
     char want[120];
-    snprintf(want, sizeof want, "(and %d more refusals at this level since the last such line)", GARBAGE + 1 - refusals);
+    snprintf(want, sizeof want, "(and %d more refusals at this level since the last such line)",
+             GARBAGE + 1 - refusals);
     cr_assert(strstr(log, want), "the lines held back are counted ('%s'):\n%s", want, log);
     cr_assert_eq(count_in(log, "the client closed the connection"), 1, "the silent one's close is debug:\n%s", log);
     const char *close_line = strstr(log, "the client closed the connection");
