@@ -1159,24 +1159,10 @@ Test(robotd, cli_query_batches_follow_max_query_tasks)
     free(r.err);
     char *want = gen_read_file(dmn_path(&D, "check_out.txt"), NULL);
     cr_assert_not_null(want);
-    const char *query[] = {"query",
-                           "--server",
-                           D.unix_addr,
-                           "--urdf",
-                           dmn_path(&D, "arm.urdf"),
-                           "--srdf",
-                           dmn_path(&D, "arm.srdf"),
-                           "--world",
-                           dmn_path(&D, "scene.yaml"),
-                           "--configs",
-                           dmn_path(&D, "configs.txt"),
-                           "--mode",
-                           "bool",
-                           "--out",
-                           dmn_path(&D, "query_out.txt"),
-                           "--batch",
-                           "300",
-                           NULL};
+    const char *query[] = {"query", "--server", D.unix_addr, "--urdf", dmn_path(&D, "arm.urdf"), "--srdf",
+                           dmn_path(&D, "arm.srdf"), "--world", dmn_path(&D, "scene.yaml"), "--configs",
+                           dmn_path(&D, "configs.txt"), "--mode", "bool", "--out", dmn_path(&D, "query_out.txt"),
+                           "--batch", "300", NULL};
     r = run(query);
     cr_assert_eq(r.status, 0, "query: %s", r.err);
     cr_assert(strstr(r.err, "over the server's max_query_tasks; using "), "no note of the cut: %s", r.err);
@@ -1241,22 +1227,9 @@ Test(robotd, cli_robot_and_query)
 
     static const char *const modes[2] = {"bool", "contacts"};
     for (int m = 0; m < 2; m++) {
-        const char *check[] = {"check",
-                               "--urdf",
-                               dmn_path(&D, "arm.urdf"),
-                               "--srdf",
-                               dmn_path(&D, "arm.srdf"),
-                               "--world",
-                               dmn_path(&D, "scene.yaml"),
-                               "--configs",
-                               dmn_path(&D, "configs.txt"),
-                               "--mode",
-                               modes[m],
-                               "--threads",
-                               "2",
-                               "--out",
-                               dmn_path(&D, "check_out.txt"),
-                               NULL};
+        const char *check[] = {"check", "--urdf", dmn_path(&D, "arm.urdf"), "--srdf", dmn_path(&D, "arm.srdf"),
+                               "--world", dmn_path(&D, "scene.yaml"), "--configs", dmn_path(&D, "configs.txt"),
+                               "--mode", modes[m], "--threads", "2", "--out", dmn_path(&D, "check_out.txt"), NULL};
         r = run(check);
         cr_assert_eq(r.status, 0, "check --urdf: %s", r.err);
         char *check_last = strrchr(r.out, 'c'); /* "colliding=C\n" */
@@ -1308,18 +1281,8 @@ Test(robotd, cli_robot_and_query)
     }
     /* a configuration line with a wrong count: check's message */
     write_file("bad.txt", "0 0 0\n0.1 0.2\n");
-    const char *bad[] = {"query",
-                         "--server",
-                         server,
-                         "--urdf",
-                         dmn_path(&D, "arm.urdf"),
-                         "--world",
-                         dmn_path(&D, "scene.yaml"),
-                         "--configs",
-                         dmn_path(&D, "bad.txt"),
-                         "--mode",
-                         "bool",
-                         NULL};
+    const char *bad[] = {"query", "--server", server, "--urdf", dmn_path(&D, "arm.urdf"), "--world",
+                         dmn_path(&D, "scene.yaml"), "--configs", dmn_path(&D, "bad.txt"), "--mode", "bool", NULL};
     r = run(bad);
     cr_assert_neq(r.status, 0);
     cr_assert(strstr(r.err, "bad.txt:2: 2 values, the robot has 3 active joints") != NULL, "%s", r.err);
@@ -1637,20 +1600,9 @@ Test(robotd, motions_equal_reference)
     }
     fclose(f);
     dmn_start(&D, NULL);
-    const char *off[] = {"motions",
-                         "--urdf",
-                         dmn_path(&D, "arm.urdf"),
-                         "--srdf",
-                         dmn_path(&D, "arm.srdf"),
-                         "--world",
-                         dmn_path(&D, "scene.yaml"),
-                         "--motions",
-                         dmn_path(&D, "motions.txt"),
-                         "--resolution",
-                         "0.05",
-                         "--out",
-                         dmn_path(&D, "m_off.txt"),
-                         NULL};
+    const char *off[] = {"motions", "--urdf", dmn_path(&D, "arm.urdf"), "--srdf", dmn_path(&D, "arm.srdf"), "--world",
+                         dmn_path(&D, "scene.yaml"), "--motions", dmn_path(&D, "motions.txt"), "--resolution", "0.05",
+                         "--out", dmn_path(&D, "m_off.txt"), NULL};
     tdm_run_result r = run(off);
     cr_assert_eq(r.status, 0, "motions: %s", r.err);
     char tail[64];
@@ -1664,21 +1616,9 @@ Test(robotd, motions_equal_reference)
     snprintf(servers, sizeof servers, "%s,%s", D.unix_addr, D.tcp_addr);
     const char *const server_of[2] = {D.tcp_addr, servers};
     for (int k = 0; k < 2; k++) {
-        const char *on[] = {"motions",
-                            "--server",
-                            server_of[k],
-                            "--urdf",
-                            dmn_path(&D, "arm.urdf"),
-                            "--srdf",
-                            dmn_path(&D, "arm.srdf"),
-                            "--world",
-                            dmn_path(&D, "scene.yaml"),
-                            "--motions",
-                            dmn_path(&D, "motions.txt"),
-                            "--resolution",
-                            "0.05",
-                            "--out",
-                            dmn_path(&D, "m_srv.txt"),
+        const char *on[] = {"motions", "--server", server_of[k], "--urdf", dmn_path(&D, "arm.urdf"), "--srdf",
+                            dmn_path(&D, "arm.srdf"), "--world", dmn_path(&D, "scene.yaml"), "--motions",
+                            dmn_path(&D, "motions.txt"), "--resolution", "0.05", "--out", dmn_path(&D, "m_srv.txt"),
                             NULL};
         r = run(on);
         cr_assert_eq(r.status, 0, "motions --server %s: %s", server_of[k], r.err);
@@ -1694,22 +1634,9 @@ Test(robotd, motions_equal_reference)
     /* --any-state 1: the same motions colliding, each at a colliding state no earlier than its
        first; offline and through the servers alike (both check the same 4 probes first, and
        otherwise answer the smallest colliding state) */
-    const char *off_any[] = {"motions",
-                             "--urdf",
-                             dmn_path(&D, "arm.urdf"),
-                             "--srdf",
-                             dmn_path(&D, "arm.srdf"),
-                             "--world",
-                             dmn_path(&D, "scene.yaml"),
-                             "--motions",
-                             dmn_path(&D, "motions.txt"),
-                             "--resolution",
-                             "0.05",
-                             "--any-state",
-                             "1",
-                             "--out",
-                             dmn_path(&D, "m_any.txt"),
-                             NULL};
+    const char *off_any[] = {"motions", "--urdf", dmn_path(&D, "arm.urdf"), "--srdf", dmn_path(&D, "arm.srdf"),
+                             "--world", dmn_path(&D, "scene.yaml"), "--motions", dmn_path(&D, "motions.txt"),
+                             "--resolution", "0.05", "--any-state", "1", "--out", dmn_path(&D, "m_any.txt"), NULL};
     r = run(off_any);
     cr_assert_eq(r.status, 0, "motions --any-state 1: %s", r.err);
     cr_assert_str_eq(strrchr(r.out, 'c'), tail, "the same motions collide");
@@ -1730,24 +1657,10 @@ Test(robotd, motions_equal_reference)
     cr_assert_eq(lines, 60);
     cr_log_info("%d of 60 motions answered at a later colliding state with any state", moved);
     for (int k = 0; k < 2; k++) {
-        const char *on[] = {"motions",
-                            "--server",
-                            server_of[k],
-                            "--urdf",
-                            dmn_path(&D, "arm.urdf"),
-                            "--srdf",
-                            dmn_path(&D, "arm.srdf"),
-                            "--world",
-                            dmn_path(&D, "scene.yaml"),
-                            "--motions",
-                            dmn_path(&D, "motions.txt"),
-                            "--resolution",
-                            "0.05",
-                            "--any-state",
-                            "1",
-                            "--out",
-                            dmn_path(&D, "m_srv.txt"),
-                            NULL};
+        const char *on[] = {"motions", "--server", server_of[k], "--urdf", dmn_path(&D, "arm.urdf"), "--srdf",
+                            dmn_path(&D, "arm.srdf"), "--world", dmn_path(&D, "scene.yaml"), "--motions",
+                            dmn_path(&D, "motions.txt"), "--resolution", "0.05", "--any-state", "1", "--out",
+                            dmn_path(&D, "m_srv.txt"), NULL};
         r = run(on);
         cr_assert_eq(r.status, 0, "motions --server %s --any-state 1: %s", server_of[k], r.err);
         free(r.out);
