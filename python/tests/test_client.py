@@ -183,21 +183,31 @@ def test_stats_count_queries(daemon):
         assert after.as_dict()["queries"] == after.queries
 
 
-def test_context_manager_closes(daemon):
-    with tandem.Client(daemon.tcp) as c:
-        assert not c.closed
-        n_open = c.stats().connections
-    assert c.closed
-    with pytest.raises(TandemError) as e:
-        c.list_meshes()
-    assert e.value.client_code == tandem.ClientCode.ECLOSED
-    c.close()  # idempotent
-    # the server saw the connection go
-    with tandem.Client(daemon.tcp) as other:
+def test_context_manager_closes():
+    # A daemon of its own: on the shared one, an earlier test's connection may
+    # still be closing and change the count under us. Here only the start-up
+    # probes may, so the count is awaited before it is asserted.
+    def connections_become(client, n):
         deadline = time.monotonic() + 5
-        while other.stats().connections != n_open and time.monotonic() < deadline:
+        while client.stats().connections != n and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert other.stats().connections == n_open  # the closed one gone, this one counted
+        return client.stats().connections
+
+    d = Daemon()
+    try:
+        with tandem.Client(d.tcp) as c:
+            assert not c.closed
+            assert connections_become(c, 1) == 1
+        assert c.closed
+        with pytest.raises(TandemError) as e:
+            c.list_meshes()
+        assert e.value.client_code == tandem.ClientCode.ECLOSED
+        c.close()  # idempotent
+        # the server saw the connection go
+        with tandem.Client(d.tcp) as other:
+            assert connections_become(other, 1) == 1  # the closed one gone, this one counted
+    finally:
+        d.cleanup()
 
 
 def test_auth_token():
