@@ -236,6 +236,12 @@ Test(client, async_no_timeout_by_default)
     tdm_async *ac = start(&a, &loop, f.addr, 0, 0);
     cr_assert_eq(tdm_async_query(ac, on_reply, (void *)(intptr_t)0, a.scene, TDM_QUERY_BOOL, a.poses, 1, 1, 0, 0, NULL),
                  0);
+    /* connected first (the fake's thread answers in its own time), then 400 ms with the query out */
+    for (double t0 = now_ms(); !a.connects && now_ms() - t0 < 30000;) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        if (!a.connects) usleep(1000);
+    }
+    cr_assert_eq(a.connects, 1, "no HelloReply from the fake server in 30 s");
     uv_timer_init(&loop, &a.stop);
     uv_timer_start(&a.stop, stop_loop, 400, 0);
     uv_run(&loop, UV_RUN_DEFAULT);

@@ -415,8 +415,16 @@ Test(limits, partial_frames_after_hello_stay_within_max_input_bytes)
     cr_assert_eq(busy + held, ATTACKERS);
     cr_assert(g < 64 * 1024, "tandemd grew by %ld KiB holding partial frames (max-input-bytes 32M)", g);
     for (int i = 0; i < ATTACKERS; i++) close(p[i].fd);
-    /* the memory is back: a large frame (a 100 000-triangle mesh, 1.8 MB) goes through */
-    sleep_ms(200);
+    /* the memory is back once tandemd has seen the closes (a connection's frame buffer goes with
+       it, as it leaves the count): then a large frame (a 100 000-triangle mesh, 1.8 MB) goes
+       through */
+    tdm_stats st;
+    for (double t0 = mono_s();;) {
+        cr_assert_eq(tdm_stats_get(w.c, &st), 0, "%s", tdm_client_errstr(w.c));
+        if (st.connections == 1) break;
+        cr_assert(mono_s() - t0 < 30, "%u connections open 30 s after the attackers closed theirs", st.connections);
+        sleep_ms(20);
+    }
     tdm_mesh *big = gen_sphere(1.0, 220);
     uint8_t id[32];
     cr_assert_eq(tdm_mesh_put(w.c, "big", big->verts, big->n_verts, big->tris, big->n_tris, id, NULL), 0, "%s",
@@ -1283,9 +1291,10 @@ Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
     tenants_file(tenants, sizeof tenants);
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         const char *flags[] = {"--engine", "cpu", "--engine-lanes", "1", "--latency-lane-tasks", "0",
-                               "--max-batch-tasks", "8", "--share-by", modes[m].share_by,
-                               modes[m].tenants ? "--tenants-file" : NULL, tenants, NULL};
+                               "--max-batch-tasks", "8", "--metrics-listen", "127.0.0.1:0", "--share-by",
+                               modes[m].share_by, modes[m].tenants ? "--tenants-file" : NULL, tenants, NULL};
         start_with(flags);
+        int port = dmn_metrics_port(&D);
         tdm_client *a = connect_token(modes[m].tenants ? ALICE_TOKEN : NULL);
         tdm_client *b = connect_token(modes[m].tenants ? BOB_TOKEN : NULL);
         heavy h = {0};
@@ -1301,7 +1310,18 @@ Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
         }
         pthread_t th;
         cr_assert_eq(pthread_create(&th, NULL, flood_wait_main, &f), 0);
-        sleep_ms(50); /* A's requests are all queued, its first one running */
+        /* A's requests are all queued (decoded: the counter goes up as each is handed to the
+           pooler), its first one running; only then does B send */
+        for (double t1 = mono_s();;) {
+            char *body = NULL;
+            int status = http_call(port, "GET", "/metrics", &body);
+            double got = status == 200 ? metric_value(body, "tandem_requests_total{type=\"query\"}") : NAN;
+            free(body);
+            if (got >= N) break;
+            cr_assert(mono_s() - t1 < 30, "tandemd got %g of A's %d queries in 30 s", got, N);
+            sleep_ms(5);
+        }
+        sleep_ms(50);
         double t0 = mono_s();
         cr_assert_eq(tdm_query(b, h.scene_id, TDM_QUERY_CONTACTS, wire, 1, K, 0, res[N], NULL), 0, "%s",
                      tdm_client_errstr(b));

@@ -356,7 +356,8 @@ Test(ops, metrics_count_requests_exactly)
     double t1 = now_s();
     while ((status = http_call(port, "GET", "/readyz", &body)) == 200) {
         free(body);
-        cr_assert(now_s() - t1 < 1.5, "/readyz still 200 after SIGTERM");
+        cr_assert(now_s() - t1 < 10, "/readyz still 200 %.1f s after SIGTERM (the drain lasts up to 30 s)",
+                  now_s() - t1);
         sleep_ms(5);
     }
     cr_expect_eq(status, 503);

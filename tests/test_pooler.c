@@ -929,7 +929,8 @@ Test(pooler, stop_finishes_what_is_queued, .timeout = 120)
             break;
         }
         queued++;
-        nanosleep(&(struct timespec){0, 5000000}, NULL);
+        long ms = 5L * (i - N + 1); /* 5 ms, 10 ms, ...: over 10 s in all, for the stopper thread to run */
+        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
     }
     cr_assert(refused >= 0, "%d jobs were taken after tdm_pooler_stop was called", PROBES);
     probe_open(&p);
