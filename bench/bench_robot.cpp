@@ -2,7 +2,7 @@
  *
  *   bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE
  *               --mode bool|contacts [--threads N] [--out FILE] [--max-contacts M]
- *               [--near-out FILE]
+ *               [--near-out FILE] [--gaps-out FILE]
  *   bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE
  *               --resolution R [--threads N] [--out FILE]
  *
@@ -53,7 +53,14 @@
  * (sphere, cylinder, capsule, cone) on either side, in metres ("inf" when the scene has
  * none). bench/run_robot_all.sh asks it for the configurations Tandem calls
  * colliding and FCL free, to tell whether each lies within the tessellation's
- * 0.1 mm of a curved primitive (the difference issue 13 allows). */
+ * 0.1 mm of a curved primitive (the difference issue 13 allows).
+ *
+ * --gaps-out FILE (after the timed loop, not timed): one line per configuration,
+ * three numbers: the smallest fcl::distance over its checked pairs with no curved
+ * primitive, with one, and with two (curved on both sides), in metres, "inf" where
+ * there is no such pair. bench/random_robots.py tells by them whether a configuration
+ * Tandem calls colliding and FCL free is within what Tandem's meshes allow: 0.1 mm
+ * per curved side, ~1 um of rounding otherwise (workpile/solid.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,7 +97,7 @@ void usage()
 {
     fprintf(stderr,
             "usage: bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --configs FILE --mode bool|contacts\n"
-            "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE]\n"
+            "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE] [--gaps-out FILE]\n"
             "       bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE --resolution R\n"
             "                   [--threads N] [--out FILE]\n");
 }
@@ -176,7 +183,7 @@ int run_motions(const tdm_robot_scene *rs, const tdm_robot *robot, const tdm_fcl
 int main(int argc, char **argv)
 {
     const char *urdf = NULL, *srdf = NULL, *world = NULL, *configs = NULL, *mode_s = NULL, *out_path = NULL,
-               *near_path = NULL, *motions = NULL;
+               *near_path = NULL, *gaps_path = NULL, *motions = NULL;
     double resolution = 0;
     long threads = 1;
     unsigned long max_contacts = 1000000;
@@ -193,6 +200,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--mode")) mode_s = v;
         else if (!strcmp(a, "--out")) out_path = v;
         else if (!strcmp(a, "--near-out")) near_path = v;
+        else if (!strcmp(a, "--gaps-out")) gaps_path = v;
         else if (!strcmp(a, "--threads")) threads = strtol(v, NULL, 10);
         else if (!strcmp(a, "--max-contacts")) max_contacts = strtoul(v, NULL, 10);
         else { usage(); return 2; }
@@ -200,7 +208,7 @@ int main(int argc, char **argv)
     if (motions && !mode_s) mode_s = "bool";
     if (!urdf || !world || !configs == !motions || !mode_s || (strcmp(mode_s, "bool") && strcmp(mode_s, "contacts")) ||
         threads < 0 || max_contacts < 1 || (motions && (!(resolution > 0) || !std::isfinite(resolution) ||
-                                                        strcmp(mode_s, "bool") || near_path))) {
+                                                        strcmp(mode_s, "bool") || near_path || gaps_path))) {
         usage();
         return 2;
     }
@@ -306,37 +314,44 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++) fprintf(f, "%u\n", answer[i]);
         if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", out_path); return 1; }
     }
-    if (near_path) {
-        /* pairs with a curved primitive on either side */
-        std::vector<std::pair<uint32_t, uint32_t>> curved;
-        for (const auto &pr : model.checks) {
-            auto is_curved = [&](uint32_t id) {
-                fcl::NODE_TYPE t = model.geoms[id]->getNodeType();
-                return t == fcl::GEOM_SPHERE || t == fcl::GEOM_CYLINDER || t == fcl::GEOM_CAPSULE || t == fcl::GEOM_CONE;
-            };
-            if (is_curved(pr.first) || is_curved(pr.second)) curved.push_back(pr);
-        }
+    if (near_path || gaps_path) {
+        /* each checked pair's number of curved sides (sphere, cylinder, capsule, cone) */
+        auto is_curved = [&](uint32_t id) {
+            fcl::NODE_TYPE t = model.geoms[id]->getNodeType();
+            return t == fcl::GEOM_SPHERE || t == fcl::GEOM_CYLINDER || t == fcl::GEOM_CAPSULE || t == fcl::GEOM_CONE;
+        };
+        std::vector<int> curved_sides;
+        for (const auto &pr : model.checks) curved_sides.push_back((int)is_curved(pr.first) + (int)is_curved(pr.second));
         std::vector<std::unique_ptr<fcl::CollisionObjectd>> objs(rs->n_objects);
         for (uint32_t id = 0; id < rs->n_objects; id++) {
             objs[id].reset(new fcl::CollisionObjectd(model.geoms[id]));
             if (model.slot_of[id] == UINT32_MAX) objs[id]->setTransform(model.fixed_pose[id]);
         }
-        FILE *f = fopen(near_path, "w");
-        if (!f) { fprintf(stderr, "bench_robot: cannot write %s\n", near_path); return 1; }
+        FILE *fn = near_path ? fopen(near_path, "w") : NULL, *fg = gaps_path ? fopen(gaps_path, "w") : NULL;
+        if ((near_path && !fn) || (gaps_path && !fg)) {
+            fprintf(stderr, "bench_robot: cannot write %s\n", near_path && !fn ? near_path : gaps_path);
+            return 1;
+        }
         fcl::DistanceRequestd dreq(false);
         for (size_t i = 0; i < n; i++) {
             const tdm_xform *x = &poses[i * n_el];
             for (uint32_t id = 0; id < rs->n_objects; id++)
                 if (model.slot_of[id] != UINT32_MAX) objs[id]->setTransform(tdm_fcl_transform(x[model.slot_of[id]]));
-            double best = INFINITY;
-            for (const auto &pr : curved) {
+            double best[3] = {INFINITY, INFINITY, INFINITY}; /* by curved sides */
+            for (size_t k = 0; k < model.checks.size(); k++) {
+                if (!gaps_path && !curved_sides[k]) continue;
+                const auto &pr = model.checks[k];
                 fcl::DistanceResultd dres;
                 double d = fcl::distance(objs[pr.first].get(), objs[pr.second].get(), dreq, dres);
-                best = std::min(best, d);
+                best[curved_sides[k]] = std::min(best[curved_sides[k]], d);
             }
-            fprintf(f, "%.9g\n", best);
+            if (fn) fprintf(fn, "%.9g\n", std::min(best[1], best[2]));
+            if (fg) fprintf(fg, "%.9g %.9g %.9g\n", best[0], best[1], best[2]);
         }
-        if (fclose(f)) { fprintf(stderr, "bench_robot: cannot write %s\n", near_path); return 1; }
+        if ((fn && fclose(fn)) || (fg && fclose(fg))) {
+            fprintf(stderr, "bench_robot: cannot write %s\n", fn ? near_path : gaps_path);
+            return 1;
+        }
     }
     printf("# bench_robot fcl=%s objects=%u elements=%zu checked_pairs=%zu threads=%ld mode=%s\n", TDM_FCL_VERSION,
            rs->n_objects, n_el, model.checks.size(), threads, mode_s);
