@@ -60,7 +60,9 @@
  * primitive, with one, and with two (curved on both sides), in metres, "inf" where
  * there is no such pair. bench/random_robots.py tells by them whether a configuration
  * Tandem calls colliding and FCL free is within what Tandem's meshes allow: 0.1 mm
- * per curved side, ~1 um of rounding otherwise (workpile/solid.h). */
+ * per curved side, ~1 um of rounding otherwise (workpile/solid.h). FCL measures no
+ * pair with a plane: such a pair's distance is the other object's gap to the plane
+ * along its normal, from its vertices or its primitive's support (plane_gap). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +80,13 @@
 
 #include <fcl/narrowphase/collision_object.h>
 #include <fcl/narrowphase/distance.h>
+#include <fcl/geometry/bvh/BVH_model.h>
+#include <fcl/geometry/shape/box.h>
+#include <fcl/geometry/shape/capsule.h>
+#include <fcl/geometry/shape/cone.h>
+#include <fcl/geometry/shape/cylinder.h>
+#include <fcl/geometry/shape/plane.h>
+#include <fcl/geometry/shape/sphere.h>
 
 extern "C" {
 #include "geom/mesh.h"
@@ -100,6 +109,61 @@ void usage()
             "                   [--threads N] [--out FILE] [--max-contacts M] [--near-out FILE] [--gaps-out FILE]\n"
             "       bench_robot --urdf URDF [--srdf SRDF] --world SCENE.yaml --motions FILE --resolution R\n"
             "                   [--threads N] [--out FILE]\n");
+}
+
+/* The distance between a plane object and another (FCL's distance has no plane pairs): the
+ * other's extent along the plane's normal, from its vertices (a mesh) or its support (a
+ * primitive); 0 when the extent holds the plane. INFINITY for two planes. */
+static double plane_gap(const fcl::CollisionObjectd *plane, const fcl::CollisionObjectd *other)
+{
+    const auto *pl = static_cast<const fcl::Planed *>(plane->collisionGeometry().get());
+    const fcl::Transform3d &tp = plane->getTransform(), &to = other->getTransform();
+    const fcl::Vector3d n = tp.linear() * pl->n;
+    const double d = pl->d + n.dot(tp.translation());
+    const fcl::Vector3d c = to.translation();
+    const fcl::Matrix3d R = to.linear();
+    const fcl::CollisionGeometryd *g = other->collisionGeometry().get();
+    double lo, hi;
+    auto around = [&](double centre, double extent) { lo = centre - extent, hi = centre + extent; };
+    const fcl::Vector3d z = R.col(2);
+    const double nz = std::fabs(n.dot(z)), side = std::sqrt(std::max(0.0, 1 - nz * nz));
+    switch (g->getNodeType()) {
+    case fcl::GEOM_PLANE: return INFINITY;
+    case fcl::GEOM_BOX: {
+        const auto *b = static_cast<const fcl::Boxd *>(g);
+        double e = 0;
+        for (int i = 0; i < 3; i++) e += std::fabs(n.dot(R.col(i))) * b->side[i] / 2;
+        around(n.dot(c), e);
+        break;
+    }
+    case fcl::GEOM_SPHERE: around(n.dot(c), static_cast<const fcl::Sphered *>(g)->radius); break;
+    case fcl::GEOM_CYLINDER: {
+        const auto *y = static_cast<const fcl::Cylinderd *>(g);
+        around(n.dot(c), y->lz / 2 * nz + y->radius * side);
+        break;
+    }
+    case fcl::GEOM_CAPSULE: {
+        const auto *y = static_cast<const fcl::Capsuled *>(g);
+        around(n.dot(c), y->lz / 2 * nz + y->radius);
+        break;
+    }
+    case fcl::GEOM_CONE: { /* apex at +lz/2 on its axis, base circle at -lz/2 */
+        const auto *y = static_cast<const fcl::Coned *>(g);
+        const double apex = n.dot(c + z * (y->lz / 2)), base = n.dot(c - z * (y->lz / 2)), rim = y->radius * side;
+        lo = std::min(apex, base - rim), hi = std::max(apex, base + rim);
+        break;
+    }
+    default: { /* a mesh: its vertices (no triangle reaches nearer the plane than its nearest vertex) */
+        const auto *m = dynamic_cast<const fcl::BVHModel<fcl::OBBRSSd> *>(g);
+        if (!m || m->num_vertices == 0) return INFINITY;
+        lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < m->num_vertices; i++) {
+            const double v = n.dot(to * m->vertices[i]);
+            lo = std::min(lo, v), hi = std::max(hi, v);
+        }
+    }
+    }
+    return lo <= d && d <= hi ? 0.0 : std::min(std::fabs(lo - d), std::fabs(hi - d));
 }
 
 double now()
@@ -341,8 +405,14 @@ int main(int argc, char **argv)
             for (size_t k = 0; k < model.checks.size(); k++) {
                 if (!gaps_path && !curved_sides[k]) continue;
                 const auto &pr = model.checks[k];
-                fcl::DistanceResultd dres;
-                double d = fcl::distance(objs[pr.first].get(), objs[pr.second].get(), dreq, dres);
+                double d;
+                if (model.plane[pr.first] || model.plane[pr.second]) { /* FCL measures no plane pair */
+                    bool first = model.plane[pr.first];
+                    d = plane_gap(objs[first ? pr.first : pr.second].get(), objs[first ? pr.second : pr.first].get());
+                } else {
+                    fcl::DistanceResultd dres;
+                    d = fcl::distance(objs[pr.first].get(), objs[pr.second].get(), dreq, dres);
+                }
                 best[curved_sides[k]] = std::min(best[curved_sides[k]], d);
             }
             if (fn) fprintf(fn, "%.9g\n", std::min(best[1], best[2]));

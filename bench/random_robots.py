@@ -10,7 +10,7 @@ writes a robot of its own:
   - an SRDF disabling adjacent links and the pairs that collide in nearly every configuration
     (as MoveIt's set-up assistant does), and a few more;
 then a planning scene around it (boxes, spheres, cylinders, cones and inline meshes at random
-poses, some in a link's frame; an allowed-collision matrix with a few entries; a robot state
+poses, some in a link's frame; in a third of the rounds a plane; an allowed-collision matrix with a few entries; a robot state
 giving a joint's default and, in half the rounds, an object held by a link) and random
 configurations within the joint limits. Every answer of `tandem check --mode bool` is compared
 with `bench_robot`'s (FCL over robot/'s model).
@@ -214,6 +214,13 @@ def write_world(rng, folder, links, joints):
         lines += [
             f"      primitives: [{{type: {kind}, dimensions: [{', '.join(f'{x:.6g}' for x in dims)}]}}]",
             f"      primitive_poses: [{pose_yaml(rng, 0.8)}]",
+        ]
+    if rng.random() < 0.3:  # a plane (two-sided, as MoveIt hands it to FCL) away from the root link
+        n, d = unit(rng), rng.uniform(0.25, 0.8) * rng.choice([-1, 1])
+        lines += [
+            "    - id: plane",
+            f"      planes: [{{coef: [{n[0]:.9g}, {n[1]:.9g}, {n[2]:.9g}, {d:.6g}]}}]",
+            f"      plane_poses: [{pose_yaml(rng, 0.1)}]",
         ]
     allowed = [(links[int(rng.integers(len(links)))], f"obj{int(rng.integers(3))}") for _ in range(2)]
     names = sorted({n for pair in allowed for n in pair})
