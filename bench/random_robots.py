@@ -12,8 +12,9 @@ writes a robot of its own:
 then a planning scene around it (boxes, spheres, cylinders, cones and inline meshes at random
 poses, some in a link's frame; in a third of the rounds a plane; an allowed-collision matrix with a few entries; a robot state
 giving a joint's default and, in half the rounds, an object held by a link) and random
-configurations within the joint limits. Every answer of `tandem check --mode bool` is compared
-with `bench_robot`'s (FCL over robot/'s model).
+configurations within the joint limits. Every answer of `tandem check --mode bool` (or, with
+--server, of `tandem query` through a tandemd, the robot's files uploaded) is compared with
+`bench_robot`'s (FCL over robot/'s model).
 
 The rule: no configuration FCL calls colliding is called free (`missed`, must be 0). The other
 way (`extra`) only where a checked pair is within what Tandem's meshes allow: FCL's distance at
@@ -28,7 +29,7 @@ an extra is (else `motions_early_far`, a failure).
 
   python3 bench/random_robots.py --tandem build/tools/tandem --reference build/bench/bench_robot \
       [--rounds 40] [--configs 2000] [--motions 200] [--resolution 0.05] [--seed 1] [--workdir DIR]
-      [--backend cpu]
+      [--backend cpu | --server ADDR]
 
 One line per round, then the totals: `rounds=N configs=.. colliding=.. missed=M extra=..
 extra_far=F motions=.. motions_colliding=.. motions_late=L motions_early=.. motions_early_far=G`.
@@ -283,6 +284,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir")
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--server", help="ask a tandemd at this address instead (tandem query / motions --server)")
     ap.add_argument("--motions", type=int, default=200, help="motions per round (0: none)")
     ap.add_argument("--resolution", type=float, default=0.05)
     a = ap.parse_args()
@@ -312,7 +314,10 @@ def main():
         np.savetxt(configs, q, fmt="%.17g")
         got, want = os.path.join(folder, "tandem.txt"), os.path.join(folder, "fcl.txt")
         common = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--configs", configs, "--mode", "bool", "--out"]
-        run([a.tandem, "check", *common, got, "--backend", a.backend])
+        if a.server:  # through tandemd: the robot's files uploaded, the scene built there
+            run([a.tandem, "query", *common, got, "--server", a.server, "--ephemeral", "1"])
+        else:
+            run([a.tandem, "check", *common, got, "--backend", a.backend])
         run([a.reference, *common, want])
         t = np.loadtxt(got, dtype=int, ndmin=1)
         f = np.loadtxt(want, dtype=int, ndmin=1)
@@ -335,7 +340,10 @@ def main():
             mg, mw = os.path.join(folder, "tandem_motions.txt"), os.path.join(folder, "fcl_motions.txt")
             mcommon = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--motions", motions, "--resolution",
                        str(a.resolution), "--out"]  # fmt: skip
-            run([a.tandem, "motions", *mcommon, mg, "--backend", a.backend])
+            if a.server:
+                run([a.tandem, "motions", *mcommon, mg, "--server", a.server, "--ephemeral", "1"])
+            else:
+                run([a.tandem, "motions", *mcommon, mg, "--backend", a.backend])
             run([a.reference, *mcommon, mw])
             tk = np.loadtxt(mg, dtype=int, ndmin=1)
             fk = np.loadtxt(mw, dtype=int, ndmin=1)
