@@ -10,11 +10,11 @@ writes a robot of its own:
   - an SRDF disabling adjacent links and the pairs that collide in nearly every configuration
     (as MoveIt's set-up assistant does), and a few more;
 then a planning scene around it (boxes, spheres, cylinders, cones and inline meshes at random
-poses, some in a link's frame; in a third of the rounds a plane; an allowed-collision matrix with a few entries; a robot state
-giving a joint's default and, in half the rounds, an object held by a link) and random
-configurations within the joint limits. Every answer of `tandem check --mode bool` (or, with
---server, of `tandem query` through a tandemd, the robot's files uploaded) is compared with
-`bench_robot`'s (FCL over robot/'s model).
+poses, some in a link's frame; in a third of the rounds a plane; an allowed-collision matrix with
+a few entries; a robot state giving a joint's default and, in half the rounds, an object held by a
+link) and random configurations within the joint limits. Every answer of `tandem check --mode
+bool` (or, with --server, of `tandem query` through a tandemd, the robot's files uploaded) is
+compared with `bench_robot`'s (FCL over robot/'s model).
 
 The rule: no configuration FCL calls colliding is called free (`missed`, must be 0). The other
 way (`extra`) only where a checked pair is within what Tandem's meshes allow: FCL's distance at
@@ -129,8 +129,9 @@ def write_robot(rng, folder):
         if kind == "mimic":
             src, src_kind = movers[int(rng.integers(len(movers)))]
             kind = "prismatic" if src_kind == "prismatic" and rng.random() < 0.5 else "revolute"
-            body += f'<limit lower="-3" upper="3" effort="1" velocity="1"/>'
-            body += f'<mimic joint="{src}" multiplier="{rng.uniform(-1.5, 1.5):.6g}" offset="{rng.uniform(-0.3, 0.3):.6g}"/>'
+            body += '<limit lower="-3" upper="3" effort="1" velocity="1"/>'
+            mult, offset = rng.uniform(-1.5, 1.5), rng.uniform(-0.3, 0.3)
+            body += f'<mimic joint="{src}" multiplier="{mult:.6g}" offset="{offset:.6g}"/>'
         elif kind == "revolute":
             lo = rng.uniform(-2.5, 0)
             body += f'<limit lower="{lo:.6g}" upper="{lo + rng.uniform(0.5, 3):.6g}" effort="1" velocity="1"/>'
@@ -187,7 +188,8 @@ def disable_always_colliding(a, folder, links, pairs, joints, rng):
 
 def pose_yaml(rng, spread):
     p = unit(rng) * rng.uniform(0.3, 1.0) * spread  # not on the root link, which never moves
-    return f"{{position: [{', '.join(f'{x:.6g}' for x in p)}], orientation: [{', '.join(f'{x:.9g}' for x in quat(rng))}]}}"
+    position, orientation = ", ".join(f"{x:.6g}" for x in p), ", ".join(f"{x:.9g}" for x in quat(rng))
+    return f"{{position: [{position}], orientation: [{orientation}]}}"
 
 
 def write_world(rng, folder, links, joints):
@@ -227,7 +229,8 @@ def write_world(rng, folder, links, joints):
     names = sorted({n for pair in allowed for n in pair})
     rows = []
     for a in names:
-        rows.append("    - [" + ", ".join("true" if (a, b) in allowed or (b, a) in allowed else "false" for b in names) + "]")
+        row = ("true" if (a, b) in allowed or (b, a) in allowed else "false" for b in names)
+        rows.append("    - [" + ", ".join(row) + "]")
     lines += ["allowed_collision_matrix:", f"  entry_names: [{', '.join(names)}]", "  entry_values:", *rows]
     lines.append("robot_state:")
     if joints:
@@ -268,6 +271,18 @@ def unexplained(a, scene_args, folder, name):
     return int((~(g <= allowed).any(axis=1)).sum())
 
 
+def ask(a, offline, served, args, folder, suffix):
+    """One question (args, ending in --out) to Tandem, offline (`tandem OFFLINE`, --backend) or
+    through tandemd (`tandem SERVED --server`, the scene ephemeral), and to FCL; their answers."""
+    got, want = os.path.join(folder, f"tandem{suffix}.txt"), os.path.join(folder, f"fcl{suffix}.txt")
+    if a.server:
+        run([a.tandem, served, *args, got, "--server", a.server, "--ephemeral", "1"])
+    else:
+        run([a.tandem, offline, *args, got, "--backend", a.backend])
+    run([a.reference, *args, want])
+    return np.loadtxt(got, dtype=int, ndmin=1), np.loadtxt(want, dtype=int, ndmin=1)
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -298,31 +313,24 @@ def main():
         os.makedirs(folder, exist_ok=True)
         links, pairs = write_robot(rng, folder)
         urdf, srdf = os.path.join(folder, "robot.urdf"), os.path.join(folder, "robot.srdf")
-        joints = [(s[0], float(s[1]), float(s[2])) for s in (ln.split() for ln in run([a.tandem, "robot", "joints", "--urdf", urdf]).splitlines())]
+        listed = run([a.tandem, "robot", "joints", "--urdf", urdf]).splitlines()
+        joints = [(w[0], float(w[1]), float(w[2])) for w in (ln.split() for ln in listed)]
         if joints:
             disable_always_colliding(a, folder, links, pairs, joints, rng)
         write_world(rng, folder, links, joints)
-        world = os.path.join(folder, "world.yaml")
-        configs = os.path.join(folder, "configs.txt")
-        if joints:
-            lo = np.array([j[1] for j in joints])
-            hi = np.array([j[2] for j in joints])
-            q = lo + rng.random((a.configs, len(joints))) * (hi - lo)
         if not joints:  # fixed joints only: nothing moves, nothing to ask
             print(f"round {r}: links={len(links)} joints=0 skipped")
             continue
+        world = os.path.join(folder, "world.yaml")
+        configs = os.path.join(folder, "configs.txt")
+        lo = np.array([j[1] for j in joints])
+        hi = np.array([j[2] for j in joints])
+        q = lo + rng.random((a.configs, len(joints))) * (hi - lo)
         np.savetxt(configs, q, fmt="%.17g")
-        got, want = os.path.join(folder, "tandem.txt"), os.path.join(folder, "fcl.txt")
         common = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--configs", configs, "--mode", "bool", "--out"]
-        if a.server:  # through tandemd: the robot's files uploaded, the scene built there
-            run([a.tandem, "query", *common, got, "--server", a.server, "--ephemeral", "1"])
-        else:
-            run([a.tandem, "check", *common, got, "--backend", a.backend])
-        run([a.reference, *common, want])
-        t = np.loadtxt(got, dtype=int, ndmin=1)
-        f = np.loadtxt(want, dtype=int, ndmin=1)
+        t, f = ask(a, "check", "query", common, folder, "")
         missed, extra = int(((f == 1) & (t == 0)).sum()), int(((f == 0) & (t == 1)).sum())
-        far = 0  # extras farther than the tessellation's 0.1 mm from every curved primitive
+        far = 0  # extras no checked pair explains
         if extra:
             np.savetxt(os.path.join(folder, "extra.txt"), q[(f == 0) & (t == 1)], fmt="%.17g")
             far = unexplained(a, common[:6], folder, "extra")
@@ -337,16 +345,9 @@ def main():
             motions = os.path.join(folder, "motions.txt")
             pick = rng.integers(0, len(q), (a.motions, 2))
             np.savetxt(motions, np.hstack([q[pick[:, 0]], q[pick[:, 1]]]), fmt="%.17g")
-            mg, mw = os.path.join(folder, "tandem_motions.txt"), os.path.join(folder, "fcl_motions.txt")
             mcommon = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--motions", motions, "--resolution",
                        str(a.resolution), "--out"]  # fmt: skip
-            if a.server:
-                run([a.tandem, "motions", *mcommon, mg, "--server", a.server, "--ephemeral", "1"])
-            else:
-                run([a.tandem, "motions", *mcommon, mg, "--backend", a.backend])
-            run([a.reference, *mcommon, mw])
-            tk = np.loadtxt(mg, dtype=int, ndmin=1)
-            fk = np.loadtxt(mw, dtype=int, ndmin=1)
+            tk, fk = ask(a, "motions", "motions", mcommon, folder, "_motions")
             late = (fk >= 0) & ((tk < 0) | (tk > fk))
             m_late = int(late.sum())
             totals["motions"] += len(fk)
@@ -363,7 +364,8 @@ def main():
                 m_far = unexplained(a, common[:6], folder, "early")
                 totals["motions_early_far"] += m_far
                 m_late += m_far
-        print(f"round {r}: links={len(links)} joints={len(joints)} configs={len(f)} fcl_colliding={int(f.sum())} missed={missed} extra={extra} extra_far={far} motions_late={m_late}")
+        print(f"round {r}: links={len(links)} joints={len(joints)} configs={len(f)} fcl_colliding={int(f.sum())} "
+              f"missed={missed} extra={extra} extra_far={far} motions_late={m_late}")
         if missed or far or m_late:
             failed.append(r)
         elif not a.workdir:
