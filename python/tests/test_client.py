@@ -166,21 +166,25 @@ def test_ephemeral_scene_is_never_written(client, daemon):
     client.delete_mesh(robot)
 
 
-def test_stats_count_queries(daemon):
-    with tandem.Client(daemon.unix) as c:
-        rng = np.random.default_rng(10)
-        env = c.put_mesh(*oracle.soup(rng, 10, 1.0, 0.3))
-        robot = c.put_mesh(*oracle.soup(rng, 4, 0.3, 0.2))
-        scene = c.put_scene([tandem.SceneObject.fixed(env), tandem.SceneObject.moving(robot)])
-        before = c.stats()
-        c.check(scene, oracle.random_poses(rng, 1234, 1.0))
-        after = c.stats()
-        assert after.queries - before.queries == 1234
-        assert after.requests - before.requests == 3  # two Query batches (max 1000 each) and a Stats
-        assert after.engine in ("cpu", "gpu", "hybrid")
-        assert after.meshes >= 2 and after.scenes >= 1
-        assert after.connections >= 1
-        assert after.as_dict()["queries"] == after.queries
+def test_stats_count_queries():
+    d = Daemon("--max-queries", str(MAX_QUERIES))  # its own: the request count is server-wide
+    try:
+        with tandem.Client(d.unix) as c:
+            rng = np.random.default_rng(10)
+            env = c.put_mesh(*oracle.soup(rng, 10, 1.0, 0.3))
+            robot = c.put_mesh(*oracle.soup(rng, 4, 0.3, 0.2))
+            scene = c.put_scene([tandem.SceneObject.fixed(env), tandem.SceneObject.moving(robot)])
+            before = c.stats()
+            c.check(scene, oracle.random_poses(rng, 1234, 1.0))
+            after = c.stats()
+            assert after.queries - before.queries == 1234
+            assert after.requests - before.requests == 3  # two Query batches (max 1000 each) and a Stats
+            assert after.engine in ("cpu", "gpu", "hybrid")
+            assert after.meshes >= 2 and after.scenes >= 1
+            assert after.connections >= 1
+            assert after.as_dict()["queries"] == after.queries
+    finally:
+        d.cleanup()
 
 
 def test_context_manager_closes():
