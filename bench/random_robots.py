@@ -29,16 +29,21 @@ an extra is (else `motions_early_far`, a failure).
 
   python3 bench/random_robots.py --tandem build/tools/tandem --reference build/bench/bench_robot \
       [--rounds 40] [--configs 2000] [--motions 200] [--resolution 0.05] [--seed 1] [--workdir DIR]
-      [--backend cpu | --server ADDR]
+      [--backend cpu | --server ADDR] [--parallel P]
 
 One line per round, then the totals: `rounds=N configs=.. colliding=.. missed=M extra=..
 extra_far=F motions=.. motions_colliding=.. motions_late=L motions_early=.. motions_early_far=G`.
 Exit status 1 when a round fails (M, F, L or G); its files are kept (in --workdir, or a
-temporary folder), the others' removed unless --workdir was given.
+temporary folder), the others' removed unless --workdir was given. Exit status 2 when a command
+fails (a robot or world either side refuses, for one), named on stderr. --parallel P runs P rounds
+at once: through tandemd, P clients whose different robots' queries and motions it pools together.
 """
 
 import argparse
+import contextlib
+import functools
 import math
+import multiprocessing
 import os
 import shutil
 import struct
@@ -283,11 +288,78 @@ def ask(a, offline, served, args, folder, suffix):
     return np.loadtxt(got, dtype=int, ndmin=1), np.loadtxt(want, dtype=int, ndmin=1)
 
 
+class Failed(Exception):
+    """A command failed: its command line and output."""
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+        raise Failed(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
     return p.stdout
+
+
+COUNTS = ("configs", "colliding", "missed", "extra", "extra_far", "motions", "motions_colliding", "motions_late",
+          "motions_early", "motions_early_far")
+
+
+def one_round(a, work, r):
+    """Round r: its robot, world, configurations and motions asked of both. Returns its line, its
+    counts and whether it failed; its files are removed unless it failed or --workdir was given."""
+    counts = dict.fromkeys(COUNTS, 0)
+    rng = np.random.default_rng([a.seed, r])
+    folder = os.path.join(work, f"round{r:03d}", "robot")
+    os.makedirs(folder, exist_ok=True)
+    links, pairs = write_robot(rng, folder)
+    urdf, srdf = os.path.join(folder, "robot.urdf"), os.path.join(folder, "robot.srdf")
+    listed = run([a.tandem, "robot", "joints", "--urdf", urdf]).splitlines()
+    joints = [(w[0], float(w[1]), float(w[2])) for w in (ln.split() for ln in listed)]
+    if joints:
+        disable_always_colliding(a, folder, links, pairs, joints, rng)
+    write_world(rng, folder, links, joints)
+    if not joints:  # fixed joints only: nothing moves, nothing to ask
+        return f"round {r}: links={len(links)} joints=0 skipped", counts, False
+    world = os.path.join(folder, "world.yaml")
+    configs = os.path.join(folder, "configs.txt")
+    lo = np.array([j[1] for j in joints])
+    hi = np.array([j[2] for j in joints])
+    q = lo + rng.random((a.configs, len(joints))) * (hi - lo)
+    np.savetxt(configs, q, fmt="%.17g")
+    common = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--configs", configs, "--mode", "bool", "--out"]
+    t, f = ask(a, "check", "query", common, folder, "")
+    missed, extra = int(((f == 1) & (t == 0)).sum()), int(((f == 0) & (t == 1)).sum())
+    far = 0  # extras no checked pair explains
+    if extra:
+        np.savetxt(os.path.join(folder, "extra.txt"), q[(f == 0) & (t == 1)], fmt="%.17g")
+        far = unexplained(a, common[:6], folder, "extra")
+    counts.update(configs=len(f), colliding=int(f.sum()), missed=missed, extra=extra, extra_far=far)
+    # motions between random configurations: the first colliding state, Tandem's never after FCL's
+    m_late = 0
+    if a.motions:
+        motions = os.path.join(folder, "motions.txt")
+        pick = rng.integers(0, len(q), (a.motions, 2))
+        np.savetxt(motions, np.hstack([q[pick[:, 0]], q[pick[:, 1]]]), fmt="%.17g")
+        mcommon = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--motions", motions, "--resolution",
+                   str(a.resolution), "--out"]  # fmt: skip
+        tk, fk = ask(a, "motions", "motions", mcommon, folder, "_motions")
+        m_late = int(((fk >= 0) & ((tk < 0) | (tk > fk))).sum())
+        early = (tk >= 0) & ((fk < 0) | (tk < fk))
+        counts.update(motions=len(fk), motions_colliding=int((fk >= 0).sum()), motions_late=m_late,
+                      motions_early=int(early.sum()))  # fmt: skip
+        if early.any():  # the states Tandem calls colliding first, explained as extras are
+            ab = np.hstack([q[pick[:, 0]], q[pick[:, 1]]])[early]
+            d = ab[:, len(joints) :] - ab[:, : len(joints)]
+            n = np.maximum(2, np.ceil(np.abs(d).max(axis=1) / a.resolution) + 1)
+            states = ab[:, : len(joints)] + (tk[early] / (n - 1))[:, None] * d
+            np.savetxt(os.path.join(folder, "early.txt"), states, fmt="%.17g")
+            counts["motions_early_far"] = unexplained(a, common[:6], folder, "early")
+            m_late += counts["motions_early_far"]
+    line = (f"round {r}: links={len(links)} joints={len(joints)} configs={len(f)} fcl_colliding={int(f.sum())} "
+            f"missed={missed} extra={extra} extra_far={far} motions_late={m_late}")  # fmt: skip
+    failed = bool(missed or far or m_late)
+    if not failed and not a.workdir:
+        shutil.rmtree(os.path.join(work, f"round{r:03d}"))
+    return line, counts, failed
 
 
 def main():
@@ -300,76 +372,28 @@ def main():
     ap.add_argument("--workdir")
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--server", help="ask a tandemd at this address instead (tandem query / motions --server)")
+    ap.add_argument("--parallel", type=int, default=1, help="rounds at once (with --server: clients at once)")
     ap.add_argument("--motions", type=int, default=200, help="motions per round (0: none)")
     ap.add_argument("--resolution", type=float, default=0.05)
     a = ap.parse_args()
     work = a.workdir or tempfile.mkdtemp(prefix="tandem-random-robots-")
-    totals = dict(configs=0, colliding=0, missed=0, extra=0, extra_far=0, motions=0, motions_colliding=0,
-                  motions_late=0, motions_early=0, motions_early_far=0)
+    totals = dict.fromkeys(COUNTS, 0)
     failed = []
-    for r in range(a.rounds):
-        rng = np.random.default_rng([a.seed, r])
-        folder = os.path.join(work, f"round{r:03d}", "robot")
-        os.makedirs(folder, exist_ok=True)
-        links, pairs = write_robot(rng, folder)
-        urdf, srdf = os.path.join(folder, "robot.urdf"), os.path.join(folder, "robot.srdf")
-        listed = run([a.tandem, "robot", "joints", "--urdf", urdf]).splitlines()
-        joints = [(w[0], float(w[1]), float(w[2])) for w in (ln.split() for ln in listed)]
-        if joints:
-            disable_always_colliding(a, folder, links, pairs, joints, rng)
-        write_world(rng, folder, links, joints)
-        if not joints:  # fixed joints only: nothing moves, nothing to ask
-            print(f"round {r}: links={len(links)} joints=0 skipped")
-            continue
-        world = os.path.join(folder, "world.yaml")
-        configs = os.path.join(folder, "configs.txt")
-        lo = np.array([j[1] for j in joints])
-        hi = np.array([j[2] for j in joints])
-        q = lo + rng.random((a.configs, len(joints))) * (hi - lo)
-        np.savetxt(configs, q, fmt="%.17g")
-        common = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--configs", configs, "--mode", "bool", "--out"]
-        t, f = ask(a, "check", "query", common, folder, "")
-        missed, extra = int(((f == 1) & (t == 0)).sum()), int(((f == 0) & (t == 1)).sum())
-        far = 0  # extras no checked pair explains
-        if extra:
-            np.savetxt(os.path.join(folder, "extra.txt"), q[(f == 0) & (t == 1)], fmt="%.17g")
-            far = unexplained(a, common[:6], folder, "extra")
-        totals["configs"] += len(f)
-        totals["colliding"] += int(f.sum())
-        totals["missed"] += missed
-        totals["extra"] += extra
-        totals["extra_far"] += far
-        # motions between random configurations: the first colliding state, Tandem's never after FCL's
-        m_late = 0
-        if a.motions:
-            motions = os.path.join(folder, "motions.txt")
-            pick = rng.integers(0, len(q), (a.motions, 2))
-            np.savetxt(motions, np.hstack([q[pick[:, 0]], q[pick[:, 1]]]), fmt="%.17g")
-            mcommon = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--motions", motions, "--resolution",
-                       str(a.resolution), "--out"]  # fmt: skip
-            tk, fk = ask(a, "motions", "motions", mcommon, folder, "_motions")
-            late = (fk >= 0) & ((tk < 0) | (tk > fk))
-            m_late = int(late.sum())
-            totals["motions"] += len(fk)
-            totals["motions_colliding"] += int((fk >= 0).sum())
-            totals["motions_late"] += m_late
-            early = (tk >= 0) & ((fk < 0) | (tk < fk))
-            totals["motions_early"] += int(early.sum())
-            if early.any():  # the states Tandem calls colliding first, explained as extras are
-                ab = np.hstack([q[pick[:, 0]], q[pick[:, 1]]])[early]
-                d = ab[:, len(joints) :] - ab[:, : len(joints)]
-                n = np.maximum(2, np.ceil(np.abs(d).max(axis=1) / a.resolution) + 1)
-                states = ab[:, : len(joints)] + (tk[early] / (n - 1))[:, None] * d
-                np.savetxt(os.path.join(folder, "early.txt"), states, fmt="%.17g")
-                m_far = unexplained(a, common[:6], folder, "early")
-                totals["motions_early_far"] += m_far
-                m_late += m_far
-        print(f"round {r}: links={len(links)} joints={len(joints)} configs={len(f)} fcl_colliding={int(f.sum())} "
-              f"missed={missed} extra={extra} extra_far={far} motions_late={m_late}")
-        if missed or far or m_late:
-            failed.append(r)
-        elif not a.workdir:
-            shutil.rmtree(os.path.join(work, f"round{r:03d}"))
+    try:
+        with multiprocessing.Pool(a.parallel) if a.parallel > 1 else contextlib.nullcontext() as pool:
+            rounds = range(a.rounds)
+            answers = pool.imap(functools.partial(one_round, a, work), rounds) if pool else (
+                one_round(a, work, r) for r in rounds)  # fmt: skip
+            for r, (line, counts, bad) in zip(rounds, answers):
+                print(line, flush=True)
+                for k in COUNTS:
+                    totals[k] += counts[k]
+                if bad:
+                    failed.append(r)
+    except Failed as e:
+        print(e, file=sys.stderr)
+        print(f"its files are in {work}", file=sys.stderr)
+        return 2
     if failed:
         print(f"rounds with a miss or a far extra, kept in {work}: {failed}")
     elif not a.workdir:
