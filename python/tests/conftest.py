@@ -140,14 +140,19 @@ class Daemon:
 MAX_QUERIES = 1000
 
 
-@pytest.fixture(scope="session")
-def daemon():
+def serve():
+    """For a fixture: a tandemd with the suites' flags; stopped afterwards, its exit status checked."""
     d = Daemon("--max-queries", str(MAX_QUERIES))
     yield d
     rc = d.stop()
     log = d.log()
     d.cleanup()
     assert rc == 0, f"tandemd exited with {rc}; its log:\n{log}"
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    yield from serve()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 import oracle
 import tandem
-from conftest import MAX_QUERIES, Daemon
+from conftest import MAX_QUERIES, serve
 from tandem import InvalidArgument, ServerCode, TandemError
 
 
@@ -16,12 +16,7 @@ from tandem import InvalidArgument, ServerCode, TandemError
 def daemon():
     """A tandemd of this module's own: its tests count the server's requests (_sent), which
     other modules' clients would also move on the session's shared one."""
-    d = Daemon("--max-queries", str(MAX_QUERIES))
-    yield d
-    rc = d.stop()
-    log = d.log()
-    d.cleanup()
-    assert rc == 0, f"tandemd exited with {rc}; its log:\n{log}"
+    yield from serve()
 
 
 @pytest.fixture
