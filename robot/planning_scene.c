@@ -337,7 +337,6 @@ static int f_primitive_type(tdm__yaml *y, const yaml_event_t *ev, void *dst)
                           tdm__yaml_sval(ev));
 }
 
-/* The scene being read, and what is counted across its objects. */
 /* Names read so far, their items' indices kept in name order, so that each new name is
  * checked in O(log n) comparisons: thousands of long ids alike cost no n^2 string compares. */
 typedef struct seen_names { uint32_t *idx; uint32_t n, cap; } seen_names;
@@ -374,6 +373,7 @@ static int64_t seen_add(seen_names *sn, const void *base, size_t stride, size_t 
     return -1;
 }
 
+/* The scene being read, and what is counted across its objects. */
 typedef struct scene_build {
     tdm_planning_scene *s;
     uint32_t n_shapes; /* primitives and meshes so far, all objects */
@@ -577,8 +577,6 @@ static int object_finish(tdm__yaml *y, const yaml_event_t *ev, const tdm__yaml_f
     return TDM_OK;
 }
 
-/* One moveit_msgs/CollisionObject mapping into *o (zeroed by its array's growth);
- * *id_field receives the id's field, for the caller's uniqueness check. */
 /* An object's subframes (read into it): as many poses as names, names not empty and distinct;
  * their order by name kept for lookups. */
 static int subframes_finish(tdm__yaml *y, const tdm__yaml_field *names, const tdm__yaml_field *poses,
@@ -602,6 +600,8 @@ static int subframes_finish(tdm__yaml *y, const tdm__yaml_field *names, const td
     return rc;
 }
 
+/* One moveit_msgs/CollisionObject mapping into *o (zeroed by its array's growth);
+ * *id_field receives the id's field, for the caller's uniqueness check. */
 static int read_object(tdm__yaml *y, const yaml_event_t *ev, tdm_ps_object *o, uint32_t *n_shapes,
                        tdm__yaml_field *id_field)
 {
