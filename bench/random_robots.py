@@ -72,6 +72,18 @@ def fmt(v):
     return " ".join(f"{x:.6g}" for x in v)
 
 
+def flow(v, spec=".6g"):
+    """Numbers as the items of a YAML flow sequence."""
+    return ", ".join(f"{x:{spec}}" for x in v)
+
+
+def sample(rng, joints, k):
+    """k configurations uniform in the joints' limits."""
+    lo = np.array([j[1] for j in joints])
+    hi = np.array([j[2] for j in joints])
+    return lo + rng.random((k, len(joints))) * (hi - lo)
+
+
 def write_stl(path, rng):
     """A closed, jittered octahedron-like blob (binary STL): 6 apex vertices around the origin."""
     r = rng.uniform(0.03, 0.12, 6)
@@ -99,13 +111,9 @@ def element(rng, folder, name):
     elif kind == "capsule":
         geom = f'<capsule radius="{rng.uniform(0.01, 0.06):.6g}" length="{rng.uniform(0.02, 0.2):.6g}"/>'
     else:
-        write_stl(os.path.join(folder, "meshes", name + ".stl"), rng)
-        how = rng.integers(3)
-        filename = [
-            f"meshes/{name}.stl",
-            f"package://robot/meshes/{name}.stl",
-            "file://" + os.path.join(folder, "meshes", name + ".stl"),
-        ][how]
+        path = os.path.join(folder, "meshes", name + ".stl")
+        write_stl(path, rng)
+        filename = [f"meshes/{name}.stl", f"package://robot/meshes/{name}.stl", "file://" + path][rng.integers(3)]
         scale = rng.uniform(0.6, 1.6, 3) * rng.choice([1, 1, 1, -1], 3)
         geom = f'<mesh filename="{filename}" scale="{fmt(scale)}"/>'
     origin = f'<origin xyz="{fmt(rng.uniform(-0.08, 0.08, 3))}" rpy="{fmt(rpy(rng))}"/>'
@@ -113,7 +121,7 @@ def element(rng, folder, name):
 
 
 def write_robot(rng, folder):
-    """URDF and SRDF in folder; returns the link names."""
+    """URDF and SRDF in folder; returns the link names and the SRDF's disabled pairs."""
     os.makedirs(os.path.join(folder, "meshes"), exist_ok=True)
     n = int(rng.integers(2, 10))
     links = [f"l{i}" for i in range(n)]
@@ -172,9 +180,7 @@ def disable_always_colliding(a, folder, links, pairs, joints, rng):
     configuration are disabled too. Each pair alone (every other one disabled), empty world."""
     with open(os.path.join(folder, "empty.yaml"), "w") as f:
         f.write("world:\n  collision_objects: []\n")
-    lo = np.array([j[1] for j in joints])
-    hi = np.array([j[2] for j in joints])
-    np.savetxt(os.path.join(folder, "sample.txt"), lo + rng.random((200, len(joints))) * (hi - lo), fmt="%.17g")
+    np.savetxt(os.path.join(folder, "sample.txt"), sample(rng, joints, 200), fmt="%.17g")
     every = {(min(x, y), max(x, y)) for i, x in enumerate(links) for y in links[i + 1 :]}
 
     def colliding(disabled):
@@ -193,8 +199,7 @@ def disable_always_colliding(a, folder, links, pairs, joints, rng):
 
 def pose_yaml(rng, spread):
     p = unit(rng) * rng.uniform(0.3, 1.0) * spread  # not on the root link, which never moves
-    position, orientation = ", ".join(f"{x:.6g}" for x in p), ", ".join(f"{x:.9g}" for x in quat(rng))
-    return f"{{position: [{position}], orientation: [{orientation}]}}"
+    return f"{{position: [{flow(p)}], orientation: [{flow(quat(rng), '.9g')}]}}"
 
 
 def write_world(rng, folder, links, joints):
@@ -206,7 +211,7 @@ def write_world(rng, folder, links, joints):
         if rng.random() < 0.25:
             v = rng.uniform(-0.15, 0.15, (5, 3))
             tris = [[0, 1, 2], [0, 2, 3], [0, 3, 4], [1, 2, 4], [2, 3, 4]]
-            verts = ", ".join("[" + ", ".join(f"{x:.6g}" for x in p) + "]" for p in v)
+            verts = ", ".join(f"[{flow(p)}]" for p in v)
             lines += [
                 f"      meshes: [{{vertices: [{verts}], triangles: {tris}}}]",
                 f"      mesh_poses: [{pose_yaml(rng, 0.8)}]",
@@ -220,7 +225,7 @@ def write_world(rng, folder, links, joints):
             "cone": [rng.uniform(0.02, 0.4), rng.uniform(0.01, 0.15)],
         }[kind]
         lines += [
-            f"      primitives: [{{type: {kind}, dimensions: [{', '.join(f'{x:.6g}' for x in dims)}]}}]",
+            f"      primitives: [{{type: {kind}, dimensions: [{flow(dims)}]}}]",
             f"      primitive_poses: [{pose_yaml(rng, 0.8)}]",
         ]
     if rng.random() < 0.3:  # a plane (two-sided, as MoveIt hands it to FCL) away from the root link
@@ -253,7 +258,7 @@ def write_world(rng, folder, links, joints):
             "      object:",
             "        id: held",
             f"        header: {{frame_id: {link}}}",
-            f"        primitives: [{{type: {kind}, dimensions: [{', '.join(f'{x:.6g}' for x in dims)}]}}]",
+            f"        primitives: [{{type: {kind}, dimensions: [{flow(dims)}]}}]",
             f"        primitive_poses: [{pose_yaml(rng, 0.2)}]",
         ]
     with open(os.path.join(folder, "world.yaml"), "w") as f:
@@ -321,9 +326,7 @@ def one_round(a, work, r):
         return f"round {r}: links={len(links)} joints=0 skipped", counts, False
     world = os.path.join(folder, "world.yaml")
     configs = os.path.join(folder, "configs.txt")
-    lo = np.array([j[1] for j in joints])
-    hi = np.array([j[2] for j in joints])
-    q = lo + rng.random((a.configs, len(joints))) * (hi - lo)
+    q = sample(rng, joints, a.configs)
     np.savetxt(configs, q, fmt="%.17g")
     common = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--configs", configs, "--mode", "bool", "--out"]
     t, f = ask(a, "check", "query", common, folder, "")
@@ -338,7 +341,8 @@ def one_round(a, work, r):
     if a.motions:
         motions = os.path.join(folder, "motions.txt")
         pick = rng.integers(0, len(q), (a.motions, 2))
-        np.savetxt(motions, np.hstack([q[pick[:, 0]], q[pick[:, 1]]]), fmt="%.17g")
+        ends = np.hstack([q[pick[:, 0]], q[pick[:, 1]]])  # start, then end
+        np.savetxt(motions, ends, fmt="%.17g")
         mcommon = ["--urdf", urdf, "--srdf", srdf, "--world", world, "--motions", motions, "--resolution",
                    str(a.resolution), "--out"]  # fmt: skip
         tk, fk = ask(a, "motions", "motions", mcommon, folder, "_motions")
@@ -347,7 +351,7 @@ def one_round(a, work, r):
         counts.update(motions=len(fk), motions_colliding=int((fk >= 0).sum()), motions_late=m_late,
                       motions_early=int(early.sum()))  # fmt: skip
         if early.any():  # the states Tandem calls colliding first, explained as extras are
-            ab = np.hstack([q[pick[:, 0]], q[pick[:, 1]]])[early]
+            ab = ends[early]
             d = ab[:, len(joints) :] - ab[:, : len(joints)]
             n = np.maximum(2, np.ceil(np.abs(d).max(axis=1) / a.resolution) + 1)
             states = ab[:, : len(joints)] + (tk[early] / (n - 1))[:, None] * d
