@@ -750,6 +750,25 @@ double metric_value(const char *text, const char *series)
     return NAN;
 }
 
+int dmn_log_has(const dmn *d, const char *text, int ms)
+{
+    for (int t = 0;; t += 50) {
+        char *log = dmn_log(d);
+        int found = strstr(log, text) != NULL;
+        free(log);
+        if (found || t >= ms) return found;
+        sleep_ms(50);
+    }
+}
+
+double metric_now(int port, const char *series)
+{
+    char *body = NULL;
+    double v = http_call(port, "GET", "/metrics", &body) == 200 ? metric_value(body, series) : NAN;
+    free(body);
+    return v;
+}
+
 const char *dmn_path(const dmn *d, const char *name)
 {
     static char buf[16][512];

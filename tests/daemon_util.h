@@ -61,6 +61,8 @@ int dmn_running(dmn *d);
 void dmn_cleanup(dmn *d);
 /* The daemon's log so far (malloc'd, NUL-terminated; "" if none). */
 char *dmn_log(const dmn *d);
+/* Whether the daemon's log holds text, polled for up to ms milliseconds (0: now). */
+int dmn_log_has(const dmn *d, const char *text, int ms);
 /* Files (not hidden) in the daemon's data directory's subfolder `sub` (robots/,
  * owners/...); -1 when it cannot be read. */
 int dmn_count_files(const dmn *d, const char *sub);
@@ -86,6 +88,9 @@ int http_call(int port, const char *method, const char *path, char **body);
 /* The value of one series ("name{labels}" exactly as rendered) in a /metrics text, NAN when
  * absent. */
 double metric_value(const char *text, const char *series);
+/* One series read now from the /metrics of 127.0.0.1:port; NAN when the call fails or the series
+ * is absent. */
+double metric_now(int port, const char *series);
 
 /* ---- raw protocol ------------------------------------------------------------------- */
 

@@ -194,18 +194,6 @@ static void stop_clean(void)
     free(log);
 }
 
-/* Waits up to ms for `text` in the daemon's log. */
-static int log_has(const char *text, int ms)
-{
-    for (int t = 0;; t += 50) {
-        char *log = dmn_log(&D);
-        int found = strstr(log, text) != NULL;
-        free(log);
-        if (found || t >= ms) return found;
-        sleep_ms(50);
-    }
-}
-
 /* ---- a pipelining client that never reads ---- */
 
 typedef struct pipeliner {
@@ -306,7 +294,7 @@ Test(limits, unread_queries_stay_within_max_output_bytes)
     sleep_ms(1500);
     double t = witness_ok(&w, "a client pipelining without reading");
     cr_log_info("bystander answered in %.3f s", t);
-    int closed = log_has("(output-stall-timeout): closing", 15000);
+    int closed = dmn_log_has(&D, "(output-stall-timeout): closing", 15000);
     shutdown(fd, SHUT_RDWR);
     pthread_join(th, NULL);
     close(fd);
@@ -341,7 +329,7 @@ Test(limits, unread_pair_replies_stay_within_max_output_bytes)
     cr_assert_eq(pthread_create(&th, NULL, pipeline_main, &p), 0);
     sleep_ms(1000);
     witness_ok(&w, "a client asking for pairs without reading");
-    int closed = log_has("(output-stall-timeout): closing", 20000);
+    int closed = dmn_log_has(&D, "(output-stall-timeout): closing", 20000);
     shutdown(fd, SHUT_RDWR);
     pthread_join(th, NULL);
     close(fd);
@@ -533,7 +521,7 @@ Test(limits, disconnect_drops_queued_queries)
     cr_assert(ran < (uint64_t)n / 2, "%llu of the %d queued requests ran after their client hung up",
               (unsigned long long)ran, n);
     cr_assert(t < n * t1 / 2, "the bystander waited %.2f s: the dropped pipeline was %.2f s of work", t, n * t1);
-    cr_assert(log_has("dropped unrun", 3000), "the drop should be logged");
+    cr_assert(dmn_log_has(&D, "dropped unrun", 3000), "the drop should be logged");
     witness_free(&w);
     free(wire);
     stop_clean();
@@ -630,14 +618,11 @@ static void *big_put_main(void *arg)
  * n. A put answered but not yet read counts in neither, so this never returns early. */
 static void writer_has(int port, big_put *p, int n)
 {
-    double t0 = mono_s(), ops = NAN;
+    double t0 = mono_s();
     for (;;) {
         int answered = 0;
         for (int k = 0; k < n; k++) answered += atomic_load(&p[k].answered);
-        char *body = NULL;
-        int status = http_call(port, "GET", "/metrics", &body);
-        ops = status == 200 ? metric_value(body, "tandem_writer_ops") : NAN;
-        free(body);
+        double ops = metric_now(port, "tandem_writer_ops");
         if (ops + answered >= n) return;
         cr_assert(mono_s() - t0 < 60, "the writer did not get put %d in 60 s (tandem_writer_ops %g, %d answered)", n,
                   ops, answered);
@@ -1099,7 +1084,7 @@ Test(limits, a_slow_reader_of_a_large_reply_is_not_stalled)
     }
     tandem__v1__reply__free_unpacked(rep, NULL);
     free(body);
-    cr_assert(!log_has("output-stall-timeout): closing", 0), "a reader that reads was closed as stalled");
+    cr_assert(!dmn_log_has(&D, "output-stall-timeout): closing", 0), "a reader that reads was closed as stalled");
     close(fd);
     witness_ok(&w, "a slow reader");
     witness_free(&w);
@@ -1313,10 +1298,7 @@ Test(limits, a_flood_from_one_client_takes_turns_with_another, .timeout = 300)
         /* A's requests are all queued (decoded: the counter goes up as each is handed to the
            pooler), its first one running; only then does B send */
         for (double t1 = mono_s();;) {
-            char *body = NULL;
-            int status = http_call(port, "GET", "/metrics", &body);
-            double got = status == 200 ? metric_value(body, "tandem_requests_total{type=\"query\"}") : NAN;
-            free(body);
+            double got = metric_now(port, "tandem_requests_total{type=\"query\"}");
             if (got >= N) break;
             cr_assert(mono_s() - t1 < 30, "tandemd got %g of A's %d queries in 30 s", got, N);
             sleep_ms(5);
