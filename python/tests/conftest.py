@@ -156,6 +156,12 @@ def daemon():
 
 
 @pytest.fixture
+def own_daemon():
+    """A tandemd for one test alone: for what it counts server-wide (requests, connections)."""
+    yield from serve()
+
+
+@pytest.fixture
 def client(daemon):
     import tandem
 

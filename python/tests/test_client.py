@@ -166,52 +166,43 @@ def test_ephemeral_scene_is_never_written(client, daemon):
     client.delete_mesh(robot)
 
 
-def test_stats_count_queries():
-    d = Daemon("--max-queries", str(MAX_QUERIES))  # its own: the request count is server-wide
-    try:
-        with tandem.Client(d.unix) as c:
-            rng = np.random.default_rng(10)
-            env = c.put_mesh(*oracle.soup(rng, 10, 1.0, 0.3))
-            robot = c.put_mesh(*oracle.soup(rng, 4, 0.3, 0.2))
-            scene = c.put_scene([tandem.SceneObject.fixed(env), tandem.SceneObject.moving(robot)])
-            before = c.stats()
-            c.check(scene, oracle.random_poses(rng, 1234, 1.0))
-            after = c.stats()
-            assert after.queries - before.queries == 1234
-            assert after.requests - before.requests == 3  # two Query batches (max 1000 each) and a Stats
-            assert after.engine in ("cpu", "gpu", "hybrid")
-            assert after.meshes >= 2 and after.scenes >= 1
-            assert after.connections >= 1
-            assert after.as_dict()["queries"] == after.queries
-    finally:
-        d.cleanup()
+def test_stats_count_queries(own_daemon):
+    with tandem.Client(own_daemon.unix) as c:
+        rng = np.random.default_rng(10)
+        env = c.put_mesh(*oracle.soup(rng, 10, 1.0, 0.3))
+        robot = c.put_mesh(*oracle.soup(rng, 4, 0.3, 0.2))
+        scene = c.put_scene([tandem.SceneObject.fixed(env), tandem.SceneObject.moving(robot)])
+        before = c.stats()
+        c.check(scene, oracle.random_poses(rng, 1234, 1.0))
+        after = c.stats()
+        assert after.queries - before.queries == 1234
+        assert after.requests - before.requests == 3  # two Query batches (max 1000 each) and a Stats
+        assert after.engine in ("cpu", "gpu", "hybrid")
+        assert after.meshes >= 2 and after.scenes >= 1
+        assert after.connections >= 1
+        assert after.as_dict()["queries"] == after.queries
 
 
-def test_context_manager_closes():
-    # A daemon of its own: on the shared one, an earlier test's connection may
-    # still be closing and change the count under us. Here only the start-up
-    # probes may, so the count is awaited before it is asserted.
+def test_context_manager_closes(own_daemon):
+    # Counted on a daemon of its own: only its start-up probes may still be closing, so the
+    # count is awaited before it is asserted.
     def connections_become(client, n):
         deadline = time.monotonic() + 5
         while client.stats().connections != n and time.monotonic() < deadline:
             time.sleep(0.02)
         return client.stats().connections
 
-    d = Daemon()
-    try:
-        with tandem.Client(d.tcp) as c:
-            assert not c.closed
-            assert connections_become(c, 1) == 1
-        assert c.closed
-        with pytest.raises(TandemError) as e:
-            c.list_meshes()
-        assert e.value.client_code == tandem.ClientCode.ECLOSED
-        c.close()  # idempotent
-        # the server saw the connection go
-        with tandem.Client(d.tcp) as other:
-            assert connections_become(other, 1) == 1  # the closed one gone, this one counted
-    finally:
-        d.cleanup()
+    with tandem.Client(own_daemon.tcp) as c:
+        assert not c.closed
+        assert connections_become(c, 1) == 1
+    assert c.closed
+    with pytest.raises(TandemError) as e:
+        c.list_meshes()
+    assert e.value.client_code == tandem.ClientCode.ECLOSED
+    c.close()  # idempotent
+    # the server saw the connection go
+    with tandem.Client(own_daemon.tcp) as other:
+        assert connections_become(other, 1) == 1  # the closed one gone, this one counted
 
 
 def test_auth_token():
